@@ -1,0 +1,22 @@
+import type { Db } from '../store/db.js';
+import type { GroupCommit } from '../store/group-commit.js';
+import type { Config } from '../config/schema.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+
+/** Everything the HTTP API needs, passed in by the composition root (or a test). */
+export interface ApiDeps {
+  db: Db;
+  commit: GroupCommit;
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  lifecycle: Lifecycle;
+}
+
+export interface Lifecycle {
+  /** True once SIGTERM arrived: new requests get 503. */
+  shuttingDown: boolean;
+  /** Whether every listener the daemon runs is up (for /healthz). */
+  listenersUp(): boolean;
+}

@@ -1,0 +1,42 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ApiError } from '../domain/errors.js';
+import { isStorageUnavailable } from '../store/db.js';
+import type { Logger } from '../lib/logger.js';
+
+/** Fastify's own errors, mapped once to the error table of SPEC.md. */
+function fromFastify(e: FastifyError): ApiError | undefined {
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('payload_too_large', 'The request body is larger than the limit.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError('unsupported_media_type', 'Send the request body as application/json.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError('invalid_json', 'The request body is empty; send a JSON object.');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ApiError('invalid_json', 'The request body is not valid JSON.');
+  }
+  if (e.statusCode === 413) return new ApiError('payload_too_large', 'The request body is larger than the limit.');
+  if (e.statusCode === 415) return new ApiError('unsupported_media_type', 'Send the request body as application/json.');
+  return undefined;
+}
+
+export function installErrorHandlers(app: FastifyInstance, log: Logger): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    let api = error instanceof ApiError ? error : fromFastify(error);
+    if (!api && isStorageUnavailable(error)) {
+      log.error({ err: { code: (error as { code?: string }).code, message: error.message } }, 'store cannot write: request refused with 503');
+      api = new ApiError('unavailable', 'The server cannot store the request right now; it was not accepted. Retry later.');
+    }
+    if (!api) {
+      log.error({ err: error, url: request.url, method: request.method }, 'unhandled API error');
+      api = new ApiError('internal_error', 'Internal error.');
+    }
+    if (api.code === 'unavailable') reply.header('retry-after', '30');
+    return reply.code(api.status).send(api.toBody());
+  });
+  app.setNotFoundHandler((_request, reply) => {
+    const e = new ApiError('not_found', 'No such resource.');
+    return reply.code(e.status).send(e.toBody());
+  });
+}

@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { ApiDeps } from '../deps.js';
+import { requireKey } from '../auth.js';
+import { ApiError, Problems } from '../../domain/errors.js';
+import { validateSendRequest, recipientsOf, type SendRequest } from '../../domain/send-request.js';
+import { formatMailbox } from '../../domain/addresses.js';
+import { composeMessage } from '../../outbound/compose.js';
+import { findDomain } from '../../store/domains.js';
+import { acceptMessage, getMessage } from '../../store/messages.js';
+import { timeSortableId, BASE32 } from '../../lib/ids.js';
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const { db, commit, config, clock } = deps;
+
+  app.post('/api/v1/emails', async (request, reply) => {
+    const key = requireKey(request);
+    const body = request.body as Record<string, unknown>;
+
+    const idemHeader = request.headers['idempotency-key'];
+    if (idemHeader !== undefined && (typeof idemHeader !== 'string' || !IDEMPOTENCY_KEY.test(idemHeader)))
+      throw new ApiError('validation_failed', 'The Idempotency-Key header is invalid.', {
+        'Idempotency-Key': ['must be 1 to 255 printable ASCII characters'],
+      });
+
+    const parsed = validateSendRequest(body, { maxRecipients: config.limits.max_recipients });
+    if (parsed instanceof Problems) throw validationError(parsed);
+    const req: SendRequest = parsed;
+
+    // The sender domain must be one of this customer's, and verified.
+    const domain = findDomain(db, req.from.domain);
+    if (!domain || domain.customer_id !== key.customer_id) {
+      const p = new Problems();
+      p.add('from', `${req.from.domain} is not a domain of this account; add it with "posthaste domains add"`);
+      throw validationError(p);
+    }
+    if (domain.verified_at === null)
+      throw new ApiError('domain_not_verified', `The sender domain ${domain.name} is not verified yet; publish its DNS records and run "posthaste domains verify".`, {
+        from: [`${domain.name} is not verified`],
+      });
+
+    const now = clock.now();
+    const messageId = `${timeSortableId(now, BASE32)}@${domain.name}`;
+    const raw = await composeMessage(req, messageId, now);
+    if (raw.length > config.limits.max_message_bytes)
+      throw new ApiError('payload_too_large', `The encoded message is ${raw.length} bytes; the limit is ${config.limits.max_message_bytes}.`);
+
+    const recipients = recipientsOf(req).map(({ field, mailbox }) => ({ address: mailbox.address, domain: mailbox.domain, field }));
+    const result = await commit.submit(() =>
+      acceptMessage(db, {
+        customerId: key.customer_id,
+        apiKeyId: key.id,
+        sandbox: key.kind === 'sandbox',
+        messageId,
+        fromHeader: formatMailbox(req.from),
+        senderDomain: domain.name,
+        subject: req.subject,
+        metadata: req.metadata,
+        raw,
+        recipients,
+        ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: config.limits.idempotency_ttl } } : {}),
+        now,
+      }),
+    );
+    // Only now, after the COMMIT has returned, does the client hear "accepted".
+    switch (result.kind) {
+      case 'accepted':
+        return reply.code(202).send(result.response);
+      case 'replay':
+        return reply.code(result.status).header('idempotent-replayed', 'true').send(result.response);
+      case 'conflict':
+        throw new ApiError('conflict', 'This Idempotency-Key was used with a different request body.');
+      case 'suppressed': {
+        const p = new Problems();
+        for (const s of result.addresses) p.add(s.field, `${s.address} is on the suppression list (${s.reason})`);
+        throw new ApiError('recipient_suppressed', `${result.addresses.length} recipient(s) are on the suppression list; nothing was queued.`, p.details);
+      }
+    }
+  });
+
+  app.get<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', async (request) => {
+    const key = requireKey(request);
+    const view = getMessage(db, key.customer_id, request.params.message_id);
+    if (!view) throw new ApiError('not_found', 'No such message.');
+    return view;
+  });
+}
+
+/** Body hash for Idempotency-Key comparisons. */
+export function hashBody(raw: Buffer): Buffer {
+  return createHash('sha256').update(raw).digest();
+}
+
+function validationError(p: Problems): ApiError {
+  const first = Object.entries(p.details)[0]!;
+  const message = p.count === 1 ? `${first[0]} ${first[1][0]}` : `The request has ${p.count} problems; see details.`;
+  return new ApiError('validation_failed', message, p.details);
+}

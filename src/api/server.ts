@@ -1,0 +1,55 @@
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import { readFileSync } from 'node:fs';
+import type { ApiDeps } from './deps.js';
+import { ApiError } from '../domain/errors.js';
+import { authenticateRequest } from './auth.js';
+import { installErrorHandlers } from './errors.js';
+import { emailRoutes, hashBody } from './routes/emails.js';
+import { healthRoutes } from './routes/health.js';
+
+/** Request bodies carry attachments in Base64 (4/3 of the bytes) plus JSON: allow that much. */
+export function requestBodyLimit(maxMessageBytes: number): number {
+  return Math.ceil((maxMessageBytes * 4) / 3) + 256 * 1024;
+}
+
+export function buildApi(deps: ApiDeps): FastifyInstance {
+  const { config } = deps;
+  const https =
+    config.api['tls.cert'] && config.api['tls.key']
+      ? { https: { cert: readFileSync(config.api['tls.cert']), key: readFileSync(config.api['tls.key']) } }
+      : {};
+  const app = Fastify({
+    ...https,
+    loggerInstance: deps.log,
+    // One log line per request would dominate the accept path; errors are logged on their own.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: requestBodyLimit(config.limits.max_message_bytes),
+    return503OnClosing: true,
+  }) as unknown as FastifyInstance; // the https variant types differ only in the server type
+
+  // JSON only: every other media type is a 415 (fastify answers that once no parser matches).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw: Buffer, done) => {
+    let value: unknown;
+    try {
+      value = JSON.parse(raw.toString('utf8'));
+    } catch {
+      return done(new ApiError('invalid_json', 'The request body is not valid JSON.'), undefined);
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      return done(new ApiError('invalid_json', 'The request body must be a JSON object.'), undefined);
+    if (request.headers['idempotency-key'] !== undefined) request.bodyHash = hashBody(raw);
+    done(null, value);
+  });
+
+  // Refusals that come before the body is read: shutting down, then the key.
+  app.addHook('onRequest', async (request) => {
+    if (deps.lifecycle.shuttingDown) throw new ApiError('unavailable', 'The server is shutting down; the request was not accepted.');
+    if (request.url.startsWith('/api/')) request.apiKey = authenticateRequest(deps.db, request);
+  });
+
+  installErrorHandlers(app, deps.log);
+  healthRoutes(app, deps);
+  emailRoutes(app, deps);
+  return app;
+}

@@ -1,0 +1,39 @@
+import type { Command } from 'commander';
+import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
+import { addCustomer, customerCounts, findCustomer, listCustomers, type Customer } from '../../store/customers.js';
+
+const view = (c: Customer) => ({ id: c.id, name: c.name, created_at: iso(c.created_at) });
+
+export function customersCommand(program: Command): void {
+  const cmd = program.command('customers').description('manage customers (every key, domain and message belongs to one)');
+  cmd
+    .command('add <name>')
+    .description('add a customer')
+    .action(async (name: string, _o, c: Command) =>
+      withStore(c, ({ db, now }) => {
+        if (!/^[a-z0-9][a-z0-9_.-]{0,62}$/i.test(name)) throw new CliError('customer names are 1-63 letters, digits, "_", "." or "-"');
+        if (findCustomer(db, name)) throw new CliError(`customer "${name}" already exists`);
+        const v = view(addCustomer(db, name, now));
+        output(c, v, `customer ${v.name} added (id ${v.id})`);
+      }),
+    );
+  cmd
+    .command('list')
+    .description('list customers')
+    .action(async (_o, c: Command) =>
+      withStore(c, ({ db }) => {
+        const rows = listCustomers(db).map(view);
+        output(c, rows, table(rows, ['id', 'name', 'created_at']));
+      }),
+    );
+  cmd
+    .command('show <name>')
+    .description('show a customer and its counts')
+    .action(async (name: string, _o, c: Command) =>
+      withStore(c, ({ db }) => {
+        const cust = customerNamed(db, name);
+        const v = { ...view(cust), ...customerCounts(db, cust.id) };
+        output(c, v, Object.entries(v).map(([k, val]) => `${k}: ${val}`).join('\n'));
+      }),
+    );
+}

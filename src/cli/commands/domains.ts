@@ -1,0 +1,127 @@
+import type { Command } from 'commander';
+import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
+import { addDomain, findDomain, listDomains, removeDomain, setVerified, type DomainRow } from '../../store/domains.js';
+import { customerById, DEFAULT_CUSTOMER } from '../../store/customers.js';
+import { dnsRecords } from '../../domain/dns-records.js';
+import { normaliseDomain } from '../../domain/addresses.js';
+import { createResolver } from '../../lib/dns.js';
+import { checkRecords, isVerified } from '../../lib/verify-domain.js';
+import type { Config } from '../../config/schema.js';
+import type { Db } from '../../store/db.js';
+
+function returnPathDomain(config: Config): string {
+  return config.smtp.return_path_domain || config.server.hostname;
+}
+
+function records(d: DomainRow, config: Config) {
+  return dnsRecords(
+    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key },
+    { hostname: config.server.hostname, returnPathDomain: returnPathDomain(config) },
+  );
+}
+
+function view(db: Db, d: DomainRow, config: Config) {
+  return {
+    name: d.name,
+    customer: customerById(db, d.customer_id)?.name ?? String(d.customer_id),
+    verified: d.verified_at !== null,
+    receiving: d.receiving === 1,
+    dns_records: records(d, config),
+  };
+}
+
+function humanRecords(v: ReturnType<typeof view>): string {
+  return [
+    `domain ${v.name} (customer ${v.customer}) verified: ${v.verified} receiving: ${v.receiving}`,
+    '',
+    'Publish these DNS records:',
+    ...v.dns_records.map((r) => `  [${r.purpose}] ${r.name} ${r.type} "${r.value}"`),
+  ].join('\n');
+}
+
+function domainArg(name: string): string {
+  const d = normaliseDomain(name.replace(/\.$/, ''));
+  if (!d.ok) throw new CliError(`"${name}": ${d.error}`);
+  return d.value;
+}
+
+function existing(db: Db, name: string): DomainRow {
+  const d = findDomain(db, domainArg(name));
+  if (!d) throw new CliError(`no domain "${name}" (see "posthaste domains list")`);
+  return d;
+}
+
+export function domainsCommand(program: Command): void {
+  const cmd = program.command('domains').description('manage sending and receiving domains');
+  cmd
+    .command('add <domain>')
+    .description('add a domain, generate its DKIM key and print the DNS records to publish')
+    .option('--customer <name>', 'owning customer', DEFAULT_CUSTOMER)
+    .option('--receiving', 'also receive mail for this domain')
+    .action(async (name: string, o: { customer: string; receiving?: boolean }, c: Command) =>
+      withStore(c, ({ db, config, now }) => {
+        const domain = domainArg(name);
+        const customer = customerNamed(db, o.customer);
+        if (findDomain(db, domain)) throw new CliError(`domain ${domain} already exists`);
+        const v = view(db, addDomain(db, { customerId: customer.id, name: domain, receiving: !!o.receiving, now }), config);
+        output(c, v, humanRecords(v) + `\n\nThen run: posthaste domains verify ${domain}`);
+      }),
+    );
+  cmd
+    .command('verify <domain>')
+    .description('look the DNS records up (through dns.servers) and mark the domain verified')
+    .option('--force', 'mark verified without looking (the administrator asserts it)')
+    .action(async (name: string, o: { force?: boolean }, c: Command) =>
+      withStore(c, async ({ db, config, now }) => {
+        const d = existing(db, name);
+        if (o.force) {
+          setVerified(db, d.id, d.verified_at ?? now);
+          return output(c, { name: d.name, verified: true, forced: true, checks: [] }, `domain ${d.name} marked verified (forced)`);
+        }
+        const checks = await checkRecords(createResolver(config.dns.servers), records(d, config));
+        const verified = isVerified(checks);
+        setVerified(db, d.id, verified ? (d.verified_at ?? now) : null);
+        output(
+          c,
+          { name: d.name, verified, forced: false, checks },
+          [
+            `domain ${d.name}: ${verified ? 'verified' : 'NOT verified'}`,
+            ...checks.map((k) => `  ${k.found ? 'ok     ' : 'missing'} [${k.purpose}] ${k.name}${k.found ? '' : ` (seen: ${k.seen.join(' | ') || 'nothing'})`}`),
+          ].join('\n'),
+        );
+        if (!verified) process.exitCode = 1;
+      }),
+    );
+  cmd
+    .command('list')
+    .description('list domains')
+    .option('--customer <name>', 'only this customer')
+    .action(async (o: { customer?: string }, c: Command) =>
+      withStore(c, ({ db, config }) => {
+        const rows = listDomains(db, o.customer !== undefined ? customerNamed(db, o.customer).id : undefined).map((d) => {
+          const { dns_records: _r, ...rest } = view(db, d, config);
+          return { ...rest, created_at: iso(d.created_at) };
+        });
+        output(c, rows, table(rows, ['name', 'customer', 'verified', 'receiving', 'created_at']));
+      }),
+    );
+  cmd
+    .command('show <domain>')
+    .description('show a domain and its DNS records')
+    .action(async (name: string, _o, c: Command) =>
+      withStore(c, ({ db, config }) => {
+        const v = view(db, existing(db, name), config);
+        output(c, v, humanRecords(v));
+      }),
+    );
+  cmd
+    .command('remove <domain>')
+    .description('remove a domain (sending from it stops at once)')
+    .action(async (name: string, _o, c: Command) =>
+      withStore(c, ({ db }) => {
+        const d = existing(db, name);
+        removeDomain(db, d.id);
+        output(c, { name: d.name, removed: true }, `domain ${d.name} removed`);
+      }),
+    );
+}

@@ -1,0 +1,52 @@
+import type { Command } from 'commander';
+import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
+import { createKey, listKeys, revokeKey, type ApiKeyInfo } from '../../store/keys.js';
+import { listCustomers } from '../../store/customers.js';
+import { DEFAULT_CUSTOMER } from '../../store/customers.js';
+
+export function keysCommand(program: Command): void {
+  const cmd = program.command('keys').description('manage API keys (shown once at creation; only a hash is stored)');
+  cmd
+    .command('create')
+    .description('create a key and print it once')
+    .option('--customer <name>', 'owning customer', DEFAULT_CUSTOMER)
+    .option('--sandbox', 'sandbox key (ph_test_): nothing is delivered, events still fire')
+    .option('--production', 'production key (ph_live_): real delivery')
+    .option('--name <name>', 'a label for the key', '')
+    .action(async (o: { customer: string; sandbox?: boolean; production?: boolean; name: string }, c: Command) =>
+      withStore(c, ({ db, now }) => {
+        if (!!o.sandbox === !!o.production) throw new CliError('give exactly one of --sandbox or --production');
+        const customer = customerNamed(db, o.customer);
+        const k = createKey(db, { customerId: customer.id, kind: o.sandbox ? 'sandbox' : 'production', name: o.name, now });
+        const v = { id: k.id, key: k.key, kind: k.kind, customer: customer.name, name: k.name, created_at: iso(k.created_at) };
+        output(c, v, `${v.kind} key ${v.id} for customer ${v.customer}:\n\n  ${v.key}\n\nStore it now: it is not shown again.`);
+      }),
+    );
+  cmd
+    .command('list')
+    .description('list keys (never the keys themselves)')
+    .option('--customer <name>', 'only this customer')
+    .action(async (o: { customer?: string }, c: Command) =>
+      withStore(c, ({ db }) => {
+        const names = new Map(listCustomers(db).map((x) => [x.id, x.name]));
+        const rows = listKeys(db, o.customer !== undefined ? customerNamed(db, o.customer).id : undefined).map((k: ApiKeyInfo) => ({
+          id: k.id,
+          kind: k.kind,
+          customer: names.get(k.customer_id),
+          name: k.name,
+          created_at: iso(k.created_at),
+          revoked_at: iso(k.revoked_at),
+        }));
+        output(c, rows, table(rows, ['id', 'kind', 'customer', 'name', 'created_at', 'revoked_at']));
+      }),
+    );
+  cmd
+    .command('revoke <id>')
+    .description('revoke a key; refused from the next request on')
+    .action(async (id: string, _o, c: Command) =>
+      withStore(c, ({ db, now }) => {
+        if (!revokeKey(db, id, now)) throw new CliError(`no key with id "${id}"`);
+        output(c, { id, revoked: true }, `key ${id} revoked`);
+      }),
+    );
+}

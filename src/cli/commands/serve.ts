@@ -1,0 +1,39 @@
+import type { Command } from 'commander';
+import { configOf } from '../context.js';
+import { createLogger } from '../../lib/logger.js';
+import { startDaemon, SHUTDOWN_GRACE_MS } from '../../main.js';
+
+export function serveCommand(program: Command): void {
+  program
+    .command('serve')
+    .description('run the daemon (HTTP API; delivery, inbound SMTP and webhooks as they land)')
+    .action(async (_o, c: Command) => {
+      const config = configOf(c); // validated before anything binds a port
+      const log = createLogger(config.log.level);
+      const daemon = await startDaemon(config, log);
+      process.stderr.write(
+        `posthaste: API on ${daemon.apiUrl}\n` +
+          `posthaste: create a first key with: posthaste keys create --sandbox${c.optsWithGlobals().config ? ` --config ${c.optsWithGlobals().config}` : ''}\n`,
+      );
+      let stopping = false;
+      const stop = (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        log.info({ signal }, 'stopping');
+        const timer = setTimeout(() => {
+          log.error('shutdown took too long; exiting');
+          process.exit(1);
+        }, SHUTDOWN_GRACE_MS);
+        timer.unref();
+        daemon.stop().then(
+          () => process.exit(0),
+          (e: unknown) => {
+            log.error({ err: e }, 'error while stopping');
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
+    });
+}

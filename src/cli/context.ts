@@ -1,0 +1,60 @@
+import type { Command } from 'commander';
+import { loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { openDb, migrate, type Db } from '../store/db.js';
+import { ensureDefaultCustomer, findCustomer, type Customer } from '../store/customers.js';
+
+export interface GlobalOptions {
+  config?: string;
+  json?: boolean;
+}
+
+/** An error the CLI reports as one line on stderr, exit code 1. */
+export class CliError extends Error {}
+
+export function globals(cmd: Command): GlobalOptions {
+  return cmd.optsWithGlobals() as GlobalOptions;
+}
+
+export function configOf(cmd: Command): Config {
+  const path = globals(cmd).config ?? process.env.POSTHASTE_CONFIG;
+  return loadConfig(path !== undefined ? { path } : {});
+}
+
+/** Opens the store (applying pending migrations, as the daemon does at start), runs fn, closes. */
+export async function withStore<T>(cmd: Command, fn: (ctx: { db: Db; config: Config; now: number }) => T | Promise<T>): Promise<T> {
+  const config = configOf(cmd);
+  const db = openDb(config.server.data_dir);
+  try {
+    const now = Date.now();
+    migrate(db, now);
+    ensureDefaultCustomer(db, now);
+    return await fn({ db, config, now });
+  } finally {
+    db.close();
+  }
+}
+
+export function customerNamed(db: Db, name: string): Customer {
+  const c = findCustomer(db, name);
+  if (!c) throw new CliError(`no customer named "${name}" (see "posthaste customers list")`);
+  return c;
+}
+
+/** Prints JSON with --json, else the human form. */
+export function output(cmd: Command, json: unknown, human: string): void {
+  if (globals(cmd).json) process.stdout.write(JSON.stringify(json, null, 2) + '\n');
+  else process.stdout.write(human.endsWith('\n') ? human : human + '\n');
+}
+
+export function table(rows: Array<Record<string, unknown>>, columns: string[]): string {
+  if (rows.length === 0) return '(none)';
+  const cells = rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c]))));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
+  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(columns.map((c) => c.toUpperCase())), ...cells.map(line)].join('\n');
+}
+
+export function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}

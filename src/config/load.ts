@@ -1,0 +1,193 @@
+import { readFileSync, existsSync } from 'node:fs';
+import { parse as parseToml } from 'smol-toml';
+import { schema as defaultSchema, type Config, type KeySpec, type Schema } from './schema.js';
+
+export class ConfigError extends Error {
+  constructor(
+    public readonly key: string,
+    message: string,
+  ) {
+    super(`config: ${key}: ${message}`);
+  }
+}
+
+export const DEFAULT_CONFIG_PATH = '/etc/posthaste/posthaste.toml';
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1000, kib: 1024, mb: 1e6, mib: 1024 ** 2, gb: 1e9, gib: 1024 ** 3 };
+
+export function parseDuration(v: unknown): number {
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return v * 1000; // bare numbers are seconds
+  if (typeof v !== 'string') throw new Error('expected a duration such as "30s", "5m", "72h"');
+  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/.exec(v.trim());
+  if (!m) throw new Error(`"${v}" is not a duration (use ms, s, m, h or d, e.g. "5m")`);
+  return Math.round(Number(m[1]) * DURATION_UNITS[m[2]!]!);
+}
+
+function parseBytes(v: unknown): number {
+  if (typeof v === 'number' && Number.isInteger(v) && v > 0) return v;
+  if (typeof v !== 'string') throw new Error('expected a size such as 26214400 or "25MiB"');
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(v.trim());
+  const unit = m ? BYTE_UNITS[m[2]!.toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new Error(`"${v}" is not a size (e.g. "25MiB")`);
+  return Math.round(Number(m[1]) * unit);
+}
+
+/** Checks one value against its spec and returns it in its internal form. */
+function coerce(spec: KeySpec, v: unknown, fromEnv: boolean): unknown {
+  const kind = spec.kind;
+  if (fromEnv && typeof v === 'string') {
+    // Environment values are strings; lists may be JSON arrays or comma-separated.
+    if (kind.type === 'int') v = /^-?\d+$/.test(v) ? Number(v) : v;
+    else if (kind.type === 'bool') v = v === 'true' ? true : v === 'false' ? false : v;
+    else if (kind.type === 'strings' || kind.type === 'durations')
+      v = v.trim().startsWith('[') ? JSON.parse(v) : v.split(',').map((s) => s.trim()).filter(Boolean);
+  }
+  switch (kind.type) {
+    case 'string':
+      if (typeof v !== 'string') throw new Error('expected a string');
+      return v;
+    case 'int':
+      if (typeof v !== 'number' || !Number.isInteger(v)) throw new Error('expected an integer');
+      if (v < kind.min || v > kind.max) throw new Error(`must be between ${kind.min} and ${kind.max}`);
+      return v;
+    case 'bool':
+      if (typeof v !== 'boolean') throw new Error('expected true or false');
+      return v;
+    case 'listen': {
+      if (typeof v !== 'string') throw new Error('expected "host:port"');
+      parseListen(v);
+      return v;
+    }
+    case 'strings':
+      if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new Error('expected an array of strings');
+      return v;
+    case 'duration':
+      return parseDuration(v);
+    case 'durations':
+      if (!Array.isArray(v) || v.length === 0) throw new Error('expected a non-empty array of durations');
+      return v.map(parseDuration);
+    case 'bytes':
+      return parseBytes(v);
+    case 'enum':
+      if (typeof v !== 'string' || !kind.values.includes(v)) throw new Error(`expected one of ${kind.values.join(', ')}`);
+      return v;
+  }
+}
+
+export function parseListen(v: string): { host: string; port: number } {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]+)):(\d{1,5})$/.exec(v);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) throw new Error(`"${v}" is not "host:port"`);
+  return { host: (m[1] ?? m[2])!, port };
+}
+
+/** `{api: {tls: {cert}}}` → `{"api": {"tls.cert": …}}`: one level of sub-tables per section. */
+function flattenSection(section: string, table: Record<string, unknown>, prefix = ''): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(table)) {
+    const name = prefix + key;
+    if (value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date)) {
+      Object.assign(out, flattenSection(section, value as Record<string, unknown>, name + '.'));
+    } else out[name] = value;
+  }
+  return out;
+}
+
+export function envName(section: string, key: string): string {
+  return `POSTHASTE_${section}_${key.replace(/\./g, '_')}`.toUpperCase();
+}
+
+export interface LoadOptions {
+  /** Path of the TOML file; undefined: the default path if it exists, else defaults only. */
+  path?: string;
+  env?: NodeJS.ProcessEnv;
+  schema?: Schema;
+}
+
+/** Reads, merges (defaults < file < environment) and validates; throws ConfigError naming the key. */
+export function loadConfig(opts: LoadOptions = {}): Config {
+  const sch: Schema = opts.schema ?? defaultSchema;
+  const env = opts.env ?? process.env;
+  let path = opts.path;
+  if (path === undefined && existsSync(DEFAULT_CONFIG_PATH)) path = DEFAULT_CONFIG_PATH;
+
+  let fileValues: Record<string, unknown> = {};
+  if (path !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (e) {
+      throw new ConfigError(path, `cannot read: ${(e as Error).message}`);
+    }
+    try {
+      fileValues = parseToml(text) as Record<string, unknown>;
+    } catch (e) {
+      throw new ConfigError(path, `not valid TOML: ${(e as Error).message.split('\n')[0]}`);
+    }
+  }
+
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const [section, keys] of Object.entries(sch)) {
+    out[section] = {};
+    for (const [key, spec] of Object.entries(keys)) out[section]![key] = coerce(spec, spec.default, false);
+  }
+  for (const [section, table] of Object.entries(fileValues)) {
+    const keys = sch[section];
+    if (!keys) throw new ConfigError(section, 'unknown section');
+    if (table === null || typeof table !== 'object' || Array.isArray(table)) throw new ConfigError(section, 'expected a table');
+    for (const [key, value] of Object.entries(flattenSection(section, table as Record<string, unknown>))) {
+      const spec = keys[key];
+      if (!spec) throw new ConfigError(`${section}.${key}`, 'unknown key');
+      try {
+        out[section]![key] = coerce(spec, value, false);
+      } catch (e) {
+        throw new ConfigError(`${section}.${key}`, (e as Error).message);
+      }
+    }
+  }
+  const known = new Map<string, [string, string, KeySpec]>();
+  for (const [section, keys] of Object.entries(sch))
+    for (const [key, spec] of Object.entries(keys)) known.set(envName(section, key), [section, key, spec]);
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith('POSTHASTE_') || value === undefined || name === 'POSTHASTE_CONFIG') continue;
+    const hit = known.get(name);
+    if (!hit) throw new ConfigError(name, 'unknown environment override');
+    const [section, key, spec] = hit;
+    try {
+      out[section]![key] = coerce(spec, value, true);
+    } catch (e) {
+      throw new ConfigError(`${section}.${key} (from ${name})`, (e as Error).message);
+    }
+  }
+  return out as Config;
+}
+
+/** The merged configuration as plain data for `config print`, secrets masked. */
+export function describeConfig(config: Config, sch: Schema = defaultSchema): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  const values = config as unknown as Record<string, Record<string, unknown>>;
+  for (const [section, keys] of Object.entries(sch)) {
+    out[section] = {};
+    for (const [key, spec] of Object.entries(keys)) {
+      const v = values[section]?.[key];
+      let shown = v;
+      if (spec.kind.type === 'duration') shown = formatDuration(v as number);
+      if (spec.kind.type === 'durations') shown = (v as number[]).map(formatDuration);
+      shown = spec.secret && v !== '' ? '********' : shown;
+      // "tls.cert" is shown as the sub-table it is written as: [api.tls] cert = …
+      const parts = key.split('.');
+      let table = out[section]!;
+      for (const p of parts.slice(0, -1)) table = (table[p] ??= {}) as Record<string, unknown>;
+      table[parts[parts.length - 1]!] = shown;
+    }
+  }
+  return out;
+}
+
+/** 86400000 → "24h": the largest unit that divides exactly. */
+export function formatDuration(ms: number): string {
+  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const)
+    if (ms !== 0 && ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}

@@ -1,0 +1,85 @@
+import { hostname } from 'node:os';
+
+/**
+ * The configuration schema: every key's type, default and one-line description in one place.
+ * `config/posthaste.example.toml` is checked against this by a test.
+ */
+
+export type Kind =
+  | { type: 'string' }
+  | { type: 'int'; min: number; max: number }
+  | { type: 'bool' }
+  | { type: 'listen' }
+  | { type: 'strings' }
+  | { type: 'duration' }
+  | { type: 'durations' }
+  | { type: 'bytes' }
+  | { type: 'enum'; values: readonly string[] };
+
+export interface KeySpec {
+  kind: Kind;
+  default: unknown;
+  description: string;
+  /** Masked by `config print`. */
+  secret?: boolean;
+}
+
+export type Schema = Record<string, Record<string, KeySpec>>;
+
+const k = <const K extends Kind>(kind: K, def: unknown, description: string, secret = false): KeySpec & { kind: K } => ({
+  kind,
+  default: def,
+  description,
+  secret,
+});
+
+export const schema = {
+  server: {
+    hostname: k({ type: 'string' }, hostname(), 'EHLO name and Message-ID fallback domain; should have a matching PTR record'),
+    data_dir: k({ type: 'string' }, '/var/lib/posthaste', 'Directory holding the SQLite file (posthaste.db); relative paths are relative to the working directory'),
+  },
+  api: {
+    listen: k({ type: 'listen' }, '127.0.0.1:8025', 'HTTP API address, "host:port"'),
+    'tls.cert': k({ type: 'string' }, '', 'PEM certificate file for HTTPS on the API; empty serves plain HTTP'),
+    'tls.key': k({ type: 'string' }, '', 'PEM private key file for HTTPS on the API'),
+  },
+  smtp: {
+    listen: k({ type: 'listen' }, '0.0.0.0:25', 'Inbound SMTP address, "host:port"'),
+    return_path_domain: k({ type: 'string' }, '', 'Domain of the per-recipient return path bounces+<token>@<domain>; empty uses server.hostname'),
+    feedback_address: k({ type: 'string' }, '', 'Address ARF spam-complaint reports are sent to; empty accepts none'),
+  },
+  outbound: {
+    port: k({ type: 'int', min: 1, max: 65535 }, 25, 'TCP port of remote MX hosts (tests point it at a local MX)'),
+  },
+  dns: {
+    servers: k({ type: 'strings' }, [], 'DNS servers as "ip" or "ip:port"; empty uses the system resolver'),
+  },
+  webhooks: {
+    allow_private_targets: k({ type: 'bool' }, false, 'Allow webhook URLs on private/loopback addresses and plain http (development and tests only)'),
+  },
+  limits: {
+    max_message_bytes: k({ type: 'bytes' }, 25 * 1024 * 1024, 'Largest accepted message, encoded (MIME), in bytes or with a unit such as "25MiB"'),
+    max_recipients: k({ type: 'int', min: 1, max: 1000 }, 50, 'Most recipients (to + cc + bcc) in one send request'),
+    idempotency_ttl: k({ type: 'duration' }, '24h', 'How long an Idempotency-Key replays its first response'),
+  },
+  log: {
+    level: k({ type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }, 'info', 'Log level (JSON lines on stdout)'),
+  },
+} satisfies Schema;
+
+type ValueOf<K> = K extends { type: 'string' | 'listen' | 'enum' }
+  ? string
+  : K extends { type: 'int' | 'duration' | 'bytes' }
+    ? number
+    : K extends { type: 'bool' }
+      ? boolean
+      : K extends { type: 'strings' }
+        ? string[]
+        : K extends { type: 'durations' }
+          ? number[]
+          : never;
+
+/** The merged, validated configuration; durations are milliseconds, sizes bytes. */
+export type Config = {
+  [S in keyof typeof schema]: { [Key in keyof (typeof schema)[S]]: (typeof schema)[S][Key] extends { kind: infer K } ? ValueOf<K> : never };
+};

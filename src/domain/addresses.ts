@@ -1,0 +1,110 @@
+import { domainToASCII } from 'node:url';
+
+/** A mailbox: `local@domain` with the domain in ASCII (IDNs converted to A-labels), and an optional display name. */
+export interface Mailbox {
+  /** addr-spec as it will be used on the wire: local part as given, domain lower-case ASCII. */
+  address: string;
+  local: string;
+  domain: string;
+  name?: string;
+}
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
+
+// RFC 5322 atext, and the characters allowed inside a quoted-string (qtext) or a quoted-pair.
+const ATEXT = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+$/;
+const QUOTED_LOCAL = /^"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"$/;
+const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
+/** CR, LF or NUL anywhere: the header-injection and smuggling characters. */
+export function hasForbiddenControl(s: string): boolean {
+  return /[\r\n\0]/.test(s);
+}
+
+function checkLocal(local: string): string | undefined {
+  if (local.length === 0) return 'the local part is empty';
+  if (Buffer.byteLength(local) > 64) return 'the local part is longer than 64 octets';
+  if (local.startsWith('"')) return QUOTED_LOCAL.test(local) ? undefined : 'the quoted local part is malformed';
+  const atoms = local.split('.');
+  if (atoms.some((a) => a.length === 0)) return 'the local part has a leading, trailing or double dot';
+  if (!atoms.every((a) => ATEXT.test(a))) return 'the local part has a character not allowed in an address';
+  return undefined;
+}
+
+/** Domain → lower-case ASCII (IDNA), or an error. Address literals are refused: transactional mail goes to names. */
+export function normaliseDomain(domain: string): Parsed<string> {
+  if (domain.length === 0) return { ok: false, error: 'the domain is empty' };
+  if (domain.startsWith('[')) return { ok: false, error: 'address literals are not accepted' };
+  const ascii = /^[\x21-\x7e]+$/.test(domain) ? domain.toLowerCase() : domainToASCII(domain);
+  if (!ascii) return { ok: false, error: 'the domain is not a valid internationalised domain name' };
+  if (ascii.length > 253) return { ok: false, error: 'the domain is longer than 253 characters' };
+  const labels = ascii.split('.');
+  if (labels.length < 2) return { ok: false, error: 'the domain needs at least two labels' };
+  if (!labels.every((l) => LABEL.test(l))) return { ok: false, error: 'the domain has an invalid label' };
+  if (/^\d+$/.test(labels[labels.length - 1]!)) return { ok: false, error: 'the top-level domain is numeric' };
+  return { ok: true, value: ascii };
+}
+
+/** RFC 5322 addr-spec (no comments, no obsolete forms), IDN domains allowed. */
+export function parseAddrSpec(input: string): Parsed<Mailbox> {
+  if (hasForbiddenControl(input)) return { ok: false, error: 'contains a line break or NUL' };
+  const at = input.lastIndexOf('@');
+  if (at <= 0) return { ok: false, error: 'is not an email address (missing @)' };
+  const local = input.slice(0, at);
+  const localErr = checkLocal(local);
+  if (localErr) return { ok: false, error: localErr };
+  const domain = normaliseDomain(input.slice(at + 1));
+  if (!domain.ok) return domain;
+  if (Buffer.byteLength(local) + 1 + domain.value.length > 254) return { ok: false, error: 'the address is too long' };
+  return { ok: true, value: { address: `${local}@${domain.value}`, local, domain: domain.value } };
+}
+
+/** `address` or `Display Name <address>` (the display name may be a quoted-string). */
+export function parseMailbox(input: string): Parsed<Mailbox> {
+  if (hasForbiddenControl(input)) return { ok: false, error: 'contains a line break or NUL' };
+  const s = input.trim();
+  const m = /^(.*?)\s*<([^<>]*)>$/.exec(s);
+  if (!m) return parseAddrSpec(s);
+  let name = m[1]!.trim();
+  if (name.startsWith('"')) {
+    if (!/^"(?:[^"\\]|\\.)*"$/.test(name)) return { ok: false, error: 'the display name has an unbalanced quote' };
+    name = name.slice(1, -1).replace(/\\(.)/g, '$1');
+  } else if (/["<>]/.test(name)) return { ok: false, error: 'the display name must be quoted' };
+  const addr = parseAddrSpec(m[2]!.trim());
+  if (!addr.ok) return addr;
+  return { ok: true, value: name ? { ...addr.value, name } : addr.value };
+}
+
+/** Splits a comma-separated list, ignoring commas inside quotes or angle brackets. */
+export function splitAddressList(input: string): string[] {
+  const out: string[] = [];
+  let cur = '';
+  let quoted = false;
+  let angle = false;
+  for (let i = 0; i < input.length; i++) {
+    const c = input[i]!;
+    if (c === '\\' && quoted) {
+      cur += c + (input[++i] ?? '');
+      continue;
+    }
+    if (c === '"') quoted = !quoted;
+    else if (!quoted && c === '<') angle = true;
+    else if (!quoted && c === '>') angle = false;
+    if (c === ',' && !quoted && !angle) {
+      out.push(cur.trim());
+      cur = '';
+    } else cur += c;
+  }
+  out.push(cur.trim());
+  return out.filter((x) => x.length > 0);
+}
+
+/** Key for case-insensitive comparison (suppressions, de-duplication). */
+export function addressKey(address: string): string {
+  return address.toLowerCase();
+}
+
+/** "Name <addr>" as the seed shows senders in events. */
+export function formatMailbox(m: Mailbox): string {
+  return m.name ? `${m.name} <${m.address}>` : m.address;
+}

@@ -1,0 +1,48 @@
+/** API error codes and their HTTP statuses (SPEC.md, Errors). Mapped to HTTP once, at the edge. */
+export const ERROR_STATUS = {
+  invalid_json: 400,
+  unauthorized: 401,
+  domain_not_verified: 403,
+  not_found: 404,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  validation_failed: 422,
+  recipient_suppressed: 422,
+  rate_limited: 429,
+  internal_error: 500,
+  unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+export type Details = Record<string, string[]>;
+
+export class ApiError extends Error {
+  constructor(
+    public readonly code: ErrorCode,
+    message: string,
+    public readonly details: Details = {},
+  ) {
+    super(message);
+  }
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+  toBody(): { error: { code: ErrorCode; message: string; details: Details } } {
+    return { error: { code: this.code, message: this.message, details: this.details } };
+  }
+}
+
+/** Collects per-field problems so every problem is reported at once. */
+export class Problems {
+  readonly details: Details = {};
+  add(field: string, problem: string): void {
+    (this.details[field] ??= []).push(problem);
+  }
+  get empty(): boolean {
+    return Object.keys(this.details).length === 0;
+  }
+  get count(): number {
+    return Object.values(this.details).reduce((n, a) => n + a.length, 0);
+  }
+}

@@ -1,0 +1,38 @@
+/** Event types and envelopes (SPEC.md, Events and webhooks). */
+export const EVENT_TYPES = [
+  'email.delivered',
+  'email.deferred',
+  'email.bounced',
+  'email.complained',
+  'recipient.suppressed',
+  'email.received',
+  'inbound.limited',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export interface Envelope<D = Record<string, unknown>> {
+  id: string;
+  type: EventType;
+  timestamp: string;
+  data: D;
+}
+
+/** The fields every message event's data carries. */
+export interface MessageEventBase {
+  email_id: number;
+  message_id: string;
+  from: string;
+  subject: string;
+  recipient: string;
+  sandbox: boolean;
+  timestamp: string;
+  metadata: Record<string, string>;
+}
+
+export interface SmtpResponse {
+  code: number;
+  enhanced_code: string;
+  classification?: string;
+  message: string;
+}

@@ -1,0 +1,49 @@
+import { randomBytes } from 'node:crypto';
+
+// Alphabets in ASCII order, so fixed-width strings sort the way their numbers do.
+export const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+export const BASE32 = '0123456789abcdefghjkmnpqrstvwxyz'; // Crockford, lower case
+
+function encodeBig(n: bigint, alphabet: string, width: number): string {
+  const base = BigInt(alphabet.length);
+  let out = '';
+  for (let i = 0; i < width; i++) {
+    out = alphabet[Number(n % base)] + out;
+    n /= base;
+  }
+  return out;
+}
+
+/**
+ * A time-sortable unique id: 48 bits of milliseconds then 80 random bits, fixed width in the
+ * given alphabet (27 chars in base62, like KSUID; 26 in base32, like ULID).
+ */
+export function timeSortableId(nowMs: number, alphabet: string = BASE62): string {
+  const rnd = randomBytes(10);
+  let n = BigInt(Math.floor(nowMs)) & 0xffffffffffffn;
+  for (const b of rnd) n = (n << 8n) | BigInt(b);
+  const width = alphabet.length === 62 ? 22 : 26; // ceil(128 / log2(alphabet))
+  return encodeBig(n, alphabet, width);
+}
+
+/** Event ids: `msg_` + time-sortable base62 (Standard Webhooks convention). */
+export function eventId(nowMs: number): string {
+  return 'msg_' + timeSortableId(nowMs, BASE62);
+}
+
+/** Uniformly random base62 string (rejection sampling: no modulo bias). */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const b of randomBytes(length * 2)) {
+      if (b < 248) out += BASE62[b % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** Short prefixed public ids for rows (`key_…`, `wh_…`). */
+export function publicId(prefix: string, length = 16): string {
+  return `${prefix}_${randomBase62(length)}`;
+}

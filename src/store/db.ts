@@ -1,0 +1,98 @@
+import BetterSqlite3 from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Kysely, SqliteDialect, type Compilable, type CompiledQuery } from 'kysely';
+import type { Database } from './tables.js';
+import { migrations } from './migrations/index.js';
+
+export const DB_FILE = 'posthaste.db';
+
+/**
+ * The store: one better-sqlite3 connection used synchronously, with kysely as a typed query
+ * builder only. Queries are compiled by kysely and run on cached prepared statements, so a whole
+ * group of writes can share one synchronous transaction (group commit).
+ */
+export class Db {
+  readonly sqlite: BetterSqlite3.Database;
+  readonly q: Kysely<Database>;
+  private readonly statements = new Map<string, BetterSqlite3.Statement>();
+
+  constructor(readonly path: string) {
+    this.sqlite = new BetterSqlite3(path);
+    // WAL with synchronous=FULL: a commit is on disk when it returns (NORMAL can lose the last
+    // commits on power loss). busy_timeout lets the CLI and the daemon share the file.
+    this.sqlite.pragma('journal_mode = WAL');
+    this.sqlite.pragma('synchronous = FULL');
+    this.sqlite.pragma('busy_timeout = 5000');
+    this.sqlite.pragma('foreign_keys = ON');
+    this.q = new Kysely<Database>({ dialect: new SqliteDialect({ database: this.sqlite }) });
+  }
+
+  private prepare(sql: string): BetterSqlite3.Statement {
+    let st = this.statements.get(sql);
+    if (!st) {
+      st = this.sqlite.prepare(sql);
+      this.statements.set(sql, st);
+    }
+    return st;
+  }
+
+  private compiled<O>(q: Compilable<O> | CompiledQuery<O>): CompiledQuery<O> {
+    return 'compile' in q ? q.compile() : q;
+  }
+
+  /** Rows of a select (or of a write with RETURNING). */
+  all<O>(q: Compilable<O> | CompiledQuery<O>): O[] {
+    const c = this.compiled(q);
+    return this.prepare(c.sql).all(...(c.parameters as unknown[])) as O[];
+  }
+
+  get<O>(q: Compilable<O> | CompiledQuery<O>): O | undefined {
+    const c = this.compiled(q);
+    return this.prepare(c.sql).get(...(c.parameters as unknown[])) as O | undefined;
+  }
+
+  run(q: Compilable<unknown> | CompiledQuery<unknown>): BetterSqlite3.RunResult {
+    const c = this.compiled(q);
+    return this.prepare(c.sql).run(...(c.parameters as unknown[]));
+  }
+
+  /** Runs fn in a transaction (a savepoint when nested). */
+  tx<T>(fn: () => T): T {
+    return this.sqlite.transaction(fn)();
+  }
+
+  close(): void {
+    this.sqlite.close();
+  }
+}
+
+export function openDb(dataDir: string): Db {
+  mkdirSync(dataDir, { recursive: true });
+  return new Db(join(dataDir, DB_FILE));
+}
+
+/** Applies the pending migrations, each in its own transaction; returns the versions applied. */
+export function migrate(db: Db, now: number): number[] {
+  db.sqlite.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
+  const done = new Set(
+    (db.sqlite.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version),
+  );
+  const applied: number[] = [];
+  for (const m of migrations) {
+    if (done.has(m.version)) continue;
+    db.tx(() => {
+      db.sqlite.exec(m.sql);
+      db.sqlite.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, now);
+    });
+    applied.push(m.version);
+  }
+  return applied;
+}
+
+/** Store errors that mean "could not write": the request was not accepted (503 / 452). */
+export function isStorageUnavailable(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code;
+  return typeof code === 'string' && (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_BUSY' || code === 'SQLITE_READONLY');
+}

@@ -1,0 +1,73 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Db } from './db.js';
+import { randomBase62 } from '../lib/ids.js';
+
+export type KeyKind = 'production' | 'sandbox';
+const PREFIX: Record<KeyKind, string> = { production: 'ph_live_', sandbox: 'ph_test_' };
+/** ph_live_/ph_test_ + at least 32 base62 chars; the first 12 of them are the public handle. */
+const KEY_FORMAT = /^ph_(live|test)_([0-9A-Za-z]{32,128})$/;
+const SECRET_LENGTH = 40;
+const HANDLE_LENGTH = 12;
+
+export interface ApiKeyInfo {
+  id: string;
+  customer_id: number;
+  name: string;
+  kind: KeyKind;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+function hashKey(key: string): Buffer {
+  // Keys carry ~238 random bits, so a fast hash is enough (no password stretching needed).
+  return createHash('sha256').update(key).digest();
+}
+
+export function createKey(db: Db, input: { customerId: number; kind: KeyKind; name: string; now: number }): ApiKeyInfo & { key: string } {
+  const random = randomBase62(SECRET_LENGTH);
+  const key = PREFIX[input.kind] + random;
+  const id = 'key_' + random.slice(0, HANDLE_LENGTH);
+  db.run(
+    db.q.insertInto('api_keys').values({
+      id,
+      customer_id: input.customerId,
+      name: input.name,
+      kind: input.kind,
+      hash: hashKey(key),
+      created_at: input.now,
+      revoked_at: null,
+    }),
+  );
+  return { id, customer_id: input.customerId, name: input.name, kind: input.kind, created_at: input.now, revoked_at: null, key };
+}
+
+/**
+ * The key's row if the presented key is well-formed, known and not revoked; undefined otherwise.
+ * Looked up by its public handle, then compared by hash in constant time.
+ */
+export function authenticate(db: Db, presented: string): ApiKeyInfo | undefined {
+  const m = KEY_FORMAT.exec(presented);
+  if (!m) return undefined;
+  const row = db.get(
+    db.q.selectFrom('api_keys').selectAll().where('id', '=', 'key_' + m[2]!.slice(0, HANDLE_LENGTH)),
+  );
+  const expected = row?.hash ?? Buffer.alloc(32);
+  const ok = timingSafeEqual(hashKey(presented), expected) && row !== undefined;
+  if (!ok || row.revoked_at !== null) return undefined;
+  if ((m[1] === 'live') !== (row.kind === 'production')) return undefined;
+  const { hash: _hash, ...info } = row;
+  return info;
+}
+
+export function listKeys(db: Db, customerId?: number): ApiKeyInfo[] {
+  let q = db.q.selectFrom('api_keys').select(['id', 'customer_id', 'name', 'kind', 'created_at', 'revoked_at']).orderBy('created_at');
+  if (customerId !== undefined) q = q.where('customer_id', '=', customerId);
+  return db.all(q);
+}
+
+/** Revokes; returns false if there is no such key. Takes effect on the next request (no cache). */
+export function revokeKey(db: Db, id: string, now: number): boolean {
+  const r = db.run(db.q.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null));
+  if (r.changes > 0) return true;
+  return db.get(db.q.selectFrom('api_keys').select('id').where('id', '=', id)) !== undefined;
+}

@@ -1,0 +1,28 @@
+import type { Db } from './db.js';
+import type { SuppressionsTable } from './tables.js';
+import { addressKey } from '../domain/addresses.js';
+
+/** The suppressed addresses among these, with their reasons (case-insensitive). */
+export function findSuppressed(db: Db, customerId: number, addresses: string[]): Map<string, SuppressionsTable['reason']> {
+  const out = new Map<string, SuppressionsTable['reason']>();
+  if (addresses.length === 0) return out;
+  const keys = addresses.map(addressKey);
+  for (const row of db.all(
+    db.q.selectFrom('suppressions').select(['address', 'reason']).where('customer_id', '=', customerId).where('address', 'in', keys),
+  ))
+    out.set(row.address, row.reason);
+  return out;
+}
+
+export function addSuppression(
+  db: Db,
+  input: { customerId: number; address: string; reason: SuppressionsTable['reason']; messageRowId?: number; now: number },
+): boolean {
+  const r = db.run(
+    db.q
+      .insertInto('suppressions')
+      .values({ customer_id: input.customerId, address: addressKey(input.address), reason: input.reason, message_id: input.messageRowId ?? null, created_at: input.now })
+      .onConflict((oc) => oc.columns(['customer_id', 'address']).doNothing()),
+  );
+  return r.changes > 0;
+}

@@ -1,0 +1,107 @@
+/** Row types for kysely; the column comments live in migrations/001_initial.ts. */
+import type { Generated } from 'kysely';
+
+export interface CustomersTable {
+  id: Generated<number>;
+  name: string;
+  created_at: number;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  customer_id: number;
+  name: string;
+  kind: 'production' | 'sandbox';
+  hash: Buffer;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface DomainsTable {
+  id: Generated<number>;
+  customer_id: number;
+  name: string;
+  verified_at: number | null;
+  receiving: number;
+  verification_token: string;
+  dkim_selector: string;
+  dkim_private_key: string;
+  dkim_public_key: string;
+  created_at: number;
+}
+
+export interface MessagesTable {
+  id: Generated<number>;
+  customer_id: number;
+  message_id: string;
+  api_key_id: string | null;
+  sandbox: number;
+  from_header: string;
+  sender_domain: string;
+  subject: string;
+  metadata: string;
+  raw: Buffer | null;
+  size: number;
+  created_at: number;
+}
+
+export type RecipientState = 'queued' | 'deferred' | 'delivered' | 'bounced' | 'complained' | 'suppressed';
+
+export interface RecipientsTable {
+  id: Generated<number>;
+  message_id: number;
+  customer_id: number;
+  address: string;
+  domain: string;
+  field: 'to' | 'cc' | 'bcc';
+  state: RecipientState;
+  attempts: number;
+  next_attempt_at: number | null;
+  locked_by: string | null;
+  locked_at: number | null;
+  last_response: string | null;
+  return_token: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface EventsTable {
+  seq: Generated<number>;
+  id: string;
+  customer_id: number;
+  type: string;
+  message_id: number | null;
+  recipient_id: number | null;
+  created_at: number;
+  body: string;
+}
+
+export interface SuppressionsTable {
+  customer_id: number;
+  address: string;
+  reason: 'hard_bounce' | 'spam_complaint' | 'manual';
+  message_id: number | null;
+  created_at: number;
+}
+
+export interface IdempotencyKeysTable {
+  customer_id: number;
+  key: string;
+  request_hash: Buffer;
+  status: number;
+  response: string;
+  created_at: number;
+}
+
+export interface Database {
+  customers: CustomersTable;
+  api_keys: ApiKeysTable;
+  domains: DomainsTable;
+  messages: MessagesTable;
+  recipients: RecipientsTable;
+  events: EventsTable;
+  suppressions: SuppressionsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  settings: { name: string; value: string };
+  health: { id: number; at: number };
+}

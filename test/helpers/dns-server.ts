@@ -1,0 +1,85 @@
+import dgram from 'node:dgram';
+import * as dnsPacket from 'dns-packet';
+
+export interface ZoneRecords {
+  TXT?: string[];
+  MX?: Array<{ preference: number; exchange: string }>;
+  A?: string[];
+  AAAA?: string[];
+}
+
+/**
+ * A real DNS server on loopback (UDP) answering from a mutable zone, for tests that must not
+ * send a query off the machine. Names missing from the zone answer NXDOMAIN; `failures` makes a
+ * name answer SERVFAIL, or not at all ('timeout').
+ */
+export class TestDnsServer {
+  zone = new Map<string, ZoneRecords>();
+  failures = new Map<string, 'SERVFAIL' | 'timeout'>();
+  queries: Array<{ name: string; type: string }> = [];
+  private socket = dgram.createSocket('udp4');
+  port = 0;
+
+  async start(): Promise<this> {
+    this.socket.on('message', (msg, rinfo) => this.answer(msg, rinfo));
+    await new Promise<void>((resolve) => this.socket.bind(0, '127.0.0.1', () => resolve()));
+    this.port = this.socket.address().port;
+    return this;
+  }
+
+  get server(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  set(name: string, records: ZoneRecords): void {
+    this.zone.set(name.toLowerCase(), { ...this.zone.get(name.toLowerCase()), ...records });
+  }
+
+  private answer(msg: Buffer, rinfo: dgram.RemoteInfo): void {
+    let query: dnsPacket.Packet;
+    try {
+      query = dnsPacket.decode(msg);
+    } catch {
+      return;
+    }
+    const q = query.questions?.[0];
+    if (!q) return;
+    const name = q.name.toLowerCase();
+    this.queries.push({ name, type: q.type });
+    const failure = this.failures.get(name);
+    if (failure === 'timeout') return;
+    const records = this.zone.get(name);
+    const answers: dnsPacket.Answer[] = [];
+    if (records) {
+      const ttl = 60;
+      if (q.type === 'TXT') for (const t of records.TXT ?? []) answers.push({ type: 'TXT', name: q.name, ttl, data: chunk(t) });
+      if (q.type === 'MX') for (const m of records.MX ?? []) answers.push({ type: 'MX', name: q.name, ttl, data: m });
+      if (q.type === 'A') for (const a of records.A ?? []) answers.push({ type: 'A', name: q.name, ttl, data: a });
+      if (q.type === 'AAAA') for (const a of records.AAAA ?? []) answers.push({ type: 'AAAA', name: q.name, ttl, data: a });
+    }
+    const rcode = failure === 'SERVFAIL' ? 'SERVFAIL' : records ? 'NOERROR' : 'NXDOMAIN';
+    const response = dnsPacket.encode({
+      id: query.id,
+      type: 'response',
+      flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | rcodeFlag(rcode),
+      questions: query.questions,
+      answers,
+    });
+    this.socket.send(response, rinfo.port, rinfo.address);
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => this.socket.close(() => resolve()));
+  }
+}
+
+function rcodeFlag(rcode: 'NOERROR' | 'NXDOMAIN' | 'SERVFAIL'): number {
+  return { NOERROR: 0, SERVFAIL: 2, NXDOMAIN: 3 }[rcode];
+}
+
+/** TXT strings are at most 255 octets each; long records (DKIM keys) are split. */
+function chunk(s: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < s.length; i += 255) out.push(s.slice(i, i + 255));
+  return out.length ? out : [''];
+}

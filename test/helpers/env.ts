@@ -1,0 +1,79 @@
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config/load.js';
+import type { Config } from '../../src/config/schema.js';
+import { openDb, migrate, type Db } from '../../src/store/db.js';
+import { ensureDefaultCustomer, findCustomer, addCustomer } from '../../src/store/customers.js';
+import { createKey, type KeyKind } from '../../src/store/keys.js';
+import { addDomain, setVerified } from '../../src/store/domains.js';
+import { startDaemon, type Daemon } from '../../src/main.js';
+import { silentLogger } from '../../src/lib/logger.js';
+
+export function tempDir(prefix = 'posthaste-test-'): { path: string; remove: () => void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/** A config for tests: a temp data dir, port-0 listeners, loopback everything; extra TOML appended. */
+export function writeTestConfig(dir: string, extraToml = ''): string {
+  const path = join(dir, 'posthaste.toml');
+  writeFileSync(
+    path,
+    `[server]\nhostname = "mx.test.posthaste"\ndata_dir = "${join(dir, 'data')}"\n` +
+      `[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\nreturn_path_domain = "bounces.test.posthaste"\n` +
+      extraToml,
+  );
+  return path;
+}
+
+export function testConfig(dir: string, extraToml = ''): Config {
+  return loadConfig({ path: writeTestConfig(dir, extraToml), env: {} });
+}
+
+/** Opens the store the daemon uses (WAL lets both hold it). */
+export function openTestDb(config: Config): Db {
+  const db = openDb(config.server.data_dir);
+  migrate(db, Date.now());
+  ensureDefaultCustomer(db, Date.now());
+  return db;
+}
+
+export function customerId(db: Db, name = 'default'): number {
+  return (findCustomer(db, name) ?? addCustomer(db, name, Date.now())).id;
+}
+
+export function makeKey(db: Db, kind: KeyKind = 'production', customer = 'default'): string {
+  return createKey(db, { customerId: customerId(db, customer), kind, name: 'test', now: Date.now() }).key;
+}
+
+export function makeDomain(db: Db, name: string, opts: { customer?: string; verified?: boolean } = {}): void {
+  const d = addDomain(db, { customerId: customerId(db, opts.customer), name, receiving: false, now: Date.now() });
+  if (opts.verified !== false) setVerified(db, d.id, Date.now());
+}
+
+export interface TestServer {
+  config: Config;
+  daemon: Daemon;
+  db: Db;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startTestServer(extraToml = ''): Promise<TestServer> {
+  const dir = tempDir();
+  const config = testConfig(dir.path, extraToml);
+  const daemon = await startDaemon(config, silentLogger());
+  const db = openTestDb(config);
+  return {
+    config,
+    daemon,
+    db,
+    url: daemon.apiUrl,
+    async close() {
+      db.close();
+      await daemon.stop();
+      dir.remove();
+    },
+  };
+}

@@ -1,0 +1,36 @@
+import type { Test } from 'tap';
+
+// Response bodies in tests are arbitrary JSON read field by field; `any` keeps those reads short.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Json = any;
+
+export interface HttpResult {
+  status: number;
+  body: Json;
+  headers: Headers;
+}
+
+export async function request(url: string, init: { method?: string; key?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<HttpResult> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.key) headers.authorization = `Token ${init.key}`;
+  let body: string | undefined = init.raw;
+  if (body === undefined && init.body !== undefined) body = JSON.stringify(init.body);
+  if (body !== undefined && !('content-type' in headers)) headers['content-type'] = 'application/json';
+  const res = await fetch(url, { method: init.method ?? (body !== undefined ? 'POST' : 'GET'), headers, ...(body !== undefined ? { body } : {}) });
+  const text = await res.text();
+  let parsed: Json = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* not JSON: keep the text */
+  }
+  return { status: res.status, body: parsed, headers: res.headers };
+}
+
+/** The seed's error shape with the given code. */
+export function expectError(t: Test, r: HttpResult, status: number, code: string, what = ''): void {
+  t.equal(r.status, status, `${what} status ${status}`.trim());
+  t.equal(r.body?.error?.code, code, `${what} code ${code}`.trim());
+  t.type(r.body?.error?.message, 'string');
+  t.type(r.body?.error?.details, 'object');
+}

@@ -1,0 +1,252 @@
+import t, { type Test } from 'tap';
+import { startTestServer, makeKey, makeDomain, customerId, type TestServer } from '../helpers/env.js';
+import { revokeKey, listKeys } from '../../src/store/keys.js';
+import { addSuppression } from '../../src/store/suppressions.js';
+import { request, type HttpResult, type Json } from '../helpers/http.js';
+
+let s: TestServer;
+let live: string;
+let sandbox: string;
+let otherKey: string;
+
+t.before(async () => {
+  s = await startTestServer('[limits]\nmax_message_bytes = 200000\n');
+  live = makeKey(s.db, 'production');
+  sandbox = makeKey(s.db, 'sandbox');
+  makeDomain(s.db, 'example.com');
+  makeDomain(s.db, 'pending.example', { verified: false });
+  customerId(s.db, 'acme');
+  otherKey = makeKey(s.db, 'production', 'acme');
+  makeDomain(s.db, 'acme.example', { customer: 'acme' });
+});
+t.teardown(() => s.close());
+
+async function post(body: unknown, opts: { key?: string | null; headers?: Record<string, string>; raw?: string } = {}): Promise<HttpResult> {
+  return request(`${s.url}/api/v1/emails`, {
+    method: 'POST',
+    key: opts.key === undefined ? live : opts.key,
+    headers: { 'content-type': 'application/json', ...opts.headers },
+    ...(opts.raw !== undefined ? { raw: opts.raw } : { body }),
+  });
+}
+
+const valid = { from: 'Sender <hello@example.com>', to: 'alice@example.org', subject: 'Hello', text_body: 'Hi Alice' };
+
+function isErrorShape(t: Test, body: Json, code: string): void {
+  t.equal(body?.error?.code, code, `code is ${code}`);
+  t.type(body?.error?.message, 'string');
+  t.type(body?.error?.details, 'object');
+}
+
+t.test('a valid request is accepted with 202 and the SPEC shape, and the rows exist when the 202 arrives', async (t) => {
+  const r = await post(valid);
+  t.equal(r.status, 202);
+  t.match(r.body, { status: 'queued', sandbox: false, recipients: ['alice@example.org'] });
+  t.match(r.body.message_id, /^[0-9a-z]{26}@example\.com$/);
+  // Durability: the message and its recipient are committed before the response is sent.
+  const row = s.db.sqlite.prepare('SELECT id, raw FROM messages WHERE message_id = ?').get(r.body.message_id) as { id: number; raw: Buffer };
+  t.ok(row, 'message row exists on 202');
+  const rcpts = s.db.sqlite.prepare('SELECT address, state FROM recipients WHERE message_id = ?').all(row.id);
+  t.same(rcpts, [{ address: 'alice@example.org', state: 'queued' }]);
+  const raw = row.raw.toString();
+  t.match(raw, `Message-ID: <${r.body.message_id}>`);
+  t.match(raw, /From: Sender <hello@example\.com>/);
+});
+
+t.test('several recipients as a comma list and as an array, cc and bcc; bcc stays out of the headers', async (t) => {
+  const a = await post({ ...valid, to: 'a@example.org, "Doe, Jane" <b@example.org>' });
+  t.equal(a.status, 202);
+  t.same(a.body.recipients, ['a@example.org', 'b@example.org']);
+  const b = await post({ ...valid, to: ['a@example.org', 'c@example.org'], cc: 'd@example.org', bcc: ['e@example.org', 'A@example.org'] });
+  t.equal(b.status, 202);
+  t.same(b.body.recipients, ['a@example.org', 'c@example.org', 'd@example.org', 'e@example.org'], 'duplicates (case-insensitive) collapse');
+  const raw = (s.db.sqlite.prepare('SELECT raw FROM messages WHERE message_id = ?').get(b.body.message_id) as { raw: Buffer }).raw.toString();
+  t.notMatch(raw, /^Bcc:/m);
+  t.notMatch(raw, 'e@example.org');
+});
+
+t.test('a sandbox key is accepted with sandbox true', async (t) => {
+  const r = await post(valid, { key: sandbox });
+  t.equal(r.status, 202);
+  t.equal(r.body.sandbox, true);
+});
+
+t.test('401: missing, malformed, unknown and revoked keys', async (t) => {
+  for (const [what, key] of [
+    ['missing', null],
+    ['malformed', 'not-a-key'],
+    ['wrong prefix', live.replace('ph_live_', 'ph_test_')],
+    ['unknown', 'ph_live_' + 'A'.repeat(40)],
+  ] as const) {
+    const r = await post(valid, { key });
+    t.equal(r.status, 401, what);
+    isErrorShape(t, r.body, 'unauthorized');
+  }
+  const doomed = makeKey(s.db, 'production');
+  t.equal((await post(valid, { key: doomed })).status, 202, 'works before revocation');
+  const id = listKeys(s.db).find((k) => doomed.includes(k.id.slice(4)))!.id;
+  revokeKey(s.db, id, Date.now());
+  const r = await post(valid, { key: doomed });
+  t.equal(r.status, 401, 'revocation takes effect on the very next request');
+});
+
+t.test('400 invalid_json: not JSON, and JSON that is not an object', async (t) => {
+  for (const raw of ['{"from":', 'hello', '[1,2]', '"str"', 'null', '42']) {
+    const r = await post(null, { raw });
+    t.equal(r.status, 400, raw);
+    isErrorShape(t, r.body, 'invalid_json');
+  }
+});
+
+t.test('415 unsupported_media_type for anything but application/json', async (t) => {
+  for (const ct of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
+    const r = await post(valid, { headers: { 'content-type': ct } });
+    t.equal(r.status, 415, ct);
+    isErrorShape(t, r.body, 'unsupported_media_type');
+  }
+});
+
+t.test('403 domain_not_verified for a known but unverified sender domain', async (t) => {
+  const r = await post({ ...valid, from: 'a@pending.example' });
+  t.equal(r.status, 403);
+  isErrorShape(t, r.body, 'domain_not_verified');
+});
+
+t.test('422 for a sender domain that is not the customer\'s (another customer\'s or unknown)', async (t) => {
+  for (const from of ['a@acme.example', 'a@unknown.example']) {
+    const r = await post({ ...valid, from });
+    t.equal(r.status, 422, from);
+    isErrorShape(t, r.body, 'validation_failed');
+    t.ok(r.body.error.details.from, 'details name the field');
+  }
+});
+
+// Each validation rule of SPEC.md, one request each; the field named in details.
+const invalid: Array<[string, Record<string, unknown>, string]> = [
+  ['from missing', { from: undefined }, 'from'],
+  ['from not an address', { from: 'not an address' }, 'from'],
+  ['from with CRLF', { from: 'a@example.com\r\nBcc: x@evil.example' }, 'from'],
+  ['to missing', { to: undefined }, 'to'],
+  ['to invalid', { to: 'alice@' }, 'to'],
+  ['to with double dot', { to: 'a..b@example.org' }, 'to'],
+  ['to with LF in display name', { to: 'Eve\n <e@example.org>' }, 'to'],
+  ['to of wrong type', { to: 42 }, 'to'],
+  ['cc invalid', { cc: ['ok@example.org', 'bad@@example.org'] }, 'cc'],
+  ['bcc invalid', { bcc: 'x@-bad-.example' }, 'bcc'],
+  ['too many recipients', { to: Array.from({ length: 51 }, (_, i) => `r${i}@example.org`) }, 'to'],
+  ['reply_to invalid', { reply_to: 'nope' }, 'reply_to'],
+  ['subject missing', { subject: undefined }, 'subject'],
+  ['subject blank', { subject: '   ' }, 'subject'],
+  ['subject with CRLF', { subject: 'Hi\r\nBcc: x@evil.example' }, 'subject'],
+  ['no body at all', { text_body: undefined }, 'body'],
+  ['body and text_body differ', { body: 'one', text_body: 'two' }, 'text_body'],
+  ['attachment filename empty', { attachments: [{ filename: '', io: 'aGk=', content_type: 'text/plain' }] }, 'attachments[0].filename'],
+  ['attachment io not base64', { attachments: [{ filename: 'a.txt', io: 'not base64!', content_type: 'text/plain' }] }, 'attachments[0].io'],
+  ['attachment io unpadded', { attachments: [{ filename: 'a.txt', io: 'aGk', content_type: 'text/plain' }] }, 'attachments[0].io'],
+  ['attachment content_type bad', { attachments: [{ filename: 'a.txt', io: 'aGk=', content_type: 'pdf' }] }, 'attachments[0].content_type'],
+  ['attachment path smuggled', { attachments: [{ filename: 'a.txt', io: 'aGk=', content_type: 'text/plain', path: '/etc/passwd' }] }, 'attachments[0].path'],
+  ['owned header', { headers: { 'Message-ID': '<x@y>' } }, 'headers.Message-ID'],
+  ['content-* header', { headers: { 'Content-Type': 'text/html' } }, 'headers.Content-Type'],
+  ['header value with CRLF', { headers: { 'X-Tag': 'a\r\nBcc: x@evil.example' } }, 'headers.X-Tag'],
+  ['header name invalid', { headers: { 'X Bad:': 'v' } }, 'headers.X Bad:'],
+  ['metadata not strings', { metadata: { n: 1 } }, 'metadata.n'],
+  ['unknown field', { html: '<p>typo</p>' }, 'html'],
+];
+
+t.test('422 validation_failed for each rule, with details naming the field', async (t) => {
+  for (const [name, patch, field] of invalid) {
+    const body: Record<string, unknown> = { ...valid, ...patch };
+    for (const k of Object.keys(patch)) if (patch[k] === undefined) delete body[k];
+    const r = await post(body);
+    t.equal(r.status, 422, name);
+    isErrorShape(t, r.body, 'validation_failed');
+    t.ok(r.body.error.details[field], `${name}: details.${field} present (got ${Object.keys(r.body.error.details)})`);
+  }
+});
+
+t.test('all problems are reported at once, and a rejected request changes nothing', async (t) => {
+  const before = (s.db.sqlite.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n;
+  const r = await post({ from: 'bad', to: 'also bad', subject: '', body: 'x' });
+  t.equal(r.status, 422);
+  t.same(Object.keys(r.body.error.details).sort(), ['from', 'subject', 'to']);
+  const after = (s.db.sqlite.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n;
+  t.equal(after, before);
+});
+
+t.test('413 payload_too_large: request body over the limit, and encoded message over the limit', async (t) => {
+  const huge = await post({ ...valid, text_body: 'x'.repeat(600_000) });
+  t.equal(huge.status, 413, 'request body over the limit');
+  isErrorShape(t, huge.body, 'payload_too_large');
+  // ~180 KB of attachment: the request fits (4/3 + slack) but the encoded message exceeds 200000 bytes.
+  const io = Buffer.alloc(180_000, 7).toString('base64');
+  const big = await post({ ...valid, attachments: [{ filename: 'a.bin', io, content_type: 'application/octet-stream' }] });
+  t.equal(big.status, 413, 'encoded message over max_message_bytes');
+  isErrorShape(t, big.body, 'payload_too_large');
+});
+
+t.test('422 recipient_suppressed names each suppressed address under its field, and queues nothing', async (t) => {
+  addSuppression(s.db, { customerId: customerId(s.db), address: 'Gone@Example.org', reason: 'hard_bounce', now: Date.now() });
+  const before = (s.db.sqlite.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n;
+  const r = await post({ ...valid, to: ['ok@example.org'], cc: 'gone@example.org' });
+  t.equal(r.status, 422);
+  isErrorShape(t, r.body, 'recipient_suppressed');
+  t.match(r.body.error.details.cc[0], /gone@example\.org.*hard_bounce/);
+  t.notOk(r.body.error.details.to);
+  t.equal((s.db.sqlite.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n, before);
+  // Suppression lists are per customer: acme may still send to that address.
+  const other = await post({ ...valid, from: 'x@acme.example', to: 'gone@example.org' }, { key: otherKey });
+  t.equal(other.status, 202);
+});
+
+t.test('Idempotency-Key: a retry returns the first response; another body is 409', async (t) => {
+  const headers = { 'idempotency-key': 'order-1234' };
+  const first = await post(valid, { headers });
+  const second = await post(valid, { headers });
+  t.equal(first.status, 202);
+  t.equal(second.status, 202);
+  t.same(second.body, first.body, 'same response, same message_id');
+  t.equal(second.headers.get('idempotent-replayed'), 'true');
+  const n = (s.db.sqlite.prepare('SELECT COUNT(*) AS n FROM messages WHERE message_id = ?').get(first.body.message_id) as { n: number }).n;
+  t.equal(n, 1);
+  const conflict = await post({ ...valid, subject: 'Different' }, { headers });
+  t.equal(conflict.status, 409);
+  isErrorShape(t, conflict.body, 'conflict');
+  // Keys are per customer: acme's same key is its own.
+  const acme = await post({ ...valid, from: 'x@acme.example' }, { key: otherKey, headers });
+  t.equal(acme.status, 202);
+  t.not(acme.body.message_id, first.body.message_id);
+  // Concurrent retries of one key still send once.
+  const race = await Promise.all(Array.from({ length: 5 }, () => post(valid, { headers: { 'idempotency-key': 'race-1' } })));
+  t.same(new Set(race.map((r) => r.body.message_id)).size, 1);
+  const bad = await post(valid, { headers: { 'idempotency-key': 'x'.repeat(256) } });
+  t.equal(bad.status, 422);
+});
+
+t.test('GET /api/v1/emails/:id shows the message to its customer only; 404 otherwise', async (t) => {
+  const r = await post({ ...valid, to: ['one@example.org', 'two@example.org'], metadata: { order: '42' } });
+  const get = async (id: string, key: string) => {
+    const res = await fetch(`${s.url}/api/v1/emails/${encodeURIComponent(id)}`, { headers: { authorization: `Token ${key}` } });
+    return { status: res.status, body: (await res.json()) as Json };
+  };
+  const mine = await get(r.body.message_id, live);
+  t.equal(mine.status, 200);
+  t.match(mine.body, { message_id: r.body.message_id, from: 'Sender <hello@example.com>', subject: 'Hello', sandbox: false, metadata: { order: '42' } });
+  t.same(mine.body.recipients.map((x: { address: string; state: string }) => [x.address, x.state]), [['one@example.org', 'queued'], ['two@example.org', 'queued']]);
+  t.type(mine.body.email_id, 'number');
+  const theirs = await get(r.body.message_id, otherKey);
+  t.equal(theirs.status, 404, "another customer's key cannot read it");
+  isErrorShape(t, theirs.body, 'not_found');
+  t.equal((await get('nope@example.com', live)).status, 404);
+});
+
+t.test('healthz answers without a key', async (t) => {
+  const res = await fetch(`${s.url}/healthz`);
+  t.equal(res.status, 200);
+  t.match(await res.json(), { status: 'ok' });
+});
+
+t.test('unknown routes are 404 in the error shape', async (t) => {
+  const res = await fetch(`${s.url}/api/v1/nothing`, { headers: { authorization: `Token ${live}` } });
+  t.equal(res.status, 404);
+  isErrorShape(t, (await res.json()) as Json, 'not_found');
+});

@@ -1,0 +1,136 @@
+import t from 'tap';
+import { runCli, json } from '../helpers/cli.js';
+import { tempDir, writeTestConfig } from '../helpers/env.js';
+import { TestDnsServer } from '../helpers/dns-server.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const dir = tempDir();
+t.teardown(dir.remove);
+const dns = await new TestDnsServer().start();
+t.teardown(() => dns.stop());
+const config = writeTestConfig(dir.path, `[dns]\nservers = ["${dns.server}"]\n`);
+const cli = (...args: string[]) => runCli(['--config', config, ...args]);
+
+interface DomainJson {
+  name: string;
+  customer: string;
+  verified: boolean;
+  receiving: boolean;
+  dns_records: Array<{ type: string; name: string; value: string; purpose: string }>;
+}
+
+t.test('customers add|list|show', async (t) => {
+  const add = await cli('customers', 'add', 'acme', '--json');
+  t.equal(add.code, 0, add.stderr);
+  t.match(json(add), { name: 'acme', id: Number });
+  const list = json<Array<{ name: string }>>(await cli('customers', 'list', '--json'));
+  t.same(list.map((c) => c.name), ['default', 'acme'], 'the default customer exists after the first start');
+  t.match(json(await cli('customers', 'show', 'acme', '--json')), { name: 'acme', keys: 0, domains: 0, messages: 0 });
+  const dup = await cli('customers', 'add', 'acme');
+  t.not(dup.code, 0);
+  t.match(dup.stderr, /already exists/);
+  t.equal(dup.stderr.trim().split('\n').length, 1, 'one line on stderr');
+  const human = await cli('customers', 'list');
+  t.match(human.stdout, /NAME/);
+});
+
+t.test('keys create|list|revoke with --json shapes', async (t) => {
+  const created = await cli('keys', 'create', '--customer', 'acme', '--production', '--name', 'ci', '--json');
+  t.equal(created.code, 0, created.stderr);
+  const k = json<{ id: string; key: string; kind: string; customer: string; name: string; created_at: string }>(created);
+  t.same(Object.keys(k).sort(), ['created_at', 'customer', 'id', 'key', 'kind', 'name']);
+  t.match(k, { kind: 'production', customer: 'acme', name: 'ci' });
+  t.match(k.key, /^ph_live_[0-9A-Za-z]{32,}$/);
+  const sb = json<{ key: string; kind: string }>(await cli('keys', 'create', '--sandbox', '--json'));
+  t.match(sb, { kind: 'sandbox', key: /^ph_test_/ });
+  const both = await cli('keys', 'create', '--sandbox', '--production');
+  t.not(both.code, 0);
+  const list = await cli('keys', 'list', '--json');
+  t.notMatch(list.stdout, k.key, 'list never shows a key');
+  t.ok(json<Array<{ id: string }>>(list).some((x) => x.id === k.id));
+  // Only a hash is stored: the key text is nowhere in the database file.
+  const dbBytes = readFileSync(join(dir.path, 'data', 'posthaste.db'));
+  const wal = (() => { try { return readFileSync(join(dir.path, 'data', 'posthaste.db-wal')); } catch { return Buffer.alloc(0); } })();
+  t.notOk(dbBytes.includes(k.key) || wal.includes(k.key), 'the key is not stored');
+  const revoked = await cli('keys', 'revoke', k.id, '--json');
+  t.match(json(revoked), { id: k.id, revoked: true });
+  t.match(json<Array<{ id: string; revoked_at: string | null }>>(await cli('keys', 'list', '--json')).find((x) => x.id === k.id), { revoked_at: String });
+  const unknown = await cli('keys', 'revoke', 'key_nope');
+  t.not(unknown.code, 0);
+});
+
+t.test('domains add prints the DNS records in the SPEC form; verify checks them through dns.servers', async (t) => {
+  const added = await cli('domains', 'add', 'Mail.Example.COM', '--customer', 'acme', '--json');
+  t.equal(added.code, 0, added.stderr);
+  const d = json<DomainJson>(added);
+  t.same(Object.keys(d).sort(), ['customer', 'dns_records', 'name', 'receiving', 'verified']);
+  t.match(d, { name: 'mail.example.com', customer: 'acme', verified: false, receiving: false });
+  t.same(d.dns_records.map((r) => r.purpose), ['verification', 'dkim', 'spf', 'return_path', 'dmarc']);
+  for (const r of d.dns_records) t.same(Object.keys(r).sort(), ['name', 'purpose', 'type', 'value']);
+  const dkim = d.dns_records.find((r) => r.purpose === 'dkim')!;
+  t.equal(dkim.name, 'posthaste._domainkey.mail.example.com');
+  const pub = /p=([A-Za-z0-9+/=]+)$/.exec(dkim.value)![1]!;
+  const { createPublicKey } = await import('node:crypto');
+  const key = createPublicKey({ key: Buffer.from(pub, 'base64'), format: 'der', type: 'spki' });
+  t.equal(key.asymmetricKeyDetails?.modulusLength, 2048, 'a 2048-bit RSA DKIM key');
+  t.match(d.dns_records.find((r) => r.purpose === 'return_path'), { type: 'MX', name: 'bounces.test.posthaste', value: '10 mx.test.posthaste' });
+
+  // Nothing published yet: not verified, non-zero exit.
+  const before = await cli('domains', 'verify', 'mail.example.com', '--json');
+  t.equal(before.code, 1);
+  t.equal(json<{ verified: boolean }>(before).verified, false);
+  t.ok(dns.queries.some((q) => q.name === '_posthaste.mail.example.com'), 'asked the loopback DNS server');
+
+  // Publish the records on the loopback DNS server.
+  for (const r of d.dns_records)
+    if (r.type === 'TXT') dns.set(r.name, { TXT: [...(dns.zone.get(r.name.toLowerCase())?.TXT ?? []), r.value] });
+  const ok = await cli('domains', 'verify', 'mail.example.com', '--json');
+  t.equal(ok.code, 0, ok.stderr);
+  t.match(json(ok), { name: 'mail.example.com', verified: true, forced: false });
+  t.equal(json<DomainJson>(await cli('domains', 'show', 'mail.example.com', '--json')).verified, true);
+
+  // The records disappear: verify again marks it unverified.
+  dns.zone.delete('_posthaste.mail.example.com');
+  const gone = await cli('domains', 'verify', 'mail.example.com', '--json');
+  t.equal(gone.code, 1);
+  t.equal(json<DomainJson>(await cli('domains', 'show', 'mail.example.com', '--json')).verified, false);
+
+  const forced = await cli('domains', 'verify', 'mail.example.com', '--force', '--json');
+  t.match(json(forced), { verified: true, forced: true });
+
+  const recv = json<DomainJson>(await cli('domains', 'add', 'in.example.com', '--receiving', '--json'));
+  t.match(recv, { receiving: true, customer: 'default' });
+  const list = json<DomainJson[]>(await cli('domains', 'list', '--json'));
+  t.same(list.map((x) => x.name), ['in.example.com', 'mail.example.com']);
+  t.same(json<DomainJson[]>(await cli('domains', 'list', '--customer', 'acme', '--json')).map((x) => x.name), ['mail.example.com']);
+  t.match(json(await cli('domains', 'remove', 'in.example.com', '--json')), { removed: true });
+  t.not((await cli('domains', 'show', 'in.example.com')).code, 0);
+  t.not((await cli('domains', 'add', 'not a domain')).code, 0);
+});
+
+t.test('db migrate and config print', async (t) => {
+  const m = json<{ versions: number[] }>(await cli('db', 'migrate', '--json'));
+  t.same(m.versions, [1]);
+  const printed = json<{ server: { hostname: string }; api: { tls: { cert: string } } }>(await cli('config', 'print', '--json'));
+  t.equal(printed.server.hostname, 'mx.test.posthaste');
+  t.equal(printed.api.tls.cert, '');
+  const toml = await cli('config', 'print');
+  t.match(toml.stdout, /\[server\]/);
+});
+
+t.test('a bad config key stops every command with a message naming it', async (t) => {
+  const d2 = tempDir();
+  t.teardown(d2.remove);
+  const bad = writeTestConfig(d2.path, '[outbound]\nprot = 25\n');
+  for (const args of [['serve'], ['keys', 'list'], ['config', 'print']]) {
+    const r = await runCli(['--config', bad, ...args]);
+    t.equal(r.code, 2, args.join(' '));
+    t.match(r.stderr, /outbound\.prot: unknown key/);
+  }
+  const env = await runCli(['--config', config, 'config', 'print'], { POSTHASTE_OUTBOUND_PORT: 'many' });
+  t.equal(env.code, 2);
+  t.match(env.stderr, /outbound\.port/);
+  const override = json<{ outbound: { port: number } }>(await runCli(['--config', config, 'config', 'print', '--json'], { POSTHASTE_OUTBOUND_PORT: '2526' }));
+  t.equal(override.outbound.port, 2526);
+});

@@ -1,0 +1,121 @@
+import t from 'tap';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'smol-toml';
+import { loadConfig, describeConfig, parseDuration, envName } from '../../../src/config/load.js';
+import { schema, type Schema } from '../../../src/config/schema.js';
+import { renderExample } from '../../../src/config/example.js';
+import { tempDir } from '../../helpers/env.js';
+
+const root = fileURLToPath(new URL('../../../../', import.meta.url));
+
+function withFile(toml: string): string {
+  const d = tempDir();
+  t.teardown(d.remove);
+  const p = join(d.path, 'c.toml');
+  writeFileSync(p, toml);
+  return p;
+}
+
+t.test('defaults apply when the file sets nothing', async (t) => {
+  const c = loadConfig({ path: withFile(''), env: {} });
+  t.equal(c.api.listen, '127.0.0.1:8025');
+  t.equal(c.smtp.listen, '0.0.0.0:25');
+  t.equal(c.outbound.port, 25);
+  t.same(c.dns.servers, []);
+  t.equal(c.webhooks.allow_private_targets, false);
+  t.equal(c.limits.max_message_bytes, 25 * 1024 * 1024);
+  t.equal(c.limits.idempotency_ttl, 24 * 3600 * 1000);
+});
+
+t.test('the keys and forms SPEC.md fixes parse as written there', async (t) => {
+  const c = loadConfig({
+    path: withFile(`[server]
+hostname = "mx.example.net"
+data_dir = "/var/lib/posthaste"
+[api]
+listen = "127.0.0.1:8025"
+[smtp]
+listen = "0.0.0.0:25"
+return_path_domain = "bounces.example.net"
+feedback_address = "fbl@example.net"
+[outbound]
+port = 25
+[dns]
+servers = ["127.0.0.1:5353"]
+[webhooks]
+allow_private_targets = false
+`),
+    env: {},
+  });
+  t.equal(c.server.hostname, 'mx.example.net');
+  t.equal(c.smtp.return_path_domain, 'bounces.example.net');
+  t.same(c.dns.servers, ['127.0.0.1:5353']);
+});
+
+t.test('environment overrides beat the file, with typed parsing', async (t) => {
+  const c = loadConfig({
+    path: withFile('[outbound]\nport = 25\n'),
+    env: { POSTHASTE_OUTBOUND_PORT: '2526', POSTHASTE_DNS_SERVERS: '127.0.0.1:53,127.0.0.2', POSTHASTE_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true', POSTHASTE_API_TLS_CERT: '/x.pem' },
+  });
+  t.equal(c.outbound.port, 2526);
+  t.same(c.dns.servers, ['127.0.0.1:53', '127.0.0.2']);
+  t.equal(c.webhooks.allow_private_targets, true);
+  t.equal(c.api['tls.cert'], '/x.pem');
+  t.equal(envName('api', 'tls.cert'), 'POSTHASTE_API_TLS_CERT');
+});
+
+t.test('unknown keys, sections and bad values are refused naming the key', async (t) => {
+  const cases: Array<[string, Record<string, string>, RegExp]> = [
+    ['[server]\nhostnme = "x"\n', {}, /server\.hostnme: unknown key/],
+    ['[nope]\nx = 1\n', {}, /nope: unknown section/],
+    ['[outbound]\nport = "25"\n', {}, /outbound\.port: expected an integer/],
+    ['[outbound]\nport = 70000\n', {}, /outbound\.port: must be between/],
+    ['[api]\nlisten = "8025"\n', {}, /api\.listen/],
+    ['[webhooks]\nallow_private_targets = "yes"\n', {}, /webhooks\.allow_private_targets/],
+    ['[limits]\nidempotency_ttl = "soon"\n', {}, /limits\.idempotency_ttl/],
+    ['[log]\nlevel = "loud"\n', {}, /log\.level/],
+    ['not toml = = =', {}, /not valid TOML/],
+    ['', { POSTHASTE_OUTBOUND_PORTT: '1' }, /POSTHASTE_OUTBOUND_PORTT: unknown environment override/],
+    ['', { POSTHASTE_OUTBOUND_PORT: 'x' }, /outbound\.port \(from POSTHASTE_OUTBOUND_PORT\)/],
+  ];
+  for (const [toml, env, re] of cases) t.throws(() => loadConfig({ path: withFile(toml), env }), re, re.source);
+  t.throws(() => loadConfig({ path: '/nonexistent/posthaste.toml', env: {} }), /posthaste.toml: cannot read/);
+});
+
+t.test('durations parse with units', async (t) => {
+  t.equal(parseDuration('500ms'), 500);
+  t.equal(parseDuration('5m'), 300_000);
+  t.equal(parseDuration('72h'), 72 * 3_600_000);
+  t.equal(parseDuration(30), 30_000);
+  t.throws(() => parseDuration('5 minutes'));
+});
+
+t.test('config print masks secrets', async (t) => {
+  const sch: Schema = { s: { token: { kind: { type: 'string' }, default: '', description: 'a secret', secret: true }, plain: { kind: { type: 'string' }, default: 'x', description: 'd' } } };
+  const c = loadConfig({ path: withFile('[s]\ntoken = "hunter2"\n'), env: {}, schema: sch });
+  const shown = describeConfig(c as never, sch);
+  t.same(shown, { s: { token: '********', plain: 'x' } });
+  t.notMatch(JSON.stringify(shown), 'hunter2');
+});
+
+t.test('config/posthaste.example.toml documents every key, parses, and matches the schema', async (t) => {
+  const path = join(root, 'config/posthaste.example.toml');
+  const text = readFileSync(path, 'utf8');
+  const parsed = parse(text) as Record<string, Record<string, unknown>>;
+  const flat = new Set<string>();
+  const walk = (prefix: string, o: Record<string, unknown>) => {
+    for (const [k, v] of Object.entries(o))
+      if (v && typeof v === 'object' && !Array.isArray(v)) walk(`${prefix}${k}.`, v as Record<string, unknown>);
+      else flat.add(prefix + k);
+  };
+  walk('', parsed);
+  const expected = new Set(Object.entries(schema as Schema).flatMap(([s, keys]) => Object.keys(keys).map((k) => `${s}.${k}`)));
+  t.same([...flat].sort(), [...expected].sort(), 'exactly the schema keys');
+  t.ok(loadConfig({ path, env: {} }), 'loads without error');
+  for (const [section, keys] of Object.entries(schema as Schema))
+    for (const [key, spec] of Object.entries(keys)) t.match(text, spec.description, `${section}.${key} has its description as a comment`);
+  t.equal(text, renderExample(), 'the file is what `posthaste config example` prints (regenerate it after a schema change)');
+  t.ok(loadConfig({ path: join(root, 'config/development.toml'), env: {} }), 'development.toml loads');
+});

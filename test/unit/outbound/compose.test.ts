@@ -1,0 +1,53 @@
+import t from 'tap';
+import { composeMessage } from '../../../src/outbound/compose.js';
+import { validateSendRequest, type SendRequest } from '../../../src/domain/send-request.js';
+import { Problems } from '../../../src/domain/errors.js';
+import { timeSortableId, BASE32, eventId } from '../../../src/lib/ids.js';
+
+function req(body: Record<string, unknown>): SendRequest {
+  const r = validateSendRequest(body, { maxRecipients: 50 });
+  if (r instanceof Problems) throw new Error(JSON.stringify(r.details));
+  return r;
+}
+
+t.test('the composed message carries the known fields and nothing from the request as an option', async (t) => {
+  const raw = (
+    await composeMessage(
+      req({
+        from: 'Shop <shop@example.com>',
+        to: 'a@example.org',
+        cc: 'c@example.org',
+        bcc: 'hidden@example.org',
+        reply_to: 'help@example.com',
+        subject: 'Your order',
+        text_body: 'line1\rline2\r\nline3',
+        html_body: '<p>hi</p>',
+        headers: { 'X-Campaign': 'spring' },
+        attachments: [{ filename: '/etc/passwd', io: Buffer.from('not the file').toString('base64'), content_type: 'text/plain' }],
+      }),
+      'abc@example.com',
+      Date.UTC(2026, 0, 2),
+    )
+  ).toString();
+  t.match(raw, 'Message-ID: <abc@example.com>');
+  t.match(raw, 'Reply-To: help@example.com');
+  t.match(raw, 'Cc: c@example.org');
+  t.match(raw, 'X-Campaign: spring');
+  t.match(raw, 'Date: Fri, 02 Jan 2026 00:00:00 +0000');
+  t.notMatch(raw, 'hidden@example.org', 'bcc is envelope-only');
+  t.match(raw, Buffer.from('not the file').toString('base64'), 'attachment content is the given bytes');
+  t.notMatch(raw, 'root:', 'no file was read');
+  t.notMatch(raw, /\r(?!\n)/, 'no bare CR reaches the message');
+  t.notMatch(raw, /(?<!\r)\n/, 'no bare LF either');
+});
+
+t.test('ids are time-sortable and unique', async (t) => {
+  const a = timeSortableId(1000, BASE32);
+  const b = timeSortableId(2000, BASE32);
+  t.ok(a < b);
+  t.equal(a.length, 26);
+  t.match(eventId(Date.now()), /^msg_[0-9A-Za-z]{22}$/);
+  t.ok(eventId(1000) < eventId(2000));
+  const many = new Set(Array.from({ length: 1000 }, () => timeSortableId(5, BASE32)));
+  t.equal(many.size, 1000);
+});
