@@ -2,6 +2,7 @@ import type { Config } from './config/schema.js';
 import { openDb, migrate } from './store/db.js';
 import { ensureDefaultCustomer } from './store/customers.js';
 import { GroupCommit } from './store/group-commit.js';
+import { AuthCache } from './store/auth-cache.js';
 import { buildApi } from './api/server.js';
 import { parseListen } from './config/load.js';
 import { systemClock, type Clock } from './lib/clock.js';
@@ -24,10 +25,10 @@ export async function startDaemon(config: Config, log: Logger, clock: Clock = sy
   if (applied.length > 0) log.info({ applied }, 'database migrated');
   ensureDefaultCustomer(db, clock.now());
 
-  const commit = new GroupCommit(db);
+  const commit = new GroupCommit(db.path);
   let apiUp = false;
   const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => apiUp };
-  const app = buildApi({ db, commit, config, clock, log, lifecycle });
+  const app = buildApi({ db, commit, auth: new AuthCache(db), config, clock, log, lifecycle });
   const { host, port } = parseListen(config.api.listen);
   await app.listen({ host, port });
   apiUp = true;
@@ -43,6 +44,8 @@ export async function startDaemon(config: Config, log: Logger, clock: Clock = sy
       lifecycle.shuttingDown = true;
       await app.close();
       apiUp = false;
+      await commit.close();
+      log.info({ commits: commit.batches, jobs: commit.jobs }, 'group commit totals');
       db.close();
     },
   };

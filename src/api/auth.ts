@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
-import { authenticate, type ApiKeyInfo } from '../store/keys.js';
-import type { Db } from '../store/db.js';
+import type { ApiKeyInfo } from '../store/keys.js';
+import type { AuthCache } from '../store/auth-cache.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -12,11 +12,11 @@ declare module 'fastify' {
 }
 
 /** `Authorization: Token <key>`; the key is looked up on every request so revocation is immediate. */
-export function authenticateRequest(db: Db, request: FastifyRequest): ApiKeyInfo {
+export function authenticateRequest(auth: AuthCache, request: FastifyRequest): ApiKeyInfo {
   const header = request.headers.authorization;
   if (!header) throw new ApiError('unauthorized', 'Missing Authorization header; send "Authorization: Token <API key>".');
   const m = /^Token\s+(\S+)\s*$/i.exec(header);
-  const key = m ? authenticate(db, m[1]!) : undefined;
+  const key = m ? auth.key(m[1]!) : undefined;
   if (!key) throw new ApiError('unauthorized', 'The API key is malformed, unknown or revoked.');
   return key;
 }

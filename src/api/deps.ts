@@ -1,5 +1,6 @@
 import type { Db } from '../store/db.js';
 import type { GroupCommit } from '../store/group-commit.js';
+import type { AuthCache } from '../store/auth-cache.js';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
@@ -8,6 +9,7 @@ import type { Logger } from '../lib/logger.js';
 export interface ApiDeps {
   db: Db;
   commit: GroupCommit;
+  auth: AuthCache;
   config: Config;
   clock: Clock;
   log: Logger;

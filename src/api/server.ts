@@ -45,7 +45,7 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   // Refusals that come before the body is read: shutting down, then the key.
   app.addHook('onRequest', async (request) => {
     if (deps.lifecycle.shuttingDown) throw new ApiError('unavailable', 'The server is shutting down; the request was not accepted.');
-    if (request.url.startsWith('/api/')) request.apiKey = authenticateRequest(deps.db, request);
+    if (request.url.startsWith('/api/')) request.apiKey = authenticateRequest(deps.auth, request);
   });
 
   installErrorHandlers(app, deps.log);

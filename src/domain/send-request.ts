@@ -228,3 +228,13 @@ export function recipientsOf(r: SendRequest): Array<{ field: 'to' | 'cc' | 'bcc'
     ...r.bcc.map((mailbox) => ({ field: 'bcc' as const, mailbox })),
   ];
 }
+
+/** The stored form of a validated request (attachments as Base64), from which delivery composes the MIME message. */
+export function serializeRequest(r: SendRequest): string {
+  return JSON.stringify({ ...r, attachments: r.attachments.map((a) => ({ ...a, content: a.content.toString('base64') })) });
+}
+
+export function deserializeRequest(json: string): SendRequest {
+  const r = JSON.parse(json) as Omit<SendRequest, 'attachments'> & { attachments: Array<Omit<Attachment, 'content'> & { content: string }> };
+  return { ...r, attachments: r.attachments.map((a) => ({ ...a, content: Buffer.from(a.content, 'base64') })) };
+}

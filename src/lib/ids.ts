@@ -19,7 +19,7 @@ function encodeBig(n: bigint, alphabet: string, width: number): string {
  * given alphabet (27 chars in base62, like KSUID; 26 in base32, like ULID).
  */
 export function timeSortableId(nowMs: number, alphabet: string = BASE62): string {
-  const rnd = randomBytes(10);
+  const rnd = randomPool(10);
   let n = BigInt(Math.floor(nowMs)) & 0xffffffffffffn;
   for (const b of rnd) n = (n << 8n) | BigInt(b);
   const width = alphabet.length === 62 ? 22 : 26; // ceil(128 / log2(alphabet))
@@ -29,6 +29,19 @@ export function timeSortableId(nowMs: number, alphabet: string = BASE62): string
 /** Event ids: `msg_` + time-sortable base62 (Standard Webhooks convention). */
 export function eventId(nowMs: number): string {
   return 'msg_' + timeSortableId(nowMs, BASE62);
+}
+
+// randomBytes costs a syscall-sized overhead per call; ids on the accept path draw from a pool.
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+function randomPool(n: number): Buffer {
+  if (poolOffset + n > pool.length) {
+    pool = randomBytes(4096);
+    poolOffset = 0;
+  }
+  const out = pool.subarray(poolOffset, poolOffset + n);
+  poolOffset += n;
+  return out;
 }
 
 /** Uniformly random base62 string (rejection sampling: no modulo bias). */

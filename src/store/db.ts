@@ -28,6 +28,11 @@ export class Db {
     this.q = new Kysely<Database>({ dialect: new SqliteDialect({ database: this.sqlite }) });
   }
 
+  /** A cached prepared statement, for hot paths written in plain SQL. */
+  statement(sql: string): BetterSqlite3.Statement {
+    return this.prepare(sql);
+  }
+
   private prepare(sql: string): BetterSqlite3.Statement {
     let st = this.statements.get(sql);
     if (!st) {

@@ -1,9 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import type { Db } from './db.js';
 import { findSuppressed } from './suppressions.js';
 import { eventsOfMessage } from './events.js';
 import { addressKey } from '../domain/addresses.js';
-import { BASE32 } from '../lib/ids.js';
 import type { Envelope } from '../domain/events.js';
 import type { RecipientState } from './tables.js';
 
@@ -16,7 +14,8 @@ export interface AcceptInput {
   senderDomain: string;
   subject: string;
   metadata: Record<string, string>;
-  raw: Buffer;
+  /** The validated request, serialised; delivery composes the MIME message from it. */
+  request: string;
   recipients: Array<{ address: string; domain: string; field: 'to' | 'cc' | 'bcc' }>;
   idempotency?: { key: string; hash: Buffer; ttlMs: number };
   now: number;
@@ -35,12 +34,16 @@ export type AcceptResult =
   | { kind: 'conflict' }
   | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> };
 
-/** 80 random bits as 16 lower-case base32 chars: the bounces+<token>@ local part (survives case folding). */
-export function newReturnToken(): string {
-  let out = '';
-  for (const b of randomBytes(16)) out += BASE32[b & 31];
-  return out;
-}
+// The accept path is the hottest write: plain SQL on cached statements (no query building per request).
+const SQL = {
+  idemGet: 'SELECT request_hash, status, response, created_at FROM idempotency_keys WHERE customer_id = ? AND key = ?',
+  idemDelete: 'DELETE FROM idempotency_keys WHERE customer_id = ? AND key = ?',
+  idemInsert: 'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+  message: `INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, raw, size, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)`,
+  recipient: `INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at)
+              VALUES (?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)`,
+};
 
 /**
  * Stores a message and its recipients (or answers from the idempotency record), all in the
@@ -51,14 +54,14 @@ export function newReturnToken(): string {
 export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
   const idem = input.idempotency;
   if (idem) {
-    const prior = db.get(
-      db.q.selectFrom('idempotency_keys').selectAll().where('customer_id', '=', input.customerId).where('key', '=', idem.key),
-    );
+    const prior = db.statement(SQL.idemGet).get(input.customerId, idem.key) as
+      | { request_hash: Buffer; status: number; response: string; created_at: number }
+      | undefined;
     if (prior && prior.created_at > input.now - idem.ttlMs) {
       if (!prior.request_hash.equals(idem.hash)) return { kind: 'conflict' };
       return { kind: 'replay', status: prior.status, response: JSON.parse(prior.response) };
     }
-    if (prior) db.run(db.q.deleteFrom('idempotency_keys').where('customer_id', '=', input.customerId).where('key', '=', idem.key));
+    if (prior) db.statement(SQL.idemDelete).run(input.customerId, idem.key);
   }
 
   const suppressed = findSuppressed(db, input.customerId, input.recipients.map((r) => r.address));
@@ -70,58 +73,23 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
         .map((r) => ({ address: r.address, field: r.field, reason: suppressed.get(addressKey(r.address))! })),
     };
 
-  const { id: emailId } = db.get(
-    db.q
-      .insertInto('messages')
-      .values({
-        customer_id: input.customerId,
-        message_id: input.messageId,
-        api_key_id: input.apiKeyId,
-        sandbox: input.sandbox ? 1 : 0,
-        from_header: input.fromHeader,
-        sender_domain: input.senderDomain,
-        subject: input.subject,
-        metadata: JSON.stringify(input.metadata),
-        raw: input.raw,
-        size: input.raw.length,
-        created_at: input.now,
-      })
-      .returning('id'),
-  )!;
-  db.run(
-    db.q.insertInto('recipients').values(
-      input.recipients.map((r) => ({
-        message_id: emailId,
-        customer_id: input.customerId,
-        address: r.address,
-        domain: r.domain,
-        field: r.field,
-        state: 'queued' as const,
-        attempts: 0,
-        next_attempt_at: input.now,
-        return_token: newReturnToken(),
-        created_at: input.now,
-        updated_at: input.now,
-      })),
-    ),
+  const emailId = Number(
+    db
+      .statement(SQL.message)
+      .run(input.customerId, input.messageId, input.apiKeyId, input.sandbox ? 1 : 0, input.fromHeader, input.senderDomain, input.subject, JSON.stringify(input.metadata), input.request, input.now)
+      .lastInsertRowid,
   );
+  const insertRecipient = db.statement(SQL.recipient);
+  for (const r of input.recipients)
+    insertRecipient.run(emailId, input.customerId, r.address, r.domain, r.field, input.now, input.now, input.now);
+
   const response: AcceptedResponse = {
     message_id: input.messageId,
     status: 'queued',
     sandbox: input.sandbox,
     recipients: input.recipients.map((r) => r.address),
   };
-  if (idem)
-    db.run(
-      db.q.insertInto('idempotency_keys').values({
-        customer_id: input.customerId,
-        key: idem.key,
-        request_hash: idem.hash,
-        status: 202,
-        response: JSON.stringify(response),
-        created_at: input.now,
-      }),
-    );
+  if (idem) db.statement(SQL.idemInsert).run(input.customerId, idem.key, idem.hash, 202, JSON.stringify(response), input.now);
   return { kind: 'accepted', emailId, response };
 }
 
@@ -141,7 +109,8 @@ export interface MessageView {
   subject: string;
   sandbox: boolean;
   metadata: Record<string, string>;
-  size: number;
+  /** Bytes of the composed message; null until it is first composed for delivery. */
+  size: number | null;
   created_at: string;
   recipients: RecipientView[];
   events: Envelope[];

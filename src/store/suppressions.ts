@@ -6,6 +6,15 @@ import { addressKey } from '../domain/addresses.js';
 export function findSuppressed(db: Db, customerId: number, addresses: string[]): Map<string, SuppressionsTable['reason']> {
   const out = new Map<string, SuppressionsTable['reason']>();
   if (addresses.length === 0) return out;
+  if (addresses.length === 1) {
+    // The common case on the accept path: one cached statement, no query building.
+    const key = addressKey(addresses[0]!);
+    const row = db.statement('SELECT reason FROM suppressions WHERE customer_id = ? AND address = ?').get(customerId, key) as
+      | { reason: SuppressionsTable['reason'] }
+      | undefined;
+    if (row) out.set(key, row.reason);
+    return out;
+  }
   const keys = addresses.map(addressKey);
   for (const row of db.all(
     db.q.selectFrom('suppressions').select(['address', 'reason']).where('customer_id', '=', customerId).where('address', 'in', keys),

@@ -40,8 +40,9 @@ export interface MessagesTable {
   sender_domain: string;
   subject: string;
   metadata: string;
+  request: string;
   raw: Buffer | null;
-  size: number;
+  size: number | null;
   created_at: number;
 }
 
@@ -60,7 +61,6 @@ export interface RecipientsTable {
   locked_by: string | null;
   locked_at: number | null;
   last_response: string | null;
-  return_token: string;
   created_at: number;
   updated_at: number;
 }

@@ -2,6 +2,8 @@ import t, { type Test } from 'tap';
 import { startTestServer, makeKey, makeDomain, customerId, type TestServer } from '../helpers/env.js';
 import { revokeKey, listKeys } from '../../src/store/keys.js';
 import { addSuppression } from '../../src/store/suppressions.js';
+import { composeMessage } from '../../src/outbound/compose.js';
+import { deserializeRequest } from '../../src/domain/send-request.js';
 import { request, type HttpResult, type Json } from '../helpers/http.js';
 
 let s: TestServer;
@@ -30,6 +32,12 @@ async function post(body: unknown, opts: { key?: string | null; headers?: Record
   });
 }
 
+/** The MIME message delivery will compose from what was stored. */
+async function storedMime(messageId: string): Promise<string> {
+  const row = s.db.sqlite.prepare('SELECT request, created_at FROM messages WHERE message_id = ?').get(messageId) as { request: string; created_at: number };
+  return (await composeMessage(deserializeRequest(row.request), messageId, row.created_at)).toString();
+}
+
 const valid = { from: 'Sender <hello@example.com>', to: 'alice@example.org', subject: 'Hello', text_body: 'Hi Alice' };
 
 function isErrorShape(t: Test, body: Json, code: string): void {
@@ -44,11 +52,11 @@ t.test('a valid request is accepted with 202 and the SPEC shape, and the rows ex
   t.match(r.body, { status: 'queued', sandbox: false, recipients: ['alice@example.org'] });
   t.match(r.body.message_id, /^[0-9a-z]{26}@example\.com$/);
   // Durability: the message and its recipient are committed before the response is sent.
-  const row = s.db.sqlite.prepare('SELECT id, raw FROM messages WHERE message_id = ?').get(r.body.message_id) as { id: number; raw: Buffer };
+  const row = s.db.sqlite.prepare('SELECT id, request, created_at FROM messages WHERE message_id = ?').get(r.body.message_id) as { id: number; request: string; created_at: number };
   t.ok(row, 'message row exists on 202');
   const rcpts = s.db.sqlite.prepare('SELECT address, state FROM recipients WHERE message_id = ?').all(row.id);
   t.same(rcpts, [{ address: 'alice@example.org', state: 'queued' }]);
-  const raw = row.raw.toString();
+  const raw = await storedMime(r.body.message_id);
   t.match(raw, `Message-ID: <${r.body.message_id}>`);
   t.match(raw, /From: Sender <hello@example\.com>/);
 });
@@ -60,7 +68,7 @@ t.test('several recipients as a comma list and as an array, cc and bcc; bcc stay
   const b = await post({ ...valid, to: ['a@example.org', 'c@example.org'], cc: 'd@example.org', bcc: ['e@example.org', 'A@example.org'] });
   t.equal(b.status, 202);
   t.same(b.body.recipients, ['a@example.org', 'c@example.org', 'd@example.org', 'e@example.org'], 'duplicates (case-insensitive) collapse');
-  const raw = (s.db.sqlite.prepare('SELECT raw FROM messages WHERE message_id = ?').get(b.body.message_id) as { raw: Buffer }).raw.toString();
+  const raw = await storedMime(b.body.message_id);
   t.notMatch(raw, /^Bcc:/m);
   t.notMatch(raw, 'e@example.org');
 });

@@ -3,11 +3,10 @@ import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps.js';
 import { requireKey } from '../auth.js';
 import { ApiError, Problems } from '../../domain/errors.js';
-import { validateSendRequest, recipientsOf, type SendRequest } from '../../domain/send-request.js';
+import { validateSendRequest, recipientsOf, serializeRequest, type SendRequest } from '../../domain/send-request.js';
 import { formatMailbox } from '../../domain/addresses.js';
-import { composeMessage } from '../../outbound/compose.js';
-import { findDomain } from '../../store/domains.js';
-import { acceptMessage, getMessage } from '../../store/messages.js';
+import { composeMessage, encodedSizeBound } from '../../outbound/compose.js';
+import { getMessage } from '../../store/messages.js';
 import { timeSortableId, BASE32 } from '../../lib/ids.js';
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -30,7 +29,7 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const req: SendRequest = parsed;
 
     // The sender domain must be one of this customer's, and verified.
-    const domain = findDomain(db, req.from.domain);
+    const domain = deps.auth.domain(req.from.domain);
     if (!domain || domain.customer_id !== key.customer_id) {
       const p = new Problems();
       p.add('from', `${req.from.domain} is not a domain of this account; add it with "posthaste domains add"`);
@@ -43,13 +42,16 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
     const now = clock.now();
     const messageId = `${timeSortableId(now, BASE32)}@${domain.name}`;
-    const raw = await composeMessage(req, messageId, now);
-    if (raw.length > config.limits.max_message_bytes)
-      throw new ApiError('payload_too_large', `The encoded message is ${raw.length} bytes; the limit is ${config.limits.max_message_bytes}.`);
+    // The MIME message is composed when it is first delivered; here only its size matters.
+    // The bound is cheap and never below the real size; compose for the exact size only near the limit.
+    const limit = config.limits.max_message_bytes;
+    if (encodedSizeBound(req) > limit) {
+      const size = (await composeMessage(req, messageId, now)).length;
+      if (size > limit) throw new ApiError('payload_too_large', `The encoded message is ${size} bytes; the limit is ${limit}.`);
+    }
 
     const recipients = recipientsOf(req).map(({ field, mailbox }) => ({ address: mailbox.address, domain: mailbox.domain, field }));
-    const result = await commit.submit(() =>
-      acceptMessage(db, {
+    const result = await commit.submit('accept', {
         customerId: key.customer_id,
         apiKeyId: key.id,
         sandbox: key.kind === 'sandbox',
@@ -58,12 +60,11 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
         senderDomain: domain.name,
         subject: req.subject,
         metadata: req.metadata,
-        raw,
+        request: serializeRequest(req),
         recipients,
         ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: config.limits.idempotency_ttl } } : {}),
         now,
-      }),
-    );
+      });
     // Only now, after the COMMIT has returned, does the client hear "accepted".
     switch (result.kind) {
       case 'accepted':

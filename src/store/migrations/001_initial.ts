@@ -44,8 +44,9 @@ CREATE TABLE messages (
   sender_domain  TEXT NOT NULL,
   subject        TEXT NOT NULL,
   metadata       TEXT NOT NULL DEFAULT '{}',   -- JSON object of string to string
-  raw            BLOB,                         -- the composed MIME message (unsigned; DKIM at delivery)
-  size           INTEGER NOT NULL,
+  request        TEXT NOT NULL,                -- the validated send request (JSON) the message is composed from
+  raw            BLOB,                         -- the composed MIME message (unsigned), once first composed
+  size           INTEGER,                      -- bytes of raw, once composed
   created_at     INTEGER NOT NULL
 );
 CREATE INDEX messages_customer ON messages(customer_id, id);
@@ -64,7 +65,6 @@ CREATE TABLE recipients (
   locked_by        TEXT,                       -- worker that claimed it
   locked_at        INTEGER,
   last_response    TEXT,                       -- JSON {code, enhanced_code, classification, message}
-  return_token     TEXT NOT NULL UNIQUE,       -- bounces+<token>@ maps a DSN to this row
   created_at       INTEGER NOT NULL,
   updated_at       INTEGER NOT NULL
 );
@@ -106,6 +106,16 @@ CREATE TABLE settings (
   name   TEXT PRIMARY KEY,
   value  TEXT NOT NULL
 ) WITHOUT ROWID;
+
+-- auth_epoch changes whenever a key or a domain changes, from any process (the CLI included), so
+-- the API may cache keys and domains in memory and still see a revocation on the next request.
+INSERT INTO settings (name, value) VALUES ('auth_epoch', '0');
+CREATE TRIGGER api_keys_epoch_i AFTER INSERT ON api_keys BEGIN UPDATE settings SET value = value + 1 WHERE name = 'auth_epoch'; END;
+CREATE TRIGGER api_keys_epoch_u AFTER UPDATE ON api_keys BEGIN UPDATE settings SET value = value + 1 WHERE name = 'auth_epoch'; END;
+CREATE TRIGGER api_keys_epoch_d AFTER DELETE ON api_keys BEGIN UPDATE settings SET value = value + 1 WHERE name = 'auth_epoch'; END;
+CREATE TRIGGER domains_epoch_i AFTER INSERT ON domains BEGIN UPDATE settings SET value = value + 1 WHERE name = 'auth_epoch'; END;
+CREATE TRIGGER domains_epoch_u AFTER UPDATE ON domains BEGIN UPDATE settings SET value = value + 1 WHERE name = 'auth_epoch'; END;
+CREATE TRIGGER domains_epoch_d AFTER DELETE ON domains BEGIN UPDATE settings SET value = value + 1 WHERE name = 'auth_epoch'; END;
 
 CREATE TABLE health (
   id  INTEGER PRIMARY KEY CHECK (id = 1),

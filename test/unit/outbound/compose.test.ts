@@ -1,6 +1,6 @@
 import t from 'tap';
-import { composeMessage } from '../../../src/outbound/compose.js';
-import { validateSendRequest, type SendRequest } from '../../../src/domain/send-request.js';
+import { composeMessage, encodedSizeBound } from '../../../src/outbound/compose.js';
+import { validateSendRequest, serializeRequest, deserializeRequest, type SendRequest } from '../../../src/domain/send-request.js';
 import { Problems } from '../../../src/domain/errors.js';
 import { timeSortableId, BASE32, eventId } from '../../../src/lib/ids.js';
 
@@ -50,4 +50,32 @@ t.test('ids are time-sortable and unique', async (t) => {
   t.ok(eventId(1000) < eventId(2000));
   const many = new Set(Array.from({ length: 1000 }, () => timeSortableId(5, BASE32)));
   t.equal(many.size, 1000);
+});
+
+t.test('encodedSizeBound is never below the composed size', async (t) => {
+  const unicode = 'Zoë ☃ 日本語 עברית 😀 ';
+  const b64 = (n: number, fill = 0xa5) => Buffer.alloc(n, fill).toString('base64');
+  const bodies: Array<Record<string, unknown>> = [
+    { text_body: 'short' },
+    { text_body: 'x'.repeat(5000) },
+    { text_body: unicode.repeat(2000), html_body: `<p>${unicode.repeat(2000)}</p>` },
+    { html_body: '=\t '.repeat(3000) + '\n.\n'.repeat(100) },
+    { text_body: 'a', attachments: [{ filename: `${unicode}.bin`, io: b64(1), content_type: 'application/octet-stream' }] },
+    { text_body: 'a', attachments: Array.from({ length: 10 }, (_, i) => ({ filename: `f${i}.pdf`, io: b64(10_000 + i), content_type: 'application/pdf' })) },
+    { text_body: 'a', headers: { 'X-Long': unicode.repeat(40), 'X-Ascii': 'v'.repeat(900) } },
+  ];
+  for (const extra of bodies) {
+    const r = req({ from: `${unicode} <a@example.com>`, to: [`${unicode} <b@example.org>`, 'c@example.org'], cc: 'd@example.org', subject: unicode.repeat(20), ...extra });
+    const actual = (await composeMessage(r, 'id@example.com', 0)).length;
+    const bound = encodedSizeBound(r);
+    t.ok(bound >= actual, `bound ${bound} >= composed ${actual}`);
+    t.ok(bound < actual * 4 + 8192, 'and not absurdly loose');
+  }
+});
+
+t.test('the stored form of a request round-trips', async (t) => {
+  const r = req({ from: 'a@example.com', to: 'b@example.org', subject: 's', text_body: 't', attachments: [{ filename: 'f', io: 'AAEC', content_type: 'application/x-y' }], metadata: { k: 'v' } });
+  const back = deserializeRequest(serializeRequest(r));
+  t.same(back, r);
+  t.ok(Buffer.isBuffer(back.attachments[0]!.content));
 });
