@@ -3,32 +3,81 @@ import { openDb, migrate } from './store/db.js';
 import { ensureDefaultCustomer } from './store/customers.js';
 import { GroupCommit } from './store/group-commit.js';
 import { AuthCache } from './store/auth-cache.js';
+import { releaseClaims } from './store/queue.js';
+import { secret } from './store/settings.js';
 import { buildApi } from './api/server.js';
 import { parseListen } from './config/load.js';
 import { systemClock, type Clock } from './lib/clock.js';
+import { createResolver } from './lib/dns.js';
 import type { Logger } from './lib/logger.js';
 import type { Lifecycle } from './api/deps.js';
+import { MxResolver } from './outbound/mx.js';
+import { deliverGroup } from './outbound/deliver.js';
+import { Scheduler } from './outbound/scheduler.js';
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
   apiUrl: string;
+  scheduler: Scheduler;
   stop(): Promise<void>;
+}
+
+export interface DaemonOptions {
+  clock?: Clock;
+  /** Tests drive delivery by hand (scheduler.drain with a manual clock) instead of the loop. */
+  manualDelivery?: boolean;
 }
 
 /** How long SIGTERM may take before the process gives up waiting (SPEC.md: exit within 30 s). */
 export const SHUTDOWN_GRACE_MS = 25_000;
 
+export const RETURN_PATH_SECRET = 'return_path_secret';
+
 /** The composition root: config → store → migrate → services → listeners. Signals are wired by the caller. */
-export async function startDaemon(config: Config, log: Logger, clock: Clock = systemClock): Promise<Daemon> {
+export async function startDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Promise<Daemon> {
+  const clock = opts.clock ?? systemClock;
   const db = openDb(config.server.data_dir);
   const applied = migrate(db, clock.now());
   if (applied.length > 0) log.info({ applied }, 'database migrated');
   ensureDefaultCustomer(db, clock.now());
+  const released = releaseClaims(db);
+  if (released > 0) log.warn({ released }, 'released delivery claims left by a previous run');
+
+  const o = config.outbound;
+  const mx = new MxResolver(createResolver(config.dns.servers), clock);
+  const returnPathSecret = secret(db, RETURN_PATH_SECRET);
+  const scheduler = new Scheduler({
+    db,
+    clock,
+    log,
+    policy: { retrySchedule: o.retry_schedule, maxQueueTime: o.max_queue_time },
+    concurrency: o.concurrency,
+    concurrencyPerDomain: o.concurrency_per_domain,
+    messagesPerConnection: o.messages_per_connection,
+    claimBatch: o.claim_batch,
+    pollInterval: o.poll_interval,
+    worker: `pid${process.pid}`,
+    deliver: (domain, items) =>
+      deliverGroup(
+        {
+          db,
+          mx,
+          log,
+          returnPathSecret,
+          returnPathDomain: config.smtp.return_path_domain || config.server.hostname,
+          smtp: { name: config.server.hostname, port: o.port, connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout },
+        },
+        domain,
+        items,
+      ),
+  });
+  const deliveryStop = new AbortController();
+  const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(deliveryStop.signal);
 
   const commit = new GroupCommit(db.path);
   let apiUp = false;
   const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => apiUp };
-  const app = buildApi({ db, commit, auth: new AuthCache(db), config, clock, log, lifecycle });
+  const app = buildApi({ db, commit, auth: new AuthCache(db), config, clock, log, lifecycle, onAccepted: () => scheduler.kick() });
   const { host, port } = parseListen(config.api.listen);
   await app.listen({ host, port });
   apiUp = true;
@@ -40,12 +89,16 @@ export async function startDaemon(config: Config, log: Logger, clock: Clock = sy
 
   return {
     apiUrl,
+    scheduler,
     async stop() {
       lifecycle.shuttingDown = true;
       await app.close();
       apiUp = false;
       await commit.close();
       log.info({ commits: commit.batches, jobs: commit.jobs }, 'group commit totals');
+      deliveryStop.abort();
+      await delivery;
+      if (opts.manualDelivery) await scheduler.stop();
       db.close();
     },
   };

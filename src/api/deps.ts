@@ -14,6 +14,8 @@ export interface ApiDeps {
   clock: Clock;
   log: Logger;
   lifecycle: Lifecycle;
+  /** Called after a message is committed, so delivery can start without waiting for a poll. */
+  onAccepted?: () => void;
 }
 
 export interface Lifecycle {

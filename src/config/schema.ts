@@ -50,6 +50,17 @@ export const schema = {
   },
   outbound: {
     port: k({ type: 'int', min: 1, max: 65535 }, 25, 'TCP port of remote MX hosts (tests point it at a local MX)'),
+    concurrency: k({ type: 'int', min: 1, max: 10_000 }, 100, 'Most SMTP connections open at once, all destinations together'),
+    concurrency_per_domain: k({ type: 'int', min: 1, max: 1000 }, 10, 'Most SMTP connections open at once to one destination domain'),
+    retry_schedule: k({ type: 'durations' }, ['1m', '5m', '15m', '30m', '1h', '2h', '4h'], 'Delay before each retry after a deferral; the last one repeats'),
+    max_queue_time: k({ type: 'duration' }, '72h', 'A recipient still deferred this long after acceptance bounces as expired'),
+    connect_timeout: k({ type: 'duration' }, '30s', 'TCP connect timeout per MX host (then the next host is tried)'),
+    greeting_timeout: k({ type: 'duration' }, '5m', 'Wait for the 220 greeting (RFC 5321 4.5.3.2: 5 minutes)'),
+    command_timeout: k({ type: 'duration' }, '10m', 'Inactivity limit for any reply, DATA termination included (RFC 5321 4.5.3.2: up to 10 minutes)'),
+    messages_per_connection: k({ type: 'int', min: 1, max: 10_000 }, 100, 'Messages sent over one connection before it is closed'),
+    claim_batch: k({ type: 'int', min: 1, max: 100_000 }, 1000, 'Most recipients claimed from the queue at once'),
+    poll_interval: k({ type: 'duration' }, '1s', 'How often the queue is checked for due recipients when idle'),
+    mta_sts: k({ type: 'bool' }, true, 'Honour the recipient domain\'s MTA-STS policy (RFC 8461)'),
   },
   dns: {
     servers: k({ type: 'strings' }, [], 'DNS servers as "ip" or "ip:port"; empty uses the system resolver'),

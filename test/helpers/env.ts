@@ -7,7 +7,7 @@ import { openDb, migrate, type Db } from '../../src/store/db.js';
 import { ensureDefaultCustomer, findCustomer, addCustomer } from '../../src/store/customers.js';
 import { createKey, type KeyKind } from '../../src/store/keys.js';
 import { addDomain, setVerified } from '../../src/store/domains.js';
-import { startDaemon, type Daemon } from '../../src/main.js';
+import { startDaemon, type Daemon, type DaemonOptions } from '../../src/main.js';
 import { silentLogger } from '../../src/lib/logger.js';
 
 export function tempDir(prefix = 'posthaste-test-'): { path: string; remove: () => void } {
@@ -16,19 +16,23 @@ export function tempDir(prefix = 'posthaste-test-'): { path: string; remove: () 
 }
 
 /** A config for tests: a temp data dir, port-0 listeners, loopback everything; extra TOML appended. */
-export function writeTestConfig(dir: string, extraToml = ''): string {
+/** A loopback port where nothing answers: DNS through it fails fast and never leaves the machine. */
+export const DEAD_DNS = '127.0.0.1:9';
+
+export function writeTestConfig(dir: string, extraToml = '', dnsServer = DEAD_DNS): string {
   const path = join(dir, 'posthaste.toml');
   writeFileSync(
     path,
     `[server]\nhostname = "mx.test.posthaste"\ndata_dir = "${join(dir, 'data')}"\n` +
       `[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\nreturn_path_domain = "bounces.test.posthaste"\n` +
+      `[dns]\nservers = ["${dnsServer}"]\n` +
       extraToml,
   );
   return path;
 }
 
-export function testConfig(dir: string, extraToml = ''): Config {
-  return loadConfig({ path: writeTestConfig(dir, extraToml), env: {} });
+export function testConfig(dir: string, extraToml = '', dnsServer = DEAD_DNS): Config {
+  return loadConfig({ path: writeTestConfig(dir, extraToml, dnsServer), env: {} });
 }
 
 /** Opens the store the daemon uses (WAL lets both hold it). */
@@ -60,10 +64,10 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(extraToml = ''): Promise<TestServer> {
+export async function startTestServer(extraToml = '', opts: DaemonOptions & { dns?: string } = {}): Promise<TestServer> {
   const dir = tempDir();
-  const config = testConfig(dir.path, extraToml);
-  const daemon = await startDaemon(config, silentLogger());
+  const config = testConfig(dir.path, extraToml, opts.dns);
+  const daemon = await startDaemon(config, silentLogger(), opts);
   const db = openTestDb(config);
   return {
     config,

@@ -9,7 +9,7 @@ const dir = tempDir();
 t.teardown(dir.remove);
 const dns = await new TestDnsServer().start();
 t.teardown(() => dns.stop());
-const config = writeTestConfig(dir.path, `[dns]\nservers = ["${dns.server}"]\n`);
+const config = writeTestConfig(dir.path, '', dns.server);
 const cli = (...args: string[]) => runCli(['--config', config, ...args]);
 
 interface DomainJson {

@@ -68,6 +68,7 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
     // Only now, after the COMMIT has returned, does the client hear "accepted".
     switch (result.kind) {
       case 'accepted':
+        deps.onAccepted?.();
         return reply.code(202).send(result.response);
       case 'replay':
         return reply.code(result.status).header('idempotent-replayed', 'true').send(result.response);

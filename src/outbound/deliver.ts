@@ -1,0 +1,167 @@
+import type { Db } from '../store/db.js';
+import type { Claimed, QueuedMessage } from '../store/queue.js';
+import { findSuppressed } from '../store/suppressions.js';
+import { findDomain } from '../store/domains.js';
+import { addressKey } from '../domain/addresses.js';
+import { deserializeRequest } from '../domain/send-request.js';
+import { returnPath } from '../domain/return-path.js';
+import type { Outcome, Reply } from '../domain/outcome.js';
+import type { MxResolver } from './mx.js';
+import { composeMessage } from './compose.js';
+import { signMessage } from './dkim.js';
+import { SmtpSession, replyOf, type SmtpOptions } from './smtp.js';
+import type { Logger } from '../lib/logger.js';
+
+export interface DeliveryItem {
+  recipient: Claimed;
+  message: QueuedMessage;
+}
+
+export interface ItemResult {
+  item: DeliveryItem;
+  outcome: Outcome;
+}
+
+export interface DeliverDeps {
+  db: Db;
+  mx: MxResolver;
+  smtp: SmtpOptions;
+  returnPathDomain: string;
+  returnPathSecret: Buffer;
+  log: Logger;
+}
+
+export interface GroupResult {
+  results: ItemResult[];
+  /** Messages composed for the first time: kept so a retry sends the same bytes. */
+  composed: Map<number, Buffer>;
+}
+
+const reply = (code: number, enhanced: string, message: string, classification: string): Reply => ({ code, enhanced_code: enhanced, message, classification });
+
+/**
+ * Delivers a group of recipients at one destination domain over one connection: check the
+ * suppression list again, resolve MX, connect, then one transaction per recipient (each has its
+ * own return path). Never throws for a remote problem: every item ends in an outcome.
+ */
+export async function deliverGroup(deps: DeliverDeps, domain: string, items: DeliveryItem[]): Promise<GroupResult> {
+  const results: ItemResult[] = [];
+  const composed = new Map<number, Buffer>();
+  const pending = checkSuppression(deps, items, results);
+  if (pending.length === 0) return { results, composed };
+
+  const mx = await deps.mx.resolve(domain);
+  if (mx.kind !== 'hosts') {
+    const outcome: Outcome =
+      mx.kind === 'null_mx'
+        ? { kind: 'bounced', bounceType: 'hard', reply: reply(556, '5.1.10', `${domain} accepts no mail (null MX, RFC 7505)`, 'dns_failure') }
+        : mx.kind === 'no_domain'
+          ? { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.2', mx.detail, 'dns_failure') }
+          : { kind: 'deferred', reply: reply(451, '4.4.3', mx.detail, 'dns_failure') };
+    for (const item of pending) results.push({ item, outcome });
+    return { results, composed };
+  }
+
+  const signed = new Map<number, Buffer | Outcome>();
+  let queue = pending;
+  let lastFailure: Reply = reply(451, '4.4.1', `${domain}: no MX host could be reached`, 'connection_failure');
+  // A connection lost mid-way is re-opened once for the rest of the group.
+  for (let round = 0; round < 2 && queue.length > 0; round++) {
+    const opened = await connect(deps, mx.hosts.map((h) => h.host));
+    if ('failure' in opened) {
+      lastFailure = opened.failure;
+      break;
+    }
+    const session = opened.session;
+    const rest: DeliveryItem[] = [];
+    try {
+      for (let i = 0; i < queue.length; i++) {
+        const item = queue[i]!;
+        const message = await prepare(deps, item.message, signed, composed);
+        if (!Buffer.isBuffer(message)) {
+          results.push({ item, outcome: message });
+          continue;
+        }
+        const from = returnPath(deps.returnPathSecret, item.recipient.id, deps.returnPathDomain);
+        const r = await session.send(from, item.recipient.address, message);
+        if (r.kind === 'accepted') results.push({ item, outcome: { kind: 'delivered', reply: r.reply, mx: session.mx, tls: session.secure } });
+        else if (r.kind === 'refused' && r.permanent) results.push({ item, outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply } });
+        else if (r.kind === 'refused') results.push({ item, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
+        else {
+          // Broken mid-transaction: this recipient is deferred (the server may or may not have it).
+          results.push({ item, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
+          lastFailure = r.reply;
+        }
+        if (i < queue.length - 1 && !(await session.reset())) {
+          rest.push(...queue.slice(i + 1));
+          break;
+        }
+      }
+    } finally {
+      session.close();
+    }
+    queue = rest;
+  }
+  for (const item of queue) results.push({ item, outcome: { kind: 'deferred', reply: lastFailure } });
+  return { results, composed };
+}
+
+/** Step: a recipient suppressed since it was queued is not sent to. */
+function checkSuppression(deps: DeliverDeps, items: DeliveryItem[], results: ItemResult[]): DeliveryItem[] {
+  const byCustomer = new Map<number, DeliveryItem[]>();
+  for (const it of items) byCustomer.set(it.message.customerId, [...(byCustomer.get(it.message.customerId) ?? []), it]);
+  const keep: DeliveryItem[] = [];
+  for (const [customerId, list] of byCustomer) {
+    const suppressed = findSuppressed(deps.db, customerId, list.map((i) => i.recipient.address));
+    for (const it of list) {
+      const reason = suppressed.get(addressKey(it.recipient.address));
+      if (reason) results.push({ item: it, outcome: { kind: 'suppressed', reason } });
+      else keep.push(it);
+    }
+  }
+  return keep;
+}
+
+/** Step: try each MX host in order, each of its addresses in turn, until one answers. */
+async function connect(deps: DeliverDeps, hosts: string[]): Promise<{ session: SmtpSession } | { failure: Reply }> {
+  let failure: Reply = reply(451, '4.4.1', 'no MX host could be reached', 'connection_failure');
+  for (const host of hosts) {
+    let addresses: string[];
+    try {
+      addresses = await deps.mx.addresses(host);
+    } catch (e) {
+      failure = reply(451, '4.4.3', `${host}: ${(e as Error).message}`, 'dns_failure');
+      continue;
+    }
+    for (const address of addresses) {
+      try {
+        return { session: await SmtpSession.open(host, address, deps.smtp) };
+      } catch (e) {
+        failure = replyOf(e as Error);
+        failure = { ...failure, message: `${host} [${address}]: ${failure.message}` };
+        deps.log.debug({ mx: host, address, code: failure.code, err: failure.message }, 'MX host failed; trying the next');
+      }
+    }
+  }
+  return { failure };
+}
+
+/** Step: compose (first time only) and DKIM-sign with the sender domain's key; cached per group. */
+async function prepare(deps: DeliverDeps, m: QueuedMessage, cache: Map<number, Buffer | Outcome>, composed: Map<number, Buffer>): Promise<Buffer | Outcome> {
+  const hit = cache.get(m.id);
+  if (hit) return hit;
+  let result: Buffer | Outcome;
+  const domain = findDomain(deps.db, m.senderDomain);
+  if (!domain || domain.customer_id !== m.customerId) {
+    result = { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.7.0', `sender domain ${m.senderDomain} was removed; the message cannot be signed`, 'policy') };
+  } else {
+    let raw = m.raw;
+    if (!raw) {
+      raw = await composeMessage(deserializeRequest(m.request), m.messageId, m.createdAt);
+      composed.set(m.id, raw);
+    }
+    result = await signMessage(raw, { domain: domain.name, selector: domain.dkim_selector, privateKey: domain.dkim_private_key });
+  }
+  cache.set(m.id, result);
+  return result;
+}

@@ -1,0 +1,158 @@
+import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
+import { classifyReply, parseReply, type Classification } from './classify.js';
+import type { Reply } from '../domain/outcome.js';
+
+export interface SmtpOptions {
+  /** EHLO name (server.hostname). */
+  name: string;
+  port: number;
+  connectTimeout: number;
+  greetingTimeout: number;
+  commandTimeout: number;
+  /** MTA-STS enforce: STARTTLS with a certificate valid for the MX name, or no delivery. */
+  requireValidTls?: boolean;
+}
+
+/** What one SMTP transaction (MAIL, RCPT, DATA) ended in, for one recipient. */
+export type SendResult =
+  | { kind: 'accepted'; reply: Reply }
+  | { kind: 'refused'; reply: Reply; permanent: boolean }
+  /** The connection failed mid-transaction: nothing is known to have been accepted. */
+  | { kind: 'broken'; reply: Reply };
+
+interface NodemailerError extends Error {
+  code?: string;
+  responseCode?: number;
+  response?: string;
+  command?: string;
+}
+
+/** Transport failures without an SMTP reply, stated as the reply RFC 5321 3.8 says to assume. */
+export function transportReply(e: NodemailerError): Reply {
+  const label: Classification = e.code === 'ETIMEDOUT' ? 'timeout' : e.code === 'ETLS' ? 'tls_failure' : 'connection_failure';
+  const enhanced = label === 'timeout' ? '4.4.1' : label === 'tls_failure' ? '4.7.5' : '4.4.2';
+  return { code: 451, enhanced_code: enhanced, message: e.message.replace(/\s+/g, ' ').trim(), classification: label };
+}
+
+/** A reply from the remote server, or from nodemailer when it gave none. */
+export function replyOf(e: NodemailerError): Reply {
+  if (!e.responseCode || !e.response) return transportReply(e);
+  const facts = parseReply(e.response, e.responseCode);
+  return { code: facts.code, enhanced_code: facts.enhanced, message: facts.text, classification: classifyReply(facts) };
+}
+
+function acceptedReply(response: string): Reply {
+  const facts = parseReply(response, 250);
+  return { code: facts.code, enhanced_code: facts.enhanced, message: facts.text, classification: 'other' };
+}
+
+/** One SMTP connection to one MX address; several transactions may run over it in turn. */
+export class SmtpSession {
+  private dead = false;
+  sent = 0;
+
+  private constructor(
+    private readonly conn: SMTPConnection,
+    /** The MX host name (for events and TLS), not the address. */
+    readonly mx: string,
+  ) {
+    conn.on('error', () => {
+      this.dead = true;
+    });
+    conn.on('end', () => {
+      this.dead = true;
+    });
+  }
+
+  get secure(): boolean {
+    return this.conn.secure;
+  }
+
+  get usable(): boolean {
+    return !this.dead;
+  }
+
+  /**
+   * Connects, reads the greeting, EHLO, STARTTLS when offered. An invalid certificate still
+   * delivers unless TLS must be valid (MTA-STS enforce); a failed handshake is retried once
+   * without TLS, as Postfix's `may` level and ZoneMTA do (PROTOCOLS.md 5.5).
+   */
+  static async open(mx: string, address: string, opts: SmtpOptions): Promise<SmtpSession> {
+    try {
+      return await SmtpSession.connect(mx, address, opts, false);
+    } catch (e) {
+      if ((e as NodemailerError).code === 'ETLS' && !opts.requireValidTls) return SmtpSession.connect(mx, address, opts, true);
+      throw e;
+    }
+  }
+
+  private static connect(mx: string, address: string, opts: SmtpOptions, ignoreTLS: boolean): Promise<SmtpSession> {
+    const conn = new SMTPConnection({
+      host: address,
+      port: opts.port,
+      name: opts.name,
+      secure: false,
+      ignoreTLS,
+      requireTLS: !!opts.requireValidTls,
+      opportunisticTLS: true,
+      connectionTimeout: opts.connectTimeout,
+      greetingTimeout: opts.greetingTimeout,
+      socketTimeout: opts.commandTimeout,
+      tls: { rejectUnauthorized: !!opts.requireValidTls, servername: mx, minVersion: 'TLSv1' },
+    } as SMTPConnection.Options);
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      conn.once('error', (e: Error) => {
+        if (settled) return;
+        settled = true;
+        conn.close();
+        reject(e);
+      });
+      conn.connect(() => {
+        if (settled) return;
+        settled = true;
+        resolve(new SmtpSession(conn, mx));
+      });
+    });
+  }
+
+  /** One transaction: MAIL FROM the return path, RCPT the recipient, DATA the signed message. */
+  send(from: string, to: string, message: Buffer): Promise<SendResult> {
+    return new Promise((resolve) => {
+      const finish = (r: SendResult) => {
+        this.sent++;
+        resolve(r);
+      };
+      if (this.dead) return finish({ kind: 'broken', reply: transportReply(Object.assign(new Error('connection closed'), { code: 'ECONNECTION' })) });
+      this.conn.send({ from, to: [to] }, message, (err, info) => {
+        if (!err) return finish({ kind: 'accepted', reply: acceptedReply(info.response) });
+        const e = err as NodemailerError & { rejectedErrors?: NodemailerError[] };
+        const rcptError = e.rejectedErrors?.[0];
+        const source = rcptError ?? e;
+        if (!source.responseCode) {
+          this.dead = true;
+          return finish({ kind: 'broken', reply: transportReply(source) });
+        }
+        const reply = replyOf(source);
+        // 421 means the server is closing the channel: treat as temporary and stop using it.
+        if (reply.code === 421) this.dead = true;
+        finish({ kind: 'refused', reply, permanent: reply.code >= 500 && reply.code < 600 });
+      });
+    });
+  }
+
+  /** RSET between transactions; false when the connection cannot go on. */
+  reset(): Promise<boolean> {
+    if (this.dead) return Promise.resolve(false);
+    return new Promise((resolve) => this.conn.reset((err) => resolve(!err)));
+  }
+
+  close(): void {
+    this.dead = true;
+    try {
+      this.conn.quit();
+    } catch {
+      this.conn.close();
+    }
+  }
+}
