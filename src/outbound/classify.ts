@@ -84,7 +84,8 @@ const rules: Rule[] = [
 
   // Text without a usable enhanced code (Exchange "#5.1.1", qmail, old servers).
   // "550 Requested action not taken: mailbox unavailable" / "550 No such user here"
-  { label: 'unknown_recipient', text: /user unknown|unknown user|no such (user|mailbox|recipient)|does not exist|mailbox (not found|unavailable)|invalid recipient|recipient (address )?rejected|address rejected|#5\.1\.1/i },
+  // Yahoo: "554 delivery error: dd This user doesn't have a yahoo.com account (bob@yahoo.com)"
+  { label: 'unknown_recipient', text: /user unknown|unknown user|no such (user|mailbox|recipient)|does not exist|mailbox (not found|unavailable)|invalid recipient|recipient (address )?rejected|address rejected|doesn'?t have an? \S+ account|#5\.1\.1/i },
   // "552 Mailbox full" / "Quota exceeded"
   { label: 'mailbox_full', text: /over ?quota|quota exceeded|mailbox (is )?full|insufficient storage|out of storage/i },
   // "552 Message size exceeds maximum permitted"

@@ -98,7 +98,7 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
         }
       }
     } finally {
-      session.close();
+      await session.close();
     }
     queue = rest;
   }

@@ -119,11 +119,24 @@ export class SmtpSession {
   /** One transaction: MAIL FROM the return path, RCPT the recipient, DATA the signed message. */
   send(from: string, to: string, message: Buffer): Promise<SendResult> {
     return new Promise((resolve) => {
+      let done = false;
+      const closed = (e?: NodemailerError) =>
+        finish({ kind: 'broken', reply: transportReply(e ?? Object.assign(new Error('connection closed by the remote server'), { code: 'ECONNECTION' })) });
+      const onError = (e: NodemailerError) => closed(e);
+      const onEnd = () => closed();
       const finish = (r: SendResult) => {
+        if (done) return;
+        done = true;
+        this.conn.off('error', onError);
+        this.conn.off('end', onEnd);
+        if (r.kind === 'broken') this.dead = true;
         this.sent++;
         resolve(r);
       };
-      if (this.dead) return finish({ kind: 'broken', reply: transportReply(Object.assign(new Error('connection closed'), { code: 'ECONNECTION' })) });
+      if (this.dead) return closed();
+      // nodemailer does not always call back when the peer drops the connection mid-DATA.
+      this.conn.once('error', onError);
+      this.conn.once('end', onEnd);
       this.conn.send({ from, to: [to] }, message, (err, info) => {
         if (!err) return finish({ kind: 'accepted', reply: acceptedReply(info.response) });
         const e = err as NodemailerError & { rejectedErrors?: NodemailerError[] };
@@ -147,12 +160,27 @@ export class SmtpSession {
     return new Promise((resolve) => this.conn.reset((err) => resolve(!err)));
   }
 
-  close(): void {
-    this.dead = true;
-    try {
-      this.conn.quit();
-    } catch {
+  /** QUIT, and wait (briefly) for the server to close, so connection limits hold as the remote sees them. */
+  close(): Promise<void> {
+    if (this.dead) {
       this.conn.close();
+      return Promise.resolve();
     }
+    this.dead = true;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.conn.close();
+        resolve();
+      }, 5000);
+      this.conn.once('end', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      try {
+        this.conn.quit();
+      } catch {
+        this.conn.close();
+      }
+    });
   }
 }

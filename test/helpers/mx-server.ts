@@ -1,0 +1,138 @@
+import net from 'node:net';
+import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+
+export interface ReceivedMessage {
+  from: string;
+  to: string[];
+  data: Buffer;
+  secure: boolean;
+}
+
+/** What the remote MX answers for one recipient on one attempt: 250 unless a code is given. */
+export type RcptScript = (rcpt: string, attempt: number) => { rcpt?: [number, string]; data?: [number, string] } | undefined;
+
+/**
+ * A real SMTP server on loopback playing a remote MX (smtp-server, STARTTLS with its built-in
+ * self-signed certificate). Its answers are scripted per recipient; it records what it accepted
+ * and how many connections it ever had open at once.
+ */
+export class TestMx {
+  received: ReceivedMessage[] = [];
+  attempts = new Map<string, number>();
+  open = 0;
+  peakOpen = 0;
+  connections = 0;
+  script: RcptScript = () => undefined;
+  private server: SMTPServer;
+  port = 0;
+
+  constructor(readonly host = '127.0.0.1') {
+    this.server = new SMTPServer({
+      disableReverseLookup: true, // never a PTR query off the machine
+      authOptional: true,
+      banner: 'test MX',
+      size: 50 * 1024 * 1024,
+      logger: false,
+      onConnect: (_session, cb) => {
+        this.connections++;
+        this.open++;
+        this.peakOpen = Math.max(this.peakOpen, this.open);
+        cb();
+      },
+      onClose: () => {
+        this.open--;
+      },
+      onRcptTo: (address, _session, cb) => {
+        const rcpt = address.address.toLowerCase();
+        const n = (this.attempts.get(rcpt) ?? 0) + 1;
+        this.attempts.set(rcpt, n);
+        const answer = this.script(rcpt, n)?.rcpt;
+        if (answer) return cb(Object.assign(new Error(answer[1]), { responseCode: answer[0] }));
+        cb();
+      },
+      onData: (stream, session: SMTPServerSession, cb) => {
+        const chunks: Buffer[] = [];
+        stream.on('data', (c: Buffer) => chunks.push(c));
+        stream.on('end', () => {
+          const to = session.envelope.rcptTo.map((r) => r.address.toLowerCase());
+          const answer = this.script(to[0]!, this.attempts.get(to[0]!) ?? 1)?.data;
+          if (answer) return cb(Object.assign(new Error(answer[1]), { responseCode: answer[0] }));
+          this.received.push({ from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', to, data: Buffer.concat(chunks), secure: session.secure });
+          cb(null, 'Ok: queued as TEST');
+        });
+      },
+    });
+    this.server.on('error', () => undefined);
+  }
+
+  async start(port = 0): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(port, this.host, () => resolve()));
+    this.port = (this.server.server.address() as net.AddressInfo).port;
+    return this;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+/**
+ * A misbehaving peer for what smtp-server will not do: answer 421 at the banner, say nothing at
+ * all, or drop the connection in the middle of DATA.
+ */
+export class ScriptedPeer {
+  connections = 0;
+  private server: net.Server;
+  private sockets = new Set<net.Socket>();
+
+  constructor(
+    readonly host: string,
+    readonly mode: 'banner421' | 'silent' | 'drop_in_data',
+  ) {
+    this.server = net.createServer((socket) => {
+      this.connections++;
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+      socket.on('error', () => undefined);
+      if (mode === 'silent') return;
+      if (mode === 'banner421') {
+        socket.end('421 4.3.2 mx busy, try again later\r\n');
+        return;
+      }
+      socket.write('220 scripted ESMTP\r\n');
+      let buf = '';
+      let inData = false;
+      socket.on('data', (d) => {
+        if (inData) {
+          socket.destroy(); // the connection dies mid-DATA
+          return;
+        }
+        buf += d.toString();
+        let i: number;
+        while ((i = buf.indexOf('\r\n')) >= 0) {
+          const line = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const verb = line.slice(0, 4).toUpperCase();
+          if (verb === 'EHLO' || verb === 'HELO') socket.write('250-scripted\r\n250 8BITMIME\r\n');
+          else if (verb === 'DATA') {
+            inData = true;
+            socket.write('354 go ahead\r\n');
+          } else if (verb === 'QUIT') socket.end('221 bye\r\n');
+          else socket.write('250 ok\r\n');
+        }
+      });
+    });
+  }
+
+  start(port: number): Promise<this> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, this.host, () => resolve(this));
+    });
+  }
+
+  stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}

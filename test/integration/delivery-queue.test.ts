@@ -1,0 +1,79 @@
+import t from 'tap';
+import { TestDnsServer } from '../helpers/dns-server.js';
+import { TestMx } from '../helpers/mx-server.js';
+import { startTestServer, makeKey, makeDomain, tempDir, testConfig, openTestDb } from '../helpers/env.js';
+import { request } from '../helpers/http.js';
+import { startDaemon } from '../../src/main.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { claimDue } from '../../src/store/queue.js';
+
+const dns = await new TestDnsServer().start();
+const mx = await new TestMx('127.0.0.1').start();
+t.teardown(async () => {
+  await dns.stop();
+  await mx.stop();
+});
+dns.set('many.test', { MX: [{ preference: 10, exchange: 'mx.many.test' }] });
+dns.set('mx.many.test', { A: ['127.0.0.1'] });
+
+const body = (to: string) => ({ from: 'a@example.com', to, subject: 'hi', text_body: 'hello' });
+
+t.test('connections per destination never exceed outbound.concurrency_per_domain', async (t) => {
+  const s = await startTestServer(`[outbound]\nport = ${mx.port}\nconcurrency_per_domain = 2\nmessages_per_connection = 1\n`, { manualDelivery: true, dns: dns.server });
+  t.teardown(() => s.close());
+  const key = makeKey(s.db);
+  makeDomain(s.db, 'example.com');
+  mx.peakOpen = 0;
+  const before = mx.received.length;
+  await Promise.all(Array.from({ length: 20 }, (_, i) => request(`${s.url}/api/v1/emails`, { key, body: body(`r${i}@many.test`) })));
+  await s.daemon.scheduler.drain();
+  t.equal(mx.received.length - before, 20, 'all delivered');
+  t.ok(mx.peakOpen <= 2, `at most 2 connections open at the MX (saw ${mx.peakOpen})`);
+  t.equal(mx.peakOpen, 2, 'and the limit was used');
+  t.equal(s.daemon.scheduler.peakPerDomain.get('many.test'), 2);
+});
+
+t.test('a restart mid-queue resumes: claims of the dead process are released, nothing is lost or sent twice', async (t) => {
+  const dir = tempDir();
+  t.teardown(dir.remove);
+  const config = testConfig(dir.path, `[outbound]\nport = ${mx.port}\n`, dns.server);
+  const first = await startDaemon(config, silentLogger(), { manualDelivery: true });
+  const db = openTestDb(config);
+  const key = makeKey(db);
+  makeDomain(db, 'example.com');
+  const ids: string[] = [];
+  for (let i = 0; i < 10; i++) ids.push((await request(`${first.apiUrl}/api/v1/emails`, { key, body: body(`restart${i}@many.test`) })).body.message_id);
+  // A worker of the first process claimed half of them, then the process died.
+  t.equal(claimDue(db, 'pid-dead', Date.now(), 5).length, 5);
+  await first.stop();
+  const before = mx.received.length;
+  const second = await startDaemon(config, silentLogger(), { manualDelivery: true });
+  t.teardown(async () => {
+    db.close();
+    await second.stop();
+  });
+  await second.scheduler.drain();
+  t.equal(mx.received.length - before, 10, 'every message delivered once');
+  const got = new Set(mx.received.slice(before).map((m) => m.to[0]));
+  t.equal(got.size, 10);
+  const states = db.sqlite.prepare("SELECT state, COUNT(*) AS n FROM recipients WHERE address LIKE 'restart%' GROUP BY state").all();
+  t.same(states, [{ state: 'delivered', n: 10 }]);
+});
+
+t.test('the running daemon delivers on its own soon after the 202', async (t) => {
+  const s = await startTestServer(`[outbound]\nport = ${mx.port}\n`, { dns: dns.server });
+  t.teardown(() => s.close());
+  const key = makeKey(s.db);
+  makeDomain(s.db, 'example.com');
+  const r = await request(`${s.url}/api/v1/emails`, { key, body: body('live@many.test') });
+  t.equal(r.status, 202);
+  const deadline = Date.now() + 10_000;
+  let state = '';
+  while (Date.now() < deadline) {
+    const m = await request(`${s.url}/api/v1/emails/${encodeURIComponent(r.body.message_id)}`, { key });
+    state = m.body.recipients[0].state;
+    if (state === 'delivered') break;
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  t.equal(state, 'delivered');
+});

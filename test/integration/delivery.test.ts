@@ -1,0 +1,285 @@
+import t from 'tap';
+import { Resolver } from 'node:dns/promises';
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { TestDnsServer } from '../helpers/dns-server.js';
+import { TestMx, ScriptedPeer } from '../helpers/mx-server.js';
+import { startTestServer, makeKey, makeDomain, type TestServer } from '../helpers/env.js';
+import { request, type Json } from '../helpers/http.js';
+import { ManualClock } from '../../src/lib/clock.js';
+import { findDomain } from '../../src/store/domains.js';
+import { dnsRecords } from '../../src/domain/dns-records.js';
+import { parseReturnToken } from '../../src/domain/return-path.js';
+import { secret } from '../../src/store/settings.js';
+import { addSuppression } from '../../src/store/suppressions.js';
+import { RETURN_PATH_SECRET } from '../../src/main.js';
+
+const dns = await new TestDnsServer().start();
+const mx = await new TestMx('127.0.0.1').start();
+const port = mx.port;
+const banner = await new ScriptedPeer('127.0.0.3', 'banner421').start(port);
+const silent = await new ScriptedPeer('127.0.0.4', 'silent').start(port);
+const drop = await new ScriptedPeer('127.0.0.5', 'drop_in_data').start(port);
+t.teardown(async () => {
+  await Promise.all([dns.stop(), mx.stop(), banner.stop(), silent.stop(), drop.stop()]);
+});
+
+// The remote world, on loopback.
+dns.set('good.test', { MX: [{ preference: 10, exchange: 'mx.good.test' }] });
+dns.set('mx.good.test', { A: ['127.0.0.1'] });
+dns.set('twomx.test', { MX: [{ preference: 10, exchange: 'dead.twomx.test' }, { preference: 20, exchange: 'mx.twomx.test' }] });
+dns.set('dead.twomx.test', { A: ['127.0.0.2'] }); // nothing listens there
+dns.set('mx.twomx.test', { A: ['127.0.0.1'] });
+dns.set('busy.test', { MX: [{ preference: 10, exchange: 'busy.mx.test' }] });
+dns.set('busy2.test', { MX: [{ preference: 10, exchange: 'busy.mx.test' }, { preference: 20, exchange: 'mx.good.test' }] });
+dns.set('busy.mx.test', { A: ['127.0.0.3'] });
+dns.set('silent.test', { MX: [{ preference: 10, exchange: 'silent.mx.test' }] });
+dns.set('silent.mx.test', { A: ['127.0.0.4'] });
+dns.set('drop.test', { MX: [{ preference: 10, exchange: 'drop.mx.test' }] });
+dns.set('drop.mx.test', { A: ['127.0.0.5'] });
+dns.set('nullmx.test', { MX: [{ preference: 0, exchange: '.' }] });
+dns.set('arecord.test', { A: ['127.0.0.1'] }); // no MX: the implicit MX is the domain itself
+dns.set('servfail.test', {});
+dns.failures.set('servfail.test', 'SERVFAIL');
+
+mx.script = (rcpt, attempt) => {
+  const local = rcpt.split('@')[0]!;
+  if (local.startsWith('nobody')) return { rcpt: [550, '5.1.1 <' + rcpt + '>: Recipient address rejected: User unknown in virtual mailbox table'] };
+  if (local.startsWith('grey') && attempt === 1) return { rcpt: [451, '4.7.1 <' + rcpt + '>: Recipient address rejected: Greylisted, see http://postgrey.schweikert.ch/'] };
+  if (local === 'full') return { rcpt: [452, '4.2.2 The email account that you tried to reach is over quota.'] };
+  if (local === 'toolarge') return { data: [552, '5.3.4 Message size exceeds fixed maximum message size'] };
+  return undefined;
+};
+
+const clock = new ManualClock(Date.now());
+let s: TestServer;
+let live: string;
+let sandbox: string;
+
+t.before(async () => {
+  s = await startTestServer(
+    `[outbound]\nport = ${port}\nconnect_timeout = "1s"\ngreeting_timeout = "1s"\ncommand_timeout = "2s"\nconcurrency_per_domain = 3\n`,
+    { manualDelivery: true, clock, dns: dns.server },
+  );
+  live = makeKey(s.db, 'production');
+  sandbox = makeKey(s.db, 'sandbox');
+  makeDomain(s.db, 'example.com');
+  // Publish the sender domain's records where the remote side (mailauth) will look.
+  const d = findDomain(s.db, 'example.com')!;
+  for (const r of dnsRecords({ name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key }, { hostname: 'mx.test.posthaste', returnPathDomain: 'bounces.test.posthaste' }))
+    if (r.type === 'TXT') dns.set(r.name, { TXT: [r.value] });
+});
+t.teardown(() => s.close());
+
+async function send(to: string | string[], key = live): Promise<string> {
+  const r = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'Shop <shop@example.com>', to, subject: 'Order', text_body: 'Thanks for your order.\n.\nA line with a dot.' } });
+  if (r.status !== 202) throw new Error(`send failed: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.message_id as string;
+}
+
+async function message(id: string): Promise<Json> {
+  return (await request(`${s.url}/api/v1/emails/${encodeURIComponent(id)}`, { key: live })).body;
+}
+
+function recipient(m: Json, address: string): Json {
+  return m.recipients.find((r: Json) => r.address === address);
+}
+
+function events(m: Json, type: string, address?: string): Json[] {
+  return m.events.filter((e: Json) => e.type === type && (!address || e.data.recipient === address));
+}
+
+const deliver = () => s.daemon.scheduler.drain();
+
+t.test('delivered: straight to the MX found through DNS, DKIM-valid, over STARTTLS, with its event', async (t) => {
+  const before = mx.received.length;
+  const id = await send('bob@good.test');
+  await deliver();
+  const m = await message(id);
+  t.equal(recipient(m, 'bob@good.test').state, 'delivered');
+  const [ev] = events(m, 'email.delivered');
+  t.match(ev.data, { email_id: Number, message_id: id, from: 'Shop <shop@example.com>', subject: 'Order', recipient: 'bob@good.test', sandbox: false, mx: 'mx.good.test', tls: true, attempt: 1 });
+  t.match(ev.data.response, { code: 250, message: /queued as TEST/ });
+  t.match(ev.id, /^msg_/);
+  t.equal(mx.received.length, before + 1);
+  const got = mx.received[mx.received.length - 1]!;
+  t.equal(got.secure, true, 'STARTTLS was used although the certificate is self-signed');
+  t.same(got.to, ['bob@good.test']);
+  const local = got.from.split('@')[0]!;
+  t.match(got.from, /^bounces\+[0-9a-z]{20}@bounces\.test\.posthaste$/, 'per-recipient return path');
+  const rcptId = parseReturnToken(secret(s.db, RETURN_PATH_SECRET), local.slice('bounces+'.length));
+  t.equal(rcptId, (s.db.sqlite.prepare('SELECT id FROM recipients WHERE address = ?').get('bob@good.test') as { id: number }).id, 'the token maps back to the recipient');
+  t.match(got.data.toString(), /\r\nThanks for your order\.\r\n\.\r\nA line with a dot\./, 'dot-stuffing undone by the receiver: the body arrives intact');
+  const resolver = new Resolver();
+  resolver.setServers([dns.server]);
+  const verified = await dkimVerify(got.data, { resolver: async (name: string, type: string) => (type === 'TXT' ? resolver.resolveTxt(name) : []) } as never);
+  t.same(verified.results.map((r: Json) => [r.status.result, r.signingDomain]), [['pass', 'example.com']], 'DKIM verifies against the published key');
+  t.equal(findMessageRaw(id) !== null, true, 'the composed message is kept for retries');
+});
+
+function findMessageRaw(id: string): Buffer | null {
+  return (s.db.sqlite.prepare('SELECT raw FROM messages WHERE message_id = ?').get(id) as { raw: Buffer | null }).raw;
+}
+
+t.test('first MX dead: the next one by preference delivers', async (t) => {
+  const id = await send('carol@twomx.test');
+  await deliver();
+  const m = await message(id);
+  t.equal(recipient(m, 'carol@twomx.test').state, 'delivered');
+  t.equal(events(m, 'email.delivered')[0].data.mx, 'mx.twomx.test');
+});
+
+t.test('421 at the banner: deferred when it is the only MX, delivered through the next MX otherwise', async (t) => {
+  const a = await send('dave@busy.test');
+  const b = await send('erin@busy2.test');
+  await deliver();
+  const ma = await message(a);
+  t.equal(recipient(ma, 'dave@busy.test').state, 'deferred');
+  t.match(events(ma, 'email.deferred')[0].data, { attempt: 1, response: { code: 421, classification: String } });
+  const mb = await message(b);
+  t.equal(recipient(mb, 'erin@busy2.test').state, 'delivered');
+  t.ok(banner.connections >= 2, 'the busy host was tried for both');
+});
+
+t.test('451 greylisting, then delivered on the retry a minute later', async (t) => {
+  const id = await send('grey@good.test');
+  await deliver();
+  let m = await message(id);
+  const r = recipient(m, 'grey@good.test');
+  t.equal(r.state, 'deferred');
+  const [d] = events(m, 'email.deferred');
+  t.match(d.data.response, { code: 451, enhanced_code: '4.7.1', classification: 'greylisted' });
+  t.equal(d.data.next_attempt_at, new Date(clock.now() + 60_000).toISOString(), 'first retry after 1 m');
+  await deliver();
+  t.equal(recipient(await message(id), 'grey@good.test').state, 'deferred', 'not retried before it is due');
+  clock.advance(60_000);
+  await deliver();
+  m = await message(id);
+  t.equal(recipient(m, 'grey@good.test').state, 'delivered');
+  t.equal(events(m, 'email.delivered')[0].data.attempt, 2);
+});
+
+t.test('452 deferrals on the retry schedule until max_queue_time, then bounced expired', async (t) => {
+  const start = clock.now();
+  const id = await send('full@good.test');
+  const delays: number[] = [];
+  let last = clock.now();
+  for (let i = 0; i < 40; i++) {
+    await deliver();
+    const r = recipient(await message(id), 'full@good.test');
+    if (r.state !== 'deferred') break;
+    const next = Date.parse(r.next_attempt_at);
+    delays.push(next - last);
+    clock.set(next);
+    last = next;
+  }
+  const m = await message(id);
+  t.equal(recipient(m, 'full@good.test').state, 'bounced');
+  t.same(delays.slice(0, 7).map((d) => d / 60_000), [1, 5, 15, 30, 60, 120, 240], 'retry schedule 1m 5m 15m 30m 1h 2h 4h');
+  t.ok(delays.slice(7).every((d) => d === 4 * 3_600_000), 'then every 4 h');
+  const [b] = events(m, 'email.bounced');
+  t.match(b.data, { bounce_type: 'expired', response: { code: 452, classification: 'mailbox_full' } });
+  t.ok(clock.now() - start <= 72 * 3_600_000, 'within max_queue_time');
+  t.equal(events(m, 'recipient.suppressed').length, 0, 'an expiry does not suppress');
+});
+
+t.test('550 hard bounce: bounced, suppressed, recipient.suppressed, and a later send is refused', async (t) => {
+  const id = await send('nobody@good.test');
+  await deliver();
+  const m = await message(id);
+  t.equal(recipient(m, 'nobody@good.test').state, 'bounced');
+  t.match(events(m, 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 550, enhanced_code: '5.1.1', classification: 'unknown_recipient' } });
+  t.match(events(m, 'recipient.suppressed')[0].data, { recipient: 'nobody@good.test', reason: 'hard_bounce', message_id: id });
+  const again = await request(`${s.url}/api/v1/emails`, { key: live, body: { from: 'shop@example.com', to: 'nobody@good.test', subject: 'x', text_body: 'x' } });
+  t.equal(again.status, 422);
+  t.equal(again.body.error.code, 'recipient_suppressed');
+});
+
+t.test('552 after DATA: a hard bounce of the message, the address is not suppressed', async (t) => {
+  const id = await send('toolarge@good.test');
+  await deliver();
+  const m = await message(id);
+  t.match(events(m, 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 552, classification: 'message_too_large' } });
+  t.equal(events(m, 'recipient.suppressed').length, 0);
+});
+
+t.test('a connection dropped mid-DATA and a silent peer are deferrals', async (t) => {
+  const a = await send('x@drop.test');
+  const b = await send('y@silent.test');
+  await deliver();
+  const ma = await message(a);
+  t.equal(recipient(ma, 'x@drop.test').state, 'deferred');
+  t.equal(events(ma, 'email.deferred')[0].data.response.classification, 'connection_failure');
+  const mb = await message(b);
+  t.equal(recipient(mb, 'y@silent.test').state, 'deferred');
+  t.equal(events(mb, 'email.deferred')[0].data.response.classification, 'timeout');
+});
+
+t.test('DNS: NXDOMAIN and null MX bounce at once, SERVFAIL defers, no MX falls back to the A record', async (t) => {
+  const nx = await send('a@nxdomain.test');
+  const nul = await send('b@nullmx.test');
+  const sf = await send('c@servfail.test');
+  const ar = await send('d@arecord.test');
+  await deliver();
+  t.match(events(await message(nx), 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 550, enhanced_code: '5.1.2', classification: 'dns_failure' } });
+  t.match(events(await message(nul), 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 556, enhanced_code: '5.1.10', classification: 'dns_failure' } });
+  const msf = await message(sf);
+  t.equal(recipient(msf, 'c@servfail.test').state, 'deferred');
+  t.equal(events(msf, 'email.deferred')[0].data.response.classification, 'dns_failure');
+  t.equal(recipient(await message(ar), 'd@arecord.test').state, 'delivered');
+});
+
+t.test('several recipients of one message end differently, each with its own event', async (t) => {
+  const id = await send(['ok1@good.test', 'nobody2@good.test', 'grey2@good.test', 'late@good.test']);
+  // Suppressed after it was queued: delivery checks the list again and does not send.
+  addSuppression(s.db, { customerId: 1, address: 'late@good.test', reason: 'manual', now: clock.now() });
+  await deliver();
+  const m = await message(id);
+  t.equal(recipient(m, 'ok1@good.test').state, 'delivered');
+  t.equal(recipient(m, 'nobody2@good.test').state, 'bounced');
+  t.equal(recipient(m, 'grey2@good.test').state, 'deferred');
+  t.equal(recipient(m, 'late@good.test').state, 'suppressed');
+  t.equal(mx.attempts.get('late@good.test'), undefined, 'never offered to the MX');
+  t.equal(events(m, 'email.delivered').length, 1);
+  t.equal(events(m, 'email.bounced').length, 1);
+  t.equal(events(m, 'email.deferred').length, 1);
+});
+
+t.test('several messages to one domain share a connection', async (t) => {
+  const before = mx.connections;
+  const received = mx.received.length;
+  for (let i = 0; i < 5; i++) await send(`share${i}@good.test`);
+  await deliver();
+  t.equal(mx.received.length, received + 5);
+  t.equal(mx.connections - before, 1, 'one connection for five messages');
+});
+
+t.test('sandbox keys never connect; the simulator domain chooses each outcome', async (t) => {
+  const conns = mx.connections;
+  const plain = await send('someone@good.test', sandbox);
+  const sim = Object.fromEntries(
+    await Promise.all(['delivered', 'bounced', 'async-bounced', 'deferred', 'expired', 'complained'].map(async (l) => [l, await send(`${l}@simulator.posthaste.test`, sandbox)])),
+  ) as Record<string, string>;
+  await deliver();
+  t.equal(mx.connections, conns, 'no connection was opened');
+  clock.advance(60_000); // the simulated deferrals come due (and earlier live deferrals with them)
+  await deliver();
+  t.equal(mx.attempts.get('someone@good.test'), undefined, 'the MX never saw a sandbox recipient');
+  const get = async (id: string) => (await request(`${s.url}/api/v1/emails/${encodeURIComponent(id)}`, { key: sandbox })).body;
+  const p = await get(plain);
+  t.match(events(p, 'email.delivered')[0].data, { sandbox: true, recipient: 'someone@good.test' });
+  const types = async (l: string) => (await get(sim[l]!)).events.map((e: Json) => e.type);
+  t.same(await types('delivered'), ['email.delivered']);
+  t.same(await types('bounced'), ['email.bounced', 'recipient.suppressed']);
+  t.same(await types('async-bounced'), ['email.delivered', 'email.bounced', 'recipient.suppressed']);
+  t.same(await types('deferred'), ['email.deferred', 'email.delivered']);
+  t.same(await types('expired'), ['email.deferred', 'email.bounced']);
+  t.same(await types('complained'), ['email.delivered', 'email.complained', 'recipient.suppressed']);
+  const ab = await get(sim['async-bounced']!);
+  t.equal(events(ab, 'email.bounced')[0].data.bounce_type, 'async');
+  t.equal(events(await get(sim.expired!), 'email.bounced')[0].data.bounce_type, 'expired');
+  t.match(events(await get(sim.complained!), 'email.complained')[0].data, { feedback_type: 'abuse', user_agent: String, sandbox: true });
+  const n = s.db.sqlite.prepare("SELECT COUNT(*) FROM suppressions WHERE address LIKE '%@simulator.posthaste.test'").pluck().get();
+  t.equal(n, 0, 'the real suppression list is untouched');
+  const again = await request(`${s.url}/api/v1/emails`, { key: sandbox, body: { from: 'shop@example.com', to: 'bounced@simulator.posthaste.test', subject: 'x', text_body: 'x' } });
+  t.equal(again.status, 202, 'so the simulator address can be used again');
+});
