@@ -7,6 +7,7 @@ import { customersCommand } from './commands/customers.js';
 import { keysCommand } from './commands/keys.js';
 import { domainsCommand } from './commands/domains.js';
 import { dbCommand, configCommand } from './commands/admin.js';
+import { messagesCommand } from './commands/messages.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   customersCommand(program);
   keysCommand(program);
   domainsCommand(program);
+  messagesCommand(program);
   dbCommand(program);
   configCommand(program);
   // Every subcommand takes the global options too, before or after its own.

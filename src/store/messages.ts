@@ -143,3 +143,42 @@ export function getMessage(db: Db, customerId: number | undefined, messageId: st
     events: eventsOfMessage(db, m.id),
   };
 }
+
+export interface MessageSummary {
+  email_id: number;
+  message_id: string;
+  customer: string;
+  from: string;
+  subject: string;
+  sandbox: boolean;
+  created_at: string;
+  /** Recipient count per state, e.g. {delivered: 2, deferred: 1}. */
+  states: Record<string, number>;
+}
+
+/** Newest first, paged by email_id (`before`), optionally one customer's or those with a recipient in `state`. */
+export function listMessages(db: Db, opts: { customerId?: number; state?: string; limit: number; before?: number }): MessageSummary[] {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  if (opts.customerId !== undefined) (where.push('m.customer_id = ?'), args.push(opts.customerId));
+  if (opts.before !== undefined) (where.push('m.id < ?'), args.push(opts.before));
+  if (opts.state !== undefined) (where.push('EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state = ?)'), args.push(opts.state));
+  const rows = db.sqlite
+    .prepare(
+      `SELECT m.id, m.message_id, c.name AS customer, m.from_header, m.subject, m.sandbox, m.created_at,
+              (SELECT json_group_object(state, n) FROM (SELECT state, COUNT(*) AS n FROM recipients WHERE message_id = m.id GROUP BY state)) AS states
+       FROM messages m JOIN customers c ON c.id = m.customer_id
+       ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY m.id DESC LIMIT ?`,
+    )
+    .all(...args, opts.limit) as Array<{ id: number; message_id: string; customer: string; from_header: string; subject: string; sandbox: number; created_at: number; states: string }>;
+  return rows.map((r) => ({
+    email_id: r.id,
+    message_id: r.message_id,
+    customer: r.customer,
+    from: r.from_header,
+    subject: r.subject,
+    sandbox: r.sandbox === 1,
+    created_at: new Date(r.created_at).toISOString(),
+    states: JSON.parse(r.states) as Record<string, number>,
+  }));
+}

@@ -1,7 +1,9 @@
 import t from 'tap';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
-import { startTestServer, makeKey, makeDomain, tempDir, testConfig, openTestDb } from '../helpers/env.js';
+import { startTestServer, makeKey, makeDomain, tempDir, writeTestConfig, openTestDb } from '../helpers/env.js';
+import { loadConfig } from '../../src/config/load.js';
+import { runCli, json } from '../helpers/cli.js';
 import { request } from '../helpers/http.js';
 import { startDaemon } from '../../src/main.js';
 import { silentLogger } from '../../src/lib/logger.js';
@@ -36,7 +38,8 @@ t.test('connections per destination never exceed outbound.concurrency_per_domain
 t.test('a restart mid-queue resumes: claims of the dead process are released, nothing is lost or sent twice', async (t) => {
   const dir = tempDir();
   t.teardown(dir.remove);
-  const config = testConfig(dir.path, `[outbound]\nport = ${mx.port}\n`, dns.server);
+  const configPath = writeTestConfig(dir.path, `[outbound]\nport = ${mx.port}\n`, dns.server);
+  const config = loadConfig({ path: configPath, env: {} });
   const first = await startDaemon(config, silentLogger(), { manualDelivery: true });
   const db = openTestDb(config);
   const key = makeKey(db);
@@ -58,6 +61,22 @@ t.test('a restart mid-queue resumes: claims of the dead process are released, no
   t.equal(got.size, 10);
   const states = db.sqlite.prepare("SELECT state, COUNT(*) AS n FROM recipients WHERE address LIKE 'restart%' GROUP BY state").all();
   t.same(states, [{ state: 'delivered', n: 10 }]);
+
+  // The administrator's view of the same queue, through the built CLI.
+  const list = await runCli(['--config', configPath, 'messages', 'list', '--json', '--limit', '3']);
+  t.equal(list.code, 0, list.stderr);
+  const rows = json<Array<{ message_id: string; states: Record<string, number> }>>(list);
+  t.equal(rows.length, 3);
+  t.equal(rows[0]!.message_id, ids[9], 'newest first');
+  t.same(rows[0]!.states, { delivered: 1 });
+  const show = await runCli(['--config', configPath, 'messages', 'show', ids[0]!, '--json']);
+  t.match(json(show), { message_id: ids[0], recipients: [{ address: 'restart0@many.test', state: 'delivered', attempts: 1, next_attempt_at: null, last_response: { code: 250 } }] });
+  const human = await runCli(['--config', configPath, 'messages', 'show', ids[0]!]);
+  t.match(human.stdout, /restart0@many\.test\s+delivered\s+1/);
+  t.match(human.stdout, /email\.delivered/);
+  const filtered = json<unknown[]>(await runCli(['--config', configPath, 'messages', 'list', '--state', 'deferred', '--json']));
+  t.same(filtered, []);
+  t.not((await runCli(['--config', configPath, 'messages', 'show', 'nope@example.com'])).code, 0);
 });
 
 t.test('the running daemon delivers on its own soon after the 202', async (t) => {
