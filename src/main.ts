@@ -14,6 +14,8 @@ import type { Lifecycle } from './api/deps.js';
 import { MxResolver } from './outbound/mx.js';
 import { deliverGroup } from './outbound/deliver.js';
 import { Scheduler } from './outbound/scheduler.js';
+import { SignerPool } from './outbound/signer.js';
+import { cpus } from 'node:os';
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
@@ -46,6 +48,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   const o = config.outbound;
   const mx = new MxResolver(createResolver(config.dns.servers), clock);
   const returnPathSecret = secret(db, RETURN_PATH_SECRET);
+  const signer = new SignerPool(o.signing_threads || cpus().length);
   const scheduler = new Scheduler({
     db,
     clock,
@@ -63,6 +66,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
           db,
           mx,
           log,
+          sign: (input) => signer.sign(input),
           returnPathSecret,
           returnPathDomain: config.smtp.return_path_domain || config.server.hostname,
           smtp: { name: config.server.hostname, port: o.port, connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout },
@@ -99,6 +103,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
       deliveryStop.abort();
       await delivery;
       if (opts.manualDelivery) await scheduler.stop();
+      await signer.close();
       db.close();
     },
   };

@@ -60,6 +60,7 @@ export const schema = {
     messages_per_connection: k({ type: 'int', min: 1, max: 10_000 }, 100, 'Messages sent over one connection before it is closed'),
     claim_batch: k({ type: 'int', min: 1, max: 100_000 }, 1000, 'Most recipients claimed from the queue at once'),
     poll_interval: k({ type: 'duration' }, '1s', 'How often the queue is checked for due recipients when idle'),
+    signing_threads: k({ type: 'int', min: 0, max: 64 }, 0, 'Worker threads composing and DKIM-signing messages; 0 picks the CPU count'),
     mta_sts: k({ type: 'bool' }, true, 'Honour the recipient domain\'s MTA-STS policy (RFC 8461)'),
   },
   dns: {

@@ -3,12 +3,10 @@ import type { Claimed, QueuedMessage } from '../store/queue.js';
 import { findSuppressed } from '../store/suppressions.js';
 import { findDomain } from '../store/domains.js';
 import { addressKey } from '../domain/addresses.js';
-import { deserializeRequest } from '../domain/send-request.js';
 import { returnPath } from '../domain/return-path.js';
 import type { Outcome, Reply } from '../domain/outcome.js';
 import type { MxResolver } from './mx.js';
-import { composeMessage } from './compose.js';
-import { signMessage } from './dkim.js';
+import type { SignInput, Signed } from './signer.js';
 import { SmtpSession, replyOf, type SmtpOptions } from './smtp.js';
 import type { Logger } from '../lib/logger.js';
 
@@ -24,6 +22,8 @@ export interface ItemResult {
 
 export interface DeliverDeps {
   db: Db;
+  /** Composes (first time) and DKIM-signs; a SignerPool in the daemon. */
+  sign: (input: SignInput) => Promise<Signed>;
   mx: MxResolver;
   smtp: SmtpOptions;
   returnPathDomain: string;
@@ -155,12 +155,15 @@ async function prepare(deps: DeliverDeps, m: QueuedMessage, cache: Map<number, B
   if (!domain || domain.customer_id !== m.customerId) {
     result = { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.7.0', `sender domain ${m.senderDomain} was removed; the message cannot be signed`, 'policy') };
   } else {
-    let raw = m.raw;
-    if (!raw) {
-      raw = await composeMessage(deserializeRequest(m.request), m.messageId, m.createdAt);
-      composed.set(m.id, raw);
+    try {
+      const out = await deps.sign({ request: m.request, messageId: m.messageId, createdAt: m.createdAt, raw: m.raw, key: { domain: domain.name, selector: domain.dkim_selector, privateKey: domain.dkim_private_key } });
+      if (out.raw) composed.set(m.id, out.raw);
+      result = out.signed;
+    } catch (e) {
+      // Composing or signing failed: a fault on our side, so retry later rather than bounce.
+      deps.log.error({ message_id: m.messageId, err: (e as Error).message }, 'composing or signing failed');
+      result = { kind: 'deferred', reply: reply(451, '4.3.0', `local error while preparing the message: ${(e as Error).message}`, 'other') };
     }
-    result = await signMessage(raw, { domain: domain.name, selector: domain.dkim_selector, privateKey: domain.dkim_private_key });
   }
   cache.set(m.id, result);
   return result;

@@ -1,3 +1,4 @@
+import './mailauth-key-cache.js'; // must load before mailauth's signer
 import { dkimSign } from 'mailauth/lib/dkim/sign.js';
 
 export interface DkimKey {

@@ -111,6 +111,10 @@ export class SmtpSession {
       conn.connect(() => {
         if (settled) return;
         settled = true;
+        // SMTP is a dialogue of small writes: without TCP_NODELAY, Nagle and delayed ACKs stall
+        // each transaction about 40 ms (measured: 44 ms per message to smtp-sink, 1 ms with it).
+        // nodemailer does not expose its socket; `_socket` is its (stable) internal name.
+        (conn as unknown as { _socket?: { setNoDelay?: (v: boolean) => void } })._socket?.setNoDelay?.(true);
         resolve(new SmtpSession(conn, mx));
       });
     });

@@ -1,0 +1,27 @@
+// A signing thread: composes (when not yet composed) and DKIM-signs messages off the event loop.
+import { parentPort } from 'node:worker_threads';
+import { composeMessage } from './compose.js';
+import { signMessage, type DkimKey } from './dkim.js';
+import { deserializeRequest } from '../domain/send-request.js';
+
+export interface SignJob {
+  id: number;
+  request: string;
+  messageId: string;
+  createdAt: number;
+  raw: Uint8Array | null;
+  key: DkimKey;
+}
+export type SignReply = { id: number; ok: true; raw: Uint8Array | null; signed: Uint8Array } | { id: number; ok: false; error: string };
+
+parentPort!.on('message', (job: SignJob) => {
+  void (async () => {
+    try {
+      const composed = job.raw ? null : await composeMessage(deserializeRequest(job.request), job.messageId, job.createdAt);
+      const signed = await signMessage(Buffer.from(job.raw ?? composed!), job.key);
+      parentPort!.postMessage({ id: job.id, ok: true, raw: composed, signed } satisfies SignReply);
+    } catch (e) {
+      parentPort!.postMessage({ id: job.id, ok: false, error: (e as Error).message } satisfies SignReply);
+    }
+  })();
+});

@@ -1,0 +1,66 @@
+import { Worker } from 'node:worker_threads';
+import type { DkimKey } from './dkim.js';
+import type { SignJob, SignReply } from './signer-worker.js';
+
+export interface SignInput {
+  request: string;
+  messageId: string;
+  createdAt: number;
+  raw: Buffer | null;
+  key: DkimKey;
+}
+
+export interface Signed {
+  /** Set when the message was composed now (first attempt): stored so a retry sends the same bytes. */
+  raw: Buffer | null;
+  signed: Buffer;
+}
+
+/**
+ * Composition and DKIM signing on worker threads. RSA signing and the key parsing mailauth does
+ * on every signature are most of delivery's CPU (measured: about half), and on the event loop
+ * they would delay every SMTP conversation in flight.
+ */
+export class SignerPool {
+  private workers: Worker[] = [];
+  private next = 0;
+  private seq = 0;
+  private pending = new Map<number, { resolve: (s: Signed) => void; reject: (e: Error) => void }>();
+
+  constructor(size: number) {
+    for (let i = 0; i < Math.max(1, size); i++) {
+      const w = new Worker(new URL('./signer-worker.js', import.meta.url));
+      w.on('message', (r: SignReply) => this.settle(r));
+      w.on('error', (e) => {
+        for (const p of this.pending.values()) p.reject(e);
+        this.pending.clear();
+      });
+      w.unref();
+      this.workers.push(w);
+    }
+  }
+
+  sign(input: SignInput): Promise<Signed> {
+    const id = ++this.seq;
+    const job: SignJob = { id, request: input.request, messageId: input.messageId, createdAt: input.createdAt, raw: input.raw, key: input.key };
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      const w = this.workers[this.next++ % this.workers.length]!;
+      w.ref();
+      w.postMessage(job);
+    });
+  }
+
+  private settle(r: SignReply): void {
+    const p = this.pending.get(r.id);
+    if (!p) return;
+    this.pending.delete(r.id);
+    if (this.pending.size === 0) for (const w of this.workers) w.unref();
+    if (r.ok) p.resolve({ raw: r.raw ? Buffer.from(r.raw.buffer, r.raw.byteOffset, r.raw.byteLength) : null, signed: Buffer.from(r.signed.buffer, r.signed.byteOffset, r.signed.byteLength) });
+    else p.reject(new Error(r.error));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.terminate()));
+  }
+}
