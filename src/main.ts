@@ -15,6 +15,8 @@ import { MxResolver } from './outbound/mx.js';
 import { deliverGroup } from './outbound/deliver.js';
 import { Scheduler } from './outbound/scheduler.js';
 import { SignerPool } from './outbound/signer.js';
+import { MtaSts } from './outbound/mta-sts.js';
+import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 
 export interface Daemon {
@@ -48,6 +50,8 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   const o = config.outbound;
   const mx = new MxResolver(createResolver(config.dns.servers), clock);
   const returnPathSecret = secret(db, RETURN_PATH_SECRET);
+  const extraCa = o.tls_ca_file ? [readFileSync(o.tls_ca_file, 'utf8')] : [];
+  const mtaSts = o.mta_sts ? new MtaSts(createResolver(config.dns.servers), clock, { port: o.mta_sts_port, extraCa, timeoutMs: 10_000 }) : undefined;
   const signer = new SignerPool(o.signing_threads || cpus().length);
   const scheduler = new Scheduler({
     db,
@@ -67,9 +71,10 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
           mx,
           log,
           sign: (input) => signer.sign(input),
+          ...(mtaSts ? { mtaSts } : {}),
           returnPathSecret,
           returnPathDomain: config.smtp.return_path_domain || config.server.hostname,
-          smtp: { name: config.server.hostname, port: o.port, connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout },
+          smtp: { name: config.server.hostname, port: o.port, connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout, extraCa },
         },
         domain,
         items,

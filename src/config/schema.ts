@@ -62,6 +62,8 @@ export const schema = {
     poll_interval: k({ type: 'duration' }, '1s', 'How often the queue is checked for due recipients when idle'),
     signing_threads: k({ type: 'int', min: 0, max: 64 }, 0, 'Worker threads composing and DKIM-signing messages; 0 picks the CPU count'),
     mta_sts: k({ type: 'bool' }, true, 'Honour the recipient domain\'s MTA-STS policy (RFC 8461)'),
+    mta_sts_port: k({ type: 'int', min: 1, max: 65535 }, 443, 'HTTPS port MTA-STS policies are fetched from (tests point it at a local server)'),
+    tls_ca_file: k({ type: 'string' }, '', 'PEM file of extra CA certificates trusted when TLS must be valid (MTA-STS); empty: the system CAs only'),
   },
   dns: {
     servers: k({ type: 'strings' }, [], 'DNS servers as "ip" or "ip:port"; empty uses the system resolver'),

@@ -6,6 +6,7 @@ import { addressKey } from '../domain/addresses.js';
 import { returnPath } from '../domain/return-path.js';
 import type { Outcome, Reply } from '../domain/outcome.js';
 import type { MxResolver } from './mx.js';
+import { mxMatches, type MtaSts } from './mta-sts.js';
 import type { SignInput, Signed } from './signer.js';
 import { SmtpSession, replyOf, type SmtpOptions } from './smtp.js';
 import type { Logger } from '../lib/logger.js';
@@ -22,6 +23,8 @@ export interface ItemResult {
 
 export interface DeliverDeps {
   db: Db;
+  /** MTA-STS policies; undefined when outbound.mta_sts is off. */
+  mtaSts?: MtaSts;
   /** Composes (first time) and DKIM-signs; a SignerPool in the daemon. */
   sign: (input: SignInput) => Promise<Signed>;
   mx: MxResolver;
@@ -62,12 +65,26 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
     return { results, composed };
   }
 
+  // Step: MTA-STS. In enforce mode only hosts the policy names, and only over valid TLS.
+  let hosts = mx.hosts.map((h) => h.host);
+  let smtp = deps.smtp;
+  const policy = deps.mtaSts ? await deps.mtaSts.policy(domain) : null;
+  if (policy?.mode === 'enforce') {
+    hosts = hosts.filter((h) => mxMatches(policy.mx, h));
+    smtp = { ...smtp, requireValidTls: true };
+    if (hosts.length === 0) {
+      const r = reply(451, '4.7.5', `${domain}: no MX host matches its MTA-STS policy (mx: ${policy.mx.join(', ')})`, 'tls_failure');
+      for (const item of pending) results.push({ item, outcome: { kind: 'deferred', reply: r } });
+      return { results, composed };
+    }
+  }
+
   const signed = new Map<number, Buffer | Outcome>();
   let queue = pending;
   let lastFailure: Reply = reply(451, '4.4.1', `${domain}: no MX host could be reached`, 'connection_failure');
   // A connection lost mid-way is re-opened once for the rest of the group.
   for (let round = 0; round < 2 && queue.length > 0; round++) {
-    const opened = await connect(deps, mx.hosts.map((h) => h.host));
+    const opened = await connect(deps, hosts, smtp);
     if ('failure' in opened) {
       lastFailure = opened.failure;
       break;
@@ -123,7 +140,7 @@ function checkSuppression(deps: DeliverDeps, items: DeliveryItem[], results: Ite
 }
 
 /** Step: try each MX host in order, each of its addresses in turn, until one answers. */
-async function connect(deps: DeliverDeps, hosts: string[]): Promise<{ session: SmtpSession } | { failure: Reply }> {
+async function connect(deps: DeliverDeps, hosts: string[], smtp: SmtpOptions): Promise<{ session: SmtpSession } | { failure: Reply }> {
   let failure: Reply = reply(451, '4.4.1', 'no MX host could be reached', 'connection_failure');
   for (const host of hosts) {
     let addresses: string[];
@@ -135,7 +152,7 @@ async function connect(deps: DeliverDeps, hosts: string[]): Promise<{ session: S
     }
     for (const address of addresses) {
       try {
-        return { session: await SmtpSession.open(host, address, deps.smtp) };
+        return { session: await SmtpSession.open(host, address, smtp) };
       } catch (e) {
         failure = replyOf(e as Error);
         failure = { ...failure, message: `${host} [${address}]: ${failure.message}` };

@@ -1,4 +1,5 @@
 import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
+import { rootCertificates } from 'node:tls';
 import { classifyReply, parseReply, type Classification } from './classify.js';
 import type { Reply } from '../domain/outcome.js';
 
@@ -11,6 +12,8 @@ export interface SmtpOptions {
   commandTimeout: number;
   /** MTA-STS enforce: STARTTLS with a certificate valid for the MX name, or no delivery. */
   requireValidTls?: boolean;
+  /** Extra trusted CAs (PEM) for requireValidTls. */
+  extraCa?: string[];
 }
 
 /** What one SMTP transaction (MAIL, RCPT, DATA) ended in, for one recipient. */
@@ -29,7 +32,8 @@ interface NodemailerError extends Error {
 
 /** Transport failures without an SMTP reply, stated as the reply RFC 5321 3.8 says to assume. */
 export function transportReply(e: NodemailerError): Reply {
-  const label: Classification = e.code === 'ETIMEDOUT' ? 'timeout' : e.code === 'ETLS' ? 'tls_failure' : 'connection_failure';
+  const tls = e.code === 'ETLS' || /certificate|CERT_|self[- ]signed|STARTTLS|TLS/i.test(e.message);
+  const label: Classification = e.code === 'ETIMEDOUT' ? 'timeout' : tls ? 'tls_failure' : 'connection_failure';
   const enhanced = label === 'timeout' ? '4.4.1' : label === 'tls_failure' ? '4.7.5' : '4.4.2';
   return { code: 451, enhanced_code: enhanced, message: e.message.replace(/\s+/g, ' ').trim(), classification: label };
 }
@@ -98,7 +102,9 @@ export class SmtpSession {
       connectionTimeout: opts.connectTimeout,
       greetingTimeout: opts.greetingTimeout,
       socketTimeout: opts.commandTimeout,
-      tls: { rejectUnauthorized: !!opts.requireValidTls, servername: mx, minVersion: 'TLSv1' },
+      tls: opts.requireValidTls
+        ? { rejectUnauthorized: true, servername: mx, minVersion: 'TLSv1.2', ca: [...rootCertificates, ...(opts.extraCa ?? [])] }
+        : { rejectUnauthorized: false, servername: mx, minVersion: 'TLSv1' },
     } as SMTPConnection.Options);
     return new Promise((resolve, reject) => {
       let settled = false;

@@ -26,8 +26,12 @@ export class TestMx {
   private server: SMTPServer;
   port = 0;
 
-  constructor(readonly host = '127.0.0.1') {
+  constructor(
+    readonly host = '127.0.0.1',
+    tls?: { key: Buffer; cert: Buffer },
+  ) {
     this.server = new SMTPServer({
+      ...(tls ? { key: tls.key, cert: tls.cert } : {}),
       disableReverseLookup: true, // never a PTR query off the machine
       authOptional: true,
       banner: 'test MX',
