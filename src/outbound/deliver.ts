@@ -109,7 +109,9 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
           results.push({ item, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
           lastFailure = r.reply;
         }
-        if (i < queue.length - 1 && !(await session.reset())) {
+        // A completed transaction leaves the session ready (RFC 5321 4.1.1.4); RSET only after a failed one.
+        const ready = r.kind === 'accepted' ? session.usable : await session.reset();
+        if (i < queue.length - 1 && !ready) {
           rest.push(...queue.slice(i + 1));
           break;
         }
