@@ -17,12 +17,18 @@ import { Scheduler } from './outbound/scheduler.js';
 import { SignerPool } from './outbound/signer.js';
 import { MtaSts } from './outbound/mta-sts.js';
 import { readFileSync } from 'node:fs';
+import { Dispatcher } from './webhooks/dispatcher.js';
+import { WebhookService } from './webhooks/service.js';
+import { SafeFetch } from './webhooks/safe-fetch.js';
+import { releaseDeliveryClaims } from './store/webhooks.js';
+import type { Db } from './store/db.js';
 import { cpus } from 'node:os';
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
   apiUrl: string;
   scheduler: Scheduler;
+  dispatcher: Dispatcher;
   stop(): Promise<void>;
 }
 
@@ -64,6 +70,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     claimBatch: o.claim_batch,
     pollInterval: o.poll_interval,
     worker: `pid${process.pid}`,
+    onEvents: () => dispatcher.kick(),
     deliver: (domain, items) =>
       deliverGroup(
         {
@@ -80,13 +87,27 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
         items,
       ),
   });
+  const webhooks = createWebhookService(db, config, clock);
+  const releasedHooks = releaseDeliveryClaims(db);
+  if (releasedHooks > 0) log.warn({ released: releasedHooks }, 'released webhook claims left by a previous run');
+  const dispatcher = new Dispatcher({
+    db,
+    clock,
+    log,
+    service: webhooks,
+    worker: `pid${process.pid}`,
+    concurrency: config.webhooks.concurrency,
+    perEndpoint: config.webhooks.concurrency_per_endpoint,
+    pollInterval: config.webhooks.poll_interval,
+  });
   const deliveryStop = new AbortController();
   const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(deliveryStop.signal);
+  const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(deliveryStop.signal);
 
   const commit = new GroupCommit(db.path);
   let apiUp = false;
   const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => apiUp };
-  const app = buildApi({ db, commit, auth: new AuthCache(db), config, clock, log, lifecycle, onAccepted: () => scheduler.kick() });
+  const app = buildApi({ db, commit, auth: new AuthCache(db), config, clock, log, lifecycle, webhooks, onAccepted: () => scheduler.kick() });
   const { host, port } = parseListen(config.api.listen);
   await app.listen({ host, port });
   apiUp = true;
@@ -99,6 +120,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   return {
     apiUrl,
     scheduler,
+    dispatcher,
     async stop() {
       lifecycle.shuttingDown = true;
       await app.close();
@@ -106,10 +128,24 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
       await commit.close();
       log.info({ commits: commit.batches, jobs: commit.jobs }, 'group commit totals');
       deliveryStop.abort();
-      await delivery;
+      await Promise.all([delivery, dispatching]);
       if (opts.manualDelivery) await scheduler.stop();
       await signer.close();
+      await webhooks.fetch.close();
       db.close();
     },
   };
+}
+
+/** The webhook sender the daemon and the CLI share: guarded fetch, dns.servers, config's CAs. */
+export function createWebhookService(db: Db, config: Config, clock: Clock): WebhookService {
+  const resolver = createResolver(config.dns.servers);
+  const w = config.webhooks;
+  const fetch = new SafeFetch({
+    resolver,
+    allowPrivate: w.allow_private_targets,
+    timeoutMs: w.timeout,
+    extraCa: w.tls_ca_file ? [readFileSync(w.tls_ca_file, 'utf8')] : [],
+  });
+  return new WebhookService(db, clock, fetch, resolver, w.allow_private_targets);
 }

@@ -1,6 +1,7 @@
 import type { Db } from '../store/db.js';
 import type { GroupCommit } from '../store/group-commit.js';
 import type { AuthCache } from '../store/auth-cache.js';
+import type { WebhookService } from '../webhooks/service.js';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
@@ -10,6 +11,7 @@ export interface ApiDeps {
   db: Db;
   commit: GroupCommit;
   auth: AuthCache;
+  webhooks: WebhookService;
   config: Config;
   clock: Clock;
   log: Logger;

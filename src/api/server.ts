@@ -6,6 +6,7 @@ import { authenticateRequest } from './auth.js';
 import { installErrorHandlers } from './errors.js';
 import { emailRoutes, hashBody } from './routes/emails.js';
 import { healthRoutes } from './routes/health.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 /** Request bodies carry attachments in Base64 (4/3 of the bytes) plus JSON: allow that much. */
 export function requestBodyLimit(maxMessageBytes: number): number {
@@ -51,5 +52,6 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   installErrorHandlers(app, deps.log);
   healthRoutes(app, deps);
   emailRoutes(app, deps);
+  webhookRoutes(app, deps);
   return app;
 }

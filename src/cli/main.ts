@@ -8,6 +8,7 @@ import { keysCommand } from './commands/keys.js';
 import { domainsCommand } from './commands/domains.js';
 import { dbCommand, configCommand } from './commands/admin.js';
 import { messagesCommand } from './commands/messages.js';
+import { webhooksCommand } from './commands/webhooks.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -24,6 +25,7 @@ export function buildProgram(): Command {
   keysCommand(program);
   domainsCommand(program);
   messagesCommand(program);
+  webhooksCommand(program);
   dbCommand(program);
   configCommand(program);
   // Every subcommand takes the global options too, before or after its own.

@@ -70,6 +70,11 @@ export const schema = {
   },
   webhooks: {
     allow_private_targets: k({ type: 'bool' }, false, 'Allow webhook URLs on private/loopback addresses and plain http (development and tests only)'),
+    timeout: k({ type: 'duration' }, '10s', 'A webhook attempt that has not answered 2xx in this time has failed'),
+    tls_ca_file: k({ type: 'string' }, '', 'PEM file of extra CA certificates trusted for webhook https (private PKI, tests); empty: the system CAs'),
+    concurrency: k({ type: 'int', min: 1, max: 10_000 }, 50, 'Most webhook requests in flight at once'),
+    concurrency_per_endpoint: k({ type: 'int', min: 1, max: 1000 }, 4, 'Most requests in flight to one endpoint, so a slow endpoint cannot hold up the others'),
+    poll_interval: k({ type: 'duration' }, '1s', 'How often the outbox is checked when idle'),
   },
   limits: {
     max_message_bytes: k({ type: 'bytes' }, 25 * 1024 * 1024, 'Largest accepted message, encoded (MIME), in bytes or with a unit such as "25MiB"'),

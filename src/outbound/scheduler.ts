@@ -18,6 +18,8 @@ export interface SchedulerDeps {
   claimBatch: number;
   pollInterval: number;
   worker: string;
+  /** Called after outcomes (and their events) are committed: the webhook dispatcher can go. */
+  onEvents?: () => void;
 }
 
 /**
@@ -145,6 +147,7 @@ export class Scheduler {
       for (const [id, raw] of group.composed) storeRaw(db, id, raw);
       for (const { item, outcome } of group.results) recordOutcome(db, item.message, item.recipient, outcome, policy, now);
     });
+    this.deps.onEvents?.();
     for (const { item, outcome } of group.results)
       log.info(
         { message_id: item.message.messageId, recipient: item.recipient.address, outcome: outcome.kind, ...('reply' in outcome ? { code: outcome.reply.code, classification: outcome.reply.classification } : {}) },
@@ -165,5 +168,6 @@ export class Scheduler {
           else recordOutcome(db, message, recipient, step, policy, now);
         }
     });
+    this.deps.onEvents?.();
   }
 }

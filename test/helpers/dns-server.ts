@@ -17,6 +17,9 @@ export class TestDnsServer {
   zone = new Map<string, ZoneRecords>();
   failures = new Map<string, 'SERVFAIL' | 'timeout'>();
   queries: Array<{ name: string; type: string }> = [];
+  /** Answers that change between queries (DNS rebinding): called with how many times name/type was asked. */
+  dynamic = new Map<string, (type: string, count: number) => ZoneRecords | undefined>();
+  private counts = new Map<string, number>();
   private socket = dgram.createSocket('udp4');
   port = 0;
 
@@ -48,7 +51,11 @@ export class TestDnsServer {
     this.queries.push({ name, type: q.type });
     const failure = this.failures.get(name);
     if (failure === 'timeout') return;
-    const records = this.zone.get(name);
+    const key = `${name}/${q.type}`;
+    const count = (this.counts.get(key) ?? 0) + 1;
+    this.counts.set(key, count);
+    const dyn = this.dynamic.get(name);
+    const records = dyn ? dyn(q.type, count) : this.zone.get(name);
     const answers: dnsPacket.Answer[] = [];
     if (records) {
       const ttl = 60;

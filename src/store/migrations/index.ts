@@ -1,6 +1,8 @@
 import * as m001 from './001_initial.js';
+import * as m002 from './002_webhooks.js';
 
 /** Every migration, in order, listed statically so the build carries them. Append only. */
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: 'initial', sql: m001.up },
+  { version: 2, name: 'webhooks', sql: m002.up },
 ];

@@ -1,0 +1,114 @@
+import type { Command } from 'commander';
+import { withStore, output, table, customerNamed, CliError } from '../context.js';
+import { DEFAULT_CUSTOMER, listCustomers } from '../../store/customers.js';
+import { deleteEndpoint, eventById, getEndpoint, listAttempts, listEndpoints } from '../../store/webhooks.js';
+import { endpointView, type AttemptOutcome } from '../../webhooks/service.js';
+import { Problems } from '../../domain/errors.js';
+import { EVENT_TYPES, type EventType } from '../../domain/events.js';
+import { createWebhookService } from '../../main.js';
+import { systemClock } from '../../lib/clock.js';
+import type { Db } from '../../store/db.js';
+
+function endpointOf(db: Db, id: string) {
+  const e = getEndpoint(db, id);
+  if (!e) throw new CliError(`no webhook endpoint "${id}" (see "posthaste webhooks list")`);
+  return e;
+}
+
+function outcomeText(o: AttemptOutcome): string {
+  return `${o.success ? 'ok' : 'FAILED'}: ${o.type} ${o.event_id} -> ${o.status ?? o.error} in ${o.durationMs} ms`;
+}
+
+/** The administrator's equivalent of the seed's dashboard: endpoints, their delivery log, test and replay. */
+export function webhooksCommand(program: Command): void {
+  const cmd = program.command('webhooks').description('webhook endpoints, their delivery log, test events and replays');
+  cmd
+    .command('create <url>')
+    .description('add an endpoint (prints its secret once)')
+    .option('--customer <name>', 'owning customer', DEFAULT_CUSTOMER)
+    .option('--events <types>', `comma-separated event types (default: all): ${EVENT_TYPES.join(', ')}`)
+    .option('--description <text>', 'a note', '')
+    .action(async (url: string, o: { customer: string; events?: string; description: string }, c: Command) =>
+      withStore(c, async ({ db, config }) => {
+        const customer = customerNamed(db, o.customer);
+        const service = createWebhookService(db, config, systemClock);
+        try {
+          const input = await service.validate({ url, ...(o.events ? { events: o.events.split(',').map((x) => x.trim()) } : {}), description: o.description });
+          if (input instanceof Problems) throw new CliError(Object.entries(input.details).map(([k, v]) => `${k} ${v.join('; ')}`).join('; '));
+          const v = endpointView(service.create(customer.id, input), true);
+          output(c, v, `endpoint ${v.id} -> ${v.url}\nsecret (shown once): ${v.secret}`);
+        } finally {
+          await service.fetch.close();
+        }
+      }),
+    );
+  cmd
+    .command('list')
+    .description('list endpoints (no secrets)')
+    .option('--customer <name>', 'only this customer')
+    .action(async (o: { customer?: string }, c: Command) =>
+      withStore(c, ({ db }) => {
+        const names = new Map(listCustomers(db).map((x) => [x.id, x.name]));
+        const rows = listEndpoints(db, o.customer !== undefined ? customerNamed(db, o.customer).id : undefined).map((e): Record<string, unknown> => ({ ...endpointView(e), customer: names.get(e.customerId) }));
+        const human = rows.map((r) => {
+          const events = r['events'] as string[];
+          return { ...r, events: events.length === EVENT_TYPES.length ? 'all' : events.join(',') };
+        });
+        output(c, rows, table(human, ['id', 'customer', 'url', 'events', 'enabled', 'created_at']));
+      }),
+    );
+  cmd
+    .command('delete <id>')
+    .description('remove an endpoint and its delivery log')
+    .action(async (id: string, _o, c: Command) =>
+      withStore(c, ({ db }) => {
+        deleteEndpoint(db, endpointOf(db, id).id);
+        output(c, { id, deleted: true }, `endpoint ${id} deleted`);
+      }),
+    );
+  cmd
+    .command('test <id>')
+    .description('send a sample event now and show the outcome')
+    .option('--type <type>', 'event type', 'email.delivered')
+    .action(async (id: string, o: { type: string }, c: Command) =>
+      withStore(c, async ({ db, config }) => {
+        if (!EVENT_TYPES.includes(o.type as EventType)) throw new CliError(`--type must be one of ${EVENT_TYPES.join(', ')}`);
+        const service = createWebhookService(db, config, systemClock);
+        try {
+          const r = await service.test(endpointOf(db, id), o.type as EventType);
+          output(c, r, outcomeText(r));
+          if (!r.success) process.exitCode = 1;
+        } finally {
+          await service.fetch.close();
+        }
+      }),
+    );
+  cmd
+    .command('deliveries <id>')
+    .description('recent attempts: event, attempt, time, HTTP status or error, duration, response start')
+    .option('--limit <n>', 'how many', '50')
+    .action(async (id: string, o: { limit: string }, c: Command) =>
+      withStore(c, ({ db }) => {
+        const rows = listAttempts(db, endpointOf(db, id).id, Math.max(1, Math.min(1000, Number(o.limit) || 50))).map(({ cursor: _c, ...r }) => r);
+        output(c, rows, table(rows.map((r) => ({ ...r, result: r.status ?? r.error, response: (r.response ?? '').slice(0, 40) })), ['at', 'event_id', 'event_type', 'attempt', 'result', 'duration_ms', 'response']));
+      }),
+    );
+  cmd
+    .command('replay <id> <event_id>')
+    .description('send a past event to the endpoint again, with the same webhook-id')
+    .action(async (id: string, eventIdArg: string, _o, c: Command) =>
+      withStore(c, async ({ db, config }) => {
+        const e = endpointOf(db, id);
+        const event = eventById(db, eventIdArg, e.customerId);
+        if (!event) throw new CliError(`no event "${eventIdArg}" for this endpoint's customer`);
+        const service = createWebhookService(db, config, systemClock);
+        try {
+          const r = await service.replay(e, event);
+          output(c, r, outcomeText(r));
+          if (!r.success) process.exitCode = 1;
+        } finally {
+          await service.fetch.close();
+        }
+      }),
+    );
+}

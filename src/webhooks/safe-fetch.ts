@@ -1,0 +1,137 @@
+import { Agent, request } from 'undici';
+import type { Resolver } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import type { LookupFunction } from 'node:net';
+import { rootCertificates } from 'node:tls';
+import { isLocalName, isPublicAddress } from './address-guard.js';
+
+export interface SafeFetchOptions {
+  resolver: Resolver;
+  /** webhooks.allow_private_targets: no address checks, and http allowed. */
+  allowPrivate: boolean;
+  timeoutMs: number;
+  /** Extra CAs trusted for https (private PKI, tests). */
+  extraCa: string[];
+}
+
+export interface PostResult {
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+  /** The first 1 KiB of the response body. */
+  response: string | null;
+}
+
+export class RefusedTarget extends Error {
+  readonly code = 'EREFUSEDTARGET';
+}
+
+const RESPONSE_CAP = 1024;
+
+/**
+ * The connect-time lookup: resolves through `dns.servers` and refuses unless every address is
+ * public. Because it runs when the socket is opened, a name that resolved to a public address
+ * when the endpoint was created and to 127.0.0.1 now (DNS rebinding) is still refused.
+ */
+function guardedLookup(resolver: Resolver, allowPrivate: boolean): LookupFunction {
+  return ((hostname: string, options: { all?: boolean; family?: number }, callback: (...args: unknown[]) => void) => {
+    (async () => {
+      if (!allowPrivate && isLocalName(hostname)) throw new RefusedTarget(`${hostname} is a local name`);
+      const [v4, v6] = await Promise.all([resolver.resolve4(hostname).catch(() => [] as string[]), resolver.resolve6(hostname).catch(() => [] as string[])]);
+      const all = [...v4.map((a) => ({ address: a, family: 4 })), ...v6.map((a) => ({ address: a, family: 6 }))];
+      if (all.length === 0) throw Object.assign(new Error(`${hostname} does not resolve`), { code: 'ENOTFOUND' });
+      if (!allowPrivate) {
+        const bad = all.find((a) => !isPublicAddress(a.address));
+        if (bad) throw new RefusedTarget(`${hostname} resolves to ${bad.address}, which is not a public address`);
+      }
+      return all;
+    })().then(
+      (all) => (options?.all ? callback(null, all) : callback(null, all[0]!.address, all[0]!.family)),
+      (e: unknown) => callback(e),
+    );
+  }) as unknown as LookupFunction;
+}
+
+/** Checks a URL before anything connects: scheme, and literal addresses (the lookup never sees those). */
+export function checkTarget(url: string, allowPrivate: boolean): URL {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new RefusedTarget('not a valid URL');
+  }
+  if (u.username || u.password) throw new RefusedTarget('credentials in the URL are not allowed');
+  if (u.protocol !== 'https:' && !(allowPrivate && u.protocol === 'http:')) throw new RefusedTarget('the URL must be https');
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  if (!allowPrivate && isIP(host) && !isPublicAddress(host)) throw new RefusedTarget(`${host} is not a public address`);
+  if (!allowPrivate && isLocalName(host)) throw new RefusedTarget(`${host} is a local name`);
+  return u;
+}
+
+/** Resolves a host now and says whether every address is public (used when an endpoint is created). */
+export async function resolvesPublicOnly(resolver: Resolver, host: string): Promise<string | null> {
+  const h = host.replace(/^\[|\]$/g, '');
+  if (isIP(h)) return isPublicAddress(h) ? null : `${h} is not a public address`;
+  if (isLocalName(h)) return `${h} is a local name`;
+  const [v4, v6] = await Promise.all([resolver.resolve4(h).catch(() => [] as string[]), resolver.resolve6(h).catch(() => [] as string[])]);
+  const all = [...v4, ...v6];
+  if (all.length === 0) return `${h} does not resolve`;
+  const bad = all.find((a) => !isPublicAddress(a));
+  return bad ? `${h} resolves to ${bad}, which is not a public address` : null;
+}
+
+/** POSTs webhook bodies: no redirects, a hard timeout, the response read up to 1 KiB, the address guard at connect time. */
+export class SafeFetch {
+  private readonly agent: Agent;
+
+  constructor(private readonly opts: SafeFetchOptions) {
+    this.agent = new Agent({
+      connect: { lookup: guardedLookup(opts.resolver, opts.allowPrivate), ca: [...rootCertificates, ...opts.extraCa] },
+      connections: 64,
+      keepAliveTimeout: 10_000,
+    });
+  }
+
+  async post(url: string, headers: Record<string, string>, body: Buffer): Promise<PostResult> {
+    const started = performance.now();
+    const done = (status: number | null, error: string | null, response: string | null): PostResult => ({
+      status,
+      error,
+      response,
+      durationMs: Math.round(performance.now() - started),
+    });
+    try {
+      checkTarget(url, this.opts.allowPrivate);
+    } catch (e) {
+      return done(null, (e as Error).message, null);
+    }
+    const signal = AbortSignal.timeout(this.opts.timeoutMs);
+    try {
+      // undici's request does not follow redirects: a 3xx is just a status (a failure).
+      const res = await request(url, { method: 'POST', headers, body, dispatcher: this.agent, signal, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs });
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        if (size < RESPONSE_CAP) chunks.push(chunk);
+        size += chunk.length;
+        if (size >= RESPONSE_CAP) break; // read no further than the cap
+      }
+      if (size >= RESPONSE_CAP) res.body.destroy();
+      return done(res.statusCode, null, Buffer.concat(chunks).subarray(0, RESPONSE_CAP).toString('utf8'));
+    } catch (e) {
+      const err = e as Error & { code?: string; cause?: Error & { code?: string } };
+      const cause = err.cause ?? err;
+      const msg =
+        err.name === 'TimeoutError' || err.name === 'AbortError' || cause.code === 'UND_ERR_HEADERS_TIMEOUT' || cause.code === 'UND_ERR_BODY_TIMEOUT'
+          ? `timeout after ${this.opts.timeoutMs} ms`
+          : cause instanceof RefusedTarget || cause.code === 'EREFUSEDTARGET'
+            ? `refused: ${cause.message}`
+            : `${cause.code ?? 'error'}: ${cause.message}`;
+      return done(null, msg, null);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+}

@@ -1,0 +1,133 @@
+import type { Db } from '../store/db.js';
+import type { Clock } from '../lib/clock.js';
+import { eventId as newEventId } from '../lib/ids.js';
+import { isoTime } from '../lib/clock.js';
+import { VERSION } from '../lib/version.js';
+import { EVENT_TYPES, type EventType } from '../domain/events.js';
+import { Problems } from '../domain/errors.js';
+import { signWebhook, newSecret } from './sign.js';
+import { sampleData } from './samples.js';
+import { SafeFetch, checkTarget, resolvesPublicOnly, type PostResult } from './safe-fetch.js';
+import type { Resolver } from 'node:dns/promises';
+import { createEndpoint, logAttempt, settleDelivery, type Endpoint } from '../store/webhooks.js';
+
+/** Standard Webhooks retry delays after each failure (seed: 5 s … 10 h, 8 attempts, about 28 h). */
+export const WEBHOOK_RETRY_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+export const WEBHOOK_MAX_ATTEMPTS = WEBHOOK_RETRY_MS.length + 1;
+
+export interface AttemptOutcome extends PostResult {
+  success: boolean;
+  event_id: string;
+  type: string;
+}
+
+export const ok2xx = (r: PostResult) => r.status !== null && r.status >= 200 && r.status < 300;
+
+/** Everything about sending webhooks that the API, the CLI and the dispatcher share. */
+export class WebhookService {
+  constructor(
+    readonly db: Db,
+    readonly clock: Clock,
+    readonly fetch: SafeFetch,
+    private readonly resolver: Resolver,
+    readonly allowPrivate: boolean,
+  ) {}
+
+  /** One signed POST of an event body exactly as stored (same webhook-id on every retry and replay). */
+  send(endpoint: Endpoint, eventId: string, body: string): Promise<PostResult> {
+    const bytes = Buffer.from(body, 'utf8');
+    const ts = Math.floor(this.clock.now() / 1000);
+    return this.fetch.post(
+      endpoint.url,
+      {
+        'content-type': 'application/json',
+        'user-agent': `posthaste/${VERSION}`,
+        'webhook-id': eventId,
+        'webhook-timestamp': String(ts),
+        'webhook-signature': signWebhook(endpoint.secret, eventId, ts, bytes),
+      },
+      bytes,
+    );
+  }
+
+  /** Validates `{url, events?, description?}`: every problem at once, under its field. */
+  async validate(body: Record<string, unknown>): Promise<{ url: string; events: EventType[] | null; description: string } | Problems> {
+    const p = new Problems();
+    for (const k of Object.keys(body)) if (!['url', 'events', 'description'].includes(k)) p.add(k, 'is not a known field');
+    let url = '';
+    if (typeof body.url !== 'string' || body.url.length === 0) p.add('url', 'is required');
+    else if (body.url.length > 2048) p.add('url', 'must be at most 2048 characters');
+    else {
+      try {
+        const u = checkTarget(body.url, this.allowPrivate);
+        url = u.toString();
+        if (!this.allowPrivate) {
+          const problem = await resolvesPublicOnly(this.resolver, u.hostname);
+          if (problem) p.add('url', `must resolve only to public addresses: ${problem}`);
+        }
+      } catch (e) {
+        p.add('url', (e as Error).message);
+      }
+    }
+    let events: EventType[] | null = null;
+    if (body.events !== undefined && body.events !== null) {
+      if (!Array.isArray(body.events) || body.events.length === 0) p.add('events', 'must be a non-empty array of event types');
+      else {
+        const bad = body.events.filter((e) => !(EVENT_TYPES as readonly unknown[]).includes(e));
+        if (bad.length) p.add('events', `unknown event types: ${bad.map(String).join(', ')} (known: ${EVENT_TYPES.join(', ')})`);
+        else events = [...new Set(body.events as EventType[])];
+      }
+    }
+    let description = '';
+    if (body.description !== undefined && body.description !== null) {
+      if (typeof body.description !== 'string' || body.description.length > 500) p.add('description', 'must be a string of at most 500 characters');
+      else description = body.description;
+    }
+    return p.empty ? { url, events, description } : p;
+  }
+
+  create(customerId: number, input: { url: string; events: EventType[] | null; description: string }): Endpoint {
+    return createEndpoint(this.db, { customerId, ...input, secret: newSecret(), now: this.clock.now() });
+  }
+
+  /** Sends a sample event of `type` to one endpoint now, logs the attempt, and reports it. */
+  async test(endpoint: Endpoint, type: EventType): Promise<AttemptOutcome> {
+    const now = this.clock.now();
+    const id = newEventId(now);
+    const body = JSON.stringify({ id, type, timestamp: isoTime(now), data: sampleData(type, now) });
+    const r = await this.send(endpoint, id, body);
+    logAttempt(this.db, { endpointId: endpoint.id, deliveryId: null, eventId: id, eventType: type, attempt: 1, at: now, status: r.status, error: r.error, durationMs: r.durationMs, response: r.response });
+    return { ...r, success: ok2xx(r), event_id: id, type };
+  }
+
+  /** Sends a past event again with the same webhook-id; logged as a replay delivery, not retried. */
+  async replay(endpoint: Endpoint, event: { seq: number; id: string; type: string; body: string }): Promise<AttemptOutcome> {
+    const now = this.clock.now();
+    const deliveryId = Number(
+      this.db
+        .statement("INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, locked_by, locked_at, created_at, updated_at) VALUES (?, ?, 'replay', 'pending', 0, NULL, 'replay', ?, ?, ?)")
+        .run(endpoint.id, event.seq, now, now, now).lastInsertRowid,
+    );
+    const r = await this.send(endpoint, event.id, event.body);
+    const done = this.clock.now();
+    this.db.tx(() => {
+      logAttempt(this.db, { endpointId: endpoint.id, deliveryId, eventId: event.id, eventType: event.type, attempt: 1, at: now, status: r.status, error: r.error, durationMs: r.durationMs, response: r.response });
+      settleDelivery(this.db, deliveryId, ok2xx(r) ? 'succeeded' : 'failed', 1, null, done);
+    });
+    return { ...r, success: ok2xx(r), event_id: event.id, type: event.type };
+  }
+}
+
+/** The endpoint as the API shows it (the secret only at creation). */
+export function endpointView(e: Endpoint, withSecret = false): Record<string, unknown> {
+  return {
+    id: e.id,
+    url: e.url,
+    events: e.events ?? [...EVENT_TYPES],
+    description: e.description,
+    ...(withSecret ? { secret: e.secret } : {}),
+    enabled: e.enabled,
+    ...(e.disabledReason ? { disabled_reason: e.disabledReason } : {}),
+    created_at: isoTime(e.createdAt),
+  };
+}
