@@ -108,24 +108,35 @@ export interface ClaimedDelivery {
   endpointId: string;
   eventSeq: number;
   attempts: number;
+  /** The event as stored (loaded with the claim). */
+  event: { id: string; type: string; body: string };
 }
 
-/** Claims due deliveries, skipping endpoints that already have `perEndpoint` in flight. */
-export function claimDeliveries(db: Db, worker: string, now: number, limit: number, busy: Map<string, number>, perEndpoint: number): ClaimedDelivery[] {
+/**
+ * Claims due deliveries in one transaction, endpoint by endpoint through the (endpoint_id,
+ * next_attempt_at) index: each endpoint gets at most `perEndpoint` claims in all (those it already
+ * holds count), so a dead endpoint's backlog cannot crowd out the others.
+ */
+export function claimDeliveries(db: Db, worker: string, now: number, limit: number, held: Map<string, number>, perEndpoint: number): ClaimedDelivery[] {
   return db.tx(() => {
-    const due = db
-      .statement('SELECT id, endpoint_id, event_seq, attempts FROM webhook_deliveries WHERE state = \'pending\' AND next_attempt_at <= ? AND locked_by IS NULL ORDER BY next_attempt_at, id LIMIT ?')
-      .all(now, limit * 4) as Array<{ id: number; endpoint_id: string; event_seq: number; attempts: number }>;
+    const endpoints = db.statement('SELECT id FROM webhook_endpoints WHERE enabled = 1').pluck().all() as string[];
+    const due = db.statement(
+      `SELECT d.id, d.endpoint_id, d.event_seq, d.attempts, e.id AS event_id, e.type AS event_type, e.body AS event_body
+       FROM webhook_deliveries d JOIN events e ON e.seq = d.event_seq
+       WHERE d.endpoint_id = ? AND d.state = 'pending' AND d.next_attempt_at <= ? AND d.locked_by IS NULL
+       ORDER BY d.next_attempt_at, d.id LIMIT ?`,
+    );
+    const lock = db.statement('UPDATE webhook_deliveries SET locked_by = ?, locked_at = ? WHERE id = ?');
     const taken: ClaimedDelivery[] = [];
-    const count = new Map(busy);
-    const lock = db.statement('UPDATE webhook_deliveries SET locked_by = ?, locked_at = ? WHERE id = ? AND locked_by IS NULL');
-    for (const d of due) {
+    for (const endpointId of endpoints) {
+      const room = Math.min(perEndpoint - (held.get(endpointId) ?? 0), limit - taken.length);
+      if (room <= 0) continue;
+      const rows = due.all(endpointId, now, room) as Array<{ id: number; endpoint_id: string; event_seq: number; attempts: number; event_id: string; event_type: string; event_body: string }>;
+      for (const d of rows) {
+        lock.run(worker, now, d.id);
+        taken.push({ id: d.id, endpointId: d.endpoint_id, eventSeq: d.event_seq, attempts: d.attempts, event: { id: d.event_id, type: d.event_type, body: d.event_body } });
+      }
       if (taken.length >= limit) break;
-      const n = count.get(d.endpoint_id) ?? 0;
-      if (n >= perEndpoint) continue; // one slow endpoint cannot take every slot
-      if (lock.run(worker, now, d.id).changes === 0) continue;
-      count.set(d.endpoint_id, n + 1);
-      taken.push({ id: d.id, endpointId: d.endpoint_id, eventSeq: d.event_seq, attempts: d.attempts });
     }
     return taken;
   });

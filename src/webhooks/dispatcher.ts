@@ -1,8 +1,9 @@
 import type { Db } from '../store/db.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { claimDeliveries, disableEndpoint, eventBySeq, fanOut, getEndpoint, logAttempt, settleDelivery, type ClaimedDelivery } from '../store/webhooks.js';
+import { claimDeliveries, disableEndpoint, fanOut, getEndpoint, logAttempt, settleDelivery, type AttemptRecord, type ClaimedDelivery, type Endpoint } from '../store/webhooks.js';
 import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_MS, ok2xx, type WebhookService } from './service.js';
+import type { PostResult } from './safe-fetch.js';
 
 export interface DispatcherDeps {
   db: Db;
@@ -10,21 +11,43 @@ export interface DispatcherDeps {
   log: Logger;
   service: WebhookService;
   worker: string;
+  /** Requests in flight, all endpoints together. */
   concurrency: number;
+  /** Requests in flight to one endpoint. */
   perEndpoint: number;
   pollInterval: number;
+  /** Deliveries claimed ahead per endpoint (in memory, locked in the store). */
+  claimPerEndpoint?: number;
+  /** Finished attempts are recorded together, at the latest after this long (ms). */
+  flushInterval?: number;
+}
+
+/** Attempts recorded per transaction at most; a batch this full is written at once. */
+const FLUSH_BATCH = 256;
+
+interface Settled {
+  d: ClaimedDelivery;
+  attempt: AttemptRecord;
+  result: PostResult;
 }
 
 /**
- * Delivers the outbox: fans events out to subscribed endpoints, claims due deliveries (at most
- * `perEndpoint` in flight per endpoint, so one slow or dead endpoint cannot hold up the others),
- * POSTs them, and records every attempt with the next retry or the final state.
+ * Delivers the outbox: fans events out to subscribed endpoints, claims due deliveries in batches
+ * (a quota per endpoint), sends at most `perEndpoint` at once to each endpoint (one slow or dead
+ * endpoint cannot hold up the others), and records attempts, retries and final states in grouped
+ * transactions.
  */
 export class Dispatcher {
+  private backlog = new Map<string, ClaimedDelivery[]>();
+  private active = 0;
   private inFlight = new Set<Promise<void>>();
   private perEndpoint = new Map<string, number>();
+  private settled: Settled[] = [];
   private wake: (() => void) | null = null;
   private stopped = false;
+  private flushTimer: NodeJS.Timeout | null = null;
+  /** Endpoints as of the last claim: enabled state and secret changes are seen from the next claim on. */
+  private endpoints = new Map<string, Endpoint | undefined>();
 
   constructor(private readonly deps: DispatcherDeps) {}
 
@@ -51,65 +74,154 @@ export class Dispatcher {
     }
     this.stopped = true;
     await Promise.all(this.inFlight);
+    this.flush();
+    this.releaseBacklog();
   }
 
   /** Delivers everything due now and waits for it (tests, with a manual clock). */
   async drain(): Promise<void> {
     for (;;) {
       const started = this.fill();
-      if (started === 0 && this.inFlight.size === 0) return;
+      if (started === 0 && this.inFlight.size === 0) {
+        this.flush();
+        if (this.fill() === 0 && this.inFlight.size === 0) return;
+      }
       if (this.inFlight.size > 0) await Promise.race(this.inFlight);
     }
   }
 
-  private fill(): number {
-    if (this.stopped) return 0;
-    const { db, clock, concurrency, perEndpoint, worker } = this.deps;
-    fanOut(db, clock.now());
-    const room = concurrency - this.inFlight.size;
-    if (room <= 0) return 0;
-    const claimed = claimDeliveries(db, worker, clock.now(), room, this.perEndpoint, perEndpoint);
-    for (const d of claimed) this.start(d);
-    return claimed.length;
+  private held(): Map<string, number> {
+    const m = new Map<string, number>();
+    for (const [e, list] of this.backlog) m.set(e, list.length + (this.perEndpoint.get(e) ?? 0));
+    return m;
   }
 
+  private backlogSize(): number {
+    let n = 0;
+    for (const l of this.backlog.values()) n += l.length;
+    return n;
+  }
+
+  /** Fans out, claims more when the backlog runs low, starts what the limits allow; returns how many started. */
+  private fill(): number {
+    if (this.stopped) return 0;
+    const { db, clock, worker } = this.deps;
+    const quota = this.deps.claimPerEndpoint ?? 256;
+    fanOut(db, clock.now());
+    if (this.backlogSize() < quota) {
+      this.endpoints.clear();
+      for (const d of claimDeliveries(db, worker, clock.now(), quota * 4, this.held(), quota)) {
+        const list = this.backlog.get(d.endpointId);
+        if (list) list.push(d);
+        else this.backlog.set(d.endpointId, [d]);
+      }
+    }
+    return this.dispatch();
+  }
+
+  /** Starts claimed deliveries within the limits; no store access. */
+  private dispatch(): number {
+    const { concurrency, perEndpoint } = this.deps;
+    let started = 0;
+    for (const [endpoint, list] of this.backlog) {
+      while (list.length > 0 && this.active < concurrency && (this.perEndpoint.get(endpoint) ?? 0) < perEndpoint) {
+        this.start(list.shift()!);
+        started++;
+      }
+      if (list.length === 0) this.backlog.delete(endpoint);
+    }
+    return started;
+  }
+
+  /** After an attempt: go on from memory; claim again (once per turn) only when the backlog runs low. */
+  private refill(): void {
+    this.dispatch();
+    if (this.refillScheduled || this.stopped || this.backlogSize() >= (this.deps.claimPerEndpoint ?? 256) / 2) return;
+    this.refillScheduled = true;
+    setImmediate(() => {
+      this.refillScheduled = false;
+      try {
+        this.fill();
+      } catch (e) {
+        this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying');
+      }
+    });
+  }
+
+  private refillScheduled = false;
+
   private start(d: ClaimedDelivery): void {
+    this.active++;
     this.perEndpoint.set(d.endpointId, (this.perEndpoint.get(d.endpointId) ?? 0) + 1);
     const p = this.attempt(d)
-      .catch((e: unknown) => {
-        this.deps.log.error({ err: e, delivery: d.id }, 'webhook attempt failed unexpectedly; retrying later');
-        settleDelivery(this.deps.db, d.id, 'pending', d.attempts, this.deps.clock.now() + WEBHOOK_RETRY_MS[0]!, this.deps.clock.now());
-      })
+      .catch((e: unknown) => this.deps.log.error({ err: e, delivery: d.id }, 'webhook attempt failed unexpectedly'))
       .finally(() => {
+        this.active--;
         this.perEndpoint.set(d.endpointId, (this.perEndpoint.get(d.endpointId) ?? 1) - 1);
         this.inFlight.delete(p);
-        this.kick();
+        this.refill();
       });
     this.inFlight.add(p);
   }
 
+  private endpoint(id: string): Endpoint | undefined {
+    if (!this.endpoints.has(id)) this.endpoints.set(id, getEndpoint(this.deps.db, id));
+    return this.endpoints.get(id);
+  }
+
   private async attempt(d: ClaimedDelivery): Promise<void> {
-    const { db, clock, service, log } = this.deps;
-    const endpoint = getEndpoint(db, d.endpointId);
-    const event = eventBySeq(db, d.eventSeq);
-    if (!endpoint || !event || !endpoint.enabled) {
+    const { db, clock, service } = this.deps;
+    const endpoint = this.endpoint(d.endpointId);
+    if (!endpoint || !endpoint.enabled) {
       settleDelivery(db, d.id, 'failed', d.attempts, null, clock.now());
       return;
     }
     const at = clock.now();
-    const r = await service.send(endpoint, event.id, event.body);
-    const attempt = d.attempts + 1;
+    const result = await service.send(endpoint, d.event.id, d.event.body);
+    this.settled.push({
+      d,
+      result,
+      attempt: { endpointId: endpoint.id, deliveryId: d.id, eventId: d.event.id, eventType: d.event.type, attempt: d.attempts + 1, at, status: result.status, error: result.error, durationMs: result.durationMs, response: result.response },
+    });
+    // Webhooks are at-least-once and receivers dedupe on webhook-id: recording an attempt a few
+    // milliseconds later (so many share one commit) risks at worst a duplicate after a crash.
+    if (result.status === 410) this.endpoints.set(endpoint.id, { ...endpoint, enabled: false });
+    if (this.settled.length >= FLUSH_BATCH) this.flush();
+    else this.flushTimer ??= setTimeout(() => this.flush(), this.deps.flushInterval ?? 25);
+  }
+
+  /** Records the finished attempts of this turn in one transaction. */
+  private flush(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    if (this.settled.length === 0) return;
+    const batch = this.settled;
+    this.settled = [];
+    const { db, clock, log } = this.deps;
     const now = clock.now();
     db.tx(() => {
-      logAttempt(db, { endpointId: endpoint.id, deliveryId: d.id, eventId: event.id, eventType: event.type, attempt, at, status: r.status, error: r.error, durationMs: r.durationMs, response: r.response });
-      if (ok2xx(r)) settleDelivery(db, d.id, 'succeeded', attempt, null, now);
-      else if (r.status === 410) {
-        // Standard Webhooks: 410 Gone means the receiver wants no more; disable the endpoint.
-        disableEndpoint(db, endpoint.id, '410 Gone');
-        settleDelivery(db, d.id, 'failed', attempt, null, now);
-      } else if (attempt >= WEBHOOK_MAX_ATTEMPTS) settleDelivery(db, d.id, 'failed', attempt, null, now);
-      else settleDelivery(db, d.id, 'pending', attempt, now + WEBHOOK_RETRY_MS[attempt - 1]!, now);
+      for (const { d, attempt, result } of batch) {
+        logAttempt(db, attempt);
+        if (ok2xx(result)) settleDelivery(db, d.id, 'succeeded', attempt.attempt, null, now);
+        else if (result.status === 410) {
+          // Standard Webhooks: 410 Gone means the receiver wants no more; disable the endpoint.
+          disableEndpoint(db, d.endpointId, '410 Gone');
+          settleDelivery(db, d.id, 'failed', attempt.attempt, null, now);
+        } else if (attempt.attempt >= WEBHOOK_MAX_ATTEMPTS) settleDelivery(db, d.id, 'failed', attempt.attempt, null, now);
+        else settleDelivery(db, d.id, 'pending', attempt.attempt, now + WEBHOOK_RETRY_MS[attempt.attempt - 1]!, now);
+      }
     });
-    log.info({ endpoint: endpoint.id, event_id: event.id, type: event.type, attempt, status: r.status, error: r.error, ms: r.durationMs }, 'webhook attempt');
+    for (const { attempt } of batch)
+      if (!attempt.status || attempt.status >= 300)
+        log.info({ endpoint: attempt.endpointId, event_id: attempt.eventId, type: attempt.eventType, attempt: attempt.attempt, status: attempt.status, error: attempt.error }, 'webhook attempt failed');
+  }
+
+  private releaseBacklog(): void {
+    const ids = [...this.backlog.values()].flat().map((d) => d.id);
+    this.backlog.clear();
+    const st = this.deps.db.statement('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE id = ?');
+    this.deps.db.tx(() => {
+      for (const id of ids) st.run(id);
+    });
   }
 }

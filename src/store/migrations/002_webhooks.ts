@@ -27,7 +27,7 @@ CREATE TABLE webhook_deliveries (
   updated_at       INTEGER NOT NULL
 );
 CREATE UNIQUE INDEX webhook_deliveries_once ON webhook_deliveries(event_seq, endpoint_id) WHERE kind = 'event';
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE state = 'pending';
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries(endpoint_id, next_attempt_at) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries(endpoint_id, id);
 
 CREATE TABLE webhook_attempts (
