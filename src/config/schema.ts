@@ -47,6 +47,12 @@ export const schema = {
     listen: k({ type: 'listen' }, '0.0.0.0:25', 'Inbound SMTP address, "host:port"'),
     return_path_domain: k({ type: 'string' }, '', 'Domain of the per-recipient return path bounces+<token>@<domain>; empty uses server.hostname'),
     feedback_address: k({ type: 'string' }, '', 'Address ARF spam-complaint reports are sent to; empty accepts none'),
+    max_message_bytes: k({ type: 'bytes' }, 25 * 1024 * 1024, 'Largest inbound message (advertised with SIZE; larger is refused with 552)'),
+    max_recipients: k({ type: 'int', min: 1, max: 1000 }, 100, 'Most recipients in one inbound transaction (more get 452)'),
+    socket_timeout: k({ type: 'duration' }, '5m', 'Idle time before an inbound connection is closed (RFC 5321 4.5.3.2: at least 5 minutes)'),
+    max_clients: k({ type: 'int', min: 1, max: 100_000 }, 500, 'Most inbound connections at once'),
+    'tls.cert': k({ type: 'string' }, '', 'PEM certificate file for STARTTLS on the inbound listener; empty: no STARTTLS'),
+    'tls.key': k({ type: 'string' }, '', 'PEM private key file for STARTTLS'),
   },
   outbound: {
     port: k({ type: 'int', min: 1, max: 65535 }, 25, 'TCP port of remote MX hosts (tests point it at a local MX)'),
@@ -75,6 +81,10 @@ export const schema = {
     concurrency: k({ type: 'int', min: 1, max: 10_000 }, 50, 'Most webhook requests in flight at once'),
     concurrency_per_endpoint: k({ type: 'int', min: 1, max: 1000 }, 4, 'Most requests in flight to one endpoint, so a slow endpoint cannot hold up the others'),
     poll_interval: k({ type: 'duration' }, '1s', 'How often the outbox is checked when idle'),
+  },
+  inbound: {
+    rate_per_minute: k({ type: 'int', min: 0, max: 1_000_000 }, 600, 'Messages a receiving domain may receive per minute (0: no limit); per domain with "domains limits"'),
+    monthly_limit: k({ type: 'int', min: 0, max: 1_000_000_000 }, 0, 'Messages a receiving domain may receive per calendar month, UTC (0: no limit)'),
   },
   limits: {
     max_message_bytes: k({ type: 'bytes' }, 25 * 1024 * 1024, 'Largest accepted message, encoded (MIME), in bytes or with a unit such as "25MiB"'),
