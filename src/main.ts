@@ -18,6 +18,7 @@ import { SignerPool } from './outbound/signer.js';
 import { MtaSts } from './outbound/mta-sts.js';
 import { readFileSync } from 'node:fs';
 import { Dispatcher } from './webhooks/dispatcher.js';
+import { createListener } from './inbound/listener.js';
 import { WebhookService } from './webhooks/service.js';
 import { SafeFetch } from './webhooks/safe-fetch.js';
 import { releaseDeliveryClaims } from './store/webhooks.js';
@@ -27,6 +28,8 @@ import { cpus } from 'node:os';
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
   apiUrl: string;
+  /** Where inbound SMTP listens. */
+  smtp: { host: string; port: number };
   scheduler: Scheduler;
   dispatcher: Dispatcher;
   stop(): Promise<void>;
@@ -106,7 +109,31 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
 
   const commit = new GroupCommit(db.path);
   let apiUp = false;
-  const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => apiUp };
+  let smtpUp = false;
+  const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => apiUp && smtpUp };
+
+  const listener = createListener({
+    db,
+    config,
+    clock,
+    log,
+    resolver: createResolver(config.dns.servers),
+    returnPathSecret,
+    isShuttingDown: () => lifecycle.shuttingDown,
+    onEvents: () => dispatcher.kick(),
+  });
+  const smtpAddr = parseListen(config.smtp.listen);
+  await new Promise<void>((resolve, reject) => {
+    listener.server.once('error', reject);
+    listener.listen(smtpAddr.port, smtpAddr.host, () => {
+      listener.server.off('error', reject);
+      resolve();
+    });
+  });
+  listener.on('error', (e) => log.error({ err: e }, 'smtp listener error'));
+  smtpUp = true;
+  const smtpBound = listener.server.address();
+  const smtp = { host: smtpAddr.host, port: typeof smtpBound === 'object' && smtpBound ? smtpBound.port : smtpAddr.port };
   const app = buildApi({ db, commit, auth: new AuthCache(db), config, clock, log, lifecycle, webhooks, onAccepted: () => scheduler.kick() });
   const { host, port } = parseListen(config.api.listen);
   await app.listen({ host, port });
@@ -115,16 +142,18 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   const boundPort = typeof addr === 'object' && addr ? addr.port : port;
   const scheme = config.api['tls.cert'] ? 'https' : 'http';
   const apiUrl = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
-  log.info({ api: apiUrl, data_dir: config.server.data_dir }, 'posthaste is running');
+  log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, data_dir: config.server.data_dir }, 'posthaste is running');
 
   return {
     apiUrl,
+    smtp,
     scheduler,
     dispatcher,
     async stop() {
       lifecycle.shuttingDown = true;
-      await app.close();
+      await Promise.all([app.close(), new Promise<void>((resolve) => listener.close(() => resolve()))]);
       apiUp = false;
+      smtpUp = false;
       await commit.close();
       log.info({ commits: commit.batches, jobs: commit.jobs }, 'group commit totals');
       deliveryStop.abort();

@@ -7,6 +7,8 @@ import { installErrorHandlers } from './errors.js';
 import { emailRoutes, hashBody } from './routes/emails.js';
 import { healthRoutes } from './routes/health.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { suppressionRoutes } from './routes/suppressions.js';
+import { inboundRoutes } from './routes/inbound.js';
 
 /** Request bodies carry attachments in Base64 (4/3 of the bytes) plus JSON: allow that much. */
 export function requestBodyLimit(maxMessageBytes: number): number {
@@ -53,5 +55,7 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   healthRoutes(app, deps);
   emailRoutes(app, deps);
   webhookRoutes(app, deps);
+  suppressionRoutes(app, deps);
+  inboundRoutes(app, deps);
   return app;
 }

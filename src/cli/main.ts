@@ -9,6 +9,7 @@ import { domainsCommand } from './commands/domains.js';
 import { dbCommand, configCommand } from './commands/admin.js';
 import { messagesCommand } from './commands/messages.js';
 import { webhooksCommand } from './commands/webhooks.js';
+import { suppressionsCommand, inboundCommand } from './commands/inbound.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -26,6 +27,8 @@ export function buildProgram(): Command {
   domainsCommand(program);
   messagesCommand(program);
   webhooksCommand(program);
+  suppressionsCommand(program);
+  inboundCommand(program);
   dbCommand(program);
   configCommand(program);
   // Every subcommand takes the global options too, before or after its own.

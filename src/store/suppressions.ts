@@ -35,3 +35,24 @@ export function addSuppression(
   );
   return r.changes > 0;
 }
+
+export interface SuppressionRow {
+  address: string;
+  reason: SuppressionsTable['reason'];
+  message_id: string | null;
+  created_at: number;
+}
+
+/** Newest first, paged by created_at (`before`), optionally one reason. */
+export function listSuppressions(db: Db, customerId: number, opts: { limit: number; before?: number; reason?: string }): SuppressionRow[] {
+  const args: unknown[] = [customerId, opts.before ?? Number.MAX_SAFE_INTEGER];
+  let where = 's.customer_id = ? AND s.created_at < ?';
+  if (opts.reason) (where += ' AND s.reason = ?'), args.push(opts.reason);
+  return db.sqlite
+    .prepare(`SELECT s.address, s.reason, m.message_id, s.created_at FROM suppressions s LEFT JOIN messages m ON m.id = s.message_id WHERE ${where} ORDER BY s.created_at DESC, s.address LIMIT ?`)
+    .all(...args, opts.limit) as SuppressionRow[];
+}
+
+export function removeSuppression(db: Db, customerId: number, address: string): boolean {
+  return db.statement('DELETE FROM suppressions WHERE customer_id = ? AND address = ?').run(customerId, addressKey(address)).changes > 0;
+}

@@ -8,6 +8,7 @@ import { createResolver } from '../../lib/dns.js';
 import { checkRecords, isVerified } from '../../lib/verify-domain.js';
 import type { Config } from '../../config/schema.js';
 import type { Db } from '../../store/db.js';
+import { domainLimitsCommand } from './inbound.js';
 
 function returnPathDomain(config: Config): string {
   return config.smtp.return_path_domain || config.server.hostname;
@@ -53,6 +54,7 @@ function existing(db: Db, name: string): DomainRow {
 
 export function domainsCommand(program: Command): void {
   const cmd = program.command('domains').description('manage sending and receiving domains');
+  domainLimitsCommand(cmd);
   cmd
     .command('add <domain>')
     .description('add a domain, generate its DKIM key and print the DNS records to publish')

@@ -13,6 +13,7 @@ export function serveCommand(program: Command): void {
       const daemon = await startDaemon(config, log);
       process.stderr.write(
         `posthaste: API on ${daemon.apiUrl}\n` +
+          `posthaste: SMTP on ${daemon.smtp.host}:${daemon.smtp.port}\n` +
           `posthaste: create a first key with: posthaste keys create --sandbox${c.optsWithGlobals().config ? ` --config ${c.optsWithGlobals().config}` : ''}\n`,
       );
       let stopping = false;

@@ -1,0 +1,146 @@
+import { SMTPServer, type SMTPServerSession, type SMTPServerDataStream } from 'smtp-server';
+import { readFileSync } from 'node:fs';
+import type { Resolver } from 'node:dns/promises';
+import type { Db } from '../store/db.js';
+import { isStorageUnavailable } from '../store/db.js';
+import type { Config } from '../config/schema.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import { routeRecipient, type Route } from './route.js';
+import { BareNewlineCheck } from './smuggling.js';
+import { inspectInbound } from './receive.js';
+import { checkInboundLimits, receivingDomain, recordLimited, storeInbound, type ReceivingDomain } from '../store/inbound.js';
+import { parseDsn } from '../reports/dsn.js';
+import { parseArf } from '../reports/arf.js';
+import { applyArf, applyDsn } from '../reports/apply.js';
+
+export interface ListenerDeps {
+  db: Db;
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  resolver: Resolver;
+  returnPathSecret: Buffer;
+  isShuttingDown: () => boolean;
+  /** Events were written: the webhook dispatcher can go. */
+  onEvents?: () => void;
+}
+
+type Session = SMTPServerSession & { routes?: Array<Route & { receiving?: ReceivingDomain }> };
+
+const smtpError = (code: number, message: string) => Object.assign(new Error(message), { responseCode: code });
+
+/** The inbound SMTP listener: receiving domains, return-path bounces, the feedback address; nothing else. */
+export function createListener(deps: ListenerDeps): SMTPServer {
+  const { config, db, clock, log } = deps;
+  const s = config.smtp;
+  const tls = s['tls.cert'] && s['tls.key'] ? { key: readFileSync(s['tls.key']), cert: readFileSync(s['tls.cert']) } : null;
+  const returnPathDomain = s.return_path_domain || config.server.hostname;
+
+  const server = new SMTPServer({
+    name: config.server.hostname,
+    banner: 'posthaste ESMTP',
+    size: s.max_message_bytes,
+    rejectOversized: true,
+    authOptional: true,
+    disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+    ...(tls ?? {}),
+    // No PTR query per connection (it would leave the machine and stall without a resolver).
+    disableReverseLookup: true,
+    socketTimeout: s.socket_timeout,
+    closeTimeout: 10_000,
+    maxClients: s.max_clients,
+    logger: false,
+    onConnect(_session, cb) {
+      if (deps.isShuttingDown()) return cb(smtpError(421, '4.3.2 Service shutting down, try again later'));
+      cb();
+    },
+    onMailFrom(_address, session: Session, cb) {
+      session.routes = [];
+      cb();
+    },
+    onRcptTo(address, session: Session, cb) {
+      const routes = (session.routes ??= []);
+      if (routes.length >= s.max_recipients) return cb(smtpError(452, '4.5.3 Too many recipients'));
+      let receiving: ReceivingDomain | undefined;
+      const route = routeRecipient(address.address, {
+        returnPathDomain,
+        feedbackAddress: s.feedback_address,
+        isReceiving: (domain) => (receiving = receivingDomain(db, domain)) !== undefined,
+      });
+      if (route.kind === 'refused') return cb(smtpError(550, `5.7.1 <${address.address}>: ${route.reason}`));
+      if (route.kind === 'receiving' && receiving) {
+        const now = clock.now();
+        const check = checkInboundLimits(db, receiving, { ratePerMinute: config.inbound.rate_per_minute, monthlyLimit: config.inbound.monthly_limit }, now);
+        if (!check.ok) {
+          try {
+            if (recordLimited(db, receiving, check.limit, check.windowEndsAt, now)) deps.onEvents?.();
+          } catch (e) {
+            log.error({ err: e }, 'could not record inbound.limited');
+          }
+          return cb(smtpError(451, `4.7.1 ${receiving.name} is over its ${check.limit === 'rate' ? 'per-minute' : 'monthly'} inbound limit, try again later`));
+        }
+      }
+      routes.push(receiving ? { ...route, receiving } : route);
+      cb();
+    },
+    onData(stream: SMTPServerDataStream, session: Session, cb) {
+      const check = new BareNewlineCheck();
+      const chunks: Buffer[] = [];
+      let size = 0;
+      stream.pipe(check);
+      check.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size <= s.max_message_bytes) chunks.push(c); // past the limit: drained, not kept
+      });
+      check.on('end', () => {
+        if (check.found) return cb(smtpError(550, '5.5.2 Bare <CR> or <LF> received: message refused (RFC 5321 2.3.8)'));
+        if (stream.sizeExceeded) return cb(smtpError(552, '5.3.4 Message too big'));
+        process(Buffer.concat(chunks), session).then(
+          (id) => cb(null, `2.0.0 Ok: queued as ${id}`),
+          (e: unknown) => {
+            if (isStorageUnavailable(e)) return cb(smtpError(452, '4.3.1 Insufficient system storage, try again later'));
+            log.error({ err: e }, 'inbound message failed');
+            cb(smtpError(451, '4.3.0 Local error, try again later'));
+          },
+        );
+      });
+    },
+  });
+
+  async function process(raw: Buffer, session: Session): Promise<string> {
+    const routes = session.routes ?? [];
+    const env = {
+      remoteIp: session.remoteAddress,
+      helo: session.hostNameAppearsAs ?? '',
+      mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+      hostname: config.server.hostname,
+    };
+    const receiving = routes.filter((r) => r.kind === 'receiving');
+    const inspected = receiving.length ? await inspectInbound(raw, env, deps.resolver) : null;
+    const dsn = routes.some((r) => r.kind === 'bounce') ? await parseDsn(raw) : null;
+    const arf = routes.some((r) => r.kind === 'feedback') ? await parseArf(raw) : null;
+    const now = clock.now();
+    const ids: string[] = [];
+    db.tx(() => {
+      // One stored message per customer, with that customer's envelope recipients.
+      const byCustomer = new Map<number, { domainId: number; rcpts: string[] }>();
+      for (const r of receiving) {
+        const d = r.receiving!;
+        const entry = byCustomer.get(d.customerId) ?? { domainId: d.id, rcpts: [] };
+        entry.rcpts.push(r.kind === 'receiving' ? r.address : '');
+        byCustomer.set(d.customerId, entry);
+      }
+      for (const [customerId, e] of byCustomer)
+        ids.push(storeInbound(db, { customerId, domainId: e.domainId, mailFrom: env.mailFrom, rcptTo: e.rcpts, remoteIp: env.remoteIp, helo: env.helo, raw, ...inspected! }, now));
+      for (const r of routes) {
+        if (r.kind === 'bounce') applyDsn(db, deps.returnPathSecret, dsn, raw, { mailFrom: env.mailFrom, rcptTo: r.address }, now);
+        if (r.kind === 'feedback') applyArf(db, deps.returnPathSecret, arf, raw, { mailFrom: env.mailFrom, rcptTo: r.address }, now);
+      }
+    });
+    deps.onEvents?.();
+    return ids[0] ?? 'report';
+  }
+
+  return server;
+}

@@ -1,0 +1,46 @@
+import { simpleParser } from 'mailparser';
+import { authenticate } from 'mailauth';
+import type { Resolver } from 'node:dns/promises';
+
+export interface ParsedInbound {
+  fromHeader: string;
+  to: string[];
+  subject: string;
+  messageId: string;
+  attachments: number;
+  auth: { spf: string; dkim: string; dmarc: string };
+}
+
+/** Reads what `email.received` reports, and checks SPF, DKIM and DMARC through `dns.servers`. */
+export async function inspectInbound(
+  raw: Buffer,
+  env: { remoteIp: string; helo: string; mailFrom: string; hostname: string },
+  resolver: Resolver,
+): Promise<ParsedInbound> {
+  const [mail, auth] = await Promise.all([
+    simpleParser(raw, { skipHtmlToText: true, skipTextLinks: true, skipImageLinks: true } as Parameters<typeof simpleParser>[1]).catch(() => null),
+    authenticate(raw, {
+      ip: env.remoteIp,
+      helo: env.helo,
+      sender: env.mailFrom,
+      mta: env.hostname,
+      resolver: (name: string, rr: string) => resolver.resolve(name, rr as 'TXT'),
+      disableArc: true,
+      disableBimi: true,
+    } as Parameters<typeof authenticate>[1]).catch(() => null),
+  ]);
+  const to = mail?.to ? (Array.isArray(mail.to) ? mail.to : [mail.to]).flatMap((a) => a.value.map((v) => v.address ?? '')).filter(Boolean) : [];
+  const a = auth as { spf?: { status?: { result?: string } } | false; dkim?: { results?: Array<{ status?: { result?: string } }> }; dmarc?: { status?: { result?: string } } | false } | null;
+  return {
+    fromHeader: mail?.from?.text ?? '',
+    to,
+    subject: mail?.subject ?? '',
+    messageId: mail?.messageId ?? '',
+    attachments: mail?.attachments.length ?? 0,
+    auth: {
+      spf: (a?.spf && a.spf.status?.result) || 'none',
+      dkim: a?.dkim?.results?.[0]?.status?.result ?? 'none',
+      dmarc: (a?.dmarc && a.dmarc.status?.result) || 'none',
+    },
+  };
+}

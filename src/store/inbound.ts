@@ -1,0 +1,149 @@
+import type { Db } from './db.js';
+import { recordEvent } from './events.js';
+import { publicId } from '../lib/ids.js';
+import { isoTime } from '../lib/clock.js';
+
+export interface ReceivingDomain {
+  id: number;
+  customerId: number;
+  name: string;
+  ratePerMinute: number | null;
+  monthlyLimit: number | null;
+}
+
+export function receivingDomain(db: Db, name: string): ReceivingDomain | undefined {
+  const r = db.statement('SELECT id, customer_id, name, inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE name = ? AND receiving = 1').get(name) as
+    | { id: number; customer_id: number; name: string; inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null }
+    | undefined;
+  return r && { id: r.id, customerId: r.customer_id, name: r.name, ratePerMinute: r.inbound_rate_per_minute, monthlyLimit: r.inbound_monthly_limit };
+}
+
+export function setInboundLimits(db: Db, domainId: number, limits: { ratePerMinute?: number | null; monthlyLimit?: number | null }): void {
+  if (limits.ratePerMinute !== undefined) db.statement('UPDATE domains SET inbound_rate_per_minute = ? WHERE id = ?').run(limits.ratePerMinute, domainId);
+  if (limits.monthlyLimit !== undefined) db.statement('UPDATE domains SET inbound_monthly_limit = ? WHERE id = ?').run(limits.monthlyLimit, domainId);
+}
+
+const minuteKey = (now: number) => `m:${Math.floor(now / 60_000)}`;
+const monthKey = (now: number) => `M:${new Date(now).toISOString().slice(0, 7)}`;
+
+function usage(db: Db, domainId: number, period: string): number {
+  return ((db.statement('SELECT count FROM inbound_usage WHERE domain_id = ? AND period = ?').get(domainId, period) as { count: number } | undefined)?.count) ?? 0;
+}
+
+export type LimitCheck = { ok: true } | { ok: false; limit: 'rate' | 'monthly'; windowEndsAt: number };
+
+/** Whether one more message fits the domain's per-minute and monthly limits (0: unlimited). */
+export function checkInboundLimits(db: Db, d: ReceivingDomain, defaults: { ratePerMinute: number; monthlyLimit: number }, now: number): LimitCheck {
+  const rate = d.ratePerMinute ?? defaults.ratePerMinute;
+  const monthly = d.monthlyLimit ?? defaults.monthlyLimit;
+  if (monthly > 0 && usage(db, d.id, monthKey(now)) >= monthly) {
+    const n = new Date(now);
+    return { ok: false, limit: 'monthly', windowEndsAt: Date.UTC(n.getUTCFullYear(), n.getUTCMonth() + 1, 1) };
+  }
+  if (rate > 0 && usage(db, d.id, minuteKey(now)) >= rate) return { ok: false, limit: 'rate', windowEndsAt: (Math.floor(now / 60_000) + 1) * 60_000 };
+  return { ok: true };
+}
+
+/** `inbound.limited`, at most once per domain per hour (the seed's rule). */
+export function recordLimited(db: Db, d: ReceivingDomain, limit: 'rate' | 'monthly', windowEndsAt: number, now: number): boolean {
+  return db.tx(() => {
+    const last = (db.statement('SELECT last_at FROM inbound_limited WHERE domain_id = ?').get(d.id) as { last_at: number } | undefined)?.last_at;
+    if (last !== undefined && now - last < 3_600_000) return false;
+    db.statement('INSERT INTO inbound_limited (domain_id, last_at) VALUES (?, ?) ON CONFLICT(domain_id) DO UPDATE SET last_at = excluded.last_at').run(d.id, now);
+    recordEvent(db, { customerId: d.customerId, type: 'inbound.limited', data: { domain: d.name, limit, window_ends_at: isoTime(windowEndsAt) }, now });
+    return true;
+  });
+}
+
+export interface StoredInbound {
+  customerId: number;
+  domainId: number;
+  mailFrom: string;
+  rcptTo: string[];
+  remoteIp: string;
+  helo: string;
+  raw: Buffer;
+  fromHeader: string;
+  to: string[];
+  subject: string;
+  messageId: string;
+  attachments: number;
+  auth: { spf: string; dkim: string; dmarc: string };
+}
+
+/** Stores a received message, counts it against the domain's limits and fires `email.received`, in the caller's transaction. */
+export function storeInbound(db: Db, m: StoredInbound, now: number): string {
+  const id = publicId('in', 22);
+  db.statement(
+    `INSERT INTO inbound_messages (id, customer_id, domain_id, mail_from, rcpt_to, remote_ip, helo, raw, size, from_header, subject, message_id, attachments, auth, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(id, m.customerId, m.domainId, m.mailFrom, JSON.stringify(m.rcptTo), m.remoteIp, m.helo, m.raw, m.raw.length, m.fromHeader, m.subject, m.messageId, m.attachments, JSON.stringify(m.auth), now);
+  const bump = db.statement('INSERT INTO inbound_usage (domain_id, period, count) VALUES (?, ?, 1) ON CONFLICT(domain_id, period) DO UPDATE SET count = count + 1');
+  bump.run(m.domainId, minuteKey(now));
+  bump.run(m.domainId, monthKey(now));
+  recordEvent(db, {
+    customerId: m.customerId,
+    type: 'email.received',
+    data: { id, from: m.fromHeader, to: m.to, subject: m.subject, message_id: m.messageId, size: m.raw.length, attachments: m.attachments, spf: m.auth.spf, dkim: m.auth.dkim, dmarc: m.auth.dmarc },
+    now,
+  });
+  return id;
+}
+
+export function storeReport(db: Db, r: { kind: 'dsn' | 'arf'; recipientId: number | null; mailFrom: string; rcptTo: string; summary: unknown; raw: Buffer }, now: number): void {
+  db.statement('INSERT INTO inbound_reports (kind, recipient_id, mail_from, rcpt_to, summary, raw, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+    r.kind,
+    r.recipientId,
+    r.mailFrom,
+    r.rcptTo,
+    JSON.stringify(r.summary),
+    r.raw,
+    now,
+  );
+}
+
+export interface InboundRow {
+  id: string;
+  customer_id: number;
+  mail_from: string;
+  rcpt_to: string;
+  remote_ip: string;
+  helo: string;
+  raw: Buffer;
+  size: number;
+  from_header: string;
+  subject: string;
+  message_id: string;
+  attachments: number;
+  auth: string;
+  created_at: number;
+}
+
+export function getInbound(db: Db, id: string, customerId?: number): InboundRow | undefined {
+  const r = db.statement('SELECT * FROM inbound_messages WHERE id = ?').get(id) as InboundRow | undefined;
+  return r && (customerId === undefined || r.customer_id === customerId) ? r : undefined;
+}
+
+export function listInbound(db: Db, opts: { customerId?: number; limit: number; before?: number }): Array<Omit<InboundRow, 'raw'>> {
+  const where = ['created_at < ?'];
+  const args: unknown[] = [opts.before ?? Number.MAX_SAFE_INTEGER];
+  if (opts.customerId !== undefined) (where.push('customer_id = ?'), args.push(opts.customerId));
+  return db.sqlite
+    .prepare(`SELECT id, customer_id, mail_from, rcpt_to, remote_ip, helo, size, from_header, subject, message_id, attachments, auth, created_at FROM inbound_messages WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`)
+    .all(...args, opts.limit) as Array<Omit<InboundRow, 'raw'>>;
+}
+
+/** The recipient a return-path token or a Message-ID names, with its message. */
+export function recipientById(db: Db, id: number): { id: number; messageRowId: number; address: string; state: string } | undefined {
+  const r = db.statement('SELECT id, message_id, address, state FROM recipients WHERE id = ?').get(id) as { id: number; message_id: number; address: string; state: string } | undefined;
+  return r && { id: r.id, messageRowId: r.message_id, address: r.address, state: r.state };
+}
+
+export function recipientsOfMessageId(db: Db, messageId: string): Array<{ id: number; messageRowId: number; address: string; state: string }> {
+  return (db.statement('SELECT r.id, r.message_id, r.address, r.state FROM recipients r JOIN messages m ON m.id = r.message_id WHERE m.message_id = ?').all(messageId) as Array<{ id: number; message_id: number; address: string; state: string }>).map((r) => ({
+    id: r.id,
+    messageRowId: r.message_id,
+    address: r.address,
+    state: r.state,
+  }));
+}
