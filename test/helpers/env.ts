@@ -19,12 +19,12 @@ export function tempDir(prefix = 'posthaste-test-'): { path: string; remove: () 
 /** A loopback port where nothing answers: DNS through it fails fast and never leaves the machine. */
 export const DEAD_DNS = '127.0.0.1:9';
 
-export function writeTestConfig(dir: string, extraToml = '', dnsServer = DEAD_DNS): string {
+export function writeTestConfig(dir: string, extraToml = '', dnsServer = DEAD_DNS, smtpExtra = ''): string {
   const path = join(dir, 'posthaste.toml');
   writeFileSync(
     path,
     `[server]\nhostname = "mx.test.posthaste"\ndata_dir = "${join(dir, 'data')}"\n` +
-      `[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\nreturn_path_domain = "bounces.test.posthaste"\n` +
+      `[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\nreturn_path_domain = "bounces.test.posthaste"\n${smtpExtra}` +
       `[dns]\nservers = ["${dnsServer}"]\n` +
       extraToml,
   );
@@ -58,19 +58,23 @@ export function makeDomain(db: Db, name: string, opts: { customer?: string; veri
 
 export interface TestServer {
   config: Config;
+  /** The TOML file the server was started from (for the CLI). */
+  configPath: string;
   daemon: Daemon;
   db: Db;
   url: string;
   close(): Promise<void>;
 }
 
-export async function startTestServer(extraToml = '', opts: DaemonOptions & { dns?: string } = {}): Promise<TestServer> {
+export async function startTestServer(extraToml = '', opts: DaemonOptions & { dns?: string; smtp?: string } = {}): Promise<TestServer> {
   const dir = tempDir();
-  const config = testConfig(dir.path, extraToml, opts.dns);
+  const configPath = writeTestConfig(dir.path, extraToml, opts.dns, opts.smtp);
+  const config = loadConfig({ path: configPath, env: {} });
   const daemon = await startDaemon(config, silentLogger(), opts);
   const db = openTestDb(config);
   return {
     config,
+    configPath,
     daemon,
     db,
     url: daemon.apiUrl,
