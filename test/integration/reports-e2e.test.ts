@@ -1,0 +1,94 @@
+import t from 'tap';
+import { TestDnsServer } from '../helpers/dns-server.js';
+import { TestMx } from '../helpers/mx-server.js';
+import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
+import { RawSmtp } from '../helpers/smtp-client.js';
+import { request, type Json } from '../helpers/http.js';
+import { fixture } from '../helpers/fixtures.js';
+
+const dns = await new TestDnsServer().start();
+const mx = await new TestMx('127.0.0.1').start();
+t.teardown(async () => {
+  await dns.stop();
+  await mx.stop();
+});
+dns.set('example.net', { MX: [{ preference: 10, exchange: 'mx.example.net' }] });
+dns.set('mx.example.net', { A: ['127.0.0.1'] });
+
+const s = await startTestServer(`[outbound]\nport = ${mx.port}\n`, { manualDelivery: true, dns: dns.server, smtp: 'feedback_address = "fbl@mx.test.posthaste"\n' });
+t.teardown(() => s.close());
+const key = makeKey(s.db);
+makeDomain(s.db, 'example.com');
+const FIXTURE_VERP = 'bounces+0000001k5c2y8qh3h0wz@bounces.test.posthaste';
+
+async function deliverTo(to: string): Promise<{ id: string; returnPath: string }> {
+  const r = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'Shop <shop@example.com>', to, subject: 'Your order', text_body: 'Thanks' } });
+  await s.daemon.scheduler.drain();
+  const got = mx.received.find((m) => m.to[0] === to)!;
+  return { id: r.body.message_id, returnPath: got.from };
+}
+
+async function inject(rcpt: string, raw: Buffer): Promise<string> {
+  const c = await RawSmtp.connect(s.daemon.smtp.port);
+  await c.cmd('EHLO mx.example.net');
+  const r = await c.send('', [rcpt], raw);
+  c.close();
+  return `${r.rcpt[0]} / ${r.data}`;
+}
+
+const events = async (id: string): Promise<Json[]> => (await request(`${s.url}/api/v1/emails/${encodeURIComponent(id)}`, { key })).body.events;
+
+t.test('a DSN to the return path of a delivered message: email.bounced async, suppressed, later sends refused', async (t) => {
+  const { id, returnPath } = await deliverTo('bob@example.net');
+  const dsn = Buffer.from(fixture('dsn/postfix.eml').toString().replaceAll(FIXTURE_VERP, returnPath).replaceAll('<01jdsnfixture00000000000000@example.com>', `<${id}>`));
+  t.match(await inject(returnPath, dsn), /^250 .*\/ 250/);
+  const ev = await events(id);
+  t.same(ev.map((e) => e.type), ['email.delivered', 'email.bounced', 'recipient.suppressed']);
+  t.match(ev[1].data, { bounce_type: 'async', recipient: 'bob@example.net', response: { code: 550, enhanced_code: '5.1.1', classification: 'unknown_recipient' } });
+  t.match(ev[2].data, { reason: 'hard_bounce', recipient: 'bob@example.net' });
+  const again = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'shop@example.com', to: 'bob@example.net', subject: 's', text_body: 'b' } });
+  t.equal(again.status, 422);
+  t.equal(again.body.error.code, 'recipient_suppressed');
+  // The same DSN again changes nothing (one event per outcome).
+  await inject(returnPath, dsn);
+  t.equal((await events(id)).length, 3);
+});
+
+t.test('a delay warning and a DSN with a forged token are accepted, recorded, and change nothing', async (t) => {
+  const { id, returnPath } = await deliverTo('carol@example.net');
+  const delayed = Buffer.from(fixture('dsn/postfix-delayed.eml').toString().replaceAll(FIXTURE_VERP, returnPath));
+  t.match(await inject(returnPath, delayed), /250/);
+  const forged = returnPath.replace(/bounces\+(\w{8})\w{12}@/, 'bounces+$1aaaaaaaaaaaa@');
+  const dsn = Buffer.from(fixture('dsn/postfix.eml').toString().replaceAll(FIXTURE_VERP, forged));
+  t.match(await inject(forged, dsn), /^250 .*\/ 250/, 'accepted: no backscatter');
+  t.same((await events(id)).map((e) => e.type), ['email.delivered']);
+  const unmatched = s.db.sqlite.prepare("SELECT COUNT(*) FROM inbound_reports WHERE kind = 'dsn' AND recipient_id IS NULL").pluck().get() as number;
+  t.ok(unmatched >= 1, 'kept as unmatched');
+});
+
+t.test('an ARF report about a delivered message: email.complained once, suppressed', async (t) => {
+  const { id, returnPath } = await deliverTo('dave@example.net');
+  const arf = Buffer.from(fixture('arf/yahoo.eml').toString().replaceAll(FIXTURE_VERP, returnPath));
+  t.match(await inject('fbl@mx.test.posthaste', arf), /^250 .*\/ 250/);
+  await inject('fbl@mx.test.posthaste', arf); // reported twice: one event
+  const ev = await events(id);
+  t.same(ev.map((e) => e.type), ['email.delivered', 'email.complained', 'recipient.suppressed']);
+  t.match(ev[1].data, { feedback_type: 'abuse', user_agent: 'Yahoo!-Mail-Feedback/2.0', arrival_date: 'Sat, 21 Nov 2026 10:00:00 +0000', recipient: 'dave@example.net' });
+  t.match(ev[2].data, { reason: 'spam_complaint' });
+  const again = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'shop@example.com', to: 'dave@example.net', subject: 's', text_body: 'b' } });
+  t.equal(again.body.error?.code, 'recipient_suppressed');
+});
+
+t.test('an ARF report without a return path is matched by the original Message-ID', async (t) => {
+  const { id } = await deliverTo('erin@example.net');
+  const arf = Buffer.from(fixture('arf/microsoft.eml').toString().replaceAll('<01jdsnfixture00000000000000@example.com>', `<${id}>`));
+  t.match(await inject('fbl@mx.test.posthaste', arf), /250/);
+  t.same((await events(id)).map((e) => e.type), ['email.delivered', 'email.complained', 'recipient.suppressed']);
+});
+
+t.test('a malformed report gives no event and no crash', async (t) => {
+  const { id, returnPath } = await deliverTo('frank@example.net');
+  t.match(await inject(returnPath, fixture('dsn/broken-report.eml')), /250/);
+  t.match(await inject('fbl@mx.test.posthaste', fixture('arf/missing-type.eml')), /250/);
+  t.same((await events(id)).map((e) => e.type), ['email.delivered']);
+});
