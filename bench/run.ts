@@ -3,8 +3,9 @@ import { cpus, totalmem } from 'node:os';
 import { benchAccept } from './accept.js';
 import { benchDeliver } from './deliver.js';
 import { benchWebhooks } from './webhooks.js';
+import { benchInbound } from './inbound.js';
 
-const all: Record<string, () => Promise<{ lines: string[] }>> = { accept: benchAccept, deliver: benchDeliver, webhooks: benchWebhooks };
+const all: Record<string, () => Promise<{ lines: string[] }>> = { accept: benchAccept, deliver: benchDeliver, webhooks: benchWebhooks, inbound: benchInbound };
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(all);
 
 console.log(`posthaste benchmarks ${new Date().toISOString()} on ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`);

@@ -119,6 +119,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     log,
     resolver: createResolver(config.dns.servers),
     returnPathSecret,
+    commit,
     isShuttingDown: () => lifecycle.shuttingDown,
     onEvents: () => dispatcher.kick(),
   });

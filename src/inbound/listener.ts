@@ -9,10 +9,10 @@ import type { Logger } from '../lib/logger.js';
 import { routeRecipient, type Route } from './route.js';
 import { BareNewlineCheck } from './smuggling.js';
 import { inspectInbound } from './receive.js';
-import { checkInboundLimits, receivingDomain, recordLimited, storeInbound, type ReceivingDomain } from '../store/inbound.js';
+import { checkInboundLimits, receivingDomain, recordLimited, type ReceivingDomain, type StoredInbound } from '../store/inbound.js';
+import type { GroupCommit } from '../store/group-commit.js';
 import { parseDsn } from '../reports/dsn.js';
 import { parseArf } from '../reports/arf.js';
-import { applyArf, applyDsn } from '../reports/apply.js';
 
 export interface ListenerDeps {
   db: Db;
@@ -21,6 +21,8 @@ export interface ListenerDeps {
   log: Logger;
   resolver: Resolver;
   returnPathSecret: Buffer;
+  /** The group-commit writer: inbound messages arriving together share one commit. */
+  commit: GroupCommit;
   isShuttingDown: () => boolean;
   /** Events were written: the webhook dispatcher can go. */
   onEvents?: () => void;
@@ -120,24 +122,33 @@ export function createListener(deps: ListenerDeps): SMTPServer {
     const inspected = receiving.length ? await inspectInbound(raw, env, deps.resolver) : null;
     const dsn = routes.some((r) => r.kind === 'bounce') ? await parseDsn(raw) : null;
     const arf = routes.some((r) => r.kind === 'feedback') ? await parseArf(raw) : null;
-    const now = clock.now();
-    const ids: string[] = [];
-    db.tx(() => {
-      // One stored message per customer, with that customer's envelope recipients.
-      const byCustomer = new Map<number, { domainId: number; rcpts: string[] }>();
-      for (const r of receiving) {
-        const d = r.receiving!;
-        const entry = byCustomer.get(d.customerId) ?? { domainId: d.id, rcpts: [] };
-        entry.rcpts.push(r.kind === 'receiving' ? r.address : '');
-        byCustomer.set(d.customerId, entry);
-      }
-      for (const [customerId, e] of byCustomer)
-        ids.push(storeInbound(db, { customerId, domainId: e.domainId, mailFrom: env.mailFrom, rcptTo: e.rcpts, remoteIp: env.remoteIp, helo: env.helo, raw, ...inspected! }, now));
-      for (const r of routes) {
-        if (r.kind === 'bounce') applyDsn(db, deps.returnPathSecret, dsn, raw, { mailFrom: env.mailFrom, rcptTo: r.address }, now);
-        if (r.kind === 'feedback') applyArf(db, deps.returnPathSecret, arf, raw, { mailFrom: env.mailFrom, rcptTo: r.address }, now);
-      }
+    // One stored message per customer, with that customer's envelope recipients.
+    const byCustomer = new Map<number, { domainId: number; rcpts: string[] }>();
+    for (const r of receiving) {
+      const d = r.receiving!;
+      const entry = byCustomer.get(d.customerId) ?? { domainId: d.id, rcpts: [] };
+      if (r.kind === 'receiving') entry.rcpts.push(r.address);
+      byCustomer.set(d.customerId, entry);
+    }
+    const stores: StoredInbound[] = [...byCustomer].map(([customerId, e]) => ({
+      customerId,
+      domainId: e.domainId,
+      mailFrom: env.mailFrom,
+      rcptTo: e.rcpts,
+      remoteIp: env.remoteIp,
+      helo: env.helo,
+      raw: Buffer.alloc(0), // the bytes travel once, as `raw` below
+      ...inspected!,
+    }));
+    const ids = await deps.commit.submit('receive', {
+      stores,
+      dsn: routes.filter((r) => r.kind === 'bounce').map((r) => ({ report: dsn, env: { mailFrom: env.mailFrom, rcptTo: (r as { address: string }).address } })),
+      arf: routes.filter((r) => r.kind === 'feedback').map((r) => ({ report: arf, env: { mailFrom: env.mailFrom, rcptTo: (r as { address: string }).address } })),
+      raw,
+      secret: deps.returnPathSecret,
+      now: clock.now(),
     });
+    // Only now, after the commit, does the sender hear 250.
     deps.onEvents?.();
     return ids[0] ?? 'report';
   }

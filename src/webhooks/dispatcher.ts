@@ -51,12 +51,19 @@ export class Dispatcher {
 
   constructor(private readonly deps: DispatcherDeps) {}
 
+  private kickTimer: NodeJS.Timeout | null = null;
+
+  /** New events: look soon. Kicks within 10 ms are coalesced, so a burst of events is fanned out together. */
   kick(): void {
-    this.wake?.();
+    if (this.kickTimer) return;
+    this.kickTimer = setTimeout(() => {
+      this.kickTimer = null;
+      this.wake?.();
+    }, 10);
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    signal.addEventListener('abort', () => this.kick(), { once: true });
+    signal.addEventListener('abort', () => this.wake?.(), { once: true });
     while (!signal.aborted) {
       try {
         this.fill();
@@ -73,6 +80,7 @@ export class Dispatcher {
       this.wake = null;
     }
     this.stopped = true;
+    if (this.kickTimer) clearTimeout(this.kickTimer);
     await Promise.all(this.inFlight);
     this.flush();
     this.releaseBacklog();
