@@ -12,7 +12,7 @@ import { recordEvent } from '../src/store/events.js';
 import { createEndpoint } from '../src/store/webhooks.js';
 import { newSecret } from '../src/webhooks/sign.js';
 
-const N = Number(process.env.BENCH_WEBHOOKS_N ?? 10_000);
+const N = Number(process.env.BENCH_WEBHOOKS_N ?? 30_000);
 const CONCURRENCY = 4; // webhooks.concurrency_per_endpoint default
 
 export async function benchWebhooks(): Promise<{ lines: string[] }> {

@@ -83,6 +83,8 @@ export async function resolvesPublicOnly(resolver: Resolver, host: string): Prom
 /** POSTs webhook bodies: no redirects, a hard timeout, the response read up to 1 KiB, the address guard at connect time. */
 export class SafeFetch {
   private readonly agent: Agent;
+  /** URL → why it is refused (null: allowed); the scheme and literal-address checks depend only on the URL. */
+  private readonly checked = new Map<string, string | null>();
 
   constructor(private readonly opts: SafeFetchOptions) {
     this.agent = new Agent({
@@ -100,15 +102,23 @@ export class SafeFetch {
       response,
       durationMs: Math.round(performance.now() - started),
     });
-    try {
-      checkTarget(url, this.opts.allowPrivate);
-    } catch (e) {
-      return done(null, (e as Error).message, null);
+    let refused = this.checked.get(url);
+    if (refused === undefined) {
+      try {
+        checkTarget(url, this.opts.allowPrivate);
+        refused = null;
+      } catch (e) {
+        refused = (e as Error).message;
+      }
+      if (this.checked.size > 10_000) this.checked.clear();
+      this.checked.set(url, refused);
     }
-    const signal = AbortSignal.timeout(this.opts.timeoutMs);
+    if (refused !== null) return done(null, refused, null);
     try {
       // undici's request does not follow redirects: a 3xx is just a status (a failure).
-      const res = await request(url, { method: 'POST', headers, body, dispatcher: this.agent, signal, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs });
+      // The status arrives with the headers, so headersTimeout is exactly "a 2xx within the timeout";
+      // the (capped) body read is bounded by bodyTimeout.
+      const res = await request(url, { method: 'POST', headers, body, dispatcher: this.agent, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs });
       const chunks: Buffer[] = [];
       let size = 0;
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
