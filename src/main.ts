@@ -19,6 +19,7 @@ import { MtaSts } from './outbound/mta-sts.js';
 import { readFileSync } from 'node:fs';
 import { Dispatcher } from './webhooks/dispatcher.js';
 import { createListener } from './inbound/listener.js';
+import { Metrics } from './lib/metrics.js';
 import { WebhookService } from './webhooks/service.js';
 import { SafeFetch } from './webhooks/safe-fetch.js';
 import { releaseDeliveryClaims } from './store/webhooks.js';
@@ -33,7 +34,15 @@ export interface Daemon {
   scheduler: Scheduler;
   dispatcher: Dispatcher;
   stop(): Promise<void>;
+  /** SIGHUP: applies what can change safely; says which changed keys need a restart. */
+  reload(next: Config): { applied: string[]; restart_needed: string[] };
 }
+
+/** Keys SIGHUP applies to the running daemon; every other changed key needs a restart. */
+const RELOADABLE = new Set(['log.level', 'inbound.rate_per_minute', 'inbound.monthly_limit', 'limits.max_recipients', 'limits.idempotency_ttl', 'smtp.tls.cert', 'smtp.tls.key', 'webhooks.poll_interval']);
+
+/** How long stop() waits for in-flight deliveries and webhook attempts before abandoning them (their claims are released at the next start). */
+export const INFLIGHT_GRACE_MS = 15_000;
 
 export interface DaemonOptions {
   clock?: Clock;
@@ -42,7 +51,7 @@ export interface DaemonOptions {
 }
 
 /** How long SIGTERM may take before the process gives up waiting (SPEC.md: exit within 30 s). */
-export const SHUTDOWN_GRACE_MS = 25_000;
+export const SHUTDOWN_GRACE_MS = 28_000;
 
 export const RETURN_PATH_SECRET = 'return_path_secret';
 
@@ -74,6 +83,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     pollInterval: o.poll_interval,
     worker: `pid${process.pid}`,
     onEvents: () => dispatcher.kick(),
+    onOutcome: (kind) => metrics.deliveries.inc({ outcome: kind }),
     deliver: (domain, items) =>
       deliverGroup(
         {
@@ -91,6 +101,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
       ),
   });
   const webhooks = createWebhookService(db, config, clock);
+  const metrics = new Metrics(db);
   const releasedHooks = releaseDeliveryClaims(db);
   if (releasedHooks > 0) log.warn({ released: releasedHooks }, 'released webhook claims left by a previous run');
   const dispatcher = new Dispatcher({
@@ -102,6 +113,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     concurrency: config.webhooks.concurrency,
     perEndpoint: config.webhooks.concurrency_per_endpoint,
     pollInterval: config.webhooks.poll_interval,
+    onAttempt: (outcome) => metrics.webhooks.inc({ outcome }),
   });
   const deliveryStop = new AbortController();
   const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(deliveryStop.signal);
@@ -122,6 +134,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     commit,
     isShuttingDown: () => lifecycle.shuttingDown,
     onEvents: () => dispatcher.kick(),
+    onResult: (result) => metrics.inbound.inc({ result }),
   });
   const smtpAddr = parseListen(config.smtp.listen);
   await new Promise<void>((resolve, reject) => {
@@ -135,7 +148,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   smtpUp = true;
   const smtpBound = listener.server.address();
   const smtp = { host: smtpAddr.host, port: typeof smtpBound === 'object' && smtpBound ? smtpBound.port : smtpAddr.port };
-  const app = buildApi({ db, commit, auth: new AuthCache(db), config, clock, log, lifecycle, webhooks, onAccepted: () => scheduler.kick() });
+  const app = buildApi({ db, commit, auth: new AuthCache(db), config, clock, log, lifecycle, webhooks, metrics, onAccepted: () => scheduler.kick() });
   const { host, port } = parseListen(config.api.listen);
   await app.listen({ host, port });
   apiUp = true;
@@ -150,6 +163,34 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     smtp,
     scheduler,
     dispatcher,
+    reload(next: Config) {
+      const flat = (c: Config) => {
+        const out = new Map<string, string>();
+        for (const [section, keys] of Object.entries(c as unknown as Record<string, Record<string, unknown>>))
+          for (const [key, value] of Object.entries(keys)) out.set(`${section}.${key}`, JSON.stringify(value));
+        return out;
+      };
+      const before = flat(config);
+      const after = flat(next);
+      const changed = [...after.keys()].filter((k) => before.get(k) !== after.get(k));
+      const applied = changed.filter((k) => RELOADABLE.has(k));
+      const restart = changed.filter((k) => !RELOADABLE.has(k));
+      // Said at the old level, before a new level could hide it.
+      log.info({ applied, restart_needed: restart }, 'configuration reloaded');
+      log.level = next.log.level;
+      // The listener, the API and the dispatcher read these from the shared config object.
+      Object.assign(config.inbound, next.inbound);
+      config.limits.max_recipients = next.limits.max_recipients;
+      config.limits.idempotency_ttl = next.limits.idempotency_ttl;
+      config.log.level = next.log.level;
+      if (applied.includes('smtp.tls.cert') || applied.includes('smtp.tls.key')) {
+        config.smtp['tls.cert'] = next.smtp['tls.cert'];
+        config.smtp['tls.key'] = next.smtp['tls.key'];
+        if (next.smtp['tls.cert'] && next.smtp['tls.key'])
+          (listener as unknown as { updateSecureContext(o: { key: Buffer; cert: Buffer }): void }).updateSecureContext({ key: readFileSync(next.smtp['tls.key']), cert: readFileSync(next.smtp['tls.cert']) });
+      }
+      return { applied, restart_needed: restart };
+    },
     async stop() {
       lifecycle.shuttingDown = true;
       await Promise.all([app.close(), new Promise<void>((resolve) => listener.close(() => resolve()))]);
@@ -158,7 +199,11 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
       await commit.close();
       log.info({ commits: commit.batches, jobs: commit.jobs }, 'group commit totals');
       deliveryStop.abort();
-      await Promise.all([delivery, dispatching]);
+      const abandoned = await Promise.race([
+        Promise.all([delivery, dispatching]).then(() => false),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), INFLIGHT_GRACE_MS).unref()),
+      ]);
+      if (abandoned) log.warn('in-flight deliveries or webhook attempts abandoned at shutdown; their claims are released at the next start');
       if (opts.manualDelivery) await scheduler.stop();
       await signer.close();
       await webhooks.fetch.close();

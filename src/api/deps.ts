@@ -2,6 +2,7 @@ import type { Db } from '../store/db.js';
 import type { GroupCommit } from '../store/group-commit.js';
 import type { AuthCache } from '../store/auth-cache.js';
 import type { WebhookService } from '../webhooks/service.js';
+import type { Metrics } from '../lib/metrics.js';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
@@ -12,6 +13,7 @@ export interface ApiDeps {
   commit: GroupCommit;
   auth: AuthCache;
   webhooks: WebhookService;
+  metrics?: Metrics;
   config: Config;
   clock: Clock;
   log: Logger;

@@ -51,6 +51,14 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     if (request.url.startsWith('/api/')) request.apiKey = authenticateRequest(deps.auth, request);
   });
 
+  if (deps.metrics) {
+    const metrics = deps.metrics;
+    app.addHook('onResponse', async (_request, reply) => {
+      metrics.api.inc({ status: String(reply.statusCode) });
+    });
+    if (deps.config.metrics.enabled)
+      app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  }
   installErrorHandlers(app, deps.log);
   healthRoutes(app, deps);
   emailRoutes(app, deps);

@@ -6,7 +6,7 @@ import { serveCommand } from './commands/serve.js';
 import { customersCommand } from './commands/customers.js';
 import { keysCommand } from './commands/keys.js';
 import { domainsCommand } from './commands/domains.js';
-import { dbCommand, configCommand } from './commands/admin.js';
+import { dbCommand, configCommand, statusCommand } from './commands/admin.js';
 import { messagesCommand } from './commands/messages.js';
 import { webhooksCommand } from './commands/webhooks.js';
 import { suppressionsCommand, inboundCommand } from './commands/inbound.js';
@@ -29,6 +29,7 @@ export function buildProgram(): Command {
   webhooksCommand(program);
   suppressionsCommand(program);
   inboundCommand(program);
+  statusCommand(program);
   dbCommand(program);
   configCommand(program);
   // Every subcommand takes the global options too, before or after its own.

@@ -91,6 +91,9 @@ export const schema = {
     max_recipients: k({ type: 'int', min: 1, max: 1000 }, 50, 'Most recipients (to + cc + bcc) in one send request'),
     idempotency_ttl: k({ type: 'duration' }, '24h', 'How long an Idempotency-Key replays its first response'),
   },
+  metrics: {
+    enabled: k({ type: 'bool' }, false, 'Serve Prometheus metrics at GET /metrics on the API listener (no key needed)'),
+  },
   log: {
     level: k({ type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }, 'info', 'Log level (JSON lines on stdout)'),
   },

@@ -26,6 +26,8 @@ export interface ListenerDeps {
   isShuttingDown: () => boolean;
   /** Events were written: the webhook dispatcher can go. */
   onEvents?: () => void;
+  /** Counts inbound results (Prometheus). */
+  onResult?: (result: string) => void;
 }
 
 type Session = SMTPServerSession & { routes?: Array<Route & { receiving?: ReceivingDomain }> };
@@ -50,7 +52,7 @@ export function createListener(deps: ListenerDeps): SMTPServer {
     // No PTR query per connection (it would leave the machine and stall without a resolver).
     disableReverseLookup: true,
     socketTimeout: s.socket_timeout,
-    closeTimeout: 10_000,
+    closeTimeout: 5_000,
     maxClients: s.max_clients,
     logger: false,
     onConnect(_session, cb) {
@@ -70,6 +72,7 @@ export function createListener(deps: ListenerDeps): SMTPServer {
         feedbackAddress: s.feedback_address,
         isReceiving: (domain) => (receiving = receivingDomain(db, domain)) !== undefined,
       });
+      if (route.kind === 'refused') deps.onResult?.('refused');
       if (route.kind === 'refused') return cb(smtpError(550, `5.7.1 <${address.address}>: ${route.reason}`));
       if (route.kind === 'receiving' && receiving) {
         const now = clock.now();
@@ -80,6 +83,7 @@ export function createListener(deps: ListenerDeps): SMTPServer {
           } catch (e) {
             log.error({ err: e }, 'could not record inbound.limited');
           }
+          deps.onResult?.('limited');
           return cb(smtpError(451, `4.7.1 ${receiving.name} is over its ${check.limit === 'rate' ? 'per-minute' : 'monthly'} inbound limit, try again later`));
         }
       }
@@ -96,10 +100,15 @@ export function createListener(deps: ListenerDeps): SMTPServer {
         if (size <= s.max_message_bytes) chunks.push(c); // past the limit: drained, not kept
       });
       check.on('end', () => {
+        if (check.found) deps.onResult?.('bare_newline');
+        if (stream.sizeExceeded) deps.onResult?.('too_big');
         if (check.found) return cb(smtpError(550, '5.5.2 Bare <CR> or <LF> received: message refused (RFC 5321 2.3.8)'));
         if (stream.sizeExceeded) return cb(smtpError(552, '5.3.4 Message too big'));
         process(Buffer.concat(chunks), session).then(
-          (id) => cb(null, `2.0.0 Ok: queued as ${id}`),
+          (id) => {
+            deps.onResult?.('accepted');
+            cb(null, `2.0.0 Ok: queued as ${id}`);
+          },
           (e: unknown) => {
             if (isStorageUnavailable(e)) return cb(smtpError(452, '4.3.1 Insufficient system storage, try again later'));
             log.error({ err: e }, 'inbound message failed');

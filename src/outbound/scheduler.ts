@@ -20,6 +20,8 @@ export interface SchedulerDeps {
   worker: string;
   /** Called after outcomes (and their events) are committed: the webhook dispatcher can go. */
   onEvents?: () => void;
+  /** Counts outcomes (Prometheus). */
+  onOutcome?: (kind: string) => void;
 }
 
 /**
@@ -148,6 +150,7 @@ export class Scheduler {
       for (const { item, outcome } of group.results) recordOutcome(db, item.message, item.recipient, outcome, policy, now);
     });
     this.deps.onEvents?.();
+    for (const { outcome } of group.results) this.deps.onOutcome?.(outcome.kind);
     for (const { item, outcome } of group.results)
       log.info(
         { message_id: item.message.messageId, recipient: item.recipient.address, outcome: outcome.kind, ...('reply' in outcome ? { code: outcome.reply.code, classification: outcome.reply.classification } : {}) },

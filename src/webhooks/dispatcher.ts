@@ -20,6 +20,8 @@ export interface DispatcherDeps {
   claimPerEndpoint?: number;
   /** Finished attempts are recorded together, at the latest after this long (ms). */
   flushInterval?: number;
+  /** Counts attempts by outcome (Prometheus). */
+  onAttempt?: (outcome: 'success' | 'failure' | 'gone') => void;
 }
 
 /** Attempts recorded per transaction at most; a batch this full is written at once. */
@@ -219,6 +221,7 @@ export class Dispatcher {
         else settleDelivery(db, d.id, 'pending', attempt.attempt, now + WEBHOOK_RETRY_MS[attempt.attempt - 1]!, now);
       }
     });
+    for (const { result } of batch) this.deps.onAttempt?.(ok2xx(result) ? 'success' : result.status === 410 ? 'gone' : 'failure');
     for (const { attempt } of batch)
       if (!attempt.status || attempt.status >= 300)
         log.info({ endpoint: attempt.endpointId, event_id: attempt.eventId, type: attempt.eventType, attempt: attempt.attempt, status: attempt.status, error: attempt.error }, 'webhook attempt failed');

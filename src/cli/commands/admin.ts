@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { stringify } from 'smol-toml';
-import { withStore, output, configOf } from '../context.js';
+import { withStore, output, configOf, CliError } from '../context.js';
+import { existsSync } from 'node:fs';
+import { status } from '../../store/status.js';
 import { describeConfig } from '../../config/load.js';
 import { renderExample } from '../../config/example.js';
 import { migrate } from '../../store/db.js';
@@ -16,6 +18,17 @@ export function dbCommand(program: Command): void {
         migrate(db, now);
         const versions = db.sqlite.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all() as number[];
         output(c, { path: db.path, versions }, `${db.path}: schema at version ${versions[versions.length - 1]} (data_dir ${config.server.data_dir})`);
+      }),
+    );
+  cmd
+    .command('backup <file>')
+    .description('copy the store to FILE with SQLite\'s online backup API (safe while the daemon runs)')
+    .action(async (file: string, _o, c: Command) =>
+      withStore(c, async ({ db }) => {
+        if (existsSync(file)) throw new CliError(`${file} exists; choose a new file`);
+        const started = Date.now();
+        const r = await db.sqlite.backup(file);
+        output(c, { file, pages: r.totalPages, ms: Date.now() - started }, `backed up ${r.totalPages} pages to ${file}`);
       }),
     );
 }
@@ -35,4 +48,27 @@ export function configCommand(program: Command): void {
     .action(() => {
       process.stdout.write(renderExample());
     });
+}
+
+export function statusCommand(program: Command): void {
+  program
+    .command('status')
+    .description('queue depth by state, oldest deferred, webhook backlog, inbound counts')
+    .action(async (_o, c: Command) =>
+      withStore(c, ({ db, now }) => {
+        const st = status(db, now);
+        const kv = (o: Record<string, number>) => Object.entries(o).map(([k, v]) => `${k}=${v}`).join(' ') || '(empty)';
+        output(
+          c,
+          st,
+          [
+            `queue:     ${kv(st.queue)}`,
+            `deferred:  oldest accepted ${st.oldest_deferred ?? '-'}; next attempt ${st.next_attempt ?? '-'}`,
+            `webhooks:  ${kv(st.webhooks)}`,
+            `inbound:   ${st.inbound.last_24h} in the last 24 h, ${st.inbound.total} in all, ${st.inbound.reports_unmatched} unmatched reports`,
+            `messages:  ${st.messages}`,
+          ].join('\n'),
+        );
+      }),
+    );
 }

@@ -35,6 +35,14 @@ export function serveCommand(program: Command): void {
         );
       };
       process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGHUP', () => {
+        try {
+          daemon.reload(configOf(c));
+        } catch (e) {
+          // A bad file is reported and the running configuration kept.
+          log.error({ err: (e as Error).message }, 'reload refused: configuration invalid; keeping the running one');
+        }
+      });
       process.on('SIGINT', () => stop('SIGINT'));
     });
 }

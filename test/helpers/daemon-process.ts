@@ -1,0 +1,38 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const BIN = fileURLToPath(new URL('../../../bin/posthaste.js', import.meta.url));
+
+export interface DaemonProcess {
+  child: ChildProcess;
+  apiUrl: string;
+  smtpPort: number;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts the built daemon (`posthaste serve`) as a separate process, as systemd would. */
+export function spawnDaemon(configPath: string, env: NodeJS.ProcessEnv = {}): Promise<DaemonProcess> {
+  const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSTHASTE_')));
+  const child = spawn(process.execPath, [BIN, '--config', configPath, 'serve'], { env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d.toString()));
+  child.stderr!.on('data', (d) => (out += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`daemon did not start: ${out}`)), 20_000);
+    const check = () => {
+      const api = /API on (http:\/\/\S+)/.exec(out);
+      const smtp = /SMTP on [\d.]+:(\d+)/.exec(out);
+      if (api && smtp) {
+        clearTimeout(timer);
+        child.stdout!.off('data', check);
+        child.stderr!.off('data', check);
+        resolve({ child, apiUrl: api[1]!, smtpPort: Number(smtp[1]), output: () => out, exited });
+      }
+    };
+    child.stdout!.on('data', check);
+    child.stderr!.on('data', check);
+    exited.then(() => reject(new Error(`daemon exited: ${out}`)));
+  });
+}
