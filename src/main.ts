@@ -39,7 +39,7 @@ export interface Daemon {
 }
 
 /** Keys SIGHUP applies to the running daemon; every other changed key needs a restart. */
-const RELOADABLE = new Set(['log.level', 'inbound.rate_per_minute', 'inbound.monthly_limit', 'limits.max_recipients', 'limits.idempotency_ttl', 'smtp.tls.cert', 'smtp.tls.key', 'webhooks.poll_interval']);
+const RELOADABLE = new Set(['limits.max_store_bytes', 'log.level', 'inbound.rate_per_minute', 'inbound.monthly_limit', 'limits.max_recipients', 'limits.idempotency_ttl', 'smtp.tls.cert', 'smtp.tls.key', 'webhooks.poll_interval']);
 
 /** How long stop() waits for in-flight deliveries and webhook attempts before abandoning them (their claims are released at the next start). */
 export const INFLIGHT_GRACE_MS = 15_000;
@@ -58,7 +58,7 @@ export const RETURN_PATH_SECRET = 'return_path_secret';
 /** The composition root: config → store → migrate → services → listeners. Signals are wired by the caller. */
 export async function startDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Promise<Daemon> {
   const clock = opts.clock ?? systemClock;
-  const db = openDb(config.server.data_dir);
+  const db = openDb(config.server.data_dir, config.limits.max_store_bytes);
   const applied = migrate(db, clock.now());
   if (applied.length > 0) log.info({ applied }, 'database migrated');
   ensureDefaultCustomer(db, clock.now());
@@ -119,7 +119,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(deliveryStop.signal);
   const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(deliveryStop.signal);
 
-  const commit = new GroupCommit(db.path);
+  const commit = new GroupCommit(db.path, config.limits.max_store_bytes);
   let apiUp = false;
   let smtpUp = false;
   const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => apiUp && smtpUp };
@@ -182,6 +182,11 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
       Object.assign(config.inbound, next.inbound);
       config.limits.max_recipients = next.limits.max_recipients;
       config.limits.idempotency_ttl = next.limits.idempotency_ttl;
+      if (config.limits.max_store_bytes !== next.limits.max_store_bytes) {
+        config.limits.max_store_bytes = next.limits.max_store_bytes;
+        db.setMaxBytes(next.limits.max_store_bytes);
+        commit.setMaxBytes(next.limits.max_store_bytes);
+      }
       config.log.level = next.log.level;
       if (applied.includes('smtp.tls.cert') || applied.includes('smtp.tls.key')) {
         config.smtp['tls.cert'] = next.smtp['tls.cert'];

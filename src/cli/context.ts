@@ -24,7 +24,7 @@ export function configOf(cmd: Command): Config {
 /** Opens the store (applying pending migrations, as the daemon does at start), runs fn, closes. */
 export async function withStore<T>(cmd: Command, fn: (ctx: { db: Db; config: Config; now: number }) => T | Promise<T>): Promise<T> {
   const config = configOf(cmd);
-  const db = openDb(config.server.data_dir);
+  const db = openDb(config.server.data_dir, config.limits.max_store_bytes);
   try {
     const now = Date.now();
     migrate(db, now);

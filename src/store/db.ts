@@ -17,7 +17,10 @@ export class Db {
   readonly q: Kysely<Database>;
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
 
-  constructor(readonly path: string) {
+  constructor(
+    readonly path: string,
+    maxBytes = 0,
+  ) {
     this.sqlite = new BetterSqlite3(path);
     // WAL with synchronous=FULL: a commit is on disk when it returns (NORMAL can lose the last
     // commits on power loss). busy_timeout lets the CLI and the daemon share the file.
@@ -26,6 +29,15 @@ export class Db {
     this.sqlite.pragma('busy_timeout = 5000');
     this.sqlite.pragma('foreign_keys = ON');
     this.q = new Kysely<Database>({ dialect: new SqliteDialect({ database: this.sqlite }) });
+    this.setMaxBytes(maxBytes);
+  }
+
+  /** limits.max_store_bytes: SQLite refuses to grow the file past it (SQLITE_FULL). 0: no cap. */
+  setMaxBytes(bytes: number): void {
+    const pageSize = this.sqlite.pragma('page_size', { simple: true }) as number;
+    // SQLite's own ceiling when uncapped; a cap never shrinks below what the file already holds.
+    const pages = bytes > 0 ? Math.max(Math.ceil(bytes / pageSize), 1) : 4294967294;
+    this.sqlite.pragma(`max_page_count = ${pages}`);
   }
 
   /** A cached prepared statement, for hot paths written in plain SQL. */
@@ -72,9 +84,9 @@ export class Db {
   }
 }
 
-export function openDb(dataDir: string): Db {
+export function openDb(dataDir: string, maxBytes = 0): Db {
   mkdirSync(dataDir, { recursive: true });
-  return new Db(join(dataDir, DB_FILE));
+  return new Db(join(dataDir, DB_FILE), maxBytes);
 }
 
 /** Applies the pending migrations, each in its own transaction; returns the versions applied. */

@@ -34,8 +34,8 @@ export class GroupCommit {
   batches = 0;
   jobs = 0;
 
-  constructor(dbPath: string) {
-    this.worker = new Worker(new URL('./writer-worker.js', import.meta.url), { workerData: { path: dbPath } });
+  constructor(dbPath: string, maxBytes = 0) {
+    this.worker = new Worker(new URL('./writer-worker.js', import.meta.url), { workerData: { path: dbPath, maxBytes } });
     this.worker.on('message', (reply: BatchReply) => this.settle(reply));
     this.worker.on('error', (e) => this.failAll(e));
     this.worker.unref();
@@ -82,6 +82,11 @@ export class GroupCommit {
     for (const job of [...(this.inFlight ?? []), ...this.pending]) job.reject(e);
     this.inFlight = null;
     this.pending = [];
+  }
+
+  /** limits.max_store_bytes changed (SIGHUP). */
+  setMaxBytes(bytes: number): void {
+    this.worker.postMessage({ maxBytes: bytes });
   }
 
   /** Stops taking writes, lets submitted ones commit, then closes the writer's connection. */

@@ -54,7 +54,7 @@ t.test('writes submitted together commit as one batch; a failing job rolls back 
   await t.rejects(gc.submit('accept', input('late@example.com')), 'a closed writer refuses');
 });
 
-t.test('a write the disk cannot take is reported as storage-unavailable', async (t) => {
+t.test('a full store fails the whole batch with SQLITE_FULL (storage unavailable), and commits nothing of it', async (t) => {
   const dir = tempDir();
   t.teardown(dir.remove);
   const db = openDb(dir.path);
@@ -62,23 +62,20 @@ t.test('a write the disk cannot take is reported as storage-unavailable', async 
   migrate(db, 0);
   ensureDefaultCustomer(db, 0);
   db.sqlite.prepare("INSERT INTO api_keys (id, customer_id, kind, hash, created_at) VALUES ('key_x', 1, 'production', x'00', 0)").run();
-  // Cap the file at its current size: the next page it needs cannot be had (SQLITE_FULL).
-  const pages = db.sqlite.pragma('page_count', { simple: true }) as number;
-  const gc = new GroupCommit(db.path);
+  const pageSize = db.sqlite.pragma('page_size', { simple: true }) as number;
+  const gc = new GroupCommit(db.path, ((db.sqlite.pragma('page_count', { simple: true }) as number) + 5) * pageSize);
   t.teardown(() => gc.close());
-  db.sqlite.pragma('wal_checkpoint(TRUNCATE)');
-  // max_page_count is per connection: set it on the writer's by a dedicated op is not possible,
-  // so fill the page budget from here and check the classification on a real SQLITE_FULL.
-  db.sqlite.pragma(`max_page_count = ${pages}`);
-  const big = db.sqlite.prepare('INSERT INTO settings (name, value) VALUES (?, ?)');
-  let error: unknown;
-  try {
-    for (let i = 0; i < 1000; i++) big.run(`k${i}`, 'x'.repeat(4000));
-  } catch (e) {
-    error = e;
+  const big = (id: string) => ({ ...input(id), request: 'x'.repeat(20_000) });
+  const results = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => gc.submit('accept', big(`full${i}@example.com`))));
+  const failed = results.filter((r) => r.status === 'rejected') as PromiseRejectedResult[];
+  t.ok(failed.length > 0, 'the cap was hit');
+  for (const f of failed) {
+    t.equal((f.reason as { code?: string }).code, 'SQLITE_FULL');
+    t.ok(isStorageUnavailable(f.reason));
   }
-  t.ok(error, 'the capped connection hit the limit');
-  t.ok(isStorageUnavailable(error), `classified as unavailable (${(error as { code?: string })?.code})`);
+  const stored = db.sqlite.prepare("SELECT COUNT(*) FROM messages WHERE message_id LIKE 'full%'").pluck().get() as number;
+  t.equal(stored, results.length - failed.length, 'exactly the fulfilled ones are stored');
+  t.equal(db.sqlite.pragma('integrity_check', { simple: true }), 'ok');
 });
 
 t.test('migrations are applied once', async (t) => {
