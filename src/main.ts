@@ -6,7 +6,7 @@ import { AuthCache } from './store/auth-cache.js';
 import { releaseClaims } from './store/queue.js';
 import { secret } from './store/settings.js';
 import { buildApi } from './api/server.js';
-import { parseListen } from './config/load.js';
+import { parseListen, ConfigError } from './config/load.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createResolver } from './lib/dns.js';
 import type { Logger } from './lib/logger.js';
@@ -20,6 +20,8 @@ import { readFileSync } from 'node:fs';
 import { Dispatcher } from './webhooks/dispatcher.js';
 import { createListener } from './inbound/listener.js';
 import { Metrics } from './lib/metrics.js';
+import cron from 'node-cron';
+import { purgeOld } from './store/retention.js';
 import { WebhookService } from './webhooks/service.js';
 import { SafeFetch } from './webhooks/safe-fetch.js';
 import { releaseDeliveryClaims } from './store/webhooks.js';
@@ -115,6 +117,16 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     pollInterval: config.webhooks.poll_interval,
     onAttempt: (outcome) => metrics.webhooks.inc({ outcome }),
   });
+  // Retention runs on a schedule (node-cron); a bad expression stops the start like any bad config.
+  if (!cron.validate(config.retention.schedule)) throw new ConfigError('retention.schedule', `"${config.retention.schedule}" is not a cron expression`);
+  const retention = cron.schedule(config.retention.schedule, () => {
+    try {
+      const purged = purgeOld(db, clock.now(), config.retention.days);
+      if (purged.messages || purged.attempts) log.info(purged, 'retention: purged');
+    } catch (e) {
+      log.error({ err: e }, 'retention job failed');
+    }
+  });
   const deliveryStop = new AbortController();
   const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(deliveryStop.signal);
   const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(deliveryStop.signal);
@@ -203,6 +215,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
       smtpUp = false;
       await commit.close();
       log.info({ commits: commit.batches, jobs: commit.jobs }, 'group commit totals');
+      await retention.stop();
       deliveryStop.abort();
       const abandoned = await Promise.race([
         Promise.all([delivery, dispatching]).then(() => false),

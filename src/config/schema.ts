@@ -92,6 +92,10 @@ export const schema = {
     idempotency_ttl: k({ type: 'duration' }, '24h', 'How long an Idempotency-Key replays its first response'),
     max_store_bytes: k({ type: 'int', min: 0, max: Number.MAX_SAFE_INTEGER }, 0, 'Cap on the SQLite file in bytes (0: none); at the cap the API answers 503 and SMTP 452 4.3.1, as on a full disk'),
   },
+  retention: {
+    days: k({ type: 'int', min: 0, max: 36_500 }, 30, 'Purge bodies of finished messages and webhook attempt logs older than this (0: keep forever)'),
+    schedule: k({ type: 'string' }, '17 * * * *', 'When the retention job runs (cron syntax, node-cron)'),
+  },
   metrics: {
     enabled: k({ type: 'bool' }, false, 'Serve Prometheus metrics at GET /metrics on the API listener (no key needed)'),
   },

@@ -3,6 +3,7 @@ import { stringify } from 'smol-toml';
 import { withStore, output, configOf, CliError } from '../context.js';
 import { existsSync } from 'node:fs';
 import { status } from '../../store/status.js';
+import { purgeOld } from '../../store/retention.js';
 import { describeConfig } from '../../config/load.js';
 import { renderExample } from '../../config/example.js';
 import { migrate } from '../../store/db.js';
@@ -18,6 +19,15 @@ export function dbCommand(program: Command): void {
         migrate(db, now);
         const versions = db.sqlite.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all() as number[];
         output(c, { path: db.path, versions }, `${db.path}: schema at version ${versions[versions.length - 1]} (data_dir ${config.server.data_dir})`);
+      }),
+    );
+  cmd
+    .command('purge')
+    .description('run the retention job now (retention.days)')
+    .action(async (_o, c: Command) =>
+      withStore(c, ({ db, config, now }) => {
+        const r = purgeOld(db, now, config.retention.days);
+        output(c, r, `purged the bodies of ${r.messages} finished messages and ${r.attempts} webhook attempt logs older than ${config.retention.days} days`);
       }),
     );
   cmd

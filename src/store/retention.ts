@@ -1,0 +1,24 @@
+import type { Db } from './db.js';
+
+const DAY = 86_400_000;
+
+/**
+ * Retention: the bodies (request and composed MIME) of messages whose every recipient reached a
+ * final state, and webhook attempt logs, older than `days`. The message rows, their recipients and
+ * events stay (GET /api/v1/emails/:id keeps working, without the body).
+ */
+export function purgeOld(db: Db, now: number, days: number): { messages: number; attempts: number } {
+  if (days <= 0) return { messages: 0, attempts: 0 };
+  const cutoff = now - days * DAY;
+  return db.tx(() => {
+    const messages = db.sqlite
+      .prepare(
+        `UPDATE messages SET raw = NULL, request = '{"purged":true}'
+         WHERE created_at < ? AND request != '{"purged":true}'
+           AND NOT EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = messages.id AND r.state IN ('queued', 'deferred'))`,
+      )
+      .run(cutoff).changes;
+    const attempts = db.sqlite.prepare('DELETE FROM webhook_attempts WHERE at < ?').run(cutoff).changes;
+    return { messages, attempts };
+  });
+}
