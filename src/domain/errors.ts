@@ -35,9 +35,12 @@ export class ApiError extends Error {
 
 /** Collects per-field problems so every problem is reported at once. */
 export class Problems {
-  readonly details: Details = {};
+  // Field names can come from the request (unknown keys, header names, metadata keys): a
+  // null-prototype object keeps "__proto__" or "constructor" plain keys, never the prototype's.
+  readonly details: Details = Object.create(null) as Details;
   add(field: string, problem: string): void {
-    (this.details[field] ??= []).push(problem);
+    const list = Object.hasOwn(this.details, field) ? this.details[field]! : (this.details[field] = []);
+    list.push(problem);
   }
   get empty(): boolean {
     return Object.keys(this.details).length === 0;

@@ -177,7 +177,8 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
       }
   }
 
-  const metadata: Record<string, string> = {};
+  // Keys are the client's: a null-prototype object stores "__proto__" as data, not as a prototype.
+  const metadata = Object.create(null) as Record<string, string>;
   if (body.metadata !== undefined && body.metadata !== null) {
     if (!isRecord(body.metadata)) p.add('metadata', 'must be an object of string to string');
     else {

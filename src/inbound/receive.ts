@@ -1,6 +1,7 @@
 import { simpleParser } from 'mailparser';
 import { authenticate } from 'mailauth';
 import type { Resolver } from 'node:dns/promises';
+import { tooComplex, topHeaders } from '../reports/limits.js';
 
 export interface ParsedInbound {
   fromHeader: string;
@@ -17,8 +18,10 @@ export async function inspectInbound(
   env: { remoteIp: string; helo: string; mailFrom: string; hostname: string },
   resolver: Resolver,
 ): Promise<ParsedInbound> {
+  // A MIME bomb is stored as received and described from its top-level headers only.
+  const bomb = tooComplex(raw);
   const [mail, auth] = await Promise.all([
-    simpleParser(raw, { skipHtmlToText: true, skipTextLinks: true, skipImageLinks: true } as Parameters<typeof simpleParser>[1]).catch(() => null),
+    bomb ? Promise.resolve(null) : simpleParser(raw, { skipHtmlToText: true, skipTextLinks: true, skipImageLinks: true } as Parameters<typeof simpleParser>[1]).catch(() => null),
     authenticate(raw, {
       ip: env.remoteIp,
       helo: env.helo,
@@ -30,17 +33,27 @@ export async function inspectInbound(
     } as Parameters<typeof authenticate>[1]).catch(() => null),
   ]);
   const to = mail?.to ? (Array.isArray(mail.to) ? mail.to : [mail.to]).flatMap((a) => a.value.map((v) => v.address ?? '')).filter(Boolean) : [];
-  const a = auth as { spf?: { status?: { result?: string } } | false; dkim?: { results?: Array<{ status?: { result?: string } }> }; dmarc?: { status?: { result?: string } } | false } | null;
+  const a = auth as AuthShape;
+  if (bomb) {
+    const h = topHeaders(raw);
+    return { fromHeader: h.get('from') ?? '', to: h.get('to') ? [h.get('to')!] : [], subject: h.get('subject') ?? '', messageId: h.get('message-id') ?? '', attachments: 0, auth: authOf(a) };
+  }
   return {
     fromHeader: mail?.from?.text ?? '',
     to,
     subject: mail?.subject ?? '',
     messageId: mail?.messageId ?? '',
     attachments: mail?.attachments.length ?? 0,
-    auth: {
-      spf: (a?.spf && a.spf.status?.result) || 'none',
-      dkim: a?.dkim?.results?.[0]?.status?.result ?? 'none',
-      dmarc: (a?.dmarc && a.dmarc.status?.result) || 'none',
-    },
+    auth: authOf(a),
+  };
+}
+
+type AuthShape = { spf?: { status?: { result?: string } } | false; dkim?: { results?: Array<{ status?: { result?: string } }> }; dmarc?: { status?: { result?: string } } | false } | null;
+
+function authOf(a: AuthShape): ParsedInbound['auth'] {
+  return {
+    spf: (a?.spf && a.spf.status?.result) || 'none',
+    dkim: a?.dkim?.results?.[0]?.status?.result ?? 'none',
+    dmarc: (a?.dmarc && a.dmarc.status?.result) || 'none',
   };
 }

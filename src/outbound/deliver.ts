@@ -79,7 +79,10 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
     }
   }
 
+  // Step: compose and sign every message of the group before connecting, so no remote server
+  // waits on us mid-conversation (its timeouts, and ours, are for the network).
   const signed = new Map<number, Buffer | Outcome>();
+  await Promise.all([...new Map(pending.map((i) => [i.message.id, i.message])).values()].map((m) => prepare(deps, m, signed, composed)));
   let queue = pending;
   let lastFailure: Reply = reply(451, '4.4.1', `${domain}: no MX host could be reached`, 'connection_failure');
   // A connection lost mid-way is re-opened once for the rest of the group.

@@ -27,8 +27,11 @@ export class SignerPool {
   private seq = 0;
   private pending = new Map<number, { resolve: (s: Signed) => void; reject: (e: Error) => void }>();
 
-  constructor(size: number) {
-    for (let i = 0; i < Math.max(1, size); i++) {
+  constructor(private readonly size: number) {}
+
+  /** Threads start on the first message to sign: a daemon that only accepts or receives never pays for them. */
+  private start(): void {
+    for (let i = 0; i < Math.max(1, this.size); i++) {
       const w = new Worker(new URL('./signer-worker.js', import.meta.url));
       w.on('message', (r: SignReply) => this.settle(r));
       w.on('error', (e) => {
@@ -41,6 +44,7 @@ export class SignerPool {
   }
 
   sign(input: SignInput): Promise<Signed> {
+    if (this.workers.length === 0) this.start();
     const id = ++this.seq;
     const job: SignJob = { id, request: input.request, messageId: input.messageId, createdAt: input.createdAt, raw: input.raw, key: input.key };
     return new Promise((resolve, reject) => {

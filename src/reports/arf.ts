@@ -1,6 +1,7 @@
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { parseFieldBlocks, field, fields, typedAddress } from './fields.js';
 import { MAX_REPORT_BYTES } from './dsn.js';
+import { tooComplex } from './limits.js';
 
 export interface ArfReport {
   feedbackType: string;
@@ -22,6 +23,7 @@ function header(text: string, name: string): string | undefined {
 
 /** Parses an RFC 5965 feedback report; null when it is not one (or lacks Feedback-Type). */
 export async function parseArf(raw: Buffer): Promise<ArfReport | null> {
+  if (tooComplex(raw)) return null;
   let mail: ParsedMail;
   try {
     mail = await simpleParser(raw.subarray(0, MAX_REPORT_BYTES), { skipHtmlToText: true, skipTextLinks: true } as Parameters<typeof simpleParser>[1]);

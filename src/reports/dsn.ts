@@ -1,5 +1,6 @@
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { parseFieldBlocks, field, typedAddress } from './fields.js';
+import { tooComplex } from './limits.js';
 
 export type DsnAction = 'failed' | 'delayed' | 'delivered' | 'relayed' | 'expanded';
 
@@ -44,6 +45,7 @@ function originalMessageId(text: string | undefined): string | undefined {
  * Returns null when it is not a bounce at all.
  */
 export async function parseDsn(raw: Buffer): Promise<DsnReport | null> {
+  if (tooComplex(raw)) return null; // a MIME bomb is not a bounce worth parsing
   let mail: ParsedMail;
   try {
     mail = await parse(raw);

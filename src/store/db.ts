@@ -74,9 +74,14 @@ export class Db {
     return this.prepare(c.sql).run(...(c.parameters as unknown[]));
   }
 
-  /** Runs fn in a transaction (a savepoint when nested). */
+  /**
+   * Runs fn in a transaction (a savepoint when nested). BEGIN IMMEDIATE takes the write lock up
+   * front: a deferred transaction that reads and then writes fails at once with
+   * SQLITE_BUSY_SNAPSHOT (busy_timeout does not apply) when another connection wrote meanwhile,
+   * which the writer thread, the daemon's own connection and the CLI all do.
+   */
   tx<T>(fn: () => T): T {
-    return this.sqlite.transaction(fn)();
+    return this.sqlite.transaction(fn).immediate();
   }
 
   close(): void {
