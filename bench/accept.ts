@@ -49,7 +49,7 @@ export async function benchAccept(): Promise<AcceptFigures> {
   setVerified(db, d.id, Date.now());
   db.close();
   const config = join(dir, 'posthaste.toml');
-  writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[log]\nlevel = "warn"\n`);
+  writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[log]\nlevel = "warn"\n`);
 
   const body = JSON.stringify({
     from: 'Shop <orders@example.com>',

@@ -1,17 +1,34 @@
 // `npm run bench [name…]`: runs the benchmarks, prints their figures beside same-run anchors.
+// With no names it runs all of them and rewrites the "Latest full run" block of bench/RESULTS.md.
 import { cpus, totalmem } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from './lib.js';
 import { benchAccept } from './accept.js';
 import { benchDeliver } from './deliver.js';
 import { benchWebhooks } from './webhooks.js';
 import { benchInbound } from './inbound.js';
+import { benchQueue } from './queue.js';
 
-const all: Record<string, () => Promise<{ lines: string[] }>> = { accept: benchAccept, deliver: benchDeliver, webhooks: benchWebhooks, inbound: benchInbound };
+const all: Record<string, () => Promise<{ lines: string[] }>> = { accept: benchAccept, deliver: benchDeliver, webhooks: benchWebhooks, inbound: benchInbound, queue: benchQueue };
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(all);
 
-console.log(`posthaste benchmarks ${new Date().toISOString()} on ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`);
+const header = `posthaste benchmarks ${new Date().toISOString()} on ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+console.log(header);
+const out: string[] = [header];
 for (const name of names) {
   const run = all[name];
   if (!run) throw new Error(`unknown benchmark ${name}; have ${Object.keys(all).join(', ')}`);
   const r = await run();
   console.log(r.lines.join('\n'));
+  out.push(...r.lines);
+}
+
+if (process.argv.slice(2).length === 0) {
+  const path = join(ROOT, 'bench', 'RESULTS.md');
+  const text = readFileSync(path, 'utf8');
+  const block = `<!-- latest:start -->\n## Latest full run — \`npm run bench\`\n\n\`\`\`\n${out.join('\n')}\n\`\`\`\n<!-- latest:end -->`;
+  const next = /<!-- latest:start -->[\s\S]*<!-- latest:end -->/.test(text) ? text.replace(/<!-- latest:start -->[\s\S]*<!-- latest:end -->/, block) : text.replace(/\n## /, `\n${block}\n\n## `);
+  writeFileSync(path, next);
+  console.log(`bench/RESULTS.md updated`);
 }

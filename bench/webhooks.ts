@@ -49,7 +49,7 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
       for (let i = 0; i < N; i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: JSON.parse(sample).data, now });
     });
     const config = join(dir, 'posthaste.toml');
-    writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[webhooks]\nallow_private_targets = true\n[log]\nlevel = "warn"\n`);
+    writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[webhooks]\nallow_private_targets = true\n[log]\nlevel = "warn"\n`);
     const done = db.sqlite.prepare("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'succeeded'").pluck();
     const t1 = performance.now();
     const ph = await spawnReady(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'], /API on/);

@@ -150,9 +150,11 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   });
   const smtpAddr = parseListen(config.smtp.listen);
   await new Promise<void>((resolve, reject) => {
-    listener.server.once('error', reject);
+    // smtp-server re-emits the socket's errors on itself: a failed bind must reject, not crash.
+    const fail = (e: Error) => reject(new Error(`smtp.listen ${config.smtp.listen}: ${e.message}`));
+    listener.once('error', fail);
     listener.listen(smtpAddr.port, smtpAddr.host, () => {
-      listener.server.off('error', reject);
+      listener.off('error', fail);
       resolve();
     });
   });

@@ -79,10 +79,13 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
     }
   }
 
-  // Step: compose and sign every message of the group before connecting, so no remote server
-  // waits on us mid-conversation (its timeouts, and ours, are for the network).
+  // Step: compose and sign on the signing threads, all messages at once; connect only once the
+  // first is ready (a cold signing thread takes seconds to start), then send each as it is ready,
+  // so no remote server waits on us mid-conversation and signing overlaps sending.
   const signed = new Map<number, Buffer | Outcome>();
-  await Promise.all([...new Map(pending.map((i) => [i.message.id, i.message])).values()].map((m) => prepare(deps, m, signed, composed)));
+  const signing = new Map<number, Promise<Buffer | Outcome>>();
+  for (const i of pending) if (!signing.has(i.message.id)) signing.set(i.message.id, prepare(deps, i.message, signed, composed));
+  await signing.get(pending[0]!.message.id);
   let queue = pending;
   let lastFailure: Reply = reply(451, '4.4.1', `${domain}: no MX host could be reached`, 'connection_failure');
   // A connection lost mid-way is re-opened once for the rest of the group.
@@ -97,7 +100,7 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
     try {
       for (let i = 0; i < queue.length; i++) {
         const item = queue[i]!;
-        const message = await prepare(deps, item.message, signed, composed);
+        const message = await signing.get(item.message.id)!;
         if (!Buffer.isBuffer(message)) {
           results.push({ item, outcome: message });
           continue;

@@ -28,6 +28,9 @@ export class Db {
     this.sqlite.pragma('synchronous = FULL');
     this.sqlite.pragma('busy_timeout = 5000');
     this.sqlite.pragma('foreign_keys = ON');
+    // Up to 64 MiB of page cache per connection (grows only as used): claims on a queue of a
+    // million recipients read scattered pages (measured: 17.7 ms per claim with the 2 MiB default, 12.7 with this).
+    this.sqlite.pragma('cache_size = -65536');
     this.q = new Kysely<Database>({ dialect: new SqliteDialect({ database: this.sqlite }) });
     this.setMaxBytes(maxBytes);
   }
