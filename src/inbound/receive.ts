@@ -2,15 +2,10 @@ import { simpleParser } from 'mailparser';
 import { authenticate } from 'mailauth';
 import type { Resolver } from 'node:dns/promises';
 import { tooComplex, topHeaders } from '../reports/limits.js';
+import type { StoredInbound } from '../store/inbound.js';
 
-export interface ParsedInbound {
-  fromHeader: string;
-  to: string[];
-  subject: string;
-  messageId: string;
-  attachments: number;
-  auth: { spf: string; dkim: string; dmarc: string };
-}
+/** What a received message is described by (the stored row's parsed fields). */
+export type ParsedInbound = Pick<StoredInbound, 'fromHeader' | 'to' | 'subject' | 'messageId' | 'attachments' | 'auth'>;
 
 /** Reads what `email.received` reports, and checks SPF, DKIM and DMARC through `dns.servers`. */
 export async function inspectInbound(

@@ -4,6 +4,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { DeliveryItem, GroupResult } from './deliver.js';
 import { sandboxSteps } from './sandbox.js';
+import { PollLoop } from '../lib/poll-loop.js';
 
 export interface SchedulerDeps {
   db: Db;
@@ -33,7 +34,7 @@ export class Scheduler {
   private active = 0;
   private perDomain = new Map<string, number>();
   private inFlight = new Set<Promise<void>>();
-  private wake: (() => void) | null = null;
+  private readonly loop = new PollLoop();
   private stopped = false;
   /** Highest connections seen open at once per domain (tests and metrics). */
   readonly peakPerDomain = new Map<string, number>();
@@ -42,27 +43,12 @@ export class Scheduler {
 
   /** New work may be due (a message was accepted): look now rather than at the next poll. */
   kick(): void {
-    this.wake?.();
+    this.loop.wake();
   }
 
   /** Runs until the signal aborts; then lets in-flight deliveries finish and releases the rest. */
   async run(signal: AbortSignal): Promise<void> {
-    signal.addEventListener('abort', () => this.kick(), { once: true });
-    while (!signal.aborted) {
-      try {
-        this.fill();
-      } catch (e) {
-        this.deps.log.error({ err: e }, 'scheduler: claim failed; retrying');
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.deps.pollInterval);
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wake = null;
-    }
+    await this.loop.run(signal, this.deps.pollInterval, () => this.fill(), (e) => this.deps.log.error({ err: e }, 'scheduler: claim failed; retrying'));
     await this.stop();
   }
 

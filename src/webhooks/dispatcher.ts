@@ -4,6 +4,7 @@ import type { Logger } from '../lib/logger.js';
 import { claimDeliveries, disableEndpoint, fanOut, getEndpoint, logAttempt, settleDelivery, type AttemptRecord, type ClaimedDelivery, type Endpoint } from '../store/webhooks.js';
 import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_MS, ok2xx, type WebhookService } from './service.js';
 import type { PostResult } from './safe-fetch.js';
+import { PollLoop } from '../lib/poll-loop.js';
 
 export interface DispatcherDeps {
   db: Db;
@@ -45,7 +46,7 @@ export class Dispatcher {
   private inFlight = new Set<Promise<void>>();
   private perEndpoint = new Map<string, number>();
   private settled: Settled[] = [];
-  private wake: (() => void) | null = null;
+  private readonly loop = new PollLoop();
   private stopped = false;
   private flushTimer: NodeJS.Timeout | null = null;
   /** Endpoints as of the last claim: enabled state and secret changes are seen from the next claim on. */
@@ -60,27 +61,12 @@ export class Dispatcher {
     if (this.kickTimer) return;
     this.kickTimer = setTimeout(() => {
       this.kickTimer = null;
-      this.wake?.();
+      this.loop.wake();
     }, 10);
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    signal.addEventListener('abort', () => this.wake?.(), { once: true });
-    while (!signal.aborted) {
-      try {
-        this.fill();
-      } catch (e) {
-        this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying');
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.deps.pollInterval);
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wake = null;
-    }
+    await this.loop.run(signal, this.deps.pollInterval, () => this.fill(), (e) => this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying'));
     this.stopped = true;
     if (this.kickTimer) clearTimeout(this.kickTimer);
     await Promise.all(this.inFlight);

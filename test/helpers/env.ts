@@ -85,3 +85,18 @@ export async function startTestServer(extraToml = '', opts: DaemonOptions & { dn
     },
   };
 }
+
+/**
+ * A migrated store in a temporary directory, with the default customer and an API key row
+ * `key_x` (for store-level tests that insert messages directly); removed when the test ends.
+ */
+export function storeWithKey(t: { teardown(fn: () => void): void }): Db {
+  const dir = tempDir();
+  t.teardown(dir.remove);
+  const db = openDb(dir.path);
+  t.teardown(() => db.close());
+  migrate(db, 0);
+  ensureDefaultCustomer(db, 0);
+  db.sqlite.prepare("INSERT INTO api_keys (id, customer_id, kind, hash, created_at) VALUES ('key_x', 1, 'production', x'00', 0)").run();
+  return db;
+}

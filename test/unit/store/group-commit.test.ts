@@ -1,9 +1,8 @@
 import t from 'tap';
 import { openDb, migrate, isStorageUnavailable } from '../../../src/store/db.js';
-import { ensureDefaultCustomer } from '../../../src/store/customers.js';
 import { GroupCommit } from '../../../src/store/group-commit.js';
 import type { AcceptInput } from '../../../src/store/messages.js';
-import { tempDir } from '../../helpers/env.js';
+import { tempDir, storeWithKey } from '../../helpers/env.js';
 
 function input(messageId: string, address = 'a@example.org'): AcceptInput {
   return {
@@ -22,13 +21,7 @@ function input(messageId: string, address = 'a@example.org'): AcceptInput {
 }
 
 t.test('writes submitted together commit as one batch; a failing job rolls back alone', async (t) => {
-  const dir = tempDir();
-  t.teardown(dir.remove);
-  const db = openDb(dir.path);
-  t.teardown(() => db.close());
-  migrate(db, 0);
-  ensureDefaultCustomer(db, 0);
-  db.sqlite.prepare("INSERT INTO api_keys (id, customer_id, kind, hash, created_at) VALUES ('key_x', 1, 'production', x'00', 0)").run();
+  const db = storeWithKey(t);
   t.equal(db.sqlite.pragma('journal_mode', { simple: true }), 'wal');
   t.equal(db.sqlite.pragma('synchronous', { simple: true }), 2, 'synchronous = FULL');
   t.equal(db.sqlite.pragma('foreign_keys', { simple: true }), 1);
@@ -55,13 +48,7 @@ t.test('writes submitted together commit as one batch; a failing job rolls back 
 });
 
 t.test('a full store fails the whole batch with SQLITE_FULL (storage unavailable), and commits nothing of it', async (t) => {
-  const dir = tempDir();
-  t.teardown(dir.remove);
-  const db = openDb(dir.path);
-  t.teardown(() => db.close());
-  migrate(db, 0);
-  ensureDefaultCustomer(db, 0);
-  db.sqlite.prepare("INSERT INTO api_keys (id, customer_id, kind, hash, created_at) VALUES ('key_x', 1, 'production', x'00', 0)").run();
+  const db = storeWithKey(t);
   const pageSize = db.sqlite.pragma('page_size', { simple: true }) as number;
   const gc = new GroupCommit(db.path, ((db.sqlite.pragma('page_count', { simple: true }) as number) + 5) * pageSize);
   t.teardown(() => gc.close());

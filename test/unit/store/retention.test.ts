@@ -1,18 +1,10 @@
 import t from 'tap';
-import { openDb, migrate } from '../../../src/store/db.js';
-import { ensureDefaultCustomer } from '../../../src/store/customers.js';
 import { acceptMessage } from '../../../src/store/messages.js';
 import { purgeOld } from '../../../src/store/retention.js';
-import { tempDir } from '../../helpers/env.js';
+import { storeWithKey } from '../../helpers/env.js';
 
 t.test('retention purges bodies of finished old messages and old webhook logs only', async (t) => {
-  const dir = tempDir();
-  t.teardown(dir.remove);
-  const db = openDb(dir.path);
-  t.teardown(() => db.close());
-  migrate(db, 0);
-  ensureDefaultCustomer(db, 0);
-  db.sqlite.prepare("INSERT INTO api_keys (id, customer_id, kind, hash, created_at) VALUES ('key_x', 1, 'production', x'00', 0)").run();
+  const db = storeWithKey(t);
   const day = 86_400_000;
   const now = 100 * day;
   const add = (id: string, at: number) =>
