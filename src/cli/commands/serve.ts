@@ -1,7 +1,15 @@
 import type { Command } from 'commander';
+import { relative, join } from 'node:path';
 import { configOf } from '../context.js';
 import { createLogger } from '../../lib/logger.js';
 import { startDaemon, SHUTDOWN_GRACE_MS } from '../../main.js';
+
+/** `posthaste` when installed on PATH, else the path this checkout was started with (npm start). */
+function invokedAs(): string {
+  const script = process.argv[1] ?? '';
+  const rel = relative(process.cwd(), script);
+  return !rel.startsWith('..') && rel.endsWith(join('bin', 'posthaste.js')) ? `node ${rel}` : 'posthaste';
+}
 
 export function serveCommand(program: Command): void {
   program
@@ -14,7 +22,7 @@ export function serveCommand(program: Command): void {
       process.stderr.write(
         `posthaste: API on ${daemon.apiUrl}\n` +
           `posthaste: SMTP on ${daemon.smtp.host}:${daemon.smtp.port}\n` +
-          `posthaste: create a first key with: posthaste keys create --sandbox${c.optsWithGlobals().config ? ` --config ${c.optsWithGlobals().config}` : ''}\n`,
+          `posthaste: create a first key with: ${invokedAs()} keys create --sandbox${c.optsWithGlobals().config ? ` --config ${c.optsWithGlobals().config}` : ''}\n`,
       );
       let stopping = false;
       const stop = (signal: string) => {
