@@ -14,7 +14,6 @@ export interface AcceptFigures {
   posthastePerSecond: number;
   barePerSecond: number;
   commitsPerSecond: number;
-  batchNote: string;
   lines: string[];
 }
 
@@ -82,5 +81,5 @@ export async function benchAccept(): Promise<AcceptFigures> {
     `  ratio posthaste / bare fastify  ${fmt(phRun.perSecond / bareRun.perSecond, 2)}  (goal >= 0.5)`,
     `  ratio posthaste / single commit ${fmt(phRun.perSecond / commits, 2)}  (>1 only with group commit)`,
   ];
-  return { posthastePerSecond: phRun.perSecond, barePerSecond: bareRun.perSecond, commitsPerSecond: commits, batchNote: '', lines };
+  return { posthastePerSecond: phRun.perSecond, barePerSecond: bareRun.perSecond, commitsPerSecond: commits, lines };
 }

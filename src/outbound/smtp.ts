@@ -53,7 +53,6 @@ function acceptedReply(response: string): Reply {
 /** One SMTP connection to one MX address; several transactions may run over it in turn. */
 export class SmtpSession {
   private dead = false;
-  sent = 0;
 
   private constructor(
     private readonly conn: SMTPConnection,
@@ -140,7 +139,6 @@ export class SmtpSession {
         this.conn.off('error', onError);
         this.conn.off('end', onEnd);
         if (r.kind === 'broken') this.dead = true;
-        this.sent++;
         resolve(r);
       };
       if (this.dead) return closed();
