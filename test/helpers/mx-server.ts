@@ -23,6 +23,8 @@ export class TestMx {
   peakOpen = 0;
   connections = 0;
   script: RcptScript = () => undefined;
+  /** Milliseconds to wait before answering the end of DATA (a slow MX keeps connections open). */
+  dataDelayMs = 0;
   private server: SMTPServer;
   port = 0;
 
@@ -62,7 +64,7 @@ export class TestMx {
           const answer = this.script(to[0]!, this.attempts.get(to[0]!) ?? 1)?.data;
           if (answer) return cb(Object.assign(new Error(answer[1]), { responseCode: answer[0] }));
           this.received.push({ from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', to, data: Buffer.concat(chunks), secure: session.secure });
-          cb(null, 'Ok: queued as TEST');
+          setTimeout(() => cb(null, 'Ok: queued as TEST'), this.dataDelayMs);
         });
       },
     });

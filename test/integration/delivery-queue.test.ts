@@ -26,6 +26,11 @@ t.test('connections per destination never exceed outbound.concurrency_per_domain
   const key = makeKey(s.db);
   makeDomain(s.db, 'example.com');
   mx.peakOpen = 0;
+  // A slow MX (200 ms per message) keeps connections open long enough to overlap.
+  mx.dataDelayMs = 200;
+  t.teardown(() => {
+    mx.dataDelayMs = 0;
+  });
   const before = mx.received.length;
   await Promise.all(Array.from({ length: 20 }, (_, i) => request(`${s.url}/api/v1/emails`, { key, body: body(`r${i}@many.test`) })));
   await s.daemon.scheduler.drain();
