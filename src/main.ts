@@ -68,10 +68,12 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   if (released > 0) log.warn({ released }, 'released delivery claims left by a previous run');
 
   const o = config.outbound;
-  const mx = new MxResolver(createResolver(config.dns.servers), clock);
+  // One resolver on dns.servers for MX, MTA-STS, inbound SPF/DKIM/DMARC and webhook targets.
+  const resolver = createResolver(config.dns.servers);
+  const mx = new MxResolver(resolver, clock);
   const returnPathSecret = secret(db, RETURN_PATH_SECRET);
   const extraCa = o.tls_ca_file ? [readFileSync(o.tls_ca_file, 'utf8')] : [];
-  const mtaSts = o.mta_sts ? new MtaSts(createResolver(config.dns.servers), clock, { port: o.mta_sts_port, extraCa, timeoutMs: 10_000 }) : undefined;
+  const mtaSts = o.mta_sts ? new MtaSts(resolver, clock, { port: o.mta_sts_port, extraCa, timeoutMs: 10_000 }) : undefined;
   const signer = new SignerPool(o.signing_threads || cpus().length);
   const scheduler = new Scheduler({
     db,
@@ -102,7 +104,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
         items,
       ),
   });
-  const webhooks = createWebhookService(db, config, clock);
+  const webhooks = createWebhookService(db, config, clock, resolver);
   const metrics = new Metrics(db);
   const releasedHooks = releaseDeliveryClaims(db);
   if (releasedHooks > 0) log.warn({ released: releasedHooks }, 'released webhook claims left by a previous run');
@@ -141,7 +143,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     config,
     clock,
     log,
-    resolver: createResolver(config.dns.servers),
+    resolver,
     returnPathSecret,
     commit,
     isShuttingDown: () => lifecycle.shuttingDown,
@@ -233,8 +235,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
 }
 
 /** The webhook sender the daemon and the CLI share: guarded fetch, dns.servers, config's CAs. */
-export function createWebhookService(db: Db, config: Config, clock: Clock): WebhookService {
-  const resolver = createResolver(config.dns.servers);
+export function createWebhookService(db: Db, config: Config, clock: Clock, resolver = createResolver(config.dns.servers)): WebhookService {
   const w = config.webhooks;
   const fetch = new SafeFetch({
     resolver,

@@ -139,14 +139,13 @@ export function createListener(deps: ListenerDeps): SMTPServer {
       if (r.kind === 'receiving') entry.rcpts.push(r.address);
       byCustomer.set(d.customerId, entry);
     }
-    const stores: StoredInbound[] = [...byCustomer].map(([customerId, e]) => ({
+    const stores: Array<Omit<StoredInbound, 'raw'>> = [...byCustomer].map(([customerId, e]) => ({
       customerId,
       domainId: e.domainId,
       mailFrom: env.mailFrom,
       rcptTo: e.rcpts,
       remoteIp: env.remoteIp,
       helo: env.helo,
-      raw: Buffer.alloc(0), // the bytes travel once, as `raw` below
       ...inspected!,
     }));
     const ids = await deps.commit.submit('receive', {

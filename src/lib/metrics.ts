@@ -14,24 +14,20 @@ export class Metrics {
   readonly api = new Counter({ name: 'posthaste_api_requests_total', help: 'API requests by HTTP status', labelNames: ['status'], registers: [this.registry] });
 
   constructor(db: Db) {
-    const queue = new Gauge({
-      name: 'posthaste_queue_recipients',
-      help: 'Recipients by state',
+    this.rowsByState(db, 'posthaste_queue_recipients', 'Recipients by state', 'recipients');
+    this.rowsByState(db, 'posthaste_webhook_deliveries', 'Webhook deliveries by state', 'webhook_deliveries');
+  }
+
+  /** A gauge of a table's rows by `state`, read from the store on each scrape. */
+  private rowsByState(db: Db, name: string, help: string, table: 'recipients' | 'webhook_deliveries'): void {
+    const gauge = new Gauge({
+      name,
+      help,
       labelNames: ['state'],
       registers: [this.registry],
       collect() {
-        queue.reset();
-        for (const r of db.statement('SELECT state, COUNT(*) AS n FROM recipients GROUP BY state').all() as Array<{ state: string; n: number }>) queue.set({ state: r.state }, r.n);
-      },
-    });
-    const backlog = new Gauge({
-      name: 'posthaste_webhook_deliveries',
-      help: 'Webhook deliveries by state',
-      labelNames: ['state'],
-      registers: [this.registry],
-      collect() {
-        backlog.reset();
-        for (const r of db.statement('SELECT state, COUNT(*) AS n FROM webhook_deliveries GROUP BY state').all() as Array<{ state: string; n: number }>) backlog.set({ state: r.state }, r.n);
+        gauge.reset();
+        for (const r of db.statement(`SELECT state, COUNT(*) AS n FROM ${table} GROUP BY state`).all() as Array<{ state: string; n: number }>) gauge.set({ state: r.state }, r.n);
       },
     });
   }

@@ -29,9 +29,8 @@ export interface QueuedMessage {
 }
 
 /** Releases every claim (at start: claims of a process that died). Returns how many. */
-export function releaseClaims(db: Db, olderThan?: number): number {
-  if (olderThan === undefined) return db.statement('UPDATE recipients SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL').run().changes;
-  return db.statement('UPDATE recipients SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL AND locked_at < ?').run(olderThan).changes;
+export function releaseClaims(db: Db): number {
+  return db.statement('UPDATE recipients SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL').run().changes;
 }
 
 /** Claims up to `limit` due recipients in one UPDATE … RETURNING (one statement, so no two workers get one row). */

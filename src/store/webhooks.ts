@@ -226,8 +226,3 @@ export function listAttempts(db: Db, endpointId: string, limit: number, before?:
     delivery_state: r.delivery_state,
   }));
 }
-
-export function webhookBacklog(db: Db): { pending: number; failed: number } {
-  const r = db.statement("SELECT SUM(state = 'pending') AS pending, SUM(state = 'failed') AS failed FROM webhook_deliveries").get() as { pending: number | null; failed: number | null };
-  return { pending: r.pending ?? 0, failed: r.failed ?? 0 };
-}

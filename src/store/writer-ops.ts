@@ -7,7 +7,8 @@ import type { ArfReport } from '../reports/arf.js';
 
 /** One inbound transaction: messages for receiving domains, and reports to apply. */
 export interface ReceiveInput {
-  stores: StoredInbound[];
+  /** The messages to store; their bytes are `raw`, sent once for all of them. */
+  stores: Array<Omit<StoredInbound, 'raw'>>;
   dsn: Array<{ report: DsnReport | null; env: Envelope }>;
   arf: Array<{ report: ArfReport | null; env: Envelope }>;
   raw: Uint8Array;
