@@ -11,6 +11,7 @@ import { ensureDefaultCustomer } from '../src/store/customers.js';
 import { recordEvent } from '../src/store/events.js';
 import { createEndpoint } from '../src/store/webhooks.js';
 import { newSecret } from '../src/webhooks/sign.js';
+import { TestDnsServer } from '../test/helpers/dns-server.js';
 
 const N = Number(process.env.BENCH_WEBHOOKS_N ?? 30_000);
 const CONCURRENCY = 4; // webhooks.concurrency_per_endpoint default
@@ -19,6 +20,7 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
   const dir = workDir('webhooks');
   const rx = await spawnReady(process.execPath, [join(ROOT, 'dist/bench/receiver.js')], /LISTENING (\d+)/);
   const url = `http://127.0.0.1:${rx.match[1]}/hook`;
+  const dns = await new TestDnsServer().start(); // no lookup may leave the machine
   try {
     const sample = JSON.stringify({ id: 'msg_x', type: 'email.delivered', timestamp: new Date().toISOString(), data: { email_id: 1, message_id: 'x@example.com', recipient: 'a@example.org', response: { code: 250, enhanced_code: '2.0.0', message: 'OK queued' }, mx: 'mx.example.org', tls: true, attempt: 1 } });
 
@@ -49,7 +51,7 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
       for (let i = 0; i < N; i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: JSON.parse(sample).data, now });
     });
     const config = join(dir, 'posthaste.toml');
-    writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[webhooks]\nallow_private_targets = true\n[log]\nlevel = "warn"\n`);
+    writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[webhooks]\nallow_private_targets = true\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`);
     const done = db.sqlite.prepare("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'succeeded'").pluck();
     const t1 = performance.now();
     const ph = await spawnReady(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'], /API on/);
@@ -73,6 +75,7 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
       ],
     };
   } finally {
+    await dns.stop();
     await stop(rx.child);
   }
 }

@@ -41,7 +41,7 @@ export interface Daemon {
 }
 
 /** Keys SIGHUP applies to the running daemon; every other changed key needs a restart. */
-const RELOADABLE = new Set(['limits.max_store_bytes', 'log.level', 'inbound.rate_per_minute', 'inbound.monthly_limit', 'limits.max_recipients', 'limits.idempotency_ttl', 'smtp.tls.cert', 'smtp.tls.key', 'webhooks.poll_interval']);
+const RELOADABLE = new Set(['limits.max_store_bytes', 'log.level', 'inbound.rate_per_minute', 'inbound.monthly_limit', 'limits.max_recipients', 'limits.idempotency_ttl', 'smtp.tls.cert', 'smtp.tls.key', 'outbound.hold']);
 
 /** How long stop() waits for in-flight deliveries and webhook attempts before abandoning them (their claims are released at the next start). */
 export const INFLIGHT_GRACE_MS = 15_000;
@@ -86,6 +86,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     claimBatch: o.claim_batch,
     pollInterval: o.poll_interval,
     worker: `pid${process.pid}`,
+    held: () => config.outbound.hold,
     onEvents: () => dispatcher.kick(),
     onOutcome: (kind) => metrics.deliveries.inc({ outcome: kind }),
     deliver: (domain, items) =>
@@ -204,6 +205,11 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
         commit.setMaxBytes(next.limits.max_store_bytes);
       }
       config.log.level = next.log.level;
+      if (config.outbound.hold !== next.outbound.hold) {
+        config.outbound.hold = next.outbound.hold;
+        log.warn({ hold: config.outbound.hold }, config.outbound.hold ? 'outbound queue held: nothing is sent until outbound.hold = false' : 'outbound queue released');
+        scheduler.kick();
+      }
       if (applied.includes('smtp.tls.cert') || applied.includes('smtp.tls.key')) {
         config.smtp['tls.cert'] = next.smtp['tls.cert'];
         config.smtp['tls.key'] = next.smtp['tls.key'];

@@ -8,17 +8,27 @@ declare module 'fastify' {
     apiKey?: ApiKeyInfo;
     /** SHA-256 of the raw body, for Idempotency-Key. */
     bodyHash?: Buffer;
+    /** apiKey came from the cache without reading auth_epoch (the send path; see AuthCache). */
+    keyUnchecked?: boolean;
   }
 }
 
-/** `Authorization: Token <key>`; the key is looked up on every request so revocation is immediate. */
-export function authenticateRequest(auth: AuthCache, request: FastifyRequest): ApiKeyInfo {
+/**
+ * `Authorization: Token <key>`. Checked (the default), the cache is validated against the store
+ * first, so a revocation is refused on the next request; unchecked is for the send path, whose
+ * writer re-verifies inside the accepting transaction.
+ */
+export function authenticateRequest(auth: AuthCache, request: FastifyRequest, checked = true): ApiKeyInfo {
   const header = request.headers.authorization;
   if (!header) throw new ApiError('unauthorized', 'Missing Authorization header; send "Authorization: Token <API key>".');
   const m = /^Token\s+(\S+)\s*$/i.exec(header);
-  const key = m ? auth.key(m[1]!) : undefined;
-  if (!key) throw new ApiError('unauthorized', 'The API key is malformed, unknown or revoked.');
+  const key = m ? auth.key(m[1]!, checked) : undefined;
+  if (!key) throw unauthorized();
   return key;
+}
+
+export function unauthorized(): ApiError {
+  return new ApiError('unauthorized', 'The API key is malformed, unknown or revoked.');
 }
 
 export function requireKey(request: FastifyRequest): ApiKeyInfo {

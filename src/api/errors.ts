@@ -2,6 +2,8 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { ApiError } from '../domain/errors.js';
 import { isStorageUnavailable } from '../store/db.js';
 import type { Logger } from '../lib/logger.js';
+import type { AuthCache } from '../store/auth-cache.js';
+import { authenticateRequest } from './auth.js';
 
 /** Fastify's own errors, mapped once to the error table of SPEC.md. */
 function fromFastify(e: FastifyError): ApiError | undefined {
@@ -21,9 +23,17 @@ function fromFastify(e: FastifyError): ApiError | undefined {
   return undefined;
 }
 
-export function installErrorHandlers(app: FastifyInstance, log: Logger): void {
+export function installErrorHandlers(app: FastifyInstance, log: Logger, auth: AuthCache): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     let api = error instanceof ApiError ? error : fromFastify(error);
+    // A key taken from the cache unchecked may have been revoked since: that answer comes first.
+    if (request.keyUnchecked && api?.code !== 'unauthorized') {
+      try {
+        authenticateRequest(auth, request, true);
+      } catch (e) {
+        api = e as ApiError;
+      }
+    }
     if (!api && isStorageUnavailable(error)) {
       log.error({ err: { code: (error as { code?: string }).code, message: error.message } }, 'store cannot write: request refused with 503');
       api = new ApiError('unavailable', 'The server cannot store the request right now; it was not accepted. Retry later.');

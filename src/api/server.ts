@@ -4,7 +4,7 @@ import type { ApiDeps } from './deps.js';
 import { ApiError } from '../domain/errors.js';
 import { authenticateRequest } from './auth.js';
 import { installErrorHandlers } from './errors.js';
-import { emailRoutes, hashBody } from './routes/emails.js';
+import { emailRoutes, hashBody, SEND_ROUTE } from './routes/emails.js';
 import { healthRoutes } from './routes/health.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { suppressionRoutes } from './routes/suppressions.js';
@@ -45,21 +45,34 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     done(null, value);
   });
 
-  // Refusals that come before the body is read: shutting down, then the key.
-  app.addHook('onRequest', async (request) => {
-    if (deps.lifecycle.shuttingDown) throw new ApiError('unavailable', 'The server is shutting down; the request was not accepted.');
-    if (request.url.startsWith('/api/')) request.apiKey = authenticateRequest(deps.auth, request);
+  // Refusals that come before the body is read: shutting down, then the key. (Callback-style
+  // hooks: every request runs them, and an async hook costs a promise each.)
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (deps.lifecycle.shuttingDown) return done(new ApiError('unavailable', 'The server is shutting down; the request was not accepted.'));
+    if (request.url.startsWith('/api/')) {
+      // The send path defers the freshness check to its transaction (AuthCache); errors before
+      // that re-check the key, so a revoked key still gets 401 first (errors.ts).
+      const sendPath = request.method === 'POST' && request.routeOptions.url === SEND_ROUTE;
+      try {
+        request.apiKey = authenticateRequest(deps.auth, request, !sendPath);
+      } catch (e) {
+        return done(e as Error);
+      }
+      request.keyUnchecked = sendPath;
+    }
+    done();
   });
 
   if (deps.metrics) {
     const metrics = deps.metrics;
-    app.addHook('onResponse', async (_request, reply) => {
-      metrics.api.inc({ status: String(reply.statusCode) });
+    app.addHook('onResponse', (_request, reply, done) => {
+      metrics.countApi(reply.statusCode);
+      done();
     });
     if (deps.config.metrics.enabled)
       app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
   }
-  installErrorHandlers(app, deps.log);
+  installErrorHandlers(app, deps.log, deps.auth);
   healthRoutes(app, deps);
   emailRoutes(app, deps);
   webhookRoutes(app, deps);

@@ -55,6 +55,7 @@ export const schema = {
     'tls.key': k({ type: 'string' }, '', 'PEM private key file for STARTTLS'),
   },
   outbound: {
+    hold: k({ type: 'bool' }, false, 'Hold the queue: accept and queue mail but send nothing (like Postfix\'s defer_transports); set back to false and reload (SIGHUP) to release it'),
     port: k({ type: 'int', min: 1, max: 65535 }, 25, 'TCP port of remote MX hosts (tests point it at a local MX)'),
     concurrency: k({ type: 'int', min: 1, max: 10_000 }, 100, 'Most SMTP connections open at once, all destinations together'),
     concurrency_per_domain: k({ type: 'int', min: 1, max: 1000 }, 10, 'Most SMTP connections open at once to one destination domain'),

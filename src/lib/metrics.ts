@@ -11,7 +11,22 @@ export class Metrics {
   readonly deliveries = new Counter({ name: 'posthaste_deliveries_total', help: 'Delivery attempt outcomes', labelNames: ['outcome'], registers: [this.registry] });
   readonly webhooks = new Counter({ name: 'posthaste_webhook_attempts_total', help: 'Webhook attempt outcomes', labelNames: ['outcome'], registers: [this.registry] });
   readonly inbound = new Counter({ name: 'posthaste_inbound_total', help: 'Inbound messages and recipients by result', labelNames: ['result'], registers: [this.registry] });
-  readonly api = new Counter({ name: 'posthaste_api_requests_total', help: 'API requests by HTTP status', labelNames: ['status'], registers: [this.registry] });
+  /** API responses by status, counted in a plain array (every request passes here) and handed to prom-client at scrape time. */
+  private readonly apiCounts = new Float64Array(600);
+  readonly api = new Counter({
+    name: 'posthaste_api_requests_total',
+    help: 'API requests by HTTP status',
+    labelNames: ['status'],
+    registers: [this.registry],
+    collect: () => {
+      for (let status = 100; status < 600; status++) if (this.apiCounts[status]) this.api.labels(String(status)).inc(this.apiCounts[status]!);
+      this.apiCounts.fill(0);
+    },
+  });
+
+  countApi(status: number): void {
+    if (status >= 100 && status < 600) this.apiCounts[status]!++;
+  }
 
   constructor(db: Db) {
     this.rowsByState(db, 'posthaste_queue_recipients', 'Recipients by state', 'recipients');

@@ -19,6 +19,8 @@ export interface SchedulerDeps {
   claimBatch: number;
   pollInterval: number;
   worker: string;
+  /** outbound.hold: while true nothing new is claimed (in-flight deliveries finish); read at every step so a reload applies. */
+  held?: () => boolean;
   /** Called after outcomes (and their events) are committed: the webhook dispatcher can go. */
   onEvents?: () => void;
   /** Counts outcomes (Prometheus). */
@@ -77,7 +79,7 @@ export class Scheduler {
 
   /** Claims what capacity allows and starts what the limits allow; returns how many were claimed. */
   private fill(): number {
-    if (this.stopped) return 0;
+    if (this.stopped || this.deps.held?.()) return 0;
     const { db, clock, claimBatch } = this.deps;
     let claimed = 0;
     const room = claimBatch - this.backlogSize();

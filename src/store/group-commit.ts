@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { OpName, OpInput, OpResult } from './writer-ops.js';
-import type { BatchMessage, BatchReply } from './writer-worker.js';
+import type { WriterMessage, BatchReply } from './writer-worker.js';
 
 interface Job {
   op: OpName;
@@ -20,19 +20,27 @@ export class StoreWriteError extends Error {
 }
 
 /**
- * Group commit on a writer thread. Writes submitted while the writer is busy wait and go
- * together as the next batch: one transaction, one fsync. Each job runs in its own savepoint, so
- * a failing job fails alone. A promise settles only after its batch's COMMIT returned (durable).
- * Because the fsync happens on the writer's thread, the event loop keeps reading and validating
- * requests meanwhile: batch N+1 fills while batch N is written.
+ * Group commit on a writer thread. Jobs submitted during one turn of the event loop go to the
+ * writer in one message; the writer runs everything that arrived while it was committing as its
+ * next transaction: one transaction, one fsync for many requests. Nothing waits for a reply
+ * before sending more, so the writer commits back to back under load while the event loop keeps
+ * reading and validating requests. A promise settles only after its transaction's COMMIT
+ * returned (durable); a job that fails, fails alone (see writer-worker.ts).
  */
 export class GroupCommit {
   private readonly worker: Worker;
-  private pending: Job[] = [];
-  private inFlight: Job[] | null = null;
+  /** Submitted this turn, not yet posted. */
+  private queued: Job[] = [];
+  /** Posted, in order, awaiting their transaction's reply (which settles the oldest n). */
+  private sent: Job[] = [];
+  private sentHead = 0;
+  private flushScheduled = false;
   private closed = false;
+  private drained: (() => void) | null = null;
   batches = 0;
   jobs = 0;
+  /** Jobs that make the turn send at once (measured: 8, 16, 32 and never gave 9.5k, 10.7k, 8.7k and 7.4k accepted/s). */
+  static readonly EAGER = 16;
 
   constructor(dbPath: string, maxBytes = 0) {
     this.worker = new Worker(new URL('./writer-worker.js', import.meta.url), { workerData: { path: dbPath, maxBytes } });
@@ -44,24 +52,39 @@ export class GroupCommit {
   submit<K extends OpName>(op: K, input: OpInput<K>): Promise<OpResult<K>> {
     if (this.closed) return Promise.reject(new StoreWriteError('the store is closed', 'SQLITE_BUSY'));
     return new Promise((resolve, reject) => {
-      this.pending.push({ op, input, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.inFlight) setImmediate(() => this.send());
+      this.queued.push({ op, input, resolve: resolve as (v: unknown) => void, reject });
+      // A turn that reads many requests sends the first ones early, so the writer commits them
+      // while the event loop still validates the rest (otherwise the two take turns idling).
+      if (this.queued.length >= GroupCommit.EAGER) return this.flush();
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
     });
   }
 
-  private send(): void {
-    if (this.inFlight || this.pending.length === 0) return;
-    this.inFlight = this.pending;
-    this.pending = [];
-    const msg: BatchMessage = { jobs: this.inFlight.map((j) => ({ op: j.op, input: j.input })) };
-    this.worker.ref();
+  private get outstanding(): number {
+    return this.sent.length - this.sentHead;
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.queued.length === 0) return;
+    const jobs = this.queued;
+    this.queued = [];
+    const msg: WriterMessage = { jobs: jobs.map((j) => ({ op: j.op, input: j.input })) };
+    if (this.outstanding === 0) this.worker.ref();
+    this.sent.push(...jobs);
     this.worker.postMessage(msg);
   }
 
   private settle(reply: BatchReply): void {
-    const batch = this.inFlight ?? [];
-    this.inFlight = null;
-    this.worker.unref();
+    const batch = this.sent.slice(this.sentHead, this.sentHead + reply.count);
+    this.sentHead += reply.count;
+    if (this.sentHead > 4096 && this.sentHead * 2 > this.sent.length) {
+      this.sent = this.sent.slice(this.sentHead);
+      this.sentHead = 0;
+    }
     if (!reply.ok) for (const job of batch) job.reject(new StoreWriteError(reply.error.message, reply.error.code));
     else {
       this.batches++;
@@ -72,35 +95,33 @@ export class GroupCommit {
         else job.reject(new StoreWriteError(o.error.message, o.error.code));
       });
     }
-    this.send();
-    if (this.closed && !this.inFlight && this.drained) this.drained();
+    if (this.outstanding === 0) {
+      this.worker.unref();
+      if (this.drained) this.drained();
+    }
   }
 
-  private drained: (() => void) | null = null;
-
   private failAll(e: unknown): void {
-    for (const job of [...(this.inFlight ?? []), ...this.pending]) job.reject(e);
-    this.inFlight = null;
-    this.pending = [];
+    for (const job of [...this.sent.slice(this.sentHead), ...this.queued]) job.reject(e);
+    this.sent = [];
+    this.sentHead = 0;
+    this.queued = [];
+    if (this.drained) this.drained();
   }
 
   /** limits.max_store_bytes changed (SIGHUP). */
   setMaxBytes(bytes: number): void {
-    this.worker.postMessage({ maxBytes: bytes });
+    this.worker.postMessage({ maxBytes: bytes } satisfies WriterMessage);
   }
 
   /** Stops taking writes, lets submitted ones commit, then closes the writer's connection. */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.inFlight || this.pending.length > 0) {
-      await new Promise<void>((resolve) => {
-        this.drained = resolve;
-        this.send();
-      });
-    }
+    this.flush();
+    if (this.outstanding > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
     this.worker.ref();
-    this.worker.postMessage('close');
+    this.worker.postMessage('close' satisfies WriterMessage);
     await exited;
   }
 }

@@ -1,5 +1,7 @@
 import type { Db } from './db.js';
 import { acceptMessage, type AcceptInput, type AcceptResult } from './messages.js';
+import { readAuthEpoch } from './auth-cache.js';
+import { findSendingDomain } from './domains.js';
 import { storeInbound, type StoredInbound } from './inbound.js';
 import { applyDsn, applyArf, type Envelope } from '../reports/apply.js';
 import type { DsnReport } from '../reports/dsn.js';
@@ -25,13 +27,40 @@ function receive(db: Db, input: ReceiveInput): string[] {
   return ids;
 }
 
+export interface SendInput extends AcceptInput {
+  /** auth_epoch the API's cached key and domain were at least as new as. */
+  authEpoch: string;
+}
+export type SendResult = (AcceptResult | { kind: 'key_revoked' } | { kind: 'domain_unknown' } | { kind: 'domain_unverified' }) & {
+  /** auth_epoch as this transaction saw it: the API drops its cache when it moved. */
+  authEpoch: string;
+};
+
+/**
+ * The send path's commit. The API took the key and the domain from its cache without reading
+ * the store; here, inside the transaction that stores the message, the epoch tells whether
+ * either may have changed since, and if so both are verified again, so a key revoked or a
+ * domain removed or unverified before this commit cannot get a message in.
+ */
+function accept(db: Db, input: SendInput): SendResult {
+  const authEpoch = readAuthEpoch(db);
+  if (authEpoch !== input.authEpoch) {
+    const key = db.statement('SELECT revoked_at FROM api_keys WHERE id = ?').get(input.apiKeyId) as { revoked_at: number | null } | undefined;
+    if (!key || key.revoked_at !== null) return { kind: 'key_revoked', authEpoch };
+    const domain = findSendingDomain(db, input.senderDomain);
+    if (!domain || domain.customer_id !== input.customerId) return { kind: 'domain_unknown', authEpoch };
+    if (domain.verified_at === null) return { kind: 'domain_unverified', authEpoch };
+  }
+  return { ...acceptMessage(db, input), authEpoch };
+}
+
 /**
  * The writes that go through the group-commit writer, by name. Each runs inside the writer's
  * batch transaction (in its own savepoint); inputs and results cross a thread boundary, so
  * they are plain data.
  */
 export const writerOps = {
-  accept: (db: Db, input: AcceptInput): AcceptResult => acceptMessage(db, input),
+  accept,
   receive,
 };
 

@@ -99,6 +99,47 @@ t.test('401: missing, malformed, unknown and revoked keys', async (t) => {
   t.equal(r.status, 401, 'revocation takes effect on the very next request');
 });
 
+t.test('a key revoked after it was cached gets 401 before any other answer of the send path', async (t) => {
+  const doomed = makeKey(s.db, 'production');
+  t.equal((await post(valid, { key: doomed })).status, 202, 'a first send: the new key moved the epoch, the cache catches up');
+  t.equal((await post(valid, { key: doomed })).status, 202, 'a second send: now cached at the current epoch');
+  for (const [what, opts] of [
+    ['invalid JSON', { raw: '{"from":' }],
+    ['a body that fails validation', { body: { ...valid, to: 'not an address' } }],
+  ] as const) {
+    const r = await post('body' in opts ? opts.body : null, { key: doomed, ...('raw' in opts ? { raw: opts.raw } : {}) });
+    t.not(r.status, 401, `${what}, before revocation: not 401`);
+  }
+  revokeKey(s.db, listKeys(s.db).find((k) => doomed.includes(k.id.slice(4)))!.id, Date.now());
+  for (const [what, opts] of [
+    ['invalid JSON', { raw: '{"from":' }],
+    ['a body that fails validation', { body: { ...valid, to: 'not an address' } }],
+    ['an unverified sender domain', { body: { ...valid, from: 'a@pending.example' } }],
+    ['a valid request', { body: valid }],
+  ] as const) {
+    const r = await post('body' in opts ? opts.body : null, { key: doomed, ...('raw' in opts ? { raw: opts.raw } : {}) });
+    t.equal(r.status, 401, what);
+    isErrorShape(t, r.body, 'unauthorized');
+  }
+});
+
+t.test('domain changes made by the CLI apply to the next send, in both directions', async (t) => {
+  makeDomain(s.db, 'flip.example');
+  const body = { ...valid, from: 'a@flip.example' };
+  const accept = async (what: string) => {
+    // Twice: the first send after a change brings the API's cache to the current epoch.
+    t.equal((await post(body)).status, 202, what);
+    t.equal((await post(body)).status, 202, `${what} (cached)`);
+  };
+  await accept('verified: accepted');
+  s.db.sqlite.prepare("UPDATE domains SET verified_at = NULL WHERE name = 'flip.example'").run();
+  t.equal((await post(body)).status, 403, 'unverified since: refused');
+  s.db.sqlite.prepare('UPDATE domains SET verified_at = 1 WHERE name = ?').run('flip.example');
+  await accept('verified again: accepted');
+  s.db.sqlite.prepare("DELETE FROM domains WHERE name = 'flip.example'").run();
+  t.equal((await post(body)).status, 422, 'removed: not a domain of this account');
+});
+
 t.test('400 invalid_json: not JSON, and JSON that is not an object', async (t) => {
   for (const raw of ['{"from":', 'hello', '[1,2]', '"str"', 'null', '42']) {
     const r = await post(null, { raw });

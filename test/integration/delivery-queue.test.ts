@@ -2,6 +2,7 @@ import t from 'tap';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
 import { startTestServer, makeKey, makeDomain, tempDir, writeTestConfig, openTestDb } from '../helpers/env.js';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { loadConfig } from '../../src/config/load.js';
 import { runCli, json } from '../helpers/cli.js';
 import { request } from '../helpers/http.js';
@@ -100,4 +101,24 @@ t.test('the running daemon delivers on its own soon after the 202', async (t) =>
     await new Promise((res) => setTimeout(res, 50));
   }
   t.equal(state, 'delivered');
+});
+
+t.test('outbound.hold queues without sending; a reload to false releases the queue', async (t) => {
+  const s = await startTestServer(`[outbound]\nport = ${mx.port}\nhold = true\npoll_interval = "50ms"\n`, { dns: dns.server });
+  t.teardown(() => s.close());
+  const key = makeKey(s.db);
+  makeDomain(s.db, 'example.com');
+  const before = mx.received.length;
+  for (let i = 0; i < 3; i++) t.equal((await request(`${s.url}/api/v1/emails`, { key, body: body(`held${i}@many.test`) })).status, 202);
+  await new Promise((r) => setTimeout(r, 400)); // several polls of the running loop
+  t.equal(mx.received.length, before, 'nothing reached the MX while held');
+  t.same(s.db.sqlite.prepare("SELECT state, COUNT(*) AS n FROM recipients GROUP BY state").all(), [{ state: 'queued', n: 3 }], 'all still queued, unclaimed');
+  const st = json<{ outbound_held: boolean }>(await runCli(['--config', s.configPath, 'status', '--json']));
+  t.equal(st.outbound_held, true, 'status says the queue is held');
+
+  writeFileSync(s.configPath, readFileSync(s.configPath, 'utf8').replace('hold = true', 'hold = false'));
+  t.same(s.daemon.reload(loadConfig({ path: s.configPath, env: {} })).applied, ['outbound.hold']);
+  const end = Date.now() + 5000;
+  while (mx.received.length < before + 3 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  t.equal(mx.received.length - before, 3, 'released: all three delivered');
 });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps.js';
-import { requireKey } from '../auth.js';
+import { requireKey, unauthorized } from '../auth.js';
 import { ApiError, Problems } from '../../domain/errors.js';
 import { validateSendRequest, recipientsOf, serializeRequest, type SendRequest } from '../../domain/send-request.js';
 import { formatMailbox } from '../../domain/addresses.js';
@@ -10,11 +10,24 @@ import { getMessage } from '../../store/messages.js';
 import { timeSortableId, BASE32 } from '../../lib/ids.js';
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+export const SEND_ROUTE = '/api/v1/emails';
+
+function unknownDomain(name: string): ApiError {
+  const p = new Problems();
+  p.add('from', `${name} is not a domain of this account; add it with "posthaste domains add"`);
+  return validationError(p);
+}
+
+function unverifiedDomain(name: string): ApiError {
+  return new ApiError('domain_not_verified', `The sender domain ${name} is not verified yet; publish its DNS records and run "posthaste domains verify".`, {
+    from: [`${name} is not verified`],
+  });
+}
 
 export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { db, commit, config, clock } = deps;
 
-  app.post('/api/v1/emails', async (request, reply) => {
+  app.post(SEND_ROUTE, async (request, reply) => {
     const key = requireKey(request);
     const body = request.body as Record<string, unknown>;
 
@@ -28,17 +41,14 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
     if (parsed instanceof Problems) throw validationError(parsed);
     const req: SendRequest = parsed;
 
-    // The sender domain must be one of this customer's, and verified.
-    const domain = deps.auth.domain(req.from.domain);
-    if (!domain || domain.customer_id !== key.customer_id) {
-      const p = new Problems();
-      p.add('from', `${req.from.domain} is not a domain of this account; add it with "posthaste domains add"`);
-      throw validationError(p);
-    }
-    if (domain.verified_at === null)
-      throw new ApiError('domain_not_verified', `The sender domain ${domain.name} is not verified yet; publish its DNS records and run "posthaste domains verify".`, {
-        from: [`${domain.name} is not verified`],
-      });
+    // The sender domain must be one of this customer's, and verified. The epoch is taken before
+    // the lookups: the writer re-verifies both if anything changed since (AuthCache).
+    const authEpoch = deps.auth.epoch;
+    let domain = deps.auth.domain(req.from.domain, false);
+    const usable = (d: typeof domain) => d !== undefined && d.customer_id === key.customer_id && d.verified_at !== null;
+    if (!usable(domain)) domain = deps.auth.domain(req.from.domain, true); // a refusal is never from a stale cache
+    if (!domain || domain.customer_id !== key.customer_id) throw unknownDomain(req.from.domain);
+    if (domain.verified_at === null) throw unverifiedDomain(domain.name);
 
     const now = clock.now();
     const messageId = `${timeSortableId(now, BASE32)}@${domain.name}`;
@@ -63,8 +73,10 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
         request: serializeRequest(req),
         recipients,
         ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: config.limits.idempotency_ttl } } : {}),
+        authEpoch,
         now,
       });
+    deps.auth.observe(result.authEpoch);
     // Only now, after the COMMIT has returned, does the client hear "accepted".
     switch (result.kind) {
       case 'accepted':
@@ -74,6 +86,12 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
         return reply.code(result.status).header('idempotent-replayed', 'true').send(result.response);
       case 'conflict':
         throw new ApiError('conflict', 'This Idempotency-Key was used with a different request body.');
+      case 'key_revoked':
+        throw unauthorized();
+      case 'domain_unknown':
+        throw unknownDomain(domain.name);
+      case 'domain_unverified':
+        throw unverifiedDomain(domain.name);
       case 'suppressed': {
         const p = new Problems();
         for (const s of result.addresses) p.add(s.field, `${s.address} is on the suppression list (${s.reason})`);

@@ -65,14 +65,14 @@ export function statusCommand(program: Command): void {
     .command('status')
     .description('queue depth by state, oldest deferred, webhook backlog, inbound counts')
     .action(async (_o, c: Command) =>
-      withStore(c, ({ db, now }) => {
-        const st = status(db, now);
+      withStore(c, ({ db, config, now }) => {
+        const st = { ...status(db, now), outbound_held: config.outbound.hold };
         const kv = (o: Record<string, number>) => Object.entries(o).map(([k, v]) => `${k}=${v}`).join(' ') || '(empty)';
         output(
           c,
           st,
           [
-            `queue:     ${kv(st.queue)}`,
+            `queue:     ${kv(st.queue)}${st.outbound_held ? '  (HELD: outbound.hold = true, nothing is sent)' : ''}`,
             `deferred:  oldest accepted ${st.oldest_deferred ?? '-'}; next attempt ${st.next_attempt ?? '-'}`,
             `webhooks:  ${kv(st.webhooks)}`,
             `inbound:   ${st.inbound.last_24h} in the last 24 h, ${st.inbound.total} in all, ${st.inbound.reports_unmatched} unmatched reports`,

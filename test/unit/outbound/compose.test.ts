@@ -2,7 +2,8 @@ import t from 'tap';
 import { composeMessage, encodedSizeBound } from '../../../src/outbound/compose.js';
 import { validateSendRequest, serializeRequest, deserializeRequest, type SendRequest } from '../../../src/domain/send-request.js';
 import { Problems } from '../../../src/domain/errors.js';
-import { timeSortableId, BASE32, eventId } from '../../../src/lib/ids.js';
+import { timeSortableId, BASE32, eventId, base32Id, bigIntId } from '../../../src/lib/ids.js';
+import { randomBytes } from 'node:crypto';
 
 function req(body: Record<string, unknown>): SendRequest {
   const r = validateSendRequest(body, { maxRecipients: 50 });
@@ -50,6 +51,17 @@ t.test('ids are time-sortable and unique', async (t) => {
   t.ok(eventId(1000) < eventId(2000));
   const many = new Set(Array.from({ length: 1000 }, () => timeSortableId(5, BASE32)));
   t.equal(many.size, 1000);
+});
+
+t.test('the base-32 fast path gives the same digits as the BigInt encoding', async (t) => {
+  const edge = [Buffer.alloc(10, 0), Buffer.alloc(10, 0xff), Buffer.from('0102030405060708090a', 'hex')];
+  const times = [0, 1, 2 ** 48 - 1, 1795270992593, Date.now()];
+  for (const ms of times) for (const rnd of [...edge, ...Array.from({ length: 200 }, () => randomBytes(10))]) {
+    const fast = base32Id(ms, rnd);
+    const slow = bigIntId(ms, rnd, BASE32);
+    if (fast !== slow) return t.fail(`${ms} ${rnd.toString('hex')}: ${fast} != ${slow}`);
+  }
+  t.pass('1,015 ids agree');
 });
 
 t.test('encodedSizeBound is never below the composed size', async (t) => {
