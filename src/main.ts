@@ -105,6 +105,8 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
         items,
       ),
   });
+  // Group commit: the API's and the inbound listener's writes, and the dispatcher's attempt log.
+  const commit = new GroupCommit(db.path, config.limits.max_store_bytes);
   const webhooks = createWebhookService(db, config, clock, resolver);
   const metrics = new Metrics(db);
   const releasedHooks = releaseDeliveryClaims(db);
@@ -119,6 +121,8 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     perEndpoint: config.webhooks.concurrency_per_endpoint,
     pollInterval: config.webhooks.poll_interval,
     onAttempt: (outcome) => metrics.webhooks.inc({ outcome }),
+    record: (batch, now) => commit.submit('webhookAttempts', { batch, now }),
+    claim: (input) => commit.submit('webhookClaim', input),
   });
   // Retention runs on a schedule (node-cron); a bad expression stops the start like any bad config.
   if (!cron.validate(config.retention.schedule)) throw new ConfigError('retention.schedule', `"${config.retention.schedule}" is not a cron expression`);
@@ -134,7 +138,6 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(deliveryStop.signal);
   const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(deliveryStop.signal);
 
-  const commit = new GroupCommit(db.path, config.limits.max_store_bytes);
   let apiUp = false;
   let smtpUp = false;
   const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => apiUp && smtpUp };
@@ -223,8 +226,6 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
       await Promise.all([app.close(), new Promise<void>((resolve) => listener.close(() => resolve()))]);
       apiUp = false;
       smtpUp = false;
-      await commit.close();
-      log.info({ commits: commit.batches, jobs: commit.jobs }, 'group commit totals');
       await retention.stop();
       deliveryStop.abort();
       const abandoned = await Promise.race([
@@ -233,6 +234,9 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
       ]);
       if (abandoned) log.warn('in-flight deliveries or webhook attempts abandoned at shutdown; their claims are released at the next start');
       if (opts.manualDelivery) await scheduler.stop();
+      // Last: the dispatcher's final attempt log goes through the writer.
+      await commit.close();
+      log.info({ commits: commit.batches, jobs: commit.jobs }, 'group commit totals');
       await signer.close();
       await webhooks.fetch.close();
       db.close();

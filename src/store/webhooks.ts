@@ -77,7 +77,7 @@ export function disableEndpoint(db: Db, id: string, reason: string): void {
  * its customer that subscribes to its type and existed when the event was written. Advances the
  * cursor in the same transaction. Returns how many rows were created.
  */
-export function fanOut(db: Db, now: number, limit = 5000): number {
+export function fanOut(db: Db, now: number, limit = 1000): number {
   return db.tx(() => {
     const cursor = Number((db.statement("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'").get() as { value: string }).value);
     const events = db.statement('SELECT seq, customer_id, type, created_at FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(cursor, limit) as Array<{
@@ -179,6 +179,41 @@ export function logAttempt(db: Db, a: AttemptRecord): void {
 /** After an attempt: succeeded, failed for good, or pending again at `nextAt`. Unlocks the row. */
 export function settleDelivery(db: Db, id: string | number, state: 'succeeded' | 'failed' | 'pending', attempts: number, nextAt: number | null, now: number): void {
   db.statement('UPDATE webhook_deliveries SET state = ?, attempts = ?, next_attempt_at = ?, locked_by = NULL, locked_at = NULL, updated_at = ? WHERE id = ?').run(state, attempts, nextAt, now, id);
+}
+
+export interface ClaimInput {
+  worker: string;
+  now: number;
+  limit: number;
+  held: Map<string, number>;
+  perEndpoint: number;
+  /** Claim only when true; fan out always. */
+  claim: boolean;
+}
+
+/** Fan-out and claim on one connection, synchronously (the default, and the writer op). */
+export function fanOutAndClaim(db: Db, input: ClaimInput): ClaimedDelivery[] {
+  fanOut(db, input.now);
+  return input.claim ? claimDeliveries(db, input.worker, input.now, input.limit, input.held, input.perEndpoint) : [];
+}
+
+/** A finished attempt and what it decided: the delivery's next state, and whether the endpoint is now disabled (410). */
+export interface SettledAttempt {
+  attempt: AttemptRecord;
+  deliveryId: number;
+  state: 'succeeded' | 'failed' | 'pending';
+  nextAt: number | null;
+  disableEndpoint: boolean;
+}
+
+/** Logs and settles a batch of attempts (the dispatcher's, through the group-commit writer). */
+export function recordAttempts(db: Db, batch: SettledAttempt[], now: number): void {
+  for (const s of batch) {
+    logAttempt(db, s.attempt);
+    // Standard Webhooks: 410 Gone means the receiver wants no more; disable the endpoint.
+    if (s.disableEndpoint) disableEndpoint(db, s.attempt.endpointId, '410 Gone');
+    settleDelivery(db, s.deliveryId, s.state, s.attempt.attempt, s.nextAt, now);
+  }
 }
 
 export interface AttemptView {

@@ -9,7 +9,9 @@ export type JobOutcome = { ok: true; value: unknown } | { ok: false; error: { me
 /** The reply for the oldest `count` jobs not yet answered, in the order they were posted. */
 export type BatchReply = { count: number } & ({ ok: true; outcomes: JobOutcome[] } | { ok: false; error: { message: string; code?: string } });
 
-const db = new Db((workerData as { path: string; maxBytes: number }).path, (workerData as { maxBytes: number }).maxBytes);
+// 8 MiB of page cache: the writer appends (rightmost B-tree pages) and reads single rows by key;
+// a large cache would only keep the pages of big messages it has already written.
+const db = new Db((workerData as { path: string; maxBytes: number }).path, (workerData as { maxBytes: number }).maxBytes, 8192);
 let queue: Array<{ op: OpName; input: unknown }> = [];
 let scheduled = false;
 

@@ -1,7 +1,7 @@
 import type { Db } from '../store/db.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { claimDeliveries, disableEndpoint, fanOut, getEndpoint, logAttempt, settleDelivery, type AttemptRecord, type ClaimedDelivery, type Endpoint } from '../store/webhooks.js';
+import { fanOutAndClaim, getEndpoint, recordAttempts, type ClaimInput, settleDelivery, type AttemptRecord, type ClaimedDelivery, type Endpoint, type SettledAttempt } from '../store/webhooks.js';
 import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_MS, ok2xx, type WebhookService } from './service.js';
 import type { PostResult } from './safe-fetch.js';
 import { PollLoop } from '../lib/poll-loop.js';
@@ -23,6 +23,14 @@ export interface DispatcherDeps {
   flushInterval?: number;
   /** Counts attempts by outcome (Prometheus). */
   onAttempt?: (outcome: 'success' | 'failure' | 'gone') => void;
+  /**
+   * Commits a batch of finished attempts. The daemon passes the group-commit writer, so the
+   * fsync happens off the event loop that is sending the next requests; by default it is a
+   * transaction on `db`.
+   */
+  record?: (batch: SettledAttempt[], now: number) => Promise<void>;
+  /** Fans out new events and claims due deliveries, in one transaction (the writer's, in the daemon). */
+  claim?: (input: ClaimInput) => Promise<ClaimedDelivery[]>;
 }
 
 /** Attempts recorded per transaction at most; a batch this full is written at once. */
@@ -69,18 +77,22 @@ export class Dispatcher {
     await this.loop.run(signal, this.deps.pollInterval, () => this.fill(), (e) => this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying'));
     this.stopped = true;
     if (this.kickTimer) clearTimeout(this.kickTimer);
+    await this.filling;
     await Promise.all(this.inFlight);
-    this.flush();
+    await this.flush();
+    await Promise.all(this.flushing);
+    if (this.flushTimer) clearTimeout(this.flushTimer);
     this.releaseBacklog();
   }
 
   /** Delivers everything due now and waits for it (tests, with a manual clock). */
   async drain(): Promise<void> {
     for (;;) {
-      const started = this.fill();
+      const started = await this.fill();
       if (started === 0 && this.inFlight.size === 0) {
-        this.flush();
-        if (this.fill() === 0 && this.inFlight.size === 0) return;
+        await this.flush();
+        await Promise.all(this.flushing);
+        if ((await this.fill()) === 0 && this.inFlight.size === 0) return;
       }
       if (this.inFlight.size > 0) await Promise.race(this.inFlight);
     }
@@ -98,19 +110,30 @@ export class Dispatcher {
     return n;
   }
 
-  /** Fans out, claims more when the backlog runs low, starts what the limits allow; returns how many started. */
-  private fill(): number {
-    if (this.stopped) return 0;
+  private filling: Promise<number> | null = null;
+
+  /** Fans out, claims more when the backlog runs low, starts what the limits allow; returns how many started. One at a time. */
+  private fill(): Promise<number> {
+    if (this.stopped) return Promise.resolve(0);
+    if (this.filling) return this.filling;
+    const p = this.claimMore().finally(() => {
+      this.filling = null;
+    });
+    this.filling = p;
+    return p;
+  }
+
+  private async claimMore(): Promise<number> {
     const { db, clock, worker } = this.deps;
     const quota = this.deps.claimPerEndpoint ?? 256;
-    fanOut(db, clock.now());
-    if (this.backlogSize() < quota) {
-      this.endpoints.clear();
-      for (const d of claimDeliveries(db, worker, clock.now(), quota * 4, this.held(), quota)) {
-        const list = this.backlog.get(d.endpointId);
-        if (list) list.push(d);
-        else this.backlog.set(d.endpointId, [d]);
-      }
+    const claim = this.backlogSize() < quota;
+    const input: ClaimInput = { worker, now: clock.now(), limit: quota * 4, held: this.held(), perEndpoint: quota, claim };
+    const claimed = this.deps.claim ? await this.deps.claim(input) : fanOutAndClaim(db, input);
+    if (claim) this.endpoints.clear();
+    for (const d of claimed) {
+      const list = this.backlog.get(d.endpointId);
+      if (list) list.push(d);
+      else this.backlog.set(d.endpointId, [d]);
     }
     return this.dispatch();
   }
@@ -136,11 +159,7 @@ export class Dispatcher {
     this.refillScheduled = true;
     setImmediate(() => {
       this.refillScheduled = false;
-      try {
-        this.fill();
-      } catch (e) {
-        this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying');
-      }
+      this.fill().catch((e: unknown) => this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying'));
     });
   }
 
@@ -182,35 +201,43 @@ export class Dispatcher {
     // Webhooks are at-least-once and receivers dedupe on webhook-id: recording an attempt a few
     // milliseconds later (so many share one commit) risks at worst a duplicate after a crash.
     if (result.status === 410) this.endpoints.set(endpoint.id, { ...endpoint, enabled: false });
-    if (this.settled.length >= FLUSH_BATCH) this.flush();
-    else this.flushTimer ??= setTimeout(() => this.flush(), this.deps.flushInterval ?? 25);
+    if (this.settled.length >= FLUSH_BATCH) void this.flush();
+    else this.flushTimer ??= setTimeout(() => void this.flush(), this.deps.flushInterval ?? 25);
   }
 
-  /** Records the finished attempts of this turn in one transaction. */
-  private flush(): void {
+  private readonly flushing = new Set<Promise<void>>();
+
+  /** Records the finished attempts so far in one transaction (through `record`). */
+  private flush(): Promise<void> {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = null;
-    if (this.settled.length === 0) return;
+    if (this.settled.length === 0) return Promise.resolve();
     const batch = this.settled;
     this.settled = [];
     const { db, clock, log } = this.deps;
     const now = clock.now();
-    db.tx(() => {
-      for (const { d, attempt, result } of batch) {
-        logAttempt(db, attempt);
-        if (ok2xx(result)) settleDelivery(db, d.id, 'succeeded', attempt.attempt, null, now);
-        else if (result.status === 410) {
-          // Standard Webhooks: 410 Gone means the receiver wants no more; disable the endpoint.
-          disableEndpoint(db, d.endpointId, '410 Gone');
-          settleDelivery(db, d.id, 'failed', attempt.attempt, null, now);
-        } else if (attempt.attempt >= WEBHOOK_MAX_ATTEMPTS) settleDelivery(db, d.id, 'failed', attempt.attempt, null, now);
-        else settleDelivery(db, d.id, 'pending', attempt.attempt, now + WEBHOOK_RETRY_MS[attempt.attempt - 1]!, now);
-      }
+    const records: SettledAttempt[] = batch.map(({ d, attempt, result }) => {
+      const gone = result.status === 410;
+      const state = ok2xx(result) ? 'succeeded' : gone || attempt.attempt >= WEBHOOK_MAX_ATTEMPTS ? 'failed' : 'pending';
+      return { attempt, deliveryId: d.id, state, nextAt: state === 'pending' ? now + WEBHOOK_RETRY_MS[attempt.attempt - 1]! : null, disableEndpoint: gone };
     });
-    for (const { result } of batch) this.deps.onAttempt?.(ok2xx(result) ? 'success' : result.status === 410 ? 'gone' : 'failure');
-    for (const { attempt } of batch)
-      if (!attempt.status || attempt.status >= 300)
-        log.info({ endpoint: attempt.endpointId, event_id: attempt.eventId, type: attempt.eventType, attempt: attempt.attempt, status: attempt.status, error: attempt.error }, 'webhook attempt failed');
+    const record = this.deps.record ?? ((b: SettledAttempt[], at: number) => Promise.resolve(db.tx(() => recordAttempts(db, b, at))));
+    const p = record(records, now)
+      .then(() => {
+        for (const { result } of batch) this.deps.onAttempt?.(ok2xx(result) ? 'success' : result.status === 410 ? 'gone' : 'failure');
+        for (const { attempt } of batch)
+          if (!attempt.status || attempt.status >= 300)
+            log.info({ endpoint: attempt.endpointId, event_id: attempt.eventId, type: attempt.eventType, attempt: attempt.attempt, status: attempt.status, error: attempt.error }, 'webhook attempt failed');
+      })
+      .catch((e: unknown) => {
+        // The store cannot write (disk full): keep the outcomes and try again with the next batch.
+        log.error({ err: e, attempts: batch.length }, 'webhooks: recording attempts failed; will retry');
+        this.settled.unshift(...batch);
+        this.flushTimer ??= setTimeout(() => void this.flush(), 1000).unref();
+      })
+      .finally(() => this.flushing.delete(p));
+    this.flushing.add(p);
+    return p;
   }
 
   private releaseBacklog(): void {

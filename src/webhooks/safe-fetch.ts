@@ -1,4 +1,4 @@
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
 import type { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { LookupFunction } from 'node:net';
@@ -80,11 +80,21 @@ export async function resolvesPublicOnly(resolver: Resolver, host: string): Prom
   return bad ? `${h} resolves to ${bad}, which is not a public address` : null;
 }
 
+/** A URL's standing: why it is refused (null: allowed), and where to send when it is not. */
+interface Target {
+  refused: string | null;
+  origin: string;
+  path: string;
+}
+
+/** Raised inside the response handler to stop reading once the response cap is reached. */
+class CapReached extends Error {}
+
 /** POSTs webhook bodies: no redirects, a hard timeout, the response read up to 1 KiB, the address guard at connect time. */
 export class SafeFetch {
   private readonly agent: Agent;
-  /** URL → why it is refused (null: allowed); the scheme and literal-address checks depend only on the URL. */
-  private readonly checked = new Map<string, string | null>();
+  /** URL → its standing; the scheme and literal-address checks depend only on the URL. */
+  private readonly targets = new Map<string, Target>();
 
   constructor(private readonly opts: SafeFetchOptions) {
     this.agent = new Agent({
@@ -92,6 +102,21 @@ export class SafeFetch {
       connections: 64,
       keepAliveTimeout: 10_000,
     });
+  }
+
+  private target(url: string): Target {
+    let t = this.targets.get(url);
+    if (t === undefined) {
+      try {
+        const u = checkTarget(url, this.opts.allowPrivate);
+        t = { refused: null, origin: u.origin, path: u.pathname + u.search };
+      } catch (e) {
+        t = { refused: (e as Error).message, origin: '', path: '' };
+      }
+      if (this.targets.size > 10_000) this.targets.clear();
+      this.targets.set(url, t);
+    }
+    return t;
   }
 
   async post(url: string, headers: Record<string, string>, body: Buffer): Promise<PostResult> {
@@ -102,32 +127,11 @@ export class SafeFetch {
       response,
       durationMs: Math.round(performance.now() - started),
     });
-    let refused = this.checked.get(url);
-    if (refused === undefined) {
-      try {
-        checkTarget(url, this.opts.allowPrivate);
-        refused = null;
-      } catch (e) {
-        refused = (e as Error).message;
-      }
-      if (this.checked.size > 10_000) this.checked.clear();
-      this.checked.set(url, refused);
-    }
-    if (refused !== null) return done(null, refused, null);
+    const target = this.target(url);
+    if (target.refused !== null) return done(null, target.refused, null);
     try {
-      // undici's request does not follow redirects: a 3xx is just a status (a failure).
-      // The status arrives with the headers, so headersTimeout is exactly "a 2xx within the timeout";
-      // the (capped) body read is bounded by bodyTimeout.
-      const res = await request(url, { method: 'POST', headers, body, dispatcher: this.agent, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs });
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        if (size < RESPONSE_CAP) chunks.push(chunk);
-        size += chunk.length;
-        if (size >= RESPONSE_CAP) break; // read no further than the cap
-      }
-      if (size >= RESPONSE_CAP) res.body.destroy();
-      return done(res.statusCode, null, Buffer.concat(chunks).subarray(0, RESPONSE_CAP).toString('utf8'));
+      const { status, response } = await this.dispatch(target, headers, body);
+      return done(status, null, response);
     } catch (e) {
       const err = e as Error & { code?: string; cause?: Error & { code?: string } };
       const cause = err.cause ?? err;
@@ -139,6 +143,37 @@ export class SafeFetch {
             : `${cause.code ?? 'error'}: ${cause.message}`;
       return done(null, msg, null);
     }
+  }
+
+  /**
+   * One request through undici's dispatcher API (no stream or async iterator per request: the
+   * dispatcher's hot path). undici's dispatch does not follow redirects: a 3xx is just a status
+   * (a failure). The status arrives with the headers, so headersTimeout is exactly "a 2xx within
+   * the timeout"; the body is read up to the cap (then the request is aborted) within bodyTimeout.
+   */
+  private dispatch(target: Target, headers: Record<string, string>, body: Buffer): Promise<{ status: number; response: string }> {
+    return new Promise((resolve, reject) => {
+      let status = 0;
+      let size = 0;
+      const chunks: Buffer[] = [];
+      const text = () => Buffer.concat(chunks).subarray(0, RESPONSE_CAP).toString('utf8');
+      this.agent.dispatch(
+        { origin: target.origin, path: target.path, method: 'POST', headers, body, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs },
+        {
+          onRequestStart: () => undefined, // marks the handler as undici 7's controller API
+          onResponseStart: (_controller, statusCode) => {
+            status = statusCode;
+          },
+          onResponseData: (controller, chunk) => {
+            if (size < RESPONSE_CAP) chunks.push(chunk);
+            size += chunk.length;
+            if (size >= RESPONSE_CAP) controller.abort(new CapReached('response cap reached')); // read no further
+          },
+          onResponseEnd: () => resolve({ status, response: text() }),
+          onResponseError: (_controller, err) => (err instanceof CapReached ? resolve({ status, response: text() }) : reject(err)),
+        },
+      );
+    });
   }
 
   close(): Promise<void> {

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 
 /** A new endpoint secret: `whsec_` + Base64 of 32 random bytes (Standard Webhooks). */
 export function newSecret(): string {
@@ -10,7 +10,18 @@ export function newSecret(): string {
  * the Base64-decoded part of the secret after `whsec_`. The body is signed as the exact bytes sent.
  */
 export function signWebhook(secret: string, id: string, timestamp: number, body: Buffer): string {
-  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-  const mac = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest('base64');
+  const mac = createHmac('sha256', keyOf(secret)).update(`${id}.${timestamp}.`).update(body).digest('base64');
   return `v1,${mac}`;
+}
+
+// The decoded key per secret (one per endpoint), so each signature does not decode it again.
+const keys = new Map<string, KeyObject>();
+function keyOf(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (!key) {
+    if (keys.size >= 1000) keys.clear();
+    key = createSecretKey(Buffer.from(secret.replace(/^whsec_/, ''), 'base64'));
+    keys.set(secret, key);
+  }
+  return key;
 }

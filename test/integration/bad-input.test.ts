@@ -195,8 +195,10 @@ t.test('no crash, and the daemon stayed under 256 MB', async (t) => {
   t.match(await c.cmd('NOOP'), /^250/);
   c.close();
   const peakKb = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${d.child.pid}/status`, 'utf8'))![1]);
-  // Not met yet (measured 260-296 MB: the idle daemon holds ~150 MB, and V8 grows its heap lazily
-  // under large inputs). Kept as a visible TODO, not loosened; see the note on issue 6.
+  // Not met reliably (measured 248-268 MB since the writer thread's young generation is capped,
+  // 260-296 before: the idle daemon holds ~160 MB, of which ~32 MB is the writer's isolate, and
+  // the main isolate's young generation grows to 32 MB under large inputs). Kept as a visible
+  // TODO while it can fail, not loosened; see the note on issue 6.
   t.ok(peakKb < 256 * 1024, `peak memory ${Math.round(peakKb / 1024)} MB`, { todo: peakKb >= 256 * 1024 ? 'daemon peak memory over 256 MB (issue 6)' : false });
   t.notMatch(d.output(), /Unhandled|uncaught|FATAL/i, 'no unhandled rejection or crash in the log');
 });
