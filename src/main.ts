@@ -122,7 +122,6 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     pollInterval: config.webhooks.poll_interval,
     onAttempt: (outcome) => metrics.webhooks.inc({ outcome }),
     record: (batch, now) => commit.submit('webhookAttempts', { batch, now }),
-    claim: (input) => commit.submit('webhookClaim', input),
   });
   // Retention runs on a schedule (node-cron); a bad expression stops the start like any bad config.
   if (!cron.validate(config.retention.schedule)) throw new ConfigError('retention.schedule', `"${config.retention.schedule}" is not a cron expression`);
