@@ -9,12 +9,12 @@ export class PollLoop {
     this.wakeFn?.();
   }
 
-  async run(signal: AbortSignal, intervalMs: number, step: () => unknown, onError: (e: unknown) => void): Promise<void> {
+  async run(signal: AbortSignal, intervalMs: number, step: () => void, onError: (e: unknown) => void): Promise<void> {
     const abort = () => this.wake();
     signal.addEventListener('abort', abort, { once: true });
     while (!signal.aborted) {
       try {
-        await step();
+        step();
       } catch (e) {
         onError(e);
       }

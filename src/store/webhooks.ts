@@ -181,22 +181,6 @@ export function settleDelivery(db: Db, id: string | number, state: 'succeeded' |
   db.statement('UPDATE webhook_deliveries SET state = ?, attempts = ?, next_attempt_at = ?, locked_by = NULL, locked_at = NULL, updated_at = ? WHERE id = ?').run(state, attempts, nextAt, now, id);
 }
 
-export interface ClaimInput {
-  worker: string;
-  now: number;
-  limit: number;
-  held: Map<string, number>;
-  perEndpoint: number;
-  /** Claim only when true; fan out always. */
-  claim: boolean;
-}
-
-/** Fan-out and claim on one connection, synchronously (the default, and the writer op). */
-export function fanOutAndClaim(db: Db, input: ClaimInput): ClaimedDelivery[] {
-  fanOut(db, input.now);
-  return input.claim ? claimDeliveries(db, input.worker, input.now, input.limit, input.held, input.perEndpoint) : [];
-}
-
 /** A finished attempt and what it decided: the delivery's next state, and whether the endpoint is now disabled (410). */
 export interface SettledAttempt {
   attempt: AttemptRecord;

@@ -1,7 +1,7 @@
 import type { Db } from '../store/db.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { fanOutAndClaim, getEndpoint, recordAttempts, type ClaimInput, settleDelivery, type AttemptRecord, type ClaimedDelivery, type Endpoint, type SettledAttempt } from '../store/webhooks.js';
+import { claimDeliveries, fanOut, getEndpoint, recordAttempts, settleDelivery, type AttemptRecord, type ClaimedDelivery, type Endpoint, type SettledAttempt } from '../store/webhooks.js';
 import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_MS, ok2xx, type WebhookService } from './service.js';
 import type { PostResult } from './safe-fetch.js';
 import { PollLoop } from '../lib/poll-loop.js';
@@ -75,7 +75,6 @@ export class Dispatcher {
     await this.loop.run(signal, this.deps.pollInterval, () => this.fill(), (e) => this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying'));
     this.stopped = true;
     if (this.kickTimer) clearTimeout(this.kickTimer);
-    await this.filling;
     await Promise.all(this.inFlight);
     await this.flush();
     await Promise.all(this.flushing);
@@ -86,11 +85,11 @@ export class Dispatcher {
   /** Delivers everything due now and waits for it (tests, with a manual clock). */
   async drain(): Promise<void> {
     for (;;) {
-      const started = await this.fill();
+      const started = this.fill();
       if (started === 0 && this.inFlight.size === 0) {
         await this.flush();
         await Promise.all(this.flushing);
-        if ((await this.fill()) === 0 && this.inFlight.size === 0) return;
+        if (this.fill() === 0 && this.inFlight.size === 0) return;
       }
       if (this.inFlight.size > 0) await Promise.race(this.inFlight);
     }
@@ -108,33 +107,22 @@ export class Dispatcher {
     return n;
   }
 
-  private filling: Promise<number> | null = null;
-
-  /** Fans out, claims more when the backlog runs low, starts what the limits allow; returns how many started. One at a time. */
-  private fill(): Promise<number> {
-    if (this.stopped) return Promise.resolve(0);
-    if (this.filling) return this.filling;
-    const p = this.claimMore().finally(() => {
-      this.filling = null;
-    });
-    this.filling = p;
-    return p;
-  }
-
-  private async claimMore(): Promise<number> {
+  /** Fans out, claims more when the backlog runs low, starts what the limits allow; returns how many started. */
+  private fill(): number {
+    if (this.stopped) return 0;
     const { db, clock, worker } = this.deps;
     const quota = this.deps.claimPerEndpoint ?? 256;
-    const claim = this.backlogSize() < quota;
-    const input: ClaimInput = { worker, now: clock.now(), limit: quota * 4, held: this.held(), perEndpoint: quota, claim };
     // On the event loop's own connection. Through the writer thread it gave no measurable gain
     // (bench webhooks), and the writer's write lock would make the scheduler's outcome
     // transactions on this connection wait.
-    const claimed = fanOutAndClaim(db, input);
-    if (claim) this.endpoints.clear();
-    for (const d of claimed) {
-      const list = this.backlog.get(d.endpointId);
-      if (list) list.push(d);
-      else this.backlog.set(d.endpointId, [d]);
+    fanOut(db, clock.now());
+    if (this.backlogSize() < quota) {
+      this.endpoints.clear();
+      for (const d of claimDeliveries(db, worker, clock.now(), quota * 4, this.held(), quota)) {
+        const list = this.backlog.get(d.endpointId);
+        if (list) list.push(d);
+        else this.backlog.set(d.endpointId, [d]);
+      }
     }
     return this.dispatch();
   }
@@ -160,7 +148,11 @@ export class Dispatcher {
     this.refillScheduled = true;
     setImmediate(() => {
       this.refillScheduled = false;
-      this.fill().catch((e: unknown) => this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying'));
+      try {
+        this.fill();
+      } catch (e) {
+        this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying');
+      }
     });
   }
 
