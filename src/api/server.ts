@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { ApiDeps } from './deps.js';
 import { ApiError } from '../domain/errors.js';
 import { authenticateRequest } from './auth.js';
+import { reclaimAfter } from '../lib/reclaim.js';
 import { installErrorHandlers } from './errors.js';
 import { emailRoutes, hashBody, SEND_ROUTE } from './routes/emails.js';
 import { healthRoutes } from './routes/health.js';
@@ -60,6 +61,13 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
       }
       request.keyUnchecked = sendPath;
     }
+    done();
+  });
+  // A large request body leaves large garbage behind (the body, its JSON, decoded attachments):
+  // collected soon after (lib/reclaim.ts).
+  app.addHook('onResponse', (request, _reply, done) => {
+    const length = request.headers['content-length'];
+    if (length !== undefined && length.length >= 6) reclaimAfter(Number(length));
     done();
   });
 

@@ -1,3 +1,4 @@
+import { reclaimAfter } from '../lib/reclaim.js';
 import { SMTPServer, type SMTPServerSession, type SMTPServerDataStream } from 'smtp-server';
 import { readFileSync } from 'node:fs';
 import type { Resolver } from 'node:dns/promises';
@@ -106,6 +107,7 @@ export function createListener(deps: ListenerDeps): SMTPServer {
         if (stream.sizeExceeded) return cb(smtpError(552, '5.3.4 Message too big'));
         process(Buffer.concat(chunks), session).then(
           (id) => {
+            reclaimAfter(size);
             deps.onResult?.('accepted');
             cb(null, `2.0.0 Ok: queued as ${id}`);
           },

@@ -6,6 +6,8 @@ import { request, type Json } from '../helpers/http.js';
 import { runCli, json } from '../helpers/cli.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { addDomain } from '../../src/store/domains.js';
+import { generateKeyPairSync } from 'node:crypto';
+import { dkimSign } from 'mailauth/lib/dkim/sign.js';
 
 const dns = await new TestDnsServer().start();
 t.teardown(() => dns.stop());
@@ -51,6 +53,33 @@ t.test('a message for a receiving domain is stored, fires email.received, and is
   t.match(raw.body, /Subject: First contact/);
   const other = makeKey(s.db, 'production', 'acme');
   t.equal((await request(`${s.url}/api/v1/inbound/${id}`, { key: other })).status, 404, "another customer's key cannot read it");
+});
+
+t.test('SPF, DKIM and DMARC are checked through dns.servers: pass for an aligned signed sender, fail for a forged one', async (t) => {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const p = publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+  dns.set('signed.test', { TXT: ['v=spf1 ip4:127.0.0.1 -all'] });
+  dns.set('s1._domainkey.signed.test', { TXT: [`v=DKIM1; k=rsa; p=${p}`] });
+  dns.set('_dmarc.signed.test', { TXT: ['v=DMARC1; p=reject'] });
+  dns.set('forged.test', { TXT: ['v=spf1 ip4:192.0.2.1 -all'] });
+  dns.set('_dmarc.forged.test', { TXT: ['v=DMARC1; p=reject'] });
+  const unsigned = (from: string, subject: string) => `From: ${from}\r\nTo: support@in.example.com\r\nSubject: ${subject}\r\nMessage-ID: <${subject}@x.test>\r\n\r\nHello.\r\n`;
+  const body = unsigned('Ann <ann@signed.test>', 'signed');
+  const signed = await dkimSign(body, { signatureData: [{ signingDomain: 'signed.test', selector: 's1', privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string }] } as unknown as Parameters<typeof dkimSign>[1]); // the d.ts types the multi-signature form loosely
+  const received = async (from: string, raw: string, subject: string) => {
+    const c = await RawSmtp.connect(port);
+    await c.cmd('EHLO client.test');
+    const r = await c.send(from, ['support@in.example.com'], raw);
+    c.close();
+    t.match(r.data, /^250/);
+    const bodies = s.db.sqlite.prepare("SELECT body FROM events WHERE type = 'email.received' ORDER BY seq DESC LIMIT 5").pluck().all() as string[];
+    return bodies.map((b) => JSON.parse(b).data as { subject: string; spf: string; dkim: string; dmarc: string }).find((d) => d.subject === subject);
+  };
+  t.match(await received('ann@signed.test', signed.signatures + body, 'signed'), { spf: 'pass', dkim: 'pass', dmarc: 'pass' });
+  t.match(await received('eve@forged.test', unsigned('Eve <eve@forged.test>', 'forged'), 'forged'), { spf: 'fail', dkim: 'none', dmarc: 'fail' });
+  // A signature that no longer matches the body: not a pass (mailauth says neutral, "body hash
+  // did not verify"), and SPF alone still aligns DMARC.
+  t.match(await received('ann@signed.test', signed.signatures + body.replace('Hello.', 'Changed.'), 'signed'), { spf: 'pass', dkim: 'neutral', dmarc: 'pass' });
 });
 
 t.test('never an open relay: every address trick is refused (550 5.7.1, or 501 when smtp-server refuses the syntax first)', async (t) => {
