@@ -30,21 +30,27 @@ export interface QueuedMessage {
 
 /** Releases every claim (at start: claims of a process that died). Returns how many. */
 export function releaseClaims(db: Db): number {
-  return db.statement('UPDATE recipients SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL').run().changes;
+  return db.statement('DELETE FROM recipient_claims').run().changes;
 }
 
-/** Claims up to `limit` due recipients in one UPDATE … RETURNING (one statement, so no two workers get one row). */
+/**
+ * Claims up to `limit` due recipients, earliest due first: reads them through the due index and
+ * records the claims in `recipient_claims`, in one immediate transaction (so no two workers get
+ * one recipient). The recipient rows themselves are not written until the outcome.
+ */
 export function claimDue(db: Db, worker: string, now: number, limit: number): Claimed[] {
-  const rows = db
-    .statement(
-      `UPDATE recipients SET locked_by = ?, locked_at = ?
-       WHERE id IN (SELECT id FROM recipients
-                    WHERE state IN ('queued', 'deferred') AND next_attempt_at <= ? AND locked_by IS NULL
-                    ORDER BY next_attempt_at LIMIT ?)
-       RETURNING id, message_id, address, domain, attempts`,
-    )
-    .all(worker, now, now, limit) as Array<{ id: number; message_id: number; address: string; domain: string; attempts: number }>;
-  return rows.map((r) => ({ id: r.id, messageRowId: r.message_id, address: r.address, domain: r.domain, attempts: r.attempts }));
+  const due = db.statement(
+    `SELECT r.id, r.message_id, r.address, r.domain, r.attempts FROM recipients r
+     WHERE r.state IN ('queued', 'deferred') AND r.next_attempt_at <= ?
+       AND NOT EXISTS (SELECT 1 FROM recipient_claims c WHERE c.recipient_id = r.id)
+     ORDER BY r.next_attempt_at LIMIT ?`,
+  );
+  const claim = db.statement('INSERT INTO recipient_claims (recipient_id, worker, claimed_at) VALUES (?, ?, ?)');
+  return db.tx(() => {
+    const rows = due.all(now, limit) as Array<{ id: number; message_id: number; address: string; domain: string; attempts: number }>;
+    for (const r of rows) claim.run(r.id, worker, now);
+    return rows.map((r) => ({ id: r.id, messageRowId: r.message_id, address: r.address, domain: r.domain, attempts: r.attempts }));
+  });
 }
 
 export function loadMessages(db: Db, ids: number[]): Map<number, QueuedMessage> {
@@ -109,8 +115,9 @@ export function recordOutcome(db: Db, m: QueuedMessage, r: Claimed, outcome: Out
     const emit = (type: Parameters<typeof recordEvent>[1]['type'], data: Record<string, unknown>) =>
       recordEvent(db, { customerId: m.customerId, type, data, messageRowId: m.id, recipientId: r.id, now });
     const update = db.statement(
-      'UPDATE recipients SET state = ?, attempts = ?, next_attempt_at = ?, last_response = ?, locked_by = NULL, locked_at = NULL, updated_at = ? WHERE id = ?',
+      'UPDATE recipients SET state = ?, attempts = ?, next_attempt_at = ?, last_response = ?, updated_at = ? WHERE id = ?',
     );
+    releaseClaim(db, r.id);
     switch (outcome.kind) {
       case 'delivered': {
         update.run('delivered', attempt, null, JSON.stringify(outcome.reply), now, r.id);
@@ -166,7 +173,8 @@ function expiredReply(last: Reply): Reply {
 /** A bounce that came back after delivery (a DSN, or the simulator): no attempt is counted. */
 export function recordAsyncBounce(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' | 'address'>, reply: Reply, now: number): void {
   db.tx(() => {
-    db.statement('UPDATE recipients SET state = ?, last_response = ?, locked_by = NULL, locked_at = NULL, updated_at = ? WHERE id = ?').run('bounced', JSON.stringify(reply), now, r.id);
+    db.statement('UPDATE recipients SET state = ?, last_response = ?, updated_at = ? WHERE id = ?').run('bounced', JSON.stringify(reply), now, r.id);
+    releaseClaim(db, r.id);
     recordEvent(db, { customerId: m.customerId, type: 'email.bounced', data: { ...eventBase(m, r.address, now), bounce_type: 'async', response: reply }, messageRowId: m.id, recipientId: r.id, now });
     const outcome: Outcome = { kind: 'bounced', bounceType: 'async', reply };
     if (reply.code >= 500 && suppressesRecipient(outcome)) suppress(db, m, r, 'hard_bounce', now);
@@ -187,16 +195,20 @@ export function recordComplaint(
   return db.tx(() => {
     const seen = db.statement("SELECT 1 FROM events WHERE recipient_id = ? AND type = 'email.complained'").get(r.id);
     if (seen) return false;
-    db.statement('UPDATE recipients SET state = ?, locked_by = NULL, locked_at = NULL, updated_at = ? WHERE id = ?').run('complained', now, r.id);
+    db.statement('UPDATE recipients SET state = ?, updated_at = ? WHERE id = ?').run('complained', now, r.id);
+    releaseClaim(db, r.id);
     recordEvent(db, { customerId: m.customerId, type: 'email.complained', data: { ...eventBase(m, r.address, now), ...report }, messageRowId: m.id, recipientId: r.id, now });
     suppress(db, m, r, 'spam_complaint', now);
     return true;
   });
 }
 
+function releaseClaim(db: Db, recipientId: number): void {
+  db.statement('DELETE FROM recipient_claims WHERE recipient_id = ?').run(recipientId);
+}
+
 export function releaseClaimsOf(db: Db, ids: number[]): void {
-  const st = db.statement('UPDATE recipients SET locked_by = NULL, locked_at = NULL WHERE id = ?');
   db.tx(() => {
-    for (const id of ids) st.run(id);
+    for (const id of ids) releaseClaim(db, id);
   });
 }

@@ -58,8 +58,6 @@ export interface RecipientsTable {
   state: RecipientState;
   attempts: number;
   next_attempt_at: number | null;
-  locked_by: string | null;
-  locked_at: number | null;
   last_response: string | null;
   created_at: number;
   updated_at: number;
@@ -99,6 +97,8 @@ export interface Database {
   domains: DomainsTable;
   messages: MessagesTable;
   recipients: RecipientsTable;
+  /** In-flight delivery claims (migration 004). */
+  recipient_claims: { recipient_id: number; worker: string; claimed_at: number };
   events: EventsTable;
   suppressions: SuppressionsTable;
   idempotency_keys: IdempotencyKeysTable;
