@@ -23,10 +23,9 @@ export async function inspectInbound(
     checkAuth(raw, env, resolver).catch(() => null),
   ]);
   const to = mail?.to ? (Array.isArray(mail.to) ? mail.to : [mail.to]).flatMap((a) => a.value.map((v) => v.address ?? '')).filter(Boolean) : [];
-  const a = auth;
   if (bomb) {
     const h = topHeaders(raw);
-    return { fromHeader: h.get('from') ?? '', to: h.get('to') ? [h.get('to')!] : [], subject: h.get('subject') ?? '', messageId: h.get('message-id') ?? '', attachments: 0, auth: authOf(a) };
+    return { fromHeader: h.get('from') ?? '', to: h.get('to') ? [h.get('to')!] : [], subject: h.get('subject') ?? '', messageId: h.get('message-id') ?? '', attachments: 0, auth: authOf(auth) };
   }
   return {
     fromHeader: mail?.from?.text ?? '',
@@ -34,7 +33,7 @@ export async function inspectInbound(
     subject: mail?.subject ?? '',
     messageId: mail?.messageId ?? '',
     attachments: mail?.attachments.length ?? 0,
-    auth: authOf(a),
+    auth: authOf(auth),
   };
 }
 
