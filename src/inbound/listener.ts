@@ -73,8 +73,10 @@ export function createListener(deps: ListenerDeps): SMTPServer {
         feedbackAddress: s.feedback_address,
         isReceiving: (domain) => (receiving = receivingDomain(db, domain)) !== undefined,
       });
-      if (route.kind === 'refused') deps.onResult?.('refused');
-      if (route.kind === 'refused') return cb(smtpError(550, `5.7.1 <${address.address}>: ${route.reason}`));
+      if (route.kind === 'refused') {
+        deps.onResult?.('refused');
+        return cb(smtpError(550, `5.7.1 <${address.address}>: ${route.reason}`));
+      }
       if (route.kind === 'receiving' && receiving) {
         const now = clock.now();
         const check = checkInboundLimits(db, receiving, { ratePerMinute: config.inbound.rate_per_minute, monthlyLimit: config.inbound.monthly_limit }, now);
