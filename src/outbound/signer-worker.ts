@@ -6,7 +6,7 @@ import { deserializeRequest } from '../domain/send-request.js';
 
 export interface SignJob {
   id: number;
-  request: string;
+  request: Uint8Array | string;
   messageId: string;
   createdAt: number;
   raw: Uint8Array | null;

@@ -3,7 +3,8 @@ import type { DkimKey } from './dkim.js';
 import type { SignJob, SignReply } from './signer-worker.js';
 
 export interface SignInput {
-  request: string;
+  /** The stored request: body bytes as received, or (rows of earlier builds) JSON text; see deserializeRequest. */
+  request: Uint8Array | string;
   messageId: string;
   createdAt: number;
   raw: Buffer | null;

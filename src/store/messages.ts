@@ -14,8 +14,8 @@ export interface AcceptInput {
   senderDomain: string;
   subject: string;
   metadata: Record<string, string>;
-  /** The validated request, serialised; delivery composes the MIME message from it. */
-  request: string;
+  /** The request body as received (stored as a BLOB); delivery validates it again and composes the MIME message from it. */
+  request: Uint8Array | string;
   recipients: Array<{ address: string; domain: string; field: 'to' | 'cc' | 'bcc' }>;
   idempotency?: { key: string; hash: Buffer; ttlMs: number };
   now: number;

@@ -23,7 +23,7 @@ export interface QueuedMessage {
   senderDomain: string;
   subject: string;
   metadata: Record<string, string>;
-  request: string;
+  request: Buffer | string;
   raw: Buffer | null;
   createdAt: number;
 }
@@ -60,7 +60,7 @@ export function loadMessages(db: Db, ids: number[]): Map<number, QueuedMessage> 
   );
   for (const id of new Set(ids)) {
     const m = st.get(id) as
-      | { id: number; customer_id: number; message_id: string; sandbox: number; from_header: string; sender_domain: string; subject: string; metadata: string; request: string; raw: Buffer | null; created_at: number }
+      | { id: number; customer_id: number; message_id: string; sandbox: number; from_header: string; sender_domain: string; subject: string; metadata: string; request: Buffer | string; raw: Buffer | null; created_at: number }
       | undefined;
     if (!m) continue;
     out.set(id, {

@@ -40,7 +40,7 @@ export interface MessagesTable {
   sender_domain: string;
   subject: string;
   metadata: string;
-  request: string;
+  request: Buffer | string; // the body as received (BLOB); JSON text in rows of earlier builds
   raw: Buffer | null;
   size: number | null;
   created_at: number;

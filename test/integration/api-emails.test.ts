@@ -35,7 +35,7 @@ async function post(body: unknown, opts: { key?: string | null; headers?: Record
 
 /** The MIME message delivery will compose from what was stored. */
 async function storedMime(messageId: string): Promise<string> {
-  const row = s.db.sqlite.prepare('SELECT request, created_at FROM messages WHERE message_id = ?').get(messageId) as { request: string; created_at: number };
+  const row = s.db.sqlite.prepare('SELECT request, created_at FROM messages WHERE message_id = ?').get(messageId) as { request: Buffer; created_at: number };
   return (await composeMessage(deserializeRequest(row.request), messageId, row.created_at)).toString();
 }
 
@@ -53,8 +53,9 @@ t.test('a valid request is accepted with 202 and the SPEC shape, and the rows ex
   t.match(r.body, { status: 'queued', sandbox: false, recipients: ['alice@example.org'] });
   t.match(r.body.message_id, /^[0-9a-z]{26}@example\.com$/);
   // Durability: the message and its recipient are committed before the response is sent.
-  const row = s.db.sqlite.prepare('SELECT id, request, created_at FROM messages WHERE message_id = ?').get(r.body.message_id) as { id: number; request: string; created_at: number };
+  const row = s.db.sqlite.prepare('SELECT id, request, created_at FROM messages WHERE message_id = ?').get(r.body.message_id) as { id: number; request: Buffer; created_at: number };
   t.ok(row, 'message row exists on 202');
+  t.same(JSON.parse(row.request.toString('utf8')), valid, 'the request is stored as received');
   const rcpts = s.db.sqlite.prepare('SELECT address, state FROM recipients WHERE message_id = ?').all(row.id);
   t.same(rcpts, [{ address: 'alice@example.org', state: 'queued' }]);
   const raw = await storedMime(r.body.message_id);

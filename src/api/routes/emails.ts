@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps.js';
 import { requireKey, unauthorized } from '../auth.js';
 import { ApiError, Problems } from '../../domain/errors.js';
-import { validateSendRequest, recipientsOf, serializeRequest, type SendRequest } from '../../domain/send-request.js';
+import { validateSendRequest, recipientsOf, type SendRequest } from '../../domain/send-request.js';
 import { formatMailbox } from '../../domain/addresses.js';
 import { composeMessage, encodedSizeBound } from '../../outbound/compose.js';
 import { getMessage } from '../../store/messages.js';
@@ -70,7 +70,7 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
         senderDomain: domain.name,
         subject: req.subject,
         metadata: req.metadata,
-        request: serializeRequest(req),
+        request: request.rawBody!,
         recipients,
         ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: config.limits.idempotency_ttl } } : {}),
         authEpoch,

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { composeMessage, encodedSizeBound } from '../../../src/outbound/compose.js';
-import { validateSendRequest, serializeRequest, deserializeRequest, type SendRequest } from '../../../src/domain/send-request.js';
+import { validateSendRequest, deserializeRequest, type SendRequest } from '../../../src/domain/send-request.js';
 import { Problems } from '../../../src/domain/errors.js';
 import { timeSortableId, BASE32, eventId, base32Id, bigIntId } from '../../../src/lib/ids.js';
 import { randomBytes } from 'node:crypto';
@@ -85,9 +85,22 @@ t.test('encodedSizeBound is never below the composed size', async (t) => {
   }
 });
 
-t.test('the stored form of a request round-trips', async (t) => {
+t.test('the stored form of a request (the body as received) gives the validated request back', async (t) => {
+  const body = { from: 'A <a@EXAMPLE.com>', to: 'b@example.org, B@example.org', subject: 's', text_body: 'one\ntwo', attachments: [{ filename: 'f', io: 'AAEC', content_type: 'Application/X-Y' }], metadata: { k: 'v' } };
+  const back = deserializeRequest(Buffer.from(JSON.stringify(body)));
+  t.same(back, req(body), 'the same SendRequest as at acceptance (normalised, de-duplicated)');
+  t.equal(back.text, 'one\r\ntwo');
+  t.ok(Buffer.isBuffer(back.attachments[0]!.content));
+  // More recipients than the limit of the day: counted at acceptance, not again at delivery.
+  const many = { ...body, to: Array.from({ length: 60 }, (_, i) => `r${i}@example.org`) };
+  t.equal(deserializeRequest(new Uint8Array(Buffer.from(JSON.stringify(many)))).to.length, 60);
+  t.throws(() => deserializeRequest(Buffer.from(JSON.stringify({ ...body, from: 'nobody' }))), /no longer validates/);
+});
+
+t.test('rows of earlier builds (the validated request re-serialised as JSON text) still deliver', async (t) => {
   const r = req({ from: 'a@example.com', to: 'b@example.org', subject: 's', text_body: 't', attachments: [{ filename: 'f', io: 'AAEC', content_type: 'application/x-y' }], metadata: { k: 'v' } });
-  const back = deserializeRequest(serializeRequest(r));
+  const legacy = JSON.stringify({ ...r, attachments: r.attachments.map((a) => ({ ...a, content: a.content.toString('base64') })) });
+  const back = deserializeRequest(legacy);
   t.same(back, r);
   t.ok(Buffer.isBuffer(back.attachments[0]!.content));
 });
