@@ -1,4 +1,6 @@
 import t from 'tap';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { openDb, migrate, isStorageUnavailable } from '../../../src/store/db.js';
 import { GroupCommit } from '../../../src/store/group-commit.js';
 import type { SendInput } from '../../../src/store/writer-ops.js';
@@ -100,4 +102,26 @@ t.test('migrations are applied once', async (t) => {
   t.teardown(() => db.close());
   t.same(migrate(db, 0), [1, 2, 3, 4]);
   t.same(migrate(db, 0), []);
+});
+
+t.test('a committed job leaves nothing of its input behind (no request body kept past its commit)', async (t) => {
+  const db = storeWithKey(t);
+  currentEpoch = readAuthEpoch(db);
+  const gc = new GroupCommit(db.path);
+  t.teardown(() => gc.close());
+  v8.setFlagsFromString('--expose-gc');
+  const collect = runInNewContext('gc') as () => void;
+  const refs: Array<WeakRef<object>> = [];
+  // Built in a plain function, so no local of this async test holds the last job.
+  const submitOne = (i: number) => {
+    const job = { ...input(`keep${i}@example.com`), request: Buffer.alloc(4096, i) };
+    refs.push(new WeakRef(job), new WeakRef(job.request));
+    return gc.submit('accept', job);
+  };
+  for (let i = 0; i < 20; i++) await submitOne(i);
+  // Settled long ago from the group commit's point of view; the test holds no strong reference.
+  await new Promise((resolve) => setImmediate(resolve));
+  collect();
+  const kept = refs.filter((r) => r.deref() !== undefined).length;
+  t.equal(kept, 0, `every job input and body was collected (${kept} of ${refs.length} kept)`);
 });
