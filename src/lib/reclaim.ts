@@ -23,7 +23,8 @@ export function reclaimAfter(bytes: number, now = Date.now()): void {
   if (collect) setImmediate(collect);
 }
 
-function gcFunction(): (() => void) | null {
+/** V8's full collection as a function, or null where it cannot be had. */
+export function gcFunction(): (() => void) | null {
   try {
     // Node has no API for a collection without --expose-gc; the flag can be set at run time and a
     // new context then carries the `gc` function.

@@ -1,8 +1,7 @@
 import t from 'tap';
-import v8 from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { openDb, migrate, isStorageUnavailable } from '../../../src/store/db.js';
 import { GroupCommit } from '../../../src/store/group-commit.js';
+import { gcFunction } from '../../../src/lib/reclaim.js';
 import type { SendInput } from '../../../src/store/writer-ops.js';
 import { readAuthEpoch } from '../../../src/store/auth-cache.js';
 import { tempDir, storeWithKey } from '../../helpers/env.js';
@@ -109,8 +108,8 @@ t.test('a committed job leaves nothing of its input behind (no request body kept
   currentEpoch = readAuthEpoch(db);
   const gc = new GroupCommit(db.path);
   t.teardown(() => gc.close());
-  v8.setFlagsFromString('--expose-gc');
-  const collect = runInNewContext('gc') as () => void;
+  const collect = gcFunction();
+  if (!collect) throw new Error('no gc function');
   const refs: Array<WeakRef<object>> = [];
   // Built in a plain function, so no local of this async test holds the last job.
   const submitOne = (i: number) => {
