@@ -101,13 +101,7 @@ export class Dispatcher {
     return m;
   }
 
-  private backlogSize(): number {
-    let n = 0;
-    for (const l of this.backlog.values()) n += l.length;
-    return n;
-  }
-
-  /** Fans out, claims more when the backlog runs low, starts what the limits allow; returns how many started. */
+  /** Fans out, claims more for each endpoint below its quota, starts what the limits allow; returns how many started. */
   private fill(): number {
     if (this.stopped) return 0;
     const { db, clock, worker } = this.deps;
@@ -116,19 +110,22 @@ export class Dispatcher {
     // (bench webhooks), and the writer's write lock would make the scheduler's outcome
     // transactions on this connection wait.
     fanOut(db, clock.now());
-    if (this.backlogSize() < quota) {
-      this.endpoints.clear();
-      for (const d of claimDeliveries(db, worker, clock.now(), quota * 4, this.held(), quota)) {
-        const list = this.backlog.get(d.endpointId);
-        if (list) list.push(d);
-        else this.backlog.set(d.endpointId, [d]);
-      }
+    // Room is counted per endpoint (claimDeliveries skips an endpoint that holds its quota), so
+    // an endpoint that hangs with a full backlog does not stop the claims of the others.
+    this.endpoints.clear();
+    for (const d of claimDeliveries(db, worker, clock.now(), quota * 4, this.held(), quota)) {
+      const list = this.backlog.get(d.endpointId);
+      if (list) list.push(d);
+      else this.backlog.set(d.endpointId, [d]);
     }
     return this.dispatch();
   }
 
   /** Starts claimed deliveries within the limits; no store access. */
   private dispatch(): number {
+    // Stopping: an attempt finishing now must not start the next one (run() is waiting for the
+    // attempts in flight; what stays in the backlog is released).
+    if (this.stopped) return 0;
     const { concurrency, perEndpoint } = this.deps;
     let started = 0;
     for (const [endpoint, list] of this.backlog) {
@@ -141,10 +138,10 @@ export class Dispatcher {
     return started;
   }
 
-  /** After an attempt: go on from memory; claim again (once per turn) only when the backlog runs low. */
-  private refill(): void {
+  /** After an attempt to `endpoint`: go on from memory; claim again (once per turn) only when its backlog runs low. */
+  private refill(endpoint: string): void {
     this.dispatch();
-    if (this.refillScheduled || this.stopped || this.backlogSize() >= (this.deps.claimPerEndpoint ?? 256) / 2) return;
+    if (this.refillScheduled || this.stopped || (this.backlog.get(endpoint)?.length ?? 0) >= (this.deps.claimPerEndpoint ?? 256) / 2) return;
     this.refillScheduled = true;
     setImmediate(() => {
       this.refillScheduled = false;
@@ -167,7 +164,7 @@ export class Dispatcher {
         this.active--;
         this.perEndpoint.set(d.endpointId, (this.perEndpoint.get(d.endpointId) ?? 1) - 1);
         this.inFlight.delete(p);
-        this.refill();
+        this.refill(d.endpointId);
       });
     this.inFlight.add(p);
   }
