@@ -9,7 +9,7 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
-import { ROOT, workDir, spawnReady, stop, httpLoad, fmt, type LoadResult } from './lib.js';
+import { ROOT, workDir, spawnReady, stop, httpLoad, fmt, alternate, type LoadResult } from './lib.js';
 import { openDb, migrate } from '../src/store/db.js';
 import { ensureDefaultCustomer } from '../src/store/customers.js';
 import { createKey } from '../src/store/keys.js';
@@ -75,26 +75,19 @@ export async function benchAccept(): Promise<AcceptFigures> {
   const ph = await spawnReady(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'], /API on http:\/\/127\.0\.0\.1:(\d+)/);
   const urls = { bare: `http://127.0.0.1:${bare.match[1]}/api/v1/emails`, ph: `http://127.0.0.1:${ph.match[1]}/api/v1/emails` };
   const load = (url: string, seconds: number) => httpLoad(url, { connections: CONNECTIONS, seconds, headers, body });
-  let phAccepted = 0;
-  const bareRuns: LoadResult[] = [];
-  const phRuns: LoadResult[] = [];
+  let warmup: LoadResult;
+  let runs: { anchor: LoadResult[]; subject: LoadResult[] };
   try {
-    phAccepted += (await load(urls.ph, WARMUP_SECONDS)).requests;
+    warmup = await load(urls.ph, WARMUP_SECONDS);
     await load(urls.bare, WARMUP_SECONDS);
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const side of round % 2 === 0 ? (['bare', 'ph'] as const) : (['ph', 'bare'] as const)) {
-        const r = await load(urls[side], SECONDS);
-        if (side === 'ph') {
-          phRuns.push(r);
-          phAccepted += r.requests;
-        } else bareRuns.push(r);
-      }
-    }
+    runs = await alternate(ROUNDS, () => load(urls.bare, SECONDS), () => load(urls.ph, SECONDS));
   } finally {
     await stop(bare.child);
     await stop(ph.child);
     await dns.stop();
   }
+  const { anchor: bareRuns, subject: phRuns } = runs;
+  const phAccepted = warmup.requests + phRuns.reduce((a, r) => a + r.requests, 0);
 
   const check = openDb(dataDir);
   const stored = (check.sqlite.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n;

@@ -87,3 +87,21 @@ export async function httpLoad(url: string, opts: { connections: number; seconds
 export function fmt(n: number, digits = 0): string {
   return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
+
+/**
+ * `rounds` rounds of two measurements, alternating which goes first (anchor first in even
+ * rounds), so a drift in the machine's speed during the run falls on both alike.
+ */
+export async function alternate<T>(rounds: number, anchor: () => Promise<T>, subject: () => Promise<T>): Promise<{ anchor: T[]; subject: T[] }> {
+  const out = { anchor: [] as T[], subject: [] as T[] };
+  for (let round = 0; round < rounds; round++) {
+    if (round % 2 === 0) {
+      out.anchor.push(await anchor());
+      out.subject.push(await subject());
+    } else {
+      out.subject.push(await subject());
+      out.anchor.push(await anchor());
+    }
+  }
+  return out;
+}

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { ROOT, workDir, spawnReady, stop, fmt } from './lib.js';
+import { ROOT, workDir, spawnReady, stop, fmt, alternate } from './lib.js';
 import { openDb, migrate } from '../src/store/db.js';
 import { ensureDefaultCustomer } from '../src/store/customers.js';
 import { recordEvent } from '../src/store/events.js';
@@ -80,17 +80,12 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
     return (performance.now() - t0) / 1000;
   };
 
-  const bareSeconds: number[] = [];
-  const phSeconds: number[] = [];
+  let bareSeconds: number[];
+  let phSeconds: number[];
   try {
     await bareRound(ROUND_N); // warm-up, not counted
     await phRound(ROUND_N);
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const side of round % 2 === 0 ? (['bare', 'ph'] as const) : (['ph', 'bare'] as const)) {
-        if (side === 'bare') bareSeconds.push(await bareRound(ROUND_N));
-        else phSeconds.push(await phRound(ROUND_N));
-      }
-    }
+    ({ anchor: bareSeconds, subject: phSeconds } = await alternate(ROUNDS, () => bareRound(ROUND_N), () => phRound(ROUND_N)));
     const ok = succeeded.get() as number;
     if (ok !== written) throw new Error(`webhook benchmark: ${ok} of ${written} deliveries succeeded`);
   } finally {
