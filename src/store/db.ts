@@ -6,6 +6,8 @@ import type { Database } from './tables.js';
 import { migrations } from './migrations/index.js';
 
 export const DB_FILE = 'posthaste.db';
+/** How long a write waits for another connection's write lock before SQLITE_BUSY. */
+const BUSY_TIMEOUT_MS = 5000;
 
 /**
  * The store: one better-sqlite3 connection used synchronously, with kysely as a typed query
@@ -28,7 +30,7 @@ export class Db {
     // commits on power loss). busy_timeout lets the CLI and the daemon share the file.
     this.sqlite.pragma('journal_mode = WAL');
     this.sqlite.pragma('synchronous = FULL');
-    this.sqlite.pragma('busy_timeout = 5000');
+    this.sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     this.sqlite.pragma('foreign_keys = ON');
     // Up to 64 MiB of page cache by default (grows only as used): claims on a queue of a million
     // recipients read scattered pages (measured: 17.7 ms per claim with the 2 MiB default, 12.7
@@ -88,6 +90,33 @@ export class Db {
    */
   tx<T>(fn: () => T): T {
     return this.sqlite.transaction(fn).immediate();
+  }
+
+  /**
+   * tx, unless another connection holds the write lock at this moment: then undefined at once,
+   * where tx would sleep in SQLite's busy handler (1 ms, then 2, 5, 10...) with the thread's event
+   * loop blocked meanwhile. For work that can as well be done a moment later (the webhook
+   * dispatcher's claims, while the writer thread commits attempts).
+   */
+  tryTx<T>(fn: () => T): { value: T } | undefined {
+    if (this.sqlite.inTransaction) return { value: this.tx(fn) };
+    this.statement('PRAGMA busy_timeout = 0').run();
+    try {
+      this.statement('BEGIN IMMEDIATE').run();
+    } catch (e) {
+      if ((e as { code?: unknown }).code === 'SQLITE_BUSY') return undefined;
+      throw e;
+    } finally {
+      this.statement(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`).run();
+    }
+    try {
+      const value = fn();
+      this.statement('COMMIT').run();
+      return { value };
+    } catch (e) {
+      if (this.sqlite.inTransaction) this.statement('ROLLBACK').run();
+      throw e;
+    }
   }
 
   close(): void {

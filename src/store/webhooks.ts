@@ -72,35 +72,69 @@ export function disableEndpoint(db: Db, id: string, reason: string): void {
   db.statement('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?').run(reason, id);
 }
 
+/** How many deliveries the claimer may take now, per endpoint; `take` counts one taken. */
+export interface ClaimRoom {
+  room(endpointId: string): number;
+  take(endpointId: string): void;
+}
+
+/** Claims taken by the fan-out itself, within `room`, locked for `worker`. */
+export interface FanOutClaim {
+  worker: string;
+  room: ClaimRoom;
+  /** The claimed deliveries are appended here. */
+  into: ClaimedDelivery[];
+}
+
 /**
  * Creates the delivery rows for events not yet fanned out: one per event and enabled endpoint of
  * its customer that subscribes to its type and existed when the event was written. Advances the
  * cursor in the same transaction. Returns how many rows were created.
+ *
+ * With `claim`, rows for an endpoint that has room are created already claimed (locked, as
+ * claimDeliveries would lock them) and returned, which saves claiming them in a second
+ * transaction; the others are created pending, due now. Locks belong to this process only: the
+ * daemon releases them all at start, so a crash cannot strand a claimed row.
  */
-export function fanOut(db: Db, now: number, limit = 1000): number {
+export function fanOut(db: Db, now: number, limit = 1000, claim?: FanOutClaim): number {
   return db.tx(() => {
     const cursor = Number((db.statement("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'").get() as { value: string }).value);
-    const events = db.statement('SELECT seq, customer_id, type, created_at FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(cursor, limit) as Array<{
+    const events = db.statement('SELECT seq, id, customer_id, type, body, created_at FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(cursor, limit) as Array<{
       seq: number;
+      id: string;
       customer_id: number;
       type: string;
+      body: string;
       created_at: number;
     }>;
     if (events.length === 0) return 0;
     const endpoints = new Map<number, Endpoint[]>();
     const insert = db.statement(
-      "INSERT OR IGNORE INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 'event', 'pending', 0, ?, ?, ?)",
+      "INSERT OR IGNORE INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, locked_by, locked_at, created_at, updated_at) VALUES (?, ?, 'event', 'pending', 0, ?, ?, ?, ?, ?)",
     );
     let n = 0;
     for (const e of events) {
       let list = endpoints.get(e.customer_id);
       if (!list) endpoints.set(e.customer_id, (list = listEndpoints(db, e.customer_id).filter((x) => x.enabled)));
-      for (const ep of list)
-        if (ep.createdAt <= e.created_at && (!ep.events || ep.events.includes(e.type))) n += insert.run(ep.id, e.seq, now, now, now).changes;
+      for (const ep of list) {
+        if (ep.createdAt > e.created_at || (ep.events && !ep.events.includes(e.type))) continue;
+        const take = claim !== undefined && claim.room.room(ep.id) > 0;
+        const r = insert.run(ep.id, e.seq, now, take ? claim.worker : null, take ? now : null, now, now);
+        n += r.changes;
+        if (take && r.changes === 1) {
+          claim.room.take(ep.id);
+          claim.into.push({ id: Number(r.lastInsertRowid), endpointId: ep.id, eventSeq: e.seq, attempts: 0, event: { id: e.id, type: e.type, body: e.body } });
+        }
+      }
     }
     db.statement("UPDATE settings SET value = ? WHERE name = 'webhook_fanout_seq'").run(String(events[events.length - 1]!.seq));
     return n;
   });
+}
+
+/** The ids of the enabled endpoints (all customers). */
+export function enabledEndpointIds(db: Db): string[] {
+  return db.statement('SELECT id FROM webhook_endpoints WHERE enabled = 1').pluck().all() as string[];
 }
 
 export interface ClaimedDelivery {
@@ -114,12 +148,12 @@ export interface ClaimedDelivery {
 
 /**
  * Claims due deliveries in one transaction, endpoint by endpoint through the (endpoint_id,
- * next_attempt_at) index: each endpoint gets at most `perEndpoint` claims in all (those it already
- * holds count), so a dead endpoint's backlog cannot crowd out the others.
+ * next_attempt_at) index, each endpoint within its `room` (the claimer's quota less what it
+ * already holds), so a dead endpoint's backlog cannot crowd out the others.
  */
-export function claimDeliveries(db: Db, worker: string, now: number, limit: number, held: Map<string, number>, perEndpoint: number): ClaimedDelivery[] {
+export function claimDeliveries(db: Db, worker: string, now: number, room: ClaimRoom): ClaimedDelivery[] {
   return db.tx(() => {
-    const endpoints = db.statement('SELECT id FROM webhook_endpoints WHERE enabled = 1').pluck().all() as string[];
+    const endpoints = enabledEndpointIds(db);
     const due = db.statement(
       `SELECT d.id, d.endpoint_id, d.event_seq, d.attempts, e.id AS event_id, e.type AS event_type, e.body AS event_body
        FROM webhook_deliveries d JOIN events e ON e.seq = d.event_seq
@@ -129,17 +163,23 @@ export function claimDeliveries(db: Db, worker: string, now: number, limit: numb
     const lock = db.statement('UPDATE webhook_deliveries SET locked_by = ?, locked_at = ? WHERE id = ?');
     const taken: ClaimedDelivery[] = [];
     for (const endpointId of endpoints) {
-      const room = Math.min(perEndpoint - (held.get(endpointId) ?? 0), limit - taken.length);
-      if (room <= 0) continue;
-      const rows = due.all(endpointId, now, room) as Array<{ id: number; endpoint_id: string; event_seq: number; attempts: number; event_id: string; event_type: string; event_body: string }>;
+      const n = room.room(endpointId);
+      if (n <= 0) continue;
+      const rows = due.all(endpointId, now, n) as Array<{ id: number; endpoint_id: string; event_seq: number; attempts: number; event_id: string; event_type: string; event_body: string }>;
       for (const d of rows) {
         lock.run(worker, now, d.id);
+        room.take(endpointId);
         taken.push({ id: d.id, endpointId: d.endpoint_id, eventSeq: d.event_seq, attempts: d.attempts, event: { id: d.event_id, type: d.event_type, body: d.event_body } });
       }
-      if (taken.length >= limit) break;
     }
     return taken;
   });
+}
+
+/** Gives claimed deliveries back (to be claimed again by the next claim). */
+export function unlockDeliveries(db: Db, ids: number[]): void {
+  const st = db.statement('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE id = ?');
+  for (const id of ids) st.run(id);
 }
 
 export function releaseDeliveryClaims(db: Db): number {
