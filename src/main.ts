@@ -121,7 +121,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     perEndpoint: config.webhooks.concurrency_per_endpoint,
     pollInterval: config.webhooks.poll_interval,
     onAttempt: (outcome) => metrics.webhooks.inc({ outcome }),
-    record: (batch, now) => commit.submit('webhookAttempts', { batch, now }),
+    record: (input) => commit.submit('webhookAttempts', input),
   });
   // Retention runs on a schedule (node-cron); a bad expression stops the start like any bad config.
   if (!cron.validate(config.retention.schedule)) throw new ConfigError('retention.schedule', `"${config.retention.schedule}" is not a cron expression`);

@@ -78,58 +78,41 @@ export interface ClaimRoom {
   take(endpointId: string): void;
 }
 
-/** Claims taken by the fan-out itself, within `room`, locked for `worker`. */
-export interface FanOutClaim {
-  worker: string;
-  room: ClaimRoom;
-  /** The claimed deliveries are appended here. */
-  into: ClaimedDelivery[];
+/**
+ * The fan-out cursor: every event up to it has its delivery rows, or needs none. The dispatcher
+ * fans events out in memory and moves the cursor only in the transactions that store those
+ * deliveries (recordAttempts), so a crash loses none: what is past the cursor is fanned out again.
+ */
+export function fanOutCursor(db: Db): number {
+  return Number((db.statement("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'").get() as { value: string }).value);
 }
 
-/**
- * Creates the delivery rows for events not yet fanned out: one per event and enabled endpoint of
- * its customer that subscribes to its type and existed when the event was written. Advances the
- * cursor in the same transaction. Returns how many rows were created.
- *
- * With `claim`, rows for an endpoint that has room are created already claimed (locked, as
- * claimDeliveries would lock them) and returned, which saves claiming them in a second
- * transaction; the others are created pending, due now. Locks belong to this process only: the
- * daemon releases them all at start, so a crash cannot strand a claimed row.
- */
-export function fanOut(db: Db, now: number, limit = 1000, claim?: FanOutClaim): number {
-  return db.tx(() => {
-    const cursor = Number((db.statement("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'").get() as { value: string }).value);
-    const events = db.statement('SELECT seq, id, customer_id, type, body, created_at FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(cursor, limit) as Array<{
-      seq: number;
-      id: string;
-      customer_id: number;
-      type: string;
-      body: string;
-      created_at: number;
-    }>;
-    if (events.length === 0) return 0;
-    const endpoints = new Map<number, Endpoint[]>();
-    const insert = db.statement(
-      "INSERT OR IGNORE INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, locked_by, locked_at, created_at, updated_at) VALUES (?, ?, 'event', 'pending', 0, ?, ?, ?, ?, ?)",
-    );
-    let n = 0;
-    for (const e of events) {
-      let list = endpoints.get(e.customer_id);
-      if (!list) endpoints.set(e.customer_id, (list = listEndpoints(db, e.customer_id).filter((x) => x.enabled)));
-      for (const ep of list) {
-        if (ep.createdAt > e.created_at || (ep.events && !ep.events.includes(e.type))) continue;
-        const take = claim !== undefined && claim.room.room(ep.id) > 0;
-        const r = insert.run(ep.id, e.seq, now, take ? claim.worker : null, take ? now : null, now, now);
-        n += r.changes;
-        if (take && r.changes === 1) {
-          claim.room.take(ep.id);
-          claim.into.push({ id: Number(r.lastInsertRowid), endpointId: ep.id, eventSeq: e.seq, attempts: 0, event: { id: e.id, type: e.type, body: e.body } });
-        }
-      }
-    }
-    db.statement("UPDATE settings SET value = ? WHERE name = 'webhook_fanout_seq'").run(String(events[events.length - 1]!.seq));
-    return n;
-  });
+export interface OutboxEvent {
+  seq: number;
+  id: string;
+  customerId: number;
+  type: string;
+  body: string;
+  createdAt: number;
+}
+
+/** Events after `seq`, in order, at most `limit` (a read: no lock). */
+export function eventsAfter(db: Db, seq: number, limit: number): OutboxEvent[] {
+  return db.statement('SELECT seq, id, customer_id AS customerId, type, body, created_at AS createdAt FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(seq, limit) as OutboxEvent[];
+}
+
+/** The highest event seq with a delivery row: after a crash, rows past the cursor can exist up to it. */
+export function lastFannedOutSeq(db: Db): number {
+  return (db.statement("SELECT MAX(event_seq) FROM webhook_deliveries WHERE kind = 'event'").pluck().get() as number | null) ?? 0;
+}
+
+export function hasDelivery(db: Db, eventSeq: number, endpointId: string): boolean {
+  return db.statement("SELECT 1 FROM webhook_deliveries WHERE event_seq = ? AND endpoint_id = ? AND kind = 'event'").get(eventSeq, endpointId) !== undefined;
+}
+
+/** Whether an endpoint gets an event: it subscribes to the type and existed when the event was written. */
+export function subscribes(endpoint: Endpoint, event: { type: string; createdAt: number }): boolean {
+  return endpoint.createdAt <= event.createdAt && (!endpoint.events || endpoint.events.includes(event.type));
 }
 
 /** The ids of the enabled endpoints (all customers). */
@@ -137,8 +120,15 @@ export function enabledEndpointIds(db: Db): string[] {
   return db.statement('SELECT id FROM webhook_endpoints WHERE enabled = 1').pluck().all() as string[];
 }
 
+/** Whether any of these endpoints has a pending delivery due (a read, through the due index). */
+export function hasDue(db: Db, endpointIds: string[], now: number): boolean {
+  const st = db.statement("SELECT 1 FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'pending' AND locked_by IS NULL AND next_attempt_at <= ? LIMIT 1");
+  return endpointIds.some((id) => st.get(id, now) !== undefined);
+}
+
 export interface ClaimedDelivery {
-  id: number;
+  /** The delivery row; null for one fanned out in memory, whose row is written with its first attempt. */
+  id: number | null;
   endpointId: string;
   eventSeq: number;
   attempts: number;
@@ -224,20 +214,61 @@ export function settleDelivery(db: Db, id: string | number, state: 'succeeded' |
 /** A finished attempt and what it decided: the delivery's next state, and whether the endpoint is now disabled (410). */
 export interface SettledAttempt {
   attempt: AttemptRecord;
-  deliveryId: number;
+  /** Null: fanned out in memory; its row is created here. */
+  deliveryId: number | null;
+  eventSeq: number;
   state: 'succeeded' | 'failed' | 'pending';
   nextAt: number | null;
   disableEndpoint: boolean;
 }
 
-/** Logs and settles a batch of attempts (the dispatcher's, through the group-commit writer). */
-export function recordAttempts(db: Db, batch: SettledAttempt[], now: number): void {
-  for (const s of batch) {
-    logAttempt(db, s.attempt);
+/** What the dispatcher commits at once (through the group-commit writer in the daemon). */
+export interface AttemptBatch {
+  batch: SettledAttempt[];
+  /** Deliveries fanned out in memory that go to the store pending, due now (their endpoint had no room). */
+  pending: Array<{ endpointId: string; eventSeq: number }>;
+  /** The fan-out cursor, once every event up to it has its rows with this batch; null: unchanged. */
+  cursor: number | null;
+  now: number;
+}
+
+/**
+ * Logs and settles a batch of attempts, creating the rows of deliveries fanned out in memory,
+ * and moves the fan-out cursor (never back). An attempt to an endpoint deleted meanwhile is
+ * dropped with its delivery: its rows would have gone with the endpoint.
+ */
+export function recordAttempts(db: Db, input: AttemptBatch): void {
+  const { now } = input;
+  const exists = new Map<string, boolean>();
+  const alive = (id: string) => {
+    let v = exists.get(id);
+    if (v === undefined) exists.set(id, (v = db.statement('SELECT 1 FROM webhook_endpoints WHERE id = ?').get(id) !== undefined));
+    return v;
+  };
+  const create = db.statement(
+    "INSERT OR IGNORE INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 'event', ?, ?, ?, ?, ?)",
+  );
+  const existing = db.statement("SELECT id FROM webhook_deliveries WHERE event_seq = ? AND endpoint_id = ? AND kind = 'event'").pluck();
+  for (const s of input.batch) {
+    const endpointId = s.attempt.endpointId;
+    if (!alive(endpointId)) continue;
+    let id = s.deliveryId;
+    if (id === null) {
+      const r = create.run(endpointId, s.eventSeq, s.state, s.attempt.attempt, s.nextAt, now, now);
+      if (r.changes === 1) id = Number(r.lastInsertRowid);
+      else {
+        // A row from before a restart (fanned out again): settle that one.
+        id = existing.get(s.eventSeq, endpointId) as number;
+        settleDelivery(db, id, s.state, s.attempt.attempt, s.nextAt, now);
+      }
+    } else settleDelivery(db, id, s.state, s.attempt.attempt, s.nextAt, now);
+    logAttempt(db, { ...s.attempt, deliveryId: id });
     // Standard Webhooks: 410 Gone means the receiver wants no more; disable the endpoint.
-    if (s.disableEndpoint) disableEndpoint(db, s.attempt.endpointId, '410 Gone');
-    settleDelivery(db, s.deliveryId, s.state, s.attempt.attempt, s.nextAt, now);
+    if (s.disableEndpoint) disableEndpoint(db, endpointId, '410 Gone');
   }
+  for (const p of input.pending) if (alive(p.endpointId)) create.run(p.endpointId, p.eventSeq, 'pending', 0, now, now, now);
+  if (input.cursor !== null)
+    db.statement("UPDATE settings SET value = ? WHERE name = 'webhook_fanout_seq' AND CAST(value AS INTEGER) < ?").run(String(input.cursor), input.cursor);
 }
 
 export interface AttemptView {

@@ -2,7 +2,7 @@ import type { Db } from './db.js';
 import { acceptMessage, type AcceptInput, type AcceptResult } from './messages.js';
 import { readAuthEpoch } from './auth-cache.js';
 import { findSendingDomain } from './domains.js';
-import { recordAttempts, type SettledAttempt } from './webhooks.js';
+import { recordAttempts } from './webhooks.js';
 import { storeInbound, type StoredInbound } from './inbound.js';
 import { applyDsn, applyArf, type Envelope } from '../reports/apply.js';
 import type { DsnReport } from '../reports/dsn.js';
@@ -63,7 +63,7 @@ function accept(db: Db, input: SendInput): SendResult {
 export const writerOps = {
   accept,
   receive,
-  webhookAttempts: (db: Db, input: { batch: SettledAttempt[]; now: number }): void => recordAttempts(db, input.batch, input.now),
+  webhookAttempts: recordAttempts,
 };
 
 export type WriterOps = typeof writerOps;

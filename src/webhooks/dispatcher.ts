@@ -1,7 +1,27 @@
 import type { Db } from '../store/db.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { claimDeliveries, enabledEndpointIds, fanOut, unlockDeliveries, getEndpoint, recordAttempts, settleDelivery, type AttemptRecord, type ClaimRoom, type ClaimedDelivery, type Endpoint, type SettledAttempt } from '../store/webhooks.js';
+import {
+  claimDeliveries,
+  enabledEndpointIds,
+  eventsAfter,
+  fanOutCursor,
+  getEndpoint,
+  hasDelivery,
+  hasDue,
+  lastFannedOutSeq,
+  listEndpoints,
+  recordAttempts,
+  settleDelivery,
+  subscribes,
+  unlockDeliveries,
+  type AttemptBatch,
+  type AttemptRecord,
+  type ClaimRoom,
+  type ClaimedDelivery,
+  type Endpoint,
+  type SettledAttempt,
+} from '../store/webhooks.js';
 import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_MS, ok2xx, type WebhookService } from './service.js';
 import type { PostResult } from './safe-fetch.js';
 import { PollLoop } from '../lib/poll-loop.js';
@@ -29,19 +49,20 @@ export interface DispatcherDeps {
   /** Counts attempts by outcome (Prometheus). */
   onAttempt?: (outcome: 'success' | 'failure' | 'gone') => void;
   /**
-   * Commits a batch of finished attempts. The daemon passes the group-commit writer, so the
-   * fsync happens off the event loop that is sending the next requests; by default it is a
-   * transaction on `db`.
+   * Commits a batch of finished attempts (with the rows of deliveries fanned out in memory and
+   * the fan-out cursor). The daemon passes the group-commit writer, so the fsync happens off the
+   * event loop that is sending the next requests; by default it is a transaction on `db`.
    */
-  record?: (batch: SettledAttempt[], now: number) => Promise<void>;
+  record?: (input: AttemptBatch) => Promise<void>;
 }
 
 /** Attempts recorded per transaction at most; a batch this full is written at once. */
 const FLUSH_BATCH = 256;
 /**
- * Claimed ahead per endpoint, and in all. A fill costs a transaction on the event loop, so the
- * quota is large for an endpoint that keeps up (bench webhooks: 1,024 took 5-10 % less of the
- * daemon's CPU than 256); the total bounds the event bodies held in memory (~1 KiB each).
+ * Held ahead per endpoint (fanned out or claimed), and in all. A fill costs store work on the
+ * event loop, so the quota is large for an endpoint that keeps up (bench webhooks: 1,024 took
+ * 5-10 % less of the daemon's CPU than 256); the total bounds the event bodies held in memory
+ * (~1 KiB each).
  */
 const CLAIM_PER_ENDPOINT = 1024;
 const CLAIM_TOTAL = 16_384;
@@ -56,10 +77,16 @@ interface Settled {
 }
 
 /**
- * Delivers the outbox: fans events out to subscribed endpoints, claims due deliveries in batches
- * (a quota per endpoint), sends at most `perEndpoint` at once to each endpoint (one slow or dead
- * endpoint cannot hold up the others), and records attempts, retries and final states in grouped
- * transactions.
+ * Delivers the outbox: fans new events out to subscribed endpoints in memory, claims due
+ * delivery rows (retries) in batches, with a quota per endpoint, sends at most `perEndpoint` at
+ * once to each endpoint (one slow or dead endpoint cannot hold up the others), and records
+ * attempts, retries and final states in grouped transactions.
+ *
+ * A delivery fanned out in memory gets its row with its first attempt's record (or as a pending
+ * row, when its endpoint has no room). The fan-out cursor in the store moves in those same
+ * transactions, only past events whose deliveries all have their rows: a crash loses nothing,
+ * and what was past the cursor is fanned out again at the next start (skipping deliveries whose
+ * rows exist). So the usual delivery costs one insert and no transaction on the event loop.
  */
 export class Dispatcher {
   private backlog = new Map<string, ClaimedDelivery[]>();
@@ -72,6 +99,14 @@ export class Dispatcher {
   private flushTimer: NodeJS.Timeout | null = null;
   /** Endpoints as of the last claim: enabled state and secret changes are seen from the next claim on. */
   private endpoints = new Map<string, Endpoint | undefined>();
+  /** The last event fanned out (in memory), the cursor as stored, and the highest event with a row at start. */
+  private cursor: number | null = null;
+  private storedCursor = 0;
+  private checkUpTo = 0;
+  /** Deliveries fanned out in memory and not yet in the store, by event seq (ascending). */
+  private unstored = new Map<number, number>();
+  /** Fanned out while their endpoint had no room: written pending with the next batch. */
+  private toPending: Array<{ endpointId: string; eventSeq: number }> = [];
 
   constructor(private readonly deps: DispatcherDeps) {}
 
@@ -122,14 +157,22 @@ export class Dispatcher {
     return this.healthy.has(endpoint) ? quota : Math.min(quota, 2 * this.deps.perEndpoint);
   }
 
-  /** Backlog beyond the quota of an endpoint that has just failed: taken back, to be unlocked. */
+  /**
+   * Backlog beyond the quota of an endpoint that has just failed, taken back: rows to unlock
+   * (returned), and deliveries fanned out in memory to write pending with the next batch.
+   */
   private overQuota(): ClaimedDelivery[] {
-    const out: ClaimedDelivery[] = [];
+    const rows: ClaimedDelivery[] = [];
     for (const [e, list] of this.backlog) {
       const excess = list.length - this.quota(e);
-      if (excess > 0) out.push(...list.splice(list.length - excess));
+      if (excess <= 0) continue;
+      for (const d of list.splice(list.length - excess)) {
+        if (d.id !== null) rows.push(d);
+        else this.toPending.push({ endpointId: d.endpointId, eventSeq: d.eventSeq });
+      }
+      this.scheduleFlush();
     }
-    return out;
+    return rows;
   }
 
   /**
@@ -153,46 +196,98 @@ export class Dispatcher {
   }
 
   /**
-   * Claims due deliveries for each endpoint below its quota, then fans new events out, creating
-   * their deliveries already claimed where an endpoint has room; starts what the limits allow and
-   * returns how many started.
+   * Claims due delivery rows for each endpoint below its quota (retries, and deliveries that went
+   * to the store while their endpoint was full come first), then fans new events out in memory
+   * within the room left; starts what the limits allow and returns how many started.
+   *
+   * Only claims write (locks), and only when a read finds rows due: on the event loop's own
+   * connection, in a transaction that is only tried, because waiting for the writer thread's
+   * lock would block this event loop in SQLite's busy handler (at least 1 ms a time; a lock held
+   * elsewhere blocked it up to busy_timeout). Then it is tried again on the next attempt's
+   * completion, or in a millisecond.
    */
   private fill(wait = false): number {
     if (this.stopped) return 0;
     const { db, clock, worker } = this.deps;
-    // On the event loop's own connection, in one transaction that is only tried: while the
-    // writer thread commits attempts it holds the write lock, and waiting for it would block
-    // this event loop in SQLite's busy handler (at least 1 ms a time; 13 % of the event loop's
-    // time in bench webhooks). Then the fill is tried again on the next attempt's completion,
-    // or in a millisecond.
-    // Room is counted per endpoint, so an endpoint that hangs with a full backlog does not stop
-    // the claims of the others. Due rows first: retries, and rows fanned out while their endpoint
-    // was full, come before new events. New events then, as many as the emptiest endpoint has
-    // room for (at least FANOUT_MIN, so events of endpoints that are all full still get their
-    // pending rows): most deliveries are created claimed, which saves claiming them.
     this.endpoints.clear();
+    const now = clock.now();
     const release = this.overQuota();
     const room = this.claimRoom();
-    const now = clock.now();
-    const taken: ClaimedDelivery[] = [];
-    const work = (): void => {
-      unlockDeliveries(db, release.map((d) => d.id));
-      taken.push(...claimDeliveries(db, worker, now, room));
-      let most = 0;
-      for (const id of enabledEndpointIds(db)) most = Math.max(most, room.room(id));
-      fanOut(db, now, Math.min(FANOUT_MAX, Math.max(FANOUT_MIN, most)), { worker, room, into: taken });
-    };
-    let done = false;
-    try {
-      if (wait) done = db.tx(() => (work(), true));
-      else done = db.tryTx(work) !== undefined;
-    } finally {
-      // Not written: what was taken back from the backlog is still locked; it goes back.
-      if (!done) for (const d of release) this.enqueue(d);
+    const enabled = enabledEndpointIds(db);
+    if (release.length > 0 || hasDue(db, enabled.filter((e) => room.room(e) > 0), now)) {
+      const work = (): ClaimedDelivery[] => {
+        unlockDeliveries(db, release.map((d) => d.id!));
+        return claimDeliveries(db, worker, now, room);
+      };
+      let taken: ClaimedDelivery[] | undefined;
+      try {
+        taken = wait ? db.tx(work) : db.tryTx(work)?.value;
+      } finally {
+        // Not written: what was taken back from the backlog is still locked; it goes back.
+        if (!taken) for (const d of release) this.enqueue(d);
+      }
+      // Busy: the due rows wait for the retry; new events need no lock and go on meanwhile.
+      if (!taken) this.retrySoon();
+      else for (const d of taken) this.enqueue(d);
     }
-    if (!done) this.retrySoon();
-    for (const d of taken) this.enqueue(d);
+    let most = 0;
+    for (const id of enabled) most = Math.max(most, room.room(id));
+    this.fanOut(Math.min(FANOUT_MAX, Math.max(FANOUT_MIN, most)), room);
     return this.dispatch();
+  }
+
+  /**
+   * New events, in memory: a delivery per subscribed enabled endpoint, held while the endpoint
+   * has room, else written pending with the next batch. No store write.
+   */
+  private fanOut(limit: number, room: ClaimRoom): void {
+    const { db } = this.deps;
+    if (this.cursor === null) {
+      this.cursor = this.storedCursor = fanOutCursor(db);
+      this.checkUpTo = lastFannedOutSeq(db);
+    }
+    const events = eventsAfter(db, this.cursor, limit);
+    if (events.length === 0) return;
+    const byCustomer = new Map<number, Endpoint[]>();
+    for (const e of events) {
+      let list = byCustomer.get(e.customerId);
+      if (!list) byCustomer.set(e.customerId, (list = listEndpoints(db, e.customerId).filter((x) => x.enabled)));
+      let n = 0;
+      for (const ep of list) {
+        if (!subscribes(ep, e)) continue;
+        // Fanned out before a restart and recorded, though the cursor had not moved past it.
+        if (e.seq <= this.checkUpTo && hasDelivery(db, e.seq, ep.id)) continue;
+        n++;
+        this.endpoints.set(ep.id, ep);
+        if (room.room(ep.id) > 0) {
+          room.take(ep.id);
+          this.enqueue({ id: null, endpointId: ep.id, eventSeq: e.seq, attempts: 0, event: { id: e.id, type: e.type, body: e.body } });
+        } else this.toPending.push({ endpointId: ep.id, eventSeq: e.seq });
+      }
+      if (n > 0) this.unstored.set(e.seq, n);
+    }
+    this.cursor = events[events.length - 1]!.seq;
+    // Pending rows to write, or a cursor that can move with nothing in flight: a batch soon.
+    if (this.toPending.length > 0 || this.unstored.size === 0) this.scheduleFlush();
+  }
+
+  /** A delivery fanned out in memory is in the store now (or needs no row). */
+  private stored(seq: number, n = 1): void {
+    const left = (this.unstored.get(seq) ?? 0) - n;
+    if (left > 0) this.unstored.set(seq, left);
+    else this.unstored.delete(seq);
+  }
+
+  /** The cursor to store with a batch: past every event whose deliveries will all be in the store once it commits. */
+  private cursorWith(contrib: Map<number, number>): number | null {
+    if (this.cursor === null) return null;
+    let cursor = this.cursor;
+    for (const [seq, n] of this.unstored)
+      if (n > (contrib.get(seq) ?? 0)) {
+        cursor = seq - 1;
+        break;
+      }
+    return cursor > this.storedCursor ? cursor : null;
   }
 
   private enqueue(d: ClaimedDelivery): void {
@@ -268,7 +363,13 @@ export class Dispatcher {
     const { db, clock, service } = this.deps;
     const endpoint = this.endpoint(d.endpointId);
     if (!endpoint || !endpoint.enabled) {
-      settleDelivery(db, d.id, 'failed', d.attempts, null, clock.now());
+      // Disabled or deleted since: a row is failed; one fanned out in memory gets no row, as the
+      // fan-out would not have made one now.
+      if (d.id !== null) settleDelivery(db, d.id, 'failed', d.attempts, null, clock.now());
+      else {
+        this.stored(d.eventSeq);
+        this.scheduleFlush();
+      }
       return;
     }
     const at = clock.now();
@@ -284,28 +385,44 @@ export class Dispatcher {
     if (ok2xx(result)) this.healthy.add(endpoint.id);
     else this.healthy.delete(endpoint.id);
     if (this.settled.length >= FLUSH_BATCH) void this.flush();
-    else this.flushTimer ??= setTimeout(() => void this.flush(), this.deps.flushInterval ?? 25);
+    else this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    this.flushTimer ??= setTimeout(() => void this.flush(), this.deps.flushInterval ?? 25);
   }
 
   private readonly flushing = new Set<Promise<void>>();
 
-  /** Records the finished attempts so far in one transaction (through `record`). */
+  /**
+   * Records the finished attempts so far in one transaction (through `record`), with the
+   * pending rows to write and the fan-out cursor as far as it can go once they are stored.
+   */
   private flush(): Promise<void> {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = null;
-    if (this.settled.length === 0) return Promise.resolve();
     const batch = this.settled;
+    const pending = this.toPending;
+    const contrib = new Map<number, number>();
+    for (const { d } of batch) if (d.id === null) contrib.set(d.eventSeq, (contrib.get(d.eventSeq) ?? 0) + 1);
+    for (const p of pending) contrib.set(p.eventSeq, (contrib.get(p.eventSeq) ?? 0) + 1);
+    // Batches in flight still count as unstored here: this one's cursor stays behind theirs.
+    const cursor = this.cursorWith(contrib);
+    if (batch.length === 0 && pending.length === 0 && cursor === null) return Promise.resolve();
     this.settled = [];
+    this.toPending = [];
     const { db, clock, log } = this.deps;
     const now = clock.now();
     const records: SettledAttempt[] = batch.map(({ d, attempt, result }) => {
       const gone = result.status === 410;
       const state = ok2xx(result) ? 'succeeded' : gone || attempt.attempt >= WEBHOOK_MAX_ATTEMPTS ? 'failed' : 'pending';
-      return { attempt, deliveryId: d.id, state, nextAt: state === 'pending' ? now + WEBHOOK_RETRY_MS[attempt.attempt - 1]! : null, disableEndpoint: gone };
+      return { attempt, deliveryId: d.id, eventSeq: d.eventSeq, state, nextAt: state === 'pending' ? now + WEBHOOK_RETRY_MS[attempt.attempt - 1]! : null, disableEndpoint: gone };
     });
-    const record = this.deps.record ?? ((b: SettledAttempt[], at: number) => Promise.resolve(db.tx(() => recordAttempts(db, b, at))));
-    const p = record(records, now)
+    const record = this.deps.record ?? ((input: AttemptBatch) => Promise.resolve(db.tx(() => recordAttempts(db, input))));
+    const p = record({ batch: records, pending, cursor, now })
       .then(() => {
+        for (const [seq, n] of contrib) this.stored(seq, n);
+        if (cursor !== null) this.storedCursor = Math.max(this.storedCursor, cursor);
         for (const { result } of batch) this.deps.onAttempt?.(ok2xx(result) ? 'success' : result.status === 410 ? 'gone' : 'failure');
         for (const { attempt } of batch)
           if (!attempt.status || attempt.status >= 300)
@@ -315,6 +432,7 @@ export class Dispatcher {
         // The store cannot write (disk full): keep the outcomes and try again with the next batch.
         log.error({ err: e, attempts: batch.length }, 'webhooks: recording attempts failed; will retry');
         this.settled.unshift(...batch);
+        this.toPending.unshift(...pending);
         this.flushTimer ??= setTimeout(() => void this.flush(), 1000).unref();
       })
       .finally(() => this.flushing.delete(p));
@@ -322,8 +440,12 @@ export class Dispatcher {
     return p;
   }
 
+  /** At stop: rows are unlocked; deliveries fanned out in memory need nothing (the cursor is before them). */
   private releaseBacklog(): void {
-    const ids = [...this.backlog.values()].flat().map((d) => d.id);
+    const ids = [...this.backlog.values()]
+      .flat()
+      .map((d) => d.id)
+      .filter((id): id is number => id !== null);
     this.backlog.clear();
     this.deps.db.tx(() => unlockDeliveries(this.deps.db, ids));
   }

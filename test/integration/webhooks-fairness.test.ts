@@ -9,7 +9,9 @@ import { fixturePath } from '../helpers/fixtures.js';
 import { storeWithKey } from '../helpers/env.js';
 import { createEndpoint } from '../../src/store/webhooks.js';
 import { recordEvent } from '../../src/store/events.js';
-import { Dispatcher } from '../../src/webhooks/dispatcher.js';
+import { Dispatcher, type DispatcherDeps } from '../../src/webhooks/dispatcher.js';
+import { GroupCommit } from '../../src/store/group-commit.js';
+import { recordAttempts, eventsAfter } from '../../src/store/webhooks.js';
 import { WebhookService } from '../../src/webhooks/service.js';
 import { SafeFetch } from '../../src/webhooks/safe-fetch.js';
 import { newSecret } from '../../src/webhooks/sign.js';
@@ -18,13 +20,19 @@ import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import type { Db } from '../../src/store/db.js';
 
-type DispatcherOptions = Partial<Pick<ConstructorParameters<typeof Dispatcher>[0], 'perEndpoint' | 'claimPerEndpoint' | 'pollInterval'>>;
+type DispatcherOptions = Partial<Pick<DispatcherDeps, 'perEndpoint' | 'claimPerEndpoint' | 'pollInterval'>>;
 
 /**
  * A store with an endpoint per path on a real https receiver (signatures checked), `events`
  * events in the outbox, and a dispatcher over them (not started).
  */
-async function setup(t: { teardown(fn: () => unknown): void }, paths: string[], events: number, timeoutMs: number, opts: DispatcherOptions & { beforeDispatcher?: (db: Db) => void }) {
+async function setup(
+  t: { teardown(fn: () => unknown): void },
+  paths: string[],
+  events: number,
+  timeoutMs: number,
+  opts: DispatcherOptions & { beforeDispatcher?: (db: Db) => Partial<DispatcherDeps> | void },
+) {
   const dns = await new TestDnsServer().start();
   const rx = await new WebhookReceiver().start();
   t.teardown(async () => {
@@ -37,7 +45,7 @@ async function setup(t: { teardown(fn: () => unknown): void }, paths: string[], 
     createEndpoint(db, { customerId: 1, url: rx.url(path), events: null, description: path, secret, now: 0 });
   }
   for (let i = 0; i < events; i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: { n: i }, now: 1 });
-  opts.beforeDispatcher?.(db);
+  const extra = opts.beforeDispatcher?.(db) ?? {};
   const resolver = createResolver([dns.server]);
   const fetch = new SafeFetch({ resolver, allowPrivate: true, timeoutMs, extraCa: [readFileSync(fixturePath('tls/ca.pem'), 'utf8')] });
   t.teardown(() => fetch.close());
@@ -51,6 +59,7 @@ async function setup(t: { teardown(fn: () => unknown): void }, paths: string[], 
     perEndpoint: opts.perEndpoint ?? 2,
     claimPerEndpoint: opts.claimPerEndpoint,
     pollInterval: opts.pollInterval ?? 10,
+    ...extra,
   });
   return { db, rx, dispatcher };
 }
@@ -72,18 +81,33 @@ t.test('a hanging endpoint holding its whole claim quota does not hold up the re
   await running; // the hanging requests time out (4 s) and are recorded for a retry
 });
 
-t.test('while another connection holds the write lock, the dispatcher does not block its event loop, and delivers once it is free', async (t) => {
+t.test('while another connection holds the write lock, the dispatcher does not block its event loop: new events go out, due rows wait', async (t) => {
   const EVENTS = 20;
-  // The writer thread's commits, played by a second connection that holds the lock for 400 ms.
+  const ROWS = 5; // the first five events have pending rows (as for an endpoint that was full)
+  // A second connection holds the lock for 400 ms; attempts are recorded through the writer
+  // thread, as in the daemon, which waits for the lock on its own thread.
   let other!: BetterSqlite3.Database;
+  let commit!: GroupCommit;
   const { db, rx, dispatcher } = await setup(t, ['/fast'], EVENTS, 4000, {
     perEndpoint: 4,
     beforeDispatcher: (db) => {
+      const endpointId = db.sqlite.prepare('SELECT id FROM webhook_endpoints').pluck().get() as string;
+      const seqs = eventsAfter(db, 0, ROWS).map((e) => e.seq);
+      db.tx(() => recordAttempts(db, { batch: [], pending: seqs.map((eventSeq) => ({ endpointId, eventSeq })), cursor: seqs[ROWS - 1]!, now: 0 }));
       other = new BetterSqlite3(db.path);
       t.teardown(() => other.close());
       other.prepare('BEGIN IMMEDIATE').run();
+      commit = new GroupCommit(db.path);
+      t.teardown(() => commit.close());
+      return { record: (input) => commit.submit('webhookAttempts', input) };
     },
   });
+  const stop = new AbortController();
+  const running = dispatcher.run(stop.signal);
+  // From the first request on (the first https connection builds its TLS context, ~150 ms,
+  // which is not what this measures): the due rows are tried every millisecond meanwhile.
+  const t0 = Date.now();
+  while (rx.on('/fast').length === 0 && Date.now() - t0 < 3000) await new Promise((r) => setTimeout(r, 5));
   let last = performance.now();
   let worstGap = 0;
   const ticker = setInterval(() => {
@@ -91,10 +115,13 @@ t.test('while another connection holds the write lock, the dispatcher does not b
     worstGap = Math.max(worstGap, now - last);
     last = now;
   }, 5);
-  const stop = new AbortController();
-  const running = dispatcher.run(stop.signal);
   await new Promise((r) => setTimeout(r, 400));
-  t.equal(rx.on('/fast').length, 0, 'nothing claimed while the lock is held');
+  const during = rx.on('/fast').map((r) => (JSON.parse(r.body) as { data: { n: number } }).data.n);
+  t.ok(during.length > 0, `new events went out while the lock was held (${during.length})`);
+  t.ok(
+    during.every((n) => n >= ROWS),
+    'the due rows waited: claiming them needs the lock',
+  );
   other.prepare('COMMIT').run();
   clearInterval(ticker);
   t.ok(worstGap < 150, `the event loop kept running (worst gap between 5 ms ticks: ${worstGap.toFixed(0)} ms; the busy handler would hold it until the lock is free or busy_timeout, 5 s, passes)`);
@@ -121,9 +148,11 @@ t.test('an endpoint is claimed a few at a time until it succeeds, and again from
     while (!ok() && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 10));
     t.ok(ok(), what);
   };
+  const pending = db.sqlite.prepare("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' AND attempts = 0").pluck();
   await until('two requests hang', () => rx.on('/flaky').length === 2);
   await new Promise((r) => setTimeout(r, 200));
-  t.equal(locked.get(), 4, 'no success yet: 2 x perEndpoint claimed (2 in flight, 2 ahead), not the quota of 30');
+  t.equal(pending.get(), EVENTS - 4, 'no success yet: 2 x perEndpoint held in memory (2 in flight, 2 ahead), the other 36 written pending');
+  t.equal(locked.get(), 0, 'none of those claimed');
   await until('the two after the timeouts succeed, and two more hang', () => rx.on('/flaky').length === 6);
   await until('a healthy endpoint gets its quota: 30 claimed', () => locked.get() === 30);
   // The two hanging now time out: failed again, the backlog beyond 2 x perEndpoint goes back.
@@ -132,4 +161,65 @@ t.test('an endpoint is claimed a few at a time until it succeeds, and again from
   await running;
   t.equal(locked.get(), 0, 'all released at stop');
   t.equal(db.sqlite.prepare('SELECT COUNT(*) FROM webhook_deliveries').pluck().get(), EVENTS, 'every event has its delivery');
+});
+
+t.test('stopped with deliveries held in memory: the stored cursor stays behind them, and a new dispatcher sends each missing one once', async (t) => {
+  const EVENTS = 40;
+  // One event first, so the endpoint is known to answer and gets its whole quota in memory.
+  const { db, rx, dispatcher } = await setup(t, ["/slow"], 1, 4000, { perEndpoint: 1, claimPerEndpoint: 50 });
+  const cursor = () => Number(db.sqlite.prepare("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'").pluck().get());
+  const until = async (ok: () => boolean) => {
+    const started = Date.now();
+    while (!ok() && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 2));
+  };
+  const stop = new AbortController();
+  const running = dispatcher.run(stop.signal);
+  const succeeded = db.sqlite.prepare("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'succeeded'").pluck();
+  await until(() => succeeded.get() === 1);
+  for (let i = 1; i < EVENTS; i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: { n: i }, now: 1 });
+  const seqs = eventsAfter(db, 0, EVENTS).map((e) => e.seq);
+  await until(() => rx.on('/slow').length >= 6);
+  stop.abort();
+  await running;
+  const first = rx.on('/slow').length;
+  t.ok(first < 20, `stopped part way (${first} sent)`);
+  const rows = db.sqlite.prepare('SELECT COUNT(*) FROM webhook_deliveries').pluck();
+  t.equal(rows.get(), first, 'a row for each attempt made, none for the deliveries held in memory');
+  t.ok(cursor() < seqs[first]!, `the cursor (${cursor()}) is behind the first event not sent (${seqs[first]})`);
+
+  const again = new Dispatcher({ ...(dispatcher as unknown as { deps: DispatcherDeps }).deps, worker: 'again' });
+  const stop2 = new AbortController();
+  const running2 = again.run(stop2.signal);
+  await until(() => rx.on('/slow').length >= EVENTS);
+  await new Promise((r) => setTimeout(r, 100));
+  stop2.abort();
+  await running2;
+  const ids = rx.on('/slow').map((r) => (JSON.parse(r.body) as { id: string }).id);
+  t.equal(ids.length, EVENTS, 'each event sent once in all: none lost, none sent again');
+  t.equal(new Set(ids).size, EVENTS);
+  t.equal(succeeded.get(), EVENTS);
+  t.equal(cursor(), seqs[EVENTS - 1], 'and the cursor is past them all');
+});
+
+t.test('after a crash, events past the stored cursor are fanned out again, except to endpoints that have their rows', async (t) => {
+  const EVENTS = 10;
+  const { db, rx, dispatcher } = await setup(t, ['/recorded', '/lost'], EVENTS, 4000, {
+    beforeDispatcher: (db) => {
+      // As a crash leaves it: the first endpoint's attempts were recorded, the cursor had not moved.
+      const endpointId = db.sqlite.prepare("SELECT id FROM webhook_endpoints WHERE description = '/recorded'").pluck().get() as string;
+      const now = 5;
+      const insert = db.sqlite.prepare("INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 'event', 'succeeded', 1, NULL, ?, ?)");
+      for (const e of eventsAfter(db, 0, EVENTS)) insert.run(endpointId, e.seq, now, now);
+    },
+  });
+  const stop = new AbortController();
+  const running = dispatcher.run(stop.signal);
+  const started = Date.now();
+  while (rx.on('/lost').length < EVENTS && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 10));
+  await new Promise((r) => setTimeout(r, 100));
+  stop.abort();
+  await running;
+  t.equal(rx.on('/lost').length, EVENTS, 'the deliveries that had no row: sent');
+  t.equal(rx.on('/recorded').length, 0, 'those that had: not sent again');
+  t.equal(db.sqlite.prepare('SELECT COUNT(*) FROM webhook_deliveries').pluck().get(), 2 * EVENTS, 'one row per delivery');
 });

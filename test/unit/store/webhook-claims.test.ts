@@ -4,7 +4,7 @@ import { openDb, migrate } from '../../../src/store/db.js';
 import { migrations } from '../../../src/store/migrations/index.js';
 import { ensureDefaultCustomer } from '../../../src/store/customers.js';
 import { recordEvent } from '../../../src/store/events.js';
-import { claimDeliveries, createEndpoint, fanOut, releaseDeliveryClaims, type ClaimedDelivery, type ClaimRoom } from '../../../src/store/webhooks.js';
+import { claimDeliveries, createEndpoint, deleteEndpoint, eventsAfter, fanOutCursor, hasDelivery, lastFannedOutSeq, recordAttempts, releaseDeliveryClaims, type ClaimRoom, type SettledAttempt } from '../../../src/store/webhooks.js';
 import { storeWithKey, tempDir } from '../../helpers/env.js';
 import type { Db } from '../../../src/store/db.js';
 
@@ -17,53 +17,89 @@ const rooms = (m: Record<string, number>, dflt = 0): ClaimRoom & { left: Record<
 const endpoint = (db: Db, name: string, events: string[] | null = null) =>
   createEndpoint(db, { customerId: 1, url: `https://${name}.example/hook`, events, description: name, secret: 'whsec_x', now: 0 }).id;
 
-t.test("fan-out creates deliveries claimed up to each endpoint's room, the rest pending; a claim finds only the unclaimed", async (t) => {
+/** A settled first attempt of the delivery of event `seq` to `endpointId` (no row yet unless `deliveryId`). */
+const settled = (endpointId: string, seq: number, state: SettledAttempt['state'], deliveryId: number | null = null): SettledAttempt => ({
+  attempt: { endpointId, deliveryId, eventId: `msg_${seq}`, eventType: 'email.delivered', attempt: 1, at: 50, status: state === 'succeeded' ? 200 : 500, error: null, durationMs: 3, response: 'ok' },
+  deliveryId,
+  eventSeq: seq,
+  state,
+  nextAt: state === 'pending' ? 5050 : null,
+  disableEndpoint: false,
+});
+
+/** Pending rows as the fan-out would create them for an endpoint without room. */
+const pendingRows = (db: Db, endpointId: string, seqs: number[], now = 100) => db.tx(() => recordAttempts(db, { batch: [], pending: seqs.map((eventSeq) => ({ endpointId, eventSeq })), cursor: null, now }));
+
+t.test('recording attempts creates the rows of deliveries fanned out in memory, writes pending rows, and moves the cursor forward only', async (t) => {
   const db = storeWithKey(t);
   const a = endpoint(db, 'a');
   const b = endpoint(db, 'b');
-  const bounced = endpoint(db, 'c', ['email.bounced']);
-  const ids = Array.from({ length: 5 }, (_, i) => recordEvent(db, { customerId: 1, type: 'email.delivered', data: { n: i }, now: 10 + i }).id);
-
-  const into: ClaimedDelivery[] = [];
-  const room = rooms({ [a]: 2 }); // b: none claimed
-  t.equal(fanOut(db, 100, 1000, { worker: 'w1', room, into }), 10, 'a row per event and subscribed endpoint (c takes bounces only)');
+  const gone = endpoint(db, 'gone');
+  for (let i = 0; i < 5; i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: { n: i }, now: 10 + i });
+  const seqs = eventsAfter(db, 0, 10).map((e) => e.seq);
   t.same(
-    into.map((d) => [d.endpointId, d.event.id, d.attempts]),
-    [
-      [a, ids[0], 0],
-      [a, ids[1], 0],
-    ],
-    'two claimed for a, in event order, with their events',
+    eventsAfter(db, seqs[2]!, 10).map((e) => e.seq),
+    seqs.slice(3),
+    'events after a seq, in order',
   );
-  t.match(JSON.parse(into[0]!.event.body), { id: ids[0], type: 'email.delivered', data: { n: 0 } });
-  t.equal(room.left[a], 0, 'the room is used up');
-  const locked = db.sqlite.prepare('SELECT endpoint_id, locked_by, locked_at FROM webhook_deliveries WHERE locked_by IS NOT NULL ORDER BY id').all();
-  t.same(locked, [
-    { endpoint_id: a, locked_by: 'w1', locked_at: 100 },
-    { endpoint_id: a, locked_by: 'w1', locked_at: 100 },
-  ]);
-  t.equal(fanOut(db, 100, 1000, { worker: 'w1', room, into }), 0, 'each event is fanned out once');
+  t.equal(fanOutCursor(db), 0);
+  deleteEndpoint(db, gone);
+  db.tx(() =>
+    recordAttempts(db, {
+      batch: [settled(a, seqs[0]!, 'succeeded'), settled(a, seqs[1]!, 'pending'), settled(gone, seqs[0]!, 'succeeded')],
+      pending: [{ endpointId: b, eventSeq: seqs[0]! }, { endpointId: gone, eventSeq: seqs[1]! }],
+      cursor: seqs[1]!,
+      now: 100,
+    }),
+  );
+  const rows = db.sqlite.prepare('SELECT endpoint_id, event_seq, state, attempts, next_attempt_at FROM webhook_deliveries ORDER BY id').all();
+  t.same(rows, [
+    { endpoint_id: a, event_seq: seqs[0], state: 'succeeded', attempts: 1, next_attempt_at: null },
+    { endpoint_id: a, event_seq: seqs[1], state: 'pending', attempts: 1, next_attempt_at: 5050 },
+    { endpoint_id: b, event_seq: seqs[0], state: 'pending', attempts: 0, next_attempt_at: 100 },
+  ], "a row per delivery recorded, the failed one due for its retry, b's pending now; nothing for the deleted endpoint");
+  const attempts = db.sqlite.prepare('SELECT a.endpoint_id, d.event_seq, a.status FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id ORDER BY a.id').all();
+  t.same(attempts, [
+    { endpoint_id: a, event_seq: seqs[0], status: 200 },
+    { endpoint_id: a, event_seq: seqs[1], status: 500 },
+  ], 'each attempt logged against its new row');
+  t.equal(fanOutCursor(db), seqs[1]);
+  t.equal(lastFannedOutSeq(db), seqs[1]);
+  t.ok(hasDelivery(db, seqs[0]!, b));
+  t.notOk(hasDelivery(db, seqs[2]!, a));
 
-  const claimed = claimDeliveries(db, 'w2', 200, rooms({}, 100));
-  t.same(
-    claimed.map((d) => `${d.endpointId} ${d.event.id}`).sort(),
-    [...ids.slice(2).map((id) => `${a} ${id}`), ...ids.map((id) => `${b} ${id}`)].sort(),
-    'the claim takes the pending rows only, never one the fan-out claimed',
-  );
-  t.same(claimDeliveries(db, 'w3', 200, rooms({}, 100)), [], 'nothing left unclaimed');
+  // Fanned out again after a restart (the cursor was behind it): the existing row is settled, not doubled.
+  db.tx(() => recordAttempts(db, { batch: [settled(b, seqs[0]!, 'succeeded')], pending: [], cursor: seqs[0]!, now: 200 }));
+  t.same(db.sqlite.prepare('SELECT state, attempts FROM webhook_deliveries WHERE endpoint_id = ?').all(b), [{ state: 'succeeded', attempts: 1 }]);
+  t.equal(fanOutCursor(db), seqs[1], 'the cursor never moves back');
+});
+
+t.test("a claim takes due pending rows only, within each endpoint's room, never a claimed one", async (t) => {
+  const db = storeWithKey(t);
+  const a = endpoint(db, 'a');
+  const b = endpoint(db, 'b');
+  for (let i = 0; i < 5; i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: { n: i }, now: 10 });
+  const seqs = eventsAfter(db, 0, 10).map((e) => e.seq);
+  pendingRows(db, a, seqs);
+  pendingRows(db, b, seqs, 9000);
+  const first = claimDeliveries(db, 'w1', 200, rooms({ [a]: 2, [b]: 5 }));
+  t.same(first.map((d) => [d.endpointId, d.eventSeq]), [[a, seqs[0]], [a, seqs[1]]], "a's room is 2; b's rows are not due");
+  t.match(JSON.parse(first[0]!.event.body), { type: 'email.delivered', data: { n: 0 } }, 'with the event');
+  t.same(claimDeliveries(db, 'w2', 200, rooms({}, 100)).map((d) => d.eventSeq), seqs.slice(2), 'the rest, never a claimed one');
+  t.same(claimDeliveries(db, 'w3', 9000, rooms({}, 100)).length, 5, "b's when due");
   t.equal(releaseDeliveryClaims(db), 10, 'all released at start');
-  t.equal(claimDeliveries(db, 'w4', 200, rooms({}, 100)).length, 10, 'and claimable again');
-  t.equal(db.sqlite.prepare('SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ?').pluck().get(bounced), 0);
+  t.equal(claimDeliveries(db, 'w4', 9000, rooms({}, 100)).length, 10, 'and claimable again');
 });
 
 t.test('the due index holds only unclaimed pending rows, and the claim reads through it', async (t) => {
   const db = storeWithKey(t);
   const a = endpoint(db, 'a');
   for (let i = 0; i < 4; i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: {}, now: 10 });
-  fanOut(db, 100, 1000, { worker: 'w1', room: rooms({ [a]: 3 }), into: [] });
+  pendingRows(db, a, eventsAfter(db, 0, 10).map((e) => e.seq));
   // Entries in the index itself (SQLite's dbstat table), not rows a query filters afterwards.
   const inIndex = db.sqlite.prepare("SELECT SUM(ncell) FROM dbstat WHERE name = 'webhook_deliveries_due' AND pagetype = 'leaf'").pluck();
-  t.equal(inIndex.get(), 1, 'three claimed at fan-out, one pending: one entry');
+  claimDeliveries(db, 'w1', 200, rooms({ [a]: 3 }));
+  t.equal(inIndex.get(), 1, 'three claimed, one pending: one entry');
   claimDeliveries(db, 'w2', 200, rooms({}, 10));
   t.equal(inIndex.get(), 0, 'claimed: it leaves the index');
   releaseDeliveryClaims(db);
@@ -90,7 +126,10 @@ t.test('migration 5 on a version-4 store: claimed rows leave the due index, noth
   ensureDefaultCustomer(db, 0);
   const a = endpoint(db, 'a');
   for (let i = 0; i < 3; i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: {}, now: 10 });
-  fanOut(db, 100, 1000, { worker: 'old', room: rooms({ [a]: 1 }), into: [] });
+  const now = 100;
+  const insert = db.sqlite.prepare("INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 'event', 'pending', 0, ?, ?, ?)");
+  for (const e of eventsAfter(db, 0, 10)) insert.run(a, e.seq, now, now, now);
+  claimDeliveries(db, 'old', 200, rooms({ [a]: 1 }));
   const before = db.sqlite.prepare('SELECT * FROM webhook_deliveries ORDER BY id').all();
   t.same(migrate(db, 0), [5]);
   t.same(db.sqlite.prepare('SELECT * FROM webhook_deliveries ORDER BY id').all(), before, 'rows untouched');
