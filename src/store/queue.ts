@@ -46,6 +46,9 @@ export function claimDue(db: Db, worker: string, now: number, limit: number): Cl
      ORDER BY r.next_attempt_at LIMIT ?`,
   );
   const claim = db.statement('INSERT INTO recipient_claims (recipient_id, worker, claimed_at) VALUES (?, ?, ?)');
+  // Nothing due (the usual poll): a read, without taking the write lock, which waiting for would
+  // block the event loop in SQLite's busy handler while the writer thread commits.
+  if (!db.sqlite.inTransaction && due.all(now, 1).length === 0) return [];
   return db.tx(() => {
     const rows = due.all(now, limit) as Array<{ id: number; message_id: number; address: string; domain: string; attempts: number }>;
     for (const r of rows) claim.run(r.id, worker, now);

@@ -66,8 +66,7 @@ const FLUSH_BATCH = 256;
  */
 const CLAIM_PER_ENDPOINT = 1024;
 const CLAIM_TOTAL = 16_384;
-/** Events fanned out per fill, at least and at most. */
-const FANOUT_MIN = 64;
+/** Events fanned out per fill at most. */
 const FANOUT_MAX = 1000;
 
 interface Settled {
@@ -144,6 +143,11 @@ export class Dispatcher {
       }
       if (this.inFlight.size > 0) await Promise.race(this.inFlight);
     }
+  }
+
+  /** Deliveries an endpoint holds: waiting in memory and in flight (tests, metrics). */
+  held(endpointId: string): number {
+    return (this.backlog.get(endpointId)?.length ?? 0) + (this.perEndpoint.get(endpointId) ?? 0);
   }
 
   /**
@@ -230,9 +234,12 @@ export class Dispatcher {
       if (!taken) this.retrySoon();
       else for (const d of taken) this.enqueue(d);
     }
-    let most = 0;
+    // As many new events as the emptiest endpoint has room for: with every endpoint full, they
+    // wait in the outbox (fanning them out would only write pending rows to claim later). With no
+    // endpoint at all, the cursor still moves on.
+    let most = enabled.length === 0 ? FANOUT_MAX : 0;
     for (const id of enabled) most = Math.max(most, room.room(id));
-    this.fanOut(Math.min(FANOUT_MAX, Math.max(FANOUT_MIN, most)), room);
+    if (most > 0) this.fanOut(Math.min(FANOUT_MAX, most), room);
     return this.dispatch();
   }
 

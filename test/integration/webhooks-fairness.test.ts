@@ -135,12 +135,13 @@ t.test('while another connection holds the write lock, the dispatcher does not b
   t.equal(db.sqlite.prepare("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'succeeded'").pluck().get(), EVENTS, 'and recorded');
 });
 
-t.test('an endpoint is claimed a few at a time until it succeeds, and again from its first failure on', async (t) => {
+t.test('an endpoint is given a few deliveries at a time until it succeeds, and again from its first failure on', async (t) => {
   const EVENTS = 40;
   const { db, rx, dispatcher } = await setup(t, ['/flaky'], EVENTS, 800, { perEndpoint: 2, claimPerEndpoint: 30 });
+  const endpointId = db.sqlite.prepare('SELECT id FROM webhook_endpoints').pluck().get() as string;
   // Hangs at first, then answers twice, then hangs for good.
   rx.script.set('/flaky', ['hang', 'hang', 200, 200, ...Array<'hang'>(100).fill('hang')]);
-  const locked = db.sqlite.prepare('SELECT COUNT(*) FROM webhook_deliveries WHERE locked_by IS NOT NULL').pluck();
+  const rows = db.sqlite.prepare('SELECT COUNT(*) FROM webhook_deliveries').pluck();
   const stop = new AbortController();
   const running = dispatcher.run(stop.signal);
   const until = async (what: string, ok: () => boolean) => {
@@ -148,19 +149,24 @@ t.test('an endpoint is claimed a few at a time until it succeeds, and again from
     while (!ok() && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 10));
     t.ok(ok(), what);
   };
-  const pending = db.sqlite.prepare("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' AND attempts = 0").pluck();
   await until('two requests hang', () => rx.on('/flaky').length === 2);
   await new Promise((r) => setTimeout(r, 200));
-  t.equal(pending.get(), EVENTS - 4, 'no success yet: 2 x perEndpoint held in memory (2 in flight, 2 ahead), the other 36 written pending');
-  t.equal(locked.get(), 0, 'none of those claimed');
+  t.equal(dispatcher.held(endpointId), 4, 'no success yet: 2 x perEndpoint held (2 in flight, 2 ahead), not the quota of 30');
+  t.equal(rows.get(), 0, 'the other events wait in the outbox: no rows written for them');
   await until('the two after the timeouts succeed, and two more hang', () => rx.on('/flaky').length === 6);
-  await until('a healthy endpoint gets its quota: 30 claimed', () => locked.get() === 30);
-  // The two hanging now time out: failed again, the backlog beyond 2 x perEndpoint goes back.
-  await until('after its failure, 4 claimed at most', () => rx.on('/flaky').length >= 8 && (locked.get() as number) <= 4);
+  await until('a healthy endpoint gets its quota: 30 held', () => dispatcher.held(endpointId) === 30);
+  // The two hanging now time out: failed again; what it holds beyond 2 x perEndpoint goes to the store.
+  await until('after its failure, 4 held at most', () => rx.on('/flaky').length >= 8 && dispatcher.held(endpointId) <= 4);
+  await until('the rest written pending', () => (db.sqlite.prepare("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' AND attempts = 0").pluck().get() as number) > 20);
   stop.abort();
   await running;
-  t.equal(locked.get(), 0, 'all released at stop');
-  t.equal(db.sqlite.prepare('SELECT COUNT(*) FROM webhook_deliveries').pluck().get(), EVENTS, 'every event has its delivery');
+  t.equal(db.sqlite.prepare('SELECT COUNT(*) FROM webhook_deliveries WHERE locked_by IS NOT NULL').pluck().get(), 0, 'all released at stop');
+  const cursor = Number(db.sqlite.prepare("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'").pluck().get());
+  t.equal(
+    db.sqlite.prepare('SELECT COUNT(*) FROM events e WHERE e.seq <= ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = e.seq)').pluck().get(cursor),
+    0,
+    `every event up to the stored cursor (${cursor}) has its delivery row`,
+  );
 });
 
 t.test('stopped with deliveries held in memory: the stored cursor stays behind them, and a new dispatcher sends each missing one once', async (t) => {
