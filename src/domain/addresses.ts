@@ -77,6 +77,11 @@ export function parseMailbox(input: string): Parsed<Mailbox> {
 
 /** Splits a comma-separated list, ignoring commas inside quotes or angle brackets. */
 export function splitAddressList(input: string): string[] {
+  // Most lists are one address: nothing to split.
+  if (input.indexOf(',') === -1) {
+    const one = input.trim();
+    return one.length > 0 ? [one] : [];
+  }
   const out: string[] = [];
   let cur = '';
   let quoted = false;

@@ -40,4 +40,8 @@ t.test('address lists split on commas outside quotes and angle brackets', async 
   t.same(splitAddressList('"Doe, J" <j@x.org>,k@y.org'), ['"Doe, J" <j@x.org>', 'k@y.org']);
   t.same(splitAddressList(' a@x.org ,, '), ['a@x.org']);
   t.same(splitAddressList('"a\\"b, c" <x@y.org>'), ['"a\\"b, c" <x@y.org>']);
+  // One address (no comma): the fast path gives what the full split gives.
+  t.same(splitAddressList('  Alice <a@x.org>  '), ['Alice <a@x.org>']);
+  t.same(splitAddressList('   '), []);
+  t.same(splitAddressList(''), []);
 });
