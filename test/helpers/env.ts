@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { openDb, migrate, type Db } from '../../src/store/db.js';
+import { migrations } from '../../src/store/migrations/index.js';
 import { ensureDefaultCustomer, findCustomer, addCustomer } from '../../src/store/customers.js';
 import { createKey, type KeyKind } from '../../src/store/keys.js';
 import { addDomain, setVerified } from '../../src/store/domains.js';
@@ -90,6 +91,24 @@ export async function startTestServer(extraToml = '', opts: DaemonOptions & { dn
  * A migrated store in a temporary directory, with the default customer and an API key row
  * `key_x` (for store-level tests that insert messages directly); removed when the test ends.
  */
+/**
+ * A store with the migrations up to `version` applied (and the default customer), as an older
+ * release left it: for the tests of the migrations after it.
+ */
+export function storeAtVersion(t: { teardown(fn: () => void): void }, version: number): Db {
+  const dir = tempDir();
+  t.teardown(dir.remove);
+  const db = openDb(dir.path);
+  t.teardown(() => db.close());
+  db.sqlite.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+  for (const m of migrations.filter((m) => m.version <= version)) {
+    db.sqlite.exec(m.sql);
+    db.sqlite.prepare('INSERT INTO schema_migrations VALUES (?, ?, 0)').run(m.version, m.name);
+  }
+  ensureDefaultCustomer(db, 0);
+  return db;
+}
+
 export function storeWithKey(t: { teardown(fn: () => void): void }): Db {
   const dir = tempDir();
   t.teardown(dir.remove);

@@ -11,7 +11,7 @@ import { createEndpoint } from '../../src/store/webhooks.js';
 import { recordEvent } from '../../src/store/events.js';
 import { Dispatcher, type DispatcherDeps } from '../../src/webhooks/dispatcher.js';
 import { GroupCommit } from '../../src/store/group-commit.js';
-import { recordAttempts, eventsAfter } from '../../src/store/webhooks.js';
+import { recordAttempts, eventsAfter, fanOutCursor } from '../../src/store/webhooks.js';
 import { WebhookService } from '../../src/webhooks/service.js';
 import { SafeFetch } from '../../src/webhooks/safe-fetch.js';
 import { newSecret } from '../../src/webhooks/sign.js';
@@ -161,7 +161,7 @@ t.test('an endpoint is given a few deliveries at a time until it succeeds, and a
   stop.abort();
   await running;
   t.equal(db.sqlite.prepare('SELECT COUNT(*) FROM webhook_deliveries WHERE locked_by IS NOT NULL').pluck().get(), 0, 'all released at stop');
-  const cursor = Number(db.sqlite.prepare("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'").pluck().get());
+  const cursor = fanOutCursor(db);
   t.equal(
     db.sqlite.prepare('SELECT COUNT(*) FROM events e WHERE e.seq <= ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = e.seq)').pluck().get(cursor),
     0,
@@ -173,7 +173,7 @@ t.test('stopped with deliveries held in memory: the stored cursor stays behind t
   const EVENTS = 40;
   // One event first, so the endpoint is known to answer and gets its whole quota in memory.
   const { db, rx, dispatcher } = await setup(t, ["/slow"], 1, 4000, { perEndpoint: 1, claimPerEndpoint: 50 });
-  const cursor = () => Number(db.sqlite.prepare("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'").pluck().get());
+  const cursor = () => fanOutCursor(db);
   const until = async (ok: () => boolean) => {
     const started = Date.now();
     while (!ok() && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 2));

@@ -1,10 +1,8 @@
 import t from 'tap';
 import { acceptMessage } from '../../../src/store/messages.js';
 import { claimDue, releaseClaims, releaseClaimsOf } from '../../../src/store/queue.js';
-import { openDb, migrate } from '../../../src/store/db.js';
-import { migrations } from '../../../src/store/migrations/index.js';
-import { ensureDefaultCustomer } from '../../../src/store/customers.js';
-import { storeWithKey, tempDir } from '../../helpers/env.js';
+import { migrate } from '../../../src/store/db.js';
+import { storeAtVersion, storeWithKey } from '../../helpers/env.js';
 import type { Db } from '../../../src/store/db.js';
 
 const add = (db: Db, id: string, due: number, n = 1) =>
@@ -30,16 +28,7 @@ t.test('claims: earliest due first, never twice, none before due, released by ou
 });
 
 t.test('migration 4 on a version-3 store: claims move to their own table, the due index covers the claim', async (t) => {
-  const dir = tempDir();
-  t.teardown(dir.remove);
-  const db = openDb(dir.path);
-  t.teardown(() => db.close());
-  db.sqlite.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
-  for (const m of migrations.filter((m) => m.version <= 3)) {
-    db.sqlite.exec(m.sql);
-    db.sqlite.prepare('INSERT INTO schema_migrations VALUES (?, ?, 0)').run(m.version, m.name);
-  }
-  ensureDefaultCustomer(db, 0);
+  const db = storeAtVersion(t, 3);
   db.sqlite.prepare("INSERT INTO api_keys (id, customer_id, kind, hash, created_at) VALUES ('key_x', 1, 'production', x'00', 0)").run();
   add(db, 'old.test', 1000, 2);
   db.sqlite.prepare("UPDATE recipients SET locked_by = 'pid-old', locked_at = 1 WHERE address = 'r0@old.test'").run();

@@ -1,11 +1,9 @@
 import t from 'tap';
 import BetterSqlite3 from 'better-sqlite3';
-import { openDb, migrate } from '../../../src/store/db.js';
-import { migrations } from '../../../src/store/migrations/index.js';
-import { ensureDefaultCustomer } from '../../../src/store/customers.js';
+import { migrate } from '../../../src/store/db.js';
 import { recordEvent } from '../../../src/store/events.js';
 import { claimDeliveries, createEndpoint, deleteEndpoint, eventsAfter, fanOutCursor, hasDelivery, lastFannedOutSeq, recordAttempts, releaseDeliveryClaims, type ClaimRoom, type SettledAttempt } from '../../../src/store/webhooks.js';
-import { storeWithKey, tempDir } from '../../helpers/env.js';
+import { storeAtVersion, storeWithKey } from '../../helpers/env.js';
 import type { Db } from '../../../src/store/db.js';
 
 /** Room by endpoint (absent: none); take() counts down. */
@@ -114,16 +112,7 @@ t.test('the due index holds only unclaimed pending rows, and the claim reads thr
 });
 
 t.test('migration 5 on a version-4 store: claimed rows leave the due index, nothing else changes', async (t) => {
-  const dir = tempDir();
-  t.teardown(dir.remove);
-  const db = openDb(dir.path);
-  t.teardown(() => db.close());
-  db.sqlite.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
-  for (const m of migrations.filter((m) => m.version <= 4)) {
-    db.sqlite.exec(m.sql);
-    db.sqlite.prepare('INSERT INTO schema_migrations VALUES (?, ?, 0)').run(m.version, m.name);
-  }
-  ensureDefaultCustomer(db, 0);
+  const db = storeAtVersion(t, 4);
   const a = endpoint(db, 'a');
   for (let i = 0; i < 3; i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: {}, now: 10 });
   const now = 100;
