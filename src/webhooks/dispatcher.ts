@@ -350,14 +350,16 @@ export class Dispatcher {
   private start(d: ClaimedDelivery): void {
     this.active++;
     this.perEndpoint.set(d.endpointId, (this.perEndpoint.get(d.endpointId) ?? 0) + 1);
-    const p = this.attempt(d)
-      .catch((e: unknown) => this.deps.log.error({ err: e, delivery: d.id }, 'webhook attempt failed unexpectedly'))
-      .finally(() => {
-        this.active--;
-        this.perEndpoint.set(d.endpointId, (this.perEndpoint.get(d.endpointId) ?? 1) - 1);
-        this.inFlight.delete(p);
-        this.refill(d.endpointId);
-      });
+    const finished = (): void => {
+      this.active--;
+      this.perEndpoint.set(d.endpointId, (this.perEndpoint.get(d.endpointId) ?? 1) - 1);
+      this.inFlight.delete(p);
+      this.refill(d.endpointId);
+    };
+    const p: Promise<void> = this.attempt(d).then(finished, (e: unknown) => {
+      this.deps.log.error({ err: e, delivery: d.id }, 'webhook attempt failed unexpectedly');
+      finished();
+    });
     this.inFlight.add(p);
   }
 

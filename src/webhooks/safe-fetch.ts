@@ -119,7 +119,7 @@ export class SafeFetch {
     return t;
   }
 
-  async post(url: string, headers: Record<string, string>, body: Buffer): Promise<PostResult> {
+  post(url: string, headers: Record<string, string>, body: Buffer): Promise<PostResult> {
     const started = performance.now();
     const done = (status: number | null, error: string | null, response: string | null): PostResult => ({
       status,
@@ -128,22 +128,24 @@ export class SafeFetch {
       durationMs: Math.round(performance.now() - started),
     });
     const target = this.target(url);
-    if (target.refused !== null) return done(null, target.refused, null);
-    try {
-      const { status, response } = await this.dispatch(target, headers, body);
-      return done(status, null, response);
-    } catch (e) {
-      const err = e as Error & { code?: string; cause?: Error & { code?: string } };
-      const cause = err.cause ?? err;
-      const msg =
-        err.name === 'TimeoutError' || err.name === 'AbortError' || cause.code === 'UND_ERR_HEADERS_TIMEOUT' || cause.code === 'UND_ERR_BODY_TIMEOUT'
-          ? `timeout after ${this.opts.timeoutMs} ms`
-          : cause instanceof RefusedTarget || cause.code === 'EREFUSEDTARGET'
-            ? `refused: ${cause.message}`
-            : `${cause.code ?? 'error'}: ${cause.message}`;
-      return done(null, msg, null);
-    }
+    if (target.refused !== null) return Promise.resolve(done(null, target.refused, null));
+    // then(ok, fail) rather than an async function with try/await: one promise less per request.
+    return this.dispatch(target, headers, body).then(
+      ({ status, response }) => done(status, null, response),
+      (e: unknown) => {
+        const err = e as Error & { code?: string; cause?: Error & { code?: string } };
+        const cause = err.cause ?? err;
+        const msg =
+          err.name === 'TimeoutError' || err.name === 'AbortError' || cause.code === 'UND_ERR_HEADERS_TIMEOUT' || cause.code === 'UND_ERR_BODY_TIMEOUT'
+            ? `timeout after ${this.opts.timeoutMs} ms`
+            : cause instanceof RefusedTarget || cause.code === 'EREFUSEDTARGET'
+              ? `refused: ${cause.message}`
+              : `${cause.code ?? 'error'}: ${cause.message}`;
+        return done(null, msg, null);
+      },
+    );
   }
+
 
   /**
    * One request through undici's dispatcher API (no stream or async iterator per request: the
