@@ -49,7 +49,7 @@ async function setup(
   const resolver = createResolver([dns.server]);
   const fetch = new SafeFetch({ resolver, allowPrivate: true, timeoutMs, extraCa: [readFileSync(fixturePath('tls/ca.pem'), 'utf8')] });
   t.teardown(() => fetch.close());
-  const dispatcher = new Dispatcher({
+  const deps: DispatcherDeps = {
     db,
     clock: systemClock,
     log: silentLogger(),
@@ -60,8 +60,8 @@ async function setup(
     claimPerEndpoint: opts.claimPerEndpoint,
     pollInterval: opts.pollInterval ?? 10,
     ...extra,
-  });
-  return { db, rx, dispatcher };
+  };
+  return { db, rx, deps, dispatcher: new Dispatcher(deps) };
 }
 
 t.test('a hanging endpoint holding its whole claim quota does not hold up the refill of another', async (t) => {
@@ -172,7 +172,7 @@ t.test('an endpoint is given a few deliveries at a time until it succeeds, and a
 t.test('stopped with deliveries held in memory: the stored cursor stays behind them, and a new dispatcher sends each missing one once', async (t) => {
   const EVENTS = 40;
   // One event first, so the endpoint is known to answer and gets its whole quota in memory.
-  const { db, rx, dispatcher } = await setup(t, ["/slow"], 1, 4000, { perEndpoint: 1, claimPerEndpoint: 50 });
+  const { db, rx, deps, dispatcher } = await setup(t, ['/slow'], 1, 4000, { perEndpoint: 1, claimPerEndpoint: 50 });
   const cursor = () => fanOutCursor(db);
   const until = async (ok: () => boolean) => {
     const started = Date.now();
@@ -193,7 +193,7 @@ t.test('stopped with deliveries held in memory: the stored cursor stays behind t
   t.equal(rows.get(), first, 'a row for each attempt made, none for the deliveries held in memory');
   t.ok(cursor() < seqs[first]!, `the cursor (${cursor()}) is behind the first event not sent (${seqs[first]})`);
 
-  const again = new Dispatcher({ ...(dispatcher as unknown as { deps: DispatcherDeps }).deps, worker: 'again' });
+  const again = new Dispatcher({ ...deps, worker: 'again' });
   const stop2 = new AbortController();
   const running2 = again.run(stop2.signal);
   await until(() => rx.on('/slow').length >= EVENTS);
