@@ -8,8 +8,8 @@ declare module 'fastify' {
     apiKey?: ApiKeyInfo;
     /** SHA-256 of the raw body, for Idempotency-Key. */
     bodyHash?: Buffer;
-    /** The JSON body as received: the send path stores these bytes. */
-    rawBody?: Buffer;
+    /** The JSON body as received, decoded (the text that was parsed): the send path stores it. */
+    rawText?: string;
     /** apiKey came from the cache without reading auth_epoch (the send path; see AuthCache). */
     keyUnchecked?: boolean;
   }

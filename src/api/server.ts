@@ -38,15 +38,16 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw: Buffer, done) => {
     let value: unknown;
+    const text = raw.toString('utf8');
     try {
-      value = JSON.parse(raw.toString('utf8'));
+      value = JSON.parse(text);
     } catch {
       return done(new ApiError('invalid_json', 'The request body is not valid JSON.'), undefined);
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value))
       return done(new ApiError('invalid_json', 'The request body must be a JSON object.'), undefined);
     if (request.headers['idempotency-key'] !== undefined) request.bodyHash = hashBody(raw);
-    request.rawBody = raw;
+    request.rawText = text;
     done(null, value);
   });
 

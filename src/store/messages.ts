@@ -14,7 +14,12 @@ export interface AcceptInput {
   senderDomain: string;
   subject: string;
   metadata: Record<string, string>;
-  /** The request body as received (stored as a BLOB); delivery validates it again and composes the MIME message from it. */
+  /**
+   * The request body as received, stored as a BLOB (its UTF-8 bytes when given as text); delivery
+   * validates it again and composes the MIME message from it. The API passes the text it parsed:
+   * a string crosses to the writer thread as a copy of its characters, where a small Buffer (a
+   * slice of Node's shared 8 KiB pool) would copy the whole pool into a new ArrayBuffer.
+   */
   request: Uint8Array | string;
   recipients: Array<{ address: string; domain: string; field: 'to' | 'cc' | 'bcc' }>;
   idempotency?: { key: string; hash: Buffer; ttlMs: number };
@@ -28,8 +33,14 @@ export interface AcceptedResponse {
   recipients: string[];
 }
 
+/** The 202 body for an accepted message (and what an idempotent replay answers). */
+export function acceptedResponse(input: Pick<AcceptInput, 'messageId' | 'sandbox' | 'recipients'>): AcceptedResponse {
+  return { message_id: input.messageId, status: 'queued', sandbox: input.sandbox, recipients: input.recipients.map((r) => r.address) };
+}
+
 export type AcceptResult =
-  | { kind: 'accepted'; emailId: number; response: AcceptedResponse }
+  /** The 202 body is acceptedResponse(input): built where it is sent, not carried back from the writer thread. */
+  | { kind: 'accepted'; emailId: number }
   | { kind: 'replay'; status: number; response: unknown }
   | { kind: 'conflict' }
   | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> };
@@ -40,7 +51,7 @@ const SQL = {
   idemDelete: 'DELETE FROM idempotency_keys WHERE customer_id = ? AND key = ?',
   idemInsert: 'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)',
   message: `INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, raw, size, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)`,
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BLOB), NULL, NULL, ?)`,
   recipient: `INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at)
               VALUES (?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)`,
 };
@@ -83,14 +94,8 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
   for (const r of input.recipients)
     insertRecipient.run(emailId, input.customerId, r.address, r.domain, r.field, input.now, input.now, input.now);
 
-  const response: AcceptedResponse = {
-    message_id: input.messageId,
-    status: 'queued',
-    sandbox: input.sandbox,
-    recipients: input.recipients.map((r) => r.address),
-  };
-  if (idem) db.statement(SQL.idemInsert).run(input.customerId, idem.key, idem.hash, 202, JSON.stringify(response), input.now);
-  return { kind: 'accepted', emailId, response };
+  if (idem) db.statement(SQL.idemInsert).run(input.customerId, idem.key, idem.hash, 202, JSON.stringify(acceptedResponse(input)), input.now);
+  return { kind: 'accepted', emailId };
 }
 
 export interface RecipientView {

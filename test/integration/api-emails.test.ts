@@ -55,6 +55,7 @@ t.test('a valid request is accepted with 202 and the SPEC shape, and the rows ex
   // Durability: the message and its recipient are committed before the response is sent.
   const row = s.db.sqlite.prepare('SELECT id, request, created_at FROM messages WHERE message_id = ?').get(r.body.message_id) as { id: number; request: Buffer; created_at: number };
   t.ok(row, 'message row exists on 202');
+  t.ok(Buffer.isBuffer(row.request), 'stored as bytes (a BLOB: delivery reads text as the older format)');
   t.same(JSON.parse(row.request.toString('utf8')), valid, 'the request is stored as received');
   const rcpts = s.db.sqlite.prepare('SELECT address, state FROM recipients WHERE message_id = ?').all(row.id);
   t.same(rcpts, [{ address: 'alice@example.org', state: 'queued' }]);

@@ -6,7 +6,7 @@ import { ApiError, Problems } from '../../domain/errors.js';
 import { validateSendRequest, recipientsOf, type SendRequest } from '../../domain/send-request.js';
 import { formatMailbox } from '../../domain/addresses.js';
 import { composeMessage, encodedSizeBound } from '../../outbound/compose.js';
-import { getMessage } from '../../store/messages.js';
+import { acceptedResponse, getMessage } from '../../store/messages.js';
 import { timeSortableId, BASE32 } from '../../lib/ids.js';
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -61,16 +61,17 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
     }
 
     const recipients = recipientsOf(req).map(({ field, mailbox }) => ({ address: mailbox.address, domain: mailbox.domain, field }));
+    const sandbox = key.kind === 'sandbox';
     const result = await commit.submit('accept', {
         customerId: key.customer_id,
         apiKeyId: key.id,
-        sandbox: key.kind === 'sandbox',
+        sandbox,
         messageId,
         fromHeader: formatMailbox(req.from),
         senderDomain: domain.name,
         subject: req.subject,
         metadata: req.metadata,
-        request: request.rawBody!,
+        request: request.rawText!,
         recipients,
         ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: config.limits.idempotency_ttl } } : {}),
         authEpoch,
@@ -81,7 +82,7 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
     switch (result.kind) {
       case 'accepted':
         deps.onAccepted?.();
-        return reply.code(202).send(result.response);
+        return reply.code(202).send(acceptedResponse({ messageId, sandbox, recipients }));
       case 'replay':
         return reply.code(result.status).header('idempotent-replayed', 'true').send(result.response);
       case 'conflict':
