@@ -184,16 +184,16 @@ export class Dispatcher {
    * flight), and all together up to claimTotal (the backlog keeps each event's body in memory).
    */
   private claimRoom(): ClaimRoom {
+    // What each endpoint holds as of now (taken on first ask), plus what this fill takes for it.
     const held = new Map<string, number>();
-    let total = 0;
-    for (const [e, list] of this.backlog) held.set(e, list.length);
-    for (const [e, n] of this.perEndpoint) held.set(e, (held.get(e) ?? 0) + n);
-    for (const n of held.values()) total += n;
+    const holds = (e: string): number => held.get(e) ?? held.set(e, this.held(e)).get(e)!;
+    let total = this.active;
+    for (const list of this.backlog.values()) total += list.length;
     let free = Math.max(0, (this.deps.claimTotal ?? CLAIM_TOTAL) - total);
     return {
-      room: (e) => Math.min(free, Math.max(0, this.quota(e) - (held.get(e) ?? 0))),
+      room: (e) => Math.min(free, Math.max(0, this.quota(e) - holds(e))),
       take: (e) => {
-        held.set(e, (held.get(e) ?? 0) + 1);
+        held.set(e, holds(e) + 1);
         free--;
       },
     };
