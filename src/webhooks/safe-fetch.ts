@@ -158,7 +158,7 @@ export class SafeFetch {
       let status = 0;
       let size = 0;
       const chunks: Buffer[] = [];
-      const text = () => Buffer.concat(chunks).subarray(0, RESPONSE_CAP).toString('utf8');
+      const text = () => (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8', 0, RESPONSE_CAP);
       this.agent.dispatch(
         { origin: target.origin, path: target.path, method: 'POST', headers, body, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs },
         {
