@@ -106,8 +106,13 @@ export function lastFannedOutSeq(db: Db): number {
   return (db.statement("SELECT MAX(event_seq) FROM webhook_deliveries WHERE kind = 'event'").pluck().get() as number | null) ?? 0;
 }
 
+/** The id of the delivery row of an event to an endpoint (fan-out, not replay), if it has one. */
+function eventDeliveryId(db: Db, eventSeq: number, endpointId: string): number | undefined {
+  return db.statement("SELECT id FROM webhook_deliveries WHERE event_seq = ? AND endpoint_id = ? AND kind = 'event'").pluck().get(eventSeq, endpointId) as number | undefined;
+}
+
 export function hasDelivery(db: Db, eventSeq: number, endpointId: string): boolean {
-  return db.statement("SELECT 1 FROM webhook_deliveries WHERE event_seq = ? AND endpoint_id = ? AND kind = 'event'").get(eventSeq, endpointId) !== undefined;
+  return eventDeliveryId(db, eventSeq, endpointId) !== undefined;
 }
 
 /** Whether an endpoint gets an event: it subscribes to the type and existed when the event was written. */
@@ -120,9 +125,15 @@ export function enabledEndpointIds(db: Db): string[] {
   return db.statement('SELECT id FROM webhook_endpoints WHERE enabled = 1').pluck().all() as string[];
 }
 
+/**
+ * An endpoint's deliveries due at a time and not claimed (parameters: endpoint id, time). The
+ * state and lock conditions are the due index's own (migration 5), so SQLite can use it.
+ */
+const DUE = "d.endpoint_id = ? AND d.state = 'pending' AND d.locked_by IS NULL AND d.next_attempt_at <= ?";
+
 /** Whether any of these endpoints has a pending delivery due (a read, through the due index). */
 export function hasDue(db: Db, endpointIds: string[], now: number): boolean {
-  const st = db.statement("SELECT 1 FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'pending' AND locked_by IS NULL AND next_attempt_at <= ? LIMIT 1");
+  const st = db.statement(`SELECT 1 FROM webhook_deliveries d WHERE ${DUE} LIMIT 1`);
   return endpointIds.some((id) => st.get(id, now) !== undefined);
 }
 
@@ -147,7 +158,7 @@ export function claimDeliveries(db: Db, worker: string, now: number, room: Claim
     const due = db.statement(
       `SELECT d.id, d.endpoint_id, d.event_seq, d.attempts, e.id AS event_id, e.type AS event_type, e.body AS event_body
        FROM webhook_deliveries d JOIN events e ON e.seq = d.event_seq
-       WHERE d.endpoint_id = ? AND d.state = 'pending' AND d.next_attempt_at <= ? AND d.locked_by IS NULL
+       WHERE ${DUE}
        ORDER BY d.next_attempt_at, d.id LIMIT ?`,
     );
     const lock = db.statement('UPDATE webhook_deliveries SET locked_by = ?, locked_at = ? WHERE id = ?');
@@ -248,7 +259,6 @@ export function recordAttempts(db: Db, input: AttemptBatch): void {
   const create = db.statement(
     "INSERT OR IGNORE INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 'event', ?, ?, ?, ?, ?)",
   );
-  const existing = db.statement("SELECT id FROM webhook_deliveries WHERE event_seq = ? AND endpoint_id = ? AND kind = 'event'").pluck();
   for (const s of input.batch) {
     const endpointId = s.attempt.endpointId;
     if (!alive(endpointId)) continue;
@@ -258,7 +268,7 @@ export function recordAttempts(db: Db, input: AttemptBatch): void {
       if (r.changes === 1) id = Number(r.lastInsertRowid);
       else {
         // A row from before a restart (fanned out again): settle that one.
-        id = existing.get(s.eventSeq, endpointId) as number;
+        id = eventDeliveryId(db, s.eventSeq, endpointId)!;
         settleDelivery(db, id, s.state, s.attempt.attempt, s.nextAt, now);
       }
     } else settleDelivery(db, id, s.state, s.attempt.attempt, s.nextAt, now);
