@@ -1,4 +1,4 @@
-import { Agent } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import type { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { LookupFunction } from 'node:net';
@@ -90,6 +90,69 @@ interface Target {
 /** Raised inside the response handler to stop reading once the response cap is reached. */
 class CapReached extends Error {}
 
+/** What an error of a request says in the attempt log. */
+function describeError(e: unknown, timeoutMs: number): string {
+  const err = e as Error & { code?: string; cause?: Error & { code?: string } };
+  const cause = err.cause ?? err;
+  if (err.name === 'TimeoutError' || err.name === 'AbortError' || cause.code === 'UND_ERR_HEADERS_TIMEOUT' || cause.code === 'UND_ERR_BODY_TIMEOUT') return `timeout after ${timeoutMs} ms`;
+  if (cause instanceof RefusedTarget || cause.code === 'EREFUSEDTARGET') return `refused: ${cause.message}`;
+  return `${cause.code ?? 'error'}: ${cause.message}`;
+}
+
+/**
+ * One POST's handler, on the interface undici 7's clients call natively (onConnect, onHeaders,
+ * onData, onComplete, onError; its own request() uses it too). The newer controller interface
+ * is, in undici 7, a wrapper around this one that allocates two more objects and parses the
+ * response headers and trailers into objects per request, none of which a webhook needs.
+ *
+ * undici's dispatch does not follow redirects: a 3xx is just a status (a failure). The status
+ * arrives with the headers, so headersTimeout is exactly "an answer within the timeout"; the body
+ * is read up to the cap (then the request is aborted) within bodyTimeout.
+ */
+class PostHandler implements Dispatcher.DispatchHandler {
+  private readonly started = performance.now();
+  private status = 0;
+  private size = 0;
+  private chunks: Buffer[] = [];
+  private abort: ((err?: Error) => void) | null = null;
+
+  constructor(
+    private readonly resolve: (r: PostResult) => void,
+    private readonly timeoutMs: number,
+  ) {}
+
+  private settle(status: number | null, error: string | null): void {
+    const { chunks } = this;
+    const response = status === null ? null : (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8', 0, RESPONSE_CAP);
+    this.resolve({ status, error, response, durationMs: Math.round(performance.now() - this.started) });
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.abort = abort;
+  }
+
+  onHeaders(statusCode: number): boolean {
+    this.status = statusCode;
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.size < RESPONSE_CAP) this.chunks.push(chunk);
+    this.size += chunk.length;
+    if (this.size >= RESPONSE_CAP) this.abort?.(new CapReached('response cap reached')); // read no further
+    return true;
+  }
+
+  onComplete(): void {
+    this.settle(this.status, null);
+  }
+
+  onError(err: Error): void {
+    if (err instanceof CapReached) this.settle(this.status, null);
+    else this.settle(null, describeError(err, this.timeoutMs));
+  }
+}
+
 /** POSTs webhook bodies: no redirects, a hard timeout, the response read up to 1 KiB, the address guard at connect time. */
 export class SafeFetch {
   private readonly agent: Agent;
@@ -119,61 +182,17 @@ export class SafeFetch {
     return t;
   }
 
-  post(url: string, headers: Record<string, string>, body: Buffer): Promise<PostResult> {
-    const started = performance.now();
-    const done = (status: number | null, error: string | null, response: string | null): PostResult => ({
-      status,
-      error,
-      response,
-      durationMs: Math.round(performance.now() - started),
-    });
-    const target = this.target(url);
-    if (target.refused !== null) return Promise.resolve(done(null, target.refused, null));
-    // then(ok, fail) rather than an async function with try/await: one promise less per request.
-    return this.dispatch(target, headers, body).then(
-      ({ status, response }) => done(status, null, response),
-      (e: unknown) => {
-        const err = e as Error & { code?: string; cause?: Error & { code?: string } };
-        const cause = err.cause ?? err;
-        const msg =
-          err.name === 'TimeoutError' || err.name === 'AbortError' || cause.code === 'UND_ERR_HEADERS_TIMEOUT' || cause.code === 'UND_ERR_BODY_TIMEOUT'
-            ? `timeout after ${this.opts.timeoutMs} ms`
-            : cause instanceof RefusedTarget || cause.code === 'EREFUSEDTARGET'
-              ? `refused: ${cause.message}`
-              : `${cause.code ?? 'error'}: ${cause.message}`;
-        return done(null, msg, null);
-      },
-    );
-  }
-
-
   /**
-   * One request through undici's dispatcher API (no stream or async iterator per request: the
-   * dispatcher's hot path). undici's dispatch does not follow redirects: a 3xx is just a status
-   * (a failure). The status arrives with the headers, so headersTimeout is exactly "a 2xx within
-   * the timeout"; the body is read up to the cap (then the request is aborted) within bodyTimeout.
+   * POSTs `body` with `headers` (a flat name, value, ... list, as undici takes them) and settles
+   * with the outcome; never rejects.
    */
-  private dispatch(target: Target, headers: Record<string, string>, body: Buffer): Promise<{ status: number; response: string }> {
-    return new Promise((resolve, reject) => {
-      let status = 0;
-      let size = 0;
-      const chunks: Buffer[] = [];
-      const text = () => (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8', 0, RESPONSE_CAP);
+  post(url: string, headers: string[], body: Buffer): Promise<PostResult> {
+    const target = this.target(url);
+    if (target.refused !== null) return Promise.resolve({ status: null, error: target.refused, response: null, durationMs: 0 });
+    return new Promise((resolve) => {
       this.agent.dispatch(
         { origin: target.origin, path: target.path, method: 'POST', headers, body, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs },
-        {
-          onRequestStart: () => undefined, // marks the handler as undici 7's controller API
-          onResponseStart: (_controller, statusCode) => {
-            status = statusCode;
-          },
-          onResponseData: (controller, chunk) => {
-            if (size < RESPONSE_CAP) chunks.push(chunk);
-            size += chunk.length;
-            if (size >= RESPONSE_CAP) controller.abort(new CapReached('response cap reached')); // read no further
-          },
-          onResponseEnd: () => resolve({ status, response: text() }),
-          onResponseError: (_controller, err) => (err instanceof CapReached ? resolve({ status, response: text() }) : reject(err)),
-        },
+        new PostHandler(resolve, this.opts.timeoutMs),
       );
     });
   }

@@ -21,6 +21,8 @@ export interface AttemptOutcome extends PostResult {
   type: string;
 }
 
+const USER_AGENT = `posthaste/${VERSION}`;
+
 export const ok2xx = (r: PostResult) => r.status !== null && r.status >= 200 && r.status < 300;
 
 /** Everything about sending webhooks that the API, the CLI and the dispatcher share. */
@@ -35,19 +37,15 @@ export class WebhookService {
 
   /** One signed POST of an event body exactly as stored (same webhook-id on every retry and replay). */
   send(endpoint: Endpoint, eventId: string, body: string): Promise<PostResult> {
-    const bytes = Buffer.from(body, 'utf8');
     const ts = Math.floor(this.clock.now() / 1000);
-    return this.fetch.post(
-      endpoint.url,
-      {
-        'content-type': 'application/json',
-        'user-agent': `posthaste/${VERSION}`,
-        'webhook-id': eventId,
-        'webhook-timestamp': String(ts),
-        'webhook-signature': signWebhook(endpoint.secret, eventId, ts, bytes),
-      },
-      bytes,
-    );
+    const headers = [
+      'content-type', 'application/json',
+      'user-agent', USER_AGENT,
+      'webhook-id', eventId,
+      'webhook-timestamp', String(ts),
+      'webhook-signature', signWebhook(endpoint.secret, eventId, ts, body),
+    ];
+    return this.fetch.post(endpoint.url, headers, Buffer.from(body, 'utf8'));
   }
 
   /** Validates `{url, events?, description?}`: every problem at once, under its field. */

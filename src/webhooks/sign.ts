@@ -7,10 +7,12 @@ export function newSecret(): string {
 
 /**
  * The `webhook-signature` value: `v1,` + Base64 HMAC-SHA256 of `<id>.<timestamp>.<body>`, keyed by
- * the Base64-decoded part of the secret after `whsec_`. The body is signed as the exact bytes sent.
+ * the Base64-decoded part of the secret after `whsec_`. A string body is signed as its UTF-8
+ * bytes, which is what is sent; it goes to the HMAC in one piece with the prefix.
  */
-export function signWebhook(secret: string, id: string, timestamp: number, body: Buffer): string {
-  const mac = createHmac('sha256', keyOf(secret)).update(`${id}.${timestamp}.`).update(body).digest('base64');
+export function signWebhook(secret: string, id: string, timestamp: number, body: string | Buffer): string {
+  const hmac = createHmac('sha256', keyOf(secret));
+  const mac = typeof body === 'string' ? hmac.update(`${id}.${timestamp}.${body}`, 'utf8').digest('base64') : hmac.update(`${id}.${timestamp}.`).update(body).digest('base64');
   return `v1,${mac}`;
 }
 
