@@ -268,7 +268,7 @@ export class Dispatcher {
         this.endpoints.set(ep.id, ep);
         if (room.room(ep.id) > 0) {
           room.take(ep.id);
-          this.enqueue({ id: null, endpointId: ep.id, eventSeq: e.seq, attempts: 0, event: { id: e.id, type: e.type, body: e.body } });
+          this.enqueue({ id: null, endpointId: ep.id, eventSeq: e.seq, attempts: 0, event: e });
         } else this.toPending.push({ endpointId: ep.id, eventSeq: e.seq });
       }
       if (n > 0) this.unstored.set(e.seq, n);
@@ -368,7 +368,8 @@ export class Dispatcher {
     return this.endpoints.get(id);
   }
 
-  private async attempt(d: ClaimedDelivery): Promise<void> {
+  /** One attempt: its outcome is held for the next batch (no promise or await of its own beyond the POST's). */
+  private attempt(d: ClaimedDelivery): Promise<void> {
     const { db, clock, service } = this.deps;
     const endpoint = this.endpoint(d.endpointId);
     if (!endpoint || !endpoint.enabled) {
@@ -379,10 +380,13 @@ export class Dispatcher {
         this.stored(d.eventSeq);
         this.scheduleFlush();
       }
-      return;
+      return Promise.resolve();
     }
     const at = clock.now();
-    const result = await service.send(endpoint, d.event.id, d.event.body);
+    return service.send(endpoint, d.event.id, d.event.body).then((result) => this.attempted(d, endpoint, at, result));
+  }
+
+  private attempted(d: ClaimedDelivery, endpoint: Endpoint, at: number, result: PostResult): void {
     this.settled.push({
       d,
       result,
@@ -393,7 +397,10 @@ export class Dispatcher {
     if (result.status === 410) this.endpoints.set(endpoint.id, { ...endpoint, enabled: false });
     if (ok2xx(result)) this.healthy.add(endpoint.id);
     else this.healthy.delete(endpoint.id);
-    if (this.settled.length >= FLUSH_BATCH) void this.flush();
+    // A full batch is written at once, and so is the last attempt before the dispatcher goes idle
+    // (nothing else in flight or held): there is nothing left to group it with, and its state and
+    // log should not wait for the timer.
+    if (this.settled.length >= FLUSH_BATCH || (this.active === 1 && this.backlog.size === 0)) void this.flush();
     else this.scheduleFlush();
   }
 
