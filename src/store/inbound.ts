@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { BOUND_LIMIT, type Db } from './db.js';
 import { recordEvent } from './events.js';
 import { publicId } from '../lib/ids.js';
 import { isoTime } from '../lib/clock.js';
@@ -129,7 +129,7 @@ export function listInbound(db: Db, opts: { customerId?: number; limit: number; 
   const args: unknown[] = [opts.before ?? Number.MAX_SAFE_INTEGER];
   if (opts.customerId !== undefined) (where.push('customer_id = ?'), args.push(opts.customerId));
   return db.sqlite
-    .prepare(`SELECT id, customer_id, mail_from, rcpt_to, remote_ip, helo, size, from_header, subject, message_id, attachments, auth, created_at FROM inbound_messages WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`)
+    .prepare(`SELECT id, customer_id, mail_from, rcpt_to, remote_ip, helo, size, from_header, subject, message_id, attachments, auth, created_at FROM inbound_messages WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC ${BOUND_LIMIT}`)
     .all(...args, opts.limit) as Array<Omit<InboundRow, 'raw'>>;
 }
 

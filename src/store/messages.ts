@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { BOUND_LIMIT, type Db } from './db.js';
 import { findSuppressed } from './suppressions.js';
 import { eventsOfMessage } from './events.js';
 import { addressKey } from '../domain/addresses.js';
@@ -173,7 +173,7 @@ export function listMessages(db: Db, opts: { customerId?: number; state?: string
       `SELECT m.id, m.message_id, c.name AS customer, m.from_header, m.subject, m.sandbox, m.created_at,
               (SELECT json_group_object(state, n) FROM (SELECT state, COUNT(*) AS n FROM recipients WHERE message_id = m.id GROUP BY state)) AS states
        FROM messages m JOIN customers c ON c.id = m.customer_id
-       ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY m.id DESC LIMIT ?`,
+       ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY m.id DESC ${BOUND_LIMIT}`,
     )
     .all(...args, opts.limit) as Array<{ id: number; message_id: string; customer: string; from_header: string; subject: string; sandbox: number; created_at: number; states: string }>;
   return rows.map((r) => ({

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { BOUND_LIMIT, type Db } from './db.js';
 import { recordEvent } from './events.js';
 import { addSuppression } from './suppressions.js';
 import { retryDelay, suppressesRecipient, type Outcome, type Reply } from '../domain/outcome.js';
@@ -43,7 +43,7 @@ export function claimDue(db: Db, worker: string, now: number, limit: number): Cl
     `SELECT r.id, r.message_id, r.address, r.domain, r.attempts FROM recipients r
      WHERE r.state IN ('queued', 'deferred') AND r.next_attempt_at <= ?
        AND NOT EXISTS (SELECT 1 FROM recipient_claims c WHERE c.recipient_id = r.id)
-     ORDER BY r.next_attempt_at LIMIT ?`,
+     ORDER BY r.next_attempt_at ${BOUND_LIMIT}`,
   );
   const claim = db.statement('INSERT INTO recipient_claims (recipient_id, worker, claimed_at) VALUES (?, ?, ?)');
   // Nothing due (the usual poll): a read, without taking the write lock, which waiting for would

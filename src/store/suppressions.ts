@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { BOUND_LIMIT, type Db } from './db.js';
 import type { SuppressionsTable } from './tables.js';
 import { addressKey } from '../domain/addresses.js';
 
@@ -49,7 +49,7 @@ export function listSuppressions(db: Db, customerId: number, opts: { limit: numb
   let where = 's.customer_id = ? AND s.created_at < ?';
   if (opts.reason) (where += ' AND s.reason = ?'), args.push(opts.reason);
   return db.sqlite
-    .prepare(`SELECT s.address, s.reason, m.message_id, s.created_at FROM suppressions s LEFT JOIN messages m ON m.id = s.message_id WHERE ${where} ORDER BY s.created_at DESC, s.address LIMIT ?`)
+    .prepare(`SELECT s.address, s.reason, m.message_id, s.created_at FROM suppressions s LEFT JOIN messages m ON m.id = s.message_id WHERE ${where} ORDER BY s.created_at DESC, s.address ${BOUND_LIMIT}`)
     .all(...args, opts.limit) as SuppressionRow[];
 }
 

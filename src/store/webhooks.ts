@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { BOUND_LIMIT, type Db } from './db.js';
 import { publicId } from '../lib/ids.js';
 
 export interface Endpoint {
@@ -98,7 +98,7 @@ export interface OutboxEvent {
 
 /** Events after `seq`, in order, at most `limit` (a read: no lock). */
 export function eventsAfter(db: Db, seq: number, limit: number): OutboxEvent[] {
-  return db.statement('SELECT seq, id, customer_id AS customerId, type, body, created_at AS createdAt FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(seq, limit) as OutboxEvent[];
+  return db.statement(`SELECT seq, id, customer_id AS customerId, type, body, created_at AS createdAt FROM events WHERE seq > ? ORDER BY seq ${BOUND_LIMIT}`).all(seq, limit) as OutboxEvent[];
 }
 
 /** The highest event seq with a delivery row: after a crash, rows past the cursor can exist up to it. */
@@ -159,7 +159,7 @@ export function claimDeliveries(db: Db, worker: string, now: number, room: Claim
       `SELECT d.id, d.endpoint_id, d.event_seq, d.attempts, e.id AS event_id, e.type AS event_type, e.body AS event_body
        FROM webhook_deliveries d JOIN events e ON e.seq = d.event_seq
        WHERE ${DUE}
-       ORDER BY d.next_attempt_at, d.id LIMIT ?`,
+       ORDER BY d.next_attempt_at, d.id ${BOUND_LIMIT}`,
     );
     const lock = db.statement('UPDATE webhook_deliveries SET locked_by = ?, locked_at = ? WHERE id = ?');
     const taken: ClaimedDelivery[] = [];
@@ -299,7 +299,7 @@ export function listAttempts(db: Db, endpointId: string, limit: number, before?:
     .statement(
       `SELECT a.id, a.event_id, a.event_type, a.attempt, a.at, a.status, a.error, a.duration_ms, a.response, d.state AS delivery_state
        FROM webhook_attempts a LEFT JOIN webhook_deliveries d ON d.id = a.delivery_id
-       WHERE a.endpoint_id = ? AND a.id < ? ORDER BY a.id DESC LIMIT ?`,
+       WHERE a.endpoint_id = ? AND a.id < ? ORDER BY a.id DESC ${BOUND_LIMIT}`,
     )
     .all(endpointId, before ?? Number.MAX_SAFE_INTEGER, limit) as Array<{
     id: number;
