@@ -211,10 +211,11 @@ export interface AttemptRecord {
   response: string | null;
 }
 
-export function logAttempt(db: Db, a: AttemptRecord): void {
+/** Logs an attempt; `deliveryId` stands in for the record's when given (a row created with the attempt). */
+export function logAttempt(db: Db, a: AttemptRecord, deliveryId = a.deliveryId): void {
   db.statement(
     'INSERT INTO webhook_attempts (endpoint_id, delivery_id, event_id, event_type, attempt, at, status, error, duration_ms, response) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-  ).run(a.endpointId, a.deliveryId, a.eventId, a.eventType, a.attempt, a.at, a.status, a.error, a.durationMs, a.response);
+  ).run(a.endpointId, deliveryId, a.eventId, a.eventType, a.attempt, a.at, a.status, a.error, a.durationMs, a.response);
 }
 
 /** After an attempt: succeeded, failed for good, or pending again at `nextAt`. Unlocks the row. */
@@ -272,7 +273,7 @@ export function recordAttempts(db: Db, input: AttemptBatch): void {
         settleDelivery(db, id, s.state, s.attempt.attempt, s.nextAt, now);
       }
     } else settleDelivery(db, id, s.state, s.attempt.attempt, s.nextAt, now);
-    logAttempt(db, { ...s.attempt, deliveryId: id });
+    logAttempt(db, s.attempt, id);
     // Standard Webhooks: 410 Gone means the receiver wants no more; disable the endpoint.
     if (s.disableEndpoint) disableEndpoint(db, endpointId, '410 Gone');
   }

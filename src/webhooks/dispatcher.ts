@@ -16,7 +16,6 @@ import {
   subscribes,
   unlockDeliveries,
   type AttemptBatch,
-  type AttemptRecord,
   type ClaimRoom,
   type ClaimedDelivery,
   type Endpoint,
@@ -69,12 +68,6 @@ const CLAIM_TOTAL = 16_384;
 /** Events fanned out per fill at most. */
 const FANOUT_MAX = 1000;
 
-interface Settled {
-  d: ClaimedDelivery;
-  attempt: AttemptRecord;
-  result: PostResult;
-}
-
 /**
  * Delivers the outbox: fans new events out to subscribed endpoints in memory, claims due
  * delivery rows (retries) in batches, with a quota per endpoint, sends at most `perEndpoint` at
@@ -92,7 +85,8 @@ export class Dispatcher {
   private active = 0;
   private inFlight = new Set<Promise<void>>();
   private perEndpoint = new Map<string, number>();
-  private settled: Settled[] = [];
+  /** Finished attempts, with what each decided, to record with the next batch. */
+  private settled: SettledAttempt[] = [];
   private readonly loop = new PollLoop();
   private stopped = false;
   private flushTimer: NodeJS.Timeout | null = null;
@@ -387,15 +381,22 @@ export class Dispatcher {
   }
 
   private attempted(d: ClaimedDelivery, endpoint: Endpoint, at: number, result: PostResult): void {
+    const ok = ok2xx(result);
+    const gone = result.status === 410;
+    const n = d.attempts + 1;
+    const state = ok ? 'succeeded' : gone || n >= WEBHOOK_MAX_ATTEMPTS ? 'failed' : 'pending';
     this.settled.push({
-      d,
-      result,
-      attempt: { endpointId: endpoint.id, deliveryId: d.id, eventId: d.event.id, eventType: d.event.type, attempt: d.attempts + 1, at, status: result.status, error: result.error, durationMs: result.durationMs, response: result.response },
+      attempt: { endpointId: endpoint.id, deliveryId: d.id, eventId: d.event.id, eventType: d.event.type, attempt: n, at, status: result.status, error: result.error, durationMs: result.durationMs, response: result.response },
+      deliveryId: d.id,
+      eventSeq: d.eventSeq,
+      state,
+      nextAt: state === 'pending' ? this.deps.clock.now() + WEBHOOK_RETRY_MS[n - 1]! : null,
+      disableEndpoint: gone,
     });
     // Webhooks are at-least-once and receivers dedupe on webhook-id: recording an attempt a few
     // milliseconds later (so many share one commit) risks at worst a duplicate after a crash.
-    if (result.status === 410) this.endpoints.set(endpoint.id, { ...endpoint, enabled: false });
-    if (ok2xx(result)) this.healthy.add(endpoint.id);
+    if (gone) this.endpoints.set(endpoint.id, { ...endpoint, enabled: false });
+    if (ok) this.healthy.add(endpoint.id);
     else this.healthy.delete(endpoint.id);
     // A full batch is written at once, and so is the last attempt before the dispatcher goes idle
     // (nothing else in flight or held): there is nothing left to group it with, and its state and
@@ -420,7 +421,7 @@ export class Dispatcher {
     const batch = this.settled;
     const pending = this.toPending;
     const contrib = new Map<number, number>();
-    for (const { d } of batch) if (d.id === null) contrib.set(d.eventSeq, (contrib.get(d.eventSeq) ?? 0) + 1);
+    for (const a of batch) if (a.deliveryId === null) contrib.set(a.eventSeq, (contrib.get(a.eventSeq) ?? 0) + 1);
     for (const p of pending) contrib.set(p.eventSeq, (contrib.get(p.eventSeq) ?? 0) + 1);
     // Batches in flight still count as unstored here: this one's cursor stays behind theirs.
     const cursor = this.cursorWith(contrib);
@@ -428,21 +429,16 @@ export class Dispatcher {
     this.settled = [];
     this.toPending = [];
     const { db, clock, log } = this.deps;
-    const now = clock.now();
-    const records: SettledAttempt[] = batch.map(({ d, attempt, result }) => {
-      const gone = result.status === 410;
-      const state = ok2xx(result) ? 'succeeded' : gone || attempt.attempt >= WEBHOOK_MAX_ATTEMPTS ? 'failed' : 'pending';
-      return { attempt, deliveryId: d.id, eventSeq: d.eventSeq, state, nextAt: state === 'pending' ? now + WEBHOOK_RETRY_MS[attempt.attempt - 1]! : null, disableEndpoint: gone };
-    });
     const record = this.deps.record ?? ((input: AttemptBatch) => Promise.resolve(db.tx(() => recordAttempts(db, input))));
-    const p = record({ batch: records, pending, cursor, now })
+    const p = record({ batch, pending, cursor, now: clock.now() })
       .then(() => {
         for (const [seq, n] of contrib) this.stored(seq, n);
         if (cursor !== null) this.storedCursor = Math.max(this.storedCursor, cursor);
-        for (const { result } of batch) this.deps.onAttempt?.(ok2xx(result) ? 'success' : result.status === 410 ? 'gone' : 'failure');
-        for (const { attempt } of batch)
-          if (!attempt.status || attempt.status >= 300)
+        for (const { state, disableEndpoint, attempt } of batch) {
+          this.deps.onAttempt?.(state === 'succeeded' ? 'success' : disableEndpoint ? 'gone' : 'failure');
+          if (state !== 'succeeded')
             log.info({ endpoint: attempt.endpointId, event_id: attempt.eventId, type: attempt.eventType, attempt: attempt.attempt, status: attempt.status, error: attempt.error }, 'webhook attempt failed');
+        }
       })
       .catch((e: unknown) => {
         // The store cannot write (disk full): keep the outcomes and try again with the next batch.
