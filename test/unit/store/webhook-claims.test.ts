@@ -40,6 +40,11 @@ t.test('recording attempts creates the rows of deliveries fanned out in memory, 
     seqs.slice(3),
     'events after a seq, in order',
   );
+  const after3 = eventsAfter(db, seqs[3]!, 1);
+  t.equal(after3.length, 1, 'at most the limit');
+  const last = after3[0]!;
+  t.match(last, { seq: seqs[4], id: /^msg_/, customerId: 1, type: 'email.delivered', createdAt: 14 }, 'each event with its fields');
+  t.same(JSON.parse(last.body), { id: last.id, type: 'email.delivered', timestamp: new Date(14).toISOString(), data: { n: 4 } }, 'the body as stored');
   t.equal(fanOutCursor(db), 0);
   deleteEndpoint(db, gone);
   db.tx(() =>
