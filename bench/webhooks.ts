@@ -3,9 +3,10 @@
 // loop with the same concurrency to the same receiver, in the same run.
 //
 // Both sides are measured in alternating rounds of ROUND_N events each, after a warm-up round each
-// that is not counted: the daemon runs throughout, and each of its rounds is a batch of events
-// written to the outbox, timed until the last one's attempt is logged. So JIT warm-up and changes
-// in the machine's speed during the run fall on both sides alike.
+// that is not counted, and each round after a pause of SETTLE_MS: the daemon runs throughout, and
+// each of its rounds is a batch of events written to the outbox, timed until the last one's
+// attempt is logged. So JIT warm-up and changes in the machine's speed during the run fall on both
+// sides alike.
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,6 +23,8 @@ import { TestDnsServer } from '../test/helpers/dns-server.js';
 const ROUND_N = Number(process.env.BENCH_WEBHOOKS_N ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const CONCURRENCY = 4; // webhooks.concurrency_per_endpoint default
+/** Pause before each measured round. */
+const SETTLE_MS = 500;
 
 export async function benchWebhooks(): Promise<{ lines: string[] }> {
   const dir = workDir('webhooks');
@@ -90,7 +93,14 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
   try {
     await bareRound(ROUND_N); // warm-up, not counted
     await phRound(ROUND_N);
-    ({ anchor: bareSeconds, subject: phSeconds } = await alternate(ROUNDS, () => bareRound(ROUND_N), () => phRound(ROUND_N)));
+    // Each round starts from a quiet machine: work a round leaves behind (the daemon's WAL
+    // checkpoint after its last commit, V8's concurrent GC and compiler threads) would otherwise
+    // run in the next round, which is often the other side's.
+    const settled = <T>(round: () => Promise<T>) => async (): Promise<T> => {
+      await sleep(SETTLE_MS);
+      return round();
+    };
+    ({ anchor: bareSeconds, subject: phSeconds } = await alternate(ROUNDS, settled(() => bareRound(ROUND_N)), settled(() => phRound(ROUND_N))));
     const ok = succeeded.get() as number;
     if (ok !== written) throw new Error(`webhook benchmark: ${ok} of ${written} deliveries succeeded`);
   } finally {
