@@ -25,6 +25,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const CONCURRENCY = 4; // webhooks.concurrency_per_endpoint default
 /** Pause before each measured round. */
 const SETTLE_MS = 500;
+const WARMUP_ROUNDS = Number(process.env.BENCH_WEBHOOKS_WARMUP ?? 2);
 
 export async function benchWebhooks(): Promise<{ lines: string[] }> {
   const dir = workDir('webhooks');
@@ -91,8 +92,12 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
   let bareSeconds: number[];
   let phSeconds: number[];
   try {
-    await bareRound(ROUND_N); // warm-up, not counted
-    await phRound(ROUND_N);
+    // Warm-up, not counted: two rounds each, alternating (after one, the first measured bare
+    // round was still the slowest of the run, by 20-30 %).
+    for (let i = 0; i < WARMUP_ROUNDS; i++) {
+      await bareRound(ROUND_N);
+      await phRound(ROUND_N);
+    }
     // Each round starts from a quiet machine: work a round leaves behind (the daemon's WAL
     // checkpoint after its last commit, V8's concurrent GC and compiler threads) would otherwise
     // run in the next round, which is often the other side's.
