@@ -121,7 +121,7 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
   const rounds = phSeconds.map((s, i) => bareSeconds[i]! / s);
   return {
     lines: [
-      `webhooks: one endpoint, ${CONCURRENCY} requests in flight, http receiver in another process; ${ROUNDS} rounds of ${fmt(ROUND_N)} events per side, alternating, after a warm-up round each`,
+      `webhooks: one endpoint, ${CONCURRENCY} requests in flight, http receiver in another process; ${ROUNDS} rounds of ${fmt(ROUND_N)} events per side, alternating, after ${WARMUP_ROUNDS} warm-up rounds each, ${SETTLE_MS} ms pause before each`,
       `  posthaste dispatcher (fan-out, sign, POST, log)  ${fmt(phRate)} events/s (outbox commit to last attempt logged)`,
       `  bare undici POST loop (anchor)                   ${fmt(bareRate)} req/s`,
       `  ratio posthaste / bare undici  ${fmt(phRate / bareRate, 2)}  (goals: >= 1,000 events/s and >= 0.5; rounds: ${rounds.map((r) => fmt(r, 2)).join(', ')})`,
