@@ -2,11 +2,11 @@
 // at once (one endpoint, webhooks.concurrency_per_endpoint in flight), beside a bare undici POST
 // loop with the same concurrency to the same receiver, in the same run.
 //
-// Both sides are measured in alternating rounds of ROUND_N events each, after a warm-up round each
-// that is not counted, and each round after a pause of SETTLE_MS: the daemon runs throughout, and
-// each of its rounds is a batch of events written to the outbox, timed until the last one's
-// attempt is logged. So JIT warm-up and changes in the machine's speed during the run fall on both
-// sides alike.
+// Both sides are measured in alternating rounds of ROUND_N events each, after WARMUP_ROUNDS
+// warm-up rounds each that are not counted, and each round after a pause of SETTLE_MS: the daemon
+// runs throughout, and each of its rounds is a batch of events written to the outbox, timed until
+// the last one's attempt is logged. So JIT warm-up and changes in the machine's speed during the
+// run fall on both sides alike.
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
