@@ -362,22 +362,30 @@ export class Dispatcher {
     return this.endpoints.get(id);
   }
 
-  /** One attempt: its outcome is held for the next batch (no promise or await of its own beyond the POST's). */
+  /**
+   * One attempt: its outcome is held for the next batch (no promise or await of its own beyond the
+   * POST's). It never throws: a store error on the way (a read of the endpoint, a write for a
+   * disabled one) rejects, as an async function would, so start() still counts the attempt finished.
+   */
   private attempt(d: ClaimedDelivery): Promise<void> {
     const { db, clock, service } = this.deps;
-    const endpoint = this.endpoint(d.endpointId);
-    if (!endpoint || !endpoint.enabled) {
-      // Disabled or deleted since: a row is failed; one fanned out in memory gets no row, as the
-      // fan-out would not have made one now.
-      if (d.id !== null) settleDelivery(db, d.id, 'failed', d.attempts, null, clock.now());
-      else {
-        this.stored(d.eventSeq);
-        this.scheduleFlush();
+    try {
+      const endpoint = this.endpoint(d.endpointId);
+      if (!endpoint || !endpoint.enabled) {
+        // Disabled or deleted since: a row is failed; one fanned out in memory gets no row, as the
+        // fan-out would not have made one now.
+        if (d.id !== null) settleDelivery(db, d.id, 'failed', d.attempts, null, clock.now());
+        else {
+          this.stored(d.eventSeq);
+          this.scheduleFlush();
+        }
+        return Promise.resolve();
       }
-      return Promise.resolve();
+      const at = clock.now();
+      return service.send(endpoint, d.event.id, d.event.body).then((result) => this.attempted(d, endpoint, at, result));
+    } catch (e) {
+      return Promise.reject(e);
     }
-    const at = clock.now();
-    return service.send(endpoint, d.event.id, d.event.body).then((result) => this.attempted(d, endpoint, at, result));
   }
 
   private attempted(d: ClaimedDelivery, endpoint: Endpoint, at: number, result: PostResult): void {
