@@ -7,13 +7,11 @@ export function newSecret(): string {
 
 /**
  * The `webhook-signature` value: `v1,` + Base64 HMAC-SHA256 of `<id>.<timestamp>.<body>`, keyed by
- * the Base64-decoded part of the secret after `whsec_`. A string body is signed as its UTF-8
- * bytes, which is what is sent; it goes to the HMAC in one piece with the prefix.
+ * the Base64-decoded part of the secret after `whsec_`. The body (the event envelope as stored) is
+ * signed as its UTF-8 bytes, which is what is sent, in one piece with the prefix.
  */
-export function signWebhook(secret: string, id: string, timestamp: number, body: string | Buffer): string {
-  const hmac = createHmac('sha256', keyOf(secret));
-  const mac = typeof body === 'string' ? hmac.update(`${id}.${timestamp}.${body}`, 'utf8').digest('base64') : hmac.update(`${id}.${timestamp}.`).update(body).digest('base64');
-  return `v1,${mac}`;
+export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
+  return 'v1,' + createHmac('sha256', keyOf(secret)).update(`${id}.${timestamp}.${body}`, 'utf8').digest('base64');
 }
 
 // The decoded key per secret (one per endpoint), so each signature does not decode it again.
