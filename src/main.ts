@@ -52,7 +52,7 @@ export interface DaemonOptions {
   manualDelivery?: boolean;
 }
 
-/** How long SIGTERM may take before the process gives up waiting (SPEC.md: exit within 30 s). */
+/** How long SIGTERM may take before the process gives up waiting (docs/operations.md: exit within 30 s). */
 export const SHUTDOWN_GRACE_MS = 28_000;
 
 export const RETURN_PATH_SECRET = 'return_path_secret';

@@ -5,7 +5,7 @@ import type { Logger } from '../lib/logger.js';
 import type { AuthCache } from '../store/auth-cache.js';
 import { authenticateRequest } from './auth.js';
 
-/** Fastify's own errors, mapped once to the error table of SPEC.md. */
+/** Fastify's own errors, mapped once to the error table (docs/api.md, Errors). */
 function fromFastify(e: FastifyError): ApiError | undefined {
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

@@ -1,6 +1,6 @@
 import { ApiError } from '../domain/errors.js';
 
-/** `?limit=&after=` (SPEC.md: lists are paged by cursor, newest first); `after` is the `next` of the previous page. */
+/** `?limit=&after=` (lists are paged by cursor, newest first: docs/api.md); `after` is the `next` of the previous page. */
 export function parsePage(q: { limit?: string; after?: string }, max = 100): { limit: number; after?: number } {
   const limit = q.limit === undefined ? 20 : Number(q.limit);
   const details: Record<string, string[]> = {};

@@ -109,7 +109,7 @@ export function addressKey(address: string): string {
   return address.toLowerCase();
 }
 
-/** "Name <addr>" as the seed shows senders in events. */
+/** "Name <addr>", as events show senders. */
 export function formatMailbox(m: Mailbox): string {
   return m.name ? `${m.name} <${m.address}>` : m.address;
 }

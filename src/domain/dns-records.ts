@@ -1,4 +1,4 @@
-/** The DNS records an administrator publishes for a sending domain (SPEC.md, `domains add`). */
+/** The DNS records an administrator publishes for a sending domain (`domains add`, docs/operations.md). */
 export interface DnsRecord {
   type: 'TXT' | 'MX';
   /** Fully qualified owner name. */

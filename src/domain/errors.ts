@@ -1,4 +1,4 @@
-/** API error codes and their HTTP statuses (SPEC.md, Errors). Mapped to HTTP once, at the edge. */
+/** API error codes and their HTTP statuses (docs/api.md, Errors). Mapped to HTTP once, at the edge. */
 export const ERROR_STATUS = {
   invalid_json: 400,
   unauthorized: 401,

@@ -1,4 +1,4 @@
-/** Event types and envelopes (SPEC.md, Events and webhooks). */
+/** Event types and envelopes (docs/api.md, Webhook endpoints). */
 export const EVENT_TYPES = [
   'email.delivered',
   'email.deferred',

@@ -1,4 +1,4 @@
-/** Delivery outcomes are values (DESIGN.md habit 2); SMTP codes are mapped to them once, at the SMTP edge. */
+/** Delivery outcomes are values (docs/architecture.md); SMTP codes are mapped to them once, at the SMTP edge. */
 export interface Reply {
   code: number;
   enhanced_code: string;
@@ -18,7 +18,7 @@ export type Outcome =
 const ADDRESS_PROBLEMS = new Set(['unknown_recipient', 'mailbox_full', 'dns_failure', 'other']);
 
 /**
- * SPEC.md: a hard bounce suppresses the recipient. A 5xx that blames the sender or the message
+ * A hard bounce suppresses the recipient (docs/delivery.md). A 5xx that blames the sender or the message
  * (spam_block, policy, message_too_large, rate_limited, tls_failure) does not: suppressing every
  * recipient because our IP was listed would silence a customer's whole list.
  */

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 // Per-recipient return path (VERP): bounces+<token>@<return_path_domain>. The token is the
 // recipient row id (8 base32 chars, fixed width) and a 60-bit HMAC of it (12 chars), all lower
-// case so it survives a remote MTA folding the case of the local part (PROTOCOLS.md 2.5). Nothing
+// case so it survives a remote MTA folding the case of the local part (docs/protocols.md 2.1). Nothing
 // is stored or indexed per recipient, and a token cannot be forged or guessed.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 const ID_CHARS = 8;

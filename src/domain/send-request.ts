@@ -30,7 +30,7 @@ const KNOWN_FIELDS = new Set([
   'from', 'to', 'cc', 'bcc', 'reply_to', 'subject', 'body', 'text_body', 'html_body', 'attachments', 'headers', 'metadata',
 ]);
 
-/** Headers posthaste writes itself (SPEC.md); a request may not set them. Content-* is refused by prefix. */
+/** Headers posthaste writes itself (docs/api.md); a request may not set them. Content-* is refused by prefix. */
 const OWNED_HEADERS = new Set([
   'from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'return-path', 'dkim-signature', 'mime-version', 'sender', 'reply-to',
 ]);
@@ -48,7 +48,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 
 /**
  * Every line ending to CRLF. nodemailer's composer passes 7bit bodies through as they are, so a
- * bare CR or LF would otherwise reach the stored message and the wire (PROTOCOLS.md 6.3), and
+ * bare CR or LF would otherwise reach the stored message and the wire (docs/protocols.md 4), and
  * DKIM signs canonical CRLF lines.
  */
 function normaliseBody(s: string): string {
@@ -116,7 +116,7 @@ function parseSender(input: string): ReturnType<typeof parseMailbox> {
   return parsed;
 }
 
-/** Every rule of SPEC.md's send validation; all problems are collected, none short-circuits another. */
+/** Every rule of send validation (docs/api.md); all problems are collected, none short-circuits another. */
 export function validateSendRequest(body: Record<string, unknown>, limits: SendLimits): SendRequest | Problems {
   const p = new Problems();
   for (const key of Object.keys(body)) if (!KNOWN_FIELDS.has(key)) p.add(key, 'is not a known field');

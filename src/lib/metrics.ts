@@ -2,7 +2,7 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import type { Db } from '../store/db.js';
 
 /**
- * Prometheus metrics (SPEC.md, GET /metrics): queue depth by state (read from the store on each
+ * Prometheus metrics (GET /metrics, docs/operations.md): queue depth by state (read from the store on each
  * scrape), deliveries by outcome, webhook attempts by outcome, inbound by result, API requests
  * by status.
  */

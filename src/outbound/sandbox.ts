@@ -1,6 +1,6 @@
 import type { Reply } from '../domain/outcome.js';
 
-/** The simulator domain: its local parts choose the outcome of a sandbox message (SPEC.md, Delivery). */
+/** The simulator domain: its local parts choose the outcome of a sandbox message (docs/delivery.md). */
 export const SIMULATOR_DOMAIN = 'simulator.posthaste.test';
 
 export type SandboxStep =

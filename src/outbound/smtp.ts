@@ -78,7 +78,7 @@ export class SmtpSession {
   /**
    * Connects, reads the greeting, EHLO, STARTTLS when offered. An invalid certificate still
    * delivers unless TLS must be valid (MTA-STS enforce); a failed handshake is retried once
-   * without TLS, as Postfix's `may` level and ZoneMTA do (PROTOCOLS.md 5.5).
+   * without TLS, as Postfix's `may` level and ZoneMTA do (docs/protocols.md 3).
    */
   static async open(mx: string, address: string, opts: SmtpOptions): Promise<SmtpSession> {
     try {

@@ -44,7 +44,7 @@ export function checkInboundLimits(db: Db, d: ReceivingDomain, defaults: { rateP
   return { ok: true };
 }
 
-/** `inbound.limited`, at most once per domain per hour (the seed's rule). */
+/** `inbound.limited`, at most once per domain per hour (docs/inbound.md). */
 export function recordLimited(db: Db, d: ReceivingDomain, limit: 'rate' | 'monthly', windowEndsAt: number, now: number): boolean {
   return db.tx(() => {
     const last = (db.statement('SELECT last_at FROM inbound_limited WHERE domain_id = ?').get(d.id) as { last_at: number } | undefined)?.last_at;

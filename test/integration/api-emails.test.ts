@@ -173,7 +173,7 @@ t.test('422 for a sender domain that is not the customer\'s (another customer\'s
   }
 });
 
-// Each validation rule of SPEC.md, one request each; the field named in details.
+// Each validation rule of docs/api.md, one request each; the field named in details.
 const invalid: Array<[string, Record<string, unknown>, string]> = [
   ['from missing', { from: undefined }, 'from'],
   ['from not an address', { from: 'not an address' }, 'from'],

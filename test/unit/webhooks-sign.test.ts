@@ -7,7 +7,7 @@ t.test('the official Standard Webhooks vector', async (t) => {
   t.equal(sig, 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
 });
 
-t.test('a 32-byte key vector (PROTOCOLS.md vector B)', async (t) => {
+t.test('a 32-byte key vector (docs/protocols.md, vector B)', async (t) => {
   const body = '{"type":"contact.created","timestamp":"2022-11-03T20:26:10.344522Z","data":{"id":"1f81eb52-5198-4599-803e-771906343485"}}';
   t.equal(signWebhook('whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=', 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W', 1674087231, body), 'v1,4PMU5Dl90B4kgwxDpwuMZ/cnZ5ztf+Y+kviYQD66rJg=');
 });

@@ -19,7 +19,7 @@ function outcomeText(o: AttemptOutcome): string {
   return `${o.success ? 'ok' : 'FAILED'}: ${o.type} ${o.event_id} -> ${o.status ?? o.error} in ${o.durationMs} ms`;
 }
 
-/** The administrator's equivalent of the seed's dashboard: endpoints, their delivery log, test and replay. */
+/** The administrator's view of webhooks: endpoints, their delivery log, test and replay. */
 export function webhooksCommand(program: Command): void {
   const cmd = program.command('webhooks').description('webhook endpoints, their delivery log, test events and replays');
   cmd

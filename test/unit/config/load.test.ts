@@ -29,7 +29,7 @@ t.test('defaults apply when the file sets nothing', async (t) => {
   t.equal(c.limits.idempotency_ttl, 24 * 3600 * 1000);
 });
 
-t.test('the keys and forms SPEC.md fixes parse as written there', async (t) => {
+t.test('the keys and forms the documentation fixes parse as written there', async (t) => {
   const c = loadConfig({
     path: withFile(`[server]
 hostname = "mx.example.net"
