@@ -20,6 +20,7 @@ import { readFileSync } from 'node:fs';
 import { Dispatcher } from './webhooks/dispatcher.js';
 import { createListener } from './inbound/listener.js';
 import { Metrics } from './lib/metrics.js';
+import { MemoryBudget } from './lib/memory-budget.js';
 import cron from 'node-cron';
 import { purgeOld } from './store/retention.js';
 import { WebhookService } from './webhooks/service.js';
@@ -141,7 +142,10 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   let smtpUp = false;
   const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => apiUp && smtpUp };
 
+  // One budget for the large messages the API and the listener hold in memory at once.
+  const budget = new MemoryBudget(config.limits.message_memory);
   const listener = createListener({
+    budget,
     db,
     config,
     clock,
@@ -167,7 +171,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   smtpUp = true;
   const smtpBound = listener.server.address();
   const smtp = { host: smtpAddr.host, port: typeof smtpBound === 'object' && smtpBound ? smtpBound.port : smtpAddr.port };
-  const app = buildApi({ db, commit, auth: new AuthCache(db), config, clock, log, lifecycle, webhooks, metrics, onAccepted: () => scheduler.kick() });
+  const app = buildApi({ db, commit, auth: new AuthCache(db), config, clock, log, lifecycle, webhooks, metrics, budget, onAccepted: () => scheduler.kick() });
   const { host, port } = parseListen(config.api.listen);
   await app.listen({ host, port });
   apiUp = true;

@@ -6,6 +6,7 @@ import type { Metrics } from '../lib/metrics.js';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import type { MemoryBudget } from '../lib/memory-budget.js';
 
 /** Everything the HTTP API needs, passed in by the composition root (or a test). */
 export interface ApiDeps {
@@ -14,6 +15,8 @@ export interface ApiDeps {
   auth: AuthCache;
   webhooks: WebhookService;
   metrics?: Metrics;
+  /** limits.message_memory, shared with the inbound listener: large request bodies wait for room in it. */
+  budget: MemoryBudget;
   config: Config;
   clock: Clock;
   log: Logger;

@@ -1,8 +1,9 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
 import { isStorageUnavailable } from '../store/db.js';
 import type { Logger } from '../lib/logger.js';
 import type { AuthCache } from '../store/auth-cache.js';
+import type { Metrics } from '../lib/metrics.js';
 import { authenticateRequest } from './auth.js';
 
 /** Fastify's own errors, mapped once to the error table (docs/api.md, Errors). */
@@ -11,8 +12,9 @@ function fromFastify(e: FastifyError): ApiError | undefined {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('payload_too_large', 'The request body is larger than the limit.');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new ApiError('unsupported_media_type', 'Send the request body as application/json.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError('invalid_json', 'The request body is not as long as its Content-Length header says.');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new ApiError('invalid_json', 'The request body is empty; send a JSON object.');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -23,8 +25,22 @@ function fromFastify(e: FastifyError): ApiError | undefined {
   return undefined;
 }
 
-export function installErrorHandlers(app: FastifyInstance, log: Logger, auth: AuthCache): void {
+/**
+ * The client went away while its request body was being read (Node's IncomingMessage fails the
+ * read with ECONNRESET "aborted"). Nobody is left to answer, and it is the client's doing: any
+ * client can do it, so it is counted and logged at debug, never at error.
+ */
+function clientAborted(error: FastifyError, request: FastifyRequest): boolean {
+  return (error as { code?: string }).code === 'ECONNRESET' && (request.raw.destroyed || request.raw.socket?.destroyed === true);
+}
+
+export function installErrorHandlers(app: FastifyInstance, log: Logger, auth: AuthCache, metrics?: Metrics): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (clientAborted(error, request)) {
+      metrics?.apiAborted.inc();
+      log.debug({ url: request.url, method: request.method }, 'client aborted its request');
+      return reply.code(400).send(new ApiError('invalid_json', 'The request body was cut short.').toBody());
+    }
     let api = error instanceof ApiError ? error : fromFastify(error);
     // A key taken from the cache unchecked may have been revoked since: that answer comes first.
     if (request.keyUnchecked && api?.code !== 'unauthorized') {

@@ -1,19 +1,37 @@
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { readFileSync } from 'node:fs';
 import type { ApiDeps } from './deps.js';
 import { ApiError } from '../domain/errors.js';
 import { authenticateRequest } from './auth.js';
-import { reclaimAfter } from '../lib/reclaim.js';
 import { installErrorHandlers } from './errors.js';
-import { emailRoutes, hashBody, SEND_ROUTE } from './routes/emails.js';
+import { emailRoutes, SEND_ROUTE } from './routes/emails.js';
 import { healthRoutes } from './routes/health.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { suppressionRoutes } from './routes/suppressions.js';
 import { inboundRoutes } from './routes/inbound.js';
+import { parseJsonBody, readBody } from './json-body.js';
+import { holdMemory } from './memory.js';
+import { LARGE_MESSAGE_BYTES } from '../lib/memory-budget.js';
 
 /** Request bodies carry attachments in Base64 (4/3 of the bytes) plus JSON: allow that much. */
 export function requestBodyLimit(maxMessageBytes: number): number {
   return Math.ceil((maxMessageBytes * 4) / 3) + 256 * 1024;
+}
+
+/**
+ * A large request body is read only once it has room in the shared memory budget (until then
+ * the client is held back by TCP, its body unread). Small bodies, nearly every send, pass
+ * without a look.
+ */
+function holdLargeBody(deps: ApiDeps, request: FastifyRequest, reply: FastifyReply, done: (e?: Error) => void): void {
+  const length = request.headers['content-length'];
+  let bytes: number;
+  if (length !== undefined) {
+    // Fewer than 5 digits is under 64 KiB: no Number() on the hot path.
+    if (length.length < 5 || (bytes = Number(length)) < LARGE_MESSAGE_BYTES) return done();
+  } else if (request.headers['transfer-encoding'] !== undefined) bytes = requestBodyLimit(deps.config.limits.max_message_bytes);
+  else return done();
+  holdMemory(deps.budget, reply, bytes).then(() => done(), done);
 }
 
 export function buildApi(deps: ApiDeps): FastifyInstance {
@@ -36,24 +54,21 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
 
   // JSON only: every other media type is a 415 (fastify answers that once no parser matches).
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw: Buffer, done) => {
-    let value: unknown;
-    const text = raw.toString('utf8');
-    try {
-      value = JSON.parse(text);
-    } catch {
-      return done(new ApiError('invalid_json', 'The request body is not valid JSON.'), undefined);
-    }
-    if (value === null || typeof value !== 'object' || Array.isArray(value))
-      return done(new ApiError('invalid_json', 'The request body must be a JSON object.'), undefined);
-    if (request.headers['idempotency-key'] !== undefined) request.bodyHash = hashBody(raw);
-    request.rawText = text;
-    done(null, value);
-  });
+  // The JSON parser reads bodies itself (json-body.ts), to the same limit.
+  const bodyLimit = requestBodyLimit(config.limits.max_message_bytes);
+  app.addContentTypeParser('application/json', (request, payload, done) =>
+    readBody(payload, request.headers['content-length'], bodyLimit, (e, raw) => {
+      if (e) return done(e, undefined);
+      const value = parseJsonBody(request, raw!);
+      if (value instanceof ApiError) done(value, undefined);
+      else done(null, value);
+    }),
+  );
 
-  // Refusals that come before the body is read: shutting down, then the key. (Callback-style
+  // Refusals that come before the body is read: shutting down, the key, no such route; then a
+  // large body waits for room in the memory budget. (Callback-style
   // hooks: every request runs them, and an async hook costs a promise each.)
-  app.addHook('onRequest', (request, _reply, done) => {
+  app.addHook('onRequest', (request, reply, done) => {
     if (deps.lifecycle.shuttingDown) return done(new ApiError('unavailable', 'The server is shutting down; the request was not accepted.'));
     if (request.url.startsWith('/api/')) {
       // The send path defers the freshness check to its transaction (AuthCache); errors before
@@ -66,22 +81,21 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
       }
       request.keyUnchecked = sendPath;
     }
-    done();
+    // No such route: answered before a body is read, so nobody can make the server read one for nothing.
+    if (request.is404) return done(new ApiError('not_found', 'No such resource.'));
+    holdLargeBody(deps, request, reply, done);
   });
-  // After every response: the API counter (Prometheus), and for a large request body, whose
-  // garbage (the body, its JSON, decoded attachments) is worth collecting soon (lib/reclaim.ts).
-  // One hook for both: it runs on every request of the accept path.
+  // After every response: the API counter (Prometheus). (A large body's garbage is collected
+  // when its memory hold ends: memory.ts.)
   const metrics = deps.metrics;
-  app.addHook('onResponse', (request, reply, done) => {
-    metrics?.countApi(reply.statusCode);
-    const length = request.headers['content-length'];
-    // Fewer than 6 digits is under 100,000 bytes, far below reclaim's threshold: no Number() needed.
-    if (length !== undefined && length.length >= 6) reclaimAfter(Number(length));
-    done();
-  });
+  if (metrics)
+    app.addHook('onResponse', (_request, reply, done) => {
+      metrics.countApi(reply.statusCode);
+      done();
+    });
   if (metrics && deps.config.metrics.enabled)
     app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
-  installErrorHandlers(app, deps.log, deps.auth);
+  installErrorHandlers(app, deps.log, deps.auth, metrics);
   healthRoutes(app, deps);
   emailRoutes(app, deps);
   webhookRoutes(app, deps);

@@ -91,6 +91,7 @@ export const schema = {
     max_message_bytes: k({ type: 'bytes' }, 25 * 1024 * 1024, 'Largest accepted message, encoded (MIME), in bytes or with a unit such as "25MiB"'),
     max_recipients: k({ type: 'int', min: 1, max: 1000 }, 50, 'Most recipients (to + cc + bcc) in one send request'),
     idempotency_ttl: k({ type: 'duration' }, '24h', 'How long an Idempotency-Key replays its first response'),
+    message_memory: k({ type: 'bytes' }, 32 * 1024 * 1024, 'Bytes of large messages (API request bodies and inbound DATA past 64 KiB, inbound messages being shown) held in memory at once; past it, the next one waits its turn with its sender held back, and the oldest always goes on, so memory stays near this plus one message'),
     max_store_bytes: k({ type: 'int', min: 0, max: Number.MAX_SAFE_INTEGER }, 0, 'Cap on the SQLite file in bytes (0: none); at the cap the API answers 503 and SMTP 452 4.3.1, as on a full disk'),
   },
   retention: {

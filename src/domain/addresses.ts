@@ -1,4 +1,5 @@
 import { domainToASCII } from 'node:url';
+import { CONTROL_PROBLEM, foldProblem, hasControl } from './header-text.js';
 
 /** A mailbox: `local@domain` with the domain in ASCII (IDNs converted to A-labels), and an optional display name. */
 export interface Mailbox {
@@ -16,10 +17,12 @@ const ATEXT = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+$/;
 const QUOTED_LOCAL = /^"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"$/;
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
-/** CR, LF or NUL anywhere: the header-injection and smuggling characters. */
-export function hasForbiddenControl(s: string): boolean {
-  return /[\r\n\0]/.test(s);
-}
+/** The longest display name accepted, in characters. */
+export const DISPLAY_NAME_MAX_LENGTH = 256;
+/** `Display Name <address>` as given: a quoted name of the longest kind, escapes and all, with the longest address. */
+export const MAILBOX_MAX_LENGTH = 2 * DISPLAY_NAME_MAX_LENGTH + 2 + 1 + 256;
+/** "Reply-To: " and the opening quote: the longest prefix a display name is written after. */
+const NAME_PREFIX = 11;
 
 function checkLocal(local: string): string | undefined {
   if (local.length === 0) return 'the local part is empty';
@@ -47,7 +50,7 @@ export function normaliseDomain(domain: string): Parsed<string> {
 
 /** RFC 5322 addr-spec (no comments, no obsolete forms), IDN domains allowed. */
 export function parseAddrSpec(input: string): Parsed<Mailbox> {
-  if (hasForbiddenControl(input)) return { ok: false, error: 'contains a line break or NUL' };
+  if (hasControl(input)) return { ok: false, error: CONTROL_PROBLEM };
   const at = input.lastIndexOf('@');
   if (at <= 0) return { ok: false, error: 'is not an email address (missing @)' };
   const local = input.slice(0, at);
@@ -59,18 +62,27 @@ export function parseAddrSpec(input: string): Parsed<Mailbox> {
   return { ok: true, value: { address: `${local}@${domain.value}`, local, domain: domain.value } };
 }
 
-/** `address` or `Display Name <address>` (the display name may be a quoted-string). */
+/**
+ * `address` or `Display Name <address>` (the display name may be a quoted-string). Bounded in
+ * length before anything else, and parsed with index searches, not a backtracking pattern.
+ */
 export function parseMailbox(input: string): Parsed<Mailbox> {
-  if (hasForbiddenControl(input)) return { ok: false, error: 'contains a line break or NUL' };
+  if (input.length > MAILBOX_MAX_LENGTH) return { ok: false, error: `is longer than ${MAILBOX_MAX_LENGTH} characters` };
+  if (hasControl(input)) return { ok: false, error: CONTROL_PROBLEM };
   const s = input.trim();
-  const m = /^(.*?)\s*<([^<>]*)>$/.exec(s);
-  if (!m) return parseAddrSpec(s);
-  let name = m[1]!.trim();
+  // The address is the last <...> at the very end; everything before it is the display name.
+  const open = s.endsWith('>') ? s.lastIndexOf('<') : -1;
+  const inner = s.slice(open + 1, -1);
+  if (open === -1 || inner.includes('>')) return parseAddrSpec(s);
+  let name = s.slice(0, open).trim();
   if (name.startsWith('"')) {
     if (!/^"(?:[^"\\]|\\.)*"$/.test(name)) return { ok: false, error: 'the display name has an unbalanced quote' };
     name = name.slice(1, -1).replace(/\\(.)/g, '$1');
   } else if (/["<>]/.test(name)) return { ok: false, error: 'the display name must be quoted' };
-  const addr = parseAddrSpec(m[2]!.trim());
+  if (name.length > DISPLAY_NAME_MAX_LENGTH) return { ok: false, error: `the display name is longer than ${DISPLAY_NAME_MAX_LENGTH} characters` };
+  const fold = foldProblem(NAME_PREFIX, name);
+  if (fold) return { ok: false, error: `the display name ${fold}` };
+  const addr = parseAddrSpec(inner.trim());
   if (!addr.ok) return addr;
   return { ok: true, value: name ? { ...addr.value, name } : addr.value };
 }

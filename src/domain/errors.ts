@@ -33,19 +33,35 @@ export class ApiError extends Error {
   }
 }
 
-/** Collects per-field problems so every problem is reported at once. */
+/**
+ * Collects per-field problems so every problem is reported at once. At most `MAX_PROBLEMS` are
+ * kept for `details`; the rest are only counted, so a request with a million bad entries gets an
+ * answer of a few kilobytes, not of a hundred megabytes.
+ */
 export class Problems {
+  static readonly MAX_PROBLEMS = 100;
   // Field names can come from the request (unknown keys, header names, metadata keys): a
   // null-prototype object keeps "__proto__" or "constructor" plain keys, never the prototype's.
   readonly details: Details = Object.create(null) as Details;
+  /** Every problem found, those left out of `details` included. */
+  count = 0;
   add(field: string, problem: string): void {
+    if (++this.count > Problems.MAX_PROBLEMS) return;
     const list = Object.hasOwn(this.details, field) ? this.details[field]! : (this.details[field] = []);
     list.push(problem);
   }
   get empty(): boolean {
-    return Object.keys(this.details).length === 0;
+    return this.count === 0;
   }
-  get count(): number {
-    return Object.values(this.details).reduce((n, a) => n + a.length, 0);
+  /** How many problems `details` leaves out. */
+  get omitted(): number {
+    return Math.max(0, this.count - Problems.MAX_PROBLEMS);
   }
 }
+
+/**
+ * A queued message that can never be sent as it stands (its stored request no longer passes
+ * validation, or its composed form breaks a rule of RFC 5322): trying again gives the same
+ * answer, so delivery fails it at once instead of retrying until it expires.
+ */
+export class UnsendableMessage extends Error {}

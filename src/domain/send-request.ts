@@ -1,5 +1,6 @@
-import { Problems } from './errors.js';
-import { addressKey, hasForbiddenControl, parseMailbox, splitAddressList, type Mailbox } from './addresses.js';
+import { Problems, UnsendableMessage } from './errors.js';
+import { addressKey, MAILBOX_MAX_LENGTH, parseMailbox, splitAddressList, type Mailbox } from './addresses.js';
+import { CONTROL_PROBLEM, foldProblem, hasControl } from './header-text.js';
 
 /** A send request after validation: only known fields, every address parsed, bodies normalised. */
 export interface SendRequest {
@@ -18,8 +19,15 @@ export interface SendRequest {
 
 export interface Attachment {
   filename: string;
-  content: Buffer;
+  /** The content as the request gave it, strict Base64: decoded only by the composer, so accepting a message never holds its attachments twice. */
+  base64: string;
   contentType: string;
+}
+
+/** An attachment's size in bytes, from its Base64 text (strict: padded, no line breaks). */
+export function attachmentSize(a: Attachment): number {
+  const s = a.base64;
+  return (s.length / 4) * 3 - (s.endsWith('==') ? 2 : s.endsWith('=') ? 1 : 0);
 }
 
 export interface SendLimits {
@@ -35,12 +43,33 @@ const OWNED_HEADERS = new Set([
   'from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'return-path', 'dkim-signature', 'mime-version', 'sender', 'reply-to',
 ]);
 const HEADER_NAME = /^[\x21-\x39\x3b-\x7e]+$/; // RFC 5322 ftext: printable ASCII except ':'
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
 export const METADATA_MAX_KEYS = 50;
 export const METADATA_MAX_KEY_LENGTH = 64;
 export const METADATA_MAX_VALUE_LENGTH = 1024;
 export const SUBJECT_MAX_LENGTH = 998;
+/** The longest custom header value, in characters (docs/api.md); it is folded at whitespace. */
+export const HEADER_VALUE_MAX_LENGTH = 8192;
+export const HEADER_NAME_MAX_LENGTH = 100;
+/** The longest attachment file name, in characters (as most file systems allow). */
+export const FILENAME_MAX_LENGTH = 255;
+
+/** A character outside the Base64 alphabet (RFC 4648 section 4). */
+const NOT_BASE64 = /[^A-Za-z0-9+/]/;
+
+/**
+ * Strict Base64 (RFC 4648 section 4): the alphabet only, padded to a multiple of four, no line
+ * breaks. One search for a character outside the alphabet, which takes linear time on
+ * attachments of any size (a pattern of repeated groups overflowed V8's backtracking stack past
+ * about 3 MiB).
+ */
+export function isStrictBase64(s: string): boolean {
+  if (s.length % 4 !== 0) return false;
+  let end = s.length;
+  if (end > 0 && s.charCodeAt(end - 1) === 0x3d) end -= s.charCodeAt(end - 2) === 0x3d ? 2 : 1;
+  return !NOT_BASE64.test(end === s.length ? s : s.slice(0, end));
+}
+
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -57,7 +86,7 @@ function normaliseBody(s: string): string {
   return s.replace(/\r\n|\r|\n/g, '\r\n');
 }
 
-function addressField(field: string, v: unknown, p: Problems, required: boolean): Mailbox[] {
+function addressField(field: string, v: unknown, p: Problems, required: boolean, max: number): Mailbox[] {
   if (v === undefined || v === null) {
     if (required) p.add(field, 'is required');
     return [];
@@ -67,6 +96,11 @@ function addressField(field: string, v: unknown, p: Problems, required: boolean)
   else if (Array.isArray(v)) items = v;
   else {
     p.add(field, 'must be a string or an array of strings');
+    return [];
+  }
+  // Past the recipient limit, no address is read: a list of a million gets one problem, not a million.
+  if (items.length > max) {
+    p.add(field, `has ${items.length} addresses; at most ${max} recipients are allowed in to, cc and bcc together`);
     return [];
   }
   const out: Mailbox[] = [];
@@ -106,6 +140,7 @@ function optionalString(field: string, v: unknown, p: Problems): string | undefi
  */
 const senders = new Map<string, ReturnType<typeof parseMailbox>>();
 function parseSender(input: string): ReturnType<typeof parseMailbox> {
+  if (input.length > MAILBOX_MAX_LENGTH) return parseMailbox(input); // refused; never kept as a key
   let parsed = senders.get(input);
   if (parsed === undefined) {
     parsed = parseMailbox(input);
@@ -129,9 +164,10 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
     else p.add('from', `"${printable(body.from)}" ${parsed.error}`);
   }
 
-  const to = addressField('to', body.to, p, true);
-  const cc = addressField('cc', body.cc, p, false);
-  const bcc = addressField('bcc', body.bcc, p, false);
+  const max = limits.maxRecipients;
+  const to = addressField('to', body.to, p, true, max);
+  const cc = addressField('cc', body.cc, p, false, max);
+  const bcc = addressField('bcc', body.bcc, p, false, max);
   const total = to.length + cc.length + bcc.length;
   if (total > limits.maxRecipients) p.add('to', `has ${total} recipients in to, cc and bcc together; at most ${limits.maxRecipients} are allowed`);
 
@@ -149,9 +185,13 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
   if (body.subject === undefined || body.subject === null) p.add('subject', 'is required');
   else if (typeof body.subject !== 'string') p.add('subject', 'must be a string');
   else if (body.subject.trim() === '') p.add('subject', 'must not be blank');
-  else if (hasForbiddenControl(body.subject)) p.add('subject', 'must not contain a line break or NUL');
+  else if (hasControl(body.subject)) p.add('subject', CONTROL_PROBLEM);
   else if (body.subject.length > SUBJECT_MAX_LENGTH) p.add('subject', `must be at most ${SUBJECT_MAX_LENGTH} characters`);
-  else subject = body.subject;
+  else {
+    const fold = foldProblem('Subject: '.length, body.subject);
+    if (fold) p.add('subject', fold);
+    else subject = body.subject;
+  }
 
   const bodyText = optionalString('body', body.body, p);
   const textBody = optionalString('text_body', body.text_body, p);
@@ -174,10 +214,11 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
         const { filename, io, content_type: ct } = a;
         let ok = true;
         if (typeof filename !== 'string' || filename.trim() === '') ((ok = false), p.add(`${f}.filename`, 'must be a non-empty string'));
-        else if (/[\x00-\x1f\x7f]/.test(filename)) ((ok = false), p.add(`${f}.filename`, 'must not contain control characters'));
-        if (typeof io !== 'string' || !BASE64.test(io)) ((ok = false), p.add(`${f}.io`, 'must be strict Base64 (RFC 4648, padded, no line breaks)'));
+        else if (hasControl(filename)) ((ok = false), p.add(`${f}.filename`, CONTROL_PROBLEM));
+        else if (filename.length > FILENAME_MAX_LENGTH) ((ok = false), p.add(`${f}.filename`, `must be at most ${FILENAME_MAX_LENGTH} characters`));
+        if (typeof io !== 'string' || !isStrictBase64(io)) ((ok = false), p.add(`${f}.io`, 'must be strict Base64 (RFC 4648, padded, no line breaks)'));
         if (typeof ct !== 'string' || !MIME_TYPE.test(ct)) ((ok = false), p.add(`${f}.content_type`, 'must be a media type of the form type/subtype'));
-        if (ok) attachments.push({ filename: filename as string, content: Buffer.from(io as string, 'base64'), contentType: (ct as string).toLowerCase() });
+        if (ok) attachments.push({ filename: filename as string, base64: io as string, contentType: (ct as string).toLowerCase() });
       });
   }
 
@@ -188,11 +229,17 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
       for (const [name, value] of Object.entries(body.headers)) {
         const f = `headers.${printable(name)}`;
         if (!HEADER_NAME.test(name)) p.add(f, 'is not a valid header name');
+        else if (name.length > HEADER_NAME_MAX_LENGTH) p.add(f, `must be at most ${HEADER_NAME_MAX_LENGTH} characters`);
         else if (OWNED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('content-'))
           p.add(f, 'is set by posthaste and cannot be given');
         else if (typeof value !== 'string') p.add(f, 'must be a string');
-        else if (hasForbiddenControl(value)) p.add(f, 'must not contain a line break or NUL');
-        else headers.push([name, value]);
+        else if (hasControl(value)) p.add(f, CONTROL_PROBLEM);
+        else if (value.length > HEADER_VALUE_MAX_LENGTH) p.add(f, `must be at most ${HEADER_VALUE_MAX_LENGTH} characters`);
+        else {
+          const fold = foldProblem(name.length + 2, value);
+          if (fold) p.add(f, fold);
+          else headers.push([name, value]);
+        }
       }
   }
 
@@ -261,10 +308,10 @@ export function deserializeRequest(stored: Uint8Array | string): SendRequest {
     const body = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
     // The recipient count was checked against the limit in force at acceptance.
     const r = validateSendRequest(body, { maxRecipients: Infinity });
-    if (r instanceof Problems) throw new Error(`the stored request no longer validates: ${JSON.stringify(r.details)}`);
+    if (r instanceof Problems) throw new UnsendableMessage(`the stored request no longer validates: ${JSON.stringify(r.details)}`);
     return r;
   }
   // Rows stored by earlier builds hold the validated request re-serialised as JSON text (attachments as Base64).
-  const r = JSON.parse(stored) as Omit<SendRequest, 'attachments'> & { attachments: Array<Omit<Attachment, 'content'> & { content: string }> };
-  return { ...r, attachments: r.attachments.map((a) => ({ ...a, content: Buffer.from(a.content, 'base64') })) };
+  const r = JSON.parse(stored) as Omit<SendRequest, 'attachments'> & { attachments: Array<Omit<Attachment, 'base64'> & { content: string }> };
+  return { ...r, attachments: r.attachments.map(({ content, ...a }) => ({ ...a, base64: content })) };
 }

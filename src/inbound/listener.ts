@@ -11,7 +11,8 @@ import { routeRecipient, type Route } from './route.js';
 import { BareNewlineCheck } from './smuggling.js';
 import { inspectInbound } from './receive.js';
 import { checkInboundLimits, receivingDomain, recordLimited, type ReceivingDomain, type StoredInbound } from '../store/inbound.js';
-import type { GroupCommit } from '../store/group-commit.js';
+import { movable, type GroupCommit } from '../store/group-commit.js';
+import { LARGE_MESSAGE_BYTES, type Hold, type MemoryBudget } from '../lib/memory-budget.js';
 import { parseDsn } from '../reports/dsn.js';
 import { parseArf } from '../reports/arf.js';
 
@@ -29,9 +30,15 @@ export interface ListenerDeps {
   onEvents?: () => void;
   /** Counts inbound results (Prometheus). */
   onResult?: (result: string) => void;
+  /** limits.message_memory, shared with the API: DATA past LARGE_MESSAGE_BYTES takes its bytes from it. */
+  budget: MemoryBudget;
 }
 
-type Session = SMTPServerSession & { routes?: Array<Route & { receiving?: ReceivingDomain }> };
+type Session = SMTPServerSession & {
+  routes?: Array<Route & { receiving?: ReceivingDomain }>;
+  /** The memory the message being received holds: released when it is done with, or when the client goes. */
+  hold?: Hold;
+};
 
 const smtpError = (code: number, message: string) => Object.assign(new Error(message), { responseCode: code });
 
@@ -60,7 +67,12 @@ export function createListener(deps: ListenerDeps): SMTPServer {
       if (deps.isShuttingDown()) return cb(smtpError(421, '4.3.2 Service shutting down, try again later'));
       cb();
     },
+    onClose(session: Session) {
+      session.hold?.release();
+    },
     onMailFrom(_address, session: Session, cb) {
+      session.hold?.release();
+      session.hold = undefined;
       session.routes = [];
       cb();
     },
@@ -95,25 +107,45 @@ export function createListener(deps: ListenerDeps): SMTPServer {
     },
     onData(stream: SMTPServerDataStream, session: Session, cb) {
       const check = new BareNewlineCheck();
-      const chunks: Buffer[] = [];
+      let chunks: Buffer[] = [];
       let size = 0;
+      // Past LARGE_MESSAGE_BYTES the message holds its bytes in the shared memory budget, taken as
+      // they arrive; while they do not fit, reading pauses (the sender waits on TCP). Small
+      // messages, nearly all mail, never touch it.
+      const release = () => session.hold?.release();
       stream.pipe(check);
       check.on('data', (c: Buffer) => {
         size += c.length;
-        if (size <= s.max_message_bytes) chunks.push(c); // past the limit: drained, not kept
+        if (size > s.max_message_bytes) return; // drained, not kept
+        chunks.push(c);
+        if (size <= LARGE_MESSAGE_BYTES) return;
+        const hold = (session.hold ??= deps.budget.open());
+        const need = size - LARGE_MESSAGE_BYTES - hold.held;
+        if (hold.tryGrow(need)) return;
+        check.pause();
+        void hold.grow(need).then(() => check.resume());
       });
       check.on('end', () => {
         if (check.found) deps.onResult?.('bare_newline');
         if (stream.sizeExceeded) deps.onResult?.('too_big');
+        if (check.found || stream.sizeExceeded) release();
         if (check.found) return cb(smtpError(550, '5.5.2 Bare <CR> or <LF> received: message refused (RFC 5321 2.3.8)'));
         if (stream.sizeExceeded) return cb(smtpError(552, '5.3.4 Message too big'));
-        process(Buffer.concat(chunks), session).then(
-          (id) => {
+        const raw = Buffer.concat(chunks, size);
+        chunks = [];
+        process(raw, session).then(
+          (r) => {
+            release();
             reclaimAfter(size);
+            if (r.kind === 'refused') {
+              deps.onResult?.('refused_content');
+              return cb(smtpError(554, `5.6.0 Message refused: it has ${r.problem} (see the limits in the documentation)`));
+            }
             deps.onResult?.('accepted');
-            cb(null, `2.0.0 Ok: queued as ${id}`);
+            cb(null, `2.0.0 Ok: queued as ${r.id}`);
           },
           (e: unknown) => {
+            release();
             if (isStorageUnavailable(e)) return cb(smtpError(452, '4.3.1 Insufficient system storage, try again later'));
             log.error({ err: e }, 'inbound message failed');
             cb(smtpError(451, '4.3.0 Local error, try again later'));
@@ -123,7 +155,8 @@ export function createListener(deps: ListenerDeps): SMTPServer {
     },
   });
 
-  async function process(raw: Buffer, session: Session): Promise<string> {
+  /** Stores the message for each route, or refuses it (nothing stored) when it cannot be shown. */
+  async function process(raw: Buffer, session: Session): Promise<{ kind: 'stored'; id: string } | { kind: 'refused'; problem: string }> {
     const routes = session.routes ?? [];
     const env = {
       remoteIp: session.remoteAddress,
@@ -133,6 +166,7 @@ export function createListener(deps: ListenerDeps): SMTPServer {
     };
     const receiving = routes.filter((r) => r.kind === 'receiving');
     const inspected = receiving.length ? await inspectInbound(raw, env, deps.resolver) : null;
+    if (inspected && !inspected.ok) return { kind: 'refused', problem: inspected.problem };
     const dsn = routes.some((r) => r.kind === 'bounce') ? await parseDsn(raw) : null;
     const arf = routes.some((r) => r.kind === 'feedback') ? await parseArf(raw) : null;
     // One stored message per customer, with that customer's envelope recipients.
@@ -150,19 +184,24 @@ export function createListener(deps: ListenerDeps): SMTPServer {
       rcptTo: e.rcpts,
       remoteIp: env.remoteIp,
       helo: env.helo,
-      ...inspected!,
+      ...inspected!.parsed,
     }));
-    const ids = await deps.commit.submit('receive', {
-      stores,
-      dsn: routes.filter((r) => r.kind === 'bounce').map((r) => ({ report: dsn, env: { mailFrom: env.mailFrom, rcptTo: (r as { address: string }).address } })),
-      arf: routes.filter((r) => r.kind === 'feedback').map((r) => ({ report: arf, env: { mailFrom: env.mailFrom, rcptTo: (r as { address: string }).address } })),
-      raw,
-      secret: deps.returnPathSecret,
-      now: clock.now(),
-    });
+    // A large message's bytes move to the writer thread rather than being copied; raw is empty afterwards.
+    const ids = await deps.commit.submit(
+      'receive',
+      {
+        stores,
+        dsn: routes.filter((r) => r.kind === 'bounce').map((r) => ({ report: dsn, env: { mailFrom: env.mailFrom, rcptTo: (r as { address: string }).address } })),
+        arf: routes.filter((r) => r.kind === 'feedback').map((r) => ({ report: arf, env: { mailFrom: env.mailFrom, rcptTo: (r as { address: string }).address } })),
+        raw,
+        secret: deps.returnPathSecret,
+        now: clock.now(),
+      },
+      movable(raw),
+    );
     // Only now, after the commit, does the sender hear 250.
     deps.onEvents?.();
-    return ids[0] ?? 'report';
+    return { kind: 'stored', id: ids[0] ?? 'report' };
   }
 
   return server;

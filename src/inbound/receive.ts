@@ -1,40 +1,79 @@
-import { simpleParser } from 'mailparser';
+import { MailParser, type AddressObject, type AttachmentStream, type Headers, type MailParserOptions, type MessageText } from 'mailparser';
 import { isIP } from 'node:net';
+import type { Readable } from 'node:stream';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { spf } from 'mailauth/lib/spf/index.js';
 import { dmarc } from 'mailauth/lib/dmarc/index.js';
 import type { Resolver } from 'node:dns/promises';
-import { tooComplex, topHeaders } from '../reports/limits.js';
+import { MIME_LIMITS, MAX_MIME_PARTS, mimeLimitProblem, parserInput, tooComplex } from '../reports/limits.js';
 import type { StoredInbound } from '../store/inbound.js';
 
 /** What a received message is described by (the stored row's parsed fields). */
 export type ParsedInbound = Pick<StoredInbound, 'fromHeader' | 'to' | 'subject' | 'messageId' | 'attachments' | 'auth'>;
+
+/** A message to a receiving domain is stored only if it parses within MIME_LIMITS, so the API can always show it. */
+export type Inspection = { ok: true; parsed: ParsedInbound } | { ok: false; problem: string };
 
 /** Reads what `email.received` reports, and checks SPF, DKIM and DMARC through `dns.servers`. */
 export async function inspectInbound(
   raw: Buffer,
   env: { remoteIp: string; helo: string; mailFrom: string; hostname: string },
   resolver: Resolver,
-): Promise<ParsedInbound> {
-  // A MIME bomb is stored as received and described from its top-level headers only.
-  const bomb = tooComplex(raw);
-  const [mail, auth] = await Promise.all([
-    bomb ? Promise.resolve(null) : simpleParser(raw, { skipHtmlToText: true, skipTextLinks: true, skipImageLinks: true } as Parameters<typeof simpleParser>[1]).catch(() => null),
-    checkAuth(raw, env, resolver).catch(() => null),
-  ]);
-  const to = mail?.to ? (Array.isArray(mail.to) ? mail.to : [mail.to]).flatMap((a) => a.value.map((v) => v.address ?? '')).filter(Boolean) : [];
-  if (bomb) {
-    const h = topHeaders(raw);
-    return { fromHeader: h.get('from') ?? '', to: h.get('to') ? [h.get('to')!] : [], subject: h.get('subject') ?? '', messageId: h.get('message-id') ?? '', attachments: 0, auth: authOf(auth) };
-  }
-  return {
-    fromHeader: mail?.from?.text ?? '',
-    to,
-    subject: mail?.subject ?? '',
-    messageId: mail?.messageId ?? '',
-    attachments: mail?.attachments.length ?? 0,
-    auth: authOf(auth),
-  };
+): Promise<Inspection> {
+  if (tooComplex(raw)) return { ok: false, problem: `more than ${MAX_MIME_PARTS} MIME parts` };
+  const [described, auth] = await Promise.all([describe(raw), checkAuth(raw, env, resolver).catch(() => null)]);
+  if ('failed' in described) return { ok: false, problem: mimeLimitProblem(described.failed) ?? 'MIME that cannot be parsed' };
+  return { ok: true, parsed: { ...described, auth: authOf(auth) } };
+}
+
+type Description = Omit<ParsedInbound, 'auth'>;
+
+/**
+ * The message's headers and attachment count, read with mailparser as a stream within
+ * MIME_LIMITS (the same parse the API's view makes). Attachment contents are read and let go as
+ * they pass, not collected: receiving a large message never holds its attachments decoded.
+ */
+function describe(raw: Buffer): Promise<Description | { failed: unknown }> {
+  return new Promise((resolve) => {
+    const parser = new MailParser({ ...MIME_LIMITS, skipHtmlToText: true, skipTextLinks: true } as MailParserOptions);
+    let headers: Headers | undefined;
+    let attachments = 0;
+    let settled = false;
+    const settle = (v: Description | { failed: unknown }) => {
+      if (!settled) resolve(v);
+      settled = true;
+    };
+    parser.on('headers', (h: Headers) => (headers = h));
+    parser.on('data', (d: AttachmentStream | MessageText) => {
+      if (d.type !== 'attachment') return;
+      attachments++;
+      const content = d.content as Readable;
+      content.on('end', () => d.release());
+      content.resume();
+    });
+    parser.on('error', (e: unknown) => {
+      settle({ failed: e });
+      parser.destroy();
+    });
+    parser.on('end', () => {
+      const addresses = headers?.get('to') as AddressObject | AddressObject[] | undefined;
+      const to = addresses ? (Array.isArray(addresses) ? addresses : [addresses]).flatMap((a) => a.value.map((v) => v.address ?? '')).filter(Boolean) : [];
+      const text = (key: string) => {
+        const v = headers?.get(key);
+        return typeof v === 'string' ? v : '';
+      };
+      settle({
+        fromHeader: (headers?.get('from') as AddressObject | undefined)?.text ?? '',
+        to,
+        subject: text('subject'),
+        messageId: text('message-id'),
+        attachments,
+      });
+    });
+    const input = parserInput(raw);
+    if (Buffer.isBuffer(input)) parser.end(input);
+    else input.pipe(parser);
+  });
 }
 
 type AuthShape = { spf: string; dkim: string; dmarc: string } | null;

@@ -1,14 +1,55 @@
 import { simpleParser } from 'mailparser';
 import type { InboundRow } from '../store/inbound.js';
+import { Readable } from 'node:stream';
+import { MIME_LIMITS, mimeLimitProblem, parserInput, topHeaderFields } from '../reports/limits.js';
 
-/** A received message as the API shows it: envelope, headers, parts, attachments (Base64), authentication. */
+/**
+ * HTML-only messages get a `text` converted from their HTML when the message is at most this
+ * large: the conversion takes about 0.3 s per MiB on the event loop.
+ */
+export const HTML_TO_TEXT_MAX_BYTES = 1024 * 1024;
+
+/**
+ * A received message as the API shows it: envelope, headers, parts, attachments (Base64),
+ * authentication. Mail is stored only when it parses within MIME_LIMITS, so `parsed` is true
+ * for it; a row the parser cannot read (stored under other limits) is still shown, from its
+ * top-level headers and the fields read at receipt, with `parsed: false` and the reason. The
+ * raw message is always at `/raw`.
+ */
 export async function inboundView(row: InboundRow): Promise<Record<string, unknown>> {
-  const mail = await simpleParser(row.raw, { skipTextLinks: true } as Parameters<typeof simpleParser>[1]);
-  const addrs = (v: typeof mail.to) => (v ? (Array.isArray(v) ? v : [v]).flatMap((a) => a.value.map((x) => (x.name ? `${x.name} <${x.address}>` : (x.address ?? '')))) : []);
-  return {
+  const common = {
     id: row.id,
     received_at: new Date(row.created_at).toISOString(),
     envelope: { mail_from: row.mail_from, rcpt_to: JSON.parse(row.rcpt_to) as string[], remote_ip: row.remote_ip, helo: row.helo },
+    size: row.size,
+    authentication: JSON.parse(row.auth) as Record<string, string>,
+  };
+  let mail;
+  try {
+    // cid: links stay as they are (each attachment carries its content_id), as the hosted
+    // services show inbound mail, rather than every inline image again as a data: URI; and text
+    // is derived from HTML only for a message small enough to convert in a moment.
+    mail = await simpleParser(parserInput(row.raw), { ...MIME_LIMITS, skipTextLinks: true, keepCidLinks: true, skipHtmlToText: row.size > HTML_TO_TEXT_MAX_BYTES } as Parameters<typeof simpleParser>[1]);
+  } catch (e) {
+    return {
+      ...common,
+      parsed: false,
+      parse_error: `the message has ${mimeLimitProblem(e) ?? 'MIME that cannot be parsed'}; only its top-level headers are shown (the whole message is at /raw)`,
+      headers: topHeaderFields(row.raw).map(([name, value]) => ({ name: name.toLowerCase(), value })),
+      from: row.from_header,
+      to: [],
+      cc: [],
+      subject: row.subject,
+      message_id: row.message_id,
+      text: null,
+      html: null,
+      attachments: [],
+    };
+  }
+  const addrs = (v: typeof mail.to) => (v ? (Array.isArray(v) ? v : [v]).flatMap((a) => a.value.map((x) => (x.name ? `${x.name} <${x.address}>` : (x.address ?? '')))) : []);
+  return {
+    ...common,
+    parsed: true,
     headers: mail.headerLines.map((h) => ({ name: h.key, value: h.line.slice(h.line.indexOf(':') + 1).trim() })),
     from: mail.from?.text ?? '',
     to: addrs(mail.to),
@@ -17,8 +58,64 @@ export async function inboundView(row: InboundRow): Promise<Record<string, unkno
     message_id: mail.messageId ?? '',
     text: mail.text ?? null,
     html: mail.html || null,
-    attachments: mail.attachments.map((a) => ({ filename: a.filename ?? null, content_type: a.contentType, size: a.size, content: a.content.toString('base64') })),
-    size: row.size,
-    authentication: JSON.parse(row.auth) as Record<string, string>,
+    attachments: mail.attachments.map((a) => ({
+      filename: a.filename ?? null,
+      content_type: a.contentType,
+      content_id: a.contentId ?? null,
+      size: a.size,
+      content: new Base64(a.content),
+    })),
   };
+}
+
+/** Bytes that appear in JSON as a Base64 string (JSON.stringify calls toJSON; viewJson streams them). */
+export class Base64 {
+  constructor(readonly bytes: Buffer) {}
+  toJSON(): string {
+    return this.bytes.toString('base64');
+  }
+}
+
+/** Base64 is written this many bytes at a time (a multiple of 3, so the pieces join without padding). */
+const PIECE = 3 * 16 * 1024;
+
+function hasBase64(value: unknown): boolean {
+  if (value instanceof Base64) return true;
+  if (Array.isArray(value)) return value.some(hasBase64);
+  return value !== null && typeof value === 'object' && Object.values(value).some(hasBase64);
+}
+
+/** JSON text in pieces: whole for anything without Base64 in it; Base64 a piece at a time. */
+function* pieces(value: unknown): Generator<string> {
+  if (value instanceof Base64) {
+    yield '"';
+    for (let at = 0; at < value.bytes.length; at += PIECE) yield value.bytes.toString('base64', at, Math.min(at + PIECE, value.bytes.length));
+    yield '"';
+  } else if (!hasBase64(value)) yield JSON.stringify(value) ?? 'null';
+  else if (Array.isArray(value)) {
+    yield '[';
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) yield ',';
+      yield* pieces(value[i]);
+    }
+    yield ']';
+  } else {
+    let sep = '{';
+    for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+      if (v === undefined) continue;
+      yield `${sep}${JSON.stringify(key)}:`;
+      sep = ',';
+      yield* pieces(v);
+    }
+    yield sep === '{' ? '{}' : '}';
+  }
+}
+
+/**
+ * The view as JSON text, written a piece at a time: the same text as JSON.stringify, but an
+ * attachment's Base64 is made 48 KiB at a time as the response is written, never as one string
+ * (with the whole JSON around it, a 20 MiB message took five times its size to show).
+ */
+export function viewJson(view: Record<string, unknown>): Readable {
+  return Readable.from(pieces(view), { objectMode: false });
 }

@@ -11,6 +11,7 @@ export class Metrics {
   readonly deliveries = new Counter({ name: 'posthaste_deliveries_total', help: 'Delivery attempt outcomes', labelNames: ['outcome'], registers: [this.registry] });
   readonly webhooks = new Counter({ name: 'posthaste_webhook_attempts_total', help: 'Webhook attempt outcomes', labelNames: ['outcome'], registers: [this.registry] });
   readonly inbound = new Counter({ name: 'posthaste_inbound_total', help: 'Inbound messages and recipients by result', labelNames: ['result'], registers: [this.registry] });
+  readonly apiAborted = new Counter({ name: 'posthaste_api_client_aborts_total', help: 'API requests whose client went away before its body was read', registers: [this.registry] });
   /** API responses by status, counted in a plain array (every request passes here) and handed to prom-client at scrape time. */
   private readonly apiCounts = new Float64Array(600);
   readonly api = new Counter({

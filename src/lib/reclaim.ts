@@ -3,10 +3,13 @@ import { runInNewContext } from 'node:vm';
 
 /** Messages at least this large are followed by a collection (at most one per `MIN_INTERVAL_MS`). */
 export const LARGE_BYTES = 256 * 1024;
+/** Messages at least this large are always followed by one: each leaves several times its size behind. */
+export const HUGE_BYTES = 4 * 1024 * 1024;
 const MIN_INTERVAL_MS = 2000;
 
 let collect: (() => void) | null | undefined;
 let last = 0;
+let scheduled = false;
 
 /**
  * After a large message has been handled, collect its garbage now instead of when V8 gets round
@@ -14,13 +17,22 @@ let last = 0;
  * DKIM buffers, the writer's clone) are mostly off-heap Buffers, which V8 only collects once
  * about 64 MB of them have piled up: a few large messages in a row pushed the daemon's peak
  * resident memory from ~240 MB to ~270 MB (bad-input test). One full collection costs ~10-30 ms
- * on the event loop, paid at most once every two seconds and only after a large message.
+ * on the event loop, paid at most once every two seconds after a large message, and after every
+ * message of 4 MiB or more: each leaves several times its size behind (the body, its text, its
+ * parsed form), and the memory budget lets the next one in as soon as it is done, so without a
+ * collection between them two or three of them piled up.
  */
 export function reclaimAfter(bytes: number, now = Date.now()): void {
-  if (bytes < LARGE_BYTES || now - last < MIN_INTERVAL_MS) return;
+  if (bytes < LARGE_BYTES || scheduled || (bytes < HUGE_BYTES && now - last < MIN_INTERVAL_MS)) return;
   last = now;
   collect ??= gcFunction();
-  if (collect) setImmediate(collect);
+  if (!collect) return;
+  const run = collect;
+  scheduled = true;
+  setImmediate(() => {
+    scheduled = false;
+    run();
+  });
 }
 
 /** V8's full collection as a function, or null where it cannot be had. */

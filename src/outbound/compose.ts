@@ -1,7 +1,9 @@
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import type Mail from 'nodemailer/lib/mailer/index.js';
-import type { SendRequest } from '../domain/send-request.js';
+import { attachmentSize, type SendRequest } from '../domain/send-request.js';
 import type { Mailbox } from '../domain/addresses.js';
+import { MAX_LINE_LENGTH } from '../domain/header-text.js';
+import { UnsendableMessage } from '../domain/errors.js';
 
 const asAddress = (m: Mailbox): Mail.Address => ({ name: m.name ?? '', address: m.address });
 
@@ -13,6 +15,15 @@ const asAddress = (m: Mailbox): Mail.Address => ({ name: m.name ?? '', address: 
  * message (up to MIME boundaries).
  */
 export async function composeMessage(req: SendRequest, messageId: string, date: number): Promise<Buffer> {
+  return (await compose(req, messageId, date, true)).raw!;
+}
+
+/** The exact size of the composed message, without holding it: the composer's output is counted as it streams. */
+export async function composedSize(req: SendRequest, messageId: string, date: number): Promise<number> {
+  return (await compose(req, messageId, date, false)).size;
+}
+
+async function compose(req: SendRequest, messageId: string, date: number, keep: boolean): Promise<{ size: number; raw?: Buffer }> {
   const mail: Mail.Options = {
     disableFileAccess: true,
     disableUrlAccess: true,
@@ -21,7 +32,7 @@ export async function composeMessage(req: SendRequest, messageId: string, date: 
     subject: req.subject,
     messageId: `<${messageId}>`,
     date: new Date(date),
-    attachments: req.attachments.map((a) => ({ filename: a.filename, content: a.content, contentType: a.contentType })),
+    attachments: req.attachments.map((a) => ({ filename: a.filename, content: a.base64, encoding: 'base64', contentType: a.contentType })),
     headers: req.headers.map(([key, value]) => ({ key, value })),
   };
   // Bcc recipients are in the envelope only; the composer leaves Bcc out of the headers.
@@ -29,7 +40,46 @@ export async function composeMessage(req: SendRequest, messageId: string, date: 
   if (req.replyTo) mail.replyTo = asAddress(req.replyTo);
   if (req.text !== undefined) mail.text = req.text;
   if (req.html !== undefined) mail.html = req.html;
-  return new MailComposer(mail).compile().build();
+  const chunks: Buffer[] = [];
+  const lines = new LineMeter();
+  let size = 0;
+  for await (const chunk of new MailComposer(mail).compile().createReadStream() as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    lines.feed(chunk);
+    if (keep) chunks.push(chunk);
+  }
+  if (lines.longest > MAX_LINE_LENGTH)
+    throw new UnsendableMessage(`the composed message has a line of ${lines.longest} characters; at most ${MAX_LINE_LENGTH} are allowed (RFC 5322 2.1.1)`);
+  return keep ? { size, raw: Buffer.concat(chunks, size) } : { size };
+}
+
+/**
+ * The longest line of a message, CRLF excluded, measured as it streams. Validation keeps every
+ * header line within RFC 5322's 998 (domain/header-text.ts) and the composer encodes bodies in
+ * lines of 76; this is the last check before anything is stored or sent, so that no rule missed
+ * can put a longer line on the wire. One memchr-backed search per line.
+ */
+export class LineMeter {
+  longest = 0;
+  /** Length of the line still open at the end of the last chunk. */
+  private open = 0;
+  /** The last chunk ended in CR: a LF first in the next one ends that line. */
+  private cr = false;
+
+  feed(chunk: Buffer): void {
+    let start = 0;
+    for (let end = chunk.indexOf(10); end !== -1; start = end + 1, end = chunk.indexOf(10, start)) {
+      const cr = end > start ? chunk[end - 1] === 13 : this.cr;
+      this.longest = Math.max(this.longest, this.open + end - start - (cr ? 1 : 0));
+      this.open = 0;
+      this.cr = false;
+    }
+    if (start < chunk.length) {
+      this.open += chunk.length - start;
+      this.cr = chunk[chunk.length - 1] === 13;
+    }
+    this.longest = Math.max(this.longest, this.open - (this.cr ? 1 : 0));
+  }
 }
 
 const utf8 = (s: string) => Buffer.byteLength(s, 'utf8');
@@ -51,6 +101,22 @@ export function encodedSizeBound(req: SendRequest): number {
   for (const [name, value] of req.headers) n += name.length + 4 + encodedHeader(value);
   // Text parts: 7bit, quoted-printable (at most 3 bytes per byte, a soft break per 76) or Base64.
   for (const body of [req.text, req.html]) if (body !== undefined) n += Math.ceil(utf8(body) * 3 * (78 / 75)) + 512;
-  for (const a of req.attachments) n += base64Body(a.content.length) + encodedHeader(a.filename) * 2 + a.contentType.length + 512;
+  for (const a of req.attachments) n += base64Body(attachmentSize(a)) + encodedHeader(a.filename) * 2 + a.contentType.length + 512;
+  return n;
+}
+
+/**
+ * A lower bound on the size of the composed message: every attachment's Base64 (in lines of at
+ * most 80 characters: nodemailer's encoder can leave a last line of 80) and every body's bytes
+ * (no transfer encoding makes text smaller). A request whose floor is over the limit is refused
+ * without composing it. A unit test checks the floor against the composer.
+ */
+export function encodedSizeFloor(req: SendRequest): number {
+  let n = 0;
+  for (const body of [req.text, req.html]) if (body !== undefined) n += utf8(body);
+  for (const a of req.attachments) {
+    const chars = 4 * Math.ceil(attachmentSize(a) / 3);
+    n += chars + 2 * Math.max(0, Math.ceil(chars / 80) - 1);
+  }
   return n;
 }

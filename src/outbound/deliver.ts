@@ -5,6 +5,7 @@ import { findDomain } from '../store/domains.js';
 import { addressKey } from '../domain/addresses.js';
 import { returnPath } from '../domain/return-path.js';
 import type { Outcome, Reply } from '../domain/outcome.js';
+import { UnsendableMessage } from '../domain/errors.js';
 import type { MxResolver } from './mx.js';
 import { mxMatches, type MtaSts } from './mta-sts.js';
 import type { SignInput, Signed } from './signer.js';
@@ -185,9 +186,16 @@ async function prepare(deps: DeliverDeps, m: QueuedMessage, cache: Map<number, B
       if (out.raw) composed.set(m.id, out.raw);
       result = out.signed;
     } catch (e) {
-      // Composing or signing failed: a fault on our side, so retry later rather than bounce.
-      deps.log.error({ message_id: m.messageId, err: (e as Error).message }, 'composing or signing failed');
-      result = { kind: 'deferred', reply: reply(451, '4.3.0', `local error while preparing the message: ${(e as Error).message}`, 'other') };
+      if (e instanceof UnsendableMessage) {
+        // It will never compose or validate as it stands: fail it now rather than retry until it
+        // expires. 'policy' blames the message, not the address, so nobody is suppressed.
+        deps.log.warn({ message_id: m.messageId, err: e.message }, 'message cannot be sent as it stands; failed without retrying');
+        result = { kind: 'bounced', bounceType: 'hard', reply: reply(554, '5.6.0', `the message was not sent: ${e.message}`, 'policy') };
+      } else {
+        // Composing or signing failed otherwise: a fault on our side, so retry later rather than bounce.
+        deps.log.error({ message_id: m.messageId, err: (e as Error).message }, 'composing or signing failed');
+        result = { kind: 'deferred', reply: reply(451, '4.3.0', `local error while preparing the message: ${(e as Error).message}`, 'other') };
+      }
     }
   }
   cache.set(m.id, result);

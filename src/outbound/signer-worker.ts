@@ -3,6 +3,7 @@ import { parentPort } from 'node:worker_threads';
 import { composeMessage } from './compose.js';
 import { signMessage, type DkimKey } from './dkim.js';
 import { deserializeRequest } from '../domain/send-request.js';
+import { UnsendableMessage } from '../domain/errors.js';
 
 export interface SignJob {
   id: number;
@@ -12,7 +13,8 @@ export interface SignJob {
   raw: Uint8Array | null;
   key: DkimKey;
 }
-export type SignReply = { id: number; ok: true; raw: Uint8Array | null; signed: Uint8Array } | { id: number; ok: false; error: string };
+/** `permanent`: the message can never be sent as it stands (UnsendableMessage), so it is not retried. */
+export type SignReply = { id: number; ok: true; raw: Uint8Array | null; signed: Uint8Array } | { id: number; ok: false; error: string; permanent: boolean };
 
 parentPort!.on('message', (job: SignJob) => {
   void (async () => {
@@ -21,7 +23,7 @@ parentPort!.on('message', (job: SignJob) => {
       const signed = await signMessage(Buffer.from(job.raw ?? composed!), job.key);
       parentPort!.postMessage({ id: job.id, ok: true, raw: composed, signed } satisfies SignReply);
     } catch (e) {
-      parentPort!.postMessage({ id: job.id, ok: false, error: (e as Error).message } satisfies SignReply);
+      parentPort!.postMessage({ id: job.id, ok: false, error: (e as Error).message, permanent: e instanceof UnsendableMessage } satisfies SignReply);
     }
   })();
 });

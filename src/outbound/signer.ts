@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { DkimKey } from './dkim.js';
 import type { SignJob, SignReply } from './signer-worker.js';
+import { UnsendableMessage } from '../domain/errors.js';
 
 export interface SignInput {
   /** The stored request: body bytes as received, or (rows of earlier builds) JSON text; see deserializeRequest. */
@@ -62,7 +63,7 @@ export class SignerPool {
     this.pending.delete(r.id);
     if (this.pending.size === 0) for (const w of this.workers) w.unref();
     if (r.ok) p.resolve({ raw: r.raw ? Buffer.from(r.raw.buffer, r.raw.byteOffset, r.raw.byteLength) : null, signed: Buffer.from(r.signed.buffer, r.signed.byteOffset, r.signed.byteLength) });
-    else p.reject(new Error(r.error));
+    else p.reject(r.permanent ? new UnsendableMessage(r.error) : new Error(r.error));
   }
 
   async close(): Promise<void> {

@@ -1,7 +1,7 @@
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { parseFieldBlocks, field, fields, typedAddress } from './fields.js';
 import { MAX_REPORT_BYTES } from './dsn.js';
-import { tooComplex } from './limits.js';
+import { MIME_LIMITS, parserInput, tooComplex } from './limits.js';
 
 export interface ArfReport {
   feedbackType: string;
@@ -26,7 +26,7 @@ export async function parseArf(raw: Buffer): Promise<ArfReport | null> {
   if (tooComplex(raw)) return null;
   let mail: ParsedMail;
   try {
-    mail = await simpleParser(raw.subarray(0, MAX_REPORT_BYTES), { skipHtmlToText: true, skipTextLinks: true } as Parameters<typeof simpleParser>[1]);
+    mail = await simpleParser(parserInput(raw.subarray(0, MAX_REPORT_BYTES)), { ...MIME_LIMITS, skipHtmlToText: true, skipTextLinks: true } as Parameters<typeof simpleParser>[1]);
   } catch {
     return null;
   }

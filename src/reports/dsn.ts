@@ -1,6 +1,6 @@
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { parseFieldBlocks, field, typedAddress } from './fields.js';
-import { tooComplex } from './limits.js';
+import { MIME_LIMITS, parserInput, tooComplex } from './limits.js';
 
 export type DsnAction = 'failed' | 'delayed' | 'delivered' | 'relayed' | 'expanded';
 
@@ -30,8 +30,8 @@ const ACTIONS: Record<string, DsnAction> = {
 export const MAX_REPORT_BYTES = 10 * 1024 * 1024;
 
 async function parse(raw: Buffer): Promise<ParsedMail> {
-  // Bounded: parser limits on header size and nesting keep a hostile report cheap.
-  return simpleParser(raw.subarray(0, MAX_REPORT_BYTES), { keepDeliveryStatus: true, skipHtmlToText: true, skipTextLinks: true, maxHtmlLengthToParse: 1024 * 1024 } as Parameters<typeof simpleParser>[1]);
+  // Bounded: the parser's limits on header size and part count keep a hostile report cheap.
+  return simpleParser(parserInput(raw.subarray(0, MAX_REPORT_BYTES)), { ...MIME_LIMITS, keepDeliveryStatus: true, skipHtmlToText: true, skipTextLinks: true, maxHtmlLengthToParse: 1024 * 1024 } as Parameters<typeof simpleParser>[1]);
 }
 
 function originalMessageId(text: string | undefined): string | undefined {

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { OpName, OpInput, OpResult } from './writer-ops.js';
 import type { WriterMessage, BatchReply } from './writer-worker.js';
+import { LARGE_MESSAGE_BYTES } from '../lib/memory-budget.js';
 
 interface Waiter {
   resolve: (v: unknown) => void;
@@ -9,6 +10,19 @@ interface Waiter {
 interface Job extends Waiter {
   op: OpName;
   input: unknown;
+  /** Memory moved to the writer thread with the job instead of copied (see movable). */
+  transfer?: ArrayBuffer[];
+}
+
+/**
+ * The memory of a large Buffer, to move to the writer thread with its job instead of copying it
+ * (a 25 MiB message copied is 25 MiB more held for the moment, twice over with the serialised
+ * form). Only a Buffer that owns its whole ArrayBuffer can move: a small one is a slice of Node's
+ * shared pool, which must stay where it is. The Buffer is empty afterwards.
+ */
+export function movable(b: Uint8Array | string): ArrayBuffer[] | undefined {
+  if (typeof b === 'string' || b.byteLength < LARGE_MESSAGE_BYTES) return undefined;
+  return b.byteOffset === 0 && b.buffer.byteLength === b.byteLength && b.buffer instanceof ArrayBuffer ? [b.buffer] : undefined;
 }
 
 /** An error from the writer thread, with SQLite's code kept (SQLITE_FULL → 503). */
@@ -61,10 +75,11 @@ export class GroupCommit {
     this.worker.unref();
   }
 
-  submit<K extends OpName>(op: K, input: OpInput<K>): Promise<OpResult<K>> {
+  /** `transfer`: memory of the input to move to the writer rather than copy (movable()); unusable here afterwards. */
+  submit<K extends OpName>(op: K, input: OpInput<K>, transfer?: ArrayBuffer[]): Promise<OpResult<K>> {
     if (this.closed) return Promise.reject(new StoreWriteError('the store is closed', 'SQLITE_BUSY'));
     return new Promise((resolve, reject) => {
-      this.queued.push({ op, input, resolve: resolve as (v: unknown) => void, reject });
+      this.queued.push({ op, input, resolve: resolve as (v: unknown) => void, reject, ...(transfer ? { transfer } : {}) });
       // A turn that reads many requests sends the first ones early, so the writer commits them
       // while the event loop still validates the rest (otherwise the two take turns idling).
       if (this.queued.length >= GroupCommit.EAGER) return this.flush();
@@ -85,12 +100,15 @@ export class GroupCommit {
     const jobs = this.queued;
     this.queued = [];
     const msg: WriterMessage = { jobs: jobs.map((j) => ({ op: j.op, input: j.input })) };
+    let transfer: ArrayBuffer[] | undefined;
     if (this.outstanding === 0) this.worker.ref();
     for (const j of jobs) {
       j.input = undefined; // posted (copied): drop the reference
+      if (j.transfer) (transfer ??= []).push(...j.transfer);
+      j.transfer = undefined;
       this.sent.push(j);
     }
-    this.worker.postMessage(msg);
+    this.worker.postMessage(msg, transfer);
   }
 
   private settle(reply: BatchReply): void {

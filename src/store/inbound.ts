@@ -119,6 +119,11 @@ export interface InboundRow {
   created_at: number;
 }
 
+/** A received message's size, without reading it (to make room for it before it is loaded). */
+export function inboundSize(db: Db, id: string, customerId: number): number | undefined {
+  return (db.statement('SELECT size FROM inbound_messages WHERE id = ? AND customer_id = ?').get(id, customerId) as { size: number } | undefined)?.size;
+}
+
 export function getInbound(db: Db, id: string, customerId?: number): InboundRow | undefined {
   const r = db.statement('SELECT * FROM inbound_messages WHERE id = ?').get(id) as InboundRow | undefined;
   return r && (customerId === undefined || r.customer_id === customerId) ? r : undefined;

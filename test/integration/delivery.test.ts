@@ -202,6 +202,21 @@ t.test('552 after DATA: a hard bounce of the message, the address is not suppres
   t.equal(events(m, 'recipient.suppressed').length, 0);
 });
 
+t.test('a queued message whose stored request no longer validates bounces at once, not after days of retries, and suppresses nobody', async (t) => {
+  const id = await send('frank@good.test');
+  // As if a rule had been tightened since it was queued: the stored subject now carries a VT.
+  const row = s.db.sqlite.prepare('SELECT request FROM messages WHERE message_id = ?').get(id) as { request: Buffer };
+  const stale = JSON.stringify({ ...JSON.parse(row.request.toString()), subject: 'Order\x0bBcc: x@evil.example' });
+  s.db.sqlite.prepare('UPDATE messages SET request = ? WHERE message_id = ?').run(Buffer.from(stale), id);
+  const before = mx.received.length;
+  await deliver();
+  const m = await message(id);
+  t.equal(recipient(m, 'frank@good.test').state, 'bounced');
+  t.match(events(m, 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 554, enhanced_code: '5.6.0', classification: 'policy', message: /no longer validates/ } });
+  t.equal(events(m, 'recipient.suppressed').length, 0, 'the address is not to blame');
+  t.equal(mx.received.length, before, 'nothing was sent');
+});
+
 t.test('a connection dropped mid-DATA and a silent peer are deferrals', async (t) => {
   const a = await send('x@drop.test');
   const b = await send('y@silent.test');

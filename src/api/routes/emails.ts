@@ -1,13 +1,13 @@
-import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps.js';
 import { requireKey, unauthorized } from '../auth.js';
-import { ApiError, Problems } from '../../domain/errors.js';
+import { ApiError, Problems, UnsendableMessage } from '../../domain/errors.js';
 import { validateSendRequest, recipientsOf, type SendRequest } from '../../domain/send-request.js';
 import { formatMailbox } from '../../domain/addresses.js';
-import { composeMessage, encodedSizeBound } from '../../outbound/compose.js';
+import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../outbound/compose.js';
 import { acceptedResponse, getMessage } from '../../store/messages.js';
 import { timeSortableId, BASE32 } from '../../lib/ids.js';
+import { movable } from '../../store/group-commit.js';
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 export const SEND_ROUTE = '/api/v1/emails';
@@ -29,6 +29,8 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   app.post(SEND_ROUTE, async (request, reply) => {
     const key = requireKey(request);
+    // No Content-Type and no body: fastify calls no parser at all.
+    if (request.body === undefined) throw new ApiError('invalid_json', 'The request body is empty; send a JSON object.');
     const body = request.body as Record<string, unknown>;
 
     const idemHeader = request.headers['idempotency-key'];
@@ -52,17 +54,23 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
     const now = clock.now();
     const messageId = `${timeSortableId(now, BASE32)}@${domain.name}`;
-    // The MIME message is composed when it is first delivered; here only its size matters.
-    // The bound is cheap and never below the real size; compose for the exact size only near the limit.
+    // The MIME message is composed when it is first delivered; here only its size matters. Two
+    // cheap bounds settle it unless the message is near the limit; only then is it composed
+    // (streamed and counted, not kept) for the exact size.
     const limit = config.limits.max_message_bytes;
     if (encodedSizeBound(req) > limit) {
-      const size = (await composeMessage(req, messageId, now)).length;
+      const floor = encodedSizeFloor(req);
+      if (floor > limit) throw new ApiError('payload_too_large', `The encoded message is at least ${floor} bytes; the limit is ${limit}.`);
+      const size = await composedSize(req, messageId, now).catch(refuseUnsendable);
       if (size > limit) throw new ApiError('payload_too_large', `The encoded message is ${size} bytes; the limit is ${limit}.`);
     }
 
     const recipients = recipientsOf(req).map(({ field, mailbox }) => ({ address: mailbox.address, domain: mailbox.domain, field }));
     const sandbox = key.kind === 'sandbox';
-    const result = await commit.submit('accept', {
+    const stored = request.rawText ?? request.rawBody!;
+    const result = await commit.submit(
+      'accept',
+      {
         customerId: key.customer_id,
         apiKeyId: key.id,
         sandbox,
@@ -71,12 +79,14 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
         senderDomain: domain.name,
         subject: req.subject,
         metadata: req.metadata,
-        request: request.rawText!,
+        request: stored,
         recipients,
         ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: config.limits.idempotency_ttl } } : {}),
         authEpoch,
         now,
-      });
+      },
+      movable(stored),
+    );
     deps.auth.observe(result.authEpoch);
     // Only now, after the COMMIT has returned, does the client hear "accepted".
     switch (result.kind) {
@@ -109,13 +119,15 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
   });
 }
 
-/** Body hash for Idempotency-Key comparisons. */
-export function hashBody(raw: Buffer): Buffer {
-  return createHash('sha256').update(raw).digest();
+/** A composed message that breaks a rule validation missed is refused, not accepted to fail later. */
+function refuseUnsendable(e: unknown): never {
+  if (e instanceof UnsendableMessage) throw new ApiError('validation_failed', `The message cannot be sent: ${e.message}.`);
+  throw e;
 }
 
 function validationError(p: Problems): ApiError {
   const first = Object.entries(p.details)[0]!;
-  const message = p.count === 1 ? `${first[0]} ${first[1][0]}` : `The request has ${p.count} problems; see details.`;
+  const message =
+    p.count === 1 ? `${first[0]} ${first[1][0]}` : `The request has ${p.count} problems; ${p.omitted > 0 ? `details lists the first ${Problems.MAX_PROBLEMS}` : 'see details'}.`;
   return new ApiError('validation_failed', message, p.details);
 }
