@@ -1,4 +1,4 @@
-import type { Config } from './config/schema.js';
+import { suppressionPolicy, type Config } from './config/schema.js';
 import { openDb, migrate } from './store/db.js';
 import { ensureDefaultCustomer } from './store/customers.js';
 import { GroupCommit } from './store/group-commit.js';
@@ -42,7 +42,7 @@ export interface Daemon {
 }
 
 /** Keys SIGHUP applies to the running daemon; every other changed key needs a restart. */
-const RELOADABLE = new Set(['limits.max_store_bytes', 'log.level', 'inbound.rate_per_minute', 'inbound.monthly_limit', 'limits.max_recipients', 'limits.idempotency_ttl', 'smtp.tls.cert', 'smtp.tls.key', 'outbound.hold']);
+const RELOADABLE = new Set(['bounces.suppress_mailbox_full', 'bounces.suppress_disabled', 'limits.max_store_bytes', 'log.level', 'inbound.rate_per_minute', 'inbound.monthly_limit', 'limits.max_recipients', 'limits.idempotency_ttl', 'smtp.tls.cert', 'smtp.tls.key', 'outbound.hold']);
 
 /** How long stop() waits for in-flight deliveries and webhook attempts before abandoning them (their claims are released at the next start). */
 export const INFLIGHT_GRACE_MS = 15_000;
@@ -100,6 +100,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
           ...(mtaSts ? { mtaSts } : {}),
           returnPathSecret,
           returnPathDomain: config.smtp.return_path_domain || config.server.hostname,
+          suppression: suppressionPolicy(config),
           smtp: { name: config.server.hostname, port: o.port, connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout, extraCa },
         },
         domain,
@@ -203,6 +204,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
       log.level = next.log.level;
       // The listener, the API and the dispatcher read these from the shared config object.
       Object.assign(config.inbound, next.inbound);
+      Object.assign(config.bounces, next.bounces);
       config.limits.max_recipients = next.limits.max_recipients;
       config.limits.idempotency_ttl = next.limits.idempotency_ttl;
       if (config.limits.max_store_bytes !== next.limits.max_store_bytes) {

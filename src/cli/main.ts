@@ -10,6 +10,7 @@ import { dbCommand, configCommand, statusCommand } from './commands/admin.js';
 import { messagesCommand } from './commands/messages.js';
 import { webhooksCommand } from './commands/webhooks.js';
 import { suppressionsCommand, inboundCommand } from './commands/inbound.js';
+import { reportsCommand } from './commands/reports.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   webhooksCommand(program);
   suppressionsCommand(program);
   inboundCommand(program);
+  reportsCommand(program);
   statusCommand(program);
   dbCommand(program);
   configCommand(program);

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import type { SuppressionPolicy } from '../domain/outcome.js';
 
 /**
  * The configuration schema: every key's type, default and one-line description in one place.
@@ -83,6 +84,10 @@ export const schema = {
     concurrency_per_endpoint: k({ type: 'int', min: 1, max: 1000 }, 4, 'Most requests in flight to one endpoint, so a slow endpoint cannot hold up the others'),
     poll_interval: k({ type: 'duration' }, '1s', 'How often the outbox is checked when idle'),
   },
+  bounces: {
+    suppress_mailbox_full: k({ type: 'bool' }, false, 'Suppress an address on a permanent "mailbox full" (an abandoned mailbox stays full; most fill and empty again); reloadable'),
+    suppress_disabled: k({ type: 'bool' }, false, 'Suppress an address on a permanent "account disabled" (Gmail disables inactive accounts before deleting them; others suspend for a while); reloadable'),
+  },
   inbound: {
     rate_per_minute: k({ type: 'int', min: 0, max: 1_000_000 }, 600, 'Messages a receiving domain may receive per minute (0: no limit); per domain with "domains limits"'),
     monthly_limit: k({ type: 'int', min: 0, max: 1_000_000_000 }, 0, 'Messages a receiving domain may receive per calendar month, UTC (0: no limit)'),
@@ -122,3 +127,8 @@ type ValueOf<K> = K extends { type: 'string' | 'listen' | 'enum' }
 export type Config = {
   [S in keyof typeof schema]: { [Key in keyof (typeof schema)[S]]: (typeof schema)[S][Key] extends { kind: infer K } ? ValueOf<K> : never };
 };
+
+/** The [bounces] keys as the suppression policy (domain/outcome.ts). */
+export function suppressionPolicy(c: Pick<Config, 'bounces'>): SuppressionPolicy {
+  return { mailboxFull: c.bounces.suppress_mailbox_full, disabled: c.bounces.suppress_disabled };
+}

@@ -41,3 +41,9 @@ export function parseReturnToken(secret: Buffer, token: string): number | undefi
 export function returnPath(secret: Buffer, recipientId: number, domain: string): string {
   return `bounces+${returnToken(secret, recipientId)}@${domain}`;
 }
+
+/** The token of a return path, when the address is bounces+<token>@… (angle brackets allowed). */
+export function verpToken(address: string | null | undefined): string | undefined {
+  const m = /^bounces\+([0-9a-z]+)@/i.exec(address?.trim().replace(/^<|>$/g, '') ?? '');
+  return m ? m[1]!.toLowerCase() : undefined;
+}

@@ -13,8 +13,8 @@ import { inspectInbound } from './receive.js';
 import { checkInboundLimits, receivingDomain, recordLimited, type ReceivingDomain, type StoredInbound } from '../store/inbound.js';
 import { movable, type GroupCommit } from '../store/group-commit.js';
 import { LARGE_MESSAGE_BYTES, type Hold, type MemoryBudget } from '../lib/memory-budget.js';
-import { parseDsn } from '../reports/dsn.js';
-import { parseArf } from '../reports/arf.js';
+import { readReport } from '../reports/read.js';
+import { suppressionPolicy } from '../config/schema.js';
 
 export interface ListenerDeps {
   db: Db;
@@ -167,8 +167,10 @@ export function createListener(deps: ListenerDeps): SMTPServer {
     const receiving = routes.filter((r) => r.kind === 'receiving');
     const inspected = receiving.length ? await inspectInbound(raw, env, deps.resolver) : null;
     if (inspected && !inspected.ok) return { kind: 'refused', problem: inspected.problem };
-    const dsn = routes.some((r) => r.kind === 'bounce') ? await parseDsn(raw) : null;
-    const arf = routes.some((r) => r.kind === 'feedback') ? await parseArf(raw) : null;
+    // A report is read for what it is, whichever of posthaste's addresses it came to: a complaint
+    // sent to a return path is a complaint.
+    const reportRoutes = routes.filter((r): r is Extract<Route, { kind: 'bounce' | 'feedback' }> => r.kind === 'bounce' || r.kind === 'feedback');
+    const report = reportRoutes.length ? readReport(raw, suppressionPolicy(config)) : null;
     // One stored message per customer, with that customer's envelope recipients.
     const byCustomer = new Map<number, { domainId: number; rcpts: string[] }>();
     for (const r of receiving) {
@@ -191,8 +193,8 @@ export function createListener(deps: ListenerDeps): SMTPServer {
       'receive',
       {
         stores,
-        dsn: routes.filter((r) => r.kind === 'bounce').map((r) => ({ report: dsn, env: { mailFrom: env.mailFrom, rcptTo: (r as { address: string }).address } })),
-        arf: routes.filter((r) => r.kind === 'feedback').map((r) => ({ report: arf, env: { mailFrom: env.mailFrom, rcptTo: (r as { address: string }).address } })),
+        report,
+        reports: reportRoutes.map((r) => ({ mailFrom: env.mailFrom, rcptTo: r.address, route: r.kind })),
         raw,
         secret: deps.returnPathSecret,
         now: clock.now(),

@@ -4,7 +4,7 @@ import { findSuppressed } from '../store/suppressions.js';
 import { findDomain } from '../store/domains.js';
 import { addressKey } from '../domain/addresses.js';
 import { returnPath } from '../domain/return-path.js';
-import type { Outcome, Reply } from '../domain/outcome.js';
+import { suppressFor, type Outcome, type Reply, type SuppressionPolicy } from '../domain/outcome.js';
 import { UnsendableMessage } from '../domain/errors.js';
 import type { MxResolver } from './mx.js';
 import { mxMatches, type MtaSts } from './mta-sts.js';
@@ -32,6 +32,8 @@ export interface DeliverDeps {
   smtp: SmtpOptions;
   returnPathDomain: string;
   returnPathSecret: Buffer;
+  /** Which permanent failures suppress the address ([bounces] in the configuration). */
+  suppression: SuppressionPolicy;
   log: Logger;
 }
 
@@ -58,9 +60,9 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   if (mx.kind !== 'hosts') {
     const outcome: Outcome =
       mx.kind === 'null_mx'
-        ? { kind: 'bounced', bounceType: 'hard', reply: reply(556, '5.1.10', `${domain} accepts no mail (null MX, RFC 7505)`, 'dns_failure') }
+        ? { kind: 'bounced', bounceType: 'hard', reply: reply(556, '5.1.10', `${domain} accepts no mail (null MX, RFC 7505)`, 'dns_failure'), suppress: true }
         : mx.kind === 'no_domain'
-          ? { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.2', mx.detail, 'dns_failure') }
+          ? { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.2', mx.detail, 'dns_failure'), suppress: true }
           : { kind: 'deferred', reply: reply(451, '4.4.3', mx.detail, 'dns_failure') };
     for (const item of pending) results.push({ item, outcome });
     return { results, composed };
@@ -109,7 +111,10 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
         const from = returnPath(deps.returnPathSecret, item.recipient.id, deps.returnPathDomain);
         const r = await session.send(from, item.recipient.address, message);
         if (r.kind === 'accepted') results.push({ item, outcome: { kind: 'delivered', reply: r.reply, mx: session.mx, tls: session.secure } });
-        else if (r.kind === 'refused' && r.permanent) results.push({ item, outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply } });
+        else if (r.kind === 'refused' && r.permanent) {
+          const suppress = suppressFor({ classification: r.reply.classification, status: r.reply.enhanced_code || null, stage: r.stage, text: r.reply.message }, deps.suppression);
+          results.push({ item, outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply, suppress } });
+        }
         else if (r.kind === 'refused') results.push({ item, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
         else {
           // Broken mid-transaction: this recipient is deferred (the server may or may not have it).
@@ -179,7 +184,7 @@ async function prepare(deps: DeliverDeps, m: QueuedMessage, cache: Map<number, B
   let result: Buffer | Outcome;
   const domain = findDomain(deps.db, m.senderDomain);
   if (!domain || domain.customer_id !== m.customerId) {
-    result = { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.7.0', `sender domain ${m.senderDomain} was removed; the message cannot be signed`, 'policy') };
+    result = { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.7.0', `sender domain ${m.senderDomain} was removed; the message cannot be signed`, 'policy'), suppress: false };
   } else {
     try {
       const out = await deps.sign({ request: m.request, messageId: m.messageId, createdAt: m.createdAt, raw: m.raw, key: { domain: domain.name, selector: domain.dkim_selector, privateKey: domain.dkim_private_key } });
@@ -190,7 +195,7 @@ async function prepare(deps: DeliverDeps, m: QueuedMessage, cache: Map<number, B
         // It will never compose or validate as it stands: fail it now rather than retry until it
         // expires. 'policy' blames the message, not the address, so nobody is suppressed.
         deps.log.warn({ message_id: m.messageId, err: e.message }, 'message cannot be sent as it stands; failed without retrying');
-        result = { kind: 'bounced', bounceType: 'hard', reply: reply(554, '5.6.0', `the message was not sent: ${e.message}`, 'policy') };
+        result = { kind: 'bounced', bounceType: 'hard', reply: reply(554, '5.6.0', `the message was not sent: ${e.message}`, 'policy'), suppress: false };
       } else {
         // Composing or signing failed otherwise: a fault on our side, so retry later rather than bounce.
         deps.log.error({ message_id: m.messageId, err: (e as Error).message }, 'composing or signing failed');

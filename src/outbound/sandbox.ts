@@ -6,7 +6,7 @@ export const SIMULATOR_DOMAIN = 'simulator.posthaste.test';
 export type SandboxStep =
   | { kind: 'delivered'; reply: Reply }
   | { kind: 'deferred'; reply: Reply }
-  | { kind: 'bounced'; bounceType: 'hard' | 'expired'; reply: Reply }
+  | { kind: 'bounced'; bounceType: 'hard' | 'expired'; reply: Reply; suppress: boolean }
   | { kind: 'async_bounce'; reply: Reply }
   | { kind: 'complaint'; feedbackType: string; userAgent: string };
 
@@ -24,7 +24,7 @@ export function sandboxSteps(address: string, attempts: number): SandboxStep[] {
   if (domain !== SIMULATOR_DOMAIN) return [{ kind: 'delivered', reply: OK }];
   switch (local) {
     case 'bounced':
-      return [{ kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.1', 'The email account that you tried to reach does not exist (simulated)', 'unknown_recipient') }];
+      return [{ kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.1', 'The email account that you tried to reach does not exist (simulated)', 'unknown_recipient'), suppress: true }];
     case 'async-bounced':
       return [{ kind: 'delivered', reply: OK }, { kind: 'async_bounce', reply: reply(550, '5.1.1', 'User unknown (simulated DSN)', 'unknown_recipient') }];
     case 'deferred':
@@ -32,7 +32,7 @@ export function sandboxSteps(address: string, attempts: number): SandboxStep[] {
     case 'expired':
       return attempts === 0
         ? [{ kind: 'deferred', reply: reply(451, '4.4.1', 'No answer from host (simulated)', 'timeout') }]
-        : [{ kind: 'bounced', bounceType: 'expired', reply: reply(451, '4.4.7', 'Delivery time expired (simulated)', 'timeout') }];
+        : [{ kind: 'bounced', bounceType: 'expired', reply: reply(451, '4.4.7', 'Delivery time expired (simulated)', 'expired'), suppress: false }];
     case 'complained':
       return [{ kind: 'delivered', reply: OK }, { kind: 'complaint', feedbackType: 'abuse', userAgent: 'posthaste-simulator/1.0' }];
     default:

@@ -1,7 +1,7 @@
 import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
 import { rootCertificates } from 'node:tls';
-import { classifyReply, parseReply, type Classification } from './classify.js';
-import type { Reply } from '../domain/outcome.js';
+import { classifyReply, parseReply, type Classification } from '../domain/classify.js';
+import type { Reply, SmtpStage } from '../domain/outcome.js';
 
 export interface SmtpOptions {
   /** EHLO name (server.hostname). */
@@ -19,7 +19,7 @@ export interface SmtpOptions {
 /** What one SMTP transaction (MAIL, RCPT, DATA) ended in, for one recipient. */
 export type SendResult =
   | { kind: 'accepted'; reply: Reply }
-  | { kind: 'refused'; reply: Reply; permanent: boolean }
+  | { kind: 'refused'; reply: Reply; permanent: boolean; stage: SmtpStage }
   /** The connection failed mid-transaction: nothing is known to have been accepted. */
   | { kind: 'broken'; reply: Reply };
 
@@ -48,6 +48,12 @@ export function replyOf(e: NodemailerError): Reply {
 function acceptedReply(response: string): Reply {
   const facts = parseReply(response, 250);
   return { code: facts.code, enhanced_code: facts.enhanced, message: facts.text, classification: 'other' };
+}
+
+/** The stage nodemailer names in its error's `command` ("MAIL FROM", "RCPT TO", "DATA", or the message itself). */
+function stageOf(command: string | undefined): SmtpStage {
+  const c = (command ?? '').toUpperCase();
+  return c.startsWith('MAIL') ? 'mail' : c.startsWith('RCPT') ? 'rcpt' : c.startsWith('EHLO') || c.startsWith('HELO') || c === 'CONN' ? 'connect' : 'data';
 }
 
 /** One SMTP connection to one MX address; several transactions may run over it in turn. */
@@ -157,7 +163,7 @@ export class SmtpSession {
         const reply = replyOf(source);
         // 421 means the server is closing the channel: treat as temporary and stop using it.
         if (reply.code === 421) this.dead = true;
-        finish({ kind: 'refused', reply, permanent: reply.code >= 500 && reply.code < 600 });
+        finish({ kind: 'refused', reply, permanent: reply.code >= 500 && reply.code < 600, stage: rcptError ? 'rcpt' : stageOf(source.command) });
       });
     });
   }

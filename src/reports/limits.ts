@@ -13,6 +13,9 @@ export const MIME_LIMITS = {
   maxChildNodes: 1000,
 } as const;
 
+/** Reports are read from at most their first 10 MiB (a bounce that carries a huge original keeps its report up front). */
+export const MAX_REPORT_BYTES = 10 * 1024 * 1024;
+
 /** MIME bombs: more parts than any real message or report has (deep nesting needs parts too). */
 export const MAX_MIME_PARTS = MIME_LIMITS.maxChildNodes;
 

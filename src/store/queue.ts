@@ -1,7 +1,7 @@
 import { BOUND_LIMIT, type Db } from './db.js';
 import { recordEvent } from './events.js';
 import { addSuppression } from './suppressions.js';
-import { retryDelay, suppressesRecipient, type Outcome, type Reply } from '../domain/outcome.js';
+import { retryDelay, type Outcome, type Reply } from '../domain/outcome.js';
 import { isoTime } from '../lib/clock.js';
 import type { MessageEventBase } from '../domain/events.js';
 
@@ -147,7 +147,7 @@ export function recordOutcome(db: Db, m: QueuedMessage, r: Claimed, outcome: Out
       case 'bounced': {
         update.run('bounced', attempt, null, JSON.stringify(outcome.reply), now, r.id);
         emit('email.bounced', { ...base, bounce_type: outcome.bounceType, response: outcome.reply });
-        if (suppressesRecipient(outcome)) suppress(db, m, r, 'hard_bounce', now);
+        if (outcome.suppress && outcome.bounceType !== 'expired') suppress(db, m, r, 'hard_bounce', now);
         return;
       }
     }
@@ -173,14 +173,13 @@ function expiredReply(last: Reply): Reply {
   return { ...last, message: `Gave up after max_queue_time; last reply: ${last.code ? `${last.code} ` : ''}${last.message}`.trim() };
 }
 
-/** A bounce that came back after delivery (a DSN, or the simulator): no attempt is counted. */
-export function recordAsyncBounce(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' | 'address'>, reply: Reply, now: number): void {
+/** A bounce that came back after delivery (a DSN, or the simulator): no attempt is counted; `suppressAddress` as the report was read. */
+export function recordAsyncBounce(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' | 'address'>, reply: Reply, suppressAddress: boolean, now: number): void {
   db.tx(() => {
     db.statement('UPDATE recipients SET state = ?, last_response = ?, updated_at = ? WHERE id = ?').run('bounced', JSON.stringify(reply), now, r.id);
     releaseClaim(db, r.id);
     recordEvent(db, { customerId: m.customerId, type: 'email.bounced', data: { ...eventBase(m, r.address, now), bounce_type: 'async', response: reply }, messageRowId: m.id, recipientId: r.id, now });
-    const outcome: Outcome = { kind: 'bounced', bounceType: 'async', reply };
-    if (reply.code >= 500 && suppressesRecipient(outcome)) suppress(db, m, r, 'hard_bounce', now);
+    if (suppressAddress) suppress(db, m, r, 'hard_bounce', now);
   });
 }
 

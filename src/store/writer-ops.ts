@@ -4,16 +4,16 @@ import { readAuthEpoch } from './auth-cache.js';
 import { findSendingDomain } from './domains.js';
 import { recordAttempts } from './webhooks.js';
 import { storeInbound, type StoredInbound } from './inbound.js';
-import { applyDsn, applyArf, type Envelope } from '../reports/apply.js';
-import type { DsnReport } from '../reports/dsn.js';
-import type { ArfReport } from '../reports/arf.js';
+import { applyReport, type ReportEnvelope } from '../reports/apply.js';
+import type { Report } from '../reports/read.js';
 
-/** One inbound transaction: messages for receiving domains, and reports to apply. */
+/** One inbound transaction: messages for receiving domains, and the report it is, for each of posthaste's addresses it came to. */
 export interface ReceiveInput {
   /** The messages to store; their bytes are `raw`, sent once for all of them. */
   stores: Array<Omit<StoredInbound, 'raw'>>;
-  dsn: Array<{ report: DsnReport | null; env: Envelope }>;
-  arf: Array<{ report: ArfReport | null; env: Envelope }>;
+  /** What the message says as a report (read once), when it came to a return path or the feedback address. */
+  report: Report | null;
+  reports: ReportEnvelope[];
   raw: Uint8Array;
   secret: Uint8Array;
   now: number;
@@ -23,8 +23,7 @@ function receive(db: Db, input: ReceiveInput): string[] {
   const raw = Buffer.from(input.raw.buffer, input.raw.byteOffset, input.raw.byteLength);
   const secret = Buffer.from(input.secret);
   const ids = input.stores.map((m) => storeInbound(db, { ...m, raw }, input.now));
-  for (const d of input.dsn) applyDsn(db, secret, d.report, raw, d.env, input.now);
-  for (const a of input.arf) applyArf(db, secret, a.report, raw, a.env, input.now);
+  if (input.report) for (const env of input.reports) applyReport(db, secret, input.report, raw, env, input.now);
   return ids;
 }
 

@@ -47,6 +47,8 @@ mx.script = (rcpt, attempt) => {
   if (local.startsWith('grey') && attempt === 1) return { rcpt: [451, '4.7.1 <' + rcpt + '>: Recipient address rejected: Greylisted, see http://postgrey.schweikert.ch/'] };
   if (local === 'full') return { rcpt: [452, '4.2.2 The email account that you tried to reach is over quota.'] };
   if (local === 'toolarge') return { data: [552, '5.3.4 Message size exceeds fixed maximum message size'] };
+  // A provider's content filter, answering after DATA in the words of an unknown user (NTT docomo's style).
+  if (local === 'filtered') return { data: [550, `Unknown user ${rcpt}`] };
   return undefined;
 };
 
@@ -215,6 +217,16 @@ t.test('a queued message whose stored request no longer validates bounces at onc
   t.match(events(m, 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 554, enhanced_code: '5.6.0', classification: 'policy', message: /no longer validates/ } });
   t.equal(events(m, 'recipient.suppressed').length, 0, 'the address is not to blame');
   t.equal(mx.received.length, before, 'nothing was sent');
+});
+
+t.test('"550 Unknown user" after DATA bounces the message but does not suppress: the server accepted the address at RCPT TO', async (t) => {
+  const id = await send('filtered@good.test');
+  await deliver();
+  const m = await message(id);
+  t.equal(recipient(m, 'filtered@good.test').state, 'bounced');
+  t.match(events(m, 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 550, classification: 'unknown_recipient' } });
+  t.equal(events(m, 'recipient.suppressed').length, 0);
+  t.equal((await request(`${s.url}/api/v1/emails`, { key: live, body: { from: 'shop@example.com', to: 'filtered@good.test', subject: 's', text_body: 'b' } })).status, 202, 'a later send is accepted');
 });
 
 t.test('a connection dropped mid-DATA and a silent peer are deferrals', async (t) => {

@@ -92,3 +92,23 @@ t.test('a malformed report gives no event and no crash', async (t) => {
   t.match(await inject('fbl@mx.test.posthaste', fixture('arf/missing-type.eml')), /250/);
   t.same((await events(id)).map((e) => e.type), ['email.delivered']);
 });
+
+t.test('a complaint that comes to the return path is read as the complaint it is', async (t) => {
+  const { id, returnPath } = await deliverTo('grace@example.net');
+  const arf = Buffer.from(fixture('arf/yahoo.eml').toString().replaceAll(FIXTURE_VERP, returnPath));
+  t.match(await inject(returnPath, arf), /^250 .*\/ 250/);
+  const ev = await events(id);
+  t.same(ev.map((e) => e.type), ['email.delivered', 'email.complained', 'recipient.suppressed']);
+  t.match(ev[2].data, { reason: 'spam_complaint', recipient: 'grace@example.net' });
+});
+
+t.test('"550 Unknown user" after DATA bounces the message but leaves the address usable (a provider\'s content filter says it so)', async (t) => {
+  const { id, returnPath } = await deliverTo('hana@example.net');
+  const dsn = Buffer.from(fixture('dsn/postfix-after-data.eml').toString().replaceAll(FIXTURE_VERP, returnPath).replaceAll('hana@docomo.example', 'hana@example.net'));
+  t.match(await inject(returnPath, dsn), /^250 .*\/ 250/);
+  const ev = await events(id);
+  t.same(ev.map((e) => e.type), ['email.delivered', 'email.bounced']);
+  t.match(ev[1].data, { bounce_type: 'async', response: { code: 550, classification: 'unknown_recipient', message: /Unknown user/ } });
+  const again = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'shop@example.com', to: 'hana@example.net', subject: 's', text_body: 'b' } });
+  t.equal(again.status, 202, 'not suppressed');
+});

@@ -3,11 +3,10 @@ import fc from 'fast-check';
 import { parseMailbox, parseAddrSpec, splitAddressList } from '../../src/domain/addresses.js';
 import { validateSendRequest } from '../../src/domain/send-request.js';
 import { Problems } from '../../src/domain/errors.js';
-import { classifyReply, parseReply, CLASSIFICATIONS } from '../../src/outbound/classify.js';
+import { classifyReply, parseReply, CLASSIFICATIONS } from '../../src/domain/classify.js';
 import { routeRecipient } from '../../src/inbound/route.js';
-import { parseDsn } from '../../src/reports/dsn.js';
-import { parseArf } from '../../src/reports/arf.js';
-import { parseFieldBlocks } from '../../src/reports/fields.js';
+import { readReport } from '../../src/reports/read.js';
+import { readDsnFields } from '../../src/reports/dsn-fields.js';
 import { isPublicAddress } from '../../src/webhooks/address-guard.js';
 
 // Bounded property runs: each property a fixed number of cases (and the suite's own timeout).
@@ -82,18 +81,17 @@ t.test('routing never accepts a recipient outside the receiving domain, the retu
 });
 
 t.test('field blocks and the address guard never throw', async (t) => {
-  fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 500 }), (s) => Array.isArray(parseFieldBlocks(s))), runs);
+  fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 500 }), (s) => Array.isArray(readDsnFields(s).recipients)), runs);
   fc.assert(fc.property(fc.oneof(fc.ipV4(), fc.ipV6(), fc.string({ maxLength: 40 })), (a) => typeof isPublicAddress(a) === 'boolean'), runs);
   t.pass('ok');
 });
 
-t.test('the DSN and ARF parsers never throw on arbitrary bytes or mangled reports', async (t) => {
+t.test('the report reader never throws on arbitrary bytes or mangled reports, and always answers a kind', async (t) => {
   const report = (kind: string, fields: string) => `Content-Type: multipart/report; report-type=${kind}; boundary=z\r\n\r\n--z\r\nContent-Type: message/${kind === 'delivery-status' ? 'delivery-status' : 'feedback-report'}\r\n\r\n${fields}\r\n--z--\r\n`;
   await fc.assert(
     fc.asyncProperty(fc.oneof(fc.uint8Array({ maxLength: 2000 }).map((b) => Buffer.from(b)), fc.string({ maxLength: 600 }).map((s) => Buffer.from(report('delivery-status', s))), fc.string({ maxLength: 600 }).map((s) => Buffer.from(report('feedback-report', s)))), async (raw) => {
-      await parseDsn(raw);
-      await parseArf(raw);
-      return true;
+      const r = readReport(raw);
+      return ['dsn', 'arf', 'none'].includes(r.kind) && r.recipients.every((x) => typeof x.address === 'string' && typeof x.suppress === 'boolean');
     }),
     { numRuns: 300 },
   );

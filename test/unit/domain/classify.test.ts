@@ -1,11 +1,30 @@
 import t from 'tap';
-import { classifyReply, parseReply, CLASSIFICATIONS } from '../../../src/outbound/classify.js';
+import { classifyReply, parseReply, CLASSIFICATIONS } from '../../../src/domain/classify.js';
 
 // Real-shaped replies from the servers each rule was written for, and the label they must get.
 const table: Array<[string, string]> = [
   ['550 5.1.1 <bob@example.net>: Recipient address rejected: User unknown in virtual mailbox table', 'unknown_recipient'],
   ["550-5.1.1 The email account that you tried to reach does not exist. Please try\n550-5.1.1 double-checking the recipient's email address for typos or\n550 5.1.1 unnecessary spaces. https://support.google.com/mail/?p=NoSuchUser", 'unknown_recipient'],
-  ['550 5.2.1 The email account that you tried to reach is disabled.', 'unknown_recipient'],
+  ['550 5.2.1 The email account that you tried to reach is disabled.', 'mailbox_disabled'],
+  ['525 5.7.13 <a@example.org>: Recipient address rejected: User account disabled', 'mailbox_disabled'],
+  ['550 Mailbox is frozen. See http://mail.i.ua/err/3/', 'mailbox_disabled'],
+  ['550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup', 'unknown_recipient'],
+  ['550 5.4.1 Recipient address rejected: Access denied. AS(201806281)', 'unknown_recipient'],
+  ['550 <a@ne.auone-net.jp>: Recipient address rejected.', 'unknown_recipient'],
+  ['User some.name (a@example.jp) not listed in Domino Directory', 'unknown_recipient'],
+  ['550 5.5.0 Adresse destinataire invalide. Invalid recipient. LPN007_416', 'unknown_recipient'],
+  ['550 5.1.1 RCP-P2 http://postmaster.facebook.com/response_codes#rcp Refused due to recipient preferences', 'policy'],
+  ['553 5.1.8 <shop@example.com>: Sender address rejected: Domain not found', 'policy'],
+  ['550 5.7.1 <bob@example.net>... Relaying denied', 'policy'],
+  ['450 4.7.1 Client host rejected: cannot find your reverse hostname, [192.0.2.1]', 'policy'],
+  ['550 5.7.1 Message rejected: virus found (Eicar-Test-Signature)', 'policy'],
+  ['554 5.4.6 Mail loop detected', 'other'],
+  ['mailbox is full: retry timeout exceeded', 'mailbox_full'],
+  ['retry timeout exceeded', 'expired'],
+  ['451 4.4.7 Delivery time expired', 'expired'],
+  ['Host or domain name not found. Name service error for name=example.invalid type=A: Host not found', 'dns_failure'],
+  ['550 Host does not accept mail', 'dns_failure'],
+  ['550-5.2.1 The user you are trying to contact is receiving mail at a rate that prevents additional messages from being delivered.', 'rate_limited'],
   ['554 delivery error: dd This user doesn\'t have a yahoo.com account (bob@yahoo.com) [0] - mta1.mail.yahoo.com', 'unknown_recipient'],
   ['550 Requested action not taken: mailbox unavailable', 'unknown_recipient'],
   ['554 5.0.0 <bob@example.net>: #5.1.1 Exchange: no such user', 'unknown_recipient'],
