@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ROOT, workDir, spawnReady, stop, fmt } from './lib.js';
-import { ensurePostfix, startSink, PostfixInstance, smtpSource } from './postfix.js';
+import { ensurePostfix, startSink, heldRelay, smtpSource } from './postfix.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
 import { openDb, migrate } from '../src/store/db.js';
 import { ensureDefaultCustomer } from '../src/store/customers.js';
@@ -68,8 +68,7 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
     if (delivered !== N) throw new Error(`posthaste delivered ${delivered} of ${N}`);
 
     // Postfix: the same N through smtp-source into a held queue, released, timed until empty.
-    const pf = new PostfixInstance(join(dir, 'postfix'), POSTFIX_PORT, SINK_PORT);
-    pf.start();
+    const pf = heldRelay(join(dir, 'postfix'), POSTFIX_PORT, SINK_PORT).start();
     try {
       await sleep(500);
       smtpSource(POSTFIX_PORT, N, 20, 2048);

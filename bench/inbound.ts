@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ROOT, workDir, spawnReady, stop, fmt } from './lib.js';
-import { ensurePostfix, PostfixInstance } from './postfix.js';
+import { ensurePostfix, heldRelay } from './postfix.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
 import { openDb, migrate } from '../src/store/db.js';
 import { ensureDefaultCustomer } from '../src/store/customers.js';
@@ -52,8 +52,7 @@ export async function benchInbound(): Promise<{ lines: string[] }> {
     if (n !== N) throw new Error(`posthaste stored ${n} of ${N}`);
 
     // Postfix smtpd into its queue (outbound held, so every message stays queued).
-    const pf = new PostfixInstance(join(dir, 'postfix'), 40588, 40026);
-    pf.start();
+    const pf = heldRelay(join(dir, 'postfix'), 40588, 40026).start();
     let pfRate: number;
     try {
       await sleep(500);

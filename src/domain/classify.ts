@@ -65,7 +65,8 @@ const rules: Rule[] = [
   // "550 5.7.25 [192.0.2.1] The IP address sending this message does not have a PTR record setup"
   { label: 'policy', text: /reverse (dns|lookup|hostname|host name)|\bPTR\b|cannot find your hostname|no (reverse|rdns)|\brdns\b|client host rejected/i },
   // Postfix RBL: "554 5.7.1 Service unavailable; Client host [192.0.2.1] blocked using zen.spamhaus.org"
-  { label: 'spam_block', text: /blocked using|spamhaus|barracuda|spamcop|sorbs|block ?list|black ?list|(black|block)listed|listed (at|in|on) \S*(bl\b|rbl|dnsbl|spamhaus|spamcop|sorbs|barracuda)|poor reputation|\breputation\b|\bRBL\b|\bDNSBL\b/i },
+  // A list named by its zone: "550 zen.example.test Listed by CSS" (Spamhaus's CSS, SBL, XBL, PBL)
+  { label: 'spam_block', text: /blocked using|listed by (css|sbl|xbl|pbl|dbl|zen|\S*(bl|rbl|dnsbl))\b|spamhaus|barracuda|spamcop|sorbs|block ?list|black ?list|(black|block)listed|listed (at|in|on) \S*(bl\b|rbl|dnsbl|spamhaus|spamcop|sorbs|barracuda)|poor reputation|\breputation\b|\bRBL\b|\bDNSBL\b/i },
   // Gmail: "550-5.7.1 Our system has detected that this message is likely unsolicited mail"
   { label: 'spam_block', text: /unsolicited|\bspam\b|junk mail|content rejected|message (was )?(blocked|rejected) (as|for) (spam|policy)|bulk mail|phish/i },
   // Microsoft: "550 5.7.606 Access denied, banned sending IP [192.0.2.1]" and S3150 blocks

@@ -35,6 +35,7 @@ const table: Array<[string, string]> = [
   ['554 5.7.1 Service unavailable; Client host [192.0.2.1] blocked using zen.spamhaus.org; https://www.spamhaus.org/query/ip/192.0.2.1', 'spam_block'],
   ['550-5.7.1 [192.0.2.1] Our system has detected that this message is likely unsolicited mail.', 'spam_block'],
   ['550 5.7.606 Access denied, banned sending IP [192.0.2.1]', 'spam_block'],
+  ['550 zen.example.test Listed by CSS', 'spam_block'],
   ['550 5.7.26 Unauthenticated email from example.com is not accepted due to domain\'s DMARC policy', 'policy'],
   ['550 5.7.515 Access denied, sending domain example.com does not meet the required authentication level.', 'policy'],
   ['550 5.7.1 Relaying denied', 'policy'],
