@@ -60,7 +60,7 @@ export async function benchAccept(): Promise<AcceptFigures> {
   // The accept path alone: the queue is held (outbound.hold), so delivery (bench/deliver) does not
   // share the 2 cores; the DNS server on loopback keeps every lookup on the machine all the same.
   const dns = await new TestDnsServer().start();
-  writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[outbound]\nhold = true\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`);
+  writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[outbound]\nhold = true\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`);
 
   const body = JSON.stringify({
     from: 'Shop <orders@example.com>',

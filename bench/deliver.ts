@@ -55,7 +55,7 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
     });
     const left = db.sqlite.prepare("SELECT COUNT(*) FROM recipients WHERE state IN ('queued', 'deferred')").pluck();
     const config = join(dir, 'posthaste.toml');
-    writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[outbound]\nport = ${SINK_PORT}\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`);
+    writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[outbound]\nport = ${SINK_PORT}\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`);
     const t0 = performance.now();
     const ph = await spawnReady(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'], /API on/);
     await waitUntil(() => (left.get() as number) === 0, 600_000);

@@ -44,7 +44,7 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
   const config = join(dir, 'posthaste.toml');
   // A short poll interval: the events of a round are written by this process, so the daemon
   // finds them by polling (at most 10 ms late, under 1 % of a round).
-  writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[webhooks]\nallow_private_targets = true\npoll_interval = "10ms"\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`);
+  writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[webhooks]\nallow_private_targets = true\npoll_interval = "10ms"\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`);
   // The poll must not take CPU from the daemon it measures: MAX(id) of the attempt log is one
   // b-tree descent (ids are 1..n in a fresh table, one attempt per event when every answer is
   // 200), where COUNT(*) over the deliveries scans them all (it took ~12 % of a core at 20 ms).

@@ -28,10 +28,14 @@ import { SafeFetch } from './webhooks/safe-fetch.js';
 import { releaseDeliveryClaims } from './store/webhooks.js';
 import type { Db } from './store/db.js';
 import { cpus } from 'node:os';
+import type { FastifyInstance } from 'fastify';
+import { buildDashboard } from './dashboard/server.js';
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
   apiUrl: string;
+  /** Where the dashboard listens; null when dashboard.listen is empty. */
+  dashboardUrl: string | null;
   /** Where inbound SMTP listens. */
   smtp: { host: string; port: number };
   scheduler: Scheduler;
@@ -180,10 +184,21 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   const boundPort = typeof addr === 'object' && addr ? addr.port : port;
   const scheme = config.api['tls.cert'] ? 'https' : 'http';
   const apiUrl = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
-  log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, data_dir: config.server.data_dir }, 'posthaste is running');
+  // The dashboard on its own listener (dashboard.listen), so it is exposed only where the admin puts it.
+  let dashboard: FastifyInstance | undefined;
+  let dashboardUrl: string | null = null;
+  if (config.dashboard.listen) {
+    dashboard = buildDashboard({ db, config, clock, log, webhooks, resolver, budget });
+    const d = parseListen(config.dashboard.listen);
+    await dashboard.listen({ host: d.host, port: d.port });
+    const a = dashboard.server.address();
+    dashboardUrl = config.dashboard.public_url || `http://${d.host.includes(':') ? `[${d.host}]` : d.host}:${typeof a === 'object' && a ? a.port : d.port}`;
+  }
+  log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, data_dir: config.server.data_dir }, 'posthaste is running');
 
   return {
     apiUrl,
+    dashboardUrl,
     smtp,
     scheduler,
     dispatcher,
@@ -228,7 +243,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     },
     async stop() {
       lifecycle.shuttingDown = true;
-      await Promise.all([app.close(), new Promise<void>((resolve) => listener.close(() => resolve()))]);
+      await Promise.all([app.close(), dashboard?.close(), new Promise<void>((resolve) => listener.close(() => resolve()))]);
       apiUp = false;
       smtpUp = false;
       await retention.stop();

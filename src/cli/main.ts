@@ -11,6 +11,7 @@ import { messagesCommand } from './commands/messages.js';
 import { webhooksCommand } from './commands/webhooks.js';
 import { suppressionsCommand, inboundCommand } from './commands/inbound.js';
 import { reportsCommand } from './commands/reports.js';
+import { usersCommand } from './commands/users.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   suppressionsCommand(program);
   inboundCommand(program);
   reportsCommand(program);
+  usersCommand(program);
   statusCommand(program);
   dbCommand(program);
   configCommand(program);

@@ -56,6 +56,7 @@ function coerce(spec: KeySpec, v: unknown, fromEnv: boolean): unknown {
       return v;
     case 'listen': {
       if (typeof v !== 'string') throw new Error('expected "host:port"');
+      if (v === '' && kind.optional) return v;
       parseListen(v);
       return v;
     }

@@ -10,7 +10,7 @@ export type Kind =
   | { type: 'string' }
   | { type: 'int'; min: number; max: number }
   | { type: 'bool' }
-  | { type: 'listen' }
+  | { type: 'listen'; optional?: boolean }
   | { type: 'strings' }
   | { type: 'duration' }
   | { type: 'durations' }
@@ -43,6 +43,11 @@ export const schema = {
     listen: k({ type: 'listen' }, '127.0.0.1:8025', 'HTTP API address, "host:port"'),
     'tls.cert': k({ type: 'string' }, '', 'PEM certificate file for HTTPS on the API; empty serves plain HTTP'),
     'tls.key': k({ type: 'string' }, '', 'PEM private key file for HTTPS on the API'),
+  },
+  dashboard: {
+    listen: k({ type: 'listen', optional: true }, '127.0.0.1:8026', 'Dashboard address, "host:port", on its own listener so the admin UI is not exposed where the API is; empty turns the dashboard off'),
+    public_url: k({ type: 'string' }, '', 'The URL users reach the dashboard at, when it is behind a reverse proxy (e.g. "https://mail.example.com"); https makes cookies Secure with the __Host- prefix; empty: the listener\'s own address'),
+    session_idle: k({ type: 'duration' }, '30m', 'A dashboard session unused this long ends; the user logs in again'),
   },
   smtp: {
     listen: k({ type: 'listen' }, '0.0.0.0:25', 'Inbound SMTP address, "host:port"'),

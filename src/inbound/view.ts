@@ -9,6 +9,21 @@ import { MIME_LIMITS, mimeLimitProblem, parserInput, topHeaderFields } from '../
  */
 export const HTML_TO_TEXT_MAX_BYTES = 1024 * 1024;
 
+/** A received message in a list (API, CLI, dashboard): what was read at receipt, no parsing. */
+export function inboundSummary(r: Omit<InboundRow, 'raw'>) {
+  return {
+    id: r.id,
+    received_at: new Date(r.created_at).toISOString(),
+    from: r.from_header,
+    to: JSON.parse(r.rcpt_to) as string[],
+    subject: r.subject,
+    message_id: r.message_id,
+    size: r.size,
+    attachments: r.attachments,
+    authentication: JSON.parse(r.auth) as Record<string, string>,
+  };
+}
+
 /**
  * A received message as the API shows it: envelope, headers, parts, attachments (Base64),
  * authentication. Mail is stored only when it parses within MIME_LIMITS, so `parsed` is true

@@ -7,6 +7,8 @@ export interface Customer {
 }
 
 export const DEFAULT_CUSTOMER = 'default';
+/** A customer's name: 1-63 letters, digits, "_", "." or "-", starting with a letter or digit. */
+export const CUSTOMER_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/i;
 
 export function ensureDefaultCustomer(db: Db, now: number): void {
   db.run(db.q.insertInto('customers').values({ name: DEFAULT_CUSTOMER, created_at: now }).onConflict((oc) => oc.column('name').doNothing()));

@@ -16,6 +16,8 @@ export interface ApiKeyInfo {
   kind: KeyKind;
   created_at: number;
   revoked_at: number | null;
+  /** When a message was last sent with it. */
+  last_used_at?: number | null;
 }
 
 function hashKey(key: string): Buffer {
@@ -60,7 +62,7 @@ export function authenticate(db: Db, presented: string): ApiKeyInfo | undefined 
 }
 
 export function listKeys(db: Db, customerId?: number): ApiKeyInfo[] {
-  let q = db.q.selectFrom('api_keys').select(['id', 'customer_id', 'name', 'kind', 'created_at', 'revoked_at']).orderBy('created_at');
+  let q = db.q.selectFrom('api_keys').select(['id', 'customer_id', 'name', 'kind', 'created_at', 'revoked_at', 'last_used_at']).orderBy('created_at');
   if (customerId !== undefined) q = q.where('customer_id', '=', customerId);
   return db.all(q);
 }
@@ -70,4 +72,9 @@ export function revokeKey(db: Db, id: string, now: number): boolean {
   const r = db.run(db.q.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null));
   if (r.changes > 0) return true;
   return db.get(db.q.selectFrom('api_keys').select('id').where('id', '=', id)) !== undefined;
+}
+
+/** One key by its public handle, if it is this customer's. */
+export function getKey(db: Db, id: string, customerId: number): ApiKeyInfo | undefined {
+  return db.get(db.q.selectFrom('api_keys').select(['id', 'customer_id', 'name', 'kind', 'created_at', 'revoked_at', 'last_used_at']).where('id', '=', id).where('customer_id', '=', customerId));
 }

@@ -56,3 +56,14 @@ export function listSuppressions(db: Db, customerId: number, opts: { limit: numb
 export function removeSuppression(db: Db, customerId: number, address: string): boolean {
   return db.statement('DELETE FROM suppressions WHERE customer_id = ? AND address = ?').run(customerId, addressKey(address)).changes > 0;
 }
+
+/** Addresses starting with `prefix` (lower-cased), in address order, through the primary key. */
+export function searchSuppressions(db: Db, customerId: number, prefix: string, limit: number): SuppressionRow[] {
+  const p = prefix.toLowerCase();
+  return db
+    .statement(
+      `SELECT s.address, s.reason, m.message_id, s.created_at FROM suppressions s LEFT JOIN messages m ON m.id = s.message_id
+       WHERE s.customer_id = ? AND s.address >= ? AND s.address < ? ORDER BY s.address LIMIT ?`,
+    )
+    .all(customerId, p, p + '\uffff', limit) as SuppressionRow[];
+}

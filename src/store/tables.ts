@@ -15,6 +15,7 @@ export interface ApiKeysTable {
   hash: Buffer;
   created_at: number;
   revoked_at: number | null;
+  last_used_at: Generated<number | null>;
 }
 
 export interface DomainsTable {

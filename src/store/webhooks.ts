@@ -72,6 +72,21 @@ export function disableEndpoint(db: Db, id: string, reason: string): void {
   db.statement('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?').run(reason, id);
 }
 
+export function enableEndpoint(db: Db, id: string): void {
+  db.statement('UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL WHERE id = ?').run(id);
+}
+
+/** The webhook deliveries of one message's events: which endpoint, how far each got. */
+export function deliveriesOfMessage(db: Db, messageRowId: number): Array<{ event_id: string; type: string; endpoint_id: string; state: string; attempts: number; updated_at: number }> {
+  return db
+    .statement(
+      `SELECT e.id AS event_id, e.type, d.endpoint_id, d.state, d.attempts, d.updated_at
+       FROM events e JOIN webhook_deliveries d ON d.event_seq = e.seq AND d.kind = 'event'
+       WHERE e.message_id = ? ORDER BY e.seq, d.endpoint_id`,
+    )
+    .all(messageRowId) as Array<{ event_id: string; type: string; endpoint_id: string; state: string; attempts: number; updated_at: number }>;
+}
+
 /** How many deliveries the claimer may take now, per endpoint; `take` counts one taken. */
 export interface ClaimRoom {
   room(endpointId: string): number;

@@ -20,13 +20,15 @@ export function tempDir(prefix = 'posthaste-test-'): { path: string; remove: () 
 /** A loopback port where nothing answers: DNS through it fails fast and never leaves the machine. */
 export const DEAD_DNS = '127.0.0.1:9';
 
-export function writeTestConfig(dir: string, extraToml = '', dnsServer = DEAD_DNS, smtpExtra = ''): string {
+/** `dashboard`: undefined leaves the dashboard off; a string turns it on at a port-0 listener, with these extra lines. */
+export function writeTestConfig(dir: string, extraToml = '', dnsServer = DEAD_DNS, smtpExtra = '', dashboard?: string): string {
   const path = join(dir, 'posthaste.toml');
   writeFileSync(
     path,
     `[server]\nhostname = "mx.test.posthaste"\ndata_dir = "${join(dir, 'data')}"\n` +
       `[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\nreturn_path_domain = "bounces.test.posthaste"\n${smtpExtra}` +
       `[dns]\nservers = ["${dnsServer}"]\n` +
+      (dashboard === undefined ? '[dashboard]\nlisten = ""\n' : `[dashboard]\nlisten = "127.0.0.1:0"\n${dashboard}\n`) +
       extraToml,
   );
   return path;
@@ -67,9 +69,9 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(extraToml = '', opts: DaemonOptions & { dns?: string; smtp?: string } = {}): Promise<TestServer> {
+export async function startTestServer(extraToml = '', opts: DaemonOptions & { dns?: string; smtp?: string; dashboard?: string } = {}): Promise<TestServer> {
   const dir = tempDir();
-  const configPath = writeTestConfig(dir.path, extraToml, opts.dns, opts.smtp);
+  const configPath = writeTestConfig(dir.path, extraToml, opts.dns, opts.smtp, opts.dashboard);
   const config = loadConfig({ path: configPath, env: {} });
   const daemon = await startDaemon(config, silentLogger(), opts);
   const db = openTestDb(config);

@@ -17,7 +17,7 @@ export interface Received {
 }
 
 /** What the receiver does with the next request to a path: a status, a redirect, or hang. */
-export type Behaviour = number | 'hang' | { redirect: string };
+export type Behaviour = number | 'hang' | { redirect: string } | { status: number; body: string; type: string };
 
 /**
  * A real https webhook receiver on loopback (certificate from the test CA). Every request is
@@ -71,7 +71,8 @@ export class WebhookReceiver {
       const queue = this.script.get(path);
       const b = (queue && queue.length ? queue.shift() : undefined) ?? this.fallback;
       if (b === 'hang') return; // never answers
-      if (typeof b === 'object') return res.writeHead(302, { location: b.redirect }).end();
+      if (typeof b === 'object' && 'redirect' in b) return res.writeHead(302, { location: b.redirect }).end();
+      if (typeof b === 'object') return res.writeHead(b.status, { 'content-type': b.type }).end(b.body);
       res.writeHead(b, { 'content-type': 'text/plain' }).end(b >= 200 && b < 300 ? 'ok' : `status ${b} ` + 'x'.repeat(2000));
     });
   });

@@ -5,7 +5,9 @@ import { ApiError, Problems, UnsendableMessage } from '../../domain/errors.js';
 import { validateSendRequest, recipientsOf, type SendRequest } from '../../domain/send-request.js';
 import { formatMailbox } from '../../domain/addresses.js';
 import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../outbound/compose.js';
-import { acceptedResponse, getMessage } from '../../store/messages.js';
+import { acceptedResponse, getMessage, searchMessages } from '../../store/messages.js';
+import { parseMessageFilters } from '../../domain/message-search.js';
+import { parsePage } from '../paging.js';
 import { timeSortableId, BASE32 } from '../../lib/ids.js';
 import { movable } from '../../store/group-commit.js';
 
@@ -109,6 +111,19 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
         throw new ApiError('recipient_suppressed', `${result.addresses.length} recipient(s) are on the suppression list; nothing was queued.`, p.details);
       }
     }
+  });
+
+  app.get<{ Querystring: Record<string, string | undefined> }>('/api/v1/emails', async (request) => {
+    const key = requireKey(request);
+    const page = parsePage(request.query);
+    const filters = parseMessageFilters(request.query);
+    if (filters instanceof Problems) throw validationError(filters);
+    const rows = searchMessages(db, { ...filters, customerId: key.customer_id, limit: page.limit + 1, ...(page.after !== undefined ? { before: page.after } : {}) });
+    const data = rows.slice(0, page.limit);
+    return {
+      data: data.map(({ customer: _c, ...m }) => m),
+      next: rows.length > page.limit ? String(data[data.length - 1]!.email_id) : null,
+    };
   });
 
   app.get<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', async (request) => {

@@ -2,7 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps.js';
 import { requireKey } from '../auth.js';
 import { ApiError } from '../../domain/errors.js';
-import { getInbound, inboundSize } from '../../store/inbound.js';
+import { getInbound, inboundSize, listInbound } from '../../store/inbound.js';
+import { parsePage } from '../paging.js';
+import { inboundSummary } from '../../inbound/view.js';
 import { inboundView, viewJson } from '../../inbound/view.js';
 import { holdMemory } from '../memory.js';
 import { LARGE_MESSAGE_BYTES } from '../../lib/memory-budget.js';
@@ -14,6 +16,13 @@ export function inboundRoutes(app: FastifyInstance, deps: ApiDeps): void {
     if (!row) throw new ApiError('not_found', 'No such received message.');
     return row;
   };
+  app.get<{ Querystring: { limit?: string; after?: string } }>('/api/v1/inbound', async (request) => {
+    const customerId = requireKey(request).customer_id;
+    const page = parsePage(request.query);
+    const rows = listInbound(db, { customerId, limit: page.limit + 1, ...(page.after !== undefined ? { before: page.after } : {}) });
+    const data = rows.slice(0, page.limit);
+    return { data: data.map(inboundSummary), next: rows.length > page.limit ? String(data[data.length - 1]!.created_at) : null };
+  });
   // A large message is parsed and sent back as JSON with its attachments in Base64: it waits for
   // room in the shared memory budget first, as a large request body does.
   app.get<{ Params: { id: string } }>('/api/v1/inbound/:id', async (request, reply) => {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
-import { addCustomer, customerCounts, findCustomer, listCustomers, type Customer } from '../../store/customers.js';
+import { addCustomer, customerCounts, CUSTOMER_NAME, findCustomer, listCustomers, type Customer } from '../../store/customers.js';
 
 const view = (c: Customer) => ({ id: c.id, name: c.name, created_at: iso(c.created_at) });
 
@@ -11,7 +11,7 @@ export function customersCommand(program: Command): void {
     .description('add a customer')
     .action(async (name: string, _o, c: Command) =>
       withStore(c, ({ db, now }) => {
-        if (!/^[a-z0-9][a-z0-9_.-]{0,62}$/i.test(name)) throw new CliError('customer names are 1-63 letters, digits, "_", "." or "-"');
+        if (!CUSTOMER_NAME.test(name)) throw new CliError('customer names are 1-63 letters, digits, "_", "." or "-"');
         if (findCustomer(db, name)) throw new CliError(`customer "${name}" already exists`);
         const v = view(addCustomer(db, name, now));
         output(c, v, `customer ${v.name} added (id ${v.id})`);

@@ -2,24 +2,12 @@ import type { Command } from 'commander';
 import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
 import { addDomain, findDomain, listDomains, removeDomain, setVerified, type DomainRow } from '../../store/domains.js';
 import { customerById, DEFAULT_CUSTOMER } from '../../store/customers.js';
-import { dnsRecords } from '../../domain/dns-records.js';
 import { normaliseDomain } from '../../domain/addresses.js';
 import { createResolver } from '../../lib/dns.js';
-import { checkRecords, isVerified } from '../../lib/verify-domain.js';
+import { domainRecords, verifyDomain } from '../../domains/service.js';
 import type { Config } from '../../config/schema.js';
 import type { Db } from '../../store/db.js';
 import { domainLimitsCommand } from './inbound.js';
-
-function returnPathDomain(config: Config): string {
-  return config.smtp.return_path_domain || config.server.hostname;
-}
-
-function records(d: DomainRow, config: Config) {
-  return dnsRecords(
-    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key },
-    { hostname: config.server.hostname, returnPathDomain: returnPathDomain(config) },
-  );
-}
 
 function view(db: Db, d: DomainRow, config: Config) {
   return {
@@ -27,7 +15,7 @@ function view(db: Db, d: DomainRow, config: Config) {
     customer: customerById(db, d.customer_id)?.name ?? String(d.customer_id),
     verified: d.verified_at !== null,
     receiving: d.receiving === 1,
-    dns_records: records(d, config),
+    dns_records: domainRecords(d, config),
   };
 }
 
@@ -80,9 +68,7 @@ export function domainsCommand(program: Command): void {
           setVerified(db, d.id, d.verified_at ?? now);
           return output(c, { name: d.name, verified: true, forced: true, checks: [] }, `domain ${d.name} marked verified (forced)`);
         }
-        const checks = await checkRecords(createResolver(config.dns.servers), records(d, config));
-        const verified = isVerified(checks);
-        setVerified(db, d.id, verified ? (d.verified_at ?? now) : null);
+        const { verified, checks } = await verifyDomain(db, createResolver(config.dns.servers), config, d, now);
         output(
           c,
           { name: d.name, verified, forced: false, checks },

@@ -5,7 +5,7 @@ import { addSuppression, listSuppressions, removeSuppression } from '../../store
 import { getInbound, listInbound, setInboundLimits } from '../../store/inbound.js';
 import { findDomain } from '../../store/domains.js';
 import { parseAddrSpec, normaliseDomain } from '../../domain/addresses.js';
-import { inboundView } from '../../inbound/view.js';
+import { inboundView, inboundSummary } from '../../inbound/view.js';
 
 export function suppressionsCommand(program: Command): void {
   const cmd = program.command('suppressions').description("a customer's suppression list (addresses compared case-insensitively)");
@@ -50,16 +50,8 @@ export function inboundCommand(program: Command): void {
     .option('--limit <n>', 'how many', '50')
     .action(async (o: { customer?: string; limit: string }, c: Command) =>
       withStore(c, ({ db }) => {
-        const rows = listInbound(db, { limit: Math.max(1, Number(o.limit) || 50), ...(o.customer ? { customerId: customerNamed(db, o.customer).id } : {}) }).map((r) => ({
-          id: r.id,
-          received_at: iso(r.created_at),
-          from: r.from_header,
-          to: JSON.parse(r.rcpt_to) as string[],
-          subject: r.subject,
-          size: r.size,
-          auth: JSON.parse(r.auth) as Record<string, string>,
-        }));
-        output(c, rows, table(rows.map((r) => ({ ...r, to: r.to.join(','), auth: Object.entries(r.auth).map(([k, v]) => `${k}=${v}`).join(' ') })), ['id', 'received_at', 'from', 'to', 'subject', 'auth']));
+        const rows = listInbound(db, { limit: Math.max(1, Number(o.limit) || 50), ...(o.customer ? { customerId: customerNamed(db, o.customer).id } : {}) }).map(inboundSummary);
+        output(c, rows, table(rows.map((r) => ({ ...r, to: r.to.join(','), auth: Object.entries(r.authentication).map(([k, v]) => `${k}=${v}`).join(' ') })), ['id', 'received_at', 'from', 'to', 'subject', 'auth']));
       }),
     );
   cmd

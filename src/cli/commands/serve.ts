@@ -22,6 +22,7 @@ export function serveCommand(program: Command): void {
       process.stderr.write(
         `posthaste: API on ${daemon.apiUrl}\n` +
           `posthaste: SMTP on ${daemon.smtp.host}:${daemon.smtp.port}\n` +
+          (daemon.dashboardUrl ? `posthaste: dashboard on ${daemon.dashboardUrl} (create a user with: ${invokedAs()} users add EMAIL --admin)\n` : '') +
           `posthaste: create a first key with: ${invokedAs()} keys create --sandbox${c.optsWithGlobals().config ? ` --config ${c.optsWithGlobals().config}` : ''}\n`,
       );
       let stopping = false;

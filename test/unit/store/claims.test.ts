@@ -32,7 +32,7 @@ t.test('migration 4 on a version-3 store: claims move to their own table, the du
   db.sqlite.prepare("INSERT INTO api_keys (id, customer_id, kind, hash, created_at) VALUES ('key_x', 1, 'production', x'00', 0)").run();
   add(db, 'old.test', 1000, 2);
   db.sqlite.prepare("UPDATE recipients SET locked_by = 'pid-old', locked_at = 1 WHERE address = 'r0@old.test'").run();
-  t.same(migrate(db, 0), [4, 5]);
+  t.same(migrate(db, 0), [4, 5, 6]);
   const columns = (db.sqlite.prepare('PRAGMA table_info(recipients)').all() as Array<{ name: string }>).map((c) => c.name);
   t.notOk(columns.includes('locked_by') || columns.includes('locked_at'), 'the old claim columns are gone');
   t.equal(claimDue(db, 'w', 5000, 10).length, 2, 'an old claim does not survive the upgrade (claims are released at start anyway)');

@@ -1,0 +1,90 @@
+import type { Command } from 'commander';
+import { createInterface } from 'node:readline';
+import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
+import { addUser, findUser, listUsers, removeUser, setPassword } from '../../store/users.js';
+import { hashPassword } from '../../lib/password.js';
+import { parseAddrSpec } from '../../domain/addresses.js';
+
+const MIN_PASSWORD = 10;
+
+/** The password from standard input (--password-stdin: its first line) or a prompt that does not echo; never an argument. */
+async function readPassword(fromStdin: boolean): Promise<string> {
+  if (fromStdin) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8').split(/\r?\n/)[0]!;
+  }
+  if (!process.stdin.isTTY) throw new CliError('no terminal to ask for the password on; pipe it with --password-stdin');
+  const ask = (q: string) =>
+    new Promise<string>((resolve) => {
+      const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+      const out = rl as unknown as { _writeToOutput: (s: string) => void };
+      process.stderr.write(q);
+      out._writeToOutput = () => {}; // no echo
+      rl.question('', (a) => {
+        rl.close();
+        process.stderr.write('\n');
+        resolve(a);
+      });
+    });
+  const first = await ask('Password: ');
+  if ((await ask('Again: ')) !== first) throw new CliError('the passwords differ');
+  return first;
+}
+
+async function newPasswordHash(fromStdin: boolean): Promise<string> {
+  const password = await readPassword(fromStdin);
+  if ([...password].length < MIN_PASSWORD) throw new CliError(`a password has at least ${MIN_PASSWORD} characters`);
+  return hashPassword(password);
+}
+
+export function usersCommand(program: Command): void {
+  const cmd = program.command('users').description('dashboard users: admins see every customer, a customer\'s users only theirs');
+  cmd
+    .command('add <email>')
+    .description('add a dashboard user (the password is asked for, or read with --password-stdin)')
+    .option('--admin', 'an administrator: every customer')
+    .option('--customer <name>', "a customer's user: that customer only")
+    .option('--password-stdin', 'read the password from the first line of standard input')
+    .action(async (email: string, o: { admin?: boolean; customer?: string; passwordStdin?: boolean }, c: Command) => {
+      if (!!o.admin === (o.customer !== undefined)) throw new CliError('give exactly one of --admin or --customer NAME');
+      const parsed = parseAddrSpec(email);
+      if (!parsed.ok) throw new CliError(`"${email}" is not an e-mail address: ${parsed.error}`);
+      const hash = await newPasswordHash(!!o.passwordStdin);
+      await withStore(c, ({ db, now }) => {
+        if (findUser(db, email)) throw new CliError(`user ${email} already exists`);
+        const customerId = o.customer !== undefined ? customerNamed(db, o.customer).id : null;
+        const u = addUser(db, { email, passwordHash: hash, role: o.admin ? 'admin' : 'customer', customerId, now });
+        output(c, { email: u.email, role: u.role, customer: o.customer ?? null, created_at: iso(u.created_at) }, `user ${u.email} added (${o.admin ? 'admin' : `customer ${o.customer}`})`);
+      });
+    });
+  cmd
+    .command('list')
+    .description('list dashboard users')
+    .action(async (_o, c: Command) =>
+      withStore(c, ({ db }) => {
+        const rows = listUsers(db).map((u) => ({ email: u.email, role: u.role, customer: u.customer, created_at: iso(u.created_at) }));
+        output(c, rows, table(rows, ['email', 'role', 'customer', 'created_at']));
+      }),
+    );
+  cmd
+    .command('remove <email>')
+    .description('remove a user; their sessions end at once')
+    .action(async (email: string, _o, c: Command) =>
+      withStore(c, ({ db }) => {
+        if (!removeUser(db, email)) throw new CliError(`no user ${email}`);
+        output(c, { email: email.toLowerCase(), removed: true }, `user ${email.toLowerCase()} removed`);
+      }),
+    );
+  cmd
+    .command('passwd <email>')
+    .description("set a user's password; their sessions end")
+    .option('--password-stdin', 'read the password from the first line of standard input')
+    .action(async (email: string, o: { passwordStdin?: boolean }, c: Command) => {
+      const hash = await newPasswordHash(!!o.passwordStdin);
+      await withStore(c, ({ db }) => {
+        if (!setPassword(db, email, hash)) throw new CliError(`no user ${email}`);
+        output(c, { email: email.toLowerCase(), password_set: true }, `password of ${email.toLowerCase()} set; their sessions have ended`);
+      });
+    });
+}

@@ -1,0 +1,57 @@
+import { Problems } from './errors.js';
+
+export const SEARCH_STATES = ['queued', 'deferred', 'delivered', 'bounced', 'complained', 'suppressed'] as const;
+export type SearchState = (typeof SEARCH_STATES)[number];
+
+export interface MessageFilters {
+  recipient?: string;
+  messageId?: string;
+  state?: SearchState;
+  since?: number;
+  until?: number;
+}
+
+/** A time as ISO 8601 ("2026-11-23", "2026-11-23T10:00:00Z", "2026-11-23T10:00" in UTC). */
+function parseTime(v: string): number | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/.test(v)) return undefined;
+  const t = Date.parse(/[T ]\d{2}:\d{2}/.test(v) && !/(Z|[+-]\d{2}:\d{2})$/.test(v) ? v.replace(' ', 'T') + 'Z' : v);
+  return Number.isFinite(t) ? t : undefined;
+}
+
+/**
+ * The message search filters of the API (`GET /api/v1/emails`) and the dashboard, from query
+ * parameters: recipient, message_id, state, since, until. Empty values are no filter.
+ */
+export function parseMessageFilters(q: Record<string, unknown>): MessageFilters | Problems {
+  const p = new Problems();
+  const out: MessageFilters = {};
+  const str = (k: string): string | undefined => {
+    const v = q[k];
+    if (v === undefined || v === '') return undefined;
+    if (typeof v !== 'string') return p.add(k, 'must be given once'), undefined;
+    return v.trim() || undefined;
+  };
+  const recipient = str('recipient');
+  if (recipient !== undefined) {
+    if (recipient.length > 320 || !recipient.includes('@')) p.add('recipient', 'must be an e-mail address');
+    else out.recipient = recipient;
+  }
+  const messageId = str('message_id');
+  if (messageId !== undefined) {
+    if (messageId.length > 998) p.add('message_id', 'is too long');
+    else out.messageId = messageId;
+  }
+  const state = str('state');
+  if (state !== undefined) {
+    if (!(SEARCH_STATES as readonly string[]).includes(state)) p.add('state', `must be one of ${SEARCH_STATES.join(', ')}`);
+    else out.state = state as SearchState;
+  }
+  for (const k of ['since', 'until'] as const) {
+    const v = str(k);
+    if (v === undefined) continue;
+    const t = parseTime(v);
+    if (t === undefined) p.add(k, 'must be a date or time in ISO 8601, e.g. 2026-11-23 or 2026-11-23T10:00:00Z');
+    else out[k] = t;
+  }
+  return p.empty ? out : p;
+}

@@ -1,0 +1,51 @@
+import type { Db } from './db.js';
+
+export const ACTIVITY_KINDS = ['accepted', 'delivered', 'deferred', 'bounced', 'complained'] as const;
+export type ActivityKind = (typeof ACTIVITY_KINDS)[number];
+const HOUR = 3_600_000;
+
+export interface Overview {
+  /** Totals over the last 24 hours and 7 days, by kind (recipients accepted; outcome events). */
+  last24h: Record<ActivityKind, number>;
+  last7d: Record<ActivityKind, number>;
+  /** One entry per hour, oldest first, for the last 7 days (168 entries). */
+  hourly: Array<{ hour: number } & Record<ActivityKind, number>>;
+  queue: { queued: number; deferred: number };
+  oldestDeferredAt: number | null;
+  /** Webhook deliveries waiting for their next attempt (those in flight are not counted). */
+  webhookBacklog: number;
+}
+
+const zero = (): Record<ActivityKind, number> => ({ accepted: 0, delivered: 0, deferred: 0, bounced: 0, complained: 0 });
+
+/**
+ * A customer's overview. Reads the hourly counters the triggers keep (at most 7 × 24 × 5 rows), the
+ * queue through its partial due index and the webhook backlog through the dispatcher's due
+ * index: nothing here grows with the number of messages stored.
+ */
+export function overview(db: Db, customerId: number, now: number): Overview {
+  const nowHour = Math.floor(now / HOUR);
+  const first = nowHour - 7 * 24 + 1;
+  const rows = db.statement('SELECT hour, kind, count FROM activity_hourly WHERE customer_id = ? AND hour >= ?').all(customerId, first) as Array<{ hour: number; kind: ActivityKind; count: number }>;
+  const hourly = Array.from({ length: 7 * 24 }, (_, i) => ({ hour: first + i, ...zero() }));
+  const last24h = zero();
+  const last7d = zero();
+  for (const r of rows) {
+    if (!(r.kind in last7d)) continue;
+    const slot = hourly[r.hour - first];
+    if (slot) slot[r.kind] += r.count;
+    last7d[r.kind] += r.count;
+    if (r.hour > nowHour - 24) last24h[r.kind] += r.count;
+  }
+  const queue = { queued: 0, deferred: 0 };
+  for (const r of db
+    .statement("SELECT state, COUNT(*) AS n FROM recipients WHERE state IN ('queued', 'deferred') AND customer_id = ? GROUP BY state")
+    .all(customerId) as Array<{ state: 'queued' | 'deferred'; n: number }>)
+    queue[r.state] = r.n;
+  const oldestDeferredAt = db.statement("SELECT MIN(created_at) FROM recipients WHERE state IN ('queued', 'deferred') AND state = 'deferred' AND customer_id = ?").pluck().get(customerId) as number | null;
+  const webhookBacklog = db
+    .statement("SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE customer_id = ?) AND state = 'pending' AND locked_by IS NULL")
+    .pluck()
+    .get(customerId) as number;
+  return { last24h, last7d, hourly, queue, oldestDeferredAt, webhookBacklog };
+}

@@ -1,0 +1,102 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Db } from './db.js';
+
+export type Role = 'admin' | 'customer';
+
+export interface User {
+  id: number;
+  email: string;
+  role: Role;
+  /** The customer a customer's user belongs to; null for an admin. */
+  customer_id: number | null;
+  created_at: number;
+}
+
+interface UserRow extends User {
+  password_hash: string;
+}
+
+export function addUser(db: Db, input: { email: string; passwordHash: string; role: Role; customerId: number | null; now: number }): User {
+  const id = Number(
+    db
+      .statement('INSERT INTO users (email, password_hash, role, customer_id, created_at) VALUES (?, ?, ?, ?, ?)')
+      .run(input.email.toLowerCase(), input.passwordHash, input.role, input.customerId, input.now).lastInsertRowid,
+  );
+  return { id, email: input.email.toLowerCase(), role: input.role, customer_id: input.customerId, created_at: input.now };
+}
+
+export function findUser(db: Db, email: string): UserRow | undefined {
+  return db.statement('SELECT * FROM users WHERE email = ?').get(email.toLowerCase()) as UserRow | undefined;
+}
+
+export function listUsers(db: Db): Array<User & { customer: string | null }> {
+  return db
+    .statement('SELECT u.id, u.email, u.role, u.customer_id, u.created_at, c.name AS customer FROM users u LEFT JOIN customers c ON c.id = u.customer_id ORDER BY u.email')
+    .all() as Array<User & { customer: string | null }>;
+}
+
+/** Removes the user and with it every session of theirs. */
+export function removeUser(db: Db, email: string): boolean {
+  return db.statement('DELETE FROM users WHERE email = ?').run(email.toLowerCase()).changes > 0;
+}
+
+/** Sets a new password and ends every session of the user. */
+export function setPassword(db: Db, email: string, passwordHash: string): boolean {
+  return db.tx(() => {
+    const u = findUser(db, email);
+    if (!u) return false;
+    db.statement('UPDATE users SET password_hash = ? WHERE id = ?').run(passwordHash, u.id);
+    db.statement('DELETE FROM sessions WHERE user_id = ?').run(u.id);
+    return true;
+  });
+}
+
+export interface Session {
+  user: User;
+  csrf: string;
+  /** The customer shown. */
+  customerId: number;
+}
+
+const hashId = (id: string) => createHash('sha256').update(id).digest();
+
+/** A new session: its id (for the cookie, never stored) and CSRF token. */
+export function createSession(db: Db, user: User, customerId: number, now: number): { id: string; csrf: string } {
+  const id = randomBytes(32).toString('base64url');
+  const csrf = randomBytes(32).toString('base64url');
+  db.statement('INSERT INTO sessions (id_hash, user_id, csrf, customer_id, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?)').run(hashId(id), user.id, csrf, customerId, now, now);
+  return { id, csrf };
+}
+
+/**
+ * The live session with this id, its idle clock reset; undefined if unknown or idle for longer
+ * than `idleMs` (then it is deleted). The last-seen time is written at most once a minute.
+ */
+export function useSession(db: Db, id: string, now: number, idleMs: number): Session | undefined {
+  const key = hashId(id);
+  const row = db
+    .statement(
+      'SELECT s.csrf, s.customer_id AS shown, s.last_seen_at, u.id, u.email, u.role, u.customer_id, u.created_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = ?',
+    )
+    .get(key) as (User & { csrf: string; shown: number; last_seen_at: number }) | undefined;
+  if (!row) return undefined;
+  if (now - row.last_seen_at > idleMs) {
+    db.statement('DELETE FROM sessions WHERE id_hash = ?').run(key);
+    return undefined;
+  }
+  if (now - row.last_seen_at > 60_000) db.statement('UPDATE sessions SET last_seen_at = ? WHERE id_hash = ?').run(now, key);
+  return { user: { id: row.id, email: row.email, role: row.role, customer_id: row.customer_id, created_at: row.created_at }, csrf: row.csrf, customerId: row.shown };
+}
+
+export function showCustomer(db: Db, id: string, customerId: number): void {
+  db.statement('UPDATE sessions SET customer_id = ? WHERE id_hash = ?').run(customerId, hashId(id));
+}
+
+export function endSession(db: Db, id: string): void {
+  db.statement('DELETE FROM sessions WHERE id_hash = ?').run(hashId(id));
+}
+
+/** Deletes sessions idle for longer than `idleMs`. */
+export function purgeSessions(db: Db, now: number, idleMs: number): number {
+  return db.statement('DELETE FROM sessions WHERE last_seen_at < ?').run(now - idleMs).changes;
+}

@@ -1,0 +1,257 @@
+/// <reference lib="dom" />
+import t from 'tap';
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import { TestDnsServer } from '../helpers/dns-server.js';
+import { TestMx } from '../helpers/mx-server.js';
+import { WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { RawSmtp } from '../helpers/smtp-client.js';
+import { startTestServer, makeKey, makeDomain, customerId, type TestServer } from '../helpers/env.js';
+import { request } from '../helpers/http.js';
+import { fixturePath } from '../helpers/fixtures.js';
+import { browserAvailable, launchBrowser } from '../helpers/browser.js';
+import { addUser } from '../../src/store/users.js';
+import { hashPassword } from '../../src/lib/password.js';
+import { addDomain, findDomain } from '../../src/store/domains.js';
+import { domainRecords } from '../../src/domains/service.js';
+import { createEndpoint } from '../../src/store/webhooks.js';
+
+// The dashboard in a real browser (Debian's Chromium through playwright-core), for an admin and
+// for a customer's user, with hostile input everywhere it shows something.
+
+const SHOTS = fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url));
+const XSS = `<script>console.log('XSS-RAN')</script><img src=x onerror="console.log('XSS-RAN')"><a href="javascript:console.log('XSS-RAN')">x</a><style>body{display:none}</style>`;
+
+async function run(): Promise<void> {
+  const dns = await new TestDnsServer().start();
+  const mx = await new TestMx('127.0.0.1').start();
+  const rx = await new WebhookReceiver().start();
+  dns.set('good.test', { MX: [{ preference: 10, exchange: 'mx.good.test' }] });
+  dns.set('mx.good.test', { A: ['127.0.0.1'] });
+  mx.script = (rcpt) => (rcpt.startsWith('nobody') ? { rcpt: [550, '5.1.1 <' + rcpt + '>: Recipient address rejected: User unknown in virtual mailbox table'] } : undefined);
+
+  const s: TestServer = await startTestServer(`[outbound]\nport = ${mx.port}\n[webhooks]\nallow_private_targets = true\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n[inbound]\nrate_per_minute = 1000\n`, {
+    manualDelivery: true,
+    dns: dns.server,
+    dashboard: '',
+  });
+  const base = s.daemon.dashboardUrl!;
+  const password = 'a long enough password';
+  addUser(s.db, { email: 'admin@ops.test', passwordHash: await hashPassword(password), role: 'admin', customerId: null, now: Date.now() });
+  const acme = customerId(s.db, 'acme');
+  addUser(s.db, { email: 'user@acme.test', passwordHash: await hashPassword(password), role: 'customer', customerId: acme, now: Date.now() });
+  // What the customer's user must not reach: the default customer's objects.
+  makeDomain(s.db, 'example.com');
+  addDomain(s.db, { customerId: customerId(s.db), name: 'in.example.com', receiving: true, now: Date.now() });
+  const browser: Browser = await launchBrowser();
+  t.teardown(async () => {
+    await browser.close();
+    await s.close();
+    await Promise.all([dns.stop(), mx.stop(), rx.stop()]);
+  });
+  mkdirSync(SHOTS, { recursive: true });
+
+  const ran: string[] = [];
+  const watch = (page: Page) => {
+    page.on('dialog', (d) => {
+      ran.push(`dialog: ${d.message()}`);
+      void d.dismiss();
+    });
+    page.on('console', (m) => {
+      if (m.text().includes('XSS-RAN')) ran.push(`console: ${m.text()}`);
+    });
+  };
+  const login = async (page: Page, email: string) => {
+    await page.goto(`${base}/`);
+    t.match(page.url(), /\/login/, 'signed out: sent to the login page');
+    await page.getByLabel('E-mail address').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.waitForURL(`${base}/`);
+  };
+  const shot = (page: Page, name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+  /** Every visible form control has an accessible name. */
+  const unlabelled = (page: Page) =>
+    page.evaluate(() =>
+      Array.from(document.querySelectorAll('input:not([type=hidden]), select, textarea, button'))
+        .filter((el) => !(el as HTMLInputElement).labels?.length && !el.getAttribute('aria-label') && !(el.textContent ?? '').trim())
+        .map((el) => el.outerHTML.slice(0, 80)),
+    );
+
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await ctx.newPage();
+  watch(page);
+  let apiKey = '';
+  let bouncedId = '';
+
+  await t.test('an admin logs in, creates a key and sends with it through the API', async (t) => {
+    await login(page, 'admin@ops.test');
+    t.ok(await page.getByRole('heading', { name: 'Overview' }).isVisible());
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByLabel('Name').fill('web app');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    apiKey = (await page.locator('#new-key').textContent())!;
+    t.match(apiKey, /^ph_live_[0-9A-Za-z]{40}$/, 'the key is shown once');
+    await shot(page, 'keys');
+    await page.reload();
+    t.equal(await page.locator('#new-key').count(), 0, 'and not again on reload');
+    t.same(await unlabelled(page), [], 'every control has a label');
+  });
+
+  await t.test('adds a domain, sees its records, verifies it against DNS', async (t) => {
+    await page.getByRole('link', { name: 'Domains' }).click();
+    await page.getByLabel('Domain', { exact: true }).fill('shop.test');
+    await page.getByRole('button', { name: 'Add domain' }).click();
+    await page.waitForURL(/\/domains\/shop\.test/);
+    const d = findDomain(s.db, 'shop.test')!;
+    const records = domainRecords(d, s.config);
+    for (const r of records) t.ok(await page.getByText(r.value, { exact: true }).isVisible(), `the ${r.purpose} record is shown`);
+    for (const r of records) if (r.type === 'TXT') dns.set(r.name, { TXT: [r.value] });
+    await page.getByRole('button', { name: 'Verify now' }).click();
+    t.ok(await page.getByText('Verified: every required record is published.').isVisible());
+    await shot(page, 'domain');
+    // Sends with the key from the dashboard: one delivered, one bounced; subject, name and metadata are hostile.
+    const r = await request(`${s.url}/api/v1/emails`, {
+      key: apiKey,
+      body: { from: `"${XSS.replaceAll('"', "'")}" <shop@shop.test>`, to: ['bob@good.test', 'nobody@good.test'], subject: XSS, text_body: 'hi', html_body: XSS, metadata: { note: XSS } },
+    });
+    t.equal(r.status, 202, JSON.stringify(r.body));
+    bouncedId = r.body.message_id;
+    await s.daemon.scheduler.drain();
+  });
+
+  await t.test('webhooks: create, send a test event, see the delivery with the response, replay it', async (t) => {
+    rx.script.set('/hook', [{ status: 200, type: 'text/html', body: XSS }]);
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByLabel('URL').fill(rx.url('/hook'));
+    await page.getByLabel('Description').fill(XSS);
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    const secret = (await page.locator('#new-secret').textContent())!;
+    t.match(secret, /^whsec_/);
+    rx.secrets.set('/hook', secret);
+    await page.getByRole('link', { name: rx.url('/hook') }).click();
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    t.ok(await page.getByText(/email\.delivered msg_\S+: HTTP 200/).isVisible(), "the receiver's answer is shown");
+    t.equal(rx.on('/hook').at(-1)?.verified, true, 'the receiver verified the signature');
+    // A message sent now: its events reach the endpoint through the dispatcher; then one is replayed.
+    const r = await request(`${s.url}/api/v1/emails`, { key: apiKey, body: { from: 'shop@shop.test', to: 'carol@good.test', subject: 'Order', text_body: 'hi' } });
+    t.equal(r.status, 202);
+    await s.daemon.scheduler.drain();
+    await s.daemon.dispatcher.drain();
+    await page.reload();
+    const before = rx.on('/hook').length;
+    await page.getByRole('button', { name: 'Replay' }).first().click();
+    t.equal(rx.on('/hook').length, before + 1, 'replayed');
+    t.equal(rx.on('/hook').at(-1)?.verified, true);
+    await shot(page, 'webhook');
+  });
+
+  await t.test('finds the bounced message and reads its timeline', async (t) => {
+    await page.getByRole('link', { name: 'Messages' }).click();
+    await page.getByLabel('State').selectOption('bounced');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await shot(page, 'messages');
+    await page.locator(`a[href="/messages/${encodeURIComponent(bouncedId)}"]`).click();
+    t.ok(await page.getByText('email.bounced', { exact: true }).isVisible());
+    t.ok(await page.getByText(/550 5\.1\.1 .*User unknown/).first().isVisible(), 'the remote reply');
+    t.ok(await page.getByText('email.delivered', { exact: true }).isVisible());
+    await shot(page, 'message');
+  });
+
+  await t.test('removes a suppression', async (t) => {
+    await page.getByRole('link', { name: 'Suppressions' }).click();
+    t.ok(await page.getByRole('cell', { name: 'nobody@good.test', exact: true }).isVisible(), 'the hard bounce suppressed it');
+    await shot(page, 'suppressions');
+    await page.getByRole('button', { name: 'Remove nobody@good.test' }).click();
+    t.ok(await page.getByText('nobody@good.test removed from the suppression list.').isVisible());
+    t.equal(await page.getByRole('cell', { name: 'nobody@good.test', exact: true }).count(), 0);
+  });
+
+  await t.test('reads an inbound message: its HTML in a sandboxed frame, nothing runs', async (t) => {
+    const c = await RawSmtp.connect(s.daemon.smtp.port);
+    await c.cmd('EHLO client.sender.test');
+    await c.send('bob@sender.test', ['support@in.example.com'], `From: "${XSS.replaceAll('"', "'")}" <bob@sender.test>\r\nTo: support@in.example.com\r\nSubject: ${XSS}\r\nMIME-Version: 1.0\r\nContent-Type: text/html\r\n\r\n${XSS}<img src="http://127.0.0.1:9/track.png">\r\n`);
+    c.close();
+    await page.getByRole('link', { name: 'Inbound' }).click();
+    await page.locator('a[href^="/inbound/in_"]').first().click();
+    t.equal(await page.locator('iframe.mail').getAttribute('sandbox'), '', 'the frame is sandboxed: no scripts');
+    t.ok(await page.getByRole('link', { name: 'Download the raw message' }).isVisible());
+    await shot(page, 'inbound');
+  });
+
+  await t.test('the overview counts what happened', async (t) => {
+    await page.getByRole('link', { name: 'Overview' }).click();
+    t.ok(await page.locator('svg.chart').isVisible());
+    t.match(await page.locator('.stats').first().innerText(), /3\s*accepted[\s\S]*2\s*delivered[\s\S]*1\s*bounced/);
+    await shot(page, 'overview');
+    // 375 px wide: nothing overflows sideways.
+    await page.setViewportSize({ width: 375, height: 800 });
+    for (const p of ['/', '/messages', '/keys', '/domains/shop.test', '/webhooks', '/suppressions', '/inbound']) {
+      await page.goto(base + p);
+      t.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 376, `${p} fits 375 px`);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  await t.test('keyboard alone: tab to the search, type, submit with Enter', async (t) => {
+    await page.goto(`${base}/messages`);
+    for (let i = 0; i < 30 && (await page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.name)) !== 'recipient'; i++) await page.keyboard.press('Tab');
+    await page.keyboard.type('bob@good.test');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/recipient=bob%40good\.test/);
+    t.equal(await page.locator('tbody tr a[href^="/messages/"]').count(), 1);
+  });
+
+  await t.test('nothing anyone else wrote ran: no dialog, no script', async (t) => {
+    t.same(ran, []);
+  });
+
+  await t.test("a customer's user sees only that customer; another customer's objects are 404", async (t) => {
+    const c2 = await browser.newContext();
+    const p2 = await c2.newPage();
+    watch(p2);
+    await login(p2, 'user@acme.test');
+    t.equal(await p2.getByRole('link', { name: 'Customers' }).count(), 0, 'no customers page');
+    const hook = createEndpoint(s.db, { customerId: customerId(s.db), url: rx.url('/x'), events: null, description: '', secret: 'whsec_x', now: Date.now() });
+    const inboundId = s.db.sqlite.prepare('SELECT id FROM inbound_messages LIMIT 1').pluck().get() as string;
+    const keyId = s.db.sqlite.prepare("SELECT id FROM api_keys WHERE name = 'web app'").pluck().get() as string;
+    for (const p of [`/keys/${keyId}/revoke`, '/domains/shop.test', `/webhooks/${hook.id}`, `/messages/${encodeURIComponent(bouncedId)}`, `/inbound/${inboundId}`, `/inbound/${inboundId}/raw`, '/customers']) {
+      const r = await p2.goto(base + p);
+      t.equal(r?.status(), 404, `${p}: 404`);
+    }
+    await c2.close();
+  });
+
+  await t.test('a cross-site POST and a POST without the CSRF token are refused, and change nothing', async (t) => {
+    const cookies = await ctx.cookies();
+    const cookie = cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+    const keys = () => s.db.sqlite.prepare('SELECT COUNT(*) FROM api_keys').pluck().get() as number;
+    const n = keys();
+    const form = { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: 'http://evil.test' }, body: 'name=x&kind=production' };
+    t.equal((await fetch(`${base}/keys`, form)).status, 403, 'cross-site');
+    const { origin: _o, ...sameSite } = form.headers;
+    t.equal((await fetch(`${base}/keys`, { ...form, headers: sameSite })).status, 403, 'no token');
+    t.equal(keys(), n);
+  });
+
+  await t.test('logs out; failed logins are throttled per account', async (t) => {
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.waitForURL(/\/login/);
+    await page.goto(`${base}/keys`);
+    t.match(page.url(), /\/login/, 'the session is gone');
+    let last = 0;
+    for (let i = 0; i < 6; i++) {
+      const r = await fetch(`${base}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'email=admin%40ops.test&password=wrong', redirect: 'manual' });
+      last = r.status;
+      if (i < 5) t.equal(r.status, 401);
+      else t.ok(Number(r.headers.get('retry-after')) > 0, 'Retry-After');
+    }
+    t.equal(last, 429);
+  });
+}
+
+const unavailable = browserAvailable();
+if (unavailable && process.env.POSTHASTE_REQUIRE_PEERS) t.fail(`POSTHASTE_REQUIRE_PEERS is set but ${unavailable}`);
+else if (unavailable) t.plan(0, `skipped: ${unavailable}`);
+else await run();
