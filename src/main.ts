@@ -1,4 +1,4 @@
-import { suppressionPolicy, type Config } from './config/schema.js';
+import { returnPathDomain, suppressionPolicy, type Config } from './config/schema.js';
 import { openDb, migrate } from './store/db.js';
 import { ensureDefaultCustomer } from './store/customers.js';
 import { GroupCommit } from './store/group-commit.js';
@@ -103,7 +103,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
           sign: (input) => signer.sign(input),
           ...(mtaSts ? { mtaSts } : {}),
           returnPathSecret,
-          returnPathDomain: config.smtp.return_path_domain || config.server.hostname,
+          returnPathDomain: returnPathDomain(config),
           suppression: suppressionPolicy(config),
           smtp: { name: config.server.hostname, port: o.port, connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout, extraCa },
         },

@@ -137,3 +137,8 @@ export type Config = {
 export function suppressionPolicy(c: Pick<Config, 'bounces'>): SuppressionPolicy {
   return { mailboxFull: c.bounces.suppress_mailbox_full, disabled: c.bounces.suppress_disabled };
 }
+
+/** The return path's domain (bounces+<token>@<domain>): smtp.return_path_domain, else the server's hostname. */
+export function returnPathDomain(c: Pick<Config, 'smtp' | 'server'>): string {
+  return c.smtp.return_path_domain || c.server.hostname;
+}

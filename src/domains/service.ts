@@ -1,14 +1,9 @@
 import type { Resolver } from 'node:dns/promises';
-import type { Config } from '../config/schema.js';
+import { returnPathDomain, type Config } from '../config/schema.js';
 import type { Db } from '../store/db.js';
 import { setVerified, type DomainRow } from '../store/domains.js';
 import { dnsRecords, type DnsRecord } from '../domain/dns-records.js';
 import { checkRecords, isVerified, type RecordCheck } from '../lib/verify-domain.js';
-
-/** The return path's domain: smtp.return_path_domain, else the server's hostname. */
-export function returnPathDomain(config: Config): string {
-  return config.smtp.return_path_domain || config.server.hostname;
-}
 
 /** The DNS records a domain's owner publishes (the CLI, the API and the dashboard show the same). */
 export function domainRecords(d: DomainRow, config: Config): DnsRecord[] {

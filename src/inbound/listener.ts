@@ -14,7 +14,7 @@ import { checkInboundLimits, receivingDomain, recordLimited, type ReceivingDomai
 import { movable, type GroupCommit } from '../store/group-commit.js';
 import { LARGE_MESSAGE_BYTES, type Hold, type MemoryBudget } from '../lib/memory-budget.js';
 import { readReport } from '../reports/read.js';
-import { suppressionPolicy } from '../config/schema.js';
+import { returnPathDomain, suppressionPolicy } from '../config/schema.js';
 
 export interface ListenerDeps {
   db: Db;
@@ -46,8 +46,8 @@ const smtpError = (code: number, message: string) => Object.assign(new Error(mes
 export function createListener(deps: ListenerDeps): SMTPServer {
   const { config, db, clock, log } = deps;
   const s = config.smtp;
+  const rpDomain = returnPathDomain(config);
   const tls = s['tls.cert'] && s['tls.key'] ? { key: readFileSync(s['tls.key']), cert: readFileSync(s['tls.cert']) } : null;
-  const returnPathDomain = s.return_path_domain || config.server.hostname;
 
   const server = new SMTPServer({
     name: config.server.hostname,
@@ -81,7 +81,7 @@ export function createListener(deps: ListenerDeps): SMTPServer {
       if (routes.length >= s.max_recipients) return cb(smtpError(452, '4.5.3 Too many recipients'));
       let receiving: ReceivingDomain | undefined;
       const route = routeRecipient(address.address, {
-        returnPathDomain,
+        returnPathDomain: rpDomain,
         feedbackAddress: s.feedback_address,
         isReceiving: (domain) => (receiving = receivingDomain(db, domain)) !== undefined,
       });

@@ -163,21 +163,16 @@ export interface MessageSummary {
   states: Record<string, number>;
 }
 
-/** Newest first, paged by email_id (`before`), optionally one customer's or those with a recipient in `state`. */
-export function listMessages(db: Db, opts: { customerId?: number; state?: string; limit: number; before?: number }): MessageSummary[] {
-  const where: string[] = [];
-  const args: unknown[] = [];
-  if (opts.customerId !== undefined) (where.push('m.customer_id = ?'), args.push(opts.customerId));
-  if (opts.before !== undefined) (where.push('m.id < ?'), args.push(opts.before));
-  if (opts.state !== undefined) (where.push('EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state = ?)'), args.push(opts.state));
+/** Messages of `from` (aliased m) matching `where`, newest first, as summaries with their recipients counted per state. */
+function summaries(db: Db, from: string, where: string[], args: unknown[], limit: number): MessageSummary[] {
   const rows = db.sqlite
     .prepare(
       `SELECT m.id, m.message_id, c.name AS customer, m.from_header, m.subject, m.sandbox, m.created_at,
               (SELECT json_group_object(state, n) FROM (SELECT state, COUNT(*) AS n FROM recipients WHERE message_id = m.id GROUP BY state)) AS states
-       FROM messages m JOIN customers c ON c.id = m.customer_id
+       FROM ${from} JOIN customers c ON c.id = m.customer_id
        ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY m.id DESC ${BOUND_LIMIT}`,
     )
-    .all(...args, opts.limit) as Array<{ id: number; message_id: string; customer: string; from_header: string; subject: string; sandbox: number; created_at: number; states: string }>;
+    .all(...args, limit) as Array<{ id: number; message_id: string; customer: string; from_header: string; subject: string; sandbox: number; created_at: number; states: string }>;
   return rows.map((r) => ({
     email_id: r.id,
     message_id: r.message_id,
@@ -188,6 +183,16 @@ export function listMessages(db: Db, opts: { customerId?: number; state?: string
     created_at: new Date(r.created_at).toISOString(),
     states: JSON.parse(r.states) as Record<string, number>,
   }));
+}
+
+/** Newest first, paged by email_id (`before`), optionally one customer's or those with a recipient in `state`. */
+export function listMessages(db: Db, opts: { customerId?: number; state?: string; limit: number; before?: number }): MessageSummary[] {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  if (opts.customerId !== undefined) (where.push('m.customer_id = ?'), args.push(opts.customerId));
+  if (opts.before !== undefined) (where.push('m.id < ?'), args.push(opts.before));
+  if (opts.state !== undefined) (where.push('EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state = ?)'), args.push(opts.state));
+  return summaries(db, 'messages m', where, args, opts.limit);
 }
 
 /**
@@ -245,28 +250,12 @@ export function searchMessages(db: Db, s: MessageSearch): MessageSummary[] {
     from = `(SELECT DISTINCT message_id AS id FROM recipients WHERE customer_id = ? AND state IN ('bounced', 'complained', 'suppressed') AND state = ? AND message_id < ? AND message_id >= ? ORDER BY message_id DESC LIMIT ? + 0) AS hit JOIN messages m ON m.id = hit.id`;
     args.unshift(s.customerId, s.state, upper, lower, s.limit);
   } else if (s.state === 'queued' || s.state === 'deferred') {
+    // The partial index recipients_due is used only when the query repeats its condition.
     from = `(SELECT DISTINCT message_id AS id FROM recipients WHERE state IN ('queued', 'deferred') AND state = ? AND customer_id = ?) AS hit JOIN messages m ON m.id = hit.id`;
     args.unshift(s.state, s.customerId);
   } else if (s.state !== undefined) {
     where.push('EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state = ?)');
     args.push(s.state);
   }
-  const rows = db.sqlite
-    .prepare(
-      `SELECT m.id, m.message_id, c.name AS customer, m.from_header, m.subject, m.sandbox, m.created_at,
-              (SELECT json_group_object(state, n) FROM (SELECT state, COUNT(*) AS n FROM recipients WHERE message_id = m.id GROUP BY state)) AS states
-       FROM ${from} JOIN customers c ON c.id = m.customer_id
-       WHERE ${where.join(' AND ')} ORDER BY m.id DESC ${BOUND_LIMIT}`,
-    )
-    .all(...args, s.limit) as Array<{ id: number; message_id: string; customer: string; from_header: string; subject: string; sandbox: number; created_at: number; states: string }>;
-  return rows.map((r) => ({
-    email_id: r.id,
-    message_id: r.message_id,
-    customer: r.customer,
-    from: r.from_header,
-    subject: r.subject,
-    sandbox: r.sandbox === 1,
-    created_at: new Date(r.created_at).toISOString(),
-    states: JSON.parse(r.states) as Record<string, number>,
-  }));
+  return summaries(db, from, where, args, s.limit);
 }

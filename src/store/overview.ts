@@ -37,6 +37,8 @@ export function overview(db: Db, customerId: number, now: number): Overview {
     last7d[r.kind] += r.count;
     if (r.hour > nowHour - 24) last24h[r.kind] += r.count;
   }
+  // `state IN ('queued', 'deferred')` repeats the condition of the partial index recipients_due,
+  // so SQLite reads the queue through it instead of the whole table.
   const queue = { queued: 0, deferred: 0 };
   for (const r of db
     .statement("SELECT state, COUNT(*) AS n FROM recipients WHERE state IN ('queued', 'deferred') AND customer_id = ? GROUP BY state")

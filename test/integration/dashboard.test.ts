@@ -11,6 +11,7 @@ import { startTestServer, makeKey, makeDomain, customerId, type TestServer } fro
 import { request } from '../helpers/http.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { browserAvailable, launchBrowser } from '../helpers/browser.js';
+import { withPeer } from '../helpers/peers.js';
 import { addUser } from '../../src/store/users.js';
 import { hashPassword } from '../../src/lib/password.js';
 import { addDomain, findDomain } from '../../src/store/domains.js';
@@ -251,7 +252,4 @@ async function run(): Promise<void> {
   });
 }
 
-const unavailable = browserAvailable();
-if (unavailable && process.env.POSTHASTE_REQUIRE_PEERS) t.fail(`POSTHASTE_REQUIRE_PEERS is set but ${unavailable}`);
-else if (unavailable) t.plan(0, `skipped: ${unavailable}`);
-else await run();
+await withPeer(browserAvailable(), run);

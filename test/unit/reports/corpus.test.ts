@@ -1,13 +1,16 @@
 import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { readReport } from '../../../src/reports/read.js';
 import { reportJson } from '../../../src/cli/commands/reports.js';
 
 // Real bounces and complaints, written by 73 mail systems none of them ours, with the reading the
 // sisimai library gives for each (its set-of-emails; the corpus README says how to read them).
 // Read from beside the repository, never copied into it; POSTHASTE_BOUNCE_CORPUS points elsewhere.
-const DIR = process.env.POSTHASTE_BOUNCE_CORPUS ?? fileURLToPath(new URL('../../../../../shared/corpus/bounces', import.meta.url));
+/** The directory that holds the repository (dist/test/unit/reports is four levels into it). */
+const BESIDE = fileURLToPath(new URL('../../../../../', import.meta.url));
+const DIR = process.env.POSTHASTE_BOUNCE_CORPUS ?? join(BESIDE, 'shared', 'corpus', 'bounces');
 
 interface Expected {
   file: string;
@@ -28,7 +31,7 @@ const ARGUABLE = new Set(['mailboxfull', 'suspend', 'filtered']);
 const NOT_THE_ADDRESS = new Set(['blocked', 'spamdetected', 'badreputation', 'requireptr', 'securityerror', 'authfailure', 'policyviolation', 'norelaying', 'rejected', 'expired', 'networkerror', 'toomanyconn', 'systemerror', 'systemfull', 'mailererror', 'speeding', 'mesgtoobig', 'exceedlimit', 'contenterror', 'virusdetected', 'notcompliantrfc', 'syntaxerror', 'delivered']);
 
 if (!existsSync(`${DIR}/expected.json`)) {
-  t.comment(`bounce corpus not found at ${DIR}: set POSTHASTE_BOUNCE_CORPUS, or put ../shared beside the checkout`);
+  t.comment(`bounce corpus not found at ${DIR}: set POSTHASTE_BOUNCE_CORPUS, or put shared/corpus/bounces in the directory that holds the checkout`);
   void t.skip('the real-bounce corpus is not here', async () => {});
 } else {
   const samples = (JSON.parse(readFileSync(`${DIR}/expected.json`, 'utf8')) as { samples: Expected[] }).samples;
