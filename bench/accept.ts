@@ -28,6 +28,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const WARMUP_SECONDS = 2;
 const CONNECTIONS = 50;
+const BATCH = 50;
+const BATCH_CONNECTIONS = 10;
 
 function singleRowCommitRate(dir: string, seconds: number): number {
   const db = new BetterSqlite3(join(dir, 'commit-rate.db'));
@@ -75,19 +77,27 @@ export async function benchAccept(): Promise<AcceptFigures> {
   const ph = await spawnReady(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'], /API on http:\/\/127\.0\.0\.1:(\d+)/);
   const urls = { bare: `http://127.0.0.1:${bare.match[1]}/api/v1/emails`, ph: `http://127.0.0.1:${ph.match[1]}/api/v1/emails` };
   const load = (url: string, seconds: number) => httpLoad(url, { connections: CONNECTIONS, seconds, headers, body });
+  // The same message, BATCH at a time, through POST /api/v1/emails/batch: fewer connections, as
+  // a batch is one request of BATCH messages.
+  const batchBody = `[${Array.from({ length: BATCH }, () => body).join(',')}]`;
+  const batchLoad = (seconds: number) => httpLoad(urls.ph + '/batch', { connections: BATCH_CONNECTIONS, seconds, headers, body: batchBody });
   let warmup: LoadResult;
   let runs: { anchor: LoadResult[]; subject: LoadResult[] };
+  let batchRuns: { anchor: LoadResult[]; subject: LoadResult[] };
   try {
     warmup = await load(urls.ph, WARMUP_SECONDS);
     await load(urls.bare, WARMUP_SECONDS);
     runs = await alternate(ROUNDS, () => load(urls.bare, SECONDS), () => load(urls.ph, SECONDS));
+    await batchLoad(WARMUP_SECONDS);
+    batchRuns = await alternate(2, () => load(urls.ph, SECONDS), () => batchLoad(SECONDS));
   } finally {
     await stop(bare.child);
     await stop(ph.child);
     await dns.stop();
   }
   const { anchor: bareRuns, subject: phRuns } = runs;
-  const phAccepted = warmup.requests + phRuns.reduce((a, r) => a + r.requests, 0);
+  const batchAccepted = batchRuns.subject.reduce((a, r) => a + r.requests, 0) * BATCH;
+  const phAccepted = warmup.requests + phRuns.reduce((a, r) => a + r.requests, 0) + batchRuns.anchor.reduce((a, r) => a + r.requests, 0) + batchAccepted;
 
   const check = openDb(dataDir);
   const stored = (check.sqlite.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n;
@@ -102,6 +112,9 @@ export async function benchAccept(): Promise<AcceptFigures> {
   const failed = phRuns.reduce((a, r) => a + r.failed, 0);
   const socketErrors = phRuns.map((r) => r.socketErrors).filter((e) => e !== 'none');
   const commits = singleRowCommitRate(dir, 3);
+  const singleBeside = rate(batchRuns.anchor);
+  const batchRate = batchAccepted / (batchRuns.subject.length * SECONDS);
+  const batchFailed = batchRuns.subject.reduce((a, r) => a + r.failed, 0);
   const lines = [
     `accept: wrk, ${CONNECTIONS} connections, ~1.7 KB JSON body, queue held (accept path only); ${ROUNDS} rounds of ${SECONDS} s per server, alternating, after ${WARMUP_SECONDS} s of warm-up each`,
     `  posthaste POST /api/v1/emails   ${fmt(phRate)} accepted/s  (worst p99 ${fmt(p99(phRuns), 1)} ms, ${failed} not 2xx, socket errors: ${socketErrors.length ? socketErrors.join('; ') : 'none'}, ${stored} rows stored)`,
@@ -110,6 +123,8 @@ export async function benchAccept(): Promise<AcceptFigures> {
     `  ratio posthaste / bare fastify  ${fmt(phRate / bareRate, 2)}  (goal >= 0.5; rounds: ${roundRatios.map((r) => fmt(r, 2)).join(', ')})`,
     `  rounds, accepted/s: ${phRuns.map((r) => fmt(r.perSecond)).join(', ')}; bare req/s: ${bareRuns.map((r) => fmt(r.perSecond)).join(', ')}`,
     `  ratio posthaste / single commit ${fmt(phRate / commits, 2)}  (>1 only with group commit)`,
+    `  batch: POST /api/v1/emails/batch of ${BATCH} messages, ${BATCH_CONNECTIONS} connections, 2 rounds alternating with the single send (${CONNECTIONS} connections)`,
+    `  batch accepted/s ${fmt(batchRate)}  (worst p99 ${fmt(p99(batchRuns.subject), 1)} ms per batch, ${batchFailed} not 2xx); single beside it ${fmt(singleBeside)} accepted/s; ratio batch / single ${fmt(batchRate / singleBeside, 2)}`,
   ];
   return { posthastePerSecond: phRate, barePerSecond: bareRate, commitsPerSecond: commits, lines };
 }

@@ -1,4 +1,4 @@
-import { returnPathDomain, suppressionPolicy, type Config } from './config/schema.js';
+import { relayTarget, returnPathDomain, suppressionPolicy, type Config } from './config/schema.js';
 import { openDb, migrate } from './store/db.js';
 import { ensureDefaultCustomer } from './store/customers.js';
 import { GroupCommit } from './store/group-commit.js';
@@ -13,6 +13,7 @@ import type { Logger } from './lib/logger.js';
 import type { Lifecycle } from './api/deps.js';
 import { MxResolver } from './outbound/mx.js';
 import { deliverGroup } from './outbound/deliver.js';
+import type { RelayOptions } from './outbound/smtp.js';
 import { Scheduler } from './outbound/scheduler.js';
 import { SignerPool } from './outbound/signer.js';
 import { MtaSts } from './outbound/mta-sts.js';
@@ -62,9 +63,28 @@ export const SHUTDOWN_GRACE_MS = 28_000;
 
 export const RETURN_PATH_SECRET = 'return_path_secret';
 
+/** outbound.relay with its credentials: the password from relay_password_file, else relay_password (the environment). */
+function relayOptions(config: Config): RelayOptions | null {
+  const o = config.outbound;
+  const target = relayTarget(config); // valid: loadConfig checked it
+  if (!target) return null;
+  if (!o.relay_user) return target;
+  let pass = o.relay_password;
+  if (o.relay_password_file) {
+    try {
+      pass = readFileSync(o.relay_password_file, 'utf8').split(/\r?\n/)[0]!;
+    } catch (e) {
+      throw new ConfigError('outbound.relay_password_file', `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+  }
+  if (!pass) throw new ConfigError('outbound.relay_user', 'a relay user needs a password: outbound.relay_password_file, or POSTHASTE_OUTBOUND_RELAY_PASSWORD in the environment');
+  return { ...target, auth: { user: o.relay_user, pass } };
+}
+
 /** The composition root: config → store → migrate → services → listeners. Signals are wired by the caller. */
 export async function startDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Promise<Daemon> {
   const clock = opts.clock ?? systemClock;
+  const relay = relayOptions(config);
   const db = openDb(config.server.data_dir, config.limits.max_store_bytes);
   const applied = migrate(db, clock.now());
   if (applied.length > 0) log.info({ applied }, 'database migrated');
@@ -79,6 +99,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   const returnPathSecret = secret(db, RETURN_PATH_SECRET);
   const extraCa = o.tls_ca_file ? [readFileSync(o.tls_ca_file, 'utf8')] : [];
   const mtaSts = o.mta_sts ? new MtaSts(resolver, clock, { port: o.mta_sts_port, extraCa, timeoutMs: 10_000 }) : undefined;
+  if (relay) log.info({ relay: `${relay.implicitTls ? 'smtps' : 'smtp'}://${relay.host}:${relay.port}`, user: relay.auth?.user ?? null }, 'all mail goes through the relay host');
   const signer = new SignerPool(o.signing_threads || cpus().length);
   const scheduler = new Scheduler({
     db,
@@ -102,6 +123,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
           log,
           sign: (input) => signer.sign(input),
           ...(mtaSts ? { mtaSts } : {}),
+          ...(relay ? { relay } : {}),
           returnPathSecret,
           returnPathDomain: returnPathDomain(config),
           suppression: suppressionPolicy(config),

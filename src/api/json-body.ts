@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
 import { invalidUtf8Offset } from '../lib/utf8.js';
 import { LARGE_MESSAGE_BYTES } from '../lib/memory-budget.js';
+import { BATCH_ROUTE } from './routes/emails.js';
 
 /**
  * Reads a request body into one Buffer, at most `limit` bytes. When the body is large and its
@@ -52,7 +53,7 @@ const wrongLength = () => new ApiError('invalid_json', 'The request body is not 
  * word. Leaves on the request what the send path stores (auth.ts: rawText or rawBody) and, for
  * an Idempotency-Key, the body's hash.
  */
-export function parseJsonBody(request: FastifyRequest, raw: Buffer): Record<string, unknown> | ApiError {
+export function parseJsonBody(request: FastifyRequest, raw: Buffer): Record<string, unknown> | unknown[] | ApiError {
   const bad = invalidUtf8Offset(raw);
   if (bad !== -1)
     return new ApiError('invalid_json', `The request body is not UTF-8 (RFC 8259): a malformed sequence starts at byte offset ${bad} (0x${raw[bad]!.toString(16).padStart(2, '0')}).`);
@@ -63,11 +64,14 @@ export function parseJsonBody(request: FastifyRequest, raw: Buffer): Record<stri
   } catch {
     return new ApiError('invalid_json', 'The request body is not valid JSON.');
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return new ApiError('invalid_json', 'The request body must be a JSON object.');
+  // An array only where one is asked for (a batch); everywhere else an object.
+  const wantsArray = request.routeOptions.url === BATCH_ROUTE;
+  if (value === null || typeof value !== 'object' || Array.isArray(value) !== wantsArray)
+    return new ApiError('invalid_json', wantsArray ? 'The request body must be a JSON array of messages.' : 'The request body must be a JSON object.');
   if (request.headers['idempotency-key'] !== undefined) request.bodyHash = hashBody(raw);
   if (raw.length >= LARGE_MESSAGE_BYTES) request.rawBody = raw;
   else request.rawText = text;
-  return value as Record<string, unknown>;
+  return value as Record<string, unknown> | unknown[];
 }
 
 /** Body hash for Idempotency-Key comparisons. */

@@ -1,6 +1,6 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
-import { schema as defaultSchema, type Config, type KeySpec, type Schema } from './schema.js';
+import { schema as defaultSchema, relayTarget, type Config, type KeySpec, type Schema } from './schema.js';
 
 export class ConfigError extends Error {
   constructor(
@@ -159,6 +159,13 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       out[section]![key] = coerce(spec, value, true);
     } catch (e) {
       throw new ConfigError(`${section}.${key} (from ${name})`, (e as Error).message);
+    }
+  }
+  if (sch === defaultSchema) {
+    try {
+      relayTarget(out as Config);
+    } catch (e) {
+      throw new ConfigError('outbound.relay', (e as Error).message.replace(/^outbound\.relay: /, ''));
     }
   }
   return out as Config;

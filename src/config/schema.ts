@@ -76,7 +76,11 @@ export const schema = {
     signing_threads: k({ type: 'int', min: 0, max: 64 }, 0, 'Worker threads composing and DKIM-signing messages; 0 picks the CPU count'),
     mta_sts: k({ type: 'bool' }, true, 'Honour the recipient domain\'s MTA-STS policy (RFC 8461)'),
     mta_sts_port: k({ type: 'int', min: 1, max: 65535 }, 443, 'HTTPS port MTA-STS policies are fetched from (tests point it at a local server)'),
-    tls_ca_file: k({ type: 'string' }, '', 'PEM file of extra CA certificates trusted when TLS must be valid (MTA-STS); empty: the system CAs only'),
+    tls_ca_file: k({ type: 'string' }, '', 'PEM file of extra CA certificates trusted when TLS must be valid (MTA-STS, the relay host); empty: the system CAs only'),
+    relay: k({ type: 'string' }, '', 'Send everything through this host instead of direct to MX (for machines that cannot open port 25): "smtp://host:587" (STARTTLS required) or "smtps://host:465" (TLS from the start); the certificate must be valid; empty: direct to MX'),
+    relay_user: k({ type: 'string' }, '', 'User name for AUTH PLAIN/LOGIN at the relay host; empty: no AUTH'),
+    relay_password_file: k({ type: 'string' }, '', 'File whose first line is the relay password (or set POSTHASTE_OUTBOUND_RELAY_PASSWORD)'),
+    relay_password: k({ type: 'string' }, '', 'The relay password; set it through the environment (POSTHASTE_OUTBOUND_RELAY_PASSWORD) or relay_password_file rather than here; never printed', true),
   },
   dns: {
     servers: k({ type: 'strings' }, [], 'DNS servers as "ip" or "ip:port"; empty uses the system resolver'),
@@ -101,6 +105,7 @@ export const schema = {
     max_message_bytes: k({ type: 'bytes' }, 25 * 1024 * 1024, 'Largest accepted message, encoded (MIME), in bytes or with a unit such as "25MiB"'),
     max_recipients: k({ type: 'int', min: 1, max: 1000 }, 50, 'Most recipients (to + cc + bcc) in one send request'),
     idempotency_ttl: k({ type: 'duration' }, '24h', 'How long an Idempotency-Key replays its first response'),
+    max_schedule_ahead: k({ type: 'duration' }, '30d', 'How far ahead scheduled_at may be'),
     message_memory: k({ type: 'bytes' }, 32 * 1024 * 1024, 'Bytes of large messages (API request bodies and inbound DATA past 64 KiB, inbound messages being shown) held in memory at once; past it, the next one waits its turn with its sender held back, and the oldest always goes on, so memory stays near this plus one message'),
     max_store_bytes: k({ type: 'int', min: 0, max: Number.MAX_SAFE_INTEGER }, 0, 'Cap on the SQLite file in bytes (0: none); at the cap the API answers 503 and SMTP 452 4.3.1, as on a full disk'),
   },
@@ -136,6 +141,18 @@ export type Config = {
 /** The [bounces] keys as the suppression policy (domain/outcome.ts). */
 export function suppressionPolicy(c: Pick<Config, 'bounces'>): SuppressionPolicy {
   return { mailboxFull: c.bounces.suppress_mailbox_full, disabled: c.bounces.suppress_disabled };
+}
+
+/** outbound.relay parsed: host, port and TLS mode; null for direct delivery. Throws naming the key when malformed. */
+export function relayTarget(c: Pick<Config, 'outbound'>): { host: string; port: number; implicitTls: boolean } | null {
+  const text = c.outbound.relay.trim();
+  if (!text) return null;
+  const m = /^(smtps?):\/\/(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?\/?$/i.exec(text);
+  if (!m) throw new Error(`outbound.relay: expected "smtp://host:587" or "smtps://host:465", got ${JSON.stringify(text)}`);
+  const implicitTls = m[1]!.toLowerCase() === 'smtps';
+  const port = m[3] ? Number(m[3]) : implicitTls ? 465 : 587;
+  if (port < 1 || port > 65535) throw new Error(`outbound.relay: port ${port} is out of range`);
+  return { host: m[2]!.replace(/^\[|\]$/g, '').toLowerCase(), port, implicitTls };
 }
 
 /** The return path's domain (bounces+<token>@<domain>): smtp.return_path_domain, else the server's hostname. */

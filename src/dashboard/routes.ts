@@ -179,7 +179,7 @@ export function pageRoutes(dash: Dashboard, deps: DashboardDeps): void {
     if (!c) return;
     const d = domainOf(c, request.params.name);
     if (!d) return notFound(reply);
-    return page(reply, c, d.name, domainBody(c, d, domainRecords(d, config), inboundLimits(d.id), undefined));
+    return page(reply, c, d.name, domainBody(c, d, domainRecords(d, config, clock.now()), inboundLimits(d.id), undefined));
   });
 
   app.post('/domains/:name/verify', async (request: Req, reply) => {
@@ -189,7 +189,7 @@ export function pageRoutes(dash: Dashboard, deps: DashboardDeps): void {
     if (!d) return notFound(reply);
     const result = await verifyDomain(db, deps.resolver, config, d, clock.now());
     const fresh = findDomain(db, d.name)!;
-    return page(reply, c, d.name, domainBody(c, fresh, domainRecords(fresh, config), inboundLimits(d.id), result));
+    return page(reply, c, d.name, domainBody(c, fresh, domainRecords(fresh, config, clock.now()), inboundLimits(d.id), result));
   });
 
   app.post('/domains/:name/receiving', async (request: Req, reply) => {

@@ -13,6 +13,7 @@ import type { SuppressionRow } from '../store/suppressions.js';
 import type { Customer } from '../store/customers.js';
 import type { inboundSummary } from '../inbound/view.js';
 import { chart } from './chart.js';
+import { SEARCH_STATES } from '../domain/message-search.js';
 
 /** A received message as its page needs it (the API's view of it). */
 export type InboundPage = Record<string, unknown> & {
@@ -113,7 +114,8 @@ export function messagesBody(q: Record<string, string | undefined>, rows: Return
   return html`<div class="card"><form method="get" action="/messages" class="row" role="search">
       <label>Recipient <input name="recipient" type="email" value="${q.recipient ?? ''}"></label>
       <label>Message-ID <input name="message_id" value="${q.message_id ?? ''}"></label>
-      <label>State <select name="state"><option value="">any</option>${['queued', 'deferred', 'delivered', 'bounced', 'complained', 'suppressed'].map(opt)}</select></label>
+      <label>State <select name="state"><option value="">any</option>${SEARCH_STATES.map(opt)}</select></label>
+      <label>Tag <input name="tag" value="${q.tag ?? ''}"></label>
       <label>Since <input name="since" type="date" value="${q.since ?? ''}"></label>
       <label>Until <input name="until" type="date" value="${q.until ?? ''}"></label>
       <button>Search</button></form></div>
@@ -125,7 +127,8 @@ export function messagesBody(q: Record<string, string | undefined>, rows: Return
 
 export function messageBody(m: NonNullable<ReturnType<typeof getMessage>>, hooks: ReturnType<typeof deliveriesOfMessage>): Html {
   return html`<div class="card"><dl><dt>Subject</dt><dd>${m.subject}</dd><dt>From</dt><dd class="wrap">${m.from}</dd><dt>Message-ID</dt><dd class="wrap"><code>${m.message_id}</code></dd>
-      <dt>Accepted</dt><dd>${m.created_at}</dd>${m.sandbox ? html`<dt>Sandbox</dt><dd>yes: simulated, nothing sent</dd>` : ''}
+      <dt>Accepted</dt><dd>${m.created_at}</dd>${m.scheduled_at ? html`<dt>Scheduled for</dt><dd>${m.scheduled_at}</dd>` : ''}${m.sandbox ? html`<dt>Sandbox</dt><dd>yes: simulated, nothing sent</dd>` : ''}
+      ${m.tags.length ? html`<dt>Tags</dt><dd>${m.tags.map((t) => html`<a class="badge" href="${`/messages?${new URLSearchParams({ tag: t })}`}">${t}</a> `)}</dd>` : ''}
       ${Object.keys(m.metadata).length ? html`<dt>Metadata</dt><dd><pre>${JSON.stringify(m.metadata, null, 2)}</pre></dd>` : ''}</dl></div>
     ${m.recipients.map((r) => {
       const events = m.events.filter((e) => e.data.recipient === r.address);

@@ -20,6 +20,8 @@ export const CLASSIFICATIONS = [
   'dns_failure',
   'connection_failure',
   'tls_failure',
+  /** Only ever ours: the relay host (outbound.relay) refused posthaste's credentials. */
+  'auth_failure',
   'timeout',
   'expired',
   'other',

@@ -28,6 +28,8 @@ export interface MessageEventBase {
   sandbox: boolean;
   timestamp: string;
   metadata: Record<string, string>;
+  /** The message's tags, as sent (empty when it had none). */
+  tags: string[];
 }
 
 export interface SmtpResponse {

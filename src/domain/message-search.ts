@@ -1,12 +1,13 @@
 import { Problems } from './errors.js';
 
-export const SEARCH_STATES = ['queued', 'deferred', 'delivered', 'bounced', 'complained', 'suppressed'] as const;
+export const SEARCH_STATES = ['queued', 'deferred', 'delivered', 'bounced', 'complained', 'suppressed', 'canceled'] as const;
 export type SearchState = (typeof SEARCH_STATES)[number];
 
 export interface MessageFilters {
   recipient?: string;
   messageId?: string;
   state?: SearchState;
+  tag?: string;
   since?: number;
   until?: number;
 }
@@ -20,7 +21,7 @@ function parseTime(v: string): number | undefined {
 
 /**
  * The message search filters of the API (`GET /api/v1/emails`) and the dashboard, from query
- * parameters: recipient, message_id, state, since, until. Empty values are no filter.
+ * parameters: recipient, message_id, state, tag, since, until. Empty values are no filter.
  */
 export function parseMessageFilters(q: Record<string, unknown>): MessageFilters | Problems {
   const p = new Problems();
@@ -45,6 +46,11 @@ export function parseMessageFilters(q: Record<string, unknown>): MessageFilters 
   if (state !== undefined) {
     if (!(SEARCH_STATES as readonly string[]).includes(state)) p.add('state', `must be one of ${SEARCH_STATES.join(', ')}`);
     else out.state = state as SearchState;
+  }
+  const tag = str('tag');
+  if (tag !== undefined) {
+    if (tag.length > 100) p.add('tag', 'is too long (tags are at most 100 characters)');
+    else out.tag = tag;
   }
   for (const k of ['since', 'until'] as const) {
     const v = str(k);

@@ -15,7 +15,16 @@ export interface SendRequest {
   attachments: Attachment[];
   headers: Array<[string, string]>;
   metadata: Record<string, string>;
+  /** When to send (ms since the epoch), if not at once; its range is the API's to check (it needs the clock). */
+  scheduledAt?: number;
+  /** Labels of the customer's choosing: echoed in events, searchable. */
+  tags: string[];
 }
+
+export const MAX_TAGS = 10;
+export const TAG_MAX_LENGTH = 100;
+/** ISO 8601 date and time with seconds optional, fractions optional, and a zone (Z or ±hh:mm) required. */
+const SCHEDULE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/i;
 
 export interface Attachment {
   filename: string;
@@ -35,7 +44,7 @@ export interface SendLimits {
 }
 
 const KNOWN_FIELDS = new Set([
-  'from', 'to', 'cc', 'bcc', 'reply_to', 'subject', 'body', 'text_body', 'html_body', 'attachments', 'headers', 'metadata',
+  'from', 'to', 'cc', 'bcc', 'reply_to', 'subject', 'body', 'text_body', 'html_body', 'attachments', 'headers', 'metadata', 'scheduled_at', 'tags',
 ]);
 
 /** Headers posthaste writes itself (docs/api.md); a request may not set them. Content-* is refused by prefix. */
@@ -260,6 +269,25 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
     }
   }
 
+  let scheduledAt: number | undefined;
+  if (body.scheduled_at !== undefined && body.scheduled_at !== null) {
+    const t = typeof body.scheduled_at === 'string' && SCHEDULE_TIME.test(body.scheduled_at) ? Date.parse(body.scheduled_at) : NaN;
+    if (Number.isNaN(t)) p.add('scheduled_at', 'must be an ISO 8601 date and time with a zone, e.g. "2026-11-24T09:00:00Z"');
+    else scheduledAt = t;
+  }
+
+  const tags: string[] = [];
+  if (body.tags !== undefined && body.tags !== null) {
+    if (!Array.isArray(body.tags)) p.add('tags', `must be an array of up to ${MAX_TAGS} strings`);
+    else if (body.tags.length > MAX_TAGS) p.add('tags', `has ${body.tags.length} tags; at most ${MAX_TAGS} are allowed`);
+    else
+      for (const [i, tag] of (body.tags as unknown[]).entries()) {
+        if (typeof tag !== 'string' || tag.length === 0 || tag.length > TAG_MAX_LENGTH) p.add(`tags[${i}]`, `must be a string of 1 to ${TAG_MAX_LENGTH} characters`);
+        else if (hasControl(tag) || tag.includes('\t')) p.add(`tags[${i}]`, 'must not contain a control character');
+        else if (!tags.includes(tag)) tags.push(tag);
+      }
+  }
+
   if (!p.empty || !from) return p;
   return {
     from,
@@ -271,6 +299,8 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
     attachments,
     headers,
     metadata,
+    ...(scheduledAt !== undefined ? { scheduledAt } : {}),
+    tags,
   };
 }
 

@@ -1,25 +1,50 @@
 import type { Resolver } from 'node:dns/promises';
 import { returnPathDomain, type Config } from '../config/schema.js';
 import type { Db } from '../store/db.js';
-import { setVerified, type DomainRow } from '../store/domains.js';
-import { dnsRecords, type DnsRecord } from '../domain/dns-records.js';
+import { setVerified, switchDkim, type DomainRow } from '../store/domains.js';
+import { dnsRecords, DKIM_GRACE_MS, type DnsRecord } from '../domain/dns-records.js';
 import { checkRecords, isVerified, type RecordCheck } from '../lib/verify-domain.js';
 
-/** The DNS records a domain's owner publishes (the CLI, the API and the dashboard show the same). */
-export function domainRecords(d: DomainRow, config: Config): DnsRecord[] {
+/**
+ * The DNS records a domain's owner publishes (the CLI, the API and the dashboard show the same):
+ * with the next DKIM key while a rotation waits for it, and the previous one for DKIM_GRACE_MS
+ * after the switch.
+ */
+export function domainRecords(d: DomainRow, config: Config, now: number): DnsRecord[] {
+  const next = d.next_dkim_selector && d.next_dkim_public_key ? { selector: d.next_dkim_selector, publicKey: d.next_dkim_public_key } : null;
+  const previous =
+    d.previous_dkim_selector && d.previous_dkim_public_key && d.dkim_switched_at !== null && now < d.dkim_switched_at + DKIM_GRACE_MS
+      ? { selector: d.previous_dkim_selector, publicKey: d.previous_dkim_public_key }
+      : null;
   return dnsRecords(
-    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key },
+    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key, nextDkim: next, previousDkim: previous },
     { hostname: config.server.hostname, returnPathDomain: returnPathDomain(config) },
   );
+}
+
+/** Where a domain's DKIM keys stand: the selector signing, one waiting to be published, one retired. */
+export function dkimStatus(d: DomainRow): { signing: string; next: string | null; previous: { selector: string; switched_at: string; remove_record_after: string } | null } {
+  return {
+    signing: d.dkim_selector,
+    next: d.next_dkim_selector,
+    previous:
+      d.previous_dkim_selector && d.dkim_switched_at !== null
+        ? { selector: d.previous_dkim_selector, switched_at: new Date(d.dkim_switched_at).toISOString(), remove_record_after: new Date(d.dkim_switched_at + DKIM_GRACE_MS).toISOString() }
+        : null,
+  };
 }
 
 /**
  * Looks the domain's records up (through dns.servers) and marks it verified or not; a domain
  * verified before keeps its first verification time.
  */
-export async function verifyDomain(db: Db, resolver: Resolver, config: Config, d: DomainRow, now: number): Promise<{ verified: boolean; checks: RecordCheck[] }> {
-  const checks = await checkRecords(resolver, domainRecords(d, config));
+export async function verifyDomain(db: Db, resolver: Resolver, config: Config, d: DomainRow, now: number): Promise<{ verified: boolean; checks: RecordCheck[]; switchedTo: string | null }> {
+  const checks = await checkRecords(resolver, domainRecords(d, config, now));
   const verified = isVerified(checks);
   setVerified(db, d.id, verified ? (d.verified_at ?? now) : null);
-  return { verified, checks };
+  // A rotation: once the next key's record is found, signing switches to it.
+  const next = checks.find((c) => c.purpose === 'dkim_next');
+  const switchedTo = next?.found && d.next_dkim_selector ? d.next_dkim_selector : null;
+  if (switchedTo) switchDkim(db, d.id, now);
+  return { verified, checks, switchedTo };
 }

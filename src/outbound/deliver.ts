@@ -9,7 +9,7 @@ import { UnsendableMessage } from '../domain/errors.js';
 import type { MxResolver } from './mx.js';
 import { mxMatches, type MtaSts } from './mta-sts.js';
 import type { SignInput, Signed } from './signer.js';
-import { SmtpSession, replyOf, type SmtpOptions } from './smtp.js';
+import { SmtpSession, replyOf, type RelayOptions, type SmtpOptions } from './smtp.js';
 import type { Logger } from '../lib/logger.js';
 
 export interface DeliveryItem {
@@ -30,6 +30,8 @@ export interface DeliverDeps {
   sign: (input: SignInput) => Promise<Signed>;
   mx: MxResolver;
   smtp: SmtpOptions;
+  /** outbound.relay: everything goes through this host instead of the recipients' MX hosts. */
+  relay?: RelayOptions;
   returnPathDomain: string;
   returnPathSecret: Buffer;
   /** Which permanent failures suppress the address ([bounces] in the configuration). */
@@ -47,8 +49,8 @@ const reply = (code: number, enhanced: string, message: string, classification: 
 
 /**
  * Delivers a group of recipients at one destination domain over one connection: check the
- * suppression list again, resolve MX, connect, then one transaction per recipient (each has its
- * own return path). Never throws for a remote problem: every item ends in an outcome.
+ * suppression list again, resolve MX (or take the relay host), connect, then one transaction per
+ * recipient (each has its own return path). Never throws for a remote problem: every item ends in an outcome.
  */
 export async function deliverGroup(deps: DeliverDeps, domain: string, items: DeliveryItem[]): Promise<GroupResult> {
   const results: ItemResult[] = [];
@@ -56,31 +58,12 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   const pending = checkSuppression(deps, items, results);
   if (pending.length === 0) return { results, composed };
 
-  const mx = await deps.mx.resolve(domain);
-  if (mx.kind !== 'hosts') {
-    const outcome: Outcome =
-      mx.kind === 'null_mx'
-        ? { kind: 'bounced', bounceType: 'hard', reply: reply(556, '5.1.10', `${domain} accepts no mail (null MX, RFC 7505)`, 'dns_failure'), suppress: true }
-        : mx.kind === 'no_domain'
-          ? { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.2', mx.detail, 'dns_failure'), suppress: true }
-          : { kind: 'deferred', reply: reply(451, '4.4.3', mx.detail, 'dns_failure') };
-    for (const item of pending) results.push({ item, outcome });
+  const route = deps.relay ? { hosts: [deps.relay.host], smtp: deps.smtp } : await directRoute(deps, domain);
+  if ('outcome' in route) {
+    for (const item of pending) results.push({ item, outcome: route.outcome });
     return { results, composed };
   }
-
-  // Step: MTA-STS. In enforce mode only hosts the policy names, and only over valid TLS.
-  let hosts = mx.hosts.map((h) => h.host);
-  let smtp = deps.smtp;
-  const policy = deps.mtaSts ? await deps.mtaSts.policy(domain) : null;
-  if (policy?.mode === 'enforce') {
-    hosts = hosts.filter((h) => mxMatches(policy.mx, h));
-    smtp = { ...smtp, requireValidTls: true };
-    if (hosts.length === 0) {
-      const r = reply(451, '4.7.5', `${domain}: no MX host matches its MTA-STS policy (mx: ${policy.mx.join(', ')})`, 'tls_failure');
-      for (const item of pending) results.push({ item, outcome: { kind: 'deferred', reply: r } });
-      return { results, composed };
-    }
-  }
+  const { hosts, smtp } = route;
 
   // Step: compose and sign on the signing threads, all messages at once; connect only once the
   // first is ready (a cold signing thread takes seconds to start), then send each as it is ready,
@@ -93,7 +76,7 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   let lastFailure: Reply = reply(451, '4.4.1', `${domain}: no MX host could be reached`, 'connection_failure');
   // A connection lost mid-way is re-opened once for the rest of the group.
   for (let round = 0; round < 2 && queue.length > 0; round++) {
-    const opened = await connect(deps, hosts, smtp);
+    const opened = await connect(deps, hosts, smtp, deps.relay);
     if ('failure' in opened) {
       lastFailure = opened.failure;
       break;
@@ -137,6 +120,31 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   return { results, composed };
 }
 
+/**
+ * Step: where a domain's mail goes when it goes direct: its MX hosts, narrowed by its MTA-STS
+ * policy in enforce mode (only the hosts it names, only over valid TLS); or the outcome for all
+ * of its recipients when there is nowhere to go.
+ */
+async function directRoute(deps: DeliverDeps, domain: string): Promise<{ hosts: string[]; smtp: SmtpOptions } | { outcome: Outcome }> {
+  const mx = await deps.mx.resolve(domain);
+  if (mx.kind !== 'hosts')
+    return {
+      outcome:
+        mx.kind === 'null_mx'
+          ? { kind: 'bounced', bounceType: 'hard', reply: reply(556, '5.1.10', `${domain} accepts no mail (null MX, RFC 7505)`, 'dns_failure'), suppress: true }
+          : mx.kind === 'no_domain'
+            ? { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.2', mx.detail, 'dns_failure'), suppress: true }
+            : { kind: 'deferred', reply: reply(451, '4.4.3', mx.detail, 'dns_failure') },
+    };
+  const hosts = mx.hosts.map((h) => h.host);
+  const policy = deps.mtaSts ? await deps.mtaSts.policy(domain) : null;
+  if (policy?.mode !== 'enforce') return { hosts, smtp: deps.smtp };
+  const allowed = hosts.filter((h) => mxMatches(policy.mx, h));
+  if (allowed.length === 0)
+    return { outcome: { kind: 'deferred', reply: reply(451, '4.7.5', `${domain}: no MX host matches its MTA-STS policy (mx: ${policy.mx.join(', ')})`, 'tls_failure') } };
+  return { hosts: allowed, smtp: { ...deps.smtp, requireValidTls: true } };
+}
+
 /** Step: a recipient suppressed since it was queued is not sent to. */
 function checkSuppression(deps: DeliverDeps, items: DeliveryItem[], results: ItemResult[]): DeliveryItem[] {
   const byCustomer = new Map<number, DeliveryItem[]>();
@@ -153,8 +161,8 @@ function checkSuppression(deps: DeliverDeps, items: DeliveryItem[], results: Ite
   return keep;
 }
 
-/** Step: try each MX host in order, each of its addresses in turn, until one answers. */
-async function connect(deps: DeliverDeps, hosts: string[], smtp: SmtpOptions): Promise<{ session: SmtpSession } | { failure: Reply }> {
+/** Step: try each MX host (or the relay host) in order, each of its addresses in turn, until one answers. */
+async function connect(deps: DeliverDeps, hosts: string[], smtp: SmtpOptions, relay?: RelayOptions): Promise<{ session: SmtpSession } | { failure: Reply }> {
   let failure: Reply = reply(451, '4.4.1', 'no MX host could be reached', 'connection_failure');
   for (const host of hosts) {
     let addresses: string[];
@@ -166,7 +174,7 @@ async function connect(deps: DeliverDeps, hosts: string[], smtp: SmtpOptions): P
     }
     for (const address of addresses) {
       try {
-        return { session: await SmtpSession.open(host, address, smtp) };
+        return { session: relay ? await SmtpSession.openRelay(address, relay, smtp) : await SmtpSession.open(host, address, smtp) };
       } catch (e) {
         failure = replyOf(e as Error);
         failure = { ...failure, message: `${host} [${address}]: ${failure.message}` };

@@ -12,8 +12,21 @@ export interface SmtpOptions {
   commandTimeout: number;
   /** MTA-STS enforce: STARTTLS with a certificate valid for the MX name, or no delivery. */
   requireValidTls?: boolean;
-  /** Extra trusted CAs (PEM) for requireValidTls. */
+  /** Extra trusted CAs (PEM) for requireValidTls and for the relay host. */
   extraCa?: string[];
+}
+
+/**
+ * A relay host (outbound.relay): every message goes through it instead of to the recipient's MX.
+ * Its certificate must be valid for `host`; on a submission port (implicitTls false) STARTTLS
+ * is required and there is no plaintext fallback; AUTH PLAIN or LOGIN when `auth` is given.
+ */
+export interface RelayOptions {
+  host: string;
+  port: number;
+  /** smtps: TLS from the first byte (port 465). smtp: STARTTLS required (port 587). */
+  implicitTls: boolean;
+  auth?: { user: string; pass: string };
 }
 
 /** What one SMTP transaction (MAIL, RCPT, DATA) ended in, for one recipient. */
@@ -40,7 +53,12 @@ export function transportReply(e: NodemailerError): Reply {
 
 /** A reply from the remote server, or from nodemailer when it gave none. */
 export function replyOf(e: NodemailerError): Reply {
-  if (!e.responseCode || !e.response) return transportReply(e);
+  if (e.code === 'EAUTH') {
+    const facts = parseReply(e.response ?? '', e.responseCode ?? 451);
+    return { code: facts.code, enhanced_code: facts.enhanced || '4.7.0', message: e.message.replace(/\s+/g, ' ').trim(), classification: 'auth_failure' };
+  }
+  // A refused STARTTLS (a relay that does not speak it) is a TLS failure whatever the reply's code.
+  if (!e.responseCode || !e.response || e.code === 'ETLS') return transportReply(e);
   const facts = parseReply(e.response, e.responseCode);
   return { code: facts.code, enhanced_code: facts.enhanced, message: facts.text, classification: classifyReply(facts) };
 }
@@ -95,6 +113,37 @@ export class SmtpSession {
     }
   }
 
+  /**
+   * Connects to the relay host: TLS (implicit or STARTTLS, never without) with a certificate valid
+   * for its name, then AUTH. A refusal of the credentials is an `auth_failure`, deferred like
+   * any failure to connect: the queue waits until the password is put right.
+   */
+  static async openRelay(address: string, relay: RelayOptions, opts: SmtpOptions): Promise<SmtpSession> {
+    const conn = new SMTPConnection({
+      host: address,
+      port: relay.port,
+      name: opts.name,
+      secure: relay.implicitTls,
+      requireTLS: !relay.implicitTls,
+      connectionTimeout: opts.connectTimeout,
+      greetingTimeout: opts.greetingTimeout,
+      socketTimeout: opts.commandTimeout,
+      tls: { rejectUnauthorized: true, servername: relay.host, minVersion: 'TLSv1.2', ca: [...rootCertificates, ...(opts.extraCa ?? [])] },
+    } as SMTPConnection.Options);
+    const session = await SmtpSession.started(conn, relay.host);
+    if (!relay.auth) return session;
+    const auth = relay.auth;
+    await new Promise<void>((resolve, reject) =>
+      conn.login({ user: auth.user, pass: auth.pass }, (e) => {
+        if (!e) return resolve();
+        conn.close();
+        const err = e as NodemailerError;
+        reject(Object.assign(new Error(`the relay host refused posthaste's credentials for ${auth.user}: ${err.response ?? err.message}`), { code: 'EAUTH', response: err.response, responseCode: err.responseCode }));
+      }),
+    );
+    return session;
+  }
+
   private static connect(mx: string, address: string, opts: SmtpOptions, ignoreTLS: boolean): Promise<SmtpSession> {
     const conn = new SMTPConnection({
       host: address,
@@ -111,6 +160,11 @@ export class SmtpSession {
         ? { rejectUnauthorized: true, servername: mx, minVersion: 'TLSv1.2', ca: [...rootCertificates, ...(opts.extraCa ?? [])] }
         : { rejectUnauthorized: false, servername: mx, minVersion: 'TLSv1' },
     } as SMTPConnection.Options);
+    return SmtpSession.started(conn, mx);
+  }
+
+  /** Connects `conn` (greeting, EHLO, STARTTLS as its options say). */
+  private static started(conn: SMTPConnection, mx: string): Promise<SmtpSession> {
     return new Promise((resolve, reject) => {
       let settled = false;
       conn.once('error', (e: Error) => {

@@ -147,10 +147,20 @@ export function migrate(db: Db, now: number): number[] {
   const applied: number[] = [];
   for (const m of migrations) {
     if (done.has(m.version)) continue;
-    db.tx(() => {
-      db.sqlite.exec(m.sql);
-      db.sqlite.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, now);
-    });
+    // PRAGMA foreign_keys is a no-op inside a transaction: it is turned off around it.
+    if (m.rebuild) db.sqlite.pragma('foreign_keys = OFF');
+    try {
+      db.tx(() => {
+        db.sqlite.exec(m.sql);
+        if (m.rebuild) {
+          const broken = db.sqlite.pragma('foreign_key_check') as unknown[];
+          if (broken.length > 0) throw new Error(`migration ${m.version} (${m.name}) would break ${broken.length} foreign key(s); nothing was changed`);
+        }
+        db.sqlite.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, now);
+      });
+    } finally {
+      if (m.rebuild) db.sqlite.pragma('foreign_keys = ON');
+    }
     applied.push(m.version);
   }
   return applied;

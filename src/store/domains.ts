@@ -6,9 +6,15 @@ import type { Selectable } from 'kysely';
 export type DomainRow = Selectable<DomainsTable>;
 export const DKIM_SELECTOR = 'posthaste';
 
+/** A fresh 2048-bit RSA key pair: PKCS#8 PEM, and Base64 SPKI DER as published in p=. */
+function dkimKeyPair(): { privateKey: string; publicKey: string } {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return { privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') };
+}
+
 /** Adds a domain with a fresh 2048-bit RSA DKIM key and a verification token. */
 export function addDomain(db: Db, input: { customerId: number; name: string; receiving: boolean; now: number }): DomainRow {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const { privateKey, publicKey } = dkimKeyPair();
   return db.get(
     db.q
       .insertInto('domains')
@@ -19,8 +25,8 @@ export function addDomain(db: Db, input: { customerId: number; name: string; rec
         verified_at: null,
         verification_token: randomBytes(16).toString('hex'),
         dkim_selector: DKIM_SELECTOR,
-        dkim_private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
-        dkim_public_key: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+        dkim_private_key: privateKey,
+        dkim_public_key: publicKey,
         created_at: input.now,
       })
       .returningAll(),
@@ -50,4 +56,30 @@ export function setVerified(db: Db, id: number, at: number | null): void {
 
 export function removeDomain(db: Db, id: number): void {
   db.run(db.q.deleteFrom('domains').where('id', '=', id));
+}
+
+/**
+ * Makes the domain's next DKIM key under a new selector ("posthaste" and the date, with a
+ * letter when that is taken), replacing a next key not yet switched to. It does not sign until
+ * switchDkim, once its record is found in DNS.
+ */
+export function rotateDkim(db: Db, id: number, now: number): DomainRow {
+  const d = db.statement('SELECT dkim_selector, previous_dkim_selector FROM domains WHERE id = ?').get(id) as { dkim_selector: string; previous_dkim_selector: string | null };
+  const day = new Date(now).toISOString().slice(0, 10).replace(/-/g, '');
+  const taken = new Set([d.dkim_selector, d.previous_dkim_selector]);
+  let selector = `${DKIM_SELECTOR}${day}`;
+  for (let i = 0; taken.has(selector); i++) selector = `${DKIM_SELECTOR}${day}${String.fromCharCode(97 + i)}`;
+  const { privateKey, publicKey } = dkimKeyPair();
+  db.statement('UPDATE domains SET next_dkim_selector = ?, next_dkim_private_key = ?, next_dkim_public_key = ? WHERE id = ?').run(selector, privateKey, publicKey, id);
+  return db.statement('SELECT * FROM domains WHERE id = ?').get(id) as DomainRow;
+}
+
+/** Signing moves to the next key: the current one becomes the previous (its record still needed for a while). */
+export function switchDkim(db: Db, id: number, now: number): void {
+  db.statement(
+    `UPDATE domains SET previous_dkim_selector = dkim_selector, previous_dkim_public_key = dkim_public_key,
+       dkim_selector = next_dkim_selector, dkim_private_key = next_dkim_private_key, dkim_public_key = next_dkim_public_key,
+       next_dkim_selector = NULL, next_dkim_private_key = NULL, next_dkim_public_key = NULL, dkim_switched_at = ?
+     WHERE id = ? AND next_dkim_selector IS NOT NULL`,
+  ).run(now, id);
 }

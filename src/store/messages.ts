@@ -24,20 +24,27 @@ export interface AcceptInput {
    */
   request: Uint8Array | string;
   recipients: Array<{ address: string; domain: string; field: 'to' | 'cc' | 'bcc' }>;
+  /** Held until then: the recipients' first attempt is due at this time (ms). */
+  scheduledAt?: number;
+  tags?: string[];
   idempotency?: { key: string; hash: Buffer; ttlMs: number };
   now: number;
 }
 
 export interface AcceptedResponse {
   message_id: string;
-  status: 'queued';
+  /** scheduled: held until scheduled_at. */
+  status: 'queued' | 'scheduled';
+  scheduled_at?: string;
   sandbox: boolean;
   recipients: string[];
 }
 
 /** The 202 body for an accepted message (and what an idempotent replay answers). */
-export function acceptedResponse(input: Pick<AcceptInput, 'messageId' | 'sandbox' | 'recipients'>): AcceptedResponse {
-  return { message_id: input.messageId, status: 'queued', sandbox: input.sandbox, recipients: input.recipients.map((r) => r.address) };
+export function acceptedResponse(input: Pick<AcceptInput, 'messageId' | 'sandbox' | 'recipients' | 'scheduledAt'>): AcceptedResponse {
+  const recipients = input.recipients.map((r) => r.address);
+  if (input.scheduledAt === undefined) return { message_id: input.messageId, status: 'queued', sandbox: input.sandbox, recipients };
+  return { message_id: input.messageId, status: 'scheduled', scheduled_at: new Date(input.scheduledAt).toISOString(), sandbox: input.sandbox, recipients };
 }
 
 export type AcceptResult =
@@ -52,8 +59,9 @@ const SQL = {
   idemGet: 'SELECT request_hash, status, response, created_at FROM idempotency_keys WHERE customer_id = ? AND key = ?',
   idemDelete: 'DELETE FROM idempotency_keys WHERE customer_id = ? AND key = ?',
   idemInsert: 'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-  message: `INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, raw, size, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BLOB), NULL, NULL, ?)`,
+  message: `INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, raw, size, created_at, scheduled_at, tags)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BLOB), NULL, NULL, ?, ?, ?)`,
+  tag: 'INSERT INTO message_tags (customer_id, tag, message_id) VALUES (?, ?, ?)',
   recipient: `INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at)
               VALUES (?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)`,
 };
@@ -67,14 +75,8 @@ const SQL = {
 export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
   const idem = input.idempotency;
   if (idem) {
-    const prior = db.statement(SQL.idemGet).get(input.customerId, idem.key) as
-      | { request_hash: Buffer; status: number; response: string; created_at: number }
-      | undefined;
-    if (prior && prior.created_at > input.now - idem.ttlMs) {
-      if (!prior.request_hash.equals(idem.hash)) return { kind: 'conflict' };
-      return { kind: 'replay', status: prior.status, response: JSON.parse(prior.response) };
-    }
-    if (prior) db.statement(SQL.idemDelete).run(input.customerId, idem.key);
+    const prior = idempotentAnswer(db, input.customerId, idem, input.now);
+    if (prior) return prior;
   }
 
   const suppressed = findSuppressed(db, input.customerId, input.recipients.map((r) => r.address));
@@ -89,15 +91,52 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
   const emailId = Number(
     db
       .statement(SQL.message)
-      .run(input.customerId, input.messageId, input.apiKeyId, input.sandbox ? 1 : 0, input.fromHeader, input.senderDomain, input.subject, JSON.stringify(input.metadata), input.request, input.now)
-      .lastInsertRowid,
+      .run(
+        input.customerId,
+        input.messageId,
+        input.apiKeyId,
+        input.sandbox ? 1 : 0,
+        input.fromHeader,
+        input.senderDomain,
+        input.subject,
+        JSON.stringify(input.metadata),
+        input.request,
+        input.now,
+        input.scheduledAt ?? null,
+        input.tags?.length ? JSON.stringify(input.tags) : null,
+      ).lastInsertRowid,
   );
   const insertRecipient = db.statement(SQL.recipient);
+  const due = input.scheduledAt ?? input.now;
   for (const r of input.recipients)
-    insertRecipient.run(emailId, input.customerId, r.address, r.domain, r.field, input.now, input.now, input.now);
+    insertRecipient.run(emailId, input.customerId, r.address, r.domain, r.field, due, input.now, input.now);
+  if (input.tags?.length) {
+    const insertTag = db.statement(SQL.tag);
+    for (const tag of input.tags) insertTag.run(input.customerId, tag, emailId);
+  }
 
-  if (idem) db.statement(SQL.idemInsert).run(input.customerId, idem.key, idem.hash, 202, JSON.stringify(acceptedResponse(input)), input.now);
+  if (idem) recordIdempotent(db, input.customerId, idem, acceptedResponse(input), input.now);
   return { kind: 'accepted', emailId };
+}
+
+/**
+ * What an Idempotency-Key already answered, if it is still fresh: the first response (`replay`),
+ * or `conflict` when the body differs. A stale record is removed. In the caller's transaction.
+ */
+export function idempotentAnswer(db: Db, customerId: number, idem: { key: string; hash: Uint8Array; ttlMs: number }, now: number): { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' } | undefined {
+  const prior = db.statement(SQL.idemGet).get(customerId, idem.key) as { request_hash: Buffer; status: number; response: string; created_at: number } | undefined;
+  if (!prior) return undefined;
+  if (prior.created_at > now - idem.ttlMs) {
+    if (!prior.request_hash.equals(idem.hash)) return { kind: 'conflict' };
+    return { kind: 'replay', status: prior.status, response: JSON.parse(prior.response) };
+  }
+  db.statement(SQL.idemDelete).run(customerId, idem.key);
+  return undefined;
+}
+
+/** Records a 202 response under an Idempotency-Key, in the transaction that stored what it answers. */
+export function recordIdempotent(db: Db, customerId: number, idem: { key: string; hash: Uint8Array }, response: unknown, now: number): void {
+  db.statement(SQL.idemInsert).run(customerId, idem.key, idem.hash, 202, JSON.stringify(response), now);
 }
 
 export interface RecipientView {
@@ -119,6 +158,9 @@ export interface MessageView {
   /** Bytes of the composed message; null until it is first composed for delivery. */
   size: number | null;
   created_at: string;
+  /** When it is held until (a scheduled send); null: sent at once. */
+  scheduled_at: string | null;
+  tags: string[];
   recipients: RecipientView[];
   events: Envelope[];
 }
@@ -139,6 +181,8 @@ export function getMessage(db: Db, customerId: number | undefined, messageId: st
     metadata: JSON.parse(m.metadata) as Record<string, string>,
     size: m.size,
     created_at: new Date(m.created_at).toISOString(),
+    scheduled_at: m.scheduled_at !== null ? new Date(m.scheduled_at).toISOString() : null,
+    tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],
     recipients: recipients.map((r) => ({
       address: r.address,
       field: r.field,
@@ -206,6 +250,13 @@ export interface MessageSearch extends MessageFilters {
   limit: number;
 }
 
+/** The states recipients_undelivered holds; the value itself, checked, to be written into SQL. */
+const UNDELIVERED = new Set(['deferred', 'bounced', 'complained', 'suppressed', 'canceled']);
+function undeliveredState(state: string): string {
+  if (!UNDELIVERED.has(state)) throw new Error(`not an undelivered state: ${state}`);
+  return state;
+}
+
 /**
  * The first email_id accepted at or after `t`. Ids grow with acceptance time (one writer assigns
  * both), so a binary search over the rowid finds it in about 20 index probes at a million messages,
@@ -226,8 +277,8 @@ function firstIdAt(db: Db, t: number): number {
 
 /**
  * One customer's messages, newest first, by recipient, Message-ID, state and time. Each filter
- * starts from an index (recipients_address, the unique Message-ID, recipients_failed or
- * recipients_due for the rare states, the rowid for time), so a page costs the same at a
+ * starts from an index (recipients_address, the unique Message-ID, message_tags,
+ * recipients_undelivered or recipients_due for the states, the rowid for time), so a page costs the same at a
  * thousand messages and at a million.
  */
 export function searchMessages(db: Db, s: MessageSearch): MessageSummary[] {
@@ -241,15 +292,32 @@ export function searchMessages(db: Db, s: MessageSearch): MessageSummary[] {
     where.push('m.message_id = ?');
     args.push(s.messageId.replace(/^<|>$/g, ''));
   }
+  const tagged = () => {
+    where.push('EXISTS (SELECT 1 FROM message_tags t WHERE t.customer_id = m.customer_id AND t.tag = ? AND t.message_id = m.id)');
+    args.push(s.tag);
+  };
   if (s.recipient !== undefined) {
     // The recipients of one address, few: their messages, distinct, then the other filters.
     // Addresses are stored as sent; the domain is lower-case, the local part usually too.
     from = `(SELECT DISTINCT message_id AS id FROM recipients WHERE address IN (?, ?) AND customer_id = ?${s.state ? ' AND state = ?' : ''}) AS hit JOIN messages m ON m.id = hit.id`;
     args.unshift(s.recipient, s.recipient.toLowerCase(), s.customerId, ...(s.state ? [s.state] : []));
-  } else if (s.state === 'bounced' || s.state === 'complained' || s.state === 'suppressed') {
-    from = `(SELECT DISTINCT message_id AS id FROM recipients WHERE customer_id = ? AND state IN ('bounced', 'complained', 'suppressed') AND state = ? AND message_id < ? AND message_id >= ? ORDER BY message_id DESC LIMIT ? + 0) AS hit JOIN messages m ON m.id = hit.id`;
-    args.unshift(s.customerId, s.state, upper, lower, s.limit);
-  } else if (s.state === 'queued' || s.state === 'deferred') {
+    if (s.tag !== undefined) tagged();
+  } else if (s.tag !== undefined) {
+    // The tag's messages through message_tags, newest first; a page's worth unless a state
+    // filter follows (then as many as it takes).
+    from = `(SELECT message_id AS id FROM message_tags WHERE customer_id = ? AND tag = ? AND message_id < ? AND message_id >= ? ORDER BY message_id DESC${s.state ? '' : ' LIMIT ? + 0'}) AS hit JOIN messages m ON m.id = hit.id`;
+    args.unshift(s.customerId, s.tag, upper, lower, ...(s.state ? [] : [s.limit]));
+    if (s.state !== undefined) {
+      where.push('EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state = ?)');
+      args.push(s.state);
+    }
+  } else if (s.state !== undefined && s.state !== 'queued' && s.state !== 'delivered') {
+    // The partial index recipients_undelivered, newest first. The state is written into the SQL
+    // (one of SEARCH_STATES, checked by the caller's parser): SQLite uses a partial index only for
+    // a condition it can see implies the index's, and a bound parameter shows nothing.
+    from = `(SELECT DISTINCT message_id AS id FROM recipients WHERE customer_id = ? AND state = '${undeliveredState(s.state)}' AND message_id < ? AND message_id >= ? ORDER BY message_id DESC LIMIT ? + 0) AS hit JOIN messages m ON m.id = hit.id`;
+    args.unshift(s.customerId, upper, lower, s.limit);
+  } else if (s.state === 'queued') {
     // The partial index recipients_due is used only when the query repeats its condition.
     from = `(SELECT DISTINCT message_id AS id FROM recipients WHERE state IN ('queued', 'deferred') AND state = ? AND customer_id = ?) AS hit JOIN messages m ON m.id = hit.id`;
     args.unshift(s.state, s.customerId);
@@ -258,4 +326,28 @@ export function searchMessages(db: Db, s: MessageSearch): MessageSummary[] {
     args.push(s.state);
   }
   return summaries(db, from, where, args, s.limit);
+}
+
+/**
+ * Cancels a message while nothing of it has been sent: every recipient still queued, never
+ * attempted and not claimed by a delivery in flight; `customerId` undefined: any customer's (the CLI). Its recipients become `canceled` (final;
+ * no event: nothing happened to the mail). In one immediate transaction, so a delivery cannot
+ * claim a recipient between the check and the change.
+ */
+export function cancelMessage(db: Db, customerId: number | undefined, messageId: string, now: number): { kind: 'canceled' } | { kind: 'not_found' } | { kind: 'too_late'; states: Record<string, number> } {
+  return db.tx(() => {
+    const m = db.statement('SELECT id, customer_id FROM messages WHERE message_id = ?').get(messageId.replace(/^<|>$/g, '')) as { id: number; customer_id: number } | undefined;
+    if (!m || (customerId !== undefined && m.customer_id !== customerId)) return { kind: 'not_found' as const };
+    const id = m.id;
+    const rows = db
+      .statement('SELECT r.state, r.attempts, EXISTS (SELECT 1 FROM recipient_claims c WHERE c.recipient_id = r.id) AS claimed FROM recipients r WHERE r.message_id = ?')
+      .all(id) as Array<{ state: string; attempts: number; claimed: number }>;
+    if (rows.some((r) => r.state !== 'queued' || r.attempts > 0 || r.claimed === 1)) {
+      const states: Record<string, number> = {};
+      for (const r of rows) states[r.claimed === 1 && r.state === 'queued' ? 'sending' : r.state] = (states[r.claimed === 1 && r.state === 'queued' ? 'sending' : r.state] ?? 0) + 1;
+      return { kind: 'too_late' as const, states };
+    }
+    db.statement("UPDATE recipients SET state = 'canceled', next_attempt_at = NULL, updated_at = ? WHERE message_id = ?").run(now, id);
+    return { kind: 'canceled' as const };
+  });
 }

@@ -37,14 +37,22 @@ export function overview(db: Db, customerId: number, now: number): Overview {
     last7d[r.kind] += r.count;
     if (r.hour > nowHour - 24) last24h[r.kind] += r.count;
   }
-  // `state IN ('queued', 'deferred')` repeats the condition of the partial index recipients_due,
-  // so SQLite reads the queue through it instead of the whole table.
-  const queue = { queued: 0, deferred: 0 };
-  for (const r of db
-    .statement("SELECT state, COUNT(*) AS n FROM recipients WHERE state IN ('queued', 'deferred') AND customer_id = ? GROUP BY state")
-    .all(customerId) as Array<{ state: 'queued' | 'deferred'; n: number }>)
-    queue[r.state] = r.n;
-  const oldestDeferredAt = db.statement("SELECT MIN(created_at) FROM recipients WHERE state IN ('queued', 'deferred') AND state = 'deferred' AND customer_id = ?").pluck().get(customerId) as number | null;
+  // Each through a partial index: the queued through recipients_due (the condition repeats the
+  // index's, the only way SQLite sees it applies; this reads the queue), the deferred through
+  // recipients_undelivered (customer and state are its leading columns: a count of its entries).
+  const queue = {
+    queued: db.statement("SELECT COUNT(*) FROM recipients WHERE state IN ('queued', 'deferred') AND state = 'queued' AND customer_id = ?").pluck().get(customerId) as number,
+    deferred: db
+      .statement("SELECT COUNT(*) FROM recipients WHERE customer_id = ? AND state = 'deferred'")
+      .pluck()
+      .get(customerId) as number,
+  };
+  // The oldest deferred is the one of the smallest message id (ids grow with acceptance time),
+  // the first entry of recipients_undelivered for the state.
+  const oldestDeferredAt = (db
+    .statement("SELECT created_at FROM recipients WHERE customer_id = ? AND state = 'deferred' ORDER BY message_id LIMIT 1")
+    .pluck()
+    .get(customerId) ?? null) as number | null;
   const webhookBacklog = db
     .statement("SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE customer_id = ?) AND state = 'pending' AND locked_by IS NULL")
     .pluck()

@@ -26,6 +26,7 @@ export interface QueuedMessage {
   request: Buffer | string;
   raw: Buffer | null;
   createdAt: number;
+  tags: string[];
 }
 
 /** Releases every claim (at start: claims of a process that died). Returns how many. */
@@ -59,11 +60,11 @@ export function claimDue(db: Db, worker: string, now: number, limit: number): Cl
 export function loadMessages(db: Db, ids: number[]): Map<number, QueuedMessage> {
   const out = new Map<number, QueuedMessage>();
   const st = db.statement(
-    'SELECT id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, raw, created_at FROM messages WHERE id = ?',
+    'SELECT id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, raw, created_at, tags FROM messages WHERE id = ?',
   );
   for (const id of new Set(ids)) {
     const m = st.get(id) as
-      | { id: number; customer_id: number; message_id: string; sandbox: number; from_header: string; sender_domain: string; subject: string; metadata: string; request: Buffer | string; raw: Buffer | null; created_at: number }
+      | { id: number; customer_id: number; message_id: string; sandbox: number; from_header: string; sender_domain: string; subject: string; metadata: string; request: Buffer | string; raw: Buffer | null; created_at: number; tags: string | null }
       | undefined;
     if (!m) continue;
     out.set(id, {
@@ -78,6 +79,7 @@ export function loadMessages(db: Db, ids: number[]): Map<number, QueuedMessage> 
       request: m.request,
       raw: m.raw,
       createdAt: m.created_at,
+      tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],
     });
   }
   return out;
@@ -98,6 +100,7 @@ export function eventBase(m: QueuedMessage, recipient: string, now: number): Mes
     sandbox: m.sandbox,
     timestamp: isoTime(now),
     metadata: m.metadata,
+    tags: m.tags,
   };
 }
 

@@ -28,6 +28,14 @@ export interface DomainsTable {
   dkim_selector: string;
   dkim_private_key: string;
   dkim_public_key: string;
+  /** A key made by rotate-dkim, waiting for its record to be found in DNS; null: none. */
+  next_dkim_selector: string | null;
+  next_dkim_private_key: string | null;
+  next_dkim_public_key: string | null;
+  /** The selector signed with before the last switch, and when the switch was. */
+  previous_dkim_selector: string | null;
+  previous_dkim_public_key: string | null;
+  dkim_switched_at: number | null;
   created_at: number;
 }
 
@@ -45,9 +53,12 @@ export interface MessagesTable {
   raw: Buffer | null;
   size: number | null;
   created_at: number;
+  scheduled_at: number | null;
+  /** JSON array of strings; null: none. */
+  tags: string | null;
 }
 
-export type RecipientState = 'queued' | 'deferred' | 'delivered' | 'bounced' | 'complained' | 'suppressed';
+export type RecipientState = 'queued' | 'deferred' | 'delivered' | 'bounced' | 'complained' | 'suppressed' | 'canceled';
 
 export interface RecipientsTable {
   id: Generated<number>;

@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
-import { acceptMessage, type AcceptInput, type AcceptResult } from './messages.js';
+import { acceptMessage, acceptedResponse, idempotentAnswer, recordIdempotent, type AcceptInput, type AcceptResult, type AcceptedResponse } from './messages.js';
+import { refusal } from '../domain/errors.js';
 import { readAuthEpoch } from './auth-cache.js';
 import { findSendingDomain } from './domains.js';
 import { recordAttempts } from './webhooks.js';
@@ -54,6 +55,60 @@ function accept(db: Db, input: SendInput): SendResult {
   return { ...acceptMessage(db, input), authEpoch };
 }
 
+/** A batch item: ready to store, or the error it already got (validation, its domain). */
+export type BatchItem = Omit<AcceptInput, 'idempotency'> | { error: { code: string; message: string; details: Record<string, string[]> } };
+export type BatchItemResult = AcceptedResponse | { error: { code: string; message: string; details: Record<string, string[]> } };
+
+export interface BatchInput {
+  items: BatchItem[];
+  customerId: number;
+  apiKeyId: string;
+  /** For the whole batch: a retry gets the first response, items and all. */
+  idempotency?: { key: string; hash: Buffer; ttlMs: number };
+  authEpoch: string;
+  now: number;
+}
+export type BatchResult = (
+  | { kind: 'accepted'; response: { data: BatchItemResult[] } }
+  | { kind: 'replay'; status: number; response: unknown }
+  | { kind: 'conflict' }
+  | { kind: 'key_revoked' }
+) & { authEpoch: string };
+
+/**
+ * A batch's commit: every item that can be stored is, in this one transaction, and each gets its
+ * result (its 202 body, or its error); the batch's response is recorded under its
+ * Idempotency-Key in the same transaction. Key and domains are verified again as for one message
+ * when the epoch moved.
+ */
+function acceptBatch(db: Db, input: BatchInput): BatchResult {
+  const authEpoch = readAuthEpoch(db);
+  const idem = input.idempotency;
+  if (idem) {
+    const prior = idempotentAnswer(db, input.customerId, idem, input.now);
+    if (prior) return { ...prior, authEpoch };
+  }
+  const moved = authEpoch !== input.authEpoch;
+  if (moved) {
+    const key = db.statement('SELECT revoked_at FROM api_keys WHERE id = ?').get(input.apiKeyId) as { revoked_at: number | null } | undefined;
+    if (!key || key.revoked_at !== null) return { kind: 'key_revoked', authEpoch };
+  }
+  const data = input.items.map((item): BatchItemResult => {
+    if ('error' in item) return item;
+    if (moved) {
+      const domain = findSendingDomain(db, item.senderDomain);
+      if (!domain || domain.customer_id !== item.customerId) return refusal({ kind: 'domain_unknown' }, item.senderDomain).toBody();
+      if (domain.verified_at === null) return refusal({ kind: 'domain_unverified' }, item.senderDomain).toBody();
+    }
+    const r = acceptMessage(db, item);
+    if (r.kind === 'suppressed') return refusal(r, item.senderDomain).toBody();
+    return acceptedResponse(item);
+  });
+  const response = { data };
+  if (idem) recordIdempotent(db, input.customerId, idem, response, input.now);
+  return { kind: 'accepted', response, authEpoch };
+}
+
 /**
  * The writes that go through the group-commit writer, by name. Each runs inside the writer's
  * batch transaction (in its own savepoint); inputs and results cross a thread boundary, so
@@ -61,6 +116,7 @@ function accept(db: Db, input: SendInput): SendResult {
  */
 export const writerOps = {
   accept,
+  acceptBatch,
   receive,
   webhookAttempts: recordAttempts,
 };

@@ -111,6 +111,11 @@ export function storeAtVersion(t: { teardown(fn: () => void): void }, version: n
   return db;
 }
 
+/** The versions of the migrations after `version`, in order: what migrate() applies to a store at it. */
+export function versionsAfter(version: number): number[] {
+  return migrations.filter((m) => m.version > version).map((m) => m.version);
+}
+
 export function storeWithKey(t: { teardown(fn: () => void): void }): Db {
   const dir = tempDir();
   t.teardown(dir.remove);

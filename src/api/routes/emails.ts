@@ -1,60 +1,50 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ApiDeps } from '../deps.js';
 import { requireKey, unauthorized } from '../auth.js';
-import { ApiError, Problems, UnsendableMessage } from '../../domain/errors.js';
+import { ApiError, Problems, UnsendableMessage, refusal, unknownDomain, unverifiedDomain, validationError } from '../../domain/errors.js';
 import { validateSendRequest, recipientsOf, type SendRequest } from '../../domain/send-request.js';
 import { formatMailbox } from '../../domain/addresses.js';
 import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../outbound/compose.js';
-import { acceptedResponse, getMessage, searchMessages } from '../../store/messages.js';
+import { acceptedResponse, cancelMessage, getMessage, searchMessages, type AcceptInput } from '../../store/messages.js';
+import type { ApiKeyInfo } from '../../store/keys.js';
 import { parseMessageFilters } from '../../domain/message-search.js';
 import { parsePage } from '../paging.js';
 import { timeSortableId, BASE32 } from '../../lib/ids.js';
 import { movable } from '../../store/group-commit.js';
+import { formatDuration } from '../../config/load.js';
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 export const SEND_ROUTE = '/api/v1/emails';
+export const BATCH_ROUTE = '/api/v1/emails/batch';
+/** Most messages in one batch request. */
+export const MAX_BATCH = 100;
 
-function unknownDomain(name: string): ApiError {
-  const p = new Problems();
-  p.add('from', `${name} is not a domain of this account; add it with "posthaste domains add"`);
-  return validationError(p);
-}
 
-function unverifiedDomain(name: string): ApiError {
-  return new ApiError('domain_not_verified', `The sender domain ${name} is not verified yet; publish its DNS records and run "posthaste domains verify".`, {
-    from: [`${name} is not verified`],
-  });
-}
 
 export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { db, commit, config, clock } = deps;
 
-  app.post(SEND_ROUTE, async (request, reply) => {
-    const key = requireKey(request);
-    // No Content-Type and no body: fastify calls no parser at all.
-    if (request.body === undefined) throw new ApiError('invalid_json', 'The request body is empty; send a JSON object.');
-    const body = request.body as Record<string, unknown>;
-
-    const idemHeader = request.headers['idempotency-key'];
-    if (idemHeader !== undefined && (typeof idemHeader !== 'string' || !IDEMPOTENCY_KEY.test(idemHeader)))
-      throw new ApiError('validation_failed', 'The Idempotency-Key header is invalid.', {
-        'Idempotency-Key': ['must be 1 to 255 printable ASCII characters'],
-      });
-
-    const parsed = validateSendRequest(body, { maxRecipients: config.limits.max_recipients });
+  /**
+   * One send request made ready to store: validated, its sender domain this customer's and
+   * verified, its encoded size within the limit, its Message-ID drawn. Throws the ApiError the
+   * client gets. The epoch is taken before the lookups: the writer re-verifies key and domain if
+   * anything changed since (AuthCache).
+   */
+  async function prepare(key: ApiKeyInfo, body: unknown, stored: string | Uint8Array, authEpoch: string, now: number): Promise<Omit<AcceptInput, 'idempotency'>> {
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('validation_failed', 'A message must be a JSON object.', { body: ['must be a JSON object'] });
+    const parsed = validateSendRequest(body as Record<string, unknown>, { maxRecipients: config.limits.max_recipients });
     if (parsed instanceof Problems) throw validationError(parsed);
     const req: SendRequest = parsed;
-
-    // The sender domain must be one of this customer's, and verified. The epoch is taken before
-    // the lookups: the writer re-verifies both if anything changed since (AuthCache).
-    const authEpoch = deps.auth.epoch;
     let domain = deps.auth.domain(req.from.domain, false);
     const usable = (d: typeof domain) => d !== undefined && d.customer_id === key.customer_id && d.verified_at !== null;
     if (!usable(domain)) domain = deps.auth.domain(req.from.domain, true); // a refusal is never from a stale cache
     if (!domain || domain.customer_id !== key.customer_id) throw unknownDomain(req.from.domain);
     if (domain.verified_at === null) throw unverifiedDomain(domain.name);
 
-    const now = clock.now();
+    if (req.scheduledAt !== undefined && req.scheduledAt > now + config.limits.max_schedule_ahead)
+      throw new ApiError('validation_failed', `scheduled_at is more than ${formatDuration(config.limits.max_schedule_ahead)} ahead.`, {
+        scheduled_at: [`must be at most ${formatDuration(config.limits.max_schedule_ahead)} from now (limits.max_schedule_ahead)`],
+      });
     const messageId = `${timeSortableId(now, BASE32)}@${domain.name}`;
     // The MIME message is composed when it is first delivered; here only its size matters. Two
     // cheap bounds settle it unless the message is near the limit; only then is it composed
@@ -66,26 +56,38 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const size = await composedSize(req, messageId, now).catch(refuseUnsendable);
       if (size > limit) throw new ApiError('payload_too_large', `The encoded message is ${size} bytes; the limit is ${limit}.`);
     }
+    return {
+      customerId: key.customer_id,
+      apiKeyId: key.id,
+      sandbox: key.kind === 'sandbox',
+      messageId,
+      fromHeader: formatMailbox(req.from),
+      senderDomain: domain.name,
+      subject: req.subject,
+      metadata: req.metadata,
+      request: stored,
+      recipients: recipientsOf(req).map(({ field, mailbox }) => ({ address: mailbox.address, domain: mailbox.domain, field })),
+      // A time already past sends at once.
+      ...(req.scheduledAt !== undefined && req.scheduledAt > now ? { scheduledAt: req.scheduledAt } : {}),
+      ...(req.tags.length ? { tags: req.tags } : {}),
+      now,
+    };
+  }
 
-    const recipients = recipientsOf(req).map(({ field, mailbox }) => ({ address: mailbox.address, domain: mailbox.domain, field }));
-    const sandbox = key.kind === 'sandbox';
+  app.post(SEND_ROUTE, async (request, reply) => {
+    const key = requireKey(request);
+    // No Content-Type and no body: fastify calls no parser at all.
+    if (request.body === undefined) throw new ApiError('invalid_json', 'The request body is empty; send a JSON object.');
+    const idemHeader = idempotencyKey(request.headers['idempotency-key']);
     const stored = request.rawText ?? request.rawBody!;
+    const authEpoch = deps.auth.epoch;
+    const input = await prepare(key, request.body, stored, authEpoch, clock.now());
     const result = await commit.submit(
       'accept',
       {
-        customerId: key.customer_id,
-        apiKeyId: key.id,
-        sandbox,
-        messageId,
-        fromHeader: formatMailbox(req.from),
-        senderDomain: domain.name,
-        subject: req.subject,
-        metadata: req.metadata,
-        request: stored,
-        recipients,
+        ...input,
         ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: config.limits.idempotency_ttl } } : {}),
         authEpoch,
-        now,
       },
       movable(stored),
     );
@@ -94,22 +96,53 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
     switch (result.kind) {
       case 'accepted':
         deps.onAccepted?.();
-        return reply.code(202).send(acceptedResponse({ messageId, sandbox, recipients }));
+        return reply.code(202).send(acceptedResponse(input));
       case 'replay':
-        return reply.code(result.status).header('idempotent-replayed', 'true').send(result.response);
       case 'conflict':
-        throw new ApiError('conflict', 'This Idempotency-Key was used with a different request body.');
       case 'key_revoked':
-        throw unauthorized();
-      case 'domain_unknown':
-        throw unknownDomain(domain.name);
-      case 'domain_unverified':
-        throw unverifiedDomain(domain.name);
-      case 'suppressed': {
-        const p = new Problems();
-        for (const s of result.addresses) p.add(s.field, `${s.address} is on the suppression list (${s.reason})`);
-        throw new ApiError('recipient_suppressed', `${result.addresses.length} recipient(s) are on the suppression list; nothing was queued.`, p.details);
-      }
+        return answerShared(reply, result);
+      default:
+        throw refusal(result, input.senderDomain);
+    }
+  });
+
+  app.post(BATCH_ROUTE, async (request, reply) => {
+    const key = requireKey(request);
+    if (request.body === undefined) throw new ApiError('invalid_json', 'The request body is empty; send a JSON array of up to 100 messages.');
+    if (!Array.isArray(request.body)) throw new ApiError('invalid_json', 'The request body must be a JSON array of messages.');
+    const items: unknown[] = request.body;
+    if (items.length === 0 || items.length > MAX_BATCH)
+      throw new ApiError('validation_failed', `A batch has 1 to ${MAX_BATCH} messages; this one has ${items.length}.`, { body: [`must hold 1 to ${MAX_BATCH} messages`] });
+    const idemHeader = idempotencyKey(request.headers['idempotency-key']);
+    const authEpoch = deps.auth.epoch;
+    const now = clock.now();
+    // Each item on its own: a bad one gets its error, the others go on.
+    const prepared = await Promise.all(
+      items.map((item) =>
+        prepare(key, item, JSON.stringify(item), authEpoch, now).then(
+          (input) => input,
+          (e: unknown) => {
+            if (e instanceof ApiError) return e;
+            throw e;
+          },
+        ),
+      ),
+    );
+    const result = await commit.submit('acceptBatch', {
+      items: prepared.map((p) => (p instanceof ApiError ? { error: p.toBody().error } : p)),
+      customerId: key.customer_id,
+      apiKeyId: key.id,
+      ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: config.limits.idempotency_ttl } } : {}),
+      authEpoch,
+      now,
+    });
+    deps.auth.observe(result.authEpoch);
+    switch (result.kind) {
+      case 'accepted':
+        if (result.response.data.some((r) => 'message_id' in r)) deps.onAccepted?.();
+        return reply.code(202).send(result.response);
+      default:
+        return answerShared(reply, result);
     }
   });
 
@@ -126,6 +159,18 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
     };
   });
 
+  // Cancels a message nothing of which has been sent (a scheduled one, typically).
+  app.delete<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', async (request) => {
+    const key = requireKey(request);
+    const r = cancelMessage(db, key.customer_id, request.params.message_id, clock.now());
+    if (r.kind === 'not_found') throw new ApiError('not_found', 'No such message.');
+    if (r.kind === 'too_late')
+      throw new ApiError('conflict', 'The message cannot be canceled: delivery has begun or ended for its recipients.', {
+        recipients: Object.entries(r.states).map(([state, n]) => `${n} ${state}`),
+      });
+    return getMessage(db, key.customer_id, request.params.message_id);
+  });
+
   app.get<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', async (request) => {
     const key = requireKey(request);
     const view = getMessage(db, key.customer_id, request.params.message_id);
@@ -134,15 +179,31 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
   });
 }
 
+/** What a single send and a batch answer alike: an Idempotency-Key's first response or its conflict, a key revoked meanwhile. */
+function answerShared(reply: FastifyReply, result: { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' } | { kind: 'key_revoked' }): FastifyReply {
+  switch (result.kind) {
+    case 'replay':
+      return reply.code(result.status).header('idempotent-replayed', 'true').send(result.response);
+    case 'conflict':
+      throw new ApiError('conflict', 'This Idempotency-Key was used with a different request body.');
+    case 'key_revoked':
+      throw unauthorized();
+  }
+}
+
+/** The Idempotency-Key header, checked; undefined when absent. */
+function idempotencyKey(header: string | string[] | undefined): string | undefined {
+  if (header !== undefined && (typeof header !== 'string' || !IDEMPOTENCY_KEY.test(header)))
+    throw new ApiError('validation_failed', 'The Idempotency-Key header is invalid.', {
+      'Idempotency-Key': ['must be 1 to 255 printable ASCII characters'],
+    });
+  return header;
+}
+
+
 /** A composed message that breaks a rule validation missed is refused, not accepted to fail later. */
 function refuseUnsendable(e: unknown): never {
   if (e instanceof UnsendableMessage) throw new ApiError('validation_failed', `The message cannot be sent: ${e.message}.`);
   throw e;
 }
 
-function validationError(p: Problems): ApiError {
-  const first = Object.entries(p.details)[0]!;
-  const message =
-    p.count === 1 ? `${first[0]} ${first[1][0]}` : `The request has ${p.count} problems; ${p.omitted > 0 ? `details lists the first ${Problems.MAX_PROBLEMS}` : 'see details'}.`;
-  return new ApiError('validation_failed', message, p.details);
-}

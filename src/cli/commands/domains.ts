@@ -1,27 +1,38 @@
 import type { Command } from 'commander';
 import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
-import { addDomain, findDomain, listDomains, removeDomain, setVerified, type DomainRow } from '../../store/domains.js';
+import { addDomain, findDomain, listDomains, removeDomain, rotateDkim, setVerified, type DomainRow } from '../../store/domains.js';
 import { customerById, DEFAULT_CUSTOMER } from '../../store/customers.js';
 import { normaliseDomain } from '../../domain/addresses.js';
 import { createResolver } from '../../lib/dns.js';
-import { domainRecords, verifyDomain } from '../../domains/service.js';
+import { dkimStatus, domainRecords, verifyDomain } from '../../domains/service.js';
+import { DKIM_GRACE_MS } from '../../domain/dns-records.js';
 import type { Config } from '../../config/schema.js';
 import type { Db } from '../../store/db.js';
 import { domainLimitsCommand } from './inbound.js';
 
-function view(db: Db, d: DomainRow, config: Config) {
+function view(db: Db, d: DomainRow, config: Config, now: number) {
   return {
     name: d.name,
     customer: customerById(db, d.customer_id)?.name ?? String(d.customer_id),
     verified: d.verified_at !== null,
     receiving: d.receiving === 1,
-    dns_records: domainRecords(d, config),
+    dkim: dkimStatus(d),
+    dns_records: domainRecords(d, config, now),
   };
+}
+
+function humanDkim(k: ReturnType<typeof dkimStatus>): string[] {
+  return [
+    `DKIM: signing with selector ${k.signing}`,
+    ...(k.next ? [`      next selector ${k.next}: publish its record, then run "posthaste domains verify"; signing switches once it is found`] : []),
+    ...(k.previous ? [`      previous selector ${k.previous.selector}: retired ${k.previous.switched_at}; keep its record until ${k.previous.remove_record_after}, then remove it`] : []),
+  ];
 }
 
 function humanRecords(v: ReturnType<typeof view>): string {
   return [
     `domain ${v.name} (customer ${v.customer}) verified: ${v.verified} receiving: ${v.receiving}`,
+    ...humanDkim(v.dkim),
     '',
     'Publish these DNS records:',
     ...v.dns_records.map((r) => `  [${r.purpose}] ${r.name} ${r.type} "${r.value}"`),
@@ -53,7 +64,7 @@ export function domainsCommand(program: Command): void {
         const domain = domainArg(name);
         const customer = customerNamed(db, o.customer);
         if (findDomain(db, domain)) throw new CliError(`domain ${domain} already exists`);
-        const v = view(db, addDomain(db, { customerId: customer.id, name: domain, receiving: !!o.receiving, now }), config);
+        const v = view(db, addDomain(db, { customerId: customer.id, name: domain, receiving: !!o.receiving, now }), config, now);
         output(c, v, humanRecords(v) + `\n\nThen run: posthaste domains verify ${domain}`);
       }),
     );
@@ -66,15 +77,18 @@ export function domainsCommand(program: Command): void {
         const d = existing(db, name);
         if (o.force) {
           setVerified(db, d.id, d.verified_at ?? now);
-          return output(c, { name: d.name, verified: true, forced: true, checks: [] }, `domain ${d.name} marked verified (forced)`);
+          return output(c, { name: d.name, verified: true, forced: true, checks: [], dkim_switched_to: null }, `domain ${d.name} marked verified (forced)`);
         }
-        const { verified, checks } = await verifyDomain(db, createResolver(config.dns.servers), config, d, now);
+        const { verified, checks, switchedTo } = await verifyDomain(db, createResolver(config.dns.servers), config, d, now);
         output(
           c,
-          { name: d.name, verified, forced: false, checks },
+          { name: d.name, verified, forced: false, checks, dkim_switched_to: switchedTo },
           [
             `domain ${d.name}: ${verified ? 'verified' : 'NOT verified'}`,
             ...checks.map((k) => `  ${k.found ? 'ok     ' : 'missing'} [${k.purpose}] ${k.name}${k.found ? '' : ` (seen: ${k.seen.join(' | ') || 'nothing'})`}`),
+            ...(switchedTo
+              ? [`DKIM: signing now with selector ${switchedTo}; keep the record of ${d.dkim_selector} until ${new Date(now + DKIM_GRACE_MS).toISOString()} (${DKIM_GRACE_MS / 86_400_000} days), then remove it`]
+              : []),
           ].join('\n'),
         );
         if (!verified) process.exitCode = 1;
@@ -85,9 +99,9 @@ export function domainsCommand(program: Command): void {
     .description('list domains')
     .option('--customer <name>', 'only this customer')
     .action(async (o: { customer?: string }, c: Command) =>
-      withStore(c, ({ db, config }) => {
+      withStore(c, ({ db, config, now }) => {
         const rows = listDomains(db, o.customer !== undefined ? customerNamed(db, o.customer).id : undefined).map((d) => {
-          const { dns_records: _r, ...rest } = view(db, d, config);
+          const { dns_records: _r, dkim: _k, ...rest } = view(db, d, config, now);
           return { ...rest, created_at: iso(d.created_at) };
         });
         output(c, rows, table(rows, ['name', 'customer', 'verified', 'receiving', 'created_at']));
@@ -97,9 +111,28 @@ export function domainsCommand(program: Command): void {
     .command('show <domain>')
     .description('show a domain and its DNS records')
     .action(async (name: string, _o, c: Command) =>
-      withStore(c, ({ db, config }) => {
-        const v = view(db, existing(db, name), config);
+      withStore(c, ({ db, config, now }) => {
+        const v = view(db, existing(db, name), config, now);
         output(c, v, humanRecords(v));
+      }),
+    );
+  cmd
+    .command('rotate-dkim <domain>')
+    .description('make a new DKIM key under a new selector and print its record; signing switches to it once "domains verify" finds the record')
+    .action(async (name: string, _o, c: Command) =>
+      withStore(c, ({ db, config, now }) => {
+        const d = rotateDkim(db, existing(db, name).id, now);
+        const record = domainRecords(d, config, now).find((r) => r.purpose === 'dkim_next')!;
+        output(
+          c,
+          { name: d.name, selector: d.next_dkim_selector, record, signing: d.dkim_selector, grace_days: DKIM_GRACE_MS / 86_400_000 },
+          [
+            `New DKIM key for ${d.name} under selector ${d.next_dkim_selector}. Publish:`,
+            `  ${record.name} TXT "${record.value}"`,
+            `Signing goes on with ${d.dkim_selector} until "posthaste domains verify ${d.name}" finds that record; then it switches.`,
+            `After the switch, keep the record of ${d.dkim_selector} for ${DKIM_GRACE_MS / 86_400_000} days (messages signed with it are still being checked), then remove it.`,
+          ].join('\n'),
+        );
       }),
     );
   cmd

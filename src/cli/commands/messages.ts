@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
 import { withStore, output, table, customerNamed, CliError } from '../context.js';
-import { getMessage, listMessages } from '../../store/messages.js';
+import { cancelMessage, getMessage, listMessages } from '../../store/messages.js';
+import { SEARCH_STATES } from '../../domain/message-search.js';
 
-const STATES = ['queued', 'deferred', 'delivered', 'bounced', 'complained', 'suppressed'];
+const STATES: readonly string[] = SEARCH_STATES;
 
 export function messagesCommand(program: Command): void {
   const cmd = program.command('messages').description('the queue and its history, per recipient');
@@ -32,6 +33,18 @@ export function messagesCommand(program: Command): void {
             ['email_id', 'message_id', 'customer', 'subject', 'states', 'created_at'],
           ),
         );
+      }),
+    );
+  cmd
+    .command('cancel <message_id>')
+    .description('cancel a message nothing of which has been sent yet (a scheduled one, typically)')
+    .action(async (id: string, _o, c: Command) =>
+      withStore(c, ({ db, now }) => {
+        const m = getMessage(db, undefined, id);
+        if (!m) throw new CliError(`no message "${id}"`);
+        const r = cancelMessage(db, undefined, id, now);
+        if (r.kind === 'too_late') throw new CliError(`${m.message_id} cannot be canceled: delivery has begun or ended (${Object.entries(r.states).map(([s, n]) => `${n} ${s}`).join(', ')})`);
+        output(c, { message_id: m.message_id, canceled: true }, `${m.message_id} canceled (${m.recipients.length} recipient(s))`);
       }),
     );
   cmd

@@ -4,13 +4,21 @@ import * as m003 from './003_inbound.js';
 import * as m004 from './004_claims.js';
 import * as m005 from './005_webhook_due.js';
 import * as m006 from './006_dashboard.js';
+import * as m007 from './007_dkim_rotation.js';
+import * as m008 from './008_scheduled.js';
 
-/** Every migration, in order, listed statically so the build carries them. Append only. */
-export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+/**
+ * Every migration, in order, listed statically so the build carries them. Append only. `rebuild`:
+ * it rebuilds a table other tables refer to, so it runs with foreign keys off and checks them
+ * before it commits.
+ */
+export const migrations: ReadonlyArray<{ version: number; name: string; sql: string; rebuild?: boolean }> = [
   { version: 1, name: 'initial', sql: m001.up },
   { version: 2, name: 'webhooks', sql: m002.up },
   { version: 3, name: 'inbound', sql: m003.up },
   { version: 4, name: 'claims', sql: m004.up },
   { version: 5, name: 'webhook_due', sql: m005.up },
   { version: 6, name: 'dashboard', sql: m006.up },
+  { version: 7, name: 'dkim_rotation', sql: m007.up },
+  { version: 8, name: 'scheduled', sql: m008.up, rebuild: m008.rebuild },
 ];

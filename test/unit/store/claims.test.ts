@@ -2,7 +2,7 @@ import t from 'tap';
 import { acceptMessage } from '../../../src/store/messages.js';
 import { claimDue, releaseClaims, releaseClaimsOf } from '../../../src/store/queue.js';
 import { migrate } from '../../../src/store/db.js';
-import { storeAtVersion, storeWithKey } from '../../helpers/env.js';
+import { storeAtVersion, storeWithKey, versionsAfter } from '../../helpers/env.js';
 import type { Db } from '../../../src/store/db.js';
 
 const add = (db: Db, id: string, due: number, n = 1) =>
@@ -30,9 +30,12 @@ t.test('claims: earliest due first, never twice, none before due, released by ou
 t.test('migration 4 on a version-3 store: claims move to their own table, the due index covers the claim', async (t) => {
   const db = storeAtVersion(t, 3);
   db.sqlite.prepare("INSERT INTO api_keys (id, customer_id, kind, hash, created_at) VALUES ('key_x', 1, 'production', x'00', 0)").run();
-  add(db, 'old.test', 1000, 2);
+  // Rows as version 3 wrote them (today's acceptMessage writes columns added since).
+  db.sqlite.exec(`INSERT INTO messages (id, customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, request, created_at) VALUES (1, 1, 'old.test', 'key_x', 0, 'a', 'e', 's', '{}', 1000);
+    INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at) VALUES
+      (1, 1, 'r0@old.test', 'old.test', 'to', 'queued', 0, 1000, 1000, 1000), (1, 1, 'r1@old.test', 'old.test', 'to', 'queued', 0, 1000, 1000, 1000)`);
   db.sqlite.prepare("UPDATE recipients SET locked_by = 'pid-old', locked_at = 1 WHERE address = 'r0@old.test'").run();
-  t.same(migrate(db, 0), [4, 5, 6]);
+  t.same(migrate(db, 0), versionsAfter(3));
   const columns = (db.sqlite.prepare('PRAGMA table_info(recipients)').all() as Array<{ name: string }>).map((c) => c.name);
   t.notOk(columns.includes('locked_by') || columns.includes('locked_at'), 'the old claim columns are gone');
   t.equal(claimDue(db, 'w', 5000, 10).length, 2, 'an old claim does not survive the upgrade (claims are released at start anyway)');
