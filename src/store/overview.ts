@@ -26,16 +26,18 @@ const zero = (): Record<ActivityKind, number> => ({ accepted: 0, delivered: 0, d
 export function overview(db: Db, customerId: number, now: number): Overview {
   const nowHour = Math.floor(now / HOUR);
   const first = nowHour - 7 * 24 + 1;
-  const rows = db.statement('SELECT hour, kind, count FROM activity_hourly WHERE customer_id = ? AND hour >= ?').all(customerId, first) as Array<{ hour: number; kind: ActivityKind; count: number }>;
+  // Up to 840 rows: as arrays, which better-sqlite3 builds at once (an object row is built
+  // property by property, about twice the time).
+  const rows = db.statement('SELECT hour, kind, count FROM activity_hourly WHERE customer_id = ? AND hour >= ?').raw(true).all(customerId, first) as Array<[number, ActivityKind, number]>;
   const hourly = Array.from({ length: 7 * 24 }, (_, i) => ({ hour: first + i, ...zero() }));
   const last24h = zero();
   const last7d = zero();
-  for (const r of rows) {
-    if (!(r.kind in last7d)) continue;
-    const slot = hourly[r.hour - first];
-    if (slot) slot[r.kind] += r.count;
-    last7d[r.kind] += r.count;
-    if (r.hour > nowHour - 24) last24h[r.kind] += r.count;
+  for (const [hour, kind, count] of rows) {
+    if (!(kind in last7d)) continue;
+    const slot = hourly[hour - first];
+    if (slot) slot[kind] += count;
+    last7d[kind] += count;
+    if (hour > nowHour - 24) last24h[kind] += count;
   }
   // Each through a partial index: the queued through recipients_due (the condition repeats the
   // index's, the only way SQLite sees it applies; this reads the queue), the deferred through
