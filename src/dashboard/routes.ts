@@ -12,7 +12,7 @@ import { createSession, endSession, findUser, showCustomer } from '../store/user
 import { addCustomer, customerById, CUSTOMER_NAME, findCustomer, listCustomers } from '../store/customers.js';
 import { createKey, getKey, listKeys, revokeKey, type KeyKind } from '../store/keys.js';
 import { addDomain, findDomain, listDomains, type DomainRow } from '../store/domains.js';
-import { getMessage, searchMessages } from '../store/messages.js';
+import { cancelMessage, getMessage, searchMessages } from '../store/messages.js';
 import { addSuppression, listSuppressions, removeSuppression, searchSuppressions } from '../store/suppressions.js';
 import { deleteEndpoint, deliveriesOfMessage, disableEndpoint, enableEndpoint, eventById, getEndpoint, listAttempts, listEndpoints, type Endpoint } from '../store/webhooks.js';
 import { getInbound, listInbound, setInboundLimits } from '../store/inbound.js';
@@ -301,7 +301,17 @@ export function pageRoutes(dash: Dashboard, deps: DashboardDeps): void {
     if (!c) return;
     const m = getMessage(db, c.customer.id, request.params.id!);
     if (!m) return notFound(reply);
-    return page(reply, c, 'Message', messageBody(m, deliveriesOfMessage(db, m.email_id)));
+    return page(reply, c, 'Message', messageBody(c, m, deliveriesOfMessage(db, m.email_id)));
+  });
+
+  app.post('/messages/:id/cancel', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'messages');
+    if (!c) return;
+    const id = request.params.id!;
+    const r = cancelMessage(db, c.customer.id, id, clock.now());
+    if (r.kind === 'not_found') return notFound(reply);
+    if (r.kind === 'too_late') return back(reply, path`/messages/${id}`, undefined, 'Too late to cancel: delivery has begun or ended.');
+    return back(reply, path`/messages/${id}`, 'Canceled: nothing will be sent.');
   });
 
   // ---- Suppressions -----------------------------------------------------------------------------

@@ -125,8 +125,11 @@ export function messagesBody(q: Record<string, string | undefined>, rows: Return
     </tbody></table>${next ? html`<p><a href="${`/messages?${next}`}">Older</a></p>` : ''}</div>`;
 }
 
-export function messageBody(m: NonNullable<ReturnType<typeof getMessage>>, hooks: ReturnType<typeof deliveriesOfMessage>): Html {
-  return html`<div class="card"><dl><dt>Subject</dt><dd>${m.subject}</dd><dt>From</dt><dd class="wrap">${m.from}</dd><dt>Message-ID</dt><dd class="wrap"><code>${m.message_id}</code></dd>
+export function messageBody(c: PageContext, m: NonNullable<ReturnType<typeof getMessage>>, hooks: ReturnType<typeof deliveriesOfMessage>): Html {
+  // Nothing sent yet (a scheduled message, or one still waiting its turn): it can be canceled.
+  const cancelable = m.recipients.every((r) => r.state === 'queued' && r.attempts === 0);
+  return html`${cancelable ? html`<form method="post" action="${path`/messages/${m.message_id}/cancel`}" class="card">${csrf(c)}<button class="secondary">Cancel this message</button> <span class="muted">Nothing of it has been sent${m.scheduled_at ? ` (scheduled for ${m.scheduled_at})` : ''}.</span></form>` : ''}
+    <div class="card"><dl><dt>Subject</dt><dd>${m.subject}</dd><dt>From</dt><dd class="wrap">${m.from}</dd><dt>Message-ID</dt><dd class="wrap"><code>${m.message_id}</code></dd>
       <dt>Accepted</dt><dd>${m.created_at}</dd>${m.scheduled_at ? html`<dt>Scheduled for</dt><dd>${m.scheduled_at}</dd>` : ''}${m.sandbox ? html`<dt>Sandbox</dt><dd>yes: simulated, nothing sent</dd>` : ''}
       ${m.tags.length ? html`<dt>Tags</dt><dd>${m.tags.map((t) => html`<a class="badge" href="${`/messages?${new URLSearchParams({ tag: t })}`}">${t}</a> `)}</dd>` : ''}
       ${Object.keys(m.metadata).length ? html`<dt>Metadata</dt><dd><pre>${JSON.stringify(m.metadata, null, 2)}</pre></dd>` : ''}</dl></div>

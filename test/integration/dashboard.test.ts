@@ -160,6 +160,21 @@ async function run(): Promise<void> {
     await shot(page, 'message');
   });
 
+  await t.test('cancels a scheduled message; a sent one has no cancel button', async (t) => {
+    t.equal(await page.getByRole('button', { name: 'Cancel this message' }).count(), 0, 'the bounced message cannot be canceled');
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    const r = await request(`${s.url}/api/v1/emails`, { key: apiKey, body: { from: 'shop@shop.test', to: 'later@good.test', subject: 'Tomorrow', text_body: 'hi', scheduled_at: at, tags: ['reminder'] } });
+    t.equal(r.body.status, 'scheduled');
+    await page.goto(`${base}/messages/${encodeURIComponent(r.body.message_id)}`);
+    t.ok(await page.getByText('Scheduled for', { exact: true }).isVisible());
+    t.ok(await page.getByRole('link', { name: 'reminder' }).isVisible(), 'its tag, a link to the search');
+    await page.getByRole('button', { name: 'Cancel this message' }).click();
+    t.ok(await page.getByText('Canceled: nothing will be sent.').isVisible());
+    t.ok(await page.getByText('canceled', { exact: true }).first().isVisible(), "the recipient's state");
+    t.equal(await page.getByRole('button', { name: 'Cancel this message' }).count(), 0);
+    t.equal(s.db.sqlite.prepare("SELECT state FROM recipients WHERE address = 'later@good.test'").pluck().get(), 'canceled');
+  });
+
   await t.test('removes a suppression', async (t) => {
     await page.getByRole('link', { name: 'Suppressions' }).click();
     t.ok(await page.getByRole('cell', { name: 'nobody@good.test', exact: true }).isVisible(), 'the hard bounce suppressed it');
@@ -184,7 +199,8 @@ async function run(): Promise<void> {
   await t.test('the overview counts what happened', async (t) => {
     await page.getByRole('link', { name: 'Overview' }).click();
     t.ok(await page.locator('svg.chart').isVisible());
-    t.match(await page.locator('.stats').first().innerText(), /3\s*accepted[\s\S]*2\s*delivered[\s\S]*1\s*bounced/);
+    // Four recipients accepted (the scheduled one, canceled, among them): two delivered, one bounced.
+    t.match(await page.locator('.stats').first().innerText(), /4\s*accepted[\s\S]*2\s*delivered[\s\S]*1\s*bounced/);
     await shot(page, 'overview');
     // 375 px wide: nothing overflows sideways.
     await page.setViewportSize({ width: 375, height: 800 });
