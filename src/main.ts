@@ -1,4 +1,4 @@
-import { relayTarget, returnPathDomain, suppressionPolicy, type Config } from './config/schema.js';
+import { relayTarget, returnPathDomain, suppressionPolicy, destinationLimits, type Config } from './config/schema.js';
 import { openDb, migrate } from './store/db.js';
 import { ensureDefaultCustomer } from './store/customers.js';
 import { GroupCommit } from './store/group-commit.js';
@@ -15,6 +15,9 @@ import { MxResolver } from './outbound/mx.js';
 import { deliverGroup } from './outbound/deliver.js';
 import type { RelayOptions } from './outbound/smtp.js';
 import { Scheduler } from './outbound/scheduler.js';
+import { Throttle } from './outbound/throttle.js';
+import { destinationOf } from './domain/destinations.js';
+import { listThrottles } from './store/destinations.js';
 import { SignerPool } from './outbound/signer.js';
 import { MtaSts } from './outbound/mta-sts.js';
 import { readFileSync } from 'node:fs';
@@ -47,7 +50,7 @@ export interface Daemon {
 }
 
 /** Keys SIGHUP applies to the running daemon; every other changed key needs a restart. */
-const RELOADABLE = new Set(['bounces.suppress_mailbox_full', 'bounces.suppress_disabled', 'limits.max_store_bytes', 'log.level', 'inbound.rate_per_minute', 'inbound.monthly_limit', 'limits.max_recipients', 'limits.idempotency_ttl', 'smtp.tls.cert', 'smtp.tls.key', 'outbound.hold']);
+const RELOADABLE = new Set(['outbound.concurrency_per_domain', 'outbound.messages_per_connection', 'outbound.messages_per_minute', 'outbound.destination_limits', 'bounces.suppress_mailbox_full', 'bounces.suppress_disabled', 'limits.max_store_bytes', 'log.level', 'inbound.rate_per_minute', 'inbound.monthly_limit', 'limits.max_recipients', 'limits.idempotency_ttl', 'smtp.tls.cert', 'smtp.tls.key', 'outbound.hold']);
 
 /** How long stop() waits for in-flight deliveries and webhook attempts before abandoning them (their claims are released at the next start). */
 export const INFLIGHT_GRACE_MS = 15_000;
@@ -107,8 +110,12 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     log,
     policy: { retrySchedule: o.retry_schedule, maxQueueTime: o.max_queue_time },
     concurrency: o.concurrency,
-    concurrencyPerDomain: o.concurrency_per_domain,
-    messagesPerConnection: o.messages_per_connection,
+    throttle: new Throttle(destinationLimits(config), listThrottles(db)),
+    destinationOf: async (domain) => {
+      if (relay) return relay.host;
+      const found = await mx.resolve(domain);
+      return (found.kind === 'hosts' && destinationOf(found.hosts)) || domain;
+    },
     claimBatch: o.claim_batch,
     pollInterval: o.poll_interval,
     worker: `pid${process.pid}`,
@@ -242,6 +249,9 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
       // The listener, the API and the dispatcher read these from the shared config object.
       Object.assign(config.inbound, next.inbound);
       Object.assign(config.bounces, next.bounces);
+      // The scheduler's throttle reads the destination limits from here at every decision.
+      const n = next.outbound;
+      Object.assign(config.outbound, { concurrency_per_domain: n.concurrency_per_domain, messages_per_connection: n.messages_per_connection, messages_per_minute: n.messages_per_minute, destination_limits: n.destination_limits });
       config.limits.max_recipients = next.limits.max_recipients;
       config.limits.idempotency_ttl = next.limits.idempotency_ttl;
       if (config.limits.max_store_bytes !== next.limits.max_store_bytes) {

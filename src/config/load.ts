@@ -1,6 +1,6 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
-import { schema as defaultSchema, relayTarget, type Config, type KeySpec, type Schema } from './schema.js';
+import { schema as defaultSchema, relayTarget, destinationLimits, type Config, type KeySpec, type Schema } from './schema.js';
 
 export class ConfigError extends Error {
   constructor(
@@ -166,6 +166,11 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       relayTarget(out as Config);
     } catch (e) {
       throw new ConfigError('outbound.relay', (e as Error).message.replace(/^outbound\.relay: /, ''));
+    }
+    try {
+      destinationLimits(out as Config);
+    } catch (e) {
+      throw new ConfigError('outbound.destination_limits', (e as Error).message);
     }
   }
   return out as Config;

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import type { SuppressionPolicy } from '../domain/outcome.js';
+import { parseDestinationRules, limitsFor, type DestinationLimits, type DestinationRule } from '../domain/destinations.js';
 
 /**
  * The configuration schema: every key's type, default and one-line description in one place.
@@ -64,13 +65,15 @@ export const schema = {
     hold: k({ type: 'bool' }, false, 'Hold the queue: accept and queue mail but send nothing (like Postfix\'s defer_transports); set back to false and reload (SIGHUP) to release it'),
     port: k({ type: 'int', min: 1, max: 65535 }, 25, 'TCP port of remote MX hosts (tests point it at a local MX)'),
     concurrency: k({ type: 'int', min: 1, max: 10_000 }, 100, 'Most SMTP connections open at once, all destinations together'),
-    concurrency_per_domain: k({ type: 'int', min: 1, max: 1000 }, 10, 'Most SMTP connections open at once to one destination domain'),
+    concurrency_per_domain: k({ type: 'int', min: 1, max: 1000 }, 10, 'Most SMTP connections open at once to one destination (the mail servers a recipient domain resolves to; gmail.com and googlemail.com are one); fewer while it is throttled; reloadable'),
     retry_schedule: k({ type: 'durations' }, ['1m', '5m', '15m', '30m', '1h', '2h', '4h'], 'Delay before each retry after a deferral; the last one repeats'),
     max_queue_time: k({ type: 'duration' }, '72h', 'A recipient still deferred this long after acceptance bounces as expired'),
     connect_timeout: k({ type: 'duration' }, '30s', 'TCP connect timeout per MX host (then the next host is tried)'),
     greeting_timeout: k({ type: 'duration' }, '5m', 'Wait for the 220 greeting (RFC 5321 4.5.3.2: 5 minutes)'),
     command_timeout: k({ type: 'duration' }, '10m', 'Inactivity limit for any reply, DATA termination included (RFC 5321 4.5.3.2: up to 10 minutes)'),
-    messages_per_connection: k({ type: 'int', min: 1, max: 10_000 }, 100, 'Messages sent over one connection before it is closed'),
+    messages_per_connection: k({ type: 'int', min: 1, max: 10_000 }, 100, 'Messages sent over one connection before it is closed; reloadable'),
+    messages_per_minute: k({ type: 'int', min: 0, max: 1_000_000 }, 0, 'Most messages started to one destination in any 60 seconds (0: no limit; a destination that refuses with 421 or a rate limit is slowed down whatever this says); reloadable'),
+    destination_limits: k({ type: 'strings' }, [], 'Limits for named destinations over the three above, e.g. ["outlook.com connections=5", "google.com per_minute=600"]; a destination is named by its MX hosts\' registrable domain, as `posthaste status` shows it; reloadable'),
     claim_batch: k({ type: 'int', min: 1, max: 100_000 }, 1000, 'Most recipients claimed from the queue at once'),
     poll_interval: k({ type: 'duration' }, '1s', 'How often the queue is checked for due recipients when idle'),
     signing_threads: k({ type: 'int', min: 0, max: 64 }, 0, 'Worker threads composing and DKIM-signing messages; 0 picks the CPU count'),
@@ -158,4 +161,23 @@ export function relayTarget(c: Pick<Config, 'outbound'>): { host: string; port: 
 /** The return path's domain (bounces+<token>@<domain>): smtp.return_path_domain, else the server's hostname. */
 export function returnPathDomain(c: Pick<Config, 'smtp' | 'server'>): string {
   return c.smtp.return_path_domain || c.server.hostname;
+}
+
+const parsedRules = new WeakMap<readonly string[], DestinationRule[]>();
+
+/** outbound's destination limits as a lookup, read at each call so a reload applies. Throws naming the bad entry. */
+export function destinationLimits(c: Pick<Config, 'outbound'>): (destination: string) => DestinationLimits {
+  const rulesOf = (entries: string[]) => {
+    let rules = parsedRules.get(entries);
+    if (!rules) {
+      rules = parseDestinationRules(entries);
+      parsedRules.set(entries, rules);
+    }
+    return rules;
+  };
+  rulesOf(c.outbound.destination_limits);
+  return (destination) => {
+    const o = c.outbound;
+    return limitsFor(destination, rulesOf(o.destination_limits), { connections: o.concurrency_per_domain, perConnection: o.messages_per_connection, perMinute: o.messages_per_minute });
+  };
 }

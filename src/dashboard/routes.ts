@@ -109,8 +109,8 @@ export function pageRoutes(dash: Dashboard, deps: DashboardDeps): void {
   app.get('/', async (request: Req, reply) => {
     const c = ctx(request, reply, 'overview');
     if (!c) return;
-    const o = overview(db, c.customer.id, clock.now());
-    return page(reply, c, 'Overview', overviewBody(o));
+    const now = clock.now();
+    return page(reply, c, 'Overview', overviewBody(overview(db, c.customer.id, now), now));
   });
 
   // ---- API keys ---------------------------------------------------------------------------------

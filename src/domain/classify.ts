@@ -49,6 +49,8 @@ const rules: Rule[] = [
   { label: 'rate_limited', text: /\bRP-00\d\b/ },
   // Yahoo: "421 4.7.0 [TSS04] Messages from 192.0.2.1 temporarily deferred due to unexpected volume"
   { label: 'rate_limited', text: /\[TS[S0-9]\d+\]/ },
+  // Exchange Online's throttling range: "451 4.7.500 Server busy. Please try again later from [192.0.2.1]. (S77719)"
+  { label: 'rate_limited', enhanced: /^4\.7\.[56]\d\d$/ },
   // "450 4.2.1 The user you are trying to contact is receiving mail too quickly" (Gmail)
   // "421 Too many concurrent SMTP connections from this IP address; please try again later."
   { label: 'rate_limited', text: /too quickly|at a rate that|rate limit|too many (concurrent |simultaneous )?(connections|messages|recipients|sessions)|throttl|slow down|unexpected volume|exceeded .*(sending|message) (limit|rate)/i },

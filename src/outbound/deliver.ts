@@ -11,6 +11,7 @@ import { mxMatches, type MtaSts } from './mta-sts.js';
 import type { SignInput, Signed } from './signer.js';
 import { SmtpSession, replyOf, type RelayOptions, type SmtpOptions } from './smtp.js';
 import type { Logger } from '../lib/logger.js';
+import { isRateLimit } from './throttle.js';
 
 export interface DeliveryItem {
   recipient: Claimed;
@@ -41,6 +42,10 @@ export interface DeliverDeps {
 
 export interface GroupResult {
   results: ItemResult[];
+  /** Not tried because the destination asked us to slow down: no attempt, no event; held back by the scheduler. */
+  unattempted: DeliveryItem[];
+  /** The reply that asked us to slow down (a 421 or a rate limit), when one did. */
+  refusal: Reply | null;
   /** Messages composed for the first time: kept so a retry sends the same bytes. */
   composed: Map<number, Buffer>;
 }
@@ -55,13 +60,16 @@ const reply = (code: number, enhanced: string, message: string, classification: 
 export async function deliverGroup(deps: DeliverDeps, domain: string, items: DeliveryItem[]): Promise<GroupResult> {
   const results: ItemResult[] = [];
   const composed = new Map<number, Buffer>();
+  const unattempted: DeliveryItem[] = [];
+  let refusal: Reply | null = null;
+  const done = (): GroupResult => ({ results, composed, unattempted, refusal });
   const pending = checkSuppression(deps, items, results);
-  if (pending.length === 0) return { results, composed };
+  if (pending.length === 0) return done();
 
   const route = deps.relay ? { hosts: [deps.relay.host], smtp: deps.smtp } : await directRoute(deps, domain);
   if ('outcome' in route) {
     for (const item of pending) results.push({ item, outcome: route.outcome });
-    return { results, composed };
+    return done();
   }
   const { hosts, smtp } = route;
 
@@ -79,6 +87,13 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
     const opened = await connect(deps, hosts, smtp, deps.relay);
     if ('failure' in opened) {
       lastFailure = opened.failure;
+      if (isRateLimit(opened.failure)) {
+        // "Too many connections": one recipient carries the reply, the rest wait for the destination.
+        refusal = opened.failure;
+        results.push({ item: queue[0]!, outcome: { kind: 'deferred', reply: opened.failure } });
+        unattempted.push(...queue.slice(1));
+        queue = [];
+      }
       break;
     }
     const session = opened.session;
@@ -98,8 +113,15 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
           const suppress = suppressFor({ classification: r.reply.classification, status: r.reply.enhanced_code || null, stage: r.stage, text: r.reply.message }, deps.suppression);
           results.push({ item, outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply, suppress } });
         }
-        else if (r.kind === 'refused') results.push({ item, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
-        else {
+        else if (r.kind === 'refused') {
+          results.push({ item, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
+          if (isRateLimit(r.reply)) {
+            // The destination asks us to slow down: sending the rest now would only collect more refusals.
+            refusal = r.reply;
+            unattempted.push(...queue.slice(i + 1));
+            break;
+          }
+        } else {
           // Broken mid-transaction: this recipient is deferred (the server may or may not have it).
           results.push({ item, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
           lastFailure = r.reply;
@@ -117,7 +139,7 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
     queue = rest;
   }
   for (const item of queue) results.push({ item, outcome: { kind: 'deferred', reply: lastFailure } });
-  return { results, composed };
+  return done();
 }
 
 /**

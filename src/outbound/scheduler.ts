@@ -1,10 +1,12 @@
 import type { Db } from '../store/db.js';
-import { claimDue, loadMessages, recordOutcome, recordAsyncBounce, recordComplaint, storeRaw, releaseClaimsOf, type OutcomePolicy } from '../store/queue.js';
+import { claimDue, loadMessages, recordOutcome, recordAsyncBounce, recordComplaint, storeRaw, releaseClaimsOf, postponeClaimed, type OutcomePolicy } from '../store/queue.js';
+import { saveThrottle, clearThrottle } from '../store/destinations.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { DeliveryItem, GroupResult } from './deliver.js';
 import { sandboxSteps } from './sandbox.js';
 import { PollLoop } from '../lib/poll-loop.js';
+import type { Throttle, ThrottleChange } from './throttle.js';
 
 export interface SchedulerDeps {
   db: Db;
@@ -12,10 +14,12 @@ export interface SchedulerDeps {
   log: Logger;
   /** Delivers a group of items at one domain over one connection. */
   deliver: (domain: string, items: DeliveryItem[]) => Promise<GroupResult>;
+  /** The destination a domain's mail goes to (domain/destinations.ts); the domain itself when it cannot be told. */
+  destinationOf: (domain: string) => Promise<string>;
+  /** Per-destination limits and adaptive backoff. */
+  throttle: Throttle;
   policy: OutcomePolicy;
   concurrency: number;
-  concurrencyPerDomain: number;
-  messagesPerConnection: number;
   claimBatch: number;
   pollInterval: number;
   worker: string;
@@ -27,19 +31,27 @@ export interface SchedulerDeps {
   onOutcome?: (kind: string) => void;
 }
 
+/** How long a domain's destination is trusted before it is looked up again (the MX cache's time). */
+const DESTINATION_TTL_MS = 60_000;
+
 /**
- * Claims due recipients, groups them by destination domain, and runs deliveries within the
- * global and per-domain connection limits. Sandbox recipients never reach `deliver`.
+ * Claims due recipients, groups them by recipient domain, and runs deliveries within the global
+ * connection limit and each destination's limits (outbound/throttle.ts). What a destination cannot
+ * take now (paused, per_minute spent, more waiting than its connections carry in a round) is held
+ * back in the store until it can, so it does not fill the claim room other destinations need.
+ * Sandbox recipients never reach `deliver`.
  */
 export class Scheduler {
   private backlog = new Map<string, DeliveryItem[]>();
   private active = 0;
-  private perDomain = new Map<string, number>();
   private inFlight = new Set<Promise<void>>();
   private readonly loop = new PollLoop();
   private stopped = false;
-  /** Highest connections seen open at once per domain (tests and metrics). */
-  readonly peakPerDomain = new Map<string, number>();
+  private destinations = new Map<string, { destination: string; until: number }>();
+  private resolving = new Set<string>();
+  private open = new Map<string, number>();
+  /** Highest connections seen open at once per destination (tests and metrics). */
+  readonly peakPerDestination = new Map<string, number>();
 
   constructor(private readonly deps: SchedulerDeps) {}
 
@@ -93,50 +105,128 @@ export class Scheduler {
           const message = messages.get(r.messageRowId);
           if (!message) continue;
           if (message.sandbox) sandbox.push({ recipient: r, message });
-          else this.backlog.set(r.domain, [...(this.backlog.get(r.domain) ?? []), { recipient: r, message }]);
+          else {
+            const list = this.backlog.get(r.domain);
+            if (list) list.push({ recipient: r, message });
+            else this.backlog.set(r.domain, [{ recipient: r, message }]);
+          }
         }
         if (sandbox.length) this.recordSandbox(sandbox);
       }
     }
+    const held: Array<{ id: number; until: number }> = [];
     for (const [domain, list] of this.backlog) {
-      while (list.length > 0 && this.active < this.deps.concurrency && (this.perDomain.get(domain) ?? 0) < this.deps.concurrencyPerDomain) {
-        this.start(domain, list.splice(0, this.deps.messagesPerConnection));
-      }
+      const destination = this.destinationOf(domain);
+      if (destination === undefined) continue; // being looked up; the lookup wakes the loop
+      held.push(...this.startGroups(domain, destination, list));
       if (list.length === 0) this.backlog.delete(domain);
     }
+    if (held.length) postponeClaimed(db, held);
     return claimed;
   }
 
-  private start(domain: string, items: DeliveryItem[]): void {
+  /**
+   * Starts what the destination's limits allow from one domain's list (taking them out of it);
+   * returns what is to be held back in the store, and until when.
+   */
+  private startGroups(domain: string, destination: string, list: DeliveryItem[]): Array<{ id: number; until: number }> {
+    const { throttle, clock } = this.deps;
+    const now = clock.now();
+    const holdBack = (items: DeliveryItem[], from: number) => {
+      const at = throttle.slots(destination, items.length, from);
+      return items.map((it, i) => ({ id: it.recipient.id, until: at[i]! }));
+    };
+    while (list.length > 0 && this.active < this.deps.concurrency) {
+      const admission = throttle.admit(destination, now);
+      if (admission.kind === 'paused') return holdBack(list.splice(0), admission.until);
+      if (admission.kind === 'spent') return holdBack(list.splice(0), admission.opensAt);
+      if (admission.kind === 'full') {
+        // Waiting for a connection. A throttled destination keeps one more round of its (fewer)
+        // connections here and the rest in the store, so its backlog does not take the claim room
+        // other destinations need; at full speed the backlog moves fast enough to wait here.
+        const capacity = throttle.capacity(destination);
+        return throttle.isThrottled(destination) && list.length > capacity ? holdBack(list.splice(capacity), throttle.nextRound(destination, now)) : [];
+      }
+      this.start(domain, destination, list.splice(0, admission.messages));
+    }
+    return [];
+  }
+
+  /** A domain's destination if known (refreshed in the background when old); undefined while it is first looked up. */
+  private destinationOf(domain: string): string | undefined {
+    const known = this.destinations.get(domain);
+    if (known && known.until > this.deps.clock.now()) return known.destination;
+    if (!this.resolving.has(domain)) {
+      this.resolving.add(domain);
+      const p = this.deps
+        .destinationOf(domain)
+        .catch(() => domain)
+        .then((destination) => {
+          this.destinations.set(domain, { destination, until: this.deps.clock.now() + DESTINATION_TTL_MS });
+        })
+        .finally(() => {
+          this.resolving.delete(domain);
+          this.inFlight.delete(p);
+          this.kick();
+        });
+      this.inFlight.add(p);
+    }
+    return known?.destination;
+  }
+
+  private start(domain: string, destination: string, items: DeliveryItem[]): void {
+    const { throttle, clock } = this.deps;
     this.active++;
-    const open = (this.perDomain.get(domain) ?? 0) + 1;
-    this.perDomain.set(domain, open);
-    this.peakPerDomain.set(domain, Math.max(open, this.peakPerDomain.get(domain) ?? 0));
+    const ticket = throttle.open(destination, clock.now(), items.length);
+    const open = (this.open.get(destination) ?? 0) + 1;
+    this.open.set(destination, open);
+    this.peakPerDestination.set(destination, Math.max(open, this.peakPerDestination.get(destination) ?? 0));
+    let closed = false;
     const p = this.deps
       .deliver(domain, items)
-      .then((group) => this.record(group))
+      .then((group) => {
+        const delivered = group.results.filter((r) => r.outcome.kind === 'delivered').length;
+        const change = throttle.close(ticket, { delivered, refusal: group.refusal }, clock.now());
+        closed = true;
+        this.record(group, destination, change);
+      })
       .catch((e: unknown) => {
         // A bug or an infrastructure failure (store): the claims are released and retried later.
         this.deps.log.error({ err: e, domain }, 'delivery group failed; releasing its claims');
         releaseClaimsOf(this.deps.db, items.map((i) => i.recipient.id));
+        if (!closed) throttle.close(ticket, { delivered: 0, refusal: null }, clock.now());
       })
       .finally(() => {
         this.active--;
-        this.perDomain.set(domain, (this.perDomain.get(domain) ?? 1) - 1);
+        this.open.set(destination, (this.open.get(destination) ?? 1) - 1);
         this.inFlight.delete(p);
         this.kick();
       });
     this.inFlight.add(p);
   }
 
-  /** One transaction for a whole group: the new states, their events and suppressions. */
-  private record(group: GroupResult): void {
-    const { db, clock, policy, log } = this.deps;
+  /**
+   * One transaction for a whole group: the new states, their events and suppressions, what the
+   * destination's refusal held back, and the destination's throttling as it now stands.
+   */
+  private record(group: GroupResult, destination: string, change: ThrottleChange): void {
+    const { db, clock, policy, log, throttle } = this.deps;
     const now = clock.now();
+    const until = throttle.admit(destination, now);
     db.tx(() => {
       for (const [id, raw] of group.composed) storeRaw(db, id, raw);
       for (const { item, outcome } of group.results) recordOutcome(db, item.message, item.recipient, outcome, policy, now);
+      if (group.unattempted.length) {
+        const from = until.kind === 'paused' ? until.until : now;
+        const at = throttle.slots(destination, group.unattempted.length, from);
+        postponeClaimed(db, group.unattempted.map((it, i) => ({ id: it.recipient.id, until: at[i]! })));
+      }
+      if (change?.kind === 'set') saveThrottle(db, change.record, now);
+      else if (change?.kind === 'cleared') clearThrottle(db, change.destination);
     });
+    if (change?.kind === 'set' && group.refusal)
+      log.warn({ destination, connections: change.record.connections, paused_until: new Date(change.record.pausedUntil).toISOString(), code: group.refusal.code, reply: group.refusal.message }, 'destination asked us to slow down; throttling it');
+    else if (change?.kind === 'cleared') log.info({ destination }, 'destination back to its configured limits');
     this.deps.onEvents?.();
     for (const { outcome } of group.results) this.deps.onOutcome?.(outcome.kind);
     for (const { item, outcome } of group.results)

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { listThrottles, type DestinationThrottle } from './destinations.js';
 
 export const ACTIVITY_KINDS = ['accepted', 'delivered', 'deferred', 'bounced', 'complained'] as const;
 export type ActivityKind = (typeof ACTIVITY_KINDS)[number];
@@ -14,6 +15,8 @@ export interface Overview {
   oldestDeferredAt: number | null;
   /** Webhook deliveries waiting for their next attempt (those in flight are not counted). */
   webhookBacklog: number;
+  /** Destinations the server is slowing down because they refused it (the server's, not the customer's: one row per receiver). */
+  throttled: DestinationThrottle[];
 }
 
 const zero = (): Record<ActivityKind, number> => ({ accepted: 0, delivered: 0, deferred: 0, bounced: 0, complained: 0 });
@@ -59,5 +62,5 @@ export function overview(db: Db, customerId: number, now: number): Overview {
     .statement("SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE customer_id = ?) AND state = 'pending' AND locked_by IS NULL")
     .pluck()
     .get(customerId) as number;
-  return { last24h, last7d, hourly, queue, oldestDeferredAt, webhookBacklog };
+  return { last24h, last7d, hourly, queue, oldestDeferredAt, webhookBacklog, throttled: listThrottles(db) };
 }

@@ -217,3 +217,17 @@ export function releaseClaimsOf(db: Db, ids: number[]): void {
     for (const id of ids) releaseClaim(db, id);
   });
 }
+
+/**
+ * Holds claimed recipients back until the given times without an attempt: the claim is released
+ * and the recipient becomes due again then (its state, attempts and events are untouched).
+ */
+export function postponeClaimed(db: Db, items: ReadonlyArray<{ id: number; until: number }>): void {
+  const move = db.statement('UPDATE recipients SET next_attempt_at = ? WHERE id = ? AND next_attempt_at < ?');
+  db.tx(() => {
+    for (const { id, until } of items) {
+      move.run(until, id, until);
+      releaseClaim(db, id);
+    }
+  });
+}

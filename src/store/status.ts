@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { listThrottles } from './destinations.js';
 
 export interface Status {
   queue: Record<string, number>;
@@ -7,6 +8,8 @@ export interface Status {
   webhooks: Record<string, number>;
   inbound: { last_24h: number; total: number; reports_unmatched: number };
   messages: number;
+  /** Destinations slowed down because they refused us (adaptive backoff), with the refusal. */
+  throttled: Array<{ destination: string; connections: number; refusals: number; paused_until: string; since: string; reason: { code: number; enhanced_code: string; message: string } }>;
 }
 
 /** What `posthaste status` shows: queue depth by state, oldest deferred, webhook backlog, inbound counts. */
@@ -24,5 +27,13 @@ export function status(db: Db, now: number): Status {
       reports_unmatched: db.sqlite.prepare('SELECT COUNT(*) FROM inbound_reports WHERE recipient_id IS NULL').pluck().get() as number,
     },
     messages: db.sqlite.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number,
+    throttled: listThrottles(db).map((d) => ({
+      destination: d.destination,
+      connections: d.connections,
+      refusals: d.strikes,
+      paused_until: new Date(d.pausedUntil).toISOString(),
+      since: new Date(d.since).toISOString(),
+      reason: { code: d.reason.code, enhanced_code: d.reason.enhanced_code, message: d.reason.message },
+    })),
   };
 }

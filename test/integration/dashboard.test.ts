@@ -17,6 +17,7 @@ import { hashPassword } from '../../src/lib/password.js';
 import { addDomain, findDomain } from '../../src/store/domains.js';
 import { domainRecords } from '../../src/domains/service.js';
 import { createEndpoint } from '../../src/store/webhooks.js';
+import { saveThrottle, clearThrottle } from '../../src/store/destinations.js';
 
 // The dashboard in a real browser (Debian's Chromium through playwright-core), for an admin and
 // for a customer's user, with hostile input everywhere it shows something.
@@ -202,6 +203,13 @@ async function run(): Promise<void> {
     // Four recipients accepted (the scheduled one, canceled, among them): two delivered, one bounced.
     t.match(await page.locator('.stats').first().innerText(), /4\s*accepted[\s\S]*2\s*delivered[\s\S]*1\s*bounced/);
     await shot(page, 'overview');
+    t.equal(await page.getByRole('heading', { name: 'Destinations slowed down' }).count(), 0, 'no throttled destinations: no such section');
+    // A receiver that refused with a 421 (its reply is someone else's words) is listed while the server slows down for it.
+    saveThrottle(s.db, { destination: 'busy.example', connections: 2, strikes: 1, pausedUntil: Date.now() + 600_000, reason: { code: 421, enhanced_code: '4.7.28', message: `slow down ${XSS}`, classification: 'rate_limited' }, since: Date.now() }, Date.now());
+    await page.reload();
+    t.ok(await page.getByRole('heading', { name: 'Destinations slowed down' }).isVisible());
+    const row = await page.locator('tr', { hasText: 'busy.example' }).innerText();
+    t.match(row, /busy\.example\s+\d{4}-\d\d-\d\d[ T][\d:.]+Z\s+2\s[\s\S]*421 4\.7\.28 slow down <script>/, 'paused until, connections, and the reply as text');
     // 375 px wide: nothing overflows sideways.
     await page.setViewportSize({ width: 375, height: 800 });
     for (const p of ['/', '/messages', '/keys', '/domains/shop.test', '/webhooks', '/suppressions', '/inbound']) {
@@ -209,6 +217,7 @@ async function run(): Promise<void> {
       t.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 376, `${p} fits 375 px`);
     }
     await page.setViewportSize({ width: 1280, height: 900 });
+    clearThrottle(s.db, 'busy.example');
   });
 
   await t.test('keyboard alone: tab to the search, type, submit with Enter', async (t) => {

@@ -38,7 +38,7 @@ t.test('connections per destination never exceed outbound.concurrency_per_domain
   t.equal(mx.received.length - before, 20, 'all delivered');
   t.ok(mx.peakOpen <= 2, `at most 2 connections open at the MX (saw ${mx.peakOpen})`);
   t.equal(mx.peakOpen, 2, 'and the limit was used');
-  t.equal(s.daemon.scheduler.peakPerDomain.get('many.test'), 2);
+  t.equal(s.daemon.scheduler.peakPerDestination.get('many.test'), 2);
 });
 
 t.test('a restart mid-queue resumes: claims of the dead process are released, nothing is lost or sent twice', async (t) => {

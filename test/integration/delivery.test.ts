@@ -12,6 +12,7 @@ import { parseReturnToken } from '../../src/domain/return-path.js';
 import { secret } from '../../src/store/settings.js';
 import { addSuppression } from '../../src/store/suppressions.js';
 import { RETURN_PATH_SECRET } from '../../src/main.js';
+import { listThrottles } from '../../src/store/destinations.js';
 
 const dns = await new TestDnsServer().start();
 const mx = await new TestMx('127.0.0.1').start();
@@ -29,13 +30,16 @@ dns.set('mx.good.test', { A: ['127.0.0.1'] });
 dns.set('twomx.test', { MX: [{ preference: 10, exchange: 'dead.twomx.test' }, { preference: 20, exchange: 'mx.twomx.test' }] });
 dns.set('dead.twomx.test', { A: ['127.0.0.2'] }); // nothing listens there
 dns.set('mx.twomx.test', { A: ['127.0.0.1'] });
-dns.set('busy.test', { MX: [{ preference: 10, exchange: 'busy.mx.test' }] });
-dns.set('busy2.test', { MX: [{ preference: 10, exchange: 'busy.mx.test' }, { preference: 20, exchange: 'mx.good.test' }] });
-dns.set('busy.mx.test', { A: ['127.0.0.3'] });
-dns.set('silent.test', { MX: [{ preference: 10, exchange: 'silent.mx.test' }] });
-dns.set('silent.mx.test', { A: ['127.0.0.4'] });
-dns.set('drop.test', { MX: [{ preference: 10, exchange: 'drop.mx.test' }] });
-dns.set('drop.mx.test', { A: ['127.0.0.5'] });
+// Each misbehaving peer is its own destination (destinations are named by their MX hosts'
+// registrable domain): a 421 slows down its destination only.
+dns.set('busy.test', { MX: [{ preference: 10, exchange: 'mx.busy.test' }] });
+dns.set('busy2.test', { MX: [{ preference: 10, exchange: 'mx.busy2.test' }, { preference: 20, exchange: 'mx.good.test' }] });
+dns.set('mx.busy.test', { A: ['127.0.0.3'] });
+dns.set('mx.busy2.test', { A: ['127.0.0.3'] });
+dns.set('silent.test', { MX: [{ preference: 10, exchange: 'mx.silent.test' }] });
+dns.set('mx.silent.test', { A: ['127.0.0.4'] });
+dns.set('drop.test', { MX: [{ preference: 10, exchange: 'mx.drop.test' }] });
+dns.set('mx.drop.test', { A: ['127.0.0.5'] });
 dns.set('nullmx.test', { MX: [{ preference: 0, exchange: '.' }] });
 dns.set('arecord.test', { A: ['127.0.0.1'] }); // no MX: the implicit MX is the domain itself
 dns.set('servfail.test', {});
@@ -140,6 +144,8 @@ t.test('421 at the banner: deferred when it is the only MX, delivered through th
   const mb = await message(b);
   t.equal(recipient(mb, 'erin@busy2.test').state, 'delivered');
   t.ok(banner.connections >= 2, 'the busy host was tried for both');
+  // The 421 slows its destination down (outbound/throttle.ts); the one delivered through its next MX is not.
+  t.match(listThrottles(s.db), [{ destination: 'busy.test', strikes: 1, connections: 1, pausedUntil: clock.now() + 30_000, reason: { code: 421 } }]);
 });
 
 t.test('451 greylisting, then delivered on the retry a minute later', async (t) => {

@@ -63,7 +63,7 @@ export function configCommand(program: Command): void {
 export function statusCommand(program: Command): void {
   program
     .command('status')
-    .description('queue depth by state, oldest deferred, webhook backlog, inbound counts')
+    .description('queue depth by state, oldest deferred, throttled destinations, webhook backlog, inbound counts')
     .action(async (_o, c: Command) =>
       withStore(c, ({ db, config, now }) => {
         const st = { ...status(db, now), outbound_held: config.outbound.hold };
@@ -74,6 +74,13 @@ export function statusCommand(program: Command): void {
           [
             `queue:     ${kv(st.queue)}${st.outbound_held ? '  (HELD: outbound.hold = true, nothing is sent)' : ''}`,
             `deferred:  oldest accepted ${st.oldest_deferred ?? '-'}; next attempt ${st.next_attempt ?? '-'}`,
+            ...(st.throttled.length === 0
+              ? ['throttled: none']
+              : st.throttled.map(
+                  (d) =>
+                    `throttled: ${d.destination}: ${Date.parse(d.paused_until) > now ? `paused until ${d.paused_until}, then ` : ''}${d.connections} connection${d.connections === 1 ? '' : 's'}; ` +
+                    `${d.refusals} refusal${d.refusals === 1 ? '' : 's'} not yet worked off, since ${d.since}; last: ${d.reason.code}${d.reason.enhanced_code ? ' ' + d.reason.enhanced_code : ''} ${d.reason.message}`,
+                )),
             `webhooks:  ${kv(st.webhooks)}`,
             `inbound:   ${st.inbound.last_24h} in the last 24 h, ${st.inbound.total} in all, ${st.inbound.reports_unmatched} unmatched reports`,
             `messages:  ${st.messages}`,

@@ -6,6 +6,7 @@ import * as m005 from './005_webhook_due.js';
 import * as m006 from './006_dashboard.js';
 import * as m007 from './007_dkim_rotation.js';
 import * as m008 from './008_scheduled.js';
+import * as m009 from './009_destinations.js';
 
 /**
  * Every migration, in order, listed statically so the build carries them. Append only. `rebuild`:
@@ -21,4 +22,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 6, name: 'dashboard', sql: m006.up },
   { version: 7, name: 'dkim_rotation', sql: m007.up },
   { version: 8, name: 'scheduled', sql: m008.up, rebuild: m008.rebuild },
+  { version: 9, name: 'destinations', sql: m009.up },
 ];

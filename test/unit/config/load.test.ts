@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'smol-toml';
 import { loadConfig, describeConfig, parseDuration, envName } from '../../../src/config/load.js';
-import { schema, type Schema } from '../../../src/config/schema.js';
+import { schema, destinationLimits, type Schema } from '../../../src/config/schema.js';
 import { renderExample } from '../../../src/config/example.js';
 import { tempDir } from '../../helpers/env.js';
 
@@ -118,4 +118,16 @@ t.test('config/posthaste.example.toml documents every key, parses, and matches t
     for (const [key, spec] of Object.entries(keys)) t.match(text, spec.description, `${section}.${key} has its description as a comment`);
   t.equal(text, renderExample(), 'the file is what `posthaste config example` prints (regenerate it after a schema change)');
   t.ok(loadConfig({ path: join(root, 'config/development.toml'), env: {} }), 'development.toml loads');
+});
+
+t.test('outbound.destination_limits is checked at load, naming the key and the entry', async (t) => {
+  const c = loadConfig({ path: withFile('[outbound]\ndestination_limits = ["outlook.com connections=5", "google.com per_minute=600"]\nmessages_per_minute = 100\n'), env: {} });
+  const limits = destinationLimits(c);
+  t.same(limits('outlook.com'), { connections: 5, perConnection: 100, perMinute: 100 });
+  t.same(limits('google.com'), { connections: 10, perConnection: 100, perMinute: 600 });
+  t.same(limits('elsewhere.example'), { connections: 10, perConnection: 100, perMinute: 100 });
+  t.throws(() => loadConfig({ path: withFile('[outbound]\ndestination_limits = ["outlook.com conections=5"]\n'), env: {} }), /outbound\.destination_limits: "outlook\.com conections=5": "conections=5" is not one of/);
+  // A reload hands the daemon a new array: the lookup reads it at every call.
+  c.outbound.destination_limits = ['outlook.com connections=2'];
+  t.equal(limits('outlook.com').connections, 2);
 });

@@ -42,6 +42,7 @@ const table: Array<[string, string]> = [
   ['421-4.7.28 [192.0.2.1] Our system has detected an unusual rate of unsolicited mail originating from your IP address.', 'rate_limited'],
   ['421 RP-001 (BAY004-MC1F2) Unfortunately, some messages from 192.0.2.1 weren\'t sent.', 'rate_limited'],
   ['421 4.7.0 [TSS04] Messages from 192.0.2.1 temporarily deferred due to unexpected volume or user complaints', 'rate_limited'],
+  ['451 4.7.500 Server busy. Please try again later from [192.0.2.1]. (S77719)', 'rate_limited'],
   ['450 4.2.1 The user you are trying to contact is receiving mail too quickly.', 'rate_limited'],
   ['451 4.7.1 <bob@example.net>: Recipient address rejected: Greylisted, see http://postgrey.schweikert.ch/help/example.net.html', 'greylisted'],
   ['530 5.7.0 Must issue a STARTTLS command first', 'tls_failure'],

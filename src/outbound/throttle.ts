@@ -1,0 +1,192 @@
+import type { Reply } from '../domain/outcome.js';
+import type { DestinationLimits, DestinationThrottle } from '../domain/destinations.js';
+
+/**
+ * Per-destination limits and adaptive backoff, as pure state (times are passed in; no I/O).
+ *
+ * Configured limits: connections at once, messages per connection, messages started in any
+ * 60 seconds. Adaptive backoff: a reply that says "too fast" (any 421, or a reply classified
+ * rate_limited) pauses the destination for 30 s, doubling with each further refusal up to
+ * 15 minutes, and halves its connections (at least one). Each connection that then delivers
+ * without being refused takes one refusal off (so the next pause is shorter) and gives one
+ * connection back; when none are left the destination runs at its configured limits again.
+ * Refusals from connections opened before the last one counted are not counted again: five
+ * connections refused at once are one refusal, not five. docs/delivery.md "Destinations".
+ */
+
+export const PAUSE_FIRST_MS = 30_000;
+export const PAUSE_MAX_MS = 15 * 60_000;
+const WINDOW_MS = 60_000;
+/** Assumed length of one connection's work until one is measured. */
+const DEFAULT_GROUP_MS = 5_000;
+
+export type Admission =
+  /** Refused us recently: nothing starts before `until`. */
+  | { kind: 'paused'; until: number }
+  /** As many connections open as allowed; more start when one ends. */
+  | { kind: 'full' }
+  /** per_minute reached: the next message may start at `opensAt`. */
+  | { kind: 'spent'; opensAt: number }
+  /** A connection may open and carry up to `messages`. */
+  | { kind: 'open'; messages: number };
+
+/** Handed out when a connection opens, handed back when it ends. */
+export interface Ticket {
+  destination: string;
+  openedAt: number;
+  epoch: number;
+}
+
+/** What a connection's end changed that must be stored: the new record, or the destination's record removed. */
+export type ThrottleChange = { kind: 'set'; record: DestinationThrottle } | { kind: 'cleared'; destination: string } | null;
+
+interface State {
+  open: number;
+  /** Counted refusals so far; a ticket from an older epoch neither strikes nor recovers. */
+  epoch: number;
+  throttled: DestinationThrottle | null;
+  /** Messages started per second over the last minute: [second, count], oldest first. */
+  starts: Array<[number, number]>;
+  groupMs: number;
+  /** Next free time for postponed messages, so successive postponements queue up rather than pile up. */
+  cursor: number;
+}
+
+/** Messages started in second S count until a full minute after that second ends. */
+const expiry = (second: number): number => (second + 1) * 1000 + WINDOW_MS;
+
+export function pauseFor(strikes: number): number {
+  return Math.min(PAUSE_FIRST_MS * 2 ** Math.max(0, strikes - 1), PAUSE_MAX_MS);
+}
+
+/**
+ * Whether a reply asks us to slow down: a 421, or a temporary refusal classified rate_limited,
+ * except one about a mailbox (enhanced X.2.X, RFC 3463), such as Gmail's "450 4.2.1 The user you
+ * are trying to contact is receiving mail too quickly": that recipient waits, the destination does not.
+ */
+export function isRateLimit(reply: Reply): boolean {
+  if (reply.code === 421) return true;
+  return reply.code >= 400 && reply.code < 500 && reply.classification === 'rate_limited' && !reply.enhanced_code.startsWith('4.2.');
+}
+
+export class Throttle {
+  private states = new Map<string, State>();
+
+  constructor(
+    /** Read on every decision, so a reload's new limits apply at once. */
+    private readonly limitsOf: (destination: string) => DestinationLimits,
+    restored: readonly DestinationThrottle[] = [],
+  ) {
+    for (const r of restored) this.state(r.destination).throttled = { ...r };
+  }
+
+  private state(destination: string): State {
+    let s = this.states.get(destination);
+    if (!s) {
+      s = { open: 0, epoch: 0, throttled: null, starts: [], groupMs: DEFAULT_GROUP_MS, cursor: 0 };
+      this.states.set(destination, s);
+    }
+    return s;
+  }
+
+  /** Whether the destination is being slowed down because it refused us. */
+  isThrottled(destination: string): boolean {
+    return this.states.get(destination)?.throttled != null;
+  }
+
+  /** Connections allowed now: the configured number, or fewer while throttled. */
+  connections(destination: string): number {
+    const configured = this.limitsOf(destination).connections;
+    const t = this.states.get(destination)?.throttled;
+    return t ? Math.min(t.connections, configured) : configured;
+  }
+
+  /** Messages that may wait for a connection at once: one more round of every allowed connection. */
+  capacity(destination: string): number {
+    return this.connections(destination) * this.limitsOf(destination).perConnection;
+  }
+
+  admit(destination: string, now: number): Admission {
+    const s = this.state(destination);
+    if (s.throttled && s.throttled.pausedUntil > now) return { kind: 'paused', until: s.throttled.pausedUntil };
+    if (s.open >= this.connections(destination)) return { kind: 'full' };
+    const limits = this.limitsOf(destination);
+    if (limits.perMinute === 0) return { kind: 'open', messages: limits.perConnection };
+    const left = limits.perMinute - this.startedInWindow(s, now);
+    if (left <= 0) return { kind: 'spent', opensAt: expiry(s.starts[0]![0]) };
+    return { kind: 'open', messages: Math.min(limits.perConnection, left) };
+  }
+
+  private startedInWindow(s: State, now: number): number {
+    while (s.starts.length > 0 && expiry(s.starts[0]![0]) <= now) s.starts.shift();
+    let n = 0;
+    for (const [, c] of s.starts) n += c;
+    return n;
+  }
+
+  /** A connection opens carrying `messages`. */
+  open(destination: string, now: number, messages: number): Ticket {
+    const s = this.state(destination);
+    s.open++;
+    const second = Math.floor(now / 1000);
+    const last = s.starts[s.starts.length - 1];
+    if (last && last[0] === second) last[1] += messages;
+    else s.starts.push([second, messages]);
+    return { destination, openedAt: now, epoch: s.epoch };
+  }
+
+  /**
+   * A connection ended: `refusal` is the reply that asked us to slow down (null if none did),
+   * `delivered` how many it delivered. Returns what to store.
+   */
+  close(ticket: Ticket, outcome: { delivered: number; refusal: Reply | null }, now: number): ThrottleChange {
+    const s = this.state(ticket.destination);
+    s.open = Math.max(0, s.open - 1);
+    s.groupMs = Math.max(1, s.groupMs * 0.8 + (now - ticket.openedAt) * 0.2);
+    if (ticket.epoch !== s.epoch) return null; // opened before the last counted refusal
+    if (outcome.refusal) {
+      s.epoch++;
+      const before = s.throttled;
+      const strikes = (before?.strikes ?? 0) + 1;
+      const connections = Math.max(1, Math.floor((before ? before.connections : this.limitsOf(ticket.destination).connections) / 2));
+      s.throttled = { destination: ticket.destination, connections, strikes, pausedUntil: now + pauseFor(strikes), reason: outcome.refusal, since: before?.since ?? now };
+      return { kind: 'set', record: { ...s.throttled } };
+    }
+    const t = s.throttled;
+    if (!t || outcome.delivered === 0) return null;
+    const configured = this.limitsOf(ticket.destination).connections;
+    const strikes = Math.max(0, t.strikes - 1);
+    const connections = Math.min(configured, t.connections + 1);
+    if (strikes === 0 && connections >= configured) {
+      s.throttled = null;
+      return { kind: 'cleared', destination: ticket.destination };
+    }
+    s.throttled = { ...t, strikes, connections };
+    return { kind: 'set', record: { ...s.throttled } };
+  }
+
+  /** When a connection open now is expected to be done (its measured pace). */
+  nextRound(destination: string, now: number): number {
+    return now + Math.ceil(this.state(destination).groupMs);
+  }
+
+  /**
+   * Times to hold `n` messages back until, none before `from`: spread at the rate the destination
+   * takes them (its connections' measured pace, and per_minute), after any held back before.
+   */
+  slots(destination: string, n: number, from: number): number[] {
+    const s = this.state(destination);
+    const limits = this.limitsOf(destination);
+    const perMs = Math.min(this.capacity(destination) / s.groupMs, limits.perMinute > 0 ? limits.perMinute / WINDOW_MS : Infinity);
+    const start = Math.max(from, s.cursor);
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) out.push(Math.ceil(start + i / perMs));
+    s.cursor = start + n / perMs;
+    return out;
+  }
+
+  /** The destinations being slowed down now. */
+  throttled(): DestinationThrottle[] {
+    return [...this.states.values()].flatMap((s) => (s.throttled ? [{ ...s.throttled }] : []));
+  }
+}

@@ -1,0 +1,32 @@
+import type { Db } from './db.js';
+import type { Reply } from '../domain/outcome.js';
+import type { DestinationThrottle } from '../domain/destinations.js';
+
+export type { DestinationThrottle };
+
+interface Row {
+  destination: string;
+  connections: number;
+  strikes: number;
+  paused_until: number;
+  reason: string;
+  since: number;
+}
+
+export function saveThrottle(db: Db, t: DestinationThrottle, now: number): void {
+  db.statement(
+    `INSERT INTO destination_throttles (destination, connections, strikes, paused_until, reason, since, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (destination) DO UPDATE SET connections = excluded.connections, strikes = excluded.strikes, paused_until = excluded.paused_until,
+       reason = excluded.reason, since = excluded.since, updated_at = excluded.updated_at`,
+  ).run(t.destination, t.connections, t.strikes, t.pausedUntil, JSON.stringify(t.reason), t.since, now);
+}
+
+export function clearThrottle(db: Db, destination: string): void {
+  db.statement('DELETE FROM destination_throttles WHERE destination = ?').run(destination);
+}
+
+/** Every throttled destination, the most recently refused first. */
+export function listThrottles(db: Db): DestinationThrottle[] {
+  const rows = db.statement('SELECT destination, connections, strikes, paused_until, reason, since FROM destination_throttles ORDER BY updated_at DESC, destination').all() as Row[];
+  return rows.map((r) => ({ destination: r.destination, connections: r.connections, strikes: r.strikes, pausedUntil: r.paused_until, reason: JSON.parse(r.reason) as Reply, since: r.since }));
+}
