@@ -266,10 +266,12 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
         scheduler.kick();
       }
       if (applied.includes('smtp.tls.cert') || applied.includes('smtp.tls.key')) {
+        // The new certificate first (a file that cannot be read leaves everything as it was), then
+        // the keys the listener reads per connection to offer STARTTLS or not.
+        if (next.smtp['tls.cert'] && next.smtp['tls.key'])
+          listener.updateSecureContext({ key: readFileSync(next.smtp['tls.key']), cert: readFileSync(next.smtp['tls.cert']) });
         config.smtp['tls.cert'] = next.smtp['tls.cert'];
         config.smtp['tls.key'] = next.smtp['tls.key'];
-        if (next.smtp['tls.cert'] && next.smtp['tls.key'])
-          (listener as unknown as { updateSecureContext(o: { key: Buffer; cert: Buffer }): void }).updateSecureContext({ key: readFileSync(next.smtp['tls.key']), cert: readFileSync(next.smtp['tls.cert']) });
       }
       return { applied, restart_needed: restart };
     },

@@ -35,6 +35,8 @@ export interface ListenerDeps {
 }
 
 type Session = SMTPServerSession & {
+  /** smtp-server reads this, when set, instead of the server's disabledCommands (per connection). */
+  disabledCommands?: string[];
   routes?: Array<Route & { receiving?: ReceivingDomain }>;
   /** The memory the message being received holds: released when it is done with, or when the client goes. */
   hold?: Hold;
@@ -63,8 +65,11 @@ export function createListener(deps: ListenerDeps): SMTPServer {
     closeTimeout: 5_000,
     maxClients: s.max_clients,
     logger: false,
-    onConnect(_session, cb) {
+    onConnect(session: Session, cb) {
       if (deps.isShuttingDown()) return cb(smtpError(421, '4.3.2 Service shutting down, try again later'));
+      // STARTTLS while a certificate is configured, decided per connection: a reload (SIGHUP)
+      // that adds or removes smtp.tls.cert applies to the next connection.
+      session.disabledCommands = s['tls.cert'] && s['tls.key'] ? ['AUTH'] : ['AUTH', 'STARTTLS'];
       cb();
     },
     onClose(session: Session) {

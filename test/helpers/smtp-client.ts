@@ -1,4 +1,6 @@
 import net from 'node:net';
+import tls from 'node:tls';
+import { once } from 'node:events';
 
 /** A raw SMTP client: sends exactly the bytes a test gives (smuggling sequences included) and reads replies. */
 export class RawSmtp {
@@ -6,11 +8,8 @@ export class RawSmtp {
   private waiters: Array<(reply: string) => void> = [];
   closed = false;
 
-  private constructor(private readonly socket: net.Socket) {
-    socket.on('data', (d) => {
-      this.buf += d.toString('latin1');
-      this.pump();
-    });
+  private constructor(private socket: net.Socket) {
+    socket.on('data', (d) => this.take(d));
     socket.on('close', () => {
       this.closed = true;
       for (const w of this.waiters.splice(0)) w('');
@@ -24,6 +23,24 @@ export class RawSmtp {
     const c = new RawSmtp(socket);
     await c.reply(); // greeting
     return c;
+  }
+
+  private take(d: Buffer): void {
+    this.buf += d.toString('latin1');
+    this.pump();
+  }
+
+  /** STARTTLS, then TLS over the same socket with the options given; resolves once the handshake is done. */
+  async startTls(options: tls.ConnectionOptions): Promise<tls.TLSSocket> {
+    const go = await this.cmd('STARTTLS');
+    if (!go.startsWith('220')) throw new Error(`STARTTLS refused: ${go}`);
+    this.socket.removeAllListeners('data');
+    const secure = tls.connect({ ...options, socket: this.socket });
+    await once(secure, 'secureConnect');
+    secure.on('data', (d: Buffer) => this.take(d));
+    secure.on('error', () => undefined);
+    this.socket = secure;
+    return secure;
   }
 
   private pump(): void {

@@ -47,7 +47,7 @@ function isErrorShape(t: Test, body: Json, code: string): void {
   t.type(body?.error?.details, 'object');
 }
 
-t.test('a valid request is accepted with 202 and the SPEC shape, and the rows exist when the 202 arrives', async (t) => {
+t.test('a valid request is accepted with 202 and the documented shape (docs/api.md), and the rows exist when the 202 arrives', async (t) => {
   const r = await post(valid);
   t.equal(r.status, 202);
   t.match(r.body, { status: 'queued', sandbox: false, recipients: ['alice@example.org'] });

@@ -61,7 +61,7 @@ t.test('keys create|list|revoke with --json shapes', async (t) => {
   t.not(unknown.code, 0);
 });
 
-t.test('domains add prints the DNS records in the SPEC form; verify checks them through dns.servers', async (t) => {
+t.test('domains add prints the DNS records in the documented form; verify checks them through dns.servers', async (t) => {
   const added = await cli('domains', 'add', 'Mail.Example.COM', '--customer', 'acme', '--json');
   t.equal(added.code, 0, added.stderr);
   const d = json<DomainJson>(added);
