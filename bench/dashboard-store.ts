@@ -11,7 +11,8 @@ import { addCustomer, ensureDefaultCustomer } from '../src/store/customers.js';
 import { createKey } from '../src/store/keys.js';
 import { addDomain, setVerified } from '../src/store/domains.js';
 import { acceptMessage } from '../src/store/messages.js';
-import { recordOutcome, recordComplaint, type QueuedMessage, type Claimed, type OutcomePolicy } from '../src/store/queue.js';
+import type { QueuedMessage, Claimed } from '../src/store/queue.js';
+import { recordOutcome, recordComplaint, type OutcomePolicy } from '../src/store/recipients.js';
 import { createEndpoint, recordAttempts, type SettledAttempt } from '../src/store/webhooks.js';
 import { addUser } from '../src/store/users.js';
 import { hashPassword } from '../src/lib/password.js';
@@ -118,7 +119,7 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
 }
 
 /** The store modules the fill writes through (with db.ts, which migrates): their code decides a store's contents. */
-const WRITERS = ['db', 'customers', 'keys', 'domains', 'messages', 'queue', 'events', 'suppressions', 'webhooks', 'users'];
+const WRITERS = ['db', 'customers', 'keys', 'domains', 'messages', 'queue', 'recipients', 'events', 'suppressions', 'webhooks', 'users'];
 
 /**
  * The code a store's contents depend on: the migrations, the store modules the fill writes

@@ -1,7 +1,7 @@
 import { relayTarget, returnPathDomain, suppressionPolicy, destinationLimits, type Config } from './config/schema.js';
 import { openDb, migrate } from './store/db.js';
 import { ensureDefaultCustomer } from './store/customers.js';
-import { GroupCommit } from './store/group-commit.js';
+import { GroupCommit } from './writer/group-commit.js';
 import { AuthCache } from './store/auth-cache.js';
 import { releaseClaims } from './store/queue.js';
 import { secret } from './store/settings.js';
@@ -18,6 +18,7 @@ import { Scheduler } from './outbound/scheduler.js';
 import { Throttle } from './outbound/throttle.js';
 import { destinationOf } from './domain/destinations.js';
 import { listThrottles } from './store/destinations.js';
+import { countsByState } from './store/status.js';
 import { SignerPool } from './outbound/signer.js';
 import { MtaSts } from './outbound/mta-sts.js';
 import { readFileSync } from 'node:fs';
@@ -143,7 +144,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   // Group commit: the API's and the inbound listener's writes, and the dispatcher's attempt log.
   const commit = new GroupCommit(db.path, config.limits.max_store_bytes);
   const webhooks = createWebhookService(db, config, clock, resolver);
-  const metrics = new Metrics(db);
+  const metrics = new Metrics({ recipients: () => countsByState(db, 'recipients'), webhookDeliveries: () => countsByState(db, 'webhook_deliveries') });
   const releasedHooks = releaseDeliveryClaims(db);
   if (releasedHooks > 0) log.warn({ released: releasedHooks }, 'released webhook claims left by a previous run');
   const dispatcher = new Dispatcher({

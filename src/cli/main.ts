@@ -1,5 +1,5 @@
+import { VERSION } from '../lib/version.js';
 import { Command, CommanderError } from 'commander';
-import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/load.js';
 import { CliError } from './context.js';
 import { serveCommand } from './commands/serve.js';
@@ -9,16 +9,16 @@ import { domainsCommand } from './commands/domains.js';
 import { dbCommand, configCommand, statusCommand } from './commands/admin.js';
 import { messagesCommand } from './commands/messages.js';
 import { webhooksCommand } from './commands/webhooks.js';
-import { suppressionsCommand, inboundCommand } from './commands/inbound.js';
+import { inboundCommand } from './commands/inbound.js';
+import { suppressionsCommand } from './commands/suppressions.js';
 import { reportsCommand } from './commands/reports.js';
 import { usersCommand } from './commands/users.js';
 
-const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 export function buildProgram(): Command {
   const program = new Command('posthaste')
     .description('self-hosted transactional email server')
-    .version(pkg.version)
+    .version(VERSION)
     .option('--config <file>', 'TOML configuration file (default /etc/posthaste/posthaste.toml, or $POSTHASTE_CONFIG)')
     .option('--json', 'machine-readable output: one JSON object, or an array for list')
     .showHelpAfterError()

@@ -11,11 +11,11 @@ import { verifyPassword, DUMMY_HASH } from '../lib/password.js';
 import { createSession, endSession, findUser, showCustomer } from '../store/users.js';
 import { addCustomer, customerById, CUSTOMER_NAME, findCustomer, listCustomers } from '../store/customers.js';
 import { createKey, getKey, listKeys, revokeKey, type KeyKind } from '../store/keys.js';
-import { addDomain, findDomain, listDomains, type DomainRow } from '../store/domains.js';
+import { addDomain, findDomain, listDomains, setReceiving, type DomainRow } from '../store/domains.js';
 import { cancelMessage, getMessage, searchMessages } from '../store/messages.js';
 import { addSuppression, listSuppressions, removeSuppression, searchSuppressions } from '../store/suppressions.js';
 import { deleteEndpoint, deliveriesOfMessage, disableEndpoint, enableEndpoint, eventById, getEndpoint, listAttempts, listEndpoints, type Endpoint } from '../store/webhooks.js';
-import { getInbound, listInbound, setInboundLimits } from '../store/inbound.js';
+import { getInbound, listInbound, setInboundLimits, inboundLimitsOf } from '../store/inbound.js';
 import { overview } from '../store/overview.js';
 import { domainRecords, verifyDomain } from '../domains/service.js';
 import { inboundSummary, inboundView } from '../inbound/view.js';
@@ -179,7 +179,7 @@ export function pageRoutes(dash: Dashboard, deps: DashboardDeps): void {
     if (!c) return;
     const d = domainOf(c, request.params.name);
     if (!d) return notFound(reply);
-    return page(reply, c, d.name, domainBody(c, d, domainRecords(d, config, clock.now()), inboundLimits(d.id), undefined));
+    return page(reply, c, d.name, domainBody(c, d, domainRecords(d, config, clock.now()), inboundLimitsOf(db, d.id), undefined));
   });
 
   app.post('/domains/:name/verify', async (request: Req, reply) => {
@@ -189,7 +189,7 @@ export function pageRoutes(dash: Dashboard, deps: DashboardDeps): void {
     if (!d) return notFound(reply);
     const result = await verifyDomain(db, deps.resolver, config, d, clock.now());
     const fresh = findDomain(db, d.name)!;
-    return page(reply, c, d.name, domainBody(c, fresh, domainRecords(fresh, config, clock.now()), inboundLimits(d.id), result));
+    return page(reply, c, d.name, domainBody(c, fresh, domainRecords(fresh, config, clock.now()), inboundLimitsOf(db, d.id), result));
   });
 
   app.post('/domains/:name/receiving', async (request: Req, reply) => {
@@ -198,7 +198,7 @@ export function pageRoutes(dash: Dashboard, deps: DashboardDeps): void {
     const d = domainOf(c, request.params.name);
     if (!d) return notFound(reply);
     const on = request.form!.receiving === '1';
-    db.statement('UPDATE domains SET receiving = ? WHERE id = ?').run(on ? 1 : 0, d.id);
+    setReceiving(db, d.id, on);
     return back(reply, path`/domains/${d.name}`, `Receiving ${on ? 'on' : 'off'}.`);
   });
 
@@ -216,8 +216,6 @@ export function pageRoutes(dash: Dashboard, deps: DashboardDeps): void {
     return back(reply, path`/domains/${d.name}`, 'Inbound limits saved.');
   });
 
-  const inboundLimits = (id: number) =>
-    db.statement('SELECT inbound_rate_per_minute AS rate, inbound_monthly_limit AS monthly FROM domains WHERE id = ?').get(id) as { rate: number | null; monthly: number | null };
 
   // ---- Webhooks ---------------------------------------------------------------------------------
   const endpointOf = (c: PageContext, id: string | undefined): Endpoint | undefined => (id ? getEndpoint(db, id, c.customer.id) : undefined);

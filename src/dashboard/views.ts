@@ -55,7 +55,7 @@ export function domainBody(
   c: PageContext,
   d: DomainRow,
   records: ReturnType<typeof domainRecords>,
-  limits: { rate: number | null; monthly: number | null },
+  limits: { ratePerMinute: number | null; monthlyLimit: number | null },
   result: Awaited<ReturnType<typeof verifyDomain>> | undefined,
 ): Html {
   const check = (name: string, purpose: string) => result?.checks.find((k) => k.name === name && k.purpose === purpose);
@@ -75,8 +75,8 @@ export function domainBody(
     <div class="card"><form method="post" action="${path`/domains/${d.name}/receiving`}" class="row">${csrf(c)}
       <label>Receive mail for ${d.name} <select name="receiving"><option value="1" ${d.receiving ? new Html('selected') : ''}>on</option><option value="0" ${d.receiving ? '' : new Html('selected')}>off</option></select></label><button>Save</button></form>
       <form method="post" action="${path`/domains/${d.name}/limits`}" class="row">${csrf(c)}
-      <label>Messages per minute <input name="rate_per_minute" inputmode="numeric" value="${limits.rate ?? ''}" placeholder="server default"></label>
-      <label>Messages per month <input name="monthly_limit" inputmode="numeric" value="${limits.monthly ?? ''}" placeholder="server default"></label><button>Save limits</button></form></div>`;
+      <label>Messages per minute <input name="rate_per_minute" inputmode="numeric" value="${limits.ratePerMinute ?? ''}" placeholder="server default"></label>
+      <label>Messages per month <input name="monthly_limit" inputmode="numeric" value="${limits.monthlyLimit ?? ''}" placeholder="server default"></label><button>Save limits</button></form></div>`;
 }
 
 export function webhooksBody(c: PageContext, endpoints: Endpoint[]): Html {

@@ -8,6 +8,7 @@
  * carries the real reply it was written for.
  */
 
+import type { Reply } from './outcome.js';
 export const CLASSIFICATIONS = [
   'unknown_recipient',
   'mailbox_disabled',
@@ -28,11 +29,8 @@ export const CLASSIFICATIONS = [
 ] as const;
 export type Classification = (typeof CLASSIFICATIONS)[number];
 
-export interface ReplyFacts {
-  code: number;
-  enhanced: string;
-  text: string;
-}
+/** A reply as read off the wire: the Reply of domain/outcome.ts before it is classified. */
+export type ReplyText = Omit<Reply, 'classification'>;
 
 interface Rule {
   label: Classification;
@@ -158,19 +156,19 @@ const rules: Rule[] = [
 ];
 
 /** The label for a remote reply. */
-export function classifyReply(reply: ReplyFacts): Classification {
+export function classifyReply(reply: ReplyText): Classification {
   const code = String(reply.code);
   for (const r of rules) {
     if (r.code && !r.code.test(code)) continue;
-    if (r.enhanced && !r.enhanced.test(reply.enhanced)) continue;
-    if (r.text && !r.text.test(reply.text)) continue;
+    if (r.enhanced && !r.enhanced.test(reply.enhanced_code)) continue;
+    if (r.text && !r.text.test(reply.message)) continue;
     return r.label;
   }
   return 'other';
 }
 
 /** Splits "550-5.1.1 text\n550 5.1.1 more" into code, enhanced code and text (multi-line joined). */
-export function parseReply(response: string, fallbackCode = 0): ReplyFacts {
+export function parseReply(response: string, fallbackCode = 0): ReplyText {
   const lines = response.split(/\r?\n/).filter((l) => l.length > 0);
   let code = fallbackCode;
   let enhanced = '';
@@ -190,5 +188,5 @@ export function parseReply(response: string, fallbackCode = 0): ReplyFacts {
     }
     texts.push(rest.trim());
   }
-  return { code, enhanced, text: texts.join(' ').replace(/\s+/g, ' ').trim() };
+  return { code, enhanced_code: enhanced, message: texts.join(' ').replace(/\s+/g, ' ').trim() };
 }

@@ -11,7 +11,7 @@ export const EVENT_TYPES = [
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
-export interface Envelope<D = Record<string, unknown>> {
+export interface EventEnvelope<D = Record<string, unknown>> {
   id: string;
   type: EventType;
   timestamp: string;
@@ -30,11 +30,4 @@ export interface MessageEventBase {
   metadata: Record<string, string>;
   /** The message's tags, as sent (empty when it had none). */
   tags: string[];
-}
-
-export interface SmtpResponse {
-  code: number;
-  enhanced_code: string;
-  classification?: string;
-  message: string;
 }

@@ -6,6 +6,11 @@ export interface Reply {
   classification: string;
 }
 
+/** A Reply from its parts (the replies posthaste states itself: DNS failures, the simulator, local errors). */
+export function reply(code: number, enhanced: string, message: string, classification = 'other'): Reply {
+  return { code, enhanced_code: enhanced, message, classification };
+}
+
 export type Outcome =
   | { kind: 'delivered'; reply: Reply; mx: string; tls: boolean }
   /** Temporary: the recorder turns it into a retry, or into an `expired` bounce past max_queue_time. */

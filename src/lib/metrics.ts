@@ -1,5 +1,4 @@
 import { Counter, Gauge, Registry } from 'prom-client';
-import type { Db } from '../store/db.js';
 
 /**
  * Prometheus metrics (GET /metrics, docs/operations.md): queue depth by state (read from the store on each
@@ -29,13 +28,14 @@ export class Metrics {
     if (status >= 100 && status < 600) this.apiCounts[status]!++;
   }
 
-  constructor(db: Db) {
-    this.rowsByState(db, 'posthaste_queue_recipients', 'Recipients by state', 'recipients');
-    this.rowsByState(db, 'posthaste_webhook_deliveries', 'Webhook deliveries by state', 'webhook_deliveries');
+  /** `byState`: counts by state, read on each scrape (the store's, handed in by the composition root). */
+  constructor(byState: { recipients: () => Record<string, number>; webhookDeliveries: () => Record<string, number> }) {
+    this.gaugeByState('posthaste_queue_recipients', 'Recipients by state', byState.recipients);
+    this.gaugeByState('posthaste_webhook_deliveries', 'Webhook deliveries by state', byState.webhookDeliveries);
   }
 
-  /** A gauge of a table's rows by `state`, read from the store on each scrape. */
-  private rowsByState(db: Db, name: string, help: string, table: 'recipients' | 'webhook_deliveries'): void {
+  /** A gauge of counts by `state`, read on each scrape. */
+  private gaugeByState(name: string, help: string, read: () => Record<string, number>): void {
     const gauge = new Gauge({
       name,
       help,
@@ -43,7 +43,7 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         gauge.reset();
-        for (const r of db.statement(`SELECT state, COUNT(*) AS n FROM ${table} GROUP BY state`).all() as Array<{ state: string; n: number }>) gauge.set({ state: r.state }, r.n);
+        for (const [state, n] of Object.entries(read())) gauge.set({ state }, n);
       },
     });
   }

@@ -4,7 +4,7 @@ import { findSuppressed } from '../store/suppressions.js';
 import { findDomain } from '../store/domains.js';
 import { addressKey } from '../domain/addresses.js';
 import { returnPath } from '../domain/return-path.js';
-import { suppressFor, type Outcome, type Reply, type SuppressionPolicy } from '../domain/outcome.js';
+import { reply, suppressFor, type Outcome, type Reply, type SuppressionPolicy } from '../domain/outcome.js';
 import { UnsendableMessage } from '../domain/errors.js';
 import type { MxResolver } from './mx.js';
 import { mxMatches, type MtaSts } from './mta-sts.js';
@@ -50,7 +50,6 @@ export interface GroupResult {
   composed: Map<number, Buffer>;
 }
 
-const reply = (code: number, enhanced: string, message: string, classification: string): Reply => ({ code, enhanced_code: enhanced, message, classification });
 
 /**
  * Delivers a group of recipients at one destination domain over one connection: check the

@@ -3,6 +3,7 @@ import { rootCertificates } from 'node:tls';
 import type { Resolver } from 'node:dns/promises';
 import { parsePolicy } from 'mailauth/lib/mta-sts.js';
 import type { Clock } from '../lib/clock.js';
+import { lookupAddresses } from '../lib/dns.js';
 
 /** An MTA-STS policy (RFC 8461 section 3.2), as cached. */
 export interface StsPolicy {
@@ -89,7 +90,7 @@ export class MtaSts {
 
   private async fetch(domain: string): Promise<string> {
     const host = `mta-sts.${domain}`;
-    const addrs = [...(await this.resolver.resolve4(host).catch(() => [] as string[])), ...(await this.resolver.resolve6(host).catch(() => [] as string[]))];
+    const addrs = (await lookupAddresses(this.resolver, host)).addresses.map((a) => a.address);
     if (addrs.length === 0) throw new Error(`${host} has no address`);
     return new Promise((resolve, reject) => {
       const req = https.request(

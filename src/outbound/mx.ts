@@ -1,6 +1,7 @@
 import type { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { Clock } from '../lib/clock.js';
+import { lookupAddresses } from '../lib/dns.js';
 
 export interface MxHost {
   host: string;
@@ -74,17 +75,9 @@ export class MxResolver {
     const now = this.clock.now();
     const hit = this.addrCache.get(host);
     if (hit && hit.until > now) return hit.addrs;
-    const settle = async (p: Promise<Array<{ address: string; ttl: number }>>) => {
-      try {
-        return { ok: true as const, rows: await p };
-      } catch (e) {
-        return { ok: false as const, code: String((e as { code?: string }).code) };
-      }
-    };
-    const [a, aaaa] = await Promise.all([settle(this.resolver.resolve4(host, { ttl: true })), settle(this.resolver.resolve6(host, { ttl: true }))]);
-    const rows = [...(a.ok ? a.rows : []), ...(aaaa.ok ? aaaa.rows : [])];
+    const { addresses: rows, errors } = await lookupAddresses(this.resolver, host);
     if (rows.length === 0) {
-      const codes = [a, aaaa].map((r) => (r.ok ? 'ENODATA' : r.code));
+      const codes = errors.map((c) => c ?? 'ENODATA');
       if (codes.every((c) => c === 'ENOTFOUND' || c === 'ENODATA')) {
         if (codes.includes('ENOTFOUND')) throw Object.assign(new Error(`${host}: not found`), { code: 'ENOTFOUND' });
         return [];

@@ -1,4 +1,4 @@
-import type { Reply } from '../domain/outcome.js';
+import { reply, type Reply } from '../domain/outcome.js';
 
 /** The simulator domain: its local parts choose the outcome of a sandbox message (docs/delivery.md). */
 export const SIMULATOR_DOMAIN = 'simulator.posthaste.test';
@@ -10,7 +10,6 @@ export type SandboxStep =
   | { kind: 'async_bounce'; reply: Reply }
   | { kind: 'complaint'; feedbackType: string; userAgent: string };
 
-const reply = (code: number, enhanced: string, message: string, classification = 'other'): Reply => ({ code, enhanced_code: enhanced, message, classification });
 const OK = reply(250, '2.0.0', 'OK: sandbox message not delivered');
 
 /**

@@ -1,5 +1,6 @@
 import type { Db } from '../store/db.js';
-import { claimDue, loadMessages, recordOutcome, recordAsyncBounce, recordComplaint, storeRaw, releaseClaimsOf, postponeClaimed, type OutcomePolicy } from '../store/queue.js';
+import { claimDue, loadMessages, storeRaw, releaseClaimsOf, postponeClaimed } from '../store/queue.js';
+import { recordOutcome, recordAsyncBounce, recordComplaint, type OutcomePolicy } from '../store/recipients.js';
 import { saveThrottle, clearThrottle } from '../store/destinations.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
@@ -50,7 +51,7 @@ export class Scheduler {
   private destinations = new Map<string, { destination: string; until: number }>();
   private resolving = new Set<string>();
   private open = new Map<string, number>();
-  /** Highest connections seen open at once per destination (tests and metrics). */
+  /** Highest connections seen open at once per destination (read by the tests). */
   readonly peakPerDestination = new Map<string, number>();
 
   constructor(private readonly deps: SchedulerDeps) {}

@@ -30,7 +30,7 @@ export interface RelayOptions {
 }
 
 /** What one SMTP transaction (MAIL, RCPT, DATA) ended in, for one recipient. */
-export type SendResult =
+export type TransactionResult =
   | { kind: 'accepted'; reply: Reply }
   | { kind: 'refused'; reply: Reply; permanent: boolean; stage: SmtpStage }
   /** The connection failed mid-transaction: nothing is known to have been accepted. */
@@ -55,17 +55,17 @@ export function transportReply(e: NodemailerError): Reply {
 export function replyOf(e: NodemailerError): Reply {
   if (e.code === 'EAUTH') {
     const facts = parseReply(e.response ?? '', e.responseCode ?? 451);
-    return { code: facts.code, enhanced_code: facts.enhanced || '4.7.0', message: e.message.replace(/\s+/g, ' ').trim(), classification: 'auth_failure' };
+    return { code: facts.code, enhanced_code: facts.enhanced_code || '4.7.0', message: e.message.replace(/\s+/g, ' ').trim(), classification: 'auth_failure' };
   }
   // A refused STARTTLS (a relay that does not speak it) is a TLS failure whatever the reply's code.
   if (!e.responseCode || !e.response || e.code === 'ETLS') return transportReply(e);
   const facts = parseReply(e.response, e.responseCode);
-  return { code: facts.code, enhanced_code: facts.enhanced, message: facts.text, classification: classifyReply(facts) };
+  return { ...facts, classification: classifyReply(facts) };
 }
 
 function acceptedReply(response: string): Reply {
   const facts = parseReply(response, 250);
-  return { code: facts.code, enhanced_code: facts.enhanced, message: facts.text, classification: 'other' };
+  return { ...facts, classification: 'other' };
 }
 
 /** The stage nodemailer names in its error's `command` ("MAIL FROM", "RCPT TO", "DATA", or the message itself). */
@@ -186,14 +186,14 @@ export class SmtpSession {
   }
 
   /** One transaction: MAIL FROM the return path, RCPT the recipient, DATA the signed message. */
-  send(from: string, to: string, message: Buffer): Promise<SendResult> {
+  send(from: string, to: string, message: Buffer): Promise<TransactionResult> {
     return new Promise((resolve) => {
       let done = false;
       const closed = (e?: NodemailerError) =>
         finish({ kind: 'broken', reply: transportReply(e ?? Object.assign(new Error('connection closed by the remote server'), { code: 'ECONNECTION' })) });
       const onError = (e: NodemailerError) => closed(e);
       const onEnd = () => closed();
-      const finish = (r: SendResult) => {
+      const finish = (r: TransactionResult) => {
         if (done) return;
         done = true;
         this.conn.off('error', onError);

@@ -6,7 +6,9 @@
  */
 import { parseFields, type Field } from './mime.js';
 
-export type Action = 'failed' | 'delayed' | 'delivered' | 'relayed' | 'expanded';
+import type { Action } from '../domain/report.js';
+
+export type { Action };
 
 export interface DsnBlock {
   finalRecipient?: string;

@@ -6,42 +6,11 @@
  */
 import { classifyReply, type Classification } from '../domain/classify.js';
 import { decodeWords, field, parseMessage, partText, walk, type Field, type Part } from './mime.js';
-import { looksLikeDsnFields, readDsnFields, routable, typedAddress, type Action, type DsnBlock } from './dsn-fields.js';
+import { looksLikeDsnFields, readDsnFields, routable, typedAddress, type DsnBlock } from './dsn-fields.js';
+import type { Action, Report, ReportRecipient } from '../domain/report.js';
 import { coreOf, diagnosticsOf, mentionedAddresses, notificationOf, replyParts, smtpStage, tidy } from './bounce-text.js';
 import { MAX_REPORT_BYTES, tooComplex } from './limits.js';
 import { DEFAULT_SUPPRESSION, suppressFor, type SuppressionPolicy } from '../domain/outcome.js';
-
-export interface ReportRecipient {
-  address: string;
-  action: Action;
-  /** Enhanced status code (RFC 3463), from the report or its text; null when neither gives one. */
-  status: string | null;
-  replyCode: number | null;
-  diagnostic: string | null;
-  classification: Classification;
-  /** The reporting MTA gave up on this recipient (not a delay warning, not a success). */
-  permanent: boolean;
-  /** Permanent, and the classification blames the address (domain/outcome.ts, the policy). */
-  suppress: boolean;
-}
-
-export interface Feedback {
-  feedbackType: string;
-  userAgent: string | null;
-  arrivalDate: string | null;
-  /** The complaining recipient, where the report names one. */
-  recipient: string | null;
-}
-
-export interface Report {
-  kind: 'dsn' | 'arf' | 'none';
-  /** Message-ID of the original message (without angle brackets), where the report carries it. */
-  originalMessageId: string | null;
-  recipients: ReportRecipient[];
-  feedback: Feedback | null;
-  /** The original's envelope sender (Original-Mail-From, Return-Path): posthaste's return path carries a token naming the recipient. */
-  originalSender: string | null;
-}
 
 const NONE: Report = { kind: 'none', originalMessageId: null, recipients: [], feedback: null, originalSender: null };
 
@@ -294,15 +263,15 @@ function verdict(address: string, b: DsnBlock | null, textBlock: string | undefi
   // A generic Status (x.0.0) says less than the reply it came with.
   if (status && /^[245]\.0\.0$/.test(status) && fromDiag.status && fromDiag.status[0] === status[0]) status = fromDiag.status;
   if (!status) status = replyCode ? `${String(replyCode)[0]}.0.0` : action === 'failed' ? '5.0.0' : action === 'delayed' ? '4.0.0' : action === 'delivered' ? '2.0.0' : null;
-  const facts = { code: replyCode ?? 0, enhanced: status ?? '' };
-  let classification = classifyReply({ ...facts, text: diagnostic ?? '' });
+  const facts = { code: replyCode ?? 0, enhanced_code: status ?? '' };
+  let classification = classifyReply({ ...facts, message: diagnostic ?? '' });
   // The text about this recipient, where the reply alone says too little (with several
   // recipients, only up to the reply it quotes: what follows is about the others).
   const about = core ? (single ? textBlock! : core.context) : undefined;
-  if (classification === 'other' && about) classification = classifyReply({ ...facts, text: tidy(about) });
+  if (classification === 'other' && about) classification = classifyReply({ ...facts, message: tidy(about) });
   if (classification === 'other' || classification === 'timeout' || classification === 'connection_failure') {
     // Sendmail: "Returned mail: Cannot send message for 5 days"; the cause behind was temporary.
-    if (classifyReply({ code: 0, enhanced: '', text: subject }) === 'expired') classification = 'expired';
+    if (classifyReply({ code: 0, enhanced_code: '', message: subject }) === 'expired') classification = 'expired';
   }
   // "Diagnostic-Code: x-unix; ...": a local delivery program's output (procmail, a script), which
   // says nothing certain about the address whatever its words.

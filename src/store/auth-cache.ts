@@ -12,7 +12,7 @@ export function readAuthEpoch(db: Db): string {
  * `auth_epoch` and drops the cache when it moved, so a revocation is refused on the very next
  * request. The send path looks up unchecked (no read on the event loop) and hands `epoch` to the
  * writer thread, which compares it with the epoch inside the accepting transaction and
- * re-verifies the key and the domain when it moved (see writer-ops.ts): the same guarantee, one
+ * re-verifies the key and the domain when it moved (see writer/ops.ts): the same guarantee, one
  * read fewer per request, and no window between the check and the commit.
  */
 export class AuthCache {

@@ -42,7 +42,7 @@ export class Db {
     this.sqlite.pragma('foreign_keys = ON');
     // Up to 64 MiB of page cache by default (grows only as used): claims on a queue of a million
     // recipients read scattered pages (measured: 17.7 ms per claim with the 2 MiB default, 12.7
-    // with this). The group-commit writer only appends and needs far less (writer-worker.ts).
+    // with this). The group-commit writer only appends and needs far less (writer/worker.ts).
     this.sqlite.pragma(`cache_size = -${Math.max(1024, Math.floor(cacheKiB))}`);
     this.q = new Kysely<Database>({ dialect: new SqliteDialect({ database: this.sqlite }) });
     this.setMaxBytes(maxBytes);
@@ -54,6 +54,16 @@ export class Db {
     // SQLite's own ceiling when uncapped; a cap never shrinks below what the file already holds.
     const pages = bytes > 0 ? Math.max(Math.ceil(bytes / pageSize), 1) : 4294967294;
     this.sqlite.pragma(`max_page_count = ${pages}`);
+  }
+
+  /** Whether a transaction is open on this connection (SQLite may roll one back by itself on SQLITE_FULL or an I/O error). */
+  get inTransaction(): boolean {
+    return this.sqlite.inTransaction;
+  }
+
+  /** An online backup to `file` (SQLite's backup API: consistent while the daemon writes). */
+  backup(file: string): Promise<BetterSqlite3.BackupMetadata> {
+    return this.sqlite.backup(file);
   }
 
   /** A cached prepared statement, for hot paths written in plain SQL. */
@@ -138,6 +148,11 @@ export function openDb(dataDir: string, maxBytes = 0): Db {
 }
 
 /** Applies the pending migrations, each in its own transaction; returns the versions applied. */
+/** The schema versions applied to the store, in order. */
+export function schemaVersions(db: Db): number[] {
+  return db.statement('SELECT version FROM schema_migrations ORDER BY version').pluck().all() as number[];
+}
+
 export function migrate(db: Db, now: number): number[] {
   db.sqlite.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);

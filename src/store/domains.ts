@@ -54,6 +54,11 @@ export function setVerified(db: Db, id: number, at: number | null): void {
   db.run(db.q.updateTable('domains').set({ verified_at: at }).where('id', '=', id));
 }
 
+/** Turns receiving on or off for a domain (the inbound listener accepts mail for it while on). */
+export function setReceiving(db: Db, id: number, on: boolean): void {
+  db.statement('UPDATE domains SET receiving = ? WHERE id = ?').run(on ? 1 : 0, id);
+}
+
 export function removeDomain(db: Db, id: number): void {
   db.run(db.q.deleteFrom('domains').where('id', '=', id));
 }

@@ -1,7 +1,7 @@
 import type { Db } from './db.js';
 import { eventId } from '../lib/ids.js';
 import { isoTime } from '../lib/clock.js';
-import type { Envelope, EventType } from '../domain/events.js';
+import type { EventEnvelope, EventType } from '../domain/events.js';
 
 /**
  * Writes one event to the outbox. Call it inside the transaction of the state change that
@@ -10,8 +10,8 @@ import type { Envelope, EventType } from '../domain/events.js';
 export function recordEvent(
   db: Db,
   input: { customerId: number; type: EventType; data: Record<string, unknown>; messageRowId?: number; recipientId?: number; now: number },
-): Envelope {
-  const envelope: Envelope = { id: eventId(input.now), type: input.type, timestamp: isoTime(input.now), data: input.data };
+): EventEnvelope {
+  const envelope: EventEnvelope = { id: eventId(input.now), type: input.type, timestamp: isoTime(input.now), data: input.data };
   db.run(
     db.q.insertInto('events').values({
       id: envelope.id,
@@ -26,8 +26,8 @@ export function recordEvent(
   return envelope;
 }
 
-export function eventsOfMessage(db: Db, messageRowId: number): Envelope[] {
+export function eventsOfMessage(db: Db, messageRowId: number): EventEnvelope[] {
   return db
     .all(db.q.selectFrom('events').select('body').where('message_id', '=', messageRowId).orderBy('seq'))
-    .map((r) => JSON.parse(r.body) as Envelope);
+    .map((r) => JSON.parse(r.body) as EventEnvelope);
 }

@@ -18,6 +18,12 @@ export function receivingDomain(db: Db, name: string): ReceivingDomain | undefin
   return r && { id: r.id, customerId: r.customer_id, name: r.name, ratePerMinute: r.inbound_rate_per_minute, monthlyLimit: r.inbound_monthly_limit };
 }
 
+/** A domain's own inbound limits (null: the server's default). */
+export function inboundLimitsOf(db: Db, domainId: number): { ratePerMinute: number | null; monthlyLimit: number | null } {
+  const r = db.statement('SELECT inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE id = ?').get(domainId) as { inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null } | undefined;
+  return { ratePerMinute: r?.inbound_rate_per_minute ?? null, monthlyLimit: r?.inbound_monthly_limit ?? null };
+}
+
 export function setInboundLimits(db: Db, domainId: number, limits: { ratePerMinute?: number | null; monthlyLimit?: number | null }): void {
   if (limits.ratePerMinute !== undefined) db.statement('UPDATE domains SET inbound_rate_per_minute = ? WHERE id = ?').run(limits.ratePerMinute, domainId);
   if (limits.monthlyLimit !== undefined) db.statement('UPDATE domains SET inbound_monthly_limit = ? WHERE id = ?').run(limits.monthlyLimit, domainId);

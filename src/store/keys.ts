@@ -61,13 +61,19 @@ export function authenticate(db: Db, presented: string): ApiKeyInfo | undefined 
   return info;
 }
 
+/** Whether the key exists and is not revoked (the writer's check when the auth epoch moved). */
+export function isKeyLive(db: Db, id: string): boolean {
+  const key = db.statement('SELECT revoked_at FROM api_keys WHERE id = ?').get(id) as { revoked_at: number | null } | undefined;
+  return key !== undefined && key.revoked_at === null;
+}
+
 export function listKeys(db: Db, customerId?: number): ApiKeyInfo[] {
   let q = db.q.selectFrom('api_keys').select(['id', 'customer_id', 'name', 'kind', 'created_at', 'revoked_at', 'last_used_at']).orderBy('created_at');
   if (customerId !== undefined) q = q.where('customer_id', '=', customerId);
   return db.all(q);
 }
 
-/** Revokes; returns false if there is no such key. Takes effect on the next request (no cache). */
+/** Revokes; returns false if there is no such key. Takes effect on the next request: the trigger on api_keys moves auth_epoch, which drops every cached key (store/auth-cache.ts). */
 export function revokeKey(db: Db, id: string, now: number): boolean {
   const r = db.run(db.q.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null));
   if (r.changes > 0) return true;

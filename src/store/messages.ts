@@ -2,7 +2,7 @@ import { BOUND_LIMIT, type Db } from './db.js';
 import { findSuppressed } from './suppressions.js';
 import { eventsOfMessage } from './events.js';
 import { addressKey } from '../domain/addresses.js';
-import type { Envelope } from '../domain/events.js';
+import type { EventEnvelope } from '../domain/events.js';
 import type { RecipientState } from './tables.js';
 import type { MessageFilters } from '../domain/message-search.js';
 
@@ -162,7 +162,7 @@ export interface MessageView {
   scheduled_at: string | null;
   tags: string[];
   recipients: RecipientView[];
-  events: Envelope[];
+  events: EventEnvelope[];
 }
 
 /** A message with its recipients and events, or undefined (unknown, or another customer's). */

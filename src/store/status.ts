@@ -12,15 +12,25 @@ export interface Status {
   throttled: Array<{ destination: string; connections: number; refusals: number; paused_until: string; since: string; reason: { code: number; enhanced_code: string; message: string } }>;
 }
 
+/** Rows of a table by `state` (the metrics' gauges read this on each scrape). */
+export function countsByState(db: Db, table: 'recipients' | 'webhook_deliveries'): Record<string, number> {
+  const rows = db.statement(`SELECT state, COUNT(*) AS n FROM ${table} GROUP BY state`).all() as Array<{ state: string; n: number }>;
+  return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+}
+
+/** The health check's write: proves the store takes a write now (throws when it cannot). */
+export function touchHealth(db: Db, now: number): void {
+  db.statement('INSERT INTO health (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at').run(now);
+}
+
 /** What `posthaste status` shows: queue depth by state, oldest deferred, webhook backlog, inbound counts. */
 export function status(db: Db, now: number): Status {
-  const byState = (sql: string) => Object.fromEntries((db.sqlite.prepare(sql).all() as Array<{ state: string; n: number }>).map((r) => [r.state, r.n]));
   const iso = (v: unknown) => (typeof v === 'number' ? new Date(v).toISOString() : null);
   return {
-    queue: byState('SELECT state, COUNT(*) AS n FROM recipients GROUP BY state'),
+    queue: countsByState(db, 'recipients'),
     oldest_deferred: iso(db.sqlite.prepare("SELECT MIN(m.created_at) FROM recipients r JOIN messages m ON m.id = r.message_id WHERE r.state = 'deferred'").pluck().get()),
     next_attempt: iso(db.sqlite.prepare("SELECT MIN(next_attempt_at) FROM recipients WHERE state IN ('queued', 'deferred')").pluck().get()),
-    webhooks: byState('SELECT state, COUNT(*) AS n FROM webhook_deliveries GROUP BY state'),
+    webhooks: countsByState(db, 'webhook_deliveries'),
     inbound: {
       last_24h: db.sqlite.prepare('SELECT COUNT(*) FROM inbound_messages WHERE created_at > ?').pluck().get(now - 86_400_000) as number,
       total: db.sqlite.prepare('SELECT COUNT(*) FROM inbound_messages').pluck().get() as number,

@@ -239,6 +239,14 @@ export function logAttempt(db: Db, a: AttemptRecord, deliveryId = a.deliveryId):
 }
 
 /** After an attempt: succeeded, failed for good, or pending again at `nextAt`. Unlocks the row. */
+/** A replay's delivery row, held by the replay itself (never claimed by the dispatcher); returns its id. */
+export function startReplay(db: Db, endpointId: string, eventSeq: number, now: number): number {
+  const r = db
+    .statement("INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, locked_by, locked_at, created_at, updated_at) VALUES (?, ?, 'replay', 'pending', 0, NULL, 'replay', ?, ?, ?)")
+    .run(endpointId, eventSeq, now, now, now);
+  return Number(r.lastInsertRowid);
+}
+
 export function settleDelivery(db: Db, id: string | number, state: 'succeeded' | 'failed' | 'pending', attempts: number, nextAt: number | null, now: number): void {
   db.statement('UPDATE webhook_deliveries SET state = ?, attempts = ?, next_attempt_at = ?, locked_by = NULL, locked_at = NULL, updated_at = ? WHERE id = ?').run(state, attempts, nextAt, now, id);
 }

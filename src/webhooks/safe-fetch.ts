@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import type { LookupFunction } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { isLocalName, isPublicAddress } from './address-guard.js';
+import { lookupAddresses } from '../lib/dns.js';
 
 export interface SafeFetchOptions {
   resolver: Resolver;
@@ -37,8 +38,7 @@ function guardedLookup(resolver: Resolver, allowPrivate: boolean): LookupFunctio
   return ((hostname: string, options: { all?: boolean; family?: number }, callback: (...args: unknown[]) => void) => {
     (async () => {
       if (!allowPrivate && isLocalName(hostname)) throw new RefusedTarget(`${hostname} is a local name`);
-      const [v4, v6] = await Promise.all([resolver.resolve4(hostname).catch(() => [] as string[]), resolver.resolve6(hostname).catch(() => [] as string[])]);
-      const all = [...v4.map((a) => ({ address: a, family: 4 })), ...v6.map((a) => ({ address: a, family: 6 }))];
+      const all = (await lookupAddresses(resolver, hostname)).addresses.map(({ address, family }) => ({ address, family }));
       if (all.length === 0) throw Object.assign(new Error(`${hostname} does not resolve`), { code: 'ENOTFOUND' });
       if (!allowPrivate) {
         const bad = all.find((a) => !isPublicAddress(a.address));
@@ -73,8 +73,7 @@ export async function resolvesPublicOnly(resolver: Resolver, host: string): Prom
   const h = host.replace(/^\[|\]$/g, '');
   if (isIP(h)) return isPublicAddress(h) ? null : `${h} is not a public address`;
   if (isLocalName(h)) return `${h} is a local name`;
-  const [v4, v6] = await Promise.all([resolver.resolve4(h).catch(() => [] as string[]), resolver.resolve6(h).catch(() => [] as string[])]);
-  const all = [...v4, ...v6];
+  const all = (await lookupAddresses(resolver, h)).addresses.map((a) => a.address);
   if (all.length === 0) return `${h} does not resolve`;
   const bad = all.find((a) => !isPublicAddress(a));
   return bad ? `${h} resolves to ${bad}, which is not a public address` : null;

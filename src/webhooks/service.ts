@@ -9,7 +9,7 @@ import { signWebhook, newSecret } from './sign.js';
 import { sampleData } from './samples.js';
 import { SafeFetch, checkTarget, resolvesPublicOnly, type PostResult } from './safe-fetch.js';
 import type { Resolver } from 'node:dns/promises';
-import { createEndpoint, logAttempt, settleDelivery, type Endpoint } from '../store/webhooks.js';
+import { createEndpoint, logAttempt, settleDelivery, startReplay, type Endpoint } from '../store/webhooks.js';
 
 /** Standard Webhooks retry delays after each failure (seed: 5 s … 10 h, 8 attempts, about 28 h). */
 export const WEBHOOK_RETRY_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
@@ -101,11 +101,7 @@ export class WebhookService {
   /** Sends a past event again with the same webhook-id; logged as a replay delivery, not retried. */
   async replay(endpoint: Endpoint, event: { seq: number; id: string; type: string; body: string }): Promise<AttemptOutcome> {
     const now = this.clock.now();
-    const deliveryId = Number(
-      this.db
-        .statement("INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, locked_by, locked_at, created_at, updated_at) VALUES (?, ?, 'replay', 'pending', 0, NULL, 'replay', ?, ?, ?)")
-        .run(endpoint.id, event.seq, now, now, now).lastInsertRowid,
-    );
+    const deliveryId = startReplay(this.db, endpoint.id, event.seq, now);
     const r = await this.send(endpoint, event.id, event.body);
     const done = this.clock.now();
     this.db.tx(() => {

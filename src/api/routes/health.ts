@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps.js';
+import { touchHealth } from '../../store/status.js';
 
 /** 200 when the store takes a write and every listener is up; 503 otherwise. No key needed. */
 export function healthRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get('/healthz', async (_request, reply) => {
     let storeOk = true;
     try {
-      deps.db.run(deps.db.q.insertInto('health').values({ id: 1, at: deps.clock.now() }).onConflict((oc) => oc.column('id').doUpdateSet({ at: deps.clock.now() })));
+      touchHealth(deps.db, deps.clock.now());
     } catch {
       storeOk = false;
     }

@@ -6,7 +6,7 @@ import { status } from '../../store/status.js';
 import { purgeOld } from '../../store/retention.js';
 import { describeConfig } from '../../config/load.js';
 import { renderExample } from '../../config/example.js';
-import { migrate } from '../../store/db.js';
+import { migrate, schemaVersions } from '../../store/db.js';
 
 export function dbCommand(program: Command): void {
   const cmd = program.command('db').description('the SQLite store');
@@ -17,7 +17,7 @@ export function dbCommand(program: Command): void {
       withStore(c, ({ db, config, now }) => {
         // withStore has already migrated; report what the schema is at now.
         migrate(db, now);
-        const versions = db.sqlite.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all() as number[];
+        const versions = schemaVersions(db);
         output(c, { path: db.path, versions }, `${db.path}: schema at version ${versions[versions.length - 1]} (data_dir ${config.server.data_dir})`);
       }),
     );
@@ -37,7 +37,7 @@ export function dbCommand(program: Command): void {
       withStore(c, async ({ db }) => {
         if (existsSync(file)) throw new CliError(`${file} exists; choose a new file`);
         const started = Date.now();
-        const r = await db.sqlite.backup(file);
+        const r = await db.backup(file);
         output(c, { file, pages: r.totalPages, ms: Date.now() - started }, `backed up ${r.totalPages} pages to ${file}`);
       }),
     );

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
-import { readReport, type Report } from '../../reports/read.js';
+import type { Report } from '../../domain/report.js';
 import { suppressionPolicy } from '../../config/schema.js';
 import { configOf, CliError, output } from '../context.js';
 
@@ -54,6 +54,7 @@ export function reportsCommand(program: Command): void {
     .description('what posthaste makes of a bounce or complaint (a file, or - for standard input), read as the daemon reads it, with the [bounces] policy of the configuration')
     .action(async (file: string | undefined, _o: unknown, c: Command) => {
       const config = configOf(c);
+      const { readReport } = await import('../../reports/read.js');
       const report = readReport(await readInput(file), suppressionPolicy(config));
       output(c, reportJson(report), human(report));
     });

@@ -5,7 +5,7 @@ import { deleteEndpoint, eventById, getEndpoint, listAttempts, listEndpoints } f
 import { endpointView, type AttemptOutcome } from '../../webhooks/service.js';
 import { Problems } from '../../domain/errors.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
-import { createWebhookService } from '../../main.js';
+import type { createWebhookService as CreateWebhookService } from '../../main.js';
 import { systemClock } from '../../lib/clock.js';
 import type { Db } from '../../store/db.js';
 
@@ -20,6 +20,10 @@ function outcomeText(o: AttemptOutcome): string {
 }
 
 /** The administrator's view of webhooks: endpoints, their delivery log, test and replay. */
+
+/** The webhook service (and the daemon's modules it is built from), loaded only by the commands that send. */
+const webhookService = async (): Promise<typeof CreateWebhookService> => (await import('../../main.js')).createWebhookService;
+
 export function webhooksCommand(program: Command): void {
   const cmd = program.command('webhooks').description('webhook endpoints, their delivery log, test events and replays');
   cmd
@@ -31,7 +35,7 @@ export function webhooksCommand(program: Command): void {
     .action(async (url: string, o: { customer: string; events?: string; description: string }, c: Command) =>
       withStore(c, async ({ db, config }) => {
         const customer = customerNamed(db, o.customer);
-        const service = createWebhookService(db, config, systemClock);
+        const service = (await webhookService())(db, config, systemClock);
         try {
           const input = await service.validate({ url, ...(o.events ? { events: o.events.split(',').map((x) => x.trim()) } : {}), description: o.description });
           if (input instanceof Problems) throw new CliError(Object.entries(input.details).map(([k, v]) => `${k} ${v.join('; ')}`).join('; '));
@@ -73,7 +77,7 @@ export function webhooksCommand(program: Command): void {
     .action(async (id: string, o: { type: string }, c: Command) =>
       withStore(c, async ({ db, config }) => {
         if (!EVENT_TYPES.includes(o.type as EventType)) throw new CliError(`--type must be one of ${EVENT_TYPES.join(', ')}`);
-        const service = createWebhookService(db, config, systemClock);
+        const service = (await webhookService())(db, config, systemClock);
         try {
           const r = await service.test(endpointOf(db, id), o.type as EventType);
           output(c, r, outcomeText(r));
@@ -101,7 +105,7 @@ export function webhooksCommand(program: Command): void {
         const e = endpointOf(db, id);
         const event = eventById(db, eventIdArg, e.customerId);
         if (!event) throw new CliError(`no event "${eventIdArg}" for this endpoint's customer`);
-        const service = createWebhookService(db, config, systemClock);
+        const service = (await webhookService())(db, config, systemClock);
         try {
           const r = await service.replay(e, event);
           output(c, r, outcomeText(r));

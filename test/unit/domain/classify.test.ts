@@ -64,7 +64,7 @@ t.test('every label is reachable and documented in the set', async (t) => {
 });
 
 t.test('parseReply joins multi-line replies and reads the enhanced code', async (t) => {
-  t.same(parseReply('250-first\r\n250 2.0.0 Ok: queued as ABC'), { code: 250, enhanced: '2.0.0', text: 'first Ok: queued as ABC' });
-  t.same(parseReply('550 no enhanced code'), { code: 550, enhanced: '', text: 'no enhanced code' });
-  t.equal(parseReply('421-4.7.28 a\n421 4.7.28 b').enhanced, '4.7.28');
+  t.same(parseReply('250-first\r\n250 2.0.0 Ok: queued as ABC'), { code: 250, enhanced_code: '2.0.0', message: 'first Ok: queued as ABC' });
+  t.same(parseReply('550 no enhanced code'), { code: 550, enhanced_code: '', message: 'no enhanced code' });
+  t.equal(parseReply('421-4.7.28 a\n421 4.7.28 b').enhanced_code, '4.7.28');
 });

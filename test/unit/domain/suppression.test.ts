@@ -5,7 +5,7 @@ import { classifyReply, parseReply } from '../../../src/domain/classify.js';
 /** The facts of a permanent failure from a real-shaped reply and the command it answered. */
 const facts = (reply: string, stage: FailureFacts['stage']): FailureFacts => {
   const r = parseReply(reply);
-  return { classification: classifyReply(r), status: r.enhanced || null, stage, text: reply };
+  return { classification: classifyReply(r), status: r.enhanced_code || null, stage, text: reply };
 };
 
 t.test('the address is suppressed when it does not exist, never for causes on the sender\'s side or temporary ones', async (t) => {

@@ -1,12 +1,13 @@
-import type { Db } from './db.js';
-import { acceptMessage, acceptedResponse, idempotentAnswer, recordIdempotent, type AcceptInput, type AcceptResult, type AcceptedResponse } from './messages.js';
+import type { Db } from '../store/db.js';
+import { acceptMessage, acceptedResponse, idempotentAnswer, recordIdempotent, type AcceptInput, type AcceptResult, type AcceptedResponse } from '../store/messages.js';
 import { refusal } from '../domain/errors.js';
-import { readAuthEpoch } from './auth-cache.js';
-import { findSendingDomain } from './domains.js';
-import { recordAttempts } from './webhooks.js';
-import { storeInbound, type StoredInbound } from './inbound.js';
-import { applyReport, type ReportEnvelope } from '../reports/apply.js';
-import type { Report } from '../reports/read.js';
+import { readAuthEpoch } from '../store/auth-cache.js';
+import { isKeyLive } from '../store/keys.js';
+import { findSendingDomain } from '../store/domains.js';
+import { recordAttempts } from '../store/webhooks.js';
+import { storeInbound, type StoredInbound } from '../store/inbound.js';
+import { applyReport } from '../store/recipients.js';
+import type { Report, ReportEnvelope } from '../domain/report.js';
 
 /** One inbound transaction: messages for receiving domains, and the report it is, for each of posthaste's addresses it came to. */
 export interface ReceiveInput {
@@ -32,7 +33,7 @@ export interface SendInput extends AcceptInput {
   /** auth_epoch the API's cached key and domain were at least as new as. */
   authEpoch: string;
 }
-export type SendResult = (AcceptResult | { kind: 'key_revoked' } | { kind: 'domain_unknown' } | { kind: 'domain_unverified' }) & {
+export type SendCommit = (AcceptResult | { kind: 'key_revoked' } | { kind: 'domain_unknown' } | { kind: 'domain_unverified' }) & {
   /** auth_epoch as this transaction saw it: the API drops its cache when it moved. */
   authEpoch: string;
 };
@@ -43,11 +44,10 @@ export type SendResult = (AcceptResult | { kind: 'key_revoked' } | { kind: 'doma
  * either may have changed since, and if so both are verified again, so a key revoked or a
  * domain removed or unverified before this commit cannot get a message in.
  */
-function accept(db: Db, input: SendInput): SendResult {
+function accept(db: Db, input: SendInput): SendCommit {
   const authEpoch = readAuthEpoch(db);
   if (authEpoch !== input.authEpoch) {
-    const key = db.statement('SELECT revoked_at FROM api_keys WHERE id = ?').get(input.apiKeyId) as { revoked_at: number | null } | undefined;
-    if (!key || key.revoked_at !== null) return { kind: 'key_revoked', authEpoch };
+    if (!isKeyLive(db, input.apiKeyId)) return { kind: 'key_revoked', authEpoch };
     const domain = findSendingDomain(db, input.senderDomain);
     if (!domain || domain.customer_id !== input.customerId) return { kind: 'domain_unknown', authEpoch };
     if (domain.verified_at === null) return { kind: 'domain_unverified', authEpoch };
@@ -90,8 +90,7 @@ function acceptBatch(db: Db, input: BatchInput): BatchResult {
   }
   const moved = authEpoch !== input.authEpoch;
   if (moved) {
-    const key = db.statement('SELECT revoked_at FROM api_keys WHERE id = ?').get(input.apiKeyId) as { revoked_at: number | null } | undefined;
-    if (!key || key.revoked_at !== null) return { kind: 'key_revoked', authEpoch };
+    if (!isKeyLive(db, input.apiKeyId)) return { kind: 'key_revoked', authEpoch };
   }
   const data = input.items.map((item): BatchItemResult => {
     if ('error' in item) return item;

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { openDb, migrate, isStorageUnavailable } from '../../../src/store/db.js';
-import { GroupCommit } from '../../../src/store/group-commit.js';
+import { GroupCommit } from '../../../src/writer/group-commit.js';
 import { gcFunction } from '../../../src/lib/reclaim.js';
-import type { SendInput } from '../../../src/store/writer-ops.js';
+import type { SendInput } from '../../../src/writer/ops.js';
 import { readAuthEpoch } from '../../../src/store/auth-cache.js';
 import { tempDir, storeWithKey, versionsAfter } from '../../helpers/env.js';
 

@@ -1,8 +1,8 @@
 // The group-commit writer's thread: its own connection, one transaction for all the jobs that
 // arrived while the previous one was committing.
 import { parentPort, workerData } from 'node:worker_threads';
-import { Db } from './db.js';
-import { writerOps, type OpName } from './writer-ops.js';
+import { Db } from '../store/db.js';
+import { writerOps, type OpName } from './ops.js';
 
 export type WriterMessage = { jobs: Array<{ op: OpName; input: unknown }> } | { maxBytes: number } | 'close';
 export type JobOutcome = { ok: true; value: unknown } | { ok: false; error: { message: string; code?: string } };
@@ -47,7 +47,7 @@ function commit(jobs: Array<{ op: OpName; input: unknown }>): BatchReply {
           outcomes.push({ ok: false, error: plainError(e) });
           // SQLITE_FULL and I/O errors can make SQLite roll back the whole transaction, not just
           // the savepoint: then nothing of the batch will commit, and the cause must be reported.
-          if (!db.sqlite.inTransaction) {
+          if (!db.inTransaction) {
             fatal = plainError(e);
             throw e;
           }

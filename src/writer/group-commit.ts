@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
-import type { OpName, OpInput, OpResult } from './writer-ops.js';
-import type { WriterMessage, BatchReply } from './writer-worker.js';
+import type { OpName, OpInput, OpResult } from './ops.js';
+import type { WriterMessage, BatchReply } from './worker.js';
 import { LARGE_MESSAGE_BYTES } from '../lib/memory-budget.js';
 
 interface Waiter {
@@ -41,7 +41,7 @@ export class StoreWriteError extends Error {
  * next transaction: one transaction, one fsync for many requests. Nothing waits for a reply
  * before sending more, so the writer commits back to back under load while the event loop keeps
  * reading and validating requests. A promise settles only after its transaction's COMMIT
- * returned (durable); a job that fails, fails alone (see writer-worker.ts).
+ * returned (durable); a job that fails, fails alone (see worker.ts).
  */
 export class GroupCommit {
   private readonly worker: Worker;
@@ -64,7 +64,7 @@ export class GroupCommit {
   static readonly EAGER = 16;
 
   constructor(dbPath: string, maxBytes = 0) {
-    this.worker = new Worker(new URL('./writer-worker.js', import.meta.url), {
+    this.worker = new Worker(new URL('./worker.js', import.meta.url), {
       workerData: { path: dbPath, maxBytes },
       // The writer's JS is small (statements and plain data): a small young generation is enough, and
       // saves ~30 MB of peak memory (bad-input test: 264-288 MB with the default, 249 with 2 MB).

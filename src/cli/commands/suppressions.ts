@@ -1,0 +1,40 @@
+import type { Command } from 'commander';
+import { withStore, output, table, customerNamed, CliError, iso } from '../context.js';
+import { DEFAULT_CUSTOMER } from '../../store/customers.js';
+import { addSuppression, listSuppressions, removeSuppression } from '../../store/suppressions.js';
+import { parseAddrSpec } from '../../domain/addresses.js';
+
+export function suppressionsCommand(program: Command): void {
+  const cmd = program.command('suppressions').description("a customer's suppression list (addresses compared case-insensitively)");
+  cmd
+    .command('list')
+    .option('--customer <name>', 'customer', DEFAULT_CUSTOMER)
+    .option('--reason <reason>', 'hard_bounce, spam_complaint or manual')
+    .option('--limit <n>', 'how many', '100')
+    .action(async (o: { customer: string; reason?: string; limit: string }, c: Command) =>
+      withStore(c, ({ db }) => {
+        const rows = listSuppressions(db, customerNamed(db, o.customer).id, { limit: Math.max(1, Number(o.limit) || 100), ...(o.reason ? { reason: o.reason } : {}) }).map((r) => ({ ...r, created_at: iso(r.created_at) }));
+        output(c, rows, table(rows, ['address', 'reason', 'message_id', 'created_at']));
+      }),
+    );
+  cmd
+    .command('add <address>')
+    .option('--customer <name>', 'customer', DEFAULT_CUSTOMER)
+    .action(async (address: string, o: { customer: string }, c: Command) =>
+      withStore(c, ({ db, now }) => {
+        const p = parseAddrSpec(address.trim());
+        if (!p.ok) throw new CliError(`"${address}" ${p.error}`);
+        const created = addSuppression(db, { customerId: customerNamed(db, o.customer).id, address: p.value.address, reason: 'manual', now });
+        output(c, { address: p.value.address.toLowerCase(), reason: 'manual', created }, created ? `${p.value.address} suppressed` : `${p.value.address} was already suppressed`);
+      }),
+    );
+  cmd
+    .command('remove <address>')
+    .option('--customer <name>', 'customer', DEFAULT_CUSTOMER)
+    .action(async (address: string, o: { customer: string }, c: Command) =>
+      withStore(c, ({ db }) => {
+        if (!removeSuppression(db, customerNamed(db, o.customer).id, address)) throw new CliError(`${address} is not on the suppression list`);
+        output(c, { address: address.toLowerCase(), deleted: true }, `${address} removed from the suppression list`);
+      }),
+    );
+}

@@ -1,0 +1,89 @@
+// The layering of docs/architecture.md, checked over the import graph of src/: each folder may
+// import only from folders below it, folders on one level do not import each other, and only
+// store/ speaks SQL. A new import that runs the wrong way fails here.
+import t from 'tap';
+import { readFileSync, readdirSync } from 'node:fs';
+import { dirname, join, normalize, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const SRC = fileURLToPath(new URL('../../../src/', import.meta.url));
+
+/** Lowest first; a folder imports only from lower levels. */
+export const LEVELS: string[][] = [
+  ['domain'],
+  ['config'],
+  ['lib'],
+  ['store'],
+  ['writer'],
+  ['outbound', 'webhooks', 'domains'],
+  ['reports'],
+  ['inbound'],
+  ['api', 'dashboard'],
+  ['main.ts'],
+  ['cli'],
+];
+
+interface Edge {
+  from: string;
+  to: string;
+}
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+}
+
+/** The part of src/ a path belongs to: its top folder, or the file itself at the top. */
+const partOf = (file: string) => relative(SRC, file).split(sep)[0]!.replace(/\.js$/, '.ts');
+
+function edges(files: string[]): Edge[] {
+  const out: Edge[] = [];
+  for (const file of files) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)) {
+      const target = normalize(join(dirname(file), m[1]!));
+      out.push({ from: relative(SRC, file), to: relative(SRC, target) });
+    }
+  }
+  return out;
+}
+
+/** The imports that break the levels. */
+export function violations(all: Edge[], levels: string[][]): string[] {
+  const level = new Map(levels.flatMap((names, i) => names.map((n) => [n, i] as const)));
+  const bad: string[] = [];
+  for (const e of all) {
+    const a = partOf(join(SRC, e.from));
+    const b = partOf(join(SRC, e.to));
+    if (a === b) continue;
+    const la = level.get(a);
+    const lb = level.get(b);
+    if (la === undefined || lb === undefined) bad.push(`${e.from} → ${e.to}: ${la === undefined ? a : b} has no level`);
+    else if (lb >= la) bad.push(`${e.from} → ${e.to}: ${a} may not import ${b}`);
+  }
+  return bad;
+}
+
+const files = sources(SRC);
+
+t.test('every import runs down the levels', async (t) => {
+  const found = edges(files);
+  t.ok(found.length > 300, `the graph was read (${found.length} imports)`);
+  t.same(violations(found, LEVELS), []);
+});
+
+t.test('the check catches an import that runs up, and one across a level', async (t) => {
+  t.same(violations([{ from: 'store/queue.ts', to: 'reports/read.js' }], LEVELS), ['store/queue.ts → reports/read.js: store may not import reports']);
+  t.same(violations([{ from: 'outbound/deliver.ts', to: 'webhooks/sign.js' }], LEVELS), ['outbound/deliver.ts → webhooks/sign.js: outbound may not import webhooks']);
+  t.same(violations([{ from: 'api/server.ts', to: 'store/db.js' }], LEVELS), []);
+});
+
+t.test('only store/ speaks SQL', async (t) => {
+  const SQL = /\.statement\(|\.sqlite\b|\bdb\.q\.|\bdb\.(?:run|get|all)\(|\b(?:SELECT|INSERT|UPDATE|DELETE)\s+(?:\*|[a-z_]+\s*(?:,|FROM|INTO|SET)|FROM|INTO)/;
+  const outside = files.filter((f) => partOf(f) !== 'store').flatMap((f) =>
+    readFileSync(f, 'utf8')
+      .split('\n')
+      .flatMap((line, i) => (SQL.test(line) && !/^\s*(\/\/|\*)/.test(line) ? [`${relative(SRC, f)}:${i + 1}: ${line.trim()}`] : [])),
+  );
+  t.same(outside, []);
+  t.ok(SQL.test("db.statement('SELECT 1')") && SQL.test('DELETE FROM recipients') && !SQL.test('select a domain from the list'), 'the pattern finds SQL and not prose');
+});
