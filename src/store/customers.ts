@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 
+/** A row of customers. */
 export interface Customer {
   id: number;
   name: string;
@@ -11,27 +12,27 @@ export const DEFAULT_CUSTOMER = 'default';
 export const CUSTOMER_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/i;
 
 export function ensureDefaultCustomer(db: Db, now: number): void {
-  db.run(db.q.insertInto('customers').values({ name: DEFAULT_CUSTOMER, created_at: now }).onConflict((oc) => oc.column('name').doNothing()));
+  db.run('INSERT INTO customers (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING', DEFAULT_CUSTOMER, now);
 }
 
 export function addCustomer(db: Db, name: string, now: number): Customer {
-  return db.get(db.q.insertInto('customers').values({ name, created_at: now }).returningAll())!;
+  return db.get<Customer>('INSERT INTO customers (name, created_at) VALUES (?, ?) RETURNING id, name, created_at', name, now)!;
 }
 
 export function findCustomer(db: Db, name: string): Customer | undefined {
-  return db.get(db.q.selectFrom('customers').selectAll().where('name', '=', name));
+  return db.get<Customer>('SELECT id, name, created_at FROM customers WHERE name = ?', name);
 }
 
 export function customerById(db: Db, id: number): Customer | undefined {
-  return db.get(db.q.selectFrom('customers').selectAll().where('id', '=', id));
+  return db.get<Customer>('SELECT id, name, created_at FROM customers WHERE id = ?', id);
 }
 
 export function listCustomers(db: Db): Customer[] {
-  return db.all(db.q.selectFrom('customers').selectAll().orderBy('id'));
+  return db.all<Customer>('SELECT id, name, created_at FROM customers ORDER BY id');
 }
 
 export function customerCounts(db: Db, id: number): { keys: number; domains: number; messages: number } {
   const count = (table: 'api_keys' | 'domains' | 'messages') =>
-    Number(db.get(db.q.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('customer_id', '=', id))?.n ?? 0);
+    db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE customer_id = ?`, id)!.n;
   return { keys: count('api_keys'), domains: count('domains'), messages: count('messages') };
 }

@@ -13,21 +13,18 @@ export function recordEvent(
 ): EventEnvelope {
   const envelope: EventEnvelope = { id: eventId(input.now), type: input.type, timestamp: isoTime(input.now), data: input.data };
   db.run(
-    db.q.insertInto('events').values({
-      id: envelope.id,
-      customer_id: input.customerId,
-      type: input.type,
-      message_id: input.messageRowId ?? null,
-      recipient_id: input.recipientId ?? null,
-      created_at: input.now,
-      body: JSON.stringify(envelope),
-    }),
+    'INSERT INTO events (id, customer_id, type, message_id, recipient_id, created_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    envelope.id,
+    input.customerId,
+    input.type,
+    input.messageRowId ?? null,
+    input.recipientId ?? null,
+    input.now,
+    JSON.stringify(envelope),
   );
   return envelope;
 }
 
 export function eventsOfMessage(db: Db, messageRowId: number): EventEnvelope[] {
-  return db
-    .all(db.q.selectFrom('events').select('body').where('message_id', '=', messageRowId).orderBy('seq'))
-    .map((r) => JSON.parse(r.body) as EventEnvelope);
+  return db.all<{ body: string }>('SELECT body FROM events WHERE message_id = ? ORDER BY seq', messageRowId).map((r) => JSON.parse(r.body) as EventEnvelope);
 }

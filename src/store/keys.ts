@@ -9,6 +9,7 @@ const KEY_FORMAT = /^ph_(live|test)_([0-9A-Za-z]{32,128})$/;
 const SECRET_LENGTH = 40;
 const HANDLE_LENGTH = 12;
 
+/** A row of api_keys without its hash (the hash never leaves the store). */
 export interface ApiKeyInfo {
   id: string;
   customer_id: number;
@@ -20,6 +21,8 @@ export interface ApiKeyInfo {
   last_used_at?: number | null;
 }
 
+const KEY_COLUMNS = 'id, customer_id, name, kind, created_at, revoked_at, last_used_at';
+
 function hashKey(key: string): Buffer {
   // Keys carry ~238 random bits, so a fast hash is enough (no password stretching needed).
   return createHash('sha256').update(key).digest();
@@ -29,17 +32,7 @@ export function createKey(db: Db, input: { customerId: number; kind: KeyKind; na
   const random = randomBase62(SECRET_LENGTH);
   const key = PREFIX[input.kind] + random;
   const id = 'key_' + random.slice(0, HANDLE_LENGTH);
-  db.run(
-    db.q.insertInto('api_keys').values({
-      id,
-      customer_id: input.customerId,
-      name: input.name,
-      kind: input.kind,
-      hash: hashKey(key),
-      created_at: input.now,
-      revoked_at: null,
-    }),
-  );
+  db.run('INSERT INTO api_keys (id, customer_id, name, kind, hash, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, NULL)', id, input.customerId, input.name, input.kind, hashKey(key), input.now);
   return { id, customer_id: input.customerId, name: input.name, kind: input.kind, created_at: input.now, revoked_at: null, key };
 }
 
@@ -68,19 +61,19 @@ export function isKeyLive(db: Db, id: string): boolean {
 }
 
 export function listKeys(db: Db, customerId?: number): ApiKeyInfo[] {
-  let q = db.q.selectFrom('api_keys').select(['id', 'customer_id', 'name', 'kind', 'created_at', 'revoked_at', 'last_used_at']).orderBy('created_at');
-  if (customerId !== undefined) q = q.where('customer_id', '=', customerId);
-  return db.all(q);
+  return customerId === undefined
+    ? db.all<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at`)
+    : db.all<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE customer_id = ? ORDER BY created_at`, customerId);
 }
 
 /** Revokes; returns false if there is no such key. Takes effect on the next request: the trigger on api_keys moves auth_epoch, which drops every cached key (store/auth-cache.ts). */
 export function revokeKey(db: Db, id: string, now: number): boolean {
-  const r = db.run(db.q.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null));
+  const r = db.run('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, id);
   if (r.changes > 0) return true;
-  return db.get(db.q.selectFrom('api_keys').select('id').where('id', '=', id)) !== undefined;
+  return db.get<{ id: string }>('SELECT id FROM api_keys WHERE id = ?', id) !== undefined;
 }
 
 /** One key by its public handle, if it is this customer's. */
 export function getKey(db: Db, id: string, customerId: number): ApiKeyInfo | undefined {
-  return db.get(db.q.selectFrom('api_keys').select(['id', 'customer_id', 'name', 'kind', 'created_at', 'revoked_at', 'last_used_at']).where('id', '=', id).where('customer_id', '=', customerId));
+  return db.get<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ? AND customer_id = ?`, id, customerId);
 }

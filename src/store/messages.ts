@@ -3,8 +3,10 @@ import { findSuppressed } from './suppressions.js';
 import { eventsOfMessage } from './events.js';
 import { addressKey } from '../domain/addresses.js';
 import type { EventEnvelope } from '../domain/events.js';
-import type { RecipientState } from './tables.js';
 import type { MessageFilters } from '../domain/message-search.js';
+
+/** A recipient's state (recipients.state; migration 008 added canceled). */
+export type RecipientState = 'queued' | 'deferred' | 'delivered' | 'bounced' | 'complained' | 'suppressed' | 'canceled';
 
 export interface AcceptInput {
   customerId: number;
@@ -165,13 +167,42 @@ export interface MessageView {
   events: EventEnvelope[];
 }
 
+/** The columns of messages a message's view shows (its row id, the rest as stored: migrations 001 and 008). */
+interface MessageRow {
+  id: number;
+  message_id: string;
+  from_header: string;
+  subject: string;
+  sandbox: number;
+  /** JSON object of strings. */
+  metadata: string;
+  size: number | null;
+  created_at: number;
+  scheduled_at: number | null;
+  /** JSON array of strings; null: none. */
+  tags: string | null;
+}
+
+/** The columns of recipients a message's view shows. */
+interface RecipientRow {
+  address: string;
+  field: 'to' | 'cc' | 'bcc';
+  state: RecipientState;
+  attempts: number;
+  next_attempt_at: number | null;
+  /** JSON: the last reply (or why it was suppressed). */
+  last_response: string | null;
+}
+
 /** A message with its recipients and events, or undefined (unknown, or another customer's). */
 export function getMessage(db: Db, customerId: number | undefined, messageId: string): MessageView | undefined {
-  let q = db.q.selectFrom('messages').selectAll().where('message_id', '=', messageId);
-  if (customerId !== undefined) q = q.where('customer_id', '=', customerId);
-  const m = db.get(q);
+  const columns = 'id, message_id, from_header, subject, sandbox, metadata, size, created_at, scheduled_at, tags';
+  const m =
+    customerId === undefined
+      ? db.get<MessageRow>(`SELECT ${columns} FROM messages WHERE message_id = ?`, messageId)
+      : db.get<MessageRow>(`SELECT ${columns} FROM messages WHERE message_id = ? AND customer_id = ?`, messageId, customerId);
   if (!m) return undefined;
-  const recipients = db.all(db.q.selectFrom('recipients').selectAll().where('message_id', '=', m.id).orderBy('id'));
+  const recipients = db.all<RecipientRow>('SELECT address, field, state, attempts, next_attempt_at, last_response FROM recipients WHERE message_id = ? ORDER BY id', m.id);
   return {
     email_id: m.id,
     message_id: m.message_id,

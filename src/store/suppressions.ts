@@ -1,44 +1,50 @@
 import { BOUND_LIMIT, type Db } from './db.js';
-import type { SuppressionsTable } from './tables.js';
 import { addressKey } from '../domain/addresses.js';
 
+export type SuppressionReason = 'hard_bounce' | 'spam_complaint' | 'manual';
+
 /** The suppressed addresses among these, with their reasons (case-insensitive). */
-export function findSuppressed(db: Db, customerId: number, addresses: string[]): Map<string, SuppressionsTable['reason']> {
-  const out = new Map<string, SuppressionsTable['reason']>();
+export function findSuppressed(db: Db, customerId: number, addresses: string[]): Map<string, SuppressionReason> {
+  const out = new Map<string, SuppressionReason>();
   if (addresses.length === 0) return out;
   if (addresses.length === 1) {
     // The common case on the accept path: one cached statement, no query building.
     const key = addressKey(addresses[0]!);
     const row = db.statement('SELECT reason FROM suppressions WHERE customer_id = ? AND address = ?').get(customerId, key) as
-      | { reason: SuppressionsTable['reason'] }
+      | { reason: SuppressionReason }
       | undefined;
     if (row) out.set(key, row.reason);
     return out;
   }
   const keys = addresses.map(addressKey);
-  for (const row of db.all(
-    db.q.selectFrom('suppressions').select(['address', 'reason']).where('customer_id', '=', customerId).where('address', 'in', keys),
-  ))
-    out.set(row.address, row.reason);
+  // One statement per list length (cached like any other; a message has at most limits.max_recipients).
+  const rows = db.all<{ address: string; reason: SuppressionReason }>(
+    `SELECT address, reason FROM suppressions WHERE customer_id = ? AND address IN (${keys.map(() => '?').join(', ')})`,
+    customerId,
+    ...keys,
+  );
+  for (const row of rows) out.set(row.address, row.reason);
   return out;
 }
 
 export function addSuppression(
   db: Db,
-  input: { customerId: number; address: string; reason: SuppressionsTable['reason']; messageRowId?: number; now: number },
+  input: { customerId: number; address: string; reason: SuppressionReason; messageRowId?: number; now: number },
 ): boolean {
   const r = db.run(
-    db.q
-      .insertInto('suppressions')
-      .values({ customer_id: input.customerId, address: addressKey(input.address), reason: input.reason, message_id: input.messageRowId ?? null, created_at: input.now })
-      .onConflict((oc) => oc.columns(['customer_id', 'address']).doNothing()),
+    'INSERT INTO suppressions (customer_id, address, reason, message_id, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (customer_id, address) DO NOTHING',
+    input.customerId,
+    addressKey(input.address),
+    input.reason,
+    input.messageRowId ?? null,
+    input.now,
   );
   return r.changes > 0;
 }
 
 export interface SuppressionRow {
   address: string;
-  reason: SuppressionsTable['reason'];
+  reason: SuppressionReason;
   message_id: string | null;
   created_at: number;
 }

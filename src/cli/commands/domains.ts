@@ -8,7 +8,7 @@ import { dkimStatus, domainRecords, verifyDomain } from '../../domains/service.j
 import { DKIM_GRACE_MS } from '../../domain/dns-records.js';
 import type { Config } from '../../config/schema.js';
 import type { Db } from '../../store/db.js';
-import { domainLimitsCommand } from './inbound.js';
+import { setInboundLimits, inboundLimitsOf } from '../../store/inbound.js';
 
 function view(db: Db, d: DomainRow, config: Config, now: number) {
   return {
@@ -143,6 +143,33 @@ export function domainsCommand(program: Command): void {
         const d = existing(db, name);
         removeDomain(db, d.id);
         output(c, { name: d.name, removed: true }, `domain ${d.name} removed`);
+      }),
+    );
+}
+
+/** `domains limits`: a receiving domain's own inbound limits. */
+function domainLimitsCommand(domains: Command): void {
+  domains
+    .command('limits <domain>')
+    .description('set a receiving domain\'s inbound limits ("default" restores the [inbound] value; 0 means none)')
+    .option('--rate <per_minute>', 'messages per minute')
+    .option('--monthly <count>', 'messages per calendar month')
+    .action(async (name: string, o: { rate?: string; monthly?: string }, c: Command) =>
+      withStore(c, ({ db, config }) => {
+        const n = normaliseDomain(name);
+        const d = n.ok ? findDomain(db, n.value) : undefined;
+        if (!d) throw new CliError(`no domain "${name}"`);
+        const value = (v: string | undefined, what: string): number | null | undefined => {
+          if (v === undefined) return undefined;
+          if (v === 'default') return null;
+          const x = Number(v);
+          if (!Number.isInteger(x) || x < 0) throw new CliError(`${what} must be a whole number or "default"`);
+          return x;
+        };
+        setInboundLimits(db, d.id, { ratePerMinute: value(o.rate, '--rate'), monthlyLimit: value(o.monthly, '--monthly') });
+        const own = inboundLimitsOf(db, d.id);
+        const v = { name: d.name, rate_per_minute: own.ratePerMinute ?? config.inbound.rate_per_minute, monthly_limit: own.monthlyLimit ?? config.inbound.monthly_limit, overridden: { rate_per_minute: own.ratePerMinute !== null, monthly_limit: own.monthlyLimit !== null } };
+        output(c, v, `${d.name}: ${v.rate_per_minute}/minute, ${v.monthly_limit}/month (0: unlimited)`);
       }),
     );
 }
