@@ -62,7 +62,10 @@ export async function benchAccept(): Promise<AcceptFigures> {
   // The accept path alone: the queue is held (outbound.hold), so delivery (bench/deliver) does not
   // share the 2 cores; the DNS server on loopback keeps every lookup on the machine all the same.
   const dns = await new TestDnsServer().start();
-  writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[outbound]\nhold = true\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`);
+  writeFileSync(
+    config,
+    `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[outbound]\nhold = true\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
+  );
 
   const body = JSON.stringify({
     from: 'Shop <orders@example.com>',
@@ -74,7 +77,11 @@ export async function benchAccept(): Promise<AcceptFigures> {
   const headers = { 'content-type': 'application/json', authorization: `Token ${key}` };
 
   const bare = await spawnReady(process.execPath, [join(ROOT, 'dist/bench/bare-fastify.js')], /LISTENING (\d+)/);
-  const ph = await spawnReady(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'], /API on http:\/\/127\.0\.0\.1:(\d+)/);
+  const ph = await spawnReady(
+    process.execPath,
+    [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'],
+    /API on http:\/\/127\.0\.0\.1:(\d+)/,
+  );
   const urls = { bare: `http://127.0.0.1:${bare.match[1]}/api/v1/emails`, ph: `http://127.0.0.1:${ph.match[1]}/api/v1/emails` };
   const load = (url: string, seconds: number) => httpLoad(url, { connections: CONNECTIONS, seconds, headers, body });
   // The same message, BATCH at a time, through POST /api/v1/emails/batch: fewer connections, as
@@ -87,9 +94,17 @@ export async function benchAccept(): Promise<AcceptFigures> {
   try {
     warmup = await load(urls.ph, WARMUP_SECONDS);
     await load(urls.bare, WARMUP_SECONDS);
-    runs = await alternate(ROUNDS, () => load(urls.bare, SECONDS), () => load(urls.ph, SECONDS));
+    runs = await alternate(
+      ROUNDS,
+      () => load(urls.bare, SECONDS),
+      () => load(urls.ph, SECONDS),
+    );
     await batchLoad(WARMUP_SECONDS);
-    batchRuns = await alternate(2, () => load(urls.ph, SECONDS), () => batchLoad(SECONDS));
+    batchRuns = await alternate(
+      2,
+      () => load(urls.ph, SECONDS),
+      () => batchLoad(SECONDS),
+    );
   } finally {
     await stop(bare.child);
     await stop(ph.child);

@@ -57,7 +57,10 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
   ensureDefaultCustomer(db, now - WEEK - HOUR);
   const other = addCustomer(db, 'other', now - WEEK - HOUR);
   const keys = [1, other.id].map((customerId) => createKey(db, { customerId, kind: 'production', name: 'bench', now: now - WEEK - HOUR }).id);
-  for (const [customerId, name] of [[1, 'shop.example'], [other.id, 'other.example']] as const)
+  for (const [customerId, name] of [
+    [1, 'shop.example'],
+    [other.id, 'other.example'],
+  ] as const)
     setVerified(db, addDomain(db, { customerId, name, receiving: false, now: now - WEEK - HOUR }).id, now - WEEK - HOUR);
   const endpoint = createEndpoint(db, { customerId: 1, url: 'https://hooks.example/posthaste', events: null, description: 'bench', secret: 'whsec_' + 'A'.repeat(43), now: now - WEEK - HOUR });
   const pool = Math.max(10, Math.floor(size / 4));
@@ -82,26 +85,68 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
         const body = JSON.stringify({ from: 'Shop <orders@shop.example>', to: recipients.map((r) => r.address), subject, text_body: 'Your parcel is on its way. Track it in your account.', metadata });
         // One message in twenty is of a campaign, tagged: the tag search looks for those.
         const tags = i % 20 === 0 ? ['winter-sale'] : [];
-        const r = acceptMessage(db, { customerId, apiKeyId: keys[customerId === 1 ? 0 : 1]!, sandbox: false, messageId, fromHeader: 'Shop <orders@shop.example>', senderDomain: 'shop.example', subject, metadata, request: body, recipients, tags, now: at });
+        const r = acceptMessage(db, {
+          customerId,
+          apiKeyId: keys[customerId === 1 ? 0 : 1]!,
+          sandbox: false,
+          messageId,
+          fromHeader: 'Shop <orders@shop.example>',
+          senderDomain: 'shop.example',
+          subject,
+          metadata,
+          request: body,
+          recipients,
+          tags,
+          now: at,
+        });
         if (r.kind !== 'accepted') continue; // a recipient suppressed by an earlier bounce or complaint
         if (customerId === 1 && i % Math.max(1, Math.floor(size / 50)) < 1) messageIds.push(messageId);
-        const m: QueuedMessage = { id: r.emailId, customerId, messageId, sandbox: false, fromHeader: 'Shop <orders@shop.example>', senderDomain: 'shop.example', subject, metadata, request: body, raw: null, createdAt: at, tags };
+        const m: QueuedMessage = {
+          id: r.emailId,
+          customerId,
+          messageId,
+          sandbox: false,
+          fromHeader: 'Shop <orders@shop.example>',
+          senderDomain: 'shop.example',
+          subject,
+          metadata,
+          request: body,
+          raw: null,
+          createdAt: at,
+          tags,
+        };
         const rows = db.statement('SELECT id, address, domain FROM recipients WHERE message_id = ? ORDER BY id').all(r.emailId) as Array<{ id: number; address: string; domain: string }>;
         for (const row of rows) {
           const claimed: Claimed = { id: row.id, messageRowId: r.emailId, address: row.address, domain: row.domain, attempts: 0 };
           const roll = random();
           const outcomeAt = at + 1500;
           let outcome: Outcome;
-          if (roll < 0.03) outcome = { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.1', "The email account that you tried to reach does not exist.", 'unknown_user'), suppress: true };
+          if (roll < 0.03) outcome = { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.1', 'The email account that you tried to reach does not exist.', 'unknown_user'), suppress: true };
           else if (roll < 0.04 && at > now - 24 * HOUR) outcome = { kind: 'deferred', reply: reply(421, '4.7.0', 'Try again later, closing connection.', 'rate_limited') };
           else outcome = { kind: 'delivered', reply: reply(250, '2.0.0', `OK ${at} q${i}si - gsmtp`, 'delivered'), mx: `mx.${row.domain}`, tls: true };
           recordOutcome(db, m, claimed, outcome, policy, outcomeAt);
           if (outcome.kind === 'delivered' && roll > 1 - 1 / 300) recordComplaint(db, m, claimed, { feedback_type: 'abuse', user_agent: 'bench/1.0' }, outcomeAt + HOUR);
         }
         if (customerId !== 1) continue;
-        const events = db.statement('SELECT seq, id, type, created_at FROM events WHERE message_id = ? ORDER BY seq').all(r.emailId) as Array<{ seq: number; id: string; type: string; created_at: number }>;
+        const events = db.statement('SELECT seq, id, type, created_at FROM events WHERE message_id = ? ORDER BY seq').all(r.emailId) as Array<{
+          seq: number;
+          id: string;
+          type: string;
+          created_at: number;
+        }>;
         const batch: SettledAttempt[] = events.map((e) => ({
-          attempt: { endpointId: endpoint.id, deliveryId: null, eventId: e.id, eventType: e.type, attempt: 1, at: e.created_at + 40, status: 200, error: null, durationMs: 38, response: '{"ok":true}' },
+          attempt: {
+            endpointId: endpoint.id,
+            deliveryId: null,
+            eventId: e.id,
+            eventType: e.type,
+            attempt: 1,
+            at: e.created_at + 40,
+            status: 200,
+            error: null,
+            durationMs: 38,
+            response: '{"ok":true}',
+          },
           deliveryId: null,
           eventSeq: e.seq,
           state: 'succeeded',
@@ -129,7 +174,9 @@ const WRITERS = ['db', 'customers', 'keys', 'domains', 'messages', 'queue', 'rec
 function fingerprint(size: number): string {
   const hash = createHash('sha256').update(String(size));
   const store = join(ROOT, 'dist', 'src', 'store');
-  const migrations = readdirSync(join(store, 'migrations')).filter((f) => f.endsWith('.js')).map((f) => join(store, 'migrations', f));
+  const migrations = readdirSync(join(store, 'migrations'))
+    .filter((f) => f.endsWith('.js'))
+    .map((f) => join(store, 'migrations', f));
   for (const f of [...migrations, ...WRITERS.map((w) => join(store, `${w}.js`)), fileURLToPath(import.meta.url)].sort()) hash.update(f).update(readFileSync(f));
   return hash.digest('hex');
 }

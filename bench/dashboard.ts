@@ -26,7 +26,10 @@ async function serve(store: Store, dns: TestDnsServer): Promise<{ get: (path: st
   const config = join(dir, 'posthaste.toml');
   // The queue is held and the webhook endpoint's events are all delivered: nothing but the
   // dashboard works while it is measured.
-  writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${store.dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = "127.0.0.1:0"\n[outbound]\nhold = true\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`);
+  writeFileSync(
+    config,
+    `[server]\nhostname = "bench.local"\ndata_dir = "${store.dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = "127.0.0.1:0"\n[outbound]\nhold = true\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
+  );
   const ph = await spawnReady(process.execPath, [join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'], /dashboard on (http:\/\/127\.0\.0\.1:\d+)/);
   const base = ph.match[1]!;
   try {
@@ -121,7 +124,9 @@ export async function benchDashboard(): Promise<{ lines: string[] }> {
     const ratio = median(r.large) / median(r.small);
     worstRatio = Math.max(worstRatio, ratio);
     worstLarge = Math.max(worstLarge, median(r.large));
-    lines.push(`  ${r.name.padEnd(34)} ${`${fmt(median(r.small), 2)} / ${fmt(p95(r.small), 2)} ms`.padStart(16)} ${`${fmt(median(r.large), 2)} / ${fmt(p95(r.large), 2)} ms`.padStart(18)}   ${fmt(ratio, 2)}`);
+    lines.push(
+      `  ${r.name.padEnd(34)} ${`${fmt(median(r.small), 2)} / ${fmt(p95(r.small), 2)} ms`.padStart(16)} ${`${fmt(median(r.large), 2)} / ${fmt(p95(r.large), 2)} ms`.padStart(18)}   ${fmt(ratio, 2)}`,
+    );
   }
   lines.push(`  slowest median at ${fmt(large)}: ${fmt(worstLarge, 2)} ms (goal < 50); largest ratio large / small: ${fmt(worstRatio, 2)} (goal <= 1.5)`);
   return { lines };

@@ -51,13 +51,32 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
     const request = Buffer.from(JSON.stringify(body));
     db.tx(() => {
       for (let i = 0; i < N; i++)
-        acceptMessage(db, { customerId: 1, apiKeyId: key.id, sandbox: false, messageId: `bench${i}@example.com`, fromHeader: 'bench@example.com', senderDomain: 'example.com', subject: 'bench', metadata: {}, request, recipients: [{ address: `rcpt${i}@sink.test`, domain: 'sink.test', field: 'to' }], now });
+        acceptMessage(db, {
+          customerId: 1,
+          apiKeyId: key.id,
+          sandbox: false,
+          messageId: `bench${i}@example.com`,
+          fromHeader: 'bench@example.com',
+          senderDomain: 'example.com',
+          subject: 'bench',
+          metadata: {},
+          request,
+          recipients: [{ address: `rcpt${i}@sink.test`, domain: 'sink.test', field: 'to' }],
+          now,
+        });
     });
     const left = db.sqlite.prepare("SELECT COUNT(*) FROM recipients WHERE state IN ('queued', 'deferred')").pluck();
     const config = join(dir, 'posthaste.toml');
-    writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[outbound]\nport = ${SINK_PORT}\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`);
+    writeFileSync(
+      config,
+      `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[outbound]\nport = ${SINK_PORT}\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
+    );
     const t0 = performance.now();
-    const ph = await spawnReady(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'], /API on/);
+    const ph = await spawnReady(
+      process.execPath,
+      [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'],
+      /API on/,
+    );
     await waitUntil(() => (left.get() as number) === 0, 600_000);
     const phSeconds = (performance.now() - t0) / 1000;
     await stop(ph.child);

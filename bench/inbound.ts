@@ -43,8 +43,15 @@ export async function benchInbound(): Promise<{ lines: string[] }> {
     addDomain(db, { customerId: 1, name: 'in.example.com', receiving: true, now: Date.now() });
     const stored = db.sqlite.prepare('SELECT COUNT(*) FROM inbound_messages').pluck();
     const config = join(dir, 'posthaste.toml');
-    writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[inbound]\nrate_per_minute = 0\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`);
-    const ph = await spawnReady(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'], /SMTP on 127\.0\.0\.1:(\d+)/);
+    writeFileSync(
+      config,
+      `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[inbound]\nrate_per_minute = 0\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
+    );
+    const ph = await spawnReady(
+      process.execPath,
+      [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'],
+      /SMTP on 127\.0\.0\.1:(\d+)/,
+    );
     const phRate = await source(Number(ph.match[1]), 'rcpt@in.example.com');
     await stop(ph.child);
     const n = stored.get() as number;

@@ -73,7 +73,13 @@ export async function httpLoad(url: string, opts: { connections: number; seconds
   const script = join(ROOT, 'bench', '.work', 'post.lua');
   writeFileSync(script, WRK_SCRIPT);
   const { stdout } = await promisify(execFile)('wrk', ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', '-s', script, url], {
-    env: { ...process.env, BENCH_BODY: opts.body, BENCH_HEADERS: Object.entries(opts.headers).map(([k, v]) => `${k}: ${v}`).join('\n') },
+    env: {
+      ...process.env,
+      BENCH_BODY: opts.body,
+      BENCH_HEADERS: Object.entries(opts.headers)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('\n'),
+    },
   });
   const num = (re: RegExp) => Number(re.exec(stdout)?.[1] ?? 0);
   const total = num(/(\d+) requests in/);

@@ -30,5 +30,7 @@ export function heldRelay(dir: string, listenPort: number, sinkPort: number): Po
 }
 
 export function smtpSource(port: number, count: number, sessions: number, bytes: number): void {
-  execFileSync('/usr/sbin/smtp-source', ['-s', String(sessions), '-l', String(bytes), '-m', String(count), '-f', 'bench@example.com', '-t', 'rcpt@sink.test', `127.0.0.1:${port}`], { stdio: 'ignore' });
+  execFileSync('/usr/sbin/smtp-source', ['-s', String(sessions), '-l', String(bytes), '-m', String(count), '-f', 'bench@example.com', '-t', 'rcpt@sink.test', `127.0.0.1:${port}`], {
+    stdio: 'ignore',
+  });
 }

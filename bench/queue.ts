@@ -14,8 +14,12 @@ function measure(size: number, scattered: boolean): number {
   migrate(db, now);
   ensureDefaultCustomer(db, now);
   db.sqlite.prepare("INSERT INTO api_keys (id, customer_id, kind, hash, created_at) VALUES ('key_b', 1, 'production', x'00', 0)").run();
-  const msg = db.sqlite.prepare("INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, created_at) VALUES (1, ?, 'key_b', 0, 'a', 'example.com', 's', '{}', '{}', ?)");
-  const rcpt = db.sqlite.prepare("INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, 1, ?, 'example.org', 'to', 'queued', 0, ?, ?, ?)");
+  const msg = db.sqlite.prepare(
+    "INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, created_at) VALUES (1, ?, 'key_b', 0, 'a', 'example.com', 's', '{}', '{}', ?)",
+  );
+  const rcpt = db.sqlite.prepare(
+    "INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, 1, ?, 'example.org', 'to', 'queued', 0, ?, ?, ?)",
+  );
   for (let start = 0; start < size; start += 100_000)
     db.tx(() => {
       for (let i = start; i < Math.min(size, start + 100_000); i++) {
@@ -35,7 +39,10 @@ function measure(size: number, scattered: boolean): number {
     const claimed = claimDue(db, 'bench', now, 1000);
     if (r >= warmup) total += performance.now() - t0;
     if (claimed.length !== Math.min(1000, size)) throw new Error(`claimed ${claimed.length}`);
-    releaseClaimsOf(db, claimed.map((c) => c.id));
+    releaseClaimsOf(
+      db,
+      claimed.map((c) => c.id),
+    );
   }
   db.close();
   return total / rounds;

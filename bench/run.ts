@@ -11,7 +11,14 @@ import { benchInbound } from './inbound.js';
 import { benchQueue } from './queue.js';
 import { benchDashboard } from './dashboard.js';
 
-const all: Record<string, () => Promise<{ lines: string[] }>> = { accept: benchAccept, deliver: benchDeliver, webhooks: benchWebhooks, inbound: benchInbound, queue: benchQueue, dashboard: benchDashboard };
+const all: Record<string, () => Promise<{ lines: string[] }>> = {
+  accept: benchAccept,
+  deliver: benchDeliver,
+  webhooks: benchWebhooks,
+  inbound: benchInbound,
+  queue: benchQueue,
+  dashboard: benchDashboard,
+};
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(all);
 
 const header = `posthaste benchmarks ${new Date().toISOString()} on ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;

@@ -32,7 +32,12 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
   const rx = await spawnReady(process.execPath, [join(ROOT, 'dist/bench/receiver.js')], /LISTENING (\d+)/);
   const url = `http://127.0.0.1:${rx.match[1]}/hook`;
   const dns = await new TestDnsServer().start(); // no lookup may leave the machine
-  const sample = JSON.stringify({ id: 'msg_x', type: 'email.delivered', timestamp: new Date().toISOString(), data: { email_id: 1, message_id: 'x@example.com', recipient: 'a@example.org', response: { code: 250, enhanced_code: '2.0.0', message: 'OK queued' }, mx: 'mx.example.org', tls: true, attempt: 1 } });
+  const sample = JSON.stringify({
+    id: 'msg_x',
+    type: 'email.delivered',
+    timestamp: new Date().toISOString(),
+    data: { email_id: 1, message_id: 'x@example.com', recipient: 'a@example.org', response: { code: 250, enhanced_code: '2.0.0', message: 'OK queued' }, mx: 'mx.example.org', tls: true, attempt: 1 },
+  });
   const data = JSON.parse(sample).data as Record<string, unknown>;
 
   const dataDir = join(dir, 'data');
@@ -44,14 +49,21 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
   const config = join(dir, 'posthaste.toml');
   // A short poll interval: the events of a round are written by this process, so the daemon
   // finds them by polling (at most 10 ms late, under 1 % of a round).
-  writeFileSync(config, `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[webhooks]\nallow_private_targets = true\npoll_interval = "10ms"\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`);
+  writeFileSync(
+    config,
+    `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[webhooks]\nallow_private_targets = true\npoll_interval = "10ms"\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
+  );
   // The poll must not take CPU from the daemon it measures: MAX(id) of the attempt log is one
   // b-tree descent (ids are 1..n in a fresh table, one attempt per event when every answer is
   // 200), where COUNT(*) over the deliveries scans them all (it took ~12 % of a core at 20 ms).
   const attempts = db.sqlite.prepare('SELECT MAX(id) FROM webhook_attempts').pluck();
   const succeeded = db.sqlite.prepare("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'succeeded'").pluck();
   const pool = new Pool(new URL(url).origin, { connections: CONCURRENCY });
-  const ph = await spawnReady(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'], /API on/);
+  const ph = await spawnReady(
+    process.execPath,
+    [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'],
+    /API on/,
+  );
 
   /** Anchor: a bare undici loop, same receiver, same concurrency, same body; seconds for n requests. */
   const bareRound = async (n: number): Promise<number> => {
@@ -101,11 +113,17 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
     // Each round starts from a quiet machine: work a round leaves behind (the daemon's WAL
     // checkpoint after its last commit, V8's concurrent GC and compiler threads) would otherwise
     // run in the next round, which is often the other side's.
-    const settled = <T>(round: () => Promise<T>) => async (): Promise<T> => {
-      await sleep(SETTLE_MS);
-      return round();
-    };
-    ({ anchor: bareSeconds, subject: phSeconds } = await alternate(ROUNDS, settled(() => bareRound(ROUND_N)), settled(() => phRound(ROUND_N))));
+    const settled =
+      <T>(round: () => Promise<T>) =>
+      async (): Promise<T> => {
+        await sleep(SETTLE_MS);
+        return round();
+      };
+    ({ anchor: bareSeconds, subject: phSeconds } = await alternate(
+      ROUNDS,
+      settled(() => bareRound(ROUND_N)),
+      settled(() => phRound(ROUND_N)),
+    ));
     const ok = succeeded.get() as number;
     if (ok !== written) throw new Error(`webhook benchmark: ${ok} of ${written} deliveries succeeded`);
   } finally {

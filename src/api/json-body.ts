@@ -14,7 +14,10 @@ import { BATCH_ROUTE } from './routes/emails.js';
  */
 export function readBody(payload: Readable, contentLength: string | undefined, limit: number, done: (e: Error | null, body?: Buffer) => void): void {
   const announced = contentLength === undefined ? NaN : Number(contentLength);
-  if (announced > limit) return done(tooLarge());
+  if (announced > limit) {
+    done(tooLarge());
+    return;
+  }
   const whole = announced >= LARGE_MESSAGE_BYTES ? Buffer.allocUnsafeSlow(announced) : undefined;
   const chunks: Buffer[] = [];
   let received = 0;
@@ -55,8 +58,7 @@ const wrongLength = () => new ApiError('invalid_json', 'The request body is not 
  */
 export function parseJsonBody(request: FastifyRequest, raw: Buffer): Record<string, unknown> | unknown[] | ApiError {
   const bad = invalidUtf8Offset(raw);
-  if (bad !== -1)
-    return new ApiError('invalid_json', `The request body is not UTF-8 (RFC 8259): a malformed sequence starts at byte offset ${bad} (0x${raw[bad]!.toString(16).padStart(2, '0')}).`);
+  if (bad !== -1) return new ApiError('invalid_json', `The request body is not UTF-8 (RFC 8259): a malformed sequence starts at byte offset ${bad} (0x${raw[bad]!.toString(16).padStart(2, '0')}).`);
   let value: unknown;
   const text = raw.toString('utf8');
   try {

@@ -28,18 +28,21 @@ function holdLargeBody(deps: ApiDeps, request: FastifyRequest, reply: FastifyRep
   let bytes: number;
   if (length !== undefined) {
     // Fewer than 5 digits is under 64 KiB: no Number() on the hot path.
-    if (length.length < 5 || (bytes = Number(length)) < LARGE_MESSAGE_BYTES) return done();
+    if (length.length < 5 || (bytes = Number(length)) < LARGE_MESSAGE_BYTES) {
+      done();
+      return;
+    }
   } else if (request.headers['transfer-encoding'] !== undefined) bytes = requestBodyLimit(deps.config.limits.max_message_bytes);
-  else return done();
+  else {
+    done();
+    return;
+  }
   holdMemory(deps.budget, reply, bytes).then(() => done(), done);
 }
 
 export function buildApi(deps: ApiDeps): FastifyInstance {
   const { config } = deps;
-  const https =
-    config.api['tls.cert'] && config.api['tls.key']
-      ? { https: { cert: readFileSync(config.api['tls.cert']), key: readFileSync(config.api['tls.key']) } }
-      : {};
+  const https = config.api['tls.cert'] && config.api['tls.key'] ? { https: { cert: readFileSync(config.api['tls.cert']), key: readFileSync(config.api['tls.key']) } } : {};
   const app = Fastify({
     ...https,
     loggerInstance: deps.log,
@@ -93,8 +96,7 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
       metrics.countApi(reply.statusCode);
       done();
     });
-  if (metrics && deps.config.metrics.enabled)
-    app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  if (metrics && deps.config.metrics.enabled) app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
   installErrorHandlers(app, deps.log, deps.auth, metrics);
   healthRoutes(app, deps);
   emailRoutes(app, deps);

@@ -14,7 +14,6 @@ import { suppressionsCommand } from './commands/suppressions.js';
 import { reportsCommand } from './commands/reports.js';
 import { usersCommand } from './commands/users.js';
 
-
 export function buildProgram(): Command {
   const program = new Command('posthaste')
     .description('self-hosted transactional email server')

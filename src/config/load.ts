@@ -41,7 +41,12 @@ function coerce(spec: KeySpec, v: unknown, fromEnv: boolean): unknown {
     if (kind.type === 'int') v = /^-?\d+$/.test(v) ? Number(v) : v;
     else if (kind.type === 'bool') v = v === 'true' ? true : v === 'false' ? false : v;
     else if (kind.type === 'strings' || kind.type === 'durations')
-      v = v.trim().startsWith('[') ? JSON.parse(v) : v.split(',').map((s) => s.trim()).filter(Boolean);
+      v = v.trim().startsWith('[')
+        ? JSON.parse(v)
+        : v
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean);
   }
   switch (kind.type) {
     case 'string':
@@ -148,8 +153,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     }
   }
   const known = new Map<string, [string, string, KeySpec]>();
-  for (const [section, keys] of Object.entries(sch))
-    for (const [key, spec] of Object.entries(keys)) known.set(envName(section, key), [section, key, spec]);
+  for (const [section, keys] of Object.entries(sch)) for (const [key, spec] of Object.entries(keys)) known.set(envName(section, key), [section, key, spec]);
   for (const [name, value] of Object.entries(env)) {
     if (!name.startsWith('POSTHASTE_') || value === undefined || name === 'POSTHASTE_CONFIG') continue;
     const hit = known.get(name);
@@ -200,7 +204,12 @@ export function describeConfig(config: Config, sch: Schema = defaultSchema): Rec
 
 /** 86400000 → "24h": the largest unit that divides exactly. */
 export function formatDuration(ms: number): string {
-  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const)
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ] as const)
     if (ms !== 0 && ms % size === 0) return `${ms / size}${unit}`;
   return `${ms}ms`;
 }

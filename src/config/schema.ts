@@ -46,8 +46,16 @@ export const schema = {
     'tls.key': k({ type: 'string' }, '', 'PEM private key file for HTTPS on the API'),
   },
   dashboard: {
-    listen: k({ type: 'listen', optional: true }, '127.0.0.1:8026', 'Dashboard address, "host:port", on its own listener so the admin UI is not exposed where the API is; empty turns the dashboard off'),
-    public_url: k({ type: 'string' }, '', 'The URL users reach the dashboard at, when it is behind a reverse proxy (e.g. "https://mail.example.com"); https makes cookies Secure with the __Host- prefix; empty: the listener\'s own address'),
+    listen: k(
+      { type: 'listen', optional: true },
+      '127.0.0.1:8026',
+      'Dashboard address, "host:port", on its own listener so the admin UI is not exposed where the API is; empty turns the dashboard off',
+    ),
+    public_url: k(
+      { type: 'string' },
+      '',
+      'The URL users reach the dashboard at, when it is behind a reverse proxy (e.g. "https://mail.example.com"); https makes cookies Secure with the __Host- prefix; empty: the listener\'s own address',
+    ),
     session_idle: k({ type: 'duration' }, '30m', 'A dashboard session unused this long ends; the user logs in again'),
   },
   smtp: {
@@ -62,25 +70,41 @@ export const schema = {
     'tls.key': k({ type: 'string' }, '', 'PEM private key file for STARTTLS'),
   },
   outbound: {
-    hold: k({ type: 'bool' }, false, 'Hold the queue: accept and queue mail but send nothing (like Postfix\'s defer_transports); set back to false and reload (SIGHUP) to release it'),
+    hold: k({ type: 'bool' }, false, "Hold the queue: accept and queue mail but send nothing (like Postfix's defer_transports); set back to false and reload (SIGHUP) to release it"),
     port: k({ type: 'int', min: 1, max: 65535 }, 25, 'TCP port of remote MX hosts (tests point it at a local MX)'),
     concurrency: k({ type: 'int', min: 1, max: 10_000 }, 100, 'Most SMTP connections open at once, all destinations together'),
-    concurrency_per_domain: k({ type: 'int', min: 1, max: 1000 }, 10, 'Most SMTP connections open at once to one destination (the mail servers a recipient domain resolves to; gmail.com and googlemail.com are one); fewer while it is throttled; reloadable'),
+    concurrency_per_domain: k(
+      { type: 'int', min: 1, max: 1000 },
+      10,
+      'Most SMTP connections open at once to one destination (the mail servers a recipient domain resolves to; gmail.com and googlemail.com are one); fewer while it is throttled; reloadable',
+    ),
     retry_schedule: k({ type: 'durations' }, ['1m', '5m', '15m', '30m', '1h', '2h', '4h'], 'Delay before each retry after a deferral; the last one repeats'),
     max_queue_time: k({ type: 'duration' }, '72h', 'A recipient still deferred this long after acceptance bounces as expired'),
     connect_timeout: k({ type: 'duration' }, '30s', 'TCP connect timeout per MX host (then the next host is tried)'),
     greeting_timeout: k({ type: 'duration' }, '5m', 'Wait for the 220 greeting (RFC 5321 4.5.3.2: 5 minutes)'),
     command_timeout: k({ type: 'duration' }, '10m', 'Inactivity limit for any reply, DATA termination included (RFC 5321 4.5.3.2: up to 10 minutes)'),
     messages_per_connection: k({ type: 'int', min: 1, max: 10_000 }, 100, 'Messages sent over one connection before it is closed; reloadable'),
-    messages_per_minute: k({ type: 'int', min: 0, max: 1_000_000 }, 0, 'Most messages started to one destination in any 60 seconds (0: no limit; a destination that refuses with 421 or a rate limit is slowed down whatever this says); reloadable'),
-    destination_limits: k({ type: 'strings' }, [], 'Limits for named destinations over the three above, e.g. ["outlook.com connections=5", "google.com per_minute=600"]; a destination is named by its MX hosts\' registrable domain, as `posthaste status` shows it; reloadable'),
+    messages_per_minute: k(
+      { type: 'int', min: 0, max: 1_000_000 },
+      0,
+      'Most messages started to one destination in any 60 seconds (0: no limit; a destination that refuses with 421 or a rate limit is slowed down whatever this says); reloadable',
+    ),
+    destination_limits: k(
+      { type: 'strings' },
+      [],
+      'Limits for named destinations over the three above, e.g. ["outlook.com connections=5", "google.com per_minute=600"]; a destination is named by its MX hosts\' registrable domain, as `posthaste status` shows it; reloadable',
+    ),
     claim_batch: k({ type: 'int', min: 1, max: 100_000 }, 1000, 'Most recipients claimed from the queue at once'),
     poll_interval: k({ type: 'duration' }, '1s', 'How often the queue is checked for due recipients when idle'),
     signing_threads: k({ type: 'int', min: 0, max: 64 }, 0, 'Worker threads composing and DKIM-signing messages; 0 picks the CPU count'),
-    mta_sts: k({ type: 'bool' }, true, 'Honour the recipient domain\'s MTA-STS policy (RFC 8461)'),
+    mta_sts: k({ type: 'bool' }, true, "Honour the recipient domain's MTA-STS policy (RFC 8461)"),
     mta_sts_port: k({ type: 'int', min: 1, max: 65535 }, 443, 'HTTPS port MTA-STS policies are fetched from (tests point it at a local server)'),
     tls_ca_file: k({ type: 'string' }, '', 'PEM file of extra CA certificates trusted when TLS must be valid (MTA-STS, the relay host); empty: the system CAs only'),
-    relay: k({ type: 'string' }, '', 'Send everything through this host instead of direct to MX (for machines that cannot open port 25): "smtp://host:587" (STARTTLS required) or "smtps://host:465" (TLS from the start); the certificate must be valid; empty: direct to MX'),
+    relay: k(
+      { type: 'string' },
+      '',
+      'Send everything through this host instead of direct to MX (for machines that cannot open port 25): "smtp://host:587" (STARTTLS required) or "smtps://host:465" (TLS from the start); the certificate must be valid; empty: direct to MX',
+    ),
     relay_user: k({ type: 'string' }, '', 'User name for AUTH PLAIN/LOGIN at the relay host; empty: no AUTH'),
     relay_password_file: k({ type: 'string' }, '', 'File whose first line is the relay password (or set POSTHASTE_OUTBOUND_RELAY_PASSWORD)'),
     relay_password: k({ type: 'string' }, '', 'The relay password; set it through the environment (POSTHASTE_OUTBOUND_RELAY_PASSWORD) or relay_password_file rather than here; never printed', true),
@@ -98,7 +122,11 @@ export const schema = {
   },
   bounces: {
     suppress_mailbox_full: k({ type: 'bool' }, false, 'Suppress an address on a permanent "mailbox full" (an abandoned mailbox stays full; most fill and empty again); reloadable'),
-    suppress_disabled: k({ type: 'bool' }, false, 'Suppress an address on a permanent "account disabled" (Gmail disables inactive accounts before deleting them; others suspend for a while); reloadable'),
+    suppress_disabled: k(
+      { type: 'bool' },
+      false,
+      'Suppress an address on a permanent "account disabled" (Gmail disables inactive accounts before deleting them; others suspend for a while); reloadable',
+    ),
   },
   inbound: {
     rate_per_minute: k({ type: 'int', min: 0, max: 1_000_000 }, 600, 'Messages a receiving domain may receive per minute (0: no limit); per domain with "domains limits"'),
@@ -109,7 +137,11 @@ export const schema = {
     max_recipients: k({ type: 'int', min: 1, max: 1000 }, 50, 'Most recipients (to + cc + bcc) in one send request'),
     idempotency_ttl: k({ type: 'duration' }, '24h', 'How long an Idempotency-Key replays its first response'),
     max_schedule_ahead: k({ type: 'duration' }, '30d', 'How far ahead scheduled_at may be'),
-    message_memory: k({ type: 'bytes' }, 32 * 1024 * 1024, 'Bytes of large messages (API request bodies and inbound DATA past 64 KiB, inbound messages being shown) held in memory at once; past it, the next one waits its turn with its sender held back, and the oldest always goes on, so memory stays near this plus one message'),
+    message_memory: k(
+      { type: 'bytes' },
+      32 * 1024 * 1024,
+      'Bytes of large messages (API request bodies and inbound DATA past 64 KiB, inbound messages being shown) held in memory at once; past it, the next one waits its turn with its sender held back, and the oldest always goes on, so memory stays near this plus one message',
+    ),
     max_store_bytes: k({ type: 'int', min: 0, max: Number.MAX_SAFE_INTEGER }, 0, 'Cap on the SQLite file in bytes (0: none); at the cap the API answers 503 and SMTP 452 4.3.1, as on a full disk'),
   },
   retention: {

@@ -31,9 +31,11 @@ export function layout(c: PageContext, title: string, body: Html): Html {
 <title>${title} · ${c.customer.name} · posthaste</title><link rel="stylesheet" href="/static/app.css"><script src="/static/app.js" defer></script></head>
 <body><a class="skip" href="#main">Skip to content</a>
 <header class="top"><a class="brand" href="/">posthaste</a>
-${admin
-  ? html`<form method="post" action="/customer" class="row"><input type="hidden" name="_csrf" value="${c.session.csrf}"><label><span>Customer</span><select name="customer">${c.customers.map((x) => html`<option ${x.id === c.customer.id ? html`selected` : ''}>${x.name}</option>`)}</select></label><button class="secondary">Show</button></form>`
-  : html`<span>${c.customer.name}</span>`}
+${
+  admin
+    ? html`<form method="post" action="/customer" class="row"><input type="hidden" name="_csrf" value="${c.session.csrf}"><label><span>Customer</span><select name="customer">${c.customers.map((x) => html`<option ${x.id === c.customer.id ? html`selected` : ''}>${x.name}</option>`)}</select></label><button class="secondary">Show</button></form>`
+    : html`<span>${c.customer.name}</span>`
+}
 <span>${c.session.user.email}</span>
 <form method="post" action="/logout" class="inline"><input type="hidden" name="_csrf" value="${c.session.csrf}"><button class="secondary">Log out</button></form></header>
 <nav class="main" aria-label="Sections">${sections.map(([id, href, label]) => html`<a href="${href}" ${id === c.section ? html`aria-current="page"` : ''}>${label}</a>`)}</nav>

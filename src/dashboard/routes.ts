@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Dashboard, DashboardDeps } from './server.js';
 import { sendPage } from './server.js';
-import { html, path, Html } from './html.js';
+import { html, path, type Html } from './html.js';
 import { layout, type PageContext } from './layout.js';
 import { EVENT_TYPES, type EventType } from '../domain/events.js';
 import { Problems } from '../domain/errors.js';
@@ -19,7 +19,23 @@ import { getInbound, listInbound, setInboundLimits, inboundLimitsOf } from '../s
 import { overview } from '../store/overview.js';
 import { domainRecords, verifyDomain } from '../domains/service.js';
 import { inboundSummary, inboundView } from '../inbound/view.js';
-import { customersBody, domainBody, domainsBody, endpointBody, inboundBody, inboundListBody, keysBody, loginPage, messageBody, messagesBody, overviewBody, revokeKeyBody, suppressionsBody, webhooksBody, type InboundPage } from './views.js';
+import {
+  customersBody,
+  domainBody,
+  domainsBody,
+  endpointBody,
+  inboundBody,
+  inboundListBody,
+  keysBody,
+  loginPage,
+  messageBody,
+  messagesBody,
+  overviewBody,
+  revokeKeyBody,
+  suppressionsBody,
+  webhooksBody,
+  type InboundPage,
+} from './views.js';
 import { OneTimeReveal } from './reveal.js';
 
 type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, string | undefined> }>;
@@ -54,7 +70,10 @@ export function pageRoutes(dash: Dashboard, deps: DashboardDeps): void {
       ? html`<div class="flash" role="status"><p>${r.label}</p><div class="secret"><code id="${r.id}">${r.secret}</code><button type="button" class="secondary" data-copy="${r.id}">Copy</button></div></div>`
       : '';
   };
-  const problemsText = (p: Problems) => Object.entries(p.details).map(([k, v]) => `${k}: ${v.join('; ')}`).join(' · ');
+  const problemsText = (p: Problems) =>
+    Object.entries(p.details)
+      .map(([k, v]) => `${k}: ${v.join('; ')}`)
+      .join(' · ');
 
   // ---- Sessions ---------------------------------------------------------------------------------
   app.get<{ Querystring: { next?: string; error?: string } }>('/login', async (request, reply) => {
@@ -216,7 +235,6 @@ export function pageRoutes(dash: Dashboard, deps: DashboardDeps): void {
     return back(reply, path`/domains/${d.name}`, 'Inbound limits saved.');
   });
 
-
   // ---- Webhooks ---------------------------------------------------------------------------------
   const endpointOf = (c: PageContext, id: string | undefined): Endpoint | undefined => (id ? getEndpoint(db, id, c.customer.id) : undefined);
 
@@ -290,7 +308,10 @@ export function pageRoutes(dash: Dashboard, deps: DashboardDeps): void {
     const before = q.before !== undefined && /^\d{1,15}$/.test(q.before) ? Number(q.before) : undefined;
     const rows = filters instanceof Problems ? [] : searchMessages(db, { ...filters, customerId: c.customer.id, limit: 51, ...(before !== undefined ? { before } : {}) });
     const shown = rows.slice(0, 50);
-    const next = rows.length > 50 ? new URLSearchParams({ ...Object.fromEntries(Object.entries(q).filter(([k, v]) => k !== 'before' && v !== undefined && v !== '')), before: String(shown[shown.length - 1]!.email_id) }) : null;
+    const next =
+      rows.length > 50
+        ? new URLSearchParams({ ...Object.fromEntries(Object.entries(q).filter(([k, v]) => k !== 'before' && v !== undefined && v !== '')), before: String(shown[shown.length - 1]!.email_id) })
+        : null;
     return page(reply, filters instanceof Problems ? { ...c, error: problemsText(filters) } : c, 'Messages', messagesBody(q, shown, next));
   });
 

@@ -142,7 +142,8 @@ export function buildDashboard(deps: DashboardDeps): FastifyInstance {
 
   app.setNotFoundHandler((request, reply) => sendPage(reply.code(404), notFoundPage(request)));
   app.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {
-    if (err.statusCode && err.statusCode < 500) return sendPage(reply.code(err.statusCode), new Html(`<!doctype html><title>Error</title><p>${err.statusCode === 413 ? 'The form is too large.' : 'The request could not be read.'}</p>`));
+    if (err.statusCode && err.statusCode < 500)
+      return sendPage(reply.code(err.statusCode), new Html(`<!doctype html><title>Error</title><p>${err.statusCode === 413 ? 'The form is too large.' : 'The request could not be read.'}</p>`));
     request.log.error({ err }, 'dashboard error');
     return sendPage(reply.code(500), new Html('<!doctype html><title>Error</title><p>Something went wrong; the error is in the server log.</p>'));
   });
@@ -150,7 +151,9 @@ export function buildDashboard(deps: DashboardDeps): FastifyInstance {
 }
 
 function notFoundPage(_request: FastifyRequest): Html {
-  return new Html('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not found · posthaste</title><link rel="stylesheet" href="/static/app.css"></head><body><main><h1>Not found</h1><p>There is nothing here, or it is not yours to see. <a href="/">Back to the overview</a></p></main></body></html>');
+  return new Html(
+    '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not found · posthaste</title><link rel="stylesheet" href="/static/app.css"></head><body><main><h1>Not found</h1><p>There is nothing here, or it is not yours to see. <a href="/">Back to the overview</a></p></main></body></html>',
+  );
 }
 
 export function sendPage(reply: FastifyReply, page: Html): FastifyReply {

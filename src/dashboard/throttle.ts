@@ -22,7 +22,10 @@ export class LoginThrottle {
   /** Milliseconds to wait before the next attempt for this account from this address; 0: go ahead. */
   wait(account: string, address: string, now: number): number {
     let wait = 0;
-    for (const [key, limit] of [[`a:${account}`, this.perAccount], [`i:${address}`, this.perAddress]] as const) {
+    for (const [key, limit] of [
+      [`a:${account}`, this.perAccount],
+      [`i:${address}`, this.perAddress],
+    ] as const) {
       const list = this.recent(key, now);
       if (list.length >= limit) wait = Math.max(wait, list[list.length - limit]! + this.windowMs - now);
     }

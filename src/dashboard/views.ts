@@ -28,7 +28,6 @@ export type InboundPage = Record<string, unknown> & {
 /** A time as the pages show it: "2026-11-23 10:00:00Z", or a dash. */
 export const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? '—' : new Date(ms).toISOString().replace('T', ' ').slice(0, 19) + 'Z');
 
-
 export const csrf = (c: PageContext) => html`<input type="hidden" name="_csrf" value="${c.session.csrf}">`;
 
 export function loginPage(next: string | undefined, error: string | undefined): Html {
@@ -46,8 +45,14 @@ export function keysBody(c: PageContext, keys: ReturnType<typeof listKeys>): Htm
       <label>Kind <select name="kind"><option value="production">production (ph_live_)</option><option value="sandbox">sandbox (ph_test_)</option></select></label>
       <button>Create key</button></form></div>
     <div class="card"><table><thead><tr><th>Name</th><th>Kind</th><th>Handle</th><th class="opt">Created</th><th class="opt">Last send</th><th>State</th></tr></thead><tbody>
-    ${keys.length ? keys.map((k) => html`<tr><td>${k.name || '—'}</td><td>${k.kind}</td><td><code>${k.id}</code></td><td class="opt">${iso(k.created_at)}</td><td class="opt">${iso(k.last_used_at)}</td>
-      <td>${k.revoked_at ? html`<span class="badge failed">revoked ${iso(k.revoked_at)}</span>` : html`<a href="${path`/keys/${k.id}/revoke`}">Revoke…</a>`}</td></tr>`) : html`<tr><td colspan="6" class="muted">No keys yet.</td></tr>`}
+    ${
+      keys.length
+        ? keys.map(
+            (k) => html`<tr><td>${k.name || '—'}</td><td>${k.kind}</td><td><code>${k.id}</code></td><td class="opt">${iso(k.created_at)}</td><td class="opt">${iso(k.last_used_at)}</td>
+      <td>${k.revoked_at ? html`<span class="badge failed">revoked ${iso(k.revoked_at)}</span>` : html`<a href="${path`/keys/${k.id}/revoke`}">Revoke…</a>`}</td></tr>`,
+          )
+        : html`<tr><td colspan="6" class="muted">No keys yet.</td></tr>`
+    }
     </tbody></table></div>`;
 }
 
@@ -86,8 +91,14 @@ export function webhooksBody(c: PageContext, endpoints: Endpoint[]): Html {
       <fieldset><legend>Events (none ticked: all)</legend>${EVENT_TYPES.map((t) => html`<label><span><input type="checkbox" name="events[]" value="${t}"> ${t}</span></label>`)}</fieldset>
       <button>Add endpoint</button></form></div>
     <div class="card"><table><thead><tr><th>URL</th><th>Events</th><th>State</th><th class="opt">Created</th></tr></thead><tbody>
-    ${endpoints.length ? endpoints.map((e) => html`<tr><td class="wrap"><a href="${path`/webhooks/${e.id}`}">${e.url}</a><br><small class="muted">${e.description}</small></td><td>${e.events ? e.events.join(', ') : 'all'}</td>
-      <td>${e.enabled ? html`<span class="badge ok">enabled</span>` : html`<span class="badge failed">disabled</span> ${e.disabledReason ?? ''}`}</td><td class="opt">${iso(e.createdAt)}</td></tr>`) : html`<tr><td colspan="4" class="muted">No endpoints yet.</td></tr>`}
+    ${
+      endpoints.length
+        ? endpoints.map(
+            (e) => html`<tr><td class="wrap"><a href="${path`/webhooks/${e.id}`}">${e.url}</a><br><small class="muted">${e.description}</small></td><td>${e.events ? e.events.join(', ') : 'all'}</td>
+      <td>${e.enabled ? html`<span class="badge ok">enabled</span>` : html`<span class="badge failed">disabled</span> ${e.disabledReason ?? ''}`}</td><td class="opt">${iso(e.createdAt)}</td></tr>`,
+          )
+        : html`<tr><td colspan="4" class="muted">No endpoints yet.</td></tr>`
+    }
     </tbody></table></div>`;
 }
 
@@ -102,10 +113,16 @@ export function endpointBody(c: PageContext, e: Endpoint, attempts: ReturnType<t
         <button name="action" value="delete" class="danger">Delete endpoint</button></form></div>
     <h2>Recent deliveries</h2>
     <div class="card"><table><thead><tr><th>Time</th><th>Event</th><th>Status</th><th class="opt">Duration</th><th>Response</th><th><span class="skip">Actions</span></th></tr></thead><tbody>
-    ${attempts.length ? attempts.map((a) => html`<tr><td>${a.at.replace('T', ' ').slice(0, 19)}</td><td>${a.event_type}<br><small class="muted wrap">${a.event_id}</small></td>
+    ${
+      attempts.length
+        ? attempts.map(
+            (a) => html`<tr><td>${a.at.replace('T', ' ').slice(0, 19)}</td><td>${a.event_type}<br><small class="muted wrap">${a.event_id}</small></td>
       <td><span class="${`badge ${a.status !== null && a.status >= 200 && a.status < 300 ? 'ok' : 'failed'}`}">${a.status ?? a.error ?? '—'}</span></td><td class="opt">${a.duration_ms} ms</td>
       <td class="wrap"><pre>${a.response ?? ''}</pre></td>
-      <td>${a.delivery_state !== null ? html`<form method="post" action="${path`/webhooks/${e.id}/replay/${a.event_id}`}" class="inline">${csrf(c)}<button class="secondary">Replay</button></form>` : ''}</td></tr>`) : html`<tr><td colspan="6" class="muted">No deliveries yet.</td></tr>`}
+      <td>${a.delivery_state !== null ? html`<form method="post" action="${path`/webhooks/${e.id}/replay/${a.event_id}`}" class="inline">${csrf(c)}<button class="secondary">Replay</button></form>` : ''}</td></tr>`,
+          )
+        : html`<tr><td colspan="6" class="muted">No deliveries yet.</td></tr>`
+    }
     </tbody></table></div>`;
 }
 
@@ -120,8 +137,16 @@ export function messagesBody(q: Record<string, string | undefined>, rows: Return
       <label>Until <input name="until" type="date" value="${q.until ?? ''}"></label>
       <button>Search</button></form></div>
     <div class="card"><table><thead><tr><th>Accepted</th><th>Subject</th><th class="opt">From</th><th>Recipients</th></tr></thead><tbody>
-    ${rows.length ? rows.map((m) => html`<tr><td>${m.created_at.replace('T', ' ').slice(0, 19)}</td><td><a href="${path`/messages/${m.message_id}`}">${m.subject || '(no subject)'}</a>${m.sandbox ? html` <span class="badge">sandbox</span>` : ''}</td><td class="opt wrap">${m.from}</td>
-      <td>${Object.entries(m.states).map(([s, n]) => html`<span class="${`badge ${s}`}">${n} ${s}</span> `)}</td></tr>`) : html`<tr><td colspan="4" class="muted">No messages match.</td></tr>`}
+    ${
+      rows.length
+        ? rows.map(
+            (
+              m,
+            ) => html`<tr><td>${m.created_at.replace('T', ' ').slice(0, 19)}</td><td><a href="${path`/messages/${m.message_id}`}">${m.subject || '(no subject)'}</a>${m.sandbox ? html` <span class="badge">sandbox</span>` : ''}</td><td class="opt wrap">${m.from}</td>
+      <td>${Object.entries(m.states).map(([s, n]) => html`<span class="${`badge ${s}`}">${n} ${s}</span> `)}</td></tr>`,
+          )
+        : html`<tr><td colspan="4" class="muted">No messages match.</td></tr>`
+    }
     </tbody></table>${next ? html`<p><a href="${`/messages?${next}`}">Older</a></p>` : ''}</div>`;
 }
 
@@ -183,8 +208,16 @@ export function suppressionsBody(c: PageContext, q: string, rows: SuppressionRow
   return html`<div class="card"><form method="get" action="/suppressions" class="row" role="search"><label>Address or its beginning <input name="q" value="${q}" type="search"></label><button>Search</button></form></div>
         <div class="card"><form method="post" action="/suppressions" class="row">${csrf(c)}<label>Suppress an address <input name="address" type="email" required></label><button>Add</button></form></div>
         <div class="card"><table><thead><tr><th>Address</th><th>Reason</th><th class="opt">Message</th><th class="opt">Since</th><th><span class="skip">Actions</span></th></tr></thead><tbody>
-        ${rows.length ? rows.map((s) => html`<tr><td class="wrap">${s.address}</td><td><span class="badge">${s.reason}</span></td><td class="opt wrap">${s.message_id ? html`<a href="${path`/messages/${s.message_id}`}">${s.message_id}</a>` : '—'}</td><td class="opt">${iso(s.created_at)}</td>
-          <td><form method="post" action="/suppressions/remove" class="inline">${csrf(c)}<input type="hidden" name="address" value="${s.address}"><button class="secondary" aria-label="${`Remove ${s.address}`}">Remove</button></form></td></tr>`) : html`<tr><td colspan="5" class="muted">No suppressed addresses${q ? ' match' : ''}.</td></tr>`}
+        ${
+          rows.length
+            ? rows.map(
+                (
+                  s,
+                ) => html`<tr><td class="wrap">${s.address}</td><td><span class="badge">${s.reason}</span></td><td class="opt wrap">${s.message_id ? html`<a href="${path`/messages/${s.message_id}`}">${s.message_id}</a>` : '—'}</td><td class="opt">${iso(s.created_at)}</td>
+          <td><form method="post" action="/suppressions/remove" class="inline">${csrf(c)}<input type="hidden" name="address" value="${s.address}"><button class="secondary" aria-label="${`Remove ${s.address}`}">Remove</button></form></td></tr>`,
+              )
+            : html`<tr><td colspan="5" class="muted">No suppressed addresses${q ? ' match' : ''}.</td></tr>`
+        }
         </tbody></table></div>`;
 }
 

@@ -51,7 +51,10 @@ const rules: Rule[] = [
   { label: 'rate_limited', enhanced: /^4\.7\.[56]\d\d$/ },
   // "450 4.2.1 The user you are trying to contact is receiving mail too quickly" (Gmail)
   // "421 Too many concurrent SMTP connections from this IP address; please try again later."
-  { label: 'rate_limited', text: /too quickly|at a rate that|rate limit|too many (concurrent |simultaneous )?(connections|messages|recipients|sessions)|throttl|slow down|unexpected volume|exceeded .*(sending|message) (limit|rate)/i },
+  {
+    label: 'rate_limited',
+    text: /too quickly|at a rate that|rate limit|too many (concurrent |simultaneous )?(connections|messages|recipients|sessions)|throttl|slow down|unexpected volume|exceeded .*(sending|message) (limit|rate)/i,
+  },
   // Postgrey: "450 4.2.0 <a@b>: Recipient address rejected: Greylisted, see http://postgrey..."
   { label: 'greylisted', code: /^4/, text: /grey-?list|gray-?list/i },
 
@@ -60,7 +63,10 @@ const rules: Rule[] = [
   // Sendmail: "501 5.1.8 <x@y>... Domain of sender address x@y does not exist"
   // Exim: "SMTP error from remote mail server after MAIL FROM:<shop@example.com> SIZE=1543: 550 5.7.0 ... Please use the smtp server of your ISP."
   { label: 'policy', enhanced: /^[45]\.1\.[78]$/ },
-  { label: 'policy', text: /sender (address|domain|verify|verification)|domain of sender|(unknown|invalid|bad|unverified) sender|after MAIL FROM|MAIL FROM:?\s*<[^>]*>\.\.\.|sender .*(rejected|refused|denied|not (allowed|permitted))/i },
+  {
+    label: 'policy',
+    text: /sender (address|domain|verify|verification)|domain of sender|(unknown|invalid|bad|unverified) sender|after MAIL FROM|MAIL FROM:?\s*<[^>]*>\.\.\.|sender .*(rejected|refused|denied|not (allowed|permitted))/i,
+  },
   // "550 5.7.1 <bob@example.net>... Relaying denied" / Exim "550 relay not permitted"
   { label: 'policy', text: /relay(ing)? (access )?(denied|not (permitted|allowed))|not permitted to relay|unable to relay|we do not relay|relay access|no relaying/i },
   // Postfix: "450 4.7.1 Client host rejected: cannot find your reverse hostname, [192.0.2.1]"
@@ -68,7 +74,10 @@ const rules: Rule[] = [
   { label: 'policy', text: /reverse (dns|lookup|hostname|host name)|\bPTR\b|cannot find your hostname|no (reverse|rdns)|\brdns\b|client host rejected/i },
   // Postfix RBL: "554 5.7.1 Service unavailable; Client host [192.0.2.1] blocked using zen.spamhaus.org"
   // A list named by its zone: "550 zen.example.test Listed by CSS" (Spamhaus's CSS, SBL, XBL, PBL)
-  { label: 'spam_block', text: /blocked using|listed by (css|sbl|xbl|pbl|dbl|zen|\S*(bl|rbl|dnsbl))\b|spamhaus|barracuda|spamcop|sorbs|block ?list|black ?list|(black|block)listed|listed (at|in|on) \S*(bl\b|rbl|dnsbl|spamhaus|spamcop|sorbs|barracuda)|poor reputation|\breputation\b|\bRBL\b|\bDNSBL\b/i },
+  {
+    label: 'spam_block',
+    text: /blocked using|listed by (css|sbl|xbl|pbl|dbl|zen|\S*(bl|rbl|dnsbl))\b|spamhaus|barracuda|spamcop|sorbs|block ?list|black ?list|(black|block)listed|listed (at|in|on) \S*(bl\b|rbl|dnsbl|spamhaus|spamcop|sorbs|barracuda)|poor reputation|\breputation\b|\bRBL\b|\bDNSBL\b/i,
+  },
   // Gmail: "550-5.7.1 Our system has detected that this message is likely unsolicited mail"
   { label: 'spam_block', text: /unsolicited|\bspam\b|junk mail|content rejected|message (was )?(blocked|rejected) (as|for) (spam|policy)|bulk mail|phish/i },
   // Microsoft: "550 5.7.606 Access denied, banned sending IP [192.0.2.1]" and S3150 blocks
@@ -85,7 +94,10 @@ const rules: Rule[] = [
   { label: 'tls_failure', text: /STARTTLS|TLS required|encryption required|secure connection required/i },
   { label: 'tls_failure', enhanced: /^[45]\.7\.1[01]$/ },
   // "550 5.7.1 Message rejected: virus found (Eicar-Test-Signature)" / "552 ... attachment not allowed"
-  { label: 'policy', text: /virus|malware|infected|(attachment|file type|extension)s? .*(not (allowed|permitted)|blocked|prohibited|rejected|banned)|banned (attachment|content)|content (policy|filter)/i },
+  {
+    label: 'policy',
+    text: /virus|malware|infected|(attachment|file type|extension)s? .*(not (allowed|permitted)|blocked|prohibited|rejected|banned)|banned (attachment|content)|content (policy|filter)/i,
+  },
   // "554 5.4.6 Mail loop detected" / Exim "Too many \"Received\" headers - suspected mail loop"
   { label: 'other', text: /mail(ing)? loop|loop(s)? (back|detected)|too many hops|hop count|routing loop|suspected (mail )?loop/i },
   // Office 365 Directory-Based Edge Blocking: "550 5.4.1 Recipient address rejected: Access denied. AS(201806281)"; Postfix check_recipient_access
@@ -95,7 +107,10 @@ const rules: Rule[] = [
   // KDDI (au one net): "550 <a@b>: Recipient address rejected." (no reason: the address itself)
   { label: 'unknown_recipient', text: /recipient address rejected: access denied|recipient address rejected\.(\s|$)/i },
   // "550 5.7.1 <bob@example.net>... Access denied" (the MTA's access table refusing this sender or host)
-  { label: 'policy', text: /access denied|not authorized|not allowed to send|administrative prohibition|policy (violation|reasons)|refused by (local )?policy|rejected by (the )?(domain|content) filter/i },
+  {
+    label: 'policy',
+    text: /access denied|not authorized|not allowed to send|administrative prohibition|policy (violation|reasons)|refused by (local )?policy|rejected by (the )?(domain|content) filter/i,
+  },
 
   // ---- The message.
   // "552 5.3.4 Message size exceeds fixed maximum message size" / "552 5.2.3 ... too big"
@@ -105,28 +120,43 @@ const rules: Rule[] = [
   // ---- The recipient's mailbox.
   // Gmail: "550 5.2.1 The email account that you tried to reach is disabled." / "... is inactive"
   // Postfix: "525 5.7.13 <a@b>: Recipient address rejected: User account disabled"; i.ua: "550 Mailbox is frozen."
-  { label: 'mailbox_disabled', text: /account (that you tried to reach )?(is |has been )?(disabled|suspended|locked|frozen|inactive|deactivated|blocked|on hold)|mailbox (is |has been )?(disabled|frozen|inactive|suspended|locked)|disabled (recipient|mailbox|user)|(user|recipient) account (is )?(disabled|blocked|suspended)|temporar(il)?y locked|account is locked|inactive (user|mailbox|account)/i },
+  {
+    label: 'mailbox_disabled',
+    text: /account (that you tried to reach )?(is |has been )?(disabled|suspended|locked|frozen|inactive|deactivated|blocked|on hold)|mailbox (is |has been )?(disabled|frozen|inactive|suspended|locked)|disabled (recipient|mailbox|user)|(user|recipient) account (is )?(disabled|blocked|suspended)|temporar(il)?y locked|account is locked|inactive (user|mailbox|account)/i,
+  },
   { label: 'mailbox_disabled', enhanced: /^[45]\.7\.13$/ },
   // Gmail: "452-4.2.2 The email account that you tried to reach is over quota" / qmail "552 Error: disk quota exceeded"
   // Exchange: "550 5.2.2 STOREDRV.Deliver: mailbox full"; Google: "The recipient's inbox is out of storage space"
-  { label: 'mailbox_full', text: /over ?quota|quota (exceeded|exceed|full)|mailbox (is )?full|mail ?box full|mailfolder is full|inbox is (full|out of storage)|insufficient storage|out of storage|storage (quota|space)|disk (quota|space)|(mailbox|mail ?box) (size )?(exceeds|exceeded)|exceeds? (allowed|the) (size|quota)|mailbox .*exceeded|user.s (mailbox|mailfolder) is full|not enough (disk )?space|their mailbox is full/i },
+  {
+    label: 'mailbox_full',
+    text: /over ?quota|quota (exceeded|exceed|full)|mailbox (is )?full|mail ?box full|mailfolder is full|inbox is (full|out of storage)|insufficient storage|out of storage|storage (quota|space)|disk (quota|space)|(mailbox|mail ?box) (size )?(exceeds|exceeded)|exceeds? (allowed|the) (size|quota)|mailbox .*exceeded|user.s (mailbox|mailfolder) is full|not enough (disk )?space|their mailbox is full/i,
+  },
   { label: 'mailbox_full', enhanced: /^[45]\.2\.2$/ },
 
   // ---- Retries that ran out (the cause behind them was temporary).
   // Exim: "retry timeout exceeded"; Sendmail: "Cannot send message for 5 days"; "4.4.7 Delivery time expired"
   { label: 'expired', enhanced: /^[45]\.4\.7$/ },
-  { label: 'expired', text: /retry time(out)? (not reached|exceeded)|delivery time expired|message expired|expired after|cannot send message for \d|could not be delivered (for|within) \d|has not been delivered for|been in the queue too long|queue time (limit|exceeded)|no (longer )?(retry|retries)|maximum (delivery )?(time|retry)|deferred for too long|delivery attempts (exhausted|exceeded)|time ?out .*give up/i },
+  {
+    label: 'expired',
+    text: /retry time(out)? (not reached|exceeded)|delivery time expired|message expired|expired after|cannot send message for \d|could not be delivered (for|within) \d|has not been delivered for|been in the queue too long|queue time (limit|exceeded)|no (longer )?(retry|retries)|maximum (delivery )?(time|retry)|deferred for too long|delivery attempts (exhausted|exceeded)|time ?out .*give up/i,
+  },
 
   // ---- The address does not exist.
   // Postfix: "550 5.1.1 <bob@example.net>: Recipient address rejected: User unknown in virtual mailbox table"
   // Exchange: "550 5.1.10 RESOLVER.ADR.RecipientNotFound"; Office 365: "The email address wasn't found at the destination domain"
   // Yahoo: "554 delivery error: dd This user doesn't have a yahoo.com account (bob@yahoo.com)"
   // qmail: "550 sorry, no mailbox here by that name (#5.1.1 - chkusr)"; Domino: "User x (a@b) not listed in Domino Directory"
-  { label: 'unknown_recipient', text: /user(name)? (is )?unknown|unknown (user|recipient|local[- ]part|mailbox|address(ee)?)|no such (user|mailbox|recipient|account|local user|address|person)|(user|recipient|mailbox|address|account|addressee) (does not exist|doesn'?t exist|not found|unknown|not known|not recognized|is not valid|invalid|does not have an account)|does ?n[o']t exist|invalid (recipient|mailbox|user|address)|not (a )?valid (recipient|mailbox|user)|no mailbox (here|by that name)|mailbox (not found|unavailable|does not exist)|doesn'?t have an? \S+ account|not listed in (the )?(domino )?directory|recipient ?not ?found|recip(ient)?notfound|wasn.t found at|couldn.t be found|could not be found|address couldn.t be found|name is not recognized|no longer (valid|available|exists|active)|has been (deleted|removed|closed)|account (has been )?(closed|deleted|removed|terminated|expired)|#5\.1\.1|user not found|unknown or illegal (user|alias)|addressee unknown|not our customer|no such local user|bad destination mailbox|mailbox name not allowed|(user|recipient|address) (does )?not exist|invalid (final )?delivery userid|no valid recipients?|not listed in (the )?public name|ディレクトリ(のリスト)?に(は)?(見つかりません|ありません)/i },
+  {
+    label: 'unknown_recipient',
+    text: /user(name)? (is )?unknown|unknown (user|recipient|local[- ]part|mailbox|address(ee)?)|no such (user|mailbox|recipient|account|local user|address|person)|(user|recipient|mailbox|address|account|addressee) (does not exist|doesn'?t exist|not found|unknown|not known|not recognized|is not valid|invalid|does not have an account)|does ?n[o']t exist|invalid (recipient|mailbox|user|address)|not (a )?valid (recipient|mailbox|user)|no mailbox (here|by that name)|mailbox (not found|unavailable|does not exist)|doesn'?t have an? \S+ account|not listed in (the )?(domino )?directory|recipient ?not ?found|recip(ient)?notfound|wasn.t found at|couldn.t be found|could not be found|address couldn.t be found|name is not recognized|no longer (valid|available|exists|active)|has been (deleted|removed|closed)|account (has been )?(closed|deleted|removed|terminated|expired)|#5\.1\.1|user not found|unknown or illegal (user|alias)|addressee unknown|not our customer|no such local user|bad destination mailbox|mailbox name not allowed|(user|recipient|address) (does )?not exist|invalid (final )?delivery userid|no valid recipients?|not listed in (the )?public name|ディレクトリ(のリスト)?に(は)?(見つかりません|ありません)/i,
+  },
   // "550 5.1.6 Recipient addresses in this domain no longer accepted" / "551 User has moved"
   { label: 'unknown_recipient', text: /(has|have) moved|user (not local|has moved)|moved permanently/i },
   // Exim: "Unrouteable address"; Postfix: "Host or domain name not found. Name service error for name=example.invalid type=A: Host not found"
-  { label: 'dns_failure', text: /unroutable|unrouteable|dns lookup failure|host \S+ not found|domain (is )?not reachable|not accepting (network )?(messages|mail)|host or domain name not found|name service error|domain (name )?(not found|does not exist|unknown|invalid)|(host|domain) unknown|unknown (host|domain)|no such domain|non-?existent domain|nxdomain|no (mx|mail exchanger|valid mx)|dns error|no mail ?servers?|does not accept (e-?)?mail|null mx|host (not found|unknown)/i },
+  {
+    label: 'dns_failure',
+    text: /unroutable|unrouteable|dns lookup failure|host \S+ not found|domain (is )?not reachable|not accepting (network )?(messages|mail)|host or domain name not found|name service error|domain (name )?(not found|does not exist|unknown|invalid)|(host|domain) unknown|unknown (host|domain)|no such domain|non-?existent domain|nxdomain|no (mx|mail exchanger|valid mx)|dns error|no mail ?servers?|does not accept (e-?)?mail|null mx|host (not found|unknown)/i,
+  },
 
   // InterScan: "Unable to deliver message to <a@b> (and other recipients in the same domain). Please check if address is correct."
   { label: 'unknown_recipient', text: /check (if|that|whether) (the )?(e-?mail )?address is correct/i },
@@ -134,9 +164,15 @@ const rules: Rule[] = [
   // ---- Connections and the remote system.
   // "Connection timed out" / "connect to mx.example.net[192.0.2.1]:25: Connection refused"
   { label: 'timeout', text: /timed? ?out|time ?out/i },
-  { label: 'connection_failure', text: /connection (refused|reset|lost|closed|dropped|failure|failed)|lost connection|could not connect|unable to connect|couldn.t connect|no route to host|network (is )?unreachable|connect to \S+ failed|refused to talk|not reachable|host unreachable|unreachable/i },
+  {
+    label: 'connection_failure',
+    text: /connection (refused|reset|lost|closed|dropped|failure|failed)|lost connection|could not connect|unable to connect|couldn.t connect|no route to host|network (is )?unreachable|connect to \S+ failed|refused to talk|not reachable|host unreachable|unreachable/i,
+  },
   // "452 4.3.1 Insufficient system storage" (the server's disk, not the mailbox); local delivery agents
-  { label: 'other', text: /insufficient system (storage|resources)|system (error|failure|config)|local (error|configuration)|internal (server )?error|mailer error|command output|temporary (local )?problem|try again later/i },
+  {
+    label: 'other',
+    text: /insufficient system (storage|resources)|system (error|failure|config)|local (error|configuration)|internal (server )?error|mailer error|command output|temporary (local )?problem|try again later/i,
+  },
 
   // ---- Enhanced status codes (RFC 3463) without a better clue in the text.
   { label: 'unknown_recipient', enhanced: /^[45]\.1\.(1|6|0|3|9)$/ },

@@ -53,8 +53,7 @@ export function parseDestinationRules(entries: readonly string[]): DestinationRu
   for (const entry of entries) {
     const [name, ...settings] = entry.trim().split(/\s+/);
     const destination = (name ?? '').toLowerCase();
-    if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(destination))
-      throw new Error(`${JSON.stringify(entry)}: expected a destination name such as "outlook.com" first`);
+    if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(destination)) throw new Error(`${JSON.stringify(entry)}: expected a destination name such as "outlook.com" first`);
     if (seen.has(destination)) throw new Error(`${JSON.stringify(entry)}: ${destination} is named twice`);
     seen.add(destination);
     if (settings.length === 0) throw new Error(`${JSON.stringify(entry)}: no settings (connections=N, per_connection=N, per_minute=N)`);

@@ -68,8 +68,7 @@ export class UnsendableMessage extends Error {}
 
 export function validationError(p: Problems): ApiError {
   const first = Object.entries(p.details)[0]!;
-  const message =
-    p.count === 1 ? `${first[0]} ${first[1][0]}` : `The request has ${p.count} problems; ${p.omitted > 0 ? `details lists the first ${Problems.MAX_PROBLEMS}` : 'see details'}.`;
+  const message = p.count === 1 ? `${first[0]} ${first[1][0]}` : `The request has ${p.count} problems; ${p.omitted > 0 ? `details lists the first ${Problems.MAX_PROBLEMS}` : 'see details'}.`;
   return new ApiError('validation_failed', message, p.details);
 }
 
@@ -86,10 +85,7 @@ export function unverifiedDomain(name: string): ApiError {
 }
 
 /** Why the store would not take a message (its transaction's verdict), as the error the client gets. */
-export type Refusal =
-  | { kind: 'domain_unknown' }
-  | { kind: 'domain_unverified' }
-  | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> };
+export type Refusal = { kind: 'domain_unknown' } | { kind: 'domain_unverified' } | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> };
 
 export function refusal(r: Refusal, domain: string): ApiError {
   switch (r.kind) {

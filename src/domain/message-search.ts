@@ -29,7 +29,10 @@ export function parseMessageFilters(q: Record<string, unknown>): MessageFilters 
   const str = (k: string): string | undefined => {
     const v = q[k];
     if (v === undefined || v === '') return undefined;
-    if (typeof v !== 'string') return p.add(k, 'must be given once'), undefined;
+    if (typeof v !== 'string') {
+      p.add(k, 'must be given once');
+      return undefined;
+    }
     return v.trim() || undefined;
   };
   const recipient = str('recipient');

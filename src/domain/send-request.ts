@@ -43,14 +43,10 @@ export interface SendLimits {
   maxRecipients: number;
 }
 
-const KNOWN_FIELDS = new Set([
-  'from', 'to', 'cc', 'bcc', 'reply_to', 'subject', 'body', 'text_body', 'html_body', 'attachments', 'headers', 'metadata', 'scheduled_at', 'tags',
-]);
+const KNOWN_FIELDS = new Set(['from', 'to', 'cc', 'bcc', 'reply_to', 'subject', 'body', 'text_body', 'html_body', 'attachments', 'headers', 'metadata', 'scheduled_at', 'tags']);
 
 /** Headers posthaste writes itself (docs/api.md); a request may not set them. Content-* is refused by prefix. */
-const OWNED_HEADERS = new Set([
-  'from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'return-path', 'dkim-signature', 'mime-version', 'sender', 'reply-to',
-]);
+const OWNED_HEADERS = new Set(['from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'return-path', 'dkim-signature', 'mime-version', 'sender', 'reply-to']);
 const HEADER_NAME = /^[\x21-\x39\x3b-\x7e]+$/; // RFC 5322 ftext: printable ASCII except ':'
 const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
 export const METADATA_MAX_KEYS = 50;
@@ -78,7 +74,6 @@ export function isStrictBase64(s: string): boolean {
   if (end > 0 && s.charCodeAt(end - 1) === 0x3d) end -= s.charCodeAt(end - 2) === 0x3d ? 2 : 1;
   return !NOT_BASE64.test(end === s.length ? s : s.slice(0, end));
 }
-
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -205,11 +200,9 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
   const bodyText = optionalString('body', body.body, p);
   const textBody = optionalString('text_body', body.text_body, p);
   const htmlBody = optionalString('html_body', body.html_body, p);
-  if (bodyText !== undefined && textBody !== undefined && bodyText !== textBody)
-    p.add('text_body', 'body and text_body are aliases; give one, or both equal');
+  if (bodyText !== undefined && textBody !== undefined && bodyText !== textBody) p.add('text_body', 'body and text_body are aliases; give one, or both equal');
   const text = textBody ?? bodyText;
-  if (body.body == null && body.text_body == null && body.html_body == null)
-    p.add('body', 'one of body, text_body or html_body is required');
+  if (body.body == null && body.text_body == null && body.html_body == null) p.add('body', 'one of body, text_body or html_body is required');
 
   const attachments: Attachment[] = [];
   if (body.attachments !== undefined && body.attachments !== null) {
@@ -217,16 +210,22 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
     else
       body.attachments.forEach((a: unknown, i: number) => {
         const f = `attachments[${i}]`;
-        if (!isRecord(a)) return p.add(f, 'must be an object');
-        for (const key of Object.keys(a))
-          if (key !== 'filename' && key !== 'io' && key !== 'content_type') p.add(`${f}.${key}`, 'is not a known field');
+        if (!isRecord(a)) {
+          p.add(f, 'must be an object');
+          return;
+        }
+        for (const key of Object.keys(a)) if (key !== 'filename' && key !== 'io' && key !== 'content_type') p.add(`${f}.${key}`, 'is not a known field');
         const { filename, io, content_type: ct } = a;
         let ok = true;
-        if (typeof filename !== 'string' || filename.trim() === '') ((ok = false), p.add(`${f}.filename`, 'must be a non-empty string'));
-        else if (hasControl(filename)) ((ok = false), p.add(`${f}.filename`, CONTROL_PROBLEM));
-        else if (filename.length > FILENAME_MAX_LENGTH) ((ok = false), p.add(`${f}.filename`, `must be at most ${FILENAME_MAX_LENGTH} characters`));
-        if (typeof io !== 'string' || !isStrictBase64(io)) ((ok = false), p.add(`${f}.io`, 'must be strict Base64 (RFC 4648, padded, no line breaks)'));
-        if (typeof ct !== 'string' || !MIME_TYPE.test(ct)) ((ok = false), p.add(`${f}.content_type`, 'must be a media type of the form type/subtype'));
+        const problem = (field: string, message: string) => {
+          ok = false;
+          p.add(`${f}.${field}`, message);
+        };
+        if (typeof filename !== 'string' || filename.trim() === '') problem('filename', 'must be a non-empty string');
+        else if (hasControl(filename)) problem('filename', CONTROL_PROBLEM);
+        else if (filename.length > FILENAME_MAX_LENGTH) problem('filename', `must be at most ${FILENAME_MAX_LENGTH} characters`);
+        if (typeof io !== 'string' || !isStrictBase64(io)) problem('io', 'must be strict Base64 (RFC 4648, padded, no line breaks)');
+        if (typeof ct !== 'string' || !MIME_TYPE.test(ct)) problem('content_type', 'must be a media type of the form type/subtype');
         if (ok) attachments.push({ filename: filename as string, base64: io as string, contentType: (ct as string).toLowerCase() });
       });
   }
@@ -239,8 +238,7 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
         const f = `headers.${printable(name)}`;
         if (!HEADER_NAME.test(name)) p.add(f, 'is not a valid header name');
         else if (name.length > HEADER_NAME_MAX_LENGTH) p.add(f, `must be at most ${HEADER_NAME_MAX_LENGTH} characters`);
-        else if (OWNED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('content-'))
-          p.add(f, 'is set by posthaste and cannot be given');
+        else if (OWNED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('content-')) p.add(f, 'is set by posthaste and cannot be given');
         else if (typeof value !== 'string') p.add(f, 'must be a string');
         else if (hasControl(value)) p.add(f, CONTROL_PROBLEM);
         else if (value.length > HEADER_VALUE_MAX_LENGTH) p.add(f, `must be at most ${HEADER_VALUE_MAX_LENGTH} characters`);

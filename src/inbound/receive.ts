@@ -15,11 +15,7 @@ export type ParsedInbound = Pick<StoredInbound, 'fromHeader' | 'to' | 'subject' 
 export type Inspection = { ok: true; parsed: ParsedInbound } | { ok: false; problem: string };
 
 /** Reads what `email.received` reports, and checks SPF, DKIM and DMARC through `dns.servers`. */
-export async function inspectInbound(
-  raw: Buffer,
-  env: { remoteIp: string; helo: string; mailFrom: string; hostname: string },
-  resolver: Resolver,
-): Promise<Inspection> {
+export async function inspectInbound(raw: Buffer, env: { remoteIp: string; helo: string; mailFrom: string; hostname: string }, resolver: Resolver): Promise<Inspection> {
   if (tooComplex(raw)) return { ok: false, problem: `more than ${MAX_MIME_PARTS} MIME parts` };
   const [described, auth] = await Promise.all([describe(raw), checkAuth(raw, env, resolver).catch(() => null)]);
   if ('failed' in described) return { ok: false, problem: mimeLimitProblem(described.failed) ?? 'MIME that cannot be parsed' };
@@ -91,12 +87,17 @@ async function checkAuth(raw: Buffer, env: { remoteIp: string; helo: string; mai
   const spfPass = spfResult?.status?.result === 'pass' && spfResult.domain ? [spfResult.domain] : [];
   const passed = (dkim.results ?? []).filter((r) => r.status?.result === 'pass');
   const dmarcResult = dkim.headerFrom
-    ? await dmarc({ headerFrom: dkim.headerFrom, spfDomains: spfPass, dkimDomains: passed.map((r) => ({ id: r.id, domain: r.signingDomain ?? '', aligned: r.status?.aligned, underSized: r.status?.underSized })), resolver: resolve })
+    ? await dmarc({
+        headerFrom: dkim.headerFrom,
+        spfDomains: spfPass,
+        dkimDomains: passed.map((r) => ({ id: r.id, domain: r.signingDomain ?? '', aligned: r.status?.aligned, underSized: r.status?.underSized })),
+        resolver: resolve,
+      })
     : false;
   return {
     spf: spfResult?.status?.result || 'none',
     dkim: dkim.results?.[0]?.status?.result ?? 'none',
-    dmarc: (dmarcResult && dmarcResult.status?.result) || 'none',
+    dmarc: (dmarcResult ? dmarcResult.status?.result : undefined) || 'none',
   };
 }
 

@@ -1,10 +1,6 @@
 import { parseAddrSpec } from '../domain/addresses.js';
 
-export type Route =
-  | { kind: 'receiving'; address: string; domain: string }
-  | { kind: 'bounce'; address: string }
-  | { kind: 'feedback'; address: string }
-  | { kind: 'refused'; reason: string };
+export type Route = { kind: 'receiving'; address: string; domain: string } | { kind: 'bounce'; address: string } | { kind: 'feedback'; address: string } | { kind: 'refused'; reason: string };
 
 /**
  * Where a recipient goes, decided at RCPT time. posthaste never relays: a recipient is accepted
@@ -12,10 +8,7 @@ export type Route =
  * refused outright: source routes, the percent hack, bang paths, quoted local parts and address
  * literals, whatever domain they end in.
  */
-export function routeRecipient(
-  raw: string,
-  ctx: { returnPathDomain: string; feedbackAddress: string; isReceiving: (domain: string) => boolean },
-): Route {
+export function routeRecipient(raw: string, ctx: { returnPathDomain: string; feedbackAddress: string; isReceiving: (domain: string) => boolean }): Route {
   const address = raw.trim();
   if (address.startsWith('@') || address.includes(':')) return { kind: 'refused', reason: 'source routes are not accepted' };
   if (address.startsWith('"')) return { kind: 'refused', reason: 'quoted local parts are not accepted' };

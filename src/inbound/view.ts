@@ -1,4 +1,4 @@
-import { simpleParser } from 'mailparser';
+import { simpleParser, type ParsedMail } from 'mailparser';
 import type { InboundRow } from '../store/inbound.js';
 import { Readable } from 'node:stream';
 import { MIME_LIMITS, mimeLimitProblem, parserInput, topHeaderFields } from '../reports/limits.js';
@@ -39,12 +39,14 @@ export async function inboundView(row: InboundRow): Promise<Record<string, unkno
     size: row.size,
     authentication: JSON.parse(row.auth) as Record<string, string>,
   };
-  let mail;
+  let mail: ParsedMail;
   try {
     // cid: links stay as they are (each attachment carries its content_id), as the hosted
     // services show inbound mail, rather than every inline image again as a data: URI; and text
     // is derived from HTML only for a message small enough to convert in a moment.
-    mail = await simpleParser(parserInput(row.raw), { ...MIME_LIMITS, skipTextLinks: true, keepCidLinks: true, skipHtmlToText: row.size > HTML_TO_TEXT_MAX_BYTES } as Parameters<typeof simpleParser>[1]);
+    mail = await simpleParser(parserInput(row.raw), { ...MIME_LIMITS, skipTextLinks: true, keepCidLinks: true, skipHtmlToText: row.size > HTML_TO_TEXT_MAX_BYTES } as Parameters<
+      typeof simpleParser
+    >[1]);
   } catch (e) {
     return {
       ...common,

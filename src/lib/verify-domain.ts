@@ -22,10 +22,7 @@ export async function checkRecords(resolver: Resolver, records: DnsRecord[]): Pr
         if (r.type === 'TXT') {
           const txt = (await resolver.resolveTxt(r.name)).map((parts) => parts.join(''));
           const want = normaliseTxt(r.value);
-          const found =
-            r.purpose === 'spf' || r.purpose === 'dmarc'
-              ? txt.some((t) => t.startsWith(r.purpose === 'spf' ? 'v=spf1' : 'v=DMARC1'))
-              : txt.some((t) => normaliseTxt(t) === want);
+          const found = r.purpose === 'spf' || r.purpose === 'dmarc' ? txt.some((t) => t.startsWith(r.purpose === 'spf' ? 'v=spf1' : 'v=DMARC1')) : txt.some((t) => normaliseTxt(t) === want);
           return { purpose: r.purpose, name: r.name, expected: r.value, found, seen: txt };
         }
         const host = r.value.split(' ')[1]!.toLowerCase();

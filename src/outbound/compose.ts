@@ -48,8 +48,7 @@ async function compose(req: SendRequest, messageId: string, date: number, keep: 
     lines.feed(chunk);
     if (keep) chunks.push(chunk);
   }
-  if (lines.longest > MAX_LINE_LENGTH)
-    throw new UnsendableMessage(`the composed message has a line of ${lines.longest} characters; at most ${MAX_LINE_LENGTH} are allowed (RFC 5322 2.1.1)`);
+  if (lines.longest > MAX_LINE_LENGTH) throw new UnsendableMessage(`the composed message has a line of ${lines.longest} characters; at most ${MAX_LINE_LENGTH} are allowed (RFC 5322 2.1.1)`);
   return keep ? { size, raw: Buffer.concat(chunks, size) } : { size };
 }
 

@@ -50,7 +50,6 @@ export interface GroupResult {
   composed: Map<number, Buffer>;
 }
 
-
 /**
  * Delivers a group of recipients at one destination domain over one connection: check the
  * suppression list again, resolve MX (or take the relay host), connect, then one transaction per
@@ -111,8 +110,7 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
         else if (r.kind === 'refused' && r.permanent) {
           const suppress = suppressFor({ classification: r.reply.classification, status: r.reply.enhanced_code || null, stage: r.stage, text: r.reply.message }, deps.suppression);
           results.push({ item, outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply, suppress } });
-        }
-        else if (r.kind === 'refused') {
+        } else if (r.kind === 'refused') {
           results.push({ item, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
           if (isRateLimit(r.reply)) {
             // The destination asks us to slow down: sending the rest now would only collect more refusals.
@@ -161,8 +159,7 @@ async function directRoute(deps: DeliverDeps, domain: string): Promise<{ hosts: 
   const policy = deps.mtaSts ? await deps.mtaSts.policy(domain) : null;
   if (policy?.mode !== 'enforce') return { hosts, smtp: deps.smtp };
   const allowed = hosts.filter((h) => mxMatches(policy.mx, h));
-  if (allowed.length === 0)
-    return { outcome: { kind: 'deferred', reply: reply(451, '4.7.5', `${domain}: no MX host matches its MTA-STS policy (mx: ${policy.mx.join(', ')})`, 'tls_failure') } };
+  if (allowed.length === 0) return { outcome: { kind: 'deferred', reply: reply(451, '4.7.5', `${domain}: no MX host matches its MTA-STS policy (mx: ${policy.mx.join(', ')})`, 'tls_failure') } };
   return { hosts: allowed, smtp: { ...deps.smtp, requireValidTls: true } };
 }
 
@@ -172,7 +169,11 @@ function checkSuppression(deps: DeliverDeps, items: DeliveryItem[], results: Ite
   for (const it of items) byCustomer.set(it.message.customerId, [...(byCustomer.get(it.message.customerId) ?? []), it]);
   const keep: DeliveryItem[] = [];
   for (const [customerId, list] of byCustomer) {
-    const suppressed = findSuppressed(deps.db, customerId, list.map((i) => i.recipient.address));
+    const suppressed = findSuppressed(
+      deps.db,
+      customerId,
+      list.map((i) => i.recipient.address),
+    );
     for (const it of list) {
       const reason = suppressed.get(addressKey(it.recipient.address));
       if (reason) results.push({ item: it, outcome: { kind: 'suppressed', reason } });
@@ -216,7 +217,13 @@ async function prepare(deps: DeliverDeps, m: QueuedMessage, cache: Map<number, B
     result = { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.7.0', `sender domain ${m.senderDomain} was removed; the message cannot be signed`, 'policy'), suppress: false };
   } else {
     try {
-      const out = await deps.sign({ request: m.request, messageId: m.messageId, createdAt: m.createdAt, raw: m.raw, key: { domain: domain.name, selector: domain.dkim_selector, privateKey: domain.dkim_private_key } });
+      const out = await deps.sign({
+        request: m.request,
+        messageId: m.messageId,
+        createdAt: m.createdAt,
+        raw: m.raw,
+        key: { domain: domain.name, selector: domain.dkim_selector, privateKey: domain.dkim_private_key },
+      });
       if (out.raw) composed.set(m.id, out.raw);
       result = out.signed;
     } catch (e) {

@@ -64,7 +64,8 @@ export class MxResolver {
     }
     // No MX records: the implicit MX is the domain itself (RFC 5321 5.1), if it has an address.
     const addrs = await this.addresses(domain).catch((e: unknown) => e as Error & { code?: string });
-    if (Array.isArray(addrs)) return addrs.length ? { kind: 'hosts', hosts: [{ host: domain, priority: 0 }], implicit: true } : { kind: 'no_domain', detail: `${domain}: no MX and no address records` };
+    if (Array.isArray(addrs))
+      return addrs.length ? { kind: 'hosts', hosts: [{ host: domain, priority: 0 }], implicit: true } : { kind: 'no_domain', detail: `${domain}: no MX and no address records` };
     if (addrs.code === 'ENOTFOUND') return { kind: 'no_domain', detail: `${domain}: domain does not exist (NXDOMAIN)` };
     return { kind: 'temporary', detail: `${domain}: address lookup failed (${addrs.code ?? addrs.message})` };
   }

@@ -25,7 +25,10 @@ export function sandboxSteps(address: string, attempts: number): SandboxStep[] {
     case 'bounced':
       return [{ kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.1', 'The email account that you tried to reach does not exist (simulated)', 'unknown_recipient'), suppress: true }];
     case 'async-bounced':
-      return [{ kind: 'delivered', reply: OK }, { kind: 'async_bounce', reply: reply(550, '5.1.1', 'User unknown (simulated DSN)', 'unknown_recipient') }];
+      return [
+        { kind: 'delivered', reply: OK },
+        { kind: 'async_bounce', reply: reply(550, '5.1.1', 'User unknown (simulated DSN)', 'unknown_recipient') },
+      ];
     case 'deferred':
       return attempts === 0 ? [{ kind: 'deferred', reply: reply(451, '4.3.0', 'Temporary failure, try again later (simulated)', 'other') }] : [{ kind: 'delivered', reply: OK }];
     case 'expired':
@@ -33,7 +36,10 @@ export function sandboxSteps(address: string, attempts: number): SandboxStep[] {
         ? [{ kind: 'deferred', reply: reply(451, '4.4.1', 'No answer from host (simulated)', 'timeout') }]
         : [{ kind: 'bounced', bounceType: 'expired', reply: reply(451, '4.4.7', 'Delivery time expired (simulated)', 'expired'), suppress: false }];
     case 'complained':
-      return [{ kind: 'delivered', reply: OK }, { kind: 'complaint', feedbackType: 'abuse', userAgent: 'posthaste-simulator/1.0' }];
+      return [
+        { kind: 'delivered', reply: OK },
+        { kind: 'complaint', feedbackType: 'abuse', userAgent: 'posthaste-simulator/1.0' },
+      ];
     default:
       return [{ kind: 'delivered', reply: OK }];
   }

@@ -63,7 +63,12 @@ export class Scheduler {
 
   /** Runs until the signal aborts; then lets in-flight deliveries finish and releases the rest. */
   async run(signal: AbortSignal): Promise<void> {
-    await this.loop.run(signal, this.deps.pollInterval, () => this.fill(), (e) => this.deps.log.error({ err: e }, 'scheduler: claim failed; retrying'));
+    await this.loop.run(
+      signal,
+      this.deps.pollInterval,
+      () => this.fill(),
+      (e) => this.deps.log.error({ err: e }, 'scheduler: claim failed; retrying'),
+    );
     await this.stop();
   }
 
@@ -100,7 +105,10 @@ export class Scheduler {
       const rows = claimDue(db, this.deps.worker, clock.now(), room);
       claimed = rows.length;
       if (rows.length) {
-        const messages = loadMessages(db, rows.map((r) => r.messageRowId));
+        const messages = loadMessages(
+          db,
+          rows.map((r) => r.messageRowId),
+        );
         const sandbox: DeliveryItem[] = [];
         for (const r of rows) {
           const message = messages.get(r.messageRowId);
@@ -194,7 +202,10 @@ export class Scheduler {
       .catch((e: unknown) => {
         // A bug or an infrastructure failure (store): the claims are released and retried later.
         this.deps.log.error({ err: e, domain }, 'delivery group failed; releasing its claims');
-        releaseClaimsOf(this.deps.db, items.map((i) => i.recipient.id));
+        releaseClaimsOf(
+          this.deps.db,
+          items.map((i) => i.recipient.id),
+        );
         if (!closed) throttle.close(ticket, { delivered: 0, refusal: null }, clock.now());
       })
       .finally(() => {
@@ -220,19 +231,30 @@ export class Scheduler {
       if (group.unattempted.length) {
         const from = until.kind === 'paused' ? until.until : now;
         const at = throttle.slots(destination, group.unattempted.length, from);
-        postponeClaimed(db, group.unattempted.map((it, i) => ({ id: it.recipient.id, until: at[i]! })));
+        postponeClaimed(
+          db,
+          group.unattempted.map((it, i) => ({ id: it.recipient.id, until: at[i]! })),
+        );
       }
       if (change?.kind === 'set') saveThrottle(db, change.record, now);
       else if (change?.kind === 'cleared') clearThrottle(db, change.destination);
     });
     if (change?.kind === 'set' && group.refusal)
-      log.warn({ destination, connections: change.record.connections, paused_until: new Date(change.record.pausedUntil).toISOString(), code: group.refusal.code, reply: group.refusal.message }, 'destination asked us to slow down; throttling it');
+      log.warn(
+        { destination, connections: change.record.connections, paused_until: new Date(change.record.pausedUntil).toISOString(), code: group.refusal.code, reply: group.refusal.message },
+        'destination asked us to slow down; throttling it',
+      );
     else if (change?.kind === 'cleared') log.info({ destination }, 'destination back to its configured limits');
     this.deps.onEvents?.();
     for (const { outcome } of group.results) this.deps.onOutcome?.(outcome.kind);
     for (const { item, outcome } of group.results)
       log.info(
-        { message_id: item.message.messageId, recipient: item.recipient.address, outcome: outcome.kind, ...('reply' in outcome ? { code: outcome.reply.code, classification: outcome.reply.classification } : {}) },
+        {
+          message_id: item.message.messageId,
+          recipient: item.recipient.address,
+          outcome: outcome.kind,
+          ...('reply' in outcome ? { code: outcome.reply.code, classification: outcome.reply.classification } : {}),
+        },
         'delivery attempt',
       );
   }

@@ -138,7 +138,13 @@ export class SmtpSession {
         if (!e) return resolve();
         conn.close();
         const err = e as NodemailerError;
-        reject(Object.assign(new Error(`the relay host refused posthaste's credentials for ${auth.user}: ${err.response ?? err.message}`), { code: 'EAUTH', response: err.response, responseCode: err.responseCode }));
+        reject(
+          Object.assign(new Error(`the relay host refused posthaste's credentials for ${auth.user}: ${err.response ?? err.message}`), {
+            code: 'EAUTH',
+            response: err.response,
+            responseCode: err.responseCode,
+          }),
+        );
       }),
     );
     return session;
@@ -189,8 +195,7 @@ export class SmtpSession {
   send(from: string, to: string, message: Buffer): Promise<TransactionResult> {
     return new Promise((resolve) => {
       let done = false;
-      const closed = (e?: NodemailerError) =>
-        finish({ kind: 'broken', reply: transportReply(e ?? Object.assign(new Error('connection closed by the remote server'), { code: 'ECONNECTION' })) });
+      const closed = (e?: NodemailerError) => finish({ kind: 'broken', reply: transportReply(e ?? Object.assign(new Error('connection closed by the remote server'), { code: 'ECONNECTION' })) });
       const onError = (e: NodemailerError) => closed(e);
       const onEnd = () => closed();
       const finish = (r: TransactionResult) => {

@@ -45,7 +45,8 @@ export function notificationOf(text: string): { notification: string; original: 
 const ADDRESS = /[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]/g;
 
 /** Lines whose addresses are not failed recipients: the header fields of a message summary, links, message ids. */
-const NOT_RECIPIENT_LINE = /^\s*(from|sender|reply-to|return-path|message-id|in-reply-to|references|date|subject|sent|x-[a-z-]+|received|dkim-signature|errors-to|cc|bcc|delivered-to|envelope-from|mail from)\s*:/i;
+const NOT_RECIPIENT_LINE =
+  /^\s*(from|sender|reply-to|return-path|message-id|in-reply-to|references|date|subject|sent|x-[a-z-]+|received|dkim-signature|errors-to|cc|bcc|delivered-to|envelope-from|mail from)\s*:/i;
 /** Lines of a summary of the original message ("To: bob@example.net" in "Your message ... To: ... Subject: ..."). */
 const SUMMARY_TO_LINE = /^\s*to\s*:/i;
 
@@ -85,7 +86,7 @@ export function mentionedAddresses(notification: string, exclude: (address: stri
 }
 
 /** A reply as servers write it: "550 5.1.1 text", "550-5.1.1 text", "550 text", "#550 5.2.2", "ERROR_CODE :550". */
-const REPLY = /(?:^|[\s:;'"(#\[]|said:?\s*)([45]\d\d)(?:[\s-]+|:\s*|$)(?:#?([245]\.\d{1,3}\.\d{1,3})\b)?/;
+const REPLY = /(?:^|[\s:;'"(#[]|said:?\s*)([45]\d\d)(?:[\s-]+|:\s*|$)(?:#?([245]\.\d{1,3}\.\d{1,3})\b)?/;
 const ENHANCED = /(?:^|[^\d.])([245]\.\d{1,3}\.\d{1,3})(?![\d.]*\d)/;
 
 export interface ReplyParts {

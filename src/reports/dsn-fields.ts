@@ -28,11 +28,30 @@ export interface DsnFields {
 
 /** RFC 3464 actions, and the misspellings seen in the wild (sisimai's list). */
 const ACTIONS: Record<string, Action> = {
-  failed: 'failed', failure: 'failed', fail: 'failed', delayed: 'delayed', delay: 'delayed', expired: 'failed', expanded: 'expanded',
-  delivered: 'delivered', deliverable: 'delivered', relayed: 'relayed',
+  failed: 'failed',
+  failure: 'failed',
+  fail: 'failed',
+  delayed: 'delayed',
+  delay: 'delayed',
+  expired: 'failed',
+  expanded: 'expanded',
+  delivered: 'delivered',
+  deliverable: 'delivered',
+  relayed: 'relayed',
 };
 
-const RECIPIENT_FIELDS = new Set(['final-recipient', 'original-recipient', 'action', 'status', 'diagnostic-code', 'remote-mta', 'last-attempt-date', 'will-retry-until', 'x-actual-recipient', 'final-log-id']);
+const RECIPIENT_FIELDS = new Set([
+  'final-recipient',
+  'original-recipient',
+  'action',
+  'status',
+  'diagnostic-code',
+  'remote-mta',
+  'last-attempt-date',
+  'will-retry-until',
+  'x-actual-recipient',
+  'final-log-id',
+]);
 
 /**
  * "rfc822; bob@example.net" → "bob@example.net": the address type and angle brackets removed, a
@@ -108,7 +127,10 @@ function apply(b: DsnBlock, f: Field): void {
     }
     case 'diagnostic-code': {
       const type = /^([A-Za-z-]+)\s*;/.exec(f.value)?.[1]?.toLowerCase();
-      const d = f.value.replace(/^[A-Za-z-]+;\s*/, '').replace(/\s+/g, ' ').trim();
+      const d = f.value
+        .replace(/^[A-Za-z-]+;\s*/, '')
+        .replace(/\s+/g, ' ')
+        .trim();
       if (d) b.diagnosticCode = d;
       if (type) b.diagnosticType = type;
       break;

@@ -45,18 +45,27 @@ export function tooComplex(raw: Buffer): boolean {
 /** What a parse failure means to the sender, when it is one of the limits above. */
 export function mimeLimitProblem(e: unknown): string | undefined {
   if ((e as { code?: unknown }).code !== 'EMAXLEN') return undefined;
-  return /child nodes/i.test((e as Error).message)
-    ? `more than ${MIME_LIMITS.maxChildNodes} MIME parts`
-    : `a header section larger than ${MIME_LIMITS.maxHeadSize / 1024 / 1024} MiB`;
+  return /child nodes/i.test((e as Error).message) ? `more than ${MIME_LIMITS.maxChildNodes} MIME parts` : `a header section larger than ${MIME_LIMITS.maxHeadSize / 1024 / 1024} MiB`;
 }
 
 /** The top-level header fields in order, unfolded, each value cut to 998 characters: enough to describe a message that is not parsed further. */
 export function topHeaderFields(raw: Buffer, max = 256 * 1024): Array<[string, string]> {
-  const head = raw.subarray(0, max).toString('utf8').split(/\r?\n\r?\n/)[0] ?? '';
+  const head =
+    raw
+      .subarray(0, max)
+      .toString('utf8')
+      .split(/\r?\n\r?\n/)[0] ?? '';
   const out: Array<[string, string]> = [];
   for (const line of head.replace(/\r?\n[ \t]+/g, ' ').split(/\r?\n/)) {
     const i = line.indexOf(':');
-    if (i > 0) out.push([line.slice(0, i).trim(), line.slice(i + 1).trim().slice(0, 998)]);
+    if (i > 0)
+      out.push([
+        line.slice(0, i).trim(),
+        line
+          .slice(i + 1)
+          .trim()
+          .slice(0, 998),
+      ]);
   }
   return out;
 }

@@ -152,8 +152,7 @@ function splitMultipart(body: string, boundary: string): { preamble: string; par
 export function decodeTransfer(body: string, encoding: string | undefined): string {
   const e = (encoding ?? '').trim().toLowerCase();
   if (e === 'base64') return Buffer.from(body.replace(/[^A-Za-z0-9+/=]/g, ''), 'base64').toString('latin1');
-  if (e === 'quoted-printable')
-    return body.replace(/=\r?\n/g, '').replace(/=([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+  if (e === 'quoted-printable') return body.replace(/=\r?\n/g, '').replace(/=([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
   return body;
 }
 
@@ -188,9 +187,7 @@ export function partText(part: Part): string {
 export function decodeWords(value: string): string {
   return value.replace(/=\?([^?]+)\?([bBqQ])\?([^?]*)\?=(\s+(?==\?))?/g, (_, charset: string, enc: string, text: string) => {
     const bytes =
-      enc.toUpperCase() === 'B'
-        ? Buffer.from(text, 'base64').toString('latin1')
-        : text.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (__, h: string) => String.fromCharCode(parseInt(h, 16)));
+      enc.toUpperCase() === 'B' ? Buffer.from(text, 'base64').toString('latin1') : text.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (__, h: string) => String.fromCharCode(parseInt(h, 16)));
     return decodeCharset(bytes, charset.split('*')[0]);
   });
 }

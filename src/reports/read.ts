@@ -4,7 +4,7 @@
  * (ARF, RFC 5965, and the formats of the providers that send something else), or neither. Pure:
  * bytes in, a value out, no I/O; the daemon's listener and `posthaste reports parse` both call it.
  */
-import { classifyReply, type Classification } from '../domain/classify.js';
+import { classifyReply } from '../domain/classify.js';
 import { decodeWords, field, parseMessage, partText, walk, type Field, type Part } from './mime.js';
 import { looksLikeDsnFields, readDsnFields, routable, typedAddress, type DsnBlock } from './dsn-fields.js';
 import type { Action, Report, ReportRecipient } from '../domain/report.js';
@@ -40,7 +40,9 @@ interface Original {
 
 function originalOf(parts: Part[]): Original {
   let headers: Field[] = [];
-  const attached = parts.find((p) => p.type === 'message/rfc822' || p.type === 'message/global' || p.type === 'text/rfc822-headers' || p.type === 'text/rfc822-header' || p.type === 'message/global-headers');
+  const attached = parts.find(
+    (p) => p.type === 'message/rfc822' || p.type === 'message/global' || p.type === 'text/rfc822-headers' || p.type === 'text/rfc822-header' || p.type === 'message/global-headers',
+  );
   if (attached) headers = attached.children[0]?.headers ?? parseMessageHeaders(attached.body);
   else {
     // The copy in a plain-text bounce, after its marker.
@@ -72,12 +74,17 @@ const APPLE_UNSUBSCRIBE = 'x-apple-unsubscribe';
 const MICROSOFT_RECIPIENT = 'x-hmxmroriginalrecipient';
 
 function complaint(root: Part, parts: Part[], original: Original): Report | null {
-  const fb = parts.find((p) => p.type === 'message/feedback-report' || (p.type === 'text/plain' && /^feedback-type:/im.test(p.body) && /^(user-agent|version|original-mail-from|arrival-date):/im.test(p.body)));
+  const fb = parts.find(
+    (p) => p.type === 'message/feedback-report' || (p.type === 'text/plain' && /^feedback-type:/im.test(p.body) && /^(user-agent|version|original-mail-from|arrival-date):/im.test(p.body)),
+  );
   // RFC 5965 requires Feedback-Type: a report without one is malformed, and no complaint comes of it.
   const fields = fb ? readFields(fb.body) : [];
   const feedbackType = field(fields, 'feedback-type')?.toLowerCase().split(/[\s;]/)[0];
   if (fb && feedbackType) {
-    const rcptTo = fields.filter((f) => f.name === 'original-rcpt-to' || f.name === 'removal-recipient').map((f) => typedAddress(f.value)).filter((a): a is string => !!a);
+    const rcptTo = fields
+      .filter((f) => f.name === 'original-rcpt-to' || f.name === 'removal-recipient')
+      .map((f) => typedAddress(f.value))
+      .filter((a): a is string => !!a);
     const recipient = rcptTo[0] ?? typedAddress(field(original.headers, 'to')) ?? null;
     return {
       kind: 'arf',
@@ -104,7 +111,13 @@ function complaint(root: Part, parts: Part[], original: Original): Report | null
   }
   if (/^true$/i.test(field(root.headers, APPLE_UNSUBSCRIBE) ?? '')) {
     const from = /<?([^<>\s]+@[^<>\s]+)>?\s*$/.exec(field(root.headers, 'from') ?? '')?.[1] ?? null;
-    return { kind: 'arf', originalMessageId: null, recipients: [], feedback: { feedbackType: 'opt-out', userAgent: 'Apple Mail', arrivalDate: null, recipient: from?.toLowerCase() ?? null }, originalSender: null };
+    return {
+      kind: 'arf',
+      originalMessageId: null,
+      recipients: [],
+      feedback: { feedbackType: 'opt-out', userAgent: 'Apple Mail', arrivalDate: null, recipient: from?.toLowerCase() ?? null },
+      originalSender: null,
+    };
   }
   return null;
 }
@@ -126,7 +139,8 @@ const BOUNCE_FROM = /mailer-daemon|post_?master|mail ?delivery|mail ?administrat
  * Exim: "Mail delivery failed: returning message to sender"; Exchange: "Undeliverable: ..."; Google: "Delivery Status Notification (Failure)";
  * Domino: "DELIVERY FAILURE: ..."; ezweb: "Mail System Error - Returned Mail"; x6: "There was an error sending your mail".
  */
-const BOUNCE_SUBJECT = /undeliver|mail failed|undelivered|returned (mail|to sender)|return(ed)? mail|failure notice|delivery (status|failure|failed|notification|report|problem|has failed|error)|mail delivery failed|could not (be )?deliver|not delivered|non[- ]?delivery|delivery (to|of) .*(failed|delayed)|mail (system )?error|error sending|delayed mail|warning: could not send|cannot send message|message (not )?(delivered|delivery)|rejected|returned|bounce|nondeliverable|unable to deliver|failed delivery|mail failure|delivery notification|problem delivering/i;
+const BOUNCE_SUBJECT =
+  /undeliver|mail failed|undelivered|returned (mail|to sender)|return(ed)? mail|failure notice|delivery (status|failure|failed|notification|report|problem|has failed|error)|mail delivery failed|could not (be )?deliver|not delivered|non[- ]?delivery|delivery (to|of) .*(failed|delayed)|mail (system )?error|error sending|delayed mail|warning: could not send|cannot send message|message (not )?(delivered|delivery)|rejected|returned|bounce|nondeliverable|unable to deliver|failed delivery|mail failure|delivery notification|problem delivering/i;
 
 /**
  * Phrases a bounce's text uses to say a message did not reach someone, by MTA.
@@ -149,7 +163,8 @@ const FAILURE_TEXT: RegExp[] = [
 ];
 
 /** A delay warning, not a failure: the reporting MTA is still trying. */
-const DELAY_TEXT = /warning message only|you do not need to resend|still (being retried|undelivered|trying)|will (continue|keep) trying|will (be )?retr(y|ied)|has been delayed|delivery (to the following recipients? )?(has been )?delayed|not yet been delivered|delayed mail|warning: (could not send|message still)|temporary failure,? (will|retrying)|retry (for|until)/i;
+const DELAY_TEXT =
+  /warning message only|you do not need to resend|still (being retried|undelivered|trying)|will (continue|keep) trying|will (be )?retr(y|ied)|has been delayed|delivery (to the following recipients? )?(has been )?delayed|not yet been delivered|delayed mail|warning: (could not send|message still)|temporary failure,? (will|retrying)|retry (for|until)/i;
 
 function fromAddress(from: string): string {
   return (/[^\s<>"',;:()]+@[^\s<>"',;:()]+/.exec(from)?.[0] ?? '').toLowerCase();
@@ -200,12 +215,25 @@ function bounce(root: Part, parts: Part[], original: Original, policy: Suppressi
   const subject = decodeWords(field(headers, 'subject') ?? '');
   const from = field(headers, 'from') ?? '';
   const reportType = root.type === 'multipart/report' && /delivery-status/i.test(root.params['report-type'] ?? '');
-  const statusParts = parts.filter((p) => p.type === 'message/delivery-status' || p.type === 'message/global-delivery-status' || (p.type === 'text/plain' && !insideMessage(parts, p) && looksLikeDsnFields(p.body)));
+  const statusParts = parts.filter(
+    (p) => p.type === 'message/delivery-status' || p.type === 'message/global-delivery-status' || (p.type === 'text/plain' && !insideMessage(parts, p) && looksLikeDsnFields(p.body)),
+  );
   const blocks = statusParts.flatMap((p) => readDsnFields(p.type === 'message/global-delivery-status' ? partText(p) : p.body).recipients);
   const { notification } = notificationOf(notificationText(parts));
-  const failedHeader = headers.filter((f) => f.name === 'x-failed-recipients').flatMap((f) => f.value.split(/[,\s]+/)).map((a) => a.replace(/^<|>$/g, '')).filter((a) => a.includes('@'));
+  const failedHeader = headers
+    .filter((f) => f.name === 'x-failed-recipients')
+    .flatMap((f) => f.value.split(/[,\s]+/))
+    .map((a) => a.replace(/^<|>$/g, ''))
+    .filter((a) => a.includes('@'));
 
-  const signs = [reportType, statusParts.length > 0, failedHeader.length > 0, isNullSender(headers) || BOUNCE_FROM.test(from), BOUNCE_SUBJECT.test(subject), FAILURE_TEXT.some((re) => re.test(notification))];
+  const signs = [
+    reportType,
+    statusParts.length > 0,
+    failedHeader.length > 0,
+    isNullSender(headers) || BOUNCE_FROM.test(from),
+    BOUNCE_SUBJECT.test(subject),
+    FAILURE_TEXT.some((re) => re.test(notification)),
+  ];
   const structural = signs[0] || signs[1] || signs[2];
   // Without a report's own structure, two of the sender, the subject and the text must say so:
   // an auto-reply from a postmaster, or a message that merely quotes a bounce, is not one.
@@ -286,4 +314,3 @@ function verdict(address: string, b: DsnBlock | null, textBlock: string | undefi
   const suppress = permanent && (status ?? '5')[0] === '5' && suppressFor({ classification, status, stage, text: diagnostic ?? '' }, policy);
   return { address, action, status, replyCode, diagnostic: diagnostic ? tidy(diagnostic) : null, classification, permanent, suppress };
 }
-

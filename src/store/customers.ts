@@ -32,7 +32,6 @@ export function listCustomers(db: Db): Customer[] {
 }
 
 export function customerCounts(db: Db, id: number): { keys: number; domains: number; messages: number } {
-  const count = (table: 'api_keys' | 'domains' | 'messages') =>
-    db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE customer_id = ?`, id)!.n;
+  const count = (table: 'api_keys' | 'domains' | 'messages') => db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE customer_id = ?`, id)!.n;
   return { keys: count('api_keys'), domains: count('domains'), messages: count('messages') };
 }

@@ -146,9 +146,7 @@ export function schemaVersions(db: Db): number[] {
 export function migrate(db: Db, now: number): number[] {
   db.sqlite.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
-  const done = new Set(
-    (db.sqlite.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version),
-  );
+  const done = new Set((db.sqlite.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version));
   const applied: number[] = [];
   for (const m of migrations) {
     if (done.has(m.version)) continue;

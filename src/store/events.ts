@@ -7,10 +7,7 @@ import type { EventEnvelope, EventType } from '../domain/events.js';
  * Writes one event to the outbox. Call it inside the transaction of the state change that
  * causes it, so the change and its event commit (or vanish) together.
  */
-export function recordEvent(
-  db: Db,
-  input: { customerId: number; type: EventType; data: Record<string, unknown>; messageRowId?: number; recipientId?: number; now: number },
-): EventEnvelope {
+export function recordEvent(db: Db, input: { customerId: number; type: EventType; data: Record<string, unknown>; messageRowId?: number; recipientId?: number; now: number }): EventEnvelope {
   const envelope: EventEnvelope = { id: eventId(input.now), type: input.type, timestamp: isoTime(input.now), data: input.data };
   db.run(
     'INSERT INTO events (id, customer_id, type, message_id, recipient_id, created_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)',

@@ -20,7 +20,9 @@ export function receivingDomain(db: Db, name: string): ReceivingDomain | undefin
 
 /** A domain's own inbound limits (null: the server's default). */
 export function inboundLimitsOf(db: Db, domainId: number): { ratePerMinute: number | null; monthlyLimit: number | null } {
-  const r = db.statement('SELECT inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE id = ?').get(domainId) as { inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null } | undefined;
+  const r = db.statement('SELECT inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE id = ?').get(domainId) as
+    | { inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null }
+    | undefined;
   return { ratePerMinute: r?.inbound_rate_per_minute ?? null, monthlyLimit: r?.inbound_monthly_limit ?? null };
 }
 
@@ -33,7 +35,7 @@ const minuteKey = (now: number) => `m:${Math.floor(now / 60_000)}`;
 const monthKey = (now: number) => `M:${new Date(now).toISOString().slice(0, 7)}`;
 
 function usage(db: Db, domainId: number, period: string): number {
-  return ((db.statement('SELECT count FROM inbound_usage WHERE domain_id = ? AND period = ?').get(domainId, period) as { count: number } | undefined)?.count) ?? 0;
+  return (db.statement('SELECT count FROM inbound_usage WHERE domain_id = ? AND period = ?').get(domainId, period) as { count: number } | undefined)?.count ?? 0;
 }
 
 export type LimitCheck = { ok: true } | { ok: false; limit: 'rate' | 'monthly'; windowEndsAt: number };
@@ -138,9 +140,14 @@ export function getInbound(db: Db, id: string, customerId?: number): InboundRow 
 export function listInbound(db: Db, opts: { customerId?: number; limit: number; before?: number }): Array<Omit<InboundRow, 'raw'>> {
   const where = ['created_at < ?'];
   const args: unknown[] = [opts.before ?? Number.MAX_SAFE_INTEGER];
-  if (opts.customerId !== undefined) (where.push('customer_id = ?'), args.push(opts.customerId));
+  if (opts.customerId !== undefined) {
+    where.push('customer_id = ?');
+    args.push(opts.customerId);
+  }
   return db.sqlite
-    .prepare(`SELECT id, customer_id, mail_from, rcpt_to, remote_ip, helo, size, from_header, subject, message_id, attachments, auth, created_at FROM inbound_messages WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC ${BOUND_LIMIT}`)
+    .prepare(
+      `SELECT id, customer_id, mail_from, rcpt_to, remote_ip, helo, size, from_header, subject, message_id, attachments, auth, created_at FROM inbound_messages WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC ${BOUND_LIMIT}`,
+    )
     .all(...args, opts.limit) as Array<Omit<InboundRow, 'raw'>>;
 }
 
@@ -151,7 +158,14 @@ export function recipientById(db: Db, id: number): { id: number; messageRowId: n
 }
 
 export function recipientsOfMessageId(db: Db, messageId: string): Array<{ id: number; messageRowId: number; address: string; state: string }> {
-  return (db.statement('SELECT r.id, r.message_id, r.address, r.state FROM recipients r JOIN messages m ON m.id = r.message_id WHERE m.message_id = ?').all(messageId) as Array<{ id: number; message_id: number; address: string; state: string }>).map((r) => ({
+  return (
+    db.statement('SELECT r.id, r.message_id, r.address, r.state FROM recipients r JOIN messages m ON m.id = r.message_id WHERE m.message_id = ?').all(messageId) as Array<{
+      id: number;
+      message_id: number;
+      address: string;
+      state: string;
+    }>
+  ).map((r) => ({
     id: r.id,
     messageRowId: r.message_id,
     address: r.address,

@@ -43,9 +43,7 @@ export function createKey(db: Db, input: { customerId: number; kind: KeyKind; na
 export function authenticate(db: Db, presented: string): ApiKeyInfo | undefined {
   const m = KEY_FORMAT.exec(presented);
   if (!m) return undefined;
-  const row = db.statement('SELECT * FROM api_keys WHERE id = ?').get('key_' + m[2]!.slice(0, HANDLE_LENGTH)) as
-    | (ApiKeyInfo & { hash: Buffer })
-    | undefined;
+  const row = db.statement('SELECT * FROM api_keys WHERE id = ?').get('key_' + m[2]!.slice(0, HANDLE_LENGTH)) as (ApiKeyInfo & { hash: Buffer }) | undefined;
   const expected = row?.hash ?? Buffer.alloc(32);
   const ok = timingSafeEqual(hashKey(presented), expected) && row !== undefined;
   if (!ok || row.revoked_at !== null) return undefined;

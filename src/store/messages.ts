@@ -81,13 +81,15 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
     if (prior) return prior;
   }
 
-  const suppressed = findSuppressed(db, input.customerId, input.recipients.map((r) => r.address));
+  const suppressed = findSuppressed(
+    db,
+    input.customerId,
+    input.recipients.map((r) => r.address),
+  );
   if (suppressed.size > 0)
     return {
       kind: 'suppressed',
-      addresses: input.recipients
-        .filter((r) => suppressed.has(addressKey(r.address)))
-        .map((r) => ({ address: r.address, field: r.field, reason: suppressed.get(addressKey(r.address))! })),
+      addresses: input.recipients.filter((r) => suppressed.has(addressKey(r.address))).map((r) => ({ address: r.address, field: r.field, reason: suppressed.get(addressKey(r.address))! })),
     };
 
   const emailId = Number(
@@ -110,8 +112,7 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
   );
   const insertRecipient = db.statement(SQL.recipient);
   const due = input.scheduledAt ?? input.now;
-  for (const r of input.recipients)
-    insertRecipient.run(emailId, input.customerId, r.address, r.domain, r.field, due, input.now, input.now);
+  for (const r of input.recipients) insertRecipient.run(emailId, input.customerId, r.address, r.domain, r.field, due, input.now, input.now);
   if (input.tags?.length) {
     const insertTag = db.statement(SQL.tag);
     for (const tag of input.tags) insertTag.run(input.customerId, tag, emailId);
@@ -125,7 +126,12 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
  * What an Idempotency-Key already answered, if it is still fresh: the first response (`replay`),
  * or `conflict` when the body differs. A stale record is removed. In the caller's transaction.
  */
-export function idempotentAnswer(db: Db, customerId: number, idem: { key: string; hash: Uint8Array; ttlMs: number }, now: number): { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' } | undefined {
+export function idempotentAnswer(
+  db: Db,
+  customerId: number,
+  idem: { key: string; hash: Uint8Array; ttlMs: number },
+  now: number,
+): { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' } | undefined {
   const prior = db.statement(SQL.idemGet).get(customerId, idem.key) as { request_hash: Buffer; status: number; response: string; created_at: number } | undefined;
   if (!prior) return undefined;
   if (prior.created_at > now - idem.ttlMs) {
@@ -264,9 +270,13 @@ function summaries(db: Db, from: string, where: string[], args: unknown[], limit
 export function listMessages(db: Db, opts: { customerId?: number; state?: string; limit: number; before?: number }): MessageSummary[] {
   const where: string[] = [];
   const args: unknown[] = [];
-  if (opts.customerId !== undefined) (where.push('m.customer_id = ?'), args.push(opts.customerId));
-  if (opts.before !== undefined) (where.push('m.id < ?'), args.push(opts.before));
-  if (opts.state !== undefined) (where.push('EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state = ?)'), args.push(opts.state));
+  const and = (condition: string, arg: unknown) => {
+    where.push(condition);
+    args.push(arg);
+  };
+  if (opts.customerId !== undefined) and('m.customer_id = ?', opts.customerId);
+  if (opts.before !== undefined) and('m.id < ?', opts.before);
+  if (opts.state !== undefined) and('EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state = ?)', opts.state);
   return summaries(db, 'messages m', where, args, opts.limit);
 }
 
@@ -365,7 +375,12 @@ export function searchMessages(db: Db, s: MessageSearch): MessageSummary[] {
  * no event: nothing happened to the mail). In one immediate transaction, so a delivery cannot
  * claim a recipient between the check and the change.
  */
-export function cancelMessage(db: Db, customerId: number | undefined, messageId: string, now: number): { kind: 'canceled' } | { kind: 'not_found' } | { kind: 'too_late'; states: Record<string, number> } {
+export function cancelMessage(
+  db: Db,
+  customerId: number | undefined,
+  messageId: string,
+  now: number,
+): { kind: 'canceled' } | { kind: 'not_found' } | { kind: 'too_late'; states: Record<string, number> } {
   return db.tx(() => {
     const m = db.statement('SELECT id, customer_id FROM messages WHERE message_id = ?').get(messageId.replace(/^<|>$/g, '')) as { id: number; customer_id: number } | undefined;
     if (!m || (customerId !== undefined && m.customer_id !== customerId)) return { kind: 'not_found' as const };

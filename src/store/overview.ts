@@ -47,17 +47,13 @@ export function overview(db: Db, customerId: number, now: number): Overview {
   // recipients_undelivered (customer and state are its leading columns: a count of its entries).
   const queue = {
     queued: db.statement("SELECT COUNT(*) FROM recipients WHERE state IN ('queued', 'deferred') AND state = 'queued' AND customer_id = ?").pluck().get(customerId) as number,
-    deferred: db
-      .statement("SELECT COUNT(*) FROM recipients WHERE customer_id = ? AND state = 'deferred'")
-      .pluck()
-      .get(customerId) as number,
+    deferred: db.statement("SELECT COUNT(*) FROM recipients WHERE customer_id = ? AND state = 'deferred'").pluck().get(customerId) as number,
   };
   // The oldest deferred is the one of the smallest message id (ids grow with acceptance time),
   // the first entry of recipients_undelivered for the state.
-  const oldestDeferredAt = (db
-    .statement("SELECT created_at FROM recipients WHERE customer_id = ? AND state = 'deferred' ORDER BY message_id LIMIT 1")
-    .pluck()
-    .get(customerId) ?? null) as number | null;
+  const oldestDeferredAt = (db.statement("SELECT created_at FROM recipients WHERE customer_id = ? AND state = 'deferred' ORDER BY message_id LIMIT 1").pluck().get(customerId) ?? null) as
+    | number
+    | null;
   const webhookBacklog = db
     .statement("SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE customer_id = ?) AND state = 'pending' AND locked_by IS NULL")
     .pluck()

@@ -54,12 +54,23 @@ export function claimDue(db: Db, worker: string, now: number, limit: number): Cl
 
 export function loadMessages(db: Db, ids: number[]): Map<number, QueuedMessage> {
   const out = new Map<number, QueuedMessage>();
-  const st = db.statement(
-    'SELECT id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, raw, created_at, tags FROM messages WHERE id = ?',
-  );
+  const st = db.statement('SELECT id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, raw, created_at, tags FROM messages WHERE id = ?');
   for (const id of new Set(ids)) {
     const m = st.get(id) as
-      | { id: number; customer_id: number; message_id: string; sandbox: number; from_header: string; sender_domain: string; subject: string; metadata: string; request: Buffer | string; raw: Buffer | null; created_at: number; tags: string | null }
+      | {
+          id: number;
+          customer_id: number;
+          message_id: string;
+          sandbox: number;
+          from_header: string;
+          sender_domain: string;
+          subject: string;
+          metadata: string;
+          request: Buffer | string;
+          raw: Buffer | null;
+          created_at: number;
+          tags: string | null;
+        }
       | undefined;
     if (!m) continue;
     out.set(id, {

@@ -45,9 +45,7 @@ export function recordOutcome(db: Db, m: QueuedMessage, r: Claimed, outcome: Out
     const base = eventBase(m, r.address, now);
     const emit = (type: Parameters<typeof recordEvent>[1]['type'], data: Record<string, unknown>) =>
       recordEvent(db, { customerId: m.customerId, type, data, messageRowId: m.id, recipientId: r.id, now });
-    const update = db.statement(
-      'UPDATE recipients SET state = ?, attempts = ?, next_attempt_at = ?, last_response = ?, updated_at = ? WHERE id = ?',
-    );
+    const update = db.statement('UPDATE recipients SET state = ?, attempts = ?, next_attempt_at = ?, last_response = ?, updated_at = ? WHERE id = ?');
     releaseClaim(db, r.id);
     switch (outcome.kind) {
       case 'delivered': {
@@ -115,13 +113,7 @@ export function recordAsyncBounce(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id
  * A spam complaint: `email.complained` at most once per message and recipient, and the
  * recipient suppressed in the same transaction. Returns false when it was already recorded.
  */
-export function recordComplaint(
-  db: Db,
-  m: QueuedMessage,
-  r: Pick<Claimed, 'id' | 'address'>,
-  report: { feedback_type: string; user_agent?: string; arrival_date?: string },
-  now: number,
-): boolean {
+export function recordComplaint(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' | 'address'>, report: { feedback_type: string; user_agent?: string; arrival_date?: string }, now: number): boolean {
   return db.tx(() => {
     const seen = db.statement("SELECT 1 FROM events WHERE recipient_id = ? AND type = 'email.complained'").get(r.id);
     if (seen) return false;

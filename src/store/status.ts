@@ -32,7 +32,10 @@ export function status(db: Db, now: number): Status {
     next_attempt: iso(db.sqlite.prepare("SELECT MIN(next_attempt_at) FROM recipients WHERE state IN ('queued', 'deferred')").pluck().get()),
     webhooks: countsByState(db, 'webhook_deliveries'),
     inbound: {
-      last_24h: db.sqlite.prepare('SELECT COUNT(*) FROM inbound_messages WHERE created_at > ?').pluck().get(now - 86_400_000) as number,
+      last_24h: db.sqlite
+        .prepare('SELECT COUNT(*) FROM inbound_messages WHERE created_at > ?')
+        .pluck()
+        .get(now - 86_400_000) as number,
       total: db.sqlite.prepare('SELECT COUNT(*) FROM inbound_messages').pluck().get() as number,
       reports_unmatched: db.sqlite.prepare('SELECT COUNT(*) FROM inbound_reports WHERE recipient_id IS NULL').pluck().get() as number,
     },

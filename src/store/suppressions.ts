@@ -10,9 +10,7 @@ export function findSuppressed(db: Db, customerId: number, addresses: string[]):
   if (addresses.length === 1) {
     // The common case on the accept path: one cached statement, no query building.
     const key = addressKey(addresses[0]!);
-    const row = db.statement('SELECT reason FROM suppressions WHERE customer_id = ? AND address = ?').get(customerId, key) as
-      | { reason: SuppressionReason }
-      | undefined;
+    const row = db.statement('SELECT reason FROM suppressions WHERE customer_id = ? AND address = ?').get(customerId, key) as { reason: SuppressionReason } | undefined;
     if (row) out.set(key, row.reason);
     return out;
   }
@@ -27,10 +25,7 @@ export function findSuppressed(db: Db, customerId: number, addresses: string[]):
   return out;
 }
 
-export function addSuppression(
-  db: Db,
-  input: { customerId: number; address: string; reason: SuppressionReason; messageRowId?: number; now: number },
-): boolean {
+export function addSuppression(db: Db, input: { customerId: number; address: string; reason: SuppressionReason; messageRowId?: number; now: number }): boolean {
   const r = db.run(
     'INSERT INTO suppressions (customer_id, address, reason, message_id, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (customer_id, address) DO NOTHING',
     input.customerId,
@@ -53,9 +48,14 @@ export interface SuppressionRow {
 export function listSuppressions(db: Db, customerId: number, opts: { limit: number; before?: number; reason?: string }): SuppressionRow[] {
   const args: unknown[] = [customerId, opts.before ?? Number.MAX_SAFE_INTEGER];
   let where = 's.customer_id = ? AND s.created_at < ?';
-  if (opts.reason) (where += ' AND s.reason = ?'), args.push(opts.reason);
+  if (opts.reason) {
+    where += ' AND s.reason = ?';
+    args.push(opts.reason);
+  }
   return db.sqlite
-    .prepare(`SELECT s.address, s.reason, m.message_id, s.created_at FROM suppressions s LEFT JOIN messages m ON m.id = s.message_id WHERE ${where} ORDER BY s.created_at DESC, s.address ${BOUND_LIMIT}`)
+    .prepare(
+      `SELECT s.address, s.reason, m.message_id, s.created_at FROM suppressions s LEFT JOIN messages m ON m.id = s.message_id WHERE ${where} ORDER BY s.created_at DESC, s.address ${BOUND_LIMIT}`,
+    )
     .all(...args, opts.limit) as SuppressionRow[];
 }
 

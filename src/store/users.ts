@@ -30,9 +30,9 @@ export function findUser(db: Db, email: string): UserRow | undefined {
 }
 
 export function listUsers(db: Db): Array<User & { customer: string | null }> {
-  return db
-    .statement('SELECT u.id, u.email, u.role, u.customer_id, u.created_at, c.name AS customer FROM users u LEFT JOIN customers c ON c.id = u.customer_id ORDER BY u.email')
-    .all() as Array<User & { customer: string | null }>;
+  return db.statement('SELECT u.id, u.email, u.role, u.customer_id, u.created_at, c.name AS customer FROM users u LEFT JOIN customers c ON c.id = u.customer_id ORDER BY u.email').all() as Array<
+    User & { customer: string | null }
+  >;
 }
 
 /** Removes the user and with it every session of theirs. */
@@ -75,9 +75,7 @@ export function createSession(db: Db, user: User, customerId: number, now: numbe
 export function useSession(db: Db, id: string, now: number, idleMs: number): Session | undefined {
   const key = hashId(id);
   const row = db
-    .statement(
-      'SELECT s.csrf, s.customer_id AS shown, s.last_seen_at, u.id, u.email, u.role, u.customer_id, u.created_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = ?',
-    )
+    .statement('SELECT s.csrf, s.customer_id AS shown, s.last_seen_at, u.id, u.email, u.role, u.customer_id, u.created_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = ?')
     .get(key) as (User & { csrf: string; shown: number; last_seen_at: number }) | undefined;
   if (!row) return undefined;
   if (now - row.last_seen_at > idleMs) {

@@ -58,9 +58,11 @@ export function getEndpoint(db: Db, id: string, customerId?: number): Endpoint |
 }
 
 export function listEndpoints(db: Db, customerId?: number): Endpoint[] {
-  const rows = (customerId === undefined
-    ? db.statement('SELECT * FROM webhook_endpoints ORDER BY created_at DESC, id').all()
-    : db.statement('SELECT * FROM webhook_endpoints WHERE customer_id = ? ORDER BY created_at DESC, id').all(customerId)) as EndpointRow[];
+  const rows = (
+    customerId === undefined
+      ? db.statement('SELECT * FROM webhook_endpoints ORDER BY created_at DESC, id').all()
+      : db.statement('SELECT * FROM webhook_endpoints WHERE customer_id = ? ORDER BY created_at DESC, id').all(customerId)
+  ) as EndpointRow[];
   return rows.map(toEndpoint);
 }
 
@@ -117,7 +119,9 @@ export interface OutboxEvent {
  * outbox: ~1.4-1.9 µs as an object, ~0.9 µs as an array made into an object here).
  */
 export function eventsAfter(db: Db, seq: number, limit: number): OutboxEvent[] {
-  const rows = db.statement(`SELECT seq, id, customer_id, type, body, created_at FROM events WHERE seq > ? ORDER BY seq ${BOUND_LIMIT}`).raw(true).all(seq, limit) as Array<[number, string, number, string, string, number]>;
+  const rows = db.statement(`SELECT seq, id, customer_id, type, body, created_at FROM events WHERE seq > ? ORDER BY seq ${BOUND_LIMIT}`).raw(true).all(seq, limit) as Array<
+    [number, string, number, string, string, number]
+  >;
   return rows.map((r) => ({ seq: r[0], id: r[1], customerId: r[2], type: r[3], body: r[4], createdAt: r[5] }));
 }
 
@@ -213,9 +217,7 @@ export function eventBySeq(db: Db, seq: number): { id: string; type: string; bod
 }
 
 export function eventById(db: Db, id: string, customerId: number): { seq: number; id: string; type: string; body: string } | undefined {
-  return db.statement('SELECT seq, id, type, body FROM events WHERE id = ? AND customer_id = ?').get(id, customerId) as
-    | { seq: number; id: string; type: string; body: string }
-    | undefined;
+  return db.statement('SELECT seq, id, type, body FROM events WHERE id = ? AND customer_id = ?').get(id, customerId) as { seq: number; id: string; type: string; body: string } | undefined;
 }
 
 export interface AttemptRecord {
@@ -233,16 +235,27 @@ export interface AttemptRecord {
 
 /** Logs an attempt; `deliveryId` stands in for the record's when given (a row created with the attempt). */
 export function logAttempt(db: Db, a: AttemptRecord, deliveryId = a.deliveryId): void {
-  db.statement(
-    'INSERT INTO webhook_attempts (endpoint_id, delivery_id, event_id, event_type, attempt, at, status, error, duration_ms, response) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-  ).run(a.endpointId, deliveryId, a.eventId, a.eventType, a.attempt, a.at, a.status, a.error, a.durationMs, a.response);
+  db.statement('INSERT INTO webhook_attempts (endpoint_id, delivery_id, event_id, event_type, attempt, at, status, error, duration_ms, response) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
+    a.endpointId,
+    deliveryId,
+    a.eventId,
+    a.eventType,
+    a.attempt,
+    a.at,
+    a.status,
+    a.error,
+    a.durationMs,
+    a.response,
+  );
 }
 
 /** After an attempt: succeeded, failed for good, or pending again at `nextAt`. Unlocks the row. */
 /** A replay's delivery row, held by the replay itself (never claimed by the dispatcher); returns its id. */
 export function startReplay(db: Db, endpointId: string, eventSeq: number, now: number): number {
   const r = db
-    .statement("INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, locked_by, locked_at, created_at, updated_at) VALUES (?, ?, 'replay', 'pending', 0, NULL, 'replay', ?, ?, ?)")
+    .statement(
+      "INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, locked_by, locked_at, created_at, updated_at) VALUES (?, ?, 'replay', 'pending', 0, NULL, 'replay', ?, ?, ?)",
+    )
     .run(endpointId, eventSeq, now, now, now);
   return Number(r.lastInsertRowid);
 }
@@ -306,8 +319,7 @@ export function recordAttempts(db: Db, input: AttemptBatch): void {
     if (s.disableEndpoint) disableEndpoint(db, endpointId, '410 Gone');
   }
   for (const p of input.pending) if (alive(p.endpointId)) create.run(p.endpointId, p.eventSeq, 'pending', 0, now, now, now);
-  if (input.cursor !== null)
-    db.statement("UPDATE settings SET value = ? WHERE name = 'webhook_fanout_seq' AND CAST(value AS INTEGER) < ?").run(String(input.cursor), input.cursor);
+  if (input.cursor !== null) db.statement("UPDATE settings SET value = ? WHERE name = 'webhook_fanout_seq' AND CAST(value AS INTEGER) < ?").run(String(input.cursor), input.cursor);
 }
 
 export interface AttemptView {

@@ -115,7 +115,12 @@ export class Dispatcher {
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    await this.loop.run(signal, this.deps.pollInterval, () => this.fill(), (e) => this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying'));
+    await this.loop.run(
+      signal,
+      this.deps.pollInterval,
+      () => this.fill(),
+      (e) => this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying'),
+    );
     this.stopped = true;
     if (this.kickTimer) clearTimeout(this.kickTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
@@ -212,9 +217,19 @@ export class Dispatcher {
     const release = this.overQuota();
     const room = this.claimRoom();
     const enabled = enabledEndpointIds(db);
-    if (release.length > 0 || hasDue(db, enabled.filter((e) => room.room(e) > 0), now)) {
+    if (
+      release.length > 0 ||
+      hasDue(
+        db,
+        enabled.filter((e) => room.room(e) > 0),
+        now,
+      )
+    ) {
       const work = (): ClaimedDelivery[] => {
-        unlockDeliveries(db, release.map((d) => d.id!));
+        unlockDeliveries(
+          db,
+          release.map((d) => d.id!),
+        );
         return claimDeliveries(db, worker, now, room);
       };
       let taken: ClaimedDelivery[] | undefined;
@@ -371,7 +386,7 @@ export class Dispatcher {
     const { db, clock, service } = this.deps;
     try {
       const endpoint = this.endpoint(d.endpointId);
-      if (!endpoint || !endpoint.enabled) {
+      if (!endpoint?.enabled) {
         // Disabled or deleted since: a row is failed; one fanned out in memory gets no row, as the
         // fan-out would not have made one now.
         if (d.id !== null) settleDelivery(db, d.id, 'failed', d.attempts, null, clock.now());
@@ -394,7 +409,18 @@ export class Dispatcher {
     const n = d.attempts + 1;
     const state = ok ? 'succeeded' : gone || n >= WEBHOOK_MAX_ATTEMPTS ? 'failed' : 'pending';
     this.settled.push({
-      attempt: { endpointId: endpoint.id, deliveryId: d.id, eventId: d.event.id, eventType: d.event.type, attempt: n, at, status: result.status, error: result.error, durationMs: result.durationMs, response: result.response },
+      attempt: {
+        endpointId: endpoint.id,
+        deliveryId: d.id,
+        eventId: d.event.id,
+        eventType: d.event.type,
+        attempt: n,
+        at,
+        status: result.status,
+        error: result.error,
+        durationMs: result.durationMs,
+        response: result.response,
+      },
       deliveryId: d.id,
       eventSeq: d.eventSeq,
       state,
@@ -445,7 +471,10 @@ export class Dispatcher {
         for (const { state, disableEndpoint, attempt } of batch) {
           this.deps.onAttempt?.(state === 'succeeded' ? 'success' : disableEndpoint ? 'gone' : 'failure');
           if (state !== 'succeeded')
-            log.info({ endpoint: attempt.endpointId, event_id: attempt.eventId, type: attempt.eventType, attempt: attempt.attempt, status: attempt.status, error: attempt.error }, 'webhook attempt failed');
+            log.info(
+              { endpoint: attempt.endpointId, event_id: attempt.eventId, type: attempt.eventType, attempt: attempt.attempt, status: attempt.status, error: attempt.error },
+              'webhook attempt failed',
+            );
         }
       })
       .catch((e: unknown) => {

@@ -25,7 +25,11 @@ export function sampleData(type: EventType, now: number): Record<string, unknown
         next_attempt_at: isoTime(now + 60_000),
       };
     case 'email.bounced':
-      return { ...base, bounce_type: 'hard', response: { code: 550, enhanced_code: '5.1.1', classification: 'unknown_recipient', message: 'The email account that you tried to reach does not exist.' } };
+      return {
+        ...base,
+        bounce_type: 'hard',
+        response: { code: 550, enhanced_code: '5.1.1', classification: 'unknown_recipient', message: 'The email account that you tried to reach does not exist.' },
+      };
     case 'email.complained':
       return { ...base, feedback_type: 'abuse', user_agent: 'Yahoo!-Mail-Feedback/2.0', arrival_date: ts };
     case 'recipient.suppressed':

@@ -7,7 +7,7 @@ import { EVENT_TYPES, type EventType } from '../domain/events.js';
 import { Problems } from '../domain/errors.js';
 import { signWebhook, newSecret } from './sign.js';
 import { sampleData } from './samples.js';
-import { SafeFetch, checkTarget, resolvesPublicOnly, type PostResult } from './safe-fetch.js';
+import { type SafeFetch, checkTarget, resolvesPublicOnly, type PostResult } from './safe-fetch.js';
 import type { Resolver } from 'node:dns/promises';
 import { createEndpoint, logAttempt, settleDelivery, startReplay, type Endpoint } from '../store/webhooks.js';
 
@@ -39,11 +39,16 @@ export class WebhookService {
   send(endpoint: Endpoint, eventId: string, body: string): Promise<PostResult> {
     const ts = Math.floor(this.clock.now() / 1000);
     const headers = [
-      'content-type', 'application/json',
-      'user-agent', USER_AGENT,
-      'webhook-id', eventId,
-      'webhook-timestamp', String(ts),
-      'webhook-signature', signWebhook(endpoint.secret, eventId, ts, body),
+      'content-type',
+      'application/json',
+      'user-agent',
+      USER_AGENT,
+      'webhook-id',
+      eventId,
+      'webhook-timestamp',
+      String(ts),
+      'webhook-signature',
+      signWebhook(endpoint.secret, eventId, ts, body),
     ];
     return this.fetch.post(endpoint.url, headers, Buffer.from(body, 'utf8'));
   }
@@ -94,7 +99,18 @@ export class WebhookService {
     const id = newEventId(now);
     const body = JSON.stringify({ id, type, timestamp: isoTime(now), data: sampleData(type, now) });
     const r = await this.send(endpoint, id, body);
-    logAttempt(this.db, { endpointId: endpoint.id, deliveryId: null, eventId: id, eventType: type, attempt: 1, at: now, status: r.status, error: r.error, durationMs: r.durationMs, response: r.response });
+    logAttempt(this.db, {
+      endpointId: endpoint.id,
+      deliveryId: null,
+      eventId: id,
+      eventType: type,
+      attempt: 1,
+      at: now,
+      status: r.status,
+      error: r.error,
+      durationMs: r.durationMs,
+      response: r.response,
+    });
     return { ...r, success: ok2xx(r), event_id: id, type };
   }
 
@@ -105,7 +121,18 @@ export class WebhookService {
     const r = await this.send(endpoint, event.id, event.body);
     const done = this.clock.now();
     this.db.tx(() => {
-      logAttempt(this.db, { endpointId: endpoint.id, deliveryId, eventId: event.id, eventType: event.type, attempt: 1, at: now, status: r.status, error: r.error, durationMs: r.durationMs, response: r.response });
+      logAttempt(this.db, {
+        endpointId: endpoint.id,
+        deliveryId,
+        eventId: event.id,
+        eventType: event.type,
+        attempt: 1,
+        at: now,
+        status: r.status,
+        error: r.error,
+        durationMs: r.durationMs,
+        response: r.response,
+      });
       settleDelivery(this.db, deliveryId, ok2xx(r) ? 'succeeded' : 'failed', 1, null, done);
     });
     return { ...r, success: ok2xx(r), event_id: event.id, type: event.type };

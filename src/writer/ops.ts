@@ -68,12 +68,9 @@ export interface BatchInput {
   authEpoch: string;
   now: number;
 }
-export type BatchResult = (
-  | { kind: 'accepted'; response: { data: BatchItemResult[] } }
-  | { kind: 'replay'; status: number; response: unknown }
-  | { kind: 'conflict' }
-  | { kind: 'key_revoked' }
-) & { authEpoch: string };
+export type BatchResult = ({ kind: 'accepted'; response: { data: BatchItemResult[] } } | { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' } | { kind: 'key_revoked' }) & {
+  authEpoch: string;
+};
 
 /**
  * A batch's commit: every item that can be stored is, in this one transaction, and each gets its

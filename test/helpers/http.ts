@@ -1,7 +1,7 @@
 import type { Test } from 'tap';
 
 // Response bodies in tests are arbitrary JSON read field by field; `any` keeps those reads short.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: test bodies are read field by field; see above
 export type Json = any;
 
 export interface HttpResult {

@@ -142,7 +142,7 @@ export class PostfixPeer {
     let n = 0;
     // Postfix moves files while we count: a vanished entry is simply not counted.
     const walk = (d: string) => {
-      let entries;
+      let entries: import('node:fs').Dirent[];
       try {
         entries = readdirSync(d, { withFileTypes: true });
       } catch {

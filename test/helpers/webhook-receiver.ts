@@ -69,7 +69,7 @@ export class WebhookReceiver {
         at: Date.now(),
       });
       const queue = this.script.get(path);
-      const b = (queue && queue.length ? queue.shift() : undefined) ?? this.fallback;
+      const b = (queue?.length ? queue.shift() : undefined) ?? this.fallback;
       if (b === 'hang') return; // never answers
       if (typeof b === 'object' && 'redirect' in b) return res.writeHead(302, { location: b.redirect }).end();
       if (typeof b === 'object') return res.writeHead(b.status, { 'content-type': b.type }).end(b.body);

@@ -48,7 +48,15 @@ t.test('items are validated on their own: the good ones are stored, the bad ones
   const before = count();
   const r = await request(url, {
     key,
-    body: [msg('ok1@batch.test'), { from: 'shop@example.com', to: 'x@batch.test' }, msg('gone@batch.test'), { ...msg('p@batch.test'), from: 'a@pending.example' }, { ...msg('u@batch.test'), from: 'a@unknown.example' }, 'not an object', msg('ok2@batch.test')],
+    body: [
+      msg('ok1@batch.test'),
+      { from: 'shop@example.com', to: 'x@batch.test' },
+      msg('gone@batch.test'),
+      { ...msg('p@batch.test'), from: 'a@pending.example' },
+      { ...msg('u@batch.test'), from: 'a@unknown.example' },
+      'not an object',
+      msg('ok2@batch.test'),
+    ],
   });
   t.equal(r.status, 202);
   const d = r.body.data as Json[];

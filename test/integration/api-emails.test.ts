@@ -164,7 +164,7 @@ t.test('403 domain_not_verified for a known but unverified sender domain', async
   isErrorShape(t, r.body, 'domain_not_verified');
 });
 
-t.test('422 for a sender domain that is not the customer\'s (another customer\'s or unknown)', async (t) => {
+t.test("422 for a sender domain that is not the customer's (another customer's or unknown)", async (t) => {
   for (const from of ['a@acme.example', 'a@unknown.example']) {
     const r = await post({ ...valid, from });
     t.equal(r.status, 422, from);
@@ -283,7 +283,13 @@ t.test('GET /api/v1/emails/:id shows the message to its customer only; 404 other
   const mine = await get(r.body.message_id, live);
   t.equal(mine.status, 200);
   t.match(mine.body, { message_id: r.body.message_id, from: 'Sender <hello@example.com>', subject: 'Hello', sandbox: false, metadata: { order: '42' } });
-  t.same(mine.body.recipients.map((x: { address: string; state: string }) => [x.address, x.state]), [['one@example.org', 'queued'], ['two@example.org', 'queued']]);
+  t.same(
+    mine.body.recipients.map((x: { address: string; state: string }) => [x.address, x.state]),
+    [
+      ['one@example.org', 'queued'],
+      ['two@example.org', 'queued'],
+    ],
+  );
   t.type(mine.body.email_id, 'number');
   const theirs = await get(r.body.message_id, otherKey);
   t.equal(theirs.status, 404, "another customer's key cannot read it");

@@ -58,7 +58,23 @@ async function http(t: Test, name: string, body: string, contentType = 'applicat
 t.test('HTTP API: malformed, huge, nested, injected, mistyped and unknown input', async (t) => {
   const json = JSON.stringify({ ...valid, attachments: [{ filename: 'a.txt', io: 'aGVsbG8=', content_type: 'text/plain' }], headers: { 'X-A': 'b' }, metadata: { k: 'v' } });
   for (let i = 1; i < json.length; i += Math.ceil(json.length / 60)) await http(t, `truncated at ${i}`, json.slice(0, i));
-  for (const junk of ['', ' ', 'null', 'true', '[]', '[{}]', '"x"', '1e999', '{"a":}', '{,}', '{"from":"a@example.com"', '\u0000', '\ufeff{}', '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{}}}'])
+  for (const junk of [
+    '',
+    ' ',
+    'null',
+    'true',
+    '[]',
+    '[{}]',
+    '"x"',
+    '1e999',
+    '{"a":}',
+    '{,}',
+    '{"from":"a@example.com"',
+    '\u0000',
+    '\ufeff{}',
+    '{"__proto__":{"x":1}}',
+    '{"constructor":{"prototype":{}}}',
+  ])
     await http(t, `junk ${JSON.stringify(junk)}`, junk);
   for (const depth of [10, 100, 1000, 10_000, 100_000]) await http(t, `nested ${depth}`, `{"metadata":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`);
   for (const depth of [1000, 100_000]) await http(t, `nested array ${depth}`, `{"to":${'['.repeat(depth)}${']'.repeat(depth)}}`);
@@ -67,7 +83,8 @@ t.test('HTTP API: malformed, huge, nested, injected, mistyped and unknown input'
   await http(t, 'many attachments', JSON.stringify({ ...valid, attachments: Array.from({ length: 5000 }, (_, i) => ({ filename: `f${i}`, io: 'AA==', content_type: 'a/b' })) }));
   await http(t, 'many recipients', JSON.stringify({ ...valid, to: Array.from({ length: 10_000 }, (_, i) => `r${i}@example.org`) }));
   for (const f of FIELDS)
-    for (const bad of ['\r', '\n', '\0', '\r\nBcc: x@evil.test', '\u2028', '\ud800', 'x'.repeat(100_000)]) await http(t, `${f} with ${JSON.stringify(bad.slice(0, 12))}`, JSON.stringify({ ...valid, [f]: f === 'to' || f === 'from' ? `a${bad}@example.org` : `v${bad}` }));
+    for (const bad of ['\r', '\n', '\0', '\r\nBcc: x@evil.test', '\u2028', '\ud800', 'x'.repeat(100_000)])
+      await http(t, `${f} with ${JSON.stringify(bad.slice(0, 12))}`, JSON.stringify({ ...valid, [f]: f === 'to' || f === 'from' ? `a${bad}@example.org` : `v${bad}` }));
   for (const f of FIELDS) for (const v of [1, true, null, {}, [], [1], [[]], { a: 1 }]) await http(t, `${f} = ${JSON.stringify(v)}`, JSON.stringify({ ...valid, [f]: v }));
   for (const io of ['', '=', 'a', 'ab=', 'abc', 'ab==c', 'a b c d', 'aGVsbG8', 'aGVsbG8==', '****', 'aGVs\nbG8=', '%%%%', 'YQ==YQ==', '\u00e9\u00e9\u00e9\u00e9'])
     await http(t, `io ${JSON.stringify(io)}`, JSON.stringify({ ...valid, attachments: [{ filename: 'f', io, content_type: 'text/plain' }] }));
@@ -96,12 +113,54 @@ async function smtpCase(t: Test, name: string, run: (c: RawSmtp) => Promise<void
 }
 
 t.test('SMTP: broken commands, oversized data, bare newlines, 8-bit headers, invalid addresses', async (t) => {
-  for (const line of ['', 'HELO', 'EHLO', 'MAIL', 'MAIL FROM:', 'MAIL FROM:<', 'RCPT TO:<>', 'DATA', 'BDAT 10', 'AUTH PLAIN AAAA', 'STARTTLS', 'VRFY root', 'EXPN all', 'XCLIENT ADDR=1.2.3.4', 'x'.repeat(10_000), '\u00e9\u00e9', '\0\0\0'])
+  for (const line of [
+    '',
+    'HELO',
+    'EHLO',
+    'MAIL',
+    'MAIL FROM:',
+    'MAIL FROM:<',
+    'RCPT TO:<>',
+    'DATA',
+    'BDAT 10',
+    'AUTH PLAIN AAAA',
+    'STARTTLS',
+    'VRFY root',
+    'EXPN all',
+    'XCLIENT ADDR=1.2.3.4',
+    'x'.repeat(10_000),
+    '\u00e9\u00e9',
+    '\0\0\0',
+  ])
     await smtpCase(t, `command ${JSON.stringify(line.slice(0, 20))}`, async (c) => {
       const r = await c.cmd(line);
       if (r && !/^[245]\d\d/.test(r)) t.fail(`odd reply ${r}`);
     });
-  const addresses = ['', '<>', 'a', '@', 'a@', '@b', 'a@b', 'a@@in.example.com', 'a@in.example.com@in.example.com', '"a"@in.example.com', 'a b@in.example.com', '<a@in.example.com', 'a@in.example.com>', `${'a'.repeat(300)}@in.example.com`, `a@${'b'.repeat(300)}.com`, 'a@[1.2.3.4]', 'a@[IPv6:::1]', 'a@in.example.com.', 'a@.in.example.com', 'a\u00e9@in.example.com', 'postmaster', 'bounces+@bounces.test.posthaste', 'bounces+zzzzzzzzzzzzzzzzzzzz@bounces.test.posthaste'];
+  const addresses = [
+    '',
+    '<>',
+    'a',
+    '@',
+    'a@',
+    '@b',
+    'a@b',
+    'a@@in.example.com',
+    'a@in.example.com@in.example.com',
+    '"a"@in.example.com',
+    'a b@in.example.com',
+    '<a@in.example.com',
+    'a@in.example.com>',
+    `${'a'.repeat(300)}@in.example.com`,
+    `a@${'b'.repeat(300)}.com`,
+    'a@[1.2.3.4]',
+    'a@[IPv6:::1]',
+    'a@in.example.com.',
+    'a@.in.example.com',
+    'a\u00e9@in.example.com',
+    'postmaster',
+    'bounces+@bounces.test.posthaste',
+    'bounces+zzzzzzzzzzzzzzzzzzzz@bounces.test.posthaste',
+  ];
   for (const a of addresses)
     for (const verb of ['MAIL FROM', 'RCPT TO'])
       await smtpCase(t, `${verb} ${JSON.stringify(a)}`, async (c) => {
@@ -119,7 +178,11 @@ t.test('SMTP: broken commands, oversized data, bare newlines, 8-bit headers, inv
     ['many parts', `Content-Type: multipart/mixed; boundary=q\r\n\r\n${'--q\r\nContent-Type: text/plain\r\n\r\nx\r\n'.repeat(20_000)}--q--\r\n`],
     ['NUL bytes', 'Subject: nul\r\n\r\na\0b\0c\r\n'],
   ];
-  for (const [rcpt, label] of [['support@in.example.com', 'receiving'], [bounceRcpt, 'bounce'], ['fbl@none.test', 'refused']] as Array<[string, string]>)
+  for (const [rcpt, label] of [
+    ['support@in.example.com', 'receiving'],
+    [bounceRcpt, 'bounce'],
+    ['fbl@none.test', 'refused'],
+  ] as Array<[string, string]>)
     for (const [name, body] of bodies)
       await smtpCase(t, `${label}: ${name}`, async (c) => {
         await c.cmd('EHLO client.test');
@@ -143,7 +206,10 @@ t.test('SMTP: broken commands, oversized data, bare newlines, 8-bit headers, inv
     await new Promise<void>((resolve) => {
       const s = net.connect(d.smtpPort, '127.0.0.1', () => {
         s.write('EHLO half-a-line-and-gone' + 'x'.repeat(i * 1000));
-        setTimeout(() => (s.destroy(), resolve()), 50);
+        setTimeout(() => {
+          s.destroy();
+          resolve();
+        }, 50);
       });
       s.on('error', () => resolve());
     });
@@ -153,17 +219,44 @@ t.test('SMTP: broken commands, oversized data, bare newlines, 8-bit headers, inv
 });
 
 t.test('MIME and reports: nesting 1 to 10,000 deep, 100,000 parts, 1 MB header lines, broken DSN and ARF', async (t) => {
-  const deep = (n: number) => Buffer.from(`Content-Type: multipart/report; report-type=delivery-status; boundary=b0\r\n\r\n${Array.from({ length: n }, (_, i) => `--b${i}\r\nContent-Type: multipart/mixed; boundary=b${i + 1}\r\n\r\n`).join('')}x\r\n`);
+  const deep = (n: number) =>
+    Buffer.from(
+      `Content-Type: multipart/report; report-type=delivery-status; boundary=b0\r\n\r\n${Array.from({ length: n }, (_, i) => `--b${i}\r\nContent-Type: multipart/mixed; boundary=b${i + 1}\r\n\r\n`).join('')}x\r\n`,
+    );
   const inputs: Array<[string, Buffer]> = [];
   for (const n of [1, 10, 100, 1000, 10_000]) inputs.push([`nested ${n}`, deep(n)]);
-  inputs.push(['100,000 parts', Buffer.from(`Content-Type: multipart/report; report-type=feedback-report; boundary=q\r\n\r\n${'--q\r\nContent-Type: text/plain\r\n\r\nx\r\n'.repeat(100_000)}--q--\r\n`)]);
+  inputs.push([
+    '100,000 parts',
+    Buffer.from(`Content-Type: multipart/report; report-type=feedback-report; boundary=q\r\n\r\n${'--q\r\nContent-Type: text/plain\r\n\r\nx\r\n'.repeat(100_000)}--q--\r\n`),
+  ]);
   inputs.push(['1 MB header', Buffer.from(`Subject: ${'h'.repeat(1_000_000)}\r\n\r\nx`)]);
-  const dsnParts = ['Reporting-MTA: dns; x', 'Final-Recipient: rfc822; a@b', 'Action: failed', 'Status: 5.1.1', 'Diagnostic-Code: smtp; 550 x', 'Action: ', 'Status: 9.9', 'Final-Recipient:', ': :', '\u0000'];
+  const dsnParts = [
+    'Reporting-MTA: dns; x',
+    'Final-Recipient: rfc822; a@b',
+    'Action: failed',
+    'Status: 5.1.1',
+    'Diagnostic-Code: smtp; 550 x',
+    'Action: ',
+    'Status: 9.9',
+    'Final-Recipient:',
+    ': :',
+    '\u0000',
+  ];
   const arfParts = ['Feedback-Type: abuse', 'User-Agent: x', 'Version: 1', 'Original-Mail-From: <bounces+x@y>', 'Arrival-Date: yesterday', 'Feedback-Type:', 'Original-Rcpt-To: <<<', '\u00ff'];
   for (let i = 0; i < 100; i++) {
     const pick = (parts: string[]): string => parts.filter((_, j) => (i >> j) & 1 || (i * 7 + j) % 3 === 0).join('\r\n');
-    inputs.push([`dsn combo ${i}`, Buffer.from(`Content-Type: multipart/report; report-type=delivery-status; boundary=z\r\n\r\n--z\r\nContent-Type: message/delivery-status\r\n\r\n${pick(dsnParts)}\r\n\r\n${pick(dsnParts)}\r\n--z${i % 2 ? '--' : ''}\r\n`)]);
-    inputs.push([`arf combo ${i}`, Buffer.from(`Content-Type: multipart/report; report-type=feedback-report; boundary=z\r\n\r\n--z\r\nContent-Type: message/feedback-report\r\n\r\n${pick(arfParts)}\r\n--z\r\nContent-Type: message/rfc822\r\n\r\n${i % 3 ? 'Message-ID: <x@y>' : ''}\r\n--z--\r\n`)]);
+    inputs.push([
+      `dsn combo ${i}`,
+      Buffer.from(
+        `Content-Type: multipart/report; report-type=delivery-status; boundary=z\r\n\r\n--z\r\nContent-Type: message/delivery-status\r\n\r\n${pick(dsnParts)}\r\n\r\n${pick(dsnParts)}\r\n--z${i % 2 ? '--' : ''}\r\n`,
+      ),
+    ]);
+    inputs.push([
+      `arf combo ${i}`,
+      Buffer.from(
+        `Content-Type: multipart/report; report-type=feedback-report; boundary=z\r\n\r\n--z\r\nContent-Type: message/feedback-report\r\n\r\n${pick(arfParts)}\r\n--z\r\nContent-Type: message/rfc822\r\n\r\n${i % 3 ? 'Message-ID: <x@y>' : ''}\r\n--z--\r\n`,
+      ),
+    ]);
   }
   for (const [name, raw] of inputs) {
     cases++;

@@ -26,7 +26,11 @@ t.test('customers add|list|show', async (t) => {
   t.equal(add.code, 0, add.stderr);
   t.match(json(add), { name: 'acme', id: Number });
   const list = json<Array<{ name: string }>>(await cli('customers', 'list', '--json'));
-  t.same(list.map((c) => c.name), ['default', 'acme'], 'the default customer exists after the first start');
+  t.same(
+    list.map((c) => c.name),
+    ['default', 'acme'],
+    'the default customer exists after the first start',
+  );
   t.match(json(await cli('customers', 'show', 'acme', '--json')), { name: 'acme', keys: 0, domains: 0, messages: 0 });
   const dup = await cli('customers', 'add', 'acme');
   t.not(dup.code, 0);
@@ -52,11 +56,20 @@ t.test('keys create|list|revoke with --json shapes', async (t) => {
   t.ok(json<Array<{ id: string }>>(list).some((x) => x.id === k.id));
   // Only a hash is stored: the key text is nowhere in the database file.
   const dbBytes = readFileSync(join(dir.path, 'data', 'posthaste.db'));
-  const wal = (() => { try { return readFileSync(join(dir.path, 'data', 'posthaste.db-wal')); } catch { return Buffer.alloc(0); } })();
+  const wal = (() => {
+    try {
+      return readFileSync(join(dir.path, 'data', 'posthaste.db-wal'));
+    } catch {
+      return Buffer.alloc(0);
+    }
+  })();
   t.notOk(dbBytes.includes(k.key) || wal.includes(k.key), 'the key is not stored');
   const revoked = await cli('keys', 'revoke', k.id, '--json');
   t.match(json(revoked), { id: k.id, revoked: true });
-  t.match(json<Array<{ id: string; revoked_at: string | null }>>(await cli('keys', 'list', '--json')).find((x) => x.id === k.id), { revoked_at: String });
+  t.match(
+    json<Array<{ id: string; revoked_at: string | null }>>(await cli('keys', 'list', '--json')).find((x) => x.id === k.id),
+    { revoked_at: String },
+  );
   const unknown = await cli('keys', 'revoke', 'key_nope');
   t.not(unknown.code, 0);
 });
@@ -68,7 +81,10 @@ t.test('domains add prints the DNS records in the documented form; verify checks
   t.same(Object.keys(d).sort(), ['customer', 'dkim', 'dns_records', 'name', 'receiving', 'verified']);
   t.same(d.dkim, { signing: 'posthaste', next: null, previous: null });
   t.match(d, { name: 'mail.example.com', customer: 'acme', verified: false, receiving: false });
-  t.same(d.dns_records.map((r) => r.purpose), ['verification', 'dkim', 'spf', 'return_path', 'dmarc']);
+  t.same(
+    d.dns_records.map((r) => r.purpose),
+    ['verification', 'dkim', 'spf', 'return_path', 'dmarc'],
+  );
   for (const r of d.dns_records) t.same(Object.keys(r).sort(), ['name', 'purpose', 'type', 'value']);
   const dkim = d.dns_records.find((r) => r.purpose === 'dkim')!;
   t.equal(dkim.name, 'posthaste._domainkey.mail.example.com');
@@ -76,17 +92,22 @@ t.test('domains add prints the DNS records in the documented form; verify checks
   const { createPublicKey } = await import('node:crypto');
   const key = createPublicKey({ key: Buffer.from(pub, 'base64'), format: 'der', type: 'spki' });
   t.equal(key.asymmetricKeyDetails?.modulusLength, 2048, 'a 2048-bit RSA DKIM key');
-  t.match(d.dns_records.find((r) => r.purpose === 'return_path'), { type: 'MX', name: 'bounces.test.posthaste', value: '10 mx.test.posthaste' });
+  t.match(
+    d.dns_records.find((r) => r.purpose === 'return_path'),
+    { type: 'MX', name: 'bounces.test.posthaste', value: '10 mx.test.posthaste' },
+  );
 
   // Nothing published yet: not verified, non-zero exit.
   const before = await cli('domains', 'verify', 'mail.example.com', '--json');
   t.equal(before.code, 1);
   t.equal(json<{ verified: boolean }>(before).verified, false);
-  t.ok(dns.queries.some((q) => q.name === '_posthaste.mail.example.com'), 'asked the loopback DNS server');
+  t.ok(
+    dns.queries.some((q) => q.name === '_posthaste.mail.example.com'),
+    'asked the loopback DNS server',
+  );
 
   // Publish the records on the loopback DNS server.
-  for (const r of d.dns_records)
-    if (r.type === 'TXT') dns.set(r.name, { TXT: [...(dns.zone.get(r.name.toLowerCase())?.TXT ?? []), r.value] });
+  for (const r of d.dns_records) if (r.type === 'TXT') dns.set(r.name, { TXT: [...(dns.zone.get(r.name.toLowerCase())?.TXT ?? []), r.value] });
   const ok = await cli('domains', 'verify', 'mail.example.com', '--json');
   t.equal(ok.code, 0, ok.stderr);
   t.match(json(ok), { name: 'mail.example.com', verified: true, forced: false });
@@ -104,8 +125,14 @@ t.test('domains add prints the DNS records in the documented form; verify checks
   const recv = json<DomainJson>(await cli('domains', 'add', 'in.example.com', '--receiving', '--json'));
   t.match(recv, { receiving: true, customer: 'default' });
   const list = json<DomainJson[]>(await cli('domains', 'list', '--json'));
-  t.same(list.map((x) => x.name), ['in.example.com', 'mail.example.com']);
-  t.same(json<DomainJson[]>(await cli('domains', 'list', '--customer', 'acme', '--json')).map((x) => x.name), ['mail.example.com']);
+  t.same(
+    list.map((x) => x.name),
+    ['in.example.com', 'mail.example.com'],
+  );
+  t.same(
+    json<DomainJson[]>(await cli('domains', 'list', '--customer', 'acme', '--json')).map((x) => x.name),
+    ['mail.example.com'],
+  );
   t.match(json(await cli('domains', 'remove', 'in.example.com', '--json')), { removed: true });
   t.not((await cli('domains', 'show', 'in.example.com')).code, 0);
   t.not((await cli('domains', 'add', 'not a domain')).code, 0);

@@ -34,7 +34,14 @@ const config = loadConfig({ path: configPath, env: {} });
 const setup = openTestDb(config);
 const key = makeKey(setup);
 makeDomain(setup, 'example.com');
-const endpoint = createEndpoint(setup, { customerId: customerId(setup), url: rx.url('/crash'), events: null, description: '', secret: 'whsec_' + Buffer.alloc(32, 7).toString('base64'), now: Date.now() - 1000 });
+const endpoint = createEndpoint(setup, {
+  customerId: customerId(setup),
+  url: rx.url('/crash'),
+  events: null,
+  description: '',
+  secret: 'whsec_' + Buffer.alloc(32, 7).toString('base64'),
+  now: Date.now() - 1000,
+});
 rx.secrets.set('/crash', endpoint.secret);
 setup.close();
 
@@ -97,8 +104,15 @@ t.test(`${TOTAL} messages, ${KILLS} kill -9 at random moments: nothing accepted 
     await new Promise((r) => setTimeout(r, 200));
   }
   const stored = new Set(db.prepare('SELECT message_id FROM messages').pluck().all() as string[]);
-  t.same([...accepted].filter((id) => !stored.has(id)), [], 'no 202 was sent for a message that is not in the store');
-  t.ok(rx.on('/crash').every((r) => r.verified), 'every webhook verifies');
+  t.same(
+    [...accepted].filter((id) => !stored.has(id)),
+    [],
+    'no 202 was sent for a message that is not in the store',
+  );
+  t.ok(
+    rx.on('/crash').every((r) => r.verified),
+    'every webhook verifies',
+  );
   t.equal(db.pragma('integrity_check', { simple: true }), 'ok');
   const dup = mx.received.length - atMx().size;
   t.comment(`accepted ${accepted.size}; MX received ${mx.received.length} (${dup} duplicates after kills); webhooks ${rx.on('/crash').length} for ${eventIds().length} events`);

@@ -7,7 +7,7 @@ import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
-import { startTestServer, makeKey, makeDomain, customerId, type TestServer } from '../helpers/env.js';
+import { startTestServer, makeDomain, customerId, type TestServer } from '../helpers/env.js';
 import { request } from '../helpers/http.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { browserAvailable, launchBrowser } from '../helpers/browser.js';
@@ -33,11 +33,14 @@ async function run(): Promise<void> {
   dns.set('mx.good.test', { A: ['127.0.0.1'] });
   mx.script = (rcpt) => (rcpt.startsWith('nobody') ? { rcpt: [550, '5.1.1 <' + rcpt + '>: Recipient address rejected: User unknown in virtual mailbox table'] } : undefined);
 
-  const s: TestServer = await startTestServer(`[outbound]\nport = ${mx.port}\n[webhooks]\nallow_private_targets = true\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n[inbound]\nrate_per_minute = 1000\n`, {
-    manualDelivery: true,
-    dns: dns.server,
-    dashboard: '',
-  });
+  const s: TestServer = await startTestServer(
+    `[outbound]\nport = ${mx.port}\n[webhooks]\nallow_private_targets = true\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n[inbound]\nrate_per_minute = 1000\n`,
+    {
+      manualDelivery: true,
+      dns: dns.server,
+      dashboard: '',
+    },
+  );
   const base = s.daemon.dashboardUrl!;
   const password = 'a long enough password';
   addUser(s.db, { email: 'admin@ops.test', passwordHash: await hashPassword(password), role: 'admin', customerId: null, now: Date.now() });
@@ -156,7 +159,13 @@ async function run(): Promise<void> {
     await shot(page, 'messages');
     await page.locator(`a[href="/messages/${encodeURIComponent(bouncedId)}"]`).click();
     t.ok(await page.getByText('email.bounced', { exact: true }).isVisible());
-    t.ok(await page.getByText(/550 5\.1\.1 .*User unknown/).first().isVisible(), 'the remote reply');
+    t.ok(
+      await page
+        .getByText(/550 5\.1\.1 .*User unknown/)
+        .first()
+        .isVisible(),
+      'the remote reply',
+    );
     t.ok(await page.getByText('email.delivered', { exact: true }).isVisible());
     await shot(page, 'message');
   });
@@ -164,7 +173,10 @@ async function run(): Promise<void> {
   await t.test('cancels a scheduled message; a sent one has no cancel button', async (t) => {
     t.equal(await page.getByRole('button', { name: 'Cancel this message' }).count(), 0, 'the bounced message cannot be canceled');
     const at = new Date(Date.now() + 3_600_000).toISOString();
-    const r = await request(`${s.url}/api/v1/emails`, { key: apiKey, body: { from: 'shop@shop.test', to: 'later@good.test', subject: 'Tomorrow', text_body: 'hi', scheduled_at: at, tags: ['reminder'] } });
+    const r = await request(`${s.url}/api/v1/emails`, {
+      key: apiKey,
+      body: { from: 'shop@shop.test', to: 'later@good.test', subject: 'Tomorrow', text_body: 'hi', scheduled_at: at, tags: ['reminder'] },
+    });
     t.equal(r.body.status, 'scheduled');
     await page.goto(`${base}/messages/${encodeURIComponent(r.body.message_id)}`);
     t.ok(await page.getByText('Scheduled for', { exact: true }).isVisible());
@@ -188,7 +200,11 @@ async function run(): Promise<void> {
   await t.test('reads an inbound message: its HTML in a sandboxed frame, nothing runs', async (t) => {
     const c = await RawSmtp.connect(s.daemon.smtp.port);
     await c.cmd('EHLO client.sender.test');
-    await c.send('bob@sender.test', ['support@in.example.com'], `From: "${XSS.replaceAll('"', "'")}" <bob@sender.test>\r\nTo: support@in.example.com\r\nSubject: ${XSS}\r\nMIME-Version: 1.0\r\nContent-Type: text/html\r\n\r\n${XSS}<img src="http://127.0.0.1:9/track.png">\r\n`);
+    await c.send(
+      'bob@sender.test',
+      ['support@in.example.com'],
+      `From: "${XSS.replaceAll('"', "'")}" <bob@sender.test>\r\nTo: support@in.example.com\r\nSubject: ${XSS}\r\nMIME-Version: 1.0\r\nContent-Type: text/html\r\n\r\n${XSS}<img src="http://127.0.0.1:9/track.png">\r\n`,
+    );
     c.close();
     await page.getByRole('link', { name: 'Inbound' }).click();
     await page.locator('a[href^="/inbound/in_"]').first().click();
@@ -201,13 +217,26 @@ async function run(): Promise<void> {
     await page.getByRole('link', { name: 'Overview' }).click();
     t.ok(await page.locator('svg.chart').isVisible());
     // Four recipients accepted (the scheduled one, canceled, among them): two delivered, one bounced.
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
     t.match(await page.locator('.stats').first().innerText(), /4\s*accepted[\s\S]*2\s*delivered[\s\S]*1\s*bounced/);
     await shot(page, 'overview');
     t.equal(await page.getByRole('heading', { name: 'Destinations slowed down' }).count(), 0, 'no throttled destinations: no such section');
     // A receiver that refused with a 421 (its reply is someone else's words) is listed while the server slows down for it.
-    saveThrottle(s.db, { destination: 'busy.example', connections: 2, strikes: 1, pausedUntil: Date.now() + 600_000, reason: { code: 421, enhanced_code: '4.7.28', message: `slow down ${XSS}`, classification: 'rate_limited' }, since: Date.now() }, Date.now());
+    saveThrottle(
+      s.db,
+      {
+        destination: 'busy.example',
+        connections: 2,
+        strikes: 1,
+        pausedUntil: Date.now() + 600_000,
+        reason: { code: 421, enhanced_code: '4.7.28', message: `slow down ${XSS}`, classification: 'rate_limited' },
+        since: Date.now(),
+      },
+      Date.now(),
+    );
     await page.reload();
     t.ok(await page.getByRole('heading', { name: 'Destinations slowed down' }).isVisible());
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
     const row = await page.locator('tr', { hasText: 'busy.example' }).innerText();
     t.match(row, /busy\.example\s+\d{4}-\d\d-\d\d[ T][\d:.]+Z\s+2\s[\s\S]*421 4\.7\.28 slow down <script>/, 'paused until, connections, and the reply as text');
     // 375 px wide: nothing overflows sideways.
@@ -242,7 +271,15 @@ async function run(): Promise<void> {
     const hook = createEndpoint(s.db, { customerId: customerId(s.db), url: rx.url('/x'), events: null, description: '', secret: 'whsec_x', now: Date.now() });
     const inboundId = s.db.sqlite.prepare('SELECT id FROM inbound_messages LIMIT 1').pluck().get() as string;
     const keyId = s.db.sqlite.prepare("SELECT id FROM api_keys WHERE name = 'web app'").pluck().get() as string;
-    for (const p of [`/keys/${keyId}/revoke`, '/domains/shop.test', `/webhooks/${hook.id}`, `/messages/${encodeURIComponent(bouncedId)}`, `/inbound/${inboundId}`, `/inbound/${inboundId}/raw`, '/customers']) {
+    for (const p of [
+      `/keys/${keyId}/revoke`,
+      '/domains/shop.test',
+      `/webhooks/${hook.id}`,
+      `/messages/${encodeURIComponent(bouncedId)}`,
+      `/inbound/${inboundId}`,
+      `/inbound/${inboundId}/raw`,
+      '/customers',
+    ]) {
       const r = await p2.goto(base + p);
       t.equal(r?.status(), 404, `${p}: 404`);
     }

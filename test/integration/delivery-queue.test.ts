@@ -112,7 +112,7 @@ t.test('outbound.hold queues without sending; a reload to false releases the que
   for (let i = 0; i < 3; i++) t.equal((await request(`${s.url}/api/v1/emails`, { key, body: body(`held${i}@many.test`) })).status, 202);
   await new Promise((r) => setTimeout(r, 400)); // several polls of the running loop
   t.equal(mx.received.length, before, 'nothing reached the MX while held');
-  t.same(s.db.sqlite.prepare("SELECT state, COUNT(*) AS n FROM recipients GROUP BY state").all(), [{ state: 'queued', n: 3 }], 'all still queued, unclaimed');
+  t.same(s.db.sqlite.prepare('SELECT state, COUNT(*) AS n FROM recipients GROUP BY state').all(), [{ state: 'queued', n: 3 }], 'all still queued, unclaimed');
   const st = json<{ outbound_held: boolean }>(await runCli(['--config', s.configPath, 'status', '--json']));
   t.equal(st.outbound_held, true, 'status says the queue is held');
 

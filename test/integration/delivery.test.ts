@@ -27,13 +27,23 @@ t.teardown(async () => {
 // The remote world, on loopback.
 dns.set('good.test', { MX: [{ preference: 10, exchange: 'mx.good.test' }] });
 dns.set('mx.good.test', { A: ['127.0.0.1'] });
-dns.set('twomx.test', { MX: [{ preference: 10, exchange: 'dead.twomx.test' }, { preference: 20, exchange: 'mx.twomx.test' }] });
+dns.set('twomx.test', {
+  MX: [
+    { preference: 10, exchange: 'dead.twomx.test' },
+    { preference: 20, exchange: 'mx.twomx.test' },
+  ],
+});
 dns.set('dead.twomx.test', { A: ['127.0.0.2'] }); // nothing listens there
 dns.set('mx.twomx.test', { A: ['127.0.0.1'] });
 // Each misbehaving peer is its own destination (destinations are named by their MX hosts'
 // registrable domain): a 421 slows down its destination only.
 dns.set('busy.test', { MX: [{ preference: 10, exchange: 'mx.busy.test' }] });
-dns.set('busy2.test', { MX: [{ preference: 10, exchange: 'mx.busy2.test' }, { preference: 20, exchange: 'mx.good.test' }] });
+dns.set('busy2.test', {
+  MX: [
+    { preference: 10, exchange: 'mx.busy2.test' },
+    { preference: 20, exchange: 'mx.good.test' },
+  ],
+});
 dns.set('mx.busy.test', { A: ['127.0.0.3'] });
 dns.set('mx.busy2.test', { A: ['127.0.0.3'] });
 dns.set('silent.test', { MX: [{ preference: 10, exchange: 'mx.silent.test' }] });
@@ -62,16 +72,20 @@ let live: string;
 let sandbox: string;
 
 t.before(async () => {
-  s = await startTestServer(
-    `[outbound]\nport = ${port}\nconnect_timeout = "1s"\ngreeting_timeout = "1s"\ncommand_timeout = "2s"\nconcurrency_per_domain = 3\n`,
-    { manualDelivery: true, clock, dns: dns.server },
-  );
+  s = await startTestServer(`[outbound]\nport = ${port}\nconnect_timeout = "1s"\ngreeting_timeout = "1s"\ncommand_timeout = "2s"\nconcurrency_per_domain = 3\n`, {
+    manualDelivery: true,
+    clock,
+    dns: dns.server,
+  });
   live = makeKey(s.db, 'production');
   sandbox = makeKey(s.db, 'sandbox');
   makeDomain(s.db, 'example.com');
   // Publish the sender domain's records where the remote side (mailauth) will look.
   const d = findDomain(s.db, 'example.com')!;
-  for (const r of dnsRecords({ name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key }, { hostname: 'mx.test.posthaste', returnPathDomain: 'bounces.test.posthaste' }))
+  for (const r of dnsRecords(
+    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key },
+    { hostname: 'mx.test.posthaste', returnPathDomain: 'bounces.test.posthaste' },
+  ))
     if (r.type === 'TXT') dns.set(r.name, { TXT: [r.value] });
 });
 t.teardown(() => s.close());
@@ -118,7 +132,11 @@ t.test('delivered: straight to the MX found through DNS, DKIM-valid, over STARTT
   const resolver = new Resolver();
   resolver.setServers([dns.server]);
   const verified = await dkimVerify(got.data, { resolver: async (name: string, type: string) => (type === 'TXT' ? resolver.resolveTxt(name) : []) } as never);
-  t.same(verified.results.map((r: Json) => [r.status.result, r.signingDomain]), [['pass', 'example.com']], 'DKIM verifies against the published key');
+  t.same(
+    verified.results.map((r: Json) => [r.status.result, r.signingDomain]),
+    [['pass', 'example.com']],
+    'DKIM verifies against the published key',
+  );
   t.equal(findMessageRaw(id) !== null, true, 'the composed message is kept for retries');
 });
 
@@ -182,8 +200,15 @@ t.test('452 deferrals on the retry schedule until max_queue_time, then bounced e
   }
   const m = await message(id);
   t.equal(recipient(m, 'full@good.test').state, 'bounced');
-  t.same(delays.slice(0, 7).map((d) => d / 60_000), [1, 5, 15, 30, 60, 120, 240], 'retry schedule 1m 5m 15m 30m 1h 2h 4h');
-  t.ok(delays.slice(7).every((d) => d === 4 * 3_600_000), 'then every 4 h');
+  t.same(
+    delays.slice(0, 7).map((d) => d / 60_000),
+    [1, 5, 15, 30, 60, 120, 240],
+    'retry schedule 1m 5m 15m 30m 1h 2h 4h',
+  );
+  t.ok(
+    delays.slice(7).every((d) => d === 4 * 3_600_000),
+    'then every 4 h',
+  );
   const [b] = events(m, 'email.bounced');
   t.match(b.data, { bounce_type: 'expired', response: { code: 452, classification: 'mailbox_full' } });
   t.ok(clock.now() - start <= 72 * 3_600_000, 'within max_queue_time');

@@ -39,7 +39,11 @@ async function sendAndDeliver(to: string): Promise<Buffer> {
 const resolver = new Resolver();
 resolver.setServers([dns.server]);
 const verify = async (raw: Buffer) =>
-  (await dkimVerify(raw, { resolver: async (name: string, type: string) => (type === 'TXT' ? resolver.resolveTxt(name) : []) } as never)).results.map((r: Json) => [r.status.result, r.signingDomain, r.selector]);
+  (await dkimVerify(raw, { resolver: async (name: string, type: string) => (type === 'TXT' ? resolver.resolveTxt(name) : []) } as never)).results.map((r: Json) => [
+    r.status.result,
+    r.signingDomain,
+    r.selector,
+  ]);
 
 t.test('rotate, publish, verify, switch; each message verifies against the DNS it was signed for', async (t) => {
   const added = json<Json>(await cli('domains', 'add', 'rotate.example', '--json'));
@@ -58,7 +62,10 @@ t.test('rotate, publish, verify, switch; each message verifies against the DNS i
 
   const shown = json<Json>(await cli('domains', 'show', 'rotate.example', '--json'));
   t.same(shown.dkim, { signing: 'posthaste', next: selector, previous: null }, 'show: both selectors');
-  t.same(shown.dns_records.filter((r: Json) => r.purpose.startsWith('dkim')).map((r: Json) => r.purpose), ['dkim', 'dkim_next']);
+  t.same(
+    shown.dns_records.filter((r: Json) => r.purpose.startsWith('dkim')).map((r: Json) => r.purpose),
+    ['dkim', 'dkim_next'],
+  );
 
   // Not published yet: verify leaves signing where it is (and the domain verified).
   const early = json<Json>(await cli('domains', 'verify', 'rotate.example', '--json'));
@@ -80,7 +87,14 @@ t.test('rotate, publish, verify, switch; each message verifies against the DNS i
   t.equal(show2.dkim.next, null);
   t.equal(show2.dkim.previous.selector, 'posthaste');
   t.equal(Date.parse(show2.dkim.previous.remove_record_after) - Date.parse(show2.dkim.previous.switched_at), 7 * 86_400_000);
-  t.same(show2.dns_records.filter((r: Json) => r.purpose.startsWith('dkim')).map((r: Json) => [r.purpose, r.name.split('.')[0]]), [['dkim', selector], ['dkim_previous', 'posthaste']], 'the old record is listed for the grace period');
+  t.same(
+    show2.dns_records.filter((r: Json) => r.purpose.startsWith('dkim')).map((r: Json) => [r.purpose, r.name.split('.')[0]]),
+    [
+      ['dkim', selector],
+      ['dkim_previous', 'posthaste'],
+    ],
+    'the old record is listed for the grace period',
+  );
 
   // Once the old record is gone, mail signed before the switch no longer verifies, mail after does.
   dns.set('posthaste._domainkey.rotate.example', { TXT: [] });

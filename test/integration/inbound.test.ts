@@ -33,7 +33,7 @@ t.teardown(() => s.close());
 const message = (subject: string, extra = '') =>
   `From: Bob <bob@sender.test>\r\nTo: support@in.example.com\r\nSubject: ${subject}\r\nMessage-ID: <${subject.replace(/\W/g, '')}@sender.test>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain\r\n\r\nHello.\r\n${extra}`;
 
-const count = () => (s.db.sqlite.prepare('SELECT COUNT(*) FROM inbound_messages').pluck().get() as number);
+const count = () => s.db.sqlite.prepare('SELECT COUNT(*) FROM inbound_messages').pluck().get() as number;
 
 t.test('a message for a receiving domain is stored, fires email.received, and is readable from the API', async (t) => {
   const c = await RawSmtp.connect(port);
@@ -44,7 +44,17 @@ t.test('a message for a receiving domain is stored, fires email.received, and is
   t.match(r.data, /^250 2\.0\.0 Ok: queued as in_/);
   const id = /queued as (in_\S+)/.exec(r.data)![1]!;
   const ev = s.db.sqlite.prepare("SELECT body FROM events WHERE type = 'email.received' ORDER BY seq DESC").pluck().get() as string;
-  t.match(JSON.parse(ev).data, { id, from: /Bob.* <bob@sender\.test>/, to: ['support@in.example.com'], subject: 'First contact', message_id: '<Firstcontact@sender.test>', attachments: 0, spf: String, dkim: String, dmarc: String });
+  t.match(JSON.parse(ev).data, {
+    id,
+    from: /Bob.* <bob@sender\.test>/,
+    to: ['support@in.example.com'],
+    subject: 'First contact',
+    message_id: '<Firstcontact@sender.test>',
+    attachments: 0,
+    spf: String,
+    dkim: String,
+    dmarc: String,
+  });
   const view = await request(`${s.url}/api/v1/inbound/${id}`, { key });
   t.equal(view.status, 200);
   t.match(view.body, { id, subject: 'First contact', text: 'Hello.\n', envelope: { mail_from: 'bob@sender.test', rcpt_to: ['support@in.example.com'] }, authentication: { spf: String } });
@@ -65,7 +75,9 @@ t.test('SPF, DKIM and DMARC are checked through dns.servers: pass for an aligned
   dns.set('_dmarc.forged.test', { TXT: ['v=DMARC1; p=reject'] });
   const unsigned = (from: string, subject: string) => `From: ${from}\r\nTo: support@in.example.com\r\nSubject: ${subject}\r\nMessage-ID: <${subject}@x.test>\r\n\r\nHello.\r\n`;
   const body = unsigned('Ann <ann@signed.test>', 'signed');
-  const signed = await dkimSign(body, { signatureData: [{ signingDomain: 'signed.test', selector: 's1', privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string }] } as unknown as Parameters<typeof dkimSign>[1]); // the d.ts types the multi-signature form loosely
+  const signed = await dkimSign(body, {
+    signatureData: [{ signingDomain: 'signed.test', selector: 's1', privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string }],
+  } as unknown as Parameters<typeof dkimSign>[1]); // the d.ts types the multi-signature form loosely
   const received = async (from: string, raw: string, subject: string) => {
     const c = await RawSmtp.connect(port);
     await c.cmd('EHLO client.test');

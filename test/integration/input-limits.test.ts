@@ -30,7 +30,11 @@ t.teardown(() => {
 const valid = { from: 'Shop <a@example.com>', to: 'r@example.org', subject: 'Hello', text_body: 'Hi' };
 const send = (body: unknown) => request(`${d.apiUrl}/api/v1/emails`, { key, body });
 const count = (table: string) => (db.sqlite.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
-const errorLines = () => d.output().split('\n').filter((l) => l.includes('"level":50'));
+const errorLines = () =>
+  d
+    .output()
+    .split('\n')
+    .filter((l) => l.includes('"level":50'));
 
 t.test('control characters other than tab are refused in every header field, VT and FF included, and nothing is queued', async (t) => {
   const before = count('messages');
@@ -41,7 +45,7 @@ t.test('control characters other than tab are refused in every header field, VT 
     ['VT in a custom header value', { headers: { 'X-Tag': 'a\x0bBcc: x@evil.example' } }, 'headers.X-Tag'],
     ['FF in a custom header value', { headers: { 'X-Tag': 'a\x0cb' } }, 'headers.X-Tag'],
     ['VT in a display name', { to: '"Bob\x0bBcc: x@evil.example" <b@example.org>' }, 'to'],
-    ['FF in the sender\'s display name', { from: 'Shop\x0c <a@example.com>' }, 'from'],
+    ["FF in the sender's display name", { from: 'Shop\x0c <a@example.com>' }, 'from'],
     ['ESC in a reply-to name', { reply_to: 'Help\x1b <h@example.com>' }, 'reply_to'],
     ['VT in an attachment name', { attachments: [{ filename: 'a\x0b.txt', io: 'AA==', content_type: 'text/plain' }] }, 'attachments[0].filename'],
   ];
@@ -97,7 +101,10 @@ function abort(path: string, auth: boolean): Promise<void> {
   return new Promise((resolve) => {
     const s = net.connect(new URL(d.apiUrl).port as unknown as number, '127.0.0.1', () => {
       s.write(`POST ${path} HTTP/1.1\r\nHost: x\r\n${auth ? `Authorization: Token ${key}\r\n` : ''}Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"from":"a@`);
-      setTimeout(() => (s.destroy(), resolve()), 100);
+      setTimeout(() => {
+        s.destroy();
+        resolve();
+      }, 100);
     });
     s.on('error', () => resolve());
   });
@@ -123,7 +130,10 @@ t.test('received mail past the MIME limits is refused with 554 5.6.0 and nothing
   const before = count('inbound_messages');
   const refused: Array<[string, string]> = [
     ['a 1.5 MiB header line', `Subject: long\r\nX-Long: ${'a'.repeat(1.5 * 1024 * 1024)}\r\n\r\nbody\r\n`],
-    ['2,000 nested multiparts', `Content-Type: multipart/mixed; boundary=b0\r\n\r\n${Array.from({ length: 2000 }, (_, i) => `--b${i}\r\nContent-Type: multipart/mixed; boundary=b${i + 1}\r\n\r\n`).join('')}x\r\n`],
+    [
+      '2,000 nested multiparts',
+      `Content-Type: multipart/mixed; boundary=b0\r\n\r\n${Array.from({ length: 2000 }, (_, i) => `--b${i}\r\nContent-Type: multipart/mixed; boundary=b${i + 1}\r\n\r\n`).join('')}x\r\n`,
+    ],
     ['20,000 parts without a Content-Type', `Content-Type: multipart/mixed; boundary=q\r\n\r\n${'--q\r\n\r\nx\r\n'.repeat(20_000)}--q--\r\n`],
     ['20,000 parts', `Content-Type: multipart/mixed; boundary=q\r\n\r\n${'--q\r\nContent-Type: text/plain\r\n\r\nx\r\n'.repeat(20_000)}--q--\r\n`],
   ];
@@ -152,7 +162,25 @@ t.test('received mail past the MIME limits is refused with 554 5.6.0 and nothing
 t.test('a stored message the parser cannot read (kept under other limits) is shown from its headers, with parsed: false, never a 500', async (t) => {
   const raw = Buffer.from(`From: Old <old@sender.test>\r\nSubject: from an older store\r\nX-Long: ${'a'.repeat(2 * 1024 * 1024)}\r\n\r\nbody\r\n`);
   const id = db.tx(() =>
-    storeInbound(db, { customerId: customerId(db), domainId: receiving.id, mailFrom: 'old@sender.test', rcptTo: ['support@in.example.com'], remoteIp: '127.0.0.1', helo: 'h', raw, fromHeader: 'Old <old@sender.test>', to: [], subject: 'from an older store', messageId: '', attachments: 0, auth: { spf: 'none', dkim: 'none', dmarc: 'none' } }, Date.now()),
+    storeInbound(
+      db,
+      {
+        customerId: customerId(db),
+        domainId: receiving.id,
+        mailFrom: 'old@sender.test',
+        rcptTo: ['support@in.example.com'],
+        remoteIp: '127.0.0.1',
+        helo: 'h',
+        raw,
+        fromHeader: 'Old <old@sender.test>',
+        to: [],
+        subject: 'from an older store',
+        messageId: '',
+        attachments: 0,
+        auth: { spf: 'none', dkim: 'none', dmarc: 'none' },
+      },
+      Date.now(),
+    ),
   );
   for (let i = 0; i < 3; i++) {
     const view = await request(`${d.apiUrl}/api/v1/inbound/${id}`, { key });

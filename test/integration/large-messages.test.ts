@@ -48,8 +48,7 @@ const body = (content: Buffer) => ({
   text_body: 'Attached.',
   attachments: [{ filename: 'files.bin', io: content.toString('base64'), content_type: 'application/octet-stream' }],
 });
-const post = (url: string, key: string, json: string) =>
-  fetch(`${url}/api/v1/emails`, { method: 'POST', headers: { authorization: `Token ${key}`, 'content-type': 'application/json' }, body: json });
+const post = (url: string, key: string, json: string) => fetch(`${url}/api/v1/emails`, { method: 'POST', headers: { authorization: `Token ${key}`, 'content-type': 'application/json' }, body: json });
 
 /** The composed size for an attachment of n bytes, as the daemon will compose it (a Message-ID of the same length). */
 async function sizeFor(n: number): Promise<number> {
@@ -77,7 +76,10 @@ t.test('an attachment just under the size limit is accepted and delivered byte f
   t.equal(createHash('sha256').update(got).digest('hex'), createHash('sha256').update(content).digest('hex'), 'the attachment arrived byte for byte');
   t.ok(mx.received[0]!.data.length <= LIMIT + 1024, 'the message on the wire is the size that was checked (plus its DKIM-Signature)');
 
-  for (const [what, bytes] of [['two lines over', n + 114], ['24.7 MiB', Math.floor(24.7 * 1024 * 1024)]] as const) {
+  for (const [what, bytes] of [
+    ['two lines over', n + 114],
+    ['24.7 MiB', Math.floor(24.7 * 1024 * 1024)],
+  ] as const) {
     const r = await post(d.apiUrl, key, JSON.stringify(body(Buffer.alloc(bytes, 1))));
     const json = (await r.json()) as { error: { code: string; message: string } };
     t.equal(r.status, 413, what);
@@ -96,7 +98,12 @@ t.test('six large sends, six large received messages and four views of them at o
   const idle = peakMiB(d);
   const under = JSON.stringify(body(Buffer.alloc(18 * 1024 * 1024, 7)));
   const over = JSON.stringify(body(Buffer.alloc(Math.floor(24.7 * 1024 * 1024), 7)));
-  const inbound = `From: x@sender.test\r\nSubject: big\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nhello\r\n--b\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n\r\n${Buffer.alloc(15 * 1024 * 1024, 9).toString('base64').replace(/.{76}/g, '$&\r\n')}\r\n--b--`;
+  const inbound = `From: x@sender.test\r\nSubject: big\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nhello\r\n--b\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n\r\n${Buffer.alloc(
+    15 * 1024 * 1024,
+    9,
+  )
+    .toString('base64')
+    .replace(/.{76}/g, '$&\r\n')}\r\n--b--`;
   const smtp = async () => {
     const c = await RawSmtp.connect(d.smtpPort);
     await c.cmd('EHLO client.test');

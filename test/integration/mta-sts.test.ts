@@ -40,10 +40,10 @@ dns.set('mta-sts.stsbad.test', { A: ['127.0.0.6'] });
 dns.set('plain.test', { MX: [{ preference: 10, exchange: 'mx.plain.test' }] });
 dns.set('mx.plain.test', { A: ['127.0.0.1'] });
 
-const s = await startTestServer(
-  `[outbound]\nport = ${selfSigned.port}\nmta_sts_port = ${webPort}\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\nconnect_timeout = "2s"\n`,
-  { manualDelivery: true, dns: dns.server },
-);
+const s = await startTestServer(`[outbound]\nport = ${selfSigned.port}\nmta_sts_port = ${webPort}\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\nconnect_timeout = "2s"\n`, {
+  manualDelivery: true,
+  dns: dns.server,
+});
 t.teardown(() => s.close());
 const key = makeKey(s.db);
 makeDomain(s.db, 'example.com');

@@ -22,7 +22,8 @@ t.test('status, metrics, online backup, SIGHUP reload and SIGTERM on the running
   t.teardown(() => {
     if (d.child.exitCode === null) d.child.kill('SIGKILL');
   });
-  for (let i = 0; i < 5; i++) t.equal((await request(`${d.apiUrl}/api/v1/emails`, { key, body: { from: 'a@example.com', to: `r${i}@simulator.posthaste.test`, subject: 's', text_body: 'b' } })).status, 202);
+  for (let i = 0; i < 5; i++)
+    t.equal((await request(`${d.apiUrl}/api/v1/emails`, { key, body: { from: 'a@example.com', to: `r${i}@simulator.posthaste.test`, subject: 's', text_body: 'b' } })).status, 202);
   await new Promise((r) => setTimeout(r, 1500)); // the sandbox outcomes are recorded by the daemon's loop
 
   const st = json<Json>(await runCli(['--config', configPath, 'status', '--json']));

@@ -23,7 +23,9 @@ print('pass' if dkim.verify(sys.stdin.buffer.read(), dnsfunc=txt) else 'fail')
 `;
 
 function dkimpyVerify(message: Buffer, records: Record<string, string>): string {
-  return execFileSync('/usr/bin/python3', ['-c', PY_VERIFY, JSON.stringify(records)], { input: message }).toString().trim();
+  return execFileSync('/usr/bin/python3', ['-c', PY_VERIFY, JSON.stringify(records)], { input: message })
+    .toString()
+    .trim();
 }
 
 async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, ms = 20_000): Promise<T> {
@@ -48,7 +50,10 @@ async function run(): Promise<void> {
   addDomain(s.db, { customerId: customerId(s.db), name: 'in.example.com', receiving: true, now: Date.now() });
   const d = findDomain(s.db, 'example.com')!;
   const published: Record<string, string> = {};
-  for (const r of dnsRecords({ name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key }, { hostname: 'mx.test.posthaste', returnPathDomain: 'bounces.test.posthaste' }))
+  for (const r of dnsRecords(
+    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key },
+    { hostname: 'mx.test.posthaste', returnPathDomain: 'bounces.test.posthaste' },
+  ))
     if (r.type === 'TXT') {
       dns.set(r.name, { TXT: [r.value] });
       published[r.name] = r.value;
@@ -98,12 +103,19 @@ async function run(): Promise<void> {
 
   t.test("an unknown user: Postfix's own DSN comes back to the return path, email.bounced (async) and a suppression", async (t) => {
     const id = await send('ghost@peer.test', 'Order 2');
-    t.same((await events(id)).map((e) => e.type), ['email.delivered'], 'Postfix accepted it (unlisted recipients are not refused at RCPT)');
+    t.same(
+      (await events(id)).map((e) => e.type),
+      ['email.delivered'],
+      'Postfix accepted it (unlisted recipients are not refused at RCPT)',
+    );
     const ev = await until('the bounce', async () => {
       const e = await events(id);
       return e.length >= 3 ? e : undefined;
     });
-    t.same(ev.map((e) => e.type), ['email.delivered', 'email.bounced', 'recipient.suppressed']);
+    t.same(
+      ev.map((e) => e.type),
+      ['email.delivered', 'email.bounced', 'recipient.suppressed'],
+    );
     t.match(ev[1].data, { bounce_type: 'async', recipient: 'ghost@peer.test', response: { enhanced_code: '5.1.1', classification: 'unknown_recipient' } });
     t.match(ev[2].data, { reason: 'hard_bounce', recipient: 'ghost@peer.test' });
     const report = s.db.sqlite.prepare("SELECT raw FROM inbound_reports WHERE kind = 'dsn' ORDER BY id DESC").pluck().get() as Buffer;

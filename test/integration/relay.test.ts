@@ -3,7 +3,7 @@
 // requiring STARTTLS and AUTH; the recipients' domains have no DNS at all, so mail that arrives
 // can only have come through the relay.
 import t from 'tap';
-import net from 'node:net';
+import type net from 'node:net';
 import { Resolver } from 'node:dns/promises';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -56,7 +56,13 @@ class TestRelay {
         const chunks: Buffer[] = [];
         stream.on('data', (c: Buffer) => chunks.push(c));
         stream.on('end', () => {
-          this.received.push({ from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', to: session.envelope.rcptTo.map((r) => r.address), data: Buffer.concat(chunks), user: session.user, secure: session.secure });
+          this.received.push({
+            from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+            to: session.envelope.rcptTo.map((r) => r.address),
+            data: Buffer.concat(chunks),
+            user: session.user,
+            secure: session.secure,
+          });
           cb(null, 'Ok: queued as RELAYED');
         });
       },
@@ -87,14 +93,25 @@ t.teardown(async () => {
   dir.remove();
 });
 
-async function withRelay(relayOpts: ConstructorParameters<typeof TestRelay>[0], url: (port: number) => string, extra: string, fn: (s: TestServer, relay: TestRelay, key: string) => Promise<void>): Promise<void> {
+async function withRelay(
+  relayOpts: ConstructorParameters<typeof TestRelay>[0],
+  url: (port: number) => string,
+  extra: string,
+  fn: (s: TestServer, relay: TestRelay, key: string) => Promise<void>,
+): Promise<void> {
   const relay = await new TestRelay(relayOpts).start();
-  const s = await startTestServer(`[outbound]\nrelay = "${url(relay.port)}"\n${extra}tls_ca_file = "${fixturePath('tls/ca.pem')}"\nconnect_timeout = "2s"\ngreeting_timeout = "2s"\ncommand_timeout = "3s"\n`, { manualDelivery: true, dns: dns.server });
+  const s = await startTestServer(
+    `[outbound]\nrelay = "${url(relay.port)}"\n${extra}tls_ca_file = "${fixturePath('tls/ca.pem')}"\nconnect_timeout = "2s"\ngreeting_timeout = "2s"\ncommand_timeout = "3s"\n`,
+    { manualDelivery: true, dns: dns.server },
+  );
   try {
     const key = makeKey(s.db);
     makeDomain(s.db, 'example.com');
     const d = findDomain(s.db, 'example.com')!;
-    for (const r of dnsRecords({ name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key }, { hostname: 'mx.test.posthaste', returnPathDomain: 'bounces.test.posthaste' }))
+    for (const r of dnsRecords(
+      { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key },
+      { hostname: 'mx.test.posthaste', returnPathDomain: 'bounces.test.posthaste' },
+    ))
       if (r.type === 'TXT') dns.set(r.name, { TXT: [r.value] });
     await fn(s, relay, key);
   } finally {
@@ -113,76 +130,129 @@ async function sendAndDeliver(s: TestServer, key: string, to: string[]): Promise
 const auth = `relay_user = "${USER}"\nrelay_password_file = "${passwordFile}"\n`;
 
 t.test('smtp:// with STARTTLS and AUTH: every domain goes through the relay, signed with our DKIM key', async (t) => {
-  await withRelay({}, (port) => `smtp://localhost:${port}`, auth, async (s, relay, key) => {
-    const m = await sendAndDeliver(s, key, ['ann@nowhere.test', 'bob@elsewhere.test']);
-    t.same(m.recipients.map((r: Json) => r.state), ['delivered', 'delivered'], 'domains without any DNS are delivered: through the relay');
-    t.equal(relay.received.length, 2);
-    t.same(relay.authAttempts, [{ method: 'PLAIN', secure: true }, { method: 'PLAIN', secure: true }], 'AUTH PLAIN, after STARTTLS, once per connection');
-    t.ok(relay.received.every((r) => r.secure && r.user === USER), 'each message over TLS by the authenticated user');
-    const ev = m.events.find((e: Json) => e.type === 'email.delivered');
-    t.match(ev.data, { mx: 'localhost', tls: true, response: { code: 250, message: /queued as RELAYED/ } }, 'the event names the relay host');
-    t.match(relay.received[0]!.from, /^bounces\+[0-9a-z]{20}@bounces\.test\.posthaste$/, 'the per-recipient return path is kept');
-    const resolver = new Resolver();
-    resolver.setServers([dns.server]);
-    const verified = await dkimVerify(relay.received[0]!.data, { resolver: async (name: string, type: string) => (type === 'TXT' ? resolver.resolveTxt(name) : []) } as never);
-    t.same(verified.results.map((r: Json) => [r.status.result, r.signingDomain]), [['pass', 'example.com']], 'DKIM is still ours');
-  });
+  await withRelay(
+    {},
+    (port) => `smtp://localhost:${port}`,
+    auth,
+    async (s, relay, key) => {
+      const m = await sendAndDeliver(s, key, ['ann@nowhere.test', 'bob@elsewhere.test']);
+      t.same(
+        m.recipients.map((r: Json) => r.state),
+        ['delivered', 'delivered'],
+        'domains without any DNS are delivered: through the relay',
+      );
+      t.equal(relay.received.length, 2);
+      t.same(
+        relay.authAttempts,
+        [
+          { method: 'PLAIN', secure: true },
+          { method: 'PLAIN', secure: true },
+        ],
+        'AUTH PLAIN, after STARTTLS, once per connection',
+      );
+      t.ok(
+        relay.received.every((r) => r.secure && r.user === USER),
+        'each message over TLS by the authenticated user',
+      );
+      const ev = m.events.find((e: Json) => e.type === 'email.delivered');
+      t.match(ev.data, { mx: 'localhost', tls: true, response: { code: 250, message: /queued as RELAYED/ } }, 'the event names the relay host');
+      t.match(relay.received[0]!.from, /^bounces\+[0-9a-z]{20}@bounces\.test\.posthaste$/, 'the per-recipient return path is kept');
+      const resolver = new Resolver();
+      resolver.setServers([dns.server]);
+      const verified = await dkimVerify(relay.received[0]!.data, { resolver: async (name: string, type: string) => (type === 'TXT' ? resolver.resolveTxt(name) : []) } as never);
+      t.same(
+        verified.results.map((r: Json) => [r.status.result, r.signingDomain]),
+        [['pass', 'example.com']],
+        'DKIM is still ours',
+      );
+    },
+  );
 });
 
 t.test('smtps:// (implicit TLS, port 465 style) with AUTH', async (t) => {
-  await withRelay({ implicitTls: true }, (port) => `smtps://localhost:${port}`, auth, async (s, relay, key) => {
-    const m = await sendAndDeliver(s, key, ['carol@nowhere.test']);
-    t.equal(m.recipients[0].state, 'delivered');
-    t.equal(relay.received.length, 1);
-    t.equal(relay.received[0]!.secure, true);
-  });
+  await withRelay(
+    { implicitTls: true },
+    (port) => `smtps://localhost:${port}`,
+    auth,
+    async (s, relay, key) => {
+      const m = await sendAndDeliver(s, key, ['carol@nowhere.test']);
+      t.equal(m.recipients[0].state, 'delivered');
+      t.equal(relay.received.length, 1);
+      t.equal(relay.received[0]!.secure, true);
+    },
+  );
 });
 
 t.test('a wrong password: deferred as auth_failure, nothing sent, nothing lost', async (t) => {
-  await withRelay({}, (port) => `smtp://localhost:${port}`, `relay_user = "${USER}"\nrelay_password_file = "${wrongFile}"\n`, async (s, relay, key) => {
-    const m = await sendAndDeliver(s, key, ['dan@nowhere.test']);
-    t.equal(m.recipients[0].state, 'deferred', 'retried later, not bounced');
-    t.equal(relay.received.length, 0);
-    t.equal(relay.mailCommands, 0, 'no MAIL FROM after the refusal');
-    const ev = m.events.find((e: Json) => e.type === 'email.deferred');
-    t.match(ev.data.response, { code: 535, classification: 'auth_failure', message: /refused posthaste's credentials for posthaste@relay: 535 5\.7\.8/ });
-    t.notMatch(JSON.stringify(m), /not the password/, 'the password appears nowhere in the message or its events');
-  });
+  await withRelay(
+    {},
+    (port) => `smtp://localhost:${port}`,
+    `relay_user = "${USER}"\nrelay_password_file = "${wrongFile}"\n`,
+    async (s, relay, key) => {
+      const m = await sendAndDeliver(s, key, ['dan@nowhere.test']);
+      t.equal(m.recipients[0].state, 'deferred', 'retried later, not bounced');
+      t.equal(relay.received.length, 0);
+      t.equal(relay.mailCommands, 0, 'no MAIL FROM after the refusal');
+      const ev = m.events.find((e: Json) => e.type === 'email.deferred');
+      t.match(ev.data.response, { code: 535, classification: 'auth_failure', message: /refused posthaste's credentials for posthaste@relay: 535 5\.7\.8/ });
+      t.notMatch(JSON.stringify(m), /not the password/, 'the password appears nowhere in the message or its events');
+    },
+  );
 });
 
 t.test('a relay that does not offer STARTTLS: refused, never in plaintext', async (t) => {
-  await withRelay({ noStartTls: true }, (port) => `smtp://localhost:${port}`, auth, async (s, relay, key) => {
-    const m = await sendAndDeliver(s, key, ['erin@nowhere.test']);
-    t.equal(m.recipients[0].state, 'deferred');
-    t.equal(m.events.find((e: Json) => e.type === 'email.deferred').data.response.classification, 'tls_failure');
-    t.same(relay.authAttempts, [], 'no credentials sent over the plaintext connection');
-    t.equal(relay.mailCommands, 0, 'no MAIL FROM in plaintext');
-  });
+  await withRelay(
+    { noStartTls: true },
+    (port) => `smtp://localhost:${port}`,
+    auth,
+    async (s, relay, key) => {
+      const m = await sendAndDeliver(s, key, ['erin@nowhere.test']);
+      t.equal(m.recipients[0].state, 'deferred');
+      t.equal(m.events.find((e: Json) => e.type === 'email.deferred').data.response.classification, 'tls_failure');
+      t.same(relay.authAttempts, [], 'no credentials sent over the plaintext connection');
+      t.equal(relay.mailCommands, 0, 'no MAIL FROM in plaintext');
+    },
+  );
 });
 
-t.test("a relay whose certificate is not valid (self-signed): refused", async (t) => {
-  await withRelay({ selfSigned: true }, (port) => `smtp://localhost:${port}`, auth, async (s, relay, key) => {
-    const m = await sendAndDeliver(s, key, ['fay@nowhere.test']);
-    t.equal(m.recipients[0].state, 'deferred');
-    t.equal(m.events.find((e: Json) => e.type === 'email.deferred').data.response.classification, 'tls_failure');
-    t.same(relay.authAttempts, []);
-    t.equal(relay.received.length, 0);
-  });
+t.test('a relay whose certificate is not valid (self-signed): refused', async (t) => {
+  await withRelay(
+    { selfSigned: true },
+    (port) => `smtp://localhost:${port}`,
+    auth,
+    async (s, relay, key) => {
+      const m = await sendAndDeliver(s, key, ['fay@nowhere.test']);
+      t.equal(m.recipients[0].state, 'deferred');
+      t.equal(m.events.find((e: Json) => e.type === 'email.deferred').data.response.classification, 'tls_failure');
+      t.same(relay.authAttempts, []);
+      t.equal(relay.received.length, 0);
+    },
+  );
 });
 
 t.test('a permanent refusal from the relay bounces as an MX refusal would', async (t) => {
-  await withRelay({}, (port) => `smtp://localhost:${port}`, `relay_user = "someone-else"\nrelay_password_file = "${passwordFile}"\n`, async (s, _relay, key) => {
-    // Credentials refused: deferred. The same relay refusing MAIL FROM without AUTH (no relay_user): a 5xx policy bounce.
-    const m = await sendAndDeliver(s, key, ['gus@nowhere.test']);
-    t.equal(m.recipients[0].state, 'deferred');
-  });
-  await withRelay({}, (port) => `smtp://localhost:${port}`, '', async (s, relay, key) => {
-    const m = await sendAndDeliver(s, key, ['hal@nowhere.test']);
-    t.equal(m.recipients[0].state, 'bounced');
-    t.match(m.events.find((e: Json) => e.type === 'email.bounced').data.response, { code: 530, classification: 'policy' });
-    t.equal(relay.mailCommands, 1);
-    t.equal(s.db.sqlite.prepare('SELECT COUNT(*) FROM suppressions').pluck().get(), 0, 'a refusal of the sender suppresses nobody');
-  });
+  await withRelay(
+    {},
+    (port) => `smtp://localhost:${port}`,
+    `relay_user = "someone-else"\nrelay_password_file = "${passwordFile}"\n`,
+    async (s, _relay, key) => {
+      // Credentials refused: deferred. The same relay refusing MAIL FROM without AUTH (no relay_user): a 5xx policy bounce.
+      const m = await sendAndDeliver(s, key, ['gus@nowhere.test']);
+      t.equal(m.recipients[0].state, 'deferred');
+    },
+  );
+  await withRelay(
+    {},
+    (port) => `smtp://localhost:${port}`,
+    '',
+    async (s, relay, key) => {
+      const m = await sendAndDeliver(s, key, ['hal@nowhere.test']);
+      t.equal(m.recipients[0].state, 'bounced');
+      t.match(m.events.find((e: Json) => e.type === 'email.bounced').data.response, { code: 530, classification: 'policy' });
+      t.equal(relay.mailCommands, 1);
+      t.equal(s.db.sqlite.prepare('SELECT COUNT(*) FROM suppressions').pluck().get(), 0, 'a refusal of the sender suppresses nobody');
+    },
+  );
 });
 
 t.test('configuration: the URL is checked, the password is never printed, a user needs a password', async (t) => {

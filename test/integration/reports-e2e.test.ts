@@ -43,7 +43,10 @@ t.test('a DSN to the return path of a delivered message: email.bounced async, su
   const dsn = Buffer.from(fixture('dsn/postfix.eml').toString().replaceAll(FIXTURE_VERP, returnPath).replaceAll('<01jdsnfixture00000000000000@example.com>', `<${id}>`));
   t.match(await inject(returnPath, dsn), /^250 .*\/ 250/);
   const ev = await events(id);
-  t.same(ev.map((e) => e.type), ['email.delivered', 'email.bounced', 'recipient.suppressed']);
+  t.same(
+    ev.map((e) => e.type),
+    ['email.delivered', 'email.bounced', 'recipient.suppressed'],
+  );
   t.match(ev[1].data, { bounce_type: 'async', recipient: 'bob@example.net', response: { code: 550, enhanced_code: '5.1.1', classification: 'unknown_recipient' } });
   t.match(ev[2].data, { reason: 'hard_bounce', recipient: 'bob@example.net' });
   const again = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'shop@example.com', to: 'bob@example.net', subject: 's', text_body: 'b' } });
@@ -61,7 +64,10 @@ t.test('a delay warning and a DSN with a forged token are accepted, recorded, an
   const forged = returnPath.replace(/bounces\+(\w{8})\w{12}@/, 'bounces+$1aaaaaaaaaaaa@');
   const dsn = Buffer.from(fixture('dsn/postfix.eml').toString().replaceAll(FIXTURE_VERP, forged));
   t.match(await inject(forged, dsn), /^250 .*\/ 250/, 'accepted: no backscatter');
-  t.same((await events(id)).map((e) => e.type), ['email.delivered']);
+  t.same(
+    (await events(id)).map((e) => e.type),
+    ['email.delivered'],
+  );
   const unmatched = s.db.sqlite.prepare("SELECT COUNT(*) FROM inbound_reports WHERE kind = 'dsn' AND recipient_id IS NULL").pluck().get() as number;
   t.ok(unmatched >= 1, 'kept as unmatched');
 });
@@ -72,7 +78,10 @@ t.test('an ARF report about a delivered message: email.complained once, suppress
   t.match(await inject('fbl@mx.test.posthaste', arf), /^250 .*\/ 250/);
   await inject('fbl@mx.test.posthaste', arf); // reported twice: one event
   const ev = await events(id);
-  t.same(ev.map((e) => e.type), ['email.delivered', 'email.complained', 'recipient.suppressed']);
+  t.same(
+    ev.map((e) => e.type),
+    ['email.delivered', 'email.complained', 'recipient.suppressed'],
+  );
   t.match(ev[1].data, { feedback_type: 'abuse', user_agent: 'Yahoo!-Mail-Feedback/2.0', arrival_date: 'Sat, 21 Nov 2026 10:00:00 +0000', recipient: 'dave@example.net' });
   t.match(ev[2].data, { reason: 'spam_complaint' });
   const again = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'shop@example.com', to: 'dave@example.net', subject: 's', text_body: 'b' } });
@@ -83,14 +92,20 @@ t.test('an ARF report without a return path is matched by the original Message-I
   const { id } = await deliverTo('erin@example.net');
   const arf = Buffer.from(fixture('arf/microsoft.eml').toString().replaceAll('<01jdsnfixture00000000000000@example.com>', `<${id}>`));
   t.match(await inject('fbl@mx.test.posthaste', arf), /250/);
-  t.same((await events(id)).map((e) => e.type), ['email.delivered', 'email.complained', 'recipient.suppressed']);
+  t.same(
+    (await events(id)).map((e) => e.type),
+    ['email.delivered', 'email.complained', 'recipient.suppressed'],
+  );
 });
 
 t.test('a malformed report gives no event and no crash', async (t) => {
   const { id, returnPath } = await deliverTo('frank@example.net');
   t.match(await inject(returnPath, fixture('dsn/broken-report.eml')), /250/);
   t.match(await inject('fbl@mx.test.posthaste', fixture('arf/missing-type.eml')), /250/);
-  t.same((await events(id)).map((e) => e.type), ['email.delivered']);
+  t.same(
+    (await events(id)).map((e) => e.type),
+    ['email.delivered'],
+  );
 });
 
 t.test('a complaint that comes to the return path is read as the complaint it is', async (t) => {
@@ -98,7 +113,10 @@ t.test('a complaint that comes to the return path is read as the complaint it is
   const arf = Buffer.from(fixture('arf/yahoo.eml').toString().replaceAll(FIXTURE_VERP, returnPath));
   t.match(await inject(returnPath, arf), /^250 .*\/ 250/);
   const ev = await events(id);
-  t.same(ev.map((e) => e.type), ['email.delivered', 'email.complained', 'recipient.suppressed']);
+  t.same(
+    ev.map((e) => e.type),
+    ['email.delivered', 'email.complained', 'recipient.suppressed'],
+  );
   t.match(ev[2].data, { reason: 'spam_complaint', recipient: 'grace@example.net' });
 });
 
@@ -107,7 +125,10 @@ t.test('"550 Unknown user" after DATA bounces the message but leaves the address
   const dsn = Buffer.from(fixture('dsn/postfix-after-data.eml').toString().replaceAll(FIXTURE_VERP, returnPath).replaceAll('hana@docomo.example', 'hana@example.net'));
   t.match(await inject(returnPath, dsn), /^250 .*\/ 250/);
   const ev = await events(id);
-  t.same(ev.map((e) => e.type), ['email.delivered', 'email.bounced']);
+  t.same(
+    ev.map((e) => e.type),
+    ['email.delivered', 'email.bounced'],
+  );
   t.match(ev[1].data, { bounce_type: 'async', response: { code: 550, classification: 'unknown_recipient', message: /Unknown user/ } });
   const again = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'shop@example.com', to: 'hana@example.net', subject: 's', text_body: 'b' } });
   t.equal(again.status, 202, 'not suppressed');

@@ -71,13 +71,19 @@ t.test('scheduled_at is checked: format, and at most limits.max_schedule_ahead (
   t.equal((await send({ to: 'x@later.test', scheduled_at: iso(clock.now() + 29 * 24 * HOUR) })).status, 202, '29 days is fine');
 });
 
-t.test('DELETE cancels while nothing is sent; never after; never another customer\'s', async (t) => {
+t.test("DELETE cancels while nothing is sent; never after; never another customer's", async (t) => {
   const r = await send({ to: ['c1@later.test', 'c2@later.test'], scheduled_at: iso(clock.now() + HOUR) });
   const id = r.body.message_id as string;
   expectError(t, await cancel(id, other), 404, 'not_found', "another customer's");
   const c = await cancel(id);
   t.equal(c.status, 200);
-  t.same(c.body.recipients.map((x: Json) => [x.state, x.next_attempt_at]), [['canceled', null], ['canceled', null]]);
+  t.same(
+    c.body.recipients.map((x: Json) => [x.state, x.next_attempt_at]),
+    [
+      ['canceled', null],
+      ['canceled', null],
+    ],
+  );
   clock.advance(2 * HOUR);
   await s.daemon.scheduler.drain();
   t.equal(delivered('c1@later.test') + delivered('c2@later.test'), 0, 'a canceled message is never sent');
@@ -92,7 +98,11 @@ t.test('DELETE cancels while nothing is sent; never after; never another custome
   expectError(t, await cancel('nosuch@example.com'), 404, 'not_found');
 
   const list = await request(`${s.url}/api/v1/emails?state=canceled`, { key });
-  t.same(list.body.data.map((m: Json) => m.message_id), [id], 'the list finds it by state');
+  t.same(
+    list.body.data.map((m: Json) => m.message_id),
+    [id],
+    'the list finds it by state',
+  );
 });
 
 t.test('tags: up to 10 strings, echoed in every event, filterable', async (t) => {
@@ -105,12 +115,18 @@ t.test('tags: up to 10 strings, echoed in every event, filterable', async (t) =>
   await s.daemon.scheduler.drain();
   const m = await get(a.body.message_id);
   t.same(m.tags, ['welcome', 'onboarding'], 'duplicates dropped, order kept');
-  t.same(m.events.map((e: Json) => [e.type, e.data.tags]), [['email.delivered', ['welcome', 'onboarding']]]);
+  t.same(
+    m.events.map((e: Json) => [e.type, e.data.tags]),
+    [['email.delivered', ['welcome', 'onboarding']]],
+  );
   t.same((await get(b.body.message_id)).events[0].data.tags, ['receipt']);
   const untagged = (await request(`${s.url}/api/v1/emails?recipient=tag3@later.test`, { key })).body.data[0];
   t.same((await get(untagged.message_id)).events[0].data.tags, [], 'an untagged message: an empty list');
   const byTag = await request(`${s.url}/api/v1/emails?tag=welcome`, { key });
-  t.same(byTag.body.data.map((x: Json) => x.message_id), [a.body.message_id]);
+  t.same(
+    byTag.body.data.map((x: Json) => x.message_id),
+    [a.body.message_id],
+  );
   t.same((await request(`${s.url}/api/v1/emails?tag=welcome&state=delivered`, { key })).body.data.length, 1);
   t.same((await request(`${s.url}/api/v1/emails?tag=welcome&state=bounced`, { key })).body.data, []);
   t.same((await request(`${s.url}/api/v1/emails?tag=welcome`, { key: other })).body.data, [], "another customer's tag search sees nothing of this one");

@@ -15,7 +15,12 @@ import { listThrottles } from '../../src/store/destinations.js';
 const dns = await new TestDnsServer().start();
 const mx = await new TestMx('127.0.0.1').start();
 // slow.test and alias.test share their MX hosts (as gmail.com and googlemail.com do): one destination, "slow.test".
-dns.set('slow.test', { MX: [{ preference: 10, exchange: 'mx1.slow.test' }, { preference: 20, exchange: 'mx2.slow.test' }] });
+dns.set('slow.test', {
+  MX: [
+    { preference: 10, exchange: 'mx1.slow.test' },
+    { preference: 20, exchange: 'mx2.slow.test' },
+  ],
+});
 dns.set('alias.test', { MX: [{ preference: 10, exchange: 'mx1.slow.test' }] });
 dns.set('mx1.slow.test', { A: ['127.0.0.1'] });
 dns.set('mx2.slow.test', { A: ['127.0.0.1'] });
@@ -35,7 +40,12 @@ mx.script = (rcpt, attempt) => {
   decided.add(`${rcpt} ${attempt}`);
   if (slow.accepted >= slow.limit) {
     slow.refused++;
-    return { rcpt: [421, '4.7.28 Our system has detected an unusual rate of unsolicited mail originating from your IP address. To protect our users from spam, mail sent from your IP address has been temporarily rate limited.'] };
+    return {
+      rcpt: [
+        421,
+        '4.7.28 Our system has detected an unusual rate of unsolicited mail originating from your IP address. To protect our users from spam, mail sent from your IP address has been temporarily rate limited.',
+      ],
+    };
   }
   slow.accepted++;
   return undefined;
@@ -46,10 +56,11 @@ const newWindow = () => {
 };
 
 const clock = new ManualClock(Date.now());
-const s = await startTestServer(
-  `[outbound]\nport = ${mx.port}\nconcurrency_per_domain = 4\nmessages_per_connection = 5\ndestination_limits = ["metered.test per_minute=20"]\n`,
-  { manualDelivery: true, clock, dns: dns.server },
-);
+const s = await startTestServer(`[outbound]\nport = ${mx.port}\nconcurrency_per_domain = 4\nmessages_per_connection = 5\ndestination_limits = ["metered.test per_minute=20"]\n`, {
+  manualDelivery: true,
+  clock,
+  dns: dns.server,
+});
 t.teardown(async () => {
   await s.close();
   await Promise.all([dns.stop(), mx.stop()]);
@@ -85,11 +96,16 @@ t.test('a destination that refuses past its rate is slowed down; another runs at
   t.equal(rs.filter((r) => r.state === 'deferred').length, slow.refused, 'the refused ones are deferred with the reply');
   const waiting = rs.filter((r) => r.state === 'queued');
   t.equal(waiting.length, 50 - 10 - slow.refused, 'the rest were not tried');
-  t.ok(waiting.every((r) => r.attempts === 0 && r.next_attempt_at! >= t0 + 30_000), 'and wait, without an attempt, until the pause ends');
+  t.ok(
+    waiting.every((r) => r.attempts === 0 && r.next_attempt_at! >= t0 + 30_000),
+    'and wait, without an attempt, until the pause ends',
+  );
   t.match(listThrottles(s.db), [{ destination: 'slow.test', connections: 2, strikes: 1, pausedUntil: t0 + 30_000, reason: { code: 421, enhanced_code: '4.7.28', classification: 'rate_limited' } }]);
 
   const st = json<Json>(await runCli(['--config', s.configPath, 'status', '--json']));
-  t.match(st.throttled, [{ destination: 'slow.test', connections: 2, refusals: 1, paused_until: new Date(t0 + 30_000).toISOString(), reason: { code: 421, enhanced_code: '4.7.28', message: /unusual rate/ } }]);
+  t.match(st.throttled, [
+    { destination: 'slow.test', connections: 2, refusals: 1, paused_until: new Date(t0 + 30_000).toISOString(), reason: { code: 421, enhanced_code: '4.7.28', message: /unusual rate/ } },
+  ]);
   t.match((await runCli(['--config', s.configPath, 'status'])).stdout, /throttled: slow\.test: .*2 connections; 1 refusal .* last: 421 4\.7\.28 Our system/);
 
   // Half a minute later, still in the destination's minute: refused again, by fewer connections; the pause doubles.

@@ -31,7 +31,7 @@ async function setup(
   paths: string[],
   events: number,
   timeoutMs: number,
-  opts: DispatcherOptions & { beforeDispatcher?: (db: Db) => Partial<DispatcherDeps> | void },
+  opts: DispatcherOptions & { beforeDispatcher?: (db: Db) => Partial<DispatcherDeps> | undefined },
 ) {
   const dns = await new TestDnsServer().start();
   const rx = await new WebhookReceiver().start();
@@ -75,7 +75,10 @@ t.test('a hanging endpoint holding its whole claim quota does not hold up the re
   const started = Date.now();
   while (rx.on('/fast').length < EVENTS && Date.now() - started < 3000) await new Promise((r) => setTimeout(r, 20));
   t.equal(rx.on('/fast').length, EVENTS, 'the fast endpoint got every event while the other hung on its first two');
-  t.ok(rx.on('/fast').every((r) => r.verified), 'signed');
+  t.ok(
+    rx.on('/fast').every((r) => r.verified),
+    'signed',
+  );
   t.equal(rx.on('/hang').length, 2, 'the hanging endpoint has only its 2 requests in flight');
   stop.abort();
   await running; // the hanging requests time out (4 s) and are recorded for a retry
@@ -129,7 +132,10 @@ t.test('while another connection holds the write lock, the dispatcher does not b
   const started = Date.now();
   while (rx.on('/fast').length < EVENTS && Date.now() - started < 3000) await new Promise((r) => setTimeout(r, 20));
   t.equal(rx.on('/fast').length, EVENTS, 'every event delivered once the lock was released');
-  t.ok(rx.on('/fast').every((r) => r.verified), 'signed');
+  t.ok(
+    rx.on('/fast').every((r) => r.verified),
+    'signed',
+  );
   stop.abort();
   await running;
   t.equal(db.sqlite.prepare("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'succeeded'").pluck().get(), EVENTS, 'and recorded');
@@ -214,8 +220,11 @@ t.test('after a crash, events past the stored cursor are fanned out again, excep
       // As a crash leaves it: the first endpoint's attempts were recorded, the cursor had not moved.
       const endpointId = db.sqlite.prepare("SELECT id FROM webhook_endpoints WHERE description = '/recorded'").pluck().get() as string;
       const now = 5;
-      const insert = db.sqlite.prepare("INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 'event', 'succeeded', 1, NULL, ?, ?)");
+      const insert = db.sqlite.prepare(
+        "INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 'event', 'succeeded', 1, NULL, ?, ?)",
+      );
       for (const e of eventsAfter(db, 0, EVENTS)) insert.run(endpointId, e.seq, now, now);
+      return undefined;
     },
   });
   const stop = new AbortController();

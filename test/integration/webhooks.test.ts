@@ -109,7 +109,13 @@ t.test('a 500 is retried 5 s later with the same webhook-id', async (t) => {
   t.equal(second!.timestamp - first!.timestamp, 5, 'new timestamp, 5 s later');
   t.ok(second!.verified);
   const log = await deliveries(ep.id);
-  t.same(log.map((a: Json) => [a.attempt, a.status]), [[2, 200], [1, 500]]);
+  t.same(
+    log.map((a: Json) => [a.attempt, a.status]),
+    [
+      [2, 200],
+      [1, 500],
+    ],
+  );
   t.match(log[1].response, /^status 500 x+$/);
   t.equal(log[1].response.length, 1024, 'the first 1 KiB of the response');
 });
@@ -141,7 +147,13 @@ t.test('per-type subscription', async (t) => {
   await send('dave@good.test');
   await send('nobody2@good.test');
   await flush();
-  t.same(rx.on('/bounces-only').map((r) => r.type).sort(), ['email.bounced', 'recipient.suppressed']);
+  t.same(
+    rx
+      .on('/bounces-only')
+      .map((r) => r.type)
+      .sort(),
+    ['email.bounced', 'recipient.suppressed'],
+  );
 });
 
 t.test('replay sends the event again with the same webhook-id', async (t) => {
@@ -239,7 +251,10 @@ t.test('a restart between attempts loses nothing', async (t) => {
   const list = json<Json[]>(await runCli(['--config', path, 'webhooks', 'list', '--json']));
   t.equal(list[0].id, ep.id);
   const log = json<Json[]>(await runCli(['--config', path, 'webhooks', 'deliveries', ep.id, '--json']));
-  t.same(log.map((x) => x.status), [200, 500]);
+  t.same(
+    log.map((x) => x.status),
+    [200, 500],
+  );
   const replay = await runCli(['--config', path, 'webhooks', 'replay', ep.id, got[0]!.id, '--json']);
   t.equal(replay.code, 0, replay.stderr);
   t.match(json(replay), { success: true, event_id: got[0]!.id });

@@ -9,19 +9,7 @@ import { fileURLToPath } from 'node:url';
 const SRC = fileURLToPath(new URL('../../../src/', import.meta.url));
 
 /** Lowest first; a folder imports only from lower levels. */
-export const LEVELS: string[][] = [
-  ['domain'],
-  ['config'],
-  ['lib'],
-  ['store'],
-  ['writer'],
-  ['outbound', 'webhooks', 'domains'],
-  ['reports'],
-  ['inbound'],
-  ['api', 'dashboard'],
-  ['main.ts'],
-  ['cli'],
-];
+export const LEVELS: string[][] = [['domain'], ['config'], ['lib'], ['store'], ['writer'], ['outbound', 'webhooks', 'domains'], ['reports'], ['inbound'], ['api', 'dashboard'], ['main.ts'], ['cli']];
 
 interface Edge {
   from: string;
@@ -79,11 +67,13 @@ t.test('the check catches an import that runs up, and one across a level', async
 
 t.test('only store/ speaks SQL', async (t) => {
   const SQL = /\.statement\(|\.sqlite\b|\bdb\.q\.|\bdb\.(?:run|get|all)\(|\b(?:SELECT|INSERT|UPDATE|DELETE)\s+(?:\*|[a-z_]+\s*(?:,|FROM|INTO|SET)|FROM|INTO)/;
-  const outside = files.filter((f) => partOf(f) !== 'store').flatMap((f) =>
-    readFileSync(f, 'utf8')
-      .split('\n')
-      .flatMap((line, i) => (SQL.test(line) && !/^\s*(\/\/|\*)/.test(line) ? [`${relative(SRC, f)}:${i + 1}: ${line.trim()}`] : [])),
-  );
+  const outside = files
+    .filter((f) => partOf(f) !== 'store')
+    .flatMap((f) =>
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .flatMap((line, i) => (SQL.test(line) && !/^\s*(\/\/|\*)/.test(line) ? [`${relative(SRC, f)}:${i + 1}: ${line.trim()}`] : [])),
+    );
   t.same(outside, []);
   t.ok(SQL.test("db.statement('SELECT 1')") && SQL.test('DELETE FROM recipients') && !SQL.test('select a domain from the list'), 'the pattern finds SQL and not prose');
 });

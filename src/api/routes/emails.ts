@@ -19,8 +19,6 @@ export const BATCH_ROUTE = '/api/v1/emails/batch';
 /** Most messages in one batch request. */
 export const MAX_BATCH = 100;
 
-
-
 export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { db, commit, config, clock } = deps;
 
@@ -30,7 +28,7 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
    * client gets. The epoch is taken before the lookups: the writer re-verifies key and domain if
    * anything changed since (AuthCache).
    */
-  async function prepare(key: ApiKeyInfo, body: unknown, stored: string | Uint8Array, authEpoch: string, now: number): Promise<Omit<AcceptInput, 'idempotency'>> {
+  async function prepare(key: ApiKeyInfo, body: unknown, stored: string | Uint8Array, now: number): Promise<Omit<AcceptInput, 'idempotency'>> {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('validation_failed', 'A message must be a JSON object.', { body: ['must be a JSON object'] });
     const parsed = validateSendRequest(body as Record<string, unknown>, { maxRecipients: config.limits.max_recipients });
     if (parsed instanceof Problems) throw validationError(parsed);
@@ -81,7 +79,7 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const idemHeader = idempotencyKey(request.headers['idempotency-key']);
     const stored = request.rawText ?? request.rawBody!;
     const authEpoch = deps.auth.epoch;
-    const input = await prepare(key, request.body, stored, authEpoch, clock.now());
+    const input = await prepare(key, request.body, stored, clock.now());
     const result = await commit.submit(
       'accept',
       {
@@ -119,7 +117,7 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
     // Each item on its own: a bad one gets its error, the others go on.
     const prepared = await Promise.all(
       items.map((item) =>
-        prepare(key, item, JSON.stringify(item), authEpoch, now).then(
+        prepare(key, item, JSON.stringify(item), now).then(
           (input) => input,
           (e: unknown) => {
             if (e instanceof ApiError) return e;
@@ -200,10 +198,8 @@ function idempotencyKey(header: string | string[] | undefined): string | undefin
   return header;
 }
 
-
 /** A composed message that breaks a rule validation missed is refused, not accepted to fail later. */
 function refuseUnsendable(e: unknown): never {
   if (e instanceof UnsendableMessage) throw new ApiError('validation_failed', `The message cannot be sent: ${e.message}.`);
   throw e;
 }
-

@@ -32,7 +32,5 @@ export function inboundRoutes(app: FastifyInstance, deps: ApiDeps): void {
     if (size >= LARGE_MESSAGE_BYTES) await holdMemory(deps.budget, reply, size);
     return reply.type('application/json; charset=utf-8').send(viewJson(await inboundView(find(customerId, request.params.id))));
   });
-  app.get<{ Params: { id: string } }>('/api/v1/inbound/:id/raw', async (request, reply) =>
-    reply.type('message/rfc822').send(find(requireKey(request).customer_id, request.params.id).raw),
-  );
+  app.get<{ Params: { id: string } }>('/api/v1/inbound/:id/raw', async (request, reply) => reply.type('message/rfc822').send(find(requireKey(request).customer_id, request.params.id).raw));
 }

@@ -32,7 +32,7 @@ export function dbCommand(program: Command): void {
     );
   cmd
     .command('backup <file>')
-    .description('copy the store to FILE with SQLite\'s online backup API (safe while the daemon runs)')
+    .description("copy the store to FILE with SQLite's online backup API (safe while the daemon runs)")
     .action(async (file: string, _o, c: Command) =>
       withStore(c, async ({ db }) => {
         if (existsSync(file)) throw new CliError(`${file} exists; choose a new file`);
@@ -67,7 +67,10 @@ export function statusCommand(program: Command): void {
     .action(async (_o, c: Command) =>
       withStore(c, ({ db, config, now }) => {
         const st = { ...status(db, now), outbound_held: config.outbound.hold };
-        const kv = (o: Record<string, number>) => Object.entries(o).map(([k, v]) => `${k}=${v}`).join(' ') || '(empty)';
+        const kv = (o: Record<string, number>) =>
+          Object.entries(o)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(' ') || '(empty)';
         output(
           c,
           st,

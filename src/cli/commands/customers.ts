@@ -33,7 +33,13 @@ export function customersCommand(program: Command): void {
       withStore(c, ({ db }) => {
         const cust = customerNamed(db, name);
         const v = { ...view(cust), ...customerCounts(db, cust.id) };
-        output(c, v, Object.entries(v).map(([k, val]) => `${k}: ${val}`).join('\n'));
+        output(
+          c,
+          v,
+          Object.entries(v)
+            .map(([k, val]) => `${k}: ${val}`)
+            .join('\n'),
+        );
       }),
     );
 }

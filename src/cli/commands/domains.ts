@@ -87,7 +87,9 @@ export function domainsCommand(program: Command): void {
             `domain ${d.name}: ${verified ? 'verified' : 'NOT verified'}`,
             ...checks.map((k) => `  ${k.found ? 'ok     ' : 'missing'} [${k.purpose}] ${k.name}${k.found ? '' : ` (seen: ${k.seen.join(' | ') || 'nothing'})`}`),
             ...(switchedTo
-              ? [`DKIM: signing now with selector ${switchedTo}; keep the record of ${d.dkim_selector} until ${new Date(now + DKIM_GRACE_MS).toISOString()} (${DKIM_GRACE_MS / 86_400_000} days), then remove it`]
+              ? [
+                  `DKIM: signing now with selector ${switchedTo}; keep the record of ${d.dkim_selector} until ${new Date(now + DKIM_GRACE_MS).toISOString()} (${DKIM_GRACE_MS / 86_400_000} days), then remove it`,
+                ]
               : []),
           ].join('\n'),
         );
@@ -168,7 +170,12 @@ function domainLimitsCommand(domains: Command): void {
         };
         setInboundLimits(db, d.id, { ratePerMinute: value(o.rate, '--rate'), monthlyLimit: value(o.monthly, '--monthly') });
         const own = inboundLimitsOf(db, d.id);
-        const v = { name: d.name, rate_per_minute: own.ratePerMinute ?? config.inbound.rate_per_minute, monthly_limit: own.monthlyLimit ?? config.inbound.monthly_limit, overridden: { rate_per_minute: own.ratePerMinute !== null, monthly_limit: own.monthlyLimit !== null } };
+        const v = {
+          name: d.name,
+          rate_per_minute: own.ratePerMinute ?? config.inbound.rate_per_minute,
+          monthly_limit: own.monthlyLimit ?? config.inbound.monthly_limit,
+          overridden: { rate_per_minute: own.ratePerMinute !== null, monthly_limit: own.monthlyLimit !== null },
+        };
         output(c, v, `${d.name}: ${v.rate_per_minute}/minute, ${v.monthly_limit}/month (0: unlimited)`);
       }),
     );

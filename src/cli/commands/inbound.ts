@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { withStore, output, table, customerNamed, CliError, iso } from '../context.js';
-import { DEFAULT_CUSTOMER } from '../../store/customers.js';
+import { withStore, output, table, customerNamed, CliError } from '../context.js';
 import { getInbound, listInbound } from '../../store/inbound.js';
 
 export function inboundCommand(program: Command): void {
@@ -13,7 +12,20 @@ export function inboundCommand(program: Command): void {
       withStore(c, async ({ db }) => {
         const { inboundSummary } = await import('../../inbound/view.js');
         const rows = listInbound(db, { limit: Math.max(1, Number(o.limit) || 50), ...(o.customer ? { customerId: customerNamed(db, o.customer).id } : {}) }).map(inboundSummary);
-        output(c, rows, table(rows.map((r) => ({ ...r, to: r.to.join(','), auth: Object.entries(r.authentication).map(([k, v]) => `${k}=${v}`).join(' ') })), ['id', 'received_at', 'from', 'to', 'subject', 'auth']));
+        output(
+          c,
+          rows,
+          table(
+            rows.map((r) => ({
+              ...r,
+              to: r.to.join(','),
+              auth: Object.entries(r.authentication)
+                .map(([k, v]) => `${k}=${v}`)
+                .join(' '),
+            })),
+            ['id', 'received_at', 'from', 'to', 'subject', 'auth'],
+          ),
+        );
       }),
     );
   cmd
@@ -26,7 +38,19 @@ export function inboundCommand(program: Command): void {
         if (o.raw) return void process.stdout.write(row.raw);
         const { inboundView } = await import('../../inbound/view.js');
         const v = await inboundView(row);
-        output(c, v, [`${v.id} received ${v.received_at}`, `from: ${v.from}`, `to: ${(v.to as string[]).join(', ')}`, `subject: ${v.subject}`, `authentication: ${JSON.stringify(v.authentication)}`, '', String(v.text ?? '')].join('\n'));
+        output(
+          c,
+          v,
+          [
+            `${v.id} received ${v.received_at}`,
+            `from: ${v.from}`,
+            `to: ${(v.to as string[]).join(', ')}`,
+            `subject: ${v.subject}`,
+            `authentication: ${JSON.stringify(v.authentication)}`,
+            '',
+            String(v.text ?? ''),
+          ].join('\n'),
+        );
       }),
     );
 }

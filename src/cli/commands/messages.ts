@@ -29,7 +29,12 @@ export function messagesCommand(program: Command): void {
           c,
           rows,
           table(
-            rows.map((r) => ({ ...r, states: Object.entries(r.states).map(([k, v]) => `${k}:${v}`).join(' ') })),
+            rows.map((r) => ({
+              ...r,
+              states: Object.entries(r.states)
+                .map(([k, v]) => `${k}:${v}`)
+                .join(' '),
+            })),
             ['email_id', 'message_id', 'customer', 'subject', 'states', 'created_at'],
           ),
         );
@@ -43,13 +48,18 @@ export function messagesCommand(program: Command): void {
         const m = getMessage(db, undefined, id);
         if (!m) throw new CliError(`no message "${id}"`);
         const r = cancelMessage(db, undefined, id, now);
-        if (r.kind === 'too_late') throw new CliError(`${m.message_id} cannot be canceled: delivery has begun or ended (${Object.entries(r.states).map(([s, n]) => `${n} ${s}`).join(', ')})`);
+        if (r.kind === 'too_late')
+          throw new CliError(
+            `${m.message_id} cannot be canceled: delivery has begun or ended (${Object.entries(r.states)
+              .map(([s, n]) => `${n} ${s}`)
+              .join(', ')})`,
+          );
         output(c, { message_id: m.message_id, canceled: true }, `${m.message_id} canceled (${m.recipients.length} recipient(s))`);
       }),
     );
   cmd
     .command('show <message_id>')
-    .description('one message: each recipient\'s state, attempts, last response and next attempt, and its events')
+    .description("one message: each recipient's state, attempts, last response and next attempt, and its events")
     .action(async (id: string, _o, c: Command) =>
       withStore(c, ({ db }) => {
         const m = getMessage(db, undefined, id);

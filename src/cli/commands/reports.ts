@@ -19,9 +19,7 @@ export function reportJson(r: Report): Record<string, unknown> {
       permanent: x.permanent,
       suppress: x.suppress,
     })),
-    feedback: r.feedback
-      ? { feedback_type: r.feedback.feedbackType, user_agent: r.feedback.userAgent, arrival_date: r.feedback.arrivalDate, recipient: r.feedback.recipient }
-      : null,
+    feedback: r.feedback ? { feedback_type: r.feedback.feedbackType, user_agent: r.feedback.userAgent, arrival_date: r.feedback.arrivalDate, recipient: r.feedback.recipient } : null,
   };
 }
 
@@ -29,8 +27,7 @@ function human(r: Report): string {
   if (r.kind === 'none') return 'not a bounce or a complaint';
   const lines = [`${r.kind === 'dsn' ? 'bounce' : 'complaint'}${r.originalMessageId ? ` of <${r.originalMessageId}>` : ''}`];
   if (r.feedback) lines.push(`  ${r.feedback.feedbackType} from ${r.feedback.recipient ?? '(recipient not named)'}${r.feedback.userAgent ? ` (${r.feedback.userAgent})` : ''}`);
-  for (const x of r.recipients)
-    lines.push(`  ${x.address}: ${x.action} ${x.status ?? '-'} ${x.classification}${x.suppress ? ', suppresses' : ''}${x.diagnostic ? `\n    ${x.diagnostic}` : ''}`);
+  for (const x of r.recipients) lines.push(`  ${x.address}: ${x.action} ${x.status ?? '-'} ${x.classification}${x.suppress ? ', suppresses' : ''}${x.diagnostic ? `\n    ${x.diagnostic}` : ''}`);
   return lines.join('\n');
 }
 

@@ -13,7 +13,10 @@ export function suppressionsCommand(program: Command): void {
     .option('--limit <n>', 'how many', '100')
     .action(async (o: { customer: string; reason?: string; limit: string }, c: Command) =>
       withStore(c, ({ db }) => {
-        const rows = listSuppressions(db, customerNamed(db, o.customer).id, { limit: Math.max(1, Number(o.limit) || 100), ...(o.reason ? { reason: o.reason } : {}) }).map((r) => ({ ...r, created_at: iso(r.created_at) }));
+        const rows = listSuppressions(db, customerNamed(db, o.customer).id, { limit: Math.max(1, Number(o.limit) || 100), ...(o.reason ? { reason: o.reason } : {}) }).map((r) => ({
+          ...r,
+          created_at: iso(r.created_at),
+        }));
         output(c, rows, table(rows, ['address', 'reason', 'message_id', 'created_at']));
       }),
     );

@@ -39,7 +39,7 @@ async function newPasswordHash(fromStdin: boolean): Promise<string> {
 }
 
 export function usersCommand(program: Command): void {
-  const cmd = program.command('users').description('dashboard users: admins see every customer, a customer\'s users only theirs');
+  const cmd = program.command('users').description("dashboard users: admins see every customer, a customer's users only theirs");
   cmd
     .command('add <email>')
     .description('add a dashboard user (the password is asked for, or read with --password-stdin)')

@@ -38,7 +38,12 @@ export function webhooksCommand(program: Command): void {
         const service = (await webhookService())(db, config, systemClock);
         try {
           const input = await service.validate({ url, ...(o.events ? { events: o.events.split(',').map((x) => x.trim()) } : {}), description: o.description });
-          if (input instanceof Problems) throw new CliError(Object.entries(input.details).map(([k, v]) => `${k} ${v.join('; ')}`).join('; '));
+          if (input instanceof Problems)
+            throw new CliError(
+              Object.entries(input.details)
+                .map(([k, v]) => `${k} ${v.join('; ')}`)
+                .join('; '),
+            );
           const v = endpointView(service.create(customer.id, input), true);
           output(c, v, `endpoint ${v.id} -> ${v.url}\nsecret (shown once): ${v.secret}`);
         } finally {
@@ -53,9 +58,11 @@ export function webhooksCommand(program: Command): void {
     .action(async (o: { customer?: string }, c: Command) =>
       withStore(c, ({ db }) => {
         const names = new Map(listCustomers(db).map((x) => [x.id, x.name]));
-        const rows = listEndpoints(db, o.customer !== undefined ? customerNamed(db, o.customer).id : undefined).map((e): Record<string, unknown> => ({ ...endpointView(e), customer: names.get(e.customerId) }));
+        const rows = listEndpoints(db, o.customer !== undefined ? customerNamed(db, o.customer).id : undefined).map(
+          (e): Record<string, unknown> => ({ ...endpointView(e), customer: names.get(e.customerId) }),
+        );
         const human = rows.map((r) => {
-          const events = r['events'] as string[];
+          const events = r.events as string[];
           return { ...r, events: events.length === EVENT_TYPES.length ? 'all' : events.join(',') };
         });
         output(c, rows, table(human, ['id', 'customer', 'url', 'events', 'enabled', 'created_at']));
@@ -94,7 +101,14 @@ export function webhooksCommand(program: Command): void {
     .action(async (id: string, o: { limit: string }, c: Command) =>
       withStore(c, ({ db }) => {
         const rows = listAttempts(db, endpointOf(db, id).id, Math.max(1, Math.min(1000, Number(o.limit) || 50))).map(({ cursor: _c, ...r }) => r);
-        output(c, rows, table(rows.map((r) => ({ ...r, result: r.status ?? r.error, response: (r.response ?? '').slice(0, 40) })), ['at', 'event_id', 'event_type', 'attempt', 'result', 'duration_ms', 'response']));
+        output(
+          c,
+          rows,
+          table(
+            rows.map((r) => ({ ...r, result: r.status ?? r.error, response: (r.response ?? '').slice(0, 40) })),
+            ['at', 'event_id', 'event_type', 'attempt', 'result', 'duration_ms', 'response'],
+          ),
+        );
       }),
     );
   cmd

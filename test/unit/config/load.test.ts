@@ -114,8 +114,7 @@ t.test('config/posthaste.example.toml documents every key, parses, and matches t
   const expected = new Set(Object.entries(schema as Schema).flatMap(([s, keys]) => Object.keys(keys).map((k) => `${s}.${k}`)));
   t.same([...flat].sort(), [...expected].sort(), 'exactly the schema keys');
   t.ok(loadConfig({ path, env: {} }), 'loads without error');
-  for (const [section, keys] of Object.entries(schema as Schema))
-    for (const [key, spec] of Object.entries(keys)) t.match(text, spec.description, `${section}.${key} has its description as a comment`);
+  for (const [section, keys] of Object.entries(schema as Schema)) for (const [key, spec] of Object.entries(keys)) t.match(text, spec.description, `${section}.${key} has its description as a comment`);
   t.equal(text, renderExample(), 'the file is what `posthaste config example` prints (regenerate it after a schema change)');
   t.ok(loadConfig({ path: join(root, 'config/development.toml'), env: {} }), 'development.toml loads');
 });
@@ -126,7 +125,10 @@ t.test('outbound.destination_limits is checked at load, naming the key and the e
   t.same(limits('outlook.com'), { connections: 5, perConnection: 100, perMinute: 100 });
   t.same(limits('google.com'), { connections: 10, perConnection: 100, perMinute: 600 });
   t.same(limits('elsewhere.example'), { connections: 10, perConnection: 100, perMinute: 100 });
-  t.throws(() => loadConfig({ path: withFile('[outbound]\ndestination_limits = ["outlook.com conections=5"]\n'), env: {} }), /outbound\.destination_limits: "outlook\.com conections=5": "conections=5" is not one of/);
+  t.throws(
+    () => loadConfig({ path: withFile('[outbound]\ndestination_limits = ["outlook.com conections=5"]\n'), env: {} }),
+    /outbound\.destination_limits: "outlook\.com conections=5": "conections=5" is not one of/,
+  );
   // A reload hands the daemon a new array: the lookup reads it at every call.
   c.outbound.destination_limits = ['outlook.com connections=2'];
   t.equal(limits('outlook.com').connections, 2);

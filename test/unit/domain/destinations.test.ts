@@ -2,11 +2,30 @@ import t from 'tap';
 import { destinationOf, destinationOfHost, parseDestinationRules, limitsFor } from '../../../src/domain/destinations.js';
 
 t.test('a destination is the registrable domain of the first MX host', async (t) => {
-  t.equal(destinationOf([{ host: 'alt1.gmail-smtp-in.l.google.com', priority: 10 }, { host: 'gmail-smtp-in.l.google.com', priority: 5 }]), 'google.com');
+  t.equal(
+    destinationOf([
+      { host: 'alt1.gmail-smtp-in.l.google.com', priority: 10 },
+      { host: 'gmail-smtp-in.l.google.com', priority: 5 },
+    ]),
+    'google.com',
+  );
   t.equal(destinationOf([{ host: 'contoso-com.mail.protection.outlook.com', priority: 0 }]), 'outlook.com');
-  t.equal(destinationOf([{ host: 'mta7.am0.yahoodns.net', priority: 1 }, { host: 'mta5.am0.yahoodns.net', priority: 1 }]), 'yahoodns.net');
+  t.equal(
+    destinationOf([
+      { host: 'mta7.am0.yahoodns.net', priority: 1 },
+      { host: 'mta5.am0.yahoodns.net', priority: 1 },
+    ]),
+    'yahoodns.net',
+  );
   t.equal(destinationOf([{ host: 'mx1.example.co.uk.', priority: 10 }]), 'example.co.uk', 'a multi-label public suffix, trailing dot');
-  t.equal(destinationOf([{ host: 'b.example.net', priority: 10 }, { host: 'a.example.org', priority: 10 }]), 'example.org', 'equal preferences: by name, so the answer does not depend on the order DNS gave');
+  t.equal(
+    destinationOf([
+      { host: 'b.example.net', priority: 10 },
+      { host: 'a.example.org', priority: 10 },
+    ]),
+    'example.org',
+    'equal preferences: by name, so the answer does not depend on the order DNS gave',
+  );
   t.equal(destinationOf([]), null);
   t.equal(destinationOfHost('127.0.0.1'), '127.0.0.1', 'an address is its own destination');
   t.equal(destinationOfHost('LOCALHOST'), 'localhost');

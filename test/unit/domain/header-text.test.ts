@@ -42,12 +42,15 @@ t.test('header values are bounded in length, and a run without whitespace must f
   t.ok(parseMailbox(`"${'n'.repeat(250)}" <a@example.org>`).ok, 'a 250-character display name is fine');
 });
 
-t.test('longestHeaderLine is an upper bound on what the composer writes, whatever the value', async (t) => {
+t.test('longestHeaderLine is an upper bound on what the composer writes, whatever the value', async (_t) => {
   const text = fc.array(fc.oneof(fc.constantFrom(' ', '\t', 'é', '日', 'a'), fc.stringMatching(/^[!-~]{1,300}$/)), { maxLength: 40 }).map((a) => a.join(''));
   await fc.assert(
     fc.asyncProperty(text, async (value) => {
       if (value.trim() === '') return true;
-      const r = validateSendRequest({ ...base, headers: { 'X-Value': value }, subject: `s ${value}`.slice(0, 998), to: `"${value.slice(0, 250).replace(/["\\]/g, '')}" <b@example.org>` }, { maxRecipients: 50 });
+      const r = validateSendRequest(
+        { ...base, headers: { 'X-Value': value }, subject: `s ${value}`.slice(0, 998), to: `"${value.slice(0, 250).replace(/["\\]/g, '')}" <b@example.org>` },
+        { maxRecipients: 50 },
+      );
       if (r instanceof Problems) return true; // refused: nothing is composed
       const raw = await composeMessage(r, 'id@example.com', 0);
       const meter = new LineMeter();

@@ -8,10 +8,10 @@ const facts = (reply: string, stage: FailureFacts['stage']): FailureFacts => {
   return { classification: classifyReply(r), status: r.enhanced_code || null, stage, text: reply };
 };
 
-t.test('the address is suppressed when it does not exist, never for causes on the sender\'s side or temporary ones', async (t) => {
+t.test("the address is suppressed when it does not exist, never for causes on the sender's side or temporary ones", async (t) => {
   const table: Array<[string, FailureFacts['stage'], boolean]> = [
     ['550 5.1.1 <bob@example.net>: Recipient address rejected: User unknown in virtual mailbox table', 'rcpt', true],
-    ['554 delivery error: dd This user doesn\'t have a yahoo.com account (frank@yahoo.com) [0]', 'data', true],
+    ["554 delivery error: dd This user doesn't have a yahoo.com account (frank@yahoo.com) [0]", 'data', true],
     ['556 5.1.10 Recipient address has null MX', null, true],
     ['550 5.1.2 Host unknown', null, true],
     // The bare words after DATA: a content filter's (NTT docomo, KDDI).
@@ -22,7 +22,7 @@ t.test('the address is suppressed when it does not exist, never for causes on th
     // Refused at MAIL FROM: the sender, whatever the words.
     ['553 5.1.0 neko.example.com does not exist', 'mail', false],
     ['554 5.7.1 Service unavailable; Client host [192.0.2.1] blocked using zen.spamhaus.org', 'rcpt', false],
-    ['550 5.7.26 Unauthenticated email from example.com is not accepted due to domain\'s DMARC policy', 'data', false],
+    ["550 5.7.26 Unauthenticated email from example.com is not accepted due to domain's DMARC policy", 'data', false],
     ['550 5.7.1 Relaying denied', 'rcpt', false],
     ['552 5.2.2 Mailbox full', 'rcpt', false],
     ['550 5.2.1 The email account that you tried to reach is disabled.', 'rcpt', false],

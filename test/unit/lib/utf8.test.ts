@@ -26,7 +26,7 @@ t.test('the offset of the first malformed sequence, for the forms RFC 3629 forbi
   for (const [name, bytes, offset] of cases) t.equal(invalidUtf8Offset(Uint8Array.from(bytes)), offset, name);
 });
 
-t.test('it agrees with Node\'s own check and names the same offset as the reference, on random bytes', async (t) => {
+t.test("it agrees with Node's own check and names the same offset as the reference, on random bytes", async (_t) => {
   const bytes = fc.array(fc.oneof(fc.integer({ min: 0, max: 0x7f }), fc.integer({ min: 0x80, max: 0xff }), fc.constantFrom(0xc3, 0xa9, 0xe2, 0x82, 0xac, 0xf0, 0x9f, 0xed, 0xf4)), { maxLength: 40 });
   fc.assert(
     fc.property(bytes, (a) => {

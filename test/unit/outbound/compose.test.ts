@@ -56,11 +56,12 @@ t.test('ids are time-sortable and unique', async (t) => {
 t.test('the base-32 fast path gives the same digits as the BigInt encoding', async (t) => {
   const edge = [Buffer.alloc(10, 0), Buffer.alloc(10, 0xff), Buffer.from('0102030405060708090a', 'hex')];
   const times = [0, 1, 2 ** 48 - 1, 1795270992593, Date.now()];
-  for (const ms of times) for (const rnd of [...edge, ...Array.from({ length: 200 }, () => randomBytes(10))]) {
-    const fast = base32Id(ms, rnd);
-    const slow = bigIntId(ms, rnd, BASE32);
-    if (fast !== slow) return t.fail(`${ms} ${rnd.toString('hex')}: ${fast} != ${slow}`);
-  }
+  for (const ms of times)
+    for (const rnd of [...edge, ...Array.from({ length: 200 }, () => randomBytes(10))]) {
+      const fast = base32Id(ms, rnd);
+      const slow = bigIntId(ms, rnd, BASE32);
+      if (fast !== slow) return t.fail(`${ms} ${rnd.toString('hex')}: ${fast} != ${slow}`);
+    }
   t.pass('1,015 ids agree');
 });
 
@@ -91,7 +92,14 @@ t.test('encodedSizeBound is never below the composed size, encodedSizeFloor neve
 });
 
 t.test('the stored form of a request (the body as received) gives the validated request back', async (t) => {
-  const body = { from: 'A <a@EXAMPLE.com>', to: 'b@example.org, B@example.org', subject: 's', text_body: 'one\ntwo', attachments: [{ filename: 'f', io: 'AAEC', content_type: 'Application/X-Y' }], metadata: { k: 'v' } };
+  const body = {
+    from: 'A <a@EXAMPLE.com>',
+    to: 'b@example.org, B@example.org',
+    subject: 's',
+    text_body: 'one\ntwo',
+    attachments: [{ filename: 'f', io: 'AAEC', content_type: 'Application/X-Y' }],
+    metadata: { k: 'v' },
+  };
   const back = deserializeRequest(Buffer.from(JSON.stringify(body)));
   t.same(back, req(body), 'the same SendRequest as at acceptance (normalised, de-duplicated)');
   t.equal(back.text, 'one\r\ntwo');

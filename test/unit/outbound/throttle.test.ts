@@ -5,7 +5,9 @@ import type { Reply } from '../../../src/domain/outcome.js';
 
 const T0 = Date.UTC(2026, 10, 23, 12, 0, 0);
 const busy: Reply = { code: 421, enhanced_code: '4.7.28', message: 'Our system has detected an unusual rate of unsolicited mail', classification: 'rate_limited' };
-const limits = (over: Partial<DestinationLimits> = {}) => () => ({ connections: 8, perConnection: 10, perMinute: 0, ...over });
+const limits =
+  (over: Partial<DestinationLimits> = {}) =>
+  () => ({ connections: 8, perConnection: 10, perMinute: 0, ...over });
 
 t.test('which replies ask us to slow down', async (t) => {
   t.ok(isRateLimit(busy));
@@ -13,7 +15,10 @@ t.test('which replies ask us to slow down', async (t) => {
   t.ok(isRateLimit({ code: 451, enhanced_code: '4.7.0', message: '[TSS04] unexpected volume', classification: 'rate_limited' }));
   t.ok(isRateLimit({ code: 451, enhanced_code: '4.7.500', message: 'Server busy. Please try again later from [192.0.2.1]. (S77719)', classification: 'rate_limited' }));
   t.notOk(isRateLimit({ code: 451, enhanced_code: '4.7.1', message: 'Greylisted', classification: 'greylisted' }));
-  t.notOk(isRateLimit({ code: 450, enhanced_code: '4.2.1', message: 'The user you are trying to contact is receiving mail too quickly', classification: 'rate_limited' }), 'one mailbox receiving too fast does not slow the destination');
+  t.notOk(
+    isRateLimit({ code: 450, enhanced_code: '4.2.1', message: 'The user you are trying to contact is receiving mail too quickly', classification: 'rate_limited' }),
+    'one mailbox receiving too fast does not slow the destination',
+  );
   t.notOk(isRateLimit({ code: 550, enhanced_code: '5.7.1', message: 'rate limit', classification: 'rate_limited' }), 'a permanent refusal is a bounce, not a pace');
 });
 
@@ -72,7 +77,17 @@ t.test('a refusal pauses and halves connections; refusals keep doubling the paus
     now += 500;
     changes.push(th.close(x, { delivered: 10, refusal: null }, now));
   }
-  t.match(changes.slice(0, 6).map((c) => c && c.kind === 'set' && [c.record.strikes, c.record.connections]), [[2, 2], [1, 3], [0, 4], [0, 5], [0, 6], [0, 7]]);
+  t.match(
+    changes.slice(0, 6).map((c) => c && c.kind === 'set' && [c.record.strikes, c.record.connections]),
+    [
+      [2, 2],
+      [1, 3],
+      [0, 4],
+      [0, 5],
+      [0, 6],
+      [0, 7],
+    ],
+  );
   t.same(changes[6], { kind: 'cleared', destination: 'g.test' }, 'back to the configured 8 connections');
   t.notOk(th.isThrottled('g.test'));
   t.same(th.throttled(), []);

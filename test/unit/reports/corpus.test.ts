@@ -28,7 +28,31 @@ interface Printed {
 /** Sisimai calls these soft where a sender may fairly suppress: a full mailbox, a disabled account, a refusal after DATA. */
 const ARGUABLE = new Set(['mailboxfull', 'suspend', 'filtered']);
 /** Causes on the sender's side, or temporary ones, in sisimai's words: the address is not to blame. */
-const NOT_THE_ADDRESS = new Set(['blocked', 'spamdetected', 'badreputation', 'requireptr', 'securityerror', 'authfailure', 'policyviolation', 'norelaying', 'rejected', 'expired', 'networkerror', 'toomanyconn', 'systemerror', 'systemfull', 'mailererror', 'speeding', 'mesgtoobig', 'exceedlimit', 'contenterror', 'virusdetected', 'notcompliantrfc', 'syntaxerror', 'delivered']);
+const NOT_THE_ADDRESS = new Set([
+  'blocked',
+  'spamdetected',
+  'badreputation',
+  'requireptr',
+  'securityerror',
+  'authfailure',
+  'policyviolation',
+  'norelaying',
+  'rejected',
+  'expired',
+  'networkerror',
+  'toomanyconn',
+  'systemerror',
+  'systemfull',
+  'mailererror',
+  'speeding',
+  'mesgtoobig',
+  'exceedlimit',
+  'contenterror',
+  'virusdetected',
+  'notcompliantrfc',
+  'syntaxerror',
+  'delivered',
+]);
 
 if (!existsSync(`${DIR}/expected.json`)) {
   t.comment(`bounce corpus not found at ${DIR}: set POSTHASTE_BOUNCE_CORPUS, or put shared/corpus/bounces in the directory that holds the checkout`);
@@ -37,12 +61,32 @@ if (!existsSync(`${DIR}/expected.json`)) {
   const samples = (JSON.parse(readFileSync(`${DIR}/expected.json`, 'utf8')) as { samples: Expected[] }).samples;
 
   t.test('posthaste reads real bounces and complaints as their senders meant them', async (t) => {
-    let bounces = 0, recognised = 0, allFound = 0, rcpts = 0, classOk = 0, classN = 0, strict = 0, lenient = 0, wrongSuppress = 0, missedHard = 0, complaints = 0, complaintsOk = 0, negatives = 0, negativesOk = 0, threw = 0;
+    let bounces = 0,
+      recognised = 0,
+      allFound = 0,
+      rcpts = 0,
+      classOk = 0,
+      classN = 0,
+      strict = 0,
+      lenient = 0,
+      wrongSuppress = 0,
+      missedHard = 0,
+      complaints = 0,
+      complaintsOk = 0,
+      negatives = 0,
+      negativesOk = 0,
+      threw = 0;
     const senderSuppressed: string[] = [];
     const times: number[] = [];
     for (const s of samples) {
       // As it would arrive over SMTP: CRLF line ends, no mbox "From " line.
-      const raw = Buffer.from(readFileSync(`${DIR}/eml/${s.file}`).toString('latin1').replace(/^From [^\n]*\n/, '').replace(/\r?\n/g, '\r\n'), 'latin1');
+      const raw = Buffer.from(
+        readFileSync(`${DIR}/eml/${s.file}`)
+          .toString('latin1')
+          .replace(/^From [^\n]*\n/, '')
+          .replace(/\r?\n/g, '\r\n'),
+        'latin1',
+      );
       let r: Printed;
       const started = performance.now();
       try {
@@ -108,7 +152,7 @@ if (!existsSync(`${DIR}/expected.json`)) {
     t.ok(allFound / bounces >= 0.95, `every recipient found ${pct(allFound, bounces)}, goal 95 %`);
     t.ok(strict / rcpts >= 0.92, `hard/soft strictly ${pct(strict, rcpts)}, goal 92 %`);
     t.ok(lenient / rcpts >= 0.97, `hard/soft with the arguable ones ${pct(lenient, rcpts)}, goal 97 %`);
-    t.same(senderSuppressed, [], 'no cause on the sender\'s side, or temporary, suppresses the address');
+    t.same(senderSuppressed, [], "no cause on the sender's side, or temporary, suppresses the address");
     t.equal(complaintsOk, complaints, 'every complaint recognised, with its feedback type');
     t.equal(negativesOk, negatives, 'auto-replies and ordinary mail are not bounces');
     t.equal(threw, 0, 'nothing throws');

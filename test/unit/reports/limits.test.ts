@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { MAX_MIME_PARTS, mimeLimitProblem, parserInput, tooComplex } from '../../../src/reports/limits.js';
 import { simpleParser } from 'mailparser';
 import { MIME_LIMITS } from '../../../src/reports/limits.js';
@@ -18,12 +18,18 @@ t.test('the part count on raw bytes counts each Content-Type field once, across 
   t.notOk(tooComplex(Buffer.from('X-Note: content-type: a\r\n'.repeat(2000))), 'only at the start of a line');
 });
 
-t.test('the parser\'s limit errors are named for the sender; other errors are not', async (t) => {
+t.test("the parser's limit errors are named for the sender; other errors are not", async (t) => {
   const big = Buffer.from(`X-Big: ${'a'.repeat(MIME_LIMITS.maxHeadSize + 10)}\r\n\r\nx`);
-  const err = await simpleParser(parserInput(big), { ...MIME_LIMITS } as Parameters<typeof simpleParser>[1]).then(() => null, (e: unknown) => e);
+  const err = await simpleParser(parserInput(big), { ...MIME_LIMITS } as Parameters<typeof simpleParser>[1]).then(
+    () => null,
+    (e: unknown) => e,
+  );
   t.equal(mimeLimitProblem(err), 'a header section larger than 1 MiB');
   const parts = Buffer.from(`Content-Type: multipart/mixed; boundary=q\r\n\r\n${'--q\r\n\r\nx\r\n'.repeat(MAX_MIME_PARTS + 5)}--q--\r\n`);
-  const err2 = await simpleParser(parserInput(parts), { ...MIME_LIMITS } as Parameters<typeof simpleParser>[1]).then(() => null, (e: unknown) => e);
+  const err2 = await simpleParser(parserInput(parts), { ...MIME_LIMITS } as Parameters<typeof simpleParser>[1]).then(
+    () => null,
+    (e: unknown) => e,
+  );
   t.equal(mimeLimitProblem(err2), 'more than 1000 MIME parts');
   t.equal(mimeLimitProblem(new Error('other')), undefined);
 });
@@ -35,7 +41,10 @@ t.test('a large message reaches the parser in slices of the same bytes', async (
   const input = parserInput(large) as Readable;
   const got: Buffer[] = [];
   for await (const c of input) got.push(c as Buffer);
-  t.same(got.map((c) => c.length), [65536, 65536, 65536, 3392]);
+  t.same(
+    got.map((c) => c.length),
+    [65536, 65536, 65536, 3392],
+  );
   t.ok(Buffer.concat(got).equals(large));
   t.equal(got[0]!.buffer, large.buffer, 'views of the message, not copies');
 });

@@ -21,7 +21,15 @@ t.test('hostile input reads as no report, not a crash, in bounded time', async (
     for (let i = 0; i < depth; i++) body = `Content-Type: multipart/mixed; boundary="b${i}"\r\n\r\n--b${i}\r\n${body}\r\n--b${i}--`;
     return Buffer.from(`From: a@b.c\r\nSubject: s\r\nMIME-Version: 1.0\r\n${body}`);
   };
-  const cases = [Buffer.alloc(0), Buffer.from('garbage'), nested(200), Buffer.from(`Subject: ${'x'.repeat(200_000)}\r\n\r\nbody`), Buffer.from('Content-Type: multipart/report; report-type=delivery-status; boundary=q\r\n\r\n--q\r\nContent-Type: message/delivery-status\r\n\r\n' + 'Final-Recipient: rfc822; a@b\r\n'.repeat(5000))];
+  const cases = [
+    Buffer.alloc(0),
+    Buffer.from('garbage'),
+    nested(200),
+    Buffer.from(`Subject: ${'x'.repeat(200_000)}\r\n\r\nbody`),
+    Buffer.from(
+      'Content-Type: multipart/report; report-type=delivery-status; boundary=q\r\n\r\n--q\r\nContent-Type: message/delivery-status\r\n\r\n' + 'Final-Recipient: rfc822; a@b\r\n'.repeat(5000),
+    ),
+  ];
   for (const raw of cases) {
     const started = Date.now();
     const r = readReport(raw);

@@ -13,7 +13,10 @@ t.test('the cache sees changes made through another connection on the next looku
   migrate(api, 0);
   ensureDefaultCustomer(api, 0);
   const cli = openDb(dir.path); // as the CLI would, in another process
-  t.teardown(() => (api.close(), cli.close()));
+  t.teardown(() => {
+    api.close();
+    cli.close();
+  });
   const cache = new AuthCache(api);
 
   const k = createKey(cli, { customerId: 1, kind: 'production', name: '', now: 0 });

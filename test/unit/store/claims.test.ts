@@ -6,15 +6,35 @@ import { storeAtVersion, storeWithKey, versionsAfter } from '../../helpers/env.j
 import type { Db } from '../../../src/store/db.js';
 
 const add = (db: Db, id: string, due: number, n = 1) =>
-  acceptMessage(db, { customerId: 1, apiKeyId: 'key_x', sandbox: false, messageId: id, fromHeader: 'a', senderDomain: 'e', subject: 's', metadata: {}, request: '{}', recipients: Array.from({ length: n }, (_, i) => ({ address: `r${i}@${id}`, domain: id, field: 'to' as const })), now: due });
+  acceptMessage(db, {
+    customerId: 1,
+    apiKeyId: 'key_x',
+    sandbox: false,
+    messageId: id,
+    fromHeader: 'a',
+    senderDomain: 'e',
+    subject: 's',
+    metadata: {},
+    request: '{}',
+    recipients: Array.from({ length: n }, (_, i) => ({ address: `r${i}@${id}`, domain: id, field: 'to' as const })),
+    now: due,
+  });
 
 t.test('claims: earliest due first, never twice, none before due, released by outcome, by id and at start', async (t) => {
   const db = storeWithKey(t);
   add(db, 'late.test', 3000, 2);
   add(db, 'early.test', 1000, 2);
   add(db, 'future.test', 9000, 1);
-  t.same(claimDue(db, 'w1', 5000, 3).map((c) => c.domain), ['early.test', 'early.test', 'late.test'], 'due order');
-  t.same(claimDue(db, 'w2', 5000, 10).map((c) => c.address), ['r1@late.test'], 'the claimed ones are skipped; the future one is not due');
+  t.same(
+    claimDue(db, 'w1', 5000, 3).map((c) => c.domain),
+    ['early.test', 'early.test', 'late.test'],
+    'due order',
+  );
+  t.same(
+    claimDue(db, 'w2', 5000, 10).map((c) => c.address),
+    ['r1@late.test'],
+    'the claimed ones are skipped; the future one is not due',
+  );
   t.same(claimDue(db, 'w3', 5000, 10), [], 'nothing left');
   const row = db.sqlite.prepare('SELECT recipient_id, worker, claimed_at FROM recipient_claims ORDER BY claimed_at, recipient_id LIMIT 1').get();
   t.match(row, { worker: 'w1', claimed_at: 5000 });
@@ -22,7 +42,11 @@ t.test('claims: earliest due first, never twice, none before due, released by ou
   db.sqlite.prepare("UPDATE recipients SET state = 'delivered', next_attempt_at = NULL WHERE domain = 'late.test' AND address = 'r0@late.test'").run();
   const released = db.sqlite.prepare("SELECT id FROM recipients WHERE domain = 'early.test' ORDER BY id").pluck().all() as number[];
   releaseClaimsOf(db, released);
-  t.same(claimDue(db, 'w4', 5000, 10).map((c) => c.domain), ['early.test', 'early.test'], 'released by id: claimable again');
+  t.same(
+    claimDue(db, 'w4', 5000, 10).map((c) => c.domain),
+    ['early.test', 'early.test'],
+    'released by id: claimable again',
+  );
   t.equal(releaseClaims(db), 4, 'every claim released at start');
   t.equal(claimDue(db, 'w5', 5000, 10).length, 3, 'all due again');
 });
@@ -39,6 +63,14 @@ t.test('migration 4 on a version-3 store: claims move to their own table, the du
   const columns = (db.sqlite.prepare('PRAGMA table_info(recipients)').all() as Array<{ name: string }>).map((c) => c.name);
   t.notOk(columns.includes('locked_by') || columns.includes('locked_at'), 'the old claim columns are gone');
   t.equal(claimDue(db, 'w', 5000, 10).length, 2, 'an old claim does not survive the upgrade (claims are released at start anyway)');
-  const plan = (db.sqlite.prepare("EXPLAIN QUERY PLAN SELECT r.id, r.message_id, r.address, r.domain, r.attempts FROM recipients r WHERE r.state IN ('queued', 'deferred') AND r.next_attempt_at <= 1 ORDER BY r.next_attempt_at LIMIT 5").all() as Array<{ detail: string }>).map((r) => r.detail).join(' ');
+  const plan = (
+    db.sqlite
+      .prepare(
+        "EXPLAIN QUERY PLAN SELECT r.id, r.message_id, r.address, r.domain, r.attempts FROM recipients r WHERE r.state IN ('queued', 'deferred') AND r.next_attempt_at <= 1 ORDER BY r.next_attempt_at LIMIT 5",
+      )
+      .all() as Array<{ detail: string }>
+  )
+    .map((r) => r.detail)
+    .join(' ');
   t.match(plan, /COVERING INDEX recipients_due/, 'claims read the index only');
 });

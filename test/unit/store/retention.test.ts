@@ -8,7 +8,19 @@ t.test('retention purges bodies of finished old messages and old webhook logs on
   const day = 86_400_000;
   const now = 100 * day;
   const add = (id: string, at: number) =>
-    acceptMessage(db, { customerId: 1, apiKeyId: 'key_x', sandbox: false, messageId: id, fromHeader: 'a', senderDomain: 'e', subject: 's', metadata: {}, request: '{"body":"secret"}', recipients: [{ address: 'a@b.c', domain: 'b.c', field: 'to' }], now: at });
+    acceptMessage(db, {
+      customerId: 1,
+      apiKeyId: 'key_x',
+      sandbox: false,
+      messageId: id,
+      fromHeader: 'a',
+      senderDomain: 'e',
+      subject: 's',
+      metadata: {},
+      request: '{"body":"secret"}',
+      recipients: [{ address: 'a@b.c', domain: 'b.c', field: 'to' }],
+      now: at,
+    });
   add('old-done', now - 40 * day);
   add('old-deferred', now - 40 * day);
   add('new-done', now - 1 * day);

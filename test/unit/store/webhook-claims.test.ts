@@ -2,7 +2,19 @@ import t from 'tap';
 import BetterSqlite3 from 'better-sqlite3';
 import { migrate } from '../../../src/store/db.js';
 import { recordEvent } from '../../../src/store/events.js';
-import { claimDeliveries, createEndpoint, deleteEndpoint, eventsAfter, fanOutCursor, hasDelivery, lastFannedOutSeq, recordAttempts, releaseDeliveryClaims, type ClaimRoom, type SettledAttempt } from '../../../src/store/webhooks.js';
+import {
+  claimDeliveries,
+  createEndpoint,
+  deleteEndpoint,
+  eventsAfter,
+  fanOutCursor,
+  hasDelivery,
+  lastFannedOutSeq,
+  recordAttempts,
+  releaseDeliveryClaims,
+  type ClaimRoom,
+  type SettledAttempt,
+} from '../../../src/store/webhooks.js';
 import { storeAtVersion, storeWithKey, versionsAfter } from '../../helpers/env.js';
 import type { Db } from '../../../src/store/db.js';
 
@@ -26,7 +38,8 @@ const settled = (endpointId: string, seq: number, state: SettledAttempt['state']
 });
 
 /** Pending rows as the fan-out would create them for an endpoint without room. */
-const pendingRows = (db: Db, endpointId: string, seqs: number[], now = 100) => db.tx(() => recordAttempts(db, { batch: [], pending: seqs.map((eventSeq) => ({ endpointId, eventSeq })), cursor: null, now }));
+const pendingRows = (db: Db, endpointId: string, seqs: number[], now = 100) =>
+  db.tx(() => recordAttempts(db, { batch: [], pending: seqs.map((eventSeq) => ({ endpointId, eventSeq })), cursor: null, now }));
 
 t.test('recording attempts creates the rows of deliveries fanned out in memory, writes pending rows, and moves the cursor forward only', async (t) => {
   const db = storeWithKey(t);
@@ -50,22 +63,33 @@ t.test('recording attempts creates the rows of deliveries fanned out in memory, 
   db.tx(() =>
     recordAttempts(db, {
       batch: [settled(a, seqs[0]!, 'succeeded'), settled(a, seqs[1]!, 'pending'), settled(gone, seqs[0]!, 'succeeded')],
-      pending: [{ endpointId: b, eventSeq: seqs[0]! }, { endpointId: gone, eventSeq: seqs[1]! }],
+      pending: [
+        { endpointId: b, eventSeq: seqs[0]! },
+        { endpointId: gone, eventSeq: seqs[1]! },
+      ],
       cursor: seqs[1]!,
       now: 100,
     }),
   );
   const rows = db.sqlite.prepare('SELECT endpoint_id, event_seq, state, attempts, next_attempt_at FROM webhook_deliveries ORDER BY id').all();
-  t.same(rows, [
-    { endpoint_id: a, event_seq: seqs[0], state: 'succeeded', attempts: 1, next_attempt_at: null },
-    { endpoint_id: a, event_seq: seqs[1], state: 'pending', attempts: 1, next_attempt_at: 5050 },
-    { endpoint_id: b, event_seq: seqs[0], state: 'pending', attempts: 0, next_attempt_at: 100 },
-  ], "a row per delivery recorded, the failed one due for its retry, b's pending now; nothing for the deleted endpoint");
+  t.same(
+    rows,
+    [
+      { endpoint_id: a, event_seq: seqs[0], state: 'succeeded', attempts: 1, next_attempt_at: null },
+      { endpoint_id: a, event_seq: seqs[1], state: 'pending', attempts: 1, next_attempt_at: 5050 },
+      { endpoint_id: b, event_seq: seqs[0], state: 'pending', attempts: 0, next_attempt_at: 100 },
+    ],
+    "a row per delivery recorded, the failed one due for its retry, b's pending now; nothing for the deleted endpoint",
+  );
   const attempts = db.sqlite.prepare('SELECT a.endpoint_id, d.event_seq, a.status FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id ORDER BY a.id').all();
-  t.same(attempts, [
-    { endpoint_id: a, event_seq: seqs[0], status: 200 },
-    { endpoint_id: a, event_seq: seqs[1], status: 500 },
-  ], 'each attempt logged against its new row');
+  t.same(
+    attempts,
+    [
+      { endpoint_id: a, event_seq: seqs[0], status: 200 },
+      { endpoint_id: a, event_seq: seqs[1], status: 500 },
+    ],
+    'each attempt logged against its new row',
+  );
   t.equal(fanOutCursor(db), seqs[1]);
   t.equal(lastFannedOutSeq(db), seqs[1]);
   t.ok(hasDelivery(db, seqs[0]!, b));
@@ -86,9 +110,20 @@ t.test("a claim takes due pending rows only, within each endpoint's room, never 
   pendingRows(db, a, seqs);
   pendingRows(db, b, seqs, 9000);
   const first = claimDeliveries(db, 'w1', 200, rooms({ [a]: 2, [b]: 5 }));
-  t.same(first.map((d) => [d.endpointId, d.eventSeq]), [[a, seqs[0]], [a, seqs[1]]], "a's room is 2; b's rows are not due");
+  t.same(
+    first.map((d) => [d.endpointId, d.eventSeq]),
+    [
+      [a, seqs[0]],
+      [a, seqs[1]],
+    ],
+    "a's room is 2; b's rows are not due",
+  );
   t.match(JSON.parse(first[0]!.event.body), { type: 'email.delivered', data: { n: 0 } }, 'with the event');
-  t.same(claimDeliveries(db, 'w2', 200, rooms({}, 100)).map((d) => d.eventSeq), seqs.slice(2), 'the rest, never a claimed one');
+  t.same(
+    claimDeliveries(db, 'w2', 200, rooms({}, 100)).map((d) => d.eventSeq),
+    seqs.slice(2),
+    'the rest, never a claimed one',
+  );
   t.same(claimDeliveries(db, 'w3', 9000, rooms({}, 100)).length, 5, "b's when due");
   t.equal(releaseDeliveryClaims(db), 10, 'all released at start');
   t.equal(claimDeliveries(db, 'w4', 9000, rooms({}, 100)).length, 10, 'and claimable again');
@@ -98,7 +133,11 @@ t.test('the due index holds only unclaimed pending rows, and the claim reads thr
   const db = storeWithKey(t);
   const a = endpoint(db, 'a');
   for (let i = 0; i < 4; i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: {}, now: 10 });
-  pendingRows(db, a, eventsAfter(db, 0, 10).map((e) => e.seq));
+  pendingRows(
+    db,
+    a,
+    eventsAfter(db, 0, 10).map((e) => e.seq),
+  );
   // Entries in the index itself (SQLite's dbstat table), not rows a query filters afterwards.
   const inIndex = db.sqlite.prepare("SELECT SUM(ncell) FROM dbstat WHERE name = 'webhook_deliveries_due' AND pagetype = 'leaf'").pluck();
   claimDeliveries(db, 'w1', 200, rooms({ [a]: 3 }));
@@ -121,7 +160,9 @@ t.test('migration 5 on a version-4 store: claimed rows leave the due index, noth
   const a = endpoint(db, 'a');
   for (let i = 0; i < 3; i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: {}, now: 10 });
   const now = 100;
-  const insert = db.sqlite.prepare("INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 'event', 'pending', 0, ?, ?, ?)");
+  const insert = db.sqlite.prepare(
+    "INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 'event', 'pending', 0, ?, ?, ?)",
+  );
   for (const e of eventsAfter(db, 0, 10)) insert.run(a, e.seq, now, now, now);
   claimDeliveries(db, 'old', 200, rooms({ [a]: 1 }));
   const before = db.sqlite.prepare('SELECT * FROM webhook_deliveries ORDER BY id').all();
@@ -137,11 +178,18 @@ t.test('tryTx: gives up at once while another connection holds the write lock, r
   t.teardown(() => other.close());
   other.prepare('BEGIN IMMEDIATE').run();
   const started = performance.now();
-  t.equal(db.tryTx(() => db.sqlite.prepare("INSERT INTO settings (name, value) VALUES ('x', '1')").run()), undefined, 'busy: not run');
+  t.equal(
+    db.tryTx(() => db.sqlite.prepare("INSERT INTO settings (name, value) VALUES ('x', '1')").run()),
+    undefined,
+    'busy: not run',
+  );
   t.ok(performance.now() - started < 50, 'and no wait in the busy handler');
   t.notOk(db.sqlite.inTransaction);
   other.prepare('COMMIT').run();
-  t.same(db.tryTx(() => 7), { value: 7 });
+  t.same(
+    db.tryTx(() => 7),
+    { value: 7 },
+  );
   t.throws(() =>
     db.tryTx(() => {
       db.sqlite.prepare("INSERT INTO settings (name, value) VALUES ('y', '1')").run();

@@ -39,7 +39,10 @@ t.test('writes submitted together commit as one batch; a failing job rolls back 
     gc.submit('accept', input('m1@example.com')), // duplicate message_id: fails alone
     gc.submit('accept', input('m3@example.com')),
   ]);
-  t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+  t.same(
+    results.map((r) => r.status),
+    ['fulfilled', 'fulfilled', 'rejected', 'fulfilled'],
+  );
   t.equal(gc.batches, 1, 'one commit for four jobs');
   const ids = db.sqlite.prepare('SELECT message_id FROM messages ORDER BY id').pluck().all();
   t.same(ids, ['m1@example.com', 'm2@example.com', 'm3@example.com'], 'visible to another connection once resolved');
@@ -75,7 +78,11 @@ t.test('a full store fails the whole batch with SQLITE_FULL (storage unavailable
 
 t.test('the send commit re-verifies the key and the domain when auth_epoch moved since the API looked', async (t) => {
   const db = storeWithKey(t);
-  db.sqlite.prepare("INSERT INTO domains (customer_id, name, receiving, dkim_selector, dkim_private_key, dkim_public_key, verification_token, verified_at, created_at) VALUES (1, 'example.com', 0, 'posthaste', '', '', 't', 1, 0)").run();
+  db.sqlite
+    .prepare(
+      "INSERT INTO domains (customer_id, name, receiving, dkim_selector, dkim_private_key, dkim_public_key, verification_token, verified_at, created_at) VALUES (1, 'example.com', 0, 'posthaste', '', '', 't', 1, 0)",
+    )
+    .run();
   const gc = new GroupCommit(db.path);
   t.teardown(() => gc.close());
   const epoch = readAuthEpoch(db);
