@@ -33,6 +33,8 @@ import { SafeFetch } from './webhooks/safe-fetch.js';
 import { releaseDeliveryClaims } from './store/webhooks.js';
 import type { Db } from './store/db.js';
 import { cpus } from 'node:os';
+import type { Resolver } from 'node:dns/promises';
+import type { SMTPServer } from 'smtp-server';
 import type { FastifyInstance } from 'fastify';
 import { buildDashboard } from './dashboard/server.js';
 
@@ -49,9 +51,6 @@ export interface Daemon {
   /** SIGHUP: applies what can change safely; says which changed keys need a restart. */
   reload(next: Config): { applied: string[]; restart_needed: string[] };
 }
-
-/** Keys SIGHUP applies to the running daemon; every other changed key needs a restart. */
-const RELOADABLE = new Set(['outbound.concurrency_per_domain', 'outbound.messages_per_connection', 'outbound.messages_per_minute', 'outbound.destination_limits', 'bounces.suppress_mailbox_full', 'bounces.suppress_disabled', 'limits.max_store_bytes', 'log.level', 'inbound.rate_per_minute', 'inbound.monthly_limit', 'limits.max_recipients', 'limits.idempotency_ttl', 'smtp.tls.cert', 'smtp.tls.key', 'outbound.hold']);
 
 /** How long stop() waits for in-flight deliveries and webhook attempts before abandoning them (their claims are released at the next start). */
 export const INFLIGHT_GRACE_MS = 15_000;
@@ -85,22 +84,37 @@ function relayOptions(config: Config): RelayOptions | null {
   return { ...target, auth: { user: o.relay_user, pass } };
 }
 
-/** The composition root: config → store → migrate → services → listeners. Signals are wired by the caller. */
-export async function startDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Promise<Daemon> {
-  const clock = opts.clock ?? systemClock;
-  const relay = relayOptions(config);
+/** What the steps share: the configuration (the running one, which reloads update), the log, the clock. */
+interface Ctx {
+  config: Config;
+  log: Logger;
+  clock: Clock;
+}
+
+/** Step: the store, migrated, with the default customer, and the claims a previous run left released. */
+function openStore({ config, log, clock }: Ctx): Db {
   const db = openDb(config.server.data_dir, config.limits.max_store_bytes);
   const applied = migrate(db, clock.now());
   if (applied.length > 0) log.info({ applied }, 'database migrated');
   ensureDefaultCustomer(db, clock.now());
   const released = releaseClaims(db);
   if (released > 0) log.warn({ released }, 'released delivery claims left by a previous run');
+  const releasedHooks = releaseDeliveryClaims(db);
+  if (releasedHooks > 0) log.warn({ released: releasedHooks }, 'released webhook claims left by a previous run');
+  return db;
+}
 
+/** Step: the outbound side: MX and MTA-STS lookups, the signing threads, and the scheduler with its destinations' throttle. */
+function buildOutbound(
+  { config, log, clock }: Ctx,
+  db: Db,
+  resolver: Resolver,
+  relay: RelayOptions | null,
+  returnPathSecret: Buffer,
+  hooks: { onEvents: () => void; onOutcome: (kind: string) => void },
+): { scheduler: Scheduler; signer: SignerPool } {
   const o = config.outbound;
-  // One resolver on dns.servers for MX, MTA-STS, inbound SPF/DKIM/DMARC and webhook targets.
-  const resolver = createResolver(config.dns.servers);
   const mx = new MxResolver(resolver, clock);
-  const returnPathSecret = secret(db, RETURN_PATH_SECRET);
   const extraCa = o.tls_ca_file ? [readFileSync(o.tls_ca_file, 'utf8')] : [];
   const mtaSts = o.mta_sts ? new MtaSts(resolver, clock, { port: o.mta_sts_port, extraCa, timeoutMs: 10_000 }) : undefined;
   if (relay) log.info({ relay: `${relay.implicitTls ? 'smtps' : 'smtp'}://${relay.host}:${relay.port}`, user: relay.auth?.user ?? null }, 'all mail goes through the relay host');
@@ -121,8 +135,8 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     pollInterval: o.poll_interval,
     worker: `pid${process.pid}`,
     held: () => config.outbound.hold,
-    onEvents: () => dispatcher.kick(),
-    onOutcome: (kind) => metrics.deliveries.inc({ outcome: kind }),
+    onEvents: hooks.onEvents,
+    onOutcome: hooks.onOutcome,
     deliver: (domain, items) =>
       deliverGroup(
         {
@@ -141,15 +155,149 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
         items,
       ),
   });
-  // Group commit: the API's and the inbound listener's writes, and the dispatcher's attempt log.
+  return { scheduler, signer };
+}
+
+/** Step: retention on its schedule (node-cron); a bad expression stops the start like any bad config. */
+function scheduleRetention({ config, log, clock }: Ctx, db: Db): { stop(): void | Promise<void> } {
+  if (!cron.validate(config.retention.schedule)) throw new ConfigError('retention.schedule', `"${config.retention.schedule}" is not a cron expression`);
+  return cron.schedule(config.retention.schedule, () => {
+    try {
+      const purged = purgeOld(db, clock.now(), config.retention.days);
+      if (purged.messages || purged.attempts) log.info(purged, 'retention: purged');
+    } catch (e) {
+      log.error({ err: e }, 'retention job failed');
+    }
+  });
+}
+
+/** Step: the inbound SMTP listener, bound; resolves with the address it listens on. */
+async function listenSmtp({ config, log }: Ctx, listener: SMTPServer): Promise<{ host: string; port: number }> {
+  const addr = parseListen(config.smtp.listen);
+  await new Promise<void>((resolve, reject) => {
+    // smtp-server re-emits the socket's errors on itself: a failed bind must reject, not crash.
+    const fail = (e: Error) => reject(new Error(`smtp.listen ${config.smtp.listen}: ${e.message}`));
+    listener.once('error', fail);
+    listener.listen(addr.port, addr.host, () => {
+      listener.off('error', fail);
+      resolve();
+    });
+  });
+  listener.on('error', (e) => log.error({ err: e }, 'smtp listener error'));
+  const bound = listener.server.address();
+  return { host: addr.host, port: typeof bound === 'object' && bound ? bound.port : addr.port };
+}
+
+/** Step: a fastify app listening where `listen` says; its URL (the port it got when 0 was asked for). */
+async function listenHttp(app: FastifyInstance, listen: string, scheme: 'http' | 'https'): Promise<string> {
+  const { host, port } = parseListen(listen);
+  await app.listen({ host, port });
+  const a = app.server.address();
+  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${typeof a === 'object' && a ? a.port : port}`;
+}
+
+/**
+ * What SIGHUP can change in the running daemon, key by key, and how each is handed to the part
+ * that uses it: the one place that decides what is reloadable (every other changed key needs a
+ * restart). The listener, the API, the dashboard and the scheduler read the running
+ * configuration's sections at use time, so most steps replace the values there.
+ */
+interface Reloader {
+  keys: string[];
+  apply(next: Config): void;
+}
+
+function reloaders(ctx: Ctx, parts: { db: Db; commit: GroupCommit; scheduler: Scheduler; listener: SMTPServer }): Reloader[] {
+  const { config, log } = ctx;
+  return [
+    {
+      keys: ['log.level'],
+      apply: (next) => {
+        log.level = next.log.level;
+        config.log.level = next.log.level;
+      },
+    },
+    { keys: ['inbound.rate_per_minute', 'inbound.monthly_limit'], apply: (next) => Object.assign(config.inbound, next.inbound) },
+    { keys: ['bounces.suppress_mailbox_full', 'bounces.suppress_disabled'], apply: (next) => Object.assign(config.bounces, next.bounces) },
+    {
+      // The throttle reads these at every decision (config/schema.ts destinationLimits).
+      keys: ['outbound.concurrency_per_domain', 'outbound.messages_per_connection', 'outbound.messages_per_minute', 'outbound.destination_limits'],
+      apply: (next) => {
+        const n = next.outbound;
+        Object.assign(config.outbound, {
+          concurrency_per_domain: n.concurrency_per_domain,
+          messages_per_connection: n.messages_per_connection,
+          messages_per_minute: n.messages_per_minute,
+          destination_limits: n.destination_limits,
+        });
+      },
+    },
+    {
+      keys: ['limits.max_recipients', 'limits.idempotency_ttl'],
+      apply: (next) => {
+        config.limits.max_recipients = next.limits.max_recipients;
+        config.limits.idempotency_ttl = next.limits.idempotency_ttl;
+      },
+    },
+    {
+      keys: ['limits.max_store_bytes'],
+      apply: (next) => {
+        config.limits.max_store_bytes = next.limits.max_store_bytes;
+        parts.db.setMaxBytes(next.limits.max_store_bytes);
+        parts.commit.setMaxBytes(next.limits.max_store_bytes);
+      },
+    },
+    {
+      keys: ['outbound.hold'],
+      apply: (next) => {
+        config.outbound.hold = next.outbound.hold;
+        log.warn({ hold: config.outbound.hold }, config.outbound.hold ? 'outbound queue held: nothing is sent until outbound.hold = false' : 'outbound queue released');
+        parts.scheduler.kick();
+      },
+    },
+    {
+      keys: ['smtp.tls.cert', 'smtp.tls.key'],
+      apply: (next) => {
+        // The new certificate first (a file that cannot be read leaves everything as it was), then
+        // the keys the listener reads per connection to offer STARTTLS or not.
+        if (next.smtp['tls.cert'] && next.smtp['tls.key']) parts.listener.updateSecureContext({ key: readFileSync(next.smtp['tls.key']), cert: readFileSync(next.smtp['tls.cert']) });
+        config.smtp['tls.cert'] = next.smtp['tls.cert'];
+        config.smtp['tls.key'] = next.smtp['tls.key'];
+      },
+    },
+  ];
+}
+
+/** Every key of a configuration as "section.key" → its value as JSON, to compare two. */
+function flatConfig(c: Config): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [section, keys] of Object.entries(c as unknown as Record<string, Record<string, unknown>>))
+    for (const [key, value] of Object.entries(keys)) out.set(`${section}.${key}`, JSON.stringify(value));
+  return out;
+}
+
+/**
+ * The composition root, as named steps: store → shared services → webhooks → outbound → the
+ * background loops → listeners. Signals are wired by the caller.
+ */
+export async function startDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Promise<Daemon> {
+  const ctx: Ctx = { config, log, clock: opts.clock ?? systemClock };
+  const relay = relayOptions(config); // before anything opens: a relay user without a password stops the start
+  const db = openStore(ctx);
+
+  // Shared: one resolver on dns.servers (MX, MTA-STS, inbound SPF/DKIM/DMARC, webhook targets); the
+  // group-commit writer (the API's and the listener's writes, the dispatcher's attempt log); metrics;
+  // one budget for the large messages the API and the listener hold in memory at once.
+  const resolver = createResolver(config.dns.servers);
+  const returnPathSecret = secret(db, RETURN_PATH_SECRET);
   const commit = new GroupCommit(db.path, config.limits.max_store_bytes);
-  const webhooks = createWebhookService(db, config, clock, resolver);
   const metrics = new Metrics({ recipients: () => countsByState(db, 'recipients'), webhookDeliveries: () => countsByState(db, 'webhook_deliveries') });
-  const releasedHooks = releaseDeliveryClaims(db);
-  if (releasedHooks > 0) log.warn({ released: releasedHooks }, 'released webhook claims left by a previous run');
+  const budget = new MemoryBudget(config.limits.message_memory);
+
+  const webhooks = createWebhookService(db, config, ctx.clock, resolver);
   const dispatcher = new Dispatcher({
     db,
-    clock,
+    clock: ctx.clock,
     log,
     service: webhooks,
     worker: `pid${process.pid}`,
@@ -159,31 +307,21 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     onAttempt: (outcome) => metrics.webhooks.inc({ outcome }),
     record: (input) => commit.submit('webhookAttempts', input),
   });
-  // Retention runs on a schedule (node-cron); a bad expression stops the start like any bad config.
-  if (!cron.validate(config.retention.schedule)) throw new ConfigError('retention.schedule', `"${config.retention.schedule}" is not a cron expression`);
-  const retention = cron.schedule(config.retention.schedule, () => {
-    try {
-      const purged = purgeOld(db, clock.now(), config.retention.days);
-      if (purged.messages || purged.attempts) log.info(purged, 'retention: purged');
-    } catch (e) {
-      log.error({ err: e }, 'retention job failed');
-    }
-  });
-  const deliveryStop = new AbortController();
-  const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(deliveryStop.signal);
-  const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(deliveryStop.signal);
+  const { scheduler, signer } = buildOutbound(ctx, db, resolver, relay, returnPathSecret, { onEvents: () => dispatcher.kick(), onOutcome: (kind) => metrics.deliveries.inc({ outcome: kind }) });
+  const retention = scheduleRetention(ctx, db);
+
+  const loops = new AbortController();
+  const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(loops.signal);
+  const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(loops.signal);
 
   let apiUp = false;
   let smtpUp = false;
   const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => apiUp && smtpUp };
-
-  // One budget for the large messages the API and the listener hold in memory at once.
-  const budget = new MemoryBudget(config.limits.message_memory);
   const listener = createListener({
     budget,
     db,
     config,
-    clock,
+    clock: ctx.clock,
     log,
     resolver,
     returnPathSecret,
@@ -192,40 +330,18 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     onEvents: () => dispatcher.kick(),
     onResult: (result) => metrics.inbound.inc({ result }),
   });
-  const smtpAddr = parseListen(config.smtp.listen);
-  await new Promise<void>((resolve, reject) => {
-    // smtp-server re-emits the socket's errors on itself: a failed bind must reject, not crash.
-    const fail = (e: Error) => reject(new Error(`smtp.listen ${config.smtp.listen}: ${e.message}`));
-    listener.once('error', fail);
-    listener.listen(smtpAddr.port, smtpAddr.host, () => {
-      listener.off('error', fail);
-      resolve();
-    });
-  });
-  listener.on('error', (e) => log.error({ err: e }, 'smtp listener error'));
+  const smtp = await listenSmtp(ctx, listener);
   smtpUp = true;
-  const smtpBound = listener.server.address();
-  const smtp = { host: smtpAddr.host, port: typeof smtpBound === 'object' && smtpBound ? smtpBound.port : smtpAddr.port };
-  const app = buildApi({ db, commit, auth: new AuthCache(db), config, clock, log, lifecycle, webhooks, metrics, budget, onAccepted: () => scheduler.kick() });
-  const { host, port } = parseListen(config.api.listen);
-  await app.listen({ host, port });
+  const app = buildApi({ db, commit, auth: new AuthCache(db), config, clock: ctx.clock, log, lifecycle, webhooks, metrics, budget, onAccepted: () => scheduler.kick() });
+  const apiUrl = await listenHttp(app, config.api.listen, config.api['tls.cert'] ? 'https' : 'http');
   apiUp = true;
-  const addr = app.server.address();
-  const boundPort = typeof addr === 'object' && addr ? addr.port : port;
-  const scheme = config.api['tls.cert'] ? 'https' : 'http';
-  const apiUrl = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
   // The dashboard on its own listener (dashboard.listen), so it is exposed only where the admin puts it.
-  let dashboard: FastifyInstance | undefined;
-  let dashboardUrl: string | null = null;
-  if (config.dashboard.listen) {
-    dashboard = buildDashboard({ db, config, clock, log, webhooks, resolver, budget });
-    const d = parseListen(config.dashboard.listen);
-    await dashboard.listen({ host: d.host, port: d.port });
-    const a = dashboard.server.address();
-    dashboardUrl = config.dashboard.public_url || `http://${d.host.includes(':') ? `[${d.host}]` : d.host}:${typeof a === 'object' && a ? a.port : d.port}`;
-  }
+  const dashboard = config.dashboard.listen ? buildDashboard({ db, config, clock: ctx.clock, log, webhooks, resolver, budget }) : undefined;
+  const dashboardBound = dashboard ? await listenHttp(dashboard, config.dashboard.listen, 'http') : null;
+  const dashboardUrl = dashboardBound && (config.dashboard.public_url || dashboardBound);
   log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, data_dir: config.server.data_dir }, 'posthaste is running');
 
+  const reloadSteps = reloaders(ctx, { db, commit, scheduler, listener });
   return {
     apiUrl,
     dashboardUrl,
@@ -233,47 +349,16 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     scheduler,
     dispatcher,
     reload(next: Config) {
-      const flat = (c: Config) => {
-        const out = new Map<string, string>();
-        for (const [section, keys] of Object.entries(c as unknown as Record<string, Record<string, unknown>>))
-          for (const [key, value] of Object.entries(keys)) out.set(`${section}.${key}`, JSON.stringify(value));
-        return out;
-      };
-      const before = flat(config);
-      const after = flat(next);
+      const before = flatConfig(config);
+      const after = flatConfig(next);
       const changed = [...after.keys()].filter((k) => before.get(k) !== after.get(k));
-      const applied = changed.filter((k) => RELOADABLE.has(k));
-      const restart = changed.filter((k) => !RELOADABLE.has(k));
+      const steps = reloadSteps.filter((r) => r.keys.some((k) => changed.includes(k)));
+      const reloadable = new Set(reloadSteps.flatMap((r) => r.keys));
+      const applied = changed.filter((k) => reloadable.has(k));
+      const restart = changed.filter((k) => !reloadable.has(k));
       // Said at the old level, before a new level could hide it.
       log.info({ applied, restart_needed: restart }, 'configuration reloaded');
-      log.level = next.log.level;
-      // The listener, the API and the dispatcher read these from the shared config object.
-      Object.assign(config.inbound, next.inbound);
-      Object.assign(config.bounces, next.bounces);
-      // The scheduler's throttle reads the destination limits from here at every decision.
-      const n = next.outbound;
-      Object.assign(config.outbound, { concurrency_per_domain: n.concurrency_per_domain, messages_per_connection: n.messages_per_connection, messages_per_minute: n.messages_per_minute, destination_limits: n.destination_limits });
-      config.limits.max_recipients = next.limits.max_recipients;
-      config.limits.idempotency_ttl = next.limits.idempotency_ttl;
-      if (config.limits.max_store_bytes !== next.limits.max_store_bytes) {
-        config.limits.max_store_bytes = next.limits.max_store_bytes;
-        db.setMaxBytes(next.limits.max_store_bytes);
-        commit.setMaxBytes(next.limits.max_store_bytes);
-      }
-      config.log.level = next.log.level;
-      if (config.outbound.hold !== next.outbound.hold) {
-        config.outbound.hold = next.outbound.hold;
-        log.warn({ hold: config.outbound.hold }, config.outbound.hold ? 'outbound queue held: nothing is sent until outbound.hold = false' : 'outbound queue released');
-        scheduler.kick();
-      }
-      if (applied.includes('smtp.tls.cert') || applied.includes('smtp.tls.key')) {
-        // The new certificate first (a file that cannot be read leaves everything as it was), then
-        // the keys the listener reads per connection to offer STARTTLS or not.
-        if (next.smtp['tls.cert'] && next.smtp['tls.key'])
-          listener.updateSecureContext({ key: readFileSync(next.smtp['tls.key']), cert: readFileSync(next.smtp['tls.cert']) });
-        config.smtp['tls.cert'] = next.smtp['tls.cert'];
-        config.smtp['tls.key'] = next.smtp['tls.key'];
-      }
+      for (const step of steps) step.apply(next);
       return { applied, restart_needed: restart };
     },
     async stop() {
@@ -282,11 +367,8 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
       apiUp = false;
       smtpUp = false;
       await retention.stop();
-      deliveryStop.abort();
-      const abandoned = await Promise.race([
-        Promise.all([delivery, dispatching]).then(() => false),
-        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), INFLIGHT_GRACE_MS).unref()),
-      ]);
+      loops.abort();
+      const abandoned = await Promise.race([Promise.all([delivery, dispatching]).then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), INFLIGHT_GRACE_MS).unref())]);
       if (abandoned) log.warn('in-flight deliveries or webhook attempts abandoned at shutdown; their claims are released at the next start');
       if (opts.manualDelivery) await scheduler.stop();
       // Last: the dispatcher's final attempt log goes through the writer.
