@@ -9,6 +9,7 @@ import { tempDir, writeTestConfig, makeKey, makeDomain, openTestDb, customerId }
 import { spawnDaemon, type DaemonProcess } from '../helpers/daemon-process.js';
 import { loadConfig } from '../../src/config/load.js';
 import { createEndpoint } from '../../src/store/webhooks.js';
+import { quiet } from '../helpers/wait.js';
 
 const TOTAL = 500;
 const KILLS = 5;
@@ -55,7 +56,7 @@ t.test(`${TOTAL} messages, ${KILLS} kill -9 at random moments: nothing accepted 
   const client = async () => {
     while (posted < TOTAL) {
       if (!alive) {
-        await new Promise((r) => setTimeout(r, 20));
+        await quiet(20); // the daemon is being restarted
         continue;
       }
       const n = posted++;
@@ -75,7 +76,7 @@ t.test(`${TOTAL} messages, ${KILLS} kill -9 at random moments: nothing accepted 
   const clients = Promise.all(Array.from({ length: CLIENTS }, client));
 
   for (let k = 0; k < KILLS; k++) {
-    await new Promise((r) => setTimeout(r, 200 + Math.random() * 900));
+    await quiet(200 + Math.random() * 900); // a kill at a random moment
     alive = false;
     d.child.kill('SIGKILL');
     await d.exited;
@@ -101,7 +102,7 @@ t.test(`${TOTAL} messages, ${KILLS} kill -9 at random moments: nothing accepted 
       t.same(missingHooks, [], 'every event reached the webhook receiver');
       break;
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await quiet(200); // then look again
   }
   const stored = new Set(db.prepare('SELECT message_id FROM messages').pluck().all() as string[]);
   t.same(

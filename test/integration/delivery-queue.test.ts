@@ -9,6 +9,7 @@ import { request } from '../helpers/http.js';
 import { startDaemon } from '../../src/main.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { claimDue } from '../../src/store/queue.js';
+import { waitFor, quiet } from '../helpers/wait.js';
 
 const dns = await new TestDnsServer().start();
 const mx = await new TestMx('127.0.0.1').start();
@@ -110,7 +111,7 @@ t.test('outbound.hold queues without sending; a reload to false releases the que
   makeDomain(s.db, 'example.com');
   const before = mx.received.length;
   for (let i = 0; i < 3; i++) t.equal((await request(`${s.url}/api/v1/emails`, { key, body: body(`held${i}@many.test`) })).status, 202);
-  await new Promise((r) => setTimeout(r, 400)); // several polls of the running loop
+  await quiet(400); // several polls of the running loop: nothing may go meanwhile
   t.equal(mx.received.length, before, 'nothing reached the MX while held');
   t.same(s.db.sqlite.prepare('SELECT state, COUNT(*) AS n FROM recipients GROUP BY state').all(), [{ state: 'queued', n: 3 }], 'all still queued, unclaimed');
   const st = json<{ outbound_held: boolean }>(await runCli(['--config', s.configPath, 'status', '--json']));
@@ -118,7 +119,6 @@ t.test('outbound.hold queues without sending; a reload to false releases the que
 
   writeFileSync(s.configPath, readFileSync(s.configPath, 'utf8').replace('hold = true', 'hold = false'));
   t.same(s.daemon.reload(loadConfig({ path: s.configPath, env: {} })).applied, ['outbound.hold']);
-  const end = Date.now() + 5000;
-  while (mx.received.length < before + 3 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  await waitFor('the three held messages delivered', () => mx.received.length >= before + 3);
   t.equal(mx.received.length - before, 3, 'released: all three delivered');
 });

@@ -13,6 +13,7 @@ import { secret } from '../../src/store/settings.js';
 import { addSuppression } from '../../src/store/suppressions.js';
 import { RETURN_PATH_SECRET } from '../../src/main.js';
 import { listThrottles } from '../../src/store/destinations.js';
+import { sendEmail, getEmail, eventsOf, recipientOf } from '../helpers/api.js';
 
 const dns = await new TestDnsServer().start();
 const mx = await new TestMx('127.0.0.1').start();
@@ -90,23 +91,10 @@ t.before(async () => {
 });
 t.teardown(() => s.close());
 
-async function send(to: string | string[], key = live): Promise<string> {
-  const r = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'Shop <shop@example.com>', to, subject: 'Order', text_body: 'Thanks for your order.\n.\nA line with a dot.' } });
-  if (r.status !== 202) throw new Error(`send failed: ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body.message_id as string;
-}
-
-async function message(id: string): Promise<Json> {
-  return (await request(`${s.url}/api/v1/emails/${encodeURIComponent(id)}`, { key: live })).body;
-}
-
-function recipient(m: Json, address: string): Json {
-  return m.recipients.find((r: Json) => r.address === address);
-}
-
-function events(m: Json, type: string, address?: string): Json[] {
-  return m.events.filter((e: Json) => e.type === type && (!address || e.data.recipient === address));
-}
+const send = (to: string | string[], key = live) => sendEmail(s.url, key, { from: 'Shop <shop@example.com>', to, subject: 'Order', text_body: 'Thanks for your order.\n.\nA line with a dot.' });
+const message = (id: string) => getEmail(s.url, live, id);
+const recipient = recipientOf;
+const events = eventsOf;
 
 const deliver = () => s.daemon.scheduler.drain();
 

@@ -7,8 +7,9 @@ import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
 import { startTestServer, makeKey } from '../helpers/env.js';
-import { request, type Json } from '../helpers/http.js';
+import type { Json } from '../helpers/http.js';
 import { runCli, json } from '../helpers/cli.js';
+import { sendEmail } from '../helpers/api.js';
 
 const dns = await new TestDnsServer().start();
 const mx = await new TestMx('127.0.0.1').start();
@@ -28,8 +29,7 @@ function publish(records: Json[], purposes: string[]): void {
 }
 
 async function sendAndDeliver(to: string): Promise<Buffer> {
-  const r = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'news@rotate.example', to, subject: 'Hello', text_body: 'Signed.' } });
-  if (r.status !== 202) throw new Error(`send: ${r.status} ${JSON.stringify(r.body)}`);
+  await sendEmail(s.url, key, { from: 'news@rotate.example', to, subject: 'Hello', text_body: 'Signed.' });
   await s.daemon.scheduler.drain();
   const got = mx.received.find((m) => m.to[0] === to);
   if (!got) throw new Error(`${to} not delivered`);

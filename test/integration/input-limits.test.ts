@@ -7,6 +7,7 @@ import { request, expectError } from '../helpers/http.js';
 import { loadConfig } from '../../src/config/load.js';
 import { addDomain } from '../../src/store/domains.js';
 import { storeInbound } from '../../src/store/inbound.js';
+import { quiet } from '../helpers/wait.js';
 
 // The limits bad input meets, each at the edge where it used to fail: header text with control
 // characters or lines that cannot be folded, JSON that is not UTF-8, clients that abort their
@@ -118,7 +119,7 @@ t.test('a client that aborts its request body is counted, never logged as an err
     await abort('/nowhere', false);
     await abort('/healthz', false);
   }
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await quiet(200); // time for an error line to appear, if one would
   t.equal(errorLines().length, errorsBefore, 'no error line');
   const metrics = await (await fetch(`${d.apiUrl}/metrics`)).text();
   const aborted = Number(/^posthaste_api_client_aborts_total (\d+)/m.exec(metrics)?.[1]);

@@ -12,6 +12,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { addDomain } from '../../src/store/domains.js';
 import { validateSendRequest, type SendRequest } from '../../src/domain/send-request.js';
 import { composedSize } from '../../src/outbound/compose.js';
+import { waitFor } from '../helpers/wait.js';
 
 // Messages at the size limit (25 MiB, the default), through the daemon as a process: accepted
 // and delivered intact just under it, refused with 413 just over it, and several at once on
@@ -68,7 +69,7 @@ t.test('an attachment just under the size limit is accepted and delivered byte f
   const accepted = await post(d.apiUrl, key, JSON.stringify(body(content)));
   t.equal(accepted.status, 202, `${n} bytes attached, ${under} composed: accepted`);
   await accepted.text();
-  for (let i = 0; i < 600 && mx.received.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  await waitFor('the large message at the MX', () => mx.received.length > 0, 60_000, 100);
   t.equal(mx.received.length, 1, 'delivered to the MX');
   const mail = await simpleParser(mx.received[0]!.data);
   const got = mail.attachments[0]!.content;

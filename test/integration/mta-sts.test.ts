@@ -5,8 +5,9 @@ import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
 import { fixture, fixturePath } from '../helpers/fixtures.js';
 import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
-import { request, type Json } from '../helpers/http.js';
+import type { Json } from '../helpers/http.js';
 import { mxMatches } from '../../src/outbound/mta-sts.js';
+import { sendEmail, getEmail } from '../helpers/api.js';
 
 const tls = { key: fixture('tls/server-key.pem'), cert: fixture('tls/server.pem') };
 const dns = await new TestDnsServer().start();
@@ -49,9 +50,9 @@ const key = makeKey(s.db);
 makeDomain(s.db, 'example.com');
 
 async function sendAndDeliver(to: string): Promise<Json> {
-  const r = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'a@example.com', to, subject: 's', text_body: 'b' } });
+  const id = await sendEmail(s.url, key, { from: 'a@example.com', to, subject: 's', text_body: 'b' });
   await s.daemon.scheduler.drain();
-  return (await request(`${s.url}/api/v1/emails/${encodeURIComponent(r.body.message_id)}`, { key })).body;
+  return getEmail(s.url, key, id);
 }
 
 t.test('enforce: delivered to the policy MX over TLS with a valid certificate', async (t) => {

@@ -7,6 +7,7 @@ import { spawnDaemon } from '../helpers/daemon-process.js';
 import { runCli, json } from '../helpers/cli.js';
 import { request, type Json } from '../helpers/http.js';
 import { loadConfig } from '../../src/config/load.js';
+import { waitFor } from '../helpers/wait.js';
 
 const dir = tempDir();
 t.teardown(dir.remove);
@@ -24,9 +25,16 @@ t.test('status, metrics, online backup, SIGHUP reload and SIGTERM on the running
   });
   for (let i = 0; i < 5; i++)
     t.equal((await request(`${d.apiUrl}/api/v1/emails`, { key, body: { from: 'a@example.com', to: `r${i}@simulator.posthaste.test`, subject: 's', text_body: 'b' } })).status, 202);
-  await new Promise((r) => setTimeout(r, 1500)); // the sandbox outcomes are recorded by the daemon's loop
-
-  const st = json<Json>(await runCli(['--config', configPath, 'status', '--json']));
+  // The sandbox outcomes are recorded by the daemon's own loop.
+  const st = await waitFor(
+    'five sandbox deliveries recorded',
+    async () => {
+      const now = json<Json>(await runCli(['--config', configPath, 'status', '--json']));
+      return now.queue.delivered === 5 && now;
+    },
+    15_000,
+    200,
+  );
   t.match(st, { queue: { delivered: 5 }, messages: 5, webhooks: Object, inbound: { total: 0 } });
   t.match((await runCli(['--config', configPath, 'status'])).stdout, /queue:\s+delivered=5/);
 
@@ -48,11 +56,11 @@ t.test('status, metrics, online backup, SIGHUP reload and SIGTERM on the running
   // SIGHUP: a changed limit and log level apply; a changed listen address needs a restart.
   writeFileSync(configPath, readFileSync(configPath, 'utf8').replace('level = "info"', 'level = "warn"') + '[inbound]\nrate_per_minute = 7\n');
   d.child.kill('SIGHUP');
-  await new Promise((r) => setTimeout(r, 500));
+  await waitFor('the reload logged', () => d.output().includes('configuration reloaded'));
   t.match(d.output(), /"applied":\["inbound.rate_per_minute","log.level"\]|"applied":\["log.level","inbound.rate_per_minute"\]/);
   writeFileSync(configPath, readFileSync(configPath, 'utf8') + '[bogus]\nx = 1\n');
   d.child.kill('SIGHUP');
-  await new Promise((r) => setTimeout(r, 500));
+  await waitFor('the refusal logged', () => d.output().includes('reload refused'));
   t.match(d.output(), /reload refused/, 'a bad file is refused and the daemon keeps running');
   t.equal((await fetch(`${d.apiUrl}/healthz`)).status, 200);
 

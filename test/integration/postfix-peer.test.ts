@@ -9,6 +9,8 @@ import { PostfixPeer, postfixAvailable, freePort } from '../helpers/postfix.js';
 import { withPeer } from '../helpers/peers.js';
 import { findDomain, addDomain } from '../../src/store/domains.js';
 import { dnsRecords } from '../../src/domain/dns-records.js';
+import { waitFor } from '../helpers/wait.js';
+import { sendEmail, getEmail } from '../helpers/api.js';
 
 // Debian's Postfix as the peer on the other side, both ways: posthaste delivers to it, it bounces
 // to posthaste in its own words, and it relays mail into posthaste's inbound listener.
@@ -28,15 +30,7 @@ function dkimpyVerify(message: Buffer, records: Record<string, string>): string 
     .trim();
 }
 
-async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const until = <T>(what: string, probe: () => T | undefined | Promise<T | undefined>, ms = 20_000): Promise<T> => waitFor(what, probe, ms, 100);
 
 async function run(): Promise<void> {
   const dns = await new TestDnsServer().start();
@@ -76,12 +70,11 @@ async function run(): Promise<void> {
   });
 
   const send = async (to: string, subject: string): Promise<string> => {
-    const r = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'Shop <shop@example.com>', to, subject, text_body: 'Thanks for your order.\n.\nA line with a dot.' } });
-    if (r.status !== 202) throw new Error(`send failed: ${r.status} ${JSON.stringify(r.body)}`);
+    const id = await sendEmail(s.url, key, { from: 'Shop <shop@example.com>', to, subject, text_body: 'Thanks for your order.\n.\nA line with a dot.' });
     await s.daemon.scheduler.drain();
-    return r.body.message_id as string;
+    return id;
   };
-  const events = async (id: string): Promise<Json[]> => (await request(`${s.url}/api/v1/emails/${encodeURIComponent(id)}`, { key })).body.events;
+  const events = async (id: string): Promise<Json[]> => (await getEmail(s.url, key, id)).events;
 
   t.test('delivered to Postfix over STARTTLS, and its DKIM signature verifies with dkimpy', async (t) => {
     const id = await send('alice@peer.test', 'Order 1');

@@ -12,10 +12,11 @@ import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { fixture, fixturePath } from '../helpers/fixtures.js';
 import { startTestServer, makeKey, makeDomain, tempDir, type TestServer } from '../helpers/env.js';
-import { request, type Json } from '../helpers/http.js';
+import type { Json } from '../helpers/http.js';
 import { findDomain } from '../../src/store/domains.js';
 import { dnsRecords } from '../../src/domain/dns-records.js';
 import { loadConfig, describeConfig } from '../../src/config/load.js';
+import { sendEmail, getEmail } from '../helpers/api.js';
 
 const USER = 'posthaste@relay';
 const PASSWORD = 'correct horse battery staple';
@@ -121,10 +122,9 @@ async function withRelay(
 }
 
 async function sendAndDeliver(s: TestServer, key: string, to: string[]): Promise<Json> {
-  const r = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'Shop <shop@example.com>', to, subject: 'Through the relay', text_body: 'Relayed.' } });
-  if (r.status !== 202) throw new Error(`send: ${r.status} ${JSON.stringify(r.body)}`);
+  const id = await sendEmail(s.url, key, { from: 'Shop <shop@example.com>', to, subject: 'Through the relay', text_body: 'Relayed.' });
   await s.daemon.scheduler.drain();
-  return (await request(`${s.url}/api/v1/emails/${encodeURIComponent(r.body.message_id)}`, { key })).body;
+  return getEmail(s.url, key, id);
 }
 
 const auth = `relay_user = "${USER}"\nrelay_password_file = "${passwordFile}"\n`;

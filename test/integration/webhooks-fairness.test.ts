@@ -19,6 +19,7 @@ import { createResolver } from '../../src/lib/dns.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import type { Db } from '../../src/store/db.js';
+import { waitFor, quiet } from '../helpers/wait.js';
 
 type DispatcherOptions = Partial<Pick<DispatcherDeps, 'perEndpoint' | 'claimPerEndpoint' | 'pollInterval'>>;
 
@@ -72,8 +73,7 @@ t.test('a hanging endpoint holding its whole claim quota does not hold up the re
   const stop = new AbortController();
   const running = dispatcher.run(stop.signal);
 
-  const started = Date.now();
-  while (rx.on('/fast').length < EVENTS && Date.now() - started < 3000) await new Promise((r) => setTimeout(r, 20));
+  await waitFor('every event at /fast', () => rx.on('/fast').length >= EVENTS, 3000).catch(() => undefined);
   t.equal(rx.on('/fast').length, EVENTS, 'the fast endpoint got every event while the other hung on its first two');
   t.ok(
     rx.on('/fast').every((r) => r.verified),
@@ -109,8 +109,7 @@ t.test('while another connection holds the write lock, the dispatcher does not b
   const running = dispatcher.run(stop.signal);
   // From the first request on (the first https connection builds its TLS context, ~150 ms,
   // which is not what this measures): the due rows are tried every millisecond meanwhile.
-  const t0 = Date.now();
-  while (rx.on('/fast').length === 0 && Date.now() - t0 < 3000) await new Promise((r) => setTimeout(r, 5));
+  await waitFor('the first request at /fast', () => rx.on('/fast').length > 0, 3000, 5);
   let last = performance.now();
   let worstGap = 0;
   const ticker = setInterval(() => {
@@ -118,7 +117,7 @@ t.test('while another connection holds the write lock, the dispatcher does not b
     worstGap = Math.max(worstGap, now - last);
     last = now;
   }, 5);
-  await new Promise((r) => setTimeout(r, 400));
+  await quiet(400); // the lock is held meanwhile
   const during = rx.on('/fast').map((r) => (JSON.parse(r.body) as { data: { n: number } }).data.n);
   t.ok(during.length > 0, `new events went out while the lock was held (${during.length})`);
   t.ok(
@@ -129,8 +128,7 @@ t.test('while another connection holds the write lock, the dispatcher does not b
   clearInterval(ticker);
   t.ok(worstGap < 150, `the event loop kept running (worst gap between 5 ms ticks: ${worstGap.toFixed(0)} ms; the busy handler would hold it until the lock is free or busy_timeout, 5 s, passes)`);
 
-  const started = Date.now();
-  while (rx.on('/fast').length < EVENTS && Date.now() - started < 3000) await new Promise((r) => setTimeout(r, 20));
+  await waitFor('every event at /fast', () => rx.on('/fast').length >= EVENTS, 3000).catch(() => undefined);
   t.equal(rx.on('/fast').length, EVENTS, 'every event delivered once the lock was released');
   t.ok(
     rx.on('/fast').every((r) => r.verified),
@@ -150,13 +148,9 @@ t.test('an endpoint is given a few deliveries at a time until it succeeds, and a
   const rows = db.sqlite.prepare('SELECT COUNT(*) FROM webhook_deliveries').pluck();
   const stop = new AbortController();
   const running = dispatcher.run(stop.signal);
-  const until = async (what: string, ok: () => boolean) => {
-    const started = Date.now();
-    while (!ok() && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 10));
-    t.ok(ok(), what);
-  };
+  const until = async (what: string, ok: () => boolean) => t.ok(await waitFor(what, ok).catch(() => false), what);
   await until('two requests hang', () => rx.on('/flaky').length === 2);
-  await new Promise((r) => setTimeout(r, 200));
+  await quiet(200); // nothing more may be taken meanwhile
   t.equal(dispatcher.held(endpointId), 4, 'no success yet: 2 x perEndpoint held (2 in flight, 2 ahead), not the quota of 30');
   t.equal(rows.get(), 0, 'the other events wait in the outbox: no rows written for them');
   await until('the two after the timeouts succeed, and two more hang', () => rx.on('/flaky').length === 6);
@@ -180,10 +174,7 @@ t.test('stopped with deliveries held in memory: the stored cursor stays behind t
   // One event first, so the endpoint is known to answer and gets its whole quota in memory.
   const { db, rx, deps, dispatcher } = await setup(t, ['/slow'], 1, 4000, { perEndpoint: 1, claimPerEndpoint: 50 });
   const cursor = () => fanOutCursor(db);
-  const until = async (ok: () => boolean) => {
-    const started = Date.now();
-    while (!ok() && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 2));
-  };
+  const until = (ok: () => boolean) => waitFor('the condition', ok, 5000, 2).catch(() => undefined);
   const stop = new AbortController();
   const running = dispatcher.run(stop.signal);
   const succeeded = db.sqlite.prepare("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'succeeded'").pluck();
@@ -203,7 +194,7 @@ t.test('stopped with deliveries held in memory: the stored cursor stays behind t
   const stop2 = new AbortController();
   const running2 = again.run(stop2.signal);
   await until(() => rx.on('/slow').length >= EVENTS);
-  await new Promise((r) => setTimeout(r, 100));
+  await quiet(100); // and no second copy after them
   stop2.abort();
   await running2;
   const ids = rx.on('/slow').map((r) => (JSON.parse(r.body) as { id: string }).id);
@@ -229,9 +220,8 @@ t.test('after a crash, events past the stored cursor are fanned out again, excep
   });
   const stop = new AbortController();
   const running = dispatcher.run(stop.signal);
-  const started = Date.now();
-  while (rx.on('/lost').length < EVENTS && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 10));
-  await new Promise((r) => setTimeout(r, 100));
+  await waitFor('every event at /lost', () => rx.on('/lost').length >= EVENTS).catch(() => undefined);
+  await quiet(100); // and none twice
   stop.abort();
   await running;
   t.equal(rx.on('/lost').length, EVENTS, 'the deliveries that had no row: sent');
