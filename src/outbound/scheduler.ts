@@ -34,6 +34,8 @@ export interface SchedulerDeps {
 
 /** How long a domain's destination is trusted before it is looked up again (the MX cache's time). */
 const DESTINATION_TTL_MS = 60_000;
+/** Known domains past which old entries are swept. */
+const SWEEP_AT = 10_000;
 
 /**
  * Claims due recipients, groups them by recipient domain, and runs deliveries within the global
@@ -171,7 +173,9 @@ export class Scheduler {
         .destinationOf(domain)
         .catch(() => domain)
         .then((destination) => {
-          this.destinations.set(domain, { destination, until: this.deps.clock.now() + DESTINATION_TTL_MS });
+          const now = this.deps.clock.now();
+          this.destinations.set(domain, { destination, until: now + DESTINATION_TTL_MS });
+          if (this.destinations.size > SWEEP_AT) this.sweep(now);
         })
         .finally(() => {
           this.resolving.delete(domain);
@@ -181,6 +185,17 @@ export class Scheduler {
       this.inFlight.add(p);
     }
     return known?.destination;
+  }
+
+  /** Forgets what is old: domains' destinations past their time, destinations with nothing going on (memory stays bounded however many domains are sent to). */
+  private sweep(now: number): void {
+    for (const [domain, known] of this.destinations) if (known.until <= now) this.destinations.delete(domain);
+    this.deps.throttle.forgetIdle(now);
+    for (const [destination, n] of this.open)
+      if (n === 0) {
+        this.open.delete(destination);
+        this.peakPerDestination.delete(destination);
+      }
   }
 
   private start(domain: string, destination: string, items: DeliveryItem[]): void {

@@ -185,6 +185,14 @@ export class Throttle {
     return out;
   }
 
+  /** Drops the state of destinations with nothing open, throttled, counted or held back (it is made again when needed). */
+  forgetIdle(now: number): void {
+    for (const [destination, s] of this.states) {
+      const counting = s.starts.length > 0 && expiry(s.starts[s.starts.length - 1]![0]) > now;
+      if (s.open === 0 && !s.throttled && !counting && s.cursor <= now) this.states.delete(destination);
+    }
+  }
+
   /** The destinations being slowed down now. */
   throttled(): DestinationThrottle[] {
     return [...this.states.values()].flatMap((s) => (s.throttled ? [{ ...s.throttled }] : []));

@@ -125,3 +125,18 @@ t.test('held-back messages are spread at the pace the destination takes them, af
   t.same(fast.slots('b.test', 3, T0), [T0, T0 + 250, T0 + 500]);
   t.equal(fast.nextRound('b.test', T0), T0 + 5000);
 });
+
+t.test('idle destinations are forgotten; busy, throttled or counting ones are kept', async (t) => {
+  const th = new Throttle(limits({ perMinute: 10, connections: 1 }));
+  const idle = th.open('idle.test', T0, 1);
+  th.close(idle, { delivered: 1, refusal: null }, T0);
+  th.open('busy.test', T0, 1);
+  const refused = th.open('refused.test', T0, 1);
+  th.close(refused, { delivered: 0, refusal: busy }, T0);
+  th.forgetIdle(T0 + 10_000);
+  t.same(th.admit('idle.test', T0 + 10_000), { kind: 'open', messages: 9 }, 'still counted within its minute');
+  th.forgetIdle(T0 + 62_000);
+  t.same(th.admit('idle.test', T0 + 62_000), { kind: 'open', messages: 10 }, 'forgotten after it: a fresh state');
+  t.same(th.admit('busy.test', T0 + 62_000), { kind: 'full' }, 'a destination with a connection open is kept');
+  t.match(th.throttled(), [{ destination: 'refused.test' }], 'a throttled destination is kept');
+});
