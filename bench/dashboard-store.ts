@@ -110,7 +110,7 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
           senderDomain: 'shop.example',
           subject,
           metadata,
-          request: body,
+          request: Buffer.from(body),
           raw: null,
           createdAt: at,
           tags,

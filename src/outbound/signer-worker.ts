@@ -7,7 +7,7 @@ import { UnsendableMessage } from '../domain/errors.js';
 
 export interface SignJob {
   id: number;
-  request: Uint8Array | string;
+  request: Uint8Array;
   messageId: string;
   createdAt: number;
   raw: Uint8Array | null;

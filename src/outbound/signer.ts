@@ -4,8 +4,8 @@ import type { SignJob, SignReply } from './signer-worker.js';
 import { UnsendableMessage } from '../domain/errors.js';
 
 export interface SignInput {
-  /** The stored request: body bytes as received, or (rows of earlier builds) JSON text; see deserializeRequest. */
-  request: Uint8Array | string;
+  /** The stored request: the body's bytes as received; see deserializeRequest. */
+  request: Uint8Array;
   messageId: string;
   createdAt: number;
   raw: Buffer | null;

@@ -18,7 +18,7 @@ export interface QueuedMessage {
   senderDomain: string;
   subject: string;
   metadata: Record<string, string>;
-  request: Buffer | string;
+  request: Buffer;
   raw: Buffer | null;
   createdAt: number;
   tags: string[];
@@ -66,7 +66,7 @@ export function loadMessages(db: Db, ids: number[]): Map<number, QueuedMessage> 
           sender_domain: string;
           subject: string;
           metadata: string;
-          request: Buffer | string;
+          request: Buffer;
           raw: Buffer | null;
           created_at: number;
           tags: string | null;
