@@ -52,7 +52,6 @@ export class Scheduler {
   private stopped = false;
   private destinations = new Map<string, { destination: string; until: number }>();
   private resolving = new Set<string>();
-  private open = new Map<string, number>();
   /** Highest connections seen open at once per destination (read by the tests). */
   readonly peakPerDestination = new Map<string, number>();
 
@@ -191,20 +190,14 @@ export class Scheduler {
   private sweep(now: number): void {
     for (const [domain, known] of this.destinations) if (known.until <= now) this.destinations.delete(domain);
     this.deps.throttle.forgetIdle(now);
-    for (const [destination, n] of this.open)
-      if (n === 0) {
-        this.open.delete(destination);
-        this.peakPerDestination.delete(destination);
-      }
+    for (const destination of this.peakPerDestination.keys()) if (this.deps.throttle.openConnections(destination) === 0) this.peakPerDestination.delete(destination);
   }
 
   private start(domain: string, destination: string, items: DeliveryItem[]): void {
     const { throttle, clock } = this.deps;
     this.active++;
     const ticket = throttle.open(destination, clock.now(), items.length);
-    const open = (this.open.get(destination) ?? 0) + 1;
-    this.open.set(destination, open);
-    this.peakPerDestination.set(destination, Math.max(open, this.peakPerDestination.get(destination) ?? 0));
+    this.peakPerDestination.set(destination, Math.max(throttle.openConnections(destination), this.peakPerDestination.get(destination) ?? 0));
     let closed = false;
     const p = this.deps
       .deliver(domain, items)
@@ -225,7 +218,6 @@ export class Scheduler {
       })
       .finally(() => {
         this.active--;
-        this.open.set(destination, (this.open.get(destination) ?? 1) - 1);
         this.inFlight.delete(p);
         this.kick();
       });
@@ -239,11 +231,11 @@ export class Scheduler {
   private record(group: GroupResult, destination: string, change: ThrottleChange): void {
     const { db, clock, policy, log, throttle } = this.deps;
     const now = clock.now();
-    const until = throttle.admit(destination, now);
     db.tx(() => {
       for (const [id, raw] of group.composed) storeRaw(db, id, raw);
       for (const { item, outcome } of group.results) recordOutcome(db, item.message, item.recipient, outcome, policy, now);
       if (group.unattempted.length) {
+        const until = throttle.admit(destination, now);
         const from = until.kind === 'paused' ? until.until : now;
         const at = throttle.slots(destination, group.unattempted.length, from);
         postponeClaimed(

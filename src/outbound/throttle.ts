@@ -89,6 +89,11 @@ export class Throttle {
     return s;
   }
 
+  /** Connections open now to the destination. */
+  openConnections(destination: string): number {
+    return this.states.get(destination)?.open ?? 0;
+  }
+
   /** Whether the destination is being slowed down because it refused us. */
   isThrottled(destination: string): boolean {
     return this.states.get(destination)?.throttled != null;
@@ -117,8 +122,13 @@ export class Throttle {
     return { kind: 'open', messages: Math.min(limits.perConnection, left) };
   }
 
-  private startedInWindow(s: State, now: number): number {
+  /** Drops the counts that have left the window (so the list holds at most about a minute of seconds). */
+  private prune(s: State, now: number): void {
     while (s.starts.length > 0 && expiry(s.starts[0]![0]) <= now) s.starts.shift();
+  }
+
+  private startedInWindow(s: State, now: number): number {
+    this.prune(s, now);
     let n = 0;
     for (const [, c] of s.starts) n += c;
     return n;
@@ -128,6 +138,8 @@ export class Throttle {
   open(destination: string, now: number, messages: number): Ticket {
     const s = this.state(destination);
     s.open++;
+    // Counted whether or not per_minute is set (a reload may set it), pruned here so it stays small.
+    this.prune(s, now);
     const second = Math.floor(now / 1000);
     const last = s.starts[s.starts.length - 1];
     if (last && last[0] === second) last[1] += messages;

@@ -140,3 +140,13 @@ t.test('idle destinations are forgotten; busy, throttled or counting ones are ke
   t.same(th.admit('busy.test', T0 + 62_000), { kind: 'full' }, 'a destination with a connection open is kept');
   t.match(th.throttled(), [{ destination: 'refused.test' }], 'a throttled destination is kept');
 });
+
+t.test('starts are counted without per_minute too, only over the last minute: a reload that sets it counts from there', async (t) => {
+  let conf = limits()();
+  const th = new Throttle(() => conf);
+  for (let i = 0; i < 600; i++) th.close(th.open('a.test', T0 + i * 1000, 1), { delivered: 1, refusal: null }, T0 + i * 1000);
+  conf = { ...conf, perMinute: 100 };
+  t.same(th.admit('a.test', T0 + 600_000), { kind: 'open', messages: 10 }, '100 less the 60 started in the last minute leaves room for a full connection');
+  conf = { ...conf, perMinute: 65 };
+  t.same(th.admit('a.test', T0 + 600_000), { kind: 'open', messages: 5 }, 'exactly the last minute counts (60), not the ten before');
+});
