@@ -7,7 +7,9 @@ import { openDb, migrate, type Db } from '../../src/store/db.js';
 import { migrations } from '../../src/store/migrations/index.js';
 import { ensureDefaultCustomer, findCustomer, addCustomer } from '../../src/store/customers.js';
 import { createKey, type KeyKind } from '../../src/store/keys.js';
-import { addDomain, setVerified } from '../../src/store/domains.js';
+import { addDomain, findDomain, setVerified } from '../../src/store/domains.js';
+import { dnsRecords } from '../../src/domain/dns-records.js';
+import type { TestDnsServer } from './dns-server.js';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/main.js';
 import { silentLogger } from '../../src/lib/logger.js';
 
@@ -125,4 +127,23 @@ export function storeWithKey(t: { teardown(fn: () => void): void }): Db {
   ensureDefaultCustomer(db, 0);
   db.sqlite.prepare("INSERT INTO api_keys (id, customer_id, kind, hash, created_at) VALUES ('key_x', 1, 'production', x'00', 0)").run();
   return db;
+}
+
+/**
+ * Publishes a sender domain's TXT records (verification, DKIM, SPF, DMARC) on the loopback DNS
+ * server, where a receiving MX (mailauth, dkimpy) looks; returns them by name.
+ */
+export function publishDomainTxt(db: Db, dns: TestDnsServer, name: string): Record<string, string> {
+  const d = findDomain(db, name);
+  if (!d) throw new Error(`no domain ${name}`);
+  const published: Record<string, string> = {};
+  for (const r of dnsRecords(
+    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key },
+    { hostname: 'mx.test.posthaste', returnPathDomain: 'bounces.test.posthaste' },
+  ))
+    if (r.type === 'TXT') {
+      dns.set(r.name, { TXT: [r.value] });
+      published[r.name] = r.value;
+    }
+  return published;
 }

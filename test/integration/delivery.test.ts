@@ -3,11 +3,9 @@ import { Resolver } from 'node:dns/promises';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx, ScriptedPeer } from '../helpers/mx-server.js';
-import { startTestServer, makeKey, makeDomain, type TestServer } from '../helpers/env.js';
+import { startTestServer, makeKey, makeDomain, publishDomainTxt, type TestServer } from '../helpers/env.js';
 import { request, type Json } from '../helpers/http.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { findDomain } from '../../src/store/domains.js';
-import { dnsRecords } from '../../src/domain/dns-records.js';
 import { parseReturnToken } from '../../src/domain/return-path.js';
 import { secret } from '../../src/store/settings.js';
 import { addSuppression } from '../../src/store/suppressions.js';
@@ -82,12 +80,7 @@ t.before(async () => {
   sandbox = makeKey(s.db, 'sandbox');
   makeDomain(s.db, 'example.com');
   // Publish the sender domain's records where the remote side (mailauth) will look.
-  const d = findDomain(s.db, 'example.com')!;
-  for (const r of dnsRecords(
-    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key },
-    { hostname: 'mx.test.posthaste', returnPathDomain: 'bounces.test.posthaste' },
-  ))
-    if (r.type === 'TXT') dns.set(r.name, { TXT: [r.value] });
+  publishDomainTxt(s.db, dns, 'example.com');
 });
 t.teardown(() => s.close());
 

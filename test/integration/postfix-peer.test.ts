@@ -1,14 +1,13 @@
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { TestDnsServer } from '../helpers/dns-server.js';
-import { startTestServer, makeKey, makeDomain, customerId, tempDir, type TestServer } from '../helpers/env.js';
+import { startTestServer, makeKey, makeDomain, customerId, publishDomainTxt, tempDir, type TestServer } from '../helpers/env.js';
 import { request, type Json } from '../helpers/http.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { PostfixPeer, postfixAvailable, freePort } from '../helpers/postfix.js';
 import { withPeer } from '../helpers/peers.js';
-import { findDomain, addDomain } from '../../src/store/domains.js';
-import { dnsRecords } from '../../src/domain/dns-records.js';
+import { addDomain } from '../../src/store/domains.js';
 import { waitFor } from '../helpers/wait.js';
 import { sendEmail, getEmail } from '../helpers/api.js';
 
@@ -42,16 +41,7 @@ async function run(): Promise<void> {
   const key = makeKey(s.db);
   makeDomain(s.db, 'example.com');
   addDomain(s.db, { customerId: customerId(s.db), name: 'in.example.com', receiving: true, now: Date.now() });
-  const d = findDomain(s.db, 'example.com')!;
-  const published: Record<string, string> = {};
-  for (const r of dnsRecords(
-    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key },
-    { hostname: 'mx.test.posthaste', returnPathDomain: 'bounces.test.posthaste' },
-  ))
-    if (r.type === 'TXT') {
-      dns.set(r.name, { TXT: [r.value] });
-      published[r.name] = r.value;
-    }
+  const published = publishDomainTxt(s.db, dns, 'example.com');
 
   const dir = tempDir('posthaste-postfix-');
   const peer = new PostfixPeer({

@@ -11,10 +11,8 @@ import { SMTPServer } from 'smtp-server';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { fixture, fixturePath } from '../helpers/fixtures.js';
-import { startTestServer, makeKey, makeDomain, tempDir, type TestServer } from '../helpers/env.js';
+import { startTestServer, makeKey, makeDomain, publishDomainTxt, tempDir, type TestServer } from '../helpers/env.js';
 import type { Json } from '../helpers/http.js';
-import { findDomain } from '../../src/store/domains.js';
-import { dnsRecords } from '../../src/domain/dns-records.js';
 import { loadConfig, describeConfig } from '../../src/config/load.js';
 import { sendEmail, getEmail } from '../helpers/api.js';
 
@@ -108,12 +106,7 @@ async function withRelay(
   try {
     const key = makeKey(s.db);
     makeDomain(s.db, 'example.com');
-    const d = findDomain(s.db, 'example.com')!;
-    for (const r of dnsRecords(
-      { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key },
-      { hostname: 'mx.test.posthaste', returnPathDomain: 'bounces.test.posthaste' },
-    ))
-      if (r.type === 'TXT') dns.set(r.name, { TXT: [r.value] });
+    publishDomainTxt(s.db, dns, 'example.com');
     await fn(s, relay, key);
   } finally {
     await s.close();
