@@ -6,7 +6,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { DeliveryItem, GroupResult } from './deliver.js';
 import { sandboxSteps } from './sandbox.js';
-import { PollLoop } from '../lib/poll-loop.js';
+import { KeyedPool } from '../lib/keyed-pool.js';
 import type { Throttle, ThrottleChange } from './throttle.js';
 
 export interface SchedulerDeps {
@@ -45,94 +45,87 @@ const SWEEP_AT = 10_000;
  * Sandbox recipients never reach `deliver`.
  */
 export class Scheduler {
-  private backlog = new Map<string, DeliveryItem[]>();
-  private active = 0;
-  private inFlight = new Set<Promise<void>>();
-  private readonly loop = new PollLoop();
-  private stopped = false;
-  private destinations = new Map<string, { destination: string; until: number }>();
-  private resolving = new Set<string>();
+  /** Claimed items waiting by recipient domain, and the deliveries (one connection each) running. */
+  private readonly pool: KeyedPool<DeliveryItem>;
+  /** Each domain's destination, and until when it is trusted; domains being looked up. */
+  private readonly destinations = new Map<string, { destination: string; until: number }>();
+  private readonly resolving = new Set<string>();
   /** Highest connections seen open at once per destination (read by the tests). */
   readonly peakPerDestination = new Map<string, number>();
 
-  constructor(private readonly deps: SchedulerDeps) {}
+  constructor(private readonly deps: SchedulerDeps) {
+    this.pool = new KeyedPool({
+      concurrency: deps.concurrency,
+      onFinish: () => this.kick(),
+      onError: (e, domain) => deps.log.error({ err: e, domain }, 'delivery group failed unexpectedly'),
+    });
+  }
 
   /** New work may be due (a message was accepted): look now rather than at the next poll. */
   kick(): void {
-    this.loop.wake();
+    this.pool.wake();
   }
 
   /** Runs until the signal aborts; then lets in-flight deliveries finish and releases the rest. */
   async run(signal: AbortSignal): Promise<void> {
-    await this.loop.run(
+    await this.pool.run(
       signal,
       this.deps.pollInterval,
       () => this.fill(),
       (e) => this.deps.log.error({ err: e }, 'scheduler: claim failed; retrying'),
     );
-    await this.stop();
+    this.release();
   }
 
   /** Claims and delivers everything due now, and waits until it is all recorded (tests, with a manual clock). */
-  async drain(): Promise<void> {
-    for (;;) {
-      const claimed = this.fill();
-      if (claimed === 0 && this.inFlight.size === 0 && this.backlogSize() === 0) return;
-      if (this.inFlight.size > 0) await Promise.race(this.inFlight);
-    }
+  drain(): Promise<void> {
+    return this.pool.drain(() => this.fill());
   }
 
+  /** Stops without `run` (tests): in-flight deliveries finish, the rest is released. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    await Promise.all(this.inFlight);
-    const ids = [...this.backlog.values()].flat().map((i) => i.recipient.id);
-    this.backlog.clear();
+    await this.pool.stop();
+    this.release();
+  }
+
+  private release(): void {
+    const ids = this.pool.takeAll().map((i) => i.recipient.id);
     if (ids.length) releaseClaimsOf(this.deps.db, ids);
   }
 
-  private backlogSize(): number {
-    let n = 0;
-    for (const list of this.backlog.values()) n += list.length;
-    return n;
+  /** Claim → group by domain → start within the limits (holding back what must wait); returns how many were claimed. */
+  private fill(): number {
+    if (this.pool.stopping || this.deps.held?.()) return 0;
+    const claimed = this.claim();
+    const held: Array<{ id: number; until: number }> = [];
+    this.pool.each((domain, list) => {
+      const destination = this.destinationOf(domain);
+      if (destination !== undefined) held.push(...this.startGroups(domain, destination, list)); // else being looked up; the lookup wakes the loop
+    });
+    if (held.length) postponeClaimed(this.deps.db, held);
+    return claimed;
   }
 
-  /** Claims what capacity allows and starts what the limits allow; returns how many were claimed. */
-  private fill(): number {
-    if (this.stopped || this.deps.held?.()) return 0;
+  /** Claims due recipients up to the claim batch less what waits; sandbox ones are settled at once, the rest wait by domain. */
+  private claim(): number {
     const { db, clock, claimBatch } = this.deps;
-    let claimed = 0;
-    const room = claimBatch - this.backlogSize();
-    if (room > 0) {
-      const rows = claimDue(db, this.deps.worker, clock.now(), room);
-      claimed = rows.length;
-      if (rows.length) {
-        const messages = loadMessages(
-          db,
-          rows.map((r) => r.messageRowId),
-        );
-        const sandbox: DeliveryItem[] = [];
-        for (const r of rows) {
-          const message = messages.get(r.messageRowId);
-          if (!message) continue;
-          if (message.sandbox) sandbox.push({ recipient: r, message });
-          else {
-            const list = this.backlog.get(r.domain);
-            if (list) list.push({ recipient: r, message });
-            else this.backlog.set(r.domain, [{ recipient: r, message }]);
-          }
-        }
-        if (sandbox.length) this.recordSandbox(sandbox);
-      }
+    const room = claimBatch - this.pool.waitingCount();
+    if (room <= 0) return 0;
+    const rows = claimDue(db, this.deps.worker, clock.now(), room);
+    if (rows.length === 0) return 0;
+    const messages = loadMessages(
+      db,
+      rows.map((r) => r.messageRowId),
+    );
+    const sandbox: DeliveryItem[] = [];
+    for (const r of rows) {
+      const message = messages.get(r.messageRowId);
+      if (!message) continue;
+      if (message.sandbox) sandbox.push({ recipient: r, message });
+      else this.pool.add(r.domain, { recipient: r, message });
     }
-    const held: Array<{ id: number; until: number }> = [];
-    for (const [domain, list] of this.backlog) {
-      const destination = this.destinationOf(domain);
-      if (destination === undefined) continue; // being looked up; the lookup wakes the loop
-      held.push(...this.startGroups(domain, destination, list));
-      if (list.length === 0) this.backlog.delete(domain);
-    }
-    if (held.length) postponeClaimed(db, held);
-    return claimed;
+    if (sandbox.length) this.recordSandbox(sandbox);
+    return rows.length;
   }
 
   /**
@@ -146,7 +139,7 @@ export class Scheduler {
       const at = throttle.slots(destination, items.length, from);
       return items.map((it, i) => ({ id: it.recipient.id, until: at[i]! }));
     };
-    while (list.length > 0 && this.active < this.deps.concurrency) {
+    while (list.length > 0 && this.pool.hasRoom) {
       const admission = throttle.admit(destination, now);
       if (admission.kind === 'paused') return holdBack(list.splice(0), admission.until);
       if (admission.kind === 'spent') return holdBack(list.splice(0), admission.opensAt);
@@ -168,20 +161,20 @@ export class Scheduler {
     if (known && known.until > this.deps.clock.now()) return known.destination;
     if (!this.resolving.has(domain)) {
       this.resolving.add(domain);
-      const p = this.deps
-        .destinationOf(domain)
-        .catch(() => domain)
-        .then((destination) => {
-          const now = this.deps.clock.now();
-          this.destinations.set(domain, { destination, until: now + DESTINATION_TTL_MS });
-          if (this.destinations.size > SWEEP_AT) this.sweep(now);
-        })
-        .finally(() => {
-          this.resolving.delete(domain);
-          this.inFlight.delete(p);
-          this.kick();
-        });
-      this.inFlight.add(p);
+      this.pool.track(
+        this.deps
+          .destinationOf(domain)
+          .catch(() => domain)
+          .then((destination) => {
+            const now = this.deps.clock.now();
+            this.destinations.set(domain, { destination, until: now + DESTINATION_TTL_MS });
+            if (this.destinations.size > SWEEP_AT) this.sweep(now);
+          })
+          .finally(() => {
+            this.resolving.delete(domain);
+            this.kick();
+          }),
+      );
     }
     return known?.destination;
   }
@@ -193,21 +186,20 @@ export class Scheduler {
     for (const destination of this.peakPerDestination.keys()) if (this.deps.throttle.openConnections(destination) === 0) this.peakPerDestination.delete(destination);
   }
 
+  /** One connection's delivery: the throttle is told when it opens and how it went; the outcomes are recorded together. */
   private start(domain: string, destination: string, items: DeliveryItem[]): void {
     const { throttle, clock } = this.deps;
-    this.active++;
     const ticket = throttle.open(destination, clock.now(), items.length);
     this.peakPerDestination.set(destination, Math.max(throttle.openConnections(destination), this.peakPerDestination.get(destination) ?? 0));
-    let closed = false;
-    const p = this.deps
-      .deliver(domain, items)
-      .then((group) => {
+    this.pool.start(domain, async () => {
+      let closed = false;
+      try {
+        const group = await this.deps.deliver(domain, items);
         const delivered = group.results.filter((r) => r.outcome.kind === 'delivered').length;
         const change = throttle.close(ticket, { delivered, refusal: group.refusal }, clock.now());
         closed = true;
         this.record(group, destination, change);
-      })
-      .catch((e: unknown) => {
+      } catch (e) {
         // A bug or an infrastructure failure (store): the claims are released and retried later.
         this.deps.log.error({ err: e, domain }, 'delivery group failed; releasing its claims');
         releaseClaimsOf(
@@ -215,13 +207,8 @@ export class Scheduler {
           items.map((i) => i.recipient.id),
         );
         if (!closed) throttle.close(ticket, { delivered: 0, refusal: null }, clock.now());
-      })
-      .finally(() => {
-        this.active--;
-        this.inFlight.delete(p);
-        this.kick();
-      });
-    this.inFlight.add(p);
+      }
+    });
   }
 
   /**

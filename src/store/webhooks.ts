@@ -161,22 +161,34 @@ export function hasDue(db: Db, endpointIds: string[], now: number): boolean {
   return endpointIds.some((id) => st.get(id, now) !== undefined);
 }
 
-export interface ClaimedDelivery {
-  /** The delivery row; null for one fanned out in memory, whose row is written with its first attempt. */
-  id: number | null;
+interface DeliveryOf {
   endpointId: string;
   eventSeq: number;
-  attempts: number;
-  /** The event as stored (loaded with the claim). */
+  /** The event as stored (loaded with the claim or the fan-out). */
   event: { id: string; type: string; body: string };
 }
+
+/** A delivery with its row in the store, claimed (locked) by this worker: a retry, or one parked pending. */
+export interface StoredDelivery extends DeliveryOf {
+  kind: 'stored';
+  id: number;
+  attempts: number;
+}
+
+/** A delivery fanned out in memory: no row yet; it gets one with its first attempt's record (or as a pending row). */
+export interface FreshDelivery extends DeliveryOf {
+  kind: 'fresh';
+}
+
+/** What the webhook dispatcher holds and attempts. */
+export type ClaimedDelivery = StoredDelivery | FreshDelivery;
 
 /**
  * Claims due deliveries in one transaction, endpoint by endpoint through the (endpoint_id,
  * next_attempt_at) index, each endpoint within its `room` (the claimer's quota less what it
  * already holds), so a dead endpoint's backlog cannot crowd out the others.
  */
-export function claimDeliveries(db: Db, worker: string, now: number, room: ClaimRoom): ClaimedDelivery[] {
+export function claimDeliveries(db: Db, worker: string, now: number, room: ClaimRoom): StoredDelivery[] {
   return db.tx(() => {
     const endpoints = enabledEndpointIds(db);
     const due = db.statement(
@@ -186,7 +198,7 @@ export function claimDeliveries(db: Db, worker: string, now: number, room: Claim
        ORDER BY d.next_attempt_at, d.id ${BOUND_LIMIT}`,
     );
     const lock = db.statement('UPDATE webhook_deliveries SET locked_by = ?, locked_at = ? WHERE id = ?');
-    const taken: ClaimedDelivery[] = [];
+    const taken: StoredDelivery[] = [];
     for (const endpointId of endpoints) {
       const n = room.room(endpointId);
       if (n <= 0) continue;
@@ -194,7 +206,7 @@ export function claimDeliveries(db: Db, worker: string, now: number, room: Claim
       for (const d of rows) {
         lock.run(worker, now, d.id);
         room.take(endpointId);
-        taken.push({ id: d.id, endpointId: d.endpoint_id, eventSeq: d.event_seq, attempts: d.attempts, event: { id: d.event_id, type: d.event_type, body: d.event_body } });
+        taken.push({ kind: 'stored', id: d.id, endpointId: d.endpoint_id, eventSeq: d.event_seq, attempts: d.attempts, event: { id: d.event_id, type: d.event_type, body: d.event_body } });
       }
     }
     return taken;

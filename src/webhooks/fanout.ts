@@ -1,0 +1,137 @@
+import type { Db } from '../store/db.js';
+import { eventsAfter, fanOutCursor, hasDelivery, lastFannedOutSeq, listEndpoints, subscribes, type ClaimRoom, type Endpoint, type FreshDelivery, type SettledAttempt } from '../store/webhooks.js';
+
+/** A delivery fanned out in memory that goes to the store as a pending row, due now (its endpoint had no room). */
+export interface PendingRow {
+  endpointId: string;
+  eventSeq: number;
+}
+
+/** What one batch writes for the fan-out: the pending rows, the cursor (null: unchanged), and the fresh deliveries it stores per event. */
+export interface FanOutWrite {
+  pending: PendingRow[];
+  cursor: number | null;
+  stores: Map<number, number>;
+}
+
+/**
+ * Fans new events out to subscribed endpoints in memory, and keeps the fan-out cursor honest.
+ *
+ * The invariant: the stored cursor never passes an event one of whose deliveries has no row yet.
+ * A fresh delivery gets its row with its first attempt's record, or as a pending row; the cursor
+ * moves only in those batches' transactions, and only past events whose deliveries are all in the
+ * store once the batch commits. After a crash, what is past the cursor is fanned out again; a
+ * delivery whose row was written before the crash (up to `checkUpTo`) is skipped.
+ */
+export class FanOut {
+  /** The last event fanned out in memory; null until the first `next` reads the store's cursor. */
+  private cursor: number | null = null;
+  /** The cursor as committed (the last batch's, or the store's at start). */
+  private storedCursor = 0;
+  /** The highest event with a delivery row at start: at or below it, a row may exist past the cursor. */
+  private checkUpTo = 0;
+  /** Fresh deliveries not yet in the store, by event seq (ascending: events are fanned out in order). */
+  private readonly unstored = new Map<number, number>();
+  /** Fresh deliveries to write pending with the next batch. */
+  private pending: PendingRow[] = [];
+
+  /** `wantsWrite`: there is something for a batch to write even without attempts (pending rows, a cursor to move). */
+  constructor(
+    private readonly db: Db,
+    private readonly wantsWrite: () => void,
+  ) {}
+
+  /**
+   * At most `limit` new events: a delivery per subscribed enabled endpoint, returned to be held
+   * while the endpoint has `room` (each counted with `take`), else parked to be written pending.
+   * Reads only.
+   */
+  next(limit: number, room: ClaimRoom): Array<{ delivery: FreshDelivery; endpoint: Endpoint }> {
+    const { db } = this;
+    if (this.cursor === null) {
+      this.cursor = this.storedCursor = fanOutCursor(db);
+      this.checkUpTo = lastFannedOutSeq(db);
+    }
+    const events = eventsAfter(db, this.cursor, limit);
+    if (events.length === 0) return [];
+    const held: Array<{ delivery: FreshDelivery; endpoint: Endpoint }> = [];
+    const byCustomer = new Map<number, Endpoint[]>();
+    for (const e of events) {
+      let list = byCustomer.get(e.customerId);
+      if (!list) byCustomer.set(e.customerId, (list = listEndpoints(db, e.customerId).filter((x) => x.enabled)));
+      let n = 0;
+      for (const endpoint of list) {
+        if (!subscribes(endpoint, e)) continue;
+        // Fanned out before a restart and recorded, though the cursor had not moved past it.
+        if (e.seq <= this.checkUpTo && hasDelivery(db, e.seq, endpoint.id)) continue;
+        n++;
+        if (room.room(endpoint.id) > 0) {
+          room.take(endpoint.id);
+          held.push({ delivery: { kind: 'fresh', endpointId: endpoint.id, eventSeq: e.seq, event: e }, endpoint });
+        } else this.pending.push({ endpointId: endpoint.id, eventSeq: e.seq });
+      }
+      if (n > 0) this.unstored.set(e.seq, n);
+    }
+    this.cursor = events[events.length - 1]!.seq;
+    // Pending rows to write, or a cursor that can move with nothing unstored: a batch soon.
+    if (this.pending.length > 0 || this.unstored.size === 0) this.wantsWrite();
+    return held;
+  }
+
+  /** A fresh delivery taken back from memory (its endpoint is over quota): written pending with the next batch. */
+  park(d: FreshDelivery): void {
+    this.pending.push({ endpointId: d.endpointId, eventSeq: d.eventSeq });
+    this.wantsWrite();
+  }
+
+  /** A fresh delivery that gets no row (its endpoint was disabled or deleted since). */
+  drop(d: FreshDelivery): void {
+    this.stored(d.eventSeq, 1);
+    this.wantsWrite();
+  }
+
+  /**
+   * What a batch recording these attempts writes for the fan-out (the pending rows are taken), or
+   * null when it writes nothing. Batches still in flight count as unstored here, so this one's
+   * cursor stays behind theirs.
+   */
+  forBatch(attempts: SettledAttempt[]): FanOutWrite | null {
+    const stores = new Map<number, number>();
+    for (const a of attempts) if (a.deliveryId === null) stores.set(a.eventSeq, (stores.get(a.eventSeq) ?? 0) + 1);
+    for (const p of this.pending) stores.set(p.eventSeq, (stores.get(p.eventSeq) ?? 0) + 1);
+    const cursor = this.cursorWith(stores);
+    if (attempts.length === 0 && this.pending.length === 0 && cursor === null) return null;
+    const pending = this.pending;
+    this.pending = [];
+    return { pending, cursor, stores };
+  }
+
+  /** The batch committed: its deliveries are in the store, its cursor is the stored one. */
+  recorded(w: FanOutWrite): void {
+    for (const [seq, n] of w.stores) this.stored(seq, n);
+    if (w.cursor !== null) this.storedCursor = Math.max(this.storedCursor, w.cursor);
+  }
+
+  /** The batch did not commit: its pending rows go with the next one. */
+  notRecorded(w: FanOutWrite): void {
+    this.pending.unshift(...w.pending);
+  }
+
+  /** The cursor to store with a batch: past every event whose deliveries will all be in the store once it commits. */
+  private cursorWith(stores: Map<number, number>): number | null {
+    if (this.cursor === null) return null;
+    let cursor = this.cursor;
+    for (const [seq, n] of this.unstored)
+      if (n > (stores.get(seq) ?? 0)) {
+        cursor = seq - 1;
+        break;
+      }
+    return cursor > this.storedCursor ? cursor : null;
+  }
+
+  private stored(seq: number, n: number): void {
+    const left = (this.unstored.get(seq) ?? 0) - n;
+    if (left > 0) this.unstored.set(seq, left);
+    else this.unstored.delete(seq);
+  }
+}
