@@ -60,8 +60,8 @@ export class Problems {
 }
 
 /**
- * A queued message that can never be sent as it stands (its stored request no longer passes
- * validation, or its composed form breaks a rule of RFC 5322): trying again gives the same
+ * A queued message that can never be sent as it stands (its stored request cannot be read, or
+ * its composed form breaks a rule of RFC 5322): trying again gives the same
  * answer, so delivery fails it at once instead of retrying until it expires.
  */
 export class UnsendableMessage extends Error {}

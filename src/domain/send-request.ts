@@ -1,4 +1,4 @@
-import { Problems, UnsendableMessage } from './errors.js';
+import { Problems } from './errors.js';
 import { addressKey, MAILBOX_MAX_LENGTH, parseMailbox, splitAddressList, type Mailbox } from './addresses.js';
 import { CONTROL_PROBLEM, foldProblem, hasControl } from './header-text.js';
 
@@ -84,7 +84,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
  * bare CR or LF would otherwise reach the stored message and the wire (docs/protocols.md 4), and
  * DKIM signs canonical CRLF lines.
  */
-function normaliseBody(s: string): string {
+export function normaliseBody(s: string): string {
   // Most bodies have no bare CR or LF to fix, and many no line break at all (indexOf is a memchr).
   if (s.indexOf('\n') === -1 && s.indexOf('\r') === -1) return s;
   return s.replace(/\r\n|\r|\n/g, '\r\n');
@@ -303,7 +303,7 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
 }
 
 /** One recipient row per distinct address (case-insensitive), in to, cc, bcc order. */
-function dedupe(to: Mailbox[], cc: Mailbox[], bcc: Mailbox[]): { to: Mailbox[]; cc: Mailbox[]; bcc: Mailbox[] } {
+export function dedupe(to: Mailbox[], cc: Mailbox[], bcc: Mailbox[]): { to: Mailbox[]; cc: Mailbox[]; bcc: Mailbox[] } {
   const seen = new Set<string>();
   const keep = (list: Mailbox[]) =>
     list.filter((m) => {
@@ -322,19 +322,4 @@ export function recipientsOf(r: SendRequest): Array<{ field: 'to' | 'cc' | 'bcc'
     ...r.cc.map((mailbox) => ({ field: 'cc' as const, mailbox })),
     ...r.bcc.map((mailbox) => ({ field: 'bcc' as const, mailbox })),
   ];
-}
-
-/**
- * The stored form of an accepted request is the request body exactly as received (bytes): it
- * validated once, and validation is a pure function of it, so delivery gets the same SendRequest
- * back by validating it again. Storing the bytes costs nothing on the accept path (re-serialising
- * the validated request took about 6 % of the event loop's time per request, measured).
- */
-export function deserializeRequest(stored: Uint8Array): SendRequest {
-  const bytes = Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
-  const body = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
-  // The recipient count was checked against the limit in force at acceptance.
-  const r = validateSendRequest(body, { maxRecipients: Infinity });
-  if (r instanceof Problems) throw new UnsendableMessage(`the stored request no longer validates: ${JSON.stringify(r.details)}`);
-  return r;
 }

@@ -2,7 +2,7 @@
 import { parentPort } from 'node:worker_threads';
 import { composeMessage } from './compose.js';
 import { signMessage, type DkimKey } from './dkim.js';
-import { deserializeRequest } from '../domain/send-request.js';
+import { readStoredRequest } from '../domain/stored-request.js';
 import { UnsendableMessage } from '../domain/errors.js';
 
 export interface SignJob {
@@ -19,7 +19,7 @@ export type SignReply = { id: number; ok: true; raw: Uint8Array | null; signed: 
 parentPort!.on('message', (job: SignJob) => {
   void (async () => {
     try {
-      const composed = job.raw ? null : await composeMessage(deserializeRequest(job.request), job.messageId, job.createdAt);
+      const composed = job.raw ? null : await composeMessage(readStoredRequest(job.request), job.messageId, job.createdAt);
       const signed = await signMessage(Buffer.from(job.raw ?? composed!), job.key);
       parentPort!.postMessage({ id: job.id, ok: true, raw: composed, signed } satisfies SignReply);
     } catch (e) {

@@ -4,7 +4,7 @@ import type { SignJob, SignReply } from './signer-worker.js';
 import { UnsendableMessage } from '../domain/errors.js';
 
 export interface SignInput {
-  /** The stored request: the body's bytes as received; see deserializeRequest. */
+  /** The stored request: the body's bytes as received; see readStoredRequest (domain/stored-request.ts). */
   request: Uint8Array;
   messageId: string;
   createdAt: number;

@@ -3,7 +3,7 @@ import { startTestServer, makeKey, makeDomain, customerId, type TestServer } fro
 import { revokeKey, listKeys } from '../../src/store/keys.js';
 import { addSuppression } from '../../src/store/suppressions.js';
 import { composeMessage } from '../../src/outbound/compose.js';
-import { deserializeRequest } from '../../src/domain/send-request.js';
+import { readStoredRequest } from '../../src/domain/stored-request.js';
 import { request, type HttpResult, type Json } from '../helpers/http.js';
 
 let s: TestServer;
@@ -36,7 +36,7 @@ async function post(body: unknown, opts: { key?: string | null; headers?: Record
 /** The MIME message delivery will compose from what was stored. */
 async function storedMime(messageId: string): Promise<string> {
   const row = s.db.sqlite.prepare('SELECT request, created_at FROM messages WHERE message_id = ?').get(messageId) as { request: Buffer; created_at: number };
-  return (await composeMessage(deserializeRequest(row.request), messageId, row.created_at)).toString();
+  return (await composeMessage(readStoredRequest(row.request), messageId, row.created_at)).toString();
 }
 
 const valid = { from: 'Sender <hello@example.com>', to: 'alice@example.org', subject: 'Hello', text_body: 'Hi Alice' };

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { composeMessage, composedSize, encodedSizeBound, encodedSizeFloor } from '../../../src/outbound/compose.js';
-import { validateSendRequest, deserializeRequest, type SendRequest } from '../../../src/domain/send-request.js';
+import { validateSendRequest, type SendRequest } from '../../../src/domain/send-request.js';
 import { Problems } from '../../../src/domain/errors.js';
 import { timeSortableId, BASE32, eventId, base32Id, bigIntId } from '../../../src/lib/ids.js';
 import { randomBytes } from 'node:crypto';
@@ -89,23 +89,4 @@ t.test('encodedSizeBound is never below the composed size, encodedSizeFloor neve
     t.equal(await composedSize(r, 'id@example.com', 0), actual, 'the streamed count is the composed size');
     t.ok(bound < actual * 4 + 8192, 'and not absurdly loose');
   }
-});
-
-t.test('the stored form of a request (the body as received) gives the validated request back', async (t) => {
-  const body = {
-    from: 'A <a@EXAMPLE.com>',
-    to: 'b@example.org, B@example.org',
-    subject: 's',
-    text_body: 'one\ntwo',
-    attachments: [{ filename: 'f', io: 'AAEC', content_type: 'Application/X-Y' }],
-    metadata: { k: 'v' },
-  };
-  const back = deserializeRequest(Buffer.from(JSON.stringify(body)));
-  t.same(back, req(body), 'the same SendRequest as at acceptance (normalised, de-duplicated)');
-  t.equal(back.text, 'one\r\ntwo');
-  t.equal(back.attachments[0]!.base64, 'AAEC', 'the attachment as the request gave it, decoded only when composed');
-  // More recipients than the limit of the day: counted at acceptance, not again at delivery.
-  const many = { ...body, to: Array.from({ length: 60 }, (_, i) => `r${i}@example.org`) };
-  t.equal(deserializeRequest(new Uint8Array(Buffer.from(JSON.stringify(many)))).to.length, 60);
-  t.throws(() => deserializeRequest(Buffer.from(JSON.stringify({ ...body, from: 'nobody' }))), /no longer validates/);
 });
