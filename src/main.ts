@@ -1,4 +1,5 @@
-import { relayTarget, returnPathDomain, suppressionPolicy, destinationLimits, type Config } from './config/schema.js';
+import { relayTarget, returnPathDomain, type Config } from './config/schema.js';
+import { live, inboundSettings, outboundSettings, sendSettings, type InboundSettings, type Live, type OutboundSettings, type SendSettings } from './config/settings.js';
 import { openDb, migrate } from './store/db.js';
 import { ensureDefaultCustomer } from './store/customers.js';
 import { GroupCommit } from './writer/group-commit.js';
@@ -84,11 +85,19 @@ function relayOptions(config: Config): RelayOptions | null {
   return { ...target, auth: { user: o.relay_user, pass } };
 }
 
-/** What the steps share: the configuration (the running one, which reloads update), the log, the clock. */
+/** What the steps share: the configuration as started (never changed), the log, the clock, and each part's settings that reloads replace. */
 interface Ctx {
   config: Config;
   log: Logger;
   clock: Clock;
+  settings: Settings;
+}
+
+/** The parts' reloadable settings (config/settings.ts). */
+interface Settings {
+  inbound: Live<InboundSettings>;
+  send: Live<SendSettings>;
+  outbound: Live<OutboundSettings>;
 }
 
 /** Step: the store, migrated, with the default customer, and the claims a previous run left released. */
@@ -106,7 +115,7 @@ function openStore({ config, log, clock }: Ctx): Db {
 
 /** Step: the outbound side: MX and MTA-STS lookups, the signing threads, and the scheduler with its destinations' throttle. */
 function buildOutbound(
-  { config, log, clock }: Ctx,
+  { config, log, clock, settings }: Ctx,
   db: Db,
   resolver: Resolver,
   relay: RelayOptions | null,
@@ -125,7 +134,7 @@ function buildOutbound(
     log,
     policy: { retrySchedule: o.retry_schedule, maxQueueTime: o.max_queue_time },
     concurrency: o.concurrency,
-    throttle: new Throttle(destinationLimits(config), listThrottles(db)),
+    throttle: new Throttle((destination) => settings.outbound.current.limits(destination), listThrottles(db)),
     destinationOf: async (domain) => {
       if (relay) return relay.host;
       const found = await mx.resolve(domain);
@@ -134,7 +143,7 @@ function buildOutbound(
     claimBatch: o.claim_batch,
     pollInterval: o.poll_interval,
     worker: `pid${process.pid}`,
-    held: () => config.outbound.hold,
+    held: () => settings.outbound.current.hold,
     onEvents: hooks.onEvents,
     onOutcome: hooks.onOutcome,
     deliver: (domain, items) =>
@@ -148,7 +157,7 @@ function buildOutbound(
           ...(relay ? { relay } : {}),
           returnPathSecret,
           returnPathDomain: returnPathDomain(config),
-          suppression: suppressionPolicy(config),
+          suppression: settings.outbound.current.suppression,
           smtp: { name: config.server.hostname, port: o.port, connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout, extraCa },
         },
         domain,
@@ -197,76 +206,65 @@ async function listenHttp(app: FastifyInstance, listen: string, scheme: 'http' |
 }
 
 /**
- * What SIGHUP can change in the running daemon, key by key, and how each is handed to the part
- * that uses it: the one place that decides what is reloadable (every other changed key needs a
- * restart). The listener, the API, the dashboard and the scheduler read the running
- * configuration's sections at use time, so most steps replace the values there.
+ * What SIGHUP can change in the running daemon, part by part: the keys a part takes, and how the
+ * new values are handed to it (its settings built again from the new configuration, or a call).
+ * The one place that decides what is reloadable: every other changed key needs a restart. A key
+ * may reach more than one part (bounces.*: inbound reports and delivery replies).
  */
 interface Reloader {
+  part: string;
   keys: string[];
-  apply(next: Config): void;
+  apply(next: Config, changed: Set<string>, parts: ReloadParts): void;
 }
 
-function reloaders(ctx: Ctx, parts: { db: Db; commit: GroupCommit; scheduler: Scheduler; listener: SMTPServer }): Reloader[] {
-  const { config, log } = ctx;
-  return [
-    {
-      keys: ['log.level'],
-      apply: (next) => {
-        log.level = next.log.level;
-        config.log.level = next.log.level;
-      },
-    },
-    { keys: ['inbound.rate_per_minute', 'inbound.monthly_limit'], apply: (next) => Object.assign(config.inbound, next.inbound) },
-    { keys: ['bounces.suppress_mailbox_full', 'bounces.suppress_disabled'], apply: (next) => Object.assign(config.bounces, next.bounces) },
-    {
-      // The throttle reads these at every decision (config/schema.ts destinationLimits).
-      keys: ['outbound.concurrency_per_domain', 'outbound.messages_per_connection', 'outbound.messages_per_minute', 'outbound.destination_limits'],
-      apply: (next) => {
-        const n = next.outbound;
-        Object.assign(config.outbound, {
-          concurrency_per_domain: n.concurrency_per_domain,
-          messages_per_connection: n.messages_per_connection,
-          messages_per_minute: n.messages_per_minute,
-          destination_limits: n.destination_limits,
-        });
-      },
-    },
-    {
-      keys: ['limits.max_recipients', 'limits.idempotency_ttl'],
-      apply: (next) => {
-        config.limits.max_recipients = next.limits.max_recipients;
-        config.limits.idempotency_ttl = next.limits.idempotency_ttl;
-      },
-    },
-    {
-      keys: ['limits.max_store_bytes'],
-      apply: (next) => {
-        config.limits.max_store_bytes = next.limits.max_store_bytes;
-        parts.db.setMaxBytes(next.limits.max_store_bytes);
-        parts.commit.setMaxBytes(next.limits.max_store_bytes);
-      },
-    },
-    {
-      keys: ['outbound.hold'],
-      apply: (next) => {
-        config.outbound.hold = next.outbound.hold;
-        log.warn({ hold: config.outbound.hold }, config.outbound.hold ? 'outbound queue held: nothing is sent until outbound.hold = false' : 'outbound queue released');
-        parts.scheduler.kick();
-      },
-    },
-    {
-      keys: ['smtp.tls.cert', 'smtp.tls.key'],
-      apply: (next) => {
-        // The new certificate first (a file that cannot be read leaves everything as it was), then
-        // the keys the listener reads per connection to offer STARTTLS or not.
-        if (next.smtp['tls.cert'] && next.smtp['tls.key']) parts.listener.updateSecureContext({ key: readFileSync(next.smtp['tls.key']), cert: readFileSync(next.smtp['tls.cert']) });
-        config.smtp['tls.cert'] = next.smtp['tls.cert'];
-        config.smtp['tls.key'] = next.smtp['tls.key'];
-      },
-    },
-  ];
+interface ReloadParts {
+  log: Logger;
+  settings: Settings;
+  db: Db;
+  commit: GroupCommit;
+  scheduler: Scheduler;
+  listener: SMTPServer;
 }
+
+const BOUNCES = ['bounces.suppress_mailbox_full', 'bounces.suppress_disabled'];
+
+export const RELOADERS: readonly Reloader[] = [
+  { part: 'log', keys: ['log.level'], apply: (next, _, { log }) => void (log.level = next.log.level) },
+  {
+    part: 'inbound listener',
+    keys: ['inbound.rate_per_minute', 'inbound.monthly_limit', 'smtp.tls.cert', 'smtp.tls.key', ...BOUNCES],
+    apply: (next, changed, { settings, listener }) => {
+      // The new certificate first (a file that cannot be read leaves everything as it was), then
+      // the settings the listener reads per connection, STARTTLS offered or not among them.
+      if ((changed.has('smtp.tls.cert') || changed.has('smtp.tls.key')) && next.smtp['tls.cert'] && next.smtp['tls.key'])
+        listener.updateSecureContext({ key: readFileSync(next.smtp['tls.key']), cert: readFileSync(next.smtp['tls.cert']) });
+      settings.inbound.current = inboundSettings(next);
+    },
+  },
+  {
+    part: 'outbound',
+    keys: ['outbound.concurrency_per_domain', 'outbound.messages_per_connection', 'outbound.messages_per_minute', 'outbound.destination_limits', 'outbound.hold', ...BOUNCES],
+    apply: (next, changed, { settings, scheduler, log }) => {
+      settings.outbound.current = outboundSettings(next);
+      if (changed.has('outbound.hold')) {
+        log.warn({ hold: next.outbound.hold }, next.outbound.hold ? 'outbound queue held: nothing is sent until outbound.hold = false' : 'outbound queue released');
+        scheduler.kick();
+      }
+    },
+  },
+  { part: 'send API', keys: ['limits.max_recipients', 'limits.idempotency_ttl'], apply: (next, _, { settings }) => void (settings.send.current = sendSettings(next)) },
+  {
+    part: 'store',
+    keys: ['limits.max_store_bytes'],
+    apply: (next, _, { db, commit }) => {
+      db.setMaxBytes(next.limits.max_store_bytes);
+      commit.setMaxBytes(next.limits.max_store_bytes);
+    },
+  },
+];
+
+/** Every key SIGHUP applies without a restart. */
+export const RELOADABLE_KEYS: ReadonlySet<string> = new Set(RELOADERS.flatMap((r) => r.keys));
 
 /** Every key of a configuration as "section.key" → its value as JSON, to compare two. */
 function flatConfig(c: Config): Map<string, string> {
@@ -281,7 +279,8 @@ function flatConfig(c: Config): Map<string, string> {
  * background loops → listeners. Signals are wired by the caller.
  */
 export async function startDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Promise<Daemon> {
-  const ctx: Ctx = { config, log, clock: opts.clock ?? systemClock };
+  const settings: Settings = { inbound: live(inboundSettings(config)), send: live(sendSettings(config)), outbound: live(outboundSettings(config)) };
+  const ctx: Ctx = { config, log, clock: opts.clock ?? systemClock, settings };
   const relay = relayOptions(config); // before anything opens: a relay user without a password stops the start
   const db = openStore(ctx);
 
@@ -321,6 +320,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     budget,
     db,
     config,
+    settings: settings.inbound,
     clock: ctx.clock,
     log,
     resolver,
@@ -332,7 +332,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   });
   const smtp = await listenSmtp(ctx, listener);
   smtpUp = true;
-  const app = buildApi({ db, commit, auth: new AuthCache(db), config, clock: ctx.clock, log, lifecycle, webhooks, metrics, budget, onAccepted: () => scheduler.kick() });
+  const app = buildApi({ db, commit, auth: new AuthCache(db), config, send: settings.send, clock: ctx.clock, log, lifecycle, webhooks, metrics, budget, onAccepted: () => scheduler.kick() });
   const apiUrl = await listenHttp(app, config.api.listen, config.api['tls.cert'] ? 'https' : 'http');
   apiUp = true;
   // The dashboard on its own listener (dashboard.listen), so it is exposed only where the admin puts it.
@@ -341,7 +341,9 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   const dashboardUrl = dashboardBound && (config.dashboard.public_url || dashboardBound);
   log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, data_dir: config.server.data_dir }, 'posthaste is running');
 
-  const reloadSteps = reloaders(ctx, { db, commit, scheduler, listener });
+  const reloadParts: ReloadParts = { log, settings, db, commit, scheduler, listener };
+  // Each key's running value ("section.key" → JSON): the configuration as started, with what reloads applied.
+  const running = flatConfig(config);
   return {
     apiUrl,
     dashboardUrl,
@@ -349,16 +351,16 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     scheduler,
     dispatcher,
     reload(next: Config) {
-      const before = flatConfig(config);
       const after = flatConfig(next);
-      const changed = [...after.keys()].filter((k) => before.get(k) !== after.get(k));
-      const steps = reloadSteps.filter((r) => r.keys.some((k) => changed.includes(k)));
-      const reloadable = new Set(reloadSteps.flatMap((r) => r.keys));
-      const applied = changed.filter((k) => reloadable.has(k));
-      const restart = changed.filter((k) => !reloadable.has(k));
+      const changed = [...after.keys()].filter((k) => running.get(k) !== after.get(k));
+      const applied = changed.filter((k) => RELOADABLE_KEYS.has(k));
+      const restart = changed.filter((k) => !RELOADABLE_KEYS.has(k));
       // Said at the old level, before a new level could hide it.
       log.info({ applied, restart_needed: restart }, 'configuration reloaded');
-      for (const step of steps) step.apply(next);
+      const keys = new Set(applied);
+      for (const step of RELOADERS) if (step.keys.some((k) => keys.has(k))) step.apply(next, keys, reloadParts);
+      // The next reload compares against what runs now.
+      for (const k of applied) running.set(k, after.get(k)!);
       return { applied, restart_needed: restart };
     },
     async stop() {

@@ -4,6 +4,7 @@ import type { AuthCache } from '../store/auth-cache.js';
 import type { WebhookService } from '../webhooks/service.js';
 import type { Metrics } from '../lib/metrics.js';
 import type { Config } from '../config/schema.js';
+import type { Live, SendSettings } from '../config/settings.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { MemoryBudget } from '../lib/memory-budget.js';
@@ -18,6 +19,8 @@ export interface ApiDeps {
   /** limits.message_memory, shared with the inbound listener: large request bodies wait for room in it. */
   budget: MemoryBudget;
   config: Config;
+  /** What a reload can change for the send endpoints (limits.max_recipients, limits.idempotency_ttl). */
+  send: Live<SendSettings>;
   clock: Clock;
   log: Logger;
   lifecycle: Lifecycle;

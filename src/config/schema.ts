@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { SuppressionPolicy } from '../domain/outcome.js';
-import { parseDestinationRules, limitsFor, type DestinationLimits, type DestinationRule } from '../domain/destinations.js';
+import { parseDestinationRules, limitsFor, type DestinationLimits } from '../domain/destinations.js';
 
 /**
  * The configuration schema: every key's type, default and one-line description in one place.
@@ -195,21 +195,10 @@ export function returnPathDomain(c: Pick<Config, 'smtp' | 'server'>): string {
   return c.smtp.return_path_domain || c.server.hostname;
 }
 
-const parsedRules = new WeakMap<readonly string[], DestinationRule[]>();
-
-/** outbound's destination limits as a lookup, read at each call so a reload applies. Throws naming the bad entry. */
+/** outbound's destination limits as a lookup, as configured now (a reload builds a new one). Throws naming the bad entry. */
 export function destinationLimits(c: Pick<Config, 'outbound'>): (destination: string) => DestinationLimits {
-  const rulesOf = (entries: string[]) => {
-    let rules = parsedRules.get(entries);
-    if (!rules) {
-      rules = parseDestinationRules(entries);
-      parsedRules.set(entries, rules);
-    }
-    return rules;
-  };
-  rulesOf(c.outbound.destination_limits);
-  return (destination) => {
-    const o = c.outbound;
-    return limitsFor(destination, rulesOf(o.destination_limits), { connections: o.concurrency_per_domain, perConnection: o.messages_per_connection, perMinute: o.messages_per_minute });
-  };
+  const o = c.outbound;
+  const rules = parseDestinationRules(o.destination_limits);
+  const base = { connections: o.concurrency_per_domain, perConnection: o.messages_per_connection, perMinute: o.messages_per_minute };
+  return (destination) => limitsFor(destination, rules, base);
 }

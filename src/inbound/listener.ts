@@ -14,11 +14,14 @@ import { checkInboundLimits, receivingDomain, recordLimited, type ReceivingDomai
 import { movable, type GroupCommit } from '../writer/group-commit.js';
 import { LARGE_MESSAGE_BYTES, type Hold, type MemoryBudget } from '../lib/memory-budget.js';
 import { readReport } from '../reports/read.js';
-import { returnPathDomain, suppressionPolicy } from '../config/schema.js';
+import { returnPathDomain } from '../config/schema.js';
+import type { InboundSettings, Live } from '../config/settings.js';
 
 export interface ListenerDeps {
   db: Db;
   config: Config;
+  /** What a reload can change here: the default inbound limits, the suppression policy, STARTTLS. */
+  settings: Live<InboundSettings>;
   clock: Clock;
   log: Logger;
   resolver: Resolver;
@@ -69,7 +72,7 @@ export function createListener(deps: ListenerDeps): SMTPServer {
       if (deps.isShuttingDown()) return cb(smtpError(421, '4.3.2 Service shutting down, try again later'));
       // STARTTLS while a certificate is configured, decided per connection: a reload (SIGHUP)
       // that adds or removes smtp.tls.cert applies to the next connection.
-      session.disabledCommands = s['tls.cert'] && s['tls.key'] ? ['AUTH'] : ['AUTH', 'STARTTLS'];
+      session.disabledCommands = deps.settings.current.starttls ? ['AUTH'] : ['AUTH', 'STARTTLS'];
       cb();
     },
     onClose(session: Session) {
@@ -96,7 +99,7 @@ export function createListener(deps: ListenerDeps): SMTPServer {
       }
       if (route.kind === 'receiving' && receiving) {
         const now = clock.now();
-        const check = checkInboundLimits(db, receiving, { ratePerMinute: config.inbound.rate_per_minute, monthlyLimit: config.inbound.monthly_limit }, now);
+        const check = checkInboundLimits(db, receiving, deps.settings.current.limits, now);
         if (!check.ok) {
           try {
             if (recordLimited(db, receiving, check.limit, check.windowEndsAt, now)) deps.onEvents?.();
@@ -175,7 +178,7 @@ export function createListener(deps: ListenerDeps): SMTPServer {
     // A report is read for what it is, whichever of posthaste's addresses it came to: a complaint
     // sent to a return path is a complaint.
     const reportRoutes = routes.filter((r): r is Extract<Route, { kind: 'bounce' | 'feedback' }> => r.kind === 'bounce' || r.kind === 'feedback');
-    const report = reportRoutes.length ? readReport(raw, suppressionPolicy(config)) : null;
+    const report = reportRoutes.length ? readReport(raw, deps.settings.current.suppression) : null;
     // One stored message per customer, with that customer's envelope recipients.
     const byCustomer = new Map<number, { domainId: number; rcpts: string[] }>();
     for (const r of receiving) {

@@ -30,7 +30,7 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
    */
   async function prepare(key: ApiKeyInfo, body: unknown, stored: string | Uint8Array, now: number): Promise<Omit<AcceptInput, 'idempotency'>> {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('validation_failed', 'A message must be a JSON object.', { body: ['must be a JSON object'] });
-    const parsed = validateSendRequest(body as Record<string, unknown>, { maxRecipients: config.limits.max_recipients });
+    const parsed = validateSendRequest(body as Record<string, unknown>, { maxRecipients: deps.send.current.maxRecipients });
     if (parsed instanceof Problems) throw validationError(parsed);
     const req: SendRequest = parsed;
     let domain = deps.auth.domain(req.from.domain, false);
@@ -84,7 +84,7 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
       'accept',
       {
         ...input,
-        ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: config.limits.idempotency_ttl } } : {}),
+        ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: deps.send.current.idempotencyTtl } } : {}),
         authEpoch,
       },
       movable(stored),
@@ -130,7 +130,7 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
       items: prepared.map((p) => (p instanceof ApiError ? { error: p.toBody().error } : p)),
       customerId: key.customer_id,
       apiKeyId: key.id,
-      ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: config.limits.idempotency_ttl } } : {}),
+      ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: deps.send.current.idempotencyTtl } } : {}),
       authEpoch,
       now,
     });
