@@ -12,7 +12,7 @@ import { ConfigError } from '../config/load.js';
 import { useSession, type Session } from '../store/users.js';
 import { Html } from './html.js';
 import { LoginThrottle } from './throttle.js';
-import { pageRoutes } from './routes.js';
+import { pageRoutes } from './routes/index.js';
 
 export interface DashboardDeps {
   db: Db;

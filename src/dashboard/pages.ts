@@ -1,0 +1,67 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sendPage, type Dashboard, type DashboardDeps } from './server.js';
+import { html, type Html } from './html.js';
+import { layout, type PageContext } from './layout.js';
+import type { Problems } from '../domain/errors.js';
+import { customerById, listCustomers } from '../store/customers.js';
+import { OneTimeReveal } from './reveal.js';
+
+export type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, string | undefined> }>;
+
+/** What every page and action of the dashboard uses: the store and clock, the signed-in context, and the ways to answer. */
+export interface Pages {
+  app: FastifyInstance;
+  dash: Dashboard;
+  deps: DashboardDeps;
+  db: DashboardDeps['db'];
+  clock: DashboardDeps['clock'];
+  config: DashboardDeps['config'];
+  /** The signed-in context, or a redirect to the login page (then undefined). */
+  ctx: (request: Req, reply: FastifyReply, section: string) => PageContext | undefined;
+  page: (reply: FastifyReply, c: PageContext, title: string, body: Html) => unknown;
+  /** A redirect after a form, with a flash or an error for the next page. */
+  back: (reply: FastifyReply, to: string, flash?: string, error?: string) => unknown;
+  notFound: (reply: FastifyReply) => unknown;
+  reveal: OneTimeReveal;
+  /** A secret created by this session's last request, shown now and never again. */
+  revealed: (c: PageContext) => Html | string;
+  problemsText: (p: Problems) => string;
+}
+
+export function pages(dash: Dashboard, deps: DashboardDeps): Pages {
+  const { app } = dash;
+  const { db, clock, config } = deps;
+
+  /** The signed-in context, or a redirect to the login page. */
+  const ctx = (request: Req, reply: FastifyReply, section: string): PageContext | undefined => {
+    const s = request.session;
+    if (!s) {
+      void reply.redirect(`/login?next=${encodeURIComponent(request.url)}`, 303);
+      return undefined;
+    }
+    const customer = customerById(db, s.customerId)!;
+    return { session: s, customer, section, customers: s.user.role === 'admin' ? listCustomers(db) : [customer], flash: request.query.flash, error: request.query.error };
+  };
+  const page = (reply: FastifyReply, c: PageContext, title: string, body: Html) => sendPage(reply, layout(c, title, body));
+  const back = (reply: FastifyReply, to: string, flash?: string, error?: string) => {
+    const q = new URLSearchParams();
+    if (flash) q.set('flash', flash);
+    if (error) q.set('error', error);
+    return reply.redirect(q.size ? `${to}${to.includes('?') ? '&' : '?'}${q}` : to, 303);
+  };
+  const notFound = (reply: FastifyReply) => reply.callNotFound();
+  const reveal = new OneTimeReveal();
+  /** A secret created by this session's last request, shown now and never again. */
+  const revealed = (c: PageContext) => {
+    const r = reveal.take(c.session.id, clock.now());
+    return r
+      ? html`<div class="flash" role="status"><p>${r.label}</p><div class="secret"><code id="${r.id}">${r.secret}</code><button type="button" class="secondary" data-copy="${r.id}">Copy</button></div></div>`
+      : '';
+  };
+  const problemsText = (p: Problems) =>
+    Object.entries(p.details)
+      .map(([k, v]) => `${k}: ${v.join('; ')}`)
+      .join(' · ');
+
+  return { app, dash, deps, db, clock, config, ctx, page, back, notFound, reveal, revealed, problemsText };
+}

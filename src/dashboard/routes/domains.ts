@@ -1,0 +1,76 @@
+import { path } from '../html.js';
+import type { PageContext } from '../layout.js';
+import { normaliseDomain } from '../../domain/addresses.js';
+import { addDomain, findDomain, listDomains, setReceiving, type DomainRow } from '../../store/domains.js';
+import { setInboundLimits, inboundLimitsOf } from '../../store/inbound.js';
+import { domainRecords, verifyDomain } from '../../domains/service.js';
+import { domainBody, domainsBody } from '../views.js';
+import type { Pages, Req } from '../pages.js';
+
+/** The dashboard's domains pages and actions. */
+export function domainsRoutes(p: Pages): void {
+  const { app, db, clock, config, deps, ctx, page, back, notFound } = p;
+  const domainOf = (c: PageContext, name: string | undefined): DomainRow | undefined => {
+    const d = name ? findDomain(db, name) : undefined;
+    return d && d.customer_id === c.customer.id ? d : undefined;
+  };
+
+  app.get('/domains', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'domains');
+    if (!c) return;
+    const rows = listDomains(db, c.customer.id);
+    return page(reply, c, 'Domains', domainsBody(c, rows));
+  });
+
+  app.post('/domains', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'domains');
+    if (!c) return;
+    const n = normaliseDomain((request.form!.name ?? '').trim().replace(/\.$/, ''));
+    if (!n.ok) return back(reply, '/domains', undefined, `That is not a domain name: ${n.error}`);
+    if (findDomain(db, n.value)) return back(reply, '/domains', undefined, `${n.value} is already registered.`);
+    addDomain(db, { customerId: c.customer.id, name: n.value, receiving: request.form!.receiving === '1', now: clock.now() });
+    return back(reply, path`/domains/${n.value}`, `Domain ${n.value} added: publish its DNS records, then verify.`);
+  });
+
+  app.get('/domains/:name', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'domains');
+    if (!c) return;
+    const d = domainOf(c, request.params.name);
+    if (!d) return notFound(reply);
+    return page(reply, c, d.name, domainBody(c, d, domainRecords(d, config, clock.now()), inboundLimitsOf(db, d.id), undefined));
+  });
+
+  app.post('/domains/:name/verify', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'domains');
+    if (!c) return;
+    const d = domainOf(c, request.params.name);
+    if (!d) return notFound(reply);
+    const result = await verifyDomain(db, deps.resolver, config, d, clock.now());
+    const fresh = findDomain(db, d.name)!;
+    return page(reply, c, d.name, domainBody(c, fresh, domainRecords(fresh, config, clock.now()), inboundLimitsOf(db, d.id), result));
+  });
+
+  app.post('/domains/:name/receiving', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'domains');
+    if (!c) return;
+    const d = domainOf(c, request.params.name);
+    if (!d) return notFound(reply);
+    const on = request.form!.receiving === '1';
+    setReceiving(db, d.id, on);
+    return back(reply, path`/domains/${d.name}`, `Receiving ${on ? 'on' : 'off'}.`);
+  });
+
+  app.post('/domains/:name/limits', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'domains');
+    if (!c) return;
+    const d = domainOf(c, request.params.name);
+    if (!d) return notFound(reply);
+    const num = (v: string | undefined) => (v === undefined || v.trim() === '' ? null : Number(v));
+    const rate = num(request.form!.rate_per_minute);
+    const monthly = num(request.form!.monthly_limit);
+    if ([rate, monthly].some((v) => v !== null && (!Number.isInteger(v) || v < 0 || v > 1_000_000_000)))
+      return back(reply, path`/domains/${d.name}`, undefined, 'Limits are whole numbers from 0 (no limit) up; leave empty for the server default.');
+    setInboundLimits(db, d.id, { ratePerMinute: rate, monthlyLimit: monthly });
+    return back(reply, path`/domains/${d.name}`, 'Inbound limits saved.');
+  });
+}

@@ -1,0 +1,45 @@
+import { html } from '../html.js';
+import { createKey, getKey, listKeys, revokeKey, type KeyKind } from '../../store/keys.js';
+import { keysBody, revokeKeyBody } from '../views.js';
+import type { Pages, Req } from '../pages.js';
+
+/** The dashboard's api keys pages and actions. */
+export function keysRoutes(p: Pages): void {
+  const { app, db, clock, deps, ctx, page, back, notFound, revealed, reveal } = p;
+  app.get('/keys', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'keys');
+    if (!c) return;
+    return page(reply, c, 'API keys', html`${revealed(c)}${keysBody(c, listKeys(db, c.customer.id))}`);
+  });
+
+  app.post('/keys', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'keys');
+    if (!c) return;
+    const f = request.form!;
+    const kind: KeyKind = f.kind === 'sandbox' ? 'sandbox' : 'production';
+    const name = (f.name ?? '').trim().slice(0, 100);
+    const k = createKey(db, { customerId: c.customer.id, kind, name, now: clock.now() });
+    deps.log.info({ key: k.id, customer: c.customer.name, user: c.session.user.email }, 'API key created in the dashboard');
+    // The key is never stored: it is held for this session's next page only, then forgotten.
+    reveal.put(c.session.id, { id: 'new-key', label: `Key ${k.id} created. Copy it now: it is shown only this once.`, secret: k.key }, clock.now());
+    return back(reply, '/keys');
+  });
+
+  app.get('/keys/:id/revoke', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'keys');
+    if (!c) return;
+    const k = getKey(db, request.params.id!, c.customer.id);
+    if (!k) return notFound(reply);
+    return page(reply, c, 'Revoke API key', revokeKeyBody(c, k));
+  });
+
+  app.post('/keys/:id/revoke', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'keys');
+    if (!c) return;
+    const k = getKey(db, request.params.id!, c.customer.id);
+    if (!k) return notFound(reply);
+    revokeKey(db, k.id, clock.now());
+    deps.log.info({ key: k.id, user: c.session.user.email }, 'API key revoked in the dashboard');
+    return back(reply, '/keys', `Key ${k.id} revoked.`);
+  });
+}

@@ -1,0 +1,66 @@
+import { sendPage } from '../server.js';
+import { verifyPassword, DUMMY_HASH } from '../../lib/password.js';
+import { createSession, endSession, findUser, showCustomer } from '../../store/users.js';
+import { findCustomer, listCustomers } from '../../store/customers.js';
+import { overview } from '../../store/overview.js';
+import { loginPage, overviewBody } from '../views.js';
+import type { Pages, Req } from '../pages.js';
+
+/** The dashboard's sessions, overview pages and actions. */
+export function sessionRoutes(p: Pages): void {
+  const { app, db, clock, deps, dash, ctx, page, back, notFound } = p;
+  app.get<{ Querystring: { next?: string; error?: string } }>('/login', async (request, reply) => {
+    if (request.session) return reply.redirect('/', 303);
+    return sendPage(reply, loginPage(request.query.next, request.query.error));
+  });
+
+  app.post('/login', async (request, reply) => {
+    const f = request.form!;
+    const email = (f.email ?? '').trim().toLowerCase().slice(0, 320);
+    const address = request.ip;
+    const now = clock.now();
+    const wait = dash.throttle.wait(email, address, now);
+    if (wait > 0) {
+      const seconds = Math.ceil(wait / 1000);
+      return sendPage(reply.code(429).header('retry-after', String(seconds)), loginPage(f.next, `Too many failed attempts; try again in ${Math.ceil(seconds / 60)} minute(s).`));
+    }
+    const user = findUser(db, email);
+    // A password is checked even for an unknown account, so the answer takes as long either way.
+    const ok = await verifyPassword(f.password ?? '', user?.password_hash ?? DUMMY_HASH);
+    if (!user || !ok) {
+      dash.throttle.fail(email, address, now);
+      return sendPage(reply.code(401), loginPage(f.next, 'Wrong e-mail address or password.'));
+    }
+    dash.throttle.succeed(email);
+    const shown = user.customer_id ?? findCustomer(db, 'default')?.id ?? listCustomers(db)[0]!.id;
+    // A new session id at every login: a session fixed before login is never the one used after.
+    if (request.session) endSession(db, request.session.id);
+    const s = createSession(db, user, shown, now);
+    reply.header('set-cookie', `${dash.cookie}=${s.id}; Path=/; HttpOnly; SameSite=Strict${dash.secure ? '; Secure' : ''}`);
+    deps.log.info({ user: user.email }, 'dashboard login');
+    const next = typeof f.next === 'string' && /^\/(?!\/)[^\\]*$/.test(f.next) ? f.next : '/';
+    return reply.redirect(next, 303);
+  });
+
+  app.post('/logout', async (request, reply) => {
+    if (request.session) endSession(db, request.session.id);
+    reply.header('set-cookie', `${dash.cookie}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0${dash.secure ? '; Secure' : ''}`);
+    return reply.redirect('/login', 303);
+  });
+
+  app.post('/customer', async (request: Req, reply) => {
+    const c = ctx(request, reply, '');
+    if (!c) return;
+    const target = c.session.user.role === 'admin' ? findCustomer(db, request.form!.customer ?? '') : undefined;
+    if (!target) return notFound(reply);
+    showCustomer(db, c.session.id, target.id);
+    return back(reply, '/', `Showing customer ${target.name}`);
+  });
+
+  app.get('/', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'overview');
+    if (!c) return;
+    const now = clock.now();
+    return page(reply, c, 'Overview', overviewBody(overview(db, c.customer.id, now), now));
+  });
+}
