@@ -2,6 +2,7 @@
 // transaction, a result per item; Idempotency-Key for the whole batch. Delivered through a real
 // SMTP server on loopback like any other message.
 import t from 'tap';
+import { getEmail } from '../helpers/api.js';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
 import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
@@ -39,8 +40,8 @@ t.test('every item accepted: 202 with a message id each, all stored, all deliver
   t.equal(mx.received.length, received + 4, 'each recipient delivered');
   const got = mx.received.find((m) => m.to[0] === 'a4@batch.test')!;
   t.match(got.data.toString(), /Subject: For a4@batch\.test/);
-  const view = await request(`${s.url}/api/v1/emails/${encodeURIComponent(r.body.data[2].message_id)}`, { key });
-  t.same(view.body.metadata, { n: '4' });
+  const view = await getEmail(s.url, key, r.body.data[2].message_id);
+  t.same(view.metadata, { n: '4' });
 });
 
 t.test('items are validated on their own: the good ones are stored, the bad ones get their error', async (t) => {

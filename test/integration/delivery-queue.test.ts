@@ -10,6 +10,7 @@ import { startDaemon } from '../../src/main.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { claimDue } from '../../src/store/queue.js';
 import { waitFor, quiet } from '../helpers/wait.js';
+import { getEmail } from '../helpers/api.js';
 
 const dns = await new TestDnsServer().start();
 const mx = await new TestMx('127.0.0.1').start();
@@ -93,15 +94,16 @@ t.test('the running daemon delivers on its own soon after the 202', async (t) =>
   makeDomain(s.db, 'example.com');
   const r = await request(`${s.url}/api/v1/emails`, { key, body: body('live@many.test') });
   t.equal(r.status, 202);
-  const deadline = Date.now() + 10_000;
-  let state = '';
-  while (Date.now() < deadline) {
-    const m = await request(`${s.url}/api/v1/emails/${encodeURIComponent(r.body.message_id)}`, { key });
-    state = m.body.recipients[0].state;
-    if (state === 'delivered') break;
-    await new Promise((res) => setTimeout(res, 50));
-  }
-  t.equal(state, 'delivered');
+  const m = await waitFor(
+    'the daemon to deliver on its own',
+    async () => {
+      const got = await getEmail(s.url, key, r.body.message_id);
+      return got.recipients[0].state === 'delivered' && got;
+    },
+    10_000,
+    50,
+  );
+  t.equal(m.recipients[0].state, 'delivered');
 });
 
 t.test('outbound.hold queues without sending; a reload to false releases the queue', async (t) => {

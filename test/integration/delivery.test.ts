@@ -1,6 +1,7 @@
 import t from 'tap';
 import { Resolver } from 'node:dns/promises';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { simpleParser } from 'mailparser';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx, ScriptedPeer } from '../helpers/mx-server.js';
 import { startTestServer, makeKey, makeDomain, publishDomainTxt, type TestServer } from '../helpers/env.js';
@@ -216,17 +217,34 @@ t.test('552 after DATA: a hard bounce of the message, the address is not suppres
   t.equal(events(m, 'recipient.suppressed').length, 0);
 });
 
-t.test('a queued message whose stored request no longer validates bounces at once, not after days of retries, and suppresses nobody', async (t) => {
-  const id = await send('frank@good.test');
-  // As if a rule had been tightened since it was queued: the stored subject now carries a VT.
+/** Rewrites a queued message's stored request, as an older build (or looser rules) would have accepted it. */
+const storeRequest = (id: string, change: (body: Record<string, unknown>) => Record<string, unknown>) => {
   const row = s.db.sqlite.prepare('SELECT request FROM messages WHERE message_id = ?').get(id) as { request: Buffer };
-  const stale = JSON.stringify({ ...JSON.parse(row.request.toString()), subject: 'Order\x0bBcc: x@evil.example' });
-  s.db.sqlite.prepare('UPDATE messages SET request = ? WHERE message_id = ?').run(Buffer.from(stale), id);
+  s.db.sqlite.prepare('UPDATE messages SET request = ? WHERE message_id = ?').run(Buffer.from(JSON.stringify(change(JSON.parse(row.request.toString())))), id);
+};
+
+t.test('a queued message accepted under looser rules is delivered as it was accepted, not judged again', async (t) => {
+  const id = await send('gina@good.test');
+  // Today's validation refuses a subject over 998 characters and more than 10 tags.
+  const subject = Array.from({ length: 160 }, (_, i) => `word${i}`).join(' ');
+  t.ok(subject.length > 998, `a subject of ${subject.length} characters`);
+  storeRequest(id, (b) => ({ ...b, subject, tags: Array.from({ length: 12 }, (_, i) => `t${i}`) }));
+  await deliver();
+  const m = await message(id);
+  t.equal(recipient(m, 'gina@good.test').state, 'delivered');
+  const got = mx.received.find((r) => r.to[0] === 'gina@good.test')!;
+  const parsed = await simpleParser(got.data);
+  t.equal(parsed.subject, subject, 'the subject as stored, folded on the wire');
+});
+
+t.test('a queued message whose stored request cannot be read bounces at once, not after days of retries, and suppresses nobody', async (t) => {
+  const id = await send('frank@good.test');
+  storeRequest(id, (b) => ({ ...b, subject: 42 }));
   const before = mx.received.length;
   await deliver();
   const m = await message(id);
   t.equal(recipient(m, 'frank@good.test').state, 'bounced');
-  t.match(events(m, 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 554, enhanced_code: '5.6.0', classification: 'policy', message: /no longer validates/ } });
+  t.match(events(m, 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 554, enhanced_code: '5.6.0', classification: 'policy', message: /cannot be read: subject/ } });
   t.equal(events(m, 'recipient.suppressed').length, 0, 'the address is not to blame');
   t.equal(mx.received.length, before, 'nothing was sent');
 });
@@ -303,7 +321,7 @@ t.test('sandbox keys never connect; the simulator domain chooses each outcome', 
   clock.advance(60_000); // the simulated deferrals come due (and earlier live deferrals with them)
   await deliver();
   t.equal(mx.attempts.get('someone@good.test'), undefined, 'the MX never saw a sandbox recipient');
-  const get = async (id: string) => (await request(`${s.url}/api/v1/emails/${encodeURIComponent(id)}`, { key: sandbox })).body;
+  const get = (id: string) => getEmail(s.url, sandbox, id);
   const p = await get(plain);
   t.match(events(p, 'email.delivered')[0].data, { sandbox: true, recipient: 'someone@good.test' });
   const types = async (l: string) => (await get(sim[l]!)).events.map((e: Json) => e.type);

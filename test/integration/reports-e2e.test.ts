@@ -1,4 +1,5 @@
 import t from 'tap';
+import { getEmail } from '../helpers/api.js';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
 import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
@@ -36,7 +37,7 @@ async function inject(rcpt: string, raw: Buffer): Promise<string> {
   return `${r.rcpt[0]} / ${r.data}`;
 }
 
-const events = async (id: string): Promise<Json[]> => (await request(`${s.url}/api/v1/emails/${encodeURIComponent(id)}`, { key })).body.events;
+const events = async (id: string): Promise<Json[]> => (await getEmail(s.url, key, id)).events;
 
 t.test('a DSN to the return path of a delivered message: email.bounced async, suppressed, later sends refused', async (t) => {
   const { id, returnPath } = await deliverTo('bob@example.net');

@@ -7,6 +7,7 @@ import { TestMx } from '../helpers/mx-server.js';
 import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
 import { request, expectError, type Json } from '../helpers/http.js';
 import { runCli, json } from '../helpers/cli.js';
+import { getEmail } from '../helpers/api.js';
 import { ManualClock } from '../../src/lib/clock.js';
 
 const dns = await new TestDnsServer().start();
@@ -29,7 +30,7 @@ const delivered = (to: string) => mx.received.filter((m) => m.to[0] === to).leng
 async function send(body: Record<string, unknown>, k = key) {
   return request(`${s.url}/api/v1/emails`, { key: k, body: { from: 'Shop <shop@example.com>', subject: 'Later', text_body: 'Held.', ...body } });
 }
-const get = async (id: string, k = key) => (await request(`${s.url}/api/v1/emails/${encodeURIComponent(id)}`, { key: k })).body;
+const get = (id: string, k = key) => getEmail(s.url, k, id);
 const cancel = (id: string, k = key) => request(`${s.url}/api/v1/emails/${encodeURIComponent(id)}`, { key: k, method: 'DELETE' });
 
 t.test('scheduled_at holds the message until then, then it goes', async (t) => {
