@@ -34,11 +34,16 @@ function checkLocal(local: string): string | undefined {
   return undefined;
 }
 
+/** A domain in lower-case ASCII: as it is when printable ASCII, else its IDNA form ('' when it has none). */
+export function asciiDomain(domain: string): string {
+  return /^[\x21-\x7e]+$/.test(domain) ? domain.toLowerCase() : domainToASCII(domain);
+}
+
 /** Domain → lower-case ASCII (IDNA), or an error. Address literals are refused: transactional mail goes to names. */
 export function normaliseDomain(domain: string): Parsed<string> {
   if (domain.length === 0) return { ok: false, error: 'the domain is empty' };
   if (domain.startsWith('[')) return { ok: false, error: 'address literals are not accepted' };
-  const ascii = /^[\x21-\x7e]+$/.test(domain) ? domain.toLowerCase() : domainToASCII(domain);
+  const ascii = asciiDomain(domain);
   if (!ascii) return { ok: false, error: 'the domain is not a valid internationalised domain name' };
   if (ascii.length > 253) return { ok: false, error: 'the domain is longer than 253 characters' };
   const labels = ascii.split('.');

@@ -75,7 +75,7 @@ export function isStrictBase64(s: string): boolean {
   return !NOT_BASE64.test(end === s.length ? s : s.slice(0, end));
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
+export function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 

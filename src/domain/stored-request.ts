@@ -1,7 +1,6 @@
-import { domainToASCII } from 'node:url';
 import { UnsendableMessage } from './errors.js';
-import { splitAddressList, type Mailbox } from './addresses.js';
-import { dedupe, normaliseBody, type Attachment, type SendRequest } from './send-request.js';
+import { asciiDomain, splitAddressList, type Mailbox } from './addresses.js';
+import { dedupe, isRecord, normaliseBody, type Attachment, type SendRequest } from './send-request.js';
 
 /**
  * The stored form of an accepted request is the request body exactly as received (bytes; storing
@@ -64,17 +63,13 @@ export function readMailbox(input: string): Mailbox {
   if (at <= 0) throw unreadable(`the address "${spec.slice(0, 80)}"`);
   const local = spec.slice(0, at);
   const raw = spec.slice(at + 1);
-  const domain = /^[\x21-\x7e]+$/.test(raw) ? raw.toLowerCase() : domainToASCII(raw) || raw.toLowerCase();
+  const domain = asciiDomain(raw) || raw.toLowerCase();
   const mailbox: Mailbox = { address: `${local}@${domain}`, local, domain };
   return name ? { ...mailbox, name } : mailbox;
 }
 
 function unreadable(what: string): UnsendableMessage {
   return new UnsendableMessage(`the stored request cannot be read: ${what}`);
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function asString(v: unknown, field: string): string {

@@ -128,8 +128,7 @@ export class KeyedPool<T> {
    */
   async run(signal: AbortSignal, intervalMs: number, fill: () => void, onError: (e: unknown) => void): Promise<void> {
     await this.loop.run(signal, intervalMs, fill, onError);
-    this.stoppingNow = true;
-    await Promise.all(this.inFlight);
+    await this.stop();
   }
 
   /** Marks the pool stopping and waits for what is in flight (a stop without `run`). */

@@ -166,7 +166,11 @@ async function directRoute(deps: DeliverDeps, domain: string): Promise<{ hosts: 
 /** Step: a recipient suppressed since it was queued is not sent to. */
 function checkSuppression(deps: DeliverDeps, items: DeliveryItem[], results: ItemResult[]): DeliveryItem[] {
   const byCustomer = new Map<number, DeliveryItem[]>();
-  for (const it of items) byCustomer.set(it.message.customerId, [...(byCustomer.get(it.message.customerId) ?? []), it]);
+  for (const it of items) {
+    const list = byCustomer.get(it.message.customerId);
+    if (list) list.push(it);
+    else byCustomer.set(it.message.customerId, [it]);
+  }
   const keep: DeliveryItem[] = [];
   for (const [customerId, list] of byCustomer) {
     const suppressed = findSuppressed(

@@ -135,24 +135,26 @@ export class Scheduler {
   private startGroups(domain: string, destination: string, list: DeliveryItem[]): Array<{ id: number; until: number }> {
     const { throttle, clock } = this.deps;
     const now = clock.now();
-    const holdBack = (items: DeliveryItem[], from: number) => {
-      const at = throttle.slots(destination, items.length, from);
-      return items.map((it, i) => ({ id: it.recipient.id, until: at[i]! }));
-    };
     while (list.length > 0 && this.pool.hasRoom) {
       const admission = throttle.admit(destination, now);
-      if (admission.kind === 'paused') return holdBack(list.splice(0), admission.until);
-      if (admission.kind === 'spent') return holdBack(list.splice(0), admission.opensAt);
+      if (admission.kind === 'paused') return this.holdBack(destination, list.splice(0), admission.until);
+      if (admission.kind === 'spent') return this.holdBack(destination, list.splice(0), admission.opensAt);
       if (admission.kind === 'full') {
         // Waiting for a connection. A throttled destination keeps one more round of its (fewer)
         // connections here and the rest in the store, so its backlog does not take the claim room
         // other destinations need; at full speed the backlog moves fast enough to wait here.
         const capacity = throttle.capacity(destination);
-        return throttle.isThrottled(destination) && list.length > capacity ? holdBack(list.splice(capacity), throttle.nextRound(destination, now)) : [];
+        return throttle.isThrottled(destination) && list.length > capacity ? this.holdBack(destination, list.splice(capacity), throttle.nextRound(destination, now)) : [];
       }
       this.start(domain, destination, list.splice(0, admission.messages));
     }
     return [];
+  }
+
+  /** Until when each of `items` is held back in the store: none before `from`, spread at the pace the destination takes mail. */
+  private holdBack(destination: string, items: DeliveryItem[], from: number): Array<{ id: number; until: number }> {
+    const at = this.deps.throttle.slots(destination, items.length, from);
+    return items.map((it, i) => ({ id: it.recipient.id, until: at[i]! }));
   }
 
   /** A domain's destination if known (refreshed in the background when old); undefined while it is first looked up. */
@@ -224,11 +226,7 @@ export class Scheduler {
       if (group.unattempted.length) {
         const until = throttle.admit(destination, now);
         const from = until.kind === 'paused' ? until.until : now;
-        const at = throttle.slots(destination, group.unattempted.length, from);
-        postponeClaimed(
-          db,
-          group.unattempted.map((it, i) => ({ id: it.recipient.id, until: at[i]! })),
-        );
+        postponeClaimed(db, this.holdBack(destination, group.unattempted, from));
       }
       if (change?.kind === 'set') saveThrottle(db, change.record, now);
       else if (change?.kind === 'cleared') clearThrottle(db, change.destination);

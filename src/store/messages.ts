@@ -19,7 +19,8 @@ export interface AcceptInput {
   metadata: Record<string, string>;
   /**
    * The request body as received, stored as a BLOB (its UTF-8 bytes when given as text); delivery
-   * validates it again and composes the MIME message from it. The API passes the text it parsed
+   * reads it back without judging it again (domain/stored-request.ts) and composes the MIME message
+   * from it. The API passes the text it parsed
    * when the body is small (a string crosses to the writer thread as a copy of its characters,
    * where a small Buffer, a slice of Node's shared 8 KiB pool, would copy the whole pool), and the
    * bytes when it is large, moved to the writer thread rather than copied (group-commit.ts).

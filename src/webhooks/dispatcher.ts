@@ -14,7 +14,7 @@ import {
   type Endpoint,
   type StoredDelivery,
 } from '../store/webhooks.js';
-import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_MS, ok2xx, type WebhookService } from './service.js';
+import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_MS, attemptRecord, ok2xx, type WebhookService } from './service.js';
 import type { PostResult } from './safe-fetch.js';
 import { KeyedPool } from '../lib/keyed-pool.js';
 import { FanOut } from './fanout.js';
@@ -290,18 +290,7 @@ export class Dispatcher {
     const last = this.pool.running === 1 && !this.pool.hasWaiting;
     this.attempts.add(
       {
-        attempt: {
-          endpointId: endpoint.id,
-          deliveryId,
-          eventId: d.event.id,
-          eventType: d.event.type,
-          attempt: n,
-          at,
-          status: result.status,
-          error: result.error,
-          durationMs: result.durationMs,
-          response: result.response,
-        },
+        attempt: attemptRecord(endpoint.id, deliveryId, d.event, n, at, result),
         deliveryId,
         eventSeq: d.eventSeq,
         state,

@@ -9,7 +9,7 @@ import { signWebhook, newSecret } from './sign.js';
 import { sampleData } from './samples.js';
 import { type SafeFetch, checkTarget, resolvesPublicOnly, type PostResult } from './safe-fetch.js';
 import type { Resolver } from 'node:dns/promises';
-import { createEndpoint, logAttempt, settleDelivery, startReplay, type Endpoint } from '../store/webhooks.js';
+import { createEndpoint, logAttempt, settleDelivery, startReplay, type AttemptRecord, type Endpoint } from '../store/webhooks.js';
 
 /** Standard Webhooks retry delays after each failure (seed: 5 s … 10 h, 8 attempts, about 28 h). */
 export const WEBHOOK_RETRY_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
@@ -24,6 +24,11 @@ export interface AttemptOutcome extends PostResult {
 const USER_AGENT = `posthaste/${VERSION}`;
 
 export const ok2xx = (r: PostResult) => r.status !== null && r.status >= 200 && r.status < 300;
+
+/** The attempt log's record of one POST of `event` (a test, a replay, or the dispatcher's). */
+export function attemptRecord(endpointId: string, deliveryId: number | null, event: { id: string; type: string }, attempt: number, at: number, r: PostResult): AttemptRecord {
+  return { endpointId, deliveryId, eventId: event.id, eventType: event.type, attempt, at, status: r.status, error: r.error, durationMs: r.durationMs, response: r.response };
+}
 
 /** Everything about sending webhooks that the API, the CLI and the dispatcher share. */
 export class WebhookService {
@@ -99,18 +104,7 @@ export class WebhookService {
     const id = newEventId(now);
     const body = JSON.stringify({ id, type, timestamp: isoTime(now), data: sampleData(type, now) });
     const r = await this.send(endpoint, id, body);
-    logAttempt(this.db, {
-      endpointId: endpoint.id,
-      deliveryId: null,
-      eventId: id,
-      eventType: type,
-      attempt: 1,
-      at: now,
-      status: r.status,
-      error: r.error,
-      durationMs: r.durationMs,
-      response: r.response,
-    });
+    logAttempt(this.db, attemptRecord(endpoint.id, null, { id, type }, 1, now, r));
     return { ...r, success: ok2xx(r), event_id: id, type };
   }
 
@@ -121,18 +115,7 @@ export class WebhookService {
     const r = await this.send(endpoint, event.id, event.body);
     const done = this.clock.now();
     this.db.tx(() => {
-      logAttempt(this.db, {
-        endpointId: endpoint.id,
-        deliveryId,
-        eventId: event.id,
-        eventType: event.type,
-        attempt: 1,
-        at: now,
-        status: r.status,
-        error: r.error,
-        durationMs: r.durationMs,
-        response: r.response,
-      });
+      logAttempt(this.db, attemptRecord(endpoint.id, deliveryId, event, 1, now, r));
       settleDelivery(this.db, deliveryId, ok2xx(r) ? 'succeeded' : 'failed', 1, null, done);
     });
     return { ...r, success: ok2xx(r), event_id: event.id, type: event.type };

@@ -1,3 +1,4 @@
+import type { FastifyReply } from 'fastify';
 import { path } from '../html.js';
 import type { PageContext } from '../layout.js';
 import { normaliseDomain } from '../../domain/addresses.js';
@@ -14,6 +15,9 @@ export function domainsRoutes(p: Pages): void {
     const d = name ? findDomain(db, name) : undefined;
     return d && d.customer_id === c.customer.id ? d : undefined;
   };
+  /** A domain's page: its DNS records, inbound limits, and the result of a verification just run. */
+  const domainPage = (reply: FastifyReply, c: PageContext, d: DomainRow, verified: Parameters<typeof domainBody>[4]) =>
+    page(reply, c, d.name, domainBody(c, d, domainRecords(d, config, clock.now()), inboundLimitsOf(db, d.id), verified));
 
   app.get('/domains', async (request: Req, reply) => {
     const c = ctx(request, reply, 'domains');
@@ -37,7 +41,7 @@ export function domainsRoutes(p: Pages): void {
     if (!c) return;
     const d = domainOf(c, request.params.name);
     if (!d) return notFound(reply);
-    return page(reply, c, d.name, domainBody(c, d, domainRecords(d, config, clock.now()), inboundLimitsOf(db, d.id), undefined));
+    return domainPage(reply, c, d, undefined);
   });
 
   app.post('/domains/:name/verify', async (request: Req, reply) => {
@@ -47,7 +51,7 @@ export function domainsRoutes(p: Pages): void {
     if (!d) return notFound(reply);
     const result = await verifyDomain(db, deps.resolver, config, d, clock.now());
     const fresh = findDomain(db, d.name)!;
-    return page(reply, c, d.name, domainBody(c, fresh, domainRecords(fresh, config, clock.now()), inboundLimitsOf(db, d.id), result));
+    return domainPage(reply, c, fresh, result);
   });
 
   app.post('/domains/:name/receiving', async (request: Req, reply) => {

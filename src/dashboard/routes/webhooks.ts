@@ -1,3 +1,5 @@
+import type { FastifyReply } from 'fastify';
+import type { AttemptOutcome } from '../../webhooks/service.js';
 import { html, path } from '../html.js';
 import type { PageContext } from '../layout.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
@@ -10,6 +12,8 @@ import type { Pages, Req } from '../pages.js';
 export function webhooksRoutes(p: Pages): void {
   const { app, db, clock, deps, ctx, page, back, notFound, revealed, reveal, problemsText } = p;
   const endpointOf = (c: PageContext, id: string | undefined): Endpoint | undefined => (id ? getEndpoint(db, id, c.customer.id) : undefined);
+  /** An endpoint's page: its last 50 attempts, and the outcome of a test or replay just sent. */
+  const endpointPage = (reply: FastifyReply, c: PageContext, e: Endpoint, sent: AttemptOutcome | undefined) => page(reply, c, 'Webhook endpoint', endpointBody(c, e, listAttempts(db, e.id, 50), sent));
 
   app.get('/webhooks', async (request: Req, reply) => {
     const c = ctx(request, reply, 'webhooks');
@@ -34,7 +38,7 @@ export function webhooksRoutes(p: Pages): void {
     if (!c) return;
     const e = endpointOf(c, request.params.id);
     if (!e) return notFound(reply);
-    return page(reply, c, 'Webhook endpoint', endpointBody(c, e, listAttempts(db, e.id, 50), undefined));
+    return endpointPage(reply, c, e, undefined);
   });
 
   app.post('/webhooks/:id/test', async (request: Req, reply) => {
@@ -44,7 +48,7 @@ export function webhooksRoutes(p: Pages): void {
     if (!e) return notFound(reply);
     const type = (EVENT_TYPES as readonly string[]).includes(request.form!.type ?? '') ? (request.form!.type as EventType) : 'email.delivered';
     const r = await deps.webhooks.test(e, type);
-    return page(reply, c, 'Webhook endpoint', endpointBody(c, e, listAttempts(db, e.id, 50), r));
+    return endpointPage(reply, c, e, r);
   });
 
   app.post('/webhooks/:id/replay/:event', async (request: Req, reply) => {
@@ -54,7 +58,7 @@ export function webhooksRoutes(p: Pages): void {
     const ev = e ? eventById(db, request.params.event!, c.customer.id) : undefined;
     if (!e || !ev) return notFound(reply);
     const r = await deps.webhooks.replay(e, ev);
-    return page(reply, c, 'Webhook endpoint', endpointBody(c, e, listAttempts(db, e.id, 50), r));
+    return endpointPage(reply, c, e, r);
   });
 
   app.post('/webhooks/:id/state', async (request: Req, reply) => {
