@@ -12,6 +12,7 @@ import { dnsRecords } from '../../src/domain/dns-records.js';
 import type { TestDnsServer } from './dns-server.js';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/main.js';
 import { silentLogger } from '../../src/lib/logger.js';
+import { acceptMessage, type AcceptResult } from '../../src/store/messages.js';
 
 export function tempDir(prefix = 'posthaste-test-'): { path: string; remove: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
@@ -146,4 +147,24 @@ export function publishDomainTxt(db: Db, dns: TestDnsServer, name: string): Reco
       published[r.name] = r.value;
     }
   return published;
+}
+
+/**
+ * A message stored straight through the store (no API, no validation), for store-level tests:
+ * one recipient row per address, due at `now`, with `request` as its stored body.
+ */
+export function storeMessage(db: Db, input: { id: string; now: number; recipients: Array<{ address: string; domain: string }>; request?: string }): AcceptResult {
+  return acceptMessage(db, {
+    customerId: 1,
+    apiKeyId: 'key_x',
+    sandbox: false,
+    messageId: input.id,
+    fromHeader: 'a',
+    senderDomain: 'e',
+    subject: 's',
+    metadata: {},
+    request: input.request ?? '{}',
+    recipients: input.recipients.map((r) => ({ ...r, field: 'to' as const })),
+    now: input.now,
+  });
 }

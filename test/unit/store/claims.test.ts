@@ -1,24 +1,10 @@
 import t from 'tap';
-import { acceptMessage } from '../../../src/store/messages.js';
 import { claimDue, releaseClaims, releaseClaimsOf } from '../../../src/store/queue.js';
 import { migrate } from '../../../src/store/db.js';
-import { storeAtVersion, storeWithKey, versionsAfter } from '../../helpers/env.js';
+import { storeAtVersion, storeMessage, storeWithKey, versionsAfter } from '../../helpers/env.js';
 import type { Db } from '../../../src/store/db.js';
 
-const add = (db: Db, id: string, due: number, n = 1) =>
-  acceptMessage(db, {
-    customerId: 1,
-    apiKeyId: 'key_x',
-    sandbox: false,
-    messageId: id,
-    fromHeader: 'a',
-    senderDomain: 'e',
-    subject: 's',
-    metadata: {},
-    request: '{}',
-    recipients: Array.from({ length: n }, (_, i) => ({ address: `r${i}@${id}`, domain: id, field: 'to' as const })),
-    now: due,
-  });
+const add = (db: Db, id: string, due: number, n = 1) => storeMessage(db, { id, now: due, recipients: Array.from({ length: n }, (_, i) => ({ address: `r${i}@${id}`, domain: id })) });
 
 t.test('claims: earliest due first, never twice, none before due, released by outcome, by id and at start', async (t) => {
   const db = storeWithKey(t);

@@ -1,26 +1,12 @@
 import t from 'tap';
-import { acceptMessage } from '../../../src/store/messages.js';
 import { purgeOld } from '../../../src/store/retention.js';
-import { storeWithKey } from '../../helpers/env.js';
+import { storeMessage, storeWithKey } from '../../helpers/env.js';
 
 t.test('retention purges bodies of finished old messages and old webhook logs only', async (t) => {
   const db = storeWithKey(t);
   const day = 86_400_000;
   const now = 100 * day;
-  const add = (id: string, at: number) =>
-    acceptMessage(db, {
-      customerId: 1,
-      apiKeyId: 'key_x',
-      sandbox: false,
-      messageId: id,
-      fromHeader: 'a',
-      senderDomain: 'e',
-      subject: 's',
-      metadata: {},
-      request: '{"body":"secret"}',
-      recipients: [{ address: 'a@b.c', domain: 'b.c', field: 'to' }],
-      now: at,
-    });
+  const add = (id: string, at: number) => storeMessage(db, { id, now: at, recipients: [{ address: 'a@b.c', domain: 'b.c' }], request: '{"body":"secret"}' });
   add('old-done', now - 40 * day);
   add('old-deferred', now - 40 * day);
   add('new-done', now - 1 * day);
