@@ -1,5 +1,6 @@
 import t from 'tap';
-import { composeMessage, composedSize, encodedSizeBound, encodedSizeFloor } from '../../../src/outbound/compose.js';
+import { composeMessage, composedSize, encodedSizeBound, encodedSizeFloor, textPart } from '../../../src/outbound/compose.js';
+import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { validateSendRequest, type SendRequest } from '../../../src/domain/send-request.js';
 import { Problems } from '../../../src/domain/errors.js';
 import { timeSortableId, BASE32, eventId, base32Id, bigIntId } from '../../../src/lib/ids.js';
@@ -40,6 +41,40 @@ t.test('the composed message carries the known fields and nothing from the reque
   t.notMatch(raw, 'root:', 'no file was read');
   t.notMatch(raw, /\r(?!\n)/, 'no bare CR reaches the message');
   t.notMatch(raw, /(?<!\r)\n/, 'no bare LF either');
+});
+
+t.test("textPart picks the transfer encoding nodemailer's own rule picks: the composed parts are byte for byte the same", async (t) => {
+  const compose = async (text: ReturnType<typeof textPart>, html: ReturnType<typeof textPart>) => {
+    const out: Buffer[] = [];
+    for await (const c of new MailComposer({ from: 'a@example.com', to: 'b@example.org', messageId: '<m@example.com>', date: new Date(0), text, html })
+      .compile()
+      .createReadStream() as AsyncIterable<Buffer>)
+      out.push(c);
+    // MIME boundaries are random; everything else must match.
+    return Buffer.concat(out)
+      .toString()
+      .replace(/--_NmP-[\w-]+/g, '--B')
+      .replace(/boundary="[^"]+"/g, 'boundary=B');
+  };
+  const line = (s: string, n: number) => s.repeat(Math.ceil(n / s.length)).slice(0, n);
+  const texts: Array<[string, string]> = [
+    ['short ASCII lines', 'Hello,\nyour order shipped.\n'],
+    ['one long ASCII line', line('Lorem ipsum dolor sit amet. ', 1900)],
+    ['a line of exactly 76', line('x', 76)],
+    ['a line of 77', line('x', 77)],
+    ['mostly Latin with accents', `Grüße aus Köln, ça va? ${line('abc ', 200)}`],
+    ['Cyrillic', line('Привет, мир! ', 300)],
+    ['Japanese', line('こんにちは世界。', 200)],
+    ['emoji, as surrogate pairs', `ok ${line('😀', 40)}`],
+    ['control characters', `a\u0001b\u0007c\u001fdef`],
+    ['as many letters as non-Latin', 'abcдеж'],
+    ['HTML with a long line', `<p>${line('<b>bold</b> text ', 3000)}</p>`],
+    ['over 128 KB of short ASCII lines', line('short line\n', 140 * 1024)],
+  ];
+  for (const [name, text] of texts) {
+    t.equal(await compose(textPart(text), textPart(`<p>${text}</p>`)), await compose(text, `<p>${text}</p>`), name);
+  }
+  t.equal(typeof textPart('plain\nshort\n'), 'string', '7-bit text in short lines is left to nodemailer');
 });
 
 t.test('ids are time-sortable and unique', async (t) => {
