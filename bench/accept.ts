@@ -9,7 +9,7 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
-import { ROOT, workDir, spawnReady, stop, httpLoad, fmt, alternate, type LoadResult } from './lib.js';
+import { ROOT, workDir, spawnReady, stop, httpLoad, fmt, alternate, type LoadResult, daemonArgs } from './lib.js';
 import { openDb, migrate } from '../src/store/db.js';
 import { ensureDefaultCustomer } from '../src/store/customers.js';
 import { createKey } from '../src/store/keys.js';
@@ -77,11 +77,7 @@ export async function benchAccept(): Promise<AcceptFigures> {
   const headers = { 'content-type': 'application/json', authorization: `Token ${key}` };
 
   const bare = await spawnReady(process.execPath, [join(ROOT, 'dist/bench/bare-fastify.js')], /LISTENING (\d+)/);
-  const ph = await spawnReady(
-    process.execPath,
-    [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'],
-    /API on http:\/\/127\.0\.0\.1:(\d+)/,
-  );
+  const ph = await spawnReady(process.execPath, daemonArgs(config, join(dir, 'prof')), /API on http:\/\/127\.0\.0\.1:(\d+)/);
   const urls = { bare: `http://127.0.0.1:${bare.match[1]}/api/v1/emails`, ph: `http://127.0.0.1:${ph.match[1]}/api/v1/emails` };
   const load = (url: string, seconds: number) => httpLoad(url, { connections: CONNECTIONS, seconds, headers, body });
   // The same message, BATCH at a time, through POST /api/v1/emails/batch: fewer connections, as

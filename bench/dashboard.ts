@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { request } from 'undici';
-import { ROOT, spawnReady, stop, fmt } from './lib.js';
+import { spawnReady, stop, fmt, daemonArgs } from './lib.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
 import { build, PASSWORD, type Store } from './dashboard-store.js';
 /** Requests per page and store, after WARMUP of each (statement preparation and the JIT). */
@@ -30,7 +30,7 @@ async function serve(store: Store, dns: TestDnsServer): Promise<{ get: (path: st
     config,
     `[server]\nhostname = "bench.local"\ndata_dir = "${store.dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = "127.0.0.1:0"\n[outbound]\nhold = true\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
   );
-  const ph = await spawnReady(process.execPath, [join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'], /dashboard on (http:\/\/127\.0\.0\.1:\d+)/);
+  const ph = await spawnReady(process.execPath, daemonArgs(config), /dashboard on (http:\/\/127\.0\.0\.1:\d+)/);
   const base = ph.match[1]!;
   try {
     const login = await request(`${base}/login`, {

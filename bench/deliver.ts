@@ -2,9 +2,9 @@
 // messages per second until the queue is empty; beside, in the same run, Postfix relaying the same
 // N messages (injected by smtp-source while its outbound is held, then released) to the same sink.
 import { join } from 'node:path';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ROOT, workDir, spawnReady, stop, fmt } from './lib.js';
+import { workDir, spawnReady, stop, fmt, memoryOf, threadCpu, daemonArgs } from './lib.js';
 import { ensurePostfix, startSink, heldRelay, smtpSource } from './postfix.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
 import { openDb, migrate } from '../src/store/db.js';
@@ -72,13 +72,12 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
       `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[outbound]\nport = ${SINK_PORT}\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
     );
     const t0 = performance.now();
-    const ph = await spawnReady(
-      process.execPath,
-      [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'],
-      /API on/,
-    );
+    const ph = await spawnReady(process.execPath, daemonArgs(config, join(dir, 'prof')), /API on/);
     await waitUntil(() => (left.get() as number) === 0, 600_000);
     const phSeconds = (performance.now() - t0) / 1000;
+    const memory = memoryOf(ph.child.pid!);
+    if (process.env.BENCH_SMAPS) writeFileSync(process.env.BENCH_SMAPS, readFileSync(`/proc/${ph.child.pid}/smaps`));
+    const threads = threadCpu(ph.child.pid!).filter((th) => th.seconds >= 0.1);
     await stop(ph.child);
     if (process.env.BENCH_PROF) return { lines: [`profile written to ${join(dir, 'prof')}`] };
     const delivered = db.sqlite.prepare("SELECT COUNT(*) FROM recipients WHERE state = 'delivered'").pluck().get() as number;
@@ -104,6 +103,7 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
           `  posthaste (DKIM rsa-sha256, 10 connections/domain, start included)  ${fmt(phRate)} msg/s  (${fmt(phSeconds, 2)} s)`,
           `  Postfix 3 relay (no DKIM, 20 connections/destination)               ${fmt(pfRate)} msg/s  (${fmt(pfSeconds, 2)} s)`,
           `  ratio posthaste / Postfix  ${fmt(phRate / pfRate, 2)}  (goal >= 1.0)`,
+          `  posthaste memory: peak ${memory.peakMiB} MiB, ${memory.rssMiB} MiB at the end; CPU by thread: ${threads.map((th) => `${th.name} ${fmt(th.seconds, 1)} s`).join(', ')}`,
         ],
       };
     } finally {

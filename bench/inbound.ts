@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ROOT, workDir, spawnReady, stop, fmt } from './lib.js';
+import { ROOT, workDir, spawnReady, stop, fmt, daemonArgs } from './lib.js';
 import { ensurePostfix, heldRelay } from './postfix.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
 import { openDb, migrate } from '../src/store/db.js';
@@ -47,11 +47,7 @@ export async function benchInbound(): Promise<{ lines: string[] }> {
       config,
       `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[inbound]\nrate_per_minute = 0\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
     );
-    const ph = await spawnReady(
-      process.execPath,
-      [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'],
-      /SMTP on 127\.0\.0\.1:(\d+)/,
-    );
+    const ph = await spawnReady(process.execPath, daemonArgs(config, join(dir, 'prof')), /SMTP on 127\.0\.0\.1:(\d+)/);
     const phRate = await source(Number(ph.match[1]), 'rcpt@in.example.com');
     await stop(ph.child);
     const n = stored.get() as number;

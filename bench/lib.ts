@@ -1,8 +1,9 @@
 import { spawn, execSync, execFile, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { BIN, nodeFlags } from '../test/helpers/daemon-process.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Benchmarks work on the same disk as a real data_dir would be: under the project. */
@@ -11,6 +12,15 @@ export function workDir(name: string): string {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   return dir;
+}
+
+/**
+ * Node's arguments for `posthaste serve` with `config`, as the installed command runs it (its #!
+ * line's flags); with BENCH_PROF set, a CPU profile of every thread written under `profDir`.
+ */
+export function daemonArgs(config: string, profDir?: string): string[] {
+  const prof = process.env.BENCH_PROF && profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+  return [...nodeFlags(), ...prof, BIN, '--config', config, 'serve'];
 }
 
 /** Starts a child process and waits for a line matching `ready`; returns the match. */
@@ -110,4 +120,30 @@ export async function alternate<T>(rounds: number, anchor: () => Promise<T>, sub
     }
   }
   return out;
+}
+
+/** A daemon's resident memory from /proc: now and the peak so far (VmHWM), in MiB. */
+export function memoryOf(pid: number): { rssMiB: number; peakMiB: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+  return { rssMiB: Math.round(kb('VmRSS') / 1024), peakMiB: Math.round(kb('VmHWM') / 1024) };
+}
+
+/**
+ * CPU seconds each of a process's threads has used so far (user + system, from
+ * /proc/<pid>/task/<tid>/stat), busiest first, named by their comm ("node" is the event loop).
+ */
+export function threadCpu(pid: number): Array<{ tid: number; name: string; seconds: number }> {
+  const hz = 100; // USER_HZ, the unit of utime and stime on Linux
+  const out: Array<{ tid: number; name: string; seconds: number }> = [];
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.push({ tid: Number(tid), name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), seconds: (Number(fields[11]) + Number(fields[12])) / hz });
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out.sort((a, b) => b.seconds - a.seconds);
 }

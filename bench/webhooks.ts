@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { ROOT, workDir, spawnReady, stop, fmt, alternate } from './lib.js';
+import { ROOT, workDir, spawnReady, stop, fmt, alternate, daemonArgs } from './lib.js';
 import { openDb, migrate } from '../src/store/db.js';
 import { ensureDefaultCustomer } from '../src/store/customers.js';
 import { recordEvent } from '../src/store/events.js';
@@ -59,11 +59,7 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
   const attempts = db.sqlite.prepare('SELECT MAX(id) FROM webhook_attempts').pluck();
   const succeeded = db.sqlite.prepare("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'succeeded'").pluck();
   const pool = new Pool(new URL(url).origin, { connections: CONCURRENCY });
-  const ph = await spawnReady(
-    process.execPath,
-    [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'prof')}`] : []), join(ROOT, 'bin/posthaste.js'), '--config', config, 'serve'],
-    /API on/,
-  );
+  const ph = await spawnReady(process.execPath, daemonArgs(config, join(dir, 'prof')), /API on/);
 
   /** Anchor: a bare undici loop, same receiver, same concurrency, same body; seconds for n requests. */
   const bareRound = async (n: number): Promise<number> => {

@@ -12,6 +12,10 @@ import type { SignInput, Signed } from './signer.js';
 import { SmtpSession, replyOf, type RelayOptions, type SmtpOptions } from './smtp.js';
 import type { Logger } from '../lib/logger.js';
 import { isRateLimit } from './throttle.js';
+import { reclaimAfter } from '../lib/reclaim.js';
+
+/** Messages composed and signed ahead of the one being sent, per connection. */
+const SIGN_AHEAD = 4;
 
 export interface DeliveryItem {
   recipient: Claimed;
@@ -71,13 +75,35 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   }
   const { hosts, smtp } = route;
 
-  // Step: compose and sign on the signing threads, all messages at once; connect only once the
-  // first is ready (a cold signing thread takes seconds to start), then send each as it is ready,
-  // so no remote server waits on us mid-conversation and signing overlaps sending.
+  // Step: compose and sign on the signing threads a few messages ahead of the one being sent;
+  // connect only once the first is ready (a cold signing thread takes seconds to start), so no
+  // remote server waits on us mid-conversation and signing overlaps sending. Only a window is
+  // signed ahead, not the whole group: every connection's group signed at once held a thousand
+  // messages, twice over, in memory (measured: 440 MiB peak draining 20,000 messages).
   const signed = new Map<number, Buffer | Outcome>();
   const signing = new Map<number, Promise<Buffer | Outcome>>();
-  for (const i of pending) if (!signing.has(i.message.id)) signing.set(i.message.id, prepare(deps, i.message, signed, composed));
-  await signing.get(pending[0]!.message.id);
+  const position = new Map(pending.map((item, i) => [item, i]));
+  // Items left to send per message (a message can have several recipients at one domain): its
+  // signed bytes are let go after the last, not kept until the whole group is done.
+  const left = new Map<number, number>();
+  for (const item of pending) left.set(item.message.id, (left.get(item.message.id) ?? 0) + 1);
+  const sent = (item: DeliveryItem) => {
+    const n = left.get(item.message.id)! - 1;
+    left.set(item.message.id, n);
+    if (n === 0) {
+      signing.delete(item.message.id);
+      signed.delete(item.message.id);
+    }
+  };
+  let ahead = 0;
+  const signedFor = (item: DeliveryItem): Promise<Buffer | Outcome> => {
+    for (const end = Math.min(pending.length, position.get(item)! + SIGN_AHEAD + 1); ahead < end; ahead++) {
+      const m = pending[ahead]!.message;
+      if (!signing.has(m.id)) signing.set(m.id, prepare(deps, m, signed, composed));
+    }
+    return signing.get(item.message.id)!;
+  };
+  await signedFor(pending[0]!);
   let queue = pending;
   let lastFailure: Reply = reply(451, '4.4.1', `${domain}: no MX host could be reached`, 'connection_failure');
   // A connection lost mid-way is re-opened once for the rest of the group.
@@ -99,13 +125,15 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
     try {
       for (let i = 0; i < queue.length; i++) {
         const item = queue[i]!;
-        const message = await signing.get(item.message.id)!;
+        const message = await signedFor(item);
+        sent(item);
         if (!Buffer.isBuffer(message)) {
           results.push({ item, outcome: message });
           continue;
         }
         const from = returnPath(deps.returnPathSecret, item.recipient.id, deps.returnPathDomain);
         const r = await session.send(from, item.recipient.address, message);
+        reclaimAfter(message.length);
         if (r.kind === 'accepted') results.push({ item, outcome: { kind: 'delivered', reply: r.reply, mx: session.mx, tls: session.secure } });
         else if (r.kind === 'refused' && r.permanent) {
           const suppress = suppressFor({ classification: r.reply.classification, status: r.reply.enhanced_code || null, stage: r.stage, text: r.reply.message }, deps.suppression);

@@ -4,6 +4,7 @@ import { composeMessage } from './compose.js';
 import { signMessage, type DkimKey } from './dkim.js';
 import { readStoredRequest } from '../domain/stored-request.js';
 import { UnsendableMessage } from '../domain/errors.js';
+import { reclaimAfter } from '../lib/reclaim.js';
 
 export interface SignJob {
   id: number;
@@ -13,15 +14,31 @@ export interface SignJob {
   raw: Uint8Array | null;
   key: DkimKey;
 }
-/** `permanent`: the message can never be sent as it stands (UnsendableMessage), so it is not retried. */
-export type SignReply = { id: number; ok: true; raw: Uint8Array | null; signed: Uint8Array } | { id: number; ok: false; error: string; permanent: boolean };
+/**
+ * `signed` is the signature header followed by the message; `rawAt`, when the message was composed
+ * now, is where the message starts in it (the composed message is that tail). `permanent`: the
+ * message can never be sent as it stands (UnsendableMessage), so it is not retried.
+ */
+export type SignReply = { id: number; ok: true; signed: Uint8Array; rawAt: number | null } | { id: number; ok: false; error: string; permanent: boolean };
+
+/**
+ * The bytes in an ArrayBuffer of their own, to be moved to the event loop's thread rather than
+ * copied: a small Buffer is a view into an 8 KiB pool slab, and posting it clones the whole slab.
+ */
+function ownBuffer(b: Buffer): Uint8Array {
+  if (b.byteOffset === 0 && b.buffer.byteLength === b.byteLength) return b;
+  const own = new Uint8Array(b.byteLength);
+  own.set(b);
+  return own;
+}
 
 parentPort!.on('message', (job: SignJob) => {
   void (async () => {
     try {
-      const composed = job.raw ? null : await composeMessage(readStoredRequest(job.request), job.messageId, job.createdAt);
-      const signed = await signMessage(Buffer.from(job.raw ?? composed!), job.key);
-      parentPort!.postMessage({ id: job.id, ok: true, raw: composed, signed } satisfies SignReply);
+      const raw = job.raw ? Buffer.from(job.raw.buffer, job.raw.byteOffset, job.raw.byteLength) : await composeMessage(readStoredRequest(job.request), job.messageId, job.createdAt);
+      const signed = ownBuffer(await signMessage(raw, job.key));
+      parentPort!.postMessage({ id: job.id, ok: true, signed, rawAt: job.raw ? null : signed.byteLength - raw.byteLength } satisfies SignReply, [signed.buffer as ArrayBuffer]);
+      reclaimAfter(signed.byteLength);
     } catch (e) {
       parentPort!.postMessage({ id: job.id, ok: false, error: (e as Error).message, permanent: e instanceof UnsendableMessage } satisfies SignReply);
     }

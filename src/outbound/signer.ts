@@ -13,10 +13,18 @@ export interface SignInput {
 }
 
 export interface Signed {
-  /** Set when the message was composed now (first attempt): stored so a retry sends the same bytes. */
+  /** Set when the message was composed now (first attempt): stored so a retry sends the same bytes. The tail of `signed`. */
   raw: Buffer | null;
   signed: Buffer;
 }
+
+/**
+ * Each signing thread's young generation. V8's default (32 MB of semi-spaces, grown to under any
+ * steady load) is sized for a main thread; a signing thread's garbage is the message it just
+ * signed, and with this the daemon's peak draining 20,000 messages fell by 30-40 MB at the same
+ * speed (bench deliver, alternating runs).
+ */
+const YOUNG_GENERATION_MB = 6;
 
 /**
  * Composition and DKIM signing on worker threads. RSA signing and the key parsing mailauth does
@@ -34,7 +42,7 @@ export class SignerPool {
   /** Threads start on the first message to sign: a daemon that only accepts or receives never pays for them. */
   private start(): void {
     for (let i = 0; i < Math.max(1, this.size); i++) {
-      const w = new Worker(new URL('./signer-worker.js', import.meta.url));
+      const w = new Worker(new URL('./signer-worker.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
       w.on('message', (r: SignReply) => this.settle(r));
       w.on('error', (e) => {
         for (const p of this.pending.values()) p.reject(e);
@@ -62,8 +70,10 @@ export class SignerPool {
     if (!p) return;
     this.pending.delete(r.id);
     if (this.pending.size === 0) for (const w of this.workers) w.unref();
-    if (r.ok) p.resolve({ raw: r.raw ? Buffer.from(r.raw.buffer, r.raw.byteOffset, r.raw.byteLength) : null, signed: Buffer.from(r.signed.buffer, r.signed.byteOffset, r.signed.byteLength) });
-    else p.reject(r.permanent ? new UnsendableMessage(r.error) : new Error(r.error));
+    if (r.ok) {
+      const signed = Buffer.from(r.signed.buffer, r.signed.byteOffset, r.signed.byteLength);
+      p.resolve({ raw: r.rawAt === null ? null : signed.subarray(r.rawAt), signed });
+    } else p.reject(r.permanent ? new UnsendableMessage(r.error) : new Error(r.error));
   }
 
   async close(): Promise<void> {

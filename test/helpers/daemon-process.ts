@@ -1,7 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const BIN = fileURLToPath(new URL('../../../bin/posthaste.js', import.meta.url));
+export const BIN = fileURLToPath(new URL('../../../bin/posthaste.js', import.meta.url));
+
+/** The Node flags the installed command runs with: those on bin/posthaste.js's #! line. */
+export function nodeFlags(): string[] {
+  return (readFileSync(BIN, 'utf8').split('\n', 1)[0] ?? '').split(/\s+/).filter((a) => a.startsWith('--'));
+}
 
 export interface DaemonProcess {
   child: ChildProcess;
@@ -14,7 +20,7 @@ export interface DaemonProcess {
 /** Starts the built daemon (`posthaste serve`) as a separate process, as systemd would. */
 export function spawnDaemon(configPath: string, env: NodeJS.ProcessEnv = {}): Promise<DaemonProcess> {
   const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSTHASTE_')));
-  const child = spawn(process.execPath, [BIN, '--config', configPath, 'serve'], { env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeFlags(), BIN, '--config', configPath, 'serve'], { env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d.toString()));
   child.stderr!.on('data', (d) => (out += d.toString()));
