@@ -9,7 +9,7 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
-import { ROOT, workDir, spawnReady, stop, httpLoad, fmt, alternate, type LoadResult, daemonArgs } from './lib.js';
+import { ROOT, workDir, spawnReady, stop, httpLoad, fmt, alternate, type LoadResult, daemonArgs, idleMemory, memoryOf, memoryLine } from './lib.js';
 import { openDb, migrate } from '../src/store/db.js';
 import { ensureDefaultCustomer } from '../src/store/customers.js';
 import { createKey } from '../src/store/keys.js';
@@ -78,6 +78,8 @@ export async function benchAccept(): Promise<AcceptFigures> {
 
   const bare = await spawnReady(process.execPath, [join(ROOT, 'dist/bench/bare-fastify.js')], /LISTENING (\d+)/);
   const ph = await spawnReady(process.execPath, daemonArgs(config, join(dir, 'prof')), /API on http:\/\/127\.0\.0\.1:(\d+)/);
+  const idle = await idleMemory(ph.child.pid!);
+  let peak = 0;
   const urls = { bare: `http://127.0.0.1:${bare.match[1]}/api/v1/emails`, ph: `http://127.0.0.1:${ph.match[1]}/api/v1/emails` };
   const load = (url: string, seconds: number) => httpLoad(url, { connections: CONNECTIONS, seconds, headers, body });
   // The same message, BATCH at a time, through POST /api/v1/emails/batch: fewer connections, as
@@ -101,6 +103,7 @@ export async function benchAccept(): Promise<AcceptFigures> {
       () => load(urls.ph, SECONDS),
       () => batchLoad(SECONDS),
     );
+    peak = memoryOf(ph.child.pid!).peakMiB;
   } finally {
     await stop(bare.child);
     await stop(ph.child);
@@ -136,6 +139,7 @@ export async function benchAccept(): Promise<AcceptFigures> {
     `  ratio posthaste / single commit ${fmt(phRate / commits, 2)}  (>1 only with group commit)`,
     `  batch: POST /api/v1/emails/batch of ${BATCH} messages, ${BATCH_CONNECTIONS} connections, 2 rounds alternating with the single send (${CONNECTIONS} connections)`,
     `  batch accepted/s ${fmt(batchRate)}  (worst p99 ${fmt(p99(batchRuns.subject), 1)} ms per batch, ${batchFailed} not 2xx); single beside it ${fmt(singleBeside)} accepted/s; ratio batch / single ${fmt(batchRate / singleBeside, 2)}`,
+    memoryLine(peak, idle),
   ];
   return { posthastePerSecond: phRate, barePerSecond: bareRate, commitsPerSecond: commits, lines };
 }

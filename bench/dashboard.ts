@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { request } from 'undici';
-import { spawnReady, stop, fmt, daemonArgs } from './lib.js';
+import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine } from './lib.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
 import { build, PASSWORD, type Store } from './dashboard-store.js';
 /** Requests per page and store, after WARMUP of each (statement preparation and the JIT). */
@@ -21,7 +21,7 @@ const median = (xs: number[]) => {
 const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.95))]!;
 
 /** A daemon serving a store, and a logged-in GET against it that returns its time in ms. */
-async function serve(store: Store, dns: TestDnsServer): Promise<{ get: (path: string) => Promise<number>; stop: () => Promise<void> }> {
+async function serve(store: Store, dns: TestDnsServer): Promise<{ get: (path: string) => Promise<number>; stop: () => Promise<void>; idle: number; peak: () => number }> {
   const dir = join(store.dataDir, '..');
   const config = join(dir, 'posthaste.toml');
   // The queue is held and the webhook endpoint's events are all delivered: nothing but the
@@ -49,7 +49,7 @@ async function serve(store: Store, dns: TestDnsServer): Promise<{ get: (path: st
       if (res.statusCode !== 200) throw new Error(`GET ${path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
       return ms;
     };
-    return { get, stop: () => stop(ph.child) };
+    return { get, stop: () => stop(ph.child), idle: await idleMemory(ph.child.pid!), peak: () => memoryOf(ph.child.pid!).peakMiB };
   } catch (e) {
     await stop(ph.child);
     throw e;
@@ -73,7 +73,7 @@ const pagesOf = (store: Store): Array<{ name: string; path: (i: number) => strin
  * Both stores served at once, each page requested REQUESTS times from each, alternating request
  * by request (after WARMUP of each), so a change in the machine's speed falls on both alike.
  */
-async function measure(small: Store, large: Store): Promise<Array<{ name: string; small: number[]; large: number[] }>> {
+async function measure(small: Store, large: Store): Promise<{ rows: Array<{ name: string; small: number[]; large: number[] }>; memory: string[] }> {
   const dns = await new TestDnsServer().start();
   const servers = [await serve(small, dns), await serve(large, dns)] as const;
   try {
@@ -99,7 +99,7 @@ async function measure(small: Store, large: Store): Promise<Array<{ name: string
       }
       out.push(row);
     }
-    return out;
+    return { rows: out, memory: servers.map((s) => memoryLine(s.peak(), s.idle)) };
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
     await dns.stop();
@@ -113,7 +113,7 @@ export async function benchDashboard(): Promise<{ lines: string[] }> {
   const smallStore = await build(1000, now);
   const largeStore = await build(large, now);
   const built = largeStore.reused ? 'the large one kept from a run within 6 h by the same store code' : `built in ${fmt((performance.now() - t0) / 1000)} s`;
-  const rows = await measure(smallStore, largeStore);
+  const { rows, memory } = await measure(smallStore, largeStore);
   const lines = [
     `dashboard: time to answer a logged-in GET over loopback (server time plus one keep-alive round trip), median and p95 of ${REQUESTS} per page and store, both daemons up, requests alternating, after ${WARMUP} warm-up; stores of 1,000 and ${fmt(large)} messages over 7 days (${built})`,
     `  ${'page'.padEnd(34)} ${'1,000 (anchor)'.padStart(16)} ${fmt(large).padStart(18)}   ratio`,
@@ -129,5 +129,6 @@ export async function benchDashboard(): Promise<{ lines: string[] }> {
     );
   }
   lines.push(`  slowest median at ${fmt(large)}: ${fmt(worstLarge, 2)} ms (goal < 50); largest ratio large / small: ${fmt(worstRatio, 2)} (goal <= 1.5)`);
+  lines.push(`${memory[0]} (1,000)`, `${memory[1]} (${fmt(large)})`);
   return { lines };
 }

@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ROOT, workDir, spawnReady, stop, fmt, daemonArgs } from './lib.js';
+import { ROOT, workDir, spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine } from './lib.js';
 import { ensurePostfix, heldRelay } from './postfix.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
 import { openDb, migrate } from '../src/store/db.js';
@@ -48,7 +48,9 @@ export async function benchInbound(): Promise<{ lines: string[] }> {
       `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[inbound]\nrate_per_minute = 0\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
     );
     const ph = await spawnReady(process.execPath, daemonArgs(config, join(dir, 'prof')), /SMTP on 127\.0\.0\.1:(\d+)/);
+    const idle = await idleMemory(ph.child.pid!);
     const phRate = await source(Number(ph.match[1]), 'rcpt@in.example.com');
+    const peak = memoryOf(ph.child.pid!).peakMiB;
     await stop(ph.child);
     const n = stored.get() as number;
     db.close();
@@ -72,6 +74,7 @@ export async function benchInbound(): Promise<{ lines: string[] }> {
         `  Postfix smtpd (queue file fsynced before 250)                     ${fmt(pfRate)} msg/s`,
         `  bare smtp-server, discarding                                       ${fmt(bareRate)} msg/s`,
         `  ratio posthaste / Postfix  ${fmt(phRate / pfRate, 2)}  (goal >= 1.0)   posthaste / bare  ${fmt(phRate / bareRate, 2)}`,
+        memoryLine(peak, idle),
       ],
     };
   } finally {

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { BIN, nodeFlags } from '../test/helpers/daemon-process.js';
+import { BIN, nodeFlags, memoryOf as processMemory } from '../test/helpers/daemon-process.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Benchmarks work on the same disk as a real data_dir would be: under the project. */
@@ -124,9 +124,19 @@ export async function alternate<T>(rounds: number, anchor: () => Promise<T>, sub
 
 /** A daemon's resident memory from /proc: now and the peak so far (VmHWM), in MiB. */
 export function memoryOf(pid: number): { rssMiB: number; peakMiB: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
-  return { rssMiB: Math.round(kb('VmRSS') / 1024), peakMiB: Math.round(kb('VmHWM') / 1024) };
+  const m = processMemory(pid);
+  return { rssMiB: m.rss, peakMiB: m.peak };
+}
+
+/** The daemon's resident memory a second after it is ready, before any load, in MiB. */
+export async function idleMemory(pid: number): Promise<number> {
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  return memoryOf(pid).rssMiB;
+}
+
+/** The line every benchmark prints about the daemon's memory; the goal holds for every one. */
+export function memoryLine(peakMiB: number, idleMiB?: number): string {
+  return `  posthaste memory: ${idleMiB === undefined ? '' : `idle ${idleMiB} MiB, `}peak ${peakMiB} MiB  (goal: peak < 256 MiB)`;
 }
 
 /**

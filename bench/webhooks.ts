@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { ROOT, workDir, spawnReady, stop, fmt, alternate, daemonArgs } from './lib.js';
+import { ROOT, workDir, spawnReady, stop, fmt, alternate, daemonArgs, idleMemory, memoryOf, memoryLine } from './lib.js';
 import { openDb, migrate } from '../src/store/db.js';
 import { ensureDefaultCustomer } from '../src/store/customers.js';
 import { recordEvent } from '../src/store/events.js';
@@ -60,6 +60,8 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
   const succeeded = db.sqlite.prepare("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'succeeded'").pluck();
   const pool = new Pool(new URL(url).origin, { connections: CONCURRENCY });
   const ph = await spawnReady(process.execPath, daemonArgs(config, join(dir, 'prof')), /API on/);
+  const idle = await idleMemory(ph.child.pid!);
+  let peak = 0;
 
   /** Anchor: a bare undici loop, same receiver, same concurrency, same body; seconds for n requests. */
   const bareRound = async (n: number): Promise<number> => {
@@ -122,6 +124,7 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
     ));
     const ok = succeeded.get() as number;
     if (ok !== written) throw new Error(`webhook benchmark: ${ok} of ${written} deliveries succeeded`);
+    peak = memoryOf(ph.child.pid!).peakMiB;
   } finally {
     await stop(ph.child);
     await pool.close();
@@ -140,6 +143,7 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
       `  bare undici POST loop (anchor)                   ${fmt(bareRate)} req/s`,
       `  ratio posthaste / bare undici  ${fmt(phRate / bareRate, 2)}  (goals: >= 1,000 events/s and >= 0.5; rounds: ${rounds.map((r) => fmt(r, 2)).join(', ')})`,
       `  rounds, events/s: ${phSeconds.map((s) => fmt(ROUND_N / s)).join(', ')}; bare req/s: ${bareSeconds.map((s) => fmt(ROUND_N / s)).join(', ')}`,
+      memoryLine(peak, idle),
     ],
   };
 }

@@ -4,6 +4,13 @@ import { fileURLToPath } from 'node:url';
 
 export const BIN = fileURLToPath(new URL('../../../bin/posthaste.js', import.meta.url));
 
+/** A process's resident memory from /proc, in MiB: now (VmRSS) and its peak so far (VmHWM), threads and all. */
+export function memoryOf(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const mib = (name: string) => Math.round(Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) / 1024);
+  return { rss: mib('VmRSS'), peak: mib('VmHWM') };
+}
+
 /** The Node flags the installed command runs with: those on bin/posthaste.js's #! line. */
 export function nodeFlags(): string[] {
   return (readFileSync(BIN, 'utf8').split('\n', 1)[0] ?? '').split(/\s+/).filter((a) => a.startsWith('--'));
@@ -17,10 +24,19 @@ export interface DaemonProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts the built daemon (`posthaste serve`) as a separate process, as systemd would. */
-export function spawnDaemon(configPath: string, env: NodeJS.ProcessEnv = {}): Promise<DaemonProcess> {
+/**
+ * Starts the built daemon (`posthaste serve`) as a separate process, as systemd would. With
+ * `bare`, without the test runner's NODE_OPTIONS: tap adds its module loader to every process it
+ * sees spawned, and Node runs a loader on a thread of its own beside every isolate (about 10 MB
+ * each, 45 MB in all for the daemon's four isolates), so memory is measured without it. `env -u`
+ * removes it after tap has rewritten the environment.
+ */
+export function spawnDaemon(configPath: string, env: NodeJS.ProcessEnv = {}, opts: { bare?: boolean } = {}): Promise<DaemonProcess> {
   const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSTHASTE_')));
-  const child = spawn(process.execPath, [...nodeFlags(), BIN, '--config', configPath, 'serve'], { env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = [...nodeFlags(), BIN, '--config', configPath, 'serve'];
+  const child = opts.bare
+    ? spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', process.execPath, ...args], { env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(process.execPath, args, { env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d.toString()));
   child.stderr!.on('data', (d) => (out += d.toString()));

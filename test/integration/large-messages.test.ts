@@ -1,9 +1,8 @@
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { simpleParser } from 'mailparser';
 import { tempDir, writeTestConfig, makeKey, makeDomain, openTestDb, customerId } from '../helpers/env.js';
-import { spawnDaemon, type DaemonProcess } from '../helpers/daemon-process.js';
+import { spawnDaemon, memoryOf, type DaemonProcess } from '../helpers/daemon-process.js';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
@@ -91,7 +90,7 @@ t.test('an attachment just under the size limit is accepted and delivered byte f
 });
 
 /** Peak resident memory of the daemon so far (VmHWM), in MiB. */
-const peakMiB = (d: DaemonProcess) => Math.round(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${d.child.pid}/status`, 'utf8'))![1]) / 1024);
+const peakMiB = (d: DaemonProcess) => memoryOf(d.child.pid!).peak;
 
 t.test('six large sends, six large received messages and four views of them at once: all answered, held in memory a few at a time', async (t) => {
   // Held: this measures accepting, receiving and showing, not delivery.

@@ -1,0 +1,61 @@
+import t from 'tap';
+import { tempDir, writeTestConfig, makeKey, makeDomain, openTestDb } from '../helpers/env.js';
+import { spawnDaemon, memoryOf } from '../helpers/daemon-process.js';
+import { TestDnsServer } from '../helpers/dns-server.js';
+import { TestMx } from '../helpers/mx-server.js';
+import { loadConfig } from '../../src/config/load.js';
+import { waitFor, quiet } from '../helpers/wait.js';
+
+// The daemon's footprint under its everyday load: thousands of small messages posted to the API
+// while it composes, signs (DKIM) and delivers them. Its peak resident memory (VmHWM, the kernel's
+// own count, threads and all) must stay under 256 MB, as through every benchmark
+// (bench/RESULTS.md) and the bad-input corpus (bad-input.test.ts).
+const MESSAGES = 4000;
+const BATCH = 50;
+const BOUND_MIB = 256;
+
+const dns = await new TestDnsServer().start();
+const mx = await new TestMx('127.0.0.1').start();
+t.teardown(async () => {
+  await Promise.all([dns.stop(), mx.stop()]);
+});
+dns.set('example.org', { MX: [{ preference: 10, exchange: 'mx.example.org' }] });
+dns.set('mx.example.org', { A: ['127.0.0.1'] });
+
+t.test(`${MESSAGES} messages posted while they are signed and delivered: the daemon stays under ${BOUND_MIB} MB`, async (t) => {
+  const dir = tempDir();
+  t.teardown(dir.remove);
+  const path = writeTestConfig(dir.path, `[outbound]\nport = ${mx.port}\npoll_interval = "100ms"\n`, dns.server);
+  const db = openTestDb(loadConfig({ path, env: {} }));
+  const key = makeKey(db, 'production');
+  makeDomain(db, 'example.com');
+  db.close();
+  const d = await spawnDaemon(path, {}, { bare: true });
+  t.teardown(() => {
+    if (d.child.exitCode === null) d.child.kill('SIGKILL');
+  });
+  await quiet(1000); // settled after start: the idle figure
+  const idle = memoryOf(d.child.pid!).rss;
+
+  // A 2 KB message with long lines (quoted-printable), as the deliver benchmark sends.
+  const text = `Hello,\n${'Lorem ipsum dolor sit amet. '.repeat(68)}\n`;
+  const batch = (n: number) =>
+    JSON.stringify(Array.from({ length: BATCH }, (_, i) => ({ from: 'Shop <shop@example.com>', to: `user${n * BATCH + i}@example.org`, subject: `Order ${n * BATCH + i}`, text_body: text })));
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (next < MESSAGES / BATCH) {
+        const res = await fetch(`${d.apiUrl}/api/v1/emails/batch`, { method: 'POST', headers: { authorization: `Token ${key}`, 'content-type': 'application/json' }, body: batch(next++) });
+        t.equal(res.status, 202, 'batch accepted');
+        await res.arrayBuffer();
+      }
+    }),
+  );
+  await waitFor(`${MESSAGES} messages at the MX`, () => mx.received.length >= MESSAGES, 120_000, 50);
+  t.equal(mx.received.length, MESSAGES, 'every message delivered once');
+  t.match(mx.received[0]!.data.toString(), /^DKIM-Signature: /, 'signed');
+  const { peak } = memoryOf(d.child.pid!);
+  t.comment(`daemon memory: ${idle} MiB idle, ${peak} MiB at the peak`);
+  t.ok(peak < BOUND_MIB, `peak ${peak} MiB, under ${BOUND_MIB}`);
+  t.notMatch(d.output(), /"level":50/, 'nothing logged as an error');
+});
