@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { ROOT } from './lib.js';
 import { benchAccept } from './accept.js';
 import { benchDeliver } from './deliver.js';
+import { benchE2e } from './e2e.js';
 import { benchWebhooks } from './webhooks.js';
 import { benchInbound } from './inbound.js';
 import { benchQueue } from './queue.js';
@@ -14,6 +15,7 @@ import { benchDashboard } from './dashboard.js';
 const all: Record<string, () => Promise<{ lines: string[] }>> = {
   accept: benchAccept,
   deliver: benchDeliver,
+  e2e: benchE2e,
   webhooks: benchWebhooks,
   inbound: benchInbound,
   queue: benchQueue,

@@ -19,14 +19,6 @@ export interface Signed {
 }
 
 /**
- * Each signing thread's young generation. V8's default (32 MB of semi-spaces, grown to under any
- * steady load) is sized for a main thread; a signing thread's garbage is the message it just
- * signed, and with this the daemon's peak draining 20,000 messages fell by 30-40 MB at the same
- * speed (bench deliver, alternating runs).
- */
-const YOUNG_GENERATION_MB = 6;
-
-/**
  * Composition and DKIM signing on worker threads. RSA signing and the key parsing mailauth does
  * on every signature are most of delivery's CPU (measured: about half), and on the event loop
  * they would delay every SMTP conversation in flight.
@@ -42,7 +34,7 @@ export class SignerPool {
   /** Threads start on the first message to sign: a daemon that only accepts or receives never pays for them. */
   private start(): void {
     for (let i = 0; i < Math.max(1, this.size); i++) {
-      const w = new Worker(new URL('./signer-worker.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
+      const w = new Worker(new URL('./signer-worker.js', import.meta.url));
       w.on('message', (r: SignReply) => this.settle(r));
       w.on('error', (e) => {
         for (const p of this.pending.values()) p.reject(e);
