@@ -22,11 +22,12 @@ let scheduled = false;
 
 /**
  * After a large message has been handled (or small ones adding up to MANY_BYTES), collect its
- * garbage now instead of when V8 gets round to it. The copies a large message leaves behind (SMTP chunks, the joined message, parser and
- * DKIM buffers, the writer's clone) are mostly off-heap Buffers, which V8 only collects once
- * about 64 MB of them have piled up: a few large messages in a row pushed the daemon's peak
- * resident memory from ~240 MB to ~270 MB (bad-input test). One full collection costs ~10-30 ms
- * on the event loop, paid at most once every two seconds after a large message, and after every
+ * garbage now instead of when V8 gets round to it. The copies a large message leaves behind (SMTP
+ * chunks, the joined message, parser and DKIM buffers, the writer's clone) are mostly off-heap
+ * Buffers, which V8 only collects once about 64 MB of them have piled up: a few large messages
+ * in a row pushed the daemon's peak resident memory from ~240 MB to ~270 MB (bad-input test). One
+ * full collection costs ~10-30 ms on the event loop, paid at most once every two seconds after a
+ * large message or 4 MiB of small ones, and after every
  * message of 4 MiB or more: each leaves several times its size behind (the body, its text, its
  * parsed form), and the memory budget lets the next one in as soon as it is done, so without a
  * collection between them two or three of them piled up.
