@@ -103,7 +103,7 @@ export async function benchAccept(): Promise<AcceptFigures> {
       () => load(urls.ph, SECONDS),
       () => batchLoad(SECONDS),
     );
-    peak = memoryOf(ph.child.pid!).peakMiB;
+    peak = memoryOf(ph.child.pid!).peak;
   } finally {
     await stop(bare.child);
     await stop(ph.child);

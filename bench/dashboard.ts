@@ -49,7 +49,7 @@ async function serve(store: Store, dns: TestDnsServer): Promise<{ get: (path: st
       if (res.statusCode !== 200) throw new Error(`GET ${path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
       return ms;
     };
-    return { get, stop: () => stop(ph.child), idle: await idleMemory(ph.child.pid!), peak: () => memoryOf(ph.child.pid!).peakMiB };
+    return { get, stop: () => stop(ph.child), idle: await idleMemory(ph.child.pid!), peak: () => memoryOf(ph.child.pid!).peak };
   } catch (e) {
     await stop(ph.child);
     throw e;

@@ -50,7 +50,7 @@ export async function benchInbound(): Promise<{ lines: string[] }> {
     const ph = await spawnReady(process.execPath, daemonArgs(config, join(dir, 'prof')), /SMTP on 127\.0\.0\.1:(\d+)/);
     const idle = await idleMemory(ph.child.pid!);
     const phRate = await source(Number(ph.match[1]), 'rcpt@in.example.com');
-    const peak = memoryOf(ph.child.pid!).peakMiB;
+    const peak = memoryOf(ph.child.pid!).peak;
     await stop(ph.child);
     const n = stored.get() as number;
     db.close();

@@ -3,7 +3,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { BIN, nodeFlags, memoryOf as processMemory } from '../test/helpers/daemon-process.js';
+import { BIN, nodeFlags, memoryOf } from '../test/helpers/daemon-process.js';
+
+export { memoryOf };
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Benchmarks work on the same disk as a real data_dir would be: under the project. */
@@ -21,6 +23,15 @@ export function workDir(name: string): string {
 export function daemonArgs(config: string, profDir?: string): string[] {
   const prof = process.env.BENCH_PROF && profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
   return [...nodeFlags(), ...prof, BIN, '--config', config, 'serve'];
+}
+
+/** Polls `check` every 20 ms until it holds; fails after `limitMs`. */
+export async function waitUntil(check: () => boolean, limitMs: number): Promise<void> {
+  const end = Date.now() + limitMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('benchmark did not finish in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /** Starts a child process and waits for a line matching `ready`; returns the match. */
@@ -122,16 +133,10 @@ export async function alternate<T>(rounds: number, anchor: () => Promise<T>, sub
   return out;
 }
 
-/** A daemon's resident memory from /proc: now and the peak so far (VmHWM), in MiB. */
-export function memoryOf(pid: number): { rssMiB: number; peakMiB: number } {
-  const m = processMemory(pid);
-  return { rssMiB: m.rss, peakMiB: m.peak };
-}
-
 /** The daemon's resident memory a second after it is ready, before any load, in MiB. */
 export async function idleMemory(pid: number): Promise<number> {
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  return memoryOf(pid).rssMiB;
+  return memoryOf(pid).rss;
 }
 
 /** The line every benchmark prints about the daemon's memory; the goal holds for every one. */

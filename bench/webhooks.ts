@@ -124,7 +124,7 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
     ));
     const ok = succeeded.get() as number;
     if (ok !== written) throw new Error(`webhook benchmark: ${ok} of ${written} deliveries succeeded`);
-    peak = memoryOf(ph.child.pid!).peakMiB;
+    peak = memoryOf(ph.child.pid!).peak;
   } finally {
     await stop(ph.child);
     await pool.close();
