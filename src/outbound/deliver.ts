@@ -82,7 +82,6 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   // messages, twice over, in memory (measured: 440 MiB peak draining 20,000 messages).
   const signed = new Map<number, Buffer | Outcome>();
   const signing = new Map<number, Promise<Buffer | Outcome>>();
-  const position = new Map(pending.map((item, i) => [item, i]));
   // Items left to send per message (a message can have several recipients at one domain): its
   // signed bytes are let go after the last, not kept until the whole group is done.
   const left = new Map<number, number>();
@@ -96,14 +95,15 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
     }
   };
   let ahead = 0;
-  const signedFor = (item: DeliveryItem): Promise<Buffer | Outcome> => {
-    for (const end = Math.min(pending.length, position.get(item)! + SIGN_AHEAD + 1); ahead < end; ahead++) {
+  /** pending[at], signing up to SIGN_AHEAD after it started. */
+  const signedFor = (at: number): Promise<Buffer | Outcome> => {
+    for (const end = Math.min(pending.length, at + SIGN_AHEAD + 1); ahead < end; ahead++) {
       const m = pending[ahead]!.message;
       if (!signing.has(m.id)) signing.set(m.id, prepare(deps, m, signed, composed));
     }
-    return signing.get(item.message.id)!;
+    return signing.get(pending[at]!.message.id)!;
   };
-  await signedFor(pending[0]!);
+  await signedFor(0);
   let queue = pending;
   let lastFailure: Reply = reply(451, '4.4.1', `${domain}: no MX host could be reached`, 'connection_failure');
   // A connection lost mid-way is re-opened once for the rest of the group.
@@ -125,7 +125,8 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
     try {
       for (let i = 0; i < queue.length; i++) {
         const item = queue[i]!;
-        const message = await signedFor(item);
+        // queue is always the tail of pending still to send (a reconnection takes up the rest).
+        const message = await signedFor(pending.length - queue.length + i);
         sent(item);
         if (!Buffer.isBuffer(message)) {
           results.push({ item, outcome: message });

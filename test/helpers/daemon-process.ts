@@ -34,9 +34,8 @@ export interface DaemonProcess {
 export function spawnDaemon(configPath: string, env: NodeJS.ProcessEnv = {}, opts: { bare?: boolean } = {}): Promise<DaemonProcess> {
   const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSTHASTE_')));
   const args = [...nodeFlags(), BIN, '--config', configPath, 'serve'];
-  const child = opts.bare
-    ? spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', process.execPath, ...args], { env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawn(process.execPath, args, { env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, argv] = opts.bare ? ['/usr/bin/env', ['-u', 'NODE_OPTIONS', process.execPath, ...args]] : [process.execPath, args];
+  const child = spawn(command, argv, { env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d.toString()));
   child.stderr!.on('data', (d) => (out += d.toString()));
