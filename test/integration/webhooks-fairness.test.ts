@@ -87,7 +87,7 @@ t.test('a hanging endpoint holding its whole claim quota does not hold up the re
 t.test('while another connection holds the write lock, the dispatcher does not block its event loop: new events go out, due rows wait', async (t) => {
   const EVENTS = 20;
   const ROWS = 5; // the first five events have pending rows (as for an endpoint that was full)
-  // A second connection holds the lock for 400 ms; attempts are recorded through the writer
+  // A second connection holds the lock for 1.5 s; attempts are recorded through the writer
   // thread, as in the daemon, which waits for the lock on its own thread.
   let other!: BetterSqlite3.Database;
   let commit!: GroupCommit;
@@ -117,7 +117,9 @@ t.test('while another connection holds the write lock, the dispatcher does not b
     worstGap = Math.max(worstGap, now - last);
     last = now;
   }, 5);
-  await quiet(400); // the lock is held meanwhile
+  // Blocked, the loop would stop for the rest of the hold (over a second); a loaded machine
+  // (the whole suite runs on two cores) stalls a healthy loop 150 ms and more now and then.
+  await quiet(1500); // the lock is held meanwhile
   const during = rx.on('/fast').map((r) => (JSON.parse(r.body) as { data: { n: number } }).data.n);
   t.ok(during.length > 0, `new events went out while the lock was held (${during.length})`);
   t.ok(
@@ -126,7 +128,7 @@ t.test('while another connection holds the write lock, the dispatcher does not b
   );
   other.prepare('COMMIT').run();
   clearInterval(ticker);
-  t.ok(worstGap < 150, `the event loop kept running (worst gap between 5 ms ticks: ${worstGap.toFixed(0)} ms; the busy handler would hold it until the lock is free or busy_timeout, 5 s, passes)`);
+  t.ok(worstGap < 600, `the event loop kept running (worst gap between 5 ms ticks: ${worstGap.toFixed(0)} ms; the busy handler would hold it until the lock is free or busy_timeout, 5 s, passes)`);
 
   await waitFor('every event at /fast', () => rx.on('/fast').length >= EVENTS, 3000).catch(() => undefined);
   t.equal(rx.on('/fast').length, EVENTS, 'every event delivered once the lock was released');
