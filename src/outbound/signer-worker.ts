@@ -21,21 +21,12 @@ export interface SignJob {
  */
 export type SignReply = { id: number; ok: true; signed: Uint8Array; rawAt: number | null } | { id: number; ok: false; error: string; permanent: boolean };
 
-/**
- * The bytes in an ArrayBuffer of their own, to be moved to the event loop's thread rather than
- * copied: a small Buffer is a view into an 8 KiB pool slab, and posting it clones the whole slab.
- */
-function ownBuffer(b: Buffer): Uint8Array {
-  if (b.byteOffset === 0 && b.buffer.byteLength === b.byteLength) return b;
-  const own = new Uint8Array(b.byteLength);
-  own.set(b);
-  return own;
-}
-
 async function handle(job: SignJob): Promise<void> {
   try {
     const raw = job.raw ? Buffer.from(job.raw.buffer, job.raw.byteOffset, job.raw.byteLength) : await composeMessage(readStoredRequest(job.request), job.messageId, job.createdAt);
-    const signed = ownBuffer(await signMessage(raw, job.key));
+    // The signed message has memory of its own (signMessage), so it is moved to the event loop's
+    // thread, not cloned: a small Buffer is a view into an 8 KiB pool slab, and cloning copies the slab.
+    const signed = signMessage(raw, job.key);
     parentPort!.postMessage({ id: job.id, ok: true, signed, rawAt: job.raw ? null : signed.byteLength - raw.byteLength } satisfies SignReply, [signed.buffer as ArrayBuffer]);
     reclaimAfter(signed.byteLength);
   } catch (e) {
