@@ -1,5 +1,6 @@
-import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
-import { rootCertificates } from 'node:tls';
+import { isIP } from 'node:net';
+import { rootCertificates, type ConnectionOptions } from 'node:tls';
+import { SmtpClient, SmtpError } from './smtp-client.js';
 import { classifyReply, parseReply, type Classification } from '../domain/classify.js';
 import type { Reply, SmtpStage } from '../domain/outcome.js';
 
@@ -36,7 +37,8 @@ export type TransactionResult =
   /** The connection failed mid-transaction: nothing is known to have been accepted. */
   | { kind: 'broken'; reply: Reply };
 
-interface NodemailerError extends Error {
+/** What a failure may carry: an SmtpError, or any Error from below it. */
+interface SmtpFailure extends Error {
   code?: string;
   responseCode?: number;
   response?: string;
@@ -44,15 +46,15 @@ interface NodemailerError extends Error {
 }
 
 /** Transport failures without an SMTP reply, stated as the reply RFC 5321 3.8 says to assume. */
-export function transportReply(e: NodemailerError): Reply {
+export function transportReply(e: SmtpFailure): Reply {
   const tls = e.code === 'ETLS' || /certificate|CERT_|self[- ]signed|STARTTLS|TLS/i.test(e.message);
   const label: Classification = e.code === 'ETIMEDOUT' ? 'timeout' : tls ? 'tls_failure' : 'connection_failure';
   const enhanced = label === 'timeout' ? '4.4.1' : label === 'tls_failure' ? '4.7.5' : '4.4.2';
   return { code: 451, enhanced_code: enhanced, message: e.message.replace(/\s+/g, ' ').trim(), classification: label };
 }
 
-/** A reply from the remote server, or from nodemailer when it gave none. */
-export function replyOf(e: NodemailerError): Reply {
+/** A reply from the remote server, or the one RFC 5321 says to assume when there was none. */
+export function replyOf(e: SmtpFailure): Reply {
   if (e.code === 'EAUTH') {
     const facts = parseReply(e.response ?? '', e.responseCode ?? 451);
     return { code: facts.code, enhanced_code: facts.enhanced_code || '4.7.0', message: e.message.replace(/\s+/g, ' ').trim(), classification: 'auth_failure' };
@@ -68,35 +70,34 @@ function acceptedReply(response: string): Reply {
   return { ...facts, classification: 'other' };
 }
 
-/** The stage nodemailer names in its error's `command` ("MAIL FROM", "RCPT TO", "DATA", or the message itself). */
+/** The stage of the command a refusal answered ("MAIL FROM", "RCPT TO", "DATA", "DATA END", "CONN", "EHLO"...). */
 function stageOf(command: string | undefined): SmtpStage {
   const c = (command ?? '').toUpperCase();
   return c.startsWith('MAIL') ? 'mail' : c.startsWith('RCPT') ? 'rcpt' : c.startsWith('EHLO') || c.startsWith('HELO') || c === 'CONN' ? 'connect' : 'data';
 }
 
+/** TLS options for an MX or relay host: its name for SNI and the certificate check, never an address (RFC 6066 3). */
+function tlsFor(host: string, valid: boolean, extraCa: string[] | undefined): ConnectionOptions {
+  const servername = isIP(host) ? undefined : host;
+  return valid
+    ? { rejectUnauthorized: true, servername, minVersion: 'TLSv1.2', ca: [...rootCertificates, ...(extraCa ?? [])], ...(servername ? {} : { checkServerIdentity: () => undefined }) }
+    : { rejectUnauthorized: false, servername, minVersion: 'TLSv1' };
+}
+
 /** One SMTP connection to one MX address; several transactions may run over it in turn. */
 export class SmtpSession {
-  private dead = false;
-
   private constructor(
-    private readonly conn: SMTPConnection,
+    private readonly client: SmtpClient,
     /** The MX host name (for events and TLS), not the address. */
     readonly mx: string,
-  ) {
-    conn.on('error', () => {
-      this.dead = true;
-    });
-    conn.on('end', () => {
-      this.dead = true;
-    });
-  }
+  ) {}
 
   get secure(): boolean {
-    return this.conn.secure;
+    return this.client.secure;
   }
 
   get usable(): boolean {
-    return !this.dead;
+    return !this.client.closed;
   }
 
   /**
@@ -105,10 +106,22 @@ export class SmtpSession {
    * without TLS, as Postfix's `may` level and ZoneMTA do (docs/protocols.md 3).
    */
   static async open(mx: string, address: string, opts: SmtpOptions): Promise<SmtpSession> {
+    const connect = (startTls: boolean) =>
+      SmtpClient.connect({
+        host: address,
+        port: opts.port,
+        name: opts.name,
+        connectTimeout: opts.connectTimeout,
+        greetingTimeout: opts.greetingTimeout,
+        commandTimeout: opts.commandTimeout,
+        startTls,
+        requireTls: !!opts.requireValidTls,
+        tls: tlsFor(mx, !!opts.requireValidTls, opts.extraCa),
+      });
     try {
-      return await SmtpSession.connect(mx, address, opts, false);
+      return new SmtpSession(await connect(true), mx);
     } catch (e) {
-      if ((e as NodemailerError).code === 'ETLS' && !opts.requireValidTls) return SmtpSession.connect(mx, address, opts, true);
+      if ((e as SmtpFailure).code === 'ETLS' && !opts.requireValidTls) return new SmtpSession(await connect(false), mx);
       throw e;
     }
   }
@@ -119,141 +132,56 @@ export class SmtpSession {
    * any failure to connect: the queue waits until the password is put right.
    */
   static async openRelay(address: string, relay: RelayOptions, opts: SmtpOptions): Promise<SmtpSession> {
-    const conn = new SMTPConnection({
+    const client = await SmtpClient.connect({
       host: address,
       port: relay.port,
       name: opts.name,
-      secure: relay.implicitTls,
-      requireTLS: !relay.implicitTls,
-      connectionTimeout: opts.connectTimeout,
+      connectTimeout: opts.connectTimeout,
       greetingTimeout: opts.greetingTimeout,
-      socketTimeout: opts.commandTimeout,
-      tls: { rejectUnauthorized: true, servername: relay.host, minVersion: 'TLSv1.2', ca: [...rootCertificates, ...(opts.extraCa ?? [])] },
-    } as SMTPConnection.Options);
-    const session = await SmtpSession.started(conn, relay.host);
-    if (!relay.auth) return session;
-    const auth = relay.auth;
-    await new Promise<void>((resolve, reject) =>
-      conn.login({ user: auth.user, pass: auth.pass }, (e) => {
-        if (!e) return resolve();
-        conn.close();
-        const err = e as NodemailerError;
-        reject(
-          Object.assign(new Error(`the relay host refused posthaste's credentials for ${auth.user}: ${err.response ?? err.message}`), {
-            code: 'EAUTH',
-            response: err.response,
-            responseCode: err.responseCode,
-          }),
-        );
-      }),
-    );
-    return session;
-  }
-
-  private static connect(mx: string, address: string, opts: SmtpOptions, ignoreTLS: boolean): Promise<SmtpSession> {
-    const conn = new SMTPConnection({
-      host: address,
-      port: opts.port,
-      name: opts.name,
-      secure: false,
-      ignoreTLS,
-      requireTLS: !!opts.requireValidTls,
-      opportunisticTLS: true,
-      connectionTimeout: opts.connectTimeout,
-      greetingTimeout: opts.greetingTimeout,
-      socketTimeout: opts.commandTimeout,
-      tls: opts.requireValidTls
-        ? { rejectUnauthorized: true, servername: mx, minVersion: 'TLSv1.2', ca: [...rootCertificates, ...(opts.extraCa ?? [])] }
-        : { rejectUnauthorized: false, servername: mx, minVersion: 'TLSv1' },
-    } as SMTPConnection.Options);
-    return SmtpSession.started(conn, mx);
-  }
-
-  /** Connects `conn` (greeting, EHLO, STARTTLS as its options say). */
-  private static started(conn: SMTPConnection, mx: string): Promise<SmtpSession> {
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      conn.once('error', (e: Error) => {
-        if (settled) return;
-        settled = true;
-        conn.close();
-        reject(e);
-      });
-      conn.connect(() => {
-        if (settled) return;
-        settled = true;
-        // SMTP is a dialogue of small writes: without TCP_NODELAY, Nagle and delayed ACKs stall
-        // each transaction about 40 ms (measured: 44 ms per message to smtp-sink, 1 ms with it).
-        // nodemailer does not expose its socket; `_socket` is its (stable) internal name.
-        (conn as unknown as { _socket?: { setNoDelay?: (v: boolean) => void } })._socket?.setNoDelay?.(true);
-        resolve(new SmtpSession(conn, mx));
-      });
+      commandTimeout: opts.commandTimeout,
+      implicitTls: relay.implicitTls,
+      startTls: !relay.implicitTls,
+      requireTls: true,
+      tls: tlsFor(relay.host, true, opts.extraCa),
     });
+    if (relay.auth) {
+      const { user, pass } = relay.auth;
+      try {
+        await client.login(user, pass);
+      } catch (e) {
+        client.destroy();
+        const err = e as SmtpFailure;
+        throw new SmtpError(`the relay host refused posthaste's credentials for ${user}: ${err.response ?? err.message}`, 'EAUTH', 'AUTH', err.response);
+      }
+    }
+    return new SmtpSession(client, relay.host);
   }
 
   /** One transaction: MAIL FROM the return path, RCPT the recipient, DATA the signed message. */
-  send(from: string, to: string, message: Buffer): Promise<TransactionResult> {
-    return new Promise((resolve) => {
-      let done = false;
-      const closed = (e?: NodemailerError) => finish({ kind: 'broken', reply: transportReply(e ?? Object.assign(new Error('connection closed by the remote server'), { code: 'ECONNECTION' })) });
-      const onError = (e: NodemailerError) => closed(e);
-      const onEnd = () => closed();
-      const finish = (r: TransactionResult) => {
-        if (done) return;
-        done = true;
-        this.conn.off('error', onError);
-        this.conn.off('end', onEnd);
-        if (r.kind === 'broken') this.dead = true;
-        resolve(r);
-      };
-      if (this.dead) return closed();
-      // nodemailer does not always call back when the peer drops the connection mid-DATA.
-      this.conn.once('error', onError);
-      this.conn.once('end', onEnd);
-      this.conn.send({ from, to: [to] }, message, (err, info) => {
-        if (!err) return finish({ kind: 'accepted', reply: acceptedReply(info.response) });
-        const e = err as NodemailerError & { rejectedErrors?: NodemailerError[] };
-        const rcptError = e.rejectedErrors?.[0];
-        const source = rcptError ?? e;
-        if (!source.responseCode) {
-          this.dead = true;
-          return finish({ kind: 'broken', reply: transportReply(source) });
-        }
-        const reply = replyOf(source);
-        // 421 means the server is closing the channel: treat as temporary and stop using it.
-        if (reply.code === 421) this.dead = true;
-        finish({ kind: 'refused', reply, permanent: reply.code >= 500 && reply.code < 600, stage: rcptError ? 'rcpt' : stageOf(source.command) });
-      });
-    });
+  async send(from: string, to: string, message: Buffer): Promise<TransactionResult> {
+    if (this.client.closed) return { kind: 'broken', reply: transportReply(new SmtpError('connection closed by the remote server', 'ECONNECTION')) };
+    try {
+      return { kind: 'accepted', reply: acceptedReply(await this.client.send(from, to, message)) };
+    } catch (e) {
+      const err = e as SmtpFailure;
+      if (!err.responseCode) {
+        this.client.destroy();
+        return { kind: 'broken', reply: transportReply(err) };
+      }
+      const reply = replyOf(err);
+      // 421 means the server is closing the channel: treat as temporary and stop using it.
+      if (reply.code === 421) this.client.destroy();
+      return { kind: 'refused', reply, permanent: reply.code >= 500 && reply.code < 600, stage: stageOf(err.command) };
+    }
   }
 
   /** RSET between transactions; false when the connection cannot go on. */
   reset(): Promise<boolean> {
-    if (this.dead) return Promise.resolve(false);
-    return new Promise((resolve) => this.conn.reset((err) => resolve(!err)));
+    return this.client.closed ? Promise.resolve(false) : this.client.reset();
   }
 
   /** QUIT, and wait (briefly) for the server to close, so connection limits hold as the remote sees them. */
   close(): Promise<void> {
-    if (this.dead) {
-      this.conn.close();
-      return Promise.resolve();
-    }
-    this.dead = true;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.conn.close();
-        resolve();
-      }, 5000);
-      this.conn.once('end', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      try {
-        this.conn.quit();
-      } catch {
-        this.conn.close();
-      }
-    });
+    return this.client.quit(5000);
   }
 }

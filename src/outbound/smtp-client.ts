@@ -1,0 +1,383 @@
+// The SMTP client of the delivery path (RFC 5321): greeting, EHLO (HELO if refused), STARTTLS,
+// AUTH PLAIN or LOGIN, and transactions with MAIL, RCPT and DATA sent in one write where the
+// server offers PIPELINING (RFC 2920), as Postfix's client does. nodemailer's client waits for each
+// reply before the next command: two round trips to the MX more per message, and more writes and
+// reads (docs/delivery.md, "The SMTP client"). Errors carry `code`, the reply (`response`, `responseCode`) when there was
+// one, and the command it answered.
+import net from 'node:net';
+import tls from 'node:tls';
+
+export interface SmtpClientOptions {
+  host: string;
+  port: number;
+  /** EHLO name. */
+  name: string;
+  connectTimeout: number;
+  greetingTimeout: number;
+  /** Inactivity on the connection after the greeting (no byte read or written). */
+  commandTimeout: number;
+  /** TLS from the first byte (smtps). */
+  implicitTls?: boolean;
+  /** STARTTLS when offered; with `requireTls`, no TLS is no connection. */
+  startTls: boolean;
+  requireTls?: boolean;
+  tls: tls.ConnectionOptions;
+}
+
+export type SmtpErrorCode = 'ECONNECTION' | 'ETIMEDOUT' | 'ETLS' | 'EAUTH' | 'EPROTOCOL' | 'EENVELOPE';
+
+export class SmtpError extends Error {
+  constructor(
+    message: string,
+    readonly code: SmtpErrorCode,
+    /** The command answered ("CONN" for the greeting). */
+    readonly command?: string,
+    /** The whole reply, its lines joined with LF, when there was one. */
+    readonly response?: string,
+  ) {
+    super(message);
+  }
+
+  get responseCode(): number | undefined {
+    return this.response ? Number(this.response.slice(0, 3)) : undefined;
+  }
+}
+
+interface Reply {
+  code: number;
+  text: string;
+}
+
+const MAX_REPLY = 64 * 1024;
+const ASCII = /^[\x00-\x7f]*$/;
+
+/** A connection to one SMTP server, one command or transaction at a time. */
+export class SmtpClient {
+  private socket!: net.Socket;
+  private buffered = '';
+  private lines: string[] = [];
+  private replies: Reply[] = [];
+  private waiting: Array<{ resolve: (r: Reply) => void; reject: (e: Error) => void }> = [];
+  private failure: Error | null = null;
+  private extensions = new Map<string, string>();
+  secure = false;
+  /** Called once when the connection ends, however it ends. */
+  onClose: (() => void) | null = null;
+
+  private constructor(private readonly opts: SmtpClientOptions) {}
+
+  /** Connects, reads the greeting, EHLO, and STARTTLS as the options say. */
+  static async connect(opts: SmtpClientOptions): Promise<SmtpClient> {
+    const client = new SmtpClient(opts);
+    try {
+      await client.open();
+      return client;
+    } catch (e) {
+      client.destroy();
+      throw e;
+    }
+  }
+
+  get closed(): boolean {
+    return this.failure !== null;
+  }
+
+  has(extension: string): boolean {
+    return this.extensions.has(extension);
+  }
+
+  private async open(): Promise<void> {
+    const { opts } = this;
+    this.attach(await this.dial());
+    const greeting = await this.read(opts.greetingTimeout, 'CONN');
+    if (greeting.code !== 220) throw replyError('the server refused the connection', 'EPROTOCOL', 'CONN', greeting);
+    this.socket.setTimeout(opts.commandTimeout);
+    await this.hello();
+    if (!this.secure && opts.startTls) {
+      if (!this.has('STARTTLS')) {
+        if (opts.requireTls) throw new SmtpError('the server does not offer STARTTLS, and TLS is required', 'ETLS', 'EHLO');
+      } else {
+        const r = await this.command('STARTTLS');
+        if (r.code === 220) {
+          await this.upgrade();
+          await this.hello();
+        } else if (opts.requireTls) throw replyError('the server refused STARTTLS, and TLS is required', 'ETLS', 'STARTTLS', r);
+      }
+    }
+  }
+
+  private dial(): Promise<net.Socket> {
+    const { opts } = this;
+    return new Promise((resolve, reject) => {
+      const socket = opts.implicitTls ? tls.connect({ ...opts.tls, host: opts.host, port: opts.port }) : net.connect({ host: opts.host, port: opts.port });
+      const timer = setTimeout(() => fail(new SmtpError(`connection to ${opts.host}:${opts.port} timed out`, 'ETIMEDOUT', 'CONN')), opts.connectTimeout);
+      const fail = (e: Error) => {
+        clearTimeout(timer);
+        socket.destroy();
+        reject(e instanceof SmtpError ? e : new SmtpError(e.message, opts.implicitTls && isTlsError(e) ? 'ETLS' : 'ECONNECTION', 'CONN'));
+      };
+      socket.once('error', fail);
+      socket.once(opts.implicitTls ? 'secureConnect' : 'connect', () => {
+        clearTimeout(timer);
+        socket.off('error', fail);
+        // SMTP is a dialogue of small writes: without TCP_NODELAY, Nagle and delayed ACKs stall
+        // each transaction about 40 ms.
+        socket.setNoDelay(true);
+        this.secure = !!opts.implicitTls;
+        resolve(socket);
+      });
+    });
+  }
+
+  private attach(socket: net.Socket): void {
+    this.socket = socket;
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => this.received(chunk));
+    socket.on('error', (e) => this.fail(new SmtpError(e.message, isTlsError(e) ? 'ETLS' : 'ECONNECTION')));
+    socket.on('timeout', () => {
+      this.fail(new SmtpError('the server sent nothing for too long', 'ETIMEDOUT'));
+      socket.destroy();
+    });
+    socket.on('close', () => this.fail(new SmtpError('connection closed by the remote server', 'ECONNECTION')));
+  }
+
+  /** STARTTLS accepted: TLS over the same connection. */
+  private upgrade(): Promise<void> {
+    const plain = this.socket;
+    plain.removeAllListeners('data');
+    plain.removeAllListeners('error');
+    plain.removeAllListeners('timeout');
+    plain.removeAllListeners('close');
+    plain.setTimeout(0);
+    return new Promise((resolve, reject) => {
+      const secure = tls.connect({ ...this.opts.tls, socket: plain });
+      const timer = setTimeout(() => fail(new Error('TLS handshake timed out')), this.opts.commandTimeout);
+      const fail = (e: Error) => {
+        clearTimeout(timer);
+        secure.destroy();
+        const err = new SmtpError(`STARTTLS: ${e.message}`, 'ETLS', 'STARTTLS');
+        this.fail(err);
+        reject(err);
+      };
+      secure.once('error', fail);
+      secure.once('secureConnect', () => {
+        clearTimeout(timer);
+        secure.off('error', fail);
+        this.secure = true;
+        this.attach(secure);
+        secure.setTimeout(this.opts.commandTimeout);
+        resolve();
+      });
+    });
+  }
+
+  private async hello(): Promise<void> {
+    let r = await this.command(`EHLO ${this.opts.name}`);
+    this.extensions.clear();
+    if (r.code === 250) {
+      for (const line of r.text.split('\n').slice(1)) {
+        const m = /^\d{3}[ -]([A-Za-z0-9-]+)[ =]?(.*)$/.exec(line);
+        if (m) this.extensions.set(m[1]!.toUpperCase(), m[2]!.trim().toUpperCase());
+      }
+      return;
+    }
+    r = await this.command(`HELO ${this.opts.name}`);
+    if (r.code !== 250) throw replyError('the server refused HELO', 'EPROTOCOL', 'HELO', r);
+  }
+
+  /** AUTH PLAIN, or LOGIN when only that is offered. The credentials are never in an error. */
+  async login(user: string, pass: string): Promise<void> {
+    const offered = (this.extensions.get('AUTH') ?? '').split(/\s+/);
+    const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
+    let r: Reply;
+    if (offered.includes('PLAIN')) r = await this.command(`AUTH PLAIN ${b64(`\0${user}\0${pass}`)}`, 'AUTH PLAIN');
+    else if (offered.includes('LOGIN')) {
+      r = await this.command('AUTH LOGIN');
+      if (r.code === 334) r = await this.command(b64(user), 'AUTH LOGIN');
+      if (r.code === 334) r = await this.command(b64(pass), 'AUTH LOGIN');
+    } else throw new SmtpError(`the server offers no AUTH mechanism posthaste speaks (PLAIN, LOGIN): "${offered.join(' ')}"`, 'EAUTH', 'AUTH');
+    if (r.code !== 235) throw replyError('authentication failed', 'EAUTH', 'AUTH', r);
+  }
+
+  /**
+   * One transaction. Resolves with the final reply to the message (2xx), or rejects with the
+   * first refusal (its command: "MAIL FROM", "RCPT TO", "DATA" or "DATA END") or a transport error.
+   */
+  async send(from: string, to: string, message: Buffer): Promise<string> {
+    const utf8 = !ASCII.test(from) || !ASCII.test(to);
+    if (utf8 && !this.has('SMTPUTF8'))
+      throw new SmtpError(
+        'the address needs SMTPUTF8 (RFC 6531), which the server does not offer',
+        'EENVELOPE',
+        'MAIL FROM',
+        '553 5.6.7 the receiving server does not support internationalised addresses (SMTPUTF8)',
+      );
+    const mail = `MAIL FROM:<${from}>${utf8 ? ' SMTPUTF8' : ''}`;
+    const rcpt = `RCPT TO:<${to}>`;
+    let data: Reply;
+    if (this.has('PIPELINING')) {
+      this.write(`${mail}\r\n${rcpt}\r\nDATA\r\n`);
+      // The replies come in order. After a refusal the rest are read only to keep the dialogue in
+      // step (the server may as well close the connection, as after a 421).
+      const m = await this.read(undefined, 'MAIL FROM');
+      const r = m.code === 250 ? await this.read(undefined, 'RCPT TO') : await this.readAfter();
+      const refusal = refused(m, r);
+      data = refusal ? await this.readAfter() : await this.read(undefined, 'DATA');
+      if (refusal) {
+        // RFC 2920 3.1: a DATA accepted though the envelope was not gets an empty message, ended at once.
+        if (data.code === 354) await this.command('.', 'DATA END').catch(() => undefined);
+        throw refusal;
+      }
+    } else {
+      const m = await this.command(mail, 'MAIL FROM');
+      const mailRefused = refused(m);
+      if (mailRefused) throw mailRefused;
+      const rcptRefused = refused(m, await this.command(rcpt, 'RCPT TO'));
+      if (rcptRefused) throw rcptRefused;
+      data = await this.command('DATA');
+    }
+    if (data.code !== 354) throw replyError('DATA refused', 'EPROTOCOL', 'DATA', data);
+    this.writeData(message);
+    const end = await this.read(undefined, 'DATA END');
+    if (end.code < 200 || end.code > 299) throw replyError('the message was refused', 'EPROTOCOL', 'DATA END', end);
+    return end.text;
+  }
+
+  /** RSET; false when the connection cannot go on. */
+  async reset(): Promise<boolean> {
+    try {
+      return (await this.command('RSET')).code === 250;
+    } catch {
+      return false;
+    }
+  }
+
+  /** QUIT, and wait (at most `ms`) for the server to close. */
+  async quit(ms: number): Promise<void> {
+    if (this.closed) return;
+    const closed = new Promise<void>((resolve) => this.socket.once('close', () => resolve()));
+    this.write('QUIT\r\n');
+    const timer = setTimeout(() => this.destroy(), ms);
+    await closed;
+    clearTimeout(timer);
+  }
+
+  destroy(): void {
+    this.socket?.destroy();
+    this.fail(new SmtpError('connection closed', 'ECONNECTION'));
+  }
+
+  private async command(line: string, name = line.split(' ')[0]!): Promise<Reply> {
+    this.write(`${line}\r\n`);
+    return this.read(undefined, name);
+  }
+
+  private write(text: string): void {
+    if (!this.failure) this.socket.write(text);
+  }
+
+  /**
+   * The message, dot-stuffed (a line starting with "." gets another, RFC 5321 4.5.2), bare LF sent
+   * as CRLF, then the ending "." line: gathered into one write of the pieces, not copied.
+   */
+  private writeData(message: Buffer): void {
+    if (this.failure) return;
+    const s = this.socket;
+    s.cork();
+    let from = 0;
+    if (message[0] === 0x2e) {
+      s.write('.');
+    }
+    for (let lf = message.indexOf(0x0a); lf >= 0; lf = message.indexOf(0x0a, lf + 1)) {
+      const bare = lf === 0 || message[lf - 1] !== 0x0d;
+      const dot = message[lf + 1] === 0x2e;
+      if (!bare && !dot) continue;
+      s.write(message.subarray(from, bare ? lf : lf + 1));
+      s.write(bare ? (dot ? '\r\n.' : '\r\n') : '.');
+      from = lf + 1;
+    }
+    if (from < message.length) s.write(message.subarray(from));
+    const last = message[message.length - 1];
+    s.write(last === 0x0a ? '.\r\n' : last === 0x0d ? '\n.\r\n' : '\r\n.\r\n');
+    s.uncork();
+  }
+
+  /** A reply read after one that failed the transaction, if one comes (code 0 if none). */
+  private async readAfter(): Promise<Reply> {
+    try {
+      return await this.read();
+    } catch {
+      return { code: 0, text: '' };
+    }
+  }
+
+  private read(timeoutMs?: number, command?: string): Promise<Reply> {
+    const ready = this.replies.shift();
+    if (ready) return Promise.resolve(ready);
+    if (this.failure) return Promise.reject(withCommand(this.failure, command));
+    return new Promise((resolve, reject) => {
+      const timer = timeoutMs ? setTimeout(() => this.fail(new SmtpError(`no reply within ${timeoutMs} ms`, 'ETIMEDOUT', command)), timeoutMs) : null;
+      this.waiting.push({
+        resolve: (r) => {
+          if (timer) clearTimeout(timer);
+          resolve(r);
+        },
+        reject: (e) => {
+          if (timer) clearTimeout(timer);
+          reject(withCommand(e, command));
+        },
+      });
+    });
+  }
+
+  private received(chunk: string): void {
+    this.buffered += chunk;
+    for (let lf = this.buffered.indexOf('\n'); lf >= 0; lf = this.buffered.indexOf('\n')) {
+      const line = this.buffered.slice(0, lf).replace(/\r$/, '');
+      this.buffered = this.buffered.slice(lf + 1);
+      this.lines.push(line);
+      // The last line of a reply is "ddd text" or "ddd"; "ddd-text" continues it.
+      if (line.length < 4 || line[3] !== '-') {
+        const code = Number(line.slice(0, 3));
+        const text = this.lines.join('\n');
+        this.lines = [];
+        if (!/^\d{3}$/.test(line.slice(0, 3))) {
+          this.fail(new SmtpError(`not an SMTP reply: ${text.slice(0, 200)}`, 'EPROTOCOL'));
+          return;
+        }
+        const waiter = this.waiting.shift();
+        if (waiter) waiter.resolve({ code, text });
+        else this.replies.push({ code, text });
+      }
+    }
+    if (this.buffered.length > MAX_REPLY || this.lines.length > 1000) this.fail(new SmtpError('the server sent a reply too long to be one', 'EPROTOCOL'));
+  }
+
+  private fail(e: Error): void {
+    if (this.failure) return;
+    this.failure = e;
+    this.socket?.destroy();
+    for (const w of this.waiting.splice(0)) w.reject(e);
+    this.onClose?.();
+  }
+}
+
+/** The refusal of MAIL FROM or RCPT TO, if either was refused. */
+function refused(mail: Reply, rcpt?: Reply): SmtpError | null {
+  if (mail.code !== 250) return replyError('MAIL FROM refused', 'EENVELOPE', 'MAIL FROM', mail);
+  if (rcpt && rcpt.code !== 250 && rcpt.code !== 251) return replyError('RCPT TO refused', 'EENVELOPE', 'RCPT TO', rcpt);
+  return null;
+}
+
+function replyError(what: string, code: SmtpErrorCode, command: string, r: Reply): SmtpError {
+  return new SmtpError(`${what}: ${r.text.replace(/\s+/g, ' ')}`, code, command, r.text);
+}
+
+function withCommand(e: Error, command?: string): Error {
+  if (!(e instanceof SmtpError) || !command || e.command) return e;
+  return new SmtpError(e.message, e.code, command, e.response);
+}
+
+function isTlsError(e: Error & { code?: string }): boolean {
+  return /^ERR_(SSL|TLS)|CERT|_KEY_|SELF_SIGNED/.test(e.code ?? '') || /SSL|TLS|certificate/i.test(e.message);
+}

@@ -1,0 +1,233 @@
+import t, { type Test } from 'tap';
+import net from 'node:net';
+import { SmtpClient, type SmtpError } from '../../../src/outbound/smtp-client.js';
+
+// The delivery path's SMTP client against a scripted server on loopback that records what arrives
+// and in which reads. Real servers (smtp-server, Postfix) are in the integration tests; these
+// cases are the ones a well-behaved server never shows: a DATA accepted after a refused RCPT,
+// a reply the size of a file, a server that holds its replies until the whole pipeline is in.
+
+interface Script {
+  ehlo?: string[];
+  /** The reply to a command line (upper-cased verb), or undefined for the default. */
+  answer?: (line: string) => string | undefined;
+  /** Answer nothing until DATA has arrived (only a pipelining client gets past MAIL FROM). */
+  holdUntilData?: boolean;
+}
+
+class ScriptedServer {
+  /** Command lines in the reads they arrived in. */
+  reads: string[][] = [];
+  /** Each message's bytes as they came after DATA, up to and with the ending dot line. */
+  messages: string[] = [];
+  private server = net.createServer((socket) => this.session(socket));
+  port = 0;
+
+  constructor(private readonly script: Script = {}) {}
+
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as net.AddressInfo).port;
+    return this;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  private session(socket: net.Socket): void {
+    const { script } = this;
+    socket.write('220 scripted ESMTP\r\n');
+    let buffered = '';
+    let data: string | null = null;
+    let held: string[] = [];
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      buffered += chunk;
+      const lines: string[] = [];
+      const out: string[] = [];
+      for (;;) {
+        if (data !== null) {
+          const end = buffered.indexOf('\r\n.\r\n');
+          const atStart = data === '' && buffered.startsWith('.\r\n');
+          if (end < 0 && !atStart) {
+            data += buffered;
+            buffered = '';
+            break;
+          }
+          const cut = atStart ? 3 : end + 5;
+          this.messages.push(data + buffered.slice(0, cut));
+          buffered = buffered.slice(cut);
+          data = null;
+          out.push(script.answer?.('.') ?? '250 2.0.0 queued');
+          continue;
+        }
+        const lf = buffered.indexOf('\r\n');
+        if (lf < 0) break;
+        const line = buffered.slice(0, lf);
+        buffered = buffered.slice(lf + 2);
+        lines.push(line);
+        const verb = line.split(/[ :]/)[0]!.toUpperCase();
+        const ext = ['scripted', ...(script.ehlo ?? ['PIPELINING'])];
+        const answer =
+          script.answer?.(line) ??
+          (verb === 'EHLO' ? ext.map((l, i) => `250${i === ext.length - 1 ? ' ' : '-'}${l}`).join('\r\n') : verb === 'DATA' ? '354 go on' : verb === 'QUIT' ? '221 bye' : '250 ok');
+        out.push(answer);
+        if (verb === 'DATA' && answer.startsWith('354')) data = '';
+        if (verb === 'QUIT') {
+          socket.end(`${answer}\r\n`);
+          return;
+        }
+        if (answer.startsWith('421')) {
+          socket.end(`${[...held, ...out].join('\r\n')}\r\n`);
+          return;
+        }
+      }
+      if (lines.length > 0) this.reads.push(lines);
+      if (script.holdUntilData && lines.some((l) => /^(MAIL|RCPT)/.test(l)) && !lines.includes('DATA')) {
+        held.push(...out);
+        return;
+      }
+      const all = [...held, ...out];
+      held = [];
+      if (all.length > 0) socket.write(`${all.join('\r\n')}\r\n`);
+    });
+    socket.on('error', () => undefined);
+  }
+}
+
+const opts = (port: number) => ({ host: '127.0.0.1', port, name: 'client.test', connectTimeout: 2000, greetingTimeout: 2000, commandTimeout: 2000, startTls: false, tls: {} });
+
+async function withServer(t: Test, script: Script): Promise<{ server: ScriptedServer; client: SmtpClient }> {
+  const server = await new ScriptedServer(script).start();
+  const client = await SmtpClient.connect(opts(server.port));
+  t.teardown(async () => {
+    client.destroy();
+    await server.stop();
+  });
+  return { server, client };
+}
+
+const MESSAGE = Buffer.from('Subject: x\r\n\r\nbody\r\n');
+
+t.test('PIPELINING offered: MAIL, RCPT and DATA go in one write, the message in one more', async (t) => {
+  const { server, client } = await withServer(t, { holdUntilData: true });
+  const reply = await client.send('from@example.com', 'to@example.org', MESSAGE);
+  t.equal(reply, '250 2.0.0 queued');
+  t.same(server.reads.at(-1), ['MAIL FROM:<from@example.com>', 'RCPT TO:<to@example.org>', 'DATA'], 'the three commands arrived in one read, before any reply');
+  await client.send('from@example.com', 'two@example.org', MESSAGE);
+  t.equal(server.messages.length, 2, 'and a second transaction on the same connection');
+});
+
+t.test('no PIPELINING: one command at a time, each after its reply', async (t) => {
+  const { server, client } = await withServer(t, { ehlo: ['SIZE 1000'] });
+  t.notOk(client.has('PIPELINING'));
+  t.equal(client.has('SIZE'), true, 'extensions read from the multi-line EHLO reply');
+  await client.send('from@example.com', 'to@example.org', MESSAGE);
+  t.ok(
+    server.reads.every((r) => r.length === 1),
+    `never two commands in one read (${JSON.stringify(server.reads)})`,
+  );
+});
+
+t.test('the message as sent: dots doubled at line starts, bare LF as CRLF, the ending dot line', async (t) => {
+  const { server, client } = await withServer(t, {});
+  await client.send('f@example.com', 't@example.org', Buffer.from('.first\r\nbare\nlf\n.dot after lf\r\n..two\r\nlast without break'));
+  t.equal(server.messages[0], '..first\r\nbare\r\nlf\r\n..dot after lf\r\n...two\r\nlast without break\r\n.\r\n');
+  await client.send('f@example.com', 't@example.org', Buffer.from('ends with CRLF\r\n'));
+  t.equal(server.messages[1], 'ends with CRLF\r\n.\r\n', 'no extra line when the message ends with one');
+});
+
+t.test('a refused MAIL FROM in a pipeline: its reply is the refusal, the dialogue stays in step', async (t) => {
+  const { client } = await withServer(t, {
+    answer: (l) => (l.startsWith('MAIL FROM:<bad') ? '550 5.7.1 sender refused' : l.startsWith('RCPT') || l === 'DATA' ? undefined : undefined),
+  });
+  const e = (await client.send('bad@example.com', 'to@example.org', MESSAGE).catch((x: unknown) => x)) as SmtpError;
+  t.match(e, { code: 'EENVELOPE', command: 'MAIL FROM', response: '550 5.7.1 sender refused', responseCode: 550 });
+  t.equal(await client.reset(), true, 'RSET answered as RSET');
+  t.equal(await client.send('good@example.com', 'to@example.org', MESSAGE), '250 2.0.0 queued', 'the next transaction is answered by its own replies');
+});
+
+t.test('a refused RCPT TO with DATA accepted anyway: an empty message ends it (RFC 2920 3.1), and the refusal is reported', async (t) => {
+  const { server, client } = await withServer(t, { answer: (l) => (l.startsWith('RCPT TO:<nobody') ? '550 5.1.1 no such user' : undefined) });
+  const e = (await client.send('f@example.com', 'nobody@example.org', MESSAGE).catch((x: unknown) => x)) as SmtpError;
+  t.match(e, { command: 'RCPT TO', responseCode: 550 });
+  t.same(server.messages, ['.\r\n'], 'the server got the empty message, not ours');
+  t.equal(await client.reset(), true);
+  await client.send('f@example.com', 'somebody@example.org', MESSAGE);
+  t.equal(server.messages.length, 2);
+});
+
+t.test('421 at MAIL FROM and the server closes: the 421 is what is reported, and the client is closed', async (t) => {
+  const { client } = await withServer(t, { answer: (l) => (l.startsWith('MAIL') ? '421 4.7.0 too fast, closing' : undefined) });
+  const e = (await client.send('f@example.com', 't@example.org', MESSAGE).catch((x: unknown) => x)) as SmtpError;
+  t.match(e, { command: 'MAIL FROM', responseCode: 421 });
+  await new Promise((r) => setTimeout(r, 50));
+  t.equal(client.closed, true);
+});
+
+t.test('EHLO refused: HELO, and no extension is assumed', async (t) => {
+  const { server, client } = await withServer(t, { answer: (l) => (l.startsWith('EHLO') ? '502 5.5.1 no ESMTP here' : undefined) });
+  t.notOk(client.has('PIPELINING'));
+  await client.send('f@example.com', 't@example.org', MESSAGE);
+  t.same(server.reads[1], ['HELO client.test']);
+});
+
+t.test('an address needing SMTPUTF8: refused before sending where not offered, declared where offered', async (t) => {
+  const plain = await withServer(t, {});
+  const e = (await plain.client.send('f@example.com', 'jörg@example.org', MESSAGE).catch((x: unknown) => x)) as SmtpError;
+  t.match(e, { code: 'EENVELOPE', responseCode: 553 });
+  t.notOk(
+    plain.server.reads.flat().some((l) => l.startsWith('RCPT')),
+    'nothing sent',
+  );
+  const utf8 = await withServer(t, { ehlo: ['PIPELINING', 'SMTPUTF8'] });
+  await utf8.client.send('f@example.com', 'jörg@example.org', MESSAGE);
+  t.ok(utf8.server.reads.flat().includes('MAIL FROM:<f@example.com> SMTPUTF8'));
+});
+
+t.test('AUTH LOGIN where PLAIN is not offered; a refusal is EAUTH with the reply, never the password', async (t) => {
+  const seen: string[] = [];
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+  const { client } = await withServer(t, {
+    ehlo: ['AUTH LOGIN'],
+    answer: (l) => {
+      seen.push(l);
+      if (l === 'AUTH LOGIN' || l === b64('user')) return '334 go on';
+      if (l === b64('right')) return '235 2.7.0 ok';
+      if (l === b64('wrong')) return '535 5.7.8 bad credentials';
+      return undefined;
+    },
+  });
+  const e = (await client.login('user', 'wrong').catch((x: unknown) => x)) as SmtpError;
+  t.match(e, { code: 'EAUTH', responseCode: 535 });
+  t.notMatch(`${e.message} ${e.response}`, /wrong|d3Jvbmc/, 'the password is not in the error');
+  await client.login('user', 'right');
+  t.ok(seen.includes(b64('right')), 'LOGIN: user, then password, each base64');
+});
+
+t.test('what is not SMTP: a reply that never ends, a line that is not a reply, a silent server', async (t) => {
+  const flood = net.createServer((s) => {
+    s.write('220 ok\r\n');
+    s.on('data', () => s.write(`250-${'x'.repeat(70_000)}`));
+    s.on('error', () => undefined);
+  });
+  await new Promise<void>((r) => flood.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => flood.close(() => r())));
+  const e1 = (await SmtpClient.connect(opts((flood.address() as net.AddressInfo).port)).catch((x: unknown) => x)) as SmtpError;
+  t.match(e1, { code: 'EPROTOCOL', message: /too long/ });
+
+  const garbage = net.createServer((s) => s.end('HTTP/1.1 400 Bad Request\r\n\r\n'));
+  await new Promise<void>((r) => garbage.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => garbage.close(() => r())));
+  const e2 = (await SmtpClient.connect(opts((garbage.address() as net.AddressInfo).port)).catch((x: unknown) => x)) as SmtpError;
+  t.match(e2, { code: 'EPROTOCOL', command: 'CONN' });
+
+  const silent = net.createServer(() => undefined);
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => silent.close(() => r())));
+  const started = Date.now();
+  const e3 = (await SmtpClient.connect({ ...opts((silent.address() as net.AddressInfo).port), greetingTimeout: 300 }).catch((x: unknown) => x)) as SmtpError;
+  t.match(e3, { code: 'ETIMEDOUT', command: 'CONN' });
+  t.ok(Date.now() - started < 1500, 'the greeting timeout, not the command timeout');
+});
