@@ -61,8 +61,6 @@ export class SmtpClient {
   private failure: Error | null = null;
   private extensions = new Map<string, string>();
   secure = false;
-  /** Called once when the connection ends, however it ends. */
-  onClose: (() => void) | null = null;
 
   private constructor(private readonly opts: SmtpClientOptions) {}
 
@@ -358,7 +356,6 @@ export class SmtpClient {
     this.failure = e;
     this.socket?.destroy();
     for (const w of this.waiting.splice(0)) w.reject(e);
-    this.onClose?.();
   }
 }
 

@@ -76,12 +76,13 @@ function stageOf(command: string | undefined): SmtpStage {
   return c.startsWith('MAIL') ? 'mail' : c.startsWith('RCPT') ? 'rcpt' : c.startsWith('EHLO') || c.startsWith('HELO') || c === 'CONN' ? 'connect' : 'data';
 }
 
-/** TLS options for an MX or relay host: its name for SNI and the certificate check, never an address (RFC 6066 3). */
+/**
+ * TLS options for an MX or relay host: its name for SNI and for the certificate check. A host given
+ * as an address is checked against the certificate's IP addresses and sent no SNI (RFC 6066 3).
+ */
 function tlsFor(host: string, valid: boolean, extraCa: string[] | undefined): ConnectionOptions {
-  const servername = isIP(host) ? undefined : host;
-  return valid
-    ? { rejectUnauthorized: true, servername, minVersion: 'TLSv1.2', ca: [...rootCertificates, ...(extraCa ?? [])], ...(servername ? {} : { checkServerIdentity: () => undefined }) }
-    : { rejectUnauthorized: false, servername, minVersion: 'TLSv1' };
+  const name = isIP(host) ? { host } : { servername: host };
+  return valid ? { ...name, rejectUnauthorized: true, minVersion: 'TLSv1.2', ca: [...rootCertificates, ...(extraCa ?? [])] } : { ...name, rejectUnauthorized: false, minVersion: 'TLSv1' };
 }
 
 /** One SMTP connection to one MX address; several transactions may run over it in turn. */

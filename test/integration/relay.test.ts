@@ -176,6 +176,19 @@ t.test('smtps:// (implicit TLS, port 465 style) with AUTH', async (t) => {
   );
 });
 
+t.test('a relay named by its address: its certificate is checked against the addresses it names', async (t) => {
+  await withRelay(
+    {},
+    (port) => `smtp://127.0.0.1:${port}`,
+    auth,
+    async (s, relay, key) => {
+      const m = await sendAndDeliver(s, key, ['dan@nowhere.test']);
+      t.equal(m.recipients[0].state, 'delivered', 'the certificate names IP 127.0.0.1');
+      t.equal(relay.received[0]!.secure, true);
+    },
+  );
+});
+
 t.test('a wrong password: deferred as auth_failure, nothing sent, nothing lost', async (t) => {
   await withRelay(
     {},
