@@ -210,7 +210,17 @@ export class SmtpClient {
         'MAIL FROM',
         '553 5.6.7 the receiving server does not support internationalised addresses (SMTPUTF8)',
       );
-    const mail = `MAIL FROM:<${from}>${utf8 ? ' SMTPUTF8' : ''}`;
+    // RFC 1870: a server that states its limit is not sent a message over it (Postfix bounces it
+    // as "message size exceeds fixed limit"), and one that offers SIZE is told the size up front.
+    const limit = Number(this.extensions.get('SIZE') ?? 0);
+    if (limit > 0 && message.length > limit)
+      throw new SmtpError(
+        'the message is larger than the server accepts',
+        'EENVELOPE',
+        'MAIL FROM',
+        `552 5.3.4 the message (${message.length} bytes) is over the receiving server's limit of ${limit} bytes`,
+      );
+    const mail = `MAIL FROM:<${from}>${this.has('SIZE') ? ` SIZE=${message.length}` : ''}${utf8 ? ' SMTPUTF8' : ''}`;
     const rcpt = `RCPT TO:<${to}>`;
     let data: Reply;
     if (this.has('PIPELINING')) {

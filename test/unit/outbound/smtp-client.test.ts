@@ -166,6 +166,17 @@ t.test('421 at MAIL FROM and the server closes: the 421 is what is reported, and
   t.equal(client.closed, true);
 });
 
+t.test('SIZE: the size is declared, and a message over the stated limit is not sent (RFC 1870)', async (t) => {
+  const { server, client } = await withServer(t, { ehlo: ['PIPELINING', 'SIZE 1000'] });
+  await client.send('f@example.com', 't@example.org', MESSAGE);
+  t.ok(server.reads.flat().includes(`MAIL FROM:<f@example.com> SIZE=${MESSAGE.length}`), 'declared');
+  const big = Buffer.from(`Subject: big\r\n\r\n${'x'.repeat(1200)}\r\n`);
+  const e = (await client.send('f@example.com', 't@example.org', big).catch((x: unknown) => x)) as SmtpError;
+  t.match(e, { code: 'EENVELOPE', command: 'MAIL FROM', responseCode: 552, response: /^552 5\.3\.4 .*1000 bytes/ });
+  t.equal(server.messages.length, 1, 'the large one was not sent');
+  t.equal(await client.send('f@example.com', 't@example.org', MESSAGE), '250 2.0.0 queued', 'and the connection goes on');
+});
+
 t.test('EHLO refused: HELO, and no extension is assumed', async (t) => {
   const { server, client } = await withServer(t, { answer: (l) => (l.startsWith('EHLO') ? '502 5.5.1 no ESMTP here' : undefined) });
   t.notOk(client.has('PIPELINING'));
