@@ -80,7 +80,7 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   // remote server waits on us mid-conversation and signing overlaps sending. Only a window is
   // signed ahead, not the whole group: every connection's group signed at once held a thousand
   // messages, twice over, in memory (measured: 440 MiB peak draining 20,000 messages).
-  const signed = new Map<number, Buffer | Outcome>();
+  // One promise per message, however many of its recipients are here.
   const signing = new Map<number, Promise<Buffer | Outcome>>();
   // Items left to send per message (a message can have several recipients at one domain): its
   // signed bytes are let go after the last, not kept until the whole group is done.
@@ -89,17 +89,14 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   const sent = (item: DeliveryItem) => {
     const n = left.get(item.message.id)! - 1;
     left.set(item.message.id, n);
-    if (n === 0) {
-      signing.delete(item.message.id);
-      signed.delete(item.message.id);
-    }
+    if (n === 0) signing.delete(item.message.id);
   };
   let ahead = 0;
   /** pending[at], signing up to SIGN_AHEAD after it started. */
   const signedFor = (at: number): Promise<Buffer | Outcome> => {
     for (const end = Math.min(pending.length, at + SIGN_AHEAD + 1); ahead < end; ahead++) {
       const m = pending[ahead]!.message;
-      if (!signing.has(m.id)) signing.set(m.id, prepare(deps, m, signed, composed));
+      if (!signing.has(m.id)) signing.set(m.id, prepare(deps, m, composed));
     }
     return signing.get(pending[at]!.message.id)!;
   };
@@ -240,10 +237,8 @@ async function connect(deps: DeliverDeps, hosts: string[], smtp: SmtpOptions, re
   return { failure };
 }
 
-/** Step: compose (first time only) and DKIM-sign with the sender domain's key; cached per group. */
-async function prepare(deps: DeliverDeps, m: QueuedMessage, cache: Map<number, Buffer | Outcome>, composed: Map<number, Buffer>): Promise<Buffer | Outcome> {
-  const hit = cache.get(m.id);
-  if (hit) return hit;
+/** Step: compose (first time only) and DKIM-sign with the sender domain's key. */
+async function prepare(deps: DeliverDeps, m: QueuedMessage, composed: Map<number, Buffer>): Promise<Buffer | Outcome> {
   let result: Buffer | Outcome;
   const domain = findDomain(deps.db, m.senderDomain);
   if (!domain || domain.customer_id !== m.customerId) {
@@ -272,6 +267,5 @@ async function prepare(deps: DeliverDeps, m: QueuedMessage, cache: Map<number, B
       }
     }
   }
-  cache.set(m.id, result);
   return result;
 }
