@@ -3,8 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { simpleParser } from 'mailparser';
 import { tempDir, writeTestConfig, makeKey, makeDomain, openTestDb, customerId } from '../helpers/env.js';
 import { spawnDaemon, memoryOf, type DaemonProcess } from '../helpers/daemon-process.js';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { mxOfDomain } from '../helpers/mx-server.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { request } from '../helpers/http.js';
 import { loadConfig } from '../../src/config/load.js';
@@ -17,13 +16,7 @@ import { waitFor } from '../helpers/wait.js';
 // and delivered intact just under it, refused with 413 just over it, and several at once on
 // both sides without the daemon's memory growing with their number.
 const LIMIT = 25 * 1024 * 1024;
-const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.1').start();
-t.teardown(async () => {
-  await Promise.all([dns.stop(), mx.stop()]);
-});
-dns.set('example.org', { MX: [{ preference: 10, exchange: 'mx.example.org' }] });
-dns.set('mx.example.org', { A: ['127.0.0.1'] });
+const { dns, mx } = await mxOfDomain('example.org');
 
 async function daemon(extra: string): Promise<{ d: DaemonProcess; key: string }> {
   const dir = tempDir();

@@ -1,8 +1,7 @@
 import t from 'tap';
 import { tempDir, writeTestConfig, makeKey, makeDomain, openTestDb } from '../helpers/env.js';
 import { spawnDaemon, memoryOf } from '../helpers/daemon-process.js';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { mxOfDomain } from '../helpers/mx-server.js';
 import { loadConfig } from '../../src/config/load.js';
 import { waitFor, quiet } from '../helpers/wait.js';
 
@@ -14,13 +13,7 @@ const MESSAGES = 4000;
 const BATCH = 50;
 const BOUND_MIB = 256;
 
-const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.1').start();
-t.teardown(async () => {
-  await Promise.all([dns.stop(), mx.stop()]);
-});
-dns.set('example.org', { MX: [{ preference: 10, exchange: 'mx.example.org' }] });
-dns.set('mx.example.org', { A: ['127.0.0.1'] });
+const { dns, mx } = await mxOfDomain('example.org');
 
 t.test(`${MESSAGES} messages posted while they are signed and delivered: the daemon stays under ${BOUND_MIB} MB`, async (t) => {
   const dir = tempDir();
