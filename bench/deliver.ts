@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnReady, stop, fmt, memoryOf, memoryLine, threadCpu, daemonArgs, waitUntil } from './lib.js';
 import { heldRelay, smtpSource } from './postfix.js';
-import { sinkRig, benchMessage } from './sink-rig.js';
+import { sinkRig, benchMessage, againstPostfix } from './sink-rig.js';
 import { acceptMessage } from '../src/store/messages.js';
 import { validateSendRequest } from '../src/domain/send-request.js';
 import { Problems } from '../src/domain/errors.js';
@@ -62,14 +62,14 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
       pf.release();
       await waitUntil(() => pf.queued() === 0, 600_000);
       const pfSeconds = (performance.now() - t1) / 1000;
-      const phRate = N / phSeconds;
-      const pfRate = N / pfSeconds;
       return {
         lines: [
           `deliver: ${N} queued messages (~${Math.round(size)} bytes composed) to a loopback smtp-sink`,
-          `  posthaste (DKIM rsa-sha256, 10 connections/domain, start included)  ${fmt(phRate)} msg/s  (${fmt(phSeconds, 2)} s)`,
-          `  Postfix 3 relay (no DKIM, 20 connections/destination)               ${fmt(pfRate)} msg/s  (${fmt(pfSeconds, 2)} s)`,
-          `  ratio posthaste / Postfix  ${fmt(phRate / pfRate, 2)}  (goal >= 2.0)`,
+          ...againstPostfix(
+            N,
+            { label: 'posthaste (DKIM rsa-sha256, 10 connections/domain, start included)  ', seconds: phSeconds },
+            { label: 'Postfix 3 relay (no DKIM, 20 connections/destination)               ', seconds: pfSeconds },
+          ),
           memoryLine(memory.peak),
           `  posthaste CPU seconds by thread: ${threads.map((th) => fmt(th.seconds, 1)).join(', ')}`,
         ],

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, waitUntil } from './lib.js';
 import { smtpSource } from './postfix.js';
-import { sinkRig, benchMessage } from './sink-rig.js';
+import { sinkRig, benchMessage, againstPostfix } from './sink-rig.js';
 import { PostfixPeer } from '../test/helpers/postfix.js';
 
 const N = Number(process.env.BENCH_E2E_N ?? 10_000);
@@ -59,14 +59,14 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
       smtpSource(POSTFIX_PORT, N, SESSIONS, 2048);
       await waitUntil(() => pf.queued() === 0, 600_000);
       const pfSeconds = (performance.now() - t1) / 1000;
-      const phRate = N / phSeconds;
-      const pfRate = N / pfSeconds;
       return {
         lines: [
           `e2e: ${fmt(N)} messages (~${Math.round(size)} bytes composed) handed over by ${SESSIONS} clients at once, timed until the last is at a loopback smtp-sink`,
-          `  posthaste (POST /api/v1/emails, compose, DKIM rsa-sha256, deliver)  ${fmt(phRate)} msg/s  (${fmt(phSeconds, 2)} s)`,
-          `  Postfix 3 (smtp-source -> smtpd -> queue -> smtp, no DKIM)          ${fmt(pfRate)} msg/s  (${fmt(pfSeconds, 2)} s)`,
-          `  ratio posthaste / Postfix  ${fmt(phRate / pfRate, 2)}  (goal >= 2.0)`,
+          ...againstPostfix(
+            N,
+            { label: 'posthaste (POST /api/v1/emails, compose, DKIM rsa-sha256, deliver)  ', seconds: phSeconds },
+            { label: 'Postfix 3 (smtp-source -> smtpd -> queue -> smtp, no DKIM)          ', seconds: pfSeconds },
+          ),
           memoryLine(peak, idle),
         ],
       };

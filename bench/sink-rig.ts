@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { workDir } from './lib.js';
+import { workDir, fmt } from './lib.js';
 import { ensurePostfix, startSink } from './postfix.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
 import { openDb, migrate, type Db } from '../src/store/db.js';
@@ -16,6 +16,15 @@ import { addDomain, setVerified } from '../src/store/domains.js';
 /** The benchmarks' message: about 2 KB composed, one long line (quoted-printable). */
 export function benchMessage(to: string): { from: string; to: string; subject: string; text_body: string } {
   return { from: 'bench@example.com', to, subject: 'bench', text_body: `${'x'.repeat(76)}\n${'Lorem ipsum dolor sit amet. '.repeat(68)}` };
+}
+
+/**
+ * The lines both benchmarks report their timing in: each side's rate for `n` messages, after its
+ * label (padded to line up), and posthaste's rate against Postfix's with the goal of 2.
+ */
+export function againstPostfix(n: number, posthaste: { label: string; seconds: number }, postfix: { label: string; seconds: number }): string[] {
+  const rate = (side: { label: string; seconds: number }) => `  ${side.label}${fmt(n / side.seconds)} msg/s  (${fmt(side.seconds, 2)} s)`;
+  return [rate(posthaste), rate(postfix), `  ratio posthaste / Postfix  ${fmt(postfix.seconds / posthaste.seconds, 2)}  (goal >= 2.0)`];
 }
 
 export interface SinkRig {
