@@ -45,10 +45,13 @@ interface SmtpFailure extends Error {
   command?: string;
 }
 
-/** Transport failures without an SMTP reply, stated as the reply RFC 5321 3.8 says to assume. */
+/**
+ * Transport failures without an SMTP reply, stated as the reply RFC 5321 3.8 says to assume. The
+ * client (smtp-client.ts) marks every TLS failure ETLS: a refused or missing STARTTLS it needed, a
+ * failed handshake, a certificate that does not verify.
+ */
 export function transportReply(e: SmtpFailure): Reply {
-  const tls = e.code === 'ETLS' || /certificate|CERT_|self[- ]signed|STARTTLS|TLS/i.test(e.message);
-  const label: Classification = e.code === 'ETIMEDOUT' ? 'timeout' : tls ? 'tls_failure' : 'connection_failure';
+  const label: Classification = e.code === 'ETIMEDOUT' ? 'timeout' : e.code === 'ETLS' ? 'tls_failure' : 'connection_failure';
   const enhanced = label === 'timeout' ? '4.4.1' : label === 'tls_failure' ? '4.7.5' : '4.4.2';
   return { code: 451, enhanced_code: enhanced, message: e.message.replace(/\s+/g, ' ').trim(), classification: label };
 }

@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import net from 'node:net';
-import { SmtpClient, type SmtpError } from '../../../src/outbound/smtp-client.js';
+import { SmtpClient, SmtpError } from '../../../src/outbound/smtp-client.js';
+import { transportReply } from '../../../src/outbound/smtp.js';
 
 // The delivery path's SMTP client against a scripted server on loopback that records what arrives
 // and in which reads. Real servers (smtp-server, Postfix) are in the integration tests; these
@@ -241,4 +242,32 @@ t.test('what is not SMTP: a reply that never ends, a line that is not a reply, a
   const e3 = (await SmtpClient.connect({ ...opts((silent.address() as net.AddressInfo).port), greetingTimeout: 300 }).catch((x: unknown) => x)) as SmtpError;
   t.match(e3, { code: 'ETIMEDOUT', command: 'CONN' });
   t.ok(Date.now() - started < 1500, 'the greeting timeout, not the command timeout');
+});
+
+t.test('every TLS failure is ETLS, which delivery records as tls_failure; others are connection failures or timeouts', async (t) => {
+  const required = (port: number) => ({ ...opts(port), startTls: true, requireTls: true, commandTimeout: 300 });
+  const failure = async (script: Script): Promise<SmtpError> => {
+    const server = await new ScriptedServer(script).start();
+    t.teardown(() => server.stop());
+    return (await SmtpClient.connect(required(server.port)).catch((x: unknown) => x)) as SmtpError;
+  };
+  const cases = [
+    ['STARTTLS not offered', await failure({ ehlo: ['PIPELINING'] })],
+    ['STARTTLS refused', await failure({ ehlo: ['STARTTLS'], answer: (l) => (l === 'STARTTLS' ? '454 4.7.0 TLS not available now' : undefined) })],
+    ['STARTTLS accepted, then no TLS from the server', await failure({ ehlo: ['STARTTLS'], answer: (l) => (l === 'STARTTLS' ? '220 go ahead' : undefined) })],
+  ] as const;
+  for (const [what, e] of cases) {
+    t.equal(e.code, 'ETLS', what);
+    t.match(transportReply(e), { code: 451, enhanced_code: '4.7.5', classification: 'tls_failure' }, `${what}: tls_failure`);
+  }
+
+  const closed = net.createServer();
+  await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+  const port = (closed.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => closed.close(() => r()));
+  const refused = (await SmtpClient.connect(opts(port)).catch((x: unknown) => x)) as SmtpError;
+  t.match(transportReply(refused), { enhanced_code: '4.4.2', classification: 'connection_failure' }, 'a refused connection');
+  // A failure whose words mention TLS is not a TLS failure unless the client says so.
+  t.match(transportReply(new SmtpError('connection closed by the remote server after TLS', 'ECONNECTION')), { classification: 'connection_failure' });
+  t.match(transportReply(new SmtpError('the server sent nothing for too long', 'ETIMEDOUT')), { enhanced_code: '4.4.1', classification: 'timeout' });
 });
