@@ -2,20 +2,50 @@
 // smtp-sink. posthaste: clients POST N 2 KB messages to the API (one per request, SESSIONS at a
 // time) while the daemon composes, DKIM-signs and delivers them. Beside, in the same run, Postfix:
 // smtp-source hands the same number of messages of the same size over SESSIONS SMTP sessions to
-// its smtpd, and its smtp client relays them to the same sink. Both are timed until nothing is
-// left to deliver.
+// its smtpd, and its smtp client relays them to the same sink; then again with OpenDKIM signing in
+// smtpd (bench/opendkim.ts), so that Postfix does the work posthaste does. Each is timed until
+// nothing is left to deliver. The goal is against Postfix without DKIM.
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, waitUntil } from './lib.js';
+import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, threadCpu, waitUntil } from './lib.js';
 import { smtpSource } from './postfix.js';
-import { sinkRig, benchMessage, againstPostfix } from './sink-rig.js';
+import { sinkRig, benchMessage, againstPostfix, rateLine } from './sink-rig.js';
+import { startOpendkim } from './opendkim.js';
 import { PostfixPeer } from '../test/helpers/postfix.js';
+import { TestMx } from '../test/helpers/mx-server.js';
 
 const N = Number(process.env.BENCH_E2E_N ?? 10_000);
 const SESSIONS = 20;
 const SINK_PORT = 40027;
 const POSTFIX_PORT = 40589;
+const POSTFIX_DKIM_PORT = 40590;
+const MILTER_PORT = 40591;
+
+/**
+ * Postfix end to end in a new instance under `dir` (more main.cf lines in `extra`): `before` runs
+ * first, then N messages are timed until its queue is empty. Every message must have been sent:
+ * a milter that failed would have had them all refused, and an empty queue would say nothing.
+ */
+async function postfixEndToEnd(dir: string, port: number, extra: string[] = [], before?: () => Promise<void>): Promise<number> {
+  const pf = new PostfixPeer({ dir, port, relayPort: SINK_PORT, hostname: 'bench.local', extra }).start();
+  try {
+    await sleep(500);
+    const sentBefore = before ? 1 : 0;
+    if (before) await before();
+    const t = performance.now();
+    smtpSource(port, N, SESSIONS, 2048);
+    await waitUntil(() => pf.queued() === 0, 600_000);
+    const seconds = (performance.now() - t) / 1000;
+    const sent = () => pf.log().match(/ status=sent /g)?.length ?? 0;
+    await waitUntil(() => sent() >= N + sentBefore, 30_000).catch(() => {
+      throw new Error(`Postfix sent ${sent() - sentBefore} of ${N} messages (${dir}/maillog)`);
+    });
+    return seconds;
+  } finally {
+    pf.stop();
+  }
+}
 
 export async function benchE2e(): Promise<{ lines: string[] }> {
   const { dir, db, key, config, close } = await sinkRig('e2e', SINK_PORT);
@@ -25,6 +55,7 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
     let phSeconds: number;
     let size: number;
     let peak: number;
+    let threads: Array<{ seconds: number }>;
     const idle = await idleMemory(ph.child.pid!);
     const pool = new Pool(ph.match[1]!, { connections: SESSIONS });
     try {
@@ -45,34 +76,47 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
       await waitUntil(() => (delivered.get() as number) === N, 600_000);
       phSeconds = (performance.now() - t0) / 1000;
       peak = memoryOf(ph.child.pid!).peak;
+      threads = threadCpu(ph.child.pid!).filter((th) => th.seconds >= 0.1);
       size = db.sqlite.prepare('SELECT AVG(size) FROM messages').pluck().get() as number;
     } finally {
       await pool.close();
       await stop(ph.child);
     }
 
-    // Postfix end to end: smtp-source → smtpd → queue → smtp → the same sink.
-    const pf = new PostfixPeer({ dir: join(dir, 'postfix'), port: POSTFIX_PORT, relayPort: SINK_PORT, hostname: 'bench.local' }).start();
+    // Postfix end to end: smtp-source → smtpd → queue → smtp → the same sink; then the same with
+    // OpenDKIM signing in smtpd, the work posthaste does. One message to check.test goes first
+    // through the second: it must arrive signed, with a signature that verifies.
+    const pfSeconds = await postfixEndToEnd(join(dir, 'postfix'), POSTFIX_PORT);
+    const milter = await startOpendkim(join(dir, 'opendkim'), MILTER_PORT);
+    const check = await new TestMx('127.0.0.1').start();
+    let dkimSeconds: number;
+    let milterCpu: number;
     try {
-      await sleep(500);
-      const t1 = performance.now();
-      smtpSource(POSTFIX_PORT, N, SESSIONS, 2048);
-      await waitUntil(() => pf.queued() === 0, 600_000);
-      const pfSeconds = (performance.now() - t1) / 1000;
-      return {
-        lines: [
-          `e2e: ${fmt(N)} messages (~${Math.round(size)} bytes composed) handed over by ${SESSIONS} clients at once, timed until the last is at a loopback smtp-sink`,
-          ...againstPostfix(
-            N,
-            { label: 'posthaste (POST /api/v1/emails, compose, DKIM rsa-sha256, deliver)  ', seconds: phSeconds },
-            { label: 'Postfix 3 (smtp-source -> smtpd -> queue -> smtp, no DKIM)          ', seconds: pfSeconds },
-          ),
-          memoryLine(peak, idle),
-        ],
-      };
+      const extra = [`smtpd_milters = ${milter.socket}`, 'milter_default_action = tempfail', `transport_maps = inline:{check.test=smtp:[127.0.0.1]:${check.port}}`];
+      dkimSeconds = await postfixEndToEnd(join(dir, 'postfix-dkim'), POSTFIX_DKIM_PORT, extra, async () => {
+        smtpSource(POSTFIX_DKIM_PORT, 1, 1, 2048, 'check@check.test');
+        await waitUntil(() => check.received.length === 1, 30_000);
+        await milter.verify(check.received[0]!.data);
+      });
+      milterCpu = milter.cpuSeconds();
     } finally {
-      pf.stop();
+      milter.stop();
+      await check.stop();
     }
+    return {
+      lines: [
+        `e2e: ${fmt(N)} messages (~${Math.round(size)} bytes composed) handed over by ${SESSIONS} clients at once, timed until the last is at a loopback smtp-sink`,
+        ...againstPostfix(
+          N,
+          { label: 'posthaste (POST /api/v1/emails, compose, DKIM rsa-sha256, deliver)  ', seconds: phSeconds },
+          { label: 'Postfix 3 (smtp-source -> smtpd -> queue -> smtp, no DKIM)          ', seconds: pfSeconds },
+        ),
+        rateLine(N, { label: 'Postfix 3 + OpenDKIM milter (DKIM rsa-sha256 in smtpd)              ', seconds: dkimSeconds }),
+        `  ratio posthaste / Postfix + OpenDKIM, the same work  ${fmt(dkimSeconds / phSeconds, 2)}  (OpenDKIM: ${fmt(milterCpu, 1)} CPU s)`,
+        memoryLine(peak, idle),
+        `  posthaste CPU seconds by thread: ${threads.map((th) => fmt(th.seconds, 1)).join(', ')}`,
+      ],
+    };
   } finally {
     await close();
   }

@@ -29,8 +29,9 @@ export function heldRelay(dir: string, listenPort: number, sinkPort: number): Po
   });
 }
 
-export function smtpSource(port: number, count: number, sessions: number, bytes: number): void {
-  execFileSync('/usr/sbin/smtp-source', ['-s', String(sessions), '-l', String(bytes), '-m', String(count), '-f', 'bench@example.com', '-t', 'rcpt@sink.test', `127.0.0.1:${port}`], {
+/** smtp-source: `count` messages of `bytes` bytes' body from bench@example.com to `to`, over `sessions` sessions at once. */
+export function smtpSource(port: number, count: number, sessions: number, bytes: number, to = 'rcpt@sink.test'): void {
+  execFileSync('/usr/sbin/smtp-source', ['-s', String(sessions), '-l', String(bytes), '-m', String(count), '-f', 'bench@example.com', '-t', to, `127.0.0.1:${port}`], {
     stdio: 'ignore',
   });
 }

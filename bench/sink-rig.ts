@@ -18,13 +18,17 @@ export function benchMessage(to: string): { from: string; to: string; subject: s
   return { from: 'bench@example.com', to, subject: 'bench', text_body: `${'x'.repeat(76)}\n${'Lorem ipsum dolor sit amet. '.repeat(68)}` };
 }
 
+/** One side's rate for `n` messages, after its label (padded by the caller to line up). */
+export function rateLine(n: number, side: { label: string; seconds: number }): string {
+  return `  ${side.label}${fmt(n / side.seconds)} msg/s  (${fmt(side.seconds, 2)} s)`;
+}
+
 /**
- * The lines both benchmarks report their timing in: each side's rate for `n` messages, after its
- * label (padded to line up), and posthaste's rate against Postfix's with the goal of 2.
+ * The lines both benchmarks report their timing in: each side's rate for `n` messages, and
+ * posthaste's rate against Postfix's with the goal of 2.
  */
 export function againstPostfix(n: number, posthaste: { label: string; seconds: number }, postfix: { label: string; seconds: number }): string[] {
-  const rate = (side: { label: string; seconds: number }) => `  ${side.label}${fmt(n / side.seconds)} msg/s  (${fmt(side.seconds, 2)} s)`;
-  return [rate(posthaste), rate(postfix), `  ratio posthaste / Postfix  ${fmt(postfix.seconds / posthaste.seconds, 2)}  (goal >= 2.0)`];
+  return [rateLine(n, posthaste), rateLine(n, postfix), `  ratio posthaste / Postfix  ${fmt(postfix.seconds / posthaste.seconds, 2)}  (goal >= 2.0)`];
 }
 
 export interface SinkRig {

@@ -1,4 +1,3 @@
-import t from 'tap';
 import net from 'node:net';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 import { TestDnsServer } from './dns-server.js';
@@ -147,9 +146,11 @@ export class ScriptedPeer {
 
 /**
  * A TestMx on 127.0.0.1 and a loopback DNS server that names it the MX of `domain` (as
- * `mx.<domain>`); both stop when the test file ends.
+ * `mx.<domain>`); both stop when the test file ends. tap is loaded here only, so that the
+ * benchmarks can use the servers above without it.
  */
 export async function mxOfDomain(domain: string): Promise<{ dns: TestDnsServer; mx: TestMx }> {
+  const { default: t } = await import('tap');
   const dns = await new TestDnsServer().start();
   const mx = await new TestMx('127.0.0.1').start();
   t.teardown(async () => {
