@@ -53,7 +53,10 @@ export async function startOpendkim(dir: string, port: number): Promise<Milter> 
     ].join('\n'),
   );
   const child: ChildProcess = spawn('/usr/sbin/opendkim', ['-f', '-x', conf], { stdio: 'ignore' });
-  await listening(port, child);
+  await listening(port, child).catch((e: unknown) => {
+    child.kill();
+    throw e;
+  });
   return {
     socket: `inet:127.0.0.1:${port}`,
     async verify(raw) {

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -49,8 +49,13 @@ export class PostfixPeer {
   constructor(readonly o: PostfixOptions) {}
 
   private postfix(args: string): void {
-    // postfix(1) reports startup errors only to syslog or a terminal: `script` gives it one.
-    execFileSync('script', ['-qc', `/usr/sbin/postfix -c ${this.o.dir} ${args}`, '/dev/null'], { stdio: 'ignore' });
+    // postfix(1) reports startup errors only to syslog or a terminal: `script` gives it one, and
+    // passes its exit status on (-e), so that a failure is an error saying what Postfix said.
+    const r = spawnSync('script', ['-qec', `/usr/sbin/postfix -c ${this.o.dir} ${args}`, '/dev/null'], { encoding: 'utf8' });
+    if (r.status !== 0) {
+      const said = `${r.stdout ?? ''}`.split(/\r?\n/).filter((l) => l && !l.includes('warning:'));
+      throw new Error(`postfix ${args} (${this.o.dir}) exited ${r.status}: ${said.slice(-5).join(' | ')}`);
+    }
   }
 
   postconf(...args: string[]): void {
