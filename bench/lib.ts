@@ -144,18 +144,27 @@ export function memoryLine(peakMiB: number, idleMiB?: number): string {
   return `  posthaste memory: ${idleMiB === undefined ? '' : `idle ${idleMiB} MiB, `}peak ${peakMiB} MiB  (goal: peak < 256 MiB)`;
 }
 
+/** User + system CPU seconds in the text of a /proc stat file: utime and stime, in USER_HZ (100 a second on Linux). */
+function statSeconds(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU seconds a whole process has used so far, threads that have ended included (/proc/<pid>/stat). */
+export function processCpu(pid: number): number {
+  return statSeconds(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+}
+
 /**
  * CPU seconds each of a process's threads has used so far (user + system, from
  * /proc/<pid>/task/<tid>/stat), busiest first, named by their comm ("node" is the event loop).
  */
 export function threadCpu(pid: number): Array<{ tid: number; name: string; seconds: number }> {
-  const hz = 100; // USER_HZ, the unit of utime and stime on Linux
   const out: Array<{ tid: number; name: string; seconds: number }> = [];
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.push({ tid: Number(tid), name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), seconds: (Number(fields[11]) + Number(fields[12])) / hz });
+      out.push({ tid: Number(tid), name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), seconds: statSeconds(stat) });
     } catch {
       // the thread ended meanwhile
     }

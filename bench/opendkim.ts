@@ -2,12 +2,13 @@
 // measured doing the work posthaste does: signing every message for example.com, relaxed/relaxed
 // rsa-sha256 with a 2048-bit key, as its smtpd receives it (where a Postfix installation signs).
 import { spawn, execSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { generateKeyPairSync } from 'node:crypto';
 import net from 'node:net';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { processCpu } from './lib.js';
+import { waitFor } from '../test/helpers/wait.js';
 
 const SELECTOR = 'bench';
 const DOMAIN = 'example.com';
@@ -65,29 +66,30 @@ export async function startOpendkim(dir: string, port: number): Promise<Milter> 
       const results = (verified.results as Array<{ signingDomain?: string; status: { result: string } }>).map((r) => `${r.status.result} ${r.signingDomain ?? '(no signature)'}`);
       if (results.join(',') !== `pass ${DOMAIN}`) throw new Error(`OpenDKIM's signature did not verify: ${results.join(', ') || 'no signature'}`);
     },
-    cpuSeconds() {
-      // /proc/<pid>/stat: utime and stime, in clock ticks (100 a second on Linux), fields 14 and 15.
-      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return (Number(fields[11]) + Number(fields[12])) / 100;
-    },
+    cpuSeconds: () => processCpu(child.pid!),
     stop() {
       child.kill();
     },
   };
 }
 
+/** Waits until something accepts connections on 127.0.0.1:`port`, failing if `child` exits first. */
 async function listening(port: number, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (child.exitCode !== null) throw new Error(`opendkim exited with ${child.exitCode}`);
-    const up = await new Promise<boolean>((resolve) => {
+  const accepts = () =>
+    new Promise<boolean>((resolve) => {
       const s = net.connect(port, '127.0.0.1', () => {
         s.destroy();
         resolve(true);
       });
       s.on('error', () => resolve(false));
     });
-    if (up) return;
-    await sleep(50);
-  }
-  throw new Error(`opendkim is not listening on 127.0.0.1:${port}`);
+  await waitFor(
+    `opendkim to listen on 127.0.0.1:${port}`,
+    () => {
+      if (child.exitCode !== null) throw new Error(`opendkim exited with ${child.exitCode}`);
+      return accepts();
+    },
+    5000,
+    50,
+  );
 }

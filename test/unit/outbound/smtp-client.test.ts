@@ -2,6 +2,7 @@ import t, { type Test } from 'tap';
 import net from 'node:net';
 import { SmtpClient, SmtpError } from '../../../src/outbound/smtp-client.js';
 import { transportReply } from '../../../src/outbound/smtp.js';
+import { freePort } from '../../helpers/postfix.js';
 
 // The delivery path's SMTP client against a scripted server on loopback that records what arrives
 // and in which reads. Real servers (smtp-server, Postfix) are in the integration tests; these
@@ -261,11 +262,7 @@ t.test('every TLS failure is ETLS, which delivery records as tls_failure; others
     t.match(transportReply(e), { code: 451, enhanced_code: '4.7.5', classification: 'tls_failure' }, `${what}: tls_failure`);
   }
 
-  const closed = net.createServer();
-  await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
-  const port = (closed.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => closed.close(() => r()));
-  const refused = (await SmtpClient.connect(opts(port)).catch((x: unknown) => x)) as SmtpError;
+  const refused = (await SmtpClient.connect(opts(await freePort())).catch((x: unknown) => x)) as SmtpError;
   t.match(transportReply(refused), { enhanced_code: '4.4.2', classification: 'connection_failure' }, 'a refused connection');
   // A failure whose words mention TLS is not a TLS failure unless the client says so.
   t.match(transportReply(new SmtpError('connection closed by the remote server after TLS', 'ECONNECTION')), { classification: 'connection_failure' }, 'TLS in the words only');
