@@ -3,7 +3,7 @@
 // N messages (injected by smtp-source while its outbound is held, then released) to the same sink.
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { spawnReady, stop, fmt, memoryOf, memoryLine, threadCpu, daemonArgs, waitUntil } from './lib.js';
+import { spawnReady, stop, memoryOf, memoryLine, cpuLine, daemonArgs, waitUntil } from './lib.js';
 import { heldRelay, smtpSource } from './postfix.js';
 import { sinkRig, benchMessage, againstPostfix } from './sink-rig.js';
 import { acceptMessage } from '../src/store/messages.js';
@@ -45,7 +45,7 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
     await waitUntil(() => (left.get() as number) === 0, 600_000);
     const phSeconds = (performance.now() - t0) / 1000;
     const memory = memoryOf(ph.child.pid!);
-    const threads = threadCpu(ph.child.pid!).filter((th) => th.seconds >= 0.1);
+    const cpu = cpuLine(ph.child.pid!, N);
     await stop(ph.child);
     if (process.env.BENCH_PROF) return { lines: [`profile written to ${join(dir, 'prof')}`] };
     const delivered = db.sqlite.prepare("SELECT COUNT(*) FROM recipients WHERE state = 'delivered'").pluck().get() as number;
@@ -71,7 +71,7 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
             { label: 'Postfix 3 relay (no DKIM, 20 connections/destination)               ', seconds: pfSeconds },
           ),
           memoryLine(memory.peak),
-          `  posthaste CPU seconds by thread: ${threads.map((th) => fmt(th.seconds, 1)).join(', ')}`,
+          cpu,
         ],
       };
     } finally {

@@ -171,3 +171,13 @@ export function threadCpu(pid: number): Array<{ tid: number; name: string; secon
   }
   return out.sort((a, b) => b.seconds - a.seconds);
 }
+
+/**
+ * The line the delivery benchmarks print about the daemon's CPU: its whole CPU time (start
+ * included) per message, a steadier figure than a rate on a shared machine, and the busiest threads.
+ */
+export function cpuLine(pid: number, messages: number): string {
+  const threads = threadCpu(pid).filter((th) => th.seconds >= 0.1);
+  const total = processCpu(pid);
+  return `  posthaste CPU: ${fmt((total * 1000) / messages, 2)} ms a message (${fmt(total, 1)} s in all; by thread: ${threads.map((th) => fmt(th.seconds, 1)).join(', ')})`;
+}
