@@ -1,4 +1,4 @@
-import net from 'node:net';
+import type net from 'node:net';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 import { TestDnsServer } from './dns-server.js';
 
@@ -79,67 +79,6 @@ export class TestMx {
   }
 
   stop(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-}
-
-/**
- * A misbehaving peer for what smtp-server will not do: answer 421 at the banner, say nothing at
- * all, or drop the connection in the middle of DATA.
- */
-export class ScriptedPeer {
-  connections = 0;
-  private server: net.Server;
-  private sockets = new Set<net.Socket>();
-
-  constructor(
-    readonly host: string,
-    readonly mode: 'banner421' | 'silent' | 'drop_in_data',
-  ) {
-    this.server = net.createServer((socket) => {
-      this.connections++;
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-      socket.on('error', () => undefined);
-      if (mode === 'silent') return;
-      if (mode === 'banner421') {
-        socket.end('421 4.3.2 mx busy, try again later\r\n');
-        return;
-      }
-      socket.write('220 scripted ESMTP\r\n');
-      let buf = '';
-      let inData = false;
-      socket.on('data', (d) => {
-        if (inData) {
-          socket.destroy(); // the connection dies mid-DATA
-          return;
-        }
-        buf += d.toString();
-        let i: number;
-        while ((i = buf.indexOf('\r\n')) >= 0) {
-          const line = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          const verb = line.slice(0, 4).toUpperCase();
-          if (verb === 'EHLO' || verb === 'HELO') socket.write('250-scripted\r\n250 8BITMIME\r\n');
-          else if (verb === 'DATA') {
-            inData = true;
-            socket.write('354 go ahead\r\n');
-          } else if (verb === 'QUIT') socket.end('221 bye\r\n');
-          else socket.write('250 ok\r\n');
-        }
-      });
-    });
-  }
-
-  start(port: number): Promise<this> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, this.host, () => resolve(this));
-    });
-  }
-
-  stop(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 }

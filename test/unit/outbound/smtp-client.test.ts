@@ -3,105 +3,17 @@ import net from 'node:net';
 import { SmtpClient, SmtpError } from '../../../src/outbound/smtp-client.js';
 import { transportReply } from '../../../src/outbound/smtp.js';
 import { freePort } from '../../helpers/postfix.js';
+import { ScriptedPeer, type PeerScript } from '../../helpers/scripted-peer.js';
 
 // The delivery path's SMTP client against a scripted server on loopback that records what arrives
 // and in which reads. Real servers (smtp-server, Postfix) are in the integration tests; these
 // cases are the ones a well-behaved server never shows: a DATA accepted after a refused RCPT,
 // a reply the size of a file, a server that holds its replies until the whole pipeline is in.
 
-interface Script {
-  ehlo?: string[];
-  /** The reply to a command line (upper-cased verb), or undefined for the default. */
-  answer?: (line: string) => string | undefined;
-  /** Answer nothing until DATA has arrived (only a pipelining client gets past MAIL FROM). */
-  holdUntilData?: boolean;
-}
-
-class ScriptedServer {
-  /** Command lines in the reads they arrived in. */
-  reads: string[][] = [];
-  /** Each message's bytes as they came after DATA, up to and with the ending dot line. */
-  messages: string[] = [];
-  private server = net.createServer((socket) => this.session(socket));
-  port = 0;
-
-  constructor(private readonly script: Script = {}) {}
-
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
-    return this;
-  }
-
-  stop(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-
-  private session(socket: net.Socket): void {
-    const { script } = this;
-    socket.write('220 scripted ESMTP\r\n');
-    let buffered = '';
-    let data: string | null = null;
-    let held: string[] = [];
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => {
-      buffered += chunk;
-      const lines: string[] = [];
-      const out: string[] = [];
-      for (;;) {
-        if (data !== null) {
-          const end = buffered.indexOf('\r\n.\r\n');
-          const atStart = data === '' && buffered.startsWith('.\r\n');
-          if (end < 0 && !atStart) {
-            data += buffered;
-            buffered = '';
-            break;
-          }
-          const cut = atStart ? 3 : end + 5;
-          this.messages.push(data + buffered.slice(0, cut));
-          buffered = buffered.slice(cut);
-          data = null;
-          out.push(script.answer?.('.') ?? '250 2.0.0 queued');
-          continue;
-        }
-        const lf = buffered.indexOf('\r\n');
-        if (lf < 0) break;
-        const line = buffered.slice(0, lf);
-        buffered = buffered.slice(lf + 2);
-        lines.push(line);
-        const verb = line.split(/[ :]/)[0]!.toUpperCase();
-        const ext = ['scripted', ...(script.ehlo ?? ['PIPELINING'])];
-        const answer =
-          script.answer?.(line) ??
-          (verb === 'EHLO' ? ext.map((l, i) => `250${i === ext.length - 1 ? ' ' : '-'}${l}`).join('\r\n') : verb === 'DATA' ? '354 go on' : verb === 'QUIT' ? '221 bye' : '250 ok');
-        out.push(answer);
-        if (verb === 'DATA' && answer.startsWith('354')) data = '';
-        if (verb === 'QUIT') {
-          socket.end(`${answer}\r\n`);
-          return;
-        }
-        if (answer.startsWith('421')) {
-          socket.end(`${[...held, ...out].join('\r\n')}\r\n`);
-          return;
-        }
-      }
-      if (lines.length > 0) this.reads.push(lines);
-      if (script.holdUntilData && lines.some((l) => /^(MAIL|RCPT)/.test(l)) && !lines.includes('DATA')) {
-        held.push(...out);
-        return;
-      }
-      const all = [...held, ...out];
-      held = [];
-      if (all.length > 0) socket.write(`${all.join('\r\n')}\r\n`);
-    });
-    socket.on('error', () => undefined);
-  }
-}
-
 const opts = (port: number) => ({ host: '127.0.0.1', port, name: 'client.test', connectTimeout: 2000, greetingTimeout: 2000, commandTimeout: 2000, startTls: false, tls: {} });
 
-async function withServer(t: Test, script: Script): Promise<{ server: ScriptedServer; client: SmtpClient }> {
-  const server = await new ScriptedServer(script).start();
+async function withServer(t: Test, script: PeerScript): Promise<{ server: ScriptedPeer; client: SmtpClient }> {
+  const server = await new ScriptedPeer(script).start();
   const client = await SmtpClient.connect(opts(server.port));
   t.teardown(async () => {
     client.destroy();
@@ -247,8 +159,8 @@ t.test('what is not SMTP: a reply that never ends, a line that is not a reply, a
 
 t.test('every TLS failure is ETLS, which delivery records as tls_failure; others are connection failures or timeouts', async (t) => {
   const required = (port: number) => ({ ...opts(port), startTls: true, requireTls: true, commandTimeout: 300 });
-  const failure = async (script: Script): Promise<SmtpError> => {
-    const server = await new ScriptedServer(script).start();
+  const failure = async (script: PeerScript): Promise<SmtpError> => {
+    const server = await new ScriptedPeer(script).start();
     t.teardown(() => server.stop());
     return (await SmtpClient.connect(required(server.port)).catch((x: unknown) => x)) as SmtpError;
   };
