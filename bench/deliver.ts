@@ -3,7 +3,7 @@
 // N messages (injected by smtp-source while its outbound is held, then released) to the same sink.
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { spawnReady, stop, fmt, memoryOf, memoryLine, cpuLine, daemonArgs, waitUntil } from './lib.js';
+import { spawnReady, stop, fmt, memoryOf, memoryLine, cpuLine, daemonArgs, waitUntil, settleDisk, diskLine } from './lib.js';
 import { heldRelay, smtpSource } from './postfix.js';
 import { sinkRig, benchMessage, againstPostfix, signatureMs } from './sink-rig.js';
 import { acceptMessage } from '../src/store/messages.js';
@@ -40,6 +40,7 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
         });
     });
     const left = db.sqlite.prepare("SELECT COUNT(*) FROM recipients WHERE state IN ('queued', 'deferred')").pluck();
+    const phDisk = await settleDisk();
     const t0 = performance.now();
     const ph = await spawnReady(process.execPath, daemonArgs(config, join(dir, 'prof')), /API on/);
     await waitUntil(() => (left.get() as number) === 0, 600_000);
@@ -58,6 +59,7 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
       await sleep(500);
       smtpSource(POSTFIX_PORT, N, 20, 2048);
       await waitUntil(() => pf.queued() >= N, 120_000);
+      const pfDisk = await settleDisk();
       const t1 = performance.now();
       pf.release();
       await waitUntil(() => pf.queued() === 0, 600_000);
@@ -70,6 +72,10 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
             { label: 'posthaste (DKIM rsa-sha256, 10 connections/domain, start included)  ', seconds: phSeconds },
             { label: 'Postfix 3 relay (no DKIM, 20 connections/destination)               ', seconds: pfSeconds },
           ),
+          diskLine([
+            { label: 'posthaste', ...phDisk },
+            { label: 'Postfix', ...pfDisk },
+          ]),
           memoryLine(memory.peak),
           cpu,
           `  one RSA-2048 signature on this machine: ${fmt(signatureMs(), 2)} ms of CPU (node:crypto, in this process)`,

@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, cpuLine, waitUntil } from './lib.js';
+import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, cpuLine, waitUntil, settleDisk, diskLine } from './lib.js';
 import { smtpSource } from './postfix.js';
 import { sinkRig, benchMessage, againstPostfix, rateLine } from './sink-rig.js';
 import { startOpendkim } from './opendkim.js';
@@ -27,12 +27,13 @@ const MILTER_PORT = 40591;
  * first, then N messages are timed until its queue is empty. Every message must have been sent:
  * a milter that failed would have had them all refused, and an empty queue would say nothing.
  */
-async function postfixEndToEnd(dir: string, port: number, extra: string[] = [], before?: () => Promise<void>): Promise<number> {
+async function postfixEndToEnd(dir: string, port: number, extra: string[] = [], before?: () => Promise<void>): Promise<{ seconds: number; disk: { fsyncMs: number; waitedS: number } }> {
   const pf = new PostfixPeer({ dir, port, relayPort: SINK_PORT, hostname: 'bench.local', extra }).start();
   try {
     await sleep(500);
     const sentBefore = before ? 1 : 0;
     if (before) await before();
+    const disk = await settleDisk();
     const t = performance.now();
     smtpSource(port, N, SESSIONS, 2048);
     await waitUntil(() => pf.queued() === 0, 600_000);
@@ -41,7 +42,7 @@ async function postfixEndToEnd(dir: string, port: number, extra: string[] = [], 
     await waitUntil(() => sent() >= N + sentBefore, 30_000).catch(() => {
       throw new Error(`Postfix sent ${sent() - sentBefore} of ${N} messages (${dir}/maillog)`);
     });
-    return seconds;
+    return { seconds, disk };
   } finally {
     pf.stop();
   }
@@ -57,12 +58,14 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
     let peak: number;
     let cpu: string;
     let acceptedSeconds: number;
+    let phDisk: { fsyncMs: number; waitedS: number };
     const idle = await idleMemory(ph.child.pid!);
     const pool = new Pool(ph.match[1]!, { connections: SESSIONS });
     try {
       const body = (i: number) => JSON.stringify(benchMessage(`rcpt${i}@sink.test`));
       let next = 0;
       let refused = 0;
+      phDisk = await settleDisk();
       const t0 = performance.now();
       await Promise.all(
         Array.from({ length: SESSIONS }, async () => {
@@ -88,14 +91,14 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
     // Postfix end to end: smtp-source → smtpd → queue → smtp → the same sink; then the same with
     // OpenDKIM signing in smtpd, the work posthaste does. One message to check.test goes first
     // through the second: it must arrive signed, with a signature that verifies.
-    const pfSeconds = await postfixEndToEnd(join(dir, 'postfix'), POSTFIX_PORT);
+    const { seconds: pfSeconds, disk: pfDisk } = await postfixEndToEnd(join(dir, 'postfix'), POSTFIX_PORT);
     const milter = await startOpendkim(join(dir, 'opendkim'), MILTER_PORT);
     const check = await new TestMx('127.0.0.1').start();
-    let dkimSeconds: number;
+    let dkim: { seconds: number; disk: { fsyncMs: number; waitedS: number } };
     let milterCpu: number;
     try {
       const extra = [`smtpd_milters = ${milter.socket}`, 'milter_default_action = tempfail', `transport_maps = inline:{check.test=smtp:[127.0.0.1]:${check.port}}`];
-      dkimSeconds = await postfixEndToEnd(join(dir, 'postfix-dkim'), POSTFIX_DKIM_PORT, extra, async () => {
+      dkim = await postfixEndToEnd(join(dir, 'postfix-dkim'), POSTFIX_DKIM_PORT, extra, async () => {
         smtpSource(POSTFIX_DKIM_PORT, 1, 1, 2048, 'check@check.test');
         await waitUntil(() => check.received.length === 1, 30_000);
         await milter.verify(check.received[0]!.data);
@@ -113,8 +116,13 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
           { label: 'posthaste (POST /api/v1/emails, compose, DKIM rsa-sha256, deliver)  ', seconds: phSeconds },
           { label: 'Postfix 3 (smtp-source -> smtpd -> queue -> smtp, no DKIM)          ', seconds: pfSeconds },
         ),
-        rateLine(N, { label: 'Postfix 3 + OpenDKIM milter (DKIM rsa-sha256 in smtpd)              ', seconds: dkimSeconds }),
-        `  ratio posthaste / Postfix + OpenDKIM, the same work  ${fmt(dkimSeconds / phSeconds, 2)}  (OpenDKIM: ${fmt(milterCpu, 1)} CPU s)`,
+        rateLine(N, { label: 'Postfix 3 + OpenDKIM milter (DKIM rsa-sha256 in smtpd)              ', seconds: dkim.seconds }),
+        `  ratio posthaste / Postfix + OpenDKIM, the same work  ${fmt(dkim.seconds / phSeconds, 2)}  (OpenDKIM: ${fmt(milterCpu, 1)} CPU s)`,
+        diskLine([
+          { label: 'posthaste', ...phDisk },
+          { label: 'Postfix', ...pfDisk },
+          { label: 'Postfix + OpenDKIM', ...dkim.disk },
+        ]),
         memoryLine(peak, idle),
         `  posthaste: the last of them accepted (202) after ${fmt(acceptedSeconds, 2)} s, ${fmt(N / acceptedSeconds)} a second while delivering`,
         cpu,

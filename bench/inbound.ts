@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ROOT, workDir, spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine } from './lib.js';
+import { ROOT, workDir, spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, settleDisk, diskLine } from './lib.js';
 import { ensurePostfix, heldRelay } from './postfix.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
 import { openDb, migrate } from '../src/store/db.js';
@@ -49,6 +49,7 @@ export async function benchInbound(): Promise<{ lines: string[] }> {
     );
     const ph = await spawnReady(process.execPath, daemonArgs(config, join(dir, 'prof')), /SMTP on 127\.0\.0\.1:(\d+)/);
     const idle = await idleMemory(ph.child.pid!);
+    const phDisk = await settleDisk();
     const phRate = await source(Number(ph.match[1]), 'rcpt@in.example.com');
     const peak = memoryOf(ph.child.pid!).peak;
     await stop(ph.child);
@@ -59,8 +60,10 @@ export async function benchInbound(): Promise<{ lines: string[] }> {
     // Postfix smtpd into its queue (outbound held, so every message stays queued).
     const pf = heldRelay(join(dir, 'postfix'), 40588, 40026).start();
     let pfRate: number;
+    let pfDisk: { fsyncMs: number; waitedS: number };
     try {
       await sleep(500);
+      pfDisk = await settleDisk();
       pfRate = await source(40588, 'rcpt@in.example.com');
       const deadline = Date.now() + 60_000;
       while (pf.queued() < N && Date.now() < deadline) await sleep(50);
@@ -74,6 +77,10 @@ export async function benchInbound(): Promise<{ lines: string[] }> {
         `  Postfix smtpd (queue file fsynced before 250)                     ${fmt(pfRate)} msg/s`,
         `  bare smtp-server, discarding                                       ${fmt(bareRate)} msg/s`,
         `  ratio posthaste / Postfix  ${fmt(phRate / pfRate, 2)}  (goal >= 1.0)   posthaste / bare  ${fmt(phRate / bareRate, 2)}`,
+        diskLine([
+          { label: 'posthaste', ...phDisk },
+          { label: 'Postfix', ...pfDisk },
+        ]),
         memoryLine(peak, idle),
       ],
     };

@@ -3,7 +3,7 @@
 import { cpus, totalmem } from 'node:os';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT } from './lib.js';
+import { ROOT, measureQuietDisk, fmt } from './lib.js';
 import { benchAccept } from './accept.js';
 import { benchDeliver } from './deliver.js';
 import { benchE2e } from './e2e.js';
@@ -23,7 +23,10 @@ const all: Record<string, () => Promise<{ lines: string[] }>> = {
 };
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(all);
 
-const header = `posthaste benchmarks ${new Date().toISOString()} on ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+// Before anything runs: what an fsync costs on a quiet disk, which the benchmarks with an fsyncing
+// anchor (Postfix) wait to see again before timing each side (bench/lib.ts settleDisk).
+const quiet = measureQuietDisk();
+const header = `posthaste benchmarks ${new Date().toISOString()} on ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, fsync ${fmt(quiet, 2)} ms`;
 console.log(header);
 const out: string[] = [header];
 for (const name of names) {
