@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, cpuLine, waitUntil, settleDisk, diskLine } from './lib.js';
+import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, cpuLine, waitUntil, settleDisk, diskLine, type DiskState } from './lib.js';
 import { smtpSource } from './postfix.js';
 import { sinkRig, benchMessage, againstPostfix, rateLine } from './sink-rig.js';
 import { startOpendkim } from './opendkim.js';
@@ -27,7 +27,7 @@ const MILTER_PORT = 40591;
  * first, then N messages are timed until its queue is empty. Every message must have been sent:
  * a milter that failed would have had them all refused, and an empty queue would say nothing.
  */
-async function postfixEndToEnd(dir: string, port: number, extra: string[] = [], before?: () => Promise<void>): Promise<{ seconds: number; disk: { fsyncMs: number; waitedS: number } }> {
+async function postfixEndToEnd(dir: string, port: number, extra: string[] = [], before?: () => Promise<void>): Promise<{ seconds: number; disk: DiskState }> {
   const pf = new PostfixPeer({ dir, port, relayPort: SINK_PORT, hostname: 'bench.local', extra }).start();
   try {
     await sleep(500);
@@ -58,7 +58,7 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
     let peak: number;
     let cpu: string;
     let acceptedSeconds: number;
-    let phDisk: { fsyncMs: number; waitedS: number };
+    let phDisk: DiskState;
     const idle = await idleMemory(ph.child.pid!);
     const pool = new Pool(ph.match[1]!, { connections: SESSIONS });
     try {
@@ -94,7 +94,7 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
     const { seconds: pfSeconds, disk: pfDisk } = await postfixEndToEnd(join(dir, 'postfix'), POSTFIX_PORT);
     const milter = await startOpendkim(join(dir, 'opendkim'), MILTER_PORT);
     const check = await new TestMx('127.0.0.1').start();
-    let dkim: { seconds: number; disk: { fsyncMs: number; waitedS: number } };
+    let dkim: { seconds: number; disk: DiskState };
     let milterCpu: number;
     try {
       const extra = [`smtpd_milters = ${milter.socket}`, 'milter_default_action = tempfail', `transport_maps = inline:{check.test=smtp:[127.0.0.1]:${check.port}}`];

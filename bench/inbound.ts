@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ROOT, workDir, spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, settleDisk, diskLine } from './lib.js';
+import { ROOT, workDir, spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, settleDisk, diskLine, type DiskState } from './lib.js';
 import { ensurePostfix, heldRelay } from './postfix.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
 import { openDb, migrate } from '../src/store/db.js';
@@ -60,7 +60,7 @@ export async function benchInbound(): Promise<{ lines: string[] }> {
     // Postfix smtpd into its queue (outbound held, so every message stays queued).
     const pf = heldRelay(join(dir, 'postfix'), 40588, 40026).start();
     let pfRate: number;
-    let pfDisk: { fsyncMs: number; waitedS: number };
+    let pfDisk: DiskState;
     try {
       await sleep(500);
       pfDisk = await settleDisk();

@@ -43,6 +43,12 @@ export function fsyncMs(n = 30): number {
   return times.sort((a, b) => a - b)[n >> 1]!;
 }
 
+/** What settleDisk found: an fsync's cost when a side's timing started, and how long it waited for it. */
+export interface DiskState {
+  fsyncMs: number;
+  waitedS: number;
+}
+
 /** The disk's fsync time before any benchmark ran (set by bench/run.ts; otherwise the first settleDisk measures it). */
 let quietFsync: number | undefined;
 export function measureQuietDisk(): number {
@@ -58,7 +64,7 @@ export function measureQuietDisk(): number {
  * 0.33-0.37 ms quiet: Postfix fsyncs every queue file, so an anchor timed in that window ran at
  * half its speed, and the ratio beside it said more about the benchmark before than about posthaste.
  */
-export async function settleDisk(limitMs = 120_000): Promise<{ fsyncMs: number; waitedS: number }> {
+export async function settleDisk(limitMs = 120_000): Promise<DiskState> {
   quietFsync ??= measureQuietDisk();
   const bound = Math.max(2 * quietFsync, quietFsync + 0.25);
   const start = performance.now();
@@ -72,7 +78,7 @@ export async function settleDisk(limitMs = 120_000): Promise<{ fsyncMs: number; 
 }
 
 /** The line a benchmark prints about the disk each timed side started on (settleDisk's results, in order). */
-export function diskLine(sides: Array<{ label: string; fsyncMs: number; waitedS: number }>): string {
+export function diskLine(sides: Array<DiskState & { label: string }>): string {
   const waited = sides.reduce((sum, s) => sum + s.waitedS, 0);
   return `  disk before each side (fsync of 4 KiB): ${sides.map((s) => `${s.label} ${fmt(s.fsyncMs, 2)} ms`).join(', ')}; quiet ${fmt(quietFsync ?? Number.NaN, 2)} ms; waited ${fmt(waited)} s for it to settle`;
 }
