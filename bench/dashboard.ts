@@ -7,17 +7,13 @@
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { request } from 'undici';
-import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine } from './lib.js';
+import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, median } from './lib.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
 import { build, PASSWORD, type Store } from './dashboard-store.js';
 /** Requests per page and store, after WARMUP of each (statement preparation and the JIT). */
 const REQUESTS = Number(process.env.BENCH_DASHBOARD_REQUESTS ?? 200);
 const WARMUP = 20;
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.95))]!;
 
 /** A daemon serving a store, and a logged-in GET against it that returns its time in ms. */

@@ -25,6 +25,11 @@ export function daemonArgs(config: string, profDir?: string): string[] {
   return [...nodeFlags(), ...prof, BIN, '--config', config, 'serve'];
 }
 
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
 /** Median milliseconds to write 4 KiB to a new file and fsync it, over `n` files, on the benchmarks' disk. */
 export function fsyncMs(n = 30): number {
   const dir = join(ROOT, 'bench', '.work', 'fsync-probe');
@@ -40,7 +45,7 @@ export function fsyncMs(n = 30): number {
     times.push(performance.now() - t);
   }
   rmSync(dir, { recursive: true, force: true });
-  return times.sort((a, b) => a - b)[n >> 1]!;
+  return median(times);
 }
 
 /** What settleDisk found: an fsync's cost when a side's timing started, and how long it waited for it. */
