@@ -3,7 +3,7 @@
 // N messages (injected by smtp-source while its outbound is held, then released) to the same sink.
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { spawnReady, stop, fmt, memoryOf, memoryLine, cpuLine, daemonArgs, waitUntil, settleDisk, diskLine } from './lib.js';
+import { spawnReady, stop, fmt, memoryOf, memoryLine, cpuLine, daemonArgs, waitUntil, settleDisk, diskLine, machineCpu, machineLine } from './lib.js';
 import { heldRelay, smtpSource } from './postfix.js';
 import { sinkRig, benchMessage, againstPostfix, signatureMs } from './sink-rig.js';
 import { acceptMessage } from '../src/store/messages.js';
@@ -41,10 +41,12 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
     });
     const left = db.sqlite.prepare("SELECT COUNT(*) FROM recipients WHERE state IN ('queued', 'deferred')").pluck();
     const phDisk = await settleDisk();
+    const phMachine0 = machineCpu();
     const t0 = performance.now();
     const ph = await spawnReady(process.execPath, daemonArgs(config, join(dir, 'prof')), /API on/);
     await waitUntil(() => (left.get() as number) === 0, 600_000);
     const phSeconds = (performance.now() - t0) / 1000;
+    const phMachine = machineCpu(phMachine0);
     const memory = memoryOf(ph.child.pid!);
     const cpu = cpuLine(ph.child.pid!, N);
     await stop(ph.child);
@@ -60,10 +62,12 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
       smtpSource(POSTFIX_PORT, N, 20, 2048);
       await waitUntil(() => pf.queued() >= N, 120_000);
       const pfDisk = await settleDisk();
+      const pfMachine0 = machineCpu();
       const t1 = performance.now();
       pf.release();
       await waitUntil(() => pf.queued() === 0, 600_000);
       const pfSeconds = (performance.now() - t1) / 1000;
+      const pfMachine = machineCpu(pfMachine0);
       return {
         lines: [
           `deliver: ${N} queued messages (~${Math.round(size)} bytes composed) to a loopback smtp-sink`,
@@ -78,6 +82,10 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
           ]),
           memoryLine(memory.peak),
           cpu,
+          machineLine(N, [
+            { label: 'posthaste', cpu: phMachine },
+            { label: 'Postfix', cpu: pfMachine },
+          ]),
           `  one RSA-2048 signature on this machine: ${fmt(signatureMs(), 2)} ms of CPU (node:crypto, in this process)`,
         ],
       };

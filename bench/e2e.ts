@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, cpuLine, waitUntil, settleDisk, diskLine, type DiskState } from './lib.js';
+import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, cpuLine, waitUntil, settleDisk, diskLine, machineCpu, machineLine, type DiskState, type MachineCpu } from './lib.js';
 import { smtpSource } from './postfix.js';
 import { sinkRig, benchMessage, againstPostfix, rateLine } from './sink-rig.js';
 import { startOpendkim } from './opendkim.js';
@@ -27,22 +27,24 @@ const MILTER_PORT = 40591;
  * first, then N messages are timed until its queue is empty. Every message must have been sent:
  * a milter that failed would have had them all refused, and an empty queue would say nothing.
  */
-async function postfixEndToEnd(dir: string, port: number, extra: string[] = [], before?: () => Promise<void>): Promise<{ seconds: number; disk: DiskState }> {
+async function postfixEndToEnd(dir: string, port: number, extra: string[] = [], before?: () => Promise<void>): Promise<{ seconds: number; disk: DiskState; cpu: MachineCpu }> {
   const pf = new PostfixPeer({ dir, port, relayPort: SINK_PORT, hostname: 'bench.local', extra }).start();
   try {
     await sleep(500);
     const sentBefore = before ? 1 : 0;
     if (before) await before();
     const disk = await settleDisk();
+    const cpu0 = machineCpu();
     const t = performance.now();
     smtpSource(port, N, SESSIONS, 2048);
     await waitUntil(() => pf.queued() === 0, 600_000);
     const seconds = (performance.now() - t) / 1000;
+    const cpu = machineCpu(cpu0);
     const sent = () => pf.log().match(/ status=sent /g)?.length ?? 0;
     await waitUntil(() => sent() >= N + sentBefore, 30_000).catch(() => {
       throw new Error(`Postfix sent ${sent() - sentBefore} of ${N} messages (${dir}/maillog)`);
     });
-    return { seconds, disk };
+    return { seconds, disk, cpu };
   } finally {
     pf.stop();
   }
@@ -59,6 +61,7 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
     let cpu: string;
     let acceptedSeconds: number;
     let phDisk: DiskState;
+    let phMachine: MachineCpu;
     const idle = await idleMemory(ph.child.pid!);
     const pool = new Pool(ph.match[1]!, { connections: SESSIONS });
     try {
@@ -66,6 +69,7 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
       let next = 0;
       let refused = 0;
       phDisk = await settleDisk();
+      const phMachine0 = machineCpu();
       const t0 = performance.now();
       await Promise.all(
         Array.from({ length: SESSIONS }, async () => {
@@ -80,6 +84,7 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
       acceptedSeconds = (performance.now() - t0) / 1000;
       await waitUntil(() => (delivered.get() as number) === N, 600_000);
       phSeconds = (performance.now() - t0) / 1000;
+      phMachine = machineCpu(phMachine0);
       peak = memoryOf(ph.child.pid!).peak;
       cpu = cpuLine(ph.child.pid!, N);
       size = db.sqlite.prepare('SELECT AVG(size) FROM messages').pluck().get() as number;
@@ -91,10 +96,10 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
     // Postfix end to end: smtp-source → smtpd → queue → smtp → the same sink; then the same with
     // OpenDKIM signing in smtpd, the work posthaste does. One message to check.test goes first
     // through the second: it must arrive signed, with a signature that verifies.
-    const { seconds: pfSeconds, disk: pfDisk } = await postfixEndToEnd(join(dir, 'postfix'), POSTFIX_PORT);
+    const { seconds: pfSeconds, disk: pfDisk, cpu: pfMachine } = await postfixEndToEnd(join(dir, 'postfix'), POSTFIX_PORT);
     const milter = await startOpendkim(join(dir, 'opendkim'), MILTER_PORT);
     const check = await new TestMx('127.0.0.1').start();
-    let dkim: { seconds: number; disk: DiskState };
+    let dkim: { seconds: number; disk: DiskState; cpu: MachineCpu };
     let milterCpu: number;
     try {
       const extra = [`smtpd_milters = ${milter.socket}`, 'milter_default_action = tempfail', `transport_maps = inline:{check.test=smtp:[127.0.0.1]:${check.port}}`];
@@ -126,6 +131,11 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
         memoryLine(peak, idle),
         `  posthaste: the last of them accepted (202) after ${fmt(acceptedSeconds, 2)} s, ${fmt(N / acceptedSeconds)} a second while delivering`,
         cpu,
+        machineLine(N, [
+          { label: 'posthaste', cpu: phMachine },
+          { label: 'Postfix', cpu: pfMachine },
+          { label: 'Postfix + OpenDKIM', cpu: dkim.cpu },
+        ]),
       ],
     };
   } finally {

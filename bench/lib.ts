@@ -235,6 +235,35 @@ export function threadCpu(pid: number): Array<{ tid: number; name: string; secon
   return out.sort((a, b) => b.seconds - a.seconds);
 }
 
+/** The whole machine's CPU seconds in three parts: user (user, nice), kernel (system, irq, softirq) and steal (wanted, given by the host to another guest). */
+export interface MachineCpu {
+  user: number;
+  kernel: number;
+  steal: number;
+}
+
+/** The machine's CPU seconds so far (/proc/stat's first line, in USER_HZ); with `since`, those used after it. */
+export function machineCpu(since?: MachineCpu): MachineCpu {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const now = { user: (f[0]! + f[1]!) / 100, kernel: (f[2]! + f[5]! + f[6]!) / 100, steal: (f[7] ?? 0) / 100 };
+  return since ? { user: now.user - since.user, kernel: now.kernel - since.kernel, steal: now.steal - since.steal } : now;
+}
+
+/**
+ * The line the delivery benchmarks print about the whole machine's CPU while each side was timed:
+ * every process (the sink and the load's clients too), a message, and the kernel's share of it.
+ * Both sides run on the same two cores, so what a message costs the machine compares them where
+ * a rate alone cannot say why it moved: an anchor that spends its time in system calls is slowed
+ * by a machine whose system calls cost more, whatever posthaste does.
+ */
+export function machineLine(messages: number, sides: Array<{ label: string; cpu: MachineCpu }>): string {
+  const side = ({ label, cpu }: { label: string; cpu: MachineCpu }) => {
+    const total = cpu.user + cpu.kernel;
+    return `${label} ${fmt((total * 1000) / messages, 2)} ms a message (${fmt((cpu.kernel * 100) / total)} % kernel${cpu.steal >= 0.5 ? `, ${fmt(cpu.steal, 1)} s stolen` : ''})`;
+  };
+  return `  machine CPU while timed (every process): ${sides.map(side).join(', ')}`;
+}
+
 /**
  * The line the delivery benchmarks print about the daemon's CPU: its whole CPU time (start
  * included) per message, a steadier figure than a rate on a shared machine, and the busiest threads.
