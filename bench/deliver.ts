@@ -3,7 +3,7 @@
 // N messages (injected by smtp-source while its outbound is held, then released) to the same sink.
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { spawnReady, stop, fmt, memoryOf, memoryLine, cpuLine, daemonArgs, waitUntil, settleDisk, diskLine, machineCpu, machineLine } from './lib.js';
+import { spawnReady, stop, fmt, memoryOf, memoryLine, cpuLine, daemonArgs, waitUntil, settleDisk, diskLine, machineCpu, machineLine, fixedPort } from './lib.js';
 import { heldRelay, smtpSource } from './postfix.js';
 import { sinkRig, benchMessage, againstPostfix, signatureMs } from './sink-rig.js';
 import { acceptMessage } from '../src/store/messages.js';
@@ -11,8 +11,8 @@ import { validateSendRequest } from '../src/domain/send-request.js';
 import { Problems } from '../src/domain/errors.js';
 
 const N = Number(process.env.BENCH_DELIVER_N ?? 20_000);
-const SINK_PORT = 40025;
-const POSTFIX_PORT = 40587;
+const SINK_PORT = fixedPort(24025);
+const POSTFIX_PORT = fixedPort(24587);
 
 export async function benchDeliver(): Promise<{ lines: string[] }> {
   const { dir, db, key, config, close } = await sinkRig('deliver', SINK_PORT);

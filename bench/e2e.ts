@@ -8,7 +8,24 @@
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, cpuLine, waitUntil, settleDisk, diskLine, machineCpu, machineLine, type DiskState, type MachineCpu } from './lib.js';
+import {
+  spawnReady,
+  stop,
+  fmt,
+  daemonArgs,
+  idleMemory,
+  memoryOf,
+  memoryLine,
+  cpuLine,
+  waitUntil,
+  settleDisk,
+  diskLine,
+  machineCpu,
+  machineLine,
+  fixedPort,
+  type DiskState,
+  type MachineCpu,
+} from './lib.js';
 import { smtpSource } from './postfix.js';
 import { sinkRig, benchMessage, againstPostfix, rateLine } from './sink-rig.js';
 import { startOpendkim } from './opendkim.js';
@@ -17,10 +34,10 @@ import { TestMx } from '../test/helpers/mx-server.js';
 
 const N = Number(process.env.BENCH_E2E_N ?? 10_000);
 const SESSIONS = 20;
-const SINK_PORT = 40027;
-const POSTFIX_PORT = 40589;
-const POSTFIX_DKIM_PORT = 40590;
-const MILTER_PORT = 40591;
+const SINK_PORT = fixedPort(24027);
+const POSTFIX_PORT = fixedPort(24589);
+const POSTFIX_DKIM_PORT = fixedPort(24590);
+const MILTER_PORT = fixedPort(24591);
 
 /**
  * Postfix end to end in a new instance under `dir` (more main.cf lines in `extra`): `before` runs

@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ROOT, workDir, spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, settleDisk, diskLine, type DiskState } from './lib.js';
+import { ROOT, workDir, spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, settleDisk, diskLine, fixedPort, type DiskState } from './lib.js';
 import { ensurePostfix, heldRelay } from './postfix.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
 import { openDb, migrate } from '../src/store/db.js';
@@ -16,6 +16,9 @@ import { addDomain } from '../src/store/domains.js';
 
 const N = Number(process.env.BENCH_INBOUND_N ?? 5000);
 const SESSIONS = 20;
+const POSTFIX_PORT = fixedPort(24588);
+// Where its held queue would go: nothing listens there, nothing is sent.
+const RELAY_PORT = fixedPort(24026);
 
 /** Runs smtp-source without blocking this process (its DNS server must keep answering). */
 async function source(port: number, to: string): Promise<number> {
@@ -58,13 +61,13 @@ export async function benchInbound(): Promise<{ lines: string[] }> {
     if (n !== N) throw new Error(`posthaste stored ${n} of ${N}`);
 
     // Postfix smtpd into its queue (outbound held, so every message stays queued).
-    const pf = heldRelay(join(dir, 'postfix'), 40588, 40026).start();
+    const pf = heldRelay(join(dir, 'postfix'), POSTFIX_PORT, RELAY_PORT).start();
     let pfRate: number;
     let pfDisk: DiskState;
     try {
       await sleep(500);
       pfDisk = await settleDisk();
-      pfRate = await source(40588, 'rcpt@in.example.com');
+      pfRate = await source(POSTFIX_PORT, 'rcpt@in.example.com');
       const deadline = Date.now() + 60_000;
       while (pf.queued() < N && Date.now() < deadline) await sleep(50);
     } finally {

@@ -4,10 +4,23 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { BIN, nodeFlags, memoryOf } from '../test/helpers/daemon-process.js';
+import { ephemeralRange } from '../test/helpers/postfix.js';
 
 export { memoryOf };
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/**
+ * A fixed loopback port a benchmark listens on (a sink, a Postfix anchor, OpenDKIM), checked to
+ * lie below the ephemeral range: a port inside it can be the local port of an outgoing connection
+ * made in the minute before (the benchmarks make tens of thousands), and a client's TIME-WAIT on it
+ * refuses even Postfix's SO_REUSEADDR bind, its master dying with only "mail system startup failed".
+ */
+export function fixedPort(port: number): number {
+  const [low, high] = ephemeralRange();
+  if (port >= low && port <= high) throw new Error(`benchmark port ${port} is inside the ephemeral range ${low}-${high} (net.ipv4.ip_local_port_range)`);
+  return port;
+}
 /** Benchmarks work on the same disk as a real data_dir would be: under the project. */
 export function workDir(name: string): string {
   const dir = join(ROOT, 'bench', '.work', name);

@@ -10,12 +10,45 @@ export function postfixAvailable(): string | null {
   return null;
 }
 
-/** A free TCP port on 127.0.0.1 (closed again at once: Postfix binds it). */
-export async function freePort(): Promise<number> {
+/** The kernel's range for the local ports of outgoing connections (net.ipv4.ip_local_port_range). */
+export function ephemeralRange(): [number, number] {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (low && high) return [low, high];
+  } catch {
+    /* not Linux: its default below */
+  }
+  return [32768, 60999];
+}
+
+/** Listens on 127.0.0.1:port (0: any) and closes again; the port, or null if it was taken. */
+function tryListen(port: number): Promise<number | null> {
   const s = net.createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', () => resolve()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return new Promise((resolve) => {
+    s.once('error', () => resolve(null));
+    s.listen(port, '127.0.0.1', () => {
+      const bound = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(bound));
+    });
+  });
+}
+
+/**
+ * A free TCP port on 127.0.0.1 for a listener started next (closed again at once: Postfix binds
+ * it), below the ephemeral range. A port inside that range can become the local port of any
+ * outgoing connection before the listener binds it, and a client's TIME-WAIT on it refuses even
+ * a bind with SO_REUSEADDR for a minute: Postfix's master then dies saying only "mail system
+ * startup failed".
+ */
+export async function freePort(): Promise<number> {
+  const floor = 10_000;
+  const [low] = ephemeralRange();
+  for (let i = 0; low - floor > 1_000 && i < 50; i++) {
+    const port = await tryListen(floor + Math.floor(Math.random() * (low - floor)));
+    if (port !== null) return port;
+  }
+  const port = await tryListen(0);
+  if (port === null) throw new Error('no free port on 127.0.0.1');
   return port;
 }
 
@@ -112,8 +145,33 @@ export class PostfixPeer {
     this.postconf('-M#', 'smtp/inet');
     this.postconf('-M', `127.0.0.1:${this.o.port}/inet=127.0.0.1:${this.o.port} inet n - n - - smtpd`);
     this.postfix('set-permissions');
-    this.postfix('start');
+    try {
+      this.postfix('start');
+    } catch (e) {
+      throw new Error(`${(e as Error).message}; ${this.portState()}`);
+    }
     return this;
+  }
+
+  /**
+   * Why a start may have failed that Postfix cannot say: its master dies before anything logs,
+   * so a listener it could not bind leaves no line in the maillog. Binds the port as master does
+   * (SO_REUSEADDR and SO_REUSEPORT) and lists the sockets on it in any state: a client's
+   * TIME-WAIT on that local port, for one, refuses the bind for up to a minute.
+   */
+  private portState(): string {
+    const bind = spawnSync(
+      'python3',
+      [
+        '-c',
+        'import socket,sys\ns=socket.socket()\ns.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\ns.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEPORT,1)\ntry:\n  s.bind(("127.0.0.1",int(sys.argv[1]))); print("free")\nexcept OSError as e: print(e)',
+        String(this.o.port),
+      ],
+      { encoding: 'utf8' },
+    );
+    const held = spawnSync('ss', ['-tanpo', `( sport = :${this.o.port} )`], { encoding: 'utf8' });
+    const sockets = `${held.stdout ?? ''}`.split('\n').slice(1).filter(Boolean).slice(0, 5);
+    return `binding 127.0.0.1:${this.o.port} as master does: ${`${bind.stdout ?? ''}`.trim() || 'unknown'}; sockets on it: ${sockets.join(' | ') || 'none'}`;
   }
 
   /** Reread main.cf (after postconf -e). */
