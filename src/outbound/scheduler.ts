@@ -1,5 +1,5 @@
 import type { Db } from '../store/db.js';
-import { claimDue, loadMessages, storeRaw, releaseClaimsOf, postponeClaimed } from '../store/queue.js';
+import { claimDue, loadMessages, keepComposed, dropComposedIfDone, releaseClaimsOf, postponeClaimed } from '../store/queue.js';
 import { recordOutcome, recordAsyncBounce, recordComplaint, type OutcomePolicy } from '../store/recipients.js';
 import { saveThrottle, clearThrottle } from '../store/destinations.js';
 import type { Clock } from '../lib/clock.js';
@@ -221,8 +221,10 @@ export class Scheduler {
     const { db, clock, policy, log, throttle } = this.deps;
     const now = clock.now();
     db.tx(() => {
-      for (const [id, raw] of group.composed) storeRaw(db, id, raw);
       for (const { item, outcome } of group.results) recordOutcome(db, item.message, item.recipient, outcome, policy, now);
+      // After the outcomes: a composed copy is kept only while a recipient may still need it.
+      for (const [id, raw] of group.composed) keepComposed(db, id, raw);
+      for (const id of new Set(group.results.map((r) => r.item.message.id))) if (!group.composed.has(id)) dropComposedIfDone(db, id);
       if (group.unattempted.length) {
         const until = throttle.admit(destination, now);
         const from = until.kind === 'paused' ? until.until : now;

@@ -91,9 +91,24 @@ export function loadMessages(db: Db, ids: number[]): Map<number, QueuedMessage> 
   return out;
 }
 
-/** Keeps the composed message, so a retry sends the same bytes. */
-export function storeRaw(db: Db, messageRowId: number, raw: Buffer): void {
-  db.statement('UPDATE messages SET raw = ?, size = ? WHERE id = ? AND raw IS NULL').run(raw, raw.length, messageRowId);
+/** A recipient of the message (`messages.id` in the enclosing statement) may still be sent to. */
+const UNFINISHED = "EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = messages.id AND r.state IN ('queued', 'deferred'))";
+
+/**
+ * A message composed for the first time: its size is kept, and its bytes while some recipient of
+ * it may still be sent to (a retry, or a recipient at another destination, then gets the same
+ * bytes). Called after the outcomes it follows are recorded. A message every recipient of which
+ * is done is not kept twice (its request is), so the store does not grow by a composed copy of
+ * every message delivered at the first attempt.
+ */
+export function keepComposed(db: Db, messageRowId: number, raw: Buffer): void {
+  // A copy already there (another destination's delivery composed it first) stays the one kept.
+  db.statement(`UPDATE messages SET size = CASE WHEN raw IS NULL THEN ? ELSE size END, raw = CASE WHEN ${UNFINISHED} THEN coalesce(raw, ?) END WHERE id = ?`).run(raw.length, raw, messageRowId);
+}
+
+/** Drops the composed copy of a message once none of its recipients is left to send to. */
+export function dropComposedIfDone(db: Db, messageRowId: number): void {
+  db.statement(`UPDATE messages SET raw = NULL WHERE id = ? AND raw IS NOT NULL AND NOT ${UNFINISHED}`).run(messageRowId);
 }
 
 /** Drops a recipient's claim (its outcome is being recorded, or it is handed back). */

@@ -120,11 +120,19 @@ t.test('delivered: straight to the MX found through DNS, DKIM-valid, over STARTT
     [['pass', 'example.com']],
     'DKIM verifies against the published key',
   );
-  t.equal(findMessageRaw(id) !== null, true, 'the composed message is kept for retries');
+  t.equal(storedComposed(id), null, 'no composed copy is kept once every recipient is done');
+  t.equal(m.size, got.data.length - dkimHeaderLength(got.data), 'its size is: the message as composed, before the signature');
 });
 
-function findMessageRaw(id: string): Buffer | null {
+function storedComposed(id: string): Buffer | null {
   return (s.db.sqlite.prepare('SELECT raw FROM messages WHERE message_id = ?').get(id) as { raw: Buffer | null }).raw;
+}
+
+/** The DKIM-Signature field the signer puts first, with its folded lines and their CRLF. */
+function dkimHeaderLength(data: Buffer): number {
+  const m = /^DKIM-Signature:.*\r\n(?:[ \t].*\r\n)*/.exec(data.toString('latin1'));
+  if (!m) throw new Error('the message does not start with a DKIM-Signature field');
+  return m[0].length;
 }
 
 t.test('first MX dead: the next one by preference delivers', async (t) => {
@@ -300,6 +308,40 @@ t.test('several recipients of one message end differently, each with its own eve
   t.equal(events(m, 'email.delivered').length, 1);
   t.equal(events(m, 'email.bounced').length, 1);
   t.equal(events(m, 'email.deferred').length, 1);
+
+  // One recipient is left to retry: the composed message is kept for it, and it gets the same bytes.
+  const kept = storedComposed(id);
+  t.not(kept, null, 'the composed copy is kept while a recipient may still be sent to');
+  const first = mx.received.find((r) => r.to.includes('ok1@good.test'))!;
+  t.same(first.data.subarray(dkimHeaderLength(first.data)), kept, 'what is kept is what was sent, after the signature');
+  clock.advance(60_000);
+  await deliver();
+  t.equal(recipient(await message(id), 'grey2@good.test').state, 'delivered', 'delivered on the retry');
+  const retried = mx.received.find((r) => r.to.includes('grey2@good.test'))!;
+  t.same(retried.data.subarray(dkimHeaderLength(retried.data)), kept, 'the retry sends the same bytes');
+  t.equal(storedComposed(id), null, 'and the copy goes once no recipient is left to send to');
+  t.equal((await message(id)).size, kept!.length, 'the size stays');
+});
+
+t.test('recipients at two destinations, one deferred: both get the same bytes, kept until the second is done', async (t) => {
+  const id = await send(['ok3@good.test', 'grey3@arecord.test']);
+  await deliver();
+  let m = await message(id);
+  t.equal(recipient(m, 'ok3@good.test').state, 'delivered');
+  t.equal(recipient(m, 'grey3@arecord.test').state, 'deferred');
+  const kept = storedComposed(id);
+  t.not(kept, null, 'kept for the deferred recipient at the other destination');
+  clock.advance(60_000);
+  await deliver();
+  m = await message(id);
+  t.equal(recipient(m, 'grey3@arecord.test').state, 'delivered');
+  const bodies = ['ok3@good.test', 'grey3@arecord.test'].map((a) => {
+    const r = mx.received.find((x) => x.to.includes(a))!;
+    return r.data.subarray(dkimHeaderLength(r.data));
+  });
+  t.same(bodies[0], kept);
+  t.same(bodies[1], kept, 'one message, one set of bytes, whichever destination');
+  t.equal(storedComposed(id), null);
 });
 
 t.test('several messages to one domain share a connection', async (t) => {
