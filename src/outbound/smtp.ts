@@ -15,6 +15,8 @@ export interface SmtpOptions {
   requireValidTls?: boolean;
   /** Extra trusted CAs (PEM) for requireValidTls and for the relay host. */
   extraCa?: string[];
+  /** outbound.chunking: BDAT (RFC 3030) where the server offers it with PIPELINING. */
+  chunking?: boolean;
 }
 
 /**
@@ -121,6 +123,7 @@ export class SmtpSession {
         startTls,
         requireTls: !!opts.requireValidTls,
         tls: tlsFor(mx, !!opts.requireValidTls, opts.extraCa),
+        chunking: opts.chunking,
       });
     try {
       return new SmtpSession(await connect(true), mx);
@@ -147,6 +150,7 @@ export class SmtpSession {
       startTls: !relay.implicitTls,
       requireTls: true,
       tls: tlsFor(relay.host, true, opts.extraCa),
+      chunking: opts.chunking,
     });
     if (relay.auth) {
       const { user, pass } = relay.auth;

@@ -11,7 +11,7 @@ export interface PeerScript {
   ehlo?: string[];
   /** The reply to a command line, or to "." for a message's end; undefined for the default. */
   answer?: (line: string) => string | undefined;
-  /** Answer nothing until DATA has arrived (only a pipelining client gets past MAIL FROM). */
+  /** Answer nothing until DATA or BDAT has arrived (only a pipelining client gets past MAIL FROM). */
   holdUntilData?: boolean;
   /** Drop the connection when the message's first bytes arrive after the 354. */
   dropInData?: boolean;
@@ -26,7 +26,7 @@ export interface PeerScript {
 export class ScriptedPeer {
   /** Command lines in the reads they arrived in. */
   reads: string[][] = [];
-  /** Each message's bytes as they came after DATA, up to and with the ending dot line. */
+  /** Each message's bytes as they came after DATA, up to and with the ending dot line; or its BDAT chunks joined. */
   messages: string[] = [];
   connections = 0;
   port = 0;
@@ -66,6 +66,9 @@ export class ScriptedPeer {
     socket.write(`${banner}\r\n`);
     let buffered = '';
     let data: string | null = null;
+    // A BDAT chunk being read (RFC 3030: exactly `left` more bytes, whatever became of the envelope), and the chunks so far.
+    let bdat: { left: number; last: boolean; answer: string } | null = null;
+    let chunks = '';
     let held: string[] = [];
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => {
@@ -77,6 +80,20 @@ export class ScriptedPeer {
       const lines: string[] = [];
       const out: string[] = [];
       for (;;) {
+        if (bdat !== null) {
+          const take = Math.min(bdat.left, buffered.length);
+          chunks += buffered.slice(0, take);
+          buffered = buffered.slice(take);
+          bdat.left -= take;
+          if (bdat.left > 0) break;
+          if (bdat.last) {
+            this.messages.push(chunks);
+            chunks = '';
+          }
+          out.push(bdat.answer);
+          bdat = null;
+          continue;
+        }
         if (data !== null) {
           const end = buffered.indexOf('\r\n.\r\n');
           const atStart = data === '' && buffered.startsWith('.\r\n');
@@ -101,7 +118,20 @@ export class ScriptedPeer {
         const ext = ['scripted', ...(script.ehlo ?? ['PIPELINING'])];
         const answer =
           script.answer?.(line) ??
-          (verb === 'EHLO' ? ext.map((l, i) => `250${i === ext.length - 1 ? ' ' : '-'}${l}`).join('\r\n') : verb === 'DATA' ? '354 go on' : verb === 'QUIT' ? '221 bye' : '250 ok');
+          (verb === 'EHLO'
+            ? ext.map((l, i) => `250${i === ext.length - 1 ? ' ' : '-'}${l}`).join('\r\n')
+            : verb === 'DATA'
+              ? '354 go on'
+              : verb === 'BDAT'
+                ? '250 2.0.0 queued'
+                : verb === 'QUIT'
+                  ? '221 bye'
+                  : '250 ok');
+        if (verb === 'BDAT') {
+          const [, size, last] = line.split(' ');
+          bdat = { left: Number(size), last: last?.toUpperCase() === 'LAST', answer };
+          continue;
+        }
         out.push(answer);
         if (verb === 'DATA' && answer.startsWith('354')) data = '';
         if (verb === 'QUIT') {
@@ -114,7 +144,7 @@ export class ScriptedPeer {
         }
       }
       if (lines.length > 0) this.reads.push(lines);
-      if (script.holdUntilData && lines.some((l) => /^(MAIL|RCPT)/.test(l)) && !lines.includes('DATA')) {
+      if (script.holdUntilData && lines.some((l) => /^(MAIL|RCPT)/.test(l)) && !lines.some((l) => l === 'DATA' || l.startsWith('BDAT '))) {
         held.push(...out);
         return;
       }

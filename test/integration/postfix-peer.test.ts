@@ -51,6 +51,12 @@ async function run(): Promise<void> {
     hostname: 'mx.peer.test',
     mailboxes: { domain: 'peer.test', users: ['alice'] },
     tls: { cert: fixturePath('tls/server.pem'), key: fixturePath('tls/server-key.pem') },
+    extra: [
+      // Postfix logs each command a peer on this list sends, so a test can tell BDAT from DATA.
+      'debug_peer_list = 127.0.0.1',
+      // One address refused at RCPT TO, as a real MX refuses an unknown user.
+      'smtpd_recipient_restrictions = check_recipient_access inline:{ a-refused@peer.test=REJECT }, permit_mynetworks, reject_unauth_destination',
+    ],
   }).start();
   t.teardown(async () => {
     peer.stop();
@@ -59,7 +65,7 @@ async function run(): Promise<void> {
     dir.remove();
   });
 
-  const send = async (to: string, subject: string): Promise<string> => {
+  const send = async (to: string | string[], subject: string): Promise<string> => {
     const id = await sendEmail(s.url, key, { from: 'Shop <shop@example.com>', to, subject, text_body: 'Thanks for your order.\n.\nA line with a dot.' });
     await s.daemon.scheduler.drain();
     return id;
@@ -77,7 +83,9 @@ async function run(): Promise<void> {
     const text = got!.toString('latin1');
     t.match(text, /^Return-Path: <bounces\+[0-9a-z]{20}@bounces\.test\.posthaste>/m, 'the VERP return path');
     t.match(text, /with ESMTPS id/, 'Postfix recorded the session as TLS');
-    t.match(text, /\nThanks for your order\.\n\.\nA line with a dot\./, 'dot-stuffing undone: the body arrived intact');
+    t.match(peer.log(), /< [^ ]*\[127\.0\.0\.1\]: BDAT \d+ LAST/, 'sent with BDAT, which Postfix offers (CHUNKING, RFC 3030)');
+    t.notMatch(peer.log(), /< [^ ]*\[127\.0\.0\.1\]: DATA\b/, 'not DATA');
+    t.match(text, /\nThanks for your order\.\n\.\nA line with a dot\./, 'the body arrived intact, its line with only a dot too');
     // The Received and Return-Path lines Postfix added precede the signature and are not signed.
     t.equal(dkimpyVerify(got!, published), 'pass', 'dkimpy verifies the signature against the published key');
     const tampered = Buffer.from(text.replace('Thanks for your order.', 'Thanks for your order!'), 'latin1');
@@ -105,6 +113,24 @@ async function run(): Promise<void> {
     t.match(report.toString(), /Reporting-MTA: dns; mx\.peer\.test/, 'the stored report is the one Postfix wrote');
     const again = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'shop@example.com', to: 'ghost@peer.test', subject: 's', text_body: 'b' } });
     t.equal(again.body.error?.code, 'recipient_suppressed');
+  });
+
+  t.test('a recipient Postfix refuses at RCPT TO, with BDAT and the message already sent behind it: Postfix reads the chunk, and the next transaction on the connection is delivered', async (t) => {
+    const before = peer.mailbox('alice').length;
+    const bdats = (peer.log().match(/: BDAT \d+ LAST/g) ?? []).length;
+    // The address sorts first, so its transaction is the first on the connection.
+    const id = await send(['a-refused@peer.test', 'alice@peer.test'], 'Order 3');
+    const m = await getEmail(s.url, key, id);
+    t.match(
+      m.recipients.map((r: Json) => [r.address, r.state, r.last_response?.code]),
+      [
+        ['a-refused@peer.test', 'bounced', 554],
+        ['alice@peer.test', 'delivered', 250],
+      ],
+    );
+    t.equal((peer.log().match(/: BDAT \d+ LAST/g) ?? []).length, bdats + 2, 'both transactions sent BDAT, the refused one too');
+    t.notMatch(peer.log(), /command not recognized|[Uu]nrecognized command|improper command pipelining/, 'Postfix never took the message for commands');
+    await until('the message in alice’s mailbox', () => (peer.mailbox('alice').length > before ? true : undefined));
   });
 
   t.test("Postfix relays a message into posthaste's inbound listener", async (t) => {

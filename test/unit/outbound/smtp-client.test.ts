@@ -12,9 +12,9 @@ import { ScriptedPeer, type PeerScript } from '../../helpers/scripted-peer.js';
 
 const opts = (port: number) => ({ host: '127.0.0.1', port, name: 'client.test', connectTimeout: 2000, greetingTimeout: 2000, commandTimeout: 2000, startTls: false, tls: {} });
 
-async function withServer(t: Test, script: PeerScript): Promise<{ server: ScriptedPeer; client: SmtpClient }> {
+async function withServer(t: Test, script: PeerScript, options: { chunking?: boolean } = {}): Promise<{ server: ScriptedPeer; client: SmtpClient }> {
   const server = await new ScriptedPeer(script).start();
-  const client = await SmtpClient.connect(opts(server.port));
+  const client = await SmtpClient.connect({ ...opts(server.port), ...options });
   t.teardown(async () => {
     client.destroy();
     await server.stop();
@@ -50,6 +50,62 @@ t.test('the message as sent: dots doubled at line starts, bare LF as CRLF, the e
   t.equal(server.messages[0], '..first\r\nbare\r\nlf\r\n..dot after lf\r\n...two\r\nlast without break\r\n.\r\n');
   await client.send('f@example.com', 't@example.org', Buffer.from('ends with CRLF\r\n'));
   t.equal(server.messages[1], 'ends with CRLF\r\n.\r\n', 'no extra line when the message ends with one');
+});
+
+/** A server offering CHUNKING (RFC 3030) as well as PIPELINING, and a client that uses it unless told not to. */
+const withChunking = (t: Test, script: PeerScript, chunking = true) => withServer(t, { ehlo: ['PIPELINING', 'CHUNKING', 'SIZE 100000'], ...script }, { chunking });
+
+const DOTTED = Buffer.from('Subject: x\r\n\r\n.a line that starts with a dot\r\n.\r\nbody\r\n');
+
+t.test('CHUNKING offered: MAIL, RCPT, BDAT and the message in one write, answered in one round trip (RFC 3030)', async (t) => {
+  const { server, client } = await withChunking(t, { holdUntilData: true });
+  t.equal(await client.send('from@example.com', 'to@example.org', DOTTED), '250 2.0.0 queued');
+  t.same(
+    server.reads.at(-1),
+    [`MAIL FROM:<from@example.com> SIZE=${DOTTED.length}`, 'RCPT TO:<to@example.org>', `BDAT ${DOTTED.length} LAST`],
+    'the envelope and BDAT arrived together, before any reply',
+  );
+  t.equal(server.messages[0], DOTTED.toString('latin1'), 'the message as it is: no dot-stuffing, no ending dot line');
+  await client.send('from@example.com', 'two@example.org', MESSAGE);
+  t.same(server.messages, [DOTTED.toString('latin1'), MESSAGE.toString('latin1')], 'and a second transaction on the same connection');
+});
+
+t.test('DATA instead of BDAT: when chunking is off, without PIPELINING, or for a message that is not CRLF lines to its end', async (t) => {
+  const off = await withChunking(t, {}, false);
+  await off.client.send('f@example.com', 't@example.org', MESSAGE);
+  t.ok(off.server.reads.flat().includes('DATA'), 'outbound.chunking = false');
+  const serial = await withChunking(t, { ehlo: ['CHUNKING'] });
+  await serial.client.send('f@example.com', 't@example.org', MESSAGE);
+  t.ok(serial.server.reads.flat().includes('DATA'), 'CHUNKING without PIPELINING');
+  const bare = await withChunking(t, {});
+  await bare.client.send('f@example.com', 't@example.org', Buffer.from('Subject: x\r\n\r\nbare\nlf\r\n'));
+  await bare.client.send('f@example.com', 't@example.org', Buffer.from('Subject: x\r\n\r\nno line ending at the end'));
+  t.same(bare.server.messages, ['Subject: x\r\n\r\nbare\r\nlf\r\n.\r\n', 'Subject: x\r\n\r\nno line ending at the end\r\n.\r\n'], 'sent with DATA, made CRLF lines as DATA sends them');
+  t.notOk(bare.server.reads.flat().some((l) => l.startsWith('BDAT')));
+});
+
+t.test('BDAT after a refused RCPT TO: the refusal is reported, the chunk answer read, the dialogue stays in step', async (t) => {
+  // As Postfix answers: the chunk is read and refused for want of a recipient.
+  let valid = false;
+  const { server, client } = await withChunking(t, {
+    answer: (l) => {
+      if (l.startsWith('RCPT')) valid = !l.startsWith('RCPT TO:<nobody');
+      if (l.startsWith('RCPT') && !valid) return '550 5.1.1 no such user';
+      return l.startsWith('BDAT') && !valid ? '554 5.5.1 Error: no valid recipients' : undefined;
+    },
+  });
+  const e = (await client.send('f@example.com', 'nobody@example.org', MESSAGE).catch((x: unknown) => x)) as SmtpError;
+  t.match(e, { code: 'EENVELOPE', command: 'RCPT TO', responseCode: 550, response: '550 5.1.1 no such user' });
+  t.equal(server.messages.length, 1, 'the server read the chunk');
+  t.equal(await client.reset(), true, 'RSET answered as RSET');
+  t.equal(await client.send('f@example.com', 'somebody@example.org', MESSAGE), '250 2.0.0 queued', 'the next transaction is answered by its own replies');
+});
+
+t.test('BDAT refused: the refusal names BDAT, which delivery counts as after the message', async (t) => {
+  const { client } = await withChunking(t, { answer: (l) => (l.startsWith('BDAT') ? '550 5.7.1 message content rejected' : undefined) });
+  const e = (await client.send('f@example.com', 't@example.org', MESSAGE).catch((x: unknown) => x)) as SmtpError;
+  t.match(e, { code: 'EPROTOCOL', command: 'BDAT', responseCode: 550, response: '550 5.7.1 message content rejected' });
+  t.equal(client.closed, false, 'the connection goes on');
 });
 
 t.test('a refused MAIL FROM in a pipeline: its reply is the refusal, the dialogue stays in step', async (t) => {
