@@ -5,10 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnReady, stop, fmt, memoryOf, memoryLine, cpuLine, daemonArgs, waitUntil, settleDisk, diskLine, machineCpu, machineLine, fixedPort } from './lib.js';
 import { heldRelay, smtpSource } from './postfix.js';
-import { sinkRig, benchMessage, againstPostfix, signatureMs } from './sink-rig.js';
-import { acceptMessage } from '../src/store/messages.js';
-import { validateSendRequest } from '../src/domain/send-request.js';
-import { Problems } from '../src/domain/errors.js';
+import { sinkRig, queueMessages, againstPostfix, signatureMs } from './sink-rig.js';
 
 const N = Number(process.env.BENCH_DELIVER_N ?? 20_000);
 const SINK_PORT = fixedPort(24025);
@@ -18,27 +15,7 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
   const { dir, db, key, config, close } = await sinkRig('deliver', SINK_PORT);
   try {
     // posthaste: fill the queue, then start the daemon and time until the queue is empty.
-    const now = Date.now();
-    // Stored as the API stores it: the request body as received.
-    const body = benchMessage('rcpt@sink.test');
-    if (validateSendRequest(body, { maxRecipients: 50 }) instanceof Problems) throw new Error('bad bench request');
-    const request = Buffer.from(JSON.stringify(body));
-    db.tx(() => {
-      for (let i = 0; i < N; i++)
-        acceptMessage(db, {
-          customerId: 1,
-          apiKeyId: key.id,
-          sandbox: false,
-          messageId: `bench${i}@example.com`,
-          fromHeader: 'bench@example.com',
-          senderDomain: 'example.com',
-          subject: 'bench',
-          metadata: {},
-          request,
-          recipients: [{ address: `rcpt${i}@sink.test`, domain: 'sink.test', field: 'to' }],
-          now,
-        });
-    });
+    queueMessages(db, key.id, N);
     const left = db.sqlite.prepare("SELECT COUNT(*) FROM recipients WHERE state IN ('queued', 'deferred')").pluck();
     const phDisk = await settleDisk();
     const phMachine0 = machineCpu();

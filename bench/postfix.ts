@@ -18,8 +18,8 @@ export function startSink(port: number): ChildProcess {
  * Postfix as the benchmarks' anchor: relaying to a sink, outbound held (defer_transports) while
  * its queue is filled, so that release() times delivery alone.
  */
-export function heldRelay(dir: string, listenPort: number, sinkPort: number): PostfixPeer & { release(): void } {
-  const pf = new PostfixPeer({ dir, port: listenPort, relayPort: sinkPort, hostname: 'bench.local', extra: ['defer_transports = smtp'] });
+export function heldRelay(dir: string, listenPort: number, sinkPort: number, extra: string[] = []): PostfixPeer & { release(): void } {
+  const pf = new PostfixPeer({ dir, port: listenPort, relayPort: sinkPort, hostname: 'bench.local', extra: ['defer_transports = smtp', ...extra] });
   return Object.assign(pf, {
     release(): void {
       pf.postconf('-e', 'defer_transports =');
@@ -33,5 +33,20 @@ export function heldRelay(dir: string, listenPort: number, sinkPort: number): Po
 export function smtpSource(port: number, count: number, sessions: number, bytes: number, to = 'rcpt@sink.test'): void {
   execFileSync('/usr/sbin/smtp-source', ['-s', String(sessions), '-l', String(bytes), '-m', String(count), '-f', 'bench@example.com', '-t', to, `127.0.0.1:${port}`], {
     stdio: 'ignore',
+  });
+}
+
+/**
+ * Postfix's smtpd as a receiving MX that takes every message for any domain and discards it once
+ * queued: a real server's dialogue (it offers PIPELINING and CHUNKING), its queue file fsynced
+ * before each 250.
+ */
+export function discardingMx(dir: string, port: number): PostfixPeer {
+  return new PostfixPeer({
+    dir,
+    port,
+    relayPort: port,
+    hostname: 'mx.sink.test',
+    extra: ['default_transport = discard:', 'relay_transport = discard:', 'smtpd_relay_restrictions = permit_mynetworks, reject'],
   });
 }

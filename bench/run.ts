@@ -7,6 +7,7 @@ import { ROOT, measureQuietDisk, fmt } from './lib.js';
 import { benchAccept } from './accept.js';
 import { benchDeliver } from './deliver.js';
 import { benchE2e } from './e2e.js';
+import { benchPath } from './path.js';
 import { benchWebhooks } from './webhooks.js';
 import { benchInbound } from './inbound.js';
 import { benchQueue } from './queue.js';
@@ -16,6 +17,7 @@ const all: Record<string, () => Promise<{ lines: string[] }>> = {
   accept: benchAccept,
   deliver: benchDeliver,
   e2e: benchE2e,
+  path: benchPath,
   webhooks: benchWebhooks,
   inbound: benchInbound,
   queue: benchQueue,

@@ -13,10 +13,40 @@ import { openDb, migrate, type Db } from '../src/store/db.js';
 import { ensureDefaultCustomer } from '../src/store/customers.js';
 import { createKey } from '../src/store/keys.js';
 import { addDomain, setVerified } from '../src/store/domains.js';
+import { acceptMessage } from '../src/store/messages.js';
+import { validateSendRequest } from '../src/domain/send-request.js';
+import { Problems } from '../src/domain/errors.js';
 
 /** The benchmarks' message: about 2 KB composed, one long line (quoted-printable). */
 export function benchMessage(to: string): { from: string; to: string; subject: string; text_body: string } {
   return { from: 'bench@example.com', to, subject: 'bench', text_body: `${'x'.repeat(76)}\n${'Lorem ipsum dolor sit amet. '.repeat(68)}` };
+}
+
+/**
+ * Queues `n` of the benchmarks' messages, one recipient each at sink.test, as the API stores them
+ * (the request body as received); `first` numbers them on from an earlier batch.
+ */
+export function queueMessages(db: Db, apiKeyId: string, n: number, first = 0): void {
+  const now = Date.now();
+  const body = benchMessage('rcpt@sink.test');
+  if (validateSendRequest(body, { maxRecipients: 50 }) instanceof Problems) throw new Error('bad bench request');
+  const request = Buffer.from(JSON.stringify(body));
+  db.tx(() => {
+    for (let i = first; i < first + n; i++)
+      acceptMessage(db, {
+        customerId: 1,
+        apiKeyId,
+        sandbox: false,
+        messageId: `bench${i}@example.com`,
+        fromHeader: 'bench@example.com',
+        senderDomain: 'example.com',
+        subject: 'bench',
+        metadata: {},
+        request,
+        recipients: [{ address: `rcpt${i}@sink.test`, domain: 'sink.test', field: 'to' }],
+        now,
+      });
+  });
 }
 
 /** One side's rate for `n` messages, after its label (padded by the caller to line up). */
@@ -58,10 +88,15 @@ export interface SinkRig {
   close(): Promise<void>;
 }
 
-export async function sinkRig(name: string, sinkPort: number): Promise<SinkRig> {
+/**
+ * The rig for a benchmark called `name`, delivering to `sinkPort`: an smtp-sink there unless
+ * `receiver` is false (the benchmark puts its own receiver there); `outbound`: more lines for the
+ * daemon's [outbound] section.
+ */
+export async function sinkRig(name: string, sinkPort: number, opts: { receiver?: boolean; outbound?: string[] } = {}): Promise<SinkRig> {
   ensurePostfix();
   const dir = workDir(name);
-  const sink: ChildProcess = startSink(sinkPort);
+  const sink: ChildProcess | null = opts.receiver === false ? null : startSink(sinkPort);
   await sleep(300);
   const dns = await new TestDnsServer().start();
   dns.set('sink.test', { MX: [{ preference: 10, exchange: 'mx.sink.test' }] });
@@ -76,7 +111,7 @@ export async function sinkRig(name: string, sinkPort: number): Promise<SinkRig> 
   const config = join(dir, 'posthaste.toml');
   writeFileSync(
     config,
-    `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[outbound]\nport = ${sinkPort}\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
+    `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[outbound]\nport = ${sinkPort}\n${(opts.outbound ?? []).map((l) => `${l}\n`).join('')}[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
   );
   return {
     dir,
@@ -86,7 +121,7 @@ export async function sinkRig(name: string, sinkPort: number): Promise<SinkRig> 
     close: async () => {
       if (db.sqlite.open) db.close();
       await dns.stop();
-      sink.kill();
+      sink?.kill();
     },
   };
 }
