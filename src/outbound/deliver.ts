@@ -50,7 +50,7 @@ export interface GroupResult {
   unattempted: DeliveryItem[];
   /** The reply that asked us to slow down (a 421 or a rate limit), when one did. */
   refusal: Reply | null;
-  /** Messages composed for the first time: kept so a retry sends the same bytes. */
+  /** Messages composed for the first time: stored with the outcomes while a recipient may still be retried (store/queue.ts keepComposed). */
   composed: Map<number, Buffer>;
 }
 

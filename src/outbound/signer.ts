@@ -13,7 +13,7 @@ export interface SignInput {
 }
 
 export interface Signed {
-  /** Set when the message was composed now (first attempt): stored so a retry sends the same bytes. The tail of `signed`. */
+  /** Set when the message was composed now (first attempt): stored while a recipient may still be retried, so a retry sends the same bytes. The tail of `signed`. */
   raw: Buffer | null;
   signed: Buffer;
 }
