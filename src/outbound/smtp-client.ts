@@ -27,7 +27,8 @@ export interface SmtpClientOptions {
   chunking?: boolean;
 }
 
-export type SmtpErrorCode = 'ECONNECTION' | 'ETIMEDOUT' | 'ETLS' | 'EAUTH' | 'EPROTOCOL' | 'EENVELOPE';
+/** ECHUNKING: the server offered CHUNKING and then answered BDAT as a command it does not know. */
+export type SmtpErrorCode = 'ECONNECTION' | 'ETIMEDOUT' | 'ETLS' | 'EAUTH' | 'EPROTOCOL' | 'EENVELOPE' | 'ECHUNKING';
 
 export class SmtpError extends Error {
   constructor(
@@ -274,6 +275,14 @@ export class SmtpClient {
     const refusal = refused(m, r);
     const end = refusal ? await this.readAfter() : await this.read(undefined, 'BDAT');
     if (refusal) throw refusal;
+    if (end.code === 500 || end.code === 502) {
+      // It offered CHUNKING but does not know BDAT (a broken implementation, or something in
+      // between rewriting the dialogue): the message may have been read as commands, so the
+      // connection is not used again, and the answer says nothing about the message.
+      const e = replyError('the server offered CHUNKING but does not take BDAT', 'ECHUNKING', 'BDAT', end);
+      this.fail(e);
+      throw e;
+    }
     if (end.code < 200 || end.code > 299) throw replyError('the message was refused', 'EPROTOCOL', 'BDAT', end);
     return end.text;
   }

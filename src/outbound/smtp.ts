@@ -90,6 +90,29 @@ function tlsFor(host: string, valid: boolean, extraCa: string[] | undefined): Co
   return valid ? { ...name, rejectUnauthorized: true, minVersion: 'TLSv1.2', ca: [...rootCertificates, ...(extraCa ?? [])] } : { ...name, rejectUnauthorized: false, minVersion: 'TLSv1' };
 }
 
+/**
+ * Hosts that offered CHUNKING and then answered BDAT as an unknown command (ECHUNKING), and until
+ * when they are sent DATA instead: a day, so a server put right is given BDAT again. Process-wide,
+ * like the MX cache; at most BDAT_MEMORY_HOSTS, the oldest forgotten first.
+ */
+const bdatRefused = new Map<string, number>();
+const BDAT_MEMORY_MS = 24 * 3_600_000;
+const BDAT_MEMORY_HOSTS = 10_000;
+
+function chunkingFor(host: string, opts: SmtpOptions): boolean {
+  if (!opts.chunking) return false;
+  const until = bdatRefused.get(host.toLowerCase());
+  if (until === undefined) return true;
+  if (until > Date.now()) return false;
+  bdatRefused.delete(host.toLowerCase());
+  return true;
+}
+
+function rememberBdatRefused(host: string): void {
+  if (bdatRefused.size >= BDAT_MEMORY_HOSTS) bdatRefused.delete(bdatRefused.keys().next().value!);
+  bdatRefused.set(host.toLowerCase(), Date.now() + BDAT_MEMORY_MS);
+}
+
 /** One SMTP connection to one MX address; several transactions may run over it in turn. */
 export class SmtpSession {
   private constructor(
@@ -123,7 +146,7 @@ export class SmtpSession {
         startTls,
         requireTls: !!opts.requireValidTls,
         tls: tlsFor(mx, !!opts.requireValidTls, opts.extraCa),
-        chunking: opts.chunking,
+        chunking: chunkingFor(mx, opts),
       });
     try {
       return new SmtpSession(await connect(true), mx);
@@ -150,7 +173,7 @@ export class SmtpSession {
       startTls: !relay.implicitTls,
       requireTls: true,
       tls: tlsFor(relay.host, true, opts.extraCa),
-      chunking: opts.chunking,
+      chunking: chunkingFor(relay.host, opts),
     });
     if (relay.auth) {
       const { user, pass } = relay.auth;
@@ -172,6 +195,16 @@ export class SmtpSession {
       return { kind: 'accepted', reply: acceptedReply(await this.client.send(from, to, message)) };
     } catch (e) {
       const err = e as SmtpFailure;
+      if (err.code === 'ECHUNKING') {
+        // Not an answer about the message: deferred, and the next connection to the host sends DATA.
+        rememberBdatRefused(this.mx);
+        this.client.destroy();
+        const said = (err.response ?? '').replace(/\s+/g, ' ').trim();
+        return {
+          kind: 'broken',
+          reply: { code: 451, enhanced_code: '4.5.0', message: `${this.mx} offered CHUNKING but answered BDAT with "${said}"; it is sent DATA from now on`, classification: 'other' },
+        };
+      }
       if (!err.responseCode) {
         this.client.destroy();
         return { kind: 'broken', reply: transportReply(err) };

@@ -21,8 +21,10 @@ const port = mx.port;
 const banner = await new ScriptedPeer({ banner: '421 4.3.2 mx busy, try again later' }).start(port, '127.0.0.3');
 const silent = await new ScriptedPeer({ banner: null }).start(port, '127.0.0.4');
 const drop = await new ScriptedPeer({ ehlo: ['8BITMIME'], dropInData: true }).start(port, '127.0.0.5');
+// Offers CHUNKING, then answers BDAT as a command it does not know.
+const chunkless = await new ScriptedPeer({ ehlo: ['PIPELINING', 'CHUNKING'], answer: (l) => (l.startsWith('BDAT') ? '502 5.5.2 Error: command not recognized' : undefined) }).start(port, '127.0.0.6');
 t.teardown(async () => {
-  await Promise.all([dns.stop(), mx.stop(), banner.stop(), silent.stop(), drop.stop()]);
+  await Promise.all([dns.stop(), mx.stop(), banner.stop(), silent.stop(), drop.stop(), chunkless.stop()]);
 });
 
 // The remote world, on loopback.
@@ -51,6 +53,8 @@ dns.set('silent.test', { MX: [{ preference: 10, exchange: 'mx.silent.test' }] })
 dns.set('mx.silent.test', { A: ['127.0.0.4'] });
 dns.set('drop.test', { MX: [{ preference: 10, exchange: 'mx.drop.test' }] });
 dns.set('mx.drop.test', { A: ['127.0.0.5'] });
+dns.set('chunkless.test', { MX: [{ preference: 10, exchange: 'mx.chunkless.test' }] });
+dns.set('mx.chunkless.test', { A: ['127.0.0.6'] });
 dns.set('nullmx.test', { MX: [{ preference: 0, exchange: '.' }] });
 dns.set('arecord.test', { A: ['127.0.0.1'] }); // no MX: the implicit MX is the domain itself
 dns.set('servfail.test', {});
@@ -278,6 +282,22 @@ t.test('a connection dropped mid-DATA and a silent peer are deferrals', async (t
   const mb = await message(b);
   t.equal(recipient(mb, 'y@silent.test').state, 'deferred');
   t.equal(events(mb, 'email.deferred')[0].data.response.classification, 'timeout');
+});
+
+t.test('a server that offers CHUNKING but does not know BDAT: deferred, not bounced, and sent DATA from then on', async (t) => {
+  const id = await send(['c1@chunkless.test', 'c2@chunkless.test']);
+  await deliver();
+  let m = await message(id);
+  t.equal(recipient(m, 'c1@chunkless.test').state, 'deferred', 'the 502 says nothing about the message');
+  t.match(events(m, 'email.deferred')[0].data.response, { code: 451, enhanced_code: '4.5.0', message: /offered CHUNKING but answered BDAT with "502 5\.5\.2/ });
+  t.equal(recipient(m, 'c2@chunkless.test').state, 'delivered', 'the rest of the group went over a new connection, with DATA');
+  t.equal(chunkless.reads.flat().filter((l) => l.startsWith('BDAT')).length, 1, 'BDAT was tried once');
+  clock.advance(60_000);
+  await deliver();
+  m = await message(id);
+  t.equal(recipient(m, 'c1@chunkless.test').state, 'delivered', 'and the retry too');
+  t.equal(chunkless.reads.flat().filter((l) => l.startsWith('BDAT')).length, 1, 'never BDAT again');
+  t.equal(chunkless.messages.filter((x) => x.endsWith('\r\n.\r\n')).length, 2, 'both sent with DATA');
 });
 
 t.test('DNS: NXDOMAIN and null MX bounce at once, SERVFAIL defers, no MX falls back to the A record', async (t) => {

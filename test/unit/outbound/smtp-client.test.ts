@@ -108,6 +108,13 @@ t.test('BDAT refused: the refusal names BDAT, which delivery counts as after the
   t.equal(client.closed, false, 'the connection goes on');
 });
 
+t.test('BDAT answered as an unknown command: ECHUNKING, and the connection is closed (the message may have been read as commands)', async (t) => {
+  const { client } = await withChunking(t, { answer: (l) => (l.startsWith('BDAT') ? '500 5.5.2 Error: command not recognized' : undefined) });
+  const e = (await client.send('f@example.com', 't@example.org', MESSAGE).catch((x: unknown) => x)) as SmtpError;
+  t.match(e, { code: 'ECHUNKING', command: 'BDAT', responseCode: 500 });
+  t.equal(client.closed, true);
+});
+
 t.test('a refused MAIL FROM in a pipeline: its reply is the refusal, the dialogue stays in step', async (t) => {
   const { client } = await withServer(t, {
     answer: (l) => (l.startsWith('MAIL FROM:<bad') ? '550 5.7.1 sender refused' : l.startsWith('RCPT') || l === 'DATA' ? undefined : undefined),
