@@ -128,6 +128,7 @@ function buildOutbound(
   const mtaSts = o.mta_sts ? new MtaSts(resolver, clock, { port: o.mta_sts_port, extraCa, timeoutMs: 10_000 }) : undefined;
   if (relay) log.info({ relay: `${relay.implicitTls ? 'smtps' : 'smtp'}://${relay.host}:${relay.port}`, user: relay.auth?.user ?? null }, 'all mail goes through the relay host');
   const signer = new SignerPool(o.signing_threads || cpus().length);
+  const smtp = { name: config.server.hostname, port: o.port, connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout, extraCa, chunking: o.chunking };
   const scheduler = new Scheduler({
     db,
     clock,
@@ -158,15 +159,7 @@ function buildOutbound(
           returnPathSecret,
           returnPathDomain: returnPathDomain(config),
           suppression: settings.outbound.current.suppression,
-          smtp: {
-            name: config.server.hostname,
-            port: o.port,
-            connectTimeout: o.connect_timeout,
-            greetingTimeout: o.greeting_timeout,
-            commandTimeout: o.command_timeout,
-            extraCa,
-            chunking: o.chunking,
-          },
+          smtp,
         },
         domain,
         items,

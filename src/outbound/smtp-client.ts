@@ -7,6 +7,8 @@
 // one, and the command it answered.
 import net from 'node:net';
 import tls from 'node:tls';
+import { crlfOnly, dataPieces } from './smtp-data.js';
+import { SmtpError, isTlsError, refused, replyError, withCommand, type Reply } from './smtp-errors.js';
 
 export interface SmtpClientOptions {
   host: string;
@@ -25,31 +27,6 @@ export interface SmtpClientOptions {
   tls: tls.ConnectionOptions;
   /** BDAT (RFC 3030) where the server offers CHUNKING and PIPELINING; otherwise DATA. */
   chunking?: boolean;
-}
-
-/** ECHUNKING: the server offered CHUNKING and then answered BDAT as a command it does not know. */
-export type SmtpErrorCode = 'ECONNECTION' | 'ETIMEDOUT' | 'ETLS' | 'EAUTH' | 'EPROTOCOL' | 'EENVELOPE' | 'ECHUNKING';
-
-export class SmtpError extends Error {
-  constructor(
-    message: string,
-    readonly code: SmtpErrorCode,
-    /** The command answered ("CONN" for the greeting). */
-    readonly command?: string,
-    /** The whole reply, its lines joined with LF, when there was one. */
-    readonly response?: string,
-  ) {
-    super(message);
-  }
-
-  get responseCode(): number | undefined {
-    return this.response ? Number(this.response.slice(0, 3)) : undefined;
-  }
-}
-
-interface Reply {
-  code: number;
-  text: string;
 }
 
 const MAX_REPLY = 64 * 1024;
@@ -230,12 +207,9 @@ export class SmtpClient {
     let data: Reply;
     if (this.has('PIPELINING')) {
       this.write(`${mail}\r\n${rcpt}\r\nDATA\r\n`);
-      // The replies come in order. After a refusal the rest are read only to keep the dialogue in
-      // step (the server may as well close the connection, as after a 421).
-      const m = await this.read(undefined, 'MAIL FROM');
-      const r = m.code === 250 ? await this.read(undefined, 'RCPT TO') : await this.readAfter();
-      const refusal = refused(m, r);
-      data = refusal ? await this.readAfter() : await this.read(undefined, 'DATA');
+      const envelope = await this.readPipelined('DATA');
+      const refusal = envelope.refusal;
+      data = envelope.last;
       if (refusal) {
         // RFC 2920 3.1: a DATA accepted though the envelope was not gets an empty message, ended at once.
         if (data.code === 354) await this.command('.', 'DATA END').catch(() => undefined);
@@ -250,7 +224,7 @@ export class SmtpClient {
       data = await this.command('DATA');
     }
     if (data.code !== 354) throw replyError('DATA refused', 'EPROTOCOL', 'DATA', data);
-    this.writeData(message);
+    this.writePieces(dataPieces(message));
     const end = await this.read(undefined, 'DATA END');
     if (end.code < 200 || end.code > 299) throw replyError('the message was refused', 'EPROTOCOL', 'DATA END', end);
     return end.text;
@@ -263,17 +237,8 @@ export class SmtpClient {
    * outcome; after a refused envelope that answer is only read, to keep the dialogue in step.
    */
   private async sendChunked(mail: string, rcpt: string, message: Buffer): Promise<string> {
-    if (!this.failure) {
-      const s = this.socket;
-      s.cork();
-      s.write(`${mail}\r\n${rcpt}\r\nBDAT ${message.length} LAST\r\n`);
-      s.write(message);
-      s.uncork();
-    }
-    const m = await this.read(undefined, 'MAIL FROM');
-    const r = m.code === 250 ? await this.read(undefined, 'RCPT TO') : await this.readAfter();
-    const refusal = refused(m, r);
-    const end = refusal ? await this.readAfter() : await this.read(undefined, 'BDAT');
+    this.writePieces([`${mail}\r\n${rcpt}\r\nBDAT ${message.length} LAST\r\n`, message]);
+    const { refusal, last: end } = await this.readPipelined('BDAT');
     if (refusal) throw refusal;
     if (end.code === 500 || end.code === 502) {
       // It offered CHUNKING but does not know BDAT (a broken implementation, or something in
@@ -285,6 +250,19 @@ export class SmtpClient {
     }
     if (end.code < 200 || end.code > 299) throw replyError('the message was refused', 'EPROTOCOL', 'BDAT', end);
     return end.text;
+  }
+
+  /**
+   * The replies to a pipelined MAIL FROM, RCPT TO and `last` (DATA or BDAT), which come in order.
+   * After a refusal the rest are read only to keep the dialogue in step (the server may as well
+   * close the connection, as after a 421): `refusal` is then the envelope's, and `last` whatever
+   * came, if anything (code 0).
+   */
+  private async readPipelined(last: string): Promise<{ refusal: SmtpError | null; last: Reply }> {
+    const m = await this.read(undefined, 'MAIL FROM');
+    const r = m.code === 250 ? await this.read(undefined, 'RCPT TO') : await this.readAfter();
+    const refusal = refused(m, r);
+    return { refusal, last: refusal ? await this.readAfter() : await this.read(undefined, last) };
   }
 
   /** RSET; false when the connection cannot go on. */
@@ -320,29 +298,12 @@ export class SmtpClient {
     if (!this.failure) this.socket.write(text);
   }
 
-  /**
-   * The message, dot-stuffed (a line starting with "." gets another, RFC 5321 4.5.2), bare LF sent
-   * as CRLF, then the ending "." line: gathered into one write of the pieces, not copied.
-   */
-  private writeData(message: Buffer): void {
+  /** Pieces in one write (corked), none of them copied. */
+  private writePieces(pieces: Array<Buffer | string>): void {
     if (this.failure) return;
     const s = this.socket;
     s.cork();
-    let from = 0;
-    if (message[0] === 0x2e) {
-      s.write('.');
-    }
-    for (let lf = message.indexOf(0x0a); lf >= 0; lf = message.indexOf(0x0a, lf + 1)) {
-      const bare = lf === 0 || message[lf - 1] !== 0x0d;
-      const dot = message[lf + 1] === 0x2e;
-      if (!bare && !dot) continue;
-      s.write(message.subarray(from, bare ? lf : lf + 1));
-      s.write(bare ? (dot ? '\r\n.' : '\r\n') : '.');
-      from = lf + 1;
-    }
-    if (from < message.length) s.write(message.subarray(from));
-    const last = message[message.length - 1];
-    s.write(last === 0x0a ? '.\r\n' : last === 0x0d ? '\n.\r\n' : '\r\n.\r\n');
+    for (const piece of pieces) s.write(piece);
     s.uncork();
   }
 
@@ -403,35 +364,4 @@ export class SmtpClient {
     this.socket?.destroy();
     for (const w of this.waiting.splice(0)) w.reject(e);
   }
-}
-
-/**
- * Whether the message is CRLF lines through to its end, which BDAT sends as they are: what DATA
- * would deliver of it, bare LFs made CRLF and a missing last line ending added, is then the same.
- */
-function crlfOnly(message: Buffer): boolean {
-  const n = message.length;
-  if (n < 2 || message[n - 2] !== 0x0d || message[n - 1] !== 0x0a) return false;
-  for (let lf = message.indexOf(0x0a); lf >= 0; lf = message.indexOf(0x0a, lf + 1)) if (lf === 0 || message[lf - 1] !== 0x0d) return false;
-  return true;
-}
-
-/** The refusal of MAIL FROM or RCPT TO, if either was refused. */
-function refused(mail: Reply, rcpt?: Reply): SmtpError | null {
-  if (mail.code !== 250) return replyError('MAIL FROM refused', 'EENVELOPE', 'MAIL FROM', mail);
-  if (rcpt && rcpt.code !== 250 && rcpt.code !== 251) return replyError('RCPT TO refused', 'EENVELOPE', 'RCPT TO', rcpt);
-  return null;
-}
-
-function replyError(what: string, code: SmtpErrorCode, command: string, r: Reply): SmtpError {
-  return new SmtpError(`${what}: ${r.text.replace(/\s+/g, ' ')}`, code, command, r.text);
-}
-
-function withCommand(e: Error, command?: string): Error {
-  if (!(e instanceof SmtpError) || !command || e.command) return e;
-  return new SmtpError(e.message, e.code, command, e.response);
-}
-
-function isTlsError(e: Error & { code?: string }): boolean {
-  return /^ERR_(SSL|TLS)|CERT|_KEY_|SELF_SIGNED/.test(e.code ?? '') || /SSL|TLS|certificate/i.test(e.message);
 }

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { rootCertificates, type ConnectionOptions } from 'node:tls';
-import { SmtpClient, SmtpError } from './smtp-client.js';
+import { SmtpClient } from './smtp-client.js';
+import { SmtpError } from './smtp-errors.js';
 import { classifyReply, parseReply, type Classification } from '../domain/classify.js';
 import type { Reply, SmtpStage } from '../domain/outcome.js';
 

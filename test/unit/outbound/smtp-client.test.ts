@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import net from 'node:net';
-import { SmtpClient, SmtpError } from '../../../src/outbound/smtp-client.js';
+import { SmtpClient } from '../../../src/outbound/smtp-client.js';
+import { SmtpError } from '../../../src/outbound/smtp-errors.js';
 import { transportReply } from '../../../src/outbound/smtp.js';
 import { freePort } from '../../helpers/postfix.js';
 import { ScriptedPeer, type PeerScript } from '../../helpers/scripted-peer.js';
