@@ -14,7 +14,7 @@ import type { Logger } from './lib/logger.js';
 import type { Lifecycle } from './api/deps.js';
 import { MxResolver } from './outbound/mx.js';
 import { deliverGroup } from './outbound/deliver.js';
-import type { RelayOptions } from './outbound/smtp.js';
+import { BdatMemory, type RelayOptions } from './outbound/smtp.js';
 import { Scheduler } from './outbound/scheduler.js';
 import { Throttle } from './outbound/throttle.js';
 import { destinationOf } from './domain/destinations.js';
@@ -128,7 +128,8 @@ function buildOutbound(
   const mtaSts = o.mta_sts ? new MtaSts(resolver, clock, { port: o.mta_sts_port, extraCa, timeoutMs: 10_000 }) : undefined;
   if (relay) log.info({ relay: `${relay.implicitTls ? 'smtps' : 'smtp'}://${relay.host}:${relay.port}`, user: relay.auth?.user ?? null }, 'all mail goes through the relay host');
   const signer = new SignerPool(o.signing_threads || cpus().length);
-  const smtp = { name: config.server.hostname, port: o.port, connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout, extraCa, chunking: o.chunking };
+  const timeouts = { connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout };
+  const smtp = { name: config.server.hostname, port: o.port, ...timeouts, extraCa, chunking: o.chunking, bdatMemory: new BdatMemory(clock) };
   const scheduler = new Scheduler({
     db,
     clock,

@@ -4,6 +4,7 @@ import { SmtpClient } from './smtp-client.js';
 import { SmtpError } from './smtp-errors.js';
 import { classifyReply, parseReply, type Classification } from '../domain/classify.js';
 import type { Reply, SmtpStage } from '../domain/outcome.js';
+import type { Clock } from '../lib/clock.js';
 
 export interface SmtpOptions {
   /** EHLO name (server.hostname). */
@@ -18,6 +19,8 @@ export interface SmtpOptions {
   extraCa?: string[];
   /** outbound.chunking: BDAT (RFC 3030) where the server offers it with PIPELINING. */
   chunking?: boolean;
+  /** The hosts not to send BDAT for a while; without it, a refusal is forgotten with the connection. */
+  bdatMemory?: BdatMemory;
 }
 
 /**
@@ -93,26 +96,37 @@ function tlsFor(host: string, valid: boolean, extraCa: string[] | undefined): Co
 
 /**
  * Hosts that offered CHUNKING and then answered BDAT as an unknown command (ECHUNKING), and until
- * when they are sent DATA instead: a day, so a server put right is given BDAT again. Process-wide,
- * like the MX cache; at most BDAT_MEMORY_HOSTS, the oldest forgotten first.
+ * when they are sent DATA instead: a day on the injected clock, so a server put right is given BDAT
+ * again. One for the process, like the MX cache; at most `maxHosts`, the oldest forgotten first.
  */
-const bdatRefused = new Map<string, number>();
-const BDAT_MEMORY_MS = 24 * 3_600_000;
-const BDAT_MEMORY_HOSTS = 10_000;
+export class BdatMemory {
+  private readonly until = new Map<string, number>();
 
-function chunkingFor(host: string, opts: SmtpOptions): boolean {
-  if (!opts.chunking) return false;
-  const until = bdatRefused.get(host.toLowerCase());
-  if (until === undefined) return true;
-  if (until > Date.now()) return false;
-  bdatRefused.delete(host.toLowerCase());
-  return true;
+  constructor(
+    private readonly clock: Clock,
+    private readonly forMs = 24 * 3_600_000,
+    private readonly maxHosts = 10_000,
+  ) {}
+
+  /** Whether BDAT may be tried with this host. */
+  allows(host: string): boolean {
+    const key = host.toLowerCase();
+    const until = this.until.get(key);
+    if (until === undefined) return true;
+    if (until > this.clock.now()) return false;
+    this.until.delete(key);
+    return true;
+  }
+
+  refused(host: string): void {
+    const key = host.toLowerCase();
+    this.until.delete(key);
+    if (this.until.size >= this.maxHosts) this.until.delete(this.until.keys().next().value!);
+    this.until.set(key, this.clock.now() + this.forMs);
+  }
 }
 
-function rememberBdatRefused(host: string): void {
-  if (bdatRefused.size >= BDAT_MEMORY_HOSTS) bdatRefused.delete(bdatRefused.keys().next().value!);
-  bdatRefused.set(host.toLowerCase(), Date.now() + BDAT_MEMORY_MS);
-}
+const chunkingFor = (host: string, opts: SmtpOptions): boolean => !!opts.chunking && (opts.bdatMemory?.allows(host) ?? true);
 
 /** One SMTP connection to one MX address; several transactions may run over it in turn. */
 export class SmtpSession {
@@ -120,6 +134,7 @@ export class SmtpSession {
     private readonly client: SmtpClient,
     /** The MX host name (for events and TLS), not the address. */
     readonly mx: string,
+    private readonly bdatMemory: BdatMemory | undefined,
   ) {}
 
   get secure(): boolean {
@@ -150,9 +165,9 @@ export class SmtpSession {
         chunking: chunkingFor(mx, opts),
       });
     try {
-      return new SmtpSession(await connect(true), mx);
+      return new SmtpSession(await connect(true), mx, opts.bdatMemory);
     } catch (e) {
-      if ((e as SmtpFailure).code === 'ETLS' && !opts.requireValidTls) return new SmtpSession(await connect(false), mx);
+      if ((e as SmtpFailure).code === 'ETLS' && !opts.requireValidTls) return new SmtpSession(await connect(false), mx, opts.bdatMemory);
       throw e;
     }
   }
@@ -186,7 +201,7 @@ export class SmtpSession {
         throw new SmtpError(`the relay host refused posthaste's credentials for ${user}: ${err.response ?? err.message}`, 'EAUTH', 'AUTH', err.response);
       }
     }
-    return new SmtpSession(client, relay.host);
+    return new SmtpSession(client, relay.host, opts.bdatMemory);
   }
 
   /** One transaction: MAIL FROM the return path, RCPT the recipient, DATA the signed message. */
@@ -198,12 +213,12 @@ export class SmtpSession {
       const err = e as SmtpFailure;
       if (err.code === 'ECHUNKING') {
         // Not an answer about the message: deferred, and the next connection to the host sends DATA.
-        rememberBdatRefused(this.mx);
+        this.bdatMemory?.refused(this.mx);
         this.client.destroy();
         const said = (err.response ?? '').replace(/\s+/g, ' ').trim();
         return {
           kind: 'broken',
-          reply: { code: 451, enhanced_code: '4.5.0', message: `${this.mx} offered CHUNKING but answered BDAT with "${said}"; it is sent DATA from now on`, classification: 'other' },
+          reply: { code: 451, enhanced_code: '4.5.0', message: `${this.mx} offered CHUNKING but answered BDAT with "${said}"; it is sent DATA for a day`, classification: 'other' },
         };
       }
       if (!err.responseCode) {

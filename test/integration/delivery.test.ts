@@ -296,8 +296,14 @@ t.test('a server that offers CHUNKING but does not know BDAT: deferred, not boun
   await deliver();
   m = await message(id);
   t.equal(recipient(m, 'c1@chunkless.test').state, 'delivered', 'and the retry too');
-  t.equal(chunkless.reads.flat().filter((l) => l.startsWith('BDAT')).length, 1, 'never BDAT again');
+  t.equal(chunkless.reads.flat().filter((l) => l.startsWith('BDAT')).length, 1, 'no BDAT again that day');
   t.equal(chunkless.messages.filter((x) => x.endsWith('\r\n.\r\n')).length, 2, 'both sent with DATA');
+  // A day on, on the daemon's clock, the server is given BDAT again (and still refuses it).
+  clock.advance(24 * 3_600_000);
+  const later = await send('c3@chunkless.test');
+  await deliver();
+  t.equal(chunkless.reads.flat().filter((l) => l.startsWith('BDAT')).length, 2, 'BDAT tried once more after a day');
+  t.equal(recipient(await message(later), 'c3@chunkless.test').state, 'deferred');
 });
 
 t.test('DNS: NXDOMAIN and null MX bounce at once, SERVFAIL defers, no MX falls back to the A record', async (t) => {
