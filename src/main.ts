@@ -1,4 +1,4 @@
-import { relayTarget, returnPathDomain, type Config } from './config/schema.js';
+import { returnPathDomain, type Config } from './config/schema.js';
 import { live, inboundSettings, outboundSettings, sendSettings, type InboundSettings, type Live, type OutboundSettings, type SendSettings } from './config/settings.js';
 import { openDb, migrate } from './store/db.js';
 import { ensureDefaultCustomer } from './store/customers.js';
@@ -15,6 +15,8 @@ import type { Lifecycle } from './api/deps.js';
 import { MxResolver } from './outbound/mx.js';
 import { deliverGroup } from './outbound/deliver.js';
 import { BdatMemory, type RelayOptions } from './outbound/smtp.js';
+import { relayOptions } from './outbound/relay.js';
+import { Dane } from './outbound/dane.js';
 import { Scheduler } from './outbound/scheduler.js';
 import { Throttle } from './outbound/throttle.js';
 import { destinationOf } from './domain/destinations.js';
@@ -67,24 +69,6 @@ export const SHUTDOWN_GRACE_MS = 28_000;
 
 export const RETURN_PATH_SECRET = 'return_path_secret';
 
-/** outbound.relay with its credentials: the password from relay_password_file, else relay_password (the environment). */
-function relayOptions(config: Config): RelayOptions | null {
-  const o = config.outbound;
-  const target = relayTarget(config); // valid: loadConfig checked it
-  if (!target) return null;
-  if (!o.relay_user) return target;
-  let pass = o.relay_password;
-  if (o.relay_password_file) {
-    try {
-      pass = readFileSync(o.relay_password_file, 'utf8').split(/\r?\n/)[0]!;
-    } catch (e) {
-      throw new ConfigError('outbound.relay_password_file', `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-    }
-  }
-  if (!pass) throw new ConfigError('outbound.relay_user', 'a relay user needs a password: outbound.relay_password_file, or POSTHASTE_OUTBOUND_RELAY_PASSWORD in the environment');
-  return { ...target, auth: { user: o.relay_user, pass } };
-}
-
 /** What the steps share: the configuration as started (never changed), the log, the clock, and each part's settings that reloads replace. */
 interface Ctx {
   config: Config;
@@ -126,6 +110,8 @@ function buildOutbound(
   const mx = new MxResolver(resolver, clock);
   const extraCa = o.tls_ca_file ? [readFileSync(o.tls_ca_file, 'utf8')] : [];
   const mtaSts = o.mta_sts ? new MtaSts(resolver, clock, { port: o.mta_sts_port, extraCa, timeoutMs: 10_000 }) : undefined;
+  const dane = o.dane ? Dane.through(resolver, clock, o.port) : undefined;
+  if (dane && !dane.onLoopback) log.warn({ servers: resolver.getServers() }, 'outbound.dane trusts the DNS servers to validate DNSSEC: use a validating resolver on loopback');
   if (relay) log.info({ relay: `${relay.implicitTls ? 'smtps' : 'smtp'}://${relay.host}:${relay.port}`, user: relay.auth?.user ?? null }, 'all mail goes through the relay host');
   const signer = new SignerPool(o.signing_threads || cpus().length);
   const timeouts = { connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout };
@@ -156,6 +142,7 @@ function buildOutbound(
           log,
           sign: (input) => signer.sign(input),
           ...(mtaSts ? { mtaSts } : {}),
+          ...(dane ? { dane } : {}),
           ...(relay ? { relay } : {}),
           returnPathSecret,
           returnPathDomain: returnPathDomain(config),

@@ -104,6 +104,11 @@ export const schema = {
     ),
     mta_sts: k({ type: 'bool' }, true, "Honour the recipient domain's MTA-STS policy (RFC 8461)"),
     mta_sts_port: k({ type: 'int', min: 1, max: 65535 }, 443, 'HTTPS port MTA-STS policies are fetched from (tests point it at a local server)'),
+    dane: k(
+      { type: 'bool' },
+      false,
+      "DANE (RFC 7672): where a recipient's MX is DNSSEC-signed and publishes TLSA records, TLS is required and the certificate must match them; needs a validating resolver in dns.servers (or the system's) on loopback",
+    ),
     tls_ca_file: k({ type: 'string' }, '', 'PEM file of extra CA certificates trusted when TLS must be valid (MTA-STS, the relay host); empty: the system CAs only'),
     relay: k(
       { type: 'string' },

@@ -8,6 +8,7 @@ import { reply, suppressFor, type Outcome, type Reply, type SuppressionPolicy } 
 import { UnsendableMessage } from '../domain/errors.js';
 import type { MxResolver } from './mx.js';
 import { mxMatches, type MtaSts } from './mta-sts.js';
+import type { Dane } from './dane.js';
 import type { SignInput, Signed } from './signer.js';
 import { SmtpSession, replyOf, type RelayOptions, type SmtpOptions } from './smtp.js';
 import type { Logger } from '../lib/logger.js';
@@ -31,6 +32,8 @@ export interface DeliverDeps {
   db: Db;
   /** MTA-STS policies; undefined when outbound.mta_sts is off. */
   mtaSts?: MtaSts;
+  /** DANE policies (TLSA through a validating resolver); undefined when outbound.dane is off. */
+  dane?: Dane;
   /** Composes (first time) and DKIM-signs; a SignerPool in the daemon. */
   sign: (input: SignInput) => Promise<Signed>;
   mx: MxResolver;
@@ -68,12 +71,12 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   const pending = checkSuppression(deps, items, results);
   if (pending.length === 0) return done();
 
-  const route = deps.relay ? { hosts: [deps.relay.host], smtp: deps.smtp } : await directRoute(deps, domain);
+  const route = deps.relay ? { hosts: [deps.relay.host], smtp: deps.smtp, implicit: false } : await directRoute(deps, domain);
   if ('outcome' in route) {
     for (const item of pending) results.push({ item, outcome: route.outcome });
     return done();
   }
-  const { hosts, smtp } = route;
+  const { hosts, smtp, implicit } = route;
 
   // Step: compose and sign on the signing threads a few messages ahead of the one being sent;
   // connect only once the first is ready (a cold signing thread takes seconds to start), so no
@@ -105,7 +108,7 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   let lastFailure: Reply = reply(451, '4.4.1', `${domain}: no MX host could be reached`, 'connection_failure');
   // A connection lost mid-way is re-opened once for the rest of the group.
   for (let round = 0; round < 2 && queue.length > 0; round++) {
-    const opened = await connect(deps, hosts, smtp, deps.relay);
+    const opened = await connect(deps, { domain, hosts, smtp, implicit });
     if ('failure' in opened) {
       lastFailure = opened.failure;
       if (isRateLimit(opened.failure)) {
@@ -170,7 +173,7 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
  * policy in enforce mode (only the hosts it names, only over valid TLS); or the outcome for all
  * of its recipients when there is nowhere to go.
  */
-async function directRoute(deps: DeliverDeps, domain: string): Promise<{ hosts: string[]; smtp: SmtpOptions } | { outcome: Outcome }> {
+async function directRoute(deps: DeliverDeps, domain: string): Promise<Route | { outcome: Outcome }> {
   const mx = await deps.mx.resolve(domain);
   if (mx.kind !== 'hosts')
     return {
@@ -183,10 +186,10 @@ async function directRoute(deps: DeliverDeps, domain: string): Promise<{ hosts: 
     };
   const hosts = mx.hosts.map((h) => h.host);
   const policy = deps.mtaSts ? await deps.mtaSts.policy(domain) : null;
-  if (policy?.mode !== 'enforce') return { hosts, smtp: deps.smtp };
+  if (policy?.mode !== 'enforce') return { hosts, smtp: deps.smtp, implicit: mx.implicit };
   const allowed = hosts.filter((h) => mxMatches(policy.mx, h));
   if (allowed.length === 0) return { outcome: { kind: 'deferred', reply: reply(451, '4.7.5', `${domain}: no MX host matches its MTA-STS policy (mx: ${policy.mx.join(', ')})`, 'tls_failure') } };
-  return { hosts: allowed, smtp: { ...deps.smtp, requireValidTls: true } };
+  return { hosts: allowed, smtp: { ...deps.smtp, requireValidTls: true }, implicit: mx.implicit };
 }
 
 /** Step: a recipient suppressed since it was queued is not sent to. */
@@ -213,15 +216,33 @@ function checkSuppression(deps: DeliverDeps, items: DeliveryItem[], results: Ite
   return keep;
 }
 
-/** Step: try each MX host (or the relay host) in order, each of its addresses in turn, until one answers. */
-async function connect(deps: DeliverDeps, hosts: string[], smtp: SmtpOptions, relay?: RelayOptions): Promise<{ session: SmtpSession } | { failure: Reply }> {
+/** Where a group goes: its hosts in order (MX hosts, or the relay host), how to speak to them. */
+interface Route {
+  hosts: string[];
+  smtp: SmtpOptions;
+  /** The domain has no MX and is its own host (RFC 5321 5.1). */
+  implicit: boolean;
+}
+
+/**
+ * Step: try each MX host (or the relay host) in order, each of its addresses in turn, until one
+ * answers; under DANE, a host whose TLSA records could not be looked up is passed over, and one
+ * with records is spoken to over TLS they authenticate.
+ */
+async function connect(deps: DeliverDeps, route: Route & { domain: string }): Promise<{ session: SmtpSession } | { failure: Reply }> {
+  const { relay } = deps;
   let failure: Reply = reply(451, '4.4.1', 'no MX host could be reached', 'connection_failure');
-  for (const host of hosts) {
+  for (const host of route.hosts) {
     let addresses: string[];
     try {
       addresses = await deps.mx.addresses(host);
     } catch (e) {
       failure = reply(451, '4.4.3', `${host}: ${(e as Error).message}`, 'dns_failure');
+      continue;
+    }
+    const smtp = relay || !deps.dane ? route.smtp : await daneOptions(deps.dane, route, host);
+    if ('failure' in smtp) {
+      failure = smtp.failure;
       continue;
     }
     for (const address of addresses) {
@@ -235,6 +256,14 @@ async function connect(deps: DeliverDeps, hosts: string[], smtp: SmtpOptions, re
     }
   }
   return { failure };
+}
+
+/** The SMTP options for one MX host under its DANE policy; where there are TLSA records, DANE rather than MTA-STS decides how TLS is checked (RFC 8461 2). */
+async function daneOptions(dane: Dane, route: Route & { domain: string }, host: string): Promise<SmtpOptions | { failure: Reply }> {
+  const policy = await dane.policy(route.domain, host, route.implicit);
+  if (policy.kind === 'none') return route.smtp;
+  if (policy.kind === 'temporary') return { failure: reply(451, '4.7.5', `${host}: ${policy.detail}`, 'dns_failure') };
+  return { ...route.smtp, requireValidTls: false, dane: { verify: policy.kind === 'dane' ? dane.verifier(policy.records, host) : null } };
 }
 
 /** Step: compose (first time only) and DKIM-sign with the sender domain's key. */

@@ -1,7 +1,7 @@
 // DKIM signing (RFC 6376): rsa-sha256, relaxed/relaxed, d= the sender domain. Written here rather
 // than through mailauth's signer, which does the same work through a streaming message parser and
 // general-purpose header formatting: on the benchmarks' 2.3 KB message that cost 0.5 ms a message
-// besides the 0.8 ms of the RSA signature itself (docs/delivery.md, step 6 "Send"). mailauth
+// besides the 0.8 ms of the RSA signature itself (docs/delivery.md, step 7 "Send"). mailauth
 // still verifies (inbound mail, and the tests check every signature made here with it and with
 // dkimpy).
 import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';

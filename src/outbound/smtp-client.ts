@@ -27,6 +27,8 @@ export interface SmtpClientOptions {
   tls: tls.ConnectionOptions;
   /** BDAT (RFC 3030) where the server offers CHUNKING and PIPELINING; otherwise DATA. */
   chunking?: boolean;
+  /** After the STARTTLS handshake: why the server is not the one expected (DANE), or null. */
+  checkPeer?: (socket: tls.TLSSocket) => string | null;
 }
 
 const MAX_REPLY = 64 * 1024;
@@ -140,6 +142,8 @@ export class SmtpClient {
       };
       secure.once('error', fail);
       secure.once('secureConnect', () => {
+        const wrong = this.opts.checkPeer?.(secure);
+        if (wrong) return fail(new Error(wrong));
         clearTimeout(timer);
         secure.off('error', fail);
         this.secure = true;

@@ -1,7 +1,9 @@
 import { isIP } from 'node:net';
-import { rootCertificates, type ConnectionOptions } from 'node:tls';
+import type { X509Certificate } from 'node:crypto';
+import { rootCertificates, type ConnectionOptions, type TLSSocket } from 'node:tls';
 import { SmtpClient } from './smtp-client.js';
 import { SmtpError } from './smtp-errors.js';
+import { presentedChain } from './dane.js';
 import { classifyReply, parseReply, type Classification } from '../domain/classify.js';
 import type { Reply, SmtpStage } from '../domain/outcome.js';
 import type { Clock } from '../lib/clock.js';
@@ -21,6 +23,11 @@ export interface SmtpOptions {
   chunking?: boolean;
   /** The hosts not to send BDAT for a while; without it, a refusal is forgotten with the connection. */
   bdatMemory?: BdatMemory;
+  /**
+   * DANE (RFC 7672) for this host: STARTTLS required with no fallback, and `verify` checks the chain
+   * presented (null: TLSA records of which none is usable, so TLS without authentication).
+   */
+  dane?: { verify: ((chain: X509Certificate[]) => string | null) | null };
 }
 
 /**
@@ -151,6 +158,8 @@ export class SmtpSession {
    * without TLS, as Postfix's `may` level and ZoneMTA do (docs/protocols.md 3).
    */
   static async open(mx: string, address: string, opts: SmtpOptions): Promise<SmtpSession> {
+    const requireTls = !!opts.requireValidTls || !!opts.dane;
+    const verify = opts.dane?.verify;
     const connect = (startTls: boolean) =>
       SmtpClient.connect({
         host: address,
@@ -160,14 +169,16 @@ export class SmtpSession {
         greetingTimeout: opts.greetingTimeout,
         commandTimeout: opts.commandTimeout,
         startTls,
-        requireTls: !!opts.requireValidTls,
-        tls: tlsFor(mx, !!opts.requireValidTls, opts.extraCa),
+        requireTls,
+        // Under DANE the TLSA records decide, not the WebPKI: DANE-EE certificates are often self-signed.
+        tls: tlsFor(mx, !!opts.requireValidTls && !opts.dane, opts.extraCa),
         chunking: chunkingFor(mx, opts),
+        ...(verify ? { checkPeer: (socket: TLSSocket) => verify(presentedChain(socket)) } : {}),
       });
     try {
       return new SmtpSession(await connect(true), mx, opts.bdatMemory);
     } catch (e) {
-      if ((e as SmtpFailure).code === 'ETLS' && !opts.requireValidTls) return new SmtpSession(await connect(false), mx, opts.bdatMemory);
+      if ((e as SmtpFailure).code === 'ETLS' && !requireTls) return new SmtpSession(await connect(false), mx, opts.bdatMemory);
       throw e;
     }
   }

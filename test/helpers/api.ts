@@ -13,6 +13,16 @@ export async function getEmail(baseUrl: string, key: string, id: string): Promis
   return (await request(`${baseUrl}/api/v1/emails/${encodeURIComponent(id)}`, { key })).body;
 }
 
+/**
+ * A short message from a@example.com to `to`, delivered at once by a daemon started with
+ * manualDelivery, and read back.
+ */
+export async function sendAndDeliver(s: { url: string; daemon: { scheduler: { drain(): Promise<void> } } }, key: string, to: string): Promise<Json> {
+  const id = await sendEmail(s.url, key, { from: 'a@example.com', to, subject: 's', text_body: 'b' });
+  await s.daemon.scheduler.drain();
+  return getEmail(s.url, key, id);
+}
+
 /** A message's events of one type, optionally for one recipient. */
 export function eventsOf(m: Json, type: string, recipient?: string): Json[] {
   return (m.events as Json[]).filter((e) => e.type === type && (!recipient || e.data.recipient === recipient));

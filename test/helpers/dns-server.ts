@@ -6,6 +6,7 @@ export interface ZoneRecords {
   MX?: Array<{ preference: number; exchange: string }>;
   A?: string[];
   AAAA?: string[];
+  TLSA?: dnsPacket.TlsaData[];
 }
 
 /**
@@ -17,6 +18,11 @@ export class TestDnsServer {
   zone = new Map<string, ZoneRecords>();
   failures = new Map<string, 'SERVFAIL' | 'timeout'>();
   queries: Array<{ name: string; type: string }> = [];
+  /**
+   * Zones (apex names) this server answers for as a validating resolver would for signed ones: the
+   * AD bit on every answer and denial under them, to a query that asks (AD or DO set, RFC 6840 5.7).
+   */
+  signed = new Set<string>();
   /** Answers that change between queries (DNS rebinding): called with how many times name/type was asked. */
   dynamic = new Map<string, (type: string, count: number) => ZoneRecords | undefined>();
   private counts = new Map<string, number>();
@@ -39,7 +45,7 @@ export class TestDnsServer {
   }
 
   private answer(msg: Buffer, rinfo: dgram.RemoteInfo): void {
-    let query: dnsPacket.Packet;
+    let query: dnsPacket.DecodedPacket;
     try {
       query = dnsPacket.decode(msg);
     } catch {
@@ -63,12 +69,15 @@ export class TestDnsServer {
       if (q.type === 'MX') for (const m of records.MX ?? []) answers.push({ type: 'MX', name: q.name, ttl, data: m });
       if (q.type === 'A') for (const a of records.A ?? []) answers.push({ type: 'A', name: q.name, ttl, data: a });
       if (q.type === 'AAAA') for (const a of records.AAAA ?? []) answers.push({ type: 'AAAA', name: q.name, ttl, data: a });
+      if (q.type === 'TLSA') for (const r of records.TLSA ?? []) answers.push({ type: 'TLSA', name: q.name, ttl, data: r });
     }
     const rcode = failure === 'SERVFAIL' ? 'SERVFAIL' : records ? 'NOERROR' : 'NXDOMAIN';
+    const asked = query.flag_ad || (query.additionals ?? []).some((a) => a.type === 'OPT' && a.flag_do);
+    const validated = asked && rcode !== 'SERVFAIL' && [...this.signed].some((apex) => name === apex || name.endsWith(`.${apex}`));
     const response = dnsPacket.encode({
       id: query.id,
       type: 'response',
-      flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | rcodeFlag(rcode),
+      flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | (validated ? dnsPacket.AUTHENTIC_DATA : 0) | rcodeFlag(rcode),
       questions: query.questions,
       answers,
     });

@@ -5,9 +5,8 @@ import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
 import { fixture, fixturePath } from '../helpers/fixtures.js';
 import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
-import type { Json } from '../helpers/http.js';
 import { mxMatches } from '../../src/outbound/mta-sts.js';
-import { sendEmail, getEmail } from '../helpers/api.js';
+import { sendAndDeliver } from '../helpers/api.js';
 
 const tls = { key: fixture('tls/server-key.pem'), cert: fixture('tls/server.pem') };
 const dns = await new TestDnsServer().start();
@@ -49,14 +48,10 @@ t.teardown(() => s.close());
 const key = makeKey(s.db);
 makeDomain(s.db, 'example.com');
 
-async function sendAndDeliver(to: string): Promise<Json> {
-  const id = await sendEmail(s.url, key, { from: 'a@example.com', to, subject: 's', text_body: 'b' });
-  await s.daemon.scheduler.drain();
-  return getEmail(s.url, key, id);
-}
+const deliver = (to: string) => sendAndDeliver(s, key, to);
 
 t.test('enforce: delivered to the policy MX over TLS with a valid certificate', async (t) => {
-  const m = await sendAndDeliver('a@sts.test');
+  const m = await deliver('a@sts.test');
   t.equal(m.recipients[0].state, 'delivered');
   t.match(m.events[0].data, { mx: 'mx.sts.test', tls: true });
   t.equal(valid.received.length, 1);
@@ -67,7 +62,7 @@ t.test('enforce: an MX with an invalid certificate is not delivered to (deferred
   // mx.stsbad.test is in this policy too: the certificate, not the name, is what fails.
   policyText = 'version: STSv1\nmode: enforce\nmx: mx.sts.test\nmx: mx.stsbad.test\nmax_age: 86400\n';
   const before = selfSigned.received.length;
-  const m = await sendAndDeliver('b@stsbad.test');
+  const m = await deliver('b@stsbad.test');
   t.equal(m.recipients[0].state, 'deferred');
   t.equal(m.events[0].data.response.classification, 'tls_failure');
   t.equal(selfSigned.received.length, before, 'nothing was sent in the clear or over the bad certificate');
@@ -77,14 +72,14 @@ t.test('enforce: an MX the policy does not name is not even connected to', async
   dns.set('_mta-sts.sts.test', { TXT: ['v=STSv1; id=20261122'] }); // a new id: the policy is fetched again
   policyText = 'version: STSv1\nmode: enforce\nmx: *.elsewhere.test\nmax_age: 86400\n';
   const conns = valid.connections;
-  const m = await sendAndDeliver('c@sts.test');
+  const m = await deliver('c@sts.test');
   t.equal(m.recipients[0].state, 'deferred');
   t.match(m.events[0].data.response, { classification: 'tls_failure', message: /MTA-STS/ });
   t.equal(valid.connections, conns);
 });
 
 t.test('no policy: opportunistic TLS delivers despite a self-signed certificate', async (t) => {
-  const m = await sendAndDeliver('d@plain.test');
+  const m = await deliver('d@plain.test');
   t.equal(m.recipients[0].state, 'delivered');
   t.equal(m.events[0].data.tls, true);
 });
