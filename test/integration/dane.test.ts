@@ -1,9 +1,12 @@
 import t from 'tap';
 import { createHash, X509Certificate } from 'node:crypto';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { ManualClock } from '../../src/lib/clock.js';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
 import { ScriptedPeer } from '../helpers/scripted-peer.js';
-import { fixture } from '../helpers/fixtures.js';
+import { fixture, fixturePath } from '../helpers/fixtures.js';
 import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
 import type { Json } from '../helpers/http.js';
 import { sendAndDeliver } from '../helpers/api.js';
@@ -50,7 +53,20 @@ dns.failures.set(tlsa('mx.servfail.dane.test'), 'SERVFAIL');
 // Records that do not match, in a zone that is not signed: nothing to go by.
 zone('unsigned.test', 'mx.unsigned.test', '127.0.0.8', [wrongEe]);
 
-const s = await startTestServer(`[outbound]\nport = ${mx.port}\ndane = true\nconnect_timeout = "2s"\n`, { manualDelivery: true, dns: dns.server });
+// sts.test also enforces MTA-STS, its policy served over https with the test CA's certificate.
+const web = https.createServer({ key: fixture('tls/server-key.pem'), cert: serverPem }, (_req, res) => {
+  res.writeHead(200, { 'content-type': 'text/plain' }).end('version: STSv1\nmode: enforce\nmx: *.sts.test\nmax_age: 86400\n');
+});
+await new Promise<void>((resolve) => web.listen(0, '127.0.0.10', () => resolve()));
+t.teardown(() => new Promise((resolve) => web.close(resolve)));
+dns.set('_mta-sts.sts.test', { TXT: ['v=STSv1; id=1'] });
+dns.set('mta-sts.sts.test', { A: ['127.0.0.10'] });
+
+const clock = new ManualClock(Date.now());
+const s = await startTestServer(
+  `[outbound]\nport = ${mx.port}\ndane = true\nconnect_timeout = "2s"\nmta_sts_port = ${(web.address() as AddressInfo).port}\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n`,
+  { manualDelivery: true, dns: dns.server, clock },
+);
 t.teardown(() => s.close());
 const key = makeKey(s.db);
 makeDomain(s.db, 'example.com');
@@ -120,4 +136,25 @@ t.test('an unsigned zone: its TLSA records are not even looked up, and delivery 
     dns.queries.some((q) => q.type === 'TLSA' && q.name.endsWith('unsigned.test')),
     'no TLSA query for a host whose MX is not signed',
   );
+});
+
+t.test('with MTA-STS enforced: DANE decides TLS for a host with records, both ways (RFC 8461 2)', async (t) => {
+  // A certificate the policy would take (valid for mx.sts.test under the configured CA), a record
+  // that does not match it: not delivered.
+  dns.set('sts.test', { MX: [{ preference: 10, exchange: 'mx.sts.test' }] });
+  dns.set(tlsa('mx.sts.test'), { TLSA: [wrongEe] });
+  clock.advance(3_600_000); // past every cached answer
+  let m = await deliver('j@sts.test');
+  t.equal(m.recipients[0].state, 'deferred', 'MTA-STS does not make good a failed DANE check');
+  t.match(deferral(m), { classification: 'tls_failure', message: /matches none of the TLSA records/ });
+  // A host the policy allows whose certificate is not valid for its name, with a record that
+  // matches its key: delivered, where MTA-STS alone would have refused the certificate.
+  dns.set('sts.test', { MX: [{ preference: 10, exchange: 'mx2.sts.test' }] });
+  dns.set('mx2.sts.test', { A: ['127.0.0.8'] });
+  dns.set(tlsa('mx2.sts.test'), { TLSA: [daneEe] });
+  dns.set(tlsa('mx.sts.test'), { TLSA: [daneTa] });
+  clock.advance(3_600_000);
+  m = await deliver('k@sts.test');
+  t.equal(m.recipients[0].state, 'delivered');
+  t.equal(received('k@sts.test')[0]?.secure, true);
 });
