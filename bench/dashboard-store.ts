@@ -123,7 +123,7 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
           let outcome: Outcome;
           if (roll < 0.03) outcome = { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.1', 'The email account that you tried to reach does not exist.', 'unknown_user'), suppress: true };
           else if (roll < 0.04 && at > now - 24 * HOUR) outcome = { kind: 'deferred', reply: reply(421, '4.7.0', 'Try again later, closing connection.', 'rate_limited') };
-          else outcome = { kind: 'delivered', reply: reply(250, '2.0.0', `OK ${at} q${i}si - gsmtp`, 'delivered'), mx: `mx.${row.domain}`, tls: true };
+          else outcome = { kind: 'delivered', reply: reply(250, '2.0.0', `OK ${at} q${i}si - gsmtp`, 'delivered'), mx: `mx.${row.domain}`, tls: true, tlsVerified: false };
           recordOutcome(db, m, claimed, outcome, policy, outcomeAt);
           if (outcome.kind === 'delivered' && roll > 1 - 1 / 300) recordComplaint(db, m, claimed, { feedback_type: 'abuse', user_agent: 'bench/1.0' }, outcomeAt + HOUR);
         }

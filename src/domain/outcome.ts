@@ -12,7 +12,8 @@ export function reply(code: number, enhanced: string, message: string, classific
 }
 
 export type Outcome =
-  | { kind: 'delivered'; reply: Reply; mx: string; tls: boolean }
+  /** `tlsVerified`: the server's certificate was checked (DANE, MTA-STS enforce, the relay host), not only encrypted to. */
+  | { kind: 'delivered'; reply: Reply; mx: string; tls: boolean; tlsVerified: boolean }
   /** Temporary: the recorder turns it into a retry, or into an `expired` bounce past max_queue_time. */
   | { kind: 'deferred'; reply: Reply; mx?: string }
   /** `suppress`: the failure puts the address on the suppression list (suppressFor, decided where the failure was read). */

@@ -135,7 +135,7 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
         const from = returnPath(deps.returnPathSecret, item.recipient.id, deps.returnPathDomain);
         const r = await session.send(from, item.recipient.address, message);
         reclaimAfter(message.length);
-        if (r.kind === 'accepted') results.push({ item, outcome: { kind: 'delivered', reply: r.reply, mx: session.mx, tls: session.secure } });
+        if (r.kind === 'accepted') results.push({ item, outcome: { kind: 'delivered', reply: r.reply, mx: session.mx, tls: session.secure, tlsVerified: session.verified } });
         else if (r.kind === 'refused' && r.permanent) {
           const suppress = suppressFor({ classification: r.reply.classification, status: r.reply.enhanced_code || null, stage: r.stage, text: r.reply.message }, deps.suppression);
           results.push({ item, outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply, suppress } });

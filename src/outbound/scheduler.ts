@@ -262,7 +262,7 @@ export class Scheduler {
         for (const step of sandboxSteps(recipient.address, recipient.attempts)) {
           if (step.kind === 'async_bounce') recordAsyncBounce(db, message, recipient, step.reply, true, now);
           else if (step.kind === 'complaint') recordComplaint(db, message, recipient, { feedback_type: step.feedbackType, user_agent: step.userAgent, arrival_date: new Date(now).toISOString() }, now);
-          else if (step.kind === 'delivered') recordOutcome(db, message, recipient, { kind: 'delivered', reply: step.reply, mx: 'sandbox', tls: false }, policy, now);
+          else if (step.kind === 'delivered') recordOutcome(db, message, recipient, { kind: 'delivered', reply: step.reply, mx: 'sandbox', tls: false, tlsVerified: false }, policy, now);
           else recordOutcome(db, message, recipient, step, policy, now);
         }
     });

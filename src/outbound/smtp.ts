@@ -142,7 +142,14 @@ export class SmtpSession {
     /** The MX host name (for events and TLS), not the address. */
     readonly mx: string,
     private readonly bdatMemory: BdatMemory | undefined,
+    /** TLS was required with the certificate checked (DANE records or the WebPKI), not merely offered. */
+    private readonly checked: boolean,
   ) {}
+
+  /** Over TLS whose certificate was checked: DANE, MTA-STS enforce, or the relay host. */
+  get verified(): boolean {
+    return this.checked && this.client.secure;
+  }
 
   get secure(): boolean {
     return this.client.secure;
@@ -176,9 +183,9 @@ export class SmtpSession {
         ...(verify ? { checkPeer: (socket: TLSSocket) => verify(presentedChain(socket)) } : {}),
       });
     try {
-      return new SmtpSession(await connect(true), mx, opts.bdatMemory);
+      return new SmtpSession(await connect(true), mx, opts.bdatMemory, !!opts.requireValidTls || !!verify);
     } catch (e) {
-      if ((e as SmtpFailure).code === 'ETLS' && !requireTls) return new SmtpSession(await connect(false), mx, opts.bdatMemory);
+      if ((e as SmtpFailure).code === 'ETLS' && !requireTls) return new SmtpSession(await connect(false), mx, opts.bdatMemory, false);
       throw e;
     }
   }
@@ -212,7 +219,7 @@ export class SmtpSession {
         throw new SmtpError(`the relay host refused posthaste's credentials for ${user}: ${err.response ?? err.message}`, 'EAUTH', 'AUTH', err.response);
       }
     }
-    return new SmtpSession(client, relay.host, opts.bdatMemory);
+    return new SmtpSession(client, relay.host, opts.bdatMemory, true);
   }
 
   /** One transaction: MAIL FROM the return path, RCPT the recipient, DATA the signed message. */

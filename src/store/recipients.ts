@@ -51,7 +51,7 @@ export function recordOutcome(db: Db, m: QueuedMessage, r: Claimed, outcome: Out
       case 'delivered': {
         update.run('delivered', attempt, null, JSON.stringify(outcome.reply), now, r.id);
         const { classification: _c, ...response } = outcome.reply;
-        emit('email.delivered', { ...base, response, mx: outcome.mx, tls: outcome.tls, attempt });
+        emit('email.delivered', { ...base, response, mx: outcome.mx, tls: outcome.tls, tls_verified: outcome.tlsVerified, attempt });
         return;
       }
       case 'suppressed':

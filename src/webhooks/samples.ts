@@ -16,7 +16,7 @@ export function sampleData(type: EventType, now: number): Record<string, unknown
   };
   switch (type) {
     case 'email.delivered':
-      return { ...base, response: { code: 250, enhanced_code: '2.0.0', message: 'OK 1732190000 a1b2c3d4e5 - gsmtp' }, mx: 'mx.example.org', tls: true, attempt: 1 };
+      return { ...base, response: { code: 250, enhanced_code: '2.0.0', message: 'OK 1732190000 a1b2c3d4e5 - gsmtp' }, mx: 'mx.example.org', tls: true, tls_verified: false, attempt: 1 };
     case 'email.deferred':
       return {
         ...base,

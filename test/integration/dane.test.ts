@@ -79,6 +79,7 @@ t.test('DANE-EE: the server key matches a record, whatever names its certificate
   const m = await deliver('a@ee.dane.test');
   t.equal(m.recipients[0].state, 'delivered');
   t.equal(received('a@ee.dane.test')[0]?.secure, true);
+  t.match(m.events.find((e: Json) => e.type === 'email.delivered').data, { tls: true, tls_verified: true });
 });
 
 t.test('DANE-EE: no record matches, so deferred as a TLS failure and never sent without TLS', async (t) => {
@@ -106,6 +107,7 @@ t.test('TLSA records of which none is usable (PKIX-EE): TLS is required but not 
   const m = await deliver('e@unusable.dane.test');
   t.equal(m.recipients[0].state, 'delivered');
   t.equal(received('e@unusable.dane.test')[0]?.secure, true);
+  t.match(m.events.find((e: Json) => e.type === 'email.delivered').data, { tls: true, tls_verified: false });
 });
 
 t.test('usable TLSA records and a server without STARTTLS: deferred, not sent in plaintext', async (t) => {

@@ -53,7 +53,7 @@ const deliver = (to: string) => sendAndDeliver(s, key, to);
 t.test('enforce: delivered to the policy MX over TLS with a valid certificate', async (t) => {
   const m = await deliver('a@sts.test');
   t.equal(m.recipients[0].state, 'delivered');
-  t.match(m.events[0].data, { mx: 'mx.sts.test', tls: true });
+  t.match(m.events[0].data, { mx: 'mx.sts.test', tls: true, tls_verified: true });
   t.equal(valid.received.length, 1);
   t.ok(fetches >= 1, 'the policy was fetched over https');
 });
@@ -82,6 +82,7 @@ t.test('no policy: opportunistic TLS delivers despite a self-signed certificate'
   const m = await deliver('d@plain.test');
   t.equal(m.recipients[0].state, 'delivered');
   t.equal(m.events[0].data.tls, true);
+  t.equal(m.events[0].data.tls_verified, false, 'encrypted, not verified');
 });
 
 t.test('policy mx patterns: a wildcard covers exactly one label', async (t) => {

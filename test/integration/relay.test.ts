@@ -148,7 +148,7 @@ t.test('smtp:// with STARTTLS and AUTH: every domain goes through the relay, sig
         'each message over TLS by the authenticated user',
       );
       const ev = m.events.find((e: Json) => e.type === 'email.delivered');
-      t.match(ev.data, { mx: 'localhost', tls: true, response: { code: 250, message: /queued as RELAYED/ } }, 'the event names the relay host');
+      t.match(ev.data, { mx: 'localhost', tls: true, tls_verified: true, response: { code: 250, message: /queued as RELAYED/ } }, 'the event names the relay host');
       t.match(relay.received[0]!.from, /^bounces\+[0-9a-z]{20}@bounces\.test\.posthaste$/, 'the per-recipient return path is kept');
       const resolver = new Resolver();
       resolver.setServers([dns.server]);
