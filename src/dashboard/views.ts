@@ -164,9 +164,16 @@ export function messageBody(c: PageContext, m: NonNullable<ReturnType<typeof get
         <div class="card"><p class="muted">${r.field} · ${r.attempts} attempt(s)${r.next_attempt_at ? ` · next attempt ${r.next_attempt_at}` : ''}</p>
         ${r.last_response ? html`<p>Last reply: <code class="wrap">${JSON.stringify(r.last_response)}</code></p>` : ''}
         <ol>${events.map((e) => {
-          const d = e.data as Record<string, unknown> & { response?: { code?: number; enhanced_code?: string; message?: string }; attempt?: number; mx?: string };
+          const d = e.data as Record<string, unknown> & {
+            response?: { code?: number; enhanced_code?: string; message?: string };
+            attempt?: number;
+            mx?: string;
+            tls?: boolean;
+            tls_verified?: boolean;
+          };
+          const tls = d.tls === undefined ? '' : d.tls ? (d.tls_verified ? ' · TLS, certificate verified' : ' · TLS, certificate not checked') : ' · without TLS';
           const hooksOf = hooks.filter((h) => h.event_id === e.id);
-          return html`<li><b>${e.type}</b> at ${e.timestamp}${d.attempt ? ` · attempt ${d.attempt}` : ''}${d.mx ? ` · ${d.mx}` : ''}
+          return html`<li><b>${e.type}</b> at ${e.timestamp}${d.attempt ? ` · attempt ${d.attempt}` : ''}${d.mx ? ` · ${d.mx}` : ''}${tls}
             ${d.response ? html`<br><code class="wrap">${[d.response.code, d.response.enhanced_code, d.response.message].filter((x) => x !== undefined && x !== '').join(' ')}</code>` : ''}
             ${hooksOf.map((h) => html`<br><small>webhook → <a href="${path`/webhooks/${h.endpoint_id}`}">${h.endpoint_id}</a>: <span class="${`badge ${h.state}`}">${h.state}</span> after ${h.attempts} attempt(s)</small>`)}</li>`;
         })}</ol></div>`;

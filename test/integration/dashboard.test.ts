@@ -167,6 +167,7 @@ async function run(): Promise<void> {
       'the remote reply',
     );
     t.ok(await page.getByText('email.delivered', { exact: true }).isVisible());
+    t.ok(await page.getByText(/mx\.good\.test · TLS, certificate not checked/).isVisible(), 'how the delivery was protected: STARTTLS to a self-signed certificate');
     await shot(page, 'message');
   });
 
