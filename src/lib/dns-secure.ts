@@ -20,7 +20,6 @@ export interface SecureAnswer {
 /** A query that got no usable reply from any server (timeout, refused connection, malformed reply). */
 export class DnsQueryError extends Error {
   override readonly name = 'DnsQueryError';
-  readonly code = 'ETIMEOUT';
 }
 
 /** "ip", "ip:port", "[v6]:port" or a bare v6 address, as Resolver.getServers() gives them. */

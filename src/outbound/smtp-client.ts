@@ -142,7 +142,12 @@ export class SmtpClient {
       };
       secure.once('error', fail);
       secure.once('secureConnect', () => {
-        const wrong = this.opts.checkPeer?.(secure);
+        let wrong: string | null | undefined;
+        try {
+          wrong = this.opts.checkPeer?.(secure);
+        } catch (e) {
+          wrong = `the server's certificate could not be checked: ${(e as Error).message}`;
+        }
         if (wrong) return fail(new Error(wrong));
         clearTimeout(timer);
         secure.off('error', fail);

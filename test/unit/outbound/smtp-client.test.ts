@@ -5,6 +5,8 @@ import { SmtpError } from '../../../src/outbound/smtp-errors.js';
 import { transportReply } from '../../../src/outbound/smtp.js';
 import { freePort } from '../../helpers/postfix.js';
 import { ScriptedPeer, type PeerScript } from '../../helpers/scripted-peer.js';
+import { TestMx } from '../../helpers/mx-server.js';
+import type { TLSSocket } from 'node:tls';
 
 // The delivery path's SMTP client against a scripted server on loopback that records what arrives
 // and in which reads. Real servers (smtp-server, Postfix) are in the integration tests; these
@@ -243,4 +245,19 @@ t.test('every TLS failure is ETLS, which delivery records as tls_failure; others
   // A failure whose words mention TLS is not a TLS failure unless the client says so.
   t.match(transportReply(new SmtpError('connection closed by the remote server after TLS', 'ECONNECTION')), { classification: 'connection_failure' }, 'TLS in the words only');
   t.match(transportReply(new SmtpError('the server sent nothing for too long', 'ETIMEDOUT')), { enhanced_code: '4.4.1', classification: 'timeout' }, 'a timeout');
+});
+
+t.test('after STARTTLS, checkPeer may refuse the server: its reason, or a check that throws, is an ETLS failure and the connection is closed', async (t) => {
+  const mx = await new TestMx('127.0.0.1').start();
+  t.teardown(() => mx.stop());
+  const secure = (checkPeer: (socket: TLSSocket) => string | null) => SmtpClient.connect({ ...opts(mx.port), startTls: true, requireTls: true, tls: { rejectUnauthorized: false }, checkPeer });
+  const accepted = await secure((socket) => (socket.getPeerCertificate().raw ? null : 'no certificate'));
+  t.ok(accepted.secure, 'a server the check accepts: over TLS');
+  accepted.destroy();
+  const refused = (await secure(() => 'DANE: the certificate matches none of the TLSA records').catch((x: unknown) => x)) as SmtpError;
+  t.match(refused, { code: 'ETLS', message: 'STARTTLS: DANE: the certificate matches none of the TLSA records' });
+  const broken = (await secure(() => {
+    throw new Error('bad DER');
+  }).catch((x: unknown) => x)) as SmtpError;
+  t.match(broken, { code: 'ETLS', message: /could not be checked: bad DER/ }, 'a check that throws refuses, and does not crash the process');
 });
