@@ -68,6 +68,9 @@ await withPeer(missing ? `${missing} is not installed (Debian packages unbound, 
       `  trust-anchor-file: "${join(dir, anchor)}"`,
       // test. is one of the names Unbound answers NXDOMAIN for itself (RFC 6761).
       '  local-zone: "test." nodefault',
+      // Never a query off the machine: everything it answers comes from the zones below.
+      '  do-not-query-address: 0.0.0.0/0',
+      '  do-not-query-address: ::/0',
       authZone('dane.test.', 'dane.test.zone.signed'),
       authZone('plain.test.', 'plain.test.zone'),
     ].join('\n'),
