@@ -263,7 +263,7 @@ async function daneOptions(dane: Dane, route: Route & { domain: string }, host: 
   const policy = await dane.policy(route.domain, host, route.implicit);
   if (policy.kind === 'none') return route.smtp;
   if (policy.kind === 'temporary') return { failure: reply(451, '4.7.5', `${host}: ${policy.detail}`, 'dns_failure') };
-  return { ...route.smtp, requireValidTls: false, dane: { verify: policy.kind === 'dane' ? dane.verifier(policy.records, host) : null } };
+  return { ...route.smtp, dane: { verify: policy.kind === 'dane' ? dane.verifier(policy.records, host) : null } };
 }
 
 /** Step: compose (first time only) and DKIM-sign with the sender domain's key. */

@@ -25,7 +25,8 @@ export interface SmtpOptions {
   bdatMemory?: BdatMemory;
   /**
    * DANE (RFC 7672) for this host: STARTTLS required with no fallback, and `verify` checks the chain
-   * presented (null: TLSA records of which none is usable, so TLS without authentication).
+   * presented (null: TLSA records of which none is usable, so TLS without authentication). It
+   * decides instead of `requireValidTls`: where there are TLSA records, the WebPKI is not asked.
    */
   dane?: { verify: ((chain: X509Certificate[]) => string | null) | null };
 }
@@ -165,7 +166,9 @@ export class SmtpSession {
    * without TLS, as Postfix's `may` level and ZoneMTA do (docs/protocols.md 3).
    */
   static async open(mx: string, address: string, opts: SmtpOptions): Promise<SmtpSession> {
-    const requireTls = !!opts.requireValidTls || !!opts.dane;
+    // Under DANE the TLSA records decide, not the WebPKI: DANE-EE certificates are often self-signed.
+    const webPki = !!opts.requireValidTls && !opts.dane;
+    const requireTls = webPki || !!opts.dane;
     const verify = opts.dane?.verify;
     const connect = (startTls: boolean) =>
       SmtpClient.connect({
@@ -177,13 +180,12 @@ export class SmtpSession {
         commandTimeout: opts.commandTimeout,
         startTls,
         requireTls,
-        // Under DANE the TLSA records decide, not the WebPKI: DANE-EE certificates are often self-signed.
-        tls: tlsFor(mx, !!opts.requireValidTls && !opts.dane, opts.extraCa),
+        tls: tlsFor(mx, webPki, opts.extraCa),
         chunking: chunkingFor(mx, opts),
         ...(verify ? { checkPeer: (socket: TLSSocket) => verify(presentedChain(socket)) } : {}),
       });
     try {
-      return new SmtpSession(await connect(true), mx, opts.bdatMemory, !!opts.requireValidTls || !!verify);
+      return new SmtpSession(await connect(true), mx, opts.bdatMemory, webPki || !!verify);
     } catch (e) {
       if ((e as SmtpFailure).code === 'ETLS' && !requireTls) return new SmtpSession(await connect(false), mx, opts.bdatMemory, false);
       throw e;

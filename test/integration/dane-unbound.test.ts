@@ -13,7 +13,7 @@ import { withPeer } from '../helpers/peers.js';
 import { freePort } from '../helpers/postfix.js';
 import { startTestServer, makeKey, makeDomain, tempDir } from '../helpers/env.js';
 import type { Json } from '../helpers/http.js';
-import { sendAndDeliver } from '../helpers/api.js';
+import { eventsOf, sendAndDeliver } from '../helpers/api.js';
 import { querySecure } from '../../src/lib/dns-secure.js';
 
 const UNBOUND = '/usr/sbin/unbound';
@@ -92,7 +92,7 @@ await withPeer(missing ? `${missing} is not installed (Debian packages unbound, 
   const key = makeKey(s.db);
   makeDomain(s.db, 'example.com');
   const deliver = (to: string) => sendAndDeliver(s, key, to);
-  const deferral = (m: Json) => m.events.find((e: Json) => e.type === 'email.deferred')?.data.response;
+  const deferral = (m: Json) => eventsOf(m, 'email.deferred')[0]?.data.response;
 
   t.test('a signed record that matches: delivered over TLS', async (t) => {
     const m = await deliver('a@ee.dane.test');

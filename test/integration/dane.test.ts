@@ -9,7 +9,7 @@ import { ScriptedPeer } from '../helpers/scripted-peer.js';
 import { fixture, fixturePath } from '../helpers/fixtures.js';
 import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
 import type { Json } from '../helpers/http.js';
-import { sendAndDeliver } from '../helpers/api.js';
+import { eventsOf, sendAndDeliver } from '../helpers/api.js';
 
 // The test CA's server certificate (for mx.sts.test, not for the names below) presented with the
 // CA behind it, as a server whose TLSA records name its issuer (DANE-TA) does.
@@ -72,14 +72,14 @@ const key = makeKey(s.db);
 makeDomain(s.db, 'example.com');
 
 const deliver = (to: string) => sendAndDeliver(s, key, to);
-const deferral = (m: Json) => m.events.find((e: Json) => e.type === 'email.deferred')?.data.response;
+const deferral = (m: Json) => eventsOf(m, 'email.deferred')[0]?.data.response;
 const received = (rcpt: string) => mx.received.filter((r) => r.to.includes(rcpt));
 
 t.test('DANE-EE: the server key matches a record, whatever names its certificate bears; delivered over TLS', async (t) => {
   const m = await deliver('a@ee.dane.test');
   t.equal(m.recipients[0].state, 'delivered');
   t.equal(received('a@ee.dane.test')[0]?.secure, true);
-  t.match(m.events.find((e: Json) => e.type === 'email.delivered').data, { tls: true, tls_verified: true });
+  t.match(eventsOf(m, 'email.delivered')[0]?.data, { tls: true, tls_verified: true });
 });
 
 t.test('DANE-EE: no record matches, so deferred as a TLS failure and never sent without TLS', async (t) => {
@@ -107,7 +107,7 @@ t.test('TLSA records of which none is usable (PKIX-EE): TLS is required but not 
   const m = await deliver('e@unusable.dane.test');
   t.equal(m.recipients[0].state, 'delivered');
   t.equal(received('e@unusable.dane.test')[0]?.secure, true);
-  t.match(m.events.find((e: Json) => e.type === 'email.delivered').data, { tls: true, tls_verified: false });
+  t.match(eventsOf(m, 'email.delivered')[0]?.data, { tls: true, tls_verified: false });
 });
 
 t.test('usable TLSA records and a server without STARTTLS: deferred, not sent in plaintext', async (t) => {
