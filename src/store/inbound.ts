@@ -151,24 +151,8 @@ export function listInbound(db: Db, opts: { customerId?: number; limit: number; 
     .all(...args, opts.limit) as Array<Omit<InboundRow, 'raw'>>;
 }
 
-/** The recipient a return-path token or a Message-ID names, with its message. */
+/** The recipient a return-path token names, with its message. */
 export function recipientById(db: Db, id: number): { id: number; messageRowId: number; address: string; state: string } | undefined {
   const r = db.statement('SELECT id, message_id, address, state FROM recipients WHERE id = ?').get(id) as { id: number; message_id: number; address: string; state: string } | undefined;
   return r && { id: r.id, messageRowId: r.message_id, address: r.address, state: r.state };
-}
-
-export function recipientsOfMessageId(db: Db, messageId: string): Array<{ id: number; messageRowId: number; address: string; state: string }> {
-  return (
-    db.statement('SELECT r.id, r.message_id, r.address, r.state FROM recipients r JOIN messages m ON m.id = r.message_id WHERE m.message_id = ?').all(messageId) as Array<{
-      id: number;
-      message_id: number;
-      address: string;
-      state: string;
-    }>
-  ).map((r) => ({
-    id: r.id,
-    messageRowId: r.message_id,
-    address: r.address,
-    state: r.state,
-  }));
 }

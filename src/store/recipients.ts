@@ -2,7 +2,7 @@ import type { Db } from './db.js';
 import { recordEvent } from './events.js';
 import { addSuppression } from './suppressions.js';
 import { loadMessages, releaseClaim, type Claimed, type QueuedMessage } from './queue.js';
-import { recipientById, recipientsOfMessageId, storeReport } from './inbound.js';
+import { recipientById, storeReport } from './inbound.js';
 import { retryDelay, type Outcome, type Reply } from '../domain/outcome.js';
 import { reportReply, type Report, type ReportEnvelope } from '../domain/report.js';
 import { parseReturnToken, verpToken } from '../domain/return-path.js';
@@ -128,9 +128,12 @@ export function recordComplaint(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' 
 type Recipient = NonNullable<ReturnType<typeof recipientById>>;
 
 /**
- * The recipient a report is about: named by the token of the return path it came to (a bounce),
- * or of the original's envelope sender (Original-Mail-From, Return-Path: a complaint), or else
- * by the original's Message-ID and the address the report names (or the message's only recipient).
+ * The recipient a report is about: named only by a token posthaste issued, the one of the return
+ * path the report came to (a bounce), or of the original's envelope sender that the report quotes
+ * (Original-Mail-From, or the original's Return-Path: a complaint). Nothing else ties a report to
+ * a recipient: a Message-ID or an address is no secret (every recipient of a message sees both), so
+ * a report that names them and carries no valid token is kept and changes nothing
+ * (docs/inbound.md, "Which recipient a report is about").
  */
 function recipientOf(db: Db, secret: Buffer, report: Report, env: ReportEnvelope): Recipient | undefined {
   for (const address of [env.rcptTo, report.originalSender]) {
@@ -139,10 +142,7 @@ function recipientOf(db: Db, secret: Buffer, report: Report, env: ReportEnvelope
     const r = id !== undefined ? recipientById(db, id) : undefined;
     if (r) return r;
   }
-  if (!report.originalMessageId) return undefined;
-  const candidates = recipientsOfMessageId(db, report.originalMessageId);
-  const named = new Set([...report.recipients.map((r) => r.address.toLowerCase()), ...(report.feedback?.recipient ? [report.feedback.recipient] : [])]);
-  return candidates.find((c) => named.has(c.address.toLowerCase())) ?? (candidates.length === 1 ? candidates[0] : undefined);
+  return undefined;
 }
 
 /**
