@@ -5,7 +5,7 @@ import { saveThrottle, clearThrottle } from '../store/destinations.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { DeliveryItem, GroupResult } from './deliver.js';
-import { sandboxSteps } from './sandbox.js';
+import { sandboxSteps } from '../domain/sandbox.js';
 import { KeyedPool } from '../lib/keyed-pool.js';
 import type { Throttle, ThrottleChange } from './throttle.js';
 

@@ -3,35 +3,44 @@ import { recordEvent } from './events.js';
 import { addSuppression } from './suppressions.js';
 import { loadMessages, releaseClaim, type Claimed, type QueuedMessage } from './queue.js';
 import { recipientById, storeReport } from './inbound.js';
-import { retryDelay, type Outcome, type Reply } from '../domain/outcome.js';
-import { reportReply, type Report, type ReportEnvelope } from '../domain/report.js';
+import type { Outcome, Reply } from '../domain/outcome.js';
+import type { Report, ReportEnvelope } from '../domain/report.js';
 import { parseReturnToken, verpToken } from '../domain/return-path.js';
-import { isoTime } from '../lib/clock.js';
-import type { MessageEventBase } from '../domain/events.js';
+import {
+  asyncBounceTransition,
+  complaintTransition,
+  outcomeTransition,
+  reportAction,
+  suppressedEventData,
+  type ComplaintFacts,
+  type OutcomePolicy,
+  type Transition,
+} from '../domain/transitions.js';
 
 /*
- * Recipient state transitions: an attempt's outcome, a bounce or a complaint that came back
- * later, a suppression; each with its events, in one transaction. The queue's claims are in
- * queue.ts.
+ * Recipient state transitions as the SQLite engine writes them: what domain/transitions.ts
+ * decided (the new row, its events, a suppression with `recipient.suppressed`), in one
+ * transaction. The queue's claims are in queue.ts.
  */
 
-export function eventBase(m: QueuedMessage, recipient: string, now: number): MessageEventBase {
-  return {
-    email_id: m.id,
-    message_id: m.messageId,
-    from: m.fromHeader,
-    subject: m.subject,
-    recipient,
-    sandbox: m.sandbox,
-    timestamp: isoTime(now),
-    metadata: m.metadata,
-    tags: m.tags,
-  };
-}
+export type { OutcomePolicy };
 
-export interface OutcomePolicy {
-  retrySchedule: number[];
-  maxQueueTime: number;
+/**
+ * Writes a transition: the recipient row (fields the transition leaves out keep their values),
+ * its claim released, its events, and the suppression it asks for, all in the caller's
+ * transaction (or one of its own).
+ */
+export function applyTransition(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' | 'address'>, t: Transition, now: number): void {
+  db.tx(() => {
+    const { row } = t;
+    db.statement(
+      `UPDATE recipients SET state = ?, attempts = coalesce(?, attempts), next_attempt_at = CASE WHEN ? THEN ? ELSE next_attempt_at END,
+         last_response = coalesce(?, last_response), updated_at = ? WHERE id = ?`,
+    ).run(row.state, row.attempts ?? null, row.nextAttemptAt !== undefined ? 1 : 0, row.nextAttemptAt ?? null, row.lastResponse ?? null, now, r.id);
+    releaseClaim(db, r.id);
+    for (const e of t.events) recordEvent(db, { customerId: m.customerId, type: e.type, data: e.data, messageRowId: m.id, recipientId: r.id, now });
+    if (t.suppress) suppress(db, m, r, t.suppress, now);
+  });
 }
 
 /**
@@ -40,87 +49,30 @@ export interface OutcomePolicy {
  * sandbox message fires the same events but never touches the real suppression list.
  */
 export function recordOutcome(db: Db, m: QueuedMessage, r: Claimed, outcome: Outcome, policy: OutcomePolicy, now: number): void {
-  db.tx(() => {
-    const attempt = r.attempts + 1;
-    const base = eventBase(m, r.address, now);
-    const emit = (type: Parameters<typeof recordEvent>[1]['type'], data: Record<string, unknown>) =>
-      recordEvent(db, { customerId: m.customerId, type, data, messageRowId: m.id, recipientId: r.id, now });
-    const update = db.statement('UPDATE recipients SET state = ?, attempts = ?, next_attempt_at = ?, last_response = ?, updated_at = ? WHERE id = ?');
-    releaseClaim(db, r.id);
-    switch (outcome.kind) {
-      case 'delivered': {
-        update.run('delivered', attempt, null, JSON.stringify(outcome.reply), now, r.id);
-        const { classification: _c, ...response } = outcome.reply;
-        emit('email.delivered', { ...base, response, mx: outcome.mx, tls: outcome.tls, tls_verified: outcome.tlsVerified, attempt });
-        return;
-      }
-      case 'suppressed':
-        update.run('suppressed', r.attempts, null, JSON.stringify({ suppressed: outcome.reason }), now, r.id);
-        return;
-      case 'deferred': {
-        const next = now + retryDelay(policy.retrySchedule, attempt);
-        if (next - m.createdAt > policy.maxQueueTime) {
-          // Retrying would pass max_queue_time: give up now rather than after another wait.
-          const reply = expiredReply(outcome.reply);
-          update.run('bounced', attempt, null, JSON.stringify(reply), now, r.id);
-          emit('email.bounced', { ...base, bounce_type: 'expired', response: reply });
-          return;
-        }
-        update.run('deferred', attempt, next, JSON.stringify(outcome.reply), now, r.id);
-        emit('email.deferred', { ...base, response: outcome.reply, attempt, next_attempt_at: isoTime(next) });
-        return;
-      }
-      case 'bounced': {
-        update.run('bounced', attempt, null, JSON.stringify(outcome.reply), now, r.id);
-        emit('email.bounced', { ...base, bounce_type: outcome.bounceType, response: outcome.reply });
-        if (outcome.suppress && outcome.bounceType !== 'expired') suppress(db, m, r, 'hard_bounce', now);
-        return;
-      }
-    }
-  });
+  applyTransition(db, m, r, outcomeTransition(m, r, outcome, policy, now), now);
 }
 
 /** Puts the recipient on the customer's list (not for sandbox mail) and fires recipient.suppressed. */
 export function suppress(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' | 'address'>, reason: 'hard_bounce' | 'spam_complaint', now: number): void {
   const added = m.sandbox ? true : addSuppression(db, { customerId: m.customerId, address: r.address, reason, messageRowId: m.id, now });
   if (!added) return; // already suppressed: one recipient.suppressed per address
-  recordEvent(db, {
-    customerId: m.customerId,
-    type: 'recipient.suppressed',
-    data: { recipient: r.address, reason, email_id: m.id, message_id: m.messageId, sandbox: m.sandbox, timestamp: isoTime(now) },
-    messageRowId: m.id,
-    recipientId: r.id,
-    now,
-  });
-}
-
-/** The last temporary reply, restated as the give-up (RFC 3463 x.4.7: delivery time expired). */
-function expiredReply(last: Reply): Reply {
-  return { ...last, message: `Gave up after max_queue_time; last reply: ${last.code ? `${last.code} ` : ''}${last.message}`.trim() };
+  recordEvent(db, { customerId: m.customerId, type: 'recipient.suppressed', data: suppressedEventData(m, r.address, reason, now), messageRowId: m.id, recipientId: r.id, now });
 }
 
 /** A bounce that came back after delivery (a DSN, or the simulator): no attempt is counted; `suppressAddress` as the report was read. */
 export function recordAsyncBounce(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' | 'address'>, reply: Reply, suppressAddress: boolean, now: number): void {
-  db.tx(() => {
-    db.statement('UPDATE recipients SET state = ?, last_response = ?, updated_at = ? WHERE id = ?').run('bounced', JSON.stringify(reply), now, r.id);
-    releaseClaim(db, r.id);
-    recordEvent(db, { customerId: m.customerId, type: 'email.bounced', data: { ...eventBase(m, r.address, now), bounce_type: 'async', response: reply }, messageRowId: m.id, recipientId: r.id, now });
-    if (suppressAddress) suppress(db, m, r, 'hard_bounce', now);
-  });
+  applyTransition(db, m, r, asyncBounceTransition(m, r, reply, suppressAddress, now), now);
 }
 
 /**
  * A spam complaint: `email.complained` at most once per message and recipient, and the
  * recipient suppressed in the same transaction. Returns false when it was already recorded.
  */
-export function recordComplaint(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' | 'address'>, report: { feedback_type: string; user_agent?: string; arrival_date?: string }, now: number): boolean {
+export function recordComplaint(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' | 'address'>, report: ComplaintFacts, now: number): boolean {
   return db.tx(() => {
     const seen = db.statement("SELECT 1 FROM events WHERE recipient_id = ? AND type = 'email.complained'").get(r.id);
     if (seen) return false;
-    db.statement('UPDATE recipients SET state = ?, updated_at = ? WHERE id = ?').run('complained', now, r.id);
-    releaseClaim(db, r.id);
-    recordEvent(db, { customerId: m.customerId, type: 'email.complained', data: { ...eventBase(m, r.address, now), ...report }, messageRowId: m.id, recipientId: r.id, now });
-    suppress(db, m, r, 'spam_complaint', now);
+    applyTransition(db, m, r, complaintTransition(m, r, report, now), now);
     return true;
   });
 }
@@ -161,18 +113,10 @@ export function applyReport(db: Db, secret: Buffer, report: Report, raw: Buffer,
     if (!rcpt) return 'recorded';
     const m = loadMessages(db, [rcpt.messageRowId]).get(rcpt.messageRowId);
     if (!m) return 'recorded';
-    if (report.kind === 'arf' && report.feedback) {
-      const f = report.feedback;
-      const data: { feedback_type: string; user_agent?: string; arrival_date?: string } = { feedback_type: f.feedbackType };
-      if (f.userAgent) data.user_agent = f.userAgent;
-      if (f.arrivalDate) data.arrival_date = f.arrivalDate;
-      return recordComplaint(db, m, rcpt, data, now) ? 'complained' : 'recorded';
-    }
-    // The entry for this recipient, else the report's first failure (a bounce names the address as
-    // the remote system saw it, which forwarding may have changed).
-    const entry = report.recipients.find((r) => r.address.toLowerCase() === rcpt.address.toLowerCase() && r.permanent) ?? report.recipients.find((r) => r.permanent);
-    if (!entry || rcpt.state === 'bounced') return 'recorded';
-    recordAsyncBounce(db, m, rcpt, reportReply(entry), entry.suppress, now);
+    const action = reportAction(report, rcpt);
+    if (action.kind === 'complaint') return recordComplaint(db, m, rcpt, action.facts, now) ? 'complained' : 'recorded';
+    if (action.kind === 'none') return 'recorded';
+    recordAsyncBounce(db, m, rcpt, action.reply, action.suppress, now);
     return 'bounced';
   });
 }

@@ -1,25 +1,13 @@
 import type { Db } from '../store/db.js';
-import { acceptMessage, acceptedResponse, idempotentAnswer, recordIdempotent, type AcceptInput, type AcceptResult, type AcceptedResponse } from '../store/messages.js';
+import { acceptMessage, acceptedResponse, idempotentAnswer, recordIdempotent } from '../store/messages.js';
 import { refusal } from '../domain/errors.js';
 import { readAuthEpoch } from '../store/auth-cache.js';
 import { isKeyLive } from '../store/keys.js';
 import { findSendingDomain } from '../store/domains.js';
 import { recordAttempts } from '../store/webhooks.js';
-import { storeInbound, type StoredInbound } from '../store/inbound.js';
+import { storeInbound } from '../store/inbound.js';
 import { applyReport } from '../store/recipients.js';
-import type { Report, ReportEnvelope } from '../domain/report.js';
-
-/** One inbound transaction: messages for receiving domains, and the report it is, for each of posthaste's addresses it came to. */
-export interface ReceiveInput {
-  /** The messages to store; their bytes are `raw`, sent once for all of them. */
-  stores: Array<Omit<StoredInbound, 'raw'>>;
-  /** What the message says as a report (read once), when it came to a return path or the feedback address. */
-  report: Report | null;
-  reports: ReportEnvelope[];
-  raw: Uint8Array;
-  secret: Uint8Array;
-  now: number;
-}
+import type { BatchInput, BatchItemResult, BatchResult, ReceiveInput, SendCommit, SendInput } from '../store/units.js';
 
 function receive(db: Db, input: ReceiveInput): string[] {
   const raw = Buffer.from(input.raw.buffer, input.raw.byteOffset, input.raw.byteLength);
@@ -28,15 +16,6 @@ function receive(db: Db, input: ReceiveInput): string[] {
   if (input.report) for (const env of input.reports) applyReport(db, secret, input.report, raw, env, input.now);
   return ids;
 }
-
-export interface SendInput extends AcceptInput {
-  /** auth_epoch the API's cached key and domain were at least as new as. */
-  authEpoch: string;
-}
-export type SendCommit = (AcceptResult | { kind: 'key_revoked' } | { kind: 'domain_unknown' } | { kind: 'domain_unverified' }) & {
-  /** auth_epoch as this transaction saw it: the API drops its cache when it moved. */
-  authEpoch: string;
-};
 
 /**
  * The send path's commit. The API took the key and the domain from its cache without reading
@@ -54,23 +33,6 @@ function accept(db: Db, input: SendInput): SendCommit {
   }
   return { ...acceptMessage(db, input), authEpoch };
 }
-
-/** A batch item: ready to store, or the error it already got (validation, its domain). */
-export type BatchItem = Omit<AcceptInput, 'idempotency'> | { error: { code: string; message: string; details: Record<string, string[]> } };
-export type BatchItemResult = AcceptedResponse | { error: { code: string; message: string; details: Record<string, string[]> } };
-
-export interface BatchInput {
-  items: BatchItem[];
-  customerId: number;
-  apiKeyId: string;
-  /** For the whole batch: a retry gets the first response, items and all. */
-  idempotency?: { key: string; hash: Buffer; ttlMs: number };
-  authEpoch: string;
-  now: number;
-}
-export type BatchResult = ({ kind: 'accepted'; response: { data: BatchItemResult[] } } | { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' } | { kind: 'key_revoked' }) & {
-  authEpoch: string;
-};
 
 /**
  * A batch's commit: every item that can be stored is, in this one transaction, and each gets its
@@ -121,3 +83,5 @@ export type WriterOps = typeof writerOps;
 export type OpName = keyof WriterOps;
 export type OpInput<K extends OpName> = Parameters<WriterOps[K]>[1];
 export type OpResult<K extends OpName> = ReturnType<WriterOps[K]>;
+
+export type { BatchInput, BatchItem, BatchItemResult, BatchResult, ReceiveInput, SendCommit, SendInput } from '../store/units.js';

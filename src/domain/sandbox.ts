@@ -1,4 +1,4 @@
-import { reply, type Reply } from '../domain/outcome.js';
+import { reply, type Reply } from './outcome.js';
 
 /** The simulator domain: its local parts choose the outcome of a sandbox message (docs/delivery.md). */
 export const SIMULATOR_DOMAIN = 'simulator.posthaste.test';

@@ -1,0 +1,214 @@
+import type { Customer } from './customers.js';
+import type { ApiKeyInfo, KeyKind } from './keys.js';
+import type { DomainRow, SendingDomain } from './domains.js';
+import type { SuppressionReason, SuppressionRow } from './suppressions.js';
+import type { MessageSearch, MessageSummary, MessageView } from './messages.js';
+import type { Claimed, QueuedMessage } from './queue.js';
+import type { DestinationThrottle } from './destinations.js';
+import type { LimitCheck, InboundRow, ReceivingDomain } from './inbound.js';
+import type { AttemptBatch, AttemptRecord, AttemptView, ClaimRoom, Endpoint, OutboxEvent, StoredDelivery } from './webhooks.js';
+import type { Role, Session, User } from './users.js';
+import type { Overview } from './overview.js';
+import type { Status } from './status.js';
+import type { OutcomePolicy } from '../domain/transitions.js';
+import type { BatchInput, BatchResult, ReceiveInput, SendCommit, SendInput } from './units.js';
+import type { Outcome, Reply } from '../domain/outcome.js';
+import type { SandboxStep } from '../domain/sandbox.js';
+
+/**
+ * The store as every part above it sees it: one asynchronous interface, coarse-grained (one
+ * method per unit of work that must be one transaction), with two engines behind it
+ * (docs/architecture.md, "The store"): SQLite, embedded and the default, synchronous inside with
+ * the writer thread's group commit; PostgreSQL, for several nodes on one database. Nothing above
+ * the store sees a driver, its types or its error codes: a store that cannot be reached or
+ * cannot write throws a StoreUnavailable (store/errors.ts).
+ *
+ * Methods are grouped by aggregate, as the modules of the SQLite engine are. Times are
+ * milliseconds since the epoch, passed in (the clock is the caller's).
+ */
+export interface Store {
+  readonly engine: 'sqlite' | 'postgres';
+  /** Where it is, for messages (a file path, or the URL without its password). */
+  readonly location: string;
+
+  admin: AdminStore;
+  customers: CustomerStore;
+  keys: KeyStore;
+  domains: DomainStore;
+  suppressions: SuppressionStore;
+  messages: MessageStore;
+  delivery: DeliveryStore;
+  inbound: InboundStore;
+  webhooks: WebhookStore;
+  users: UserStore;
+}
+
+export interface AdminStore {
+  /** Applies pending migrations (safe when several processes start at once); the versions applied. */
+  migrate(now: number): Promise<number[]>;
+  schemaVersions(): Promise<number[]>;
+  /** A random secret created on first use and kept in the store (e.g. the return-path token key). */
+  secret(name: string, bytes?: number): Promise<Buffer>;
+  /** The health check's write: resolves when the store takes a write now. */
+  touchHealth(now: number): Promise<void>;
+  status(now: number): Promise<Status>;
+  countsByState(table: 'recipients' | 'webhook_deliveries'): Promise<Record<string, number>>;
+  overview(customerId: number, now: number): Promise<Overview>;
+  /** Retention: bodies of finished messages and attempt logs older than `days`. */
+  purgeOld(now: number, days: number): Promise<{ messages: number; attempts: number }>;
+  /** limits.max_store_bytes (SQLite; PostgreSQL has no such cap and ignores it). */
+  setMaxBytes(bytes: number): void;
+  /** Stops taking writes, lets those submitted commit, closes connections. */
+  close(): Promise<void>;
+}
+
+export interface CustomerStore {
+  ensureDefault(now: number): Promise<void>;
+  add(name: string, now: number): Promise<Customer>;
+  find(name: string): Promise<Customer | undefined>;
+  byId(id: number): Promise<Customer | undefined>;
+  list(): Promise<Customer[]>;
+  counts(id: number): Promise<{ keys: number; domains: number; messages: number }>;
+}
+
+export interface KeyStore {
+  create(input: { customerId: number; kind: KeyKind; name: string; now: number }): Promise<ApiKeyInfo & { key: string }>;
+  /** The key's row if the presented key is well-formed, known and not revoked (constant-time compare). */
+  authenticate(presented: string): Promise<ApiKeyInfo | undefined>;
+  list(customerId?: number): Promise<ApiKeyInfo[]>;
+  get(id: string, customerId: number): Promise<ApiKeyInfo | undefined>;
+  /** False if there is no such key; revoking twice is true. Moves the auth epoch. */
+  revoke(id: string, now: number): Promise<boolean>;
+  /** Moves (from any process) whenever a key or a domain changes: the API's cache is dropped then. */
+  authEpoch(): Promise<string>;
+}
+
+export interface DomainStore {
+  add(input: { customerId: number; name: string; receiving: boolean; now: number }): Promise<DomainRow>;
+  find(name: string): Promise<DomainRow | undefined>;
+  /** The columns the accept path needs (not the DKIM key). */
+  findSending(name: string): Promise<SendingDomain | undefined>;
+  list(customerId?: number): Promise<DomainRow[]>;
+  setVerified(id: number, at: number | null): Promise<void>;
+  setReceiving(id: number, on: boolean): Promise<void>;
+  remove(id: number): Promise<void>;
+  rotateDkim(id: number, now: number): Promise<DomainRow>;
+  switchDkim(id: number, now: number): Promise<void>;
+  receiving(name: string): Promise<ReceivingDomain | undefined>;
+  inboundLimits(id: number): Promise<{ ratePerMinute: number | null; monthlyLimit: number | null }>;
+  setInboundLimits(id: number, limits: { ratePerMinute?: number | null; monthlyLimit?: number | null }): Promise<void>;
+}
+
+export interface SuppressionStore {
+  /** The suppressed addresses among these (keyed by addressKey), with their reasons. */
+  find(customerId: number, addresses: string[]): Promise<Map<string, SuppressionReason>>;
+  add(input: { customerId: number; address: string; reason: SuppressionReason; messageRowId?: number; now: number }): Promise<boolean>;
+  list(customerId: number, opts: { limit: number; before?: number; reason?: string }): Promise<SuppressionRow[]>;
+  remove(customerId: number, address: string): Promise<boolean>;
+  search(customerId: number, prefix: string, limit: number): Promise<SuppressionRow[]>;
+}
+
+export type CancelResult = { kind: 'canceled' } | { kind: 'not_found' } | { kind: 'too_late'; states: Record<string, number> };
+
+export interface MessageStore {
+  /** The send path's commit: a 202 only once this resolves (the message and its recipients are durable). */
+  accept(input: SendInput): Promise<SendCommit>;
+  acceptBatch(input: BatchInput): Promise<BatchResult>;
+  get(customerId: number | undefined, messageId: string): Promise<MessageView | undefined>;
+  list(opts: { customerId?: number; state?: string; limit: number; before?: number }): Promise<MessageSummary[]>;
+  search(s: MessageSearch): Promise<MessageSummary[]>;
+  cancel(customerId: number | undefined, messageId: string, now: number): Promise<CancelResult>;
+  deliveriesOf(messageRowId: number): Promise<Array<{ event_id: string; type: string; endpoint_id: string; state: string; attempts: number; updated_at: number }>>;
+}
+
+/** One recipient's attempt and what came of it. */
+export interface AttemptOutcome {
+  message: QueuedMessage;
+  recipient: Claimed;
+  outcome: Outcome;
+}
+
+/** What one delivery group writes, in one transaction. */
+export interface GroupRecord {
+  results: AttemptOutcome[];
+  /** Composed copies by message row id: kept while a recipient of the message may still be retried. */
+  composed: Map<number, Buffer>;
+  /** Recipients held back without an attempt, until when (claims released). */
+  postpone: Array<{ id: number; until: number }>;
+  /** The destination's throttling as it now stands. */
+  throttle: { kind: 'set'; record: DestinationThrottle } | { kind: 'cleared'; destination: string } | null;
+  policy: OutcomePolicy;
+  now: number;
+}
+
+export interface DeliveryStore {
+  /** Claims up to `limit` due recipients for `worker`, earliest due first, with their messages. */
+  claim(worker: string, now: number, limit: number): Promise<Array<{ recipient: Claimed; message: QueuedMessage }>>;
+  record(group: GroupRecord): Promise<void>;
+  /** Sandbox recipients: the simulator's steps for each, recorded in one transaction. */
+  recordSandbox(items: Array<{ message: QueuedMessage; recipient: Claimed; steps: SandboxStep[] }>, policy: OutcomePolicy, now: number): Promise<void>;
+  /** Holds claimed recipients back until the given times (claims released; state untouched). */
+  postpone(items: ReadonlyArray<{ id: number; until: number }>): Promise<void>;
+  releaseClaims(ids: number[]): Promise<void>;
+  /** At start: releases every claim of a process that died. */
+  releaseAllClaims(): Promise<number>;
+  throttles(): Promise<DestinationThrottle[]>;
+}
+
+export interface InboundStore {
+  /** One received message: stored per customer, and the report it is applied; the ids stored. */
+  receive(input: ReceiveInput): Promise<string[]>;
+  checkLimits(d: ReceivingDomain, defaults: { ratePerMinute: number; monthlyLimit: number }, now: number): Promise<LimitCheck>;
+  /** `inbound.limited`, at most once per domain and hour; true when it fired. */
+  recordLimited(d: ReceivingDomain, limit: 'rate' | 'monthly', windowEndsAt: number, now: number): Promise<boolean>;
+  get(id: string, customerId?: number): Promise<InboundRow | undefined>;
+  size(id: string, customerId: number): Promise<number | undefined>;
+  list(opts: { customerId?: number; limit: number; before?: number }): Promise<Array<Omit<InboundRow, 'raw'>>>;
+}
+
+export interface WebhookStore {
+  createEndpoint(input: { customerId: number; url: string; events: string[] | null; description: string; secret: string; now: number }): Promise<Endpoint>;
+  getEndpoint(id: string, customerId?: number): Promise<Endpoint | undefined>;
+  listEndpoints(customerId?: number): Promise<Endpoint[]>;
+  deleteEndpoint(id: string): Promise<void>;
+  disableEndpoint(id: string, reason: string): Promise<void>;
+  enableEndpoint(id: string): Promise<void>;
+  eventById(id: string, customerId: number): Promise<{ seq: number; id: string; type: string; body: string } | undefined>;
+  listAttempts(endpointId: string, limit: number, before?: number): Promise<Array<AttemptView & { cursor: number }>>;
+  /** A test event's attempt (no delivery row). */
+  logAttempt(a: AttemptRecord): Promise<void>;
+  /** A replay: its delivery row, held by the replay itself; then its attempt, logged and settled. */
+  startReplay(endpointId: string, eventSeq: number, now: number): Promise<number>;
+  finishReplay(a: AttemptRecord, deliveryId: number, state: 'succeeded' | 'failed', now: number): Promise<void>;
+
+  // The dispatcher's.
+  enabledEndpointIds(): Promise<string[]>;
+  hasDue(endpointIds: string[], now: number): Promise<boolean>;
+  /** Gives back `release`, then claims due deliveries within each endpoint's room; undefined: the store is busy, try again soon. */
+  claim(worker: string, now: number, room: ClaimRoom, release: number[], wait: boolean): Promise<StoredDelivery[] | undefined>;
+  unlock(ids: number[]): Promise<void>;
+  recordAttempts(batch: AttemptBatch): Promise<void>;
+  /** At start: unlocks every delivery claimed by a process that died. */
+  releaseAllClaims(): Promise<number>;
+
+  // The fan-out's.
+  fanOutCursor(): Promise<number>;
+  lastFannedOutSeq(): Promise<number>;
+  eventsAfter(seq: number, limit: number): Promise<OutboxEvent[]>;
+  hasDelivery(eventSeq: number, endpointId: string): Promise<boolean>;
+}
+
+export interface UserStore {
+  add(input: { email: string; passwordHash: string; role: Role; customerId: number | null; now: number }): Promise<User>;
+  find(email: string): Promise<(User & { password_hash: string }) | undefined>;
+  list(): Promise<Array<User & { customer: string | null }>>;
+  remove(email: string): Promise<boolean>;
+  setPassword(email: string, passwordHash: string): Promise<boolean>;
+  createSession(user: User, customerId: number, now: number): Promise<{ id: string; csrf: string }>;
+  useSession(id: string, now: number, idleMs: number): Promise<Session | undefined>;
+  showCustomer(id: string, customerId: number): Promise<void>;
+  endSession(id: string): Promise<void>;
+  purgeSessions(now: number, idleMs: number): Promise<number>;
+}
+
+export type { Reply };
