@@ -6,16 +6,7 @@ import { recipientById, storeReport } from './inbound.js';
 import type { Outcome, Reply } from '../domain/outcome.js';
 import type { Report, ReportEnvelope } from '../domain/report.js';
 import { parseReturnToken, verpToken } from '../domain/return-path.js';
-import {
-  asyncBounceTransition,
-  complaintTransition,
-  outcomeTransition,
-  reportAction,
-  suppressedEventData,
-  type ComplaintFacts,
-  type OutcomePolicy,
-  type Transition,
-} from '../domain/transitions.js';
+import { asyncBounceTransition, complaintTransition, outcomeTransition, reportAction, suppressedEventData, type ComplaintFacts, type OutcomePolicy, type Transition } from '../domain/transitions.js';
 
 /*
  * Recipient state transitions as the SQLite engine writes them: what domain/transitions.ts
