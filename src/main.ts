@@ -2,7 +2,7 @@ import { returnPathDomain, type Config } from './config/schema.js';
 import { live, inboundSettings, outboundSettings, sendSettings, type InboundSettings, type Live, type OutboundSettings, type SendSettings } from './config/settings.js';
 import { openDb, migrate } from './store/db.js';
 import { ensureDefaultCustomer } from './store/customers.js';
-import { GroupCommit } from './writer/group-commit.js';
+import { GroupCommit } from './store/writer/group-commit.js';
 import { AuthCache } from './store/auth-cache.js';
 import { releaseClaims } from './store/queue.js';
 import { secret } from './store/settings.js';

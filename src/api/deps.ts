@@ -1,5 +1,5 @@
 import type { Db } from '../store/db.js';
-import type { GroupCommit } from '../writer/group-commit.js';
+import type { GroupCommit } from '../store/writer/group-commit.js';
 import type { AuthCache } from '../store/auth-cache.js';
 import type { WebhookService } from '../webhooks/service.js';
 import type { Metrics } from '../lib/metrics.js';

@@ -11,7 +11,7 @@ import { routeRecipient, type Route } from './route.js';
 import { BareNewlineCheck } from './smuggling.js';
 import { inspectInbound } from './receive.js';
 import { checkInboundLimits, receivingDomain, recordLimited, type ReceivingDomain, type StoredInbound } from '../store/inbound.js';
-import { movable, type GroupCommit } from '../writer/group-commit.js';
+import { movable, type GroupCommit } from '../store/writer/group-commit.js';
 import { LARGE_MESSAGE_BYTES, type Hold, type MemoryBudget } from '../lib/memory-budget.js';
 import { readReport } from '../reports/read.js';
 import { returnPathDomain } from '../config/schema.js';

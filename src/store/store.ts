@@ -13,6 +13,7 @@ import type { Status } from './status.js';
 import type { OutcomePolicy } from '../domain/transitions.js';
 import type { BatchInput, BatchResult, ReceiveInput, SendCommit, SendInput } from './units.js';
 import type { Outcome, Reply } from '../domain/outcome.js';
+import type { EventEnvelope } from '../domain/events.js';
 import type { SandboxStep } from '../domain/sandbox.js';
 
 /**
@@ -119,6 +120,7 @@ export interface MessageStore {
   search(s: MessageSearch): Promise<MessageSummary[]>;
   cancel(customerId: number | undefined, messageId: string, now: number): Promise<CancelResult>;
   deliveriesOf(messageRowId: number): Promise<Array<{ event_id: string; type: string; endpoint_id: string; state: string; attempts: number; updated_at: number }>>;
+  events(messageRowId: number): Promise<EventEnvelope[]>;
 }
 
 /** One recipient's attempt and what came of it. */

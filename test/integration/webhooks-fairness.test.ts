@@ -10,7 +10,7 @@ import { storeWithKey } from '../helpers/env.js';
 import { createEndpoint } from '../../src/store/webhooks.js';
 import { recordEvent } from '../../src/store/events.js';
 import { Dispatcher, type DispatcherDeps } from '../../src/webhooks/dispatcher.js';
-import { GroupCommit } from '../../src/writer/group-commit.js';
+import { GroupCommit } from '../../src/store/writer/group-commit.js';
 import { recordAttempts, eventsAfter, fanOutCursor } from '../../src/store/webhooks.js';
 import { WebhookService } from '../../src/webhooks/service.js';
 import { SafeFetch } from '../../src/webhooks/safe-fetch.js';

@@ -10,7 +10,7 @@ import type { ApiKeyInfo } from '../../store/keys.js';
 import { parseMessageFilters } from '../../domain/message-search.js';
 import { parsePage } from '../paging.js';
 import { timeSortableId, BASE32 } from '../../lib/ids.js';
-import { movable } from '../../writer/group-commit.js';
+import { movable } from '../../store/writer/group-commit.js';
 import { formatDuration } from '../../config/load.js';
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;

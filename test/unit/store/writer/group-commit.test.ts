@@ -1,10 +1,10 @@
 import t from 'tap';
-import { openDb, migrate, isStorageUnavailable } from '../../../src/store/db.js';
-import { GroupCommit } from '../../../src/writer/group-commit.js';
-import { gcFunction } from '../../../src/lib/reclaim.js';
-import type { SendInput } from '../../../src/writer/ops.js';
-import { readAuthEpoch } from '../../../src/store/auth-cache.js';
-import { tempDir, storeWithKey, versionsAfter } from '../../helpers/env.js';
+import { openDb, migrate, isStorageUnavailable } from '../../../../src/store/db.js';
+import { GroupCommit } from '../../../../src/store/writer/group-commit.js';
+import { gcFunction } from '../../../../src/lib/reclaim.js';
+import type { SendInput } from '../../../../src/store/writer/ops.js';
+import { readAuthEpoch } from '../../../../src/store/auth-cache.js';
+import { tempDir, storeWithKey, versionsAfter } from '../../../helpers/env.js';
 
 /** The store's auth_epoch, so the writer does not re-verify (tests of the epoch pass their own). */
 let currentEpoch = '';

@@ -1,7 +1,7 @@
 // The group-commit writer's thread: its own connection, one transaction for all the jobs that
 // arrived while the previous one was committing.
 import { parentPort, workerData } from 'node:worker_threads';
-import { Db } from '../store/db.js';
+import { Db } from '../db.js';
 import { writerOps, type OpName } from './ops.js';
 
 export type WriterMessage = { jobs: Array<{ op: OpName; input: unknown }> } | { maxBytes: number } | 'close';
