@@ -153,7 +153,7 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
           nextAt: null,
           disableEndpoint: false,
         }));
-        recordAttempts(db, { batch, pending: [], cursor: events.at(-1)?.seq ?? null, now: at + 1600 });
+        recordAttempts(db, { batch, pending: [], cursor: events.length ? { x: 0, seq: events.at(-1)!.seq } : null, now: at + 1600 });
       }
     });
   }

@@ -29,7 +29,7 @@ export interface DomainRow {
 export const DKIM_SELECTOR = 'posthaste';
 
 /** A fresh 2048-bit RSA key pair: PKCS#8 PEM, and Base64 SPKI DER as published in p=. */
-function dkimKeyPair(): { privateKey: string; publicKey: string } {
+export function dkimKeyPair(): { privateKey: string; publicKey: string } {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   return { privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') };
 }
@@ -86,13 +86,19 @@ export function removeDomain(db: Db, id: number): void {
  */
 export function rotateDkim(db: Db, id: number, now: number): DomainRow {
   const d = db.statement('SELECT dkim_selector, previous_dkim_selector FROM domains WHERE id = ?').get(id) as { dkim_selector: string; previous_dkim_selector: string | null };
+  const selector = nextSelector(d, now);
+  const { privateKey, publicKey } = dkimKeyPair();
+  db.statement('UPDATE domains SET next_dkim_selector = ?, next_dkim_private_key = ?, next_dkim_public_key = ? WHERE id = ?').run(selector, privateKey, publicKey, id);
+  return db.statement('SELECT * FROM domains WHERE id = ?').get(id) as DomainRow;
+}
+
+/** The next key's selector: "posthaste" and the date, with a letter when that is taken. */
+export function nextSelector(d: { dkim_selector: string; previous_dkim_selector: string | null }, now: number): string {
   const day = new Date(now).toISOString().slice(0, 10).replace(/-/g, '');
   const taken = new Set([d.dkim_selector, d.previous_dkim_selector]);
   let selector = `${DKIM_SELECTOR}${day}`;
   for (let i = 0; taken.has(selector); i++) selector = `${DKIM_SELECTOR}${day}${String.fromCharCode(97 + i)}`;
-  const { privateKey, publicKey } = dkimKeyPair();
-  db.statement('UPDATE domains SET next_dkim_selector = ?, next_dkim_private_key = ?, next_dkim_public_key = ? WHERE id = ?').run(selector, privateKey, publicKey, id);
-  return db.statement('SELECT * FROM domains WHERE id = ?').get(id) as DomainRow;
+  return selector;
 }
 
 /** Signing moves to the next key: the current one becomes the previous (its record still needed for a while). */

@@ -21,18 +21,39 @@ export interface ApiKeyInfo {
   last_used_at?: number | null;
 }
 
-const KEY_COLUMNS = 'id, customer_id, name, kind, created_at, revoked_at, last_used_at';
+export const KEY_COLUMNS = 'id, customer_id, name, kind, created_at, revoked_at, last_used_at';
 
-function hashKey(key: string): Buffer {
+export function hashKey(key: string): Buffer {
   // Keys carry ~238 random bits, so a fast hash is enough (no password stretching needed).
   return createHash('sha256').update(key).digest();
 }
 
-export function createKey(db: Db, input: { customerId: number; kind: KeyKind; name: string; now: number }): ApiKeyInfo & { key: string } {
+/** A new key of this kind: the key (shown once), its public handle, its hash. */
+export function newKey(kind: KeyKind): { key: string; id: string; hash: Buffer } {
   const random = randomBase62(SECRET_LENGTH);
-  const key = PREFIX[input.kind] + random;
-  const id = 'key_' + random.slice(0, HANDLE_LENGTH);
-  db.run('INSERT INTO api_keys (id, customer_id, name, kind, hash, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, NULL)', id, input.customerId, input.name, input.kind, hashKey(key), input.now);
+  const key = PREFIX[kind] + random;
+  return { key, id: 'key_' + random.slice(0, HANDLE_LENGTH), hash: hashKey(key) };
+}
+
+/** The handle a presented key is looked up by, or undefined when it is not a key's shape. */
+export function keyHandle(presented: string): { id: string; live: boolean } | undefined {
+  const m = KEY_FORMAT.exec(presented);
+  return m ? { id: 'key_' + m[2]!.slice(0, HANDLE_LENGTH), live: m[1] === 'live' } : undefined;
+}
+
+/** The presented key checked against its row (constant-time compare even when there is none); the row without its hash. */
+export function checkKey(presented: string, live: boolean, row: (ApiKeyInfo & { hash: Uint8Array }) | undefined): ApiKeyInfo | undefined {
+  const expected = row?.hash ?? Buffer.alloc(32);
+  const ok = timingSafeEqual(hashKey(presented), expected) && row !== undefined;
+  if (!ok || row.revoked_at !== null) return undefined;
+  if (live !== (row.kind === 'production')) return undefined;
+  const { hash: _hash, ...info } = row;
+  return info;
+}
+
+export function createKey(db: Db, input: { customerId: number; kind: KeyKind; name: string; now: number }): ApiKeyInfo & { key: string } {
+  const { key, id, hash } = newKey(input.kind);
+  db.run('INSERT INTO api_keys (id, customer_id, name, kind, hash, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, NULL)', id, input.customerId, input.name, input.kind, hash, input.now);
   return { id, customer_id: input.customerId, name: input.name, kind: input.kind, created_at: input.now, revoked_at: null, key };
 }
 
@@ -41,15 +62,9 @@ export function createKey(db: Db, input: { customerId: number; kind: KeyKind; na
  * Looked up by its public handle, then compared by hash in constant time.
  */
 export function authenticate(db: Db, presented: string): ApiKeyInfo | undefined {
-  const m = KEY_FORMAT.exec(presented);
-  if (!m) return undefined;
-  const row = db.statement('SELECT * FROM api_keys WHERE id = ?').get('key_' + m[2]!.slice(0, HANDLE_LENGTH)) as (ApiKeyInfo & { hash: Buffer }) | undefined;
-  const expected = row?.hash ?? Buffer.alloc(32);
-  const ok = timingSafeEqual(hashKey(presented), expected) && row !== undefined;
-  if (!ok || row.revoked_at !== null) return undefined;
-  if ((m[1] === 'live') !== (row.kind === 'production')) return undefined;
-  const { hash: _hash, ...info } = row;
-  return info;
+  const h = keyHandle(presented);
+  if (!h) return undefined;
+  return checkKey(presented, h.live, db.statement('SELECT * FROM api_keys WHERE id = ?').get(h.id) as (ApiKeyInfo & { hash: Buffer }) | undefined);
 }
 
 /** Whether the key exists and is not revoked (the writer's check when the auth epoch moved). */

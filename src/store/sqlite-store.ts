@@ -180,8 +180,8 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       recordAttempts: (batch) => (writer ? writer.submit('webhookAttempts', batch) : tx(() => webhooks.recordAttempts(db, batch))),
       releaseAllClaims: async () => webhooks.releaseDeliveryClaims(db),
       fanOutCursor: async () => webhooks.fanOutCursor(db),
-      lastFannedOutSeq: async () => webhooks.lastFannedOutSeq(db),
-      eventsAfter: async (seq, limit) => webhooks.eventsAfter(db, seq, limit),
+      lastFannedOut: async (after) => webhooks.lastFannedOut(db, after),
+      eventsAfter: async (pos, limit) => webhooks.eventsAfter(db, pos, limit),
       hasDelivery: async (eventSeq, endpointId) => webhooks.hasDelivery(db, eventSeq, endpointId),
     },
     users: {

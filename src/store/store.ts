@@ -6,7 +6,8 @@ import type { MessageSearch, MessageSummary, MessageView } from './messages.js';
 import type { Claimed, QueuedMessage } from './queue.js';
 import type { DestinationThrottle } from './destinations.js';
 import type { LimitCheck, InboundRow, ReceivingDomain } from './inbound.js';
-import type { AttemptBatch, AttemptRecord, AttemptView, ClaimRoom, Endpoint, OutboxEvent, StoredDelivery } from './webhooks.js';
+import type { AttemptBatch, AttemptRecord, AttemptView, ClaimRoom, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from './webhooks.js';
+export { comparePos, type FanOutPos } from './webhooks.js';
 import type { Role, Session, User } from './users.js';
 import type { Overview } from './overview.js';
 import type { Status } from './status.js';
@@ -193,10 +194,12 @@ export interface WebhookStore {
   /** At start: unlocks every delivery claimed by a process that died. */
   releaseAllClaims(): Promise<number>;
 
-  // The fan-out's.
-  fanOutCursor(): Promise<number>;
-  lastFannedOutSeq(): Promise<number>;
-  eventsAfter(seq: number, limit: number): Promise<OutboxEvent[]>;
+  // The fan-out's (webhooks/fanout.ts): events in fan-out order, by position.
+  fanOutCursor(): Promise<FanOutPos>;
+  /** The last event after `after` that has a delivery row (rows written before a crash, past the cursor); `after` when none. */
+  lastFannedOut(after: FanOutPos): Promise<FanOutPos>;
+  /** Events after `pos` in fan-out order, at most `limit`, only of transactions every reader sees as finished. */
+  eventsAfter(pos: FanOutPos, limit: number): Promise<OutboxEvent[]>;
   hasDelivery(eventSeq: number, endpointId: string): Promise<boolean>;
 }
 

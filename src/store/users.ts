@@ -58,12 +58,15 @@ export interface Session {
   customerId: number;
 }
 
-const hashId = (id: string) => createHash('sha256').update(id).digest();
+export const hashId = (id: string) => createHash('sha256').update(id).digest();
 
 /** A new session: its id (for the cookie, never stored) and CSRF token. */
+export function newSession(): { id: string; csrf: string } {
+  return { id: randomBytes(32).toString('base64url'), csrf: randomBytes(32).toString('base64url') };
+}
+
 export function createSession(db: Db, user: User, customerId: number, now: number): { id: string; csrf: string } {
-  const id = randomBytes(32).toString('base64url');
-  const csrf = randomBytes(32).toString('base64url');
+  const { id, csrf } = newSession();
   db.statement('INSERT INTO sessions (id_hash, user_id, csrf, customer_id, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?)').run(hashId(id), user.id, csrf, customerId, now, now);
   return { id, csrf };
 }

@@ -96,15 +96,30 @@ export interface ClaimRoom {
 }
 
 /**
+ * A place in the order the fan-out reads events in. On SQLite, one writer at a time: seq order is
+ * commit order (`x` is 0). On PostgreSQL transactions commit in another order than they take
+ * sequence numbers, so events are read by the transaction that wrote them (`x`, its id), then seq,
+ * and only from transactions older than every one still running (store/pg/webhooks.ts).
+ */
+export interface FanOutPos {
+  x: number;
+  seq: number;
+}
+
+export const comparePos = (a: FanOutPos, b: FanOutPos): number => a.x - b.x || a.seq - b.seq;
+const atSeq = (seq: number): FanOutPos => ({ x: 0, seq });
+
+/**
  * The fan-out cursor: every event up to it has its delivery rows, or needs none. The dispatcher
  * fans events out in memory and moves the cursor only in the transactions that store those
  * deliveries (recordAttempts), so a crash loses none: what is past the cursor is fanned out again.
  */
-export function fanOutCursor(db: Db): number {
-  return Number((db.statement("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'").get() as { value: string }).value);
+export function fanOutCursor(db: Db): FanOutPos {
+  return atSeq(Number((db.statement("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'").get() as { value: string }).value));
 }
 
 export interface OutboxEvent {
+  pos: FanOutPos;
   seq: number;
   id: string;
   customerId: number;
@@ -118,16 +133,17 @@ export interface OutboxEvent {
  * builds a row object property by property through V8's slow path, an array at once (a row of the
  * outbox: ~1.4-1.9 µs as an object, ~0.9 µs as an array made into an object here).
  */
-export function eventsAfter(db: Db, seq: number, limit: number): OutboxEvent[] {
-  const rows = db.statement(`SELECT seq, id, customer_id, type, body, created_at FROM events WHERE seq > ? ORDER BY seq ${BOUND_LIMIT}`).raw(true).all(seq, limit) as Array<
+export function eventsAfter(db: Db, after: FanOutPos, limit: number): OutboxEvent[] {
+  const rows = db.statement(`SELECT seq, id, customer_id, type, body, created_at FROM events WHERE seq > ? ORDER BY seq ${BOUND_LIMIT}`).raw(true).all(after.seq, limit) as Array<
     [number, string, number, string, string, number]
   >;
-  return rows.map((r) => ({ seq: r[0], id: r[1], customerId: r[2], type: r[3], body: r[4], createdAt: r[5] }));
+  return rows.map((r) => ({ pos: atSeq(r[0]), seq: r[0], id: r[1], customerId: r[2], type: r[3], body: r[4], createdAt: r[5] }));
 }
 
-/** The highest event seq with a delivery row: after a crash, rows past the cursor can exist up to it. */
-export function lastFannedOutSeq(db: Db): number {
-  return (db.statement("SELECT MAX(event_seq) FROM webhook_deliveries WHERE kind = 'event'").pluck().get() as number | null) ?? 0;
+/** The last event after `after` with a delivery row: after a crash, rows past the cursor can exist up to it. */
+export function lastFannedOut(db: Db, after: FanOutPos): FanOutPos {
+  const seq = (db.statement("SELECT MAX(event_seq) FROM webhook_deliveries WHERE kind = 'event'").pluck().get() as number | null) ?? 0;
+  return seq > after.seq ? atSeq(seq) : after;
 }
 
 /** The id of the delivery row of an event to an endpoint (fan-out, not replay), if it has one. */
@@ -293,7 +309,7 @@ export interface AttemptBatch {
   /** Deliveries fanned out in memory that go to the store pending, due now (their endpoint had no room). */
   pending: Array<{ endpointId: string; eventSeq: number }>;
   /** The fan-out cursor, once every event up to it has its rows with this batch; null: unchanged. */
-  cursor: number | null;
+  cursor: FanOutPos | null;
   now: number;
 }
 
@@ -331,7 +347,7 @@ export function recordAttempts(db: Db, input: AttemptBatch): void {
     if (s.disableEndpoint) disableEndpoint(db, endpointId, '410 Gone');
   }
   for (const p of input.pending) if (alive(p.endpointId)) create.run(p.endpointId, p.eventSeq, 'pending', 0, now, now, now);
-  if (input.cursor !== null) db.statement("UPDATE settings SET value = ? WHERE name = 'webhook_fanout_seq' AND CAST(value AS INTEGER) < ?").run(String(input.cursor), input.cursor);
+  if (input.cursor !== null) db.statement("UPDATE settings SET value = ? WHERE name = 'webhook_fanout_seq' AND CAST(value AS INTEGER) < ?").run(String(input.cursor.seq), input.cursor.seq);
 }
 
 export interface AttemptView {

@@ -1,5 +1,18 @@
 import type { Db } from '../store/db.js';
-import { eventsAfter, fanOutCursor, hasDelivery, lastFannedOutSeq, listEndpoints, subscribes, type ClaimRoom, type Endpoint, type FreshDelivery, type SettledAttempt } from '../store/webhooks.js';
+import {
+  comparePos,
+  eventsAfter,
+  fanOutCursor,
+  hasDelivery,
+  lastFannedOut,
+  listEndpoints,
+  subscribes,
+  type ClaimRoom,
+  type Endpoint,
+  type FanOutPos,
+  type FreshDelivery,
+  type SettledAttempt,
+} from '../store/webhooks.js';
 
 /** A delivery fanned out in memory that goes to the store as a pending row, due now (its endpoint had no room). */
 export interface PendingRow {
@@ -10,7 +23,7 @@ export interface PendingRow {
 /** What one batch writes for the fan-out: the pending rows, the cursor (null: unchanged), and the fresh deliveries it stores per event. */
 export interface FanOutWrite {
   pending: PendingRow[];
-  cursor: number | null;
+  cursor: FanOutPos | null;
   stores: Map<number, number>;
 }
 
@@ -25,13 +38,17 @@ export interface FanOutWrite {
  */
 export class FanOut {
   /** The last event fanned out in memory; null until the first `next` reads the store's cursor. */
-  private cursor: number | null = null;
+  private cursor: FanOutPos | null = null;
   /** The cursor as committed (the last batch's, or the store's at start). */
-  private storedCursor = 0;
-  /** The highest event with a delivery row at start: at or below it, a row may exist past the cursor. */
-  private checkUpTo = 0;
-  /** Fresh deliveries not yet in the store, by event seq (ascending: events are fanned out in order). */
-  private readonly unstored = new Map<number, number>();
+  private storedCursor: FanOutPos = { x: 0, seq: 0 };
+  /** The last event with a delivery row at start: at or before it, a row may exist past the cursor. */
+  private checkUpTo: FanOutPos = { x: 0, seq: 0 };
+  /**
+   * Fresh deliveries not yet in the store, by event seq, in the order the events were fanned out
+   * (a Map keeps it), each with the place of the event read just before it: the cursor can move
+   * up to there and not past.
+   */
+  private readonly unstored = new Map<number, { n: number; before: FanOutPos }>();
   /** Fresh deliveries to write pending with the next batch. */
   private pending: PendingRow[] = [];
 
@@ -50,7 +67,7 @@ export class FanOut {
     const { db } = this;
     if (this.cursor === null) {
       this.cursor = this.storedCursor = fanOutCursor(db);
-      this.checkUpTo = lastFannedOutSeq(db);
+      this.checkUpTo = lastFannedOut(db, this.cursor);
     }
     const events = eventsAfter(db, this.cursor, limit);
     if (events.length === 0) return [];
@@ -63,16 +80,16 @@ export class FanOut {
       for (const endpoint of list) {
         if (!subscribes(endpoint, e)) continue;
         // Fanned out before a restart and recorded, though the cursor had not moved past it.
-        if (e.seq <= this.checkUpTo && hasDelivery(db, e.seq, endpoint.id)) continue;
+        if (comparePos(e.pos, this.checkUpTo) <= 0 && hasDelivery(db, e.seq, endpoint.id)) continue;
         n++;
         if (room.room(endpoint.id) > 0) {
           room.take(endpoint.id);
           held.push({ delivery: { kind: 'fresh', endpointId: endpoint.id, eventSeq: e.seq, event: e }, endpoint });
         } else this.pending.push({ endpointId: endpoint.id, eventSeq: e.seq });
       }
-      if (n > 0) this.unstored.set(e.seq, n);
+      if (n > 0) this.unstored.set(e.seq, { n, before: this.cursor });
+      this.cursor = e.pos;
     }
-    this.cursor = events[events.length - 1]!.seq;
     // Pending rows to write, or a cursor that can move with nothing unstored: a batch soon.
     if (this.pending.length > 0 || this.unstored.size === 0) this.wantsWrite();
     return held;
@@ -109,7 +126,7 @@ export class FanOut {
   /** The batch committed: its deliveries are in the store, its cursor is the stored one. */
   recorded(w: FanOutWrite): void {
     for (const [seq, n] of w.stores) this.stored(seq, n);
-    if (w.cursor !== null) this.storedCursor = Math.max(this.storedCursor, w.cursor);
+    if (w.cursor !== null && comparePos(w.cursor, this.storedCursor) > 0) this.storedCursor = w.cursor;
   }
 
   /** The batch did not commit: its pending rows go with the next one. */
@@ -118,20 +135,21 @@ export class FanOut {
   }
 
   /** The cursor to store with a batch: past every event whose deliveries will all be in the store once it commits. */
-  private cursorWith(stores: Map<number, number>): number | null {
+  private cursorWith(stores: Map<number, number>): FanOutPos | null {
     if (this.cursor === null) return null;
     let cursor = this.cursor;
-    for (const [seq, n] of this.unstored)
-      if (n > (stores.get(seq) ?? 0)) {
-        cursor = seq - 1;
+    for (const [seq, u] of this.unstored)
+      if (u.n > (stores.get(seq) ?? 0)) {
+        cursor = u.before;
         break;
       }
-    return cursor > this.storedCursor ? cursor : null;
+    return comparePos(cursor, this.storedCursor) > 0 ? cursor : null;
   }
 
   private stored(seq: number, n: number): void {
-    const left = (this.unstored.get(seq) ?? 0) - n;
-    if (left > 0) this.unstored.set(seq, left);
+    const u = this.unstored.get(seq);
+    if (!u) return;
+    if (u.n > n) u.n -= n;
     else this.unstored.delete(seq);
   }
 }

@@ -95,8 +95,8 @@ t.test('while another connection holds the write lock, the dispatcher does not b
     perEndpoint: 4,
     beforeDispatcher: (db) => {
       const endpointId = db.sqlite.prepare('SELECT id FROM webhook_endpoints').pluck().get() as string;
-      const seqs = eventsAfter(db, 0, ROWS).map((e) => e.seq);
-      db.tx(() => recordAttempts(db, { batch: [], pending: seqs.map((eventSeq) => ({ endpointId, eventSeq })), cursor: seqs[ROWS - 1]!, now: 0 }));
+      const seqs = eventsAfter(db, { x: 0, seq: 0 }, ROWS).map((e) => e.seq);
+      db.tx(() => recordAttempts(db, { batch: [], pending: seqs.map((eventSeq) => ({ endpointId, eventSeq })), cursor: { x: 0, seq: seqs[ROWS - 1]! }, now: 0 }));
       other = new BetterSqlite3(db.path);
       t.teardown(() => other.close());
       other.prepare('BEGIN IMMEDIATE').run();
@@ -163,7 +163,7 @@ t.test('an endpoint is given a few deliveries at a time until it succeeds, and a
   stop.abort();
   await running;
   t.equal(db.sqlite.prepare('SELECT COUNT(*) FROM webhook_deliveries WHERE locked_by IS NOT NULL').pluck().get(), 0, 'all released at stop');
-  const cursor = fanOutCursor(db);
+  const cursor = fanOutCursor(db).seq;
   t.equal(
     db.sqlite.prepare('SELECT COUNT(*) FROM events e WHERE e.seq <= ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = e.seq)').pluck().get(cursor),
     0,
@@ -175,14 +175,14 @@ t.test('stopped with deliveries held in memory: the stored cursor stays behind t
   const EVENTS = 40;
   // One event first, so the endpoint is known to answer and gets its whole quota in memory.
   const { db, rx, deps, dispatcher } = await setup(t, ['/slow'], 1, 4000, { perEndpoint: 1, claimPerEndpoint: 50 });
-  const cursor = () => fanOutCursor(db);
+  const cursor = () => fanOutCursor(db).seq;
   const until = (ok: () => boolean) => waitFor('the condition', ok, 5000, 2).catch(() => undefined);
   const stop = new AbortController();
   const running = dispatcher.run(stop.signal);
   const succeeded = db.sqlite.prepare("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'succeeded'").pluck();
   await until(() => succeeded.get() === 1);
   for (let i = 1; i < EVENTS; i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: { n: i }, now: 1 });
-  const seqs = eventsAfter(db, 0, EVENTS).map((e) => e.seq);
+  const seqs = eventsAfter(db, { x: 0, seq: 0 }, EVENTS).map((e) => e.seq);
   await until(() => rx.on('/slow').length >= 6);
   stop.abort();
   await running;
@@ -216,7 +216,7 @@ t.test('after a crash, events past the stored cursor are fanned out again, excep
       const insert = db.sqlite.prepare(
         "INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 'event', 'succeeded', 1, NULL, ?, ?)",
       );
-      for (const e of eventsAfter(db, 0, EVENTS)) insert.run(endpointId, e.seq, now, now);
+      for (const e of eventsAfter(db, { x: 0, seq: 0 }, EVENTS)) insert.run(endpointId, e.seq, now, now);
       return undefined;
     },
   });

@@ -9,7 +9,7 @@ import {
   eventsAfter,
   fanOutCursor,
   hasDelivery,
-  lastFannedOutSeq,
+  lastFannedOut,
   recordAttempts,
   releaseDeliveryClaims,
   type ClaimRoom,
@@ -37,6 +37,9 @@ const settled = (endpointId: string, seq: number, state: SettledAttempt['state']
   disableEndpoint: false,
 });
 
+/** A place in the fan-out's order on SQLite: the event's seq. */
+const at = (seq: number) => ({ x: 0, seq });
+
 /** Pending rows as the fan-out would create them for an endpoint without room. */
 const pendingRows = (db: Db, endpointId: string, seqs: number[], now = 100) =>
   db.tx(() => recordAttempts(db, { batch: [], pending: seqs.map((eventSeq) => ({ endpointId, eventSeq })), cursor: null, now }));
@@ -47,18 +50,18 @@ t.test('recording attempts creates the rows of deliveries fanned out in memory, 
   const b = endpoint(db, 'b');
   const gone = endpoint(db, 'gone');
   for (let i = 0; i < 5; i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: { n: i }, now: 10 + i });
-  const seqs = eventsAfter(db, 0, 10).map((e) => e.seq);
+  const seqs = eventsAfter(db, at(0), 10).map((e) => e.seq);
   t.same(
-    eventsAfter(db, seqs[2]!, 10).map((e) => e.seq),
+    eventsAfter(db, at(seqs[2]!), 10).map((e) => e.seq),
     seqs.slice(3),
     'events after a seq, in order',
   );
-  const after3 = eventsAfter(db, seqs[3]!, 1);
+  const after3 = eventsAfter(db, at(seqs[3]!), 1);
   t.equal(after3.length, 1, 'at most the limit');
   const last = after3[0]!;
-  t.match(last, { seq: seqs[4], id: /^msg_/, customerId: 1, type: 'email.delivered', createdAt: 14 }, 'each event with its fields');
+  t.match(last, { pos: at(seqs[4]!), seq: seqs[4], id: /^msg_/, customerId: 1, type: 'email.delivered', createdAt: 14 }, 'each event with its fields');
   t.same(JSON.parse(last.body), { id: last.id, type: 'email.delivered', timestamp: new Date(14).toISOString(), data: { n: 4 } }, 'the body as stored');
-  t.equal(fanOutCursor(db), 0);
+  t.same(fanOutCursor(db), at(0));
   deleteEndpoint(db, gone);
   db.tx(() =>
     recordAttempts(db, {
@@ -67,7 +70,7 @@ t.test('recording attempts creates the rows of deliveries fanned out in memory, 
         { endpointId: b, eventSeq: seqs[0]! },
         { endpointId: gone, eventSeq: seqs[1]! },
       ],
-      cursor: seqs[1]!,
+      cursor: at(seqs[1]!),
       now: 100,
     }),
   );
@@ -90,15 +93,15 @@ t.test('recording attempts creates the rows of deliveries fanned out in memory, 
     ],
     'each attempt logged against its new row',
   );
-  t.equal(fanOutCursor(db), seqs[1]);
-  t.equal(lastFannedOutSeq(db), seqs[1]);
+  t.same(fanOutCursor(db), at(seqs[1]!));
+  t.same(lastFannedOut(db, at(0)), at(seqs[1]!));
   t.ok(hasDelivery(db, seqs[0]!, b));
   t.notOk(hasDelivery(db, seqs[2]!, a));
 
   // Fanned out again after a restart (the cursor was behind it): the existing row is settled, not doubled.
-  db.tx(() => recordAttempts(db, { batch: [settled(b, seqs[0]!, 'succeeded')], pending: [], cursor: seqs[0]!, now: 200 }));
+  db.tx(() => recordAttempts(db, { batch: [settled(b, seqs[0]!, 'succeeded')], pending: [], cursor: at(seqs[0]!), now: 200 }));
   t.same(db.sqlite.prepare('SELECT state, attempts FROM webhook_deliveries WHERE endpoint_id = ?').all(b), [{ state: 'succeeded', attempts: 1 }]);
-  t.equal(fanOutCursor(db), seqs[1], 'the cursor never moves back');
+  t.same(fanOutCursor(db), at(seqs[1]!), 'the cursor never moves back');
 });
 
 t.test("a claim takes due pending rows only, within each endpoint's room, never a claimed one", async (t) => {
@@ -106,7 +109,7 @@ t.test("a claim takes due pending rows only, within each endpoint's room, never 
   const a = endpoint(db, 'a');
   const b = endpoint(db, 'b');
   for (let i = 0; i < 5; i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: { n: i }, now: 10 });
-  const seqs = eventsAfter(db, 0, 10).map((e) => e.seq);
+  const seqs = eventsAfter(db, at(0), 10).map((e) => e.seq);
   pendingRows(db, a, seqs);
   pendingRows(db, b, seqs, 9000);
   const first = claimDeliveries(db, 'w1', 200, rooms({ [a]: 2, [b]: 5 }));
@@ -136,7 +139,7 @@ t.test('the due index holds only unclaimed pending rows, and the claim reads thr
   pendingRows(
     db,
     a,
-    eventsAfter(db, 0, 10).map((e) => e.seq),
+    eventsAfter(db, at(0), 10).map((e) => e.seq),
   );
   // Entries in the index itself (SQLite's dbstat table), not rows a query filters afterwards.
   const inIndex = db.sqlite.prepare("SELECT SUM(ncell) FROM dbstat WHERE name = 'webhook_deliveries_due' AND pagetype = 'leaf'").pluck();
@@ -163,7 +166,7 @@ t.test('migration 5 on a version-4 store: claimed rows leave the due index, noth
   const insert = db.sqlite.prepare(
     "INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 'event', 'pending', 0, ?, ?, ?)",
   );
-  for (const e of eventsAfter(db, 0, 10)) insert.run(a, e.seq, now, now, now);
+  for (const e of eventsAfter(db, at(0), 10)) insert.run(a, e.seq, now, now, now);
   claimDeliveries(db, 'old', 200, rooms({ [a]: 1 }));
   const before = db.sqlite.prepare('SELECT * FROM webhook_deliveries ORDER BY id').all();
   t.same(migrate(db, 0), versionsAfter(4));

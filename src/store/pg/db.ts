@@ -1,0 +1,173 @@
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import { StoreUnavailable } from '../errors.js';
+
+// int8 (bigint) columns hold times in milliseconds and row ids, well inside 2^53: numbers, as
+// better-sqlite3 gives them (pg gives strings by default). Set once, for the driver's default types.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+/** What a query runs on: the pool (one statement, its own transaction) or a transaction's client. */
+export interface Q {
+  rows<Row>(sql: string, values?: unknown[]): Promise<Row[]>;
+  row<Row>(sql: string, values?: unknown[]): Promise<Row | undefined>;
+  /** Rows changed. */
+  run(sql: string, values?: unknown[]): Promise<number>;
+}
+
+/**
+ * PostgreSQL codes and driver errors that mean the database cannot be reached or cannot write
+ * now: connection exceptions (08), insufficient resources (53: disk full, too many connections),
+ * operator intervention (57P: shutting down, starting up), and the sockets' own errors.
+ */
+export function unavailable(e: unknown): StoreUnavailable | undefined {
+  const err = e as { code?: unknown; message?: string };
+  const code = typeof err?.code === 'string' ? err.code : '';
+  const message = err?.message ?? String(e);
+  if (/^(08|53|57P)/.test(code)) return new StoreUnavailable(`PostgreSQL: ${message}`, code, code === '53100');
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code)) return new StoreUnavailable(`PostgreSQL unreachable: ${message}`, code);
+  if (/Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection ended unexpectedly|Client was closed/i.test(message))
+    return new StoreUnavailable(`PostgreSQL unreachable: ${message}`, 'connection');
+  return undefined;
+}
+
+/** Serialization failures and deadlocks: the transaction may simply be run again. */
+const RETRY = new Set(['40001', '40P01']);
+
+/** A statement's name, from its text: each connection prepares it once and reuses the plan. */
+const names = new Map<string, string>();
+function named(sql: string): string {
+  let n = names.get(sql);
+  if (!n) names.set(sql, (n = `p${createHash('sha1').update(sql).digest('base64url').slice(0, 16)}`));
+  return n;
+}
+
+class On implements Q {
+  constructor(private readonly c: pg.Pool | pg.PoolClient) {}
+  async rows<Row>(sql: string, values: unknown[] = []): Promise<Row[]> {
+    try {
+      return (await this.c.query({ name: named(sql), text: sql, values })).rows as Row[];
+    } catch (e) {
+      throw unavailable(e) ?? e;
+    }
+  }
+  async row<Row>(sql: string, values: unknown[] = []): Promise<Row | undefined> {
+    return (await this.rows<Row>(sql, values))[0];
+  }
+  async run(sql: string, values: unknown[] = []): Promise<number> {
+    try {
+      return (await this.c.query({ name: named(sql), text: sql, values })).rowCount ?? 0;
+    } catch (e) {
+      throw unavailable(e) ?? e;
+    }
+  }
+}
+
+/** The URL without its password, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://(unparsable URL)';
+  }
+}
+
+/**
+ * The pool every part of a node shares: statements on cached plans, transactions with a
+ * retry on serialization failures and deadlocks, and every error that means "the database is
+ * not there" turned into StoreUnavailable.
+ */
+export class PgDb implements Q {
+  readonly pool: pg.Pool;
+  private readonly on: On;
+
+  constructor(
+    readonly url: string,
+    opts: { password?: string; max?: number; applicationName?: string } = {},
+  ) {
+    this.pool = new pg.Pool({
+      connectionString: url,
+      ...(opts.password !== undefined ? { password: opts.password } : {}),
+      max: opts.max ?? 10,
+      // Never wait forever for a connection (the default): a database gone away is an error now.
+      connectionTimeoutMillis: 5_000,
+      idleTimeoutMillis: 30_000,
+      application_name: opts.applicationName ?? 'posthaste',
+    });
+    // An idle client whose server went away emits here; without a listener it would crash the process.
+    this.pool.on('error', () => undefined);
+    this.on = new On(this.pool);
+  }
+
+  rows<Row>(sql: string, values?: unknown[]): Promise<Row[]> {
+    return this.on.rows<Row>(sql, values);
+  }
+  row<Row>(sql: string, values?: unknown[]): Promise<Row | undefined> {
+    return this.on.row<Row>(sql, values);
+  }
+  run(sql: string, values?: unknown[]): Promise<number> {
+    return this.on.run(sql, values);
+  }
+
+  /**
+   * Runs fn in one transaction (READ COMMITTED) on one connection; COMMIT has returned when this
+   * resolves. Run again, up to three times, when PostgreSQL aborts it as a serialization failure
+   * or deadlock, or when `retryOn` says so (a unique violation a concurrent twin caused).
+   */
+  async tx<T>(fn: (q: Q) => Promise<T>, retryOn?: (e: unknown) => boolean): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      let client: pg.PoolClient;
+      try {
+        client = await this.pool.connect();
+      } catch (e) {
+        throw unavailable(e) ?? e;
+      }
+      let broken = false;
+      try {
+        await client.query('BEGIN');
+        const value = await fn(new On(client));
+        await client.query('COMMIT');
+        return value;
+      } catch (e) {
+        try {
+          await client.query('ROLLBACK');
+        } catch {
+          broken = true;
+        }
+        const code = (e as { code?: unknown }).code;
+        if (attempt < 3 && ((typeof code === 'string' && RETRY.has(code)) || retryOn?.(e))) continue;
+        throw unavailable(e) ?? e;
+      } finally {
+        client.release(broken);
+      }
+    }
+  }
+
+  /** Runs fn on one connection of its own, outside any transaction (migrations, advisory locks). */
+  async withClient<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (e) {
+      throw unavailable(e) ?? e;
+    }
+    try {
+      return await fn(client);
+    } catch (e) {
+      throw unavailable(e) ?? e;
+    } finally {
+      client.release();
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+}
+
+/** Whether e is a unique violation of the named constraint (or index). */
+export function uniqueViolation(e: unknown, constraint: string): boolean {
+  const err = e as { code?: unknown; constraint?: unknown };
+  return err?.code === '23505' && err.constraint === constraint;
+}

@@ -1,0 +1,171 @@
+import type { PgDb, Q } from './db.js';
+import type { DeliveryStore, GroupRecord } from '../store.js';
+import type { Claimed, QueuedMessage } from '../queue.js';
+import type { DestinationThrottle } from '../destinations.js';
+import { applyTransitions, type Step } from './transitions.js';
+import { asyncBounceTransition, complaintTransition, outcomeTransition, type OutcomePolicy } from '../../domain/transitions.js';
+import type { SandboxStep } from '../../domain/sandbox.js';
+import type { Reply } from '../../domain/outcome.js';
+
+/**
+ * The delivery queue on PostgreSQL. A claim is one statement: the due recipients, earliest
+ * first, read through the partial due index and locked with SKIP LOCKED (two claimers never wait
+ * for each other, nor take the same row), their claims inserted (ON CONFLICT DO NOTHING: a
+ * claimer whose snapshot predates another's committed claim skips it). The recipient rows are not
+ * written until the outcome, as on SQLite; a group's outcomes are one transaction of a few
+ * set-wise statements.
+ */
+
+const CLAIM = `
+WITH picked AS MATERIALIZED (
+  SELECT r.id FROM recipients r
+   WHERE r.state IN ('queued', 'deferred') AND r.next_attempt_at <= $2
+     AND NOT EXISTS (SELECT 1 FROM recipient_claims c WHERE c.recipient_id = r.id)
+   ORDER BY r.next_attempt_at LIMIT $3
+   FOR NO KEY UPDATE OF r SKIP LOCKED),
+claimed AS (
+  INSERT INTO recipient_claims (recipient_id, worker, claimed_at)
+  SELECT id, $1, $2 FROM picked ON CONFLICT (recipient_id) DO NOTHING RETURNING recipient_id)
+SELECT r.id, r.message_id, r.address, r.domain, r.attempts FROM recipients r JOIN claimed c ON c.recipient_id = r.id ORDER BY r.next_attempt_at, r.id`;
+
+interface MessageRow {
+  id: number;
+  customer_id: number;
+  message_id: string;
+  sandbox: number;
+  from_header: string;
+  sender_domain: string;
+  subject: string;
+  metadata: string;
+  request: Buffer;
+  raw: Buffer | null;
+  created_at: number;
+  tags: string | null;
+}
+
+export async function loadMessages(q: Q, ids: number[]): Promise<Map<number, QueuedMessage>> {
+  const rows = await q.rows<MessageRow>(
+    'SELECT id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, raw, created_at, tags FROM messages WHERE id = ANY($1::bigint[])',
+    [[...new Set(ids)]],
+  );
+  return new Map(
+    rows.map((m) => [
+      m.id,
+      {
+        id: m.id,
+        customerId: m.customer_id,
+        messageId: m.message_id,
+        sandbox: m.sandbox === 1,
+        fromHeader: m.from_header,
+        senderDomain: m.sender_domain,
+        subject: m.subject,
+        metadata: JSON.parse(m.metadata) as Record<string, string>,
+        request: m.request,
+        raw: m.raw,
+        createdAt: m.created_at,
+        tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],
+      },
+    ]),
+  );
+}
+
+/** A recipient (`messages.id` in the enclosing statement) may still be sent to. */
+const UNFINISHED = "EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state IN ('queued', 'deferred'))";
+
+async function postpone(q: Q, items: ReadonlyArray<{ id: number; until: number }>): Promise<void> {
+  if (items.length === 0) return;
+  const ids = items.map((i) => i.id);
+  await q.run('UPDATE recipients r SET next_attempt_at = x.until FROM unnest($1::bigint[], $2::bigint[]) AS x(id, until) WHERE r.id = x.id AND r.next_attempt_at < x.until', [
+    ids,
+    items.map((i) => i.until),
+  ]);
+  await q.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [ids]);
+}
+
+async function record(q: Q, g: GroupRecord): Promise<void> {
+  await applyTransitions(
+    q,
+    g.results.map(({ message, recipient, outcome }) => ({ m: message, r: recipient, t: outcomeTransition(message, recipient, outcome, g.policy, g.now) })),
+    g.now,
+  );
+  // After the outcomes: a composed copy is kept only while a recipient of it may still need it.
+  if (g.composed.size > 0) {
+    const ids = [...g.composed.keys()];
+    const raws = [...g.composed.values()];
+    await q.run(
+      `UPDATE messages m SET size = CASE WHEN m.raw IS NULL THEN x.len ELSE m.size END, raw = CASE WHEN ${UNFINISHED} THEN coalesce(m.raw, x.raw) END
+       FROM unnest($1::bigint[], $2::int[], $3::bytea[]) AS x(id, len, raw) WHERE m.id = x.id`,
+      [ids, raws.map((r) => r.length), raws],
+    );
+  }
+  const done = [...new Set(g.results.map((r) => r.message.id))].filter((id) => !g.composed.has(id));
+  if (done.length) await q.run(`UPDATE messages m SET raw = NULL WHERE m.id = ANY($1::bigint[]) AND m.raw IS NOT NULL AND NOT ${UNFINISHED}`, [done]);
+  await postpone(q, g.postpone);
+  if (g.throttle?.kind === 'set') await saveThrottle(q, g.throttle.record, g.now);
+  else if (g.throttle?.kind === 'cleared') await q.run('DELETE FROM destination_throttles WHERE destination = $1', [g.throttle.destination]);
+}
+
+function saveThrottle(q: Q, t: DestinationThrottle, now: number): Promise<number> {
+  return q.run(
+    `INSERT INTO destination_throttles (destination, connections, strikes, paused_until, reason, since, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (destination) DO UPDATE SET connections = excluded.connections, strikes = excluded.strikes, paused_until = excluded.paused_until,
+       reason = excluded.reason, since = excluded.since, updated_at = excluded.updated_at`,
+    [t.destination, t.connections, t.strikes, t.pausedUntil, JSON.stringify(t.reason), t.since, now],
+  );
+}
+
+/** Recipients that already have their complaint recorded (one email.complained per recipient). */
+export async function complained(q: Q, ids: number[]): Promise<Set<number>> {
+  if (ids.length === 0) return new Set();
+  // The rows locked first: two nodes reading one complaint at once record it once.
+  await q.run('SELECT 1 FROM recipients WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE', [ids]);
+  const rows = await q.rows<{ recipient_id: number }>("SELECT DISTINCT recipient_id FROM events WHERE recipient_id = ANY($1::bigint[]) AND type = 'email.complained'", [ids]);
+  return new Set(rows.map((r) => r.recipient_id));
+}
+
+async function recordSandbox(q: Q, items: Array<{ message: QueuedMessage; recipient: Claimed; steps: SandboxStep[] }>, policy: OutcomePolicy, now: number): Promise<void> {
+  const withComplaint = items.filter((i) => i.steps.some((s) => s.kind === 'complaint')).map((i) => i.recipient.id);
+  const seen = await complained(q, withComplaint);
+  const steps: Step[] = [];
+  for (const { message: m, recipient: r, steps: simulated } of items)
+    for (const step of simulated) {
+      if (step.kind === 'async_bounce') steps.push({ m, r, t: asyncBounceTransition(m, r, step.reply, true, now) });
+      else if (step.kind === 'complaint') {
+        if (seen.has(r.id)) continue;
+        seen.add(r.id);
+        steps.push({ m, r, t: complaintTransition(m, r, { feedback_type: step.feedbackType, user_agent: step.userAgent, arrival_date: new Date(now).toISOString() }, now) });
+      } else if (step.kind === 'delivered') steps.push({ m, r, t: outcomeTransition(m, r, { kind: 'delivered', reply: step.reply, mx: 'sandbox', tls: false, tlsVerified: false }, policy, now) });
+      else steps.push({ m, r, t: outcomeTransition(m, r, step, policy, now) });
+    }
+  await applyTransitions(q, steps, now);
+}
+
+export function pgDelivery(db: PgDb): DeliveryStore {
+  return {
+    claim: async (worker, now, limit) => {
+      const rows = await db.rows<{ id: number; message_id: number; address: string; domain: string; attempts: number }>(CLAIM, [worker, now, limit]);
+      if (rows.length === 0) return [];
+      const messages = await loadMessages(
+        db,
+        rows.map((r) => r.message_id),
+      );
+      const out: Array<{ recipient: Claimed; message: QueuedMessage }> = [];
+      for (const r of rows) {
+        const message = messages.get(r.message_id);
+        if (message) out.push({ recipient: { id: r.id, messageRowId: r.message_id, address: r.address, domain: r.domain, attempts: r.attempts }, message });
+      }
+      return out;
+    },
+    record: (g) => db.tx((q) => record(q, g)),
+    recordSandbox: (items, policy, now) => db.tx((q) => recordSandbox(q, items, policy, now)),
+    postpone: (items) => db.tx((q) => postpone(q, items)),
+    releaseClaims: async (ids) => void (ids.length && (await db.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [ids]))),
+    releaseAllClaims: () => db.run('DELETE FROM recipient_claims'),
+    throttles: async () =>
+      (
+        await db.rows<{ destination: string; connections: number; strikes: number; paused_until: number; reason: string; since: number }>(
+          'SELECT destination, connections, strikes, paused_until, reason, since FROM destination_throttles ORDER BY updated_at DESC, destination',
+        )
+      ).map((r) => ({ destination: r.destination, connections: r.connections, strikes: r.strikes, pausedUntil: r.paused_until, reason: JSON.parse(r.reason) as Reply, since: r.since })),
+  };
+}

@@ -1,0 +1,101 @@
+import type { Q } from './db.js';
+import type { MessageFacts, Transition } from '../../domain/transitions.js';
+import { suppressedEventData } from '../../domain/transitions.js';
+import type { EventType } from '../../domain/events.js';
+import { eventId } from '../../lib/ids.js';
+
+/** One transition of one recipient, in the order they happened. */
+export interface Step {
+  m: MessageFacts;
+  r: { id: number; address: string };
+  t: Transition;
+}
+
+interface EventRow {
+  customerId: number;
+  type: EventType;
+  data: Record<string, unknown>;
+  messageRowId: number | null;
+  recipientId: number | null;
+}
+
+/**
+ * Writes recipient transitions (domain/transitions.ts) set-wise, in the caller's transaction:
+ * each recipient's row as its last transition leaves it (fields one leaves out keep the earlier
+ * one's), the claims released, the suppressions asked for (a sandbox message's never touch the
+ * list), and every event in the order it happened, `recipient.suppressed` right after the event
+ * that caused it when the suppression is new: what the SQLite engine writes one statement at a
+ * time, in five statements whatever the group's size.
+ */
+export async function applyTransitions(q: Q, steps: Step[], now: number): Promise<void> {
+  if (steps.length === 0) return;
+  const rows = new Map<number, { state: string; attempts: number | null; setNext: boolean; next: number | null; response: string | null }>();
+  for (const { r, t } of steps) {
+    const prev = rows.get(r.id);
+    rows.set(r.id, {
+      state: t.row.state,
+      attempts: t.row.attempts ?? prev?.attempts ?? null,
+      setNext: t.row.nextAttemptAt !== undefined || (prev?.setNext ?? false),
+      next: t.row.nextAttemptAt !== undefined ? t.row.nextAttemptAt : (prev?.next ?? null),
+      response: t.row.lastResponse ?? prev?.response ?? null,
+    });
+  }
+  const ids = [...rows.keys()];
+  const v = [...rows.values()];
+  await q.run(
+    `UPDATE recipients r SET state = x.state, attempts = coalesce(x.attempts, r.attempts),
+       next_attempt_at = CASE WHEN x.set_next THEN x.next ELSE r.next_attempt_at END,
+       last_response = coalesce(x.response, r.last_response), updated_at = $7
+     FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bool[], $5::bigint[], $6::text[]) AS x(id, state, attempts, set_next, next, response)
+     WHERE r.id = x.id`,
+    [ids, v.map((x) => x.state), v.map((x) => x.attempts), v.map((x) => x.setNext), v.map((x) => x.next), v.map((x) => x.response), now],
+  );
+  await q.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [ids]);
+  const added = await addSuppressions(q, steps, now);
+  const events: EventRow[] = [];
+  const announced = new Set<string>();
+  for (const { m, r, t } of steps) {
+    for (const e of t.events) events.push({ customerId: m.customerId, type: e.type, data: e.data, messageRowId: m.id, recipientId: r.id });
+    if (!t.suppress) continue;
+    const key = `${m.customerId} ${r.address.toLowerCase()}`;
+    // One recipient.suppressed per address: when the suppression is new (always in the sandbox).
+    if (m.sandbox || (added.has(key) && !announced.has(key))) {
+      if (!m.sandbox) announced.add(key);
+      events.push({ customerId: m.customerId, type: 'recipient.suppressed', data: suppressedEventData(m, r.address, t.suppress, now), messageRowId: m.id, recipientId: r.id });
+    }
+  }
+  await insertEvents(q, events, now);
+}
+
+/** The suppressions the steps ask for (not the sandbox's); the customer-and-address keys that are new. */
+async function addSuppressions(q: Q, steps: Step[], now: number): Promise<Set<string>> {
+  const wanted = steps.filter((s) => s.t.suppress && !s.m.sandbox);
+  if (wanted.length === 0) return new Set();
+  const rows = await q.rows<{ customer_id: number; address: string }>(
+    `INSERT INTO suppressions (customer_id, address, reason, message_id, created_at)
+     SELECT c, a, reason, m, $5 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[]) WITH ORDINALITY AS x(c, a, reason, m, o) ORDER BY o
+     ON CONFLICT (customer_id, address) DO NOTHING RETURNING customer_id, address`,
+    [wanted.map((s) => s.m.customerId), wanted.map((s) => s.r.address.toLowerCase()), wanted.map((s) => s.t.suppress), wanted.map((s) => s.m.id), now],
+  );
+  return new Set(rows.map((r) => `${r.customer_id} ${r.address}`));
+}
+
+/** Events in the order given (their seq follows it), with envelopes as webhooks send them. */
+export async function insertEvents(q: Q, events: EventRow[], now: number): Promise<void> {
+  if (events.length === 0) return;
+  const iso = new Date(now).toISOString();
+  const ids = events.map(() => eventId(now));
+  await q.run(
+    `INSERT INTO events (id, customer_id, type, message_id, recipient_id, created_at, body)
+     SELECT id, c, type, m, r, $6, body FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $7::text[]) WITH ORDINALITY AS x(id, c, type, m, r, body, o) ORDER BY o`,
+    [
+      ids,
+      events.map((e) => e.customerId),
+      events.map((e) => e.type),
+      events.map((e) => e.messageRowId),
+      events.map((e) => e.recipientId),
+      now,
+      events.map((e, i) => JSON.stringify({ id: ids[i], type: e.type, timestamp: iso, data: e.data })),
+    ],
+  );
+}
