@@ -7,6 +7,7 @@ import * as m006 from './006_dashboard.js';
 import * as m007 from './007_dkim_rotation.js';
 import * as m008 from './008_scheduled.js';
 import * as m009 from './009_destinations.js';
+import * as m010 from './010_key_last_used.js';
 
 /**
  * Every migration, in order, listed statically so the build carries them. Append only. `rebuild`:
@@ -23,4 +24,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 7, name: 'dkim_rotation', sql: m007.up },
   { version: 8, name: 'scheduled', sql: m008.up, rebuild: m008.rebuild },
   { version: 9, name: 'destinations', sql: m009.up },
+  { version: 10, name: 'key_last_used', sql: m010.up },
 ];

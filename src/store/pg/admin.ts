@@ -1,0 +1,152 @@
+import { randomBytes } from 'node:crypto';
+import type { PgDb } from './db.js';
+import type { AdminStore, DeliveryStore } from '../store.js';
+import { pgMigrations } from './schema.js';
+import { ACTIVITY_KINDS, type ActivityKind, type Overview } from '../overview.js';
+import type { Status } from '../status.js';
+
+/** A lock key of posthaste's own (any fixed number): one node migrates, the others wait for it. */
+const MIGRATION_LOCK = 7_370_646_580_000_001;
+const DAY = 86_400_000;
+const HOUR = 3_600_000;
+
+/** Applies the pending migrations, each in its own transaction, under a transaction-scoped advisory lock. */
+async function migrate(db: PgDb, now: number): Promise<number[]> {
+  return db.withClient(async (c) => {
+    const applied: number[] = [];
+    for (const m of pgMigrations) {
+      await c.query('BEGIN');
+      try {
+        await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+        await c.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)');
+        const done = await c.query('SELECT 1 FROM schema_migrations WHERE version = $1', [m.version]);
+        if (done.rowCount === 0) {
+          await c.query(m.sql);
+          await c.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, now]);
+          applied.push(m.version);
+        }
+        await c.query('COMMIT');
+      } catch (e) {
+        await c.query('ROLLBACK').catch(() => undefined);
+        throw e;
+      }
+    }
+    return applied;
+  });
+}
+
+async function overview(db: PgDb, delivery: DeliveryStore, customerId: number, now: number): Promise<Overview> {
+  const nowHour = Math.floor(now / HOUR);
+  const first = nowHour - 7 * 24 + 1;
+  const zero = (): Record<ActivityKind, number> => ({ accepted: 0, delivered: 0, deferred: 0, bounced: 0, complained: 0 });
+  const [rows, counts, throttled] = await Promise.all([
+    db.rows<{ hour: number; kind: ActivityKind; count: number }>('SELECT hour, kind, sum(count)::bigint AS count FROM activity_hourly WHERE customer_id = $1 AND hour >= $2 GROUP BY hour, kind', [
+      customerId,
+      first,
+    ]),
+    db.row<{ queued: number; deferred: number; oldest: number | null; backlog: number }>(
+      `SELECT (SELECT count(*) FROM recipients WHERE state IN ('queued', 'deferred') AND state = 'queued' AND customer_id = $1)::int AS queued,
+              (SELECT count(*) FROM recipients WHERE customer_id = $1 AND state = 'deferred')::int AS deferred,
+              (SELECT created_at FROM recipients WHERE customer_id = $1 AND state = 'deferred' ORDER BY message_id LIMIT 1) AS oldest,
+              (SELECT count(*) FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE customer_id = $1) AND state = 'pending' AND locked_by IS NULL)::int AS backlog`,
+      [customerId],
+    ),
+    delivery.throttles(),
+  ]);
+  const hourly = Array.from({ length: 7 * 24 }, (_, i) => ({ hour: first + i, ...zero() }));
+  const last24h = zero();
+  const last7d = zero();
+  for (const { hour, kind, count } of rows) {
+    if (!(ACTIVITY_KINDS as readonly string[]).includes(kind)) continue;
+    const slot = hourly[hour - first];
+    if (slot) slot[kind] += count;
+    last7d[kind] += count;
+    if (hour > nowHour - 24) last24h[kind] += count;
+  }
+  return { last24h, last7d, hourly, queue: { queued: counts!.queued, deferred: counts!.deferred }, oldestDeferredAt: counts!.oldest, webhookBacklog: counts!.backlog, throttled };
+}
+
+async function countsByState(db: PgDb, table: 'recipients' | 'webhook_deliveries'): Promise<Record<string, number>> {
+  const rows = await db.rows<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM ${table} GROUP BY state`);
+  return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+}
+
+async function status(db: PgDb, delivery: DeliveryStore, now: number): Promise<Status> {
+  const iso = (v: number | null) => (typeof v === 'number' ? new Date(v).toISOString() : null);
+  const [queue, webhooks, r, throttles] = await Promise.all([
+    countsByState(db, 'recipients'),
+    countsByState(db, 'webhook_deliveries'),
+    db.row<{ oldest: number | null; next: number | null; last_24h: number; total: number; unmatched: number; messages: number }>(
+      `SELECT (SELECT min(m.created_at) FROM recipients r JOIN messages m ON m.id = r.message_id WHERE r.state = 'deferred') AS oldest,
+              (SELECT min(next_attempt_at) FROM recipients WHERE state IN ('queued', 'deferred')) AS next,
+              (SELECT count(*) FROM inbound_messages WHERE created_at > $1)::int AS last_24h,
+              (SELECT count(*) FROM inbound_messages)::int AS total,
+              (SELECT count(*) FROM inbound_reports WHERE recipient_id IS NULL)::int AS unmatched,
+              (SELECT count(*) FROM messages)::int AS messages`,
+      [now - DAY],
+    ),
+    delivery.throttles(),
+  ]);
+  return {
+    queue,
+    oldest_deferred: iso(r!.oldest),
+    next_attempt: iso(r!.next),
+    webhooks,
+    inbound: { last_24h: r!.last_24h, total: r!.total, reports_unmatched: r!.unmatched },
+    messages: r!.messages,
+    throttled: throttles.map((d) => ({
+      destination: d.destination,
+      connections: d.connections,
+      refusals: d.strikes,
+      paused_until: new Date(d.pausedUntil).toISOString(),
+      since: new Date(d.since).toISOString(),
+      reason: { code: d.reason.code, enhanced_code: d.reason.enhanced_code, message: d.reason.message },
+    })),
+  };
+}
+
+/**
+ * Retention, in batches of 1,000 rows per transaction: a long write transaction would hold back
+ * the webhook fan-out, which reads only events of transactions older than every one running.
+ */
+async function purgeOld(db: PgDb, now: number, days: number): Promise<{ messages: number; attempts: number }> {
+  if (days <= 0) return { messages: 0, attempts: 0 };
+  const cutoff = now - days * DAY;
+  let messages = 0;
+  let attempts = 0;
+  for (;;) {
+    const n = await db.run(
+      `UPDATE messages SET raw = NULL, request = convert_to('{"purged":true}', 'UTF8') WHERE id IN (
+         SELECT m.id FROM messages m WHERE m.created_at < $1 AND m.request <> convert_to('{"purged":true}', 'UTF8')
+           AND NOT EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state IN ('queued', 'deferred')) LIMIT 1000)`,
+      [cutoff],
+    );
+    messages += n;
+    if (n < 1000) break;
+  }
+  for (;;) {
+    const n = await db.run('DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE at < $1 LIMIT 1000)', [cutoff]);
+    attempts += n;
+    if (n < 1000) break;
+  }
+  return { messages, attempts };
+}
+
+export function pgAdmin(db: PgDb, delivery: DeliveryStore): AdminStore {
+  return {
+    migrate: (now) => migrate(db, now),
+    schemaVersions: async () => (await db.rows<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).map((r) => r.version),
+    secret: async (name, bytes = 32) => {
+      await db.run('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, randomBytes(bytes).toString('base64')]);
+      return Buffer.from((await db.row<{ value: string }>('SELECT value FROM settings WHERE name = $1', [name]))!.value, 'base64');
+    },
+    touchHealth: async (now) => void (await db.run('INSERT INTO health (id, at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET at = excluded.at', [now])),
+    status: (now) => status(db, delivery, now),
+    countsByState: (table) => countsByState(db, table),
+    overview: (customerId, now) => overview(db, delivery, customerId, now),
+    purgeOld: (now, days) => purgeOld(db, now, days),
+    // PostgreSQL's space is the database server's to manage: limits.max_store_bytes applies to SQLite only.
+    setMaxBytes: () => undefined,
+    close: () => db.close(),
+  };
+}

@@ -1,0 +1,34 @@
+import { PgDb, redactUrl } from './db.js';
+import type { Store } from '../store.js';
+import { pgCustomers, pgDomains, pgKeys, pgSuppressions, pgUsers } from './accounts.js';
+import { pgMessages } from './messages.js';
+import { pgDelivery } from './delivery.js';
+import { pgInbound } from './inbound.js';
+import { pgWebhooks } from './webhooks.js';
+import { pgAdmin } from './admin.js';
+
+export { redactUrl };
+
+/**
+ * The PostgreSQL engine behind the store interface, for one node or several on one database
+ * (docs/architecture.md, "The store"): a pool of connections (`max`), each unit of work one
+ * transaction or one statement, claims that skip what another node has locked.
+ */
+export function pgStore(url: string, opts: { password?: string; max?: number; applicationName?: string } = {}): Store {
+  const db = new PgDb(url, opts);
+  const delivery = pgDelivery(db);
+  return {
+    engine: 'postgres',
+    location: redactUrl(url),
+    admin: pgAdmin(db, delivery),
+    customers: pgCustomers(db),
+    keys: pgKeys(db),
+    domains: pgDomains(db),
+    suppressions: pgSuppressions(db),
+    messages: pgMessages(db),
+    delivery,
+    inbound: pgInbound(db),
+    webhooks: pgWebhooks(db),
+    users: pgUsers(db),
+  };
+}

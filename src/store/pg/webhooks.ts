@@ -1,0 +1,229 @@
+import type { PgDb, Q } from './db.js';
+import type { WebhookStore } from '../store.js';
+import { publicId } from '../../lib/ids.js';
+import type { AttemptBatch, AttemptRecord, AttemptView, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from '../webhooks.js';
+
+/**
+ * Webhook endpoints, deliveries and the outbox on PostgreSQL.
+ *
+ * The fan-out's order: events are read by (writing transaction, seq), and only those of
+ * transactions older than the oldest still running (`pg_snapshot_xmin`). Sequence numbers are
+ * taken when a row is inserted and transactions commit in any order, so a reader that moved a
+ * cursor past seq 2 while seq 1's transaction was still open would never see seq 1; every
+ * transaction id below the snapshot's xmin is finished, and every later event gets one at or
+ * above it (test/unit/store/outbox-order.test.ts reproduces the lost event of the seq cursor).
+ */
+
+interface EndpointRow {
+  id: string;
+  customer_id: number;
+  url: string;
+  events: string | null;
+  description: string;
+  secret: string;
+  enabled: number;
+  disabled_reason: string | null;
+  created_at: number;
+}
+
+const toEndpoint = (r: EndpointRow): Endpoint => ({
+  id: r.id,
+  customerId: r.customer_id,
+  url: r.url,
+  events: r.events ? (JSON.parse(r.events) as string[]) : null,
+  description: r.description,
+  secret: r.secret,
+  enabled: r.enabled === 1,
+  disabledReason: r.disabled_reason,
+  createdAt: r.created_at,
+});
+
+const parsePos = (v: string): FanOutPos => {
+  const [x, seq] = v.split(':');
+  return { x: Number(x), seq: Number(seq) };
+};
+
+function logAttempts(q: Q, list: Array<{ a: AttemptRecord; deliveryId: number | null }>): Promise<number> {
+  if (list.length === 0) return Promise.resolve(0);
+  const col = <T>(f: (x: { a: AttemptRecord; deliveryId: number | null }) => T) => list.map(f);
+  return q.run(
+    `INSERT INTO webhook_attempts (endpoint_id, delivery_id, event_id, event_type, attempt, at, status, error, duration_ms, response)
+     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::int[], $8::text[], $9::int[], $10::text[])`,
+    [
+      col((x) => x.a.endpointId),
+      col((x) => x.deliveryId),
+      col((x) => x.a.eventId),
+      col((x) => x.a.eventType),
+      col((x) => x.a.attempt),
+      col((x) => x.a.at),
+      col((x) => x.a.status),
+      col((x) => x.a.error),
+      col((x) => Math.round(x.a.durationMs)),
+      col((x) => x.a.response),
+    ],
+  );
+}
+
+/**
+ * Logs and settles a batch of attempts: the rows of deliveries fanned out in memory are created
+ * (or, fanned out again after a restart, their rows settled: one upsert), stored ones settled,
+ * pending rows written, and the fan-out cursor moved forward, never back. Attempts to an endpoint
+ * deleted meanwhile are dropped with their delivery.
+ */
+async function recordAttempts(q: Q, input: AttemptBatch): Promise<void> {
+  const { now } = input;
+  const ids = [...new Set([...input.batch.map((s) => s.attempt.endpointId), ...input.pending.map((p) => p.endpointId)])];
+  const alive = new Set((await q.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE id = ANY($1::text[])', [ids])).map((r) => r.id));
+  const batch = input.batch.filter((s) => alive.has(s.attempt.endpointId));
+  const fresh = batch.filter((s) => s.deliveryId === null);
+  const stored = batch.filter((s) => s.deliveryId !== null);
+  const created = new Map<string, number>();
+  if (fresh.length) {
+    const rows = await q.rows<{ id: number; event_seq: number; endpoint_id: string }>(
+      `INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at)
+       SELECT e, s, 'event', st, n, nx, $6, $6 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $5::bigint[]) AS x(e, s, st, n, nx)
+       ON CONFLICT (event_seq, endpoint_id) WHERE kind = 'event' DO UPDATE SET state = excluded.state, attempts = excluded.attempts,
+         next_attempt_at = excluded.next_attempt_at, locked_by = NULL, locked_at = NULL, updated_at = excluded.updated_at
+       RETURNING id, event_seq, endpoint_id`,
+      [fresh.map((s) => s.attempt.endpointId), fresh.map((s) => s.eventSeq), fresh.map((s) => s.state), fresh.map((s) => s.attempt.attempt), fresh.map((s) => s.nextAt), now],
+    );
+    for (const r of rows) created.set(`${r.event_seq} ${r.endpoint_id}`, r.id);
+  }
+  if (stored.length)
+    await q.run(
+      `UPDATE webhook_deliveries d SET state = x.st, attempts = x.n, next_attempt_at = x.nx, locked_by = NULL, locked_at = NULL, updated_at = $5
+       FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[]) AS x(id, st, n, nx) WHERE d.id = x.id`,
+      [stored.map((s) => s.deliveryId), stored.map((s) => s.state), stored.map((s) => s.attempt.attempt), stored.map((s) => s.nextAt), now],
+    );
+  await logAttempts(
+    q,
+    batch.map((s) => ({ a: s.attempt, deliveryId: s.deliveryId ?? created.get(`${s.eventSeq} ${s.attempt.endpointId}`) ?? null })),
+  );
+  // Standard Webhooks: 410 Gone means the receiver wants no more; disable the endpoint.
+  const gone = [...new Set(batch.filter((s) => s.disableEndpoint).map((s) => s.attempt.endpointId))];
+  if (gone.length) await q.run("UPDATE webhook_endpoints SET enabled = 0, disabled_reason = '410 Gone' WHERE id = ANY($1::text[])", [gone]);
+  const pending = input.pending.filter((p) => alive.has(p.endpointId));
+  if (pending.length)
+    await q.run(
+      `INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at)
+       SELECT e, s, 'event', 'pending', 0, $3, $3, $3 FROM unnest($1::text[], $2::bigint[]) AS x(e, s) ON CONFLICT DO NOTHING`,
+      [pending.map((p) => p.endpointId), pending.map((p) => p.eventSeq), now],
+    );
+  if (input.cursor !== null)
+    await q.run(
+      `UPDATE settings SET value = $1 WHERE name = 'webhook_fanout_pos'
+         AND (split_part(value, ':', 1)::bigint, split_part(value, ':', 2)::bigint) < ($2::bigint, $3::bigint)`,
+      [`${input.cursor.x}:${input.cursor.seq}`, input.cursor.x, input.cursor.seq],
+    );
+}
+
+/** Due deliveries, claimed endpoint by endpoint within each one's room, in one statement; locked rows are skipped, never waited for. */
+const CLAIM = `
+WITH room AS (SELECT * FROM unnest($1::text[], $2::int[]) AS x(endpoint_id, n)),
+picked AS MATERIALIZED (
+  SELECT p.id FROM room, LATERAL (
+    SELECT d.id FROM webhook_deliveries d
+     WHERE d.endpoint_id = room.endpoint_id AND d.state = 'pending' AND d.locked_by IS NULL AND d.next_attempt_at <= $4
+     ORDER BY d.next_attempt_at, d.id LIMIT room.n FOR UPDATE SKIP LOCKED) p),
+upd AS (
+  UPDATE webhook_deliveries d SET locked_by = $3, locked_at = $4 FROM picked WHERE d.id = picked.id
+  RETURNING d.id, d.endpoint_id, d.event_seq, d.attempts, d.next_attempt_at)
+SELECT upd.id, upd.endpoint_id, upd.event_seq, upd.attempts, e.id AS event_id, e.type AS event_type, e.body AS event_body
+  FROM upd JOIN events e ON e.seq = upd.event_seq ORDER BY upd.next_attempt_at, upd.id`;
+
+export function pgWebhooks(db: PgDb): WebhookStore {
+  const unlock = (q: Q, ids: number[]) => (ids.length ? q.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE id = ANY($1::bigint[])', [ids]) : Promise.resolve(0));
+  return {
+    createEndpoint: async (input) => {
+      const id = publicId('wh', 20);
+      const r = await db.row<EndpointRow>('INSERT INTO webhook_endpoints (id, customer_id, url, events, description, secret, enabled, created_at) VALUES ($1, $2, $3, $4, $5, $6, 1, $7) RETURNING *', [
+        id,
+        input.customerId,
+        input.url,
+        input.events ? JSON.stringify(input.events) : null,
+        input.description,
+        input.secret,
+        input.now,
+      ]);
+      return toEndpoint(r!);
+    },
+    getEndpoint: async (id, customerId) => {
+      const r = await db.row<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = $1', [id]);
+      return r && (customerId === undefined || r.customer_id === customerId) ? toEndpoint(r) : undefined;
+    },
+    listEndpoints: async (customerId) =>
+      (await db.rows<EndpointRow>('SELECT * FROM webhook_endpoints WHERE ($1::bigint IS NULL OR customer_id = $1) ORDER BY created_at DESC, id COLLATE "C"', [customerId ?? null])).map(toEndpoint),
+    deleteEndpoint: async (id) => void (await db.run('DELETE FROM webhook_endpoints WHERE id = $1', [id])),
+    disableEndpoint: async (id, reason) => void (await db.run('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $1 WHERE id = $2', [reason, id])),
+    enableEndpoint: async (id) => void (await db.run('UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL WHERE id = $1', [id])),
+    eventById: (id, customerId) => db.row('SELECT seq, id, type, body FROM events WHERE id = $1 AND customer_id = $2', [id, customerId]),
+    listAttempts: async (endpointId, limit, before) => {
+      const rows = await db.rows<Omit<AttemptView, 'at'> & { id: number; at: number }>(
+        `SELECT a.id, a.event_id, a.event_type, a.attempt, a.at, a.status, a.error, a.duration_ms, a.response, d.state AS delivery_state
+         FROM webhook_attempts a LEFT JOIN webhook_deliveries d ON d.id = a.delivery_id
+         WHERE a.endpoint_id = $1 AND a.id < $2 ORDER BY a.id DESC LIMIT $3`,
+        [endpointId, before ?? Number.MAX_SAFE_INTEGER, limit],
+      );
+      return rows.map(({ id, at, ...r }) => ({ cursor: id, ...r, at: new Date(at).toISOString() }));
+    },
+    logAttempt: async (a) => void (await logAttempts(db, [{ a, deliveryId: a.deliveryId }])),
+    startReplay: async (endpointId, eventSeq, now) =>
+      (await db.row<{ id: number }>(
+        `INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, locked_by, locked_at, created_at, updated_at)
+         VALUES ($1, $2, 'replay', 'pending', 0, NULL, 'replay', $3, $3, $3) RETURNING id`,
+        [endpointId, eventSeq, now],
+      ))!.id,
+    finishReplay: (a, deliveryId, state, now) =>
+      db.tx(async (q) => {
+        await logAttempts(q, [{ a, deliveryId }]);
+        await q.run('UPDATE webhook_deliveries SET state = $1, attempts = 1, next_attempt_at = NULL, locked_by = NULL, locked_at = NULL, updated_at = $2 WHERE id = $3', [state, now, deliveryId]);
+      }),
+    enabledEndpointIds: async () => (await db.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE enabled = 1')).map((r) => r.id),
+    hasDue: async (endpointIds, now) =>
+      endpointIds.length > 0 &&
+      (await db.row("SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = ANY($1::text[]) AND d.state = 'pending' AND d.locked_by IS NULL AND d.next_attempt_at <= $2 LIMIT 1", [
+        endpointIds,
+        now,
+      ])) !== undefined,
+    claim: (worker, now, room, release) =>
+      db.tx(async (q) => {
+        await unlock(q, release);
+        const endpoints = (await q.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE enabled = 1')).map((r) => r.id).filter((id) => room.room(id) > 0);
+        if (endpoints.length === 0) return [];
+        const rows = await q.rows<{ id: number; endpoint_id: string; event_seq: number; attempts: number; event_id: string; event_type: string; event_body: string }>(CLAIM, [
+          endpoints,
+          endpoints.map((id) => room.room(id)),
+          worker,
+          now,
+        ]);
+        return rows.map((d): StoredDelivery => {
+          room.take(d.endpoint_id);
+          return { kind: 'stored', id: d.id, endpointId: d.endpoint_id, eventSeq: d.event_seq, attempts: d.attempts, event: { id: d.event_id, type: d.event_type, body: d.event_body } };
+        });
+      }),
+    unlock: async (ids) => void (await unlock(db, ids)),
+    recordAttempts: (batch) => db.tx((q) => recordAttempts(q, batch)),
+    releaseAllClaims: () => db.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL'),
+    fanOutCursor: async () => parsePos((await db.row<{ value: string }>("SELECT value FROM settings WHERE name = 'webhook_fanout_pos'"))!.value),
+    lastFannedOut: async (after) => {
+      const r = await db.row<{ x: number; seq: number }>(
+        `SELECT e.txid::text::bigint AS x, e.seq FROM events e
+          WHERE (e.txid, e.seq) > ($1::text::xid8, $2::bigint)
+            AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = e.seq AND d.kind = 'event')
+          ORDER BY e.txid DESC, e.seq DESC LIMIT 1`,
+        [String(after.x), after.seq],
+      );
+      return r ?? after;
+    },
+    eventsAfter: async (pos, limit) =>
+      (
+        await db.rows<{ x: number; seq: number; id: string; customer_id: number; type: string; body: string; created_at: number }>(
+          `SELECT txid::text::bigint AS x, seq, id, customer_id, type, body, created_at FROM events
+            WHERE (txid, seq) > ($1::text::xid8, $2::bigint) AND txid < pg_snapshot_xmin(pg_current_snapshot())
+            ORDER BY txid, seq LIMIT $3`,
+          [String(pos.x), pos.seq, limit],
+        )
+      ).map((r): OutboxEvent => ({ pos: { x: r.x, seq: r.seq }, seq: r.seq, id: r.id, customerId: r.customer_id, type: r.type, body: r.body, createdAt: r.created_at })),
+    hasDelivery: async (eventSeq, endpointId) => (await db.row("SELECT 1 FROM webhook_deliveries WHERE event_seq = $1 AND endpoint_id = $2 AND kind = 'event'", [eventSeq, endpointId])) !== undefined,
+  };
+}
