@@ -39,7 +39,7 @@ export function notificationOf(text: string): { notification: string; original: 
     if (EMBEDDED_HEADER.test(line) && i + 1 < lines.length && /^([\x21-\x39\x3b-\x7e]+:\s|[ \t]+\S)/.test(lines[i + 1]!))
       return { notification: lines.slice(0, i).join('\n'), original: lines.slice(i).join('\n') };
   }
-  return { notification: text, original: null };
+  return { notification: lines.join('\n'), original: null };
 }
 
 /** An email address as bounces write them (bare, in angle brackets, after "mailto:"). */
@@ -59,6 +59,10 @@ export interface Mention {
   before: string;
   /** The rest of its line. */
   after: string;
+  /** Nothing but punctuation precedes it on its line: listed, as failed addresses are ("  <bob@example.net>:", "   * bob@example.net"). */
+  listed: boolean;
+  /** The line before its own (the first one that is not blank). */
+  previous: string;
 }
 
 /**
@@ -81,8 +85,10 @@ export function mentionedAddresses(notification: string, exclude: (address: stri
       const key = address.toLowerCase();
       if (seen.has(key) || exclude(key)) continue;
       seen.add(key);
-      const context = /[A-Za-z]/.test(before) ? before : `${previousLine(lines, n)} ${before}`;
-      (inSummary ? summary : out).push({ address, line: n, before: context, after: line.slice(m.index + m[0].length) });
+      const listed = !/[A-Za-z0-9]/.test(before);
+      const previous = previousLine(lines, n);
+      const context = listed ? `${previous} ${before}` : before;
+      (inSummary ? summary : out).push({ address, line: n, before: context, after: line.slice(m.index + m[0].length), listed, previous });
     }
   });
   // The "To:" of a summary of the message (Verizon: "Original Message: From: ... To: ...") names

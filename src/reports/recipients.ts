@@ -73,10 +73,13 @@ const SENDER_BEFORE: RegExp[] = [
  */
 const HELP_BEFORE =
   // "Please contact Postmaster@example.edu if you have any questions."; Netscape: "Please reply to Postmaster@nsmail.example.com"
-  // "For further assistance, please send mail to postmaster@example.net"; "e.g. name@example.com"
-  /\b(contact|write to|reply to|send (an? )?(e-?mail|mail|message|note|report) to|e-?mail us( at)?|mail us( at)?|forward (it|this|the [a-z]+) to|report (it |this )?to|complaints? (to|at)|questions? (to|at)|inquiries (to|at)|reach (us|them)? ?at|available at|e\.g\.|for example|such as|example:)\W*$/i;
-/** "... postmaster@example.net if you have any questions", "... help@example.net for assistance". */
-const HELP_AFTER = /^\W*(if you (have|feel|need|believe|think|want|require)|for (further |more |additional )?(assistance|information|help|details)|with (any )?(questions|problems))/i;
+  // "For further assistance, please send mail to postmaster@example.net"; "e.g. name@example.com"; HotPOP: "System Contact: postmaster@HotPOP.com"
+  // phquery: "try sending to the most explicit form of the name, e.g., if\n mike.fox@yale.edu fails, try michael.j.fox@yale.edu."
+  // and "To reach a party that was formerly reachable by emailing NAME@yale.edu, try emailing to NAME@cs.yale.edu instead."
+  /\b(contact|write to|reply to|send (an? )?(e-?mail|mail|message|note|report) to|e-?mail us( at)?|mail us( at)?|forward (it|this|the [a-z]+) to|report (it |this )?to|complaints? (to|at)|questions? (to|at)|inquiries (to|at)|reach (us|them)? ?at|available at|e\.g\.,?( if)?|for example|such as|example:|try( (sending|e-?mailing|mailing|writing))?( to)?|(by )?e-?mailing( to)?|finger)\W*$/i;
+/** "... postmaster@example.net if you have any questions", "... help@example.net for assistance", "... mike.fox@yale.edu fails, try". */
+const HELP_AFTER =
+  /^\W*(if you (have|feel|need|believe|think|want|require)|for (further |more |additional )?(assistance|information|help|details)|with (any )?(questions|problems)|fails\b|instead\b)/i;
 /** Mail systems' own mailboxes, named in their explanations ("please forward this to postmaster@..."). */
 const ROLE = /^(postmaster|mailer-daemon|abuse|hostmaster|webmaster|root|noc|security)@/i;
 /**
@@ -101,6 +104,8 @@ export interface Candidate {
   /** The address the text says the failed one was reached through ("expanded from"), if any. */
   originalRecipient: string | null;
   mention: Mention;
+  /** The original recipient of a failed address the text does not show ("an undisclosed address"): it stands for it. */
+  standsIn?: boolean;
 }
 
 /**
@@ -111,8 +116,12 @@ export function namedRecipients(mentions: Mention[]): Candidate[] {
   const out: Candidate[] = [];
   for (const m of mentions) {
     if (ORIGINAL_BEFORE.test(m.before)) {
+      // Of the failed address named just above; where none is (Exim: "an undisclosed address\n
+      // (generated from bob@example.net)"; "to local user bob.\n(Originally addressed to
+      // bob@example.it)"), the original is the only address there is of the failed recipient.
       const last = out[out.length - 1];
-      if (last && !last.originalRecipient) last.originalRecipient = m.address;
+      if (last && !last.originalRecipient && m.line - last.mention.line <= 2) last.originalRecipient = m.address;
+      else if (!last || m.line - last.mention.line > 2) out.push({ address: m.address, originalRecipient: null, mention: m, standsIn: true });
       continue;
     }
     if (SENDER_BEFORE.some((re) => re.test(m.before))) continue;
@@ -121,7 +130,33 @@ export function namedRecipients(mentions: Mention[]): Candidate[] {
   }
   // A mail system's own mailbox is a contact, unless nobody else is named.
   const named = out.filter((c) => !ROLE.test(c.address));
-  return named.length ? named : out;
+  return failedOnes(named.length ? named : out);
+}
+
+/**
+ * Words before an address that make it the one a message was for ("your message to", "Unknown
+ * user:", "Failed Recipient:", "Error-for:", "RCPT TO:<").
+ */
+const RECIPIENT_BEFORE = /\b(to|for|recipients?|user|address(ee)?|mailbox|account|error-for|rcpt to)\W*$/i;
+/** Words on an address's line that say something failed there ("did not exactly match", "552 Quota violation for", "... unknown host"). */
+const FAILURE_WORDS =
+  /\b(not|no|unknown|invalid|illegal|fail(ed|ure)?|error|reject(ed)?|refused|denied|unable|couldn.t|cannot|can.t|undeliver(able|ed)|bounced|full|quota|exceed(s|ed)?|disabled|inactive|suspended|expired|unavailable|doesn.t|blocked|delay(ed)?|[45]\d\d)\b/i;
+
+/**
+ * Of the addresses a notification names, those it names as failed: listed on their own line,
+ * under a heading for failed recipients (Exchange IMS: "did not reach the following
+ * recipient(s):\n\nc=US;a= ;p=Example;o=Mail;dda:SMTP=bob@example.net; on Fri, 4 Oct 2002"), after words
+ * for a recipient, or on a line that says what failed. The others are the prose
+ * around them (LLNL: "The standard form of email address at LLNL is lastnameNumber@llnl.gov";
+ * "The following locator information may be of help in finding another means of contacting
+ * \"user1\": ... user4@example.gov"). Where the text names none so, none: the local parts it
+ * lists, or the original's recipients, are the better guess.
+ */
+function failedOnes(candidates: Candidate[]): Candidate[] {
+  const failedLine = (c: Candidate) => FAILURE_WORDS.test(`${c.mention.listed ? '' : c.mention.before} ${c.mention.after}`);
+  const strong = (c: Candidate) => c.standsIn || c.mention.listed || RECIPIENT_BEFORE.test(c.mention.before) || FAILED_LIST.test(c.mention.before) || FAILED_LIST.test(c.mention.previous);
+  if (candidates.some(strong)) return candidates.filter((c) => strong(c) || failedLine(c));
+  return candidates.filter(failedLine);
 }
 
 /**
@@ -132,7 +167,12 @@ export function namedRecipients(mentions: Mention[]): Candidate[] {
  * the address is the original's recipient with that local part, else the local part at the
  * reporting domain.
  */
-const LOCAL_PART_ONLY: RegExp[] = [/^\s+([A-Za-z0-9._+-]+)(\s+\([^)]*\))?\s*$/, /^\s*receiver not found:\s*([A-Za-z0-9._+-]+)\s*$/i];
+const LOCAL_PART_ONLY: RegExp[] = [
+  /^\s+([A-Za-z0-9._+-]+)(\s+\([^)]*\))?\s*$/,
+  /^\s*receiver not found:\s*([A-Za-z0-9._+-]+)\s*$/i,
+  // phquery: " userx    No matches to nameserver query"
+  /^\s+([A-Za-z0-9._+-]+)\s{2,}[A-Za-z].*$/,
+];
 const LOCAL_PART_HEADING = /undeliverable to the following|receiver not found|(could not be delivered|not delivered) to the following|following recipients could not be delivered/i;
 
 export function localPartRecipients(notification: string, original: Field[], reportFrom: string): string[] {
@@ -201,9 +241,12 @@ export function chooseRecipients(p: BounceParts): { chosen: Chosen[]; mentions: 
     }));
     return { chosen, mentions };
   }
-  // The addresses the text names as failed, and those of Exim's X-Failed-Recipients it does not.
-  const chosen: Chosen[] = candidates.map((c) => ({ address: c.address, originalRecipient: c.originalRecipient, block: null }));
-  for (const a of p.failedHeader) if (!named(a)) chosen.push({ address: a, originalRecipient: null, block: null });
+  // The addresses the text names as failed, and those of Exim's X-Failed-Recipients it does not;
+  // an original recipient that stood in for an address the text does not show is that address's.
+  const unnamed = p.failedHeader.filter((a) => !named(a));
+  const standIns = candidates.filter((c) => c.standsIn).slice(0, unnamed.length);
+  const chosen: Chosen[] = candidates.filter((c) => !standIns.includes(c)).map((c) => ({ address: c.address, originalRecipient: c.originalRecipient, block: null }));
+  for (const [i, a] of unnamed.entries()) chosen.push({ address: a, originalRecipient: standIns[i]?.address ?? null, block: null });
   if (chosen.length) return { chosen, mentions };
   const local = localPartRecipients(p.notification, p.original, p.from);
   const rest = local.length ? local : originalRecipients(p.original, sending);

@@ -20,9 +20,10 @@ export const BOUNCE_FROM = /mailer-daemon|post_?master|mail ?delivery|mail ?admi
  * Exim: "Mail delivery failed: returning message to sender"; Exchange: "Undeliverable: ..."; Google: "Delivery Status Notification (Failure)";
  * Domino: "DELIVERY FAILURE: ..."; ezweb: "Mail System Error - Returned Mail"; x6: "There was an error sending your mail".
  * GroupWise: "Message status - undeliverable"; Exchange: "Mail Delivery Warning"; Exim: "Warning: message 14jRTi-0007jE-00 delayed 24 hours".
+ * LLNL: "FAILED MAIL to \"trotts1\" regarding ..."; Sina: "邮件传输失败！" (mail transmission failed).
  */
 export const BOUNCE_SUBJECT =
-  /undeliver|mail failed|undelivered|returned (mail|to sender)|return(ed)? mail|failure notice|delivery (status|failure|failed|notification|report|problem|has failed|error|warning)|mail delivery failed|could not (be )?deliver|not delivered|non[- ]?delivery|delivery (to|of) .*(failed|delayed)|mail (system )?error|error sending|delayed mail|warning: could not send|cannot send message|message (not )?(delivered|delivery)|rejected|returned|bounce|nondeliverable|unable to deliver|failed delivery|mail failure|delivery notification|problem delivering|^warning: message .*delayed|message (delayed|deferred)|delivery delayed|not yet been delivered/i;
+  /undeliver|mail failed|undelivered|returned (mail|to sender)|return(ed)? mail|failure notice|delivery (status|failure|failed|notification|report|problem|has failed|error|warning)|mail delivery failed|could not (be )?deliver|not delivered|non[- ]?delivery|delivery (to|of) .*(failed|delayed)|mail (system )?error|error sending|delayed mail|warning: could not send|cannot send message|message (not )?(delivered|delivery)|rejected|returned|bounce|nondeliverable|unable to deliver|failed delivery|mail failure|delivery notification|problem delivering|^warning: message .*delayed|message (delayed|deferred)|delivery delayed|not yet been delivered|failed (mail|message|delivery)|失败|退信/i;
 
 /**
  * Phrases a bounce's text uses to say a message did not reach someone, by MTA.
@@ -45,6 +46,9 @@ export const FAILURE_TEXT: RegExp[] = [
   // Exchange: "Delivery of email to this address ... has been postponed"; NTMail: "The following recipients did not receive your message"
   // hMailServer: "The following recipient(s) could not be reached"; phquery: "Message not delivered to the following addresses"
   /has been postponed|did not receive (your|this) message|could not be reached|message not delivered|receiver not found/i,
+  // dadoservice: "Your message has encountered delivery problems"; Sina: "邮件无法发送到您指定的地址中" (the mail cannot be sent to the address you gave);
+  // EYOU: "到下列地址的信件投递失败" (delivery to these addresses failed)
+  /encountered delivery problems|无法发送|投递失败|发送失败|无法送达|無法傳遞/i,
 ];
 
 /**

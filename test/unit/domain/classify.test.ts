@@ -65,6 +65,9 @@ const table: Array<[string, string]> = [
   ["couldn't find any host named example.invalid", 'dns_failure'],
   ['552 Quota violation for a@example.com', 'mailbox_full'],
   ['User has exhausted allowed storage space', 'mailbox_full'],
+  ['552 Message for <a@example.com> would exceed mailbox quota', 'mailbox_full'],
+  // A message removed from a queue is no account removed.
+  ['The attached message has been removed from the mail queue on this server.', 'other'],
   ['recipient (User account is expired)', 'mailbox_disabled'],
   ['Your mail to the following recipients could not be delivered because they are not accepting mail with attachments or embedded images', 'policy'],
 ];

@@ -279,6 +279,64 @@ Report abuse to abuse@relay.example.org.
   },
 ]);
 
+check([
+  {
+    says: 'a directory\'s suggestions ("e.g., if ... fails, try ...", "try emailing to ... instead") are not failed recipients; the local part it lists is',
+    raw: mail(`
+From: MAILER-DAEMON@mr2.example.edu
+To: news-bounces@lists.example.org
+Subject: Returned mail - nameserver error report
+
+ --------Message not delivered to the following:
+
+ bob    No matches to nameserver query
+
+ --------Error Detail (phquery V4.1):
+
+ If no lookup tools are available to you, try sending to the most explicit form of the name, e.g., if
+ jane.doe@example.edu fails, try jane.q.doe@example.edu.
+
+ To reach a party that was formerly reachable by emailing NAME@example.edu,
+ try emailing to NAME@cs.example.edu instead.
+`),
+    recipients: [{ address: 'bob@mr2.example.edu' }],
+  },
+  {
+    says: 'addresses in prose that says nothing failed are not failed recipients; the one on a line that says what failed is',
+    raw: mail(`
+From: postmaster@example.gov (Automated response from postmaster)
+To: news-bounces@lists.example.org
+Subject: FAILED MAIL to "bob" regarding "This week"
+
+The standard form of email address here is lastnameNumber@example.gov
+although individuals may choose an alternate email address. The address to
+which your message was addressed, bob@example.gov, did not exactly match an
+email address here.
+
+The following locator information may be of help in finding another means
+of contacting "bob":
+
+  Bob Smith            +1 925-000-0000       robert.smith@example.gov
+`),
+    recipients: [{ address: 'bob@example.gov' }],
+  },
+  {
+    says: "an alias's original recipient stands for a failed address the text does not show",
+    raw: mail(`
+From: Mail Delivery System <Mailer-Daemon@mx.example.org>
+To: bounces+tok@mail.example.com
+Subject: Mail delivery failed: returning message to sender
+
+A message that you sent could not be delivered to one or more of its
+recipients. This is a permanent error. The following address(es) failed:
+
+  an undisclosed address
+    (generated from bob@example.net)
+`),
+    recipients: [{ address: 'bob@example.net' }],
+  },
+]);
+
 // ---- 4. A status is read where a status is written, not from version numbers.
 check([
   {
@@ -408,6 +466,40 @@ Ihre Nachricht konnte nicht zugestellt werden. Message could not be delivered to
   bob@example.de: Benutzer unbekannt
 `),
     recipients: [{ address: 'bob@example.de', classification: 'unknown_recipient', suppress: true }],
+  },
+  {
+    says: 'an address that does not exist, said in French, suppresses it',
+    raw: mail(`
+From: postmaster@example.fr
+To: bounces+tok@mail.example.com
+Subject: Utilisateur non recensé dans l'annuaire
+
+A message could not be delivered to:
+bob@example.fr
+L'adresse de messagerie référencée ci-dessus n'existe pas. Veuillez en vérifier l'orthographe.
+`),
+    recipients: [{ address: 'bob@example.fr', classification: 'unknown_recipient', suppress: true }],
+  },
+  {
+    says: 'a mailbox quota that a message would exceed is a full mailbox, and a message removed from the queue is no account removed',
+    raw: mail(`
+From: MDaemon@mail.example.org
+To: bounces+tok@mail.example.com
+Subject: Permanent Delivery Failure
+
+After one or more unsuccessful delivery attempts the attached message has
+been removed from the mail queue on this server.
+
+The following addresses did NOT receive a copy of your message:
+
+> bob@example.net
+
+--- Session Transcript ---
+ RCPT To:<bob@example.net>
+ 552 Message for <bob@example.net> would exceed mailbox quota
+--- End Transcript ---
+`),
+    recipients: [{ address: 'bob@example.net', replyCode: 552, classification: 'mailbox_full', suppress: false }],
   },
   {
     says: 'a host that cannot be found, said without a code, suppresses the address',
@@ -573,6 +665,25 @@ Subject: Your order
 --b--
 `),
     recipients: [{ address: 'bob@example.org', classification: 'unknown_recipient', suppress: true }],
+  },
+  {
+    says: "Sina's report in Chinese is a bounce, for each address it lists",
+    raw: mail(`
+From: MAILER-DAEMON@sina.example
+To: bounces+tok@mail.example.com
+Subject: =?utf-8?B?6YKu5Lu25Lyg6L6T5aSx6LSl77yB?=
+Content-Type: text/plain; charset=utf-8
+
+sina.example.
+邮件无法发送到您指定的地址中。
+
+<bob@sina.example>:
+
+<jane@sina.example>:
+
+--- 附件中的内容是原信件的一份拷贝
+`),
+    recipients: [{ address: 'bob@sina.example' }, { address: 'jane@sina.example' }],
   },
   {
     says: "hMailServer's plain-text report is a bounce",
