@@ -28,11 +28,12 @@ export interface DsnFields {
   recipients: DsnBlock[];
 }
 
-/** RFC 3464 actions, and the misspellings seen in the wild (sisimai's list). */
+/** RFC 3464 actions, and the misspellings seen in the wild (sisimai's list; OpenSMTPD: "Action: error"). */
 const ACTIONS: Record<string, Action> = {
   failed: 'failed',
   failure: 'failed',
   fail: 'failed',
+  error: 'failed',
   delayed: 'delayed',
   delay: 'delayed',
   expired: 'failed',
