@@ -67,8 +67,14 @@ export interface FailureFacts {
   text: string;
 }
 
-/** The words of a failure that its sender meant as temporary, whatever the code says. */
-const TRANSIENT = /try again later|, try again\b|temporar(il)?y|malformed or unexpected name server reply|SERVFAIL/i;
+/**
+ * The words of a failure that its sender meant as temporary, whatever the code says; among them
+ * a resolver that did not answer, which says nothing of whether the domain exists (Postfix: "Name
+ * service error for name=example.net type=MX: Host not found, try again"; Exim: "host lookup did
+ * not complete"; Sendmail: "Name server timeout"; "DNS query timed out"; "Temporary lookup failure").
+ */
+const TRANSIENT =
+  /try again later|, try again\b|temporar(il)?y|malformed or unexpected name server reply|SERVFAIL|lookup did not complete|(name ?server|dns|resolver|lookup|name service|query)[^.;]{0,30}(time ?out|timed out)|(time ?out|timed out)[^.;]{0,30}(dns|name ?server|resolver|lookup|resolving)/i;
 
 /** The bare "user unknown" of a reply, and nothing more specific ("550 Unknown user a@b", "550 : User unknown"). */
 const BARE_USER_UNKNOWN = /^\s*(\d{3}[\s:-]*)?([245]\.\d{1,3}\.\d{1,3}\s*)?[\s:]*(<[^>]*>[\s.:]*)?(user unknown|unknown user)\b/i;

@@ -11,7 +11,14 @@ import type { Reply } from './outcome.js';
 export type Action = 'failed' | 'delayed' | 'delivered' | 'relayed' | 'expanded';
 
 export interface ReportRecipient {
+  /** The failed recipient: the report's Final-Recipient (or the address its text names). The one suppressed. */
   address: string;
+  /**
+   * The address the sender gave (RFC 3464 2.3.1, Original-Recipient, without its "rfc822;"), or
+   * the one the text says the failed address was reached through (Postfix's and Sendmail's
+   * "expanded from", Exim's "generated from"); null where the report names none.
+   */
+  originalRecipient: string | null;
   action: Action;
   /** Enhanced status code (RFC 3463), from the report or its text; null when neither gives one. */
   status: string | null;

@@ -1,4 +1,5 @@
 import type { SmtpStage } from '../domain/outcome.js';
+import { undecorated } from './dsn-fields.js';
 
 /**
  * What the human-readable text of a bounce says: which recipients failed, and the reply or
@@ -38,7 +39,7 @@ export function notificationOf(text: string): { notification: string; original: 
     if (EMBEDDED_HEADER.test(line) && i + 1 < lines.length && /^([\x21-\x39\x3b-\x7e]+:\s|[ \t]+\S)/.test(lines[i + 1]!))
       return { notification: lines.slice(0, i).join('\n'), original: lines.slice(i).join('\n') };
   }
-  return { notification: text, original: null };
+  return { notification: lines.join('\n'), original: null };
 }
 
 /** An email address as bounces write them (bare, in angle brackets, after "mailto:"). */
@@ -54,6 +55,14 @@ export interface Mention {
   address: string;
   /** Index of the line it was first seen on. */
   line: number;
+  /** The words before it on its line, or, when nothing but punctuation precedes it there, the line before (Exim: "A message sent by\n\n  <shop@example.com>"). */
+  before: string;
+  /** The rest of its line. */
+  after: string;
+  /** Nothing but punctuation precedes it on its line: listed, as failed addresses are ("  <bob@example.net>:", "   * bob@example.net"). */
+  listed: boolean;
+  /** The line before its own (the first one that is not blank). */
+  previous: string;
 }
 
 /**
@@ -69,14 +78,17 @@ export function mentionedAddresses(notification: string, exclude: (address: stri
     if (NOT_RECIPIENT_LINE.test(line)) return;
     const inSummary = SUMMARY_TO_LINE.test(line);
     for (const m of line.matchAll(ADDRESS)) {
-      const address = m[0].replace(/\.+$/, '');
+      const address = undecorated(m[0].replace(/\.+$/, ''));
       const before = line.slice(0, m.index);
       // In a URL ("https://support.example/?u=bob@example.net") or a message id ("<123@mx.example>" after Message-ID).
       if (/(https?:\/\/|www\.)\S*$/i.test(before) || /message-?id\W*$/i.test(before)) continue;
       const key = address.toLowerCase();
       if (seen.has(key) || exclude(key)) continue;
       seen.add(key);
-      (inSummary ? summary : out).push({ address, line: n });
+      const listed = !/[A-Za-z0-9]/.test(before);
+      const previous = previousLine(lines, n);
+      const context = listed ? `${previous} ${before}` : before;
+      (inSummary ? summary : out).push({ address, line: n, before: context, after: line.slice(m.index + m[0].length), listed, previous });
     }
   });
   // The "To:" of a summary of the message (Verizon: "Original Message: From: ... To: ...") names
@@ -85,9 +97,26 @@ export function mentionedAddresses(notification: string, exclude: (address: stri
   return out.length ? out : summary;
 }
 
+function previousLine(lines: string[], n: number): string {
+  for (let i = n - 1; i >= 0 && i >= n - 3; i--) if (lines[i]!.trim()) return lines[i]!.trim();
+  return '';
+}
+
 /** A reply as servers write it: "550 5.1.1 text", "550-5.1.1 text", "550 text", "#550 5.2.2", "ERROR_CODE :550". */
 const REPLY = /(?:^|[\s:;'"(#[]|said:?\s*)([45]\d\d)(?:[\s-]+|:\s*|$)(?:#?([245]\.\d{1,3}\.\d{1,3})\b)?/;
-const ENHANCED = /(?:^|[^\d.])([245]\.\d{1,3}\.\d{1,3})(?![\d.]*\d)/;
+/**
+ * Lines whose numbers are no reply: the original's headers quoted in a summary ("Subject: Release
+ * 5.2.1 notes") and a server's greeting ("220 mx.example.net ESMTP Postfix 2.11.3").
+ */
+const NOT_A_REPLY_LINE = /^\s*(subject|date|sent|from|to|cc|x-[a-z-]+|received|user-agent|message-id|in-reply-to|references|thread-topic)\s*:|^\s*(<<<\s*)?220[\s-]/i;
+/** A status standing alone: "(#5.1.1)", "#5.1.1", "5.1.1 User unknown", "Status: 5.1.1", "code 5.1.1". */
+const ENHANCED = /(?:^|[^\d.])([245]\.\d{1,3}\.\d{1,3})(?![\d.]*\d)(?!\/)/g;
+/**
+ * The words that may stand before a status with nothing but a space between. Any other word
+ * there makes the number a version ("Postfix 2.11.3", "MDaemon 9.5.2", "version 4.0.1",
+ * "v5.0.1"); punctuation does not ("RCPT TO not accepted: 5.7.1 This system is not configured to relay").
+ */
+const STATUS_WORDS = /^(status|code|error|dsn|reason|result|failure|diagnostic|said|smtp|returned|reply|response)$/i;
 
 export interface ReplyParts {
   replyCode: number | null;
@@ -98,20 +127,27 @@ export interface ReplyParts {
 export function replyParts(text: string): ReplyParts {
   let replyCode: number | null = null;
   let status: string | null = null;
+  const lines = text.split('\n').filter((l) => !NOT_A_REPLY_LINE.test(l));
   // The last reply in the text is the final word (transcripts list earlier commands first).
-  for (const line of text.split('\n')) {
+  for (const line of lines) {
     const m = REPLY.exec(line);
     if (m) {
       replyCode = Number(m[1]);
       if (m[2]) status = m[2];
     }
   }
-  if (!status) {
-    // qmail "(#5.1.1)", Exchange "#5.1.1", or a code standing alone.
-    const e = ENHANCED.exec(text);
-    if (e) status = e[1]!;
-  }
+  // qmail "(#5.1.1)", Exchange "#5.1.1", or a code standing alone.
+  if (!status) status = standaloneStatus(lines);
   return { replyCode, status };
+}
+
+function standaloneStatus(lines: string[]): string | null {
+  for (const line of lines)
+    for (const m of line.matchAll(ENHANCED)) {
+      const word = /(?:^|[^A-Za-z])([A-Za-z]+)(\s+|(?<=\bv))$/.exec(line.slice(0, m.index + m[0].length - m[1]!.length))?.[1];
+      if (!word || STATUS_WORDS.test(word)) return m[1]!;
+    }
+  return null;
 }
 
 /** Whitespace collapsed, at most 1,000 characters: a diagnostic as events and the API show it. */
@@ -149,19 +185,19 @@ export function coreDiagnostic(block: string): string {
 }
 
 /** coreDiagnostic, and the text of the block up to the end of the reply it found (what the reply answered is said there). */
-export function coreOf(block: string): { text: string; context: string } {
+export function coreOf(block: string): { text: string; context: string; reply: boolean } {
   const lines = block.split('\n');
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
-    const m = REPLY.exec(line);
+    const m = NOT_A_REPLY_LINE.test(line) ? null : REPLY.exec(line);
     if (!m) continue;
     // The rest of a multi-line reply ("550-5.7.26 ..." up to "550 5.7.26 ..."), then continuation lines.
     let end = i + 1;
     while (end < lines.length && /(^|\s)\d{3}-/.test(lines[end - 1]!) && new RegExp(`(^|\\s)${m[1]}[- ]`).test(lines[end]!)) end++;
     while (end < lines.length && /^\s+\S/.test(lines[end]!) && !REPLY.test(lines[end]!) && end - i < 4) end++;
-    return { text: tidy([line.slice(Math.max(0, line.indexOf(m[1]!))), ...lines.slice(i + 1, end)].join(' ')), context: lines.slice(0, end).join('\n') };
+    return { text: tidy([line.slice(Math.max(0, line.indexOf(m[1]!))), ...lines.slice(i + 1, end)].join(' ')), context: lines.slice(0, end).join('\n'), reply: true };
   }
-  return { text: tidy(block), context: block };
+  return { text: tidy(block), context: block, reply: false };
 }
 
 /**

@@ -23,14 +23,17 @@ export interface DsnBlock {
 
 export interface DsnFields {
   reportingMta?: string;
+  /** The envelope sender the report names (Postfix: "X-Postfix-Sender: rfc822; shop@example.com"): never a failed recipient. */
+  sender?: string;
   recipients: DsnBlock[];
 }
 
-/** RFC 3464 actions, and the misspellings seen in the wild (sisimai's list). */
+/** RFC 3464 actions, and the misspellings seen in the wild (sisimai's list; OpenSMTPD: "Action: error"). */
 const ACTIONS: Record<string, Action> = {
   failed: 'failed',
   failure: 'failed',
   fail: 'failed',
+  error: 'failed',
   delayed: 'delayed',
   delay: 'delayed',
   expired: 'failed',
@@ -55,15 +58,37 @@ const RECIPIENT_FIELDS = new Set([
 
 /**
  * "rfc822; bob@example.net" → "bob@example.net": the address type and angle brackets removed, a
- * source route ("@mx.example.net:bob@example.net") dropped, and an address found inside what
- * some MTAs write there instead (Exim: "|/usr/bin/program bob@example.net /home/bob").
+ * source route ("@mx.example.net:bob@example.net") dropped, the decorations of undecorated()
+ * removed, and an address found inside what some MTAs write there instead (Exim:
+ * "|/usr/bin/program bob@example.net /home/bob").
  */
 export function typedAddress(v: string | undefined): string | undefined {
   if (!v) return undefined;
+  // Exchange's X.400 form names the Internet address in a domain-defined attribute:
+  // "c=US;a= ;p=IKON;o=Nexus2;dda:SMTP=bob@example.net;"
+  const dda = /\bdda:smtp=([^;\s]+@[^;\s]+)/i.exec(v);
+  if (dda) return undecorated(dda[1]!);
   let a = (/^[A-Za-z0-9-]+\s*;/.test(v) ? v.slice(v.indexOf(';') + 1) : v).trim().replace(/^<|>$/g, '').trim();
-  a = a.replace(/^(@[^:,\s]+[,:])+/, '');
+  a = undecorated(a.replace(/^(@[^:,\s]+[,:])+/, ''));
   if (/^[^\s@]+@[^\s@]+$/.test(a) || /^"[^"]*"@[^\s@]+$/.test(a)) return a;
-  return /[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+/.exec(a)?.[0];
+  const found = /[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+/.exec(a)?.[0];
+  return found ? undecorated(found) : undefined;
+}
+
+/**
+ * An address without what mail systems write around it, which no recipient's address holds:
+ * Exchange's type prefixes ("SMTP:bob@example.net", "smtp=bob@example.net"), "mailto:", its
+ * IMCEA encapsulation ("IMCEASMTP-bob+40example+2Enet@exchange.example.org" is
+ * bob@example.net), quotes and brackets around it, and Sendmail's "bob@example.net...User unknown".
+ */
+export function undecorated(address: string): string {
+  let a = address.trim();
+  if (!/^"[^"]*"@/.test(a)) a = a.replace(/^["'(<[]+/, '');
+  a = a.replace(/["')>\],;:]+$/, '').replace(/(@[^@\s]*?)\.+$/, '$1');
+  a = a.replace(/^(smtp|rfc-?822|mailto|x-?smtp|ex|internet)\s*[:=]\s*/i, '').replace(/^\d{3}-address:/i, '');
+  const imcea = /^IMCEASMTP-([^@]+)@/i.exec(a);
+  if (imcea) a = imcea[1]!.replace(/\+([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+  return a.replace(/(@[^@\s.]+(\.[^@\s.]+)*)\.{3}.*$/, '$1');
 }
 
 /** An address with a domain that could be on the Internet (not "bob@server"). */
@@ -86,6 +111,7 @@ export function readDsnFields(text: string): DsnFields {
     for (const f of parseFields(chunk)) {
       if (!RECIPIENT_FIELDS.has(f.name)) {
         if (f.name === 'reporting-mta' && !out.reportingMta) out.reportingMta = typedAddress(f.value) ?? f.value.replace(/^[a-z]+;\s*/i, '');
+        if ((f.name === 'x-postfix-sender' || f.name === 'x-sender') && !out.sender) out.sender = typedAddress(f.value);
         continue;
       }
       const starts = f.name === 'final-recipient' || f.name === 'original-recipient';

@@ -30,6 +30,7 @@ t.test('reports parse prints one JSON object in the documented shape, from a fil
     recipients: [
       {
         address: 'bob@example.net',
+        original_recipient: 'bob@example.net',
         action: 'failed',
         status: '5.1.1',
         reply_code: 550,
@@ -47,6 +48,33 @@ t.test('reports parse prints one JSON object in the documented shape, from a fil
   const stdin = await parseStdin(Buffer.from('Subject: hello\r\n\r\nJust a message.\r\n'));
   t.equal(stdin.code, 0, 'exits 0 whatever it found');
   t.same(JSON.parse(stdin.stdout), { kind: 'none', original_message_id: null, recipients: [], feedback: null });
+  // An alias's report: the final recipient is the one suppressed, the address the sender gave is printed beside it.
+  const alias = await parseStdin(
+    Buffer.from(
+      [
+        'From: MAILER-DAEMON@mx.example.net',
+        'Subject: Undelivered Mail Returned to Sender',
+        'Content-Type: multipart/report; report-type=delivery-status; boundary=b',
+        '',
+        '--b',
+        'Content-Type: message/delivery-status',
+        '',
+        'Reporting-MTA: dns; mx.example.net',
+        '',
+        'Final-Recipient: rfc822; bob.smith@example.net',
+        'Original-Recipient: rfc822;bob@example.org',
+        'Action: failed',
+        'Status: 5.1.1',
+        '--b--',
+        '',
+      ].join('\r\n'),
+    ),
+  );
+  const read = JSON.parse(alias.stdout) as { recipients: Array<{ address: string; original_recipient: string | null; suppress: boolean }> };
+  t.same(
+    read.recipients.map((x) => [x.address, x.original_recipient, x.suppress]),
+    [['bob.smith@example.net', 'bob@example.org', true]],
+  );
   const garbage = await parseStdin(Buffer.from([0xff, 0x00, 0x1b, 0x80]));
   t.equal(garbage.code, 0);
   t.equal(JSON.parse(garbage.stdout).kind, 'none');

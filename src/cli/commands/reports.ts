@@ -11,6 +11,7 @@ export function reportJson(r: Report): Record<string, unknown> {
     original_message_id: r.originalMessageId,
     recipients: r.recipients.map((x) => ({
       address: x.address,
+      original_recipient: x.originalRecipient,
       action: x.action,
       status: x.status,
       reply_code: x.replyCode,

@@ -55,6 +55,21 @@ const table: Array<[string, string]> = [
   ['421 Service not available, closing transmission channel', 'connection_failure'],
   ['451 4.3.0 Temporary lookup failure', 'other'],
   ['554 Transaction failed', 'other'],
+  // Wordings that come without a reply code as often as with one, from other bouncers' test data.
+  ['Receiver not found: lallison', 'unknown_recipient'],
+  ['Does not have a final email delivery point, please contact this person by alternate means.', 'unknown_recipient'],
+  ["550 sorry, this server doesn't handle mail for that user", 'unknown_recipient'],
+  ['bob@example.de: Benutzer unbekannt', 'unknown_recipient'],
+  ['Destinatario sconosciuto o mailbox disattivata', 'unknown_recipient'],
+  ['553 5.3.0 <a@example.net>... Addressee unknown, relay=[192.0.2.10]', 'unknown_recipient'],
+  ["couldn't find any host named example.invalid", 'dns_failure'],
+  ['552 Quota violation for a@example.com', 'mailbox_full'],
+  ['User has exhausted allowed storage space', 'mailbox_full'],
+  ['552 Message for <a@example.com> would exceed mailbox quota', 'mailbox_full'],
+  // A message removed from a queue is no account removed.
+  ['The attached message has been removed from the mail queue on this server.', 'other'],
+  ['recipient (User account is expired)', 'mailbox_disabled'],
+  ['Your mail to the following recipients could not be delivered because they are not accepting mail with attachments or embedded images', 'policy'],
 ];
 
 t.test('the classifier labels real-shaped replies', async (t) => {

@@ -28,6 +28,10 @@ t.test("the address is suppressed when it does not exist, never for causes on th
     ['550 5.2.1 The email account that you tried to reach is disabled.', 'rcpt', false],
     ['550 5.7.1 <a@b>: Recipient address rejected: User a@b temporary locked. Please try again later!', 'rcpt', false],
     ['Name service error for domain example.com: Host not found, try again', null, false],
+    // A resolver that did not answer says nothing of whether the domain exists.
+    ['Unrouteable address: host lookup did not complete', null, false],
+    ['554 5.4.4 DNS lookup timed out for example.net', null, false],
+    ['550 5.1.2 Host unknown (Name server timeout for example.net)', null, false],
     ['554 5.4.6 Mail loop detected', null, false],
     ['550 5.0.0 Something went wrong', 'rcpt', false],
   ];
