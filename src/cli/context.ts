@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../config/load.js';
+import { configPath, loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { openDb, migrate, type Db } from '../store/db.js';
 import { ensureDefaultCustomer, findCustomer, type Customer } from '../store/customers.js';
@@ -16,9 +16,13 @@ export function globals(cmd: Command): GlobalOptions {
   return cmd.optsWithGlobals() as GlobalOptions;
 }
 
+/** The configuration file this command reads (--config, POSTHASTE_CONFIG or the default path, which must exist). */
+export function configFileOf(cmd: Command): string {
+  return configPath(globals(cmd).config);
+}
+
 export function configOf(cmd: Command): Config {
-  const path = globals(cmd).config ?? process.env.POSTHASTE_CONFIG;
-  return loadConfig(path !== undefined ? { path } : {});
+  return loadConfig({ path: configFileOf(cmd) });
 }
 
 /** Opens the store (applying pending migrations, as the daemon does at start), runs fn, closes. */
