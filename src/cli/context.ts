@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { configPath, loadConfig } from '../config/load.js';
+import { existsSync } from 'node:fs';
+import { configPath, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { openDb, migrate, type Db } from '../store/db.js';
 import { ensureDefaultCustomer, findCustomer, type Customer } from '../store/customers.js';
@@ -21,7 +22,15 @@ export function configFileOf(cmd: Command): string {
   return configPath(globals(cmd).config);
 }
 
-export function configOf(cmd: Command): Config {
+/**
+ * The configuration. `orDefaults`, for a command that opens no store (reports parse): with no file
+ * named and none at the default path, the built-in defaults, said on stderr.
+ */
+export function configOf(cmd: Command, opts: { orDefaults?: boolean } = {}): Config {
+  if (opts.orDefaults && globals(cmd).config === undefined && !process.env.POSTHASTE_CONFIG && !existsSync(DEFAULT_CONFIG_PATH)) {
+    process.stderr.write(`posthaste: no configuration file (none named, none at ${DEFAULT_CONFIG_PATH}): the built-in defaults\n`);
+    return loadConfig({ path: '/dev/null' });
+  }
   return loadConfig({ path: configFileOf(cmd) });
 }
 
