@@ -7,7 +7,8 @@ import { AuthCache } from './store/auth-cache.js';
 import { releaseClaims } from './store/queue.js';
 import { secret } from './store/settings.js';
 import { buildApi } from './api/server.js';
-import { parseListen, ConfigError } from './config/load.js';
+import { parseListen, ConfigError, configWarnings } from './config/load.js';
+import { lockDataDir, type DataDirLock } from './lib/data-dir-lock.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createResolver } from './lib/dns.js';
 import type { Logger } from './lib/logger.js';
@@ -264,10 +265,25 @@ function flatConfig(c: Config): Map<string, string> {
 }
 
 /**
+ * The daemon, holding its data directory for its life (lib/data-dir-lock.ts): a second daemon on
+ * the same store refuses to start before it opens anything; a start that fails lets go of it.
+ */
+export async function startDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Promise<Daemon> {
+  const lock = lockDataDir(config.server.data_dir);
+  try {
+    for (const w of configWarnings(config)) log.warn({ key: w.key, value: w.value }, w.message);
+    return await startLocked(config, log, opts, lock);
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
+}
+
+/**
  * The composition root, as named steps: store → shared services → webhooks → outbound → the
  * background loops → listeners. Signals are wired by the caller.
  */
-export async function startDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Promise<Daemon> {
+async function startLocked(config: Config, log: Logger, opts: DaemonOptions, lock: DataDirLock): Promise<Daemon> {
   const settings: Settings = { inbound: live(inboundSettings(config)), send: live(sendSettings(config)), outbound: live(outboundSettings(config)) };
   const ctx: Ctx = { config, log, clock: opts.clock ?? systemClock, settings };
   const relay = relayOptions(config); // before anything opens: a relay user without a password stops the start
@@ -368,6 +384,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
       await signer.close();
       await webhooks.fetch.close();
       db.close();
+      lock.release();
     },
   };
 }

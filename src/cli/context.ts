@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../config/load.js';
+import { existsSync } from 'node:fs';
+import { configPath, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { openDb, migrate, type Db } from '../store/db.js';
 import { ensureDefaultCustomer, findCustomer, type Customer } from '../store/customers.js';
@@ -16,9 +17,21 @@ export function globals(cmd: Command): GlobalOptions {
   return cmd.optsWithGlobals() as GlobalOptions;
 }
 
-export function configOf(cmd: Command): Config {
-  const path = globals(cmd).config ?? process.env.POSTHASTE_CONFIG;
-  return loadConfig(path !== undefined ? { path } : {});
+/** The configuration file this command reads (--config, POSTHASTE_CONFIG or the default path, which must exist). */
+export function configFileOf(cmd: Command): string {
+  return configPath(globals(cmd).config);
+}
+
+/**
+ * The configuration. `orDefaults`, for a command that opens no store (reports parse): with no file
+ * named and none at the default path, the built-in defaults, said on stderr.
+ */
+export function configOf(cmd: Command, opts: { orDefaults?: boolean } = {}): Config {
+  if (opts.orDefaults && globals(cmd).config === undefined && !process.env.POSTHASTE_CONFIG && !existsSync(DEFAULT_CONFIG_PATH)) {
+    process.stderr.write(`posthaste: no configuration file (none named, none at ${DEFAULT_CONFIG_PATH}): the built-in defaults\n`);
+    return loadConfig({ path: '/dev/null' });
+  }
+  return loadConfig({ path: configFileOf(cmd) });
 }
 
 /** Opens the store (applying pending migrations, as the daemon does at start), runs fn, closes. */

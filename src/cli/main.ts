@@ -6,7 +6,8 @@ import { serveCommand } from './commands/serve.js';
 import { customersCommand } from './commands/customers.js';
 import { keysCommand } from './commands/keys.js';
 import { domainsCommand } from './commands/domains.js';
-import { dbCommand, configCommand, statusCommand } from './commands/admin.js';
+import { dbCommand, statusCommand } from './commands/admin.js';
+import { configCommand } from './commands/config.js';
 import { messagesCommand } from './commands/messages.js';
 import { webhooksCommand } from './commands/webhooks.js';
 import { inboundCommand } from './commands/inbound.js';
@@ -14,14 +15,29 @@ import { suppressionsCommand } from './commands/suppressions.js';
 import { reportsCommand } from './commands/reports.js';
 import { usersCommand } from './commands/users.js';
 
-export function buildProgram(): Command {
+/** Whether this run asked for JSON: known before commander has parsed anything, for its own errors. */
+const jsonWanted = (argv: string[]) => argv.slice(2).includes('--json');
+
+/** An error as `--json` prints it on stderr: one object, a code a script can test and the message. */
+function jsonError(code: string, message: string): string {
+  return `${JSON.stringify({ error: { code, message } })}\n`;
+}
+
+/**
+ * The program. Settings made here before the subcommands are added (help showing the global
+ * options, where errors go) are inherited by every subcommand.
+ */
+export function buildProgram(argv: string[] = process.argv): Command {
+  const json = jsonWanted(argv);
   const program = new Command('posthaste')
     .description('self-hosted transactional email server')
     .version(VERSION)
-    .option('--config <file>', 'TOML configuration file (default /etc/posthaste/posthaste.toml, or $POSTHASTE_CONFIG)')
-    .option('--json', 'machine-readable output: one JSON object, or an array for list')
-    .showHelpAfterError()
+    .option('--config <file>', 'TOML configuration file (else $POSTHASTE_CONFIG, else /etc/posthaste/posthaste.toml)')
+    .option('--json', 'machine-readable output: one JSON object, or an array for list; errors as {"error":{"code","message"}} on stderr')
+    .configureHelp({ showGlobalOptions: true })
     .exitOverride();
+  if (json) program.configureOutput({ outputError: (text, write) => write(jsonError('usage', text.replace(/^error: /, '').trim())) });
+  else program.showHelpAfterError();
   serveCommand(program);
   customersCommand(program);
   keysCommand(program);
@@ -47,8 +63,10 @@ async function main(): Promise<void> {
       // commander has printed its own message (or help/version, exit 0).
       process.exit(e.exitCode);
     }
-    const msg = e instanceof ConfigError || e instanceof CliError ? e.message : `error: ${(e as Error).message ?? String(e)}`;
-    process.stderr.write(`posthaste: ${msg.split('\n')[0]}\n`);
+    const known = e instanceof ConfigError || e instanceof CliError;
+    const msg = (known ? e.message : ((e as Error).message ?? String(e))).split('\n')[0]!;
+    const code = e instanceof ConfigError ? 'config' : known ? 'failed' : 'internal';
+    process.stderr.write(jsonWanted(process.argv) ? jsonError(code, msg) : `posthaste: ${known ? '' : 'error: '}${msg}\n`);
     process.exit(e instanceof ConfigError ? 2 : 1);
   }
 }

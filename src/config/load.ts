@@ -104,35 +104,45 @@ export function envName(section: string, key: string): string {
   return `POSTHASTE_${section}_${key.replace(/\./g, '_')}`.toUpperCase();
 }
 
+/**
+ * The file to read: the one named (--config, else POSTHASTE_CONFIG), else the default path if a
+ * file is there. With neither, nothing is guessed: a command that went on with the built-in
+ * defaults would open (and create) a store in /var/lib/posthaste that the daemon, started with
+ * its own file, never reads.
+ */
+export function configPath(named: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  const path = named ?? env.POSTHASTE_CONFIG;
+  if (path !== undefined && path !== '') return path;
+  if (existsSync(DEFAULT_CONFIG_PATH)) return DEFAULT_CONFIG_PATH;
+  throw new ConfigError(DEFAULT_CONFIG_PATH, 'no configuration file here, and none named: give one with --config FILE or POSTHASTE_CONFIG=FILE (posthaste config example > FILE writes one to edit)');
+}
+
 export interface LoadOptions {
-  /** Path of the TOML file; undefined: the default path if it exists, else defaults only. */
+  /** Path of the TOML file; undefined: configPath's choice (the default path, which must exist). */
   path?: string;
   env?: NodeJS.ProcessEnv;
   schema?: Schema;
+}
+
+function readToml(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new ConfigError(path, `cannot read: ${(e as Error).message}`);
+  }
+  try {
+    return parseToml(text) as Record<string, unknown>;
+  } catch (e) {
+    throw new ConfigError(path, `not valid TOML: ${(e as Error).message.split('\n')[0]}`);
+  }
 }
 
 /** Reads, merges (defaults < file < environment) and validates; throws ConfigError naming the key. */
 export function loadConfig(opts: LoadOptions = {}): Config {
   const sch: Schema = opts.schema ?? defaultSchema;
   const env = opts.env ?? process.env;
-  let path = opts.path;
-  if (path === undefined && existsSync(DEFAULT_CONFIG_PATH)) path = DEFAULT_CONFIG_PATH;
-
-  let fileValues: Record<string, unknown> = {};
-  if (path !== undefined) {
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch (e) {
-      throw new ConfigError(path, `cannot read: ${(e as Error).message}`);
-    }
-    try {
-      fileValues = parseToml(text) as Record<string, unknown>;
-    } catch (e) {
-      throw new ConfigError(path, `not valid TOML: ${(e as Error).message.split('\n')[0]}`);
-    }
-  }
-
+  const fileValues = readToml(opts.path ?? configPath(undefined, env));
   const out: Record<string, Record<string, unknown>> = {};
   for (const [section, keys] of Object.entries(sch)) {
     out[section] = {};
@@ -212,4 +222,46 @@ export function formatDuration(ms: number): string {
   ] as const)
     if (ms !== 0 && ms % size === 0) return `${ms / size}${unit}`;
   return `${ms}ms`;
+}
+
+/**
+ * Names no real server answers to: RFC 2606 and RFC 6761's reserved domains (`example.*`,
+ * `*.test`, `*.invalid`, `*.localhost`), `localhost` and `*.localdomain`, and a bare name without
+ * a dot (what the machine's own hostname often is).
+ */
+export function isPlaceholderName(name: string): boolean {
+  const n = name.toLowerCase().replace(/\.$/, '');
+  return !n.includes('.') || /(^|\.)(example\.(com|net|org)|example|test|invalid|localhost|localdomain)$/.test(n);
+}
+
+/** Whether every address `listen` ("host:port", empty: off) binds is on loopback. */
+function loopbackOnly(listen: string): boolean {
+  if (listen === '') return true;
+  const { host } = parseListen(listen);
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/**
+ * What the daemon warns about at start: a placeholder in server.hostname or smtp.return_path_domain
+ * (the example file's `mx.example.net`, `localhost`…) while the SMTP listener is reachable from
+ * other machines. On loopback only (development, tests) the names matter to nobody.
+ */
+export function configWarnings(config: Config): Array<{ key: string; value: string; message: string }> {
+  if (loopbackOnly(config.smtp.listen)) return [];
+  const out: Array<{ key: string; value: string; message: string }> = [];
+  const hostname = config.server.hostname;
+  if (isPlaceholderName(hostname))
+    out.push({
+      key: 'server.hostname',
+      value: hostname,
+      message: `server.hostname is "${hostname}", a placeholder: set it to this machine's public name, the one its A record and PTR give (receivers check the EHLO name against it; bounces come back to it)`,
+    });
+  const returnPath = config.smtp.return_path_domain;
+  if (returnPath !== '' && isPlaceholderName(returnPath))
+    out.push({
+      key: 'smtp.return_path_domain',
+      value: returnPath,
+      message: `smtp.return_path_domain is "${returnPath}", a placeholder: set it to a domain whose MX is server.hostname, or leave it empty to use server.hostname`,
+    });
+  return out;
 }

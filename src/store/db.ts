@@ -1,5 +1,5 @@
 import BetterSqlite3 from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { migrations } from './migrations/index.js';
 
@@ -57,9 +57,18 @@ export class Db {
     return this.sqlite.inTransaction;
   }
 
-  /** An online backup to `file` (SQLite's backup API: consistent while the daemon writes). */
-  backup(file: string): Promise<BetterSqlite3.BackupMetadata> {
-    return this.sqlite.backup(file);
+  /**
+   * An online backup to `file` (SQLite's backup API: consistent while the daemon writes), a new
+   * file readable by its owner only, whatever the umask: it holds what the store holds.
+   */
+  async backup(file: string): Promise<BetterSqlite3.BackupMetadata> {
+    closeSync(openSync(file, 'wx', SECRET_FILE_MODE));
+    try {
+      return await this.sqlite.backup(file);
+    } catch (e) {
+      rmSync(file, { force: true });
+      throw e;
+    }
   }
 
   /** A cached prepared statement, for hot paths written in plain SQL. */
@@ -132,9 +141,35 @@ export class Db {
   }
 }
 
+/**
+ * The store holds DKIM private keys, key hashes, webhook secrets and message bodies: its directory
+ * is made 0700 and the file 0600 whatever the umask (the unit's UMask=0027 is not there when the
+ * CLI runs from a shell). SQLite gives the -wal and -shm files the mode of the database file. A
+ * store an older release left readable by others is narrowed to 0640 at most (the service's group
+ * keeps read access).
+ */
+const SECRET_FILE_MODE = 0o600;
+
 export function openDb(dataDir: string, maxBytes = 0): Db {
-  mkdirSync(dataDir, { recursive: true });
-  return new Db(join(dataDir, DB_FILE), maxBytes);
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const path = join(dataDir, DB_FILE);
+  try {
+    closeSync(openSync(path, 'wx', SECRET_FILE_MODE));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  }
+  for (const f of [path, `${path}-wal`, `${path}-shm`]) narrowMode(f);
+  return new Db(path, maxBytes);
+}
+
+function narrowMode(file: string): void {
+  let mode: number;
+  try {
+    mode = statSync(file).mode & 0o777;
+  } catch {
+    return; // not there (yet)
+  }
+  if ((mode & 0o027) !== 0) chmodSync(file, mode & 0o640);
 }
 
 /** Applies the pending migrations, each in its own transaction; returns the versions applied. */

@@ -41,7 +41,8 @@ export function spawnDaemon(configPath: string, env: NodeJS.ProcessEnv = {}, opt
   child.stderr!.on('data', (d) => (out += d.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`daemon did not start: ${out}`)), 20_000);
+    // Generous for a loaded machine (migrations, four isolates starting); a start that fails ends sooner, through `exited`.
+    const timer = setTimeout(() => reject(new Error(`daemon did not start: ${out}`)), 60_000);
     const check = () => {
       const api = /API on (http:\/\/\S+)/.exec(out);
       const smtp = /SMTP on [\d.]+:(\d+)/.exec(out);

@@ -19,7 +19,7 @@ import { createResolver } from '../../src/lib/dns.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import type { Db } from '../../src/store/db.js';
-import { waitFor, quiet } from '../helpers/wait.js';
+import { waitFor, quiet, WAIT_MS } from '../helpers/wait.js';
 
 type DispatcherOptions = Partial<Pick<DispatcherDeps, 'perEndpoint' | 'claimPerEndpoint' | 'pollInterval'>>;
 
@@ -109,7 +109,7 @@ t.test('while another connection holds the write lock, the dispatcher does not b
   const running = dispatcher.run(stop.signal);
   // From the first request on (the first https connection builds its TLS context, ~150 ms,
   // which is not what this measures): the due rows are tried every millisecond meanwhile.
-  await waitFor('the first request at /fast', () => rx.on('/fast').length > 0, 3000, 5);
+  await waitFor('the first request at /fast', () => rx.on('/fast').length > 0, WAIT_MS, 5);
   let last = performance.now();
   let worstGap = 0;
   const ticker = setInterval(() => {
@@ -176,7 +176,7 @@ t.test('stopped with deliveries held in memory: the stored cursor stays behind t
   // One event first, so the endpoint is known to answer and gets its whole quota in memory.
   const { db, rx, deps, dispatcher } = await setup(t, ['/slow'], 1, 4000, { perEndpoint: 1, claimPerEndpoint: 50 });
   const cursor = () => fanOutCursor(db).seq;
-  const until = (ok: () => boolean) => waitFor('the condition', ok, 5000, 2).catch(() => undefined);
+  const until = (ok: () => boolean) => waitFor('the condition', ok, WAIT_MS, 2).catch(() => undefined);
   const stop = new AbortController();
   const running = dispatcher.run(stop.signal);
   const succeeded = db.sqlite.prepare("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'succeeded'").pluck();

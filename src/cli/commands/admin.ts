@@ -1,11 +1,8 @@
 import type { Command } from 'commander';
-import { stringify } from 'smol-toml';
-import { withStore, output, configOf, CliError } from '../context.js';
+import { withStore, output, CliError } from '../context.js';
 import { existsSync } from 'node:fs';
 import { status } from '../../store/status.js';
 import { purgeOld } from '../../store/retention.js';
-import { describeConfig } from '../../config/load.js';
-import { renderExample } from '../../config/example.js';
 import { migrate, schemaVersions } from '../../store/db.js';
 
 export function dbCommand(program: Command): void {
@@ -41,23 +38,6 @@ export function dbCommand(program: Command): void {
         output(c, { file, pages: r.totalPages, ms: Date.now() - started }, `backed up ${r.totalPages} pages to ${file}`);
       }),
     );
-}
-
-export function configCommand(program: Command): void {
-  const cmd = program.command('config').description('configuration');
-  cmd
-    .command('print')
-    .description('print the merged configuration (defaults < file < environment), secrets masked')
-    .action((_o, c: Command) => {
-      const shown = describeConfig(configOf(c));
-      output(c, shown, stringify(shown));
-    });
-  cmd
-    .command('example')
-    .description('print a documented configuration file with every key and its default')
-    .action(() => {
-      process.stdout.write(renderExample());
-    });
 }
 
 export function statusCommand(program: Command): void {

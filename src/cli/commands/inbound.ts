@@ -6,6 +6,7 @@ export function inboundCommand(program: Command): void {
   const cmd = program.command('inbound').description('messages received for receiving domains');
   cmd
     .command('list')
+    .description('list received messages, newest first: sender, recipients, subject, SPF/DKIM/DMARC results')
     .option('--customer <name>', 'only this customer')
     .option('--limit <n>', 'how many', '50')
     .action(async (o: { customer?: string; limit: string }, c: Command) =>
@@ -30,6 +31,7 @@ export function inboundCommand(program: Command): void {
     );
   cmd
     .command('show <id>')
+    .description('one received message: headers, authentication results and text (--raw: as received)')
     .option('--raw', 'print the message as received')
     .action(async (id: string, o: { raw?: boolean }, c: Command) =>
       withStore(c, async ({ db }) => {

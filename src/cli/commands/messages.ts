@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { withStore, output, table, customerNamed, CliError } from '../context.js';
 import { cancelMessage, getMessage, listMessages } from '../../store/messages.js';
 import { SEARCH_STATES } from '../../domain/message-search.js';
@@ -9,22 +9,27 @@ export function messagesCommand(program: Command): void {
   const cmd = program.command('messages').description('the queue and its history, per recipient');
   cmd
     .command('list')
-    .description('list messages, newest first')
+    .description('list messages, newest first; pages as GET /api/v1/emails does: --after the last email_id of the page before')
     .option('--customer <name>', 'only this customer')
-    .option('--state <state>', `only messages with a recipient in this state (${STATES.join(', ')})`)
+    .addOption(new Option('--state <state>', 'only messages with a recipient in this state').choices(STATES))
     .option('--limit <n>', 'how many', '50')
-    .option('--before <email_id>', 'page: messages older than this email_id')
-    .action(async (o: { customer?: string; state?: string; limit: string; before?: string }, c: Command) =>
+    .option('--after <email_id>', 'the next page: messages after (older than) this email_id, the last of the page before')
+    .addOption(new Option('--before <email_id>', 'deprecated: --after').hideHelp())
+    .action(async (o: { customer?: string; state?: string; limit: string; after?: string; before?: string }, c: Command) =>
       withStore(c, ({ db }) => {
-        if (o.state !== undefined && !STATES.includes(o.state)) throw new CliError(`--state must be one of ${STATES.join(', ')}`);
         const limit = Number(o.limit);
         if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new CliError('--limit must be 1 to 10000');
-        const rows = listMessages(db, {
-          limit,
+        if (o.before !== undefined) process.stderr.write('posthaste: --before is deprecated; it is --after, as in the API\n');
+        const cursor = o.after ?? o.before;
+        if (cursor !== undefined && !/^[1-9]\d{0,15}$/.test(cursor)) throw new CliError('--after takes an email_id (a positive integer)');
+        const page = listMessages(db, {
+          limit: limit + 1,
           ...(o.customer !== undefined ? { customerId: customerNamed(db, o.customer).id } : {}),
           ...(o.state !== undefined ? { state: o.state } : {}),
-          ...(o.before !== undefined ? { before: Number(o.before) } : {}),
+          ...(cursor !== undefined ? { before: Number(cursor) } : {}),
         });
+        const rows = page.slice(0, limit);
+        const next = page.length > limit ? rows[rows.length - 1]!.email_id : null;
         output(
           c,
           rows,
@@ -36,7 +41,7 @@ export function messagesCommand(program: Command): void {
                 .join(' '),
             })),
             ['email_id', 'message_id', 'customer', 'subject', 'states', 'created_at'],
-          ),
+          ) + (next !== null ? `\nmore: --after ${next}` : ''),
         );
       }),
     );

@@ -51,7 +51,7 @@ export function reportsCommand(program: Command): void {
     .command('parse [file]')
     .description('what posthaste makes of a bounce or complaint (a file, or - for standard input), read as the daemon reads it, with the [bounces] policy of the configuration')
     .action(async (file: string | undefined, _o: unknown, c: Command) => {
-      const config = configOf(c);
+      const config = configOf(c, { orDefaults: true });
       const { readReport } = await import('../../reports/read.js');
       const report = readReport(await readInput(file), suppressionPolicy(config));
       output(c, reportJson(report), human(report));

@@ -1,13 +1,25 @@
 import type { Command } from 'commander';
 import { relative, join } from 'node:path';
-import { configOf } from '../context.js';
+import { CliError, configFileOf, configOf } from '../context.js';
+import { DEFAULT_CONFIG_PATH } from '../../config/load.js';
+import { DataDirLockedError } from '../../lib/data-dir-lock.js';
 import { createLogger } from '../../lib/logger.js';
 
-/** `posthaste` when installed on PATH, else the path this checkout was started with (npm start). */
-function invokedAs(): string {
+/**
+ * The command line that reaches this daemon's store, for the hints it prints: `posthaste` when
+ * installed on PATH, else the path this checkout was started with (npm start); with `--config`
+ * unless the file is the default one, so that each hint runs as printed from another shell.
+ */
+function invokedAs(configFile: string): string {
   const script = process.argv[1] ?? '';
   const rel = relative(process.cwd(), script);
-  return !rel.startsWith('..') && rel.endsWith(join('bin', 'posthaste.js')) ? `node ${rel}` : 'posthaste';
+  const command = !rel.startsWith('..') && rel.endsWith(join('bin', 'posthaste.js')) ? `node ${rel}` : 'posthaste';
+  return configFile === DEFAULT_CONFIG_PATH ? command : `${command} --config ${shellWord(configFile)}`;
+}
+
+/** A path as one shell word. */
+function shellWord(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
 }
 
 export function serveCommand(program: Command): void {
@@ -15,16 +27,20 @@ export function serveCommand(program: Command): void {
     .command('serve')
     .description('run the daemon (HTTP API; delivery, inbound SMTP and webhooks as they land)')
     .action(async (_o, c: Command) => {
+      const configFile = configFileOf(c);
       const config = configOf(c); // validated before anything binds a port
       const log = createLogger(config.log.level);
       // The daemon's modules load only for this command: the others start in a fraction of the time.
       const { startDaemon, SHUTDOWN_GRACE_MS } = await import('../../main.js');
-      const daemon = await startDaemon(config, log);
+      const daemon = await startDaemon(config, log).catch((e: unknown) => {
+        throw e instanceof DataDirLockedError ? new CliError(e.message) : e;
+      });
+      const cli = invokedAs(configFile);
       process.stderr.write(
         `posthaste: API on ${daemon.apiUrl}\n` +
           `posthaste: SMTP on ${daemon.smtp.host}:${daemon.smtp.port}\n` +
-          (daemon.dashboardUrl ? `posthaste: dashboard on ${daemon.dashboardUrl} (create a user with: ${invokedAs()} users add EMAIL --admin)\n` : '') +
-          `posthaste: create a first key with: ${invokedAs()} keys create --sandbox${c.optsWithGlobals().config ? ` --config ${c.optsWithGlobals().config}` : ''}\n`,
+          (daemon.dashboardUrl ? `posthaste: dashboard on ${daemon.dashboardUrl} (create a user with: ${cli} users add EMAIL --admin)\n` : '') +
+          `posthaste: create a first key with: ${cli} keys create --sandbox\n`,
       );
       let stopping = false;
       const stop = (signal: string) => {

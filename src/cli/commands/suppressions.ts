@@ -1,15 +1,18 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { withStore, output, table, customerNamed, CliError, iso } from '../context.js';
 import { DEFAULT_CUSTOMER } from '../../store/customers.js';
-import { addSuppression, listSuppressions, removeSuppression } from '../../store/suppressions.js';
+import { addSuppression, listSuppressions, removeSuppression, type SuppressionReason } from '../../store/suppressions.js';
+
+const REASONS: readonly SuppressionReason[] = ['hard_bounce', 'spam_complaint', 'manual'];
 import { parseAddrSpec } from '../../domain/addresses.js';
 
 export function suppressionsCommand(program: Command): void {
   const cmd = program.command('suppressions').description("a customer's suppression list (addresses compared case-insensitively)");
   cmd
     .command('list')
+    .description('list suppressed addresses, newest first')
     .option('--customer <name>', 'customer', DEFAULT_CUSTOMER)
-    .option('--reason <reason>', 'hard_bounce, spam_complaint or manual')
+    .addOption(new Option('--reason <reason>', 'only those suppressed for this reason').choices(REASONS))
     .option('--limit <n>', 'how many', '100')
     .action(async (o: { customer: string; reason?: string; limit: string }, c: Command) =>
       withStore(c, ({ db }) => {
@@ -22,6 +25,7 @@ export function suppressionsCommand(program: Command): void {
     );
   cmd
     .command('add <address>')
+    .description('suppress an address by hand (reason manual): nothing is sent to it')
     .option('--customer <name>', 'customer', DEFAULT_CUSTOMER)
     .action(async (address: string, o: { customer: string }, c: Command) =>
       withStore(c, ({ db, now }) => {
@@ -33,6 +37,7 @@ export function suppressionsCommand(program: Command): void {
     );
   cmd
     .command('remove <address>')
+    .description('take an address off the list: mail to it is sent again')
     .option('--customer <name>', 'customer', DEFAULT_CUSTOMER)
     .action(async (address: string, o: { customer: string }, c: Command) =>
       withStore(c, ({ db }) => {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createInterface } from 'node:readline';
-import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
+import { withStore, output, table, iso, customerNamed, CliError, configOf } from '../context.js';
 import { addUser, findUser, listUsers, removeUser, setPassword } from '../../store/users.js';
 import { hashPassword } from '../../lib/password.js';
 import { parseAddrSpec } from '../../domain/addresses.js';
@@ -50,6 +50,7 @@ export function usersCommand(program: Command): void {
       if (!!o.admin === (o.customer !== undefined)) throw new CliError('give exactly one of --admin or --customer NAME');
       const parsed = parseAddrSpec(email);
       if (!parsed.ok) throw new CliError(`"${email}" is not an e-mail address: ${parsed.error}`);
+      configOf(c); // a missing or bad configuration is said before the password is asked for
       const hash = await newPasswordHash(!!o.passwordStdin);
       await withStore(c, ({ db, now }) => {
         if (findUser(db, email)) throw new CliError(`user ${email} already exists`);
@@ -81,6 +82,7 @@ export function usersCommand(program: Command): void {
     .description("set a user's password; their sessions end")
     .option('--password-stdin', 'read the password from the first line of standard input')
     .action(async (email: string, o: { passwordStdin?: boolean }, c: Command) => {
+      configOf(c);
       const hash = await newPasswordHash(!!o.passwordStdin);
       await withStore(c, ({ db }) => {
         if (!setPassword(db, email, hash)) throw new CliError(`no user ${email}`);

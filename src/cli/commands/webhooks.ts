@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { withStore, output, table, customerNamed, CliError } from '../context.js';
 import { DEFAULT_CUSTOMER, listCustomers } from '../../store/customers.js';
 import { deleteEndpoint, eventById, getEndpoint, listAttempts, listEndpoints } from '../../store/webhooks.js';
@@ -24,20 +24,31 @@ function outcomeText(o: AttemptOutcome): string {
 /** The webhook service (and the daemon's modules it is built from), loaded only by the commands that send. */
 const webhookService = async (): Promise<typeof CreateWebhookService> => (await import('../../main.js')).createWebhookService;
 
+/** --events: a comma-separated list of event types, each checked as commander checks choices. */
+function eventList(value: string): string[] {
+  const types = value
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+  const unknown = types.filter((x) => !EVENT_TYPES.includes(x as EventType));
+  if (types.length === 0 || unknown.length > 0) throw new InvalidArgumentError(`${unknown.length > 0 ? `unknown: ${unknown.join(', ')}. ` : ''}Allowed choices are ${EVENT_TYPES.join(', ')}.`);
+  return types;
+}
+
 export function webhooksCommand(program: Command): void {
   const cmd = program.command('webhooks').description('webhook endpoints, their delivery log, test events and replays');
   cmd
     .command('create <url>')
     .description('add an endpoint (prints its secret once)')
     .option('--customer <name>', 'owning customer', DEFAULT_CUSTOMER)
-    .option('--events <types>', `comma-separated event types (default: all): ${EVENT_TYPES.join(', ')}`)
+    .option('--events <types>', `comma-separated event types (default: all): ${EVENT_TYPES.join(', ')}`, eventList)
     .option('--description <text>', 'a note', '')
-    .action(async (url: string, o: { customer: string; events?: string; description: string }, c: Command) =>
+    .action(async (url: string, o: { customer: string; events?: string[]; description: string }, c: Command) =>
       withStore(c, async ({ db, config }) => {
         const customer = customerNamed(db, o.customer);
         const service = (await webhookService())(db, config, systemClock);
         try {
-          const input = await service.validate({ url, ...(o.events ? { events: o.events.split(',').map((x) => x.trim()) } : {}), description: o.description });
+          const input = await service.validate({ url, ...(o.events ? { events: o.events } : {}), description: o.description });
           if (input instanceof Problems)
             throw new CliError(
               Object.entries(input.details)
@@ -80,10 +91,9 @@ export function webhooksCommand(program: Command): void {
   cmd
     .command('test <id>')
     .description('send a sample event now and show the outcome')
-    .option('--type <type>', 'event type', 'email.delivered')
+    .addOption(new Option('--type <type>', 'event type').choices(EVENT_TYPES).default('email.delivered'))
     .action(async (id: string, o: { type: string }, c: Command) =>
       withStore(c, async ({ db, config }) => {
-        if (!EVENT_TYPES.includes(o.type as EventType)) throw new CliError(`--type must be one of ${EVENT_TYPES.join(', ')}`);
         const service = (await webhookService())(db, config, systemClock);
         try {
           const r = await service.test(endpointOf(db, id), o.type as EventType);

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'smol-toml';
-import { loadConfig, describeConfig, parseDuration, envName } from '../../../src/config/load.js';
+import { loadConfig, describeConfig, parseDuration, envName, configWarnings, configPath, isPlaceholderName } from '../../../src/config/load.js';
 import { schema, destinationLimits, type Schema } from '../../../src/config/schema.js';
 import { renderExample } from '../../../src/config/example.js';
 import { tempDir } from '../../helpers/env.js';
@@ -133,4 +133,36 @@ t.test('outbound.destination_limits is checked at load, naming the key and the e
   const next = { outbound: { ...c.outbound, destination_limits: ['outlook.com connections=2'] } };
   t.equal(destinationLimits(next)('outlook.com').connections, 2);
   t.equal(limits('outlook.com').connections, 5, 'the old lookup is unchanged');
+});
+
+t.test('a placeholder hostname is warned about, naming the key, unless SMTP listens on loopback only', async (t) => {
+  const at = (toml: string) => configWarnings(loadConfig({ path: withFile(toml), env: {} }));
+  const example = loadConfig({ path: withFile(renderExample()), env: {} });
+  t.same(
+    configWarnings(example).map((w) => w.key),
+    ['server.hostname'],
+    "the example file's hostname as written",
+  );
+  t.match(configWarnings(example)[0]!.message, /server\.hostname is "mx\.example\.net", a placeholder: set it to this machine's public name/);
+  for (const name of ['localhost', 'localhost.localdomain', 'mail.example.com', 'mx.test', 'debian', 'box.localdomain', 'a.invalid', 'MX.Example.ORG.'])
+    t.ok(isPlaceholderName(name), `${name} is a placeholder`);
+  for (const name of ['mx.posthaste.dev', 'mail.examples.com', 'example.community', 'smtp.testing.org']) t.notOk(isPlaceholderName(name), `${name} is not`);
+  t.same(at('[server]\nhostname = "mx.posthaste.dev"\n'), [], 'a real name: nothing');
+  t.same(
+    at('[server]\nhostname = "mx.posthaste.dev"\n[smtp]\nreturn_path_domain = "bounces.example.com"\n').map((w) => w.key),
+    ['smtp.return_path_domain'],
+  );
+  t.same(at('[server]\nhostname = "localhost"\n[smtp]\nlisten = "127.0.0.1:2525"\n'), [], 'development: SMTP on loopback only');
+  t.same(at('[server]\nhostname = "localhost"\n[smtp]\nlisten = "[::1]:2525"\n'), []);
+  t.same(
+    at('[server]\nhostname = "localhost"\n[smtp]\nlisten = "[::]:25"\n').map((w) => w.key),
+    ['server.hostname'],
+  );
+  const dev = loadConfig({ path: join(root, 'config', 'development.toml'), env: {} });
+  t.same(configWarnings(dev), [], 'npm start warns of nothing');
+});
+
+t.test('the configuration file: the one named, else POSTHASTE_CONFIG', async (t) => {
+  t.equal(configPath('/a.toml', { POSTHASTE_CONFIG: '/b.toml' }), '/a.toml');
+  t.equal(configPath(undefined, { POSTHASTE_CONFIG: '/b.toml' }), '/b.toml');
 });

@@ -1,0 +1,110 @@
+// The CLI beside gh and postconf: every command says what it does, subcommand help shows the
+// global options, --json errors are JSON, options with a fixed set of values refuse others and
+// list them, messages page as the API does, and config prints what changed or one key.
+import t from 'tap';
+import { runCli, json } from '../helpers/cli.js';
+import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
+import { sendEmail } from '../helpers/api.js';
+import { request, type Json } from '../helpers/http.js';
+
+const s = await startTestServer('[outbound]\nhold = true\n', { manualDelivery: true });
+t.teardown(() => s.close());
+const cli = (...args: string[]) => runCli(['--config', s.configPath, ...args]);
+
+const NOUNS = ['customers', 'keys', 'domains', 'messages', 'webhooks', 'suppressions', 'inbound', 'reports', 'users', 'db', 'config'];
+
+t.test('every subcommand has a description, and its help shows --config and --json', async (t) => {
+  for (const noun of NOUNS) {
+    const help = (await cli(noun, '--help')).stdout;
+    const commands = help.slice(help.indexOf('Commands:')).split('\n').slice(1);
+    const bare = commands.filter((l) => /^ {2}\S/.test(l) && !/^ {2}\S.*\S {2,}\S/.test(l));
+    t.same(bare, [], `${noun}: every command described`);
+    const first = /^ {2}([a-z-]+)/m.exec(commands.join('\n'))![1]!;
+    const sub = (await cli(noun, first, '--help')).stdout;
+    t.match(sub, /Global Options:[\s\S]*--config <file>[\s\S]*--json/, `${noun} ${first} --help shows the global options`);
+  }
+});
+
+t.test('with --json, errors are JSON on stderr and the exit is non-zero', async (t) => {
+  const usage = await cli('suppressions', 'list', '--reason', 'nope', '--json');
+  t.not(usage.code, 0);
+  t.equal(usage.stdout, '');
+  t.match(JSON.parse(usage.stderr), { error: { code: 'usage', message: /Allowed choices are hard_bounce, spam_complaint, manual/ } });
+  const failed = await cli('customers', 'show', 'nobody', '--json');
+  t.equal(failed.code, 1);
+  t.match(JSON.parse(failed.stderr), { error: { code: 'failed', message: /no customer named "nobody"/ } });
+  const config = await runCli(['--config', '/nonexistent.toml', 'status', '--json']);
+  t.equal(config.code, 2);
+  t.match(JSON.parse(config.stderr), { error: { code: 'config', message: /nonexistent\.toml: cannot read/ } });
+  const plain = await cli('customers', 'show', 'nobody');
+  t.match(plain.stderr, /^posthaste: no customer named "nobody"/, 'without --json: one line of text, as before');
+});
+
+t.test('options with a fixed set of values refuse others, listing them', async (t) => {
+  for (const [args, listed] of [
+    [['suppressions', 'list', '--reason', 'bounced'], 'hard_bounce, spam_complaint, manual'],
+    [['messages', 'list', '--state', 'sent'], 'queued, deferred, delivered'],
+    [['webhooks', 'test', 'whk_x', '--type', 'email.sent'], 'email.delivered, email.deferred'],
+    [['webhooks', 'create', 'https://hooks.example.com/x', '--events', 'email.delivered,email.sent'], 'unknown: email.sent. Allowed choices are email.delivered'],
+  ] as const) {
+    const r = await cli(...args);
+    t.equal(r.code, 1, args.join(' '));
+    t.match(r.stderr, `Allowed choices`, args.join(' '));
+    t.match(r.stderr, listed);
+  }
+  t.equal((await cli('suppressions', 'list', '--reason', 'manual')).code, 0, 'a valid one passes');
+});
+
+t.test('messages list pages as GET /api/v1/emails does, with --after', async (t) => {
+  const key = makeKey(s.db);
+  makeDomain(s.db, 'example.com');
+  for (let i = 0; i < 5; i++) await sendEmail(s.url, key, { from: 'a@example.com', to: `r${i}@example.org`, subject: `m${i}`, text_body: 'x' });
+  const apiPages: number[][] = [];
+  for (let after: string | null = ''; after !== null; ) {
+    const page: Json = (await request(`${s.url}/api/v1/emails?limit=2${after ? `&after=${after}` : ''}`, { key })).body;
+    apiPages.push(page.data.map((m: Json) => m.email_id));
+    after = page.next;
+  }
+  const cliPages: number[][] = [];
+  for (let after: string | undefined; ; ) {
+    const args = ['messages', 'list', '--limit', '2', ...(after ? ['--after', after] : [])];
+    const page = json<Array<{ email_id: number }>>(await cli(...args, '--json'));
+    cliPages.push(page.map((m) => m.email_id));
+    after = /more: --after (\d+)/.exec((await cli(...args)).stdout)?.[1];
+    if (!after) break;
+  }
+  t.same(cliPages, apiPages, 'the same pages, cursor for cursor');
+  const old = await cli('messages', 'list', '--limit', '2', '--before', String(apiPages[0]![1]), '--json');
+  t.same(
+    json<Array<{ email_id: number }>>(old).map((m) => m.email_id),
+    apiPages[1],
+    '--before still pages, as --after',
+  );
+  t.match(old.stderr, /--before is deprecated/);
+  t.not((await cli('messages', 'list', '--after', 'x')).code, 0, 'a cursor that is no email_id is refused');
+});
+
+t.test('config print --changed prints only what differs from the defaults; config get one key', async (t) => {
+  const env = { POSTHASTE_OUTBOUND_RELAY_PASSWORD: 'hunter2-secret', POSTHASTE_LOG_LEVEL: 'debug' };
+  const changed = await runCli(['--config', s.configPath, 'config', 'print', '--changed', '--json'], env);
+  t.equal(changed.code, 0, changed.stderr);
+  const shown = json<Record<string, Record<string, unknown>>>(changed);
+  t.same(Object.keys(shown).sort(), ['api', 'dashboard', 'dns', 'log', 'outbound', 'server', 'smtp']);
+  t.same(shown.outbound, { hold: true, relay_password: '********' }, 'the file and the environment; a secret masked');
+  t.same(shown.log, { level: 'debug' });
+  t.notMatch(changed.stdout, 'hunter2');
+  const short = await runCli(['--config', s.configPath, 'config', 'print', '-n']);
+  t.match(short.stdout, /\[outbound\]\nhold = true/);
+  t.notMatch(short.stdout, /retry_schedule/, 'defaults left out');
+
+  t.equal((await cli('config', 'get', 'server.hostname')).stdout, 'mx.test.posthaste\n');
+  t.equal((await cli('config', 'get', 'outbound.port')).stdout, '25\n', 'a default');
+  t.same(json(await cli('config', 'get', 'outbound.hold', '--json')), { key: 'outbound.hold', value: true });
+  t.equal((await runCli(['--config', s.configPath, 'config', 'get', 'outbound.relay_password'], env)).stdout, '********\n', 'masked');
+  t.equal((await cli('config', 'get', 'api.tls.cert')).stdout, '\n', 'a sub-table key');
+  const typo = await cli('config', 'get', 'server.hostnme');
+  t.equal(typo.code, 1);
+  t.match(typo.stderr, /unknown key "server\.hostnme"; close: server\.hostname/);
+  const section = await cli('config', 'get', 'outbound.retry');
+  t.match(section.stderr, /close: .*outbound\.retry_schedule/);
+});
