@@ -21,6 +21,8 @@ export class KeyedPool<T> {
   /** Set when the run's signal aborts; nothing starts after it. */
   private stoppingNow = false;
   private readonly loop = new PollLoop();
+  /** The fill running (or the last one, settled): the next waits for it. */
+  private filling: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly opts: {
@@ -124,10 +126,11 @@ export class KeyedPool<T> {
 
   /**
    * Calls `fill` every `intervalMs` and on `wake` until the signal aborts; then starts nothing
-   * more and resolves once every task in flight has settled.
+   * more and resolves once every task in flight has settled. One fill at a time: a wake while one
+   * runs makes the next start as soon as it is done.
    */
-  async run(signal: AbortSignal, intervalMs: number, fill: () => void, onError: (e: unknown) => void): Promise<void> {
-    await this.loop.run(signal, intervalMs, fill, onError);
+  async run(signal: AbortSignal, intervalMs: number, fill: () => unknown, onError: (e: unknown) => void): Promise<void> {
+    await this.loop.run(signal, intervalMs, () => this.once(fill), onError);
     await this.stop();
   }
 
@@ -142,15 +145,29 @@ export class KeyedPool<T> {
    * in flight, waiting for a task between rounds; then `settle` (what the owner still has to write)
    * and one more look. Tests use it with a manual clock: everything due now is done when it resolves.
    */
-  async drain(fill: () => number, settle?: () => Promise<void>): Promise<void> {
+  async drain(fill: () => number | Promise<number>, settle?: () => Promise<void>): Promise<void> {
     for (;;) {
-      if (fill() === 0 && this.inFlight.size === 0) {
+      if ((await this.once(fill)) === 0 && this.inFlight.size === 0) {
         if (!settle) return;
         await settle();
-        if (fill() === 0 && this.inFlight.size === 0) return;
+        if ((await this.once(fill)) === 0 && this.inFlight.size === 0) return;
       }
       if (this.inFlight.size > 0) await Promise.race(this.inFlight);
     }
+  }
+
+  /**
+   * Runs `fill`, never two at once: it claims from the store and adds to the waiting lists across
+   * awaits, and two interleaved would claim twice the room. A call while one runs waits for it and
+   * then runs its own.
+   */
+  private once<R>(fill: () => R | Promise<R>): Promise<R> {
+    const run = this.filling.then(fill);
+    this.filling = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
   }
 }
 
@@ -160,21 +177,26 @@ export class KeyedPool<T> {
  */
 class PollLoop {
   private wakeFn: (() => void) | null = null;
+  /** A wake that came while the step ran: the next step starts without waiting. */
+  private woken = false;
 
   wake(): void {
-    this.wakeFn?.();
+    if (this.wakeFn) this.wakeFn();
+    else this.woken = true;
   }
 
-  async run(signal: AbortSignal, intervalMs: number, step: () => void, onError: (e: unknown) => void): Promise<void> {
+  async run(signal: AbortSignal, intervalMs: number, step: () => unknown, onError: (e: unknown) => void): Promise<void> {
     const abort = () => this.wake();
     signal.addEventListener('abort', abort, { once: true });
     while (!signal.aborted) {
+      this.woken = false;
       try {
-        step();
+        await step();
       } catch (e) {
         onError(e);
       }
       if (signal.aborted) break;
+      if (this.woken) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, intervalMs);
         this.wakeFn = () => {
