@@ -75,6 +75,10 @@ function coerce(spec: KeySpec, v: unknown, fromEnv: boolean): unknown {
       return v.map(parseDuration);
     case 'bytes':
       return parseBytes(v);
+    case 'store_url':
+      if (typeof v !== 'string') throw new Error('expected a string');
+      if (v !== '' && !/^postgres(ql)?:\/\/[^\s]+$/.test(v)) throw new Error('expected "" (SQLite in server.data_dir) or a PostgreSQL URL, "postgresql://user@host:5432/dbname"');
+      return v;
     case 'enum':
       if (typeof v !== 'string' || !kind.values.includes(v)) throw new Error(`expected one of ${kind.values.join(', ')}`);
       return v;
@@ -190,6 +194,11 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   return out as Config;
 }
 
+/** A URL as it may be shown: its password, if it holds one, replaced. */
+export function withoutPassword(url: string): string {
+  return url.replace(/^(postgres(?:ql)?:\/\/[^:/@]*:)[^@]*@/, '$1***@');
+}
+
 /** The merged configuration as plain data for `config print`, secrets masked. */
 export function describeConfig(config: Config, sch: Schema = defaultSchema): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = {};
@@ -202,6 +211,7 @@ export function describeConfig(config: Config, sch: Schema = defaultSchema): Rec
       if (spec.kind.type === 'duration') shown = formatDuration(v as number);
       if (spec.kind.type === 'durations') shown = (v as number[]).map(formatDuration);
       shown = spec.secret && v !== '' ? '********' : shown;
+      if (spec.kind.type === 'store_url' && typeof v === 'string') shown = withoutPassword(v);
       // "tls.cert" is shown as the sub-table it is written as: [api.tls] cert = …
       const parts = key.split('.');
       let table = out[section]!;

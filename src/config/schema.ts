@@ -16,7 +16,9 @@ export type Kind =
   | { type: 'duration' }
   | { type: 'durations' }
   | { type: 'bytes' }
-  | { type: 'enum'; values: readonly string[] };
+  | { type: 'enum'; values: readonly string[] }
+  /** A database URL: empty, or postgres:// / postgresql://; shown without its password. */
+  | { type: 'store_url' };
 
 export interface KeySpec {
   kind: Kind;
@@ -39,6 +41,15 @@ export const schema = {
   server: {
     hostname: k({ type: 'string' }, hostname(), 'EHLO name and Message-ID fallback domain; should have a matching PTR record'),
     data_dir: k({ type: 'string' }, '/var/lib/posthaste', 'Directory holding the SQLite file (posthaste.db); relative paths are relative to the working directory'),
+  },
+  store: {
+    url: k(
+      { type: 'store_url' },
+      '',
+      'Where the store is: empty, the SQLite file posthaste.db in server.data_dir (one node); "postgresql://user@host:5432/dbname" (or postgres://), PostgreSQL, for one node or several on one database (docs/operations.md, "PostgreSQL")',
+    ),
+    password_file: k({ type: 'string' }, '', "A file whose first line is the PostgreSQL password, so the URL need not hold it (PGPASSWORD and ~/.pgpass work too, as for psql)"),
+    pool_size: k({ type: 'int', min: 2, max: 500 }, 10, 'PostgreSQL connections this process opens at most'),
   },
   api: {
     listen: k({ type: 'listen' }, '127.0.0.1:8025', 'HTTP API address, "host:port"'),

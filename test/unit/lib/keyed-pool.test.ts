@@ -82,7 +82,11 @@ t.test('never two fills at once, even when a fill waits; a wake during a fill ru
   const running = p.run(stop.signal, 60_000, fill, () => {});
   await later();
   p.wake(); // during the first fill
-  await Promise.all([p.drain(async () => (await fill(), 0)), p.drain(async () => (await fill(), 0))]);
+  const once = async () => {
+    await fill();
+    return 0;
+  };
+  await Promise.all([p.drain(once), p.drain(once)]);
   while (fills < 4) await later();
   stop.abort();
   await running;

@@ -1,0 +1,34 @@
+import { readFileSync } from 'node:fs';
+import type { Config } from '../config/schema.js';
+import type { Store } from './store.js';
+import { openDb } from './db.js';
+import { sqliteStore } from './sqlite-store.js';
+import { GroupCommit } from './writer/group-commit.js';
+import { pgStore } from './pg/index.js';
+
+/**
+ * The store the configuration names: `[store] url` empty, the SQLite file in server.data_dir
+ * (with the writer thread's group commit for a daemon); a PostgreSQL URL, the PostgreSQL engine,
+ * its password from the URL, `store.password_file`, or PGPASSWORD / ~/.pgpass as psql takes them.
+ * The only place that picks an engine.
+ */
+export function openStore(config: Config, opts: { daemon?: boolean; applicationName?: string } = {}): Store {
+  const url = config.store.url;
+  if (url === '') {
+    const db = openDb(config.server.data_dir, config.limits.max_store_bytes);
+    return sqliteStore(db, opts.daemon ? new GroupCommit(db.path, config.limits.max_store_bytes) : undefined);
+  }
+  return pgStore(url, {
+    max: config.store.pool_size,
+    ...(opts.applicationName ? { applicationName: opts.applicationName } : {}),
+    ...(config.store.password_file ? { password: readPassword(config.store.password_file) } : {}),
+  });
+}
+
+function readPassword(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').split(/\r?\n/)[0]!;
+  } catch (e) {
+    throw new Error(`store.password_file: cannot read ${file}: ${(e as Error).message}`);
+  }
+}
