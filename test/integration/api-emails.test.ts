@@ -101,6 +101,19 @@ t.test('401: missing, malformed, unknown and revoked keys', async (t) => {
   t.equal(r.status, 401, 'revocation takes effect on the very next request');
 });
 
+t.test('the key is taken with the Bearer scheme as with Token, in any case (docs/api.md)', async (t) => {
+  for (const scheme of ['Bearer', 'bearer', 'BEARER', 'Token', 'token']) {
+    const headers = { authorization: `${scheme} ${live}` };
+    t.equal((await post(valid, { key: null, headers })).status, 202, `${scheme}: send`);
+    t.equal((await request(`${s.url}/api/v1/suppressions`, { headers })).status, 200, `${scheme}: a checked endpoint`);
+  }
+  const basic = await post(valid, { key: null, headers: { authorization: `Basic ${Buffer.from(`x:${live}`).toString('base64')}` } });
+  t.equal(basic.status, 401);
+  isErrorShape(t, basic.body, 'unauthorized');
+  t.match(basic.body.error.message, /Bearer <API key>/, 'another scheme is told which ones are taken');
+  t.equal((await post(valid, { key: null, headers: { authorization: 'Bearer ph_live_' + 'A'.repeat(40) } })).status, 401, 'Bearer with an unknown key');
+});
+
 t.test('a key revoked after it was cached gets 401 before any other answer of the send path', async (t) => {
   const doomed = makeKey(s.db, 'production');
   t.equal((await post(valid, { key: doomed })).status, 202, 'a first send: the new key moved the epoch, the cache catches up');
