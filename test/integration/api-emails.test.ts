@@ -163,6 +163,24 @@ t.test('400 invalid_json: not JSON, and JSON that is not an object', async (t) =
   }
 });
 
+t.test('400 invalid_json says where the body stops being JSON and what was expected there', async (t) => {
+  const raw = '{\n  "from": "a@example.com",\n  "to": "b@example.org"\n  "subject": "s"\n}';
+  const r = await post(null, { raw });
+  t.equal(r.status, 400);
+  isErrorShape(t, r.body, 'invalid_json');
+  const where = `line 4, column 3 (byte offset ${raw.indexOf('"subject"')}): expected ',' or '}' after a property value, found "\\""`;
+  t.equal(r.body.error.message, `The request body is not valid JSON: ${where}.`);
+  t.same(r.body.error.details, { body: [where] });
+  const cut = await post(null, { raw: '{"from":"é' });
+  t.match(
+    cut.body.error.message,
+    /line 1, column 11 \(byte offset 11\): expected a closing '"' for the string that starts at line 1, column 9, found the end of the body/,
+    'offsets count bytes, columns characters',
+  );
+  const batch = await request(`${s.url}/api/v1/emails/batch`, { key: live, raw: '[{"from": x}]' });
+  t.match(batch.body.error, { code: 'invalid_json', details: { body: [/line 1, column 11 \(byte offset 10\): expected a value/] } }, 'the batch endpoint too');
+});
+
 t.test('415 unsupported_media_type for anything but application/json', async (t) => {
   for (const ct of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
     const r = await post(valid, { headers: { 'content-type': ct } });
