@@ -79,13 +79,17 @@ export function domainsCommand(program: Command): void {
           setVerified(db, d.id, d.verified_at ?? now);
           return output(c, { name: d.name, verified: true, forced: true, checks: [], dkim_switched_to: null }, `domain ${d.name} marked verified (forced)`);
         }
-        const { verified, checks, switchedTo } = await verifyDomain(db, createResolver(config.dns.servers), config, d, now);
+        const { verified, checks, switchedTo, dnsError } = await verifyDomain(db, createResolver(config.dns.servers), config, d, now);
         output(
           c,
-          { name: d.name, verified, forced: false, checks, dkim_switched_to: switchedTo },
+          { name: d.name, verified, forced: false, checks, dkim_switched_to: switchedTo, dns_error: dnsError },
           [
-            `domain ${d.name}: ${verified ? 'verified' : 'NOT verified'}`,
-            ...checks.map((k) => `  ${k.found ? 'ok     ' : 'missing'} [${k.purpose}] ${k.name}${k.found ? '' : ` (seen: ${k.seen.join(' | ') || 'nothing'})`}`),
+            dnsError
+              ? `domain ${d.name}: NOT checked, the DNS server did not answer; it stays ${d.verified_at !== null ? 'verified' : 'not verified'}`
+              : `domain ${d.name}: ${verified ? 'verified' : 'NOT verified'}`,
+            ...checks.map(
+              (k) => `  ${k.found ? 'ok       ' : k.lookup === 'no_answer' ? 'no answer' : 'missing  '} [${k.purpose}] ${k.name}${k.found ? '' : ` (seen: ${k.seen.join(' | ') || 'nothing'})`}`,
+            ),
             ...(switchedTo
               ? [
                   `DKIM: signing now with selector ${switchedTo}; keep the record of ${d.dkim_selector} until ${new Date(now + DKIM_GRACE_MS).toISOString()} (${DKIM_GRACE_MS / 86_400_000} days), then remove it`,
