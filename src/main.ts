@@ -40,6 +40,7 @@ import type { Resolver } from 'node:dns/promises';
 import type { SMTPServer } from 'smtp-server';
 import type { FastifyInstance } from 'fastify';
 import { buildDashboard } from './dashboard/server.js';
+import { checkListen, listenError, type ListenSpec } from './lib/listen.js';
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
@@ -169,12 +170,29 @@ function scheduleRetention({ config, log, clock }: Ctx, db: Db): { stop(): void 
   });
 }
 
+/** The addresses the configuration asks the daemon to listen on, each with its key (lib/listen.ts). */
+export function listenSpecs(config: Config): ListenSpec[] {
+  return [
+    { key: 'api.listen', address: config.api.listen },
+    { key: 'smtp.listen', address: config.smtp.listen },
+    ...(config.dashboard.listen ? [{ key: 'dashboard.listen', address: config.dashboard.listen }] : []),
+  ];
+}
+
+/** The daemon's listeners, built, bound in bindListeners. */
+interface Listeners {
+  smtp: SMTPServer;
+  api: FastifyInstance;
+  dashboard: FastifyInstance | undefined;
+}
+
 /** Step: the inbound SMTP listener, bound; resolves with the address it listens on. */
-async function listenSmtp({ config, log }: Ctx, listener: SMTPServer): Promise<{ host: string; port: number }> {
-  const addr = parseListen(config.smtp.listen);
+async function listenSmtp(config: Config, log: Logger, listener: SMTPServer): Promise<{ host: string; port: number }> {
+  const spec = { key: 'smtp.listen', address: config.smtp.listen };
+  const addr = parseListen(spec.address);
   await new Promise<void>((resolve, reject) => {
     // smtp-server re-emits the socket's errors on itself: a failed bind must reject, not crash.
-    const fail = (e: Error) => reject(new Error(`smtp.listen ${config.smtp.listen}: ${e.message}`));
+    const fail = (e: Error) => reject(listenError(spec, e));
     listener.once('error', fail);
     listener.listen(addr.port, addr.host, () => {
       listener.off('error', fail);
@@ -186,12 +204,38 @@ async function listenSmtp({ config, log }: Ctx, listener: SMTPServer): Promise<{
   return { host: addr.host, port: typeof bound === 'object' && bound ? bound.port : addr.port };
 }
 
-/** Step: a fastify app listening where `listen` says; its URL (the port it got when 0 was asked for). */
-async function listenHttp(app: FastifyInstance, listen: string, scheme: 'http' | 'https'): Promise<string> {
-  const { host, port } = parseListen(listen);
-  await app.listen({ host, port });
+/** Step: a fastify app listening where `spec` says; its URL (the port it got when 0 was asked for). */
+async function listenHttp(app: FastifyInstance, spec: ListenSpec, scheme: 'http' | 'https'): Promise<string> {
+  const { host, port } = parseListen(spec.address);
+  try {
+    await app.listen({ host, port });
+  } catch (e) {
+    throw listenError(spec, e as Error);
+  }
   const a = app.server.address();
   return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${typeof a === 'object' && a ? a.port : port}`;
+}
+
+/**
+ * Step: binds every listener. The addresses were checked when the start began (checkListen), so
+ * this fails only when another process took one since; then those already bound are closed and
+ * the error names the key.
+ */
+async function bindListeners({ config, log }: Ctx, l: Listeners): Promise<{ smtp: { host: string; port: number }; apiUrl: string; dashboardUrl: string | null }> {
+  try {
+    const smtp = await listenSmtp(config, log, l.smtp);
+    const apiUrl = await listenHttp(l.api, { key: 'api.listen', address: config.api.listen }, config.api['tls.cert'] ? 'https' : 'http');
+    // The dashboard on its own listener (dashboard.listen), so it is exposed only where the admin puts it.
+    const dashboardBound = l.dashboard ? await listenHttp(l.dashboard, { key: 'dashboard.listen', address: config.dashboard.listen }, 'http') : null;
+    return { smtp, apiUrl, dashboardUrl: dashboardBound && (config.dashboard.public_url || dashboardBound) };
+  } catch (e) {
+    await closeListeners(l);
+    throw e;
+  }
+}
+
+function closeListeners(l: Listeners): Promise<unknown> {
+  return Promise.all([l.api.close(), l.dashboard?.close(), new Promise<void>((resolve) => l.smtp.close(() => resolve()))]);
 }
 
 /**
@@ -268,6 +312,8 @@ function flatConfig(c: Config): Map<string, string> {
  * background loops → listeners. Signals are wired by the caller.
  */
 export async function startDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Promise<Daemon> {
+  // First: an address that cannot be had stops the start before anything opens or answers.
+  await checkListen(listenSpecs(config));
   const settings: Settings = { inbound: live(inboundSettings(config)), send: live(sendSettings(config)), outbound: live(outboundSettings(config)) };
   const ctx: Ctx = { config, log, clock: opts.clock ?? systemClock, settings };
   const relay = relayOptions(config); // before anything opens: a relay user without a password stops the start
@@ -298,10 +344,6 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   const { scheduler, signer } = buildOutbound(ctx, db, resolver, relay, returnPathSecret, { onEvents: () => dispatcher.kick(), onOutcome: (kind) => metrics.deliveries.inc({ outcome: kind }) });
   const retention = scheduleRetention(ctx, db);
 
-  const loops = new AbortController();
-  const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(loops.signal);
-  const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(loops.signal);
-
   let apiUp = false;
   let smtpUp = false;
   const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => apiUp && smtpUp };
@@ -319,15 +361,23 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     onEvents: () => dispatcher.kick(),
     onResult: (result) => metrics.inbound.inc({ result }),
   });
-  const smtp = await listenSmtp(ctx, listener);
-  smtpUp = true;
   const app = buildApi({ db, commit, auth: new AuthCache(db), config, send: settings.send, clock: ctx.clock, log, lifecycle, webhooks, metrics, budget, onAccepted: () => scheduler.kick() });
-  const apiUrl = await listenHttp(app, config.api.listen, config.api['tls.cert'] ? 'https' : 'http');
-  apiUp = true;
-  // The dashboard on its own listener (dashboard.listen), so it is exposed only where the admin puts it.
   const dashboard = config.dashboard.listen ? buildDashboard({ db, config, clock: ctx.clock, log, webhooks, resolver, budget }) : undefined;
-  const dashboardBound = dashboard ? await listenHttp(dashboard, config.dashboard.listen, 'http') : null;
-  const dashboardUrl = dashboardBound && (config.dashboard.public_url || dashboardBound);
+  let bound: Awaited<ReturnType<typeof bindListeners>>;
+  try {
+    bound = await bindListeners(ctx, { smtp: listener, api: app, dashboard });
+  } catch (e) {
+    await retention.stop();
+    await Promise.all([commit.close(), signer.close(), webhooks.fetch.close()]);
+    db.close();
+    throw e;
+  }
+  const { smtp, apiUrl, dashboardUrl } = bound;
+  smtpUp = apiUp = true;
+  // The loops start once every listener is bound: a start that fails has delivered nothing.
+  const loops = new AbortController();
+  const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(loops.signal);
+  const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(loops.signal);
   log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, data_dir: config.server.data_dir }, 'posthaste is running');
 
   const reloadParts: ReloadParts = { log, settings, db, commit, scheduler, listener };
