@@ -17,13 +17,14 @@ function normaliseTxt(s: string): string {
   return s.replace(/\s+/g, ' ').replace(/;\s*$/, '').trim();
 }
 
-/** Looks one record up: TXT values are joined from their strings and compared loosely on whitespace. */
+/** Looks one record up: TXT records are joined from their strings and compared with the text published, loosely on whitespace. */
 async function checkRecord(resolver: Resolver, r: DnsRecord): Promise<RecordCheck> {
   const base = { purpose: r.purpose, name: r.name, expected: r.value };
   try {
     if (r.type === 'TXT') {
       const txt = (await resolver.resolveTxt(r.name)).map((parts) => parts.join(''));
-      const want = normaliseTxt(r.value);
+      // The text receivers read: the record's strings joined, however the zone split them.
+      const want = normaliseTxt(r.text ?? r.value);
       const found = r.purpose === 'spf' || r.purpose === 'dmarc' ? txt.some((t) => t.startsWith(r.purpose === 'spf' ? 'v=spf1' : 'v=DMARC1')) : txt.some((t) => normaliseTxt(t) === want);
       return { ...base, found, lookup: 'answered', seen: txt };
     }

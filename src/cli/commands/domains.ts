@@ -35,7 +35,7 @@ function humanRecords(v: ReturnType<typeof view>): string {
     ...humanDkim(v.dkim),
     '',
     'Publish these DNS records:',
-    ...v.dns_records.map((r) => `  [${r.purpose}] ${r.name} ${r.type} "${r.value}"`),
+    ...v.dns_records.map((r) => `  [${r.purpose}] ${r.name} ${r.type} ${r.value}`),
   ].join('\n');
 }
 
@@ -134,7 +134,7 @@ export function domainsCommand(program: Command): void {
           { name: d.name, selector: d.next_dkim_selector, record, signing: d.dkim_selector, grace_days: DKIM_GRACE_MS / 86_400_000 },
           [
             `New DKIM key for ${d.name} under selector ${d.next_dkim_selector}. Publish:`,
-            `  ${record.name} TXT "${record.value}"`,
+            `  ${record.name} TXT ${record.value}`,
             `Signing goes on with ${d.dkim_selector} until "posthaste domains verify ${d.name}" finds that record; then it switches.`,
             `After the switch, keep the record of ${d.dkim_selector} for ${DKIM_GRACE_MS / 86_400_000} days (messages signed with it are still being checked), then remove it.`,
           ].join('\n'),
