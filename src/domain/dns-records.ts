@@ -1,4 +1,4 @@
-/** The DNS records an administrator publishes for a sending domain (`domains add`, docs/operations.md). */
+/** The DNS records an administrator publishes for a domain (`domains add`, docs/operations.md). */
 export interface DnsRecord {
   type: 'TXT' | 'MX';
   /** Fully qualified owner name. */
@@ -10,7 +10,8 @@ export interface DnsRecord {
   value: string;
   /** TXT only: the text receivers read (the strings joined), which verification compares. */
   text?: string;
-  purpose: 'verification' | 'dkim' | 'dkim_next' | 'dkim_previous' | 'spf' | 'return_path' | 'dmarc';
+  /** `inbound`: the MX a receiving domain needs so its mail reaches posthaste. */
+  purpose: 'verification' | 'dkim' | 'dkim_next' | 'dkim_previous' | 'spf' | 'return_path' | 'inbound' | 'dmarc';
 }
 
 /** The longest string of a TXT record (RFC 1035 3.3: a <character-string> is a length octet and that many octets). */
@@ -42,6 +43,8 @@ export interface DomainKeys {
   nextDkim?: { selector: string; publicKey: string } | null;
   /** The key signed with before the last switch, while its record is still needed. */
   previousDkim?: { selector: string; publicKey: string } | null;
+  /** The domain receives mail (inbound): it needs its own MX. */
+  receiving?: boolean;
 }
 
 export const VERIFICATION_LABEL = '_posthaste';
@@ -63,6 +66,8 @@ export function dnsRecords(d: DomainKeys, server: { hostname: string; returnPath
     txt(d.name, `v=spf1 a:${server.hostname} ~all`, 'spf'),
     // Asynchronous bounces come back to bounces+<token>@<return path domain>: it must route to us.
     { type: 'MX', name: server.returnPathDomain, value: `10 ${server.hostname}`, purpose: 'return_path' },
+    // A receiving domain's own mail must reach the inbound listener, which answers as server.hostname.
+    ...(d.receiving ? [{ type: 'MX' as const, name: d.name, value: `10 ${server.hostname}`, purpose: 'inbound' as const }] : []),
     txt(`_dmarc.${d.name}`, 'v=DMARC1; p=none', 'dmarc'),
   ];
 }

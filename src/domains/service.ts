@@ -7,8 +7,8 @@ import { checkRecords, isVerified, unanswered, type RecordCheck } from '../lib/v
 
 /**
  * The DNS records a domain's owner publishes (the CLI, the API and the dashboard show the same):
- * with the next DKIM key while a rotation waits for it, and the previous one for DKIM_GRACE_MS
- * after the switch.
+ * with the next DKIM key while a rotation waits for it, the previous one for DKIM_GRACE_MS after
+ * the switch, and the domain's own MX while it receives.
  */
 export function domainRecords(d: DomainRow, config: Config, now: number): DnsRecord[] {
   const next = d.next_dkim_selector && d.next_dkim_public_key ? { selector: d.next_dkim_selector, publicKey: d.next_dkim_public_key } : null;
@@ -17,7 +17,7 @@ export function domainRecords(d: DomainRow, config: Config, now: number): DnsRec
       ? { selector: d.previous_dkim_selector, publicKey: d.previous_dkim_public_key }
       : null;
   return dnsRecords(
-    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key, nextDkim: next, previousDkim: previous },
+    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key, nextDkim: next, previousDkim: previous, receiving: d.receiving === 1 },
     { hostname: config.server.hostname, returnPathDomain: returnPathDomain(config) },
   );
 }

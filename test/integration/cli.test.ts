@@ -129,6 +129,19 @@ t.test('domains add prints the DNS records in the documented form; verify checks
 
   const recv = json<DomainJson>(await cli('domains', 'add', 'in.example.com', '--receiving', '--json'));
   t.match(recv, { receiving: true, customer: 'default' });
+  t.same(
+    recv.dns_records.filter((r) => r.type === 'MX'),
+    [
+      { type: 'MX', name: 'bounces.test.posthaste', value: '10 mx.test.posthaste', purpose: 'return_path' },
+      { type: 'MX', name: 'in.example.com', value: '10 mx.test.posthaste', purpose: 'inbound' },
+    ],
+    "a receiving domain's own MX, at server.hostname",
+  );
+  t.match((await cli('domains', 'show', 'in.example.com')).stdout, /\[inbound\] in\.example\.com MX 10 mx\.test\.posthaste\n/);
+  t.notOk(
+    d.dns_records.some((r) => r.purpose === 'inbound'),
+    'none for a domain that only sends',
+  );
   const list = json<DomainJson[]>(await cli('domains', 'list', '--json'));
   t.same(
     list.map((x) => x.name),

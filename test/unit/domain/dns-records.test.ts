@@ -28,3 +28,15 @@ t.test('the DKIM record of a 2048-bit key is given as two strings, BIND-ready', 
   t.ok(dkim.text!.length > 400, 'over 400 characters');
   t.match(dkim.value, /^"v=DKIM1; k=rsa; p=[A-Za-z0-9+/]{237}" "[A-Za-z0-9+/=]+"$/);
 });
+
+t.test("a receiving domain's own MX points at server.hostname; a sending-only domain has none", async (t) => {
+  const mx = (receiving: boolean) => dnsRecords({ ...keys, receiving }, server).filter((r) => r.type === 'MX');
+  t.same(mx(true), [
+    { type: 'MX', name: 'bounces.example.net', value: '10 mx.example.net', purpose: 'return_path' },
+    { type: 'MX', name: 'shop.example', value: '10 mx.example.net', purpose: 'inbound' },
+  ]);
+  t.same(
+    mx(false).map((r) => r.purpose),
+    ['return_path'],
+  );
+});
