@@ -21,7 +21,7 @@ import { Scheduler } from './outbound/scheduler.js';
 import { Throttle } from './outbound/throttle.js';
 import { destinationOf } from './domain/destinations.js';
 import { listThrottles } from './store/destinations.js';
-import { countsByState } from './store/status.js';
+import { countsByState, oldestQueuedAt } from './store/status.js';
 import { SignerPool } from './outbound/signer.js';
 import { MtaSts } from './outbound/mta-sts.js';
 import { readFileSync } from 'node:fs';
@@ -40,13 +40,17 @@ import type { Resolver } from 'node:dns/promises';
 import type { SMTPServer } from 'smtp-server';
 import type { FastifyInstance } from 'fastify';
 import { buildDashboard } from './dashboard/server.js';
-import { checkListen, listenError, type ListenSpec } from './lib/listen.js';
+import { checkListen, listenError, listenOn, type ListenSpec } from './lib/listen.js';
+import { buildMetricsListener, closeMetricsListener } from './api/metrics-listener.js';
+import type { Server as HttpServer } from 'node:http';
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
   apiUrl: string;
   /** Where the dashboard listens; null when dashboard.listen is empty. */
   dashboardUrl: string | null;
+  /** Where /metrics is served on its own listener; null when metrics are off or on the API listener. */
+  metricsUrl: string | null;
   /** Where inbound SMTP listens. */
   smtp: { host: string; port: number };
   scheduler: Scheduler;
@@ -105,7 +109,7 @@ function buildOutbound(
   resolver: Resolver,
   relay: RelayOptions | null,
   returnPathSecret: Buffer,
-  hooks: { onEvents: () => void; onOutcome: (kind: string) => void },
+  hooks: { onEvents: () => void; onOutcome: (kind: string, acceptedAt: number) => void },
 ): { scheduler: Scheduler; signer: SignerPool } {
   const o = config.outbound;
   const mx = new MxResolver(resolver, clock);
@@ -176,6 +180,7 @@ export function listenSpecs(config: Config): ListenSpec[] {
     { key: 'api.listen', address: config.api.listen },
     { key: 'smtp.listen', address: config.smtp.listen },
     ...(config.dashboard.listen ? [{ key: 'dashboard.listen', address: config.dashboard.listen }] : []),
+    ...(config.metrics.enabled && config.metrics.listen ? [{ key: 'metrics.listen', address: config.metrics.listen }] : []),
   ];
 }
 
@@ -184,6 +189,8 @@ interface Listeners {
   smtp: SMTPServer;
   api: FastifyInstance;
   dashboard: FastifyInstance | undefined;
+  /** /metrics on its own address (metrics.listen). */
+  metrics: HttpServer | undefined;
 }
 
 /** Step: the inbound SMTP listener, bound; resolves with the address it listens on. */
@@ -213,21 +220,26 @@ async function listenHttp(app: FastifyInstance, spec: ListenSpec, scheme: 'http'
     throw listenError(spec, e as Error);
   }
   const a = app.server.address();
-  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${typeof a === 'object' && a ? a.port : port}`;
+  return `${scheme}://${hostPort(host, typeof a === 'object' && a ? a.port : port)}`;
 }
+
+/** "host:port", an IPv6 host in brackets. */
+const hostPort = (host: string, port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`;
 
 /**
  * Step: binds every listener. The addresses were checked when the start began (checkListen), so
  * this fails only when another process took one since; then those already bound are closed and
  * the error names the key.
  */
-async function bindListeners({ config, log }: Ctx, l: Listeners): Promise<{ smtp: { host: string; port: number }; apiUrl: string; dashboardUrl: string | null }> {
+async function bindListeners({ config, log }: Ctx, l: Listeners): Promise<{ smtp: { host: string; port: number }; apiUrl: string; dashboardUrl: string | null; metricsUrl: string | null }> {
   try {
     const smtp = await listenSmtp(config, log, l.smtp);
     const apiUrl = await listenHttp(l.api, { key: 'api.listen', address: config.api.listen }, config.api['tls.cert'] ? 'https' : 'http');
     // The dashboard on its own listener (dashboard.listen), so it is exposed only where the admin puts it.
     const dashboardBound = l.dashboard ? await listenHttp(l.dashboard, { key: 'dashboard.listen', address: config.dashboard.listen }, 'http') : null;
-    return { smtp, apiUrl, dashboardUrl: dashboardBound && (config.dashboard.public_url || dashboardBound) };
+    const metricsSpec = { key: 'metrics.listen', address: config.metrics.listen };
+    const metricsUrl = l.metrics ? `http://${hostPort(parseListen(metricsSpec.address).host, await listenOn(l.metrics, metricsSpec))}/metrics` : null;
+    return { smtp, apiUrl, dashboardUrl: dashboardBound && (config.dashboard.public_url || dashboardBound), metricsUrl };
   } catch (e) {
     await closeListeners(l);
     throw e;
@@ -235,7 +247,7 @@ async function bindListeners({ config, log }: Ctx, l: Listeners): Promise<{ smtp
 }
 
 function closeListeners(l: Listeners): Promise<unknown> {
-  return Promise.all([l.api.close(), l.dashboard?.close(), new Promise<void>((resolve) => l.smtp.close(() => resolve()))]);
+  return Promise.all([l.api.close(), l.dashboard?.close(), l.metrics && closeMetricsListener(l.metrics), new Promise<void>((resolve) => l.smtp.close(() => resolve()))]);
 }
 
 /**
@@ -325,7 +337,15 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   const resolver = createResolver(config.dns.servers);
   const returnPathSecret = secret(db, RETURN_PATH_SECRET);
   const commit = new GroupCommit(db.path, config.limits.max_store_bytes);
-  const metrics = new Metrics({ recipients: () => countsByState(db, 'recipients'), webhookDeliveries: () => countsByState(db, 'webhook_deliveries') });
+  const metrics = new Metrics(
+    {
+      recipients: () => countsByState(db, 'recipients'),
+      webhookDeliveries: () => countsByState(db, 'webhook_deliveries'),
+      oldestQueued: () => oldestQueuedAt(db, ctx.clock.now()),
+      now: () => ctx.clock.now(),
+    },
+    { processMetrics: config.metrics.enabled },
+  );
   const budget = new MemoryBudget(config.limits.message_memory);
 
   const webhooks = createWebhookService(db, config, ctx.clock, resolver);
@@ -338,10 +358,13 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     concurrency: config.webhooks.concurrency,
     perEndpoint: config.webhooks.concurrency_per_endpoint,
     pollInterval: config.webhooks.poll_interval,
-    onAttempt: (outcome) => metrics.webhooks.inc({ outcome }),
+    onAttempt: (outcome, durationMs) => metrics.observeWebhook(outcome, durationMs / 1000),
     record: (input) => commit.submit('webhookAttempts', input),
   });
-  const { scheduler, signer } = buildOutbound(ctx, db, resolver, relay, returnPathSecret, { onEvents: () => dispatcher.kick(), onOutcome: (kind) => metrics.deliveries.inc({ outcome: kind }) });
+  const { scheduler, signer } = buildOutbound(ctx, db, resolver, relay, returnPathSecret, {
+    onEvents: () => dispatcher.kick(),
+    onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
+  });
   const retention = scheduleRetention(ctx, db);
 
   let apiUp = false;
@@ -363,22 +386,24 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   });
   const app = buildApi({ db, commit, auth: new AuthCache(db), config, send: settings.send, clock: ctx.clock, log, lifecycle, webhooks, metrics, budget, onAccepted: () => scheduler.kick() });
   const dashboard = config.dashboard.listen ? buildDashboard({ db, config, clock: ctx.clock, log, webhooks, resolver, budget }) : undefined;
+  // /metrics on its own address when metrics.listen is set; on the API listener otherwise (api/server.ts).
+  const listeners: Listeners = { smtp: listener, api: app, dashboard, metrics: config.metrics.enabled && config.metrics.listen ? buildMetricsListener(metrics, log) : undefined };
   let bound: Awaited<ReturnType<typeof bindListeners>>;
   try {
-    bound = await bindListeners(ctx, { smtp: listener, api: app, dashboard });
+    bound = await bindListeners(ctx, listeners);
   } catch (e) {
     await retention.stop();
     await Promise.all([commit.close(), signer.close(), webhooks.fetch.close()]);
     db.close();
     throw e;
   }
-  const { smtp, apiUrl, dashboardUrl } = bound;
+  const { smtp, apiUrl, dashboardUrl, metricsUrl } = bound;
   smtpUp = apiUp = true;
   // The loops start once every listener is bound: a start that fails has delivered nothing.
   const loops = new AbortController();
   const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(loops.signal);
   const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(loops.signal);
-  log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, data_dir: config.server.data_dir }, 'posthaste is running');
+  log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir }, 'posthaste is running');
 
   const reloadParts: ReloadParts = { log, settings, db, commit, scheduler, listener };
   // Each key's running value ("section.key" → JSON): the configuration as started, with what reloads applied.
@@ -386,6 +411,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   return {
     apiUrl,
     dashboardUrl,
+    metricsUrl,
     smtp,
     scheduler,
     dispatcher,
@@ -404,7 +430,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
     },
     async stop() {
       lifecycle.shuttingDown = true;
-      await Promise.all([app.close(), dashboard?.close(), new Promise<void>((resolve) => listener.close(() => resolve()))]);
+      await closeListeners(listeners);
       apiUp = false;
       smtpUp = false;
       await retention.stop();

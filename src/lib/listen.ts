@@ -46,3 +46,17 @@ export async function checkListen(specs: ListenSpec[]): Promise<void> {
     await Promise.all(held.map((s) => new Promise((resolve) => s.close(resolve))));
   }
 }
+
+/** Binds a node server (net or http) where `spec` says; resolves with the port it got (0 asks for any). */
+export function listenOn(server: Server, spec: ListenSpec): Promise<number> {
+  const { host, port } = parseListen(spec.address);
+  return new Promise((resolve, reject) => {
+    const fail = (e: Error) => reject(listenError(spec, e));
+    server.once('error', fail);
+    server.listen({ host, port }, () => {
+      server.off('error', fail);
+      const a = server.address();
+      resolve(typeof a === 'object' && a ? a.port : port);
+    });
+  });
+}

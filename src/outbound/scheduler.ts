@@ -28,8 +28,8 @@ export interface SchedulerDeps {
   held?: () => boolean;
   /** Called after outcomes (and their events) are committed: the webhook dispatcher can go. */
   onEvents?: () => void;
-  /** Counts outcomes (Prometheus). */
-  onOutcome?: (kind: string) => void;
+  /** Counts outcomes (Prometheus), with when the recipient's message was accepted (epoch ms). */
+  onOutcome?: (kind: string, acceptedAt: number) => void;
 }
 
 /** How long a domain's destination is trusted before it is looked up again (the MX cache's time). */
@@ -240,7 +240,7 @@ export class Scheduler {
       );
     else if (change?.kind === 'cleared') log.info({ destination }, 'destination back to its configured limits');
     this.deps.onEvents?.();
-    for (const { outcome } of group.results) this.deps.onOutcome?.(outcome.kind);
+    for (const { item, outcome } of group.results) this.deps.onOutcome?.(outcome.kind, item.message.createdAt);
     for (const { item, outcome } of group.results)
       log.info(
         {

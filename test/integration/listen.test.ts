@@ -18,7 +18,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const KEYS = ['api.listen', 'smtp.listen', 'dashboard.listen'] as const;
+const KEYS = ['api.listen', 'smtp.listen', 'dashboard.listen', 'metrics.listen'] as const;
 
 for (const busyKey of KEYS) {
   t.test(`${busyKey} in use: the start fails naming it, before anything answers`, async (t) => {
@@ -36,7 +36,7 @@ for (const busyKey of KEYS) {
     writeFileSync(
       config,
       `[server]\nhostname = "mx.test.posthaste"\ndata_dir = "${join(dir.path, 'data')}"\n[api]\nlisten = "${at('api.listen')}"\n[smtp]\nlisten = "${at('smtp.listen')}"\n` +
-        `[dashboard]\nlisten = "${at('dashboard.listen')}"\n[dns]\nservers = ["127.0.0.1:9"]\n[log]\nlevel = "info"\n`,
+        `[dashboard]\nlisten = "${at('dashboard.listen')}"\n[metrics]\nenabled = true\nlisten = "${at('metrics.listen')}"\n[dns]\nservers = ["127.0.0.1:9"]\n[log]\nlevel = "info"\n`,
     );
     // Clients knocking on the other addresses while the daemon starts: an SMTP greeting or an HTTP
     // answer is one it should not have given. (The start's check binds each address for a moment,
