@@ -7,7 +7,7 @@ import { AuthCache } from './store/auth-cache.js';
 import { releaseClaims } from './store/queue.js';
 import { secret } from './store/settings.js';
 import { buildApi } from './api/server.js';
-import { parseListen, ConfigError } from './config/load.js';
+import { ConfigError } from './config/load.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createResolver } from './lib/dns.js';
 import type { Logger } from './lib/logger.js';
@@ -38,11 +38,9 @@ import type { Db } from './store/db.js';
 import { cpus } from 'node:os';
 import type { Resolver } from 'node:dns/promises';
 import type { SMTPServer } from 'smtp-server';
-import type { FastifyInstance } from 'fastify';
 import { buildDashboard } from './dashboard/server.js';
-import { checkListen, listenError, listenOn, type ListenSpec } from './lib/listen.js';
-import { buildMetricsListener, closeMetricsListener } from './api/metrics-listener.js';
-import type { Server as HttpServer } from 'node:http';
+import { bindListeners, checkListen, closeListeners, listenSpecs, type Listeners } from './lib/listen.js';
+import { buildMetricsListener } from './api/metrics-listener.js';
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
@@ -172,82 +170,6 @@ function scheduleRetention({ config, log, clock }: Ctx, db: Db): { stop(): void 
       log.error({ err: e }, 'retention job failed');
     }
   });
-}
-
-/** The addresses the configuration asks the daemon to listen on, each with its key (lib/listen.ts). */
-export function listenSpecs(config: Config): ListenSpec[] {
-  return [
-    { key: 'api.listen', address: config.api.listen },
-    { key: 'smtp.listen', address: config.smtp.listen },
-    ...(config.dashboard.listen ? [{ key: 'dashboard.listen', address: config.dashboard.listen }] : []),
-    ...(config.metrics.enabled && config.metrics.listen ? [{ key: 'metrics.listen', address: config.metrics.listen }] : []),
-  ];
-}
-
-/** The daemon's listeners, built, bound in bindListeners. */
-interface Listeners {
-  smtp: SMTPServer;
-  api: FastifyInstance;
-  dashboard: FastifyInstance | undefined;
-  /** /metrics on its own address (metrics.listen). */
-  metrics: HttpServer | undefined;
-}
-
-/** Step: the inbound SMTP listener, bound; resolves with the address it listens on. */
-async function listenSmtp(config: Config, log: Logger, listener: SMTPServer): Promise<{ host: string; port: number }> {
-  const spec = { key: 'smtp.listen', address: config.smtp.listen };
-  const addr = parseListen(spec.address);
-  await new Promise<void>((resolve, reject) => {
-    // smtp-server re-emits the socket's errors on itself: a failed bind must reject, not crash.
-    const fail = (e: Error) => reject(listenError(spec, e));
-    listener.once('error', fail);
-    listener.listen(addr.port, addr.host, () => {
-      listener.off('error', fail);
-      resolve();
-    });
-  });
-  listener.on('error', (e) => log.error({ err: e }, 'smtp listener error'));
-  const bound = listener.server.address();
-  return { host: addr.host, port: typeof bound === 'object' && bound ? bound.port : addr.port };
-}
-
-/** Step: a fastify app listening where `spec` says; its URL (the port it got when 0 was asked for). */
-async function listenHttp(app: FastifyInstance, spec: ListenSpec, scheme: 'http' | 'https'): Promise<string> {
-  const { host, port } = parseListen(spec.address);
-  try {
-    await app.listen({ host, port });
-  } catch (e) {
-    throw listenError(spec, e as Error);
-  }
-  const a = app.server.address();
-  return `${scheme}://${hostPort(host, typeof a === 'object' && a ? a.port : port)}`;
-}
-
-/** "host:port", an IPv6 host in brackets. */
-const hostPort = (host: string, port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`;
-
-/**
- * Step: binds every listener. The addresses were checked when the start began (checkListen), so
- * this fails only when another process took one since; then those already bound are closed and
- * the error names the key.
- */
-async function bindListeners({ config, log }: Ctx, l: Listeners): Promise<{ smtp: { host: string; port: number }; apiUrl: string; dashboardUrl: string | null; metricsUrl: string | null }> {
-  try {
-    const smtp = await listenSmtp(config, log, l.smtp);
-    const apiUrl = await listenHttp(l.api, { key: 'api.listen', address: config.api.listen }, config.api['tls.cert'] ? 'https' : 'http');
-    // The dashboard on its own listener (dashboard.listen), so it is exposed only where the admin puts it.
-    const dashboardBound = l.dashboard ? await listenHttp(l.dashboard, { key: 'dashboard.listen', address: config.dashboard.listen }, 'http') : null;
-    const metricsSpec = { key: 'metrics.listen', address: config.metrics.listen };
-    const metricsUrl = l.metrics ? `http://${hostPort(parseListen(metricsSpec.address).host, await listenOn(l.metrics, metricsSpec))}/metrics` : null;
-    return { smtp, apiUrl, dashboardUrl: dashboardBound && (config.dashboard.public_url || dashboardBound), metricsUrl };
-  } catch (e) {
-    await closeListeners(l);
-    throw e;
-  }
-}
-
-function closeListeners(l: Listeners): Promise<unknown> {
-  return Promise.all([l.api.close(), l.dashboard?.close(), l.metrics && closeMetricsListener(l.metrics), new Promise<void>((resolve) => l.smtp.close(() => resolve()))]);
 }
 
 /**
@@ -390,7 +312,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
   const listeners: Listeners = { smtp: listener, api: app, dashboard, metrics: config.metrics.enabled && config.metrics.listen ? buildMetricsListener(metrics, log) : undefined };
   let bound: Awaited<ReturnType<typeof bindListeners>>;
   try {
-    bound = await bindListeners(ctx, listeners);
+    bound = await bindListeners(config, log, listeners);
   } catch (e) {
     await retention.stop();
     await Promise.all([commit.close(), signer.close(), webhooks.fetch.close()]);

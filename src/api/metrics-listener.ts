@@ -26,11 +26,3 @@ export function buildMetricsListener(metrics: Metrics, log: Logger): Server {
     );
   });
 }
-
-/** Stops listening and ends the scrapers' kept-alive connections, so a shutdown does not wait for them. */
-export function closeMetricsListener(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
-}
