@@ -7,7 +7,7 @@ import { AuthCache } from './store/auth-cache.js';
 import { releaseClaims } from './store/queue.js';
 import { secret } from './store/settings.js';
 import { buildApi } from './api/server.js';
-import { parseListen, ConfigError, configWarnings } from './config/load.js';
+import { ConfigError, configWarnings } from './config/load.js';
 import { lockDataDir, type DataDirLock } from './lib/data-dir-lock.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createResolver } from './lib/dns.js';
@@ -22,7 +22,7 @@ import { Scheduler } from './outbound/scheduler.js';
 import { Throttle } from './outbound/throttle.js';
 import { destinationOf } from './domain/destinations.js';
 import { listThrottles } from './store/destinations.js';
-import { countsByState } from './store/status.js';
+import { countsByState, oldestQueuedAt } from './store/status.js';
 import { SignerPool } from './outbound/signer.js';
 import { MtaSts } from './outbound/mta-sts.js';
 import { readFileSync } from 'node:fs';
@@ -39,14 +39,17 @@ import type { Db } from './store/db.js';
 import { cpus } from 'node:os';
 import type { Resolver } from 'node:dns/promises';
 import type { SMTPServer } from 'smtp-server';
-import type { FastifyInstance } from 'fastify';
 import { buildDashboard } from './dashboard/server.js';
+import { bindListeners, checkListen, closeListeners, listenSpecs, type Listeners } from './lib/listen.js';
+import { buildMetricsListener } from './api/metrics-listener.js';
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
   apiUrl: string;
   /** Where the dashboard listens; null when dashboard.listen is empty. */
   dashboardUrl: string | null;
+  /** Where /metrics is served on its own listener; null when metrics are off or on the API listener. */
+  metricsUrl: string | null;
   /** Where inbound SMTP listens. */
   smtp: { host: string; port: number };
   scheduler: Scheduler;
@@ -105,7 +108,7 @@ function buildOutbound(
   resolver: Resolver,
   relay: RelayOptions | null,
   returnPathSecret: Buffer,
-  hooks: { onEvents: () => void; onOutcome: (kind: string) => void },
+  hooks: { onEvents: () => void; onOutcome: (kind: string, acceptedAt: number) => void },
 ): { scheduler: Scheduler; signer: SignerPool } {
   const o = config.outbound;
   const mx = new MxResolver(resolver, clock);
@@ -168,31 +171,6 @@ function scheduleRetention({ config, log, clock }: Ctx, db: Db): { stop(): void 
       log.error({ err: e }, 'retention job failed');
     }
   });
-}
-
-/** Step: the inbound SMTP listener, bound; resolves with the address it listens on. */
-async function listenSmtp({ config, log }: Ctx, listener: SMTPServer): Promise<{ host: string; port: number }> {
-  const addr = parseListen(config.smtp.listen);
-  await new Promise<void>((resolve, reject) => {
-    // smtp-server re-emits the socket's errors on itself: a failed bind must reject, not crash.
-    const fail = (e: Error) => reject(new Error(`smtp.listen ${config.smtp.listen}: ${e.message}`));
-    listener.once('error', fail);
-    listener.listen(addr.port, addr.host, () => {
-      listener.off('error', fail);
-      resolve();
-    });
-  });
-  listener.on('error', (e) => log.error({ err: e }, 'smtp listener error'));
-  const bound = listener.server.address();
-  return { host: addr.host, port: typeof bound === 'object' && bound ? bound.port : addr.port };
-}
-
-/** Step: a fastify app listening where `listen` says; its URL (the port it got when 0 was asked for). */
-async function listenHttp(app: FastifyInstance, listen: string, scheme: 'http' | 'https'): Promise<string> {
-  const { host, port } = parseListen(listen);
-  await app.listen({ host, port });
-  const a = app.server.address();
-  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${typeof a === 'object' && a ? a.port : port}`;
 }
 
 /**
@@ -284,6 +262,8 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
  * background loops → listeners. Signals are wired by the caller.
  */
 async function startLocked(config: Config, log: Logger, opts: DaemonOptions, lock: DataDirLock): Promise<Daemon> {
+  // First: an address that cannot be had stops the start before anything opens or answers.
+  await checkListen(listenSpecs(config));
   const settings: Settings = { inbound: live(inboundSettings(config)), send: live(sendSettings(config)), outbound: live(outboundSettings(config)) };
   const ctx: Ctx = { config, log, clock: opts.clock ?? systemClock, settings };
   const relay = relayOptions(config); // before anything opens: a relay user without a password stops the start
@@ -295,7 +275,15 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   const resolver = createResolver(config.dns.servers);
   const returnPathSecret = secret(db, RETURN_PATH_SECRET);
   const commit = new GroupCommit(db.path, config.limits.max_store_bytes);
-  const metrics = new Metrics({ recipients: () => countsByState(db, 'recipients'), webhookDeliveries: () => countsByState(db, 'webhook_deliveries') });
+  const metrics = new Metrics(
+    {
+      recipients: () => countsByState(db, 'recipients'),
+      webhookDeliveries: () => countsByState(db, 'webhook_deliveries'),
+      oldestQueued: () => oldestQueuedAt(db, ctx.clock.now()),
+      now: () => ctx.clock.now(),
+    },
+    { processMetrics: config.metrics.enabled },
+  );
   const budget = new MemoryBudget(config.limits.message_memory);
 
   const webhooks = createWebhookService(db, config, ctx.clock, resolver);
@@ -308,15 +296,14 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     concurrency: config.webhooks.concurrency,
     perEndpoint: config.webhooks.concurrency_per_endpoint,
     pollInterval: config.webhooks.poll_interval,
-    onAttempt: (outcome) => metrics.webhooks.inc({ outcome }),
+    onAttempt: (outcome, durationMs) => metrics.observeWebhook(outcome, durationMs / 1000),
     record: (input) => commit.submit('webhookAttempts', input),
   });
-  const { scheduler, signer } = buildOutbound(ctx, db, resolver, relay, returnPathSecret, { onEvents: () => dispatcher.kick(), onOutcome: (kind) => metrics.deliveries.inc({ outcome: kind }) });
+  const { scheduler, signer } = buildOutbound(ctx, db, resolver, relay, returnPathSecret, {
+    onEvents: () => dispatcher.kick(),
+    onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
+  });
   const retention = scheduleRetention(ctx, db);
-
-  const loops = new AbortController();
-  const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(loops.signal);
-  const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(loops.signal);
 
   let apiUp = false;
   let smtpUp = false;
@@ -335,16 +322,26 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     onEvents: () => dispatcher.kick(),
     onResult: (result) => metrics.inbound.inc({ result }),
   });
-  const smtp = await listenSmtp(ctx, listener);
-  smtpUp = true;
   const app = buildApi({ db, commit, auth: new AuthCache(db), config, send: settings.send, clock: ctx.clock, log, lifecycle, webhooks, metrics, budget, onAccepted: () => scheduler.kick() });
-  const apiUrl = await listenHttp(app, config.api.listen, config.api['tls.cert'] ? 'https' : 'http');
-  apiUp = true;
-  // The dashboard on its own listener (dashboard.listen), so it is exposed only where the admin puts it.
   const dashboard = config.dashboard.listen ? buildDashboard({ db, config, clock: ctx.clock, log, webhooks, resolver, budget }) : undefined;
-  const dashboardBound = dashboard ? await listenHttp(dashboard, config.dashboard.listen, 'http') : null;
-  const dashboardUrl = dashboardBound && (config.dashboard.public_url || dashboardBound);
-  log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, data_dir: config.server.data_dir }, 'posthaste is running');
+  // /metrics on its own address when metrics.listen is set; on the API listener otherwise (api/server.ts).
+  const listeners: Listeners = { smtp: listener, api: app, dashboard, metrics: config.metrics.enabled && config.metrics.listen ? buildMetricsListener(metrics, log) : undefined };
+  let bound: Awaited<ReturnType<typeof bindListeners>>;
+  try {
+    bound = await bindListeners(config, log, listeners);
+  } catch (e) {
+    await retention.stop();
+    await Promise.all([commit.close(), signer.close(), webhooks.fetch.close()]);
+    db.close();
+    throw e;
+  }
+  const { smtp, apiUrl, dashboardUrl, metricsUrl } = bound;
+  smtpUp = apiUp = true;
+  // The loops start once every listener is bound: a start that fails has delivered nothing.
+  const loops = new AbortController();
+  const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(loops.signal);
+  const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(loops.signal);
+  log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir }, 'posthaste is running');
 
   const reloadParts: ReloadParts = { log, settings, db, commit, scheduler, listener };
   // Each key's running value ("section.key" → JSON): the configuration as started, with what reloads applied.
@@ -352,6 +349,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   return {
     apiUrl,
     dashboardUrl,
+    metricsUrl,
     smtp,
     scheduler,
     dispatcher,
@@ -370,7 +368,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     },
     async stop() {
       lifecycle.shuttingDown = true;
-      await Promise.all([app.close(), dashboard?.close(), new Promise<void>((resolve) => listener.close(() => resolve()))]);
+      await closeListeners(listeners);
       apiUp = false;
       smtpUp = false;
       await retention.stop();

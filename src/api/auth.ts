@@ -22,15 +22,17 @@ declare module 'fastify' {
 }
 
 /**
- * `Authorization: Token <key>`. Checked (the default), the cache is validated against the store
+ * `Authorization: Token <key>` or `Authorization: Bearer <key>` (the scheme is case-insensitive,
+ * RFC 9110 11.1; most HTTP clients send Bearer). Checked (the default), the cache is validated against the store
  * first, so a revocation is refused on the next request; unchecked is for the send path, whose
  * writer re-verifies inside the accepting transaction.
  */
 export function authenticateRequest(auth: AuthCache, request: FastifyRequest, checked = true): ApiKeyInfo {
   const header = request.headers.authorization;
-  if (!header) throw new ApiError('unauthorized', 'Missing Authorization header; send "Authorization: Token <API key>".');
-  const m = /^Token\s+(\S+)\s*$/i.exec(header);
-  const key = m ? auth.key(m[1]!, checked) : undefined;
+  if (!header) throw new ApiError('unauthorized', 'Missing Authorization header; send "Authorization: Bearer <API key>" (or "Token <API key>").');
+  const m = /^(?:Token|Bearer)[ \t]+(\S+)[ \t]*$/i.exec(header);
+  if (!m) throw new ApiError('unauthorized', 'The Authorization header is not "Bearer <API key>" or "Token <API key>".');
+  const key = auth.key(m[1]!, checked);
   if (!key) throw unauthorized();
   return key;
 }

@@ -5,6 +5,7 @@ import { ApiError } from '../domain/errors.js';
 import { invalidUtf8Offset } from '../lib/utf8.js';
 import { LARGE_MESSAGE_BYTES } from '../lib/memory-budget.js';
 import { BATCH_ROUTE } from './routes/emails.js';
+import { describeJsonSyntaxError, findJsonSyntaxError } from './json-syntax.js';
 
 /**
  * Reads a request body into one Buffer, at most `limit` bytes. When the body is large and its
@@ -64,7 +65,7 @@ export function parseJsonBody(request: FastifyRequest, raw: Buffer): Record<stri
   try {
     value = JSON.parse(text);
   } catch {
-    return new ApiError('invalid_json', 'The request body is not valid JSON.');
+    return syntaxError(text);
   }
   // An array only where one is asked for (a batch); everywhere else an object.
   const wantsArray = request.routeOptions.url === BATCH_ROUTE;
@@ -74,6 +75,15 @@ export function parseJsonBody(request: FastifyRequest, raw: Buffer): Record<stri
   if (raw.length >= LARGE_MESSAGE_BYTES) request.rawBody = raw;
   else request.rawText = text;
   return value as Record<string, unknown> | unknown[];
+}
+
+/** Where the body stops being JSON, in the message and under `body` in details (json-syntax.ts). */
+function syntaxError(text: string): ApiError {
+  const found = findJsonSyntaxError(text);
+  // Valid by the scanner yet refused by JSON.parse (nesting past V8's limits): no position to give.
+  if (!found) return new ApiError('invalid_json', 'The request body is not valid JSON.');
+  const where = describeJsonSyntaxError(found);
+  return new ApiError('invalid_json', `The request body is not valid JSON: ${where}.`, { body: [where] });
 }
 
 /** Body hash for Idempotency-Key comparisons. */

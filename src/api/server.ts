@@ -88,20 +88,23 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     if (request.is404) return done(new ApiError('not_found', 'No such resource.'));
     holdLargeBody(deps, request, reply, done);
   });
-  // After every response: the API counter (Prometheus). (A large body's garbage is collected
-  // when its memory hold ends: memory.ts.)
+  // After every response: the API's counter and latency (Prometheus), by route pattern; fastify
+  // times every request already. (A large body's garbage is collected when its memory hold
+  // ends: memory.ts.)
   const metrics = deps.metrics;
   if (metrics)
-    app.addHook('onResponse', (_request, reply, done) => {
-      metrics.countApi(reply.statusCode);
+    app.addHook('onResponse', (request, reply, done) => {
+      metrics.observeApi(request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
       done();
     });
-  if (metrics && deps.config.metrics.enabled) app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
   installErrorHandlers(app, deps.log, deps.auth, metrics);
   healthRoutes(app, deps);
   emailRoutes(app, deps);
   webhookRoutes(app, deps);
   suppressionRoutes(app, deps);
   inboundRoutes(app, deps);
+  // /metrics here only when it has no listener of its own (metrics.listen empty).
+  if (metrics && deps.config.metrics.enabled && !deps.config.metrics.listen)
+    app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
   return app;
 }

@@ -170,7 +170,12 @@ export const schema = {
     schedule: k({ type: 'string' }, '17 * * * *', 'When the retention job runs (cron syntax, node-cron)'),
   },
   metrics: {
-    enabled: k({ type: 'bool' }, false, 'Serve Prometheus metrics at GET /metrics on the API listener (no key needed)'),
+    enabled: k({ type: 'bool' }, false, 'Serve Prometheus metrics at GET /metrics (no key needed), on metrics.listen'),
+    listen: k(
+      { type: 'listen', optional: true },
+      '127.0.0.1:9464',
+      'Address of the metrics listener, "host:port", apart from the API that applications reach; empty serves /metrics on the API listener instead',
+    ),
   },
   log: {
     level: k({ type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }, 'info', 'Log level (JSON lines on stdout)'),

@@ -1,12 +1,35 @@
-/** The DNS records an administrator publishes for a sending domain (`domains add`, docs/operations.md). */
+/** The DNS records an administrator publishes for a domain (`domains add`, docs/operations.md). */
 export interface DnsRecord {
   type: 'TXT' | 'MX';
   /** Fully qualified owner name. */
   name: string;
-  /** The whole record text. */
+  /**
+   * The record's data as a zone file writes it, to paste: a TXT record as quoted strings of at
+   * most 255 characters each (zoneTxt), an MX record as "preference host".
+   */
   value: string;
-  purpose: 'verification' | 'dkim' | 'dkim_next' | 'dkim_previous' | 'spf' | 'return_path' | 'dmarc';
+  /** TXT only: the text receivers read (the strings joined), which verification compares. */
+  text?: string;
+  /** `inbound`: the MX a receiving domain needs so its mail reaches posthaste. */
+  purpose: 'verification' | 'dkim' | 'dkim_next' | 'dkim_previous' | 'spf' | 'return_path' | 'inbound' | 'dmarc';
 }
+
+/** The longest string of a TXT record (RFC 1035 3.3: a <character-string> is a length octet and that many octets). */
+export const TXT_STRING_MAX = 255;
+
+/**
+ * TXT data as a zone file writes it: quoted strings of at most 255 characters each, the way BIND
+ * and the zone editors that refuse a longer string take a long record (RFC 7208 3.3; a DKIM key is
+ * over 400). Receivers join the strings with nothing between them (RFC 6376 3.6.2.2), so the split
+ * may fall anywhere. The texts here are ASCII: a character is an octet.
+ */
+export function zoneTxt(text: string): string {
+  const strings: string[] = [];
+  for (let i = 0; i < text.length; i += TXT_STRING_MAX) strings.push(text.slice(i, i + TXT_STRING_MAX));
+  return (strings.length ? strings : ['']).map((s) => `"${s.replace(/["\\]/g, '\\$&')}"`).join(' ');
+}
+
+const txt = (name: string, text: string, purpose: DnsRecord['purpose']): DnsRecord => ({ type: 'TXT', name, value: zoneTxt(text), text, purpose });
 
 /** How long the previous selector's record stays needed after signing switched away from it. */
 export const DKIM_GRACE_MS = 7 * 24 * 3_600_000;
@@ -20,6 +43,8 @@ export interface DomainKeys {
   nextDkim?: { selector: string; publicKey: string } | null;
   /** The key signed with before the last switch, while its record is still needed. */
   previousDkim?: { selector: string; publicKey: string } | null;
+  /** The domain receives mail (inbound): it needs its own MX. */
+  receiving?: boolean;
 }
 
 export const VERIFICATION_LABEL = '_posthaste';
@@ -34,13 +59,15 @@ export function dkimValue(publicKey: string): string {
 
 export function dnsRecords(d: DomainKeys, server: { hostname: string; returnPathDomain: string }): DnsRecord[] {
   return [
-    { type: 'TXT', name: `${VERIFICATION_LABEL}.${d.name}`, value: verificationValue(d.verificationToken), purpose: 'verification' },
-    { type: 'TXT', name: `${d.dkimSelector}._domainkey.${d.name}`, value: dkimValue(d.dkimPublicKey), purpose: 'dkim' },
-    ...(d.nextDkim ? [{ type: 'TXT' as const, name: `${d.nextDkim.selector}._domainkey.${d.name}`, value: dkimValue(d.nextDkim.publicKey), purpose: 'dkim_next' as const }] : []),
-    ...(d.previousDkim ? [{ type: 'TXT' as const, name: `${d.previousDkim.selector}._domainkey.${d.name}`, value: dkimValue(d.previousDkim.publicKey), purpose: 'dkim_previous' as const }] : []),
-    { type: 'TXT', name: d.name, value: `v=spf1 a:${server.hostname} ~all`, purpose: 'spf' },
+    txt(`${VERIFICATION_LABEL}.${d.name}`, verificationValue(d.verificationToken), 'verification'),
+    txt(`${d.dkimSelector}._domainkey.${d.name}`, dkimValue(d.dkimPublicKey), 'dkim'),
+    ...(d.nextDkim ? [txt(`${d.nextDkim.selector}._domainkey.${d.name}`, dkimValue(d.nextDkim.publicKey), 'dkim_next')] : []),
+    ...(d.previousDkim ? [txt(`${d.previousDkim.selector}._domainkey.${d.name}`, dkimValue(d.previousDkim.publicKey), 'dkim_previous')] : []),
+    txt(d.name, `v=spf1 a:${server.hostname} ~all`, 'spf'),
     // Asynchronous bounces come back to bounces+<token>@<return path domain>: it must route to us.
     { type: 'MX', name: server.returnPathDomain, value: `10 ${server.hostname}`, purpose: 'return_path' },
-    { type: 'TXT', name: `_dmarc.${d.name}`, value: 'v=DMARC1; p=none', purpose: 'dmarc' },
+    // A receiving domain's own mail must reach the inbound listener, which answers as server.hostname.
+    ...(d.receiving ? [{ type: 'MX' as const, name: d.name, value: `10 ${server.hostname}`, purpose: 'inbound' as const }] : []),
+    txt(`_dmarc.${d.name}`, 'v=DMARC1; p=none', 'dmarc'),
   ];
 }

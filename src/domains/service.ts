@@ -3,12 +3,12 @@ import { returnPathDomain, type Config } from '../config/schema.js';
 import type { Db } from '../store/db.js';
 import { setVerified, switchDkim, type DomainRow } from '../store/domains.js';
 import { dnsRecords, DKIM_GRACE_MS, type DnsRecord } from '../domain/dns-records.js';
-import { checkRecords, isVerified, type RecordCheck } from '../lib/verify-domain.js';
+import { checkRecords, isVerified, unanswered, type RecordCheck } from '../lib/verify-domain.js';
 
 /**
  * The DNS records a domain's owner publishes (the CLI, the API and the dashboard show the same):
- * with the next DKIM key while a rotation waits for it, and the previous one for DKIM_GRACE_MS
- * after the switch.
+ * with the next DKIM key while a rotation waits for it, the previous one for DKIM_GRACE_MS after
+ * the switch, and the domain's own MX while it receives.
  */
 export function domainRecords(d: DomainRow, config: Config, now: number): DnsRecord[] {
   const next = d.next_dkim_selector && d.next_dkim_public_key ? { selector: d.next_dkim_selector, publicKey: d.next_dkim_public_key } : null;
@@ -17,7 +17,7 @@ export function domainRecords(d: DomainRow, config: Config, now: number): DnsRec
       ? { selector: d.previous_dkim_selector, publicKey: d.previous_dkim_public_key }
       : null;
   return dnsRecords(
-    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key, nextDkim: next, previousDkim: previous },
+    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key, nextDkim: next, previousDkim: previous, receiving: d.receiving === 1 },
     { hostname: config.server.hostname, returnPathDomain: returnPathDomain(config) },
   );
 }
@@ -36,15 +36,25 @@ export function dkimStatus(d: DomainRow): { signing: string; next: string | null
 
 /**
  * Looks the domain's records up (through dns.servers) and marks it verified or not; a domain
- * verified before keeps its first verification time.
+ * verified before keeps its first verification time. When the DNS server did not answer for a
+ * required record, nothing is known: the domain's state is left as it was (a verified domain goes
+ * on sending through a resolver outage) and `dnsError` says why, naming dns.servers.
  */
-export async function verifyDomain(db: Db, resolver: Resolver, config: Config, d: DomainRow, now: number): Promise<{ verified: boolean; checks: RecordCheck[]; switchedTo: string | null }> {
+export async function verifyDomain(
+  db: Db,
+  resolver: Resolver,
+  config: Config,
+  d: DomainRow,
+  now: number,
+): Promise<{ verified: boolean; checks: RecordCheck[]; switchedTo: string | null; dnsError: string | null }> {
   const checks = await checkRecords(resolver, domainRecords(d, config, now));
+  const dnsError = unanswered(checks);
+  if (dnsError) return { verified: false, checks, switchedTo: null, dnsError };
   const verified = isVerified(checks);
   setVerified(db, d.id, verified ? (d.verified_at ?? now) : null);
   // A rotation: once the next key's record is found, signing switches to it.
   const next = checks.find((c) => c.purpose === 'dkim_next');
   const switchedTo = next?.found && d.next_dkim_selector ? d.next_dkim_selector : null;
   if (switchedTo) switchDkim(db, d.id, now);
-  return { verified, checks, switchedTo };
+  return { verified, checks, switchedTo, dnsError: null };
 }

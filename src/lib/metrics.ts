@@ -1,16 +1,58 @@
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { RouteHistogram } from './route-histogram.js';
+
+/** Every state a recipient and a webhook delivery can be in: each gauge shows them all, at 0 when none. */
+const RECIPIENT_STATES = ['queued', 'deferred', 'delivered', 'bounced', 'complained', 'suppressed', 'canceled'];
+const WEBHOOK_STATES = ['pending', 'succeeded', 'failed'];
+const DELIVERY_OUTCOMES = ['delivered', 'deferred', 'bounced', 'suppressed'];
+const WEBHOOK_OUTCOMES = ['success', 'failure', 'gone'] as const;
+
+/** Seconds. An API request: a millisecond to a timeout; a delivery: seconds to the 72 h of max_queue_time; a webhook: to its 10 s timeout. */
+const API_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const DELIVERY_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 72 * 3600];
+const WEBHOOK_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** What the metrics read from the store on each scrape (handed in by the composition root). */
+export interface MetricsSources {
+  recipients: () => Record<string, number>;
+  webhookDeliveries: () => Record<string, number>;
+  /** When the oldest recipient still to be sent (queued or deferred, and due) became due, epoch ms; null when there is none. */
+  oldestQueued: () => number | null;
+  now: () => number;
+}
 
 /**
- * Prometheus metrics (GET /metrics, docs/operations.md): queue depth by state (read from the store on each
- * scrape), deliveries by outcome, webhook attempts by outcome, inbound by result, API requests
- * by status.
+ * Prometheus metrics (GET /metrics, docs/operations.md, "Watching it"), named as Prometheus
+ * asks: base units as suffixes (_seconds, _bytes), counters ending in _total. The store's
+ * gauges are read on each scrape; every labelled series that can be known in advance is there
+ * at 0 from the start, so a rate or an alert works before the first event. Node's process
+ * metrics (CPU, memory, event loop lag, GC, handles) come from prom-client's defaults.
  */
 export class Metrics {
   readonly registry = new Registry();
   readonly deliveries = new Counter({ name: 'posthaste_deliveries_total', help: 'Delivery attempt outcomes', labelNames: ['outcome'], registers: [this.registry] });
+  readonly timeToDelivery = new Histogram({
+    name: 'posthaste_time_to_delivery_seconds',
+    help: 'Seconds from a message being accepted to a recipient of it delivered',
+    buckets: DELIVERY_BUCKETS,
+    registers: [this.registry],
+  });
   readonly webhooks = new Counter({ name: 'posthaste_webhook_attempts_total', help: 'Webhook attempt outcomes', labelNames: ['outcome'], registers: [this.registry] });
+  readonly webhookDuration = new Histogram({
+    name: 'posthaste_webhook_attempt_duration_seconds',
+    help: 'Seconds a webhook attempt took, from sending to the answer (or the failure)',
+    labelNames: ['outcome'],
+    buckets: WEBHOOK_BUCKETS,
+    registers: [this.registry],
+  });
   readonly inbound = new Counter({ name: 'posthaste_inbound_total', help: 'Inbound messages and recipients by result', labelNames: ['result'], registers: [this.registry] });
   readonly apiAborted = new Counter({ name: 'posthaste_api_client_aborts_total', help: 'API requests whose client went away before its body was read', registers: [this.registry] });
+  readonly apiDuration = new RouteHistogram(
+    'posthaste_api_request_duration_seconds',
+    'Seconds from an API request arriving to its response sent, by route pattern and status class',
+    API_BUCKETS,
+    this.registry,
+  );
   /** API responses by status, counted in a plain array (every request passes here) and handed to prom-client at scrape time. */
   private readonly apiCounts = new Float64Array(600);
   readonly api = new Counter({
@@ -24,18 +66,47 @@ export class Metrics {
     },
   });
 
-  countApi(status: number): void {
+  /** `processMetrics`: collect Node's (an event-loop delay monitor and a GC observer run for them), when the metrics are served at all. */
+  constructor(sources: MetricsSources, opts: { processMetrics: boolean } = { processMetrics: true }) {
+    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+    this.gaugeByState('posthaste_queue_recipients', 'Recipients by state', RECIPIENT_STATES, sources.recipients);
+    this.gaugeByState('posthaste_webhook_deliveries', 'Webhook deliveries by state', WEBHOOK_STATES, sources.webhookDeliveries);
+    const oldest = new Gauge({
+      name: 'posthaste_queue_oldest_age_seconds',
+      help: 'Seconds the oldest recipient still to be sent (queued or deferred) has waited since its message was accepted (or its scheduled time); 0 when none',
+      registers: [this.registry],
+      collect() {
+        const at = sources.oldestQueued();
+        oldest.set(at === null ? 0 : Math.max(0, (sources.now() - at) / 1000));
+      },
+    });
+    for (const outcome of DELIVERY_OUTCOMES) this.deliveries.inc({ outcome }, 0);
+    for (const outcome of WEBHOOK_OUTCOMES) {
+      this.webhooks.inc({ outcome }, 0);
+      this.webhookDuration.zero({ outcome });
+    }
+  }
+
+  /** One API response: its status and how long it took (every request: kept cheap, see RouteHistogram). */
+  observeApi(route: string | undefined, status: number, seconds: number): void {
     if (status >= 100 && status < 600) this.apiCounts[status]!++;
+    this.apiDuration.observe(route ?? 'unmatched', status, seconds);
   }
 
-  /** `byState`: counts by state, read on each scrape (the store's, handed in by the composition root). */
-  constructor(byState: { recipients: () => Record<string, number>; webhookDeliveries: () => Record<string, number> }) {
-    this.gaugeByState('posthaste_queue_recipients', 'Recipients by state', byState.recipients);
-    this.gaugeByState('posthaste_webhook_deliveries', 'Webhook deliveries by state', byState.webhookDeliveries);
+  /** A recipient's delivery outcome; `acceptedAgo`: seconds since its message was accepted. */
+  observeOutcome(kind: string, acceptedAgo: number): void {
+    this.deliveries.inc({ outcome: kind });
+    if (kind === 'delivered') this.timeToDelivery.observe(Math.max(0, acceptedAgo));
   }
 
-  /** A gauge of counts by `state`, read on each scrape. */
-  private gaugeByState(name: string, help: string, read: () => Record<string, number>): void {
+  /** A webhook attempt: its outcome and how long it took. */
+  observeWebhook(outcome: (typeof WEBHOOK_OUTCOMES)[number], seconds: number): void {
+    this.webhooks.inc({ outcome });
+    this.webhookDuration.observe({ outcome }, seconds);
+  }
+
+  /** A gauge of counts by `state`, read on each scrape; every state of `states` is shown, at 0 when none. */
+  private gaugeByState(name: string, help: string, states: string[], read: () => Record<string, number>): void {
     const gauge = new Gauge({
       name,
       help,
@@ -43,7 +114,8 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         gauge.reset();
-        for (const [state, n] of Object.entries(read())) gauge.set({ state }, n);
+        const counts = read();
+        for (const state of new Set([...states, ...Object.keys(counts)])) gauge.set({ state }, counts[state] ?? 0);
       },
     });
   }

@@ -10,7 +10,7 @@ import type { MxResolver } from './mx.js';
 import { mxMatches, type MtaSts } from './mta-sts.js';
 import type { Dane } from './dane.js';
 import type { SignInput, Signed } from './signer.js';
-import { SmtpSession, replyOf, type RelayOptions, type SmtpOptions } from './smtp.js';
+import { SmtpSession, replyOf, type RelayOptions, type SmtpOptions, type Via } from './smtp.js';
 import type { Logger } from '../lib/logger.js';
 import { isRateLimit } from './throttle.js';
 import { reclaimAfter } from '../lib/reclaim.js';
@@ -26,6 +26,8 @@ export interface DeliveryItem {
 export interface ItemResult {
   item: DeliveryItem;
   outcome: Outcome;
+  /** The session it was tried over, for the delivery log; absent when nothing was sent (no connection, suppressed, not composed). */
+  via?: Via;
 }
 
 export interface DeliverDeps {
@@ -133,14 +135,15 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
           continue;
         }
         const from = returnPath(deps.returnPathSecret, item.recipient.id, deps.returnPathDomain);
+        const via = session.via;
         const r = await session.send(from, item.recipient.address, message);
         reclaimAfter(message.length);
-        if (r.kind === 'accepted') results.push({ item, outcome: { kind: 'delivered', reply: r.reply, mx: session.mx, tls: session.secure, tlsVerified: session.verified } });
+        if (r.kind === 'accepted') results.push({ item, via, outcome: { kind: 'delivered', reply: r.reply, mx: session.mx, tls: session.secure, tlsVerified: session.verified } });
         else if (r.kind === 'refused' && r.permanent) {
           const suppress = suppressFor({ classification: r.reply.classification, status: r.reply.enhanced_code || null, stage: r.stage, text: r.reply.message }, deps.suppression);
-          results.push({ item, outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply, suppress } });
+          results.push({ item, via, outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply, suppress } });
         } else if (r.kind === 'refused') {
-          results.push({ item, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
+          results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
           if (isRateLimit(r.reply)) {
             // The destination asks us to slow down: sending the rest now would only collect more refusals.
             refusal = r.reply;
@@ -149,7 +152,7 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
           }
         } else {
           // Broken mid-transaction: this recipient is deferred (the server may or may not have it).
-          results.push({ item, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
+          results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
           lastFailure = r.reply;
         }
         // A completed transaction leaves the session ready (RFC 5321 4.1.1.4); RSET only after a failed one.

@@ -1,7 +1,7 @@
 import type { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { Clock } from '../lib/clock.js';
-import { lookupAddresses } from '../lib/dns.js';
+import { describeLookupFailure, lookupAddresses } from '../lib/dns.js';
 
 export interface MxHost {
   host: string;
@@ -60,14 +60,14 @@ export class MxResolver {
     } catch (e) {
       const code = String((e as { code?: string }).code);
       if (PERMANENT.has(code)) return { kind: 'no_domain', detail: `${domain}: domain does not exist (NXDOMAIN)` };
-      if (!NO_RECORDS.has(code)) return { kind: 'temporary', detail: `${domain}: MX lookup failed (${code})` };
+      if (!NO_RECORDS.has(code)) return { kind: 'temporary', detail: describeLookupFailure(this.resolver, domain, 'MX', code) };
     }
     // No MX records: the implicit MX is the domain itself (RFC 5321 5.1), if it has an address.
     const addrs = await this.addresses(domain).catch((e: unknown) => e as Error & { code?: string });
     if (Array.isArray(addrs))
       return addrs.length ? { kind: 'hosts', hosts: [{ host: domain, priority: 0 }], implicit: true } : { kind: 'no_domain', detail: `${domain}: no MX and no address records` };
     if (addrs.code === 'ENOTFOUND') return { kind: 'no_domain', detail: `${domain}: domain does not exist (NXDOMAIN)` };
-    return { kind: 'temporary', detail: `${domain}: address lookup failed (${addrs.code ?? addrs.message})` };
+    return { kind: 'temporary', detail: addrs.code ? describeLookupFailure(this.resolver, domain, 'A/AAAA', addrs.code) : `${domain}: address lookup failed (${addrs.message})` };
   }
 
   /** A and AAAA addresses of a host, through the configured resolver, cached by their TTL. */
@@ -83,7 +83,8 @@ export class MxResolver {
         if (codes.includes('ENOTFOUND')) throw Object.assign(new Error(`${host}: not found`), { code: 'ENOTFOUND' });
         return [];
       }
-      throw Object.assign(new Error(`${host}: address lookup failed`), { code: codes.find((c) => c !== 'ENODATA' && c !== 'ENOTFOUND') });
+      const code = codes.find((c) => c !== 'ENODATA' && c !== 'ENOTFOUND');
+      throw Object.assign(new Error(describeLookupFailure(this.resolver, host, 'A/AAAA', code)), { code });
     }
     const ttl = Math.max(1, Math.min(...rows.map((r) => r.ttl)));
     const addrs = rows.map((r) => r.address);

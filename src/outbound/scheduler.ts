@@ -8,6 +8,7 @@ import type { DeliveryItem, GroupResult } from './deliver.js';
 import { sandboxSteps } from '../domain/sandbox.js';
 import { KeyedPool } from '../lib/keyed-pool.js';
 import type { Throttle, ThrottleChange } from './throttle.js';
+import { logDeliveries } from './delivery-log.js';
 
 export interface SchedulerDeps {
   db: Db;
@@ -28,8 +29,8 @@ export interface SchedulerDeps {
   held?: () => boolean;
   /** Called after outcomes (and their events) are committed: the webhook dispatcher can go. */
   onEvents?: () => void;
-  /** Counts outcomes (Prometheus). */
-  onOutcome?: (kind: string) => void;
+  /** Counts outcomes (Prometheus), with when the recipient's message was accepted (epoch ms). */
+  onOutcome?: (kind: string, acceptedAt: number) => void;
 }
 
 /** How long a domain's destination is trusted before it is looked up again (the MX cache's time). */
@@ -195,12 +196,13 @@ export class Scheduler {
     this.peakPerDestination.set(destination, Math.max(throttle.openConnections(destination), this.peakPerDestination.get(destination) ?? 0));
     this.pool.start(domain, async () => {
       let closed = false;
+      const started = clock.now();
       try {
         const group = await this.deps.deliver(domain, items);
         const delivered = group.results.filter((r) => r.outcome.kind === 'delivered').length;
         const change = throttle.close(ticket, { delivered, refusal: group.refusal }, clock.now());
         closed = true;
-        this.record(group, destination, change);
+        this.record(group, destination, change, started);
       } catch (e) {
         // A bug or an infrastructure failure (store): the claims are released and retried later.
         this.deps.log.error({ err: e, domain }, 'delivery group failed; releasing its claims');
@@ -215,9 +217,10 @@ export class Scheduler {
 
   /**
    * One transaction for a whole group: the new states, their events and suppressions, what the
-   * destination's refusal held back, and the destination's throttling as it now stands.
+   * destination's refusal held back, and the destination's throttling as it now stands; then one
+   * log line per recipient (delivery-log.ts), `started` being when the attempt began.
    */
-  private record(group: GroupResult, destination: string, change: ThrottleChange): void {
+  private record(group: GroupResult, destination: string, change: ThrottleChange, started: number): void {
     const { db, clock, policy, log, throttle } = this.deps;
     const now = clock.now();
     db.tx(() => {
@@ -240,17 +243,8 @@ export class Scheduler {
       );
     else if (change?.kind === 'cleared') log.info({ destination }, 'destination back to its configured limits');
     this.deps.onEvents?.();
-    for (const { outcome } of group.results) this.deps.onOutcome?.(outcome.kind);
-    for (const { item, outcome } of group.results)
-      log.info(
-        {
-          message_id: item.message.messageId,
-          recipient: item.recipient.address,
-          outcome: outcome.kind,
-          ...('reply' in outcome ? { code: outcome.reply.code, classification: outcome.reply.classification } : {}),
-        },
-        'delivery attempt',
-      );
+    for (const { item, outcome } of group.results) this.deps.onOutcome?.(outcome.kind, item.message.createdAt);
+    logDeliveries(log, group.results, started, now);
   }
 
   /** Sandbox recipients never open a connection; the simulator domain picks their outcome. */

@@ -67,6 +67,13 @@ export class SmtpClient {
     return this.extensions.has(extension);
   }
 
+  /** The TLS version and cipher the connection uses (for the delivery log); null over plain TCP. */
+  get tls(): { version: string; cipher: string } | null {
+    if (!this.secure) return null;
+    const socket = this.socket as tls.TLSSocket;
+    return { version: socket.getProtocol() ?? 'unknown', cipher: socket.getCipher()?.name ?? 'unknown' };
+  }
+
   private async open(): Promise<void> {
     const { opts } = this;
     this.attach(await this.dial());

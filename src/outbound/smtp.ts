@@ -44,6 +44,17 @@ export interface RelayOptions {
   auth?: { user: string; pass: string };
 }
 
+/** Where a transaction went, for the delivery log: the host (MX or relay) by name, the address and port connected to, and its TLS. */
+export interface Via {
+  host: string;
+  address: string;
+  port: number;
+  /** The TLS version and cipher; null when the connection was not encrypted. */
+  tls: { version: string; cipher: string } | null;
+  /** The certificate was checked (DANE, MTA-STS enforce, the relay host), not only encrypted to. */
+  verified: boolean;
+}
+
 /** What one SMTP transaction (MAIL, RCPT, DATA) ended in, for one recipient. */
 export type TransactionResult =
   | { kind: 'accepted'; reply: Reply }
@@ -145,7 +156,15 @@ export class SmtpSession {
     private readonly bdatMemory: BdatMemory | undefined,
     /** TLS was required with the certificate checked (DANE records or the WebPKI), not merely offered. */
     private readonly checked: boolean,
+    /** The address and port connected to. */
+    private readonly address: string,
+    private readonly port: number,
   ) {}
+
+  /** Where this session's transactions go, for the delivery log. */
+  get via(): Via {
+    return { host: this.mx, address: this.address, port: this.port, tls: this.client.tls, verified: this.verified };
+  }
 
   /** Over TLS whose certificate was checked: DANE, MTA-STS enforce, or the relay host. */
   get verified(): boolean {
@@ -185,9 +204,9 @@ export class SmtpSession {
         ...(verify ? { checkPeer: (socket: TLSSocket) => verify(presentedChain(socket)) } : {}),
       });
     try {
-      return new SmtpSession(await connect(true), mx, opts.bdatMemory, webPki || !!verify);
+      return new SmtpSession(await connect(true), mx, opts.bdatMemory, webPki || !!verify, address, opts.port);
     } catch (e) {
-      if ((e as SmtpFailure).code === 'ETLS' && !requireTls) return new SmtpSession(await connect(false), mx, opts.bdatMemory, false);
+      if ((e as SmtpFailure).code === 'ETLS' && !requireTls) return new SmtpSession(await connect(false), mx, opts.bdatMemory, false, address, opts.port);
       throw e;
     }
   }
@@ -221,7 +240,7 @@ export class SmtpSession {
         throw new SmtpError(`the relay host refused posthaste's credentials for ${user}: ${err.response ?? err.message}`, 'EAUTH', 'AUTH', err.response);
       }
     }
-    return new SmtpSession(client, relay.host, opts.bdatMemory, true);
+    return new SmtpSession(client, relay.host, opts.bdatMemory, true, address, relay.port);
   }
 
   /** One transaction: MAIL FROM the return path, RCPT the recipient, DATA the signed message. */

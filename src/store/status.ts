@@ -18,6 +18,21 @@ export function countsByState(db: Db, table: 'recipients' | 'webhook_deliveries'
   return Object.fromEntries(rows.map((r) => [r.state, r.n]));
 }
 
+/**
+ * When the oldest recipient still to be sent (queued or deferred) became due: its message's
+ * acceptance, or its scheduled time once that has come (a message scheduled for later is not
+ * waiting); null when there is none. The queue-age gauge reads this on each scrape, through the
+ * partial index of queued and deferred recipients.
+ */
+export function oldestQueuedAt(db: Db, now: number): number | null {
+  const row = db.get<{ at: number | null }>(
+    `SELECT MIN(MAX(m.created_at, COALESCE(m.scheduled_at, 0))) AS at FROM recipients r JOIN messages m ON m.id = r.message_id
+     WHERE r.state IN ('queued', 'deferred') AND (m.scheduled_at IS NULL OR m.scheduled_at <= ?)`,
+    now,
+  );
+  return row?.at ?? null;
+}
+
 /** The health check's write: proves the store takes a write now (throws when it cannot). */
 export function touchHealth(db: Db, now: number): void {
   db.statement('INSERT INTO health (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at').run(now);

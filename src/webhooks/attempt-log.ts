@@ -15,7 +15,7 @@ export interface AttemptLogDeps {
   /** A batch is written at the latest this long after its first attempt (ms). */
   flushInterval: number;
   /** Counts attempts by outcome once recorded (Prometheus). */
-  onAttempt?: (outcome: 'success' | 'failure' | 'gone') => void;
+  onAttempt?: (outcome: 'success' | 'failure' | 'gone', durationMs: number) => void;
 }
 
 /**
@@ -70,7 +70,7 @@ export class AttemptLog {
       .then(() => {
         this.deps.fanOut.recorded(fanOut);
         for (const { state, disableEndpoint, attempt } of batch) {
-          this.deps.onAttempt?.(state === 'succeeded' ? 'success' : disableEndpoint ? 'gone' : 'failure');
+          this.deps.onAttempt?.(state === 'succeeded' ? 'success' : disableEndpoint ? 'gone' : 'failure', attempt.durationMs);
           if (state !== 'succeeded')
             log.info(
               { endpoint: attempt.endpointId, event_id: attempt.eventId, type: attempt.eventType, attempt: attempt.attempt, status: attempt.status, error: attempt.error },

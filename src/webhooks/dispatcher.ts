@@ -42,7 +42,7 @@ export interface DispatcherDeps {
   /** Finished attempts are recorded together, at the latest after this long (ms). */
   flushInterval?: number;
   /** Counts attempts by outcome (Prometheus). */
-  onAttempt?: (outcome: 'success' | 'failure' | 'gone') => void;
+  onAttempt?: (outcome: 'success' | 'failure' | 'gone', durationMs: number) => void;
   /**
    * Commits a batch of finished attempts (with the rows of deliveries fanned out in memory and
    * the fan-out cursor). The daemon passes the group-commit writer, so the fsync happens off the

@@ -4,7 +4,7 @@ import { isIP } from 'node:net';
 import type { LookupFunction } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { isLocalName, isPublicAddress } from './address-guard.js';
-import { lookupAddresses } from '../lib/dns.js';
+import { describeLookupFailure, lookupAddresses, lookupFailure } from '../lib/dns.js';
 
 export interface SafeFetchOptions {
   resolver: Resolver;
@@ -29,6 +29,37 @@ export class RefusedTarget extends Error {
 
 const RESPONSE_CAP = 1024;
 
+/** Said after every refusal the setting lifts, so the message names its fix. */
+const allowedBy = (what: string) => `webhooks.allow_private_targets = true allows ${what} (development and tests only)`;
+const PRIVATE_TARGETS_HINT = allowedBy('it');
+
+/** Certificate errors that trusting the receiver's CA (or its self-signed certificate) fixes. */
+const UNTRUSTED_CERT = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_UNTRUSTED',
+]);
+
+/**
+ * Why a host's addresses cannot be used, in words that name the fix: a private address (the
+ * setting that allows it), a name that does not exist, or a DNS server that did not answer
+ * (dns.servers); null when it resolves, to public addresses only unless `allowPrivate`.
+ */
+async function unusableHost(resolver: Resolver, host: string, allowPrivate: boolean): Promise<{ problem: string; refused: boolean } | { addresses: Array<{ address: string; family: 4 | 6 }> }> {
+  const { addresses, errors } = await lookupAddresses(resolver, host);
+  if (addresses.length === 0) {
+    const failed = errors.find((code) => code !== null && lookupFailure(code) === 'no_answer');
+    if (failed) return { problem: describeLookupFailure(resolver, host, 'A/AAAA', failed), refused: false };
+    return { problem: errors.every((code) => code === 'ENOTFOUND') ? `${host} does not exist (NXDOMAIN)` : `${host} has no A or AAAA record`, refused: false };
+  }
+  const bad = allowPrivate ? undefined : addresses.find((a) => !isPublicAddress(a.address));
+  if (bad) return { problem: `${host} resolves to ${bad.address}, which is not a public address; ${PRIVATE_TARGETS_HINT}`, refused: true };
+  return { addresses: addresses.map(({ address, family }) => ({ address, family })) };
+}
+
 /**
  * The connect-time lookup: resolves through `dns.servers` and refuses unless every address is
  * public. Because it runs when the socket is opened, a name that resolved to a public address
@@ -37,14 +68,10 @@ const RESPONSE_CAP = 1024;
 function guardedLookup(resolver: Resolver, allowPrivate: boolean): LookupFunction {
   return ((hostname: string, options: { all?: boolean; family?: number }, callback: (...args: unknown[]) => void) => {
     (async () => {
-      if (!allowPrivate && isLocalName(hostname)) throw new RefusedTarget(`${hostname} is a local name`);
-      const all = (await lookupAddresses(resolver, hostname)).addresses.map(({ address, family }) => ({ address, family }));
-      if (all.length === 0) throw Object.assign(new Error(`${hostname} does not resolve`), { code: 'ENOTFOUND' });
-      if (!allowPrivate) {
-        const bad = all.find((a) => !isPublicAddress(a.address));
-        if (bad) throw new RefusedTarget(`${hostname} resolves to ${bad.address}, which is not a public address`);
-      }
-      return all;
+      if (!allowPrivate && isLocalName(hostname)) throw new RefusedTarget(`${hostname} is a local name; ${PRIVATE_TARGETS_HINT}`);
+      const found = await unusableHost(resolver, hostname, allowPrivate);
+      if ('addresses' in found) return found.addresses;
+      throw found.refused ? new RefusedTarget(found.problem) : Object.assign(new Error(found.problem), { code: 'ENOTFOUND' });
     })().then(
       (all) => (options?.all ? callback(null, all) : callback(null, all[0]!.address, all[0]!.family)),
       (e: unknown) => callback(e),
@@ -61,22 +88,21 @@ export function checkTarget(url: string, allowPrivate: boolean): URL {
     throw new RefusedTarget('not a valid URL');
   }
   if (u.username || u.password) throw new RefusedTarget('credentials in the URL are not allowed');
-  if (u.protocol !== 'https:' && !(allowPrivate && u.protocol === 'http:')) throw new RefusedTarget('the URL must be https');
+  if (u.protocol === 'http:' && !allowPrivate) throw new RefusedTarget(`the URL must be https; ${allowedBy('plain http')}`);
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new RefusedTarget('the URL must be https');
   const host = u.hostname.replace(/^\[|\]$/g, '');
-  if (!allowPrivate && isIP(host) && !isPublicAddress(host)) throw new RefusedTarget(`${host} is not a public address`);
-  if (!allowPrivate && isLocalName(host)) throw new RefusedTarget(`${host} is a local name`);
+  if (!allowPrivate && isIP(host) && !isPublicAddress(host)) throw new RefusedTarget(`${host} is not a public address; ${PRIVATE_TARGETS_HINT}`);
+  if (!allowPrivate && isLocalName(host)) throw new RefusedTarget(`${host} is a local name; ${PRIVATE_TARGETS_HINT}`);
   return u;
 }
 
-/** Resolves a host now and says whether every address is public (used when an endpoint is created). */
+/** Resolves a host now and says why it cannot be sent to (used when an endpoint is created): null when every address is public. */
 export async function resolvesPublicOnly(resolver: Resolver, host: string): Promise<string | null> {
   const h = host.replace(/^\[|\]$/g, '');
-  if (isIP(h)) return isPublicAddress(h) ? null : `${h} is not a public address`;
-  if (isLocalName(h)) return `${h} is a local name`;
-  const all = (await lookupAddresses(resolver, h)).addresses.map((a) => a.address);
-  if (all.length === 0) return `${h} does not resolve`;
-  const bad = all.find((a) => !isPublicAddress(a));
-  return bad ? `${h} resolves to ${bad}, which is not a public address` : null;
+  if (isIP(h)) return isPublicAddress(h) ? null : `${h} is not a public address; ${PRIVATE_TARGETS_HINT}`;
+  if (isLocalName(h)) return `${h} is a local name; ${PRIVATE_TARGETS_HINT}`;
+  const found = await unusableHost(resolver, h, false);
+  return 'problem' in found ? found.problem : null;
 }
 
 /** A URL's standing: why it is refused (null: allowed), and where to send when it is not. */
@@ -95,6 +121,9 @@ function describeError(e: unknown, timeoutMs: number): string {
   const cause = err.cause ?? err;
   if (err.name === 'TimeoutError' || err.name === 'AbortError' || cause.code === 'UND_ERR_HEADERS_TIMEOUT' || cause.code === 'UND_ERR_BODY_TIMEOUT') return `timeout after ${timeoutMs} ms`;
   if (cause instanceof RefusedTarget || cause.code === 'EREFUSEDTARGET') return `refused: ${cause.message}`;
+  if (cause.code !== undefined && UNTRUSTED_CERT.has(cause.code))
+    return `${cause.code}: ${cause.message}: the receiver's certificate is not signed by a CA posthaste trusts; put its CA (or the self-signed certificate) in a PEM file named by webhooks.tls_ca_file`;
+  if (cause.code === 'ENOTFOUND') return cause.message;
   return `${cause.code ?? 'error'}: ${cause.message}`;
 }
 

@@ -71,7 +71,7 @@ export class WebhookService {
         url = u.toString();
         if (!this.allowPrivate) {
           const problem = await resolvesPublicOnly(this.resolver, u.hostname);
-          if (problem) p.add('url', `must resolve only to public addresses: ${problem}`);
+          if (problem) p.add('url', problem);
         }
       } catch (e) {
         p.add('url', (e as Error).message);

@@ -2,7 +2,8 @@ import dgram from 'node:dgram';
 import * as dnsPacket from 'dns-packet';
 
 export interface ZoneRecords {
-  TXT?: string[];
+  /** One entry per record: a text (split into strings of 255 here), or the record's strings as a zone file gives them. */
+  TXT?: Array<string | string[]>;
   MX?: Array<{ preference: number; exchange: string }>;
   A?: string[];
   AAAA?: string[];
@@ -65,7 +66,7 @@ export class TestDnsServer {
     const answers: dnsPacket.Answer[] = [];
     if (records) {
       const ttl = 60;
-      if (q.type === 'TXT') for (const t of records.TXT ?? []) answers.push({ type: 'TXT', name: q.name, ttl, data: chunk(t) });
+      if (q.type === 'TXT') for (const t of records.TXT ?? []) answers.push({ type: 'TXT', name: q.name, ttl, data: Array.isArray(t) ? t : chunk(t) });
       if (q.type === 'MX') for (const m of records.MX ?? []) answers.push({ type: 'MX', name: q.name, ttl, data: m });
       if (q.type === 'A') for (const a of records.A ?? []) answers.push({ type: 'A', name: q.name, ttl, data: a });
       if (q.type === 'AAAA') for (const a of records.AAAA ?? []) answers.push({ type: 'AAAA', name: q.name, ttl, data: a });
@@ -98,4 +99,11 @@ function chunk(s: string): string[] {
   const out: string[] = [];
   for (let i = 0; i < s.length; i += 255) out.push(s.slice(i, i + 255));
   return out.length ? out : [''];
+}
+
+/** The strings of TXT data as a zone file writes it (`"a" "b"`, with \" and \\ escapes): what a server loaded from that file serves. */
+export function zoneStrings(value: string): string[] {
+  const strings = [...value.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!.replace(/\\(.)/g, '$1'));
+  if (strings.length === 0 || value.replace(/"((?:[^"\\]|\\.)*)"/g, '').trim() !== '') throw new Error(`not zone-file TXT data: ${value}`);
+  return strings;
 }

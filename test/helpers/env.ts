@@ -143,8 +143,8 @@ export function publishDomainTxt(db: Db, dns: TestDnsServer, name: string): Reco
     { hostname: 'mx.test.posthaste', returnPathDomain: 'bounces.test.posthaste' },
   ))
     if (r.type === 'TXT') {
-      dns.set(r.name, { TXT: [r.value] });
-      published[r.name] = r.value;
+      dns.set(r.name, { TXT: [r.text!] });
+      published[r.name] = r.text!;
     }
   return published;
 }

@@ -35,7 +35,7 @@ export function testSql(config: Config): TestSql {
       get: async (sql, ...p) => db.prepare(sql).get(...p) as never,
       value: async (sql, ...p) => db.prepare(sql).pluck().get(...p) as never,
       run: async (sql, ...p) => db.prepare(sql).run(...p).changes,
-      close: async () => db.close(),
+      close: async () => void db.close(),
     };
   }
   const pool = new pg.Pool({ connectionString: config.store.url, max: 2 });

@@ -101,6 +101,19 @@ t.test('401: missing, malformed, unknown and revoked keys', async (t) => {
   t.equal(r.status, 401, 'revocation takes effect on the very next request');
 });
 
+t.test('the key is taken with the Bearer scheme as with Token, in any case (docs/api.md)', async (t) => {
+  for (const scheme of ['Bearer', 'bearer', 'BEARER', 'Token', 'token']) {
+    const headers = { authorization: `${scheme} ${live}` };
+    t.equal((await post(valid, { key: null, headers })).status, 202, `${scheme}: send`);
+    t.equal((await request(`${s.url}/api/v1/suppressions`, { headers })).status, 200, `${scheme}: a checked endpoint`);
+  }
+  const basic = await post(valid, { key: null, headers: { authorization: `Basic ${Buffer.from(`x:${live}`).toString('base64')}` } });
+  t.equal(basic.status, 401);
+  isErrorShape(t, basic.body, 'unauthorized');
+  t.match(basic.body.error.message, /Bearer <API key>/, 'another scheme is told which ones are taken');
+  t.equal((await post(valid, { key: null, headers: { authorization: 'Bearer ph_live_' + 'A'.repeat(40) } })).status, 401, 'Bearer with an unknown key');
+});
+
 t.test('a key revoked after it was cached gets 401 before any other answer of the send path', async (t) => {
   const doomed = makeKey(s.db, 'production');
   t.equal((await post(valid, { key: doomed })).status, 202, 'a first send: the new key moved the epoch, the cache catches up');
@@ -148,6 +161,24 @@ t.test('400 invalid_json: not JSON, and JSON that is not an object', async (t) =
     t.equal(r.status, 400, raw);
     isErrorShape(t, r.body, 'invalid_json');
   }
+});
+
+t.test('400 invalid_json says where the body stops being JSON and what was expected there', async (t) => {
+  const raw = '{\n  "from": "a@example.com",\n  "to": "b@example.org"\n  "subject": "s"\n}';
+  const r = await post(null, { raw });
+  t.equal(r.status, 400);
+  isErrorShape(t, r.body, 'invalid_json');
+  const where = `line 4, column 3 (byte offset ${raw.indexOf('"subject"')}): expected ',' or '}' after a property value, found "\\""`;
+  t.equal(r.body.error.message, `The request body is not valid JSON: ${where}.`);
+  t.same(r.body.error.details, { body: [where] });
+  const cut = await post(null, { raw: '{"from":"é' });
+  t.match(
+    cut.body.error.message,
+    /line 1, column 11 \(byte offset 11\): expected a closing '"' for the string that starts at line 1, column 9, found the end of the body/,
+    'offsets count bytes, columns characters',
+  );
+  const batch = await request(`${s.url}/api/v1/emails/batch`, { key: live, raw: '[{"from": x}]' });
+  t.match(batch.body.error, { code: 'invalid_json', details: { body: [/line 1, column 11 \(byte offset 10\): expected a value/] } }, 'the batch endpoint too');
 });
 
 t.test('415 unsupported_media_type for anything but application/json', async (t) => {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { runCli, json } from '../helpers/cli.js';
 import { tempDir, writeTestConfig, versionsAfter } from '../helpers/env.js';
-import { TestDnsServer } from '../helpers/dns-server.js';
+import { TestDnsServer, zoneStrings } from '../helpers/dns-server.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -18,7 +18,7 @@ interface DomainJson {
   verified: boolean;
   receiving: boolean;
   dkim: { signing: string; next: string | null; previous: unknown };
-  dns_records: Array<{ type: string; name: string; value: string; purpose: string }>;
+  dns_records: Array<{ type: string; name: string; value: string; text?: string; purpose: string }>;
 }
 
 t.test('customers add|list|show', async (t) => {
@@ -85,10 +85,15 @@ t.test('domains add prints the DNS records in the documented form; verify checks
     d.dns_records.map((r) => r.purpose),
     ['verification', 'dkim', 'spf', 'return_path', 'dmarc'],
   );
-  for (const r of d.dns_records) t.same(Object.keys(r).sort(), ['name', 'purpose', 'type', 'value']);
+  for (const r of d.dns_records) t.same(Object.keys(r).sort(), r.type === 'TXT' ? ['name', 'purpose', 'text', 'type', 'value'] : ['name', 'purpose', 'type', 'value']);
   const dkim = d.dns_records.find((r) => r.purpose === 'dkim')!;
   t.equal(dkim.name, 'posthaste._domainkey.mail.example.com');
-  const pub = /p=([A-Za-z0-9+/=]+)$/.exec(dkim.value)![1]!;
+  // A zone file's form: quoted strings of at most 255 characters, which join to the text.
+  const strings = zoneStrings(dkim.value);
+  t.ok(strings.length === 2 && strings.every((x) => x.length <= 255), 'the DKIM record in two strings of at most 255');
+  t.equal(strings.join(''), dkim.text);
+  t.equal(d.dns_records.find((r) => r.purpose === 'verification')!.value, `"${d.dns_records.find((r) => r.purpose === 'verification')!.text}"`, 'a short one in one string');
+  const pub = /p=([A-Za-z0-9+/=]+)$/.exec(dkim.text!)![1]!;
   const { createPublicKey } = await import('node:crypto');
   const key = createPublicKey({ key: Buffer.from(pub, 'base64'), format: 'der', type: 'spki' });
   t.equal(key.asymmetricKeyDetails?.modulusLength, 2048, 'a 2048-bit RSA DKIM key');
@@ -106,8 +111,8 @@ t.test('domains add prints the DNS records in the documented form; verify checks
     'asked the loopback DNS server',
   );
 
-  // Publish the records on the loopback DNS server.
-  for (const r of d.dns_records) if (r.type === 'TXT') dns.set(r.name, { TXT: [...(dns.zone.get(r.name.toLowerCase())?.TXT ?? []), r.value] });
+  // Publish the records on the loopback DNS server, string by string as a zone file holding their values serves them.
+  for (const r of d.dns_records) if (r.type === 'TXT') dns.set(r.name, { TXT: [...(dns.zone.get(r.name.toLowerCase())?.TXT ?? []), zoneStrings(r.value)] });
   const ok = await cli('domains', 'verify', 'mail.example.com', '--json');
   t.equal(ok.code, 0, ok.stderr);
   t.match(json(ok), { name: 'mail.example.com', verified: true, forced: false });
@@ -124,6 +129,19 @@ t.test('domains add prints the DNS records in the documented form; verify checks
 
   const recv = json<DomainJson>(await cli('domains', 'add', 'in.example.com', '--receiving', '--json'));
   t.match(recv, { receiving: true, customer: 'default' });
+  t.same(
+    recv.dns_records.filter((r) => r.type === 'MX'),
+    [
+      { type: 'MX', name: 'bounces.test.posthaste', value: '10 mx.test.posthaste', purpose: 'return_path' },
+      { type: 'MX', name: 'in.example.com', value: '10 mx.test.posthaste', purpose: 'inbound' },
+    ],
+    "a receiving domain's own MX, at server.hostname",
+  );
+  t.match((await cli('domains', 'show', 'in.example.com')).stdout, /\[inbound\] in\.example\.com MX 10 mx\.test\.posthaste\n/);
+  t.notOk(
+    d.dns_records.some((r) => r.purpose === 'inbound'),
+    'none for a domain that only sends',
+  );
   const list = json<DomainJson[]>(await cli('domains', 'list', '--json'));
   t.same(
     list.map((x) => x.name),

@@ -59,6 +59,9 @@ dns.set('nullmx.test', { MX: [{ preference: 0, exchange: '.' }] });
 dns.set('arecord.test', { A: ['127.0.0.1'] }); // no MX: the implicit MX is the domain itself
 dns.set('servfail.test', {});
 dns.failures.set('servfail.test', 'SERVFAIL');
+// The MX answers; its host's address lookup does not.
+dns.set('hostfail.test', { MX: [{ preference: 10, exchange: 'mx.hostfail.test' }] });
+dns.failures.set('mx.hostfail.test', 'SERVFAIL');
 
 mx.script = (rcpt, attempt) => {
   const local = rcpt.split('@')[0]!;
@@ -317,6 +320,16 @@ t.test('DNS: NXDOMAIN and null MX bounce at once, SERVFAIL defers, no MX falls b
   const msf = await message(sf);
   t.equal(recipient(msf, 'c@servfail.test').state, 'deferred');
   t.equal(events(msf, 'email.deferred')[0].data.response.classification, 'dns_failure');
+  t.match(
+    events(msf, 'email.deferred')[0].data.response.message,
+    /the DNS server did not answer the MX query for servfail\.test \(SERVFAIL\): check that 127\.0\.0\.1:\d+ answers, or set dns\.servers/,
+    'a resolver failure is not told as a missing record: it names the servers asked and dns.servers',
+  );
+  const hf = await send('e@hostfail.test');
+  await deliver();
+  const hfm = await message(hf);
+  t.equal(recipient(hfm, 'e@hostfail.test').state, 'deferred');
+  t.match(events(hfm, 'email.deferred')[0].data.response, { classification: 'dns_failure', message: /did not answer the A\/AAAA query for mx\.hostfail\.test \(SERVFAIL\).*dns\.servers/ });
   t.equal(recipient(await message(ar), 'd@arecord.test').state, 'delivered');
 });
 

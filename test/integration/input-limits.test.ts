@@ -15,7 +15,7 @@ import { quiet } from '../helpers/wait.js';
 // runs it, with its log and metrics.
 const dir = tempDir();
 t.teardown(dir.remove);
-const configPath = writeTestConfig(dir.path, '[inbound]\nrate_per_minute = 0\n[metrics]\nenabled = true\n', undefined, 'max_message_bytes = 4000000\n');
+const configPath = writeTestConfig(dir.path, '[inbound]\nrate_per_minute = 0\n[metrics]\nenabled = true\nlisten = ""\n', undefined, 'max_message_bytes = 4000000\n');
 const config = loadConfig({ path: configPath, env: {} });
 const db = openTestDb(config);
 t.teardown(() => db.close());

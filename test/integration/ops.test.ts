@@ -11,7 +11,8 @@ import { waitFor } from '../helpers/wait.js';
 
 const dir = tempDir();
 t.teardown(dir.remove);
-const configPath = writeTestConfig(dir.path, '[metrics]\nenabled = true\n[log]\nlevel = "info"\n');
+// metrics.listen empty: /metrics on the API listener, as before it had its own (test/integration/metrics.test.ts).
+const configPath = writeTestConfig(dir.path, '[metrics]\nenabled = true\nlisten = ""\n[log]\nlevel = "info"\n');
 const config = loadConfig({ path: configPath, env: {} });
 const db = openTestDb(config);
 const key = makeKey(db, 'sandbox');

@@ -63,6 +63,9 @@ t.test('creating an endpoint refuses every private or local target, naming the u
     const r = await request(`${s.url}/api/v1/webhooks`, { key, body: { url } });
     t.equal(r.status, 422, url);
     t.ok(r.body.error?.details?.url, `${url}: details.url`);
+    // Every refusal the setting would lift names it; a scheme or credentials it does not lift do not.
+    if (url.startsWith('ftp:') || url.includes('user:pw')) t.notMatch(r.body.error.details.url[0], /allow_private_targets/, `${url}: not the setting's`);
+    else t.match(r.body.error.details.url[0], /; webhooks\.allow_private_targets = true allows (it|plain http) \(development and tests only\)$/, `${url}: names the setting`);
   }
   t.equal(canaryConnections, 0, 'nothing connected while checking');
 });
@@ -74,7 +77,7 @@ t.test('DNS rebinding: public when created, loopback when sent: refused at conne
   await s.daemon.dispatcher.drain();
   const log = (await request(`${s.url}/api/v1/webhooks/${created.body.id}/deliveries`, { key })).body.data;
   t.equal(log.length, 1);
-  t.match(log[0], { status: null, error: /refused: .*127\.0\.0\.1.*not a public address/ });
+  t.match(log[0], { status: null, error: /refused: .*127\.0\.0\.1.*not a public address; webhooks\.allow_private_targets = true allows it/ });
   t.equal(canaryConnections, 0, 'the canary saw no connection');
 });
 
@@ -86,7 +89,7 @@ t.test('endpoints already stored with private targets are refused when sending, 
   await s.daemon.dispatcher.drain();
   const errors = s.db.sqlite.prepare("SELECT error FROM webhook_attempts WHERE event_type = 'email.bounced'").pluck().all() as string[];
   t.ok(errors.length >= 9);
-  for (const e of errors) t.match(e, /not a public address|local name|must be https/);
+  for (const e of errors) t.match(e, /(not a public address|local name|must be https).*webhooks\.allow_private_targets = true allows (it|plain http)/);
   t.equal(canaryConnections, 0);
 });
 

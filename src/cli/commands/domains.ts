@@ -35,7 +35,7 @@ function humanRecords(v: ReturnType<typeof view>): string {
     ...humanDkim(v.dkim),
     '',
     'Publish these DNS records:',
-    ...v.dns_records.map((r) => `  [${r.purpose}] ${r.name} ${r.type} "${r.value}"`),
+    ...v.dns_records.map((r) => `  [${r.purpose}] ${r.name} ${r.type} ${r.value}`),
   ].join('\n');
 }
 
@@ -79,13 +79,17 @@ export function domainsCommand(program: Command): void {
           setVerified(db, d.id, d.verified_at ?? now);
           return output(c, { name: d.name, verified: true, forced: true, checks: [], dkim_switched_to: null }, `domain ${d.name} marked verified (forced)`);
         }
-        const { verified, checks, switchedTo } = await verifyDomain(db, createResolver(config.dns.servers), config, d, now);
+        const { verified, checks, switchedTo, dnsError } = await verifyDomain(db, createResolver(config.dns.servers), config, d, now);
         output(
           c,
-          { name: d.name, verified, forced: false, checks, dkim_switched_to: switchedTo },
+          { name: d.name, verified, forced: false, checks, dkim_switched_to: switchedTo, dns_error: dnsError },
           [
-            `domain ${d.name}: ${verified ? 'verified' : 'NOT verified'}`,
-            ...checks.map((k) => `  ${k.found ? 'ok     ' : 'missing'} [${k.purpose}] ${k.name}${k.found ? '' : ` (seen: ${k.seen.join(' | ') || 'nothing'})`}`),
+            dnsError
+              ? `domain ${d.name}: NOT checked, the DNS server did not answer; it stays ${d.verified_at !== null ? 'verified' : 'not verified'}`
+              : `domain ${d.name}: ${verified ? 'verified' : 'NOT verified'}`,
+            ...checks.map(
+              (k) => `  ${k.found ? 'ok       ' : k.lookup === 'no_answer' ? 'no answer' : 'missing  '} [${k.purpose}] ${k.name}${k.found ? '' : ` (seen: ${k.seen.join(' | ') || 'nothing'})`}`,
+            ),
             ...(switchedTo
               ? [
                   `DKIM: signing now with selector ${switchedTo}; keep the record of ${d.dkim_selector} until ${new Date(now + DKIM_GRACE_MS).toISOString()} (${DKIM_GRACE_MS / 86_400_000} days), then remove it`,
@@ -130,7 +134,7 @@ export function domainsCommand(program: Command): void {
           { name: d.name, selector: d.next_dkim_selector, record, signing: d.dkim_selector, grace_days: DKIM_GRACE_MS / 86_400_000 },
           [
             `New DKIM key for ${d.name} under selector ${d.next_dkim_selector}. Publish:`,
-            `  ${record.name} TXT "${record.value}"`,
+            `  ${record.name} TXT ${record.value}`,
             `Signing goes on with ${d.dkim_selector} until "posthaste domains verify ${d.name}" finds that record; then it switches.`,
             `After the switch, keep the record of ${d.dkim_selector} for ${DKIM_GRACE_MS / 86_400_000} days (messages signed with it are still being checked), then remove it.`,
           ].join('\n'),
