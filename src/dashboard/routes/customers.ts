@@ -1,5 +1,5 @@
 import { addCustomer, CUSTOMER_NAME, findCustomer, listCustomers } from '../../store/customers.js';
-import { customersBody } from '../views.js';
+import { customersBody } from '../views/customers.js';
 import type { Pages, Req } from '../pages.js';
 
 /** The dashboard's customers (admins) pages and actions. */

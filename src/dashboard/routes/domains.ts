@@ -5,7 +5,7 @@ import { normaliseDomain } from '../../domain/addresses.js';
 import { addDomain, findDomain, listDomains, setReceiving, type DomainRow } from '../../store/domains.js';
 import { setInboundLimits, inboundLimitsOf } from '../../store/inbound.js';
 import { domainRecords, verifyDomain } from '../../domains/service.js';
-import { domainBody, domainsBody } from '../views.js';
+import { domainBody, domainsBody } from '../views/domains.js';
 import type { Pages, Req } from '../pages.js';
 
 /** The dashboard's domains pages and actions. */

@@ -1,6 +1,6 @@
 import { getInbound, listInbound } from '../../store/inbound.js';
 import { inboundSummary, inboundView } from '../../inbound/view.js';
-import { inboundBody, inboundListBody, type InboundPage } from '../views.js';
+import { inboundBody, inboundListBody, type InboundPage } from '../views/inbound.js';
 import type { Pages, Req } from '../pages.js';
 
 /** The dashboard's inbound pages and actions. */

@@ -1,6 +1,6 @@
 import { html } from '../html.js';
 import { createKey, getKey, listKeys, revokeKey, type KeyKind } from '../../store/keys.js';
-import { keysBody, revokeKeyBody } from '../views.js';
+import { keysBody, revokeKeyBody } from '../views/keys.js';
 import type { Pages, Req } from '../pages.js';
 
 /** The dashboard's api keys pages and actions. */

@@ -1,14 +1,12 @@
 import { path } from '../html.js';
 import { Problems } from '../../domain/errors.js';
-import { parseAddrSpec } from '../../domain/addresses.js';
 import { parseMessageFilters } from '../../domain/message-search.js';
 import { cancelMessage, getMessage, searchMessages } from '../../store/messages.js';
-import { addSuppression, listSuppressions, removeSuppression, searchSuppressions } from '../../store/suppressions.js';
 import { deliveriesOfMessage } from '../../store/webhooks.js';
-import { messageBody, messagesBody, suppressionsBody } from '../views.js';
+import { messageBody, messagesBody } from '../views/messages.js';
 import type { Pages, Req } from '../pages.js';
 
-/** The dashboard's messages, suppressions pages and actions. */
+/** The dashboard's messages pages and actions. */
 export function messagesRoutes(p: Pages): void {
   const { app, db, clock, ctx, page, back, notFound, problemsText } = p;
   app.get('/messages', async (request: Req, reply) => {
@@ -42,30 +40,5 @@ export function messagesRoutes(p: Pages): void {
     if (r.kind === 'not_found') return notFound(reply);
     if (r.kind === 'too_late') return back(reply, path`/messages/${id}`, undefined, 'Too late to cancel: delivery has begun or ended.');
     return back(reply, path`/messages/${id}`, 'Canceled: nothing will be sent.');
-  });
-
-  app.get('/suppressions', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'suppressions');
-    if (!c) return;
-    const q = (request.query.q ?? '').trim();
-    const rows = q ? searchSuppressions(db, c.customer.id, q, 100) : listSuppressions(db, c.customer.id, { limit: 100 });
-    return page(reply, c, 'Suppressions', suppressionsBody(c, q, rows));
-  });
-
-  app.post('/suppressions', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'suppressions');
-    if (!c) return;
-    const parsed = parseAddrSpec((request.form!.address ?? '').trim());
-    if (!parsed.ok) return back(reply, '/suppressions', undefined, `Not an address: ${parsed.error}`);
-    addSuppression(db, { customerId: c.customer.id, address: parsed.value.address, reason: 'manual', now: clock.now() });
-    return back(reply, '/suppressions', `${parsed.value.address} is suppressed.`);
-  });
-
-  app.post('/suppressions/remove', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'suppressions');
-    if (!c) return;
-    const address = request.form!.address ?? '';
-    if (!removeSuppression(db, c.customer.id, address)) return back(reply, '/suppressions', undefined, 'That address was not suppressed.');
-    return back(reply, '/suppressions', `${address} removed from the suppression list.`);
   });
 }

@@ -3,7 +3,8 @@ import { verifyPassword, DUMMY_HASH } from '../../lib/password.js';
 import { createSession, endSession, findUser, showCustomer } from '../../store/users.js';
 import { findCustomer, listCustomers } from '../../store/customers.js';
 import { overview } from '../../store/overview.js';
-import { loginPage, overviewBody } from '../views.js';
+import { loginPage } from '../views/login.js';
+import { overviewBody } from '../views/overview.js';
 import type { Pages, Req } from '../pages.js';
 
 /** The dashboard's sessions, overview pages and actions. */

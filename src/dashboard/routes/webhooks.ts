@@ -5,7 +5,7 @@ import type { PageContext } from '../layout.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
 import { Problems } from '../../domain/errors.js';
 import { deleteEndpoint, disableEndpoint, enableEndpoint, eventById, getEndpoint, listAttempts, listEndpoints, type Endpoint } from '../../store/webhooks.js';
-import { endpointBody, webhooksBody } from '../views.js';
+import { endpointBody, webhooksBody } from '../views/webhooks.js';
 import type { Pages, Req } from '../pages.js';
 
 /** The dashboard's webhooks pages and actions. */

@@ -1,0 +1,26 @@
+import { html, path, type Html } from '../html.js';
+import type { PageContext } from '../layout.js';
+import type { ApiKeyInfo, listKeys } from '../../store/keys.js';
+import { csrf, iso } from './common.js';
+
+export function keysBody(c: PageContext, keys: ReturnType<typeof listKeys>): Html {
+  return html`<div class="card"><form method="post" action="/keys" class="row">${csrf(c)}
+      <label>Name <input name="name" maxlength="100" placeholder="e.g. web app"></label>
+      <label>Kind <select name="kind"><option value="production">production (ph_live_)</option><option value="sandbox">sandbox (ph_test_)</option></select></label>
+      <button>Create key</button></form></div>
+    <div class="card"><table><thead><tr><th>Name</th><th>Kind</th><th>Handle</th><th class="opt">Created</th><th class="opt">Last send</th><th>State</th></tr></thead><tbody>
+    ${
+      keys.length
+        ? keys.map(
+            (k) => html`<tr><td>${k.name || '—'}</td><td>${k.kind}</td><td><code>${k.id}</code></td><td class="opt">${iso(k.created_at)}</td><td class="opt">${iso(k.last_used_at)}</td>
+      <td>${k.revoked_at ? html`<span class="badge failed">revoked ${iso(k.revoked_at)}</span>` : html`<a href="${path`/keys/${k.id}/revoke`}">Revoke…</a>`}</td></tr>`,
+          )
+        : html`<tr><td colspan="6" class="muted">No keys yet.</td></tr>`
+    }
+    </tbody></table></div>`;
+}
+
+export function revokeKeyBody(c: PageContext, k: ApiKeyInfo): Html {
+  return html`<div class="card"><p>Revoke <code>${k.id}</code> (${k.name || 'unnamed'}, ${k.kind})? Requests with it are refused from the next one on. This cannot be undone.</p>
+        <form method="post" action="${path`/keys/${k.id}/revoke`}">${csrf(c)}<button class="danger">Revoke key</button> <a href="/keys">Cancel</a></form></div>`;
+}
