@@ -167,6 +167,13 @@ async function run(): Promise<void> {
       'the remote reply',
     );
     t.ok(await page.getByText('email.delivered', { exact: true }).isVisible());
+    t.ok(
+      await page
+        .getByText(/^to · 1 attempt$/)
+        .first()
+        .isVisible(),
+      "a recipient's attempts, counted in words",
+    );
     t.ok(await page.getByText(/mx\.good\.test · TLS, certificate not checked/).isVisible(), 'how the delivery was protected: STARTTLS to a self-signed certificate');
     await shot(page, 'message');
   });
@@ -242,9 +249,11 @@ async function run(): Promise<void> {
     t.match(row, /busy\.example\s+\d{4}-\d\d-\d\d[ T][\d:.]+Z\s+2\s[\s\S]*421 4\.7\.28 slow down <script>/, 'paused until, connections, and the reply as text');
     // 375 px wide: nothing overflows sideways.
     await page.setViewportSize({ width: 375, height: 800 });
-    for (const p of ['/', '/messages', '/keys', '/domains/shop.test', '/webhooks', '/suppressions', '/inbound']) {
+    for (const p of ['/', '/messages', `/messages/${encodeURIComponent(bouncedId)}`, '/keys', '/domains/shop.test', '/webhooks', '/suppressions', '/inbound']) {
       await page.goto(base + p);
       t.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 376, `${p} fits 375 px`);
+      // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
+      t.notMatch(await page.locator('main').innerText(), /\(s\)/, `${p}: counts agree with their nouns, no "(s)"`);
     }
     await page.setViewportSize({ width: 1280, height: 900 });
     clearThrottle(s.db, 'busy.example');
@@ -309,7 +318,10 @@ async function run(): Promise<void> {
       const r = await fetch(`${base}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'email=admin%40ops.test&password=wrong', redirect: 'manual' });
       last = r.status;
       if (i < 5) t.equal(r.status, 401);
-      else t.ok(Number(r.headers.get('retry-after')) > 0, 'Retry-After');
+      else {
+        t.ok(Number(r.headers.get('retry-after')) > 0, 'Retry-After');
+        t.match(await r.text(), 'try again in 15 minutes.', 'the wait, in words');
+      }
     }
     t.equal(last, 429);
   });

@@ -6,6 +6,7 @@ import { overview } from '../../store/overview.js';
 import { loginPage } from '../views/login.js';
 import { overviewBody } from '../views/overview.js';
 import type { Pages, Req } from '../pages.js';
+import { plural } from '../format.js';
 
 /** The dashboard's sessions, overview pages and actions. */
 export function sessionRoutes(p: Pages): void {
@@ -23,7 +24,7 @@ export function sessionRoutes(p: Pages): void {
     const wait = dash.throttle.wait(email, address, now);
     if (wait > 0) {
       const seconds = Math.ceil(wait / 1000);
-      return sendPage(reply.code(429).header('retry-after', String(seconds)), loginPage(f.next, `Too many failed attempts; try again in ${Math.ceil(seconds / 60)} minute(s).`));
+      return sendPage(reply.code(429).header('retry-after', String(seconds)), loginPage(f.next, `Too many failed attempts; try again in ${plural(Math.ceil(seconds / 60), 'minute')}.`));
     }
     const user = findUser(db, email);
     // A password is checked even for an unknown account, so the answer takes as long either way.

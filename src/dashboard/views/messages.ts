@@ -4,6 +4,7 @@ import type { getMessage, searchMessages } from '../../store/messages.js';
 import type { deliveriesOfMessage } from '../../store/webhooks.js';
 import { SEARCH_STATES } from '../../domain/message-search.js';
 import { csrf } from './common.js';
+import { plural } from '../format.js';
 
 export function messagesBody(q: Record<string, string | undefined>, rows: ReturnType<typeof searchMessages>, next: URLSearchParams | null): Html {
   const opt = (v: string) => html`<option ${q.state === v ? new Html('selected') : ''}>${v}</option>`;
@@ -40,7 +41,7 @@ export function messageBody(c: PageContext, m: NonNullable<ReturnType<typeof get
     ${m.recipients.map((r) => {
       const events = m.events.filter((e) => e.data.recipient === r.address);
       return html`<h2>${r.address} <span class="${`badge ${r.state}`}">${r.state}</span></h2>
-        <div class="card"><p class="muted">${r.field} · ${r.attempts} attempt(s)${r.next_attempt_at ? ` · next attempt ${r.next_attempt_at}` : ''}</p>
+        <div class="card"><p class="muted">${r.field} · ${plural(r.attempts, 'attempt')}${r.next_attempt_at ? ` · next attempt ${r.next_attempt_at}` : ''}</p>
         ${r.last_response ? html`<p>Last reply: <code class="wrap">${JSON.stringify(r.last_response)}</code></p>` : ''}
         <ol>${events.map((e) => {
           const d = e.data as Record<string, unknown> & {
@@ -54,7 +55,7 @@ export function messageBody(c: PageContext, m: NonNullable<ReturnType<typeof get
           const hooksOf = hooks.filter((h) => h.event_id === e.id);
           return html`<li><b>${e.type}</b> at ${e.timestamp}${d.attempt ? ` · attempt ${d.attempt}` : ''}${d.mx ? ` · ${d.mx}` : ''}${tls}
             ${d.response ? html`<br><code class="wrap">${[d.response.code, d.response.enhanced_code, d.response.message].filter((x) => x !== undefined && x !== '').join(' ')}</code>` : ''}
-            ${hooksOf.map((h) => html`<br><small>webhook → <a href="${path`/webhooks/${h.endpoint_id}`}">${h.endpoint_id}</a>: <span class="${`badge ${h.state}`}">${h.state}</span> after ${h.attempts} attempt(s)</small>`)}</li>`;
+            ${hooksOf.map((h) => html`<br><small>webhook → <a href="${path`/webhooks/${h.endpoint_id}`}">${h.endpoint_id}</a>: <span class="${`badge ${h.state}`}">${h.state}</span> after ${plural(h.attempts, 'attempt')}</small>`)}</li>`;
         })}</ol></div>`;
     })}`;
 }
