@@ -9,6 +9,8 @@ export interface PageContext {
   /** Those the user may switch to (an admin: all; a customer's user: their own). */
   customers: Customer[];
   section: string;
+  /** The server's clock when the page is made: what times on it are shown relative to. */
+  now: number;
   flash?: string | undefined;
   error?: string | undefined;
 }

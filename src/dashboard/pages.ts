@@ -40,7 +40,7 @@ export function pages(dash: Dashboard, deps: DashboardDeps): Pages {
       return undefined;
     }
     const customer = customerById(db, s.customerId)!;
-    return { session: s, customer, section, customers: s.user.role === 'admin' ? listCustomers(db) : [customer], flash: request.query.flash, error: request.query.error };
+    return { session: s, customer, section, now: clock.now(), customers: s.user.role === 'admin' ? listCustomers(db) : [customer], flash: request.query.flash, error: request.query.error };
   };
   const page = (reply: FastifyReply, c: PageContext, title: string, body: Html) => sendPage(reply, layout(c, title, body));
   const back = (reply: FastifyReply, to: string, flash?: string, error?: string) => {

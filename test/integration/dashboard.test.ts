@@ -167,6 +167,13 @@ async function run(): Promise<void> {
       'the remote reply',
     );
     t.ok(await page.getByText('email.delivered', { exact: true }).isVisible());
+    // Times read relative to the server's clock, each exact in its <time> element.
+    const accepted = page.locator('dt:text-is("Accepted") + dd time');
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
+    t.match(await accepted.innerText(), /^(just now|\d+ s ago)$/, 'accepted: how long ago');
+    t.match(await accepted.getAttribute('title'), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/, 'the exact time in its title');
+    t.ok(Math.abs(Date.parse((await accepted.getAttribute('datetime'))!) - Date.now()) < 60_000, 'and in its datetime');
+    t.ok(await page.locator('li', { hasText: 'email.bounced' }).locator('time').first().isVisible(), 'each event with its time');
     t.ok(
       await page
         .getByText(/^to · 1 attempt$/)
@@ -188,6 +195,8 @@ async function run(): Promise<void> {
     t.equal(r.body.status, 'scheduled');
     await page.goto(`${base}/messages/${encodeURIComponent(r.body.message_id)}`);
     t.ok(await page.getByText('Scheduled for', { exact: true }).isVisible());
+    t.equal(await page.locator('dt:text-is("Scheduled for") + dd').textContent(), 'in 1 h', 'the time it waits for, ahead');
+    t.equal(await page.locator('dt:text-is("Scheduled for") + dd time').getAttribute('datetime'), at, 'exactly, in the datetime');
     t.ok(await page.getByRole('link', { name: 'reminder' }).isVisible(), 'its tag, a link to the search');
     await page.getByRole('button', { name: 'Cancel this message' }).click();
     t.ok(await page.getByText('Canceled: nothing will be sent.').isVisible());
@@ -246,7 +255,7 @@ async function run(): Promise<void> {
     t.ok(await page.getByRole('heading', { name: 'Destinations slowed down' }).isVisible());
     // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
     const row = await page.locator('tr', { hasText: 'busy.example' }).innerText();
-    t.match(row, /busy\.example\s+\d{4}-\d\d-\d\d[ T][\d:.]+Z\s+2\s[\s\S]*421 4\.7\.28 slow down <script>/, 'paused until, connections, and the reply as text');
+    t.match(row, /busy\.example\s+in 10 min\s+2\s[\s\S]*421 4\.7\.28 slow down <script>/, 'paused until, connections, and the reply as text');
     // 375 px wide: nothing overflows sideways.
     await page.setViewportSize({ width: 375, height: 800 });
     for (const p of ['/', '/messages', `/messages/${encodeURIComponent(bouncedId)}`, '/keys', '/domains/shop.test', '/webhooks', '/suppressions', '/inbound']) {

@@ -12,7 +12,7 @@ export function inboundRoutes(p: Pages): void {
     const before = request.query.before && /^\d{1,15}$/.test(request.query.before) ? Number(request.query.before) : undefined;
     const rows = listInbound(db, { customerId: c.customer.id, limit: 51, ...(before !== undefined ? { before } : {}) });
     const shown = rows.slice(0, 50).map(inboundSummary);
-    return page(reply, c, 'Inbound', inboundListBody(shown, rows.length > 50 ? rows[49]!.created_at : undefined));
+    return page(reply, c, 'Inbound', inboundListBody(c.now, shown, rows.length > 50 ? rows[49]!.created_at : undefined));
   });
 
   app.get('/inbound/:id', async (request: Req, reply) => {
@@ -21,7 +21,7 @@ export function inboundRoutes(p: Pages): void {
     const row = getInbound(db, request.params.id!, c.customer.id);
     if (!row) return notFound(reply);
     const v = (await inboundView(row)) as InboundPage;
-    return page(reply, c, 'Received message', inboundBody(row.id, v));
+    return page(reply, c, 'Received message', inboundBody(c.now, row.id, v));
   });
 
   app.get('/inbound/:id/raw', async (request: Req, reply) => {

@@ -21,7 +21,7 @@ export function messagesRoutes(p: Pages): void {
       rows.length > 50
         ? new URLSearchParams({ ...Object.fromEntries(Object.entries(q).filter(([k, v]) => k !== 'before' && v !== undefined && v !== '')), before: String(shown[shown.length - 1]!.email_id) })
         : null;
-    return page(reply, filters instanceof Problems ? { ...c, error: problemsText(filters) } : c, 'Messages', messagesBody(q, shown, next));
+    return page(reply, filters instanceof Problems ? { ...c, error: problemsText(filters) } : c, 'Messages', messagesBody(c, q, shown, next));
   });
 
   app.get('/messages/:id', async (request: Req, reply) => {

@@ -62,7 +62,6 @@ export function sessionRoutes(p: Pages): void {
   app.get('/', async (request: Req, reply) => {
     const c = ctx(request, reply, 'overview');
     if (!c) return;
-    const now = clock.now();
-    return page(reply, c, 'Overview', overviewBody(overview(db, c.customer.id, now), now));
+    return page(reply, c, 'Overview', overviewBody(overview(db, c.customer.id, c.now), c.now));
   });
 }

@@ -1,10 +1,20 @@
-import { html } from '../html.js';
+import { html, type Html } from '../html.js';
 import type { PageContext } from '../layout.js';
+import { exactTime, relativeTime } from '../format.js';
 
 // What every page body uses: the form's CSRF field, and times.
 
-/** A time as the pages show it: "2026-11-23 10:00:00Z", or a dash. */
-export const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? '—' : new Date(ms).toISOString().replace('T', ' ').slice(0, 19) + 'Z');
+/**
+ * A time as the pages show it: how long ago or ahead, by the server's clock when the page was
+ * made ("3 min ago", "in 2 h"), in a <time> element whose datetime and title hold it exactly;
+ * a dash when there is none. Accepts milliseconds or an ISO 8601 string.
+ */
+export function when(t: number | string | null | undefined, now: number): Html | string {
+  if (t === null || t === undefined) return '—';
+  const ms = typeof t === 'number' ? t : Date.parse(t);
+  if (!Number.isFinite(ms)) return '—';
+  return html`<time datetime="${new Date(ms).toISOString()}" title="${exactTime(ms)}">${relativeTime(ms, now)}</time>`;
+}
 
 /** The session's CSRF token, the hidden field of every form that posts. */
 export const csrf = (c: PageContext) => html`<input type="hidden" name="_csrf" value="${c.session.csrf}">`;

@@ -2,7 +2,7 @@ import { html, path, Html } from '../html.js';
 import type { PageContext } from '../layout.js';
 import type { DomainRow } from '../../store/domains.js';
 import type { domainRecords, verifyDomain } from '../../domains/service.js';
-import { csrf, iso } from './common.js';
+import { csrf, when } from './common.js';
 
 export function domainsBody(c: PageContext, rows: DomainRow[]): Html {
   return html`<div class="card"><form method="post" action="/domains" class="row">${csrf(c)}
@@ -10,7 +10,7 @@ export function domainsBody(c: PageContext, rows: DomainRow[]): Html {
           <label><span><input type="checkbox" name="receiving" value="1"> also receive mail</span></label>
           <button>Add domain</button></form></div>
         <div class="card"><table><thead><tr><th>Domain</th><th>Verified</th><th>Receiving</th><th class="opt">Added</th></tr></thead><tbody>
-        ${rows.length ? rows.map((d) => html`<tr><td><a href="${path`/domains/${d.name}`}">${d.name}</a></td><td>${d.verified_at ? html`<span class="badge ok">verified</span>` : html`<span class="badge pending">not verified</span>`}</td><td>${d.receiving ? 'on' : 'off'}</td><td class="opt">${iso(d.created_at)}</td></tr>`) : html`<tr><td colspan="4" class="muted">No domains yet.</td></tr>`}
+        ${rows.length ? rows.map((d) => html`<tr><td><a href="${path`/domains/${d.name}`}">${d.name}</a></td><td>${d.verified_at ? html`<span class="badge ok">verified</span>` : html`<span class="badge pending">not verified</span>`}</td><td>${d.receiving ? 'on' : 'off'}</td><td class="opt">${when(d.created_at, c.now)}</td></tr>`) : html`<tr><td colspan="4" class="muted">No domains yet.</td></tr>`}
         </tbody></table></div>`;
 }
 
@@ -23,7 +23,7 @@ export function domainBody(
 ): Html {
   const check = (name: string, purpose: string) => result?.checks.find((k) => k.name === name && k.purpose === purpose);
   return html`${result ? html`<div class="${result.verified ? 'flash' : 'flash error'}" role="status">${result.verified ? 'Verified: every required record is published.' : 'Not verified yet: see the records marked missing.'}</div>` : ''}
-    <div class="card"><p>${d.verified_at ? html`<span class="badge ok">verified</span> since ${iso(d.verified_at)}` : html`<span class="badge pending">not verified</span> sending from it is refused until it is`}</p>
+    <div class="card"><p>${d.verified_at ? html`<span class="badge ok">verified</span> since ${when(d.verified_at, c.now)}` : html`<span class="badge pending">not verified</span> sending from it is refused until it is`}</p>
       <form method="post" action="${path`/domains/${d.name}/verify`}" class="inline">${csrf(c)}<button>Verify now</button></form></div>
     <h2>DNS records to publish</h2>
     <div class="card"><table><thead><tr><th>Purpose</th><th>Type</th><th>Name</th><th>Value</th>${result ? html`<th>Found</th>` : ''}</tr></thead><tbody>

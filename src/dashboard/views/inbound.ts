@@ -1,5 +1,6 @@
 import { html, path, type Html } from '../html.js';
 import type { inboundSummary } from '../../inbound/view.js';
+import { when } from './common.js';
 
 /** A received message as its page needs it (the API's view of it). */
 export type InboundPage = Record<string, unknown> & {
@@ -9,16 +10,16 @@ export type InboundPage = Record<string, unknown> & {
   attachments?: Array<{ filename: string | null; content_type: string; size: number }>;
 };
 
-export function inboundListBody(shown: Array<ReturnType<typeof inboundSummary>>, older: number | undefined): Html {
+export function inboundListBody(now: number, shown: Array<ReturnType<typeof inboundSummary>>, older: number | undefined): Html {
   return html`<div class="card"><table><thead><tr><th>Received</th><th>From</th><th>Subject</th><th class="opt">To</th><th class="opt">Size</th></tr></thead><tbody>
-        ${shown.length ? shown.map((m) => html`<tr><td>${m.received_at.replace('T', ' ').slice(0, 19)}</td><td class="wrap">${m.from}</td><td><a href="${path`/inbound/${m.id}`}">${m.subject || '(no subject)'}</a></td><td class="opt wrap">${m.to.join(', ')}</td><td class="opt">${m.size}</td></tr>`) : html`<tr><td colspan="5" class="muted">Nothing received yet.</td></tr>`}
+        ${shown.length ? shown.map((m) => html`<tr><td>${when(m.received_at, now)}</td><td class="wrap">${m.from}</td><td><a href="${path`/inbound/${m.id}`}">${m.subject || '(no subject)'}</a></td><td class="opt wrap">${m.to.join(', ')}</td><td class="opt">${m.size}</td></tr>`) : html`<tr><td colspan="5" class="muted">Nothing received yet.</td></tr>`}
         </tbody></table>${older !== undefined ? html`<p><a href="${`/inbound?before=${older}`}">Older</a></p>` : ''}</div>`;
 }
 
-export function inboundBody(id: string, v: InboundPage): Html {
+export function inboundBody(now: number, id: string, v: InboundPage): Html {
   return html`<div class="card"><dl>
           <dt>From</dt><dd class="wrap">${String(v.from ?? '')}</dd><dt>To</dt><dd class="wrap">${((v.to as string[] | undefined) ?? []).join(', ')}</dd>
-          <dt>Subject</dt><dd>${String(v.subject ?? '')}</dd><dt>Received</dt><dd>${String(v.received_at)}</dd>
+          <dt>Subject</dt><dd>${String(v.subject ?? '')}</dd><dt>Received</dt><dd>${typeof v.received_at === 'string' ? when(v.received_at, now) : '—'}</dd>
           <dt>Authentication</dt><dd>${Object.entries((v.authentication as Record<string, string>) ?? {}).map(([k, r]) => html`<span class="badge">${k}=${r}</span> `)}</dd></dl>
           <p><a href="${path`/inbound/${id}/raw`}" download="${`${id}.eml`}">Download the raw message</a></p></div>
         ${v.html ? html`<h2>HTML</h2><iframe class="mail" title="The message's HTML, without scripts or remote content" sandbox="" referrerpolicy="no-referrer" src="${path`/inbound/${id}/html`}"></iframe>` : ''}

@@ -1,7 +1,7 @@
 import { html, path, type Html } from '../html.js';
 import type { PageContext } from '../layout.js';
 import type { ApiKeyInfo, listKeys } from '../../store/keys.js';
-import { csrf, iso } from './common.js';
+import { csrf, when } from './common.js';
 
 export function keysBody(c: PageContext, keys: ReturnType<typeof listKeys>): Html {
   return html`<div class="card"><form method="post" action="/keys" class="row">${csrf(c)}
@@ -12,8 +12,8 @@ export function keysBody(c: PageContext, keys: ReturnType<typeof listKeys>): Htm
     ${
       keys.length
         ? keys.map(
-            (k) => html`<tr><td>${k.name || '—'}</td><td>${k.kind}</td><td><code>${k.id}</code></td><td class="opt">${iso(k.created_at)}</td><td class="opt">${iso(k.last_used_at)}</td>
-      <td>${k.revoked_at ? html`<span class="badge failed">revoked ${iso(k.revoked_at)}</span>` : html`<a href="${path`/keys/${k.id}/revoke`}">Revoke…</a>`}</td></tr>`,
+            (k) => html`<tr><td>${k.name || '—'}</td><td>${k.kind}</td><td><code>${k.id}</code></td><td class="opt">${when(k.created_at, c.now)}</td><td class="opt">${when(k.last_used_at, c.now)}</td>
+      <td>${k.revoked_at ? html`<span class="badge failed">revoked ${when(k.revoked_at, c.now)}</span>` : html`<a href="${path`/keys/${k.id}/revoke`}">Revoke…</a>`}</td></tr>`,
           )
         : html`<tr><td colspan="6" class="muted">No keys yet.</td></tr>`
     }

@@ -1,7 +1,7 @@
 import { html, path, type Html } from '../html.js';
 import type { PageContext } from '../layout.js';
 import type { SuppressionRow } from '../../store/suppressions.js';
-import { csrf, iso } from './common.js';
+import { csrf, when } from './common.js';
 
 export function suppressionsBody(c: PageContext, q: string, rows: SuppressionRow[]): Html {
   return html`<div class="card"><form method="get" action="/suppressions" class="row" role="search"><label>Address or its beginning <input name="q" value="${q}" type="search"></label><button>Search</button></form></div>
@@ -12,7 +12,7 @@ export function suppressionsBody(c: PageContext, q: string, rows: SuppressionRow
             ? rows.map(
                 (
                   s,
-                ) => html`<tr><td class="wrap">${s.address}</td><td><span class="badge">${s.reason}</span></td><td class="opt wrap">${s.message_id ? html`<a href="${path`/messages/${s.message_id}`}">${s.message_id}</a>` : '—'}</td><td class="opt">${iso(s.created_at)}</td>
+                ) => html`<tr><td class="wrap">${s.address}</td><td><span class="badge">${s.reason}</span></td><td class="opt wrap">${s.message_id ? html`<a href="${path`/messages/${s.message_id}`}">${s.message_id}</a>` : '—'}</td><td class="opt">${when(s.created_at, c.now)}</td>
           <td><form method="post" action="/suppressions/remove" class="inline">${csrf(c)}<input type="hidden" name="address" value="${s.address}"><button class="secondary" aria-label="${`Remove ${s.address}`}">Remove</button></form></td></tr>`,
               )
             : html`<tr><td colspan="5" class="muted">No suppressed addresses${q ? ' match' : ''}.</td></tr>`

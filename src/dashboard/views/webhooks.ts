@@ -4,7 +4,7 @@ import type { DashboardDeps } from '../server.js';
 import { EVENT_TYPES } from '../../domain/events.js';
 import type { listAttempts, Endpoint } from '../../store/webhooks.js';
 import { endpointView } from '../../webhooks/service.js';
-import { csrf, iso } from './common.js';
+import { csrf, when } from './common.js';
 
 export function webhooksBody(c: PageContext, endpoints: Endpoint[]): Html {
   return html`<div class="card"><form method="post" action="/webhooks">${csrf(c)}
@@ -17,7 +17,7 @@ export function webhooksBody(c: PageContext, endpoints: Endpoint[]): Html {
       endpoints.length
         ? endpoints.map(
             (e) => html`<tr><td class="wrap"><a href="${path`/webhooks/${e.id}`}">${e.url}</a><br><small class="muted">${e.description}</small></td><td>${e.events ? e.events.join(', ') : 'all'}</td>
-      <td>${e.enabled ? html`<span class="badge ok">enabled</span>` : html`<span class="badge failed">disabled</span> ${e.disabledReason ?? ''}`}</td><td class="opt">${iso(e.createdAt)}</td></tr>`,
+      <td>${e.enabled ? html`<span class="badge ok">enabled</span>` : html`<span class="badge failed">disabled</span> ${e.disabledReason ?? ''}`}</td><td class="opt">${when(e.createdAt, c.now)}</td></tr>`,
           )
         : html`<tr><td colspan="4" class="muted">No endpoints yet.</td></tr>`
     }
@@ -38,7 +38,7 @@ export function endpointBody(c: PageContext, e: Endpoint, attempts: ReturnType<t
     ${
       attempts.length
         ? attempts.map(
-            (a) => html`<tr><td>${a.at.replace('T', ' ').slice(0, 19)}</td><td>${a.event_type}<br><small class="muted wrap">${a.event_id}</small></td>
+            (a) => html`<tr><td>${when(a.at, c.now)}</td><td>${a.event_type}<br><small class="muted wrap">${a.event_id}</small></td>
       <td><span class="${`badge ${a.status !== null && a.status >= 200 && a.status < 300 ? 'ok' : 'failed'}`}">${a.status ?? a.error ?? '—'}</span></td><td class="opt">${a.duration_ms} ms</td>
       <td class="wrap"><pre>${a.response ?? ''}</pre></td>
       <td>${a.delivery_state !== null ? html`<form method="post" action="${path`/webhooks/${e.id}/replay/${a.event_id}`}" class="inline">${csrf(c)}<button class="secondary">Replay</button></form>` : ''}</td></tr>`,

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { plural } from '../../../src/dashboard/format.js';
+import { exactTime, plural, relativeTime } from '../../../src/dashboard/format.js';
 
 t.test('plural: the noun agrees with the count', async (t) => {
   t.equal(plural(1, 'attempt'), '1 attempt');
@@ -7,4 +7,38 @@ t.test('plural: the noun agrees with the count', async (t) => {
   t.equal(plural(0, 'attempt'), '0 attempts');
   t.equal(plural(1, 'delivery', 'deliveries'), '1 delivery');
   t.equal(plural(3, 'delivery', 'deliveries'), '3 deliveries');
+});
+
+t.test('relativeTime: how long ago or ahead, in the unit that reads best', async (t) => {
+  const now = Date.parse('2026-11-23T10:00:00Z');
+  const S = 1000;
+  const MIN = 60 * S;
+  const H = 60 * MIN;
+  const DAY = 24 * H;
+  const cases: Array<[number, string]> = [
+    [0, 'just now'],
+    [-4 * S, 'just now'],
+    [3 * S, 'in a moment'],
+    [-40 * S, '40 s ago'],
+    [-59 * S, '59 s ago'],
+    [-60 * S, '1 min ago'],
+    [-3 * MIN - 20 * S, '3 min ago'],
+    [-59 * MIN - 40 * S, '1 h ago'],
+    [2 * H - 5 * S, 'in 2 h'],
+    [10 * MIN, 'in 10 min'],
+    [-47 * H, '47 h ago'],
+    [-48 * H, '2 days ago'],
+    [-2.4 * DAY, '2 days ago'],
+    [-2.6 * DAY, '3 days ago'],
+    [-30 * DAY, '30 days ago'],
+    [-364 * DAY, '364 days ago'],
+    [-365 * DAY, '1 year ago'],
+    [-800 * DAY, '2 years ago'],
+    [30 * DAY, 'in 30 days'],
+  ];
+  for (const [d, text] of cases) t.equal(relativeTime(now + d, now), text, `${d} ms`);
+});
+
+t.test('exactTime: the UTC time to the second', async (t) => {
+  t.equal(exactTime(Date.parse('2026-11-23T10:00:05.678Z')), '2026-11-23 10:00:05Z');
 });
