@@ -95,6 +95,20 @@ async function run(): Promise<void> {
     t.ok(await page.getByRole('heading', { name: 'Overview' }).isVisible());
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.getByLabel('Name').fill('web app');
+    // No kind is preselected: the form does not go without a choice, and the server makes none.
+    const keys = () => s.db.sqlite.prepare('SELECT COUNT(*) FROM api_keys').pluck().get() as number;
+    const before = keys();
+    t.equal(await page.locator('input[name=kind]:checked').count(), 0, 'no kind chosen in advance');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    t.equal(await page.locator('input[name=kind]:invalid').count(), 2, 'the browser asks for a kind');
+    await page.evaluate(() => {
+      for (const el of Array.from(document.querySelectorAll('input[name=kind]'))) el.removeAttribute('required');
+    });
+    await page.getByRole('button', { name: 'Create key' }).click();
+    t.ok(await page.getByText('Choose the kind of key: sandbox (nothing is sent) or production (sends real mail).').isVisible(), 'without a kind the server refuses');
+    t.equal(keys(), before, 'and creates no key');
+    await page.getByLabel('Name').fill('web app');
+    await page.getByLabel(/Production/).check();
     await page.getByRole('button', { name: 'Create key' }).click();
     apiKey = (await page.locator('#new-key').textContent())!;
     t.match(apiKey, /^ph_live_[0-9A-Za-z]{40}$/, 'the key is shown once');

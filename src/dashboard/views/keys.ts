@@ -3,10 +3,13 @@ import type { PageContext } from '../layout.js';
 import type { ApiKeyInfo, listKeys } from '../../store/keys.js';
 import { csrf, when } from './common.js';
 
+/** The keys page: a form that makes the kind of key an explicit choice (none is preselected), and the keys. */
 export function keysBody(c: PageContext, keys: ReturnType<typeof listKeys>): Html {
   return html`<div class="card"><form method="post" action="/keys" class="row">${csrf(c)}
       <label>Name <input name="name" maxlength="100" placeholder="e.g. web app"></label>
-      <label>Kind <select name="kind"><option value="production">production (ph_live_)</option><option value="sandbox">sandbox (ph_test_)</option></select></label>
+      <fieldset class="choice"><legend>Kind (choose one)</legend>
+        <label><span><input type="radio" name="kind" value="sandbox" required> <b>Sandbox</b> (ph_test_): nothing is sent; outcomes are simulated</span></label>
+        <label><span><input type="radio" name="kind" value="production" required> <b>Production</b> (ph_live_): sends real mail</span></label></fieldset>
       <button>Create key</button></form></div>
     <div class="card"><table><thead><tr><th>Name</th><th>Kind</th><th>Handle</th><th class="opt">Created</th><th class="opt">Last send</th><th>State</th></tr></thead><tbody>
     ${
