@@ -28,3 +28,36 @@ export function relativeTime(t: number, now: number): string {
 export function exactTime(t: number): string {
   return new Date(t).toISOString().replace('T', ' ').slice(0, 19) + 'Z';
 }
+
+/** A reply as a person reads it: its codes, what it was taken to mean, and its words. */
+export interface ReplyParts {
+  /** "550 5.1.1"; empty when it has no code. */
+  status: string;
+  /** A failure's classification in words ("unknown recipient", "unclassified"); empty for an acceptance (2xx) and when there is none. */
+  meaning: string;
+  text: string;
+}
+
+/**
+ * A stored reply (recipients.last_response, an event's response: {code, enhanced_code, message,
+ * classification}) in parts; `{suppressed: reason}`, what a recipient refused at sending keeps,
+ * says so. Anything else: undefined.
+ */
+export function replyParts(v: unknown): ReplyParts | undefined {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
+  const r = v as Record<string, unknown>;
+  const str = (x: unknown) => (typeof x === 'string' || typeof x === 'number' ? String(x) : '');
+  if (typeof r.suppressed === 'string') return { status: '', meaning: 'suppressed', text: `Not sent: the address is on the suppression list (${words(r.suppressed)}).` };
+  const status = [str(r.code), str(r.enhanced_code)].filter((x) => x !== '' && x !== '0').join(' ');
+  const text = str(r.message);
+  if (!status && !text) return undefined;
+  // What a reply was taken to mean matters for a failure; an acceptance means what it says.
+  const failure = !(typeof r.code === 'number' && r.code >= 200 && r.code < 300);
+  const meaning = failure ? (r.classification === 'other' ? 'unclassified' : words(str(r.classification))) : '';
+  return { status, meaning, text };
+}
+
+/** An identifier as words: "unknown_recipient" → "unknown recipient". */
+function words(id: string): string {
+  return id.replaceAll('_', ' ');
+}

@@ -188,6 +188,14 @@ async function run(): Promise<void> {
     t.match(await accepted.getAttribute('title'), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/, 'the exact time in its title');
     t.ok(Math.abs(Date.parse((await accepted.getAttribute('datetime'))!) - Date.now()) < 60_000, 'and in its datetime');
     t.ok(await page.locator('li', { hasText: 'email.bounced' }).locator('time').first().isVisible(), 'each event with its time');
+    // The last reply reads as a reply: its codes, what it was taken to mean, its words; not JSON.
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
+    const last = await page.locator('p', { hasText: 'Last reply:' }).nth(1).innerText();
+    t.match(last, /^Last reply: 550 5\.1\.1 unknown recipient .*Recipient address rejected: User unknown in virtual mailbox table$/, 'the last reply, as it reads');
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
+    t.equal(await page.locator('p', { hasText: 'Last reply:' }).first().innerText(), 'Last reply: 250 Ok: queued as TEST', 'a delivery: its words, no classification');
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
+    t.notMatch(await page.locator('main').innerText(), /"enhanced_code"|"classification"|\{"code"/, 'no reply shown as JSON');
     t.ok(
       await page
         .getByText(/^to · 1 attempt$/)
@@ -269,7 +277,7 @@ async function run(): Promise<void> {
     t.ok(await page.getByRole('heading', { name: 'Destinations slowed down' }).isVisible());
     // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
     const row = await page.locator('tr', { hasText: 'busy.example' }).innerText();
-    t.match(row, /busy\.example\s+in 10 min\s+2\s[\s\S]*421 4\.7\.28 slow down <script>/, 'paused until, connections, and the reply as text');
+    t.match(row, /busy\.example\s+in 10 min\s+2\s[\s\S]*421 4\.7\.28 rate limited slow down <script>/, 'paused until, connections, and the reply as text');
     // 375 px wide: nothing overflows sideways.
     await page.setViewportSize({ width: 375, height: 800 });
     for (const p of ['/', '/messages', `/messages/${encodeURIComponent(bouncedId)}`, '/keys', '/domains/shop.test', '/webhooks', '/suppressions', '/inbound']) {

@@ -3,7 +3,8 @@ import { Problems } from '../../domain/errors.js';
 import { parseMessageFilters } from '../../domain/message-search.js';
 import { cancelMessage, getMessage, searchMessages } from '../../store/messages.js';
 import { deliveriesOfMessage } from '../../store/webhooks.js';
-import { messageBody, messagesBody } from '../views/messages.js';
+import { messagesBody } from '../views/messages.js';
+import { messageBody } from '../views/message.js';
 import type { Pages, Req } from '../pages.js';
 
 /** The dashboard's messages pages and actions. */

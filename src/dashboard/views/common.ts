@@ -1,8 +1,8 @@
 import { html, type Html } from '../html.js';
 import type { PageContext } from '../layout.js';
-import { exactTime, relativeTime } from '../format.js';
+import { exactTime, relativeTime, replyParts } from '../format.js';
 
-// What every page body uses: the form's CSRF field, and times.
+// What page bodies share: the form's CSRF field, times, replies.
 
 /**
  * A time as the pages show it: how long ago or ahead, by the server's clock when the page was
@@ -18,3 +18,10 @@ export function when(t: number | string | null | undefined, now: number): Html |
 
 /** The session's CSRF token, the hidden field of every form that posts. */
 export const csrf = (c: PageContext) => html`<input type="hidden" name="_csrf" value="${c.session.csrf}">`;
+
+/** A reply as it reads: its codes, what it was taken to mean, its words (format.ts replyParts); nothing for what is not a reply. */
+export function replyBlock(v: unknown): Html | string {
+  const p = replyParts(v);
+  if (!p) return '';
+  return html`<span class="reply">${p.status ? html`<code>${p.status}</code> ` : ''}${p.meaning ? html`<span class="badge">${p.meaning}</span> ` : ''}<span class="reply-text">${p.text}</span></span>`;
+}
