@@ -61,3 +61,15 @@ export function replyParts(v: unknown): ReplyParts | undefined {
 function words(id: string): string {
   return id.replaceAll('_', ' ');
 }
+
+/**
+ * A URL short enough for a row: without "https://" (an http:// one keeps its scheme, worth
+ * seeing), and past `max` characters cut in the middle, so the host and the end of the path
+ * stay ("hooks.example.com/posthaste/…/events"). The full URL goes in a title beside it.
+ */
+export function shortUrl(url: string, max = 60): string {
+  const s = url.startsWith('https://') ? url.slice('https://'.length) : url;
+  if (s.length <= max) return s;
+  const head = Math.ceil((max - 1) * 0.6);
+  return `${s.slice(0, head)}…${s.slice(s.length - (max - 1 - head))}`;
+}

@@ -149,7 +149,7 @@ async function run(): Promise<void> {
     const secret = (await page.locator('#new-secret').textContent())!;
     t.match(secret, /^whsec_/);
     rx.secrets.set('/hook', secret);
-    await page.getByRole('link', { name: rx.url('/hook') }).click();
+    await page.getByRole('link', { name: rx.url('/hook').replace('https://', ''), exact: true }).click();
     await page.getByRole('button', { name: 'Send test event' }).click();
     t.ok(await page.getByText(/email\.delivered msg_\S+: HTTP 200/).isVisible(), "the receiver's answer is shown");
     t.equal(rx.on('/hook').at(-1)?.verified, true, 'the receiver verified the signature');
@@ -164,6 +164,17 @@ async function run(): Promise<void> {
     t.equal(rx.on('/hook').length, before + 1, 'replayed');
     t.equal(rx.on('/hook').at(-1)?.verified, true);
     await shot(page, 'webhook');
+    // The message's page names the endpoint its events went to by URL, not by id.
+    await page.goto(`${base}/messages/${encodeURIComponent(r.body.message_id)}`);
+    const hook = page.locator('li', { hasText: 'email.delivered' }).getByRole('link', { name: rx.url('/hook').replace('https://', ''), exact: true });
+    t.equal(await hook.getAttribute('title'), rx.url('/hook'), 'webhook deliveries are labelled by URL, whole in the title');
+    t.notMatch(await page.locator('main').textContent(), /wh_/, 'not by endpoint id');
+    // A long URL is cut in the middle in the list, whole in the title, escaped.
+    const long = `https://hooks.example.com/${'deep/'.repeat(20)}end?q=<b>x</b>`;
+    createEndpoint(s.db, { customerId: customerId(s.db), url: long, events: null, description: '', secret: 'whsec_y', now: Date.now() });
+    await page.goto(`${base}/webhooks`);
+    const link = page.locator(`a[title="${long}"]`);
+    t.match(await link.textContent(), /^hooks\.example\.com\/deep\/[^…]*…[^…]*\/end\?q=<b>x<\/b>$/, 'cut in the middle: host and end kept');
   });
 
   await t.test('finds the bounced message and reads its timeline', async (t) => {

@@ -2,7 +2,7 @@ import { path } from '../html.js';
 import { Problems } from '../../domain/errors.js';
 import { parseMessageFilters } from '../../domain/message-search.js';
 import { cancelMessage, getMessage, searchMessages } from '../../store/messages.js';
-import { deliveriesOfMessage } from '../../store/webhooks.js';
+import { deliveriesOfMessage, listEndpoints } from '../../store/webhooks.js';
 import { messagesBody } from '../views/messages.js';
 import { messageBody } from '../views/message.js';
 import type { Pages, Req } from '../pages.js';
@@ -30,7 +30,8 @@ export function messagesRoutes(p: Pages): void {
     if (!c) return;
     const m = getMessage(db, c.customer.id, request.params.id!);
     if (!m) return notFound(reply);
-    return page(reply, c, 'Message', messageBody(c, m, deliveriesOfMessage(db, m.email_id)));
+    const endpoints = new Map(listEndpoints(db, c.customer.id).map((e) => [e.id, e.url]));
+    return page(reply, c, 'Message', messageBody(c, m, deliveriesOfMessage(db, m.email_id), endpoints));
   });
 
   app.post('/messages/:id/cancel', async (request: Req, reply) => {

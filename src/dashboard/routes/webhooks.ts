@@ -7,6 +7,7 @@ import { Problems } from '../../domain/errors.js';
 import { deleteEndpoint, disableEndpoint, enableEndpoint, eventById, getEndpoint, listAttempts, listEndpoints, type Endpoint } from '../../store/webhooks.js';
 import { endpointBody, webhooksBody } from '../views/webhooks.js';
 import type { Pages, Req } from '../pages.js';
+import { shortUrl } from '../format.js';
 
 /** The dashboard's webhooks pages and actions. */
 export function webhooksRoutes(p: Pages): void {
@@ -29,7 +30,7 @@ export function webhooksRoutes(p: Pages): void {
     const input = await deps.webhooks.validate({ url: (f.url ?? '').trim(), ...(events.length ? { events } : {}), description: (f.description ?? '').trim() });
     if (input instanceof Problems) return page(reply.code(422), { ...c, error: problemsText(input) }, 'Webhooks', webhooksBody(c, listEndpoints(db, c.customer.id)));
     const e = deps.webhooks.create(c.customer.id, input);
-    reveal.put(c.session.id, { id: 'new-secret', label: `Endpoint ${e.id} created. Its signing secret is shown only this once:`, secret: e.secret }, clock.now());
+    reveal.put(c.session.id, { id: 'new-secret', label: `Endpoint ${shortUrl(e.url)} created. Its signing secret is shown only this once:`, secret: e.secret }, clock.now());
     return back(reply, '/webhooks');
   });
 

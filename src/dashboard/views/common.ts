@@ -1,8 +1,8 @@
-import { html, type Html } from '../html.js';
+import { html, path, type Html } from '../html.js';
 import type { PageContext } from '../layout.js';
-import { exactTime, relativeTime, replyParts } from '../format.js';
+import { exactTime, relativeTime, replyParts, shortUrl } from '../format.js';
 
-// What page bodies share: the form's CSRF field, times, replies.
+// What page bodies share: the form's CSRF field, times, replies, webhook endpoints.
 
 /**
  * A time as the pages show it: how long ago or ahead, by the server's clock when the page was
@@ -24,4 +24,9 @@ export function replyBlock(v: unknown): Html | string {
   const p = replyParts(v);
   if (!p) return '';
   return html`<span class="reply">${p.status ? html`<code>${p.status}</code> ` : ''}${p.meaning ? html`<span class="badge">${p.meaning}</span> ` : ''}<span class="reply-text">${p.text}</span></span>`;
+}
+
+/** A webhook endpoint as rows name it: its URL, shortened, whole in the title; one deleted since says so. */
+export function endpointLink(id: string, url: string | undefined): Html {
+  return url === undefined ? html`<span class="muted">a deleted endpoint</span>` : html`<a href="${path`/webhooks/${id}`}" title="${url}">${shortUrl(url)}</a>`;
 }

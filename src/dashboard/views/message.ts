@@ -2,11 +2,11 @@ import { html, path, type Html } from '../html.js';
 import type { PageContext } from '../layout.js';
 import type { getMessage } from '../../store/messages.js';
 import type { deliveriesOfMessage } from '../../store/webhooks.js';
-import { csrf, replyBlock, when } from './common.js';
+import { csrf, endpointLink, replyBlock, when } from './common.js';
 import { plural } from '../format.js';
 
-/** A message's page: what it is, and each recipient's timeline with the webhook deliveries of its events. */
-export function messageBody(c: PageContext, m: NonNullable<ReturnType<typeof getMessage>>, hooks: ReturnType<typeof deliveriesOfMessage>): Html {
+/** A message's page: what it is, and each recipient's timeline with the webhook deliveries of its events (`endpoints`: the customer's, id to URL). */
+export function messageBody(c: PageContext, m: NonNullable<ReturnType<typeof getMessage>>, hooks: ReturnType<typeof deliveriesOfMessage>, endpoints: Map<string, string>): Html {
   // Nothing sent yet (a scheduled message, or one still waiting its turn): it can be canceled.
   const cancelable = m.recipients.every((r) => r.state === 'queued' && r.attempts === 0);
   return html`${cancelable ? html`<form method="post" action="${path`/messages/${m.message_id}/cancel`}" class="card">${csrf(c)}<button class="secondary">Cancel this message</button> <span class="muted">Nothing of it has been sent${m.scheduled_at ? html` (scheduled ${when(m.scheduled_at, c.now)})` : ''}.</span></form>` : ''}
@@ -31,7 +31,7 @@ export function messageBody(c: PageContext, m: NonNullable<ReturnType<typeof get
           const hooksOf = hooks.filter((h) => h.event_id === e.id);
           return html`<li><b>${e.type}</b> ${when(e.timestamp, c.now)}${d.attempt ? ` · attempt ${d.attempt}` : ''}${d.mx ? ` · ${d.mx}` : ''}${tls}
             ${d.response ? html`<br>${replyBlock(d.response)}` : ''}
-            ${hooksOf.map((h) => html`<br><small>webhook → <a href="${path`/webhooks/${h.endpoint_id}`}">${h.endpoint_id}</a>: <span class="${`badge ${h.state}`}">${h.state}</span> after ${plural(h.attempts, 'attempt')}</small>`)}</li>`;
+            ${hooksOf.map((h) => html`<br><small>webhook → ${endpointLink(h.endpoint_id, endpoints.get(h.endpoint_id))}: <span class="${`badge ${h.state}`}">${h.state}</span> after ${plural(h.attempts, 'attempt')}</small>`)}</li>`;
         })}</ol></div>`;
     })}`;
 }

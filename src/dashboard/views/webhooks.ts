@@ -4,7 +4,7 @@ import type { DashboardDeps } from '../server.js';
 import { EVENT_TYPES } from '../../domain/events.js';
 import type { listAttempts, Endpoint } from '../../store/webhooks.js';
 import { endpointView } from '../../webhooks/service.js';
-import { csrf, when } from './common.js';
+import { csrf, endpointLink, when } from './common.js';
 
 export function webhooksBody(c: PageContext, endpoints: Endpoint[]): Html {
   return html`<div class="card"><form method="post" action="/webhooks">${csrf(c)}
@@ -16,7 +16,7 @@ export function webhooksBody(c: PageContext, endpoints: Endpoint[]): Html {
     ${
       endpoints.length
         ? endpoints.map(
-            (e) => html`<tr><td class="wrap"><a href="${path`/webhooks/${e.id}`}">${e.url}</a><br><small class="muted">${e.description}</small></td><td>${e.events ? e.events.join(', ') : 'all'}</td>
+            (e) => html`<tr><td class="wrap">${endpointLink(e.id, e.url)}<br><small class="muted">${e.description}</small></td><td>${e.events ? e.events.join(', ') : 'all'}</td>
       <td>${e.enabled ? html`<span class="badge ok">enabled</span>` : html`<span class="badge failed">disabled</span> ${e.disabledReason ?? ''}`}</td><td class="opt">${when(e.createdAt, c.now)}</td></tr>`,
           )
         : html`<tr><td colspan="4" class="muted">No endpoints yet.</td></tr>`

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { exactTime, plural, relativeTime, replyParts } from '../../../src/dashboard/format.js';
+import { exactTime, plural, relativeTime, replyParts, shortUrl } from '../../../src/dashboard/format.js';
 
 t.test('plural: the noun agrees with the count', async (t) => {
   t.equal(plural(1, 'attempt'), '1 attempt');
@@ -63,4 +63,14 @@ t.test('replyParts: a stored reply as a person reads it, never as JSON', async (
   );
   t.same(replyParts({ suppressed: 'hard_bounce' }), { status: '', meaning: 'suppressed', text: 'Not sent: the address is on the suppression list (hard bounce).' });
   for (const v of [null, undefined, 'text', 42, [], {}, { other: 1 }]) t.equal(replyParts(v), undefined, JSON.stringify(v) ?? 'undefined');
+});
+
+t.test('shortUrl: host and the end of the path kept, the middle cut', async (t) => {
+  t.equal(shortUrl('https://hooks.example.com/posthaste'), 'hooks.example.com/posthaste', 'https:// is implied');
+  t.equal(shortUrl('http://127.0.0.1:8080/hook'), 'http://127.0.0.1:8080/hook', 'http:// is worth seeing');
+  const long = `https://hooks.example.com/${'a'.repeat(100)}/events?x=1`;
+  const short = shortUrl(long);
+  t.equal(short.length, 60);
+  t.match(short, /^hooks\.example\.com\/a+…a+\/events\?x=1$/);
+  t.equal(shortUrl(long, 20).length, 20);
 });
