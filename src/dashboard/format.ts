@@ -5,7 +5,12 @@
 
 /** "1 attempt", "2 attempts", "0 attempts"; `many` when the plural is not the noun and an s. */
 export function plural(n: number, one: string, many = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`;
+  return `${n} ${noun(n, one, many)}`;
+}
+
+/** The noun alone, in the number `n` asks for (where the count is shown apart from it). */
+export function noun(n: number, one: string, many = `${one}s`): string {
+  return n === 1 ? one : many;
 }
 
 /**

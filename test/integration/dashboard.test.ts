@@ -268,7 +268,10 @@ async function run(): Promise<void> {
     t.ok(await page.locator('svg.chart').isVisible());
     // Four recipients accepted (the scheduled one, canceled, among them): two delivered, one bounced.
     // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
-    t.match(await page.locator('.stats').first().innerText(), /4\s*accepted[\s\S]*2\s*delivered[\s\S]*1\s*bounced/);
+    t.match(await page.locator('.stats').first().innerText(), /^4\s*recipients accepted\s*2\s*recipients delivered\s*0\s*deferred attempts\s*1\s*recipient bounced\s*0\s*complaints$/);
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
+    const queueNow = await page.locator('.stats').nth(2).innerText();
+    t.match(queueNow, /^0\s*recipients queued\s*0\s*recipients waiting to retry\s*—\s*accepted, the oldest waiting to retry\s*\d+\s*webhook deliver(y|ies) waiting$/, 'the queue now, per recipient');
     await shot(page, 'overview');
     t.equal(await page.getByRole('heading', { name: 'Destinations slowed down' }).count(), 0, 'no throttled destinations: no such section');
     // A receiver that refused with a 421 (its reply is someone else's words) is listed while the server slows down for it.

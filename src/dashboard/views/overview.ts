@@ -2,16 +2,35 @@ import { html, type Html } from '../html.js';
 import type { Overview } from '../../store/overview.js';
 import { chart } from '../chart.js';
 import { replyBlock, when } from './common.js';
+import { noun } from '../format.js';
 
+/** What the overview's counters count, as their labels say it (singular, plural). */
+const COUNTED: Record<keyof Overview['last24h'], [string, string]> = {
+  accepted: ['recipient accepted', 'recipients accepted'],
+  delivered: ['recipient delivered', 'recipients delivered'],
+  // Every deferral: a recipient deferred twice counts twice.
+  deferred: ['deferred attempt', 'deferred attempts'],
+  // A bounce after delivery (a DSN) counts here as well as in delivered.
+  bounced: ['recipient bounced', 'recipients bounced'],
+  complained: ['complaint', 'complaints'],
+};
+
+/** The overview: activity over 24 hours and 7 days, counted per recipient, and the queue now. */
 export function overviewBody(o: Overview, now: number): Html {
   const stat = (label: string, v: number | string | Html) => html`<div class="stat"><b>${v}</b><span>${label}</span></div>`;
-  return html`<h2>Last 24 hours</h2>
-        <div class="stats">${(['accepted', 'delivered', 'deferred', 'bounced', 'complained'] as const).map((k) => stat(k, o.last24h[k]))}</div>
+  const count = (n: number, [one, many]: [string, string]) => stat(noun(n, one, many), n);
+  const activity = (counts: Overview['last24h']) => (Object.keys(COUNTED) as Array<keyof typeof COUNTED>).map((k) => count(counts[k], COUNTED[k]));
+  return html`<p class="muted">Counted per recipient: a message to three addresses is three recipients.</p>
+        <h2>Last 24 hours</h2>
+        <div class="stats">${activity(o.last24h)}</div>
         <h2>Last 7 days</h2>
-        <div class="stats">${(['accepted', 'delivered', 'deferred', 'bounced', 'complained'] as const).map((k) => stat(k, o.last7d[k]))}</div>
+        <div class="stats">${activity(o.last7d)}</div>
         <div class="card">${chart(o.hourly)}</div>
         <h2>Now</h2>
-        <div class="stats">${stat('queued', o.queue.queued)}${stat('deferred', o.queue.deferred)}${stat('oldest deferred', when(o.oldestDeferredAt, now))}${stat('webhook deliveries waiting', o.webhookBacklog)}</div>
+        <div class="stats">${count(o.queue.queued, ['recipient queued', 'recipients queued'])}${count(o.queue.deferred, ['recipient waiting to retry', 'recipients waiting to retry'])}${stat(
+          'accepted, the oldest waiting to retry',
+          when(o.oldestDeferredAt, now),
+        )}${count(o.webhookBacklog, ['webhook delivery waiting', 'webhook deliveries waiting'])}</div>
         ${o.throttled.length ? throttledBody(o.throttled, now) : ''}`;
 }
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { exactTime, plural, relativeTime, replyParts, shortUrl } from '../../../src/dashboard/format.js';
+import { exactTime, noun, plural, relativeTime, replyParts, shortUrl } from '../../../src/dashboard/format.js';
 
 t.test('plural: the noun agrees with the count', async (t) => {
   t.equal(plural(1, 'attempt'), '1 attempt');
@@ -7,6 +7,8 @@ t.test('plural: the noun agrees with the count', async (t) => {
   t.equal(plural(0, 'attempt'), '0 attempts');
   t.equal(plural(1, 'delivery', 'deliveries'), '1 delivery');
   t.equal(plural(3, 'delivery', 'deliveries'), '3 deliveries');
+  t.equal(noun(1, 'complaint'), 'complaint', 'the noun alone');
+  t.equal(noun(4, 'recipient accepted', 'recipients accepted'), 'recipients accepted');
 });
 
 t.test('relativeTime: how long ago or ahead, in the unit that reads best', async (t) => {
