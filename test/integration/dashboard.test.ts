@@ -120,6 +120,17 @@ async function run(): Promise<void> {
 
   await t.test('adds a domain, sees its records, verifies it against DNS', async (t) => {
     await page.getByRole('link', { name: 'Domains' }).click();
+    // A refusal that depends on the input is said by the page the POST answers, not through the URL.
+    await page.getByLabel('Domain', { exact: true }).fill('not a domain!');
+    await page.getByRole('button', { name: 'Add domain' }).click();
+    t.ok(
+      await page
+        .getByRole('alert')
+        .filter({ hasText: /^That is not a domain name: / })
+        .isVisible(),
+      'why the name was refused',
+    );
+    t.equal(new URL(page.url()).search, '', 'and nothing of it in the URL');
     await page.getByLabel('Domain', { exact: true }).fill('shop.test');
     await page.getByRole('button', { name: 'Add domain' }).click();
     await page.waitForURL(/\/domains\/shop\.test/);
@@ -243,8 +254,26 @@ async function run(): Promise<void> {
     t.ok(await page.getByRole('cell', { name: 'nobody@good.test', exact: true }).isVisible(), 'the hard bounce suppressed it');
     await shot(page, 'suppressions');
     await page.getByRole('button', { name: 'Remove nobody@good.test' }).click();
-    t.ok(await page.getByText('nobody@good.test removed from the suppression list.').isVisible());
+    t.ok(await page.getByText('The address is no longer suppressed.').isVisible());
     t.equal(await page.getByRole('cell', { name: 'nobody@good.test', exact: true }).count(), 0);
+  });
+
+  await t.test("a link cannot put words in the dashboard's banners: codes only, each a fixed sentence", async (t) => {
+    const lure = 'Your account is suspended: call +1 555 0100';
+    const q = encodeURIComponent(lure);
+    await page.goto(`${base}/?error=${q}&notice=${q}&flash=${q}`);
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
+    t.notMatch(await page.locator('main').innerText(), /suspended/, 'nothing of the URL is said');
+    t.equal(await page.getByRole('alert').textContent(), 'Something went wrong with the last request.', 'an unknown error code: a generic sentence');
+    t.equal(await page.getByRole('status').textContent(), 'Done.', 'an unknown notice code: a generic sentence');
+    await page.goto(`${base}/messages?error=too-late`);
+    t.equal(await page.getByRole('alert').textContent(), 'Too late to cancel: delivery has begun or ended.', 'a known code: its sentence');
+    const other = await browser.newContext();
+    const login = await other.newPage();
+    await login.goto(`${base}/login?error=${q}`);
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
+    t.notMatch(await login.locator('body').innerText(), /suspended/, 'nor on the login page');
+    await other.close();
   });
 
   await t.test('reads an inbound message: its HTML in a sandboxed frame, nothing runs', async (t) => {

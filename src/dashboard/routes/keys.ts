@@ -43,6 +43,6 @@ export function keysRoutes(p: Pages): void {
     if (!k) return notFound(reply);
     revokeKey(db, k.id, clock.now());
     deps.log.info({ key: k.id, user: c.session.user.email }, 'API key revoked in the dashboard');
-    return back(reply, '/keys', `Key ${k.id} revoked.`);
+    return back(reply, '/keys', { notice: 'key-revoked' });
   });
 }

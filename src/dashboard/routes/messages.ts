@@ -40,7 +40,7 @@ export function messagesRoutes(p: Pages): void {
     const id = request.params.id!;
     const r = cancelMessage(db, c.customer.id, id, clock.now());
     if (r.kind === 'not_found') return notFound(reply);
-    if (r.kind === 'too_late') return back(reply, path`/messages/${id}`, undefined, 'Too late to cancel: delivery has begun or ended.');
-    return back(reply, path`/messages/${id}`, 'Canceled: nothing will be sent.');
+    if (r.kind === 'too_late') return back(reply, path`/messages/${id}`, { error: 'too-late' });
+    return back(reply, path`/messages/${id}`, { notice: 'message-canceled' });
   });
 }

@@ -11,9 +11,10 @@ import { plural } from '../format.js';
 /** The dashboard's sessions, overview pages and actions. */
 export function sessionRoutes(p: Pages): void {
   const { app, db, clock, deps, dash, ctx, page, back, notFound } = p;
-  app.get<{ Querystring: { next?: string; error?: string } }>('/login', async (request, reply) => {
+  app.get<{ Querystring: { next?: string } }>('/login', async (request, reply) => {
     if (request.session) return reply.redirect('/', 303);
-    return sendPage(reply, loginPage(request.query.next, request.query.error));
+    // No banner from the URL: the login page says only what a login attempt answered.
+    return sendPage(reply, loginPage(request.query.next, undefined));
   });
 
   app.post('/login', async (request, reply) => {
@@ -56,7 +57,7 @@ export function sessionRoutes(p: Pages): void {
     const target = c.session.user.role === 'admin' ? findCustomer(db, request.form!.customer ?? '') : undefined;
     if (!target) return notFound(reply);
     showCustomer(db, c.session.id, target.id);
-    return back(reply, '/', `Showing customer ${target.name}`);
+    return back(reply, '/', { notice: 'customer-shown' });
   });
 
   app.get('/', async (request: Req, reply) => {

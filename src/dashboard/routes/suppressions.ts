@@ -18,16 +18,16 @@ export function suppressionsRoutes(p: Pages): void {
     const c = ctx(request, reply, 'suppressions');
     if (!c) return;
     const parsed = parseAddrSpec((request.form!.address ?? '').trim());
-    if (!parsed.ok) return back(reply, '/suppressions', undefined, `Not an address: ${parsed.error}`);
+    if (!parsed.ok) return page(reply.code(422), { ...c, error: `Not an address: ${parsed.error}` }, 'Suppressions', suppressionsBody(c, '', listSuppressions(db, c.customer.id, { limit: 100 })));
     addSuppression(db, { customerId: c.customer.id, address: parsed.value.address, reason: 'manual', now: clock.now() });
-    return back(reply, '/suppressions', `${parsed.value.address} is suppressed.`);
+    return back(reply, '/suppressions', { notice: 'suppression-added' });
   });
 
   app.post('/suppressions/remove', async (request: Req, reply) => {
     const c = ctx(request, reply, 'suppressions');
     if (!c) return;
     const address = request.form!.address ?? '';
-    if (!removeSuppression(db, c.customer.id, address)) return back(reply, '/suppressions', undefined, 'That address was not suppressed.');
-    return back(reply, '/suppressions', `${address} removed from the suppression list.`);
+    if (!removeSuppression(db, c.customer.id, address)) return back(reply, '/suppressions', { error: 'not-suppressed' });
+    return back(reply, '/suppressions', { notice: 'suppression-removed' });
   });
 }

@@ -68,12 +68,13 @@ export function webhooksRoutes(p: Pages): void {
     const e = endpointOf(c, request.params.id);
     if (!e) return notFound(reply);
     const action = request.form!.action;
+    if (action === 'delete') {
+      deleteEndpoint(db, e.id);
+      return back(reply, '/webhooks', { notice: 'endpoint-deleted' });
+    }
     if (action === 'enable') enableEndpoint(db, e.id);
     else if (action === 'disable') disableEndpoint(db, e.id, `disabled by ${c.session.user.email}`);
-    else if (action === 'delete') {
-      deleteEndpoint(db, e.id);
-      return back(reply, '/webhooks', `Endpoint ${e.id} deleted.`);
-    }
-    return back(reply, path`/webhooks/${e.id}`, action === 'enable' ? 'Endpoint enabled.' : 'Endpoint disabled.');
+    else return back(reply, path`/webhooks/${e.id}`);
+    return back(reply, path`/webhooks/${e.id}`, { notice: action === 'enable' ? 'endpoint-enabled' : 'endpoint-disabled' });
   });
 }
