@@ -78,3 +78,10 @@ export function shortUrl(url: string, max = 60): string {
   const head = Math.ceil((max - 1) * 0.6);
   return `${s.slice(0, head)}…${s.slice(s.length - (max - 1 - head))}`;
 }
+
+/** A size as people read it: "1 byte", "512 bytes", "1.5 KiB", "25 MiB" (one decimal under 10). */
+export function byteSize(n: number): string {
+  if (n < 1024) return plural(n, 'byte');
+  const [v, unit] = n < 1024 ** 2 ? [n / 1024, 'KiB'] : n < 1024 ** 3 ? [n / 1024 ** 2, 'MiB'] : [n / 1024 ** 3, 'GiB'];
+  return `${v < 10 ? (Math.round(v * 10) / 10).toString() : Math.round(v).toString()} ${unit}`;
+}

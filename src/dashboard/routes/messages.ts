@@ -1,7 +1,8 @@
 import { path } from '../html.js';
 import { Problems } from '../../domain/errors.js';
 import { parseMessageFilters } from '../../domain/message-search.js';
-import { cancelMessage, getMessage, searchMessages } from '../../store/messages.js';
+import { cancelMessage, getMessage, messageContent, searchMessages } from '../../store/messages.js';
+import { readContent } from '../content.js';
 import { deliveriesOfMessage, listEndpoints } from '../../store/webhooks.js';
 import { messagesBody } from '../views/messages.js';
 import { messageBody } from '../views/message.js';
@@ -9,7 +10,7 @@ import type { Pages, Req } from '../pages.js';
 
 /** The dashboard's messages pages and actions. */
 export function messagesRoutes(p: Pages): void {
-  const { app, db, clock, ctx, page, back, notFound, problemsText } = p;
+  const { app, db, clock, config, ctx, page, back, notFound, problemsText } = p;
   app.get('/messages', async (request: Req, reply) => {
     const c = ctx(request, reply, 'messages');
     if (!c) return;
@@ -31,7 +32,8 @@ export function messagesRoutes(p: Pages): void {
     const m = getMessage(db, c.customer.id, request.params.id!);
     if (!m) return notFound(reply);
     const endpoints = new Map(listEndpoints(db, c.customer.id).map((e) => [e.id, e.url]));
-    return page(reply, c, 'Message', messageBody(c, m, deliveriesOfMessage(db, m.email_id), endpoints));
+    const content = readContent(messageContent(db, c.customer.id, m.message_id)!);
+    return page(reply, c, 'Message', messageBody(c, m, deliveriesOfMessage(db, m.email_id), endpoints, content, config.retention.days));
   });
 
   app.post('/messages/:id/cancel', async (request: Req, reply) => {

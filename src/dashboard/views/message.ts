@@ -1,12 +1,14 @@
 import { html, path, type Html } from '../html.js';
 import type { PageContext } from '../layout.js';
-import type { getMessage } from '../../store/messages.js';
+import type { MessageView } from '../../store/messages.js';
 import type { deliveriesOfMessage } from '../../store/webhooks.js';
 import { csrf, endpointLink, replyBlock, when } from './common.js';
 import { plural } from '../format.js';
+import type { MessageContent } from '../content.js';
+import { contentBody, sourceBody } from './message-content.js';
 
-/** A message's page: what it is, and each recipient's timeline with the webhook deliveries of its events (`endpoints`: the customer's, id to URL). */
-export function messageBody(c: PageContext, m: NonNullable<ReturnType<typeof getMessage>>, hooks: ReturnType<typeof deliveriesOfMessage>, endpoints: Map<string, string>): Html {
+/** A message's page: what it is, its content, each recipient's timeline with the webhook deliveries of its events (`endpoints`: the customer's, id to URL), its source. */
+export function messageBody(c: PageContext, m: MessageView, hooks: ReturnType<typeof deliveriesOfMessage>, endpoints: Map<string, string>, content: MessageContent, retentionDays: number): Html {
   // Nothing sent yet (a scheduled message, or one still waiting its turn): it can be canceled.
   const cancelable = m.recipients.every((r) => r.state === 'queued' && r.attempts === 0);
   return html`${cancelable ? html`<form method="post" action="${path`/messages/${m.message_id}/cancel`}" class="card">${csrf(c)}<button class="secondary">Cancel this message</button> <span class="muted">Nothing of it has been sent${m.scheduled_at ? html` (scheduled ${when(m.scheduled_at, c.now)})` : ''}.</span></form>` : ''}
@@ -14,6 +16,7 @@ export function messageBody(c: PageContext, m: NonNullable<ReturnType<typeof get
       <dt>Accepted</dt><dd>${when(m.created_at, c.now)}</dd>${m.scheduled_at ? html`<dt>Scheduled for</dt><dd>${when(m.scheduled_at, c.now)}</dd>` : ''}${m.sandbox ? html`<dt>Sandbox</dt><dd>yes: simulated, nothing sent</dd>` : ''}
       ${m.tags.length ? html`<dt>Tags</dt><dd>${m.tags.map((t) => html`<a class="badge" href="${`/messages?${new URLSearchParams({ tag: t })}`}">${t}</a> `)}</dd>` : ''}
       ${Object.keys(m.metadata).length ? html`<dt>Metadata</dt><dd><pre>${JSON.stringify(m.metadata, null, 2)}</pre></dd>` : ''}</dl></div>
+    ${contentBody(m, content, retentionDays)}
     ${m.recipients.map((r) => {
       const events = m.events.filter((e) => e.data.recipient === r.address);
       return html`<h2>${r.address} <span class="${`badge ${r.state}`}">${r.state}</span></h2>
@@ -33,5 +36,6 @@ export function messageBody(c: PageContext, m: NonNullable<ReturnType<typeof get
             ${d.response ? html`<br>${replyBlock(d.response)}` : ''}
             ${hooksOf.map((h) => html`<br><small>webhook → ${endpointLink(h.endpoint_id, endpoints.get(h.endpoint_id))}: <span class="${`badge ${h.state}`}">${h.state}</span> after ${plural(h.attempts, 'attempt')}</small>`)}</li>`;
         })}</ol></div>`;
-    })}`;
+    })}
+    ${sourceBody(m, content)}`;
 }

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { exactTime, noun, plural, relativeTime, replyParts, shortUrl } from '../../../src/dashboard/format.js';
+import { byteSize, exactTime, noun, plural, relativeTime, replyParts, shortUrl } from '../../../src/dashboard/format.js';
 
 t.test('plural: the noun agrees with the count', async (t) => {
   t.equal(plural(1, 'attempt'), '1 attempt');
@@ -75,4 +75,13 @@ t.test('shortUrl: host and the end of the path kept, the middle cut', async (t) 
   t.equal(short.length, 60);
   t.match(short, /^hooks\.example\.com\/a+…a+\/events\?x=1$/);
   t.equal(shortUrl(long, 20).length, 20);
+});
+
+t.test('byteSize: bytes, then KiB, MiB, GiB', async (t) => {
+  t.equal(byteSize(1), '1 byte');
+  t.equal(byteSize(512), '512 bytes');
+  t.equal(byteSize(1536), '1.5 KiB');
+  t.equal(byteSize(10 * 1024), '10 KiB');
+  t.equal(byteSize(25 * 1024 * 1024), '25 MiB');
+  t.equal(byteSize(3 * 1024 ** 3), '3 GiB');
 });
