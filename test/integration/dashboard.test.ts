@@ -57,8 +57,17 @@ async function run(): Promise<void> {
   // What the customer's user must not reach: the default customer's objects.
   makeDomain(s.db, 'example.com');
   addDomain(s.db, { customerId: customerId(s.db), name: 'in.example.com', receiving: true, now: Date.now() });
+  // A host that mail shown in the dashboard names everywhere it could load something: it counts every connection.
+  let connections = 0;
+  const tracker: Server = createServer((socket) => {
+    connections++;
+    socket.destroy();
+  });
+  await new Promise<void>((r) => tracker.listen(0, '127.0.0.1', r));
+  const T = `http://127.0.0.1:${(tracker.address() as { port: number }).port}`;
   const browser: Browser = await launchBrowser();
   t.teardown(async () => {
+    await new Promise<void>((r) => tracker.close(() => r()));
     await browser.close();
     await s.close();
     await Promise.all([dns.stop(), mx.stop(), rx.stop()]);
@@ -290,13 +299,18 @@ async function run(): Promise<void> {
     await c.send(
       'bob@sender.test',
       ['support@in.example.com'],
-      `From: "${XSS.replaceAll('"', "'")}" <bob@sender.test>\r\nTo: support@in.example.com\r\nSubject: ${XSS}\r\nMIME-Version: 1.0\r\nContent-Type: text/html\r\n\r\n${XSS}<img src="http://127.0.0.1:9/track.png">\r\n`,
+      `From: "${XSS.replaceAll('"', "'")}" <bob@sender.test>\r\nTo: support@in.example.com\r\nSubject: ${XSS}\r\nMIME-Version: 1.0\r\nContent-Type: text/html\r\n\r\n<p id="shown">Hello</p><img src="${T}/track.png"><iframe src="${T}/frame"></iframe>${XSS}\r\n`,
     );
     c.close();
     await page.getByRole('link', { name: 'Inbound' }).click();
     await page.locator('a[href^="/inbound/in_"]').first().click();
     t.equal(await page.locator('iframe.mail').getAttribute('sandbox'), '', 'the frame is sandboxed: no scripts');
+    t.equal(await page.frameLocator('iframe.mail').locator('#shown').textContent(), 'Hello', 'the frame shows the HTML');
+    await quiet(1000);
+    t.equal(connections, 0, 'and nothing it names was fetched or connected to');
     t.ok(await page.getByRole('link', { name: 'Download the raw message' }).isVisible());
+    const raw = await page.request.get(`${base}${await page.getByRole('link', { name: 'Download the raw message' }).getAttribute('href')}`);
+    t.match(raw.headers()['content-disposition'], /^attachment; filename="in_\w+\.eml"/, 'the raw message is a download');
     await shot(page, 'inbound');
   });
 
@@ -352,17 +366,9 @@ async function run(): Promise<void> {
 
   let invoiceId = '';
   await t.test("a message's content: its text, its HTML in a frame that fetches nothing, its attachments, its source", async (t) => {
-    // A host the message's HTML names everywhere it could load something: it counts every connection.
-    let connections = 0;
-    const tracker: Server = createServer((socket) => {
-      connections++;
-      socket.destroy();
-    });
-    await new Promise<void>((r) => tracker.listen(0, '127.0.0.1', r));
-    t.teardown(() => new Promise<void>((r) => tracker.close(() => r())));
-    const T = `http://127.0.0.1:${(tracker.address() as { port: number }).port}`;
+    const seen = connections;
     await fetch(`${T}/control`).catch(() => undefined);
-    t.equal(connections, 1, 'the tracker counts a connection (control)');
+    t.equal(connections, seen + 1, 'the tracker counts a connection (control)');
     connections = 0;
     const lures = `<img src="${T}/open.gif"><div style="background:url(${T}/bg)">b</div><link rel=stylesheet href="${T}/sheet.css"><style>@import url(${T}/import.css);@font-face{font-family:f;src:url(${T}/font)}p{font-family:f}</style><iframe src="${T}/frame"></iframe><object data="${T}/object"></object><embed src="${T}/embed"><video poster="${T}/poster"></video><meta http-equiv="refresh" content="0;url=${T}/refresh"><link rel=preconnect href="${T}"><img srcset="${T}/srcset 1x">`;
     const attachment = Buffer.from('<script>console.log("XSS-RAN")</script>');
