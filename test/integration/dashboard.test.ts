@@ -425,6 +425,28 @@ async function run(): Promise<void> {
     t.equal(connections, 0, 'nothing was fetched from the tracker at all');
   });
 
+  await t.test("a sandbox key's simulated bounce: explained on the message and the Suppressions page, the list untouched", async (t) => {
+    await page.goto(`${base}/keys`);
+    await page.getByLabel('Name').fill('tests');
+    await page.getByLabel(/Sandbox/).check();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const sandboxKey = (await page.locator('#new-key').textContent())!;
+    t.match(sandboxKey, /^ph_test_/);
+    const r = await request(`${s.url}/api/v1/emails`, { key: sandboxKey, body: { from: 'shop@shop.test', to: 'bounced@simulator.posthaste.test', subject: 'Simulated', text_body: 'hi' } });
+    t.equal(r.status, 202);
+    await s.daemon.scheduler.drain();
+    await page.goto(`${base}/messages/${encodeURIComponent(r.body.message_id)}`);
+    const event = page.locator('li', { hasText: 'recipient.suppressed' });
+    t.match(await event.textContent(), 'Simulated by a sandbox key: the address was not added to the suppression list', 'the event says it was simulated');
+    await page.getByRole('link', { name: 'Suppressions' }).click();
+    t.equal(await page.getByRole('cell', { name: 'bounced@simulator.posthaste.test', exact: true }).count(), 1, 'listed once: under what the sandbox simulated');
+    const simulated = page.locator('h2:text-is("Simulated by sandbox keys") + .card');
+    t.match(await simulated.textContent(), 'never adds the address to the list above', 'why the list does not have it');
+    t.ok(await simulated.getByRole('link', { name: r.body.message_id }).isVisible(), 'with its message');
+    t.equal(s.db.sqlite.prepare("SELECT COUNT(*) FROM suppressions WHERE address = 'bounced@simulator.posthaste.test'").pluck().get(), 0, 'the real list is untouched');
+    await shot(page, 'suppressions-sandbox');
+  });
+
   await t.test('nothing anyone else wrote ran: no dialog, no script', async (t) => {
     t.same(ran, []);
   });

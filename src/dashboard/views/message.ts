@@ -29,11 +29,13 @@ export function messageBody(c: PageContext, m: MessageView, hooks: ReturnType<ty
             mx?: string;
             tls?: boolean;
             tls_verified?: boolean;
+            sandbox?: boolean;
           };
           const tls = d.tls === undefined ? '' : d.tls ? (d.tls_verified ? ' · TLS, certificate verified' : ' · TLS, certificate not checked') : ' · without TLS';
           const hooksOf = hooks.filter((h) => h.event_id === e.id);
           return html`<li><b>${e.type}</b> ${when(e.timestamp, c.now)}${d.attempt ? ` · attempt ${d.attempt}` : ''}${d.mx ? ` · ${d.mx}` : ''}${tls}
             ${d.response ? html`<br>${replyBlock(d.response)}` : ''}
+            ${e.type === 'recipient.suppressed' && d.sandbox === true ? html`<br><small class="muted">Simulated by a sandbox key: the address was not added to the suppression list (see Suppressions, "Simulated by sandbox keys").</small>` : ''}
             ${hooksOf.map((h) => html`<br><small>webhook → ${endpointLink(h.endpoint_id, endpoints.get(h.endpoint_id))}: <span class="${`badge ${h.state}`}">${h.state}</span> after ${plural(h.attempts, 'attempt')}</small>`)}</li>`;
         })}</ol></div>`;
     })}
