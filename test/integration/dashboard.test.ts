@@ -1,105 +1,31 @@
 /// <reference lib="dom" />
 import t from 'tap';
-import { mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
-import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
-import { startTestServer, makeDomain, customerId, type TestServer } from '../helpers/env.js';
+import { makeDomain, customerId } from '../helpers/env.js';
 import { request } from '../helpers/http.js';
-import { fixturePath } from '../helpers/fixtures.js';
-import { browserAvailable, launchBrowser } from '../helpers/browser.js';
+import { browserAvailable } from '../helpers/browser.js';
 import { withPeer } from '../helpers/peers.js';
-import { addUser } from '../../src/store/users.js';
-import { hashPassword } from '../../src/lib/password.js';
+import { startDashboardEnv, XSS } from '../helpers/dashboard.js';
 import { addDomain, findDomain } from '../../src/store/domains.js';
 import { domainRecords } from '../../src/domains/service.js';
 import { createEndpoint } from '../../src/store/webhooks.js';
 import { saveThrottle, clearThrottle } from '../../src/store/destinations.js';
-import { purgeOld } from '../../src/store/retention.js';
 import { quiet } from '../helpers/wait.js';
-import { createServer, type Server } from 'node:net';
+import type { Page } from 'playwright-core';
 
 // The dashboard in a real browser (Debian's Chromium through playwright-core), for an admin and
-// for a customer's user, with hostile input everywhere it shows something.
-
-const SHOTS = fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url));
-const XSS = `<script>console.log('XSS-RAN')</script><img src=x onerror="console.log('XSS-RAN')"><a href="javascript:console.log('XSS-RAN')">x</a><style>body{display:none}</style>`;
+// for a customer's user, with hostile input everywhere it shows something. A message's content
+// and the sandbox are in dashboard-content.test.ts.
 
 async function run(): Promise<void> {
-  const dns = await new TestDnsServer().start();
-  const mx = await new TestMx('127.0.0.1').start();
-  const rx = await new WebhookReceiver().start();
-  dns.set('good.test', { MX: [{ preference: 10, exchange: 'mx.good.test' }] });
-  dns.set('mx.good.test', { A: ['127.0.0.1'] });
-  mx.script = (rcpt) =>
-    rcpt.startsWith('nobody')
-      ? { rcpt: [550, '5.1.1 <' + rcpt + '>: Recipient address rejected: User unknown in virtual mailbox table'] }
-      : rcpt.startsWith('slow')
-        ? { rcpt: [451, '4.7.1 try again later'] }
-        : undefined;
-
-  const s: TestServer = await startTestServer(
-    `[outbound]\nport = ${mx.port}\n[webhooks]\nallow_private_targets = true\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n[inbound]\nrate_per_minute = 1000\n`,
-    {
-      manualDelivery: true,
-      dns: dns.server,
-      dashboard: '',
-    },
-  );
-  const base = s.daemon.dashboardUrl!;
-  const password = 'a long enough password';
-  addUser(s.db, { email: 'admin@ops.test', passwordHash: await hashPassword(password), role: 'admin', customerId: null, now: Date.now() });
-  const acme = customerId(s.db, 'acme');
-  addUser(s.db, { email: 'user@acme.test', passwordHash: await hashPassword(password), role: 'customer', customerId: acme, now: Date.now() });
+  const env = await startDashboardEnv();
+  t.teardown(() => env.close());
+  const { s, base, dns, rx, browser, ran, watch, shot, unlabelled } = env;
+  const login = (page: Page, email: string) => env.login(page, email, (shown) => t.ok(shown, 'signed out: sent to the login page'));
+  const T = env.tracker.url;
   // What the customer's user must not reach: the default customer's objects.
   makeDomain(s.db, 'example.com');
   addDomain(s.db, { customerId: customerId(s.db), name: 'in.example.com', receiving: true, now: Date.now() });
-  // A host that mail shown in the dashboard names everywhere it could load something: it counts every connection.
-  let connections = 0;
-  const tracker: Server = createServer((socket) => {
-    connections++;
-    socket.destroy();
-  });
-  await new Promise<void>((r) => tracker.listen(0, '127.0.0.1', r));
-  const T = `http://127.0.0.1:${(tracker.address() as { port: number }).port}`;
-  const browser: Browser = await launchBrowser();
-  t.teardown(async () => {
-    await new Promise<void>((r) => tracker.close(() => r()));
-    await browser.close();
-    await s.close();
-    await Promise.all([dns.stop(), mx.stop(), rx.stop()]);
-  });
-  mkdirSync(SHOTS, { recursive: true });
-
-  const ran: string[] = [];
-  const watch = (page: Page) => {
-    page.on('dialog', (d) => {
-      ran.push(`dialog: ${d.message()}`);
-      void d.dismiss();
-    });
-    page.on('console', (m) => {
-      if (m.text().includes('XSS-RAN')) ran.push(`console: ${m.text()}`);
-    });
-  };
-  const login = async (page: Page, email: string) => {
-    await page.goto(`${base}/`);
-    t.match(page.url(), /\/login/, 'signed out: sent to the login page');
-    await page.getByLabel('E-mail address').fill(email);
-    await page.getByLabel('Password').fill(password);
-    await page.getByRole('button', { name: 'Log in' }).click();
-    await page.waitForURL(`${base}/`);
-  };
-  const shot = (page: Page, name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
-  /** Every visible form control has an accessible name. */
-  const unlabelled = (page: Page) =>
-    page.evaluate(() =>
-      Array.from(document.querySelectorAll('input:not([type=hidden]), select, textarea, button'))
-        .filter((el) => !(el as HTMLInputElement).labels?.length && !el.getAttribute('aria-label') && !(el.textContent ?? '').trim())
-        .map((el) => el.outerHTML.slice(0, 80)),
-    );
 
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await ctx.newPage();
@@ -307,7 +233,7 @@ async function run(): Promise<void> {
     t.equal(await page.locator('iframe.mail').getAttribute('sandbox'), '', 'the frame is sandboxed: no scripts');
     t.equal(await page.frameLocator('iframe.mail').locator('#shown').textContent(), 'Hello', 'the frame shows the HTML');
     await quiet(1000);
-    t.equal(connections, 0, 'and nothing it names was fetched or connected to');
+    t.equal(env.tracker.connections(), 0, 'and nothing it names was fetched or connected to');
     t.ok(await page.getByRole('link', { name: 'Download the raw message' }).isVisible());
     const raw = await page.request.get(`${base}${await page.getByRole('link', { name: 'Download the raw message' }).getAttribute('href')}`);
     t.match(raw.headers()['content-disposition'], /^attachment; filename="in_\w+\.eml"/, 'the raw message is a download');
@@ -364,89 +290,6 @@ async function run(): Promise<void> {
     t.equal(await page.locator('tbody tr a[href^="/messages/"]').count(), 1);
   });
 
-  let invoiceId = '';
-  await t.test("a message's content: its text, its HTML in a frame that fetches nothing, its attachments, its source", async (t) => {
-    const seen = connections;
-    await fetch(`${T}/control`).catch(() => undefined);
-    t.equal(connections, seen + 1, 'the tracker counts a connection (control)');
-    connections = 0;
-    const lures = `<img src="${T}/open.gif"><div style="background:url(${T}/bg)">b</div><link rel=stylesheet href="${T}/sheet.css"><style>@import url(${T}/import.css);@font-face{font-family:f;src:url(${T}/font)}p{font-family:f}</style><iframe src="${T}/frame"></iframe><object data="${T}/object"></object><embed src="${T}/embed"><video poster="${T}/poster"></video><meta http-equiv="refresh" content="0;url=${T}/refresh"><link rel=preconnect href="${T}"><img srcset="${T}/srcset 1x">`;
-    const attachment = Buffer.from('<script>console.log("XSS-RAN")</script>');
-    const r = await request(`${s.url}/api/v1/emails`, {
-      key: apiKey,
-      body: {
-        from: 'shop@shop.test',
-        to: 'slow@good.test',
-        subject: 'Invoice',
-        text_body: 'Hello,\nyour invoice is attached.',
-        html_body: `<h1 id="shown" style="font-family:sans-serif">Your invoice</h1><p style="font-family:sans-serif;color:#555">Order 1042 · 3 items · 42.00 EUR</p>${lures}<script>console.log('XSS-RAN')</script><img src=x onerror="console.log('XSS-RAN')">`,
-        attachments: [
-          { filename: `${XSS.replaceAll('"', "'")}.html`, io: attachment.toString('base64'), content_type: 'text/html' },
-          { filename: 'Übersicht 2026.pdf', io: Buffer.from('%PDF-1.4 not really').toString('base64'), content_type: 'application/pdf' },
-        ],
-      },
-    });
-    t.equal(r.status, 202, JSON.stringify(r.body));
-    invoiceId = r.body.message_id;
-    await s.daemon.scheduler.drain();
-    await page.goto(`${base}/messages/${encodeURIComponent(invoiceId)}`);
-    t.equal(await page.locator('pre.mail-text').textContent(), 'Hello,\nyour invoice is attached.', 'the text body');
-    t.equal(await page.locator('iframe.mail').getAttribute('sandbox'), '', 'the HTML in a sandboxed frame');
-    t.ok(await page.frameLocator('iframe.mail').getByRole('heading', { name: 'Your invoice' }).isVisible(), 'which shows it');
-    await quiet(1000);
-    t.equal(connections, 0, 'and nothing it names was fetched or even connected to');
-    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
-    const listed = await page.locator('ul.attachments').innerText();
-    t.match(listed, `${XSS.replaceAll('"', "'")}.html · text/html · ${attachment.length} bytes`, 'each attachment: name, type, size');
-    t.match(listed, 'Übersicht 2026.pdf · application/pdf · 19 bytes');
-    const first = await page.request.get(`${base}${await page.locator('ul.attachments a').first().getAttribute('href')}`);
-    t.equal(first.headers()['content-type'], 'application/octet-stream', 'downloaded as bytes, whatever type it claims');
-    t.match(first.headers()['content-disposition'], /^attachment; filename="[A-Za-z0-9._@+-]+"; filename\*=UTF-8''/, 'as an attachment, never shown inline');
-    t.equal(first.headers()['x-content-type-options'], 'nosniff');
-    t.same(Buffer.from(await first.body()), attachment, 'its bytes');
-    // A recipient is deferred: the composed message is kept, and is the source shown.
-    t.match(await page.locator('h2:text-is("Source") + .card').textContent(), 'The MIME message as composed for delivery');
-    const source = (await page.locator('pre.source').textContent())!;
-    t.match(source, `Message-ID: <${invoiceId}>`, 'the composed message');
-    t.match(source, 'MIME-Version: 1.0');
-    const eml = await page.request.get(`${base}/messages/${encodeURIComponent(invoiceId)}/source`);
-    t.match(eml.headers()['content-disposition'], /^attachment; /);
-    t.match(await eml.text(), `Message-ID: <${invoiceId}>`);
-    await shot(page, 'message-content');
-    // The bounced message: every recipient is done, so the composed copy is gone; the request is shown.
-    await page.goto(`${base}/messages/${encodeURIComponent(bouncedId)}`);
-    t.match(await page.locator('h2:text-is("Source") + .card').textContent(), /kept only while a recipient may still be retried, and none may now: this is the send request as accepted/);
-    t.match(await page.locator('pre.source').textContent(), '"subject"', 'the request as accepted');
-    // Retention removes the body of a finished message: the page says so.
-    purgeOld(s.db, Date.now() + 31 * 86_400_000, 30);
-    await page.reload();
-    t.ok(await page.getByText(/The body of this message was removed by retention/).isVisible(), 'a purged body says where it went');
-    t.equal(await page.locator('pre.source').count(), 0);
-    t.equal(connections, 0, 'nothing was fetched from the tracker at all');
-  });
-
-  await t.test("a sandbox key's simulated bounce: explained on the message and the Suppressions page, the list untouched", async (t) => {
-    await page.goto(`${base}/keys`);
-    await page.getByLabel('Name').fill('tests');
-    await page.getByLabel(/Sandbox/).check();
-    await page.getByRole('button', { name: 'Create key' }).click();
-    const sandboxKey = (await page.locator('#new-key').textContent())!;
-    t.match(sandboxKey, /^ph_test_/);
-    const r = await request(`${s.url}/api/v1/emails`, { key: sandboxKey, body: { from: 'shop@shop.test', to: 'bounced@simulator.posthaste.test', subject: 'Simulated', text_body: 'hi' } });
-    t.equal(r.status, 202);
-    await s.daemon.scheduler.drain();
-    await page.goto(`${base}/messages/${encodeURIComponent(r.body.message_id)}`);
-    const event = page.locator('li', { hasText: 'recipient.suppressed' });
-    t.match(await event.textContent(), 'Simulated by a sandbox key: the address was not added to the suppression list', 'the event says it was simulated');
-    await page.getByRole('link', { name: 'Suppressions' }).click();
-    t.equal(await page.getByRole('cell', { name: 'bounced@simulator.posthaste.test', exact: true }).count(), 1, 'listed once: under what the sandbox simulated');
-    const simulated = page.locator('h2:text-is("Simulated by sandbox keys") + .card');
-    t.match(await simulated.textContent(), 'never adds the address to the list above', 'why the list does not have it');
-    t.ok(await simulated.getByRole('link', { name: r.body.message_id }).isVisible(), 'with its message');
-    t.equal(s.db.sqlite.prepare("SELECT COUNT(*) FROM suppressions WHERE address = 'bounced@simulator.posthaste.test'").pluck().get(), 0, 'the real list is untouched');
-    await shot(page, 'suppressions-sandbox');
-  });
-
   await t.test('nothing anyone else wrote ran: no dialog, no script', async (t) => {
     t.same(ran, []);
   });
@@ -467,9 +310,6 @@ async function run(): Promise<void> {
       `/messages/${encodeURIComponent(bouncedId)}`,
       `/inbound/${inboundId}`,
       `/inbound/${inboundId}/raw`,
-      `/messages/${encodeURIComponent(invoiceId)}/html`,
-      `/messages/${encodeURIComponent(invoiceId)}/attachments/0`,
-      `/messages/${encodeURIComponent(invoiceId)}/source`,
       '/customers',
     ]) {
       const r = await p2.goto(base + p);
