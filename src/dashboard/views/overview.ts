@@ -28,7 +28,7 @@ export function overviewBody(o: Overview, now: number): Html {
         <div class="card">${chart(o.hourly)}</div>
         <h2>Now</h2>
         <div class="stats">${count(o.queue.queued, ['recipient queued', 'recipients queued'])}${count(o.queue.deferred, ['recipient waiting to retry', 'recipients waiting to retry'])}${stat(
-          'accepted, the oldest waiting to retry',
+          'when the oldest waiting to retry was accepted',
           when(o.oldestDeferredAt, now),
         )}${count(o.webhookBacklog, ['webhook delivery waiting', 'webhook deliveries waiting'])}</div>
         ${o.throttled.length ? throttledBody(o.throttled, now) : ''}`;
