@@ -16,5 +16,5 @@ export function chart(hourly: Overview['hourly']): Html {
   const bars = hourly.map((h, i) => bar('accepted', i, h.accepted) + bar('delivered', i, h.delivered) + bar('bounced', i, h.bounced, h.delivered)).join('');
   const total = hourly.reduce((n, h) => n + h.accepted, 0);
   return html`<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-label="${`Recipients per hour over the last 7 days: ${total} accepted, peak ${max} in an hour`}">${new Html(bars)}<line x1="0" y1="${H}" x2="${W}" y2="${H}" stroke="#aab4be"></line></svg>
-    <p class="legend"><span><i class="accepted"></i>accepted</span><span><i class="delivered"></i>delivered</span><span><i class="bounced"></i>bounced</span> · per hour, last 7 days, peak ${max}</p>`;
+    <p class="legend"><span><i class="accepted"></i>accepted</span><span><i class="delivered"></i>delivered</span><span><i class="bounced"></i>bounced</span> · recipients per hour, last 7 days, peak ${max}</p>`;
 }

@@ -9,7 +9,10 @@ export interface PageContext {
   /** Those the user may switch to (an admin: all; a customer's user: their own). */
   customers: Customer[];
   section: string;
-  flash?: string | undefined;
+  /** The server's clock when the page is made: what times on it are shown relative to. */
+  now: number;
+  /** What the page says first: a notice, an error (fixed sentences, or what a POST answered itself). */
+  notice?: string | undefined;
   error?: string | undefined;
 }
 
@@ -40,6 +43,6 @@ ${
 <form method="post" action="/logout" class="inline"><input type="hidden" name="_csrf" value="${c.session.csrf}"><button class="secondary">Log out</button></form></header>
 <nav class="main" aria-label="Sections">${sections.map(([id, href, label]) => html`<a href="${href}" ${id === c.section ? html`aria-current="page"` : ''}>${label}</a>`)}</nav>
 <main id="main"><h1>${title}</h1>
-${c.flash ? html`<div class="flash" role="status">${c.flash}</div>` : ''}${c.error ? html`<div class="flash error" role="alert">${c.error}</div>` : ''}
+${c.notice ? html`<div class="flash" role="status">${c.notice}</div>` : ''}${c.error ? html`<div class="flash error" role="alert">${c.error}</div>` : ''}
 ${body}</main></body></html>`;
 }

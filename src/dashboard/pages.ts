@@ -5,6 +5,7 @@ import { layout, type PageContext } from './layout.js';
 import type { Problems } from '../domain/errors.js';
 import { customerById, listCustomers } from '../store/customers.js';
 import { OneTimeReveal } from './reveal.js';
+import { errorText, noticeText, type ErrorCode, type NoticeCode } from './notices.js';
 
 export type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, string | undefined> }>;
 
@@ -19,8 +20,8 @@ export interface Pages {
   /** The signed-in context, or a redirect to the login page (then undefined). */
   ctx: (request: Req, reply: FastifyReply, section: string) => PageContext | undefined;
   page: (reply: FastifyReply, c: PageContext, title: string, body: Html) => unknown;
-  /** A redirect after a form, with a flash or an error for the next page. */
-  back: (reply: FastifyReply, to: string, flash?: string, error?: string) => unknown;
+  /** A redirect after a form, with what the next page says, by code (notices.ts). */
+  back: (reply: FastifyReply, to: string, say?: { notice?: NoticeCode; error?: ErrorCode }) => unknown;
   notFound: (reply: FastifyReply) => unknown;
   reveal: OneTimeReveal;
   /** A secret created by this session's last request, shown now and never again. */
@@ -40,13 +41,21 @@ export function pages(dash: Dashboard, deps: DashboardDeps): Pages {
       return undefined;
     }
     const customer = customerById(db, s.customerId)!;
-    return { session: s, customer, section, customers: s.user.role === 'admin' ? listCustomers(db) : [customer], flash: request.query.flash, error: request.query.error };
+    return {
+      session: s,
+      customer,
+      section,
+      now: clock.now(),
+      customers: s.user.role === 'admin' ? listCustomers(db) : [customer],
+      notice: noticeText(request.query.notice),
+      error: errorText(request.query.error),
+    };
   };
   const page = (reply: FastifyReply, c: PageContext, title: string, body: Html) => sendPage(reply, layout(c, title, body));
-  const back = (reply: FastifyReply, to: string, flash?: string, error?: string) => {
+  const back = (reply: FastifyReply, to: string, say: { notice?: NoticeCode; error?: ErrorCode } = {}) => {
     const q = new URLSearchParams();
-    if (flash) q.set('flash', flash);
-    if (error) q.set('error', error);
+    if (say.notice) q.set('notice', say.notice);
+    if (say.error) q.set('error', say.error);
     return reply.redirect(q.size ? `${to}${to.includes('?') ? '&' : '?'}${q}` : to, 303);
   };
   const notFound = (reply: FastifyReply) => reply.callNotFound();

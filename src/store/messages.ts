@@ -233,6 +233,30 @@ export function getMessage(db: Db, customerId: number | undefined, messageId: st
   };
 }
 
+/** A message's content as stored: the request body as accepted, and the composed MIME message while it is kept. */
+export interface StoredContent {
+  /** The send request's body as received; null once retention removed it (store/retention.ts). */
+  request: Buffer | null;
+  /**
+   * The composed MIME message (unsigned), kept only while a recipient of it may still be sent to
+   * (store/queue.ts keepComposed, dropComposedIfDone); null before the first attempt and once
+   * every recipient is done.
+   */
+  composed: Buffer | null;
+}
+
+/** What retention leaves of a finished message's request (store/retention.ts). */
+const PURGED_REQUEST = '{"purged":true}';
+
+/** A message's stored content, or undefined (unknown, or another customer's). */
+export function messageContent(db: Db, customerId: number, messageId: string): StoredContent | undefined {
+  const row = db.get<{ request: Buffer | string; raw: Buffer | null }>('SELECT request, raw FROM messages WHERE message_id = ? AND customer_id = ?', messageId, customerId);
+  if (!row) return undefined;
+  // Written as a BLOB; rows of earlier builds, and retention's marker, are text.
+  const request = typeof row.request === 'string' ? (row.request === PURGED_REQUEST ? null : Buffer.from(row.request)) : row.request;
+  return { request, composed: row.raw };
+}
+
 export interface MessageSummary {
   email_id: number;
   message_id: string;

@@ -73,3 +73,32 @@ export function searchSuppressions(db: Db, customerId: number, prefix: string, l
     )
     .all(customerId, p, p + '\uffff', limit) as SuppressionRow[];
 }
+
+/** A suppression a sandbox key's simulator fired: recipient.suppressed, with the real list untouched. */
+export interface SimulatedSuppression {
+  address: string;
+  reason: SuppressionReason;
+  message_id: string;
+  created_at: number;
+}
+
+/**
+ * What sandbox keys' simulated bounces and complaints suppressed, newest first: the
+ * recipient.suppressed events of sandbox messages to `addresses` (the simulator's that suppress,
+ * outbound/sandbox.ts), which fire as for real mail but never add to the list (store/recipients.ts
+ * suppress). Read through recipients_address: the cost is the recipients at those addresses.
+ */
+export function simulatedSuppressions(db: Db, customerId: number, addresses: string[], limit: number): SimulatedSuppression[] {
+  if (addresses.length === 0) return [];
+  const rows = db.all<{ address: string; message_id: string; created_at: number; body: string }>(
+    `SELECT r.address, m.message_id, e.created_at, e.body FROM recipients r
+     JOIN messages m ON m.id = r.message_id
+     JOIN events e ON e.message_id = r.message_id AND e.recipient_id = r.id AND e.type = 'recipient.suppressed'
+     WHERE r.address IN (${addresses.map(() => '?').join(', ')}) AND r.customer_id = ? AND m.sandbox = 1
+     ORDER BY e.seq DESC ${BOUND_LIMIT}`,
+    ...addresses,
+    customerId,
+    limit,
+  );
+  return rows.map((r) => ({ address: r.address, message_id: r.message_id, created_at: r.created_at, reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason }));
+}

@@ -1,5 +1,5 @@
 import { addCustomer, CUSTOMER_NAME, findCustomer, listCustomers } from '../../store/customers.js';
-import { customersBody } from '../views.js';
+import { customersBody } from '../views/customers.js';
 import type { Pages, Req } from '../pages.js';
 
 /** The dashboard's customers (admins) pages and actions. */
@@ -17,9 +17,9 @@ export function customersRoutes(p: Pages): void {
     if (!c) return;
     if (c.session.user.role !== 'admin') return notFound(reply);
     const name = (request.form!.name ?? '').trim();
-    if (!CUSTOMER_NAME.test(name)) return back(reply, '/customers', undefined, 'A customer name is 1-63 letters, digits, "_", "." or "-".');
-    if (findCustomer(db, name)) return back(reply, '/customers', undefined, `Customer ${name} exists already.`);
+    if (!CUSTOMER_NAME.test(name)) return back(reply, '/customers', { error: 'customer-name' });
+    if (findCustomer(db, name)) return page(reply.code(422), { ...c, error: `Customer ${name} exists already.` }, 'Customers', customersBody(c, listCustomers(db)));
     addCustomer(db, name, clock.now());
-    return back(reply, '/customers', `Customer ${name} created.`);
+    return back(reply, '/customers', { notice: 'customer-created' });
   });
 }

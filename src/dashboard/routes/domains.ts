@@ -5,7 +5,7 @@ import { normaliseDomain } from '../../domain/addresses.js';
 import { addDomain, findDomain, listDomains, setReceiving, type DomainRow } from '../../store/domains.js';
 import { setInboundLimits, inboundLimitsOf } from '../../store/inbound.js';
 import { domainRecords, verifyDomain } from '../../domains/service.js';
-import { domainBody, domainsBody } from '../views.js';
+import { domainBody, domainsBody } from '../views/domains.js';
 import type { Pages, Req } from '../pages.js';
 
 /** The dashboard's domains pages and actions. */
@@ -30,10 +30,11 @@ export function domainsRoutes(p: Pages): void {
     const c = ctx(request, reply, 'domains');
     if (!c) return;
     const n = normaliseDomain((request.form!.name ?? '').trim().replace(/\.$/, ''));
-    if (!n.ok) return back(reply, '/domains', undefined, `That is not a domain name: ${n.error}`);
-    if (findDomain(db, n.value)) return back(reply, '/domains', undefined, `${n.value} is already registered.`);
+    const refuse = (error: string) => page(reply.code(422), { ...c, error }, 'Domains', domainsBody(c, listDomains(db, c.customer.id)));
+    if (!n.ok) return refuse(`That is not a domain name: ${n.error}`);
+    if (findDomain(db, n.value)) return refuse(`${n.value} is already registered.`);
     addDomain(db, { customerId: c.customer.id, name: n.value, receiving: request.form!.receiving === '1', now: clock.now() });
-    return back(reply, path`/domains/${n.value}`, `Domain ${n.value} added: publish its DNS records, then verify.`);
+    return back(reply, path`/domains/${n.value}`, { notice: 'domain-added' });
   });
 
   app.get('/domains/:name', async (request: Req, reply) => {
@@ -61,7 +62,7 @@ export function domainsRoutes(p: Pages): void {
     if (!d) return notFound(reply);
     const on = request.form!.receiving === '1';
     setReceiving(db, d.id, on);
-    return back(reply, path`/domains/${d.name}`, `Receiving ${on ? 'on' : 'off'}.`);
+    return back(reply, path`/domains/${d.name}`, { notice: on ? 'receiving-on' : 'receiving-off' });
   });
 
   app.post('/domains/:name/limits', async (request: Req, reply) => {
@@ -72,9 +73,8 @@ export function domainsRoutes(p: Pages): void {
     const num = (v: string | undefined) => (v === undefined || v.trim() === '' ? null : Number(v));
     const rate = num(request.form!.rate_per_minute);
     const monthly = num(request.form!.monthly_limit);
-    if ([rate, monthly].some((v) => v !== null && (!Number.isInteger(v) || v < 0 || v > 1_000_000_000)))
-      return back(reply, path`/domains/${d.name}`, undefined, 'Limits are whole numbers from 0 (no limit) up; leave empty for the server default.');
+    if ([rate, monthly].some((v) => v !== null && (!Number.isInteger(v) || v < 0 || v > 1_000_000_000))) return back(reply, path`/domains/${d.name}`, { error: 'limits-invalid' });
     setInboundLimits(db, d.id, { ratePerMinute: rate, monthlyLimit: monthly });
-    return back(reply, path`/domains/${d.name}`, 'Inbound limits saved.');
+    return back(reply, path`/domains/${d.name}`, { notice: 'limits-saved' });
   });
 }

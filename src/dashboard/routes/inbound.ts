@@ -1,7 +1,8 @@
 import { getInbound, listInbound } from '../../store/inbound.js';
 import { inboundSummary, inboundView } from '../../inbound/view.js';
-import { inboundBody, inboundListBody, type InboundPage } from '../views.js';
+import { inboundBody, inboundListBody, type InboundPage } from '../views/inbound.js';
 import type { Pages, Req } from '../pages.js';
+import { sendDownload, sendMailHtml } from '../untrusted.js';
 
 /** The dashboard's inbound pages and actions. */
 export function inboundRoutes(p: Pages): void {
@@ -12,7 +13,7 @@ export function inboundRoutes(p: Pages): void {
     const before = request.query.before && /^\d{1,15}$/.test(request.query.before) ? Number(request.query.before) : undefined;
     const rows = listInbound(db, { customerId: c.customer.id, limit: 51, ...(before !== undefined ? { before } : {}) });
     const shown = rows.slice(0, 50).map(inboundSummary);
-    return page(reply, c, 'Inbound', inboundListBody(shown, rows.length > 50 ? rows[49]!.created_at : undefined));
+    return page(reply, c, 'Inbound', inboundListBody(c.now, shown, rows.length > 50 ? rows[49]!.created_at : undefined));
   });
 
   app.get('/inbound/:id', async (request: Req, reply) => {
@@ -21,7 +22,7 @@ export function inboundRoutes(p: Pages): void {
     const row = getInbound(db, request.params.id!, c.customer.id);
     if (!row) return notFound(reply);
     const v = (await inboundView(row)) as InboundPage;
-    return page(reply, c, 'Received message', inboundBody(row.id, v));
+    return page(reply, c, 'Received message', inboundBody(c.now, row.id, v));
   });
 
   app.get('/inbound/:id/raw', async (request: Req, reply) => {
@@ -29,21 +30,16 @@ export function inboundRoutes(p: Pages): void {
     if (!c) return;
     const row = getInbound(db, request.params.id!, c.customer.id);
     if (!row) return notFound(reply);
-    return reply.type('message/rfc822').header('content-disposition', `attachment; filename="${row.id}.eml"`).send(row.raw);
+    return sendDownload(reply, { filename: `${row.id}.eml`, body: row.raw, type: 'message/rfc822' });
   });
 
-  // The message's own HTML, for the sandboxed frame only: its own policy allows no script, no
-  // connection, no remote image or font, nothing but inline styles and data: images.
+  // The message's own HTML, for the sandboxed frame only, as a sent message's (untrusted.ts).
   app.get('/inbound/:id/html', async (request: Req, reply) => {
     const c = ctx(request, reply, 'inbound');
     if (!c) return;
     const row = getInbound(db, request.params.id!, c.customer.id);
     if (!row) return notFound(reply);
     const v = (await inboundView(row)) as { html?: string | null };
-    return reply
-      .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox")
-      .header('x-frame-options', 'SAMEORIGIN')
-      .type('text/html; charset=utf-8')
-      .send(v.html ?? '');
+    return sendMailHtml(reply, v.html ?? '');
   });
 }

@@ -5,11 +5,13 @@ import { keysRoutes } from './keys.js';
 import { domainsRoutes } from './domains.js';
 import { webhooksRoutes } from './webhooks.js';
 import { messagesRoutes } from './messages.js';
+import { contentRoutes } from './content.js';
+import { suppressionsRoutes } from './suppressions.js';
 import { inboundRoutes } from './inbound.js';
 import { customersRoutes } from './customers.js';
 
 /** Every page and action of the dashboard, one module per area, calling the same store and service functions as the API and CLI. */
 export function pageRoutes(dash: Dashboard, deps: DashboardDeps): void {
   const p = pages(dash, deps);
-  for (const area of [sessionRoutes, keysRoutes, domainsRoutes, webhooksRoutes, messagesRoutes, inboundRoutes, customersRoutes]) area(p);
+  for (const area of [sessionRoutes, keysRoutes, domainsRoutes, webhooksRoutes, messagesRoutes, contentRoutes, suppressionsRoutes, inboundRoutes, customersRoutes]) area(p);
 }

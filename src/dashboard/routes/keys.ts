@@ -1,6 +1,6 @@
 import { html } from '../html.js';
 import { createKey, getKey, listKeys, revokeKey, type KeyKind } from '../../store/keys.js';
-import { keysBody, revokeKeyBody } from '../views.js';
+import { keysBody, revokeKeyBody } from '../views/keys.js';
 import type { Pages, Req } from '../pages.js';
 
 /** The dashboard's api keys pages and actions. */
@@ -16,7 +16,10 @@ export function keysRoutes(p: Pages): void {
     const c = ctx(request, reply, 'keys');
     if (!c) return;
     const f = request.form!;
-    const kind: KeyKind = f.kind === 'sandbox' ? 'sandbox' : 'production';
+    // No default kind: a key that sends real mail, or one that sends nothing, is chosen, never assumed.
+    if (f.kind !== 'sandbox' && f.kind !== 'production')
+      return page(reply.code(422), { ...c, error: 'Choose the kind of key: sandbox (nothing is sent) or production (sends real mail).' }, 'API keys', keysBody(c, listKeys(db, c.customer.id)));
+    const kind: KeyKind = f.kind;
     const name = (f.name ?? '').trim().slice(0, 100);
     const k = createKey(db, { customerId: c.customer.id, kind, name, now: clock.now() });
     deps.log.info({ key: k.id, customer: c.customer.name, user: c.session.user.email }, 'API key created in the dashboard');
@@ -40,6 +43,6 @@ export function keysRoutes(p: Pages): void {
     if (!k) return notFound(reply);
     revokeKey(db, k.id, clock.now());
     deps.log.info({ key: k.id, user: c.session.user.email }, 'API key revoked in the dashboard');
-    return back(reply, '/keys', `Key ${k.id} revoked.`);
+    return back(reply, '/keys', { notice: 'key-revoked' });
   });
 }

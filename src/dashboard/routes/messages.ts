@@ -1,16 +1,16 @@
 import { path } from '../html.js';
 import { Problems } from '../../domain/errors.js';
-import { parseAddrSpec } from '../../domain/addresses.js';
 import { parseMessageFilters } from '../../domain/message-search.js';
-import { cancelMessage, getMessage, searchMessages } from '../../store/messages.js';
-import { addSuppression, listSuppressions, removeSuppression, searchSuppressions } from '../../store/suppressions.js';
-import { deliveriesOfMessage } from '../../store/webhooks.js';
-import { messageBody, messagesBody, suppressionsBody } from '../views.js';
+import { cancelMessage, getMessage, messageContent, searchMessages } from '../../store/messages.js';
+import { readContent } from '../content.js';
+import { deliveriesOfMessage, listEndpoints } from '../../store/webhooks.js';
+import { messagesBody } from '../views/messages.js';
+import { messageBody } from '../views/message.js';
 import type { Pages, Req } from '../pages.js';
 
-/** The dashboard's messages, suppressions pages and actions. */
+/** The dashboard's messages pages and actions. */
 export function messagesRoutes(p: Pages): void {
-  const { app, db, clock, ctx, page, back, notFound, problemsText } = p;
+  const { app, db, clock, config, ctx, page, back, notFound, problemsText } = p;
   app.get('/messages', async (request: Req, reply) => {
     const c = ctx(request, reply, 'messages');
     if (!c) return;
@@ -23,7 +23,7 @@ export function messagesRoutes(p: Pages): void {
       rows.length > 50
         ? new URLSearchParams({ ...Object.fromEntries(Object.entries(q).filter(([k, v]) => k !== 'before' && v !== undefined && v !== '')), before: String(shown[shown.length - 1]!.email_id) })
         : null;
-    return page(reply, filters instanceof Problems ? { ...c, error: problemsText(filters) } : c, 'Messages', messagesBody(q, shown, next));
+    return page(reply, filters instanceof Problems ? { ...c, error: problemsText(filters) } : c, 'Messages', messagesBody(c, q, shown, next));
   });
 
   app.get('/messages/:id', async (request: Req, reply) => {
@@ -31,7 +31,9 @@ export function messagesRoutes(p: Pages): void {
     if (!c) return;
     const m = getMessage(db, c.customer.id, request.params.id!);
     if (!m) return notFound(reply);
-    return page(reply, c, 'Message', messageBody(c, m, deliveriesOfMessage(db, m.email_id)));
+    const endpoints = new Map(listEndpoints(db, c.customer.id).map((e) => [e.id, e.url]));
+    const content = readContent(messageContent(db, c.customer.id, m.message_id)!);
+    return page(reply, c, 'Message', messageBody(c, m, deliveriesOfMessage(db, m.email_id), endpoints, content, config.retention.days));
   });
 
   app.post('/messages/:id/cancel', async (request: Req, reply) => {
@@ -40,32 +42,7 @@ export function messagesRoutes(p: Pages): void {
     const id = request.params.id!;
     const r = cancelMessage(db, c.customer.id, id, clock.now());
     if (r.kind === 'not_found') return notFound(reply);
-    if (r.kind === 'too_late') return back(reply, path`/messages/${id}`, undefined, 'Too late to cancel: delivery has begun or ended.');
-    return back(reply, path`/messages/${id}`, 'Canceled: nothing will be sent.');
-  });
-
-  app.get('/suppressions', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'suppressions');
-    if (!c) return;
-    const q = (request.query.q ?? '').trim();
-    const rows = q ? searchSuppressions(db, c.customer.id, q, 100) : listSuppressions(db, c.customer.id, { limit: 100 });
-    return page(reply, c, 'Suppressions', suppressionsBody(c, q, rows));
-  });
-
-  app.post('/suppressions', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'suppressions');
-    if (!c) return;
-    const parsed = parseAddrSpec((request.form!.address ?? '').trim());
-    if (!parsed.ok) return back(reply, '/suppressions', undefined, `Not an address: ${parsed.error}`);
-    addSuppression(db, { customerId: c.customer.id, address: parsed.value.address, reason: 'manual', now: clock.now() });
-    return back(reply, '/suppressions', `${parsed.value.address} is suppressed.`);
-  });
-
-  app.post('/suppressions/remove', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'suppressions');
-    if (!c) return;
-    const address = request.form!.address ?? '';
-    if (!removeSuppression(db, c.customer.id, address)) return back(reply, '/suppressions', undefined, 'That address was not suppressed.');
-    return back(reply, '/suppressions', `${address} removed from the suppression list.`);
+    if (r.kind === 'too_late') return back(reply, path`/messages/${id}`, { error: 'too-late' });
+    return back(reply, path`/messages/${id}`, { notice: 'message-canceled' });
   });
 }

@@ -3,15 +3,18 @@ import { verifyPassword, DUMMY_HASH } from '../../lib/password.js';
 import { createSession, endSession, findUser, showCustomer } from '../../store/users.js';
 import { findCustomer, listCustomers } from '../../store/customers.js';
 import { overview } from '../../store/overview.js';
-import { loginPage, overviewBody } from '../views.js';
+import { loginPage } from '../views/login.js';
+import { overviewBody } from '../views/overview.js';
 import type { Pages, Req } from '../pages.js';
+import { plural } from '../format.js';
 
 /** The dashboard's sessions, overview pages and actions. */
 export function sessionRoutes(p: Pages): void {
   const { app, db, clock, deps, dash, ctx, page, back, notFound } = p;
-  app.get<{ Querystring: { next?: string; error?: string } }>('/login', async (request, reply) => {
+  app.get<{ Querystring: { next?: string } }>('/login', async (request, reply) => {
     if (request.session) return reply.redirect('/', 303);
-    return sendPage(reply, loginPage(request.query.next, request.query.error));
+    // No banner from the URL: the login page says only what a login attempt answered.
+    return sendPage(reply, loginPage(request.query.next, undefined));
   });
 
   app.post('/login', async (request, reply) => {
@@ -22,7 +25,7 @@ export function sessionRoutes(p: Pages): void {
     const wait = dash.throttle.wait(email, address, now);
     if (wait > 0) {
       const seconds = Math.ceil(wait / 1000);
-      return sendPage(reply.code(429).header('retry-after', String(seconds)), loginPage(f.next, `Too many failed attempts; try again in ${Math.ceil(seconds / 60)} minute(s).`));
+      return sendPage(reply.code(429).header('retry-after', String(seconds)), loginPage(f.next, `Too many failed attempts; try again in ${plural(Math.ceil(seconds / 60), 'minute')}.`));
     }
     const user = findUser(db, email);
     // A password is checked even for an unknown account, so the answer takes as long either way.
@@ -54,13 +57,12 @@ export function sessionRoutes(p: Pages): void {
     const target = c.session.user.role === 'admin' ? findCustomer(db, request.form!.customer ?? '') : undefined;
     if (!target) return notFound(reply);
     showCustomer(db, c.session.id, target.id);
-    return back(reply, '/', `Showing customer ${target.name}`);
+    return back(reply, '/', { notice: 'customer-shown' });
   });
 
   app.get('/', async (request: Req, reply) => {
     const c = ctx(request, reply, 'overview');
     if (!c) return;
-    const now = clock.now();
-    return page(reply, c, 'Overview', overviewBody(overview(db, c.customer.id, now), now));
+    return page(reply, c, 'Overview', overviewBody(overview(db, c.customer.id, c.now), c.now));
   });
 }

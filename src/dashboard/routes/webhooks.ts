@@ -5,8 +5,9 @@ import type { PageContext } from '../layout.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
 import { Problems } from '../../domain/errors.js';
 import { deleteEndpoint, disableEndpoint, enableEndpoint, eventById, getEndpoint, listAttempts, listEndpoints, type Endpoint } from '../../store/webhooks.js';
-import { endpointBody, webhooksBody } from '../views.js';
+import { endpointBody, webhooksBody } from '../views/webhooks.js';
 import type { Pages, Req } from '../pages.js';
+import { shortUrl } from '../format.js';
 
 /** The dashboard's webhooks pages and actions. */
 export function webhooksRoutes(p: Pages): void {
@@ -29,7 +30,7 @@ export function webhooksRoutes(p: Pages): void {
     const input = await deps.webhooks.validate({ url: (f.url ?? '').trim(), ...(events.length ? { events } : {}), description: (f.description ?? '').trim() });
     if (input instanceof Problems) return page(reply.code(422), { ...c, error: problemsText(input) }, 'Webhooks', webhooksBody(c, listEndpoints(db, c.customer.id)));
     const e = deps.webhooks.create(c.customer.id, input);
-    reveal.put(c.session.id, { id: 'new-secret', label: `Endpoint ${e.id} created. Its signing secret is shown only this once:`, secret: e.secret }, clock.now());
+    reveal.put(c.session.id, { id: 'new-secret', label: `Endpoint ${shortUrl(e.url)} created. Its signing secret is shown only this once:`, secret: e.secret }, clock.now());
     return back(reply, '/webhooks');
   });
 
@@ -67,12 +68,13 @@ export function webhooksRoutes(p: Pages): void {
     const e = endpointOf(c, request.params.id);
     if (!e) return notFound(reply);
     const action = request.form!.action;
+    if (action === 'delete') {
+      deleteEndpoint(db, e.id);
+      return back(reply, '/webhooks', { notice: 'endpoint-deleted' });
+    }
     if (action === 'enable') enableEndpoint(db, e.id);
     else if (action === 'disable') disableEndpoint(db, e.id, `disabled by ${c.session.user.email}`);
-    else if (action === 'delete') {
-      deleteEndpoint(db, e.id);
-      return back(reply, '/webhooks', `Endpoint ${e.id} deleted.`);
-    }
-    return back(reply, path`/webhooks/${e.id}`, action === 'enable' ? 'Endpoint enabled.' : 'Endpoint disabled.');
+    else return back(reply, path`/webhooks/${e.id}`);
+    return back(reply, path`/webhooks/${e.id}`, { notice: action === 'enable' ? 'endpoint-enabled' : 'endpoint-disabled' });
   });
 }

@@ -1,0 +1,47 @@
+/**
+ * What a page says after a form redirected to it, chosen by a code in its URL (`?notice=`,
+ * `?error=`). The URL carries the code only: anyone can make a link to a dashboard page, and a
+ * trusted page must not say in its own banner what that link's author wrote ("your account is
+ * suspended, call …"). A code it does not know gets a generic sentence. What depends on the
+ * input (why a domain name is not one) is said on the page the form's POST answers itself.
+ */
+export const NOTICES = {
+  'customer-shown': 'Showing the customer chosen above.',
+  'customer-created': 'Customer created.',
+  'domain-added': 'Domain added: publish its DNS records, then verify.',
+  'receiving-on': 'Receiving on.',
+  'receiving-off': 'Receiving off.',
+  'limits-saved': 'Inbound limits saved.',
+  'key-revoked': 'Key revoked: requests with it are refused.',
+  'endpoint-enabled': 'Endpoint enabled.',
+  'endpoint-disabled': 'Endpoint disabled.',
+  'endpoint-deleted': 'Endpoint deleted.',
+  'message-canceled': 'Canceled: nothing will be sent.',
+  'suppression-added': 'The address is suppressed.',
+  'suppression-removed': 'The address is no longer suppressed.',
+} as const;
+
+export const ERRORS = {
+  'too-late': 'Too late to cancel: delivery has begun or ended.',
+  'not-suppressed': 'That address was not suppressed.',
+  'limits-invalid': 'Limits are whole numbers from 0 (no limit) up; leave empty for the server default.',
+  'customer-name': 'A customer name is 1-63 letters, digits, "_", "." or "-".',
+} as const;
+
+export type NoticeCode = keyof typeof NOTICES;
+export type ErrorCode = keyof typeof ERRORS;
+
+const GENERIC_NOTICE = 'Done.';
+const GENERIC_ERROR = 'Something went wrong with the last request.';
+
+/** The sentence a `?notice=` code stands for; undefined when there is none. */
+export function noticeText(code: string | undefined): string | undefined {
+  if (!code) return undefined;
+  return Object.hasOwn(NOTICES, code) ? NOTICES[code as NoticeCode] : GENERIC_NOTICE;
+}
+
+/** The sentence an `?error=` code stands for; undefined when there is none. */
+export function errorText(code: string | undefined): string | undefined {
+  if (!code) return undefined;
+  return Object.hasOwn(ERRORS, code) ? ERRORS[code as ErrorCode] : GENERIC_ERROR;
+}

@@ -1,0 +1,51 @@
+import type { FastifyReply } from 'fastify';
+import { messageContent, type StoredContent } from '../../store/messages.js';
+import { attachmentAt, readContent } from '../content.js';
+import { sendDownload, sendMailHtml } from '../untrusted.js';
+import type { PageContext } from '../layout.js';
+import type { Pages, Req } from '../pages.js';
+
+/** A sent message's content beyond its page: its HTML for the sandboxed frame, its attachments and its source, as downloads. */
+export function contentRoutes(p: Pages): void {
+  const { app, db, ctx, notFound } = p;
+  /** The message's stored content, if it is this customer's; else a 404 is sent. */
+  const stored = (c: PageContext, request: Req, reply: FastifyReply): StoredContent | undefined => {
+    const s = messageContent(db, c.customer.id, request.params.id!);
+    if (!s) notFound(reply);
+    return s;
+  };
+  /** A file name from a Message-ID: the characters a file name may safely have. */
+  const fileName = (id: string, ext: string) => `${id.replace(/[^A-Za-z0-9._@-]/g, '_')}.${ext}`;
+
+  app.get('/messages/:id/html', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'messages');
+    const s = c && stored(c, request, reply);
+    if (!s) return;
+    const content = readContent(s);
+    if (content.kind !== 'stored' || content.html === undefined) return notFound(reply);
+    return sendMailHtml(reply, content.html);
+  });
+
+  app.get('/messages/:id/attachments/:n', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'messages');
+    const s = c && stored(c, request, reply);
+    if (!s) return;
+    const a = /^\d{1,4}$/.test(request.params.n!) ? attachmentAt(s, Number(request.params.n)) : undefined;
+    if (!a) return notFound(reply);
+    return sendDownload(reply, { filename: a.filename, body: a.bytes });
+  });
+
+  app.get('/messages/:id/source', async (request: Req, reply) => {
+    const c = ctx(request, reply, 'messages');
+    const s = c && stored(c, request, reply);
+    if (!s) return;
+    const content = readContent(s);
+    if (content.kind !== 'stored') return notFound(reply);
+    const composed = content.source.kind === 'composed';
+    return sendDownload(reply, {
+      filename: fileName(request.params.id!, composed ? 'eml' : 'json'),
+      body: content.source.bytes,
+      type: composed ? 'message/rfc822' : 'application/json',
+    });
+  });
+}

@@ -1,0 +1,43 @@
+import { html, path, Html } from '../html.js';
+import type { PageContext } from '../layout.js';
+import type { DomainRow } from '../../store/domains.js';
+import type { domainRecords, verifyDomain } from '../../domains/service.js';
+import { csrf, when } from './common.js';
+
+export function domainsBody(c: PageContext, rows: DomainRow[]): Html {
+  return html`<div class="card"><form method="post" action="/domains" class="row">${csrf(c)}
+          <label>Domain <input name="name" required placeholder="example.com" autocomplete="off"></label>
+          <label><span><input type="checkbox" name="receiving" value="1"> also receive mail</span></label>
+          <button>Add domain</button></form></div>
+        <div class="card"><table><thead><tr><th>Domain</th><th>Verified</th><th>Receiving</th><th class="opt">Added</th></tr></thead><tbody>
+        ${rows.length ? rows.map((d) => html`<tr><td><a href="${path`/domains/${d.name}`}">${d.name}</a></td><td>${d.verified_at ? html`<span class="badge ok">verified</span>` : html`<span class="badge pending">not verified</span>`}</td><td>${d.receiving ? 'on' : 'off'}</td><td class="opt">${when(d.created_at, c.now)}</td></tr>`) : html`<tr><td colspan="4" class="muted">No domains yet.</td></tr>`}
+        </tbody></table></div>`;
+}
+
+export function domainBody(
+  c: PageContext,
+  d: DomainRow,
+  records: ReturnType<typeof domainRecords>,
+  limits: { ratePerMinute: number | null; monthlyLimit: number | null },
+  result: Awaited<ReturnType<typeof verifyDomain>> | undefined,
+): Html {
+  const check = (name: string, purpose: string) => result?.checks.find((k) => k.name === name && k.purpose === purpose);
+  return html`${result ? html`<div class="${result.verified ? 'flash' : 'flash error'}" role="status">${result.verified ? 'Verified: every required record is published.' : 'Not verified yet: see the records marked missing.'}</div>` : ''}
+    <div class="card"><p>${d.verified_at ? html`<span class="badge ok">verified</span> since ${when(d.verified_at, c.now)}` : html`<span class="badge pending">not verified</span> sending from it is refused until it is`}</p>
+      <form method="post" action="${path`/domains/${d.name}/verify`}" class="inline">${csrf(c)}<button>Verify now</button></form></div>
+    <h2>DNS records to publish</h2>
+    <div class="card"><table><thead><tr><th>Purpose</th><th>Type</th><th>Name</th><th>Value</th>${result ? html`<th>Found</th>` : ''}</tr></thead><tbody>
+    ${records.map((r, i) => {
+      const k = check(r.name, r.purpose);
+      return html`<tr><td>${r.purpose}</td><td>${r.type}</td><td class="wrap"><code>${r.name}</code></td>
+        <td class="wrap"><code id="${`rec-${i}`}">${r.value}</code> <button type="button" class="secondary" data-copy="${`rec-${i}`}" aria-label="${`Copy the ${r.purpose} record`}">Copy</button></td>
+        ${result ? html`<td>${k?.found ? html`<span class="badge ok">found</span>` : html`<span class="badge missing">missing</span>${k?.seen.length ? html`<br><small class="wrap">seen: ${k.seen.join(' | ')}</small>` : ''}`}</td>` : ''}</tr>`;
+    })}
+    </tbody></table></div>
+    <h2>Receiving</h2>
+    <div class="card"><form method="post" action="${path`/domains/${d.name}/receiving`}" class="row">${csrf(c)}
+      <label>Receive mail for ${d.name} <select name="receiving"><option value="1" ${d.receiving ? new Html('selected') : ''}>on</option><option value="0" ${d.receiving ? '' : new Html('selected')}>off</option></select></label><button>Save</button></form>
+      <form method="post" action="${path`/domains/${d.name}/limits`}" class="row">${csrf(c)}
+      <label>Messages per minute <input name="rate_per_minute" inputmode="numeric" value="${limits.ratePerMinute ?? ''}" placeholder="server default"></label>
+      <label>Messages per month <input name="monthly_limit" inputmode="numeric" value="${limits.monthlyLimit ?? ''}" placeholder="server default"></label><button>Save limits</button></form></div>`;
+}

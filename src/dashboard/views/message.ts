@@ -1,0 +1,43 @@
+import { html, path, type Html } from '../html.js';
+import type { PageContext } from '../layout.js';
+import type { MessageView } from '../../store/messages.js';
+import type { deliveriesOfMessage } from '../../store/webhooks.js';
+import { csrf, endpointLink, replyBlock, when } from './common.js';
+import { plural } from '../format.js';
+import type { MessageContent } from '../content.js';
+import { contentBody, sourceBody } from './message-content.js';
+
+/** A message's page: what it is, its content, each recipient's timeline with the webhook deliveries of its events (`endpoints`: the customer's, id to URL), its source. */
+export function messageBody(c: PageContext, m: MessageView, hooks: ReturnType<typeof deliveriesOfMessage>, endpoints: Map<string, string>, content: MessageContent, retentionDays: number): Html {
+  // Nothing sent yet (a scheduled message, or one still waiting its turn): it can be canceled.
+  const cancelable = m.recipients.every((r) => r.state === 'queued' && r.attempts === 0);
+  return html`${cancelable ? html`<form method="post" action="${path`/messages/${m.message_id}/cancel`}" class="card">${csrf(c)}<button class="secondary">Cancel this message</button> <span class="muted">Nothing of it has been sent${m.scheduled_at ? html` (scheduled ${when(m.scheduled_at, c.now)})` : ''}.</span></form>` : ''}
+    <div class="card"><dl><dt>Subject</dt><dd>${m.subject}</dd><dt>From</dt><dd class="wrap">${m.from}</dd><dt>Message-ID</dt><dd class="wrap"><code>${m.message_id}</code></dd>
+      <dt>Accepted</dt><dd>${when(m.created_at, c.now)}</dd>${m.scheduled_at ? html`<dt>Scheduled for</dt><dd>${when(m.scheduled_at, c.now)}</dd>` : ''}${m.sandbox ? html`<dt>Sandbox</dt><dd>yes: simulated, nothing sent</dd>` : ''}
+      ${m.tags.length ? html`<dt>Tags</dt><dd>${m.tags.map((t) => html`<a class="badge" href="${`/messages?${new URLSearchParams({ tag: t })}`}">${t}</a> `)}</dd>` : ''}
+      ${Object.keys(m.metadata).length ? html`<dt>Metadata</dt><dd><pre>${JSON.stringify(m.metadata, null, 2)}</pre></dd>` : ''}</dl></div>
+    ${contentBody(m, content, retentionDays)}
+    ${m.recipients.map((r) => {
+      const events = m.events.filter((e) => e.data.recipient === r.address);
+      return html`<h2>${r.address} <span class="${`badge ${r.state}`}">${r.state}</span></h2>
+        <div class="card"><p class="muted">${r.field} · ${plural(r.attempts, 'attempt')}${r.next_attempt_at ? html` · next attempt ${when(r.next_attempt_at, c.now)}` : ''}</p>
+        ${r.last_response ? html`<p class="wrap">Last reply: ${replyBlock(r.last_response)}</p>` : ''}
+        <ol>${events.map((e) => {
+          const d = e.data as Record<string, unknown> & {
+            response?: unknown;
+            attempt?: number;
+            mx?: string;
+            tls?: boolean;
+            tls_verified?: boolean;
+            sandbox?: boolean;
+          };
+          const tls = d.tls === undefined ? '' : d.tls ? (d.tls_verified ? ' · TLS, certificate verified' : ' · TLS, certificate not checked') : ' · without TLS';
+          const hooksOf = hooks.filter((h) => h.event_id === e.id);
+          return html`<li><b>${e.type}</b> ${when(e.timestamp, c.now)}${d.attempt ? ` · attempt ${d.attempt}` : ''}${d.mx ? ` · ${d.mx}` : ''}${tls}
+            ${d.response ? html`<br>${replyBlock(d.response)}` : ''}
+            ${e.type === 'recipient.suppressed' && d.sandbox === true ? html`<br><small class="muted">Simulated by a sandbox key: the address was not added to the suppression list (see Suppressions, "Simulated by sandbox keys").</small>` : ''}
+            ${hooksOf.map((h) => html`<br><small>webhook → ${endpointLink(h.endpoint_id, endpoints.get(h.endpoint_id))}: <span class="${`badge ${h.state}`}">${h.state}</span> after ${plural(h.attempts, 'attempt')}</small>`)}</li>`;
+        })}</ol></div>`;
+    })}
+    ${sourceBody(m, content)}`;
+}

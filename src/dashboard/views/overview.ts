@@ -1,0 +1,44 @@
+import { html, type Html } from '../html.js';
+import type { Overview } from '../../store/overview.js';
+import { chart } from '../chart.js';
+import { replyBlock, when } from './common.js';
+import { noun } from '../format.js';
+
+/** What the overview's counters count, as their labels say it (singular, plural). */
+const COUNTED: Record<keyof Overview['last24h'], [string, string]> = {
+  accepted: ['recipient accepted', 'recipients accepted'],
+  delivered: ['recipient delivered', 'recipients delivered'],
+  // Every deferral: a recipient deferred twice counts twice.
+  deferred: ['deferred attempt', 'deferred attempts'],
+  // A bounce after delivery (a DSN) counts here as well as in delivered.
+  bounced: ['recipient bounced', 'recipients bounced'],
+  complained: ['complaint', 'complaints'],
+};
+
+/** The overview: activity over 24 hours and 7 days, counted per recipient, and the queue now. */
+export function overviewBody(o: Overview, now: number): Html {
+  const stat = (label: string, v: number | string | Html) => html`<div class="stat"><b>${v}</b><span>${label}</span></div>`;
+  const count = (n: number, [one, many]: [string, string]) => stat(noun(n, one, many), n);
+  const activity = (counts: Overview['last24h']) => (Object.keys(COUNTED) as Array<keyof typeof COUNTED>).map((k) => count(counts[k], COUNTED[k]));
+  return html`<p class="muted">Counted per recipient: a message to three addresses is three recipients.</p>
+        <h2>Last 24 hours</h2>
+        <div class="stats">${activity(o.last24h)}</div>
+        <h2>Last 7 days</h2>
+        <div class="stats">${activity(o.last7d)}</div>
+        <div class="card">${chart(o.hourly)}</div>
+        <h2>Now</h2>
+        <div class="stats">${count(o.queue.queued, ['recipient queued', 'recipients queued'])}${count(o.queue.deferred, ['recipient waiting to retry', 'recipients waiting to retry'])}${stat(
+          'when the oldest waiting to retry was accepted',
+          when(o.oldestDeferredAt, now),
+        )}${count(o.webhookBacklog, ['webhook delivery waiting', 'webhook deliveries waiting'])}</div>
+        ${o.throttled.length ? throttledBody(o.throttled, now) : ''}`;
+}
+
+/** Receivers that asked us to slow down: mail to them goes at a reduced pace until they accept again. */
+function throttledBody(rows: Overview['throttled'], now: number): Html {
+  return html`<h2>Destinations slowed down</h2>
+        <div class="card"><p class="muted">These receivers answered "try later" or "too fast" (a 421 or a rate limit). Mail to them goes with fewer connections, after a pause that grows while they keep refusing; full speed comes back by itself as they accept again.</p>
+        <table><thead><tr><th>Destination</th><th>Paused until</th><th>Connections</th><th class="opt">Since</th><th>Last refusal</th></tr></thead><tbody>
+        ${rows.map((d) => html`<tr><td>${d.destination}</td><td>${d.pausedUntil > now ? when(d.pausedUntil, now) : 'not paused'}</td><td>${d.connections}</td><td class="opt">${when(d.since, now)}</td><td class="wrap">${replyBlock(d.reason)}</td></tr>`)}
+        </tbody></table></div>`;
+}
