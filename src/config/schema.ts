@@ -48,7 +48,7 @@ export const schema = {
       '',
       'Where the store is: empty, the SQLite file posthaste.db in server.data_dir (one node); "postgresql://user@host:5432/dbname" (or postgres://), PostgreSQL, for one node or several on one database (docs/operations.md, "PostgreSQL")',
     ),
-    password_file: k({ type: 'string' }, '', "A file whose first line is the PostgreSQL password, so the URL need not hold it (PGPASSWORD and ~/.pgpass work too, as for psql)"),
+    password_file: k({ type: 'string' }, '', 'A file whose first line is the PostgreSQL password, so the URL need not hold it (PGPASSWORD and ~/.pgpass work too, as for psql)'),
     pool_size: k({ type: 'int', min: 2, max: 500 }, 10, 'PostgreSQL connections this process opens at most'),
   },
   api: {

@@ -1,4 +1,4 @@
-import { SIMULATOR_DOMAIN } from '../outbound/sandbox.js';
+import { SIMULATOR_DOMAIN } from '../domain/sandbox.js';
 
 /**
  * The simulator's addresses whose outcome fires recipient.suppressed (docs/delivery.md, "Sandbox

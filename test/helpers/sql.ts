@@ -33,7 +33,11 @@ export function testSql(config: Config): TestSql {
       engine: 'sqlite',
       all: async (sql, ...p) => db.prepare(sql).all(...p) as never[],
       get: async (sql, ...p) => db.prepare(sql).get(...p) as never,
-      value: async (sql, ...p) => db.prepare(sql).pluck().get(...p) as never,
+      value: async (sql, ...p) =>
+        db
+          .prepare(sql)
+          .pluck()
+          .get(...p) as never,
       run: async (sql, ...p) => db.prepare(sql).run(...p).changes,
       close: async () => void db.close(),
     };

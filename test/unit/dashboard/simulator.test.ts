@@ -1,6 +1,6 @@
 import t from 'tap';
 import { SUPPRESSING_SIMULATOR_ADDRESSES } from '../../../src/dashboard/simulator.js';
-import { SIMULATOR_DOMAIN, sandboxSteps, type SandboxStep } from '../../../src/outbound/sandbox.js';
+import { SIMULATOR_DOMAIN, sandboxSteps, type SandboxStep } from '../../../src/domain/sandbox.js';
 
 // A step that fires recipient.suppressed (outbound/scheduler.ts recordSandbox): a hard bounce
 // that suppresses, an async bounce, a complaint.
