@@ -1,11 +1,8 @@
 import { returnPathDomain, type Config } from './config/schema.js';
 import { live, inboundSettings, outboundSettings, sendSettings, type InboundSettings, type Live, type OutboundSettings, type SendSettings } from './config/settings.js';
-import { openDb, migrate } from './store/db.js';
-import { ensureDefaultCustomer } from './store/customers.js';
-import { GroupCommit } from './store/writer/group-commit.js';
+import { openStore } from './store/open.js';
+import type { Store } from './store/store.js';
 import { AuthCache } from './store/auth-cache.js';
-import { releaseClaims } from './store/queue.js';
-import { secret } from './store/settings.js';
 import { buildApi } from './api/server.js';
 import { ConfigError, configWarnings } from './config/load.js';
 import { lockDataDir, type DataDirLock } from './lib/data-dir-lock.js';
@@ -21,8 +18,6 @@ import { Dane } from './outbound/dane.js';
 import { Scheduler } from './outbound/scheduler.js';
 import { Throttle } from './outbound/throttle.js';
 import { destinationOf } from './domain/destinations.js';
-import { listThrottles } from './store/destinations.js';
-import { countsByState, oldestQueuedAt } from './store/status.js';
 import { SignerPool } from './outbound/signer.js';
 import { MtaSts } from './outbound/mta-sts.js';
 import { readFileSync } from 'node:fs';
@@ -31,11 +26,7 @@ import { createListener } from './inbound/listener.js';
 import { Metrics } from './lib/metrics.js';
 import { MemoryBudget } from './lib/memory-budget.js';
 import cron from 'node-cron';
-import { purgeOld } from './store/retention.js';
-import { WebhookService } from './webhooks/service.js';
-import { SafeFetch } from './webhooks/safe-fetch.js';
-import { releaseDeliveryClaims } from './store/webhooks.js';
-import type { Db } from './store/db.js';
+import { createWebhookService } from './webhooks/create.js';
 import { cpus } from 'node:os';
 import type { Resolver } from 'node:dns/promises';
 import type { SMTPServer } from 'smtp-server';
@@ -89,27 +80,26 @@ interface Settings {
 }
 
 /** Step: the store, migrated, with the default customer, and the claims a previous run left released. */
-function openStore({ config, log, clock }: Ctx): Db {
-  const db = openDb(config.server.data_dir, config.limits.max_store_bytes);
-  const applied = migrate(db, clock.now());
+async function prepareStore({ log, clock }: Ctx, store: Store): Promise<void> {
+  if (store.engine === 'postgres') log.info({ store: store.location }, 'store: PostgreSQL');
+  const applied = await store.admin.migrate(clock.now());
   if (applied.length > 0) log.info({ applied }, 'database migrated');
-  ensureDefaultCustomer(db, clock.now());
-  const released = releaseClaims(db);
+  await store.customers.ensureDefault(clock.now());
+  const released = await store.delivery.releaseAllClaims();
   if (released > 0) log.warn({ released }, 'released delivery claims left by a previous run');
-  const releasedHooks = releaseDeliveryClaims(db);
+  const releasedHooks = await store.webhooks.releaseAllClaims();
   if (releasedHooks > 0) log.warn({ released: releasedHooks }, 'released webhook claims left by a previous run');
-  return db;
 }
 
 /** Step: the outbound side: MX and MTA-STS lookups, the signing threads, and the scheduler with its destinations' throttle. */
-function buildOutbound(
+async function buildOutbound(
   { config, log, clock, settings }: Ctx,
-  db: Db,
+  store: Store,
   resolver: Resolver,
   relay: RelayOptions | null,
   returnPathSecret: Buffer,
   hooks: { onEvents: () => void; onOutcome: (kind: string, acceptedAt: number) => void },
-): { scheduler: Scheduler; signer: SignerPool } {
+): Promise<{ scheduler: Scheduler; signer: SignerPool }> {
   const o = config.outbound;
   const mx = new MxResolver(resolver, clock);
   const extraCa = o.tls_ca_file ? [readFileSync(o.tls_ca_file, 'utf8')] : [];
@@ -121,12 +111,12 @@ function buildOutbound(
   const timeouts = { connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout };
   const smtp = { name: config.server.hostname, port: o.port, ...timeouts, extraCa, chunking: o.chunking, bdatMemory: new BdatMemory(clock) };
   const scheduler = new Scheduler({
-    db,
+    store: store.delivery,
     clock,
     log,
     policy: { retrySchedule: o.retry_schedule, maxQueueTime: o.max_queue_time },
     concurrency: o.concurrency,
-    throttle: new Throttle((destination) => settings.outbound.current.limits(destination), listThrottles(db)),
+    throttle: new Throttle((destination) => settings.outbound.current.limits(destination), await store.delivery.throttles()),
     destinationOf: async (domain) => {
       if (relay) return relay.host;
       const found = await mx.resolve(domain);
@@ -141,7 +131,7 @@ function buildOutbound(
     deliver: (domain, items) =>
       deliverGroup(
         {
-          db,
+          store,
           mx,
           log,
           sign: (input) => signer.sign(input),
@@ -161,11 +151,11 @@ function buildOutbound(
 }
 
 /** Step: retention on its schedule (node-cron); a bad expression stops the start like any bad config. */
-function scheduleRetention({ config, log, clock }: Ctx, db: Db): { stop(): void | Promise<void> } {
+function scheduleRetention({ config, log, clock }: Ctx, store: Store): { stop(): void | Promise<void> } {
   if (!cron.validate(config.retention.schedule)) throw new ConfigError('retention.schedule', `"${config.retention.schedule}" is not a cron expression`);
-  return cron.schedule(config.retention.schedule, () => {
+  return cron.schedule(config.retention.schedule, async () => {
     try {
-      const purged = purgeOld(db, clock.now(), config.retention.days);
+      const purged = await store.admin.purgeOld(clock.now(), config.retention.days);
       if (purged.messages || purged.attempts) log.info(purged, 'retention: purged');
     } catch (e) {
       log.error({ err: e }, 'retention job failed');
@@ -188,8 +178,7 @@ interface Reloader {
 interface ReloadParts {
   log: Logger;
   settings: Settings;
-  db: Db;
-  commit: GroupCommit;
+  store: Store;
   scheduler: Scheduler;
   listener: SMTPServer;
 }
@@ -224,10 +213,7 @@ export const RELOADERS: readonly Reloader[] = [
   {
     part: 'store',
     keys: ['limits.max_store_bytes'],
-    apply: (next, _, { db, commit }) => {
-      db.setMaxBytes(next.limits.max_store_bytes);
-      commit.setMaxBytes(next.limits.max_store_bytes);
-    },
+    apply: (next, _, { store }) => store.admin.setMaxBytes(next.limits.max_store_bytes),
   },
 ];
 
@@ -247,7 +233,8 @@ function flatConfig(c: Config): Map<string, string> {
  * the same store refuses to start before it opens anything; a start that fails lets go of it.
  */
 export async function startDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Promise<Daemon> {
-  const lock = lockDataDir(config.server.data_dir);
+  // One daemon per SQLite store; nodes on PostgreSQL share theirs (docs/cluster.md).
+  const lock = config.store.url === '' ? lockDataDir(config.server.data_dir) : { release: () => undefined };
   try {
     for (const w of configWarnings(config)) log.warn({ key: w.key, value: w.value }, w.message);
     return await startLocked(config, log, opts, lock);
@@ -267,28 +254,32 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   const settings: Settings = { inbound: live(inboundSettings(config)), send: live(sendSettings(config)), outbound: live(outboundSettings(config)) };
   const ctx: Ctx = { config, log, clock: opts.clock ?? systemClock, settings };
   const relay = relayOptions(config); // before anything opens: a relay user without a password stops the start
-  const db = openStore(ctx);
+  const store = openStore(config, { daemon: true, applicationName: `posthaste ${process.pid}` });
+  try {
+    await prepareStore(ctx, store);
+  } catch (e) {
+    await store.admin.close().catch(() => undefined);
+    throw e;
+  }
 
-  // Shared: one resolver on dns.servers (MX, MTA-STS, inbound SPF/DKIM/DMARC, webhook targets); the
-  // group-commit writer (the API's and the listener's writes, the dispatcher's attempt log); metrics;
-  // one budget for the large messages the API and the listener hold in memory at once.
+  // Shared: one resolver on dns.servers (MX, MTA-STS, inbound SPF/DKIM/DMARC, webhook targets);
+  // metrics; one budget for the large messages the API and the listener hold in memory at once.
   const resolver = createResolver(config.dns.servers);
-  const returnPathSecret = secret(db, RETURN_PATH_SECRET);
-  const commit = new GroupCommit(db.path, config.limits.max_store_bytes);
+  const returnPathSecret = await store.admin.secret(RETURN_PATH_SECRET);
   const metrics = new Metrics(
     {
-      recipients: () => countsByState(db, 'recipients'),
-      webhookDeliveries: () => countsByState(db, 'webhook_deliveries'),
-      oldestQueued: () => oldestQueuedAt(db, ctx.clock.now()),
+      recipients: () => store.admin.countsByState('recipients'),
+      webhookDeliveries: () => store.admin.countsByState('webhook_deliveries'),
+      oldestQueued: () => store.admin.oldestQueuedAt(ctx.clock.now()),
       now: () => ctx.clock.now(),
     },
     { processMetrics: config.metrics.enabled },
   );
   const budget = new MemoryBudget(config.limits.message_memory);
 
-  const webhooks = createWebhookService(db, config, ctx.clock, resolver);
+  const webhooks = createWebhookService(store.webhooks, config, ctx.clock, resolver);
   const dispatcher = new Dispatcher({
-    db,
+    store: store.webhooks,
     clock: ctx.clock,
     log,
     service: webhooks,
@@ -297,33 +288,31 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     perEndpoint: config.webhooks.concurrency_per_endpoint,
     pollInterval: config.webhooks.poll_interval,
     onAttempt: (outcome, durationMs) => metrics.observeWebhook(outcome, durationMs / 1000),
-    record: (input) => commit.submit('webhookAttempts', input),
   });
-  const { scheduler, signer } = buildOutbound(ctx, db, resolver, relay, returnPathSecret, {
+  const { scheduler, signer } = await buildOutbound(ctx, store, resolver, relay, returnPathSecret, {
     onEvents: () => dispatcher.kick(),
     onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
   });
-  const retention = scheduleRetention(ctx, db);
+  const retention = scheduleRetention(ctx, store);
 
   let apiUp = false;
   let smtpUp = false;
   const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => apiUp && smtpUp };
   const listener = createListener({
     budget,
-    db,
+    store,
     config,
     settings: settings.inbound,
     clock: ctx.clock,
     log,
     resolver,
     returnPathSecret,
-    commit,
     isShuttingDown: () => lifecycle.shuttingDown,
     onEvents: () => dispatcher.kick(),
     onResult: (result) => metrics.inbound.inc({ result }),
   });
-  const app = buildApi({ db, commit, auth: new AuthCache(db), config, send: settings.send, clock: ctx.clock, log, lifecycle, webhooks, metrics, budget, onAccepted: () => scheduler.kick() });
-  const dashboard = config.dashboard.listen ? buildDashboard({ db, config, clock: ctx.clock, log, webhooks, resolver, budget }) : undefined;
+  const app = buildApi({ store, auth: new AuthCache(store), config, send: settings.send, clock: ctx.clock, log, lifecycle, webhooks, metrics, budget, onAccepted: () => scheduler.kick() });
+  const dashboard = config.dashboard.listen ? buildDashboard({ store, config, clock: ctx.clock, log, webhooks, resolver, budget }) : undefined;
   // /metrics on its own address when metrics.listen is set; on the API listener otherwise (api/server.ts).
   const listeners: Listeners = { smtp: listener, api: app, dashboard, metrics: config.metrics.enabled && config.metrics.listen ? buildMetricsListener(metrics, log) : undefined };
   let bound: Awaited<ReturnType<typeof bindListeners>>;
@@ -331,8 +320,8 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     bound = await bindListeners(config, log, listeners);
   } catch (e) {
     await retention.stop();
-    await Promise.all([commit.close(), signer.close(), webhooks.fetch.close()]);
-    db.close();
+    await Promise.all([signer.close(), webhooks.fetch.close()]);
+    await store.admin.close();
     throw e;
   }
   const { smtp, apiUrl, dashboardUrl, metricsUrl } = bound;
@@ -343,7 +332,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(loops.signal);
   log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir }, 'posthaste is running');
 
-  const reloadParts: ReloadParts = { log, settings, db, commit, scheduler, listener };
+  const reloadParts: ReloadParts = { log, settings, store, scheduler, listener };
   // Each key's running value ("section.key" → JSON): the configuration as started, with what reloads applied.
   const running = flatConfig(config);
   return {
@@ -376,25 +365,11 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
       const abandoned = await Promise.race([Promise.all([delivery, dispatching]).then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), INFLIGHT_GRACE_MS).unref())]);
       if (abandoned) log.warn('in-flight deliveries or webhook attempts abandoned at shutdown; their claims are released at the next start');
       if (opts.manualDelivery) await scheduler.stop();
-      // Last: the dispatcher's final attempt log goes through the writer.
-      await commit.close();
-      log.info({ commits: commit.batches, jobs: commit.jobs }, 'group commit totals');
       await signer.close();
       await webhooks.fetch.close();
-      db.close();
+      // Last: the dispatcher's final attempt log goes through the store's writes still under way.
+      await store.admin.close();
       lock.release();
     },
   };
-}
-
-/** The webhook sender the daemon and the CLI share: guarded fetch, dns.servers, config's CAs. */
-export function createWebhookService(db: Db, config: Config, clock: Clock, resolver = createResolver(config.dns.servers)): WebhookService {
-  const w = config.webhooks;
-  const fetch = new SafeFetch({
-    resolver,
-    allowPrivate: w.allow_private_targets,
-    timeoutMs: w.timeout,
-    extraCa: w.tls_ca_file ? [readFileSync(w.tls_ca_file, 'utf8')] : [],
-  });
-  return new WebhookService(db, clock, fetch, resolver, w.allow_private_targets);
 }

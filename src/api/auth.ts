@@ -27,12 +27,12 @@ declare module 'fastify' {
  * first, so a revocation is refused on the next request; unchecked is for the send path, whose
  * writer re-verifies inside the accepting transaction.
  */
-export function authenticateRequest(auth: AuthCache, request: FastifyRequest, checked = true): ApiKeyInfo {
+export async function authenticateRequest(auth: AuthCache, request: FastifyRequest, checked = true): Promise<ApiKeyInfo> {
   const header = request.headers.authorization;
   if (!header) throw new ApiError('unauthorized', 'Missing Authorization header; send "Authorization: Bearer <API key>" (or "Token <API key>").');
   const m = /^(?:Token|Bearer)[ \t]+(\S+)[ \t]*$/i.exec(header);
   if (!m) throw new ApiError('unauthorized', 'The Authorization header is not "Bearer <API key>" or "Token <API key>".');
-  const key = auth.key(m[1]!, checked);
+  const key = await auth.key(m[1]!, checked);
   if (!key) throw unauthorized();
   return key;
 }

@@ -1,5 +1,4 @@
-import type { Db } from '../store/db.js';
-import type { GroupCommit } from '../store/writer/group-commit.js';
+import type { Store } from '../store/store.js';
 import type { AuthCache } from '../store/auth-cache.js';
 import type { WebhookService } from '../webhooks/service.js';
 import type { Metrics } from '../lib/metrics.js';
@@ -11,8 +10,7 @@ import type { MemoryBudget } from '../lib/memory-budget.js';
 
 /** Everything the HTTP API needs, passed in by the composition root (or a test). */
 export interface ApiDeps {
-  db: Db;
-  commit: GroupCommit;
+  store: Store;
   auth: AuthCache;
   webhooks: WebhookService;
   metrics?: Metrics;

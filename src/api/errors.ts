@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
-import { isStorageUnavailable } from '../store/db.js';
+import { isStoreUnavailable } from '../store/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { AuthCache } from '../store/auth-cache.js';
 import type { Metrics } from '../lib/metrics.js';
@@ -35,7 +35,7 @@ function clientAborted(error: FastifyError, request: FastifyRequest): boolean {
 }
 
 export function installErrorHandlers(app: FastifyInstance, log: Logger, auth: AuthCache, metrics?: Metrics): void {
-  app.setErrorHandler((error: FastifyError, request, reply) => {
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
     if (clientAborted(error, request)) {
       metrics?.apiAborted.inc();
       log.debug({ url: request.url, method: request.method }, 'client aborted its request');
@@ -45,20 +45,20 @@ export function installErrorHandlers(app: FastifyInstance, log: Logger, auth: Au
     // A key taken from the cache unchecked may have been revoked since: that answer comes first.
     if (request.keyUnchecked && api?.code !== 'unauthorized') {
       try {
-        authenticateRequest(auth, request, true);
+        await authenticateRequest(auth, request, true);
       } catch (e) {
-        api = e as ApiError;
+        if (e instanceof ApiError) api = e;
       }
     }
-    if (!api && isStorageUnavailable(error)) {
-      log.error({ err: { code: (error as { code?: string }).code, message: error.message } }, 'store cannot write: request refused with 503');
-      api = new ApiError('unavailable', 'The server cannot store the request right now; it was not accepted. Retry later.');
+    if (!api && isStoreUnavailable(error)) {
+      log.error({ err: { code: (error as { code?: string }).code, message: error.message } }, 'store unavailable: request refused with 503');
+      api = new ApiError('store_unavailable', 'The store cannot be reached or cannot write right now; the request was not accepted. Retry later.');
     }
     if (!api) {
       log.error({ err: error, url: request.url, method: request.method }, 'unhandled API error');
       api = new ApiError('internal_error', 'Internal error.');
     }
-    if (api.code === 'unavailable') reply.header('retry-after', '30');
+    if (api.status === 503) reply.header('retry-after', '30');
     return reply.code(api.status).send(api.toBody());
   });
   app.setNotFoundHandler((_request, reply) => {

@@ -77,17 +77,20 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
       // The send path defers the freshness check to its transaction (AuthCache); errors before
       // that re-check the key, so a revoked key still gets 401 first (errors.ts).
       const sendPath = request.method === 'POST' && request.routeOptions.url === SEND_ROUTE;
-      try {
-        request.apiKey = authenticateRequest(deps.auth, request, !sendPath);
-      } catch (e) {
-        return done(e as Error);
-      }
-      request.keyUnchecked = sendPath;
+      authenticateRequest(deps.auth, request, !sendPath).then((key) => {
+        request.apiKey = key;
+        request.keyUnchecked = sendPath;
+        afterAuth(request, reply, done);
+      }, done);
+      return;
     }
+    afterAuth(request, reply, done);
+  });
+  const afterAuth = (request: FastifyRequest, reply: FastifyReply, done: (e?: Error) => void) => {
     // No such route: answered before a body is read, so nobody can make the server read one for nothing.
     if (request.is404) return done(new ApiError('not_found', 'No such resource.'));
     holdLargeBody(deps, request, reply, done);
-  });
+  };
   // After every response: the API's counter and latency (Prometheus), by route pattern; fastify
   // times every request already. (A large body's garbage is collected when its memory hold
   // ends: memory.ts.)

@@ -2,8 +2,9 @@ import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { configPath, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
-import { openDb, migrate, type Db } from '../store/db.js';
-import { ensureDefaultCustomer, findCustomer, type Customer } from '../store/customers.js';
+import { openStore } from '../store/open.js';
+import type { Store } from '../store/store.js';
+import type { Customer } from '../store/customers.js';
 
 export interface GlobalOptions {
   config?: string;
@@ -35,21 +36,21 @@ export function configOf(cmd: Command, opts: { orDefaults?: boolean } = {}): Con
 }
 
 /** Opens the store (applying pending migrations, as the daemon does at start), runs fn, closes. */
-export async function withStore<T>(cmd: Command, fn: (ctx: { db: Db; config: Config; now: number }) => T | Promise<T>): Promise<T> {
+export async function withStore<T>(cmd: Command, fn: (ctx: { store: Store; config: Config; now: number }) => T | Promise<T>): Promise<T> {
   const config = configOf(cmd);
-  const db = openDb(config.server.data_dir, config.limits.max_store_bytes);
+  const store = openStore(config, { applicationName: 'posthaste cli' });
   try {
     const now = Date.now();
-    migrate(db, now);
-    ensureDefaultCustomer(db, now);
-    return await fn({ db, config, now });
+    await store.admin.migrate(now);
+    await store.customers.ensureDefault(now);
+    return await fn({ store, config, now });
   } finally {
-    db.close();
+    await store.admin.close();
   }
 }
 
-export function customerNamed(db: Db, name: string): Customer {
-  const c = findCustomer(db, name);
+export async function customerNamed(store: Store, name: string): Promise<Customer> {
+  const c = await store.customers.find(name);
   if (!c) throw new CliError(`no customer named "${name}" (see "posthaste customers list")`);
   return c;
 }

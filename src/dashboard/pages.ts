@@ -3,7 +3,6 @@ import { sendPage, type Dashboard, type DashboardDeps } from './server.js';
 import { html, type Html } from './html.js';
 import { layout, type PageContext } from './layout.js';
 import type { Problems } from '../domain/errors.js';
-import { customerById, listCustomers } from '../store/customers.js';
 import { OneTimeReveal } from './reveal.js';
 import { errorText, noticeText, type ErrorCode, type NoticeCode } from './notices.js';
 
@@ -14,11 +13,11 @@ export interface Pages {
   app: FastifyInstance;
   dash: Dashboard;
   deps: DashboardDeps;
-  db: DashboardDeps['db'];
+  store: DashboardDeps['store'];
   clock: DashboardDeps['clock'];
   config: DashboardDeps['config'];
   /** The signed-in context, or a redirect to the login page (then undefined). */
-  ctx: (request: Req, reply: FastifyReply, section: string) => PageContext | undefined;
+  ctx: (request: Req, reply: FastifyReply, section: string) => Promise<PageContext | undefined>;
   page: (reply: FastifyReply, c: PageContext, title: string, body: Html) => unknown;
   /** A redirect after a form, with what the next page says, by code (notices.ts). */
   back: (reply: FastifyReply, to: string, say?: { notice?: NoticeCode; error?: ErrorCode }) => unknown;
@@ -31,22 +30,22 @@ export interface Pages {
 
 export function pages(dash: Dashboard, deps: DashboardDeps): Pages {
   const { app } = dash;
-  const { db, clock, config } = deps;
+  const { store, clock, config } = deps;
 
   /** The signed-in context, or a redirect to the login page. */
-  const ctx = (request: Req, reply: FastifyReply, section: string): PageContext | undefined => {
+  const ctx = async (request: Req, reply: FastifyReply, section: string): Promise<PageContext | undefined> => {
     const s = request.session;
     if (!s) {
       void reply.redirect(`/login?next=${encodeURIComponent(request.url)}`, 303);
       return undefined;
     }
-    const customer = customerById(db, s.customerId)!;
+    const customer = (await store.customers.byId(s.customerId))!;
     return {
       session: s,
       customer,
       section,
       now: clock.now(),
-      customers: s.user.role === 'admin' ? listCustomers(db) : [customer],
+      customers: s.user.role === 'admin' ? await store.customers.list() : [customer],
       notice: noticeText(request.query.notice),
       error: errorText(request.query.error),
     };
@@ -72,5 +71,5 @@ export function pages(dash: Dashboard, deps: DashboardDeps): Pages {
       .map(([k, v]) => `${k}: ${v.join('; ')}`)
       .join(' · ');
 
-  return { app, dash, deps, db, clock, config, ctx, page, back, notFound, reveal, revealed, problemsText };
+  return { app, dash, deps, store, clock, config, ctx, page, back, notFound, reveal, revealed, problemsText };
 }

@@ -2,20 +2,20 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { readFileSync } from 'node:fs';
 import { timingSafeEqual } from 'node:crypto';
 import type { Resolver } from 'node:dns/promises';
-import type { Db } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { WebhookService } from '../webhooks/service.js';
 import type { MemoryBudget } from '../lib/memory-budget.js';
 import { ConfigError } from '../config/load.js';
-import { useSession, type Session } from '../store/users.js';
+import type { Session } from '../store/users.js';
 import { Html } from './html.js';
 import { LoginThrottle } from './throttle.js';
 import { pageRoutes } from './routes/index.js';
 
 export interface DashboardDeps {
-  db: Db;
+  store: Store;
   config: Config;
   clock: Clock;
   log: Logger;
@@ -69,7 +69,7 @@ export interface Dashboard {
 }
 
 export function buildDashboard(deps: DashboardDeps): FastifyInstance {
-  const { config, db, clock } = deps;
+  const { config, store, clock } = deps;
   let secure = false;
   if (config.dashboard.public_url) {
     let u: URL;
@@ -108,11 +108,11 @@ export function buildDashboard(deps: DashboardDeps): FastifyInstance {
     reply.header('x-frame-options', 'DENY');
     reply.header('cache-control', 'no-store');
     const sid = parseCookies(request.headers.cookie).get(dash.cookie);
-    if (sid && /^[A-Za-z0-9_-]{43}$/.test(sid)) {
-      const s = useSession(db, sid, clock.now(), dash.idleMs);
+    if (!sid || !/^[A-Za-z0-9_-]{43}$/.test(sid)) return done();
+    store.users.useSession(sid, clock.now(), dash.idleMs).then((s) => {
       if (s) request.session = { ...s, id: sid };
-    }
-    done();
+      done();
+    }, done);
   });
 
   // State-changing requests: same-origin only (Sec-Fetch-Site / Origin, where the browser sends

@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   rate_limited: 429,
   internal_error: 500,
   unavailable: 503,
+  store_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

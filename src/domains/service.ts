@@ -1,7 +1,7 @@
 import type { Resolver } from 'node:dns/promises';
 import { returnPathDomain, type Config } from '../config/schema.js';
-import type { Db } from '../store/db.js';
-import { setVerified, switchDkim, type DomainRow } from '../store/domains.js';
+import type { DomainStore } from '../store/store.js';
+import type { DomainRow } from '../store/domains.js';
 import { dnsRecords, DKIM_GRACE_MS, type DnsRecord } from '../domain/dns-records.js';
 import { checkRecords, isVerified, unanswered, type RecordCheck } from '../lib/verify-domain.js';
 
@@ -41,7 +41,7 @@ export function dkimStatus(d: DomainRow): { signing: string; next: string | null
  * on sending through a resolver outage) and `dnsError` says why, naming dns.servers.
  */
 export async function verifyDomain(
-  db: Db,
+  domains: DomainStore,
   resolver: Resolver,
   config: Config,
   d: DomainRow,
@@ -51,10 +51,10 @@ export async function verifyDomain(
   const dnsError = unanswered(checks);
   if (dnsError) return { verified: false, checks, switchedTo: null, dnsError };
   const verified = isVerified(checks);
-  setVerified(db, d.id, verified ? (d.verified_at ?? now) : null);
+  await domains.setVerified(d.id, verified ? (d.verified_at ?? now) : null);
   // A rotation: once the next key's record is found, signing switches to it.
   const next = checks.find((c) => c.purpose === 'dkim_next');
   const switchedTo = next?.found && d.next_dkim_selector ? d.next_dkim_selector : null;
-  if (switchedTo) switchDkim(db, d.id, now);
+  if (switchedTo) await domains.switchDkim(d.id, now);
   return { verified, checks, switchedTo, dnsError: null };
 }

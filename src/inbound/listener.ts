@@ -2,23 +2,22 @@ import { reclaimAfter } from '../lib/reclaim.js';
 import { SMTPServer, type SMTPServerSession, type SMTPServerDataStream } from 'smtp-server';
 import { readFileSync } from 'node:fs';
 import type { Resolver } from 'node:dns/promises';
-import type { Db } from '../store/db.js';
-import { isStorageUnavailable } from '../store/db.js';
+import type { Store } from '../store/store.js';
+import { isStoreFull, isStoreUnavailable } from '../store/errors.js';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { routeRecipient, type Route } from './route.js';
 import { BareNewlineCheck } from './smuggling.js';
 import { inspectInbound } from './receive.js';
-import { checkInboundLimits, receivingDomain, recordLimited, type ReceivingDomain, type StoredInbound } from '../store/inbound.js';
-import { movable, type GroupCommit } from '../store/writer/group-commit.js';
+import type { ReceivingDomain, StoredInbound } from '../store/inbound.js';
 import { LARGE_MESSAGE_BYTES, type Hold, type MemoryBudget } from '../lib/memory-budget.js';
 import { readReport } from '../reports/read.js';
 import { returnPathDomain } from '../config/schema.js';
 import type { InboundSettings, Live } from '../config/settings.js';
 
 export interface ListenerDeps {
-  db: Db;
+  store: Pick<Store, 'domains' | 'inbound'>;
   config: Config;
   /** What a reload can change here: the default inbound limits, the suppression policy, STARTTLS. */
   settings: Live<InboundSettings>;
@@ -26,8 +25,6 @@ export interface ListenerDeps {
   log: Logger;
   resolver: Resolver;
   returnPathSecret: Buffer;
-  /** The group-commit writer: inbound messages arriving together share one commit. */
-  commit: GroupCommit;
   isShuttingDown: () => boolean;
   /** Events were written: the webhook dispatcher can go. */
   onEvents?: () => void;
@@ -49,7 +46,7 @@ const smtpError = (code: number, message: string) => Object.assign(new Error(mes
 
 /** The inbound SMTP listener: receiving domains, return-path bounces, the feedback address; nothing else. */
 export function createListener(deps: ListenerDeps): SMTPServer {
-  const { config, db, clock, log } = deps;
+  const { config, store, clock, log } = deps;
   const s = config.smtp;
   const rpDomain = returnPathDomain(config);
   const tls = s['tls.cert'] && s['tls.key'] ? { key: readFileSync(s['tls.key']), cert: readFileSync(s['tls.cert']) } : null;
@@ -87,31 +84,17 @@ export function createListener(deps: ListenerDeps): SMTPServer {
     onRcptTo(address, session: Session, cb) {
       const routes = (session.routes ??= []);
       if (routes.length >= s.max_recipients) return cb(smtpError(452, '4.5.3 Too many recipients'));
-      let receiving: ReceivingDomain | undefined;
-      const route = routeRecipient(address.address, {
-        returnPathDomain: rpDomain,
-        feedbackAddress: s.feedback_address,
-        isReceiving: (domain) => (receiving = receivingDomain(db, domain)) !== undefined,
-      });
-      if (route.kind === 'refused') {
-        deps.onResult?.('refused');
-        return cb(smtpError(550, `5.7.1 <${address.address}>: ${route.reason}`));
-      }
-      if (route.kind === 'receiving' && receiving) {
-        const now = clock.now();
-        const check = checkInboundLimits(db, receiving, deps.settings.current.limits, now);
-        if (!check.ok) {
-          try {
-            if (recordLimited(db, receiving, check.limit, check.windowEndsAt, now)) deps.onEvents?.();
-          } catch (e) {
-            log.error({ err: e }, 'could not record inbound.limited');
-          }
-          deps.onResult?.('limited');
-          return cb(smtpError(451, `4.7.1 ${receiving.name} is over its ${check.limit === 'rate' ? 'per-minute' : 'monthly'} inbound limit, try again later`));
-        }
-      }
-      routes.push(receiving ? { ...route, receiving } : route);
-      cb();
+      rcptRoute(address.address).then(
+        (r) => {
+          if ('refusal' in r) return cb(r.refusal);
+          routes.push(r);
+          cb();
+        },
+        (e: unknown) => {
+          if (!isStoreUnavailable(e)) log.error({ err: e }, 'inbound recipient check failed');
+          cb(smtpError(451, '4.3.0 Local error, try again later'));
+        },
+      );
     },
     onData(stream: SMTPServerDataStream, session: Session, cb) {
       const check = new BareNewlineCheck();
@@ -154,7 +137,11 @@ export function createListener(deps: ListenerDeps): SMTPServer {
           },
           (e: unknown) => {
             release();
-            if (isStorageUnavailable(e)) return cb(smtpError(452, '4.3.1 Insufficient system storage, try again later'));
+            if (isStoreFull(e)) return cb(smtpError(452, '4.3.1 Insufficient system storage, try again later'));
+            if (isStoreUnavailable(e)) {
+              log.warn({ err: e }, 'store unavailable: inbound message refused with 451');
+              return cb(smtpError(451, '4.3.0 Local error: the store is unavailable, try again later'));
+            }
             log.error({ err: e }, 'inbound message failed');
             cb(smtpError(451, '4.3.0 Local error, try again later'));
           },
@@ -162,6 +149,41 @@ export function createListener(deps: ListenerDeps): SMTPServer {
       });
     },
   });
+
+  /**
+   * Where a recipient goes (route.ts, pure), the receiving domain looked up only when the address
+   * could be one, and its inbound limits checked (`inbound.limited` at most once an hour).
+   */
+  async function rcptRoute(raw: string): Promise<(Route & { receiving?: ReceivingDomain }) | { refusal: Error }> {
+    let asked: string | undefined;
+    const ctx = { returnPathDomain: rpDomain, feedbackAddress: s.feedback_address };
+    let route = routeRecipient(raw, {
+      ...ctx,
+      isReceiving: (domain) => {
+        asked = domain;
+        return false;
+      },
+    });
+    const receiving = asked !== undefined && route.kind === 'refused' ? await store.domains.receiving(asked) : undefined;
+    if (receiving) route = routeRecipient(raw, { ...ctx, isReceiving: () => true });
+    if (route.kind === 'refused') {
+      deps.onResult?.('refused');
+      return { refusal: smtpError(550, `5.7.1 <${raw}>: ${route.reason}`) };
+    }
+    if (route.kind !== 'receiving' || !receiving) return route;
+    const now = clock.now();
+    const check = await store.inbound.checkLimits(receiving, deps.settings.current.limits, now);
+    if (!check.ok) {
+      try {
+        if (await store.inbound.recordLimited(receiving, check.limit, check.windowEndsAt, now)) deps.onEvents?.();
+      } catch (e) {
+        log.error({ err: e }, 'could not record inbound.limited');
+      }
+      deps.onResult?.('limited');
+      return { refusal: smtpError(451, `4.7.1 ${receiving.name} is over its ${check.limit === 'rate' ? 'per-minute' : 'monthly'} inbound limit, try again later`) };
+    }
+    return { ...route, receiving };
+  }
 
   /** Stores the message for each route, or refuses it (nothing stored) when it cannot be shown. */
   async function process(raw: Buffer, session: Session): Promise<{ kind: 'stored'; id: string } | { kind: 'refused'; problem: string }> {
@@ -197,18 +219,14 @@ export function createListener(deps: ListenerDeps): SMTPServer {
       ...inspected!.parsed,
     }));
     // A large message's bytes move to the writer thread rather than being copied; raw is empty afterwards.
-    const ids = await deps.commit.submit(
-      'receive',
-      {
-        stores,
-        report,
-        reports: reportRoutes.map((r) => ({ mailFrom: env.mailFrom, rcptTo: r.address, route: r.kind })),
-        raw,
-        secret: deps.returnPathSecret,
-        now: clock.now(),
-      },
-      movable(raw),
-    );
+    const ids = await store.inbound.receive({
+      stores,
+      report,
+      reports: reportRoutes.map((r) => ({ mailFrom: env.mailFrom, rcptTo: r.address, route: r.kind })),
+      raw,
+      secret: deps.returnPathSecret,
+      now: clock.now(),
+    });
     // Only now, after the commit, does the sender hear 250.
     deps.onEvents?.();
     return { kind: 'stored', id: ids[0] ?? 'report' };

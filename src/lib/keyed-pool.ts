@@ -130,7 +130,7 @@ export class KeyedPool<T> {
    * runs makes the next start as soon as it is done.
    */
   async run(signal: AbortSignal, intervalMs: number, fill: () => unknown, onError: (e: unknown) => void): Promise<void> {
-    await this.loop.run(signal, intervalMs, () => this.once(fill), onError);
+    await this.loop.run(signal, intervalMs, () => this.exclusive(fill), onError);
     await this.stop();
   }
 
@@ -147,10 +147,10 @@ export class KeyedPool<T> {
    */
   async drain(fill: () => number | Promise<number>, settle?: () => Promise<void>): Promise<void> {
     for (;;) {
-      if ((await this.once(fill)) === 0 && this.inFlight.size === 0) {
+      if ((await this.exclusive(fill)) === 0 && this.inFlight.size === 0) {
         if (!settle) return;
         await settle();
-        if ((await this.once(fill)) === 0 && this.inFlight.size === 0) return;
+        if ((await this.exclusive(fill)) === 0 && this.inFlight.size === 0) return;
       }
       if (this.inFlight.size > 0) await Promise.race(this.inFlight);
     }
@@ -161,7 +161,7 @@ export class KeyedPool<T> {
    * awaits, and two interleaved would claim twice the room. A call while one runs waits for it and
    * then runs its own.
    */
-  private once<R>(fill: () => R | Promise<R>): Promise<R> {
+  exclusive<R>(fill: () => R | Promise<R>): Promise<R> {
     const run = this.filling.then(fill);
     this.filling = run.then(
       () => undefined,

@@ -14,10 +14,10 @@ const WEBHOOK_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 
 /** What the metrics read from the store on each scrape (handed in by the composition root). */
 export interface MetricsSources {
-  recipients: () => Record<string, number>;
-  webhookDeliveries: () => Record<string, number>;
+  recipients: () => Promise<Record<string, number>>;
+  webhookDeliveries: () => Promise<Record<string, number>>;
   /** When the oldest recipient still to be sent (queued or deferred, and due) became due, epoch ms; null when there is none. */
-  oldestQueued: () => number | null;
+  oldestQueued: () => Promise<number | null>;
   now: () => number;
 }
 
@@ -75,8 +75,8 @@ export class Metrics {
       name: 'posthaste_queue_oldest_age_seconds',
       help: 'Seconds the oldest recipient still to be sent (queued or deferred) has waited since its message was accepted (or its scheduled time); 0 when none',
       registers: [this.registry],
-      collect() {
-        const at = sources.oldestQueued();
+      async collect() {
+        const at = await sources.oldestQueued();
         oldest.set(at === null ? 0 : Math.max(0, (sources.now() - at) / 1000));
       },
     });
@@ -106,15 +106,15 @@ export class Metrics {
   }
 
   /** A gauge of counts by `state`, read on each scrape; every state of `states` is shown, at 0 when none. */
-  private gaugeByState(name: string, help: string, states: string[], read: () => Record<string, number>): void {
+  private gaugeByState(name: string, help: string, states: string[], read: () => Promise<Record<string, number>>): void {
     const gauge = new Gauge({
       name,
       help,
       labelNames: ['state'],
       registers: [this.registry],
-      collect() {
+      async collect() {
+        const counts = await read();
         gauge.reset();
-        const counts = read();
         for (const state of new Set([...states, ...Object.keys(counts)])) gauge.set({ state }, counts[state] ?? 0);
       },
     });

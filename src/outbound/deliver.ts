@@ -1,7 +1,5 @@
-import type { Db } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import type { Claimed, QueuedMessage } from '../store/queue.js';
-import { findSuppressed } from '../store/suppressions.js';
-import { findDomain } from '../store/domains.js';
 import { addressKey } from '../domain/addresses.js';
 import { returnPath } from '../domain/return-path.js';
 import { reply, suppressFor, type Outcome, type Reply, type SuppressionPolicy } from '../domain/outcome.js';
@@ -31,7 +29,7 @@ export interface ItemResult {
 }
 
 export interface DeliverDeps {
-  db: Db;
+  store: Pick<Store, 'suppressions' | 'domains'>;
   /** MTA-STS policies; undefined when outbound.mta_sts is off. */
   mtaSts?: MtaSts;
   /** DANE policies (TLSA through a validating resolver); undefined when outbound.dane is off. */
@@ -70,7 +68,7 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   const unattempted: DeliveryItem[] = [];
   let refusal: Reply | null = null;
   const done = (): GroupResult => ({ results, composed, unattempted, refusal });
-  const pending = checkSuppression(deps, items, results);
+  const pending = await checkSuppression(deps, items, results);
   if (pending.length === 0) return done();
 
   const route = deps.relay ? { hosts: [deps.relay.host], smtp: deps.smtp, implicit: false } : await directRoute(deps, domain);
@@ -196,7 +194,7 @@ async function directRoute(deps: DeliverDeps, domain: string): Promise<Route | {
 }
 
 /** Step: a recipient suppressed since it was queued is not sent to. */
-function checkSuppression(deps: DeliverDeps, items: DeliveryItem[], results: ItemResult[]): DeliveryItem[] {
+async function checkSuppression(deps: DeliverDeps, items: DeliveryItem[], results: ItemResult[]): Promise<DeliveryItem[]> {
   const byCustomer = new Map<number, DeliveryItem[]>();
   for (const it of items) {
     const list = byCustomer.get(it.message.customerId);
@@ -205,8 +203,7 @@ function checkSuppression(deps: DeliverDeps, items: DeliveryItem[], results: Ite
   }
   const keep: DeliveryItem[] = [];
   for (const [customerId, list] of byCustomer) {
-    const suppressed = findSuppressed(
-      deps.db,
+    const suppressed = await deps.store.suppressions.find(
       customerId,
       list.map((i) => i.recipient.address),
     );
@@ -272,7 +269,7 @@ async function daneOptions(dane: Dane, route: Route & { domain: string }, host: 
 /** Step: compose (first time only) and DKIM-sign with the sender domain's key. */
 async function prepare(deps: DeliverDeps, m: QueuedMessage, composed: Map<number, Buffer>): Promise<Buffer | Outcome> {
   let result: Buffer | Outcome;
-  const domain = findDomain(deps.db, m.senderDomain);
+  const domain = await deps.store.domains.find(m.senderDomain);
   if (!domain || domain.customer_id !== m.customerId) {
     result = { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.7.0', `sender domain ${m.senderDomain} was removed; the message cannot be signed`, 'policy'), suppress: false };
   } else {

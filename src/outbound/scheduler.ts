@@ -1,7 +1,6 @@
-import type { Db } from '../store/db.js';
-import { claimDue, loadMessages, keepComposed, dropComposedIfDone, releaseClaimsOf, postponeClaimed } from '../store/queue.js';
-import { recordOutcome, recordAsyncBounce, recordComplaint, type OutcomePolicy } from '../store/recipients.js';
-import { saveThrottle, clearThrottle } from '../store/destinations.js';
+import type { DeliveryStore } from '../store/store.js';
+import { isStoreUnavailable } from '../store/errors.js';
+import type { OutcomePolicy } from '../domain/transitions.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { DeliveryItem, GroupResult } from './deliver.js';
@@ -11,7 +10,7 @@ import type { Throttle, ThrottleChange } from './throttle.js';
 import { logDeliveries } from './delivery-log.js';
 
 export interface SchedulerDeps {
-  db: Db;
+  store: DeliveryStore;
   clock: Clock;
   log: Logger;
   /** Delivers a group of items at one domain over one connection. */
@@ -75,7 +74,7 @@ export class Scheduler {
       () => this.fill(),
       (e) => this.deps.log.error({ err: e }, 'scheduler: claim failed; retrying'),
     );
-    this.release();
+    await this.release();
   }
 
   /** Claims and delivers everything due now, and waits until it is all recorded (tests, with a manual clock). */
@@ -86,46 +85,61 @@ export class Scheduler {
   /** Stops without `run` (tests): in-flight deliveries finish, the rest is released. */
   async stop(): Promise<void> {
     await this.pool.stop();
-    this.release();
+    await this.release();
   }
 
-  private release(): void {
-    const ids = this.pool.takeAll().map((i) => i.recipient.id);
-    if (ids.length) releaseClaimsOf(this.deps.db, ids);
+  private async release(): Promise<void> {
+    this.unreleased.push(...this.pool.takeAll().map((i) => i.recipient.id));
+    await this.releaseLeftOver().catch((e: unknown) => this.deps.log.warn({ err: e, claims: this.unreleased.length }, 'claims not released at stop; they are at the next start'));
+  }
+
+  /** Claims given back that the store did not take (it was unavailable): tried again before each claim. */
+  private unreleased: number[] = [];
+
+  private async releaseLeftOver(): Promise<void> {
+    if (this.unreleased.length === 0) return;
+    const ids = this.unreleased;
+    this.unreleased = [];
+    try {
+      await this.deps.store.releaseClaims(ids);
+    } catch (e) {
+      this.unreleased.push(...ids);
+      throw e;
+    }
   }
 
   /** Claim → group by domain → start within the limits (holding back what must wait); returns how many were claimed. */
-  private fill(): number {
+  private async fill(): Promise<number> {
     if (this.pool.stopping || this.deps.held?.()) return 0;
-    const claimed = this.claim();
+    await this.releaseLeftOver();
+    const claimed = await this.claim();
     const held: Array<{ id: number; until: number }> = [];
     this.pool.each((domain, list) => {
       const destination = this.destinationOf(domain);
       if (destination !== undefined) held.push(...this.startGroups(domain, destination, list)); // else being looked up; the lookup wakes the loop
     });
-    if (held.length) postponeClaimed(this.deps.db, held);
+    if (held.length)
+      await this.deps.store.postpone(held).catch((e: unknown) => {
+        // Not held back: the claims are given back instead, and the recipients come due again.
+        this.unreleased.push(...held.map((h) => h.id));
+        throw e;
+      });
     return claimed;
   }
 
   /** Claims due recipients up to the claim batch less what waits; sandbox ones are settled at once, the rest wait by domain. */
-  private claim(): number {
-    const { db, clock, claimBatch } = this.deps;
+  private async claim(): Promise<number> {
+    const { store, clock, claimBatch } = this.deps;
     const room = claimBatch - this.pool.waitingCount();
     if (room <= 0) return 0;
-    const rows = claimDue(db, this.deps.worker, clock.now(), room);
+    const rows = await store.claim(this.deps.worker, clock.now(), room);
     if (rows.length === 0) return 0;
-    const messages = loadMessages(
-      db,
-      rows.map((r) => r.messageRowId),
-    );
     const sandbox: DeliveryItem[] = [];
-    for (const r of rows) {
-      const message = messages.get(r.messageRowId);
-      if (!message) continue;
-      if (message.sandbox) sandbox.push({ recipient: r, message });
-      else this.pool.add(r.domain, { recipient: r, message });
+    for (const item of rows) {
+      if (item.message.sandbox) sandbox.push(item);
+      else this.pool.add(item.recipient.domain, item);
     }
-    if (sandbox.length) this.recordSandbox(sandbox);
+    if (sandbox.length) await this.recordSandbox(sandbox);
     return rows.length;
   }
 
@@ -202,14 +216,12 @@ export class Scheduler {
         const delivered = group.results.filter((r) => r.outcome.kind === 'delivered').length;
         const change = throttle.close(ticket, { delivered, refusal: group.refusal }, clock.now());
         closed = true;
-        this.record(group, destination, change, started);
+        await this.record(group, destination, change, started);
       } catch (e) {
-        // A bug or an infrastructure failure (store): the claims are released and retried later.
+        // A bug: the claims are released and the recipients tried again later.
         this.deps.log.error({ err: e, domain }, 'delivery group failed; releasing its claims');
-        releaseClaimsOf(
-          this.deps.db,
-          items.map((i) => i.recipient.id),
-        );
+        this.unreleased.push(...items.map((i) => i.recipient.id));
+        await this.releaseLeftOver().catch(() => undefined);
         if (!closed) throttle.close(ticket, { delivered: 0, refusal: null }, clock.now());
       }
     });
@@ -220,22 +232,24 @@ export class Scheduler {
    * destination's refusal held back, and the destination's throttling as it now stands; then one
    * log line per recipient (delivery-log.ts), `started` being when the attempt began.
    */
-  private record(group: GroupResult, destination: string, change: ThrottleChange, started: number): void {
-    const { db, clock, policy, log, throttle } = this.deps;
+  private async record(group: GroupResult, destination: string, change: ThrottleChange, started: number): Promise<void> {
+    const { clock, policy, log, throttle } = this.deps;
     const now = clock.now();
-    db.tx(() => {
-      for (const { item, outcome } of group.results) recordOutcome(db, item.message, item.recipient, outcome, policy, now);
-      // After the outcomes: a composed copy is kept only while a recipient may still need it.
-      for (const [id, raw] of group.composed) keepComposed(db, id, raw);
-      for (const id of new Set(group.results.map((r) => r.item.message.id))) if (!group.composed.has(id)) dropComposedIfDone(db, id);
-      if (group.unattempted.length) {
-        const until = throttle.admit(destination, now);
-        const from = until.kind === 'paused' ? until.until : now;
-        postponeClaimed(db, this.holdBack(destination, group.unattempted, from));
-      }
-      if (change?.kind === 'set') saveThrottle(db, change.record, now);
-      else if (change?.kind === 'cleared') clearThrottle(db, change.destination);
-    });
+    let postpone: Array<{ id: number; until: number }> = [];
+    if (group.unattempted.length) {
+      const until = throttle.admit(destination, now);
+      postpone = this.holdBack(destination, group.unattempted, until.kind === 'paused' ? until.until : now);
+    }
+    await this.persist(() =>
+      this.deps.store.record({
+        results: group.results.map(({ item, outcome }) => ({ message: item.message, recipient: item.recipient, outcome })),
+        composed: group.composed,
+        postpone,
+        throttle: change ?? null,
+        policy,
+        now,
+      }),
+    );
     if (change?.kind === 'set' && group.refusal)
       log.warn(
         { destination, connections: change.record.connections, paused_until: new Date(change.record.pausedUntil).toISOString(), code: group.refusal.code, reply: group.refusal.message },
@@ -248,18 +262,29 @@ export class Scheduler {
   }
 
   /** Sandbox recipients never open a connection; the simulator domain picks their outcome. */
-  private recordSandbox(items: DeliveryItem[]): void {
-    const { db, clock, policy } = this.deps;
+  private async recordSandbox(items: DeliveryItem[]): Promise<void> {
+    const { clock, policy } = this.deps;
     const now = clock.now();
-    db.tx(() => {
-      for (const { recipient, message } of items)
-        for (const step of sandboxSteps(recipient.address, recipient.attempts)) {
-          if (step.kind === 'async_bounce') recordAsyncBounce(db, message, recipient, step.reply, true, now);
-          else if (step.kind === 'complaint') recordComplaint(db, message, recipient, { feedback_type: step.feedbackType, user_agent: step.userAgent, arrival_date: new Date(now).toISOString() }, now);
-          else if (step.kind === 'delivered') recordOutcome(db, message, recipient, { kind: 'delivered', reply: step.reply, mx: 'sandbox', tls: false, tlsVerified: false }, policy, now);
-          else recordOutcome(db, message, recipient, step, policy, now);
-        }
-    });
+    const steps = items.map(({ recipient, message }) => ({ recipient, message, steps: sandboxSteps(recipient.address, recipient.attempts) }));
+    await this.persist(() => this.deps.store.recordSandbox(steps, policy, now));
     this.deps.onEvents?.();
+  }
+
+  /**
+   * Writes what happened, however long the store is away: the remote servers have spoken, and
+   * an outcome not recorded would be sent again once its claim is released. Tried again every
+   * second, then every 2, 4… up to 30 s, until it is written or the scheduler stops (then the
+   * claims are released at the next start, and the recipients sent again: at least once).
+   */
+  private async persist(write: () => Promise<void>): Promise<void> {
+    for (let wait = 1000; ; wait = Math.min(wait * 2, 30_000)) {
+      try {
+        return await write();
+      } catch (e) {
+        if (!isStoreUnavailable(e) || this.pool.stopping) throw e;
+        this.deps.log.warn({ err: e, retry_in_ms: wait }, 'store unavailable: outcomes not recorded yet; trying again');
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
   }
 }

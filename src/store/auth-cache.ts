@@ -1,65 +1,70 @@
-import type { Db } from './db.js';
-import { authenticate, type ApiKeyInfo } from './keys.js';
-import { findSendingDomain, type SendingDomain } from './domains.js';
-
-/** `auth_epoch` moves (by trigger) on every change to api_keys or domains, from any connection. */
-export function readAuthEpoch(db: Db): string {
-  return (db.statement("SELECT value FROM settings WHERE name = 'auth_epoch'").get() as { value: string } | undefined)?.value ?? '';
-}
+import type { ApiKeyInfo } from './keys.js';
+import type { SendingDomain } from './domains.js';
+import type { DomainStore, KeyStore } from './store.js';
 
 /**
  * Keys and sending domains cached in memory for the API. A checked lookup first reads
  * `auth_epoch` and drops the cache when it moved, so a revocation is refused on the very next
- * request. The send path looks up unchecked (no read on the event loop) and hands `epoch` to the
- * writer thread, which compares it with the epoch inside the accepting transaction and
- * re-verifies the key and the domain when it moved (see writer/ops.ts): the same guarantee, one
+ * request, on every node. The send path looks up unchecked (no read before it) and hands `epoch`
+ * to the commit, which compares it with the epoch inside the accepting transaction and verifies
+ * the key and the domain again when it moved (store/units.ts, SendInput): the same guarantee, one
  * read fewer per request, and no window between the check and the commit.
+ *
+ * A lookup that went to the store while the epoch moved under it is not remembered: what it read
+ * may predate the change.
  */
 export class AuthCache {
   private current = '';
+  /** Moves each time the cache is dropped: a lookup remembers its answer only if it has not. */
+  private generation = 0;
   private keys = new Map<string, ApiKeyInfo | undefined>();
   private domains = new Map<string, SendingDomain | undefined>();
   private static readonly MAX = 10_000;
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly store: { keys: KeyStore; domains: DomainStore }) {}
 
-  /** The epoch the cached entries are at least as new as. */
+  /** The epoch the cached entries are at least as new as (read once before the first lookup). */
   get epoch(): string {
-    if (this.current === '') this.refresh();
     return this.current;
   }
 
   /** Reads the epoch now; drops the cache if it moved. */
-  refresh(): void {
-    this.observe(readAuthEpoch(this.db));
+  async refresh(): Promise<void> {
+    this.observe(await this.store.keys.authEpoch());
   }
 
-  /** An epoch read elsewhere (the writer's transaction): drops the cache if it moved. */
+  /** An epoch read elsewhere (the send path's transaction): drops the cache if it moved. */
   observe(epoch: string): void {
     if (epoch !== this.current) {
       this.current = epoch;
+      this.generation++;
       this.keys.clear();
       this.domains.clear();
     }
   }
 
-  /** Same answer as keys.authenticate (constant-time compare included), remembered per key text. */
-  key(presented: string, checked = true): ApiKeyInfo | undefined {
-    if (checked) this.refresh();
-    else void this.epoch; // entries must not predate the epoch handed on with them
+  /** Same answer as the store's authenticate (constant-time compare included), remembered per key text. */
+  async key(presented: string, checked = true): Promise<ApiKeyInfo | undefined> {
+    await this.validate(checked);
     if (this.keys.has(presented)) return this.keys.get(presented);
-    const info = authenticate(this.db, presented);
+    const at = this.generation;
+    const info = await this.store.keys.authenticate(presented);
     // Only well-formed, known keys are remembered: garbage cannot grow the map.
-    if (info && this.keys.size < AuthCache.MAX) this.keys.set(presented, info);
+    if (info && at === this.generation && this.keys.size < AuthCache.MAX) this.keys.set(presented, info);
     return info;
   }
 
-  domain(name: string, checked = true): SendingDomain | undefined {
-    if (checked) this.refresh();
-    else void this.epoch;
+  async domain(name: string, checked = true): Promise<SendingDomain | undefined> {
+    await this.validate(checked);
     if (this.domains.has(name)) return this.domains.get(name);
-    const d = findSendingDomain(this.db, name);
-    if (d && this.domains.size < AuthCache.MAX) this.domains.set(name, d);
+    const at = this.generation;
+    const d = await this.store.domains.findSending(name);
+    if (d && at === this.generation && this.domains.size < AuthCache.MAX) this.domains.set(name, d);
     return d;
+  }
+
+  /** Checked: the epoch read now. Unchecked: read once, so no entry predates the epoch handed on with it. */
+  private async validate(checked: boolean): Promise<void> {
+    if (checked || this.current === '') await this.refresh();
   }
 }

@@ -203,9 +203,3 @@ export function migrate(db: Db, now: number): number[] {
   }
   return applied;
 }
-
-/** Store errors that mean "could not write": the request was not accepted (503 / 452). */
-export function isStorageUnavailable(e: unknown): boolean {
-  const code = (e as { code?: unknown })?.code;
-  return typeof code === 'string' && (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_BUSY' || code === 'SQLITE_READONLY');
-}

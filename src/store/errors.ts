@@ -18,6 +18,18 @@ export class StoreUnavailable extends Error {
   }
 }
 
-export function isStoreUnavailable(e: unknown): e is StoreUnavailable {
-  return (e as { storeUnavailable?: unknown })?.storeUnavailable === true;
+/**
+ * Whether e means "the store cannot take this now": a StoreUnavailable, or the SQLite engine's
+ * errors that say so (disk full, I/O error, locked past the busy timeout, read-only), which its
+ * synchronous code and writer thread throw as they are.
+ */
+export function isStoreUnavailable(e: unknown): boolean {
+  if ((e as { storeUnavailable?: unknown })?.storeUnavailable === true) return true;
+  const code = (e as { code?: unknown })?.code;
+  return typeof code === 'string' && (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_BUSY' || code === 'SQLITE_READONLY');
+}
+
+/** Out of space (disk full) rather than out of reach: SMTP says 452 4.3.1 then, 451 4.3.0 otherwise. */
+export function isStoreFull(e: unknown): boolean {
+  return (e as { full?: unknown })?.full === true || (e as { code?: unknown })?.code === 'SQLITE_FULL';
 }

@@ -90,3 +90,8 @@ export function revokeKey(db: Db, id: string, now: number): boolean {
 export function getKey(db: Db, id: string, customerId: number): ApiKeyInfo | undefined {
   return db.get<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ? AND customer_id = ?`, id, customerId);
 }
+
+/** `auth_epoch` moves (by trigger) on every change to api_keys or domains, from any connection. */
+export function readAuthEpoch(db: Db): string {
+  return (db.statement("SELECT value FROM settings WHERE name = 'auth_epoch'").get() as { value: string } | undefined)?.value ?? '';
+}

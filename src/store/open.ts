@@ -25,7 +25,7 @@ export function openStore(config: Config, opts: { daemon?: boolean; applicationN
   });
 }
 
-function readPassword(file: string): string {
+export function readPassword(file: string): string {
   try {
     return readFileSync(file, 'utf8').split(/\r?\n/)[0]!;
   } catch (e) {

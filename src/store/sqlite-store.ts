@@ -16,10 +16,10 @@ import * as inbound from './inbound.js';
 import * as webhooks from './webhooks.js';
 import * as users from './users.js';
 import { overview } from './overview.js';
-import { countsByState, status, touchHealth } from './status.js';
+import { countsByState, oldestQueuedAt, status, touchHealth } from './status.js';
 import { purgeOld } from './retention.js';
 import { secret } from './settings.js';
-import { readAuthEpoch } from './auth-cache.js';
+
 import { eventsOfMessage } from './events.js';
 
 /**
@@ -41,8 +41,10 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       touchHealth: async (now) => touchHealth(db, now),
       status: async (now) => status(db, now),
       countsByState: async (table) => countsByState(db, table),
+      oldestQueuedAt: async (now) => oldestQueuedAt(db, now),
       overview: async (customerId, now) => overview(db, customerId, now),
       purgeOld: async (now, days) => purgeOld(db, now, days),
+      backup: async (file) => void (await db.backup(file)),
       setMaxBytes: (bytes) => {
         db.setMaxBytes(bytes);
         writer?.setMaxBytes(bytes);
@@ -66,7 +68,7 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       list: async (customerId) => keys.listKeys(db, customerId),
       get: async (id, customerId) => keys.getKey(db, id, customerId),
       revoke: async (id, now) => keys.revokeKey(db, id, now),
-      authEpoch: async () => readAuthEpoch(db),
+      authEpoch: async () => keys.readAuthEpoch(db),
     },
     domains: {
       add: async (input) => domains.addDomain(db, input),
@@ -88,6 +90,7 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       list: async (customerId, opts) => suppressions.listSuppressions(db, customerId, opts),
       remove: async (customerId, address) => suppressions.removeSuppression(db, customerId, address),
       search: async (customerId, prefix, limit) => suppressions.searchSuppressions(db, customerId, prefix, limit),
+      simulated: async (customerId, addresses, limit) => suppressions.simulatedSuppressions(db, customerId, addresses, limit),
     },
     messages: {
       accept: (input) => (writer ? writer.submit('accept', input, movable(input.request)) : tx(() => writerOps.accept(db, input))),
@@ -98,6 +101,7 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       cancel: async (customerId, messageId, now) => messages.cancelMessage(db, customerId, messageId, now),
       deliveriesOf: async (messageRowId) => webhooks.deliveriesOfMessage(db, messageRowId),
       events: async (messageRowId) => eventsOfMessage(db, messageRowId),
+      content: async (customerId, messageId) => messages.messageContent(db, customerId, messageId),
     },
     delivery: {
       claim: async (worker, now, limit) => {
@@ -177,6 +181,7 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
         return wait ? db.tx(work) : db.tryTx(work)?.value;
       },
       unlock: (ids) => tx(() => webhooks.unlockDeliveries(db, ids)),
+      settleDelivery: async (id, state, attempts, nextAt, now) => webhooks.settleDelivery(db, id, state, attempts, nextAt, now),
       recordAttempts: (batch) => (writer ? writer.submit('webhookAttempts', batch) : tx(() => webhooks.recordAttempts(db, batch))),
       releaseAllClaims: async () => webhooks.releaseDeliveryClaims(db),
       fanOutCursor: async () => webhooks.fanOutCursor(db),

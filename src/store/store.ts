@@ -1,8 +1,8 @@
 import type { Customer } from './customers.js';
 import type { ApiKeyInfo, KeyKind } from './keys.js';
 import type { DomainRow, SendingDomain } from './domains.js';
-import type { SuppressionReason, SuppressionRow } from './suppressions.js';
-import type { MessageSearch, MessageSummary, MessageView } from './messages.js';
+import type { SimulatedSuppression, SuppressionReason, SuppressionRow } from './suppressions.js';
+import type { MessageSearch, MessageSummary, MessageView, StoredContent } from './messages.js';
 import type { Claimed, QueuedMessage } from './queue.js';
 import type { DestinationThrottle } from './destinations.js';
 import type { LimitCheck, InboundRow, ReceivingDomain } from './inbound.js';
@@ -55,7 +55,11 @@ export interface AdminStore {
   touchHealth(now: number): Promise<void>;
   status(now: number): Promise<Status>;
   countsByState(table: 'recipients' | 'webhook_deliveries'): Promise<Record<string, number>>;
+  /** When the oldest recipient still to be sent (queued or deferred, and due) became due; null when none. */
+  oldestQueuedAt(now: number): Promise<number | null>;
   overview(customerId: number, now: number): Promise<Overview>;
+  /** An online copy of the store into `file` (SQLite); PostgreSQL refuses, naming pg_dump. */
+  backup(file: string): Promise<void>;
   /** Retention: bodies of finished messages and attempt logs older than `days`. */
   purgeOld(now: number, days: number): Promise<{ messages: number; attempts: number }>;
   /** limits.max_store_bytes (SQLite; PostgreSQL has no such cap and ignores it). */
@@ -108,6 +112,8 @@ export interface SuppressionStore {
   list(customerId: number, opts: { limit: number; before?: number; reason?: string }): Promise<SuppressionRow[]>;
   remove(customerId: number, address: string): Promise<boolean>;
   search(customerId: number, prefix: string, limit: number): Promise<SuppressionRow[]>;
+  /** What sandbox keys' simulated bounces and complaints suppressed (never on the list), newest first, for these simulator addresses. */
+  simulated(customerId: number, addresses: string[], limit: number): Promise<SimulatedSuppression[]>;
 }
 
 export type CancelResult = { kind: 'canceled' } | { kind: 'not_found' } | { kind: 'too_late'; states: Record<string, number> };
@@ -122,6 +128,8 @@ export interface MessageStore {
   cancel(customerId: number | undefined, messageId: string, now: number): Promise<CancelResult>;
   deliveriesOf(messageRowId: number): Promise<Array<{ event_id: string; type: string; endpoint_id: string; state: string; attempts: number; updated_at: number }>>;
   events(messageRowId: number): Promise<EventEnvelope[]>;
+  /** A message's request as accepted and its composed copy while kept, for the dashboard's content view. */
+  content(customerId: number, messageId: string): Promise<StoredContent | undefined>;
 }
 
 /** One recipient's attempt and what came of it. */
@@ -190,6 +198,8 @@ export interface WebhookStore {
   /** Gives back `release`, then claims due deliveries within each endpoint's room; undefined: the store is busy, try again soon. */
   claim(worker: string, now: number, room: ClaimRoom, release: number[], wait: boolean): Promise<StoredDelivery[] | undefined>;
   unlock(ids: number[]): Promise<void>;
+  /** A claimed delivery settled without an attempt (its endpoint was disabled or deleted meanwhile). */
+  settleDelivery(id: number, state: 'succeeded' | 'failed' | 'pending', attempts: number, nextAt: number | null, now: number): Promise<void>;
   recordAttempts(batch: AttemptBatch): Promise<void>;
   /** At start: unlocks every delivery claimed by a process that died. */
   releaseAllClaims(): Promise<number>;

@@ -1,19 +1,7 @@
-import type { Db } from '../store/db.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import {
-  claimDeliveries,
-  enabledEndpointIds,
-  getEndpoint,
-  hasDue,
-  recordAttempts,
-  settleDelivery,
-  unlockDeliveries,
-  type AttemptBatch,
-  type ClaimedDelivery,
-  type Endpoint,
-  type StoredDelivery,
-} from '../store/webhooks.js';
+import type { WebhookStore } from '../store/store.js';
+import type { AttemptBatch, ClaimedDelivery, Endpoint, StoredDelivery } from '../store/webhooks.js';
 import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_MS, attemptRecord, ok2xx, type WebhookService } from './service.js';
 import type { PostResult } from './safe-fetch.js';
 import { KeyedPool } from '../lib/keyed-pool.js';
@@ -22,7 +10,7 @@ import { Quotas, CLAIM_PER_ENDPOINT, CLAIM_TOTAL } from './quotas.js';
 import { AttemptLog } from './attempt-log.js';
 
 export interface DispatcherDeps {
-  db: Db;
+  store: WebhookStore;
   clock: Clock;
   log: Logger;
   service: WebhookService;
@@ -45,8 +33,8 @@ export interface DispatcherDeps {
   onAttempt?: (outcome: 'success' | 'failure' | 'gone', durationMs: number) => void;
   /**
    * Commits a batch of finished attempts (with the rows of deliveries fanned out in memory and
-   * the fan-out cursor). The daemon passes the group-commit writer, so the fsync happens off the
-   * event loop that is sending the next requests; by default it is a transaction on `db`.
+   * the fan-out cursor); by default the store's recordAttempts (on SQLite, through the writer
+   * thread when the daemon has one, so the fsync is off the event loop sending the next requests).
    */
   record?: (input: AttemptBatch) => Promise<void>;
 }
@@ -80,19 +68,19 @@ export class Dispatcher {
   private refillScheduled = false;
 
   constructor(private readonly deps: DispatcherDeps) {
-    const { db, log } = deps;
+    const { store, log } = deps;
     this.pool = new KeyedPool({
       concurrency: deps.concurrency,
       onFinish: (endpoint) => this.refill(endpoint),
       onError: (e, endpoint) => log.error({ err: e, endpoint }, 'webhook attempt failed unexpectedly'),
     });
     this.quotas = new Quotas({ perEndpoint: deps.perEndpoint, claimPerEndpoint: deps.claimPerEndpoint ?? CLAIM_PER_ENDPOINT, claimTotal: deps.claimTotal ?? CLAIM_TOTAL });
-    this.fanOut = new FanOut(db, () => this.attempts.schedule());
+    this.fanOut = new FanOut(store, () => this.attempts.schedule());
     this.attempts = new AttemptLog({
       clock: deps.clock,
       log,
       fanOut: this.fanOut,
-      record: deps.record ?? ((input: AttemptBatch) => Promise.resolve(db.tx(() => recordAttempts(db, input)))),
+      record: deps.record ?? ((input: AttemptBatch) => store.recordAttempts(input)),
       flushInterval: deps.flushInterval ?? 25,
       ...(deps.onAttempt ? { onAttempt: deps.onAttempt } : {}),
     });
@@ -123,7 +111,7 @@ export class Dispatcher {
       .takeAll()
       .filter((d): d is StoredDelivery => d.kind === 'stored')
       .map((d) => d.id);
-    this.deps.db.tx(() => unlockDeliveries(this.deps.db, ids));
+    await this.deps.store.unlock(ids);
   }
 
   /** Delivers everything due now and waits for it and its record (tests, with a manual clock). */
@@ -149,32 +137,30 @@ export class Dispatcher {
    * elsewhere blocked it up to busy_timeout). Then it is tried again on the next attempt's
    * completion, or in a millisecond.
    */
-  private fill(wait = false): number {
+  private async fill(wait = false): Promise<number> {
     if (this.pool.stopping) return 0;
-    const { db, clock, worker } = this.deps;
+    const { store, clock, worker } = this.deps;
     this.endpoints.clear();
     const now = clock.now();
     const release = this.overQuota();
     const room = this.quotas.room((e) => this.held(e), this.pool.running + this.pool.waitingCount());
-    const enabled = enabledEndpointIds(db);
+    const enabled = await store.enabledEndpointIds();
     if (
       release.length > 0 ||
-      hasDue(
-        db,
+      (await store.hasDue(
         enabled.filter((e) => room.room(e) > 0),
         now,
-      )
+      ))
     ) {
-      const work = (): StoredDelivery[] => {
-        unlockDeliveries(
-          db,
-          release.map((d) => d.id),
-        );
-        return claimDeliveries(db, worker, now, room);
-      };
       let taken: StoredDelivery[] | undefined;
       try {
-        taken = wait ? db.tx(work) : db.tryTx(work)?.value;
+        taken = await store.claim(
+          worker,
+          now,
+          room,
+          release.map((d) => d.id),
+          wait,
+        );
       } finally {
         // Not written: what was taken back is still locked; it goes back.
         if (!taken) for (const d of release) this.pool.add(d.endpointId, d);
@@ -189,7 +175,7 @@ export class Dispatcher {
     let most = enabled.length === 0 ? FANOUT_MAX : 0;
     for (const id of enabled) most = Math.max(most, room.room(id));
     if (most > 0)
-      for (const { delivery, endpoint } of this.fanOut.next(Math.min(FANOUT_MAX, most), room)) {
+      for (const { delivery, endpoint } of await this.fanOut.next(Math.min(FANOUT_MAX, most), room)) {
         this.endpoints.set(endpoint.id, endpoint);
         this.pool.add(endpoint.id, delivery);
       }
@@ -241,40 +227,31 @@ export class Dispatcher {
     this.refillScheduled = true;
     setImmediate(() => {
       this.refillScheduled = false;
-      try {
-        this.fill();
-      } catch (e) {
-        this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying');
-      }
+      this.pool.exclusive(() => this.fill()).catch((e: unknown) => this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying'));
     });
   }
 
-  private endpoint(id: string): Endpoint | undefined {
-    if (!this.endpoints.has(id)) this.endpoints.set(id, getEndpoint(this.deps.db, id));
+  private async endpoint(id: string): Promise<Endpoint | undefined> {
+    if (!this.endpoints.has(id)) this.endpoints.set(id, await this.deps.store.getEndpoint(id));
     return this.endpoints.get(id);
   }
 
   /**
-   * One attempt: its outcome goes to the attempt log (no promise or await of its own beyond the
-   * POST's). A store error on the way (a read of the endpoint, a write for a disabled one) rejects,
-   * as an async function would.
+   * One attempt: its outcome goes to the attempt log. A store error on the way (a read of the
+   * endpoint, a write for a disabled one) rejects; the pool logs it.
    */
-  private attempt(d: ClaimedDelivery): Promise<void> {
-    const { db, clock, service } = this.deps;
-    try {
-      const endpoint = this.endpoint(d.endpointId);
-      if (!endpoint?.enabled) {
-        // Disabled or deleted since: a row is failed; a fresh delivery gets no row, as the
-        // fan-out would not have made one now.
-        if (d.kind === 'stored') settleDelivery(db, d.id, 'failed', d.attempts, null, clock.now());
-        else this.fanOut.drop(d);
-        return Promise.resolve();
-      }
-      const at = clock.now();
-      return service.send(endpoint, d.event.id, d.event.body).then((result) => this.attempted(d, endpoint, at, result));
-    } catch (e) {
-      return Promise.reject(e);
+  private async attempt(d: ClaimedDelivery): Promise<void> {
+    const { store, clock, service } = this.deps;
+    const endpoint = this.endpoints.get(d.endpointId) ?? (await this.endpoint(d.endpointId));
+    if (!endpoint?.enabled) {
+      // Disabled or deleted since: a row is failed; a fresh delivery gets no row, as the
+      // fan-out would not have made one now.
+      if (d.kind === 'stored') await store.settleDelivery(d.id, 'failed', d.attempts, null, clock.now());
+      else this.fanOut.drop(d);
+      return;
     }
+    const at = clock.now();
+    this.attempted(d, endpoint, at, await service.send(endpoint, d.event.id, d.event.body));
   }
 
   private attempted(d: ClaimedDelivery, endpoint: Endpoint, at: number, result: PostResult): void {

@@ -1,18 +1,5 @@
-import type { Db } from '../store/db.js';
-import {
-  comparePos,
-  eventsAfter,
-  fanOutCursor,
-  hasDelivery,
-  lastFannedOut,
-  listEndpoints,
-  subscribes,
-  type ClaimRoom,
-  type Endpoint,
-  type FanOutPos,
-  type FreshDelivery,
-  type SettledAttempt,
-} from '../store/webhooks.js';
+import type { WebhookStore } from '../store/store.js';
+import { comparePos, subscribes, type ClaimRoom, type Endpoint, type FanOutPos, type FreshDelivery, type SettledAttempt } from '../store/webhooks.js';
 
 /** A delivery fanned out in memory that goes to the store as a pending row, due now (its endpoint had no room). */
 export interface PendingRow {
@@ -54,33 +41,34 @@ export class FanOut {
 
   /** `wantsWrite`: there is something for a batch to write even without attempts (pending rows, a cursor to move). */
   constructor(
-    private readonly db: Db,
+    private readonly store: WebhookStore,
     private readonly wantsWrite: () => void,
   ) {}
 
   /**
    * At most `limit` new events: a delivery per subscribed enabled endpoint, returned to be held
    * while the endpoint has `room` (each counted with `take`), else parked to be written pending.
-   * Reads only.
+   * Reads only. Never two at once (the dispatcher's fills are one at a time: lib/keyed-pool.ts).
    */
-  next(limit: number, room: ClaimRoom): Array<{ delivery: FreshDelivery; endpoint: Endpoint }> {
-    const { db } = this;
+  async next(limit: number, room: ClaimRoom): Promise<Array<{ delivery: FreshDelivery; endpoint: Endpoint }>> {
+    const { store } = this;
     if (this.cursor === null) {
-      this.cursor = this.storedCursor = fanOutCursor(db);
-      this.checkUpTo = lastFannedOut(db, this.cursor);
+      const cursor = await store.fanOutCursor();
+      this.checkUpTo = await store.lastFannedOut(cursor);
+      this.cursor = this.storedCursor = cursor;
     }
-    const events = eventsAfter(db, this.cursor, limit);
+    const events = await store.eventsAfter(this.cursor, limit);
     if (events.length === 0) return [];
     const held: Array<{ delivery: FreshDelivery; endpoint: Endpoint }> = [];
     const byCustomer = new Map<number, Endpoint[]>();
     for (const e of events) {
       let list = byCustomer.get(e.customerId);
-      if (!list) byCustomer.set(e.customerId, (list = listEndpoints(db, e.customerId).filter((x) => x.enabled)));
+      if (!list) byCustomer.set(e.customerId, (list = (await store.listEndpoints(e.customerId)).filter((x) => x.enabled)));
       let n = 0;
       for (const endpoint of list) {
         if (!subscribes(endpoint, e)) continue;
         // Fanned out before a restart and recorded, though the cursor had not moved past it.
-        if (comparePos(e.pos, this.checkUpTo) <= 0 && hasDelivery(db, e.seq, endpoint.id)) continue;
+        if (comparePos(e.pos, this.checkUpTo) <= 0 && (await store.hasDelivery(e.seq, endpoint.id))) continue;
         n++;
         if (room.room(endpoint.id) > 0) {
           room.take(endpoint.id);

@@ -1,4 +1,4 @@
-import type { Db } from '../store/db.js';
+import type { WebhookStore } from '../store/store.js';
 import type { Clock } from '../lib/clock.js';
 import { eventId as newEventId } from '../lib/ids.js';
 import { isoTime } from '../lib/clock.js';
@@ -9,7 +9,7 @@ import { signWebhook, newSecret } from './sign.js';
 import { sampleData } from './samples.js';
 import { type SafeFetch, checkTarget, resolvesPublicOnly, type PostResult } from './safe-fetch.js';
 import type { Resolver } from 'node:dns/promises';
-import { createEndpoint, logAttempt, settleDelivery, startReplay, type AttemptRecord, type Endpoint } from '../store/webhooks.js';
+import type { AttemptRecord, Endpoint } from '../store/webhooks.js';
 
 /** Standard Webhooks retry delays after each failure (seed: 5 s … 10 h, 8 attempts, about 28 h). */
 export const WEBHOOK_RETRY_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
@@ -33,7 +33,7 @@ export function attemptRecord(endpointId: string, deliveryId: number | null, eve
 /** Everything about sending webhooks that the API, the CLI and the dispatcher share. */
 export class WebhookService {
   constructor(
-    readonly db: Db,
+    readonly store: WebhookStore,
     readonly clock: Clock,
     readonly fetch: SafeFetch,
     private readonly resolver: Resolver,
@@ -94,8 +94,8 @@ export class WebhookService {
     return p.empty ? { url, events, description } : p;
   }
 
-  create(customerId: number, input: { url: string; events: EventType[] | null; description: string }): Endpoint {
-    return createEndpoint(this.db, { customerId, ...input, secret: newSecret(), now: this.clock.now() });
+  create(customerId: number, input: { url: string; events: EventType[] | null; description: string }): Promise<Endpoint> {
+    return this.store.createEndpoint({ customerId, ...input, secret: newSecret(), now: this.clock.now() });
   }
 
   /** Sends a sample event of `type` to one endpoint now, logs the attempt, and reports it. */
@@ -104,20 +104,16 @@ export class WebhookService {
     const id = newEventId(now);
     const body = JSON.stringify({ id, type, timestamp: isoTime(now), data: sampleData(type, now) });
     const r = await this.send(endpoint, id, body);
-    logAttempt(this.db, attemptRecord(endpoint.id, null, { id, type }, 1, now, r));
+    await this.store.logAttempt(attemptRecord(endpoint.id, null, { id, type }, 1, now, r));
     return { ...r, success: ok2xx(r), event_id: id, type };
   }
 
   /** Sends a past event again with the same webhook-id; logged as a replay delivery, not retried. */
   async replay(endpoint: Endpoint, event: { seq: number; id: string; type: string; body: string }): Promise<AttemptOutcome> {
     const now = this.clock.now();
-    const deliveryId = startReplay(this.db, endpoint.id, event.seq, now);
+    const deliveryId = await this.store.startReplay(endpoint.id, event.seq, now);
     const r = await this.send(endpoint, event.id, event.body);
-    const done = this.clock.now();
-    this.db.tx(() => {
-      logAttempt(this.db, attemptRecord(endpoint.id, deliveryId, event, 1, now, r));
-      settleDelivery(this.db, deliveryId, ok2xx(r) ? 'succeeded' : 'failed', 1, null, done);
-    });
+    await this.store.finishReplay(attemptRecord(endpoint.id, deliveryId, event, 1, now, r), deliveryId, ok2xx(r) ? 'succeeded' : 'failed', this.clock.now());
     return { ...r, success: ok2xx(r), event_id: event.id, type: event.type };
   }
 }

@@ -9,7 +9,6 @@ import { WebhookReceiver } from './webhook-receiver.js';
 import { startTestServer, customerId, type TestServer } from './env.js';
 import { fixturePath } from './fixtures.js';
 import { launchBrowser } from './browser.js';
-import { addUser } from '../../src/store/users.js';
 import { hashPassword } from '../../src/lib/password.js';
 
 // What the dashboard's browser tests share: a daemon with its dashboard, a loopback DNS server,
@@ -64,8 +63,8 @@ export async function startDashboardEnv(): Promise<DashboardEnv> {
     dashboard: '',
   });
   const base = s.daemon.dashboardUrl!;
-  addUser(s.db, { email: 'admin@ops.test', passwordHash: await hashPassword(PASSWORD), role: 'admin', customerId: null, now: Date.now() });
-  addUser(s.db, { email: 'user@acme.test', passwordHash: await hashPassword(PASSWORD), role: 'customer', customerId: customerId(s.db, 'acme'), now: Date.now() });
+  await s.store.users.add({ email: 'admin@ops.test', passwordHash: await hashPassword(PASSWORD), role: 'admin', customerId: null, now: Date.now() });
+  await s.store.users.add({ email: 'user@acme.test', passwordHash: await hashPassword(PASSWORD), role: 'customer', customerId: await customerId(s.store, 'acme'), now: Date.now() });
   let connections = 0;
   const trackerServer = createServer((socket) => {
     connections++;

@@ -5,9 +5,14 @@ import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { openDb, migrate, type Db } from '../../src/store/db.js';
 import { migrations } from '../../src/store/migrations/index.js';
-import { ensureDefaultCustomer, findCustomer, addCustomer } from '../../src/store/customers.js';
-import { createKey, type KeyKind } from '../../src/store/keys.js';
-import { addDomain, findDomain, setVerified } from '../../src/store/domains.js';
+import { ensureDefaultCustomer } from '../../src/store/customers.js';
+import type { KeyKind } from '../../src/store/keys.js';
+import type { Store } from '../../src/store/store.js';
+import { openStore } from '../../src/store/open.js';
+import { createTestDatabase } from './postgres.js';
+import { eventId } from '../../src/lib/ids.js';
+import type { EventType } from '../../src/domain/events.js';
+import { testSql, type TestSql } from './sql.js';
 import { dnsRecords } from '../../src/domain/dns-records.js';
 import type { TestDnsServer } from './dns-server.js';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/main.js';
@@ -24,11 +29,12 @@ export function tempDir(prefix = 'posthaste-test-'): { path: string; remove: () 
 export const DEAD_DNS = '127.0.0.1:9';
 
 /** `dashboard`: undefined leaves the dashboard off; a string turns it on at a port-0 listener, with these extra lines. */
-export function writeTestConfig(dir: string, extraToml = '', dnsServer = DEAD_DNS, smtpExtra = '', dashboard?: string): string {
+export function writeTestConfig(dir: string, extraToml = '', dnsServer = DEAD_DNS, smtpExtra = '', dashboard?: string, storeUrl = ''): string {
   const path = join(dir, 'posthaste.toml');
   writeFileSync(
     path,
     `[server]\nhostname = "mx.test.posthaste"\ndata_dir = "${join(dir, 'data')}"\n` +
+      (storeUrl ? `[store]\nurl = "${storeUrl}"\npool_size = 4\n` : '') +
       `[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\nreturn_path_domain = "bounces.test.posthaste"\n${smtpExtra}` +
       `[dns]\nservers = ["${dnsServer}"]\n` +
       (dashboard === undefined ? '[dashboard]\nlisten = ""\n' : `[dashboard]\nlisten = "127.0.0.1:0"\n${dashboard}\n`) +
@@ -41,25 +47,23 @@ export function testConfig(dir: string, extraToml = '', dnsServer = DEAD_DNS): C
   return loadConfig({ path: writeTestConfig(dir, extraToml, dnsServer), env: {} });
 }
 
-/** Opens the store the daemon uses (WAL lets both hold it). */
-export function openTestDb(config: Config): Db {
-  const db = openDb(config.server.data_dir);
-  migrate(db, Date.now());
-  ensureDefaultCustomer(db, Date.now());
-  return db;
+/**
+ * The store engine the integration tests run on: SQLite, or PostgreSQL when
+ * POSTHASTE_TEST_STORE=postgres (`npm test` runs them on both; test/helpers/postgres.ts).
+ */
+export const TEST_ENGINE: 'sqlite' | 'postgres' = process.env.POSTHASTE_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
+
+export async function customerId(store: Store, name = 'default'): Promise<number> {
+  return ((await store.customers.find(name)) ?? (await store.customers.add(name, Date.now()))).id;
 }
 
-export function customerId(db: Db, name = 'default'): number {
-  return (findCustomer(db, name) ?? addCustomer(db, name, Date.now())).id;
+export async function makeKey(store: Store, kind: KeyKind = 'production', customer = 'default'): Promise<string> {
+  return (await store.keys.create({ customerId: await customerId(store, customer), kind, name: 'test', now: Date.now() })).key;
 }
 
-export function makeKey(db: Db, kind: KeyKind = 'production', customer = 'default'): string {
-  return createKey(db, { customerId: customerId(db, customer), kind, name: 'test', now: Date.now() }).key;
-}
-
-export function makeDomain(db: Db, name: string, opts: { customer?: string; verified?: boolean } = {}): void {
-  const d = addDomain(db, { customerId: customerId(db, opts.customer), name, receiving: false, now: Date.now() });
-  if (opts.verified !== false) setVerified(db, d.id, Date.now());
+export async function makeDomain(store: Store, name: string, opts: { customer?: string; verified?: boolean; receiving?: boolean } = {}): Promise<void> {
+  const d = await store.domains.add({ customerId: await customerId(store, opts.customer), name, receiving: opts.receiving ?? false, now: Date.now() });
+  if (opts.verified !== false) await store.domains.setVerified(d.id, Date.now());
 }
 
 export interface TestServer {
@@ -67,26 +71,34 @@ export interface TestServer {
   /** The TOML file the server was started from (for the CLI). */
   configPath: string;
   daemon: Daemon;
-  db: Db;
+  /** The test's own handle on the daemon's store (either engine), and its own SQL on it. */
+  store: Store;
+  sql: TestSql;
   url: string;
   close(): Promise<void>;
 }
 
+/** A daemon on the test engine's store (a database of its own on PostgreSQL), in a temporary directory. */
 export async function startTestServer(extraToml = '', opts: DaemonOptions & { dns?: string; smtp?: string; dashboard?: string } = {}): Promise<TestServer> {
   const dir = tempDir();
-  const configPath = writeTestConfig(dir.path, extraToml, opts.dns, opts.smtp, opts.dashboard);
+  const pg = TEST_ENGINE === 'postgres' ? await createTestDatabase() : undefined;
+  const configPath = writeTestConfig(dir.path, extraToml, opts.dns, opts.smtp, opts.dashboard, pg?.url);
   const config = loadConfig({ path: configPath, env: {} });
   const daemon = await startDaemon(config, silentLogger(), opts);
-  const db = openTestDb(config);
+  const store = openStore(config);
+  const sql = testSql(config);
   return {
     config,
     configPath,
     daemon,
-    db,
+    store,
+    sql,
     url: daemon.apiUrl,
     async close() {
-      db.close();
+      await sql.close();
+      await store.admin.close();
       await daemon.stop();
+      await pg?.drop();
       dir.remove();
     },
   };
@@ -134,8 +146,8 @@ export function storeWithKey(t: { teardown(fn: () => void): void }): Db {
  * Publishes a sender domain's TXT records (verification, DKIM, SPF, DMARC) on the loopback DNS
  * server, where a receiving MX (mailauth, dkimpy) looks; returns them by name.
  */
-export function publishDomainTxt(db: Db, dns: TestDnsServer, name: string): Record<string, string> {
-  const d = findDomain(db, name);
+export async function publishDomainTxt(store: Store, dns: TestDnsServer, name: string): Promise<Record<string, string>> {
+  const d = await store.domains.find(name);
   if (!d) throw new Error(`no domain ${name}`);
   const published: Record<string, string> = {};
   for (const r of dnsRecords(
@@ -167,4 +179,31 @@ export function storeMessage(db: Db, input: { id: string; now: number; recipient
     recipients: input.recipients.map((r) => ({ ...r, field: 'to' as const })),
     now: input.now,
   });
+}
+
+/** The store a configuration names, migrated, with the default customer: a test's own handle beside a daemon it started as a process. */
+export async function openTestStore(config: Config): Promise<Store> {
+  const store = openStore(config);
+  await store.admin.migrate(Date.now());
+  await store.customers.ensureDefault(Date.now());
+  return store;
+}
+
+/**
+ * The `[store] url` a test's configuration gets on the test engine: '' (SQLite in the data
+ * directory), or a PostgreSQL database of its own, dropped at teardown.
+ */
+export async function testStoreUrl(t: { teardown(fn: () => unknown): void }): Promise<string> {
+  if (TEST_ENGINE === 'sqlite') return '';
+  const db = await createTestDatabase();
+  t.teardown(() => db.drop());
+  return db.url;
+}
+
+/** An event written straight into the outbox (as a state change would write it), for the webhook tests. */
+export async function recordTestEvent(s: Pick<TestServer, 'sql'>, e: { customerId: number; type: EventType; data: Record<string, unknown>; now: number }): Promise<string> {
+  const id = eventId(e.now);
+  const body = JSON.stringify({ id, type: e.type, timestamp: new Date(e.now).toISOString(), data: e.data });
+  await s.sql.run('INSERT INTO events (id, customer_id, type, created_at, body) VALUES (?, ?, ?, ?, ?)', id, e.customerId, e.type, e.now, body);
+  return id;
 }

@@ -137,8 +137,8 @@ function postmasterRunning(dir: string): boolean {
   }
 }
 
-/** A new empty database on the shared cluster, dropped at teardown; its URL. */
-export async function testDatabase(t: { teardown(fn: () => unknown): void }): Promise<string> {
+/** A new empty database on the shared cluster; its URL, and how to drop it. */
+export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const base = await clusterUrl();
   const name = `t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
   const admin = new pg.Client({ connectionString: base });
@@ -148,13 +148,22 @@ export async function testDatabase(t: { teardown(fn: () => unknown): void }): Pr
   } finally {
     await admin.end();
   }
-  t.teardown(async () => {
-    const c = new pg.Client({ connectionString: base });
-    await c.connect().catch(() => undefined);
-    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
-    await c.end().catch(() => undefined);
-  });
-  return base.replace(/\/postgres$/, `/${name}`);
+  return {
+    url: base.replace(/\/postgres$/, `/${name}`),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: base });
+      await c.connect().catch(() => undefined);
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+      await c.end().catch(() => undefined);
+    },
+  };
+}
+
+/** A new empty database on the shared cluster, dropped at teardown; its URL. */
+export async function testDatabase(t: { teardown(fn: () => unknown): void }): Promise<string> {
+  const db = await createTestDatabase();
+  t.teardown(() => db.drop());
+  return db.url;
 }
 
 /** For the run's `before` script: starts the shared cluster and says where it is. */

@@ -7,8 +7,6 @@ import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
 import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
 import { request, expectError, type Json } from '../helpers/http.js';
-import { addSuppression } from '../../src/store/suppressions.js';
-import { createKey, revokeKey } from '../../src/store/keys.js';
 
 const dns = await new TestDnsServer().start();
 const mx = await new TestMx('127.0.0.1').start();
@@ -19,22 +17,22 @@ t.teardown(async () => {
   await s.close();
   await Promise.all([dns.stop(), mx.stop()]);
 });
-const key = makeKey(s.db);
-makeDomain(s.db, 'example.com');
-makeDomain(s.db, 'pending.example', { verified: false });
+const key = await makeKey(s.store);
+await makeDomain(s.store, 'example.com');
+await makeDomain(s.store, 'pending.example', { verified: false });
 const url = `${s.url}/api/v1/emails/batch`;
 const msg = (to: string, extra: Record<string, unknown> = {}) => ({ from: 'Shop <shop@example.com>', to, subject: `For ${to}`, text_body: 'Hello.', ...extra });
-const count = () => s.db.sqlite.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number;
+const count = async () => (await s.sql.value('SELECT COUNT(*) FROM messages')) as number;
 
 t.test('every item accepted: 202 with a message id each, all stored, all delivered', async (t) => {
-  const before = count();
+  const before = await count();
   const r = await request(url, { key, body: [msg('a1@batch.test'), msg('a2@batch.test', { cc: 'a3@batch.test' }), msg('a4@batch.test', { metadata: { n: '4' } })] });
   t.equal(r.status, 202);
   t.equal(r.body.data.length, 3);
   for (const [i, item] of (r.body.data as Json[]).entries()) t.match(item, { message_id: /@example\.com$/, status: 'queued', sandbox: false }, `item ${i}`);
   t.same(r.body.data[1].recipients, ['a2@batch.test', 'a3@batch.test']);
   t.equal(new Set(r.body.data.map((d: Json) => d.message_id)).size, 3, 'distinct Message-IDs');
-  t.equal(count(), before + 3);
+  t.equal(await count(), before + 3);
   const received = mx.received.length;
   await s.daemon.scheduler.drain();
   t.equal(mx.received.length, received + 4, 'each recipient delivered');
@@ -45,8 +43,8 @@ t.test('every item accepted: 202 with a message id each, all stored, all deliver
 });
 
 t.test('items are validated on their own: the good ones are stored, the bad ones get their error', async (t) => {
-  addSuppression(s.db, { customerId: 1, address: 'gone@batch.test', reason: 'hard_bounce', now: Date.now() });
-  const before = count();
+  await s.store.suppressions.add({ customerId: 1, address: 'gone@batch.test', reason: 'hard_bounce', now: Date.now() });
+  const before = await count();
   const r = await request(url, {
     key,
     body: [
@@ -69,43 +67,43 @@ t.test('items are validated on their own: the good ones are stored, the bad ones
   t.match(d[4], { error: { code: 'validation_failed', details: { from: [/not a domain of this account/] } } });
   t.match(d[5], { error: { code: 'validation_failed', message: 'A message must be a JSON object.' } });
   t.match(d[6], { message_id: String, status: 'queued' });
-  t.equal(count(), before + 2, 'only the two good ones are stored');
+  t.equal(await count(), before + 2, 'only the two good ones are stored');
 });
 
 t.test('the batch itself: an array of 1 to 100, JSON, a key', async (t) => {
-  const before = count();
+  const before = await count();
   expectError(t, await request(url, { key, body: [] }), 422, 'validation_failed', 'empty');
   expectError(t, await request(url, { key, body: Array.from({ length: 101 }, (_, i) => msg(`n${i}@batch.test`)) }), 422, 'validation_failed', '101 items');
   expectError(t, await request(url, { key, body: msg('o@batch.test') }), 400, 'invalid_json', 'an object, not an array');
   expectError(t, await request(`${s.url}/api/v1/emails`, { key, body: [msg('o@batch.test')] }), 400, 'invalid_json', 'an array to the single send');
   expectError(t, await request(url, { key, raw: '[{"from":' }), 400, 'invalid_json', 'broken JSON');
   expectError(t, await request(url, { key: null, body: [msg('o@batch.test')] }), 401, 'unauthorized', 'no key');
-  t.equal(count(), before, 'nothing stored by any of them');
+  t.equal(await count(), before, 'nothing stored by any of them');
   const hundred = await request(url, { key, body: Array.from({ length: 100 }, (_, i) => msg(`h${i}@batch.test`)) });
   t.equal(hundred.status, 202);
   t.equal(hundred.body.data.filter((d: Json) => d.status === 'queued').length, 100, '100 is allowed');
-  t.equal(count(), before + 100);
+  t.equal(await count(), before + 100);
 });
 
 t.test('Idempotency-Key covers the batch: a retry gets the first response, another body 409', async (t) => {
   const body = [msg('i1@batch.test'), { nope: true }];
   const headers = { 'idempotency-key': 'batch-0001' };
-  const before = count();
+  const before = await count();
   const first = await request(url, { key, body, headers });
   t.equal(first.status, 202);
   const again = await request(url, { key, body, headers });
   t.equal(again.status, 202);
   t.equal(again.headers.get('idempotent-replayed'), 'true');
   t.same(again.body, first.body, 'the same results, item errors included');
-  t.equal(count(), before + 1, 'stored once');
+  t.equal(await count(), before + 1, 'stored once');
   expectError(t, await request(url, { key, body: [msg('i2@batch.test')], headers }), 409, 'conflict');
 });
 
 t.test('a revoked key: 401 and nothing stored', async (t) => {
-  const k2 = createKey(s.db, { customerId: 1, kind: 'production', name: 'revoked', now: Date.now() });
+  const k2 = await s.store.keys.create({ customerId: 1, kind: 'production', name: 'revoked', now: Date.now() });
   t.equal((await request(url, { key: k2.key, body: [msg('r0@batch.test')] })).status, 202, 'works before');
-  revokeKey(s.db, k2.id, Date.now());
-  const before = count();
+  await s.store.keys.revoke(k2.id, Date.now());
+  const before = await count();
   expectError(t, await request(url, { key: k2.key, body: [msg('r1@batch.test')] }), 401, 'unauthorized');
-  t.equal(count(), before);
+  t.equal(await count(), before);
 });

@@ -1,7 +1,5 @@
 import t, { type Test } from 'tap';
 import { startTestServer, makeKey, makeDomain, customerId, type TestServer } from '../helpers/env.js';
-import { revokeKey, listKeys } from '../../src/store/keys.js';
-import { addSuppression } from '../../src/store/suppressions.js';
 import { composeMessage } from '../../src/outbound/compose.js';
 import { readStoredRequest } from '../../src/domain/stored-request.js';
 import { request, type HttpResult, type Json } from '../helpers/http.js';
@@ -14,13 +12,13 @@ let otherKey: string;
 t.before(async () => {
   // Delivery is driven by hand (and never here): these tests are about accepting.
   s = await startTestServer('[limits]\nmax_message_bytes = 200000\n', { manualDelivery: true });
-  live = makeKey(s.db, 'production');
-  sandbox = makeKey(s.db, 'sandbox');
-  makeDomain(s.db, 'example.com');
-  makeDomain(s.db, 'pending.example', { verified: false });
-  customerId(s.db, 'acme');
-  otherKey = makeKey(s.db, 'production', 'acme');
-  makeDomain(s.db, 'acme.example', { customer: 'acme' });
+  live = await makeKey(s.store, 'production');
+  sandbox = await makeKey(s.store, 'sandbox');
+  await makeDomain(s.store, 'example.com');
+  await makeDomain(s.store, 'pending.example', { verified: false });
+  await customerId(s.store, 'acme');
+  otherKey = await makeKey(s.store, 'production', 'acme');
+  await makeDomain(s.store, 'acme.example', { customer: 'acme' });
 });
 t.teardown(() => s.close());
 
@@ -35,7 +33,7 @@ async function post(body: unknown, opts: { key?: string | null; headers?: Record
 
 /** The MIME message delivery will compose from what was stored. */
 async function storedMime(messageId: string): Promise<string> {
-  const row = s.db.sqlite.prepare('SELECT request, created_at FROM messages WHERE message_id = ?').get(messageId) as { request: Buffer; created_at: number };
+  const row = (await s.sql.get('SELECT request, created_at FROM messages WHERE message_id = ?', messageId)) as { request: Buffer; created_at: number };
   return (await composeMessage(readStoredRequest(row.request), messageId, row.created_at)).toString();
 }
 
@@ -53,11 +51,11 @@ t.test('a valid request is accepted with 202 and the documented shape (docs/api.
   t.match(r.body, { status: 'queued', sandbox: false, recipients: ['alice@example.org'] });
   t.match(r.body.message_id, /^[0-9a-z]{26}@example\.com$/);
   // Durability: the message and its recipient are committed before the response is sent.
-  const row = s.db.sqlite.prepare('SELECT id, request, created_at FROM messages WHERE message_id = ?').get(r.body.message_id) as { id: number; request: Buffer; created_at: number };
+  const row = (await s.sql.get('SELECT id, request, created_at FROM messages WHERE message_id = ?', r.body.message_id)) as { id: number; request: Buffer; created_at: number };
   t.ok(row, 'message row exists on 202');
   t.ok(Buffer.isBuffer(row.request), 'stored as bytes (a BLOB: delivery reads text as the older format)');
   t.same(JSON.parse(row.request.toString('utf8')), valid, 'the request is stored as received');
-  const rcpts = s.db.sqlite.prepare('SELECT address, state FROM recipients WHERE message_id = ?').all(row.id);
+  const rcpts = await s.sql.all('SELECT address, state FROM recipients WHERE message_id = ?', row.id);
   t.same(rcpts, [{ address: 'alice@example.org', state: 'queued' }]);
   const raw = await storedMime(r.body.message_id);
   t.match(raw, `Message-ID: <${r.body.message_id}>`);
@@ -93,10 +91,10 @@ t.test('401: missing, malformed, unknown and revoked keys', async (t) => {
     t.equal(r.status, 401, what);
     isErrorShape(t, r.body, 'unauthorized');
   }
-  const doomed = makeKey(s.db, 'production');
+  const doomed = await makeKey(s.store, 'production');
   t.equal((await post(valid, { key: doomed })).status, 202, 'works before revocation');
-  const id = listKeys(s.db).find((k) => doomed.includes(k.id.slice(4)))!.id;
-  revokeKey(s.db, id, Date.now());
+  const id = (await s.store.keys.list()).find((k) => doomed.includes(k.id.slice(4)))!.id;
+  await s.store.keys.revoke(id, Date.now());
   const r = await post(valid, { key: doomed });
   t.equal(r.status, 401, 'revocation takes effect on the very next request');
 });
@@ -115,7 +113,7 @@ t.test('the key is taken with the Bearer scheme as with Token, in any case (docs
 });
 
 t.test('a key revoked after it was cached gets 401 before any other answer of the send path', async (t) => {
-  const doomed = makeKey(s.db, 'production');
+  const doomed = await makeKey(s.store, 'production');
   t.equal((await post(valid, { key: doomed })).status, 202, 'a first send: the new key moved the epoch, the cache catches up');
   t.equal((await post(valid, { key: doomed })).status, 202, 'a second send: now cached at the current epoch');
   for (const [what, opts] of [
@@ -125,7 +123,7 @@ t.test('a key revoked after it was cached gets 401 before any other answer of th
     const r = await post('body' in opts ? opts.body : null, { key: doomed, ...('raw' in opts ? { raw: opts.raw } : {}) });
     t.not(r.status, 401, `${what}, before revocation: not 401`);
   }
-  revokeKey(s.db, listKeys(s.db).find((k) => doomed.includes(k.id.slice(4)))!.id, Date.now());
+  await s.store.keys.revoke((await s.store.keys.list()).find((k) => doomed.includes(k.id.slice(4)))!.id, Date.now());
   for (const [what, opts] of [
     ['invalid JSON', { raw: '{"from":' }],
     ['a body that fails validation', { body: { ...valid, to: 'not an address' } }],
@@ -139,7 +137,7 @@ t.test('a key revoked after it was cached gets 401 before any other answer of th
 });
 
 t.test('domain changes made by the CLI apply to the next send, in both directions', async (t) => {
-  makeDomain(s.db, 'flip.example');
+  await makeDomain(s.store, 'flip.example');
   const body = { ...valid, from: 'a@flip.example' };
   const accept = async (what: string) => {
     // Twice: the first send after a change brings the API's cache to the current epoch.
@@ -147,11 +145,11 @@ t.test('domain changes made by the CLI apply to the next send, in both direction
     t.equal((await post(body)).status, 202, `${what} (cached)`);
   };
   await accept('verified: accepted');
-  s.db.sqlite.prepare("UPDATE domains SET verified_at = NULL WHERE name = 'flip.example'").run();
+  await s.sql.run("UPDATE domains SET verified_at = NULL WHERE name = 'flip.example'");
   t.equal((await post(body)).status, 403, 'unverified since: refused');
-  s.db.sqlite.prepare('UPDATE domains SET verified_at = 1 WHERE name = ?').run('flip.example');
+  await s.sql.run('UPDATE domains SET verified_at = 1 WHERE name = ?', 'flip.example');
   await accept('verified again: accepted');
-  s.db.sqlite.prepare("DELETE FROM domains WHERE name = 'flip.example'").run();
+  await s.sql.run("DELETE FROM domains WHERE name = 'flip.example'");
   t.equal((await post(body)).status, 422, 'removed: not a domain of this account');
 });
 
@@ -248,11 +246,11 @@ t.test('422 validation_failed for each rule, with details naming the field', asy
 });
 
 t.test('all problems are reported at once, and a rejected request changes nothing', async (t) => {
-  const before = (s.db.sqlite.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n;
+  const before = ((await s.sql.get('SELECT COUNT(*) AS n FROM messages')) as { n: number }).n;
   const r = await post({ from: 'bad', to: 'also bad', subject: '', body: 'x' });
   t.equal(r.status, 422);
   t.same(Object.keys(r.body.error.details).sort(), ['from', 'subject', 'to']);
-  const after = (s.db.sqlite.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n;
+  const after = ((await s.sql.get('SELECT COUNT(*) AS n FROM messages')) as { n: number }).n;
   t.equal(after, before);
 });
 
@@ -268,14 +266,14 @@ t.test('413 payload_too_large: request body over the limit, and encoded message 
 });
 
 t.test('422 recipient_suppressed names each suppressed address under its field, and queues nothing', async (t) => {
-  addSuppression(s.db, { customerId: customerId(s.db), address: 'Gone@Example.org', reason: 'hard_bounce', now: Date.now() });
-  const before = (s.db.sqlite.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n;
+  await s.store.suppressions.add({ customerId: await customerId(s.store), address: 'Gone@Example.org', reason: 'hard_bounce', now: Date.now() });
+  const before = ((await s.sql.get('SELECT COUNT(*) AS n FROM messages')) as { n: number }).n;
   const r = await post({ ...valid, to: ['ok@example.org'], cc: 'gone@example.org' });
   t.equal(r.status, 422);
   isErrorShape(t, r.body, 'recipient_suppressed');
   t.match(r.body.error.details.cc[0], /gone@example\.org.*hard_bounce/);
   t.notOk(r.body.error.details.to);
-  t.equal((s.db.sqlite.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n, before);
+  t.equal(((await s.sql.get('SELECT COUNT(*) AS n FROM messages')) as { n: number }).n, before);
   // Suppression lists are per customer: acme may still send to that address.
   const other = await post({ ...valid, from: 'x@acme.example', to: 'gone@example.org' }, { key: otherKey });
   t.equal(other.status, 202);
@@ -289,7 +287,7 @@ t.test('Idempotency-Key: a retry returns the first response; another body is 409
   t.equal(second.status, 202);
   t.same(second.body, first.body, 'same response, same message_id');
   t.equal(second.headers.get('idempotent-replayed'), 'true');
-  const n = (s.db.sqlite.prepare('SELECT COUNT(*) AS n FROM messages WHERE message_id = ?').get(first.body.message_id) as { n: number }).n;
+  const n = ((await s.sql.get('SELECT COUNT(*) AS n FROM messages WHERE message_id = ?', first.body.message_id)) as { n: number }).n;
   t.equal(n, 1);
   const conflict = await post({ ...valid, subject: 'Different' }, { headers });
   t.equal(conflict.status, 409);

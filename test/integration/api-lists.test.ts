@@ -4,7 +4,6 @@ import { TestMx } from '../helpers/mx-server.js';
 import { startTestServer, makeKey, makeDomain, customerId } from '../helpers/env.js';
 import { request, type Json } from '../helpers/http.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
-import { addDomain } from '../../src/store/domains.js';
 
 const dns = await new TestDnsServer().start();
 const mx = await new TestMx('127.0.0.1').start();
@@ -16,10 +15,10 @@ t.teardown(async () => {
   await s.close();
   await Promise.all([dns.stop(), mx.stop()]);
 });
-const key = makeKey(s.db);
-const other = makeKey(s.db, 'production', 'acme');
-makeDomain(s.db, 'example.com');
-addDomain(s.db, { customerId: customerId(s.db), name: 'in.example.com', receiving: true, now: Date.now() });
+const key = await makeKey(s.store);
+const other = await makeKey(s.store, 'production', 'acme');
+await makeDomain(s.store, 'example.com');
+await s.store.domains.add({ customerId: await customerId(s.store), name: 'in.example.com', receiving: true, now: Date.now() });
 
 const ids: string[] = [];
 for (const to of ['a@good.test', 'Bob@good.test', 'nobody@good.test', 'a@good.test'])

@@ -1,12 +1,10 @@
 import t, { type Test } from 'tap';
-import { tempDir, writeTestConfig, makeKey, makeDomain, openTestDb, customerId } from '../helpers/env.js';
+import { tempDir, writeTestConfig, makeKey, makeDomain, openTestStore, customerId, testStoreUrl } from '../helpers/env.js';
 import { spawnDaemon, memoryOf } from '../helpers/daemon-process.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { loadConfig } from '../../src/config/load.js';
-import { addDomain } from '../../src/store/domains.js';
 import { readReport } from '../../src/reports/read.js';
 import { returnToken } from '../../src/domain/return-path.js';
-import { secret } from '../../src/store/settings.js';
 import { RETURN_PATH_SECRET } from '../../src/main.js';
 import net from 'node:net';
 
@@ -14,14 +12,14 @@ import net from 'node:net';
 // never a crash, a 500 or a hang; the daemon's peak memory must stay under 256 MB.
 const dir = tempDir();
 t.teardown(dir.remove);
-const configPath = writeTestConfig(dir.path, '[limits]\nmax_message_bytes = 1000000\n[inbound]\nrate_per_minute = 0\n', undefined, 'max_message_bytes = 2000000\n');
+const configPath = writeTestConfig(dir.path, '[limits]\nmax_message_bytes = 1000000\n[inbound]\nrate_per_minute = 0\n', undefined, 'max_message_bytes = 2000000\n', undefined, await testStoreUrl(t));
 const config = loadConfig({ path: configPath, env: {} });
-const setup = openTestDb(config);
-const key = makeKey(setup, 'sandbox');
-makeDomain(setup, 'example.com');
-addDomain(setup, { customerId: customerId(setup), name: 'in.example.com', receiving: true, now: Date.now() });
-const bounceRcpt = `bounces+${returnToken(secret(setup, RETURN_PATH_SECRET), 1)}@bounces.test.posthaste`;
-setup.close();
+const setup = await openTestStore(config);
+const key = await makeKey(setup, 'sandbox');
+await makeDomain(setup, 'example.com');
+await setup.domains.add({ customerId: await customerId(setup), name: 'in.example.com', receiving: true, now: Date.now() });
+const bounceRcpt = `bounces+${returnToken(await setup.admin.secret(RETURN_PATH_SECRET), 1)}@bounces.test.posthaste`;
+await setup.admin.close();
 
 const d = await spawnDaemon(configPath, {}, { bare: true }); // its memory is measured
 t.teardown(() => {

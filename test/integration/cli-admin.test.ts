@@ -56,8 +56,8 @@ t.test('options with a fixed set of values refuse others, listing them', async (
 });
 
 t.test('messages list pages as GET /api/v1/emails does, with --after', async (t) => {
-  const key = makeKey(s.db);
-  makeDomain(s.db, 'example.com');
+  const key = await makeKey(s.store);
+  await makeDomain(s.store, 'example.com');
   for (let i = 0; i < 5; i++) await sendEmail(s.url, key, { from: 'a@example.com', to: `r${i}@example.org`, subject: `m${i}`, text_body: 'x' });
   const apiPages: number[][] = [];
   for (let after: string | null = ''; after !== null; ) {

@@ -1,14 +1,12 @@
 import t from 'tap';
-import BetterSqlite3 from 'better-sqlite3';
-import { join } from 'node:path';
+import { testSql } from '../helpers/sql.js';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { fixturePath } from '../helpers/fixtures.js';
-import { tempDir, writeTestConfig, makeKey, makeDomain, openTestDb, customerId } from '../helpers/env.js';
+import { tempDir, writeTestConfig, makeKey, makeDomain, openTestStore, customerId, testStoreUrl, TEST_ENGINE } from '../helpers/env.js';
 import { spawnDaemon, type DaemonProcess } from '../helpers/daemon-process.js';
 import { loadConfig } from '../../src/config/load.js';
-import { createEndpoint } from '../../src/store/webhooks.js';
 import { quiet } from '../helpers/wait.js';
 
 const TOTAL = 500;
@@ -30,13 +28,16 @@ const configPath = writeTestConfig(
   dir.path,
   `[outbound]\nport = ${mx.port}\npoll_interval = "100ms"\n[webhooks]\nallow_private_targets = true\npoll_interval = "100ms"\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n`,
   dns.server,
+  undefined,
+  undefined,
+  await testStoreUrl(t),
 );
 const config = loadConfig({ path: configPath, env: {} });
-const setup = openTestDb(config);
-const key = makeKey(setup);
-makeDomain(setup, 'example.com');
-const endpoint = createEndpoint(setup, {
-  customerId: customerId(setup),
+const setup = await openTestStore(config);
+const key = await makeKey(setup);
+await makeDomain(setup, 'example.com');
+const endpoint = await setup.webhooks.createEndpoint({
+  customerId: await customerId(setup),
   url: rx.url('/crash'),
   events: null,
   description: '',
@@ -44,7 +45,7 @@ const endpoint = createEndpoint(setup, {
   now: Date.now() - 1000,
 });
 rx.secrets.set('/crash', endpoint.secret);
-setup.close();
+await setup.admin.close();
 
 t.test(`${TOTAL} messages, ${KILLS} kill -9 at random moments: nothing accepted is lost`, async (t) => {
   const accepted = new Set<string>();
@@ -87,16 +88,16 @@ t.test(`${TOTAL} messages, ${KILLS} kill -9 at random moments: nothing accepted 
   t.ok(accepted.size > TOTAL / 2, `${accepted.size} of ${TOTAL} requests were accepted`);
 
   // Let the last daemon finish: every accepted message at the MX, every event at the receiver.
-  const db = new BetterSqlite3(join(config.server.data_dir, 'posthaste.db'), { readonly: true });
-  t.teardown(() => db.close());
+  const sql = testSql(config);
+  t.teardown(() => sql.close());
   const atMx = () => new Set(mx.received.map((m) => /^Message-ID: <([^>]+)>/im.exec(m.data.toString())?.[1]).filter(Boolean));
-  const eventIds = () => db.prepare('SELECT id FROM events').pluck().all() as string[];
+  const eventIds = async () => (await sql.all<{ id: string }>('SELECT id FROM events')).map((r) => r.id);
   const deadline = Date.now() + 60_000;
   for (;;) {
     const mxIds = atMx();
     const got = new Set(rx.on('/crash').map((r) => r.id));
     const missingMx = [...accepted].filter((id) => !mxIds.has(id));
-    const missingHooks = eventIds().filter((id) => !got.has(id));
+    const missingHooks = (await eventIds()).filter((id) => !got.has(id));
     if ((missingMx.length === 0 && missingHooks.length === 0) || Date.now() > deadline) {
       t.same(missingMx, [], 'every message that got a 202 reached the MX at least once');
       t.same(missingHooks, [], 'every event reached the webhook receiver');
@@ -104,7 +105,7 @@ t.test(`${TOTAL} messages, ${KILLS} kill -9 at random moments: nothing accepted 
     }
     await quiet(200); // then look again
   }
-  const stored = new Set(db.prepare('SELECT message_id FROM messages').pluck().all() as string[]);
+  const stored = new Set((await sql.all<{ message_id: string }>('SELECT message_id FROM messages')).map((r) => r.message_id));
   t.same(
     [...accepted].filter((id) => !stored.has(id)),
     [],
@@ -114,9 +115,9 @@ t.test(`${TOTAL} messages, ${KILLS} kill -9 at random moments: nothing accepted 
     rx.on('/crash').every((r) => r.verified),
     'every webhook verifies',
   );
-  t.equal(db.pragma('integrity_check', { simple: true }), 'ok');
+  if (TEST_ENGINE === 'sqlite') t.equal(await sql.value('PRAGMA integrity_check'), 'ok');
   const dup = mx.received.length - atMx().size;
-  t.comment(`accepted ${accepted.size}; MX received ${mx.received.length} (${dup} duplicates after kills); webhooks ${rx.on('/crash').length} for ${eventIds().length} events`);
+  t.comment(`accepted ${accepted.size}; MX received ${mx.received.length} (${dup} duplicates after kills); webhooks ${rx.on('/crash').length} for ${(await eventIds()).length} events`);
   d.child.kill('SIGTERM');
   t.equal((await d.exited).code, 0);
 });

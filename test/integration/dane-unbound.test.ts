@@ -89,8 +89,8 @@ await withPeer(missing ? `${missing} is not installed (Debian packages unbound, 
 
   const s = await startTestServer(`[outbound]\nport = ${mx.port}\ndane = true\nconnect_timeout = "2s"\n`, { manualDelivery: true, dns: resolver });
   t.teardown(() => s.close());
-  const key = makeKey(s.db);
-  makeDomain(s.db, 'example.com');
+  const key = await makeKey(s.store);
+  await makeDomain(s.store, 'example.com');
   const deliver = (to: string) => sendAndDeliver(s, key, to);
   const deferral = (m: Json) => eventsOf(m, 'email.deferred')[0]?.data.response;
 

@@ -68,8 +68,8 @@ const s = await startTestServer(
   { manualDelivery: true, dns: dns.server, clock },
 );
 t.teardown(() => s.close());
-const key = makeKey(s.db);
-makeDomain(s.db, 'example.com');
+const key = await makeKey(s.store);
+await makeDomain(s.store, 'example.com');
 
 const deliver = (to: string) => sendAndDeliver(s, key, to);
 const deferral = (m: Json) => eventsOf(m, 'email.deferred')[0]?.data.response;

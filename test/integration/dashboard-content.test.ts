@@ -6,7 +6,6 @@ import { browserAvailable } from '../helpers/browser.js';
 import { withPeer } from '../helpers/peers.js';
 import { quiet } from '../helpers/wait.js';
 import { startDashboardEnv, XSS } from '../helpers/dashboard.js';
-import { purgeOld } from '../../src/store/retention.js';
 
 // A message's content on its page (text, HTML that fetches nothing, attachments, source) and
 // what a sandbox key's simulated suppressions look like, in Debian's Chromium against the real
@@ -17,8 +16,8 @@ async function run(): Promise<void> {
   t.teardown(() => env.close());
   const { s, base, browser, ran, watch, shot } = env;
   const T = env.tracker.url;
-  makeDomain(s.db, 'shop.test');
-  const apiKey = makeKey(s.db);
+  await makeDomain(s.store, 'shop.test');
+  const apiKey = await makeKey(s.store);
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
   watch(page);
   let invoiceId = '';
@@ -79,7 +78,7 @@ async function run(): Promise<void> {
     t.match(await page.locator('h2:text-is("Source") + .card').textContent(), /kept only while a recipient may still be retried, and none may now: this is the send request as accepted/);
     t.match(await page.locator('pre.source').textContent(), '"subject"', 'the request as accepted');
     // Retention removes the body of a finished message: the page says so.
-    purgeOld(s.db, Date.now() + 31 * 86_400_000, 30);
+    await s.store.admin.purgeOld(Date.now() + 31 * 86_400_000, 30);
     await page.reload();
     t.ok(await page.getByText(/The body of this message was removed by retention/).isVisible(), 'a purged body says where it went');
     t.equal(await page.locator('pre.source').count(), 0);
@@ -104,7 +103,7 @@ async function run(): Promise<void> {
     const simulated = page.locator('h2:text-is("Simulated by sandbox keys") + .card');
     t.match(await simulated.textContent(), 'never adds the address to the list above', 'why the list does not have it');
     t.ok(await simulated.getByRole('link', { name: r.body.message_id }).isVisible(), 'with its message');
-    t.equal(s.db.sqlite.prepare("SELECT COUNT(*) FROM suppressions WHERE address = 'bounced@simulator.posthaste.test'").pluck().get(), 0, 'the real list is untouched');
+    t.equal(await s.sql.value("SELECT COUNT(*) FROM suppressions WHERE address = 'bounced@simulator.posthaste.test'"), 0, 'the real list is untouched');
     await shot(page, 'suppressions-sandbox');
   });
 

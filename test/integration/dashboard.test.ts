@@ -1,15 +1,13 @@
 /// <reference lib="dom" />
 import t from 'tap';
+import type { GroupRecord } from '../../src/store/store.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { makeDomain, customerId } from '../helpers/env.js';
 import { request } from '../helpers/http.js';
 import { browserAvailable } from '../helpers/browser.js';
 import { withPeer } from '../helpers/peers.js';
 import { startDashboardEnv, XSS } from '../helpers/dashboard.js';
-import { addDomain, findDomain } from '../../src/store/domains.js';
 import { domainRecords } from '../../src/domains/service.js';
-import { createEndpoint } from '../../src/store/webhooks.js';
-import { saveThrottle, clearThrottle } from '../../src/store/destinations.js';
 import { quiet } from '../helpers/wait.js';
 import type { Page } from 'playwright-core';
 
@@ -24,8 +22,8 @@ async function run(): Promise<void> {
   const login = (page: Page, email: string) => env.login(page, email, (shown) => t.ok(shown, 'signed out: sent to the login page'));
   const T = env.tracker.url;
   // What the customer's user must not reach: the default customer's objects.
-  makeDomain(s.db, 'example.com');
-  addDomain(s.db, { customerId: customerId(s.db), name: 'in.example.com', receiving: true, now: Date.now() });
+  await makeDomain(s.store, 'example.com');
+  await s.store.domains.add({ customerId: await customerId(s.store), name: 'in.example.com', receiving: true, now: Date.now() });
 
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await ctx.newPage();
@@ -39,8 +37,8 @@ async function run(): Promise<void> {
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.getByLabel('Name').fill('web app');
     // No kind is preselected: the form does not go without a choice, and the server makes none.
-    const keys = () => s.db.sqlite.prepare('SELECT COUNT(*) FROM api_keys').pluck().get() as number;
-    const before = keys();
+    const keys = async () => (await s.sql.value('SELECT COUNT(*) FROM api_keys')) as number;
+    const before = await keys();
     t.equal(await page.locator('input[name=kind]:checked').count(), 0, 'no kind chosen in advance');
     await page.getByRole('button', { name: 'Create key' }).click();
     t.equal(await page.locator('input[name=kind]:invalid').count(), 2, 'the browser asks for a kind');
@@ -49,7 +47,7 @@ async function run(): Promise<void> {
     });
     await page.getByRole('button', { name: 'Create key' }).click();
     t.ok(await page.getByText('Choose the kind of key: sandbox (nothing is sent) or production (sends real mail).').isVisible(), 'without a kind the server refuses');
-    t.equal(keys(), before, 'and creates no key');
+    t.equal(await keys(), before, 'and creates no key');
     await page.getByLabel('Name').fill('web app');
     await page.getByLabel(/Production/).check();
     await page.getByRole('button', { name: 'Create key' }).click();
@@ -77,7 +75,7 @@ async function run(): Promise<void> {
     await page.getByLabel('Domain', { exact: true }).fill('shop.test');
     await page.getByRole('button', { name: 'Add domain' }).click();
     await page.waitForURL(/\/domains\/shop\.test/);
-    const d = findDomain(s.db, 'shop.test')!;
+    const d = (await s.store.domains.find('shop.test'))!;
     const records = domainRecords(d, s.config, Date.now());
     for (const r of records) t.ok(await page.getByText(r.value, { exact: true }).isVisible(), `the ${r.purpose} record is shown`);
     for (const r of records) if (r.type === 'TXT') dns.set(r.name, { TXT: [r.text!] });
@@ -125,7 +123,7 @@ async function run(): Promise<void> {
     t.notMatch(await page.locator('main').textContent(), /wh_/, 'not by endpoint id');
     // A long URL is cut in the middle in the list, whole in the title, escaped.
     const long = `https://hooks.example.com/${'deep/'.repeat(20)}end?q=<b>x</b>`;
-    createEndpoint(s.db, { customerId: customerId(s.db), url: long, events: null, description: '', secret: 'whsec_y', now: Date.now() });
+    await s.store.webhooks.createEndpoint({ customerId: await customerId(s.store), url: long, events: null, description: '', secret: 'whsec_y', now: Date.now() });
     await page.goto(`${base}/webhooks`);
     const link = page.locator(`a[title="${long}"]`);
     t.match(await link.textContent(), /^hooks\.example\.com\/deep\/[^…]*…[^…]*\/end\?q=<b>x<\/b>$/, 'cut in the middle: host and end kept');
@@ -189,7 +187,7 @@ async function run(): Promise<void> {
     t.ok(await page.getByText('Canceled: nothing will be sent.').isVisible());
     t.ok(await page.getByText('canceled', { exact: true }).first().isVisible(), "the recipient's state");
     t.equal(await page.getByRole('button', { name: 'Cancel this message' }).count(), 0);
-    t.equal(s.db.sqlite.prepare("SELECT state FROM recipients WHERE address = 'later@good.test'").pluck().get(), 'canceled');
+    t.equal(await s.sql.value("SELECT state FROM recipients WHERE address = 'later@good.test'"), 'canceled');
   });
 
   await t.test('removes a suppression', async (t) => {
@@ -256,9 +254,11 @@ async function run(): Promise<void> {
     await shot(page, 'overview');
     t.equal(await page.getByRole('heading', { name: 'Destinations slowed down' }).count(), 0, 'no throttled destinations: no such section');
     // A receiver that refused with a 421 (its reply is someone else's words) is listed while the server slows down for it.
-    saveThrottle(
-      s.db,
-      {
+    const throttle = (change: GroupRecord['throttle']) =>
+      s.store.delivery.record({ results: [], composed: new Map(), postpone: [], throttle: change, policy: { retrySchedule: [60_000], maxQueueTime: 3_600_000 }, now: Date.now() });
+    await throttle({
+      kind: 'set',
+      record: {
         destination: 'busy.example',
         connections: 2,
         strikes: 1,
@@ -266,8 +266,7 @@ async function run(): Promise<void> {
         reason: { code: 421, enhanced_code: '4.7.28', message: `slow down ${XSS}`, classification: 'rate_limited' },
         since: Date.now(),
       },
-      Date.now(),
-    );
+    });
     await page.reload();
     t.ok(await page.getByRole('heading', { name: 'Destinations slowed down' }).isVisible());
     // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
@@ -282,7 +281,7 @@ async function run(): Promise<void> {
       t.notMatch(await page.locator('main').innerText(), /\(s\)/, `${p}: counts agree with their nouns, no "(s)"`);
     }
     await page.setViewportSize({ width: 1280, height: 900 });
-    clearThrottle(s.db, 'busy.example');
+    await throttle({ kind: 'cleared', destination: 'busy.example' });
   });
 
   await t.test('keyboard alone: tab to the search, type, submit with Enter', async (t) => {
@@ -304,9 +303,9 @@ async function run(): Promise<void> {
     watch(p2);
     await login(p2, 'user@acme.test');
     t.equal(await p2.getByRole('link', { name: 'Customers' }).count(), 0, 'no customers page');
-    const hook = createEndpoint(s.db, { customerId: customerId(s.db), url: rx.url('/x'), events: null, description: '', secret: 'whsec_x', now: Date.now() });
-    const inboundId = s.db.sqlite.prepare('SELECT id FROM inbound_messages LIMIT 1').pluck().get() as string;
-    const keyId = s.db.sqlite.prepare("SELECT id FROM api_keys WHERE name = 'web app'").pluck().get() as string;
+    const hook = await s.store.webhooks.createEndpoint({ customerId: await customerId(s.store), url: rx.url('/x'), events: null, description: '', secret: 'whsec_x', now: Date.now() });
+    const inboundId = (await s.sql.value('SELECT id FROM inbound_messages LIMIT 1')) as string;
+    const keyId = (await s.sql.value("SELECT id FROM api_keys WHERE name = 'web app'")) as string;
     for (const p of [
       `/keys/${keyId}/revoke`,
       '/domains/shop.test',
@@ -325,13 +324,13 @@ async function run(): Promise<void> {
   await t.test('a cross-site POST and a POST without the CSRF token are refused, and change nothing', async (t) => {
     const cookies = await ctx.cookies();
     const cookie = cookies.map((c) => `${c.name}=${c.value}`).join('; ');
-    const keys = () => s.db.sqlite.prepare('SELECT COUNT(*) FROM api_keys').pluck().get() as number;
-    const n = keys();
+    const keys = async () => (await s.sql.value('SELECT COUNT(*) FROM api_keys')) as number;
+    const n = await keys();
     const form = { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: 'http://evil.test' }, body: 'name=x&kind=production' };
     t.equal((await fetch(`${base}/keys`, form)).status, 403, 'cross-site');
     const { origin: _o, ...sameSite } = form.headers;
     t.equal((await fetch(`${base}/keys`, { ...form, headers: sameSite })).status, 403, 'no token');
-    t.equal(keys(), n);
+    t.equal(await keys(), n);
   });
 
   await t.test('logs out; failed logins are throttled per account', async (t) => {

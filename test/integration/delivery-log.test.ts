@@ -1,7 +1,7 @@
 import t from 'tap';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
-import { tempDir, writeTestConfig, openTestDb, makeKey, makeDomain } from '../helpers/env.js';
+import { tempDir, writeTestConfig, openTestStore, makeKey, makeDomain } from '../helpers/env.js';
 import { spawnDaemon } from '../helpers/daemon-process.js';
 import { sendEmail } from '../helpers/api.js';
 import { waitFor } from '../helpers/wait.js';
@@ -27,10 +27,10 @@ mx.script = (rcpt) => {
 const dir = tempDir();
 t.teardown(dir.remove);
 const configPath = writeTestConfig(dir.path, `[outbound]\nport = ${mx.port}\n[log]\nlevel = "info"\n`, dns.server);
-const setup = openTestDb(loadConfig({ path: configPath, env: {} }));
-const key = makeKey(setup);
-makeDomain(setup, 'example.com');
-setup.close();
+const setup = await openTestStore(loadConfig({ path: configPath, env: {} }));
+const key = await makeKey(setup);
+await makeDomain(setup, 'example.com');
+await setup.admin.close();
 
 t.test('one JSON line per recipient with relay, delays, DSN status and TLS', async (t) => {
   const d = await spawnDaemon(configPath);

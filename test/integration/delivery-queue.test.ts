@@ -1,14 +1,13 @@
 import t from 'tap';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
-import { startTestServer, makeKey, makeDomain, tempDir, writeTestConfig, openTestDb } from '../helpers/env.js';
+import { startTestServer, makeKey, makeDomain, tempDir, writeTestConfig, openTestStore } from '../helpers/env.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { loadConfig } from '../../src/config/load.js';
 import { runCli, json } from '../helpers/cli.js';
 import { request } from '../helpers/http.js';
 import { startDaemon } from '../../src/main.js';
 import { silentLogger } from '../../src/lib/logger.js';
-import { claimDue } from '../../src/store/queue.js';
 import { waitFor, quiet, WAIT_MS } from '../helpers/wait.js';
 import { getEmail } from '../helpers/api.js';
 
@@ -26,8 +25,8 @@ const body = (to: string) => ({ from: 'a@example.com', to, subject: 'hi', text_b
 t.test('connections per destination never exceed outbound.concurrency_per_domain', async (t) => {
   const s = await startTestServer(`[outbound]\nport = ${mx.port}\nconcurrency_per_domain = 2\nmessages_per_connection = 1\n`, { manualDelivery: true, dns: dns.server });
   t.teardown(() => s.close());
-  const key = makeKey(s.db);
-  makeDomain(s.db, 'example.com');
+  const key = await makeKey(s.store);
+  await makeDomain(s.store, 'example.com');
   mx.peakOpen = 0;
   // A slow MX (200 ms per message) keeps connections open long enough to overlap.
   mx.dataDelayMs = 200;
@@ -49,26 +48,26 @@ t.test('a restart mid-queue resumes: claims of the dead process are released, no
   const configPath = writeTestConfig(dir.path, `[outbound]\nport = ${mx.port}\n`, dns.server);
   const config = loadConfig({ path: configPath, env: {} });
   const first = await startDaemon(config, silentLogger(), { manualDelivery: true });
-  const db = openTestDb(config);
-  const key = makeKey(db);
-  makeDomain(db, 'example.com');
+  const store = await openTestStore(config);
+  const key = await makeKey(store);
+  await makeDomain(store, 'example.com');
   const ids: string[] = [];
   for (let i = 0; i < 10; i++) ids.push((await request(`${first.apiUrl}/api/v1/emails`, { key, body: body(`restart${i}@many.test`) })).body.message_id);
   // A worker of the first process claimed half of them, then the process died.
-  t.equal(claimDue(db, 'pid-dead', Date.now(), 5).length, 5);
+  t.equal((await store.delivery.claim('pid-dead', Date.now(), 5)).length, 5);
   await first.stop();
   const before = mx.received.length;
   const second = await startDaemon(config, silentLogger(), { manualDelivery: true });
   t.teardown(async () => {
-    db.close();
+    await store.admin.close();
     await second.stop();
   });
   await second.scheduler.drain();
   t.equal(mx.received.length - before, 10, 'every message delivered once');
   const got = new Set(mx.received.slice(before).map((m) => m.to[0]));
   t.equal(got.size, 10);
-  const states = db.sqlite.prepare("SELECT state, COUNT(*) AS n FROM recipients WHERE address LIKE 'restart%' GROUP BY state").all();
-  t.same(states, [{ state: 'delivered', n: 10 }]);
+  const states = await store.admin.countsByState('recipients');
+  t.same(states, { delivered: 10 });
 
   // The administrator's view of the same queue, through the built CLI.
   const list = await runCli(['--config', configPath, 'messages', 'list', '--json', '--limit', '3']);
@@ -90,8 +89,8 @@ t.test('a restart mid-queue resumes: claims of the dead process are released, no
 t.test('the running daemon delivers on its own soon after the 202', async (t) => {
   const s = await startTestServer(`[outbound]\nport = ${mx.port}\n`, { dns: dns.server });
   t.teardown(() => s.close());
-  const key = makeKey(s.db);
-  makeDomain(s.db, 'example.com');
+  const key = await makeKey(s.store);
+  await makeDomain(s.store, 'example.com');
   const r = await request(`${s.url}/api/v1/emails`, { key, body: body('live@many.test') });
   t.equal(r.status, 202);
   const m = await waitFor(
@@ -109,13 +108,13 @@ t.test('the running daemon delivers on its own soon after the 202', async (t) =>
 t.test('outbound.hold queues without sending; a reload to false releases the queue', async (t) => {
   const s = await startTestServer(`[outbound]\nport = ${mx.port}\nhold = true\npoll_interval = "50ms"\n`, { dns: dns.server });
   t.teardown(() => s.close());
-  const key = makeKey(s.db);
-  makeDomain(s.db, 'example.com');
+  const key = await makeKey(s.store);
+  await makeDomain(s.store, 'example.com');
   const before = mx.received.length;
   for (let i = 0; i < 3; i++) t.equal((await request(`${s.url}/api/v1/emails`, { key, body: body(`held${i}@many.test`) })).status, 202);
   await quiet(400); // several polls of the running loop: nothing may go meanwhile
   t.equal(mx.received.length, before, 'nothing reached the MX while held');
-  t.same(s.db.sqlite.prepare('SELECT state, COUNT(*) AS n FROM recipients GROUP BY state').all(), [{ state: 'queued', n: 3 }], 'all still queued, unclaimed');
+  t.same(await s.sql.all('SELECT state, COUNT(*) AS n FROM recipients GROUP BY state'), [{ state: 'queued', n: 3 }], 'all still queued, unclaimed');
   const st = json<{ outbound_held: boolean }>(await runCli(['--config', s.configPath, 'status', '--json']));
   t.equal(st.outbound_held, true, 'status says the queue is held');
 

@@ -9,10 +9,7 @@ import { startTestServer, makeKey, makeDomain, publishDomainTxt, type TestServer
 import { request, type Json } from '../helpers/http.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { parseReturnToken } from '../../src/domain/return-path.js';
-import { secret } from '../../src/store/settings.js';
-import { addSuppression } from '../../src/store/suppressions.js';
 import { RETURN_PATH_SECRET } from '../../src/main.js';
-import { listThrottles } from '../../src/store/destinations.js';
 import { sendEmail, getEmail, eventsOf, recipientOf } from '../helpers/api.js';
 
 const dns = await new TestDnsServer().start();
@@ -85,11 +82,11 @@ t.before(async () => {
     clock,
     dns: dns.server,
   });
-  live = makeKey(s.db, 'production');
-  sandbox = makeKey(s.db, 'sandbox');
-  makeDomain(s.db, 'example.com');
+  live = await makeKey(s.store, 'production');
+  sandbox = await makeKey(s.store, 'sandbox');
+  await makeDomain(s.store, 'example.com');
   // Publish the sender domain's records where the remote side (mailauth) will look.
-  publishDomainTxt(s.db, dns, 'example.com');
+  await publishDomainTxt(s.store, dns, 'example.com');
 });
 t.teardown(() => s.close());
 
@@ -116,8 +113,8 @@ t.test('delivered: straight to the MX found through DNS, DKIM-valid, over STARTT
   t.same(got.to, ['bob@good.test']);
   const local = got.from.split('@')[0]!;
   t.match(got.from, /^bounces\+[0-9a-z]{20}@bounces\.test\.posthaste$/, 'per-recipient return path');
-  const rcptId = parseReturnToken(secret(s.db, RETURN_PATH_SECRET), local.slice('bounces+'.length));
-  t.equal(rcptId, (s.db.sqlite.prepare('SELECT id FROM recipients WHERE address = ?').get('bob@good.test') as { id: number }).id, 'the token maps back to the recipient');
+  const rcptId = parseReturnToken(await s.store.admin.secret(RETURN_PATH_SECRET), local.slice('bounces+'.length));
+  t.equal(rcptId, ((await s.sql.get('SELECT id FROM recipients WHERE address = ?', 'bob@good.test')) as { id: number }).id, 'the token maps back to the recipient');
   t.match(got.data.toString(), /\r\nThanks for your order\.\r\n\.\r\nA line with a dot\./, 'dot-stuffing undone by the receiver: the body arrives intact');
   const resolver = new Resolver();
   resolver.setServers([dns.server]);
@@ -127,12 +124,12 @@ t.test('delivered: straight to the MX found through DNS, DKIM-valid, over STARTT
     [['pass', 'example.com']],
     'DKIM verifies against the published key',
   );
-  t.equal(storedComposed(id), null, 'no composed copy is kept once every recipient is done');
+  t.equal(await storedComposed(id), null, 'no composed copy is kept once every recipient is done');
   t.equal(m.size, got.data.length - dkimHeaderLength(got.data), 'its size is: the message as composed, before the signature');
 });
 
-function storedComposed(id: string): Buffer | null {
-  return (s.db.sqlite.prepare('SELECT raw FROM messages WHERE message_id = ?').get(id) as { raw: Buffer | null }).raw;
+async function storedComposed(id: string): Promise<Buffer | null> {
+  return ((await s.sql.get('SELECT raw FROM messages WHERE message_id = ?', id)) as { raw: Buffer | null }).raw;
 }
 
 /** The DKIM-Signature field the signer puts first, with its folded lines and their CRLF. */
@@ -161,7 +158,7 @@ t.test('421 at the banner: deferred when it is the only MX, delivered through th
   t.equal(recipient(mb, 'erin@busy2.test').state, 'delivered');
   t.ok(banner.connections >= 2, 'the busy host was tried for both');
   // The 421 slows its destination down (outbound/throttle.ts); the one delivered through its next MX is not.
-  t.match(listThrottles(s.db), [{ destination: 'busy.test', strikes: 1, connections: 1, pausedUntil: clock.now() + 30_000, reason: { code: 421 } }]);
+  t.match(await s.store.delivery.throttles(), [{ destination: 'busy.test', strikes: 1, connections: 1, pausedUntil: clock.now() + 30_000, reason: { code: 421 } }]);
 });
 
 t.test('451 greylisting, then delivered on the retry a minute later', async (t) => {
@@ -234,9 +231,9 @@ t.test('552 after DATA: a hard bounce of the message, the address is not suppres
 });
 
 /** Rewrites a queued message's stored request, as an older build (or looser rules) would have accepted it. */
-const storeRequest = (id: string, change: (body: Record<string, unknown>) => Record<string, unknown>) => {
-  const row = s.db.sqlite.prepare('SELECT request FROM messages WHERE message_id = ?').get(id) as { request: Buffer };
-  s.db.sqlite.prepare('UPDATE messages SET request = ? WHERE message_id = ?').run(Buffer.from(JSON.stringify(change(JSON.parse(row.request.toString())))), id);
+const storeRequest = async (id: string, change: (body: Record<string, unknown>) => Record<string, unknown>) => {
+  const row = (await s.sql.get('SELECT request FROM messages WHERE message_id = ?', id)) as { request: Buffer };
+  await s.sql.run('UPDATE messages SET request = ? WHERE message_id = ?', Buffer.from(JSON.stringify(change(JSON.parse(row.request.toString())))), id);
 };
 
 t.test('a queued message accepted under looser rules is delivered as it was accepted, not judged again', async (t) => {
@@ -244,7 +241,7 @@ t.test('a queued message accepted under looser rules is delivered as it was acce
   // Today's validation refuses a subject over 998 characters and more than 10 tags.
   const subject = Array.from({ length: 160 }, (_, i) => `word${i}`).join(' ');
   t.ok(subject.length > 998, `a subject of ${subject.length} characters`);
-  storeRequest(id, (b) => ({ ...b, subject, tags: Array.from({ length: 12 }, (_, i) => `t${i}`) }));
+  await storeRequest(id, (b) => ({ ...b, subject, tags: Array.from({ length: 12 }, (_, i) => `t${i}`) }));
   await deliver();
   const m = await message(id);
   t.equal(recipient(m, 'gina@good.test').state, 'delivered');
@@ -255,7 +252,7 @@ t.test('a queued message accepted under looser rules is delivered as it was acce
 
 t.test('a queued message whose stored request cannot be read bounces at once, not after days of retries, and suppresses nobody', async (t) => {
   const id = await send('frank@good.test');
-  storeRequest(id, (b) => ({ ...b, subject: 42 }));
+  await storeRequest(id, (b) => ({ ...b, subject: 42 }));
   const before = mx.received.length;
   await deliver();
   const m = await message(id);
@@ -336,7 +333,7 @@ t.test('DNS: NXDOMAIN and null MX bounce at once, SERVFAIL defers, no MX falls b
 t.test('several recipients of one message end differently, each with its own event', async (t) => {
   const id = await send(['ok1@good.test', 'nobody2@good.test', 'grey2@good.test', 'late@good.test']);
   // Suppressed after it was queued: delivery checks the list again and does not send.
-  addSuppression(s.db, { customerId: 1, address: 'late@good.test', reason: 'manual', now: clock.now() });
+  await s.store.suppressions.add({ customerId: 1, address: 'late@good.test', reason: 'manual', now: clock.now() });
   await deliver();
   const m = await message(id);
   t.equal(recipient(m, 'ok1@good.test').state, 'delivered');
@@ -349,7 +346,7 @@ t.test('several recipients of one message end differently, each with its own eve
   t.equal(events(m, 'email.deferred').length, 1);
 
   // One recipient is left to retry: the composed message is kept for it, and it gets the same bytes.
-  const kept = storedComposed(id);
+  const kept = await storedComposed(id);
   t.not(kept, null, 'the composed copy is kept while a recipient may still be sent to');
   const first = mx.received.find((r) => r.to.includes('ok1@good.test'))!;
   t.same(first.data.subarray(dkimHeaderLength(first.data)), kept, 'what is kept is what was sent, after the signature');
@@ -358,7 +355,7 @@ t.test('several recipients of one message end differently, each with its own eve
   t.equal(recipient(await message(id), 'grey2@good.test').state, 'delivered', 'delivered on the retry');
   const retried = mx.received.find((r) => r.to.includes('grey2@good.test'))!;
   t.same(retried.data.subarray(dkimHeaderLength(retried.data)), kept, 'the retry sends the same bytes');
-  t.equal(storedComposed(id), null, 'and the copy goes once no recipient is left to send to');
+  t.equal(await storedComposed(id), null, 'and the copy goes once no recipient is left to send to');
   t.equal((await message(id)).size, kept!.length, 'the size stays');
 });
 
@@ -368,7 +365,7 @@ t.test('recipients at two destinations, one deferred: both get the same bytes, k
   let m = await message(id);
   t.equal(recipient(m, 'ok3@good.test').state, 'delivered');
   t.equal(recipient(m, 'grey3@arecord.test').state, 'deferred');
-  const kept = storedComposed(id);
+  const kept = await storedComposed(id);
   t.not(kept, null, 'kept for the deferred recipient at the other destination');
   clock.advance(60_000);
   await deliver();
@@ -380,7 +377,7 @@ t.test('recipients at two destinations, one deferred: both get the same bytes, k
   });
   t.same(bodies[0], kept);
   t.same(bodies[1], kept, 'one message, one set of bytes, whichever destination');
-  t.equal(storedComposed(id), null);
+  t.equal(await storedComposed(id), null);
 });
 
 t.test('several messages to one domain share a connection', async (t) => {
@@ -417,7 +414,7 @@ t.test('sandbox keys never connect; the simulator domain chooses each outcome', 
   t.equal(events(ab, 'email.bounced')[0].data.bounce_type, 'async');
   t.equal(events(await get(sim.expired!), 'email.bounced')[0].data.bounce_type, 'expired');
   t.match(events(await get(sim.complained!), 'email.complained')[0].data, { feedback_type: 'abuse', user_agent: String, sandbox: true });
-  const n = s.db.sqlite.prepare("SELECT COUNT(*) FROM suppressions WHERE address LIKE '%@simulator.posthaste.test'").pluck().get();
+  const n = await s.sql.value("SELECT COUNT(*) FROM suppressions WHERE address LIKE '%@simulator.posthaste.test'");
   t.equal(n, 0, 'the real suppression list is untouched');
   const again = await request(`${s.url}/api/v1/emails`, { key: sandbox, body: { from: 'shop@example.com', to: 'bounced@simulator.posthaste.test', subject: 'x', text_body: 'x' } });
   t.equal(again.status, 202, 'so the simulator address can be used again');

@@ -20,7 +20,7 @@ t.teardown(async () => {
   await s.close();
   await Promise.all([dns.stop(), mx.stop()]);
 });
-const key = makeKey(s.db);
+const key = await makeKey(s.store);
 const cli = (...args: string[]) => runCli(['--config', s.configPath, ...args]);
 
 /** Publishes records as the CLI lists them, those of the given purposes: their value as a zone file would serve it, string by string. */

@@ -1,10 +1,9 @@
 import t from 'tap';
 import { TestDnsServer } from '../helpers/dns-server.js';
-import { tempDir, writeTestConfig, openTestDb, makeKey, makeDomain, startTestServer, DEAD_DNS } from '../helpers/env.js';
+import { tempDir, writeTestConfig, openTestStore, makeKey, makeDomain, startTestServer, DEAD_DNS } from '../helpers/env.js';
 import { runCli, json } from '../helpers/cli.js';
 import { sendEmail, getEmail, eventsOf } from '../helpers/api.js';
 import { loadConfig } from '../../src/config/load.js';
-import { findDomain } from '../../src/store/domains.js';
 import type { Json } from '../helpers/http.js';
 
 // A DNS server that gives no answer is not a record that is missing: each place a lookup is
@@ -17,10 +16,10 @@ t.test('domains verify: a resolver that does not answer (unreachable, SERVFAIL) 
   t.teardown(() => dns.stop());
   const configFor = (server: string) => writeTestConfig(dir.path, '', server);
   let configPath = configFor(DEAD_DNS);
-  const db = openTestDb(loadConfig({ path: configPath, env: {} }));
-  t.teardown(() => db.close());
-  makeDomain(db, 'sure.example'); // verified
-  makeDomain(db, 'new.example', { verified: false });
+  const store = await openTestStore(loadConfig({ path: configPath, env: {} }));
+  t.teardown(() => store.admin.close());
+  await makeDomain(store, 'sure.example'); // verified
+  await makeDomain(store, 'new.example', { verified: false });
   const verify = async (name: string) => {
     const r = await runCli(['--config', configPath, 'domains', 'verify', name]);
     const j = await runCli(['--config', configPath, 'domains', 'verify', name, '--json']);
@@ -37,7 +36,7 @@ t.test('domains verify: a resolver that does not answer (unreachable, SERVFAIL) 
   );
   t.notMatch(down.r.stdout, /missing/, 'nothing is called missing');
   t.match(down.j, { verified: false, dns_error: /dns\.servers/, checks: [{ purpose: 'verification', found: false, lookup: 'no_answer' }] });
-  t.not(findDomain(db, 'sure.example')!.verified_at, null, 'a verified domain stays verified (it goes on sending)');
+  t.not((await store.domains.find('sure.example'))!.verified_at, null, 'a verified domain stays verified (it goes on sending)');
 
   // SERVFAIL from a server that answers.
   configPath = configFor(dns.server);
@@ -46,7 +45,7 @@ t.test('domains verify: a resolver that does not answer (unreachable, SERVFAIL) 
   t.equal(servfail.r.code, 1);
   t.match(servfail.r.stdout, /NOT checked, the DNS server did not answer; it stays not verified/);
   t.match(servfail.j.dns_error, /did not answer the TXT query for _posthaste\.new\.example \(SERVFAIL\): check that 127\.0\.0\.1:\d+ answers, or set dns\.servers/);
-  t.equal(findDomain(db, 'new.example')!.verified_at, null);
+  t.equal((await store.domains.find('new.example'))!.verified_at, null);
 
   // NXDOMAIN and NODATA are answers: the records are missing, said as such, and nothing names dns.servers.
   dns.failures.clear();
@@ -66,8 +65,8 @@ t.test('domains verify: a resolver that does not answer (unreachable, SERVFAIL) 
 t.test('delivery: an MX lookup the resolver does not answer defers (never bounces) and names dns.servers', async (t) => {
   const s = await startTestServer('', { manualDelivery: true }); // dns.servers = the dead loopback port
   t.teardown(() => s.close());
-  const key = makeKey(s.db);
-  makeDomain(s.db, 'example.com');
+  const key = await makeKey(s.store);
+  await makeDomain(s.store, 'example.com');
   const id = await sendEmail(s.url, key, { from: 'a@example.com', to: 'r@example.org', subject: 's', text_body: 'b' });
   await s.daemon.scheduler.drain();
   const m = await getEmail(s.url, key, id);

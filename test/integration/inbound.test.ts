@@ -5,7 +5,6 @@ import { RawSmtp } from '../helpers/smtp-client.js';
 import { request, type Json } from '../helpers/http.js';
 import { runCli, json } from '../helpers/cli.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { addDomain } from '../../src/store/domains.js';
 import { generateKeyPairSync } from 'node:crypto';
 import { dkimSign } from 'mailauth/lib/dkim/sign.js';
 
@@ -23,9 +22,9 @@ t.before(async () => {
     dns: dns.server,
     smtp: 'max_message_bytes = 60000\nfeedback_address = "fbl@mx.test.posthaste"\n',
   });
-  key = makeKey(s.db);
-  makeDomain(s.db, 'example.com');
-  addDomain(s.db, { customerId: customerId(s.db), name: 'in.example.com', receiving: true, now: Date.now() });
+  key = await makeKey(s.store);
+  await makeDomain(s.store, 'example.com');
+  await s.store.domains.add({ customerId: await customerId(s.store), name: 'in.example.com', receiving: true, now: Date.now() });
   port = s.daemon.smtp.port;
 });
 t.teardown(() => s.close());
@@ -33,7 +32,7 @@ t.teardown(() => s.close());
 const message = (subject: string, extra = '') =>
   `From: Bob <bob@sender.test>\r\nTo: support@in.example.com\r\nSubject: ${subject}\r\nMessage-ID: <${subject.replace(/\W/g, '')}@sender.test>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain\r\n\r\nHello.\r\n${extra}`;
 
-const count = () => s.db.sqlite.prepare('SELECT COUNT(*) FROM inbound_messages').pluck().get() as number;
+const count = async () => (await s.sql.value('SELECT COUNT(*) FROM inbound_messages')) as number;
 
 t.test('a message for a receiving domain is stored, fires email.received, and is readable from the API', async (t) => {
   const c = await RawSmtp.connect(port);
@@ -43,7 +42,7 @@ t.test('a message for a receiving domain is stored, fires email.received, and is
   t.match(r.rcpt[0], /^250/);
   t.match(r.data, /^250 2\.0\.0 Ok: queued as in_/);
   const id = /queued as (in_\S+)/.exec(r.data)![1]!;
-  const ev = s.db.sqlite.prepare("SELECT body FROM events WHERE type = 'email.received' ORDER BY seq DESC").pluck().get() as string;
+  const ev = (await s.sql.value("SELECT body FROM events WHERE type = 'email.received' ORDER BY seq DESC")) as string;
   t.match(JSON.parse(ev).data, {
     id,
     from: /Bob.* <bob@sender\.test>/,
@@ -61,7 +60,7 @@ t.test('a message for a receiving domain is stored, fires email.received, and is
   const raw = await request(`${s.url}/api/v1/inbound/${id}/raw`, { key });
   t.equal(raw.headers.get('content-type'), 'message/rfc822');
   t.match(raw.body, /Subject: First contact/);
-  const other = makeKey(s.db, 'production', 'acme');
+  const other = await makeKey(s.store, 'production', 'acme');
   t.equal((await request(`${s.url}/api/v1/inbound/${id}`, { key: other })).status, 404, "another customer's key cannot read it");
 });
 
@@ -84,7 +83,7 @@ t.test('SPF, DKIM and DMARC are checked through dns.servers: pass for an aligned
     const r = await c.send(from, ['support@in.example.com'], raw);
     c.close();
     t.match(r.data, /^250/);
-    const bodies = s.db.sqlite.prepare("SELECT body FROM events WHERE type = 'email.received' ORDER BY seq DESC LIMIT 5").pluck().all() as string[];
+    const bodies = (await s.sql.all<{ body: string }>("SELECT body FROM events WHERE type = 'email.received' ORDER BY seq DESC LIMIT 5")).map((r) => r.body);
     return bodies.map((b) => JSON.parse(b).data as { subject: string; spf: string; dkim: string; dmarc: string }).find((d) => d.subject === subject);
   };
   t.match(await received('ann@signed.test', signed.signatures + body, 'signed'), { spf: 'pass', dkim: 'pass', dmarc: 'pass' });
@@ -118,7 +117,7 @@ t.test('never an open relay: every address trick is refused (550 5.7.1, or 501 w
 t.test('SMTP smuggling sequences are refused and never yield a second message', async (t) => {
   const sequences = ['\n.\n', '\n.\r\n', '\r.\r\n', '\r\n.\r', '\r.\n', '\n.', '\r\n\x00.\r\n'];
   for (const seq of sequences) {
-    const before = count();
+    const before = await count();
     const c = await RawSmtp.connect(port);
     await c.cmd('EHLO client.test');
     const smuggled = `${message('Smuggle')}${seq}MAIL FROM:<evil@sender.test>\r\nRCPT TO:<victim@in.example.com>\r\nDATA\r\nSubject: smuggled\r\n\r\nspoofed\r\n`;
@@ -126,15 +125,15 @@ t.test('SMTP smuggling sequences are refused and never yield a second message', 
     const label = JSON.stringify(seq);
     if (seq.includes('\x00') && !/[^\r]\n|\r[^\n]/.test(seq)) {
       // A NUL is not a line-ending trick: the message is one message with odd bytes, not two.
-      t.ok(count() - before <= 1, `${label}: at most one message`);
+      t.ok((await count()) - before <= 1, `${label}: at most one message`);
     } else {
       t.match(r.data, /^550 5\.5\.2/, `${label}: refused`);
-      t.equal(count(), before, `${label}: nothing stored`);
+      t.equal(await count(), before, `${label}: nothing stored`);
     }
     t.notMatch(await c.cmd('NOOP'), /^5/, `${label}: the session is still in sync`);
     c.close();
   }
-  const smuggledStored = s.db.sqlite.prepare("SELECT COUNT(*) FROM inbound_messages WHERE subject = 'smuggled'").pluck().get();
+  const smuggledStored = await s.sql.value("SELECT COUNT(*) FROM inbound_messages WHERE subject = 'smuggled'");
   t.equal(smuggledStored, 0);
 });
 
@@ -142,10 +141,10 @@ t.test('the size limit: advertised, enforced with 552, nothing stored', async (t
   const c = await RawSmtp.connect(port);
   const ehlo = await c.cmd('EHLO client.test');
   const advertised = Number(/SIZE (\d+)/.exec(ehlo)![1]);
-  const before = count();
+  const before = await count();
   const r = await c.send('bob@sender.test', ['support@in.example.com'], message('Big', 'x'.repeat(76) + ('\r\n' + 'y'.repeat(76)).repeat(Math.ceil(advertised / 78) + 10)));
   t.match(r.data, /^552/);
-  t.equal(count(), before);
+  t.equal(await count(), before);
   c.close();
 });
 
@@ -154,7 +153,7 @@ t.test('inbound limits: over the per-minute limit 451 4.7.1, and inbound.limited
   t.equal(cli.code, 0, cli.stderr);
   t.match(json(cli), { name: 'in.example.com', rate_per_minute: 2 });
   clock.set(Math.ceil(clock.now() / 60_000) * 60_000 + 1000); // a fresh minute
-  const limitedEvents = () => s.db.sqlite.prepare("SELECT body FROM events WHERE type = 'inbound.limited'").pluck().all() as string[];
+  const limitedEvents = async () => (await s.sql.all<{ body: string }>("SELECT body FROM events WHERE type = 'inbound.limited'")).map((r) => r.body);
   const c = await RawSmtp.connect(port);
   await c.cmd('EHLO client.test');
   const replies: string[] = [];
@@ -163,16 +162,16 @@ t.test('inbound limits: over the per-minute limit 451 4.7.1, and inbound.limited
   t.match(replies[1], /^250/);
   t.match(replies[2], /^451 4\.7\.1/);
   t.match(replies[3], /^451 4\.7\.1/);
-  t.equal(limitedEvents().length, 1, 'one event for two refusals');
-  t.match(JSON.parse(limitedEvents()[0]!).data, { domain: 'in.example.com', limit: 'rate', window_ends_at: String });
+  t.equal((await limitedEvents()).length, 1, 'one event for two refusals');
+  t.match(JSON.parse((await limitedEvents())[0]!).data, { domain: 'in.example.com', limit: 'rate', window_ends_at: String });
   clock.advance(30 * 60_000);
   await c.send('bob@sender.test', ['support@in.example.com'], message('Limit a'));
   await c.send('bob@sender.test', ['support@in.example.com'], message('Limit b'));
   await c.send('bob@sender.test', ['support@in.example.com'], message('Limit c'));
-  t.equal(limitedEvents().length, 1, 'still one within the hour');
+  t.equal((await limitedEvents()).length, 1, 'still one within the hour');
   clock.advance(31 * 60_000);
   for (let i = 0; i < 3; i++) await c.send('bob@sender.test', ['support@in.example.com'], message(`Limit h${i}`));
-  t.equal(limitedEvents().length, 2, 'again after an hour');
+  t.equal((await limitedEvents()).length, 2, 'again after an hour');
   c.close();
   await runCli(['--config', s.configPath, 'domains', 'limits', 'in.example.com', '--rate', 'default']);
 });

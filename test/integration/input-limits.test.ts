@@ -1,12 +1,11 @@
 import t from 'tap';
+import { testSql } from '../helpers/sql.js';
 import net from 'node:net';
-import { tempDir, writeTestConfig, makeKey, makeDomain, openTestDb, customerId } from '../helpers/env.js';
+import { tempDir, writeTestConfig, makeKey, makeDomain, openTestStore, customerId } from '../helpers/env.js';
 import { spawnDaemon } from '../helpers/daemon-process.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { request, expectError } from '../helpers/http.js';
 import { loadConfig } from '../../src/config/load.js';
-import { addDomain } from '../../src/store/domains.js';
-import { storeInbound } from '../../src/store/inbound.js';
 import { quiet } from '../helpers/wait.js';
 
 // The limits bad input meets, each at the edge where it used to fail: header text with control
@@ -17,11 +16,11 @@ const dir = tempDir();
 t.teardown(dir.remove);
 const configPath = writeTestConfig(dir.path, '[inbound]\nrate_per_minute = 0\n[metrics]\nenabled = true\nlisten = ""\n', undefined, 'max_message_bytes = 4000000\n');
 const config = loadConfig({ path: configPath, env: {} });
-const db = openTestDb(config);
-t.teardown(() => db.close());
-const key = makeKey(db, 'production');
-makeDomain(db, 'example.com');
-const receiving = addDomain(db, { customerId: customerId(db), name: 'in.example.com', receiving: true, now: Date.now() });
+const store = await openTestStore(config);
+t.teardown(() => store.admin.close());
+const key = await makeKey(store, 'production');
+await makeDomain(store, 'example.com');
+const receiving = await store.domains.add({ customerId: await customerId(store), name: 'in.example.com', receiving: true, now: Date.now() });
 
 const d = await spawnDaemon(configPath);
 t.teardown(() => {
@@ -30,7 +29,9 @@ t.teardown(() => {
 
 const valid = { from: 'Shop <a@example.com>', to: 'r@example.org', subject: 'Hello', text_body: 'Hi' };
 const send = (body: unknown) => request(`${d.apiUrl}/api/v1/emails`, { key, body });
-const count = (table: string) => (db.sqlite.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+const sql = testSql(config);
+t.teardown(() => sql.close());
+const count = (table: string) => sql.value(`SELECT COUNT(*) FROM ${table}`);
 const errorLines = () =>
   d
     .output()
@@ -38,7 +39,7 @@ const errorLines = () =>
     .filter((l) => l.includes('"level":50'));
 
 t.test('control characters other than tab are refused in every header field, VT and FF included, and nothing is queued', async (t) => {
-  const before = count('messages');
+  const before = await count('messages');
   const cases: Array<[string, Record<string, unknown>, string]> = [
     ['VT in the subject', { subject: 'Your\x0border' }, 'subject'],
     ['FF in the subject', { subject: 'Your\x0corder' }, 'subject'],
@@ -55,13 +56,13 @@ t.test('control characters other than tab are refused in every header field, VT 
     expectError(t, r, 422, 'validation_failed', name);
     t.match(JSON.stringify(r.body.error.details[field]), /control character/, `${name}: details.${field}`);
   }
-  t.equal(count('messages'), before, 'nothing queued');
+  t.equal(await count('messages'), before, 'nothing queued');
   const tab = await send({ ...valid, subject: 'Tab\there', headers: { 'X-Tag': 'a\tb' }, to: '"Bob\tSmith" <b@example.org>' });
   t.equal(tab.status, 202, 'tab is header text (RFC 5322 WSP)');
 });
 
 t.test('custom header values are bounded and must fold into lines of at most 998 characters', async (t) => {
-  const before = count('messages');
+  const before = await count('messages');
   const huge = await send({ ...valid, headers: { 'X-Huge': 'a'.repeat(1024 * 1024) } });
   expectError(t, huge, 422, 'validation_failed', 'a 1 MiB value');
   t.match(huge.body.error.details['headers.X-Huge'], [/at most 8192 characters/]);
@@ -70,12 +71,12 @@ t.test('custom header values are bounded and must fold into lines of at most 998
   t.match(word.body.error.details['headers.X-Word'], [/998/]);
   const subject = await send({ ...valid, subject: 'a'.repeat(990) });
   expectError(t, subject, 422, 'validation_failed', 'a subject of one 990-character word');
-  t.equal(count('messages'), before, 'nothing queued');
+  t.equal(await count('messages'), before, 'nothing queued');
   t.equal((await send({ ...valid, headers: { 'X-Words': 'word '.repeat(1600).trim() } })).status, 202, '8,000 characters that fold at spaces');
 });
 
 t.test('JSON that is not UTF-8 is refused with the byte offset, not repaired with U+FFFD', async (t) => {
-  const before = count('messages');
+  const before = await count('messages');
   const cases: Array<[string, Buffer, number]> = [
     ['0xFF', Buffer.from([0xff]), 0],
     ['a lone continuation byte', Buffer.from([0x80]), 0],
@@ -92,7 +93,7 @@ t.test('JSON that is not UTF-8 is refused with the byte offset, not repaired wit
     t.equal(json.error.code, 'invalid_json');
     t.match(json.error.message, `byte offset ${prefix.length + within}`, `${name}: the offset named`);
   }
-  t.equal(count('messages'), before, 'nothing queued');
+  t.equal(await count('messages'), before, 'nothing queued');
   const ok = await send({ ...valid, subject: 'Café ☃ 😀' });
   t.equal(ok.status, 202, 'well-formed UTF-8, 4-byte characters included');
 });
@@ -128,7 +129,7 @@ t.test('a client that aborts its request body is counted, never logged as an err
 });
 
 t.test('received mail past the MIME limits is refused with 554 5.6.0 and nothing is stored; mail within them is stored and shown', async (t) => {
-  const before = count('inbound_messages');
+  const before = await count('inbound_messages');
   const refused: Array<[string, string]> = [
     ['a 1.5 MiB header line', `Subject: long\r\nX-Long: ${'a'.repeat(1.5 * 1024 * 1024)}\r\n\r\nbody\r\n`],
     [
@@ -145,7 +146,7 @@ t.test('received mail past the MIME limits is refused with 554 5.6.0 and nothing
     c.close();
     t.match(r.data, /^554 5\.6\.0 /, `${name}: ${r.data}`);
   }
-  t.equal(count('inbound_messages'), before, 'nothing stored');
+  t.equal(await count('inbound_messages'), before, 'nothing stored');
   const within = `From: x@sender.test\r\nSubject: at the limits\r\nX-Big: ${'h'.repeat(900 * 1024)}\r\nContent-Type: multipart/mixed; boundary=q\r\n\r\n${'--q\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=p.bin\r\n\r\nx\r\n'.repeat(990)}--q--\r\n`;
   const c = await RawSmtp.connect(d.smtpPort);
   await c.cmd('EHLO client.test');
@@ -162,17 +163,15 @@ t.test('received mail past the MIME limits is refused with 554 5.6.0 and nothing
 
 t.test('a stored message the parser cannot read (kept under other limits) is shown from its headers, with parsed: false, never a 500', async (t) => {
   const raw = Buffer.from(`From: Old <old@sender.test>\r\nSubject: from an older store\r\nX-Long: ${'a'.repeat(2 * 1024 * 1024)}\r\n\r\nbody\r\n`);
-  const id = db.tx(() =>
-    storeInbound(
-      db,
+  const [id] = await store.inbound.receive({
+    stores: [
       {
-        customerId: customerId(db),
+        customerId: await customerId(store),
         domainId: receiving.id,
         mailFrom: 'old@sender.test',
         rcptTo: ['support@in.example.com'],
         remoteIp: '127.0.0.1',
         helo: 'h',
-        raw,
         fromHeader: 'Old <old@sender.test>',
         to: [],
         subject: 'from an older store',
@@ -180,9 +179,13 @@ t.test('a stored message the parser cannot read (kept under other limits) is sho
         attachments: 0,
         auth: { spf: 'none', dkim: 'none', dmarc: 'none' },
       },
-      Date.now(),
-    ),
-  );
+    ],
+    report: null,
+    reports: [],
+    raw,
+    secret: Buffer.alloc(32),
+    now: Date.now(),
+  });
   for (let i = 0; i < 3; i++) {
     const view = await request(`${d.apiUrl}/api/v1/inbound/${id}`, { key });
     t.equal(view.status, 200, `attempt ${i + 1}`);

@@ -1,13 +1,12 @@
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { simpleParser } from 'mailparser';
-import { tempDir, writeTestConfig, makeKey, makeDomain, openTestDb, customerId } from '../helpers/env.js';
+import { tempDir, writeTestConfig, makeKey, makeDomain, openTestStore, customerId } from '../helpers/env.js';
 import { spawnDaemon, memoryOf, type DaemonProcess } from '../helpers/daemon-process.js';
 import { mxOfDomain } from '../helpers/mx-server.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { request } from '../helpers/http.js';
 import { loadConfig } from '../../src/config/load.js';
-import { addDomain } from '../../src/store/domains.js';
 import { validateSendRequest, type SendRequest } from '../../src/domain/send-request.js';
 import { composedSize } from '../../src/outbound/compose.js';
 import { waitFor } from '../helpers/wait.js';
@@ -22,11 +21,11 @@ async function daemon(extra: string): Promise<{ d: DaemonProcess; key: string }>
   const dir = tempDir();
   t.teardown(dir.remove);
   const path = writeTestConfig(dir.path, extra, dns.server);
-  const db = openTestDb(loadConfig({ path, env: {} }));
-  const key = makeKey(db, 'production');
-  makeDomain(db, 'example.com');
-  addDomain(db, { customerId: customerId(db), name: 'in.example.com', receiving: true, now: Date.now() });
-  db.close();
+  const store = await openTestStore(loadConfig({ path, env: {} }));
+  const key = await makeKey(store, 'production');
+  await makeDomain(store, 'example.com');
+  await store.domains.add({ customerId: await customerId(store), name: 'in.example.com', receiving: true, now: Date.now() });
+  await store.admin.close();
   const d = await spawnDaemon(path);
   t.teardown(() => {
     if (d.child.exitCode === null) d.child.kill('SIGKILL');

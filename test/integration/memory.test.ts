@@ -1,5 +1,5 @@
 import t from 'tap';
-import { tempDir, writeTestConfig, makeKey, makeDomain, openTestDb } from '../helpers/env.js';
+import { tempDir, writeTestConfig, makeKey, makeDomain, openTestStore } from '../helpers/env.js';
 import { spawnDaemon, memoryOf } from '../helpers/daemon-process.js';
 import { mxOfDomain } from '../helpers/mx-server.js';
 import { loadConfig } from '../../src/config/load.js';
@@ -19,10 +19,10 @@ t.test(`${MESSAGES} messages posted while they are signed and delivered: the dae
   const dir = tempDir();
   t.teardown(dir.remove);
   const path = writeTestConfig(dir.path, `[outbound]\nport = ${mx.port}\npoll_interval = "100ms"\n`, dns.server);
-  const db = openTestDb(loadConfig({ path, env: {} }));
-  const key = makeKey(db, 'production');
-  makeDomain(db, 'example.com');
-  db.close();
+  const store = await openTestStore(loadConfig({ path, env: {} }));
+  const key = await makeKey(store, 'production');
+  await makeDomain(store, 'example.com');
+  await store.admin.close();
   const d = await spawnDaemon(path, {}, { bare: true });
   t.teardown(() => {
     if (d.child.exitCode === null) d.child.kill('SIGKILL');

@@ -27,8 +27,8 @@ const s = await startTestServer(
   { manualDelivery: true, clock, dns: dns.server },
 );
 t.teardown(() => s.close());
-const key = makeKey(s.db);
-makeDomain(s.db, 'example.com');
+const key = await makeKey(s.store);
+await makeDomain(s.store, 'example.com');
 
 async function scrape(): Promise<string> {
   // (The API listener's /metrics when there is no other: what a build without metrics.listen serves.)

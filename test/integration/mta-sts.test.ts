@@ -45,8 +45,8 @@ const s = await startTestServer(`[outbound]\nport = ${selfSigned.port}\nmta_sts_
   dns: dns.server,
 });
 t.teardown(() => s.close());
-const key = makeKey(s.db);
-makeDomain(s.db, 'example.com');
+const key = await makeKey(s.store);
+await makeDomain(s.store, 'example.com');
 
 const deliver = (to: string) => sendAndDeliver(s, key, to);
 

@@ -2,7 +2,7 @@ import t from 'tap';
 import { writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { tempDir, writeTestConfig, makeKey, makeDomain, openTestDb } from '../helpers/env.js';
+import { tempDir, writeTestConfig, makeKey, makeDomain, openTestStore } from '../helpers/env.js';
 import { spawnDaemon } from '../helpers/daemon-process.js';
 import { runCli, json } from '../helpers/cli.js';
 import { request, type Json } from '../helpers/http.js';
@@ -14,10 +14,10 @@ t.teardown(dir.remove);
 // metrics.listen empty: /metrics on the API listener, as before it had its own (test/integration/metrics.test.ts).
 const configPath = writeTestConfig(dir.path, '[metrics]\nenabled = true\nlisten = ""\n[log]\nlevel = "info"\n');
 const config = loadConfig({ path: configPath, env: {} });
-const db = openTestDb(config);
-const key = makeKey(db, 'sandbox');
-makeDomain(db, 'example.com');
-db.close();
+const store = await openTestStore(config);
+const key = await makeKey(store, 'sandbox');
+await makeDomain(store, 'example.com');
+await store.admin.close();
 
 t.test('status, metrics, online backup, SIGHUP reload and SIGTERM on the running daemon', async (t) => {
   const d = await spawnDaemon(configPath);

@@ -7,7 +7,6 @@ import { fixturePath } from '../helpers/fixtures.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { PostfixPeer, postfixAvailable, freePort } from '../helpers/postfix.js';
 import { withPeer } from '../helpers/peers.js';
-import { addDomain } from '../../src/store/domains.js';
 import { waitFor } from '../helpers/wait.js';
 import { sendEmail, getEmail } from '../helpers/api.js';
 
@@ -38,10 +37,10 @@ async function run(): Promise<void> {
   dns.set('mx.peer.test', { A: ['127.0.0.1'] });
 
   const s: TestServer = await startTestServer(`[outbound]\nport = ${postfixPort}\n[inbound]\nrate_per_minute = 1000\n`, { manualDelivery: true, dns: dns.server });
-  const key = makeKey(s.db);
-  makeDomain(s.db, 'example.com');
-  addDomain(s.db, { customerId: customerId(s.db), name: 'in.example.com', receiving: true, now: Date.now() });
-  const published = publishDomainTxt(s.db, dns, 'example.com');
+  const key = await makeKey(s.store);
+  await makeDomain(s.store, 'example.com');
+  await s.store.domains.add({ customerId: await customerId(s.store), name: 'in.example.com', receiving: true, now: Date.now() });
+  const published = await publishDomainTxt(s.store, dns, 'example.com');
 
   const dir = tempDir('posthaste-postfix-');
   const peer = new PostfixPeer({
@@ -109,7 +108,7 @@ async function run(): Promise<void> {
     );
     t.match(ev[1].data, { bounce_type: 'async', recipient: 'ghost@peer.test', response: { enhanced_code: '5.1.1', classification: 'unknown_recipient' } });
     t.match(ev[2].data, { reason: 'hard_bounce', recipient: 'ghost@peer.test' });
-    const report = s.db.sqlite.prepare("SELECT raw FROM inbound_reports WHERE kind = 'dsn' ORDER BY id DESC").pluck().get() as Buffer;
+    const report = (await s.sql.value("SELECT raw FROM inbound_reports WHERE kind = 'dsn' ORDER BY id DESC")) as Buffer;
     t.match(report.toString(), /Reporting-MTA: dns; mx\.peer\.test/, 'the stored report is the one Postfix wrote');
     const again = await request(`${s.url}/api/v1/emails`, { key, body: { from: 'shop@example.com', to: 'ghost@peer.test', subject: 's', text_body: 'b' } });
     t.equal(again.body.error?.code, 'recipient_suppressed');
@@ -140,8 +139,8 @@ async function run(): Promise<void> {
     const r = await c.send('bob@sender.test', ['support@in.example.com'], raw);
     c.close();
     t.match(r.data, /^250 /, 'Postfix queued it');
-    const stored = await until('the inbound message', () => {
-      const row = s.db.sqlite.prepare("SELECT id, raw FROM inbound_messages WHERE subject = 'Through Postfix'").get() as { id: string; raw: Buffer } | undefined;
+    const stored = await until('the inbound message', async () => {
+      const row = (await s.sql.get("SELECT id, raw FROM inbound_messages WHERE subject = 'Through Postfix'")) as { id: string; raw: Buffer } | undefined;
       return row;
     });
     t.match(stored.raw.toString(), /Received: from client\.sender\.test .*\r?\n\s+by mx\.peer\.test \(Postfix\)/, "Postfix's Received line: it came through the peer");

@@ -104,9 +104,9 @@ async function withRelay(
     { manualDelivery: true, dns: dns.server },
   );
   try {
-    const key = makeKey(s.db);
-    makeDomain(s.db, 'example.com');
-    publishDomainTxt(s.db, dns, 'example.com');
+    const key = await makeKey(s.store);
+    await makeDomain(s.store, 'example.com');
+    await publishDomainTxt(s.store, dns, 'example.com');
     await fn(s, relay, key);
   } finally {
     await s.close();
@@ -256,7 +256,7 @@ t.test('a permanent refusal from the relay bounces as an MX refusal would', asyn
       t.equal(m.recipients[0].state, 'bounced');
       t.match(m.events.find((e: Json) => e.type === 'email.bounced').data.response, { code: 530, classification: 'policy' });
       t.equal(relay.mailCommands, 1);
-      t.equal(s.db.sqlite.prepare('SELECT COUNT(*) FROM suppressions').pluck().get(), 0, 'a refusal of the sender suppresses nobody');
+      t.equal(await s.sql.value('SELECT COUNT(*) FROM suppressions'), 0, 'a refusal of the sender suppresses nobody');
     },
   );
 });

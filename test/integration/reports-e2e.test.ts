@@ -18,8 +18,8 @@ dns.set('mx.example.net', { A: ['127.0.0.1'] });
 
 const s = await startTestServer(`[outbound]\nport = ${mx.port}\n`, { manualDelivery: true, dns: dns.server, smtp: 'feedback_address = "fbl@mx.test.posthaste"\n' });
 t.teardown(() => s.close());
-const key = makeKey(s.db);
-makeDomain(s.db, 'example.com');
+const key = await makeKey(s.store);
+await makeDomain(s.store, 'example.com');
 const FIXTURE_VERP = 'bounces+0000001k5c2y8qh3h0wz@bounces.test.posthaste';
 
 async function deliverTo(to: string): Promise<{ id: string; returnPath: string }> {
@@ -69,7 +69,7 @@ t.test('a delay warning and a DSN with a forged token are accepted, recorded, an
     (await events(id)).map((e) => e.type),
     ['email.delivered'],
   );
-  const unmatched = s.db.sqlite.prepare("SELECT COUNT(*) FROM inbound_reports WHERE kind = 'dsn' AND recipient_id IS NULL").pluck().get() as number;
+  const unmatched = (await s.sql.value("SELECT COUNT(*) FROM inbound_reports WHERE kind = 'dsn' AND recipient_id IS NULL")) as number;
   t.ok(unmatched >= 1, 'kept as unmatched');
 });
 

@@ -20,9 +20,9 @@ t.teardown(async () => {
   await s.close();
   await Promise.all([dns.stop(), mx.stop()]);
 });
-const key = makeKey(s.db);
-const other = makeKey(s.db, 'production', 'other');
-makeDomain(s.db, 'example.com');
+const key = await makeKey(s.store);
+const other = await makeKey(s.store, 'production', 'other');
+await makeDomain(s.store, 'example.com');
 const HOUR = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 const delivered = (to: string) => mx.received.filter((m) => m.to[0] === to).length;

@@ -10,7 +10,6 @@ import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
 import { request, type Json } from '../helpers/http.js';
 import { runCli, json } from '../helpers/cli.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { listThrottles } from '../../src/store/destinations.js';
 
 const dns = await new TestDnsServer().start();
 const mx = await new TestMx('127.0.0.1').start();
@@ -65,8 +64,8 @@ t.teardown(async () => {
   await s.close();
   await Promise.all([dns.stop(), mx.stop()]);
 });
-const key = makeKey(s.db);
-makeDomain(s.db, 'example.com');
+const key = await makeKey(s.store);
+await makeDomain(s.store, 'example.com');
 const delivered = (re: RegExp) => mx.received.filter((m) => re.test(m.to[0]!)).length;
 
 /** Queues one message per address through the batch API. */
@@ -77,9 +76,11 @@ async function queue(addresses: string[]): Promise<void> {
     if (r.status !== 202) throw new Error(`batch: ${r.status} ${JSON.stringify(r.body)}`);
   }
 }
-const states = (domainRe: string) =>
-  s.db.sqlite.prepare(`SELECT state, attempts, next_attempt_at FROM recipients WHERE address REGEXP ?`).all(domainRe) as Array<{ state: string; attempts: number; next_attempt_at: number | null }>;
-s.db.sqlite.function('regexp', (re: unknown, v: unknown) => (new RegExp(String(re)).test(String(v)) ? 1 : 0));
+/** The recipients whose address matches, with what the queue holds for them. */
+const states = async (domainRe: string) =>
+  (await s.sql.all<{ address: string; state: string; attempts: number; next_attempt_at: number | null }>('SELECT address, state, attempts, next_attempt_at FROM recipients ORDER BY id'))
+    .filter((r) => new RegExp(domainRe).test(r.address))
+    .map(({ address: _a, ...r }) => r);
 
 t.test('a destination that refuses past its rate is slowed down; another runs at full speed; it recovers', async (t) => {
   const slowAddresses = [...Array.from({ length: 40 }, (_, i) => `s${i}@slow.test`), ...Array.from({ length: 10 }, (_, i) => `a${i}@alias.test`)];
@@ -91,7 +92,7 @@ t.test('a destination that refuses past its rate is slowed down; another runs at
   t.equal(s.daemon.scheduler.peakPerDestination.get('fast.test'), 4, 'with all its connections');
   t.equal(slow.accepted, 10, 'the slow destination took its 10');
   t.ok(slow.refused >= 1 && slow.refused <= 4, `one refusal per open connection at most, not one per message (${slow.refused})`);
-  let rs = states('@(slow|alias)\\.test$');
+  let rs = await states('@(slow|alias)\\.test$');
   t.equal(rs.filter((r) => r.state === 'delivered').length, 10);
   t.equal(rs.filter((r) => r.state === 'deferred').length, slow.refused, 'the refused ones are deferred with the reply');
   const waiting = rs.filter((r) => r.state === 'queued');
@@ -100,7 +101,9 @@ t.test('a destination that refuses past its rate is slowed down; another runs at
     waiting.every((r) => r.attempts === 0 && r.next_attempt_at! >= t0 + 30_000),
     'and wait, without an attempt, until the pause ends',
   );
-  t.match(listThrottles(s.db), [{ destination: 'slow.test', connections: 2, strikes: 1, pausedUntil: t0 + 30_000, reason: { code: 421, enhanced_code: '4.7.28', classification: 'rate_limited' } }]);
+  t.match(await s.store.delivery.throttles(), [
+    { destination: 'slow.test', connections: 2, strikes: 1, pausedUntil: t0 + 30_000, reason: { code: 421, enhanced_code: '4.7.28', classification: 'rate_limited' } },
+  ]);
 
   const st = json<Json>(await runCli(['--config', s.configPath, 'status', '--json']));
   t.match(st.throttled, [
@@ -114,7 +117,7 @@ t.test('a destination that refuses past its rate is slowed down; another runs at
   await s.daemon.scheduler.drain();
   t.ok(slow.refused >= 1 && slow.refused <= 2, `at most one refusal per connection left (${slow.refused})`);
   t.equal(slow.accepted, 10, 'nothing more got through');
-  t.match(listThrottles(s.db), [{ destination: 'slow.test', connections: 1, strikes: 2, pausedUntil: clock.now() + 60_000 }]);
+  t.match(await s.store.delivery.throttles(), [{ destination: 'slow.test', connections: 1, strikes: 2, pausedUntil: clock.now() + 60_000 }]);
   clock.advance(30_000);
   const before = mx.attempts.size;
   await s.daemon.scheduler.drain();
@@ -130,14 +133,14 @@ t.test('a destination that refuses past its rate is slowed down; another runs at
   // It stops refusing: it gets its connections back and everything goes.
   slow.limit = Infinity;
   mx.peakOpen = 0;
-  for (let i = 0; i < 40 && states('@(slow|alias)\\.test$').some((r) => r.state !== 'delivered'); i++) {
+  for (let i = 0; i < 40 && (await states('@(slow|alias)\\.test$')).some((r) => r.state !== 'delivered'); i++) {
     clock.advance(15_000);
     await s.daemon.scheduler.drain();
   }
-  rs = states('@(slow|alias)\\.test$');
+  rs = await states('@(slow|alias)\\.test$');
   t.equal(rs.filter((r) => r.state === 'delivered').length, 50, 'all delivered once it accepts');
   t.equal(new Set(mx.received.filter((m) => isSlow(m.to[0]!)).map((m) => m.to[0])).size, 50, 'each once');
-  t.same(listThrottles(s.db), [], 'no longer throttled');
+  t.same(await s.store.delivery.throttles(), [], 'no longer throttled');
   t.match(json<Json>(await runCli(['--config', s.configPath, 'status', '--json'])).throttled, []);
 
   // Back at full speed: a new burst goes in one pass, over all four connections.
@@ -146,7 +149,7 @@ t.test('a destination that refuses past its rate is slowed down; another runs at
   t.teardown(() => void (mx.dataDelayMs = 0));
   await queue(Array.from({ length: 40 }, (_, i) => `again${i}@slow.test`));
   await s.daemon.scheduler.drain();
-  t.equal(states('^again').filter((r) => r.state === 'delivered').length, 40, 'all in one pass');
+  t.equal((await states('^again')).filter((r) => r.state === 'delivered').length, 40, 'all in one pass');
   t.equal(mx.peakOpen, 4, 'over its four connections again');
 });
 
@@ -169,5 +172,5 @@ t.test('per_minute: never more than that many started in any 60 seconds, and eve
     t.ok(inMinute <= 20, `at most 20 in the minute from +${(w.at - t0) / 1000}s (${inMinute})`);
   }
   t.ok(log[log.length - 1]!.at - t0 <= 3 * 60_000, 'and not much slower than the limit: 50 at 20 a minute within three minutes');
-  t.same(listThrottles(s.db), [], 'a configured limit is not a refusal: nothing is shown as throttled');
+  t.same(await s.store.delivery.throttles(), [], 'a configured limit is not a refusal: nothing is shown as throttled');
 });

@@ -24,7 +24,7 @@ t.test('a receiver whose certificate is not trusted: the answer and the attempt 
   // Private targets allowed (the receivers are on loopback); no tls_ca_file.
   const s = await startTestServer('[webhooks]\nallow_private_targets = true\n', { manualDelivery: true, dns: dns.server });
   t.teardown(() => s.close());
-  const key = makeKey(s.db);
+  const key = await makeKey(s.store);
   for (const [what, cert, certKey, code] of [
     ['self-signed', 'tls/self-signed.pem', 'tls/self-signed-key.pem', 'DEPTH_ZERO_SELF_SIGNED_CERT'],
     ['signed by a CA not trusted', 'tls/server.pem', 'tls/server-key.pem', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'],
@@ -46,7 +46,7 @@ t.test('a receiver whose certificate is not trusted: the answer and the attempt 
 t.test('creating an endpoint: a host that does not exist and a DNS server that did not answer are told apart', async (t) => {
   const s = await startTestServer('', { manualDelivery: true, dns: dns.server });
   t.teardown(() => s.close());
-  const key = makeKey(s.db);
+  const key = await makeKey(s.store);
   dns.set('noaddr.test', { TXT: ['x'] });
   dns.failures.set('servfail.test', 'SERVFAIL');
   const problem = async (url: string) => {

@@ -19,6 +19,7 @@ import { createResolver } from '../../src/lib/dns.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import type { Db } from '../../src/store/db.js';
+import { sqliteStore } from '../../src/store/sqlite-store.js';
 import { waitFor, quiet, WAIT_MS } from '../helpers/wait.js';
 
 type DispatcherOptions = Partial<Pick<DispatcherDeps, 'perEndpoint' | 'claimPerEndpoint' | 'pollInterval'>>;
@@ -50,11 +51,13 @@ async function setup(
   const resolver = createResolver([dns.server]);
   const fetch = new SafeFetch({ resolver, allowPrivate: true, timeoutMs, extraCa: [readFileSync(fixturePath('tls/ca.pem'), 'utf8')] });
   t.teardown(() => fetch.close());
+  // The SQLite engine over this store's connection: what it does while another connection holds the lock is what is tested.
+  const store = sqliteStore(db).webhooks;
   const deps: DispatcherDeps = {
-    db,
+    store,
     clock: systemClock,
     log: silentLogger(),
-    service: new WebhookService(db, systemClock, fetch, resolver, true),
+    service: new WebhookService(store, systemClock, fetch, resolver, true),
     worker: 'test',
     concurrency: 10,
     perEndpoint: opts.perEndpoint ?? 2,

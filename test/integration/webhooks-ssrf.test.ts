@@ -3,10 +3,8 @@ import net from 'node:net';
 import { TestDnsServer } from '../helpers/dns-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { fixturePath } from '../helpers/fixtures.js';
-import { startTestServer, makeKey, customerId } from '../helpers/env.js';
+import { startTestServer, makeKey, customerId, recordTestEvent } from '../helpers/env.js';
 import { request } from '../helpers/http.js';
-import { createEndpoint } from '../../src/store/webhooks.js';
-import { recordEvent } from '../../src/store/events.js';
 import { newSecret } from '../../src/webhooks/sign.js';
 import { isPublicAddress } from '../../src/webhooks/address-guard.js';
 
@@ -31,7 +29,7 @@ dns.set('mixed.test', { A: ['93.184.216.34', '10.1.2.3'] });
 
 const s = await startTestServer(`[webhooks]\nallow_private_targets = false\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n`, { manualDelivery: true, dns: dns.server });
 t.teardown(() => s.close());
-const key = makeKey(s.db);
+const key = await makeKey(s.store);
 
 const refused = [
   `https://127.0.0.1:${port}/`,
@@ -73,7 +71,7 @@ t.test('creating an endpoint refuses every private or local target, naming the u
 t.test('DNS rebinding: public when created, loopback when sent: refused at connect time', async (t) => {
   const created = await request(`${s.url}/api/v1/webhooks`, { key, body: { url: `https://rebind.test:${port}/hook` } });
   t.equal(created.status, 201, 'the first answer was public');
-  recordEvent(s.db, { customerId: customerId(s.db), type: 'email.delivered', data: { n: 1 }, now: Date.now() });
+  await recordTestEvent(s, { customerId: await customerId(s.store), type: 'email.delivered', data: { n: 1 }, now: Date.now() });
   await s.daemon.dispatcher.drain();
   const log = (await request(`${s.url}/api/v1/webhooks/${created.body.id}/deliveries`, { key })).body.data;
   t.equal(log.length, 1);
@@ -83,11 +81,11 @@ t.test('DNS rebinding: public when created, loopback when sent: refused at conne
 
 t.test('endpoints already stored with private targets are refused when sending, never connected', async (t) => {
   // As if created while allow_private_targets was true, then the setting was turned off.
-  const cid = customerId(s.db);
-  for (const url of refused.slice(0, 9)) createEndpoint(s.db, { customerId: cid, url, events: null, description: '', secret: newSecret(), now: Date.now() - 1000 });
-  recordEvent(s.db, { customerId: cid, type: 'email.bounced', data: { n: 2 }, now: Date.now() });
+  const cid = await customerId(s.store);
+  for (const url of refused.slice(0, 9)) await s.store.webhooks.createEndpoint({ customerId: cid, url, events: null, description: '', secret: newSecret(), now: Date.now() - 1000 });
+  await recordTestEvent(s, { customerId: cid, type: 'email.bounced', data: { n: 2 }, now: Date.now() });
   await s.daemon.dispatcher.drain();
-  const errors = s.db.sqlite.prepare("SELECT error FROM webhook_attempts WHERE event_type = 'email.bounced'").pluck().all() as string[];
+  const errors = (await s.sql.all<{ error: string }>("SELECT error FROM webhook_attempts WHERE event_type = 'email.bounced'")).map((r) => r.error);
   t.ok(errors.length >= 9);
   for (const e of errors) t.match(e, /(not a public address|local name|must be https).*webhooks\.allow_private_targets = true allows (it|plain http)/);
   t.equal(canaryConnections, 0);
@@ -98,10 +96,10 @@ t.test('redirects are not followed (even where private targets are allowed)', as
   t.teardown(() => rx.stop());
   const open = await startTestServer(`[webhooks]\nallow_private_targets = true\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n`, { manualDelivery: true, dns: dns.server });
   t.teardown(() => open.close());
-  const k = makeKey(open.db);
+  const k = await makeKey(open.store);
   const ep = (await request(`${open.url}/api/v1/webhooks`, { key: k, body: { url: rx.url('/redirect') } })).body;
   rx.script.set('/redirect', [{ redirect: `http://127.0.0.1:${port}/` }]);
-  recordEvent(open.db, { customerId: customerId(open.db), type: 'email.delivered', data: {}, now: Date.now() });
+  await recordTestEvent(open, { customerId: await customerId(open.store), type: 'email.delivered', data: {}, now: Date.now() });
   await open.daemon.dispatcher.drain();
   const log = (await request(`${open.url}/api/v1/webhooks/${ep.id}/deliveries`, { key: k })).body.data;
   t.match(log[0], { status: 302 });

@@ -3,7 +3,7 @@ import { TestDnsServer } from '../helpers/dns-server.js';
 import { TestMx } from '../helpers/mx-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { fixturePath } from '../helpers/fixtures.js';
-import { startTestServer, makeKey, makeDomain, tempDir, writeTestConfig, openTestDb, type TestServer } from '../helpers/env.js';
+import { startTestServer, makeKey, makeDomain, tempDir, writeTestConfig, openTestStore, type TestServer } from '../helpers/env.js';
 import { request, type Json } from '../helpers/http.js';
 import { runCli, json } from '../helpers/cli.js';
 import { ManualClock } from '../../src/lib/clock.js';
@@ -30,8 +30,8 @@ let key: string;
 
 t.before(async () => {
   s = await startTestServer(extra, { manualDelivery: true, clock, dns: dns.server });
-  key = makeKey(s.db);
-  makeDomain(s.db, 'example.com');
+  key = await makeKey(s.store);
+  await makeDomain(s.store, 'example.com');
 });
 t.teardown(() => s.close());
 
@@ -62,7 +62,7 @@ t.test('create, list, show and delete endpoints; the secret is shown once', asyn
   t.notMatch(JSON.stringify(list.body), r.body.secret, 'no secret in the list');
   const one = await request(`${s.url}/api/v1/webhooks/${r.body.id}`, { key });
   t.equal(one.body.secret, undefined);
-  const other = makeKey(s.db, 'production', 'acme');
+  const other = await makeKey(s.store, 'production', 'acme');
   t.equal((await request(`${s.url}/api/v1/webhooks/${r.body.id}`, { key: other })).status, 404, "another customer's key cannot see it");
   const bad = await request(`${s.url}/api/v1/webhooks`, { key, body: { url: 'not a url', events: ['email.nope'] } });
   t.equal(bad.status, 422);
@@ -126,7 +126,7 @@ t.test('the full retry schedule, then failed', async (t) => {
   await flush();
   const delays: number[] = [];
   for (let i = 0; i < 10; i++) {
-    const row = s.db.sqlite.prepare("SELECT state, next_attempt_at FROM webhook_deliveries WHERE endpoint_id = ? AND kind = 'event'").get(ep.id) as { state: string; next_attempt_at: number | null };
+    const row = (await s.sql.get("SELECT state, next_attempt_at FROM webhook_deliveries WHERE endpoint_id = ? AND kind = 'event'", ep.id)) as { state: string; next_attempt_at: number | null };
     if (row.state !== 'pending') break;
     delays.push(row.next_attempt_at! - clock.now());
     clock.set(row.next_attempt_at!);
@@ -225,9 +225,9 @@ t.test('a restart between attempts loses nothing', async (t) => {
   const config = loadConfig({ path, env: {} });
   const c2 = new ManualClock(clock.now());
   const a = await startDaemon(config, silentLogger(), { manualDelivery: true, clock: c2 });
-  const db = openTestDb(config);
-  const k = makeKey(db);
-  makeDomain(db, 'example.com');
+  const store = await openTestStore(config);
+  const k = await makeKey(store);
+  await makeDomain(store, 'example.com');
   const ep = (await request(`${a.apiUrl}/api/v1/webhooks`, { key: k, body: { url: rx.url('/restart') } })).body;
   rx.secrets.set('/restart', ep.secret);
   rx.script.set('/restart', [500, 200]);
@@ -238,7 +238,7 @@ t.test('a restart between attempts loses nothing', async (t) => {
   c2.advance(5_000);
   const b = await startDaemon(config, silentLogger(), { manualDelivery: true, clock: c2 });
   t.teardown(async () => {
-    db.close();
+    await store.admin.close();
     await b.stop();
   });
   await b.dispatcher.drain();

@@ -5,12 +5,11 @@ import { ApiError, Problems, UnsendableMessage, refusal, unknownDomain, unverifi
 import { validateSendRequest, recipientsOf, type SendRequest } from '../../domain/send-request.js';
 import { formatMailbox } from '../../domain/addresses.js';
 import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../outbound/compose.js';
-import { acceptedResponse, cancelMessage, getMessage, searchMessages, type AcceptInput } from '../../store/messages.js';
+import { acceptedResponse, type AcceptInput } from '../../store/messages.js';
 import type { ApiKeyInfo } from '../../store/keys.js';
 import { parseMessageFilters } from '../../domain/message-search.js';
 import { parsePage } from '../paging.js';
 import { timeSortableId, BASE32 } from '../../lib/ids.js';
-import { movable } from '../../store/writer/group-commit.js';
 import { formatDuration } from '../../config/load.js';
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -20,7 +19,7 @@ export const BATCH_ROUTE = '/api/v1/emails/batch';
 export const MAX_BATCH = 100;
 
 export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  const { db, commit, config, clock } = deps;
+  const { store, config, clock } = deps;
 
   /**
    * One send request made ready to store: validated, its sender domain this customer's and
@@ -33,9 +32,9 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const parsed = validateSendRequest(body as Record<string, unknown>, { maxRecipients: deps.send.current.maxRecipients });
     if (parsed instanceof Problems) throw validationError(parsed);
     const req: SendRequest = parsed;
-    let domain = deps.auth.domain(req.from.domain, false);
+    let domain = await deps.auth.domain(req.from.domain, false);
     const usable = (d: typeof domain) => d !== undefined && d.customer_id === key.customer_id && d.verified_at !== null;
-    if (!usable(domain)) domain = deps.auth.domain(req.from.domain, true); // a refusal is never from a stale cache
+    if (!usable(domain)) domain = await deps.auth.domain(req.from.domain, true); // a refusal is never from a stale cache
     if (!domain || domain.customer_id !== key.customer_id) throw unknownDomain(req.from.domain);
     if (domain.verified_at === null) throw unverifiedDomain(domain.name);
 
@@ -80,15 +79,11 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const stored = request.rawText ?? request.rawBody!;
     const authEpoch = deps.auth.epoch;
     const input = await prepare(key, request.body, stored, clock.now());
-    const result = await commit.submit(
-      'accept',
-      {
-        ...input,
-        ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: deps.send.current.idempotencyTtl } } : {}),
-        authEpoch,
-      },
-      movable(stored),
-    );
+    const result = await store.messages.accept({
+      ...input,
+      ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: deps.send.current.idempotencyTtl } } : {}),
+      authEpoch,
+    });
     deps.auth.observe(result.authEpoch);
     // Only now, after the COMMIT has returned, does the client hear "accepted".
     switch (result.kind) {
@@ -126,7 +121,7 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
         ),
       ),
     );
-    const result = await commit.submit('acceptBatch', {
+    const result = await store.messages.acceptBatch({
       items: prepared.map((p) => (p instanceof ApiError ? { error: p.toBody().error } : p)),
       customerId: key.customer_id,
       apiKeyId: key.id,
@@ -149,7 +144,7 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const page = parsePage(request.query);
     const filters = parseMessageFilters(request.query);
     if (filters instanceof Problems) throw validationError(filters);
-    const rows = searchMessages(db, { ...filters, customerId: key.customer_id, limit: page.limit + 1, ...(page.after !== undefined ? { before: page.after } : {}) });
+    const rows = await store.messages.search({ ...filters, customerId: key.customer_id, limit: page.limit + 1, ...(page.after !== undefined ? { before: page.after } : {}) });
     const data = rows.slice(0, page.limit);
     return {
       data: data.map(({ customer: _c, ...m }) => m),
@@ -160,18 +155,18 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
   // Cancels a message nothing of which has been sent (a scheduled one, typically).
   app.delete<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', async (request) => {
     const key = requireKey(request);
-    const r = cancelMessage(db, key.customer_id, request.params.message_id, clock.now());
+    const r = await store.messages.cancel(key.customer_id, request.params.message_id, clock.now());
     if (r.kind === 'not_found') throw new ApiError('not_found', 'No such message.');
     if (r.kind === 'too_late')
       throw new ApiError('conflict', 'The message cannot be canceled: delivery has begun or ended for its recipients.', {
         recipients: Object.entries(r.states).map(([state, n]) => `${n} ${state}`),
       });
-    return getMessage(db, key.customer_id, request.params.message_id);
+    return store.messages.get(key.customer_id, request.params.message_id);
   });
 
   app.get<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', async (request) => {
     const key = requireKey(request);
-    const view = getMessage(db, key.customer_id, request.params.message_id);
+    const view = await store.messages.get(key.customer_id, request.params.message_id);
     if (!view) throw new ApiError('not_found', 'No such message.');
     return view;
   });

@@ -1,13 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps.js';
-import { touchHealth } from '../../store/status.js';
 
 /** 200 when the store takes a write and every listener is up; 503 otherwise. No key needed. */
 export function healthRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get('/healthz', async (_request, reply) => {
     let storeOk = true;
     try {
-      touchHealth(deps.db, deps.clock.now());
+      await deps.store.admin.touchHealth(deps.clock.now());
     } catch {
       storeOk = false;
     }

@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps.js';
 import { requireKey } from '../auth.js';
 import { ApiError } from '../../domain/errors.js';
-import { getInbound, inboundSize, listInbound } from '../../store/inbound.js';
 import { parsePage } from '../paging.js';
 import { inboundSummary } from '../../inbound/view.js';
 import { inboundView, viewJson } from '../../inbound/view.js';
@@ -10,16 +9,16 @@ import { holdMemory } from '../memory.js';
 import { LARGE_MESSAGE_BYTES } from '../../lib/memory-budget.js';
 
 export function inboundRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  const { db } = deps;
-  const find = (customerId: number, id: string) => {
-    const row = getInbound(db, id, customerId);
+  const { store } = deps;
+  const find = async (customerId: number, id: string) => {
+    const row = await store.inbound.get(id, customerId);
     if (!row) throw new ApiError('not_found', 'No such received message.');
     return row;
   };
   app.get<{ Querystring: { limit?: string; after?: string } }>('/api/v1/inbound', async (request) => {
     const customerId = requireKey(request).customer_id;
     const page = parsePage(request.query);
-    const rows = listInbound(db, { customerId, limit: page.limit + 1, ...(page.after !== undefined ? { before: page.after } : {}) });
+    const rows = await store.inbound.list({ customerId, limit: page.limit + 1, ...(page.after !== undefined ? { before: page.after } : {}) });
     const data = rows.slice(0, page.limit);
     return { data: data.map(inboundSummary), next: rows.length > page.limit ? String(data[data.length - 1]!.created_at) : null };
   });
@@ -27,10 +26,10 @@ export function inboundRoutes(app: FastifyInstance, deps: ApiDeps): void {
   // room in the shared memory budget first, as a large request body does.
   app.get<{ Params: { id: string } }>('/api/v1/inbound/:id', async (request, reply) => {
     const customerId = requireKey(request).customer_id;
-    const size = inboundSize(db, request.params.id, customerId);
+    const size = await store.inbound.size(request.params.id, customerId);
     if (size === undefined) throw new ApiError('not_found', 'No such received message.');
     if (size >= LARGE_MESSAGE_BYTES) await holdMemory(deps.budget, reply, size);
-    return reply.type('application/json; charset=utf-8').send(viewJson(await inboundView(find(customerId, request.params.id))));
+    return reply.type('application/json; charset=utf-8').send(viewJson(await inboundView(await find(customerId, request.params.id))));
   });
-  app.get<{ Params: { id: string } }>('/api/v1/inbound/:id/raw', async (request, reply) => reply.type('message/rfc822').send(find(requireKey(request).customer_id, request.params.id).raw));
+  app.get<{ Params: { id: string } }>('/api/v1/inbound/:id/raw', async (request, reply) => reply.type('message/rfc822').send((await find(requireKey(request).customer_id, request.params.id)).raw));
 }

@@ -3,14 +3,13 @@ import type { ApiDeps } from '../deps.js';
 import { requireKey } from '../auth.js';
 import { ApiError, Problems } from '../../domain/errors.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
-import { deleteEndpoint, eventById, getEndpoint, listAttempts, listEndpoints } from '../../store/webhooks.js';
 import { endpointView } from '../../webhooks/service.js';
 import { parsePage } from '../paging.js';
 
 export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  const { db, webhooks } = deps;
-  const endpointOf = (customerId: number, id: string) => {
-    const e = getEndpoint(db, id, customerId);
+  const { store, webhooks } = deps;
+  const endpointOf = async (customerId: number, id: string) => {
+    const e = await store.webhooks.getEndpoint(id, customerId);
     if (!e) throw new ApiError('not_found', 'No such webhook endpoint.');
     return e;
   };
@@ -19,24 +18,24 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const key = requireKey(request);
     const input = await webhooks.validate((request.body ?? {}) as Record<string, unknown>);
     if (input instanceof Problems) throw new ApiError('validation_failed', 'The webhook endpoint is invalid; see details.', input.details);
-    return reply.code(201).send(endpointView(webhooks.create(key.customer_id, input), true));
+    return reply.code(201).send(endpointView(await webhooks.create(key.customer_id, input), true));
   });
 
   app.get('/api/v1/webhooks', async (request) => {
     const key = requireKey(request);
-    return { data: listEndpoints(db, key.customer_id).map((e) => endpointView(e)) };
+    return { data: (await store.webhooks.listEndpoints(key.customer_id)).map((e) => endpointView(e)) };
   });
 
-  app.get<{ Params: { id: string } }>('/api/v1/webhooks/:id', async (request) => endpointView(endpointOf(requireKey(request).customer_id, request.params.id)));
+  app.get<{ Params: { id: string } }>('/api/v1/webhooks/:id', async (request) => endpointView(await endpointOf(requireKey(request).customer_id, request.params.id)));
 
   app.delete<{ Params: { id: string } }>('/api/v1/webhooks/:id', async (request) => {
-    const e = endpointOf(requireKey(request).customer_id, request.params.id);
-    deleteEndpoint(db, e.id);
+    const e = await endpointOf(requireKey(request).customer_id, request.params.id);
+    await store.webhooks.deleteEndpoint(e.id);
     return { id: e.id, deleted: true };
   });
 
   app.post<{ Params: { id: string } }>('/api/v1/webhooks/:id/test', async (request) => {
-    const e = endpointOf(requireKey(request).customer_id, request.params.id);
+    const e = await endpointOf(requireKey(request).customer_id, request.params.id);
     const body = (request.body ?? {}) as { type?: unknown };
     const type = (body.type ?? 'email.delivered') as EventType;
     if (!EVENT_TYPES.includes(type)) throw new ApiError('validation_failed', 'Unknown event type.', { type: [`must be one of ${EVENT_TYPES.join(', ')}`] });
@@ -44,9 +43,9 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
   });
 
   app.get<{ Params: { id: string }; Querystring: { limit?: string; after?: string } }>('/api/v1/webhooks/:id/deliveries', async (request) => {
-    const e = endpointOf(requireKey(request).customer_id, request.params.id);
+    const e = await endpointOf(requireKey(request).customer_id, request.params.id);
     const page = parsePage(request.query);
-    const rows = listAttempts(db, e.id, page.limit + 1, page.after);
+    const rows = await store.webhooks.listAttempts(e.id, page.limit + 1, page.after);
     const more = rows.length > page.limit;
     const data = rows.slice(0, page.limit);
     return { data: data.map(({ cursor: _c, ...r }) => r), next: more ? String(data[data.length - 1]!.cursor) : null };
@@ -54,8 +53,8 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   app.post<{ Params: { id: string; event_id: string } }>('/api/v1/webhooks/:id/deliveries/:event_id/replay', async (request) => {
     const key = requireKey(request);
-    const e = endpointOf(key.customer_id, request.params.id);
-    const event = eventById(db, request.params.event_id, key.customer_id);
+    const e = await endpointOf(key.customer_id, request.params.id);
+    const event = await store.webhooks.eventById(request.params.event_id, key.customer_id);
     if (!event) throw new ApiError('not_found', 'No such event.');
     return webhooks.replay(e, event);
   });

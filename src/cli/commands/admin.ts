@@ -1,43 +1,75 @@
 import type { Command } from 'commander';
 import { withStore, output, CliError } from '../context.js';
 import { existsSync } from 'node:fs';
-import { status } from '../../store/status.js';
-import { purgeOld } from '../../store/retention.js';
-import { migrate, schemaVersions } from '../../store/db.js';
+import { copyToPostgres } from '../../store/copy.js';
+import { readPassword } from '../../store/open.js';
+import { configOf } from '../context.js';
 
 export function dbCommand(program: Command): void {
-  const cmd = program.command('db').description('the SQLite store');
+  const cmd = program.command('db').description('the store: migrations, retention, backups, the move to PostgreSQL');
   cmd
     .command('migrate')
     .description('apply pending migrations (the daemon also does this at start)')
     .action(async (_o, c: Command) =>
-      withStore(c, ({ db, config, now }) => {
+      withStore(c, async ({ store, config, now }) => {
         // withStore has already migrated; report what the schema is at now.
-        migrate(db, now);
-        const versions = schemaVersions(db);
-        output(c, { path: db.path, versions }, `${db.path}: schema at version ${versions[versions.length - 1]} (data_dir ${config.server.data_dir})`);
+        await store.admin.migrate(now);
+        const versions = await store.admin.schemaVersions();
+        output(
+          c,
+          { path: store.location, engine: store.engine, versions },
+          `${store.location}: schema at version ${versions[versions.length - 1]} (${store.engine}${store.engine === 'sqlite' ? `, data_dir ${config.server.data_dir}` : ''})`,
+        );
       }),
     );
   cmd
     .command('purge')
     .description('run the retention job now (retention.days)')
     .action(async (_o, c: Command) =>
-      withStore(c, ({ db, config, now }) => {
-        const r = purgeOld(db, now, config.retention.days);
+      withStore(c, async ({ store, config, now }) => {
+        const r = await store.admin.purgeOld(now, config.retention.days);
         output(c, r, `purged the bodies of ${r.messages} finished messages and ${r.attempts} webhook attempt logs older than ${config.retention.days} days`);
       }),
     );
   cmd
     .command('backup <file>')
-    .description("copy the store to FILE with SQLite's online backup API (safe while the daemon runs)")
+    .description("copy the store to FILE with SQLite's online backup API (safe while the daemon runs); a PostgreSQL store is backed up with pg_dump")
     .action(async (file: string, _o, c: Command) =>
-      withStore(c, async ({ db }) => {
+      withStore(c, async ({ store }) => {
         if (existsSync(file)) throw new CliError(`${file} exists; choose a new file`);
         const started = Date.now();
-        const r = await db.backup(file);
-        output(c, { file, pages: r.totalPages, ms: Date.now() - started }, `backed up ${r.totalPages} pages to ${file}`);
+        try {
+          await store.admin.backup(file);
+        } catch (e) {
+          throw new CliError((e as Error).message);
+        }
+        output(c, { file, ms: Date.now() - started }, `backed up the store to ${file}`);
       }),
     );
+  cmd
+    .command('copy')
+    .description('copy the SQLite store into an empty PostgreSQL database, checking the rows table by table (stop the daemon first: docs/operations.md, "PostgreSQL")')
+    .requiredOption('--to <url>', 'the PostgreSQL database, "postgresql://user@host:5432/dbname" (its password from the URL, store.password_file, PGPASSWORD or ~/.pgpass)')
+    .action(async (o: { to: string }, c: Command) => {
+      const config = configOf(c);
+      const password = config.store.password_file ? readPassword(config.store.password_file) : undefined;
+      let r: Awaited<ReturnType<typeof copyToPostgres>>;
+      try {
+        r = await copyToPostgres(config, o.to, password);
+      } catch (e) {
+        throw new CliError(`db copy: ${(e as Error).message}; nothing was kept in PostgreSQL`);
+      }
+      const rows = r.tables.reduce((n, x) => n + x.postgres, 0);
+      output(
+        c,
+        r,
+        [
+          `copied ${rows} rows into ${r.to}, every table counted the same:`,
+          ...r.tables.filter((x) => x.postgres > 0).map((x) => `  ${x.table.padEnd(22)} ${x.postgres}`),
+          'now set store.url to it and start the daemon',
+        ].join('\n'),
+      );
+    });
 }
 
 export function statusCommand(program: Command): void {
@@ -45,8 +77,8 @@ export function statusCommand(program: Command): void {
     .command('status')
     .description('queue depth by state, oldest deferred, throttled destinations, webhook backlog, inbound counts')
     .action(async (_o, c: Command) =>
-      withStore(c, ({ db, config, now }) => {
-        const st = { ...status(db, now), outbound_held: config.outbound.hold };
+      withStore(c, async ({ store, config, now }) => {
+        const st = { ...(await store.admin.status(now)), outbound_held: config.outbound.hold };
         const kv = (o: Record<string, number>) =>
           Object.entries(o)
             .map(([k, v]) => `${k}=${v}`)

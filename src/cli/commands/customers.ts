@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
-import { addCustomer, customerCounts, CUSTOMER_NAME, findCustomer, listCustomers, type Customer } from '../../store/customers.js';
+import { CUSTOMER_NAME, type Customer } from '../../store/customers.js';
 
 const view = (c: Customer) => ({ id: c.id, name: c.name, created_at: iso(c.created_at) });
 
@@ -10,10 +10,10 @@ export function customersCommand(program: Command): void {
     .command('add <name>')
     .description('add a customer')
     .action(async (name: string, _o, c: Command) =>
-      withStore(c, ({ db, now }) => {
+      withStore(c, async ({ store, now }) => {
         if (!CUSTOMER_NAME.test(name)) throw new CliError('customer names are 1-63 letters, digits, "_", "." or "-"');
-        if (findCustomer(db, name)) throw new CliError(`customer "${name}" already exists`);
-        const v = view(addCustomer(db, name, now));
+        if (await store.customers.find(name)) throw new CliError(`customer "${name}" already exists`);
+        const v = view(await store.customers.add(name, now));
         output(c, v, `customer ${v.name} added (id ${v.id})`);
       }),
     );
@@ -21,8 +21,8 @@ export function customersCommand(program: Command): void {
     .command('list')
     .description('list customers')
     .action(async (_o, c: Command) =>
-      withStore(c, ({ db }) => {
-        const rows = listCustomers(db).map(view);
+      withStore(c, async ({ store }) => {
+        const rows = (await store.customers.list()).map(view);
         output(c, rows, table(rows, ['id', 'name', 'created_at']));
       }),
     );
@@ -30,9 +30,9 @@ export function customersCommand(program: Command): void {
     .command('show <name>')
     .description('show a customer and its counts')
     .action(async (name: string, _o, c: Command) =>
-      withStore(c, ({ db }) => {
-        const cust = customerNamed(db, name);
-        const v = { ...view(cust), ...customerCounts(db, cust.id) };
+      withStore(c, async ({ store }) => {
+        const cust = await customerNamed(store, name);
+        const v = { ...view(cust), ...(await store.customers.counts(cust.id)) };
         output(
           c,
           v,

@@ -1,19 +1,18 @@
 import type { Command } from 'commander';
 import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
-import { addDomain, findDomain, listDomains, removeDomain, rotateDkim, setVerified, type DomainRow } from '../../store/domains.js';
-import { customerById, DEFAULT_CUSTOMER } from '../../store/customers.js';
+import type { DomainRow } from '../../store/domains.js';
+import { DEFAULT_CUSTOMER } from '../../store/customers.js';
 import { normaliseDomain } from '../../domain/addresses.js';
 import { createResolver } from '../../lib/dns.js';
 import { dkimStatus, domainRecords, verifyDomain } from '../../domains/service.js';
 import { DKIM_GRACE_MS } from '../../domain/dns-records.js';
 import type { Config } from '../../config/schema.js';
-import type { Db } from '../../store/db.js';
-import { setInboundLimits, inboundLimitsOf } from '../../store/inbound.js';
+import type { Store } from '../../store/store.js';
 
-function view(db: Db, d: DomainRow, config: Config, now: number) {
+async function view(store: Store, d: DomainRow, config: Config, now: number) {
   return {
     name: d.name,
-    customer: customerById(db, d.customer_id)?.name ?? String(d.customer_id),
+    customer: (await store.customers.byId(d.customer_id))?.name ?? String(d.customer_id),
     verified: d.verified_at !== null,
     receiving: d.receiving === 1,
     dkim: dkimStatus(d),
@@ -29,7 +28,7 @@ function humanDkim(k: ReturnType<typeof dkimStatus>): string[] {
   ];
 }
 
-function humanRecords(v: ReturnType<typeof view>): string {
+function humanRecords(v: Awaited<ReturnType<typeof view>>): string {
   return [
     `domain ${v.name} (customer ${v.customer}) verified: ${v.verified} receiving: ${v.receiving}`,
     ...humanDkim(v.dkim),
@@ -45,8 +44,8 @@ function domainArg(name: string): string {
   return d.value;
 }
 
-function existing(db: Db, name: string): DomainRow {
-  const d = findDomain(db, domainArg(name));
+async function existing(store: Store, name: string): Promise<DomainRow> {
+  const d = await store.domains.find(domainArg(name));
   if (!d) throw new CliError(`no domain "${name}" (see "posthaste domains list")`);
   return d;
 }
@@ -60,11 +59,11 @@ export function domainsCommand(program: Command): void {
     .option('--customer <name>', 'owning customer', DEFAULT_CUSTOMER)
     .option('--receiving', 'also receive mail for this domain')
     .action(async (name: string, o: { customer: string; receiving?: boolean }, c: Command) =>
-      withStore(c, ({ db, config, now }) => {
+      withStore(c, async ({ store, config, now }) => {
         const domain = domainArg(name);
-        const customer = customerNamed(db, o.customer);
-        if (findDomain(db, domain)) throw new CliError(`domain ${domain} already exists`);
-        const v = view(db, addDomain(db, { customerId: customer.id, name: domain, receiving: !!o.receiving, now }), config, now);
+        const customer = await customerNamed(store, o.customer);
+        if (await store.domains.find(domain)) throw new CliError(`domain ${domain} already exists`);
+        const v = await view(store, await store.domains.add({ customerId: customer.id, name: domain, receiving: !!o.receiving, now }), config, now);
         output(c, v, humanRecords(v) + `\n\nThen run: posthaste domains verify ${domain}`);
       }),
     );
@@ -73,13 +72,13 @@ export function domainsCommand(program: Command): void {
     .description('look the DNS records up (through dns.servers) and mark the domain verified')
     .option('--force', 'mark verified without looking (the administrator asserts it)')
     .action(async (name: string, o: { force?: boolean }, c: Command) =>
-      withStore(c, async ({ db, config, now }) => {
-        const d = existing(db, name);
+      withStore(c, async ({ store, config, now }) => {
+        const d = await existing(store, name);
         if (o.force) {
-          setVerified(db, d.id, d.verified_at ?? now);
+          await store.domains.setVerified(d.id, d.verified_at ?? now);
           return output(c, { name: d.name, verified: true, forced: true, checks: [], dkim_switched_to: null }, `domain ${d.name} marked verified (forced)`);
         }
-        const { verified, checks, switchedTo, dnsError } = await verifyDomain(db, createResolver(config.dns.servers), config, d, now);
+        const { verified, checks, switchedTo, dnsError } = await verifyDomain(store.domains, createResolver(config.dns.servers), config, d, now);
         output(
           c,
           { name: d.name, verified, forced: false, checks, dkim_switched_to: switchedTo, dns_error: dnsError },
@@ -105,11 +104,13 @@ export function domainsCommand(program: Command): void {
     .description('list domains')
     .option('--customer <name>', 'only this customer')
     .action(async (o: { customer?: string }, c: Command) =>
-      withStore(c, ({ db, config, now }) => {
-        const rows = listDomains(db, o.customer !== undefined ? customerNamed(db, o.customer).id : undefined).map((d) => {
-          const { dns_records: _r, dkim: _k, ...rest } = view(db, d, config, now);
-          return { ...rest, created_at: iso(d.created_at) };
-        });
+      withStore(c, async ({ store, config, now }) => {
+        const domains = await store.domains.list(o.customer !== undefined ? (await customerNamed(store, o.customer)).id : undefined);
+        const rows = [];
+        for (const d of domains) {
+          const { dns_records: _r, dkim: _k, ...rest } = await view(store, d, config, now);
+          rows.push({ ...rest, created_at: iso(d.created_at) });
+        }
         output(c, rows, table(rows, ['name', 'customer', 'verified', 'receiving', 'created_at']));
       }),
     );
@@ -117,8 +118,8 @@ export function domainsCommand(program: Command): void {
     .command('show <domain>')
     .description('show a domain and its DNS records')
     .action(async (name: string, _o, c: Command) =>
-      withStore(c, ({ db, config, now }) => {
-        const v = view(db, existing(db, name), config, now);
+      withStore(c, async ({ store, config, now }) => {
+        const v = await view(store, await existing(store, name), config, now);
         output(c, v, humanRecords(v));
       }),
     );
@@ -126,8 +127,8 @@ export function domainsCommand(program: Command): void {
     .command('rotate-dkim <domain>')
     .description('make a new DKIM key under a new selector and print its record; signing switches to it once "domains verify" finds the record')
     .action(async (name: string, _o, c: Command) =>
-      withStore(c, ({ db, config, now }) => {
-        const d = rotateDkim(db, existing(db, name).id, now);
+      withStore(c, async ({ store, config, now }) => {
+        const d = await store.domains.rotateDkim((await existing(store, name)).id, now);
         const record = domainRecords(d, config, now).find((r) => r.purpose === 'dkim_next')!;
         output(
           c,
@@ -145,9 +146,9 @@ export function domainsCommand(program: Command): void {
     .command('remove <domain>')
     .description('remove a domain (sending from it stops at once)')
     .action(async (name: string, _o, c: Command) =>
-      withStore(c, ({ db }) => {
-        const d = existing(db, name);
-        removeDomain(db, d.id);
+      withStore(c, async ({ store }) => {
+        const d = await existing(store, name);
+        await store.domains.remove(d.id);
         output(c, { name: d.name, removed: true }, `domain ${d.name} removed`);
       }),
     );
@@ -161,9 +162,9 @@ function domainLimitsCommand(domains: Command): void {
     .option('--rate <per_minute>', 'messages per minute')
     .option('--monthly <count>', 'messages per calendar month')
     .action(async (name: string, o: { rate?: string; monthly?: string }, c: Command) =>
-      withStore(c, ({ db, config }) => {
+      withStore(c, async ({ store, config }) => {
         const n = normaliseDomain(name);
-        const d = n.ok ? findDomain(db, n.value) : undefined;
+        const d = n.ok ? await store.domains.find(n.value) : undefined;
         if (!d) throw new CliError(`no domain "${name}"`);
         const value = (v: string | undefined, what: string): number | null | undefined => {
           if (v === undefined) return undefined;
@@ -172,8 +173,8 @@ function domainLimitsCommand(domains: Command): void {
           if (!Number.isInteger(x) || x < 0) throw new CliError(`${what} must be a whole number or "default"`);
           return x;
         };
-        setInboundLimits(db, d.id, { ratePerMinute: value(o.rate, '--rate'), monthlyLimit: value(o.monthly, '--monthly') });
-        const own = inboundLimitsOf(db, d.id);
+        await store.domains.setInboundLimits(d.id, { ratePerMinute: value(o.rate, '--rate'), monthlyLimit: value(o.monthly, '--monthly') });
+        const own = await store.domains.inboundLimits(d.id);
         const v = {
           name: d.name,
           rate_per_minute: own.ratePerMinute ?? config.inbound.rate_per_minute,

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { withStore, output, table, customerNamed, CliError } from '../context.js';
-import { getInbound, listInbound } from '../../store/inbound.js';
 
 export function inboundCommand(program: Command): void {
   const cmd = program.command('inbound').description('messages received for receiving domains');
@@ -10,9 +9,9 @@ export function inboundCommand(program: Command): void {
     .option('--customer <name>', 'only this customer')
     .option('--limit <n>', 'how many', '50')
     .action(async (o: { customer?: string; limit: string }, c: Command) =>
-      withStore(c, async ({ db }) => {
+      withStore(c, async ({ store }) => {
         const { inboundSummary } = await import('../../inbound/view.js');
-        const rows = listInbound(db, { limit: Math.max(1, Number(o.limit) || 50), ...(o.customer ? { customerId: customerNamed(db, o.customer).id } : {}) }).map(inboundSummary);
+        const rows = (await store.inbound.list({ limit: Math.max(1, Number(o.limit) || 50), ...(o.customer ? { customerId: (await customerNamed(store, o.customer)).id } : {}) })).map(inboundSummary);
         output(
           c,
           rows,
@@ -34,8 +33,8 @@ export function inboundCommand(program: Command): void {
     .description('one received message: headers, authentication results and text (--raw: as received)')
     .option('--raw', 'print the message as received')
     .action(async (id: string, o: { raw?: boolean }, c: Command) =>
-      withStore(c, async ({ db }) => {
-        const row = getInbound(db, id);
+      withStore(c, async ({ store }) => {
+        const row = await store.inbound.get(id);
         if (!row) throw new CliError(`no received message "${id}"`);
         if (o.raw) return void process.stdout.write(row.raw);
         const { inboundView } = await import('../../inbound/view.js');

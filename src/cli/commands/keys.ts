@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
-import { createKey, listKeys, revokeKey, type ApiKeyInfo } from '../../store/keys.js';
-import { listCustomers } from '../../store/customers.js';
+import type { ApiKeyInfo } from '../../store/keys.js';
 import { DEFAULT_CUSTOMER } from '../../store/customers.js';
 
 export function keysCommand(program: Command): void {
@@ -14,10 +13,10 @@ export function keysCommand(program: Command): void {
     .option('--production', 'production key (ph_live_): real delivery')
     .option('--name <name>', 'a label for the key', '')
     .action(async (o: { customer: string; sandbox?: boolean; production?: boolean; name: string }, c: Command) =>
-      withStore(c, ({ db, now }) => {
+      withStore(c, async ({ store, now }) => {
         if (!!o.sandbox === !!o.production) throw new CliError('give exactly one of --sandbox or --production');
-        const customer = customerNamed(db, o.customer);
-        const k = createKey(db, { customerId: customer.id, kind: o.sandbox ? 'sandbox' : 'production', name: o.name, now });
+        const customer = await customerNamed(store, o.customer);
+        const k = await store.keys.create({ customerId: customer.id, kind: o.sandbox ? 'sandbox' : 'production', name: o.name, now });
         const v = { id: k.id, key: k.key, kind: k.kind, customer: customer.name, name: k.name, created_at: iso(k.created_at) };
         output(c, v, `${v.kind} key ${v.id} for customer ${v.customer}:\n\n  ${v.key}\n\nStore it now: it is not shown again.`);
       }),
@@ -27,9 +26,9 @@ export function keysCommand(program: Command): void {
     .description('list keys (never the keys themselves)')
     .option('--customer <name>', 'only this customer')
     .action(async (o: { customer?: string }, c: Command) =>
-      withStore(c, ({ db }) => {
-        const names = new Map(listCustomers(db).map((x) => [x.id, x.name]));
-        const rows = listKeys(db, o.customer !== undefined ? customerNamed(db, o.customer).id : undefined).map((k: ApiKeyInfo) => ({
+      withStore(c, async ({ store }) => {
+        const names = new Map((await store.customers.list()).map((x) => [x.id, x.name]));
+        const rows = (await store.keys.list(o.customer !== undefined ? (await customerNamed(store, o.customer)).id : undefined)).map((k: ApiKeyInfo) => ({
           id: k.id,
           kind: k.kind,
           customer: names.get(k.customer_id),
@@ -44,8 +43,8 @@ export function keysCommand(program: Command): void {
     .command('revoke <id>')
     .description('revoke a key; refused from the next request on')
     .action(async (id: string, _o, c: Command) =>
-      withStore(c, ({ db, now }) => {
-        if (!revokeKey(db, id, now)) throw new CliError(`no key with id "${id}"`);
+      withStore(c, async ({ store, now }) => {
+        if (!(await store.keys.revoke(id, now))) throw new CliError(`no key with id "${id}"`);
         output(c, { id, revoked: true }, `key ${id} revoked`);
       }),
     );

@@ -1,6 +1,5 @@
 import { Option, type Command } from 'commander';
 import { withStore, output, table, customerNamed, CliError } from '../context.js';
-import { cancelMessage, getMessage, listMessages } from '../../store/messages.js';
 import { SEARCH_STATES } from '../../domain/message-search.js';
 
 const STATES: readonly string[] = SEARCH_STATES;
@@ -16,15 +15,15 @@ export function messagesCommand(program: Command): void {
     .option('--after <email_id>', 'the next page: messages after (older than) this email_id, the last of the page before')
     .addOption(new Option('--before <email_id>', 'deprecated: --after').hideHelp())
     .action(async (o: { customer?: string; state?: string; limit: string; after?: string; before?: string }, c: Command) =>
-      withStore(c, ({ db }) => {
+      withStore(c, async ({ store }) => {
         const limit = Number(o.limit);
         if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new CliError('--limit must be 1 to 10000');
         if (o.before !== undefined) process.stderr.write('posthaste: --before is deprecated; it is --after, as in the API\n');
         const cursor = o.after ?? o.before;
         if (cursor !== undefined && !/^[1-9]\d{0,15}$/.test(cursor)) throw new CliError('--after takes an email_id (a positive integer)');
-        const page = listMessages(db, {
+        const page = await store.messages.list({
           limit: limit + 1,
-          ...(o.customer !== undefined ? { customerId: customerNamed(db, o.customer).id } : {}),
+          ...(o.customer !== undefined ? { customerId: (await customerNamed(store, o.customer)).id } : {}),
           ...(o.state !== undefined ? { state: o.state } : {}),
           ...(cursor !== undefined ? { before: Number(cursor) } : {}),
         });
@@ -49,10 +48,10 @@ export function messagesCommand(program: Command): void {
     .command('cancel <message_id>')
     .description('cancel a message nothing of which has been sent yet (a scheduled one, typically)')
     .action(async (id: string, _o, c: Command) =>
-      withStore(c, ({ db, now }) => {
-        const m = getMessage(db, undefined, id);
+      withStore(c, async ({ store, now }) => {
+        const m = await store.messages.get(undefined, id);
         if (!m) throw new CliError(`no message "${id}"`);
-        const r = cancelMessage(db, undefined, id, now);
+        const r = await store.messages.cancel(undefined, id, now);
         if (r.kind === 'too_late')
           throw new CliError(
             `${m.message_id} cannot be canceled: delivery has begun or ended (${Object.entries(r.states)
@@ -66,8 +65,8 @@ export function messagesCommand(program: Command): void {
     .command('show <message_id>')
     .description("one message: each recipient's state, attempts, last response and next attempt, and its events")
     .action(async (id: string, _o, c: Command) =>
-      withStore(c, ({ db }) => {
-        const m = getMessage(db, undefined, id);
+      withStore(c, async ({ store }) => {
+        const m = await store.messages.get(undefined, id);
         if (!m) throw new CliError(`no message "${id}"`);
         const human = [
           `${m.message_id} (email_id ${m.email_id})${m.sandbox ? ' [sandbox]' : ''}`,

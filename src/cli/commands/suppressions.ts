@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { withStore, output, table, customerNamed, CliError, iso } from '../context.js';
 import { DEFAULT_CUSTOMER } from '../../store/customers.js';
-import { addSuppression, listSuppressions, removeSuppression, type SuppressionReason } from '../../store/suppressions.js';
+import type { SuppressionReason } from '../../store/suppressions.js';
 
 const REASONS: readonly SuppressionReason[] = ['hard_bounce', 'spam_complaint', 'manual'];
 import { parseAddrSpec } from '../../domain/addresses.js';
@@ -15,11 +15,13 @@ export function suppressionsCommand(program: Command): void {
     .addOption(new Option('--reason <reason>', 'only those suppressed for this reason').choices(REASONS))
     .option('--limit <n>', 'how many', '100')
     .action(async (o: { customer: string; reason?: string; limit: string }, c: Command) =>
-      withStore(c, ({ db }) => {
-        const rows = listSuppressions(db, customerNamed(db, o.customer).id, { limit: Math.max(1, Number(o.limit) || 100), ...(o.reason ? { reason: o.reason } : {}) }).map((r) => ({
-          ...r,
-          created_at: iso(r.created_at),
-        }));
+      withStore(c, async ({ store }) => {
+        const rows = (await store.suppressions.list((await customerNamed(store, o.customer)).id, { limit: Math.max(1, Number(o.limit) || 100), ...(o.reason ? { reason: o.reason } : {}) })).map(
+          (r) => ({
+            ...r,
+            created_at: iso(r.created_at),
+          }),
+        );
         output(c, rows, table(rows, ['address', 'reason', 'message_id', 'created_at']));
       }),
     );
@@ -28,10 +30,10 @@ export function suppressionsCommand(program: Command): void {
     .description('suppress an address by hand (reason manual): nothing is sent to it')
     .option('--customer <name>', 'customer', DEFAULT_CUSTOMER)
     .action(async (address: string, o: { customer: string }, c: Command) =>
-      withStore(c, ({ db, now }) => {
+      withStore(c, async ({ store, now }) => {
         const p = parseAddrSpec(address.trim());
         if (!p.ok) throw new CliError(`"${address}" ${p.error}`);
-        const created = addSuppression(db, { customerId: customerNamed(db, o.customer).id, address: p.value.address, reason: 'manual', now });
+        const created = await store.suppressions.add({ customerId: (await customerNamed(store, o.customer)).id, address: p.value.address, reason: 'manual', now });
         output(c, { address: p.value.address.toLowerCase(), reason: 'manual', created }, created ? `${p.value.address} suppressed` : `${p.value.address} was already suppressed`);
       }),
     );
@@ -40,8 +42,8 @@ export function suppressionsCommand(program: Command): void {
     .description('take an address off the list: mail to it is sent again')
     .option('--customer <name>', 'customer', DEFAULT_CUSTOMER)
     .action(async (address: string, o: { customer: string }, c: Command) =>
-      withStore(c, ({ db }) => {
-        if (!removeSuppression(db, customerNamed(db, o.customer).id, address)) throw new CliError(`${address} is not on the suppression list`);
+      withStore(c, async ({ store }) => {
+        if (!(await store.suppressions.remove((await customerNamed(store, o.customer)).id, address))) throw new CliError(`${address} is not on the suppression list`);
         output(c, { address: address.toLowerCase(), deleted: true }, `${address} removed from the suppression list`);
       }),
     );

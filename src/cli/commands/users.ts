@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { createInterface } from 'node:readline';
 import { withStore, output, table, iso, customerNamed, CliError, configOf } from '../context.js';
-import { addUser, findUser, listUsers, removeUser, setPassword } from '../../store/users.js';
 import { hashPassword } from '../../lib/password.js';
 import { parseAddrSpec } from '../../domain/addresses.js';
 
@@ -52,10 +51,10 @@ export function usersCommand(program: Command): void {
       if (!parsed.ok) throw new CliError(`"${email}" is not an e-mail address: ${parsed.error}`);
       configOf(c); // a missing or bad configuration is said before the password is asked for
       const hash = await newPasswordHash(!!o.passwordStdin);
-      await withStore(c, ({ db, now }) => {
-        if (findUser(db, email)) throw new CliError(`user ${email} already exists`);
-        const customerId = o.customer !== undefined ? customerNamed(db, o.customer).id : null;
-        const u = addUser(db, { email, passwordHash: hash, role: o.admin ? 'admin' : 'customer', customerId, now });
+      await withStore(c, async ({ store, now }) => {
+        if (await store.users.find(email)) throw new CliError(`user ${email} already exists`);
+        const customerId = o.customer !== undefined ? (await customerNamed(store, o.customer)).id : null;
+        const u = await store.users.add({ email, passwordHash: hash, role: o.admin ? 'admin' : 'customer', customerId, now });
         output(c, { email: u.email, role: u.role, customer: o.customer ?? null, created_at: iso(u.created_at) }, `user ${u.email} added (${o.admin ? 'admin' : `customer ${o.customer}`})`);
       });
     });
@@ -63,8 +62,8 @@ export function usersCommand(program: Command): void {
     .command('list')
     .description('list dashboard users')
     .action(async (_o, c: Command) =>
-      withStore(c, ({ db }) => {
-        const rows = listUsers(db).map((u) => ({ email: u.email, role: u.role, customer: u.customer, created_at: iso(u.created_at) }));
+      withStore(c, async ({ store }) => {
+        const rows = (await store.users.list()).map((u) => ({ email: u.email, role: u.role, customer: u.customer, created_at: iso(u.created_at) }));
         output(c, rows, table(rows, ['email', 'role', 'customer', 'created_at']));
       }),
     );
@@ -72,8 +71,8 @@ export function usersCommand(program: Command): void {
     .command('remove <email>')
     .description('remove a user; their sessions end at once')
     .action(async (email: string, _o, c: Command) =>
-      withStore(c, ({ db }) => {
-        if (!removeUser(db, email)) throw new CliError(`no user ${email}`);
+      withStore(c, async ({ store }) => {
+        if (!(await store.users.remove(email))) throw new CliError(`no user ${email}`);
         output(c, { email: email.toLowerCase(), removed: true }, `user ${email.toLowerCase()} removed`);
       }),
     );
@@ -84,8 +83,8 @@ export function usersCommand(program: Command): void {
     .action(async (email: string, o: { passwordStdin?: boolean }, c: Command) => {
       configOf(c);
       const hash = await newPasswordHash(!!o.passwordStdin);
-      await withStore(c, ({ db }) => {
-        if (!setPassword(db, email, hash)) throw new CliError(`no user ${email}`);
+      await withStore(c, async ({ store }) => {
+        if (!(await store.users.setPassword(email, hash))) throw new CliError(`no user ${email}`);
         output(c, { email: email.toLowerCase(), password_set: true }, `password of ${email.toLowerCase()} set; their sessions have ended`);
       });
     });

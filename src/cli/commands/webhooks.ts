@@ -1,16 +1,15 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { withStore, output, table, customerNamed, CliError } from '../context.js';
-import { DEFAULT_CUSTOMER, listCustomers } from '../../store/customers.js';
-import { deleteEndpoint, eventById, getEndpoint, listAttempts, listEndpoints } from '../../store/webhooks.js';
+import { DEFAULT_CUSTOMER } from '../../store/customers.js';
 import { endpointView, type AttemptOutcome } from '../../webhooks/service.js';
 import { Problems } from '../../domain/errors.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
-import type { createWebhookService as CreateWebhookService } from '../../main.js';
+import type { createWebhookService as CreateWebhookService } from '../../webhooks/create.js';
 import { systemClock } from '../../lib/clock.js';
-import type { Db } from '../../store/db.js';
+import type { Store } from '../../store/store.js';
 
-function endpointOf(db: Db, id: string) {
-  const e = getEndpoint(db, id);
+async function endpointOf(store: Store, id: string) {
+  const e = await store.webhooks.getEndpoint(id);
   if (!e) throw new CliError(`no webhook endpoint "${id}" (see "posthaste webhooks list")`);
   return e;
 }
@@ -22,7 +21,7 @@ function outcomeText(o: AttemptOutcome): string {
 /** The administrator's view of webhooks: endpoints, their delivery log, test and replay. */
 
 /** The webhook service (and the daemon's modules it is built from), loaded only by the commands that send. */
-const webhookService = async (): Promise<typeof CreateWebhookService> => (await import('../../main.js')).createWebhookService;
+const webhookService = async (): Promise<typeof CreateWebhookService> => (await import('../../webhooks/create.js')).createWebhookService;
 
 /** --events: a comma-separated list of event types, each checked as commander checks choices. */
 function eventList(value: string): string[] {
@@ -44,9 +43,9 @@ export function webhooksCommand(program: Command): void {
     .option('--events <types>', `comma-separated event types (default: all): ${EVENT_TYPES.join(', ')}`, eventList)
     .option('--description <text>', 'a note', '')
     .action(async (url: string, o: { customer: string; events?: string[]; description: string }, c: Command) =>
-      withStore(c, async ({ db, config }) => {
-        const customer = customerNamed(db, o.customer);
-        const service = (await webhookService())(db, config, systemClock);
+      withStore(c, async ({ store, config }) => {
+        const customer = await customerNamed(store, o.customer);
+        const service = (await webhookService())(store.webhooks, config, systemClock);
         try {
           const input = await service.validate({ url, ...(o.events ? { events: o.events } : {}), description: o.description });
           if (input instanceof Problems)
@@ -55,7 +54,7 @@ export function webhooksCommand(program: Command): void {
                 .map(([k, v]) => `${k} ${v.join('; ')}`)
                 .join('; '),
             );
-          const v = endpointView(service.create(customer.id, input), true);
+          const v = endpointView(await service.create(customer.id, input), true);
           output(c, v, `endpoint ${v.id} -> ${v.url}\nsecret (shown once): ${v.secret}`);
         } finally {
           await service.fetch.close();
@@ -67,9 +66,9 @@ export function webhooksCommand(program: Command): void {
     .description('list endpoints (no secrets)')
     .option('--customer <name>', 'only this customer')
     .action(async (o: { customer?: string }, c: Command) =>
-      withStore(c, ({ db }) => {
-        const names = new Map(listCustomers(db).map((x) => [x.id, x.name]));
-        const rows = listEndpoints(db, o.customer !== undefined ? customerNamed(db, o.customer).id : undefined).map(
+      withStore(c, async ({ store }) => {
+        const names = new Map((await store.customers.list()).map((x) => [x.id, x.name]));
+        const rows = (await store.webhooks.listEndpoints(o.customer !== undefined ? (await customerNamed(store, o.customer)).id : undefined)).map(
           (e): Record<string, unknown> => ({ ...endpointView(e), customer: names.get(e.customerId) }),
         );
         const human = rows.map((r) => {
@@ -83,8 +82,8 @@ export function webhooksCommand(program: Command): void {
     .command('delete <id>')
     .description('remove an endpoint and its delivery log')
     .action(async (id: string, _o, c: Command) =>
-      withStore(c, ({ db }) => {
-        deleteEndpoint(db, endpointOf(db, id).id);
+      withStore(c, async ({ store }) => {
+        await store.webhooks.deleteEndpoint((await endpointOf(store, id)).id);
         output(c, { id, deleted: true }, `endpoint ${id} deleted`);
       }),
     );
@@ -93,10 +92,10 @@ export function webhooksCommand(program: Command): void {
     .description('send a sample event now and show the outcome')
     .addOption(new Option('--type <type>', 'event type').choices(EVENT_TYPES).default('email.delivered'))
     .action(async (id: string, o: { type: string }, c: Command) =>
-      withStore(c, async ({ db, config }) => {
-        const service = (await webhookService())(db, config, systemClock);
+      withStore(c, async ({ store, config }) => {
+        const service = (await webhookService())(store.webhooks, config, systemClock);
         try {
-          const r = await service.test(endpointOf(db, id), o.type as EventType);
+          const r = await service.test(await endpointOf(store, id), o.type as EventType);
           output(c, r, outcomeText(r));
           if (!r.success) process.exitCode = 1;
         } finally {
@@ -109,8 +108,8 @@ export function webhooksCommand(program: Command): void {
     .description('recent attempts: event, attempt, time, HTTP status or error, duration, response start')
     .option('--limit <n>', 'how many', '50')
     .action(async (id: string, o: { limit: string }, c: Command) =>
-      withStore(c, ({ db }) => {
-        const rows = listAttempts(db, endpointOf(db, id).id, Math.max(1, Math.min(1000, Number(o.limit) || 50))).map(({ cursor: _c, ...r }) => r);
+      withStore(c, async ({ store }) => {
+        const rows = (await store.webhooks.listAttempts((await endpointOf(store, id)).id, Math.max(1, Math.min(1000, Number(o.limit) || 50)))).map(({ cursor: _c, ...r }) => r);
         output(
           c,
           rows,
@@ -125,11 +124,11 @@ export function webhooksCommand(program: Command): void {
     .command('replay <id> <event_id>')
     .description('send a past event to the endpoint again, with the same webhook-id')
     .action(async (id: string, eventIdArg: string, _o, c: Command) =>
-      withStore(c, async ({ db, config }) => {
-        const e = endpointOf(db, id);
-        const event = eventById(db, eventIdArg, e.customerId);
+      withStore(c, async ({ store, config }) => {
+        const e = await endpointOf(store, id);
+        const event = await store.webhooks.eventById(eventIdArg, e.customerId);
         if (!event) throw new CliError(`no event "${eventIdArg}" for this endpoint's customer`);
-        const service = (await webhookService())(db, config, systemClock);
+        const service = (await webhookService())(store.webhooks, config, systemClock);
         try {
           const r = await service.replay(e, event);
           output(c, r, outcomeText(r));

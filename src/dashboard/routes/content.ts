@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { messageContent, type StoredContent } from '../../store/messages.js';
+import type { StoredContent } from '../../store/messages.js';
 import { attachmentAt, readContent } from '../content.js';
 import { sendDownload, sendMailHtml } from '../untrusted.js';
 import type { PageContext } from '../layout.js';
@@ -7,10 +7,10 @@ import type { Pages, Req } from '../pages.js';
 
 /** A sent message's content beyond its page: its HTML for the sandboxed frame, its attachments and its source, as downloads. */
 export function contentRoutes(p: Pages): void {
-  const { app, db, ctx, notFound } = p;
+  const { app, store, ctx, notFound } = p;
   /** The message's stored content, if it is this customer's; else a 404 is sent. */
-  const stored = (c: PageContext, request: Req, reply: FastifyReply): StoredContent | undefined => {
-    const s = messageContent(db, c.customer.id, request.params.id!);
+  const stored = async (c: PageContext, request: Req, reply: FastifyReply): Promise<StoredContent | undefined> => {
+    const s = await store.messages.content(c.customer.id, request.params.id!);
     if (!s) notFound(reply);
     return s;
   };
@@ -18,8 +18,8 @@ export function contentRoutes(p: Pages): void {
   const fileName = (id: string, ext: string) => `${id.replace(/[^A-Za-z0-9._@-]/g, '_')}.${ext}`;
 
   app.get('/messages/:id/html', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'messages');
-    const s = c && stored(c, request, reply);
+    const c = await ctx(request, reply, 'messages');
+    const s = c && (await stored(c, request, reply));
     if (!s) return;
     const content = readContent(s);
     if (content.kind !== 'stored' || content.html === undefined) return notFound(reply);
@@ -27,8 +27,8 @@ export function contentRoutes(p: Pages): void {
   });
 
   app.get('/messages/:id/attachments/:n', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'messages');
-    const s = c && stored(c, request, reply);
+    const c = await ctx(request, reply, 'messages');
+    const s = c && (await stored(c, request, reply));
     if (!s) return;
     const a = /^\d{1,4}$/.test(request.params.n!) ? attachmentAt(s, Number(request.params.n)) : undefined;
     if (!a) return notFound(reply);
@@ -36,8 +36,8 @@ export function contentRoutes(p: Pages): void {
   });
 
   app.get('/messages/:id/source', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'messages');
-    const s = c && stored(c, request, reply);
+    const c = await ctx(request, reply, 'messages');
+    const s = c && (await stored(c, request, reply));
     if (!s) return;
     const content = readContent(s);
     if (content.kind !== 'stored') return notFound(reply);

@@ -1,25 +1,25 @@
-import { addCustomer, CUSTOMER_NAME, findCustomer, listCustomers } from '../../store/customers.js';
+import { CUSTOMER_NAME } from '../../store/customers.js';
 import { customersBody } from '../views/customers.js';
 import type { Pages, Req } from '../pages.js';
 
 /** The dashboard's customers (admins) pages and actions. */
 export function customersRoutes(p: Pages): void {
-  const { app, db, clock, ctx, page, back, notFound } = p;
+  const { app, store, clock, ctx, page, back, notFound } = p;
   app.get('/customers', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'customers');
+    const c = await ctx(request, reply, 'customers');
     if (!c) return;
     if (c.session.user.role !== 'admin') return notFound(reply);
-    return page(reply, c, 'Customers', customersBody(c, listCustomers(db)));
+    return page(reply, c, 'Customers', customersBody(c, await store.customers.list()));
   });
 
   app.post('/customers', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'customers');
+    const c = await ctx(request, reply, 'customers');
     if (!c) return;
     if (c.session.user.role !== 'admin') return notFound(reply);
     const name = (request.form!.name ?? '').trim();
     if (!CUSTOMER_NAME.test(name)) return back(reply, '/customers', { error: 'customer-name' });
-    if (findCustomer(db, name)) return page(reply.code(422), { ...c, error: `Customer ${name} exists already.` }, 'Customers', customersBody(c, listCustomers(db)));
-    addCustomer(db, name, clock.now());
+    if (await store.customers.find(name)) return page(reply.code(422), { ...c, error: `Customer ${name} exists already.` }, 'Customers', customersBody(c, await store.customers.list()));
+    await store.customers.add(name, clock.now());
     return back(reply, '/customers', { notice: 'customer-created' });
   });
 }

@@ -1,27 +1,32 @@
 import { html } from '../html.js';
-import { createKey, getKey, listKeys, revokeKey, type KeyKind } from '../../store/keys.js';
+import type { KeyKind } from '../../store/keys.js';
 import { keysBody, revokeKeyBody } from '../views/keys.js';
 import type { Pages, Req } from '../pages.js';
 
 /** The dashboard's api keys pages and actions. */
 export function keysRoutes(p: Pages): void {
-  const { app, db, clock, deps, ctx, page, back, notFound, revealed, reveal } = p;
+  const { app, store, clock, deps, ctx, page, back, notFound, revealed, reveal } = p;
   app.get('/keys', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'keys');
+    const c = await ctx(request, reply, 'keys');
     if (!c) return;
-    return page(reply, c, 'API keys', html`${revealed(c)}${keysBody(c, listKeys(db, c.customer.id))}`);
+    return page(reply, c, 'API keys', html`${revealed(c)}${keysBody(c, await store.keys.list(c.customer.id))}`);
   });
 
   app.post('/keys', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'keys');
+    const c = await ctx(request, reply, 'keys');
     if (!c) return;
     const f = request.form!;
     // No default kind: a key that sends real mail, or one that sends nothing, is chosen, never assumed.
     if (f.kind !== 'sandbox' && f.kind !== 'production')
-      return page(reply.code(422), { ...c, error: 'Choose the kind of key: sandbox (nothing is sent) or production (sends real mail).' }, 'API keys', keysBody(c, listKeys(db, c.customer.id)));
+      return page(
+        reply.code(422),
+        { ...c, error: 'Choose the kind of key: sandbox (nothing is sent) or production (sends real mail).' },
+        'API keys',
+        keysBody(c, await store.keys.list(c.customer.id)),
+      );
     const kind: KeyKind = f.kind;
     const name = (f.name ?? '').trim().slice(0, 100);
-    const k = createKey(db, { customerId: c.customer.id, kind, name, now: clock.now() });
+    const k = await store.keys.create({ customerId: c.customer.id, kind, name, now: clock.now() });
     deps.log.info({ key: k.id, customer: c.customer.name, user: c.session.user.email }, 'API key created in the dashboard');
     // The key is never stored: it is held for this session's next page only, then forgotten.
     reveal.put(c.session.id, { id: 'new-key', label: `Key ${k.id} created. Copy it now: it is shown only this once.`, secret: k.key }, clock.now());
@@ -29,19 +34,19 @@ export function keysRoutes(p: Pages): void {
   });
 
   app.get('/keys/:id/revoke', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'keys');
+    const c = await ctx(request, reply, 'keys');
     if (!c) return;
-    const k = getKey(db, request.params.id!, c.customer.id);
+    const k = await store.keys.get(request.params.id!, c.customer.id);
     if (!k) return notFound(reply);
     return page(reply, c, 'Revoke API key', revokeKeyBody(c, k));
   });
 
   app.post('/keys/:id/revoke', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'keys');
+    const c = await ctx(request, reply, 'keys');
     if (!c) return;
-    const k = getKey(db, request.params.id!, c.customer.id);
+    const k = await store.keys.get(request.params.id!, c.customer.id);
     if (!k) return notFound(reply);
-    revokeKey(db, k.id, clock.now());
+    await store.keys.revoke(k.id, clock.now());
     deps.log.info({ key: k.id, user: c.session.user.email }, 'API key revoked in the dashboard');
     return back(reply, '/keys', { notice: 'key-revoked' });
   });

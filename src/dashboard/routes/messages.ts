@@ -1,23 +1,21 @@
 import { path } from '../html.js';
 import { Problems } from '../../domain/errors.js';
 import { parseMessageFilters } from '../../domain/message-search.js';
-import { cancelMessage, getMessage, messageContent, searchMessages } from '../../store/messages.js';
 import { readContent } from '../content.js';
-import { deliveriesOfMessage, listEndpoints } from '../../store/webhooks.js';
 import { messagesBody } from '../views/messages.js';
 import { messageBody } from '../views/message.js';
 import type { Pages, Req } from '../pages.js';
 
 /** The dashboard's messages pages and actions. */
 export function messagesRoutes(p: Pages): void {
-  const { app, db, clock, config, ctx, page, back, notFound, problemsText } = p;
+  const { app, store, clock, config, ctx, page, back, notFound, problemsText } = p;
   app.get('/messages', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'messages');
+    const c = await ctx(request, reply, 'messages');
     if (!c) return;
     const q = request.query;
     const filters = parseMessageFilters(q);
     const before = q.before !== undefined && /^\d{1,15}$/.test(q.before) ? Number(q.before) : undefined;
-    const rows = filters instanceof Problems ? [] : searchMessages(db, { ...filters, customerId: c.customer.id, limit: 51, ...(before !== undefined ? { before } : {}) });
+    const rows = filters instanceof Problems ? [] : await store.messages.search({ ...filters, customerId: c.customer.id, limit: 51, ...(before !== undefined ? { before } : {}) });
     const shown = rows.slice(0, 50);
     const next =
       rows.length > 50
@@ -27,20 +25,20 @@ export function messagesRoutes(p: Pages): void {
   });
 
   app.get('/messages/:id', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'messages');
+    const c = await ctx(request, reply, 'messages');
     if (!c) return;
-    const m = getMessage(db, c.customer.id, request.params.id!);
+    const m = await store.messages.get(c.customer.id, request.params.id!);
     if (!m) return notFound(reply);
-    const endpoints = new Map(listEndpoints(db, c.customer.id).map((e) => [e.id, e.url]));
-    const content = readContent(messageContent(db, c.customer.id, m.message_id)!);
-    return page(reply, c, 'Message', messageBody(c, m, deliveriesOfMessage(db, m.email_id), endpoints, content, config.retention.days));
+    const endpoints = new Map((await store.webhooks.listEndpoints(c.customer.id)).map((e) => [e.id, e.url]));
+    const content = readContent((await store.messages.content(c.customer.id, m.message_id))!);
+    return page(reply, c, 'Message', messageBody(c, m, await store.messages.deliveriesOf(m.email_id), endpoints, content, config.retention.days));
   });
 
   app.post('/messages/:id/cancel', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'messages');
+    const c = await ctx(request, reply, 'messages');
     if (!c) return;
     const id = request.params.id!;
-    const r = cancelMessage(db, c.customer.id, id, clock.now());
+    const r = await store.messages.cancel(c.customer.id, id, clock.now());
     if (r.kind === 'not_found') return notFound(reply);
     if (r.kind === 'too_late') return back(reply, path`/messages/${id}`, { error: 'too-late' });
     return back(reply, path`/messages/${id}`, { notice: 'message-canceled' });

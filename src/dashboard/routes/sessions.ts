@@ -1,8 +1,5 @@
 import { sendPage } from '../server.js';
 import { verifyPassword, DUMMY_HASH } from '../../lib/password.js';
-import { createSession, endSession, findUser, showCustomer } from '../../store/users.js';
-import { findCustomer, listCustomers } from '../../store/customers.js';
-import { overview } from '../../store/overview.js';
 import { loginPage } from '../views/login.js';
 import { overviewBody } from '../views/overview.js';
 import type { Pages, Req } from '../pages.js';
@@ -10,7 +7,7 @@ import { plural } from '../format.js';
 
 /** The dashboard's sessions, overview pages and actions. */
 export function sessionRoutes(p: Pages): void {
-  const { app, db, clock, deps, dash, ctx, page, back, notFound } = p;
+  const { app, store, clock, deps, dash, ctx, page, back, notFound } = p;
   app.get<{ Querystring: { next?: string } }>('/login', async (request, reply) => {
     if (request.session) return reply.redirect('/', 303);
     // No banner from the URL: the login page says only what a login attempt answered.
@@ -27,7 +24,7 @@ export function sessionRoutes(p: Pages): void {
       const seconds = Math.ceil(wait / 1000);
       return sendPage(reply.code(429).header('retry-after', String(seconds)), loginPage(f.next, `Too many failed attempts; try again in ${plural(Math.ceil(seconds / 60), 'minute')}.`));
     }
-    const user = findUser(db, email);
+    const user = await store.users.find(email);
     // A password is checked even for an unknown account, so the answer takes as long either way.
     const ok = await verifyPassword(f.password ?? '', user?.password_hash ?? DUMMY_HASH);
     if (!user || !ok) {
@@ -35,10 +32,10 @@ export function sessionRoutes(p: Pages): void {
       return sendPage(reply.code(401), loginPage(f.next, 'Wrong e-mail address or password.'));
     }
     dash.throttle.succeed(email);
-    const shown = user.customer_id ?? findCustomer(db, 'default')?.id ?? listCustomers(db)[0]!.id;
+    const shown = user.customer_id ?? (await store.customers.find('default'))?.id ?? (await store.customers.list())[0]!.id;
     // A new session id at every login: a session fixed before login is never the one used after.
-    if (request.session) endSession(db, request.session.id);
-    const s = createSession(db, user, shown, now);
+    if (request.session) await store.users.endSession(request.session.id);
+    const s = await store.users.createSession(user, shown, now);
     reply.header('set-cookie', `${dash.cookie}=${s.id}; Path=/; HttpOnly; SameSite=Strict${dash.secure ? '; Secure' : ''}`);
     deps.log.info({ user: user.email }, 'dashboard login');
     const next = typeof f.next === 'string' && /^\/(?!\/)[^\\]*$/.test(f.next) ? f.next : '/';
@@ -46,23 +43,23 @@ export function sessionRoutes(p: Pages): void {
   });
 
   app.post('/logout', async (request, reply) => {
-    if (request.session) endSession(db, request.session.id);
+    if (request.session) await store.users.endSession(request.session.id);
     reply.header('set-cookie', `${dash.cookie}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0${dash.secure ? '; Secure' : ''}`);
     return reply.redirect('/login', 303);
   });
 
   app.post('/customer', async (request: Req, reply) => {
-    const c = ctx(request, reply, '');
+    const c = await ctx(request, reply, '');
     if (!c) return;
-    const target = c.session.user.role === 'admin' ? findCustomer(db, request.form!.customer ?? '') : undefined;
+    const target = c.session.user.role === 'admin' ? await store.customers.find(request.form!.customer ?? '') : undefined;
     if (!target) return notFound(reply);
-    showCustomer(db, c.session.id, target.id);
+    await store.users.showCustomer(c.session.id, target.id);
     return back(reply, '/', { notice: 'customer-shown' });
   });
 
   app.get('/', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'overview');
+    const c = await ctx(request, reply, 'overview');
     if (!c) return;
-    return page(reply, c, 'Overview', overviewBody(overview(db, c.customer.id, c.now), c.now));
+    return page(reply, c, 'Overview', overviewBody(await store.admin.overview(c.customer.id, c.now), c.now));
   });
 }

@@ -4,48 +4,49 @@ import { html, path } from '../html.js';
 import type { PageContext } from '../layout.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
 import { Problems } from '../../domain/errors.js';
-import { deleteEndpoint, disableEndpoint, enableEndpoint, eventById, getEndpoint, listAttempts, listEndpoints, type Endpoint } from '../../store/webhooks.js';
+import type { Endpoint } from '../../store/webhooks.js';
 import { endpointBody, webhooksBody } from '../views/webhooks.js';
 import type { Pages, Req } from '../pages.js';
 import { shortUrl } from '../format.js';
 
 /** The dashboard's webhooks pages and actions. */
 export function webhooksRoutes(p: Pages): void {
-  const { app, db, clock, deps, ctx, page, back, notFound, revealed, reveal, problemsText } = p;
-  const endpointOf = (c: PageContext, id: string | undefined): Endpoint | undefined => (id ? getEndpoint(db, id, c.customer.id) : undefined);
+  const { app, store, clock, deps, ctx, page, back, notFound, revealed, reveal, problemsText } = p;
+  const endpointOf = async (c: PageContext, id: string | undefined): Promise<Endpoint | undefined> => (id ? await store.webhooks.getEndpoint(id, c.customer.id) : undefined);
   /** An endpoint's page: its last 50 attempts, and the outcome of a test or replay just sent. */
-  const endpointPage = (reply: FastifyReply, c: PageContext, e: Endpoint, sent: AttemptOutcome | undefined) => page(reply, c, 'Webhook endpoint', endpointBody(c, e, listAttempts(db, e.id, 50), sent));
+  const endpointPage = async (reply: FastifyReply, c: PageContext, e: Endpoint, sent: AttemptOutcome | undefined) =>
+    page(reply, c, 'Webhook endpoint', endpointBody(c, e, await store.webhooks.listAttempts(e.id, 50), sent));
 
   app.get('/webhooks', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'webhooks');
+    const c = await ctx(request, reply, 'webhooks');
     if (!c) return;
-    return page(reply, c, 'Webhooks', html`${revealed(c)}${webhooksBody(c, listEndpoints(db, c.customer.id))}`);
+    return page(reply, c, 'Webhooks', html`${revealed(c)}${webhooksBody(c, await store.webhooks.listEndpoints(c.customer.id))}`);
   });
 
   app.post('/webhooks', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'webhooks');
+    const c = await ctx(request, reply, 'webhooks');
     if (!c) return;
     const f = request.form!;
     const events = (f['events[]'] ?? '').split('\n').filter(Boolean);
     const input = await deps.webhooks.validate({ url: (f.url ?? '').trim(), ...(events.length ? { events } : {}), description: (f.description ?? '').trim() });
-    if (input instanceof Problems) return page(reply.code(422), { ...c, error: problemsText(input) }, 'Webhooks', webhooksBody(c, listEndpoints(db, c.customer.id)));
-    const e = deps.webhooks.create(c.customer.id, input);
+    if (input instanceof Problems) return page(reply.code(422), { ...c, error: problemsText(input) }, 'Webhooks', webhooksBody(c, await store.webhooks.listEndpoints(c.customer.id)));
+    const e = await deps.webhooks.create(c.customer.id, input);
     reveal.put(c.session.id, { id: 'new-secret', label: `Endpoint ${shortUrl(e.url)} created. Its signing secret is shown only this once:`, secret: e.secret }, clock.now());
     return back(reply, '/webhooks');
   });
 
   app.get('/webhooks/:id', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'webhooks');
+    const c = await ctx(request, reply, 'webhooks');
     if (!c) return;
-    const e = endpointOf(c, request.params.id);
+    const e = await endpointOf(c, request.params.id);
     if (!e) return notFound(reply);
     return endpointPage(reply, c, e, undefined);
   });
 
   app.post('/webhooks/:id/test', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'webhooks');
+    const c = await ctx(request, reply, 'webhooks');
     if (!c) return;
-    const e = endpointOf(c, request.params.id);
+    const e = await endpointOf(c, request.params.id);
     if (!e) return notFound(reply);
     const type = (EVENT_TYPES as readonly string[]).includes(request.form!.type ?? '') ? (request.form!.type as EventType) : 'email.delivered';
     const r = await deps.webhooks.test(e, type);
@@ -53,27 +54,27 @@ export function webhooksRoutes(p: Pages): void {
   });
 
   app.post('/webhooks/:id/replay/:event', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'webhooks');
+    const c = await ctx(request, reply, 'webhooks');
     if (!c) return;
-    const e = endpointOf(c, request.params.id);
-    const ev = e ? eventById(db, request.params.event!, c.customer.id) : undefined;
+    const e = await endpointOf(c, request.params.id);
+    const ev = e ? await store.webhooks.eventById(request.params.event!, c.customer.id) : undefined;
     if (!e || !ev) return notFound(reply);
     const r = await deps.webhooks.replay(e, ev);
     return endpointPage(reply, c, e, r);
   });
 
   app.post('/webhooks/:id/state', async (request: Req, reply) => {
-    const c = ctx(request, reply, 'webhooks');
+    const c = await ctx(request, reply, 'webhooks');
     if (!c) return;
-    const e = endpointOf(c, request.params.id);
+    const e = await endpointOf(c, request.params.id);
     if (!e) return notFound(reply);
     const action = request.form!.action;
     if (action === 'delete') {
-      deleteEndpoint(db, e.id);
+      await store.webhooks.deleteEndpoint(e.id);
       return back(reply, '/webhooks', { notice: 'endpoint-deleted' });
     }
-    if (action === 'enable') enableEndpoint(db, e.id);
-    else if (action === 'disable') disableEndpoint(db, e.id, `disabled by ${c.session.user.email}`);
+    if (action === 'enable') await store.webhooks.enableEndpoint(e.id);
+    else if (action === 'disable') await store.webhooks.disableEndpoint(e.id, `disabled by ${c.session.user.email}`);
     else return back(reply, path`/webhooks/${e.id}`);
     return back(reply, path`/webhooks/${e.id}`, { notice: action === 'enable' ? 'endpoint-enabled' : 'endpoint-disabled' });
   });

@@ -151,6 +151,18 @@ export function pgSuppressions(db: PgDb): SuppressionStore {
         [customerId, p, `${p}\uffff`, limit],
       );
     },
+    simulated: async (customerId, addresses, limit) => {
+      if (addresses.length === 0) return [];
+      const rows = await db.rows<{ address: string; message_id: string; created_at: number; body: string }>(
+        `SELECT r.address, m.message_id, e.created_at, e.body FROM recipients r
+         JOIN messages m ON m.id = r.message_id
+         JOIN events e ON e.message_id = r.message_id AND e.recipient_id = r.id AND e.type = 'recipient.suppressed'
+         WHERE r.address = ANY($1::text[]) AND r.customer_id = $2 AND m.sandbox = 1
+         ORDER BY e.seq DESC LIMIT $3`,
+        [addresses, customerId, limit],
+      );
+      return rows.map((r) => ({ address: r.address, message_id: r.message_id, created_at: r.created_at, reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason }));
+    },
   };
 }
 

@@ -143,8 +143,17 @@ export function pgAdmin(db: PgDb, delivery: DeliveryStore): AdminStore {
     touchHealth: async (now) => void (await db.run('INSERT INTO health (id, at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET at = excluded.at', [now])),
     status: (now) => status(db, delivery, now),
     countsByState: (table) => countsByState(db, table),
+    oldestQueuedAt: async (now) =>
+      (
+        await db.row<{ at: number | null }>(
+          `SELECT min(greatest(m.created_at, coalesce(m.scheduled_at, 0))) AS at FROM recipients r JOIN messages m ON m.id = r.message_id
+           WHERE r.state IN ('queued', 'deferred') AND (m.scheduled_at IS NULL OR m.scheduled_at <= $1)`,
+          [now],
+        )
+      )?.at ?? null,
     overview: (customerId, now) => overview(db, delivery, customerId, now),
     purgeOld: (now, days) => purgeOld(db, now, days),
+    backup: () => Promise.reject(new Error('the store is PostgreSQL: back it up with the database\'s own tools, pg_dump (or a managed service\'s snapshots); see docs/operations.md, "PostgreSQL"')),
     // PostgreSQL's space is the database server's to manage: limits.max_store_bytes applies to SQLite only.
     setMaxBytes: () => undefined,
     close: () => db.close(),

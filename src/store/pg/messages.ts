@@ -319,5 +319,11 @@ export function pgMessages(db: PgDb): MessageStore {
         [messageRowId],
       ),
     events: (messageRowId) => eventsOf(db, messageRowId),
+    content: async (customerId, messageId) => {
+      const row = await db.row<{ request: Buffer; raw: Buffer | null }>('SELECT request, raw FROM messages WHERE message_id = $1 AND customer_id = $2', [messageId, customerId]);
+      if (!row) return undefined;
+      // Retention leaves a marker where the body was (store/retention.ts).
+      return { request: row.request.toString() === '{"purged":true}' ? null : row.request, composed: row.raw };
+    },
   };
 }

@@ -202,6 +202,14 @@ export function pgWebhooks(db: PgDb): WebhookStore {
         });
       }),
     unlock: async (ids) => void (await unlock(db, ids)),
+    settleDelivery: async (id, state, attempts, nextAt, now) =>
+      void (await db.run('UPDATE webhook_deliveries SET state = $1, attempts = $2, next_attempt_at = $3, locked_by = NULL, locked_at = NULL, updated_at = $4 WHERE id = $5', [
+        state,
+        attempts,
+        nextAt,
+        now,
+        id,
+      ])),
     recordAttempts: (batch) => db.tx((q) => recordAttempts(q, batch)),
     releaseAllClaims: () => db.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL'),
     fanOutCursor: async () => parsePos((await db.row<{ value: string }>("SELECT value FROM settings WHERE name = 'webhook_fanout_pos'"))!.value),

@@ -1,8 +1,7 @@
 import type { Db } from '../db.js';
 import { acceptMessage, acceptedResponse, idempotentAnswer, recordIdempotent } from '../messages.js';
 import { refusal } from '../../domain/errors.js';
-import { readAuthEpoch } from '../auth-cache.js';
-import { isKeyLive } from '../keys.js';
+import { isKeyLive, readAuthEpoch } from '../keys.js';
 import { findSendingDomain } from '../domains.js';
 import { recordAttempts } from '../webhooks.js';
 import { storeInbound } from '../inbound.js';

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { sqliteStore } from '../../../src/store/sqlite-store.js';
 import { recordEvent } from '../../../src/store/events.js';
 import { createEndpoint, fanOutCursor, hasDelivery, recordAttempts, type ClaimRoom, type FreshDelivery, type SettledAttempt } from '../../../src/store/webhooks.js';
 import { FanOut, type FanOutWrite } from '../../../src/webhooks/fanout.js';
@@ -45,8 +46,8 @@ t.test('the cursor moves past an event only once all its deliveries are stored',
   const b = endpoint(db, 'b');
   events(db, 3);
   let wants = 0;
-  const fan = new FanOut(db, () => wants++);
-  const held = fan.next(10, unlimited).map((x) => x.delivery);
+  const fan = new FanOut(sqliteStore(db).webhooks, () => wants++);
+  const held = (await fan.next(10, unlimited)).map((x) => x.delivery);
   t.equal(held.length, 6, 'a delivery per event per endpoint');
   t.equal(fan.forBatch([]), null, 'nothing stored: nothing to write');
   const d = (seq: number, e: string) => held.find((x) => x.eventSeq === seq && x.endpointId === e)!;
@@ -80,8 +81,8 @@ t.test('a batch that fails keeps its pending rows and does not move the cursor; 
   const db = storeWithKey(t);
   const a = endpoint(db, 'a');
   events(db, 2);
-  const fan = new FanOut(db, () => {});
-  const [one, two] = fan.next(10, { room: () => 0, take: () => {} }).map((x) => x.delivery);
+  const fan = new FanOut(sqliteStore(db).webhooks, () => {});
+  const [one, two] = (await fan.next(10, { room: () => 0, take: () => {} })).map((x) => x.delivery);
   t.equal(one, undefined, 'no room: nothing held');
   void two;
   const w = fan.forBatch([])!;
@@ -110,8 +111,8 @@ t.test('disabled since fan-out: a dropped delivery needs no row and does not hol
   const db = storeWithKey(t);
   endpoint(db, 'a');
   events(db, 1);
-  const fan = new FanOut(db, () => {});
-  const [x] = fan.next(10, unlimited).map((y) => y.delivery);
+  const fan = new FanOut(sqliteStore(db).webhooks, () => {});
+  const [x] = (await fan.next(10, unlimited)).map((y) => y.delivery);
   fan.drop(x!);
   const w = fan.forBatch([])!;
   t.equal(w.cursor?.seq, 1);
@@ -136,7 +137,7 @@ t.test('a crash anywhere: the cursor never passes an unstored delivery, and a re
     const bounces = endpoint(db, 'bounces', ['email.bounced']);
     const subscribed = (seq: number) => (seq % 3 === 0 ? [all, bounces] : [all]);
     for (let i = 1; i <= 30; i++) events(db, 1, i % 3 === 0 ? 'email.bounced' : 'email.delivered');
-    let fan = new FanOut(db, () => {});
+    let fan = new FanOut(sqliteStore(db).webhooks, () => {});
     let held: FreshDelivery[] = [];
     let done: SettledAttempt[] = [];
     let inFlight: Array<{ attempts: SettledAttempt[]; w: FanOutWrite }> = [];
@@ -144,7 +145,7 @@ t.test('a crash anywhere: the cursor never passes an unstored delivery, and a re
       const op = rand(6);
       if (op === 0) {
         let left = rand(8);
-        held.push(...fan.next(1 + rand(10), { room: () => left, take: () => void left-- }).map((x) => x.delivery));
+        held.push(...(await fan.next(1 + rand(10), { room: () => left, take: () => void left-- })).map((x) => x.delivery));
       } else if (op === 1 && held.length) done.push(attempt(held.splice(rand(held.length), 1)[0]!));
       else if (op === 2 && held.length) fan.park(held.splice(rand(held.length), 1)[0]!);
       else if (op === 3) {
@@ -162,7 +163,7 @@ t.test('a crash anywhere: the cursor never passes an unstored delivery, and a re
         }
       } else if (op === 5 && rand(5) === 0) {
         // Crash: memory is lost; what was not committed is gone with it.
-        fan = new FanOut(db, () => {});
+        fan = new FanOut(sqliteStore(db).webhooks, () => {});
         held = [];
         done = [];
         inFlight = [];
@@ -174,9 +175,9 @@ t.test('a crash anywhere: the cursor never passes an unstored delivery, and a re
       }
     }
     // Restart and finish: every subscribed delivery ends with exactly one row.
-    fan = new FanOut(db, () => {});
+    fan = new FanOut(sqliteStore(db).webhooks, () => {});
     for (;;) {
-      const next = fan.next(1000, unlimited).map((x) => x.delivery);
+      const next = (await fan.next(1000, unlimited)).map((x) => x.delivery);
       const again = next.filter((d) => hasDelivery(db, d.eventSeq, d.endpointId));
       t.same(again, [], `run ${run}: nothing with a row is fanned out again`);
       const batch = next.map(attempt);

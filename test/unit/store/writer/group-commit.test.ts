@@ -1,9 +1,10 @@
 import t from 'tap';
-import { openDb, migrate, isStorageUnavailable } from '../../../../src/store/db.js';
+import { openDb, migrate } from '../../../../src/store/db.js';
+import { isStoreUnavailable } from '../../../../src/store/errors.js';
 import { GroupCommit } from '../../../../src/store/writer/group-commit.js';
 import { gcFunction } from '../../../../src/lib/reclaim.js';
 import type { SendInput } from '../../../../src/store/writer/ops.js';
-import { readAuthEpoch } from '../../../../src/store/auth-cache.js';
+import { readAuthEpoch } from '../../../../src/store/keys.js';
 import { tempDir, storeWithKey, versionsAfter } from '../../../helpers/env.js';
 
 /** The store's auth_epoch, so the writer does not re-verify (tests of the epoch pass their own). */
@@ -69,7 +70,7 @@ t.test('a full store fails the whole batch with SQLITE_FULL (storage unavailable
   t.ok(failed.length > 0, 'the cap was hit');
   for (const f of failed) {
     t.equal((f.reason as { code?: string }).code, 'SQLITE_FULL');
-    t.ok(isStorageUnavailable(f.reason));
+    t.ok(isStoreUnavailable(f.reason));
   }
   const stored = db.sqlite.prepare("SELECT COUNT(*) FROM messages WHERE message_id LIKE 'full%'").pluck().get() as number;
   t.equal(stored, results.length - failed.length, 'exactly the fulfilled ones are stored');
