@@ -240,12 +240,12 @@ export class Scheduler {
       const until = throttle.admit(destination, now);
       postpone = this.holdBack(destination, group.unattempted, until.kind === 'paused' ? until.until : now);
     }
+    if (change) this.saveThrottle(change, now);
     await this.persist(() =>
       this.deps.store.record({
         results: group.results.map(({ item, outcome }) => ({ message: item.message, recipient: item.recipient, outcome })),
         composed: group.composed,
         postpone,
-        throttle: change ?? null,
         policy,
         now,
       }),
@@ -268,6 +268,14 @@ export class Scheduler {
     const steps = items.map(({ recipient, message }) => ({ recipient, message, steps: sandboxSteps(recipient.address, recipient.attempts) }));
     await this.persist(() => this.deps.store.recordSandbox(steps, policy, now));
     this.deps.onEvents?.();
+  }
+
+  /** Throttle rows written one at a time in the order the changes were made, so the last one stands (groups finish and commit in any order). */
+  private throttleWrites: Promise<void> = Promise.resolve();
+
+  private saveThrottle(change: NonNullable<ThrottleChange>, now: number): void {
+    this.throttleWrites = this.throttleWrites.then(() => this.deps.store.setThrottle(change, now)).catch((e: unknown) => this.deps.log.warn({ err: e }, 'destination throttle not saved'));
+    this.pool.track(this.throttleWrites);
   }
 
   /**

@@ -125,8 +125,6 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
           for (const [id, raw] of g.composed) queue.keepComposed(db, id, raw);
           for (const id of new Set(g.results.map((r) => r.message.id))) if (!g.composed.has(id)) queue.dropComposedIfDone(db, id);
           if (g.postpone.length) queue.postponeClaimed(db, g.postpone);
-          if (g.throttle?.kind === 'set') destinations.saveThrottle(db, g.throttle.record, g.now);
-          else if (g.throttle?.kind === 'cleared') destinations.clearThrottle(db, g.throttle.destination);
         }),
       recordSandbox: (items, policy, now) =>
         tx(() => {
@@ -143,6 +141,7 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       postpone: async (items) => queue.postponeClaimed(db, items),
       releaseClaims: async (ids) => queue.releaseClaimsOf(db, ids),
       releaseAllClaims: async () => queue.releaseClaims(db),
+      setThrottle: async (change, now) => (change.kind === 'set' ? destinations.saveThrottle(db, change.record, now) : destinations.clearThrottle(db, change.destination)),
       throttles: async () => destinations.listThrottles(db),
     },
     inbound: {

@@ -146,8 +146,6 @@ export interface GroupRecord {
   composed: Map<number, Buffer>;
   /** Recipients held back without an attempt, until when (claims released). */
   postpone: Array<{ id: number; until: number }>;
-  /** The destination's throttling as it now stands. */
-  throttle: { kind: 'set'; record: DestinationThrottle } | { kind: 'cleared'; destination: string } | null;
   policy: OutcomePolicy;
   now: number;
 }
@@ -163,6 +161,12 @@ export interface DeliveryStore {
   releaseClaims(ids: number[]): Promise<void>;
   /** At start: releases every claim of a process that died. */
   releaseAllClaims(): Promise<number>;
+  /**
+   * A destination's throttling as it now stands (kept so a restart does not hammer a destination
+   * that asked us to wait, and shown by status and the dashboard); the caller writes one at a
+   * time, in order.
+   */
+  setThrottle(change: { kind: 'set'; record: DestinationThrottle } | { kind: 'cleared'; destination: string }, now: number): Promise<void>;
   throttles(): Promise<DestinationThrottle[]>;
 }
 

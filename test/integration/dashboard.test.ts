@@ -1,6 +1,5 @@
 /// <reference lib="dom" />
 import t from 'tap';
-import type { GroupRecord } from '../../src/store/store.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { makeDomain, customerId } from '../helpers/env.js';
 import { request } from '../helpers/http.js';
@@ -254,8 +253,7 @@ async function run(): Promise<void> {
     await shot(page, 'overview');
     t.equal(await page.getByRole('heading', { name: 'Destinations slowed down' }).count(), 0, 'no throttled destinations: no such section');
     // A receiver that refused with a 421 (its reply is someone else's words) is listed while the server slows down for it.
-    const throttle = (change: GroupRecord['throttle']) =>
-      s.store.delivery.record({ results: [], composed: new Map(), postpone: [], throttle: change, policy: { retrySchedule: [60_000], maxQueueTime: 3_600_000 }, now: Date.now() });
+    const throttle = (change: Parameters<typeof s.store.delivery.setThrottle>[0]) => s.store.delivery.setThrottle(change, Date.now());
     await throttle({
       kind: 'set',
       record: {

@@ -101,8 +101,6 @@ async function record(q: Q, g: GroupRecord): Promise<void> {
   const done = [...new Set(g.results.map((r) => r.message.id))].filter((id) => !g.composed.has(id));
   if (done.length) await q.run(`UPDATE messages m SET raw = NULL WHERE m.id = ANY($1::bigint[]) AND m.raw IS NOT NULL AND NOT ${UNFINISHED}`, [done]);
   await postpone(q, g.postpone);
-  if (g.throttle?.kind === 'set') await saveThrottle(q, g.throttle.record, g.now);
-  else if (g.throttle?.kind === 'cleared') await q.run('DELETE FROM destination_throttles WHERE destination = $1', [g.throttle.destination]);
 }
 
 function saveThrottle(q: Q, t: DestinationThrottle, now: number): Promise<number> {
@@ -161,6 +159,8 @@ export function pgDelivery(db: PgDb): DeliveryStore {
     postpone: (items) => db.tx((q) => postpone(q, items)),
     releaseClaims: async (ids) => void (ids.length && (await db.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [ids]))),
     releaseAllClaims: () => db.run('DELETE FROM recipient_claims'),
+    setThrottle: async (change, now) =>
+      void (change.kind === 'set' ? await saveThrottle(db, change.record, now) : await db.run('DELETE FROM destination_throttles WHERE destination = $1', [change.destination])),
     throttles: async () =>
       (
         await db.rows<{ destination: string; connections: number; strikes: number; paused_until: number; reason: string; since: number }>(

@@ -38,7 +38,6 @@ contract("the overview counts accepted recipients and outcome events per hour, a
     ],
     composed: new Map(),
     postpone: [],
-    throttle: null,
     policy,
     now,
   });
@@ -74,7 +73,6 @@ contract('retention: the bodies of finished messages and old attempt logs go, th
     results: claimed.map((c) => ({ ...c, outcome: { kind: 'delivered', reply: reply(250, '2.0.0', 'ok', 'delivered'), mx: 'mx', tls: false, tlsVerified: false } })),
     composed: new Map(),
     postpone: [],
-    throttle: null,
     policy,
     now: 9 * DAY,
   });

@@ -12,7 +12,7 @@ const OK = reply(250, '2.0.0', 'ok', 'delivered');
 const delivered: Outcome = { kind: 'delivered', reply: OK, mx: 'mx.example.net', tls: true, tlsVerified: true };
 
 async function record(s: Store, claimed: Awaited<ReturnType<Store['delivery']['claim']>>, outcomes: Outcome[], now: number, extra: Partial<GroupRecord> = {}) {
-  await s.delivery.record({ results: claimed.map((c, i) => ({ ...c, outcome: outcomes[i]! })), composed: new Map(), postpone: [], throttle: null, policy, now, ...extra });
+  await s.delivery.record({ results: claimed.map((c, i) => ({ ...c, outcome: outcomes[i]! })), composed: new Map(), postpone: [], policy, now, ...extra });
 }
 
 const types = async (s: Store, customerId: number, messageId: string) => (await s.messages.get(customerId, messageId))!.events.map((e) => `${e.type} ${e.data.recipient}`);
@@ -158,11 +158,12 @@ contract('held back: the claim released and the recipient due later, its state a
     ],
   );
   const throttle = { destination: 'outlook.com', connections: 2, strikes: 1, pausedUntil: 120_000, reason: reply(421, '4.7.0', 'slow down', 'rate_limited'), since: 90_000 };
-  await record(s, later.slice(0, 1), [delivered], 90_001, { postpone: [{ id: later[1]!.recipient.id, until: 200_000 }], throttle: { kind: 'set', record: throttle } });
+  await record(s, later.slice(0, 1), [delivered], 90_001, { postpone: [{ id: later[1]!.recipient.id, until: 200_000 }] });
+  await s.delivery.setThrottle({ kind: 'set', record: throttle }, 90_001);
   t.same(await s.delivery.throttles(), [throttle]);
   t.same(await s.delivery.claim('w', 199_999, 10), [], 'the unattempted one held back with the group');
   t.match(await s.admin.status(100_000), { throttled: [{ destination: 'outlook.com', connections: 2, refusals: 1, reason: { code: 421 } }] });
-  await record(s, [], [], 100_001, { throttle: { kind: 'cleared', destination: 'outlook.com' } });
+  await s.delivery.setThrottle({ kind: 'cleared', destination: 'outlook.com' }, 100_001);
   t.same(await s.delivery.throttles(), []);
 });
 

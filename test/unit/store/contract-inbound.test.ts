@@ -105,7 +105,6 @@ contract('a report tied by its token bounces or complains of that recipient, onc
     })),
     composed: new Map(),
     postpone: [],
-    throttle: null,
     policy: { retrySchedule: [60_000], maxQueueTime: 3_600_000 },
     now: 2000,
   });

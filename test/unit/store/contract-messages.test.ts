@@ -145,7 +145,6 @@ contract('messages are listed newest first, searched by recipient, Message-ID, t
     results: [{ ...ofA, outcome: { kind: 'delivered', reply: { code: 250, enhanced_code: '2.0.0', message: 'ok', classification: 'delivered' }, mx: 'mx', tls: false, tlsVerified: false } }],
     composed: new Map(),
     postpone: [],
-    throttle: null,
     policy: { retrySchedule: [60_000], maxQueueTime: 86_400_000 },
     now: 260_000,
   });

@@ -187,7 +187,6 @@ contract("a message's webhook deliveries, by event and endpoint", async (t, s) =
     })),
     composed: new Map(),
     postpone: [],
-    throttle: null,
     policy: { retrySchedule: [60_000], maxQueueTime: 3_600_000 },
     now: 2000,
   });

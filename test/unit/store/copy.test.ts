@@ -26,7 +26,6 @@ async function populate(s: Store) {
     })),
     composed: new Map([[claimed[0]!.message.id, Buffer.from('raw')]]),
     postpone: [],
-    throttle: null,
     policy: { retrySchedule: [60_000], maxQueueTime: 3_600_000 },
     now: 3000,
   });
