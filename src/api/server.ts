@@ -9,6 +9,7 @@ import { healthRoutes } from './routes/health.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { suppressionRoutes } from './routes/suppressions.js';
 import { inboundRoutes } from './routes/inbound.js';
+import { OPENAPI_ROUTE, openApiRoutes } from './routes/openapi.js';
 import { parseJsonBody, readBody } from './json-body.js';
 import { holdMemory } from './memory.js';
 import { LARGE_MESSAGE_BYTES } from '../lib/memory-budget.js';
@@ -73,7 +74,7 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   // hooks: every request runs them, and an async hook costs a promise each.)
   app.addHook('onRequest', (request, reply, done) => {
     if (deps.lifecycle.shuttingDown) return done(new ApiError('unavailable', 'The server is shutting down; the request was not accepted.'));
-    if (request.url.startsWith('/api/')) {
+    if (request.url.startsWith('/api/') && request.routeOptions.url !== OPENAPI_ROUTE) {
       // The send path defers the freshness check to its transaction (AuthCache); errors before
       // that re-check the key, so a revoked key still gets 401 first (errors.ts).
       const sendPath = request.method === 'POST' && request.routeOptions.url === SEND_ROUTE;
@@ -103,5 +104,6 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   webhookRoutes(app, deps);
   suppressionRoutes(app, deps);
   inboundRoutes(app, deps);
+  openApiRoutes(app);
   return app;
 }
