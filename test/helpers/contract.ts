@@ -153,8 +153,12 @@ export class Contract {
     if (!key) return [`${where}: status ${x.status} is not among the documented ones (${Object.keys(responses).join(', ')}); body ${x.text.slice(0, 300)}`];
     const [response, responsePath] = this.resolve(responses[key] as Obj, [...opPath, 'responses', key]);
 
-    for (const [name, h] of Object.entries((response.headers as Obj | undefined) ?? {}))
-      if ((h as Obj).required === true && !x.headers.has(name)) out.push(`${where} ${x.status}: the required header ${name} is missing`);
+    for (const [name, h] of Object.entries((response.headers as Obj | undefined) ?? {})) {
+      const value = x.headers.get(name);
+      if (value === null) {
+        if ((h as Obj).required === true) out.push(`${where} ${x.status}: the required header ${name} is missing`);
+      } else out.push(...this.problems(this.validator([...responsePath, 'headers', name, 'schema']), value, `header ${name} of ${where} ${x.status}`));
+    }
     const content = response.content as Obj | undefined;
     if (method !== 'head') {
       if (!content) {

@@ -50,6 +50,8 @@ t.test('a response that differs from the document is caught', async (t) => {
   t.match(one(exchange({ status: 401, body: { error: 'unauthorized' } })), /must be object/, 'an error not in the error shape');
   t.match(one(exchange({ sent: send, contentType: 'text/html' })), /content-type text\/html is not documented/, 'a media type the document does not give');
   t.match(one(exchange({ sent: send, text: 'queued' })), /not JSON/, 'a body that is not JSON');
+  const replayed = new Headers({ 'content-type': 'application/json', 'idempotent-replayed': 'yes' });
+  t.match(one(exchange({ sent: send, headers: replayed })), /header idempotent-replayed .* must be equal to constant/, 'a header value the document does not give');
 });
 
 t.test('a request the server took but the document would refuse is caught', async (t) => {
