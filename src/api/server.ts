@@ -9,6 +9,7 @@ import { healthRoutes } from './routes/health.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { suppressionRoutes } from './routes/suppressions.js';
 import { inboundRoutes } from './routes/inbound.js';
+import { OPENAPI_ROUTE, openApiRoutes } from './routes/openapi.js';
 import { parseJsonBody, readBody } from './json-body.js';
 import { holdMemory } from './memory.js';
 import { LARGE_MESSAGE_BYTES } from '../lib/memory-budget.js';
@@ -73,7 +74,7 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   // hooks: every request runs them, and an async hook costs a promise each.)
   app.addHook('onRequest', (request, reply, done) => {
     if (deps.lifecycle.shuttingDown) return done(new ApiError('unavailable', 'The server is shutting down; the request was not accepted.'));
-    if (request.url.startsWith('/api/')) {
+    if (request.url.startsWith('/api/') && request.routeOptions.url !== OPENAPI_ROUTE) {
       // The send path defers the freshness check to its transaction (AuthCache); errors before
       // that re-check the key, so a revoked key still gets 401 first (errors.ts).
       const sendPath = request.method === 'POST' && request.routeOptions.url === SEND_ROUTE;
@@ -109,5 +110,6 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   // /metrics here only when it has no listener of its own (metrics.listen empty).
   if (metrics && deps.config.metrics.enabled && !deps.config.metrics.listen)
     app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  openApiRoutes(app);
   return app;
 }

@@ -13,6 +13,7 @@ export function sampleData(type: EventType, now: number): Record<string, unknown
     sandbox: false,
     timestamp: ts,
     metadata: { order_id: '1234', test: 'true' },
+    tags: ['order-shipped'],
   };
   switch (type) {
     case 'email.delivered':

@@ -1,4 +1,5 @@
 import type { Test } from 'tap';
+import { enforceContract } from './contract.js';
 
 // Response bodies in tests are arbitrary JSON read field by field; `any` keeps those reads short.
 // biome-ignore lint/suspicious/noExplicitAny: test bodies are read field by field; see above
@@ -16,8 +17,11 @@ export async function request(url: string, init: { method?: string; key?: string
   let body: string | undefined = init.raw;
   if (body === undefined && init.body !== undefined) body = JSON.stringify(init.body);
   if (body !== undefined && !('content-type' in headers)) headers['content-type'] = 'application/json';
-  const res = await fetch(url, { method: init.method ?? (body !== undefined ? 'POST' : 'GET'), headers, ...(body !== undefined ? { body } : {}) });
+  const method = init.method ?? (body !== undefined ? 'POST' : 'GET');
+  const res = await fetch(url, { method, headers, ...(body !== undefined ? { body } : {}) });
   const text = await res.text();
+  // Every answer under /api/v1 is held to docs/openapi.json (test/helpers/contract.ts): a mismatch throws.
+  enforceContract({ method, url, requestBody: body, requestHeaders: headers, status: res.status, headers: res.headers, text });
   let parsed: Json = text;
   try {
     parsed = JSON.parse(text);

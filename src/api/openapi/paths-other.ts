@@ -1,0 +1,233 @@
+import { EVENT_TYPES } from '../../domain/events.js';
+import { json, PAGE_PARAMETERS, page, pathParameter, ref, responseRef, responses, type Obj } from './common.js';
+
+/** Webhook endpoints, received mail, suppressions, the document itself and /healthz (api/routes/; docs/api.md). */
+
+const ENDPOINT_ID = pathParameter('id', 'The endpoint id (`wh_…`).');
+const EVENT_TYPE = { type: 'string', enum: [...EVENT_TYPES] };
+
+const WEBHOOK_PATHS: Obj = {
+  '/api/v1/webhooks': {
+    post: {
+      operationId: 'createWebhook',
+      tags: ['webhooks'],
+      summary: 'Add a webhook endpoint',
+      description:
+        'The URL must be https and its host must resolve only to public addresses (checked now, and again on every connection); `webhooks.allow_private_targets` lifts that for development. Unknown fields are refused.',
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['url'],
+              additionalProperties: false,
+              properties: {
+                url: { type: 'string', format: 'uri', minLength: 1, maxLength: 2048, description: 'https://…, no credentials; not `localhost` nor a private, loopback or link-local address.' },
+                events: { type: ['array', 'null'], minItems: 1, items: EVENT_TYPE, description: 'The types to send; every type when left out or null. Duplicates are dropped.' },
+                description: { type: ['string', 'null'], maxLength: 500 },
+              },
+            },
+          },
+        },
+      },
+      responses: responses('post', {
+        '201': json(ref('WebhookEndpointCreated'), 'Created; the secret is shown only now.'),
+        '422': responseRef('ValidationFailed'),
+      }),
+    },
+    get: {
+      operationId: 'listWebhooks',
+      tags: ['webhooks'],
+      summary: 'The webhook endpoints',
+      responses: responses('get', {
+        '200': json({ type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('WebhookEndpoint') } } }, 'Every endpoint of the customer (never the secret).'),
+      }),
+    },
+  },
+  '/api/v1/webhooks/{id}': {
+    parameters: [ENDPOINT_ID],
+    get: {
+      operationId: 'getWebhook',
+      tags: ['webhooks'],
+      summary: 'A webhook endpoint',
+      responses: responses('get', { '200': json(ref('WebhookEndpoint'), 'The endpoint (never the secret).'), '404': responseRef('NotFound') }),
+    },
+    delete: {
+      operationId: 'deleteWebhook',
+      tags: ['webhooks'],
+      summary: 'Remove a webhook endpoint and its log',
+      responses: responses('delete', {
+        '200': json({ type: 'object', required: ['id', 'deleted'], properties: { id: { type: 'string' }, deleted: { const: true } } }, 'Removed: nothing more is sent to it.'),
+        '404': responseRef('NotFound'),
+      }),
+    },
+  },
+  '/api/v1/webhooks/{id}/test': {
+    parameters: [ENDPOINT_ID],
+    post: {
+      operationId: 'testWebhook',
+      tags: ['webhooks'],
+      summary: 'Send a sample event now',
+      description: 'Sent at once, signed as every event is, logged, and not retried. The body may be left out.',
+      requestBody: {
+        required: false,
+        content: {
+          'application/json': {
+            schema: { type: 'object', properties: { type: { ...EVENT_TYPE, default: 'email.delivered', description: 'The event type to sample; other fields are ignored.' } } },
+          },
+        },
+      },
+      responses: responses('post', {
+        '200': json(ref('WebhookAttemptOutcome'), 'What the endpoint answered (a failure to reach it is a 200 too: see `success`).'),
+        '404': responseRef('NotFound'),
+        '422': responseRef('ValidationFailed'),
+      }),
+    },
+  },
+  '/api/v1/webhooks/{id}/deliveries': {
+    parameters: [ENDPOINT_ID],
+    get: {
+      operationId: 'listWebhookAttempts',
+      tags: ['webhooks'],
+      summary: "The endpoint's attempt log, newest first",
+      parameters: PAGE_PARAMETERS,
+      responses: responses('get', {
+        '200': json(page(ref('WebhookAttempt')), 'One page of attempts.'),
+        '404': responseRef('NotFound'),
+        '422': responseRef('ValidationFailed'),
+      }),
+    },
+  },
+  '/api/v1/webhooks/{id}/deliveries/{event_id}/replay': {
+    parameters: [ENDPOINT_ID, pathParameter('event_id', 'The event (`msg_…`; `event_id` in the attempt log).')],
+    post: {
+      operationId: 'replayWebhookEvent',
+      tags: ['webhooks'],
+      summary: 'Send an event again now',
+      description: 'The stored event, with the same `webhook-id`; logged as a replay delivery and not retried. No request body.',
+      responses: responses('post', { '200': json(ref('WebhookAttemptOutcome'), 'What the endpoint answered.'), '404': responseRef('NotFound') }),
+    },
+  },
+};
+
+const INBOUND_ID = pathParameter('id', 'The received message (`in_…`).');
+
+const INBOUND_PATHS: Obj = {
+  '/api/v1/inbound': {
+    get: {
+      operationId: 'listInbound',
+      tags: ['inbound'],
+      summary: 'Received messages, newest first',
+      parameters: PAGE_PARAMETERS,
+      responses: responses('get', { '200': json(page(ref('InboundSummary')), 'One page of received messages.'), '422': responseRef('ValidationFailed') }),
+    },
+  },
+  '/api/v1/inbound/{id}': {
+    parameters: [INBOUND_ID],
+    get: {
+      operationId: 'getInbound',
+      tags: ['inbound'],
+      summary: 'A received message, parsed',
+      description: 'A message of 64 KiB or more waits for room in the memory budget first (503 after 60 s).',
+      responses: responses('get', { '200': json(ref('InboundMessage'), 'The message as JSON, attachments in Base64.'), '404': responseRef('NotFound') }),
+    },
+  },
+  '/api/v1/inbound/{id}/raw': {
+    parameters: [INBOUND_ID],
+    get: {
+      operationId: 'getInboundRaw',
+      tags: ['inbound'],
+      summary: 'A received message as it arrived',
+      responses: responses('get', {
+        '200': { description: 'The message, byte for byte.', content: { 'message/rfc822': { schema: { type: 'string' } } } },
+        '404': responseRef('NotFound'),
+      }),
+    },
+  },
+};
+
+const SUPPRESSION_PATHS: Obj = {
+  '/api/v1/suppressions': {
+    get: {
+      operationId: 'listSuppressions',
+      tags: ['suppressions'],
+      summary: 'The suppression list, newest first',
+      parameters: [...PAGE_PARAMETERS, { name: 'reason', in: 'query', description: 'Only this reason.', schema: { type: 'string', enum: ['hard_bounce', 'spam_complaint', 'manual'] } }],
+      responses: responses('get', { '200': json(page(ref('Suppression')), 'One page of the list.'), '422': responseRef('ValidationFailed') }),
+    },
+    post: {
+      operationId: 'addSuppression',
+      tags: ['suppressions'],
+      summary: 'Add an address',
+      description: 'Reason `manual`. Other fields of the body are ignored.',
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: { type: 'object', required: ['address'], properties: { address: { type: 'string', description: 'An email address (no display name).' } } } } },
+      },
+      responses: responses('post', {
+        '200': json(ref('SuppressionAdded'), 'It was already on the list (`created: false`).'),
+        '201': json(ref('SuppressionAdded'), 'Added (`created: true`).'),
+        '422': responseRef('ValidationFailed'),
+      }),
+    },
+  },
+  '/api/v1/suppressions/{address}': {
+    parameters: [pathParameter('address', 'The address, URL-encoded.')],
+    delete: {
+      operationId: 'removeSuppression',
+      tags: ['suppressions'],
+      summary: 'Remove an address',
+      responses: responses('delete', {
+        '200': json({ type: 'object', required: ['address', 'deleted'], properties: { address: { type: 'string' }, deleted: { const: true } } }, 'Removed.'),
+        '404': responseRef('NotFound'),
+      }),
+    },
+  },
+};
+
+export const OPENAPI_PATH = '/api/v1/openapi.json';
+
+const OPEN_PATHS: Obj = {
+  [OPENAPI_PATH]: {
+    get: {
+      operationId: 'getOpenApi',
+      tags: ['meta'],
+      summary: 'This document',
+      description: 'No API key needed.',
+      security: [],
+      responses: {
+        '200': json({ type: 'object', required: ['openapi', 'info', 'paths'] }, 'The OpenAPI 3.1 document of this server.'),
+        '503': responseRef('Unavailable'),
+      },
+    },
+  },
+  '/healthz': {
+    get: {
+      operationId: 'health',
+      tags: ['meta'],
+      summary: 'Health',
+      description: 'No API key needed.',
+      security: [],
+      responses: {
+        '200': json(ref('Health'), 'The store takes a write and every listener is up.'),
+        '503': json({ oneOf: [ref('Health'), ref('Unavailable')] }, 'Not healthy (`status: unavailable`), or shutting down (as every request then).'),
+      },
+    },
+  },
+};
+
+export const OTHER_PATHS: Obj = { ...WEBHOOK_PATHS, ...INBOUND_PATHS, ...SUPPRESSION_PATHS, ...OPEN_PATHS };
+
+export const OTHER_SCHEMAS: Obj = {
+  SuppressionAdded: {
+    type: 'object',
+    required: ['address', 'reason', 'created'],
+    properties: { address: { type: 'string', description: 'Lower-cased.' }, reason: { const: 'manual' }, created: { type: 'boolean' } },
+  },
+  Health: {
+    type: 'object',
+    required: ['status', 'store', 'listeners'],
+    properties: { status: { type: 'string', enum: ['ok', 'unavailable'] }, store: { type: 'string', enum: ['ok', 'error'] }, listeners: { type: 'string', enum: ['up', 'down'] } },
+  },
+};
