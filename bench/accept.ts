@@ -10,10 +10,10 @@ import BetterSqlite3 from 'better-sqlite3';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { ROOT, workDir, spawnReady, stop, httpLoad, fmt, alternate, type LoadResult, daemonArgs, idleMemory, memoryOf, memoryLine } from './lib.js';
-import { openDb, migrate } from '../src/store/db.js';
-import { ensureDefaultCustomer } from '../src/store/customers.js';
-import { createKey } from '../src/store/keys.js';
-import { addDomain, setVerified } from '../src/store/domains.js';
+import { openDb, migrate } from '../src/store/sqlite/db.js';
+import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
+import { createKey } from '../src/store/sqlite/keys.js';
+import { addDomain, setVerified } from '../src/store/sqlite/domains.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
 
 export interface AcceptFigures {

@@ -10,9 +10,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ROOT, workDir, spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, settleDisk, diskLine, fixedPort, type DiskState } from './lib.js';
 import { ensurePostfix, heldRelay } from './postfix.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
-import { openDb, migrate } from '../src/store/db.js';
-import { ensureDefaultCustomer } from '../src/store/customers.js';
-import { addDomain } from '../src/store/domains.js';
+import { openDb, migrate } from '../src/store/sqlite/db.js';
+import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
+import { addDomain } from '../src/store/sqlite/domains.js';
 
 const N = Number(process.env.BENCH_INBOUND_N ?? 5000);
 const SESSIONS = 20;

@@ -3,9 +3,9 @@
 // The per-claim time must stay flat.
 import { join } from 'node:path';
 import { workDir, fmt } from './lib.js';
-import { openDb, migrate } from '../src/store/db.js';
-import { ensureDefaultCustomer } from '../src/store/customers.js';
-import { claimDue, releaseClaimsOf } from '../src/store/queue.js';
+import { openDb, migrate } from '../src/store/sqlite/db.js';
+import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
+import { claimDue, releaseClaimsOf } from '../src/store/sqlite/queue.js';
 
 function measure(size: number, scattered: boolean): number {
   const dir = workDir(`queue-${size}${scattered ? '-scattered' : ''}`);

@@ -9,11 +9,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { workDir, fmt } from './lib.js';
 import { ensurePostfix, startSink } from './postfix.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
-import { openDb, migrate, type Db } from '../src/store/db.js';
-import { ensureDefaultCustomer } from '../src/store/customers.js';
-import { createKey } from '../src/store/keys.js';
-import { addDomain, setVerified } from '../src/store/domains.js';
-import { acceptMessage } from '../src/store/messages.js';
+import { openDb, migrate, type Db } from '../src/store/sqlite/db.js';
+import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
+import { createKey } from '../src/store/sqlite/keys.js';
+import { addDomain, setVerified } from '../src/store/sqlite/domains.js';
+import { acceptMessage } from '../src/store/sqlite/messages.js';
 import { validateSendRequest } from '../src/domain/send-request.js';
 import { Problems } from '../src/domain/errors.js';
 

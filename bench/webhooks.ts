@@ -12,10 +12,10 @@ import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { ROOT, workDir, spawnReady, stop, fmt, alternate, daemonArgs, idleMemory, memoryOf, memoryLine } from './lib.js';
-import { openDb, migrate } from '../src/store/db.js';
-import { ensureDefaultCustomer } from '../src/store/customers.js';
-import { recordEvent } from '../src/store/events.js';
-import { createEndpoint } from '../src/store/webhooks.js';
+import { openDb, migrate } from '../src/store/sqlite/db.js';
+import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
+import { recordEvent } from '../src/store/sqlite/events.js';
+import { createEndpoint } from '../src/store/sqlite/webhooks.js';
 import { newSecret } from '../src/webhooks/sign.js';
 import { TestDnsServer } from '../test/helpers/dns-server.js';
 

@@ -5,7 +5,7 @@ import type { Store } from './store/store.js';
 import { AuthCache } from './store/auth-cache.js';
 import { buildApi } from './api/server.js';
 import { ConfigError, configWarnings } from './config/load.js';
-import { lockDataDir, type DataDirLock } from './lib/data-dir-lock.js';
+import { lockDataDir, type DataDirLock } from './store/open.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createResolver } from './lib/dns.js';
 import type { Logger } from './lib/logger.js';
@@ -229,7 +229,7 @@ function flatConfig(c: Config): Map<string, string> {
 }
 
 /**
- * The daemon, holding its data directory for its life (lib/data-dir-lock.ts): a second daemon on
+ * The daemon, holding its data directory for its life (store/sqlite/lock.ts): a second daemon on
  * the same store refuses to start before it opens anything; a start that fails lets go of it.
  */
 export async function startDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Promise<Daemon> {

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
-import type { ApiKeyInfo } from '../store/keys.js';
+import type { ApiKeyInfo } from '../store/model.js';
 import type { AuthCache } from '../store/auth-cache.js';
 
 declare module 'fastify' {

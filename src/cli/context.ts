@@ -4,7 +4,7 @@ import { configPath, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
-import type { Customer } from '../store/customers.js';
+import type { Customer } from '../store/model.js';
 
 export interface GlobalOptions {
   config?: string;

@@ -1,5 +1,5 @@
 import { html, Html } from './html.js';
-import type { Overview } from '../store/overview.js';
+import type { Overview } from '../store/model.js';
 
 /** The last 7 days by hour as an SVG bar chart drawn on the server: accepted behind, delivered and bounced in front. */
 export function chart(hourly: Overview['hourly']): Html {

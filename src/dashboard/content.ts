@@ -1,7 +1,7 @@
 import { readStoredRequest } from '../domain/stored-request.js';
 import { UnsendableMessage } from '../domain/errors.js';
 import { attachmentSize, type SendRequest } from '../domain/send-request.js';
-import type { StoredContent } from '../store/messages.js';
+import type { StoredContent } from '../store/model.js';
 
 /**
  * A sent message's content as its page shows it, from what the store keeps (store/messages.ts

@@ -1,6 +1,6 @@
 import { html, type Html } from './html.js';
-import type { Session } from '../store/users.js';
-import type { Customer } from '../store/customers.js';
+import type { Session } from '../store/model.js';
+import type { Customer } from '../store/model.js';
 
 export interface PageContext {
   session: Session & { id: string };

@@ -9,7 +9,7 @@ import type { Logger } from '../lib/logger.js';
 import type { WebhookService } from '../webhooks/service.js';
 import type { MemoryBudget } from '../lib/memory-budget.js';
 import { ConfigError } from '../config/load.js';
-import type { Session } from '../store/users.js';
+import type { Session } from '../store/model.js';
 import { Html } from './html.js';
 import { LoginThrottle } from './throttle.js';
 import { pageRoutes } from './routes/index.js';

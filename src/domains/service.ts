@@ -1,7 +1,7 @@
 import type { Resolver } from 'node:dns/promises';
 import { returnPathDomain, type Config } from '../config/schema.js';
 import type { DomainStore } from '../store/store.js';
-import type { DomainRow } from '../store/domains.js';
+import type { DomainRow } from '../store/model.js';
 import { dnsRecords, DKIM_GRACE_MS, type DnsRecord } from '../domain/dns-records.js';
 import { checkRecords, isVerified, unanswered, type RecordCheck } from '../lib/verify-domain.js';
 

@@ -10,7 +10,7 @@ import type { Logger } from '../lib/logger.js';
 import { routeRecipient, type Route } from './route.js';
 import { BareNewlineCheck } from './smuggling.js';
 import { inspectInbound } from './receive.js';
-import type { ReceivingDomain, StoredInbound } from '../store/inbound.js';
+import type { ReceivingDomain, StoredInbound } from '../store/model.js';
 import { LARGE_MESSAGE_BYTES, type Hold, type MemoryBudget } from '../lib/memory-budget.js';
 import { readReport } from '../reports/read.js';
 import { returnPathDomain } from '../config/schema.js';

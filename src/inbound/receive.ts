@@ -6,7 +6,7 @@ import { spf } from 'mailauth/lib/spf/index.js';
 import { dmarc } from 'mailauth/lib/dmarc/index.js';
 import type { Resolver } from 'node:dns/promises';
 import { MIME_LIMITS, MAX_MIME_PARTS, mimeLimitProblem, parserInput, tooComplex } from '../reports/limits.js';
-import type { StoredInbound } from '../store/inbound.js';
+import type { StoredInbound } from '../store/model.js';
 
 /** What a received message is described by (the stored row's parsed fields). */
 export type ParsedInbound = Pick<StoredInbound, 'fromHeader' | 'to' | 'subject' | 'messageId' | 'attachments' | 'auth'>;

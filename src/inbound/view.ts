@@ -1,5 +1,5 @@
 import { simpleParser, type ParsedMail } from 'mailparser';
-import type { InboundRow } from '../store/inbound.js';
+import type { InboundRow } from '../store/model.js';
 import { Readable } from 'node:stream';
 import { MIME_LIMITS, mimeLimitProblem, parserInput, topHeaderFields } from '../reports/limits.js';
 

@@ -1,5 +1,5 @@
 import type { Store } from '../store/store.js';
-import type { Claimed, QueuedMessage } from '../store/queue.js';
+import type { Claimed, QueuedMessage } from '../store/model.js';
 import { addressKey } from '../domain/addresses.js';
 import { returnPath } from '../domain/return-path.js';
 import { reply, suppressFor, type Outcome, type Reply, type SuppressionPolicy } from '../domain/outcome.js';

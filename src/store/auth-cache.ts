@@ -1,5 +1,5 @@
-import type { ApiKeyInfo } from './keys.js';
-import type { SendingDomain } from './domains.js';
+import type { ApiKeyInfo } from './model.js';
+import type { SendingDomain } from './model.js';
 import type { DomainStore, KeyStore } from './store.js';
 
 /**

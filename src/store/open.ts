@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config/schema.js';
 import type { Store } from './store.js';
-import { openDb } from './db.js';
-import { sqliteStore } from './sqlite-store.js';
-import { GroupCommit } from './writer/group-commit.js';
+import { openDb } from './sqlite/db.js';
+import { sqliteStore } from './sqlite/index.js';
+import { GroupCommit } from './sqlite/writer/group-commit.js';
 import { pgStore } from './pg/index.js';
 
 /**
@@ -32,3 +32,5 @@ export function readPassword(file: string): string {
     throw new Error(`store.password_file: cannot read ${file}: ${(e as Error).message}`);
   }
 }
+
+export { DataDirLockedError, lockDataDir, type DataDirLock } from './sqlite/lock.js';

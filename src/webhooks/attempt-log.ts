@@ -1,6 +1,6 @@
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import type { AttemptBatch, SettledAttempt } from '../store/webhooks.js';
+import type { AttemptBatch, SettledAttempt } from '../store/model.js';
 import type { FanOut } from './fanout.js';
 
 /** Attempts recorded per transaction at most; a batch this full is written at once. */

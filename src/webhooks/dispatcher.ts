@@ -1,7 +1,7 @@
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { WebhookStore } from '../store/store.js';
-import type { AttemptBatch, ClaimedDelivery, Endpoint, StoredDelivery } from '../store/webhooks.js';
+import type { AttemptBatch, ClaimedDelivery, Endpoint, StoredDelivery } from '../store/model.js';
 import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_MS, attemptRecord, ok2xx, type WebhookService } from './service.js';
 import type { PostResult } from './safe-fetch.js';
 import { KeyedPool } from '../lib/keyed-pool.js';

@@ -1,5 +1,5 @@
 import type { WebhookStore } from '../store/store.js';
-import { comparePos, subscribes, type ClaimRoom, type Endpoint, type FanOutPos, type FreshDelivery, type SettledAttempt } from '../store/webhooks.js';
+import { comparePos, subscribes, type ClaimRoom, type Endpoint, type FanOutPos, type FreshDelivery, type SettledAttempt } from '../store/model.js';
 
 /** A delivery fanned out in memory that goes to the store as a pending row, due now (its endpoint had no room). */
 export interface PendingRow {

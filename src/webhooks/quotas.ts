@@ -1,4 +1,4 @@
-import type { ClaimRoom } from '../store/webhooks.js';
+import type { ClaimRoom } from '../store/model.js';
 
 /**
  * How many deliveries the dispatcher holds ahead per endpoint (fanned out or claimed) and in all.

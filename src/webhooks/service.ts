@@ -9,7 +9,7 @@ import { signWebhook, newSecret } from './sign.js';
 import { sampleData } from './samples.js';
 import { type SafeFetch, checkTarget, resolvesPublicOnly, type PostResult } from './safe-fetch.js';
 import type { Resolver } from 'node:dns/promises';
-import type { AttemptRecord, Endpoint } from '../store/webhooks.js';
+import type { AttemptRecord, Endpoint } from '../store/model.js';
 
 /** Standard Webhooks retry delays after each failure (seed: 5 s … 10 h, 8 attempts, about 28 h). */
 export const WEBHOOK_RETRY_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
-import { openDb, migrate, type Db } from '../../src/store/db.js';
-import { migrations } from '../../src/store/migrations/index.js';
-import { ensureDefaultCustomer } from '../../src/store/customers.js';
-import type { KeyKind } from '../../src/store/keys.js';
+import { openDb, migrate, type Db } from '../../src/store/sqlite/db.js';
+import { migrations } from '../../src/store/sqlite/migrations/index.js';
+import { ensureDefaultCustomer } from '../../src/store/sqlite/customers.js';
+import type { KeyKind } from '../../src/store/model.js';
 import type { Store } from '../../src/store/store.js';
 import { openStore } from '../../src/store/open.js';
 import { createTestDatabase } from './postgres.js';
@@ -17,7 +17,8 @@ import { dnsRecords } from '../../src/domain/dns-records.js';
 import type { TestDnsServer } from './dns-server.js';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/main.js';
 import { silentLogger } from '../../src/lib/logger.js';
-import { acceptMessage, type AcceptResult } from '../../src/store/messages.js';
+import { acceptMessage } from '../../src/store/sqlite/messages.js';
+import type { AcceptResult } from '../../src/store/model.js';
 
 export function tempDir(prefix = 'posthaste-test-'): { path: string; remove: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix));

@@ -2,7 +2,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { join } from 'node:path';
 import type { Config } from '../../src/config/schema.js';
-import { DB_FILE } from '../../src/store/db.js';
+import { DB_FILE } from '../../src/store/sqlite/db.js';
 
 /**
  * A test's own connection to the store the daemon under test uses, whichever engine, for what

@@ -1,9 +1,9 @@
 import tap, { type Test } from 'tap';
-import { openDb } from '../../src/store/db.js';
-import { sqliteStore } from '../../src/store/sqlite-store.js';
+import { openDb } from '../../src/store/sqlite/db.js';
+import { sqliteStore } from '../../src/store/sqlite/index.js';
 import { pgStore } from '../../src/store/pg/index.js';
 import type { FanOutPos, Store } from '../../src/store/store.js';
-import type { OutboxEvent } from '../../src/store/webhooks.js';
+import type { OutboxEvent } from '../../src/store/model.js';
 import { tempDir } from './env.js';
 import { testDatabase } from './postgres.js';
 

@@ -10,7 +10,7 @@ import { runCli, json } from '../helpers/cli.js';
 import { tempDir, writeTestConfig } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
 import { DEFAULT_CONFIG_PATH } from '../../src/config/load.js';
-import { PID_FILE } from '../../src/lib/data-dir-lock.js';
+import { PID_FILE } from '../../src/store/sqlite/lock.js';
 
 const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSTHASTE_')));
 

@@ -77,3 +77,34 @@ t.test('only store/ speaks SQL', async (t) => {
   t.same(outside, []);
   t.ok(SQL.test("db.statement('SELECT 1')") && SQL.test('DELETE FROM recipients') && !SQL.test('select a domain from the list'), 'the pattern finds SQL and not prose');
 });
+
+/**
+ * The store is one interface with two engines (docs/architecture.md, "The store"): above it, code
+ * imports only the interface, its model and errors, how to open it, and the auth cache over it;
+ * never an engine, and a database driver only inside its engine.
+ */
+const STORE_FACE = new Set(['store/store.ts', 'store/model.ts', 'store/errors.ts', 'store/open.ts', 'store/auth-cache.ts', 'store/copy.ts']);
+
+/** Imports of store/ from outside it that reach past the interface into an engine. */
+export function intoEngines(all: Edge[]): string[] {
+  return all.filter((e) => !e.from.startsWith(`store${sep}`) && e.to.startsWith(`store${sep}`) && !STORE_FACE.has(e.to.split(sep).join('/').replace(/\.js$/, '.ts'))).map((e) => `${e.from} → ${e.to}`);
+}
+
+t.test('above the store, only its interface is imported; the engines and their drivers stay inside it', async (t) => {
+  const found = edges(files);
+  t.same(intoEngines(found), [], 'no part above the store imports an engine');
+  t.same(intoEngines([{ from: `api${sep}server.ts`, to: `store${sep}sqlite${sep}db.js` }]), [`api${sep}server.ts → store${sep}sqlite${sep}db.js`], 'the check catches one');
+  const drivers = files.flatMap((f) => {
+    const text = readFileSync(f, 'utf8');
+    const where = relative(SRC, f).split(sep).join('/');
+    const out: string[] = [];
+    if (/from 'better-sqlite3'/.test(text) && !where.startsWith('store/sqlite/')) out.push(`${where} imports better-sqlite3`);
+    if (/from 'pg'/.test(text) && !where.startsWith('store/pg/')) out.push(`${where} imports pg`);
+    return out;
+  });
+  t.same(drivers, [], 'better-sqlite3 only in store/sqlite/, pg only in store/pg/');
+  const across = found
+    .map((e) => ({ from: e.from.split(sep).join('/'), to: e.to.split(sep).join('/') }))
+    .filter((e) => (e.from.startsWith('store/sqlite/') && e.to.startsWith('store/pg/')) || (e.from.startsWith('store/pg/') && e.to.startsWith('store/sqlite/')));
+  t.same(across, [], 'the engines do not import each other');
+});

@@ -5,8 +5,8 @@ import { ApiError, Problems, UnsendableMessage, refusal, unknownDomain, unverifi
 import { validateSendRequest, recipientsOf, type SendRequest } from '../../domain/send-request.js';
 import { formatMailbox } from '../../domain/addresses.js';
 import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../outbound/compose.js';
-import { acceptedResponse, type AcceptInput } from '../../store/messages.js';
-import type { ApiKeyInfo } from '../../store/keys.js';
+import { acceptedResponse, type AcceptInput } from '../../store/model.js';
+import type { ApiKeyInfo } from '../../store/model.js';
 import { parseMessageFilters } from '../../domain/message-search.js';
 import { parsePage } from '../paging.js';
 import { timeSortableId, BASE32 } from '../../lib/ids.js';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
-import { CUSTOMER_NAME, type Customer } from '../../store/customers.js';
+import { CUSTOMER_NAME, type Customer } from '../../store/model.js';
 
 const view = (c: Customer) => ({ id: c.id, name: c.name, created_at: iso(c.created_at) });
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
-import type { DomainRow } from '../../store/domains.js';
-import { DEFAULT_CUSTOMER } from '../../store/customers.js';
+import type { DomainRow } from '../../store/model.js';
+import { DEFAULT_CUSTOMER } from '../../store/model.js';
 import { normaliseDomain } from '../../domain/addresses.js';
 import { createResolver } from '../../lib/dns.js';
 import { dkimStatus, domainRecords, verifyDomain } from '../../domains/service.js';

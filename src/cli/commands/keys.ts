@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
-import type { ApiKeyInfo } from '../../store/keys.js';
-import { DEFAULT_CUSTOMER } from '../../store/customers.js';
+import type { ApiKeyInfo } from '../../store/model.js';
+import { DEFAULT_CUSTOMER } from '../../store/model.js';
 
 export function keysCommand(program: Command): void {
   const cmd = program.command('keys').description('manage API keys (shown once at creation; only a hash is stored)');

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { relative, join } from 'node:path';
 import { CliError, configFileOf, configOf } from '../context.js';
 import { DEFAULT_CONFIG_PATH } from '../../config/load.js';
-import { DataDirLockedError } from '../../lib/data-dir-lock.js';
+import { DataDirLockedError } from '../../store/open.js';
 import { createLogger } from '../../lib/logger.js';
 
 /**

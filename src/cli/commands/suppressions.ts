@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { withStore, output, table, customerNamed, CliError, iso } from '../context.js';
-import { DEFAULT_CUSTOMER } from '../../store/customers.js';
-import type { SuppressionReason } from '../../store/suppressions.js';
+import { DEFAULT_CUSTOMER } from '../../store/model.js';
+import type { SuppressionReason } from '../../store/model.js';
 
 const REASONS: readonly SuppressionReason[] = ['hard_bounce', 'spam_complaint', 'manual'];
 import { parseAddrSpec } from '../../domain/addresses.js';

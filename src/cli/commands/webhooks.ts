@@ -1,6 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { withStore, output, table, customerNamed, CliError } from '../context.js';
-import { DEFAULT_CUSTOMER } from '../../store/customers.js';
+import { DEFAULT_CUSTOMER } from '../../store/model.js';
 import { endpointView, type AttemptOutcome } from '../../webhooks/service.js';
 import { Problems } from '../../domain/errors.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';

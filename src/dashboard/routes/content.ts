@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import type { StoredContent } from '../../store/messages.js';
+import type { StoredContent } from '../../store/model.js';
 import { attachmentAt, readContent } from '../content.js';
 import { sendDownload, sendMailHtml } from '../untrusted.js';
 import type { PageContext } from '../layout.js';

@@ -1,4 +1,4 @@
-import { CUSTOMER_NAME } from '../../store/customers.js';
+import { CUSTOMER_NAME } from '../../store/model.js';
 import { customersBody } from '../views/customers.js';
 import type { Pages, Req } from '../pages.js';
 

@@ -2,7 +2,7 @@ import type { FastifyReply } from 'fastify';
 import { path } from '../html.js';
 import type { PageContext } from '../layout.js';
 import { normaliseDomain } from '../../domain/addresses.js';
-import type { DomainRow } from '../../store/domains.js';
+import type { DomainRow } from '../../store/model.js';
 import { domainRecords, verifyDomain } from '../../domains/service.js';
 import { domainBody, domainsBody } from '../views/domains.js';
 import type { Pages, Req } from '../pages.js';

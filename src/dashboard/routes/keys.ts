@@ -1,5 +1,5 @@
 import { html } from '../html.js';
-import type { KeyKind } from '../../store/keys.js';
+import type { KeyKind } from '../../store/model.js';
 import { keysBody, revokeKeyBody } from '../views/keys.js';
 import type { Pages, Req } from '../pages.js';
 

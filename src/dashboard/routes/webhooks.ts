@@ -4,7 +4,7 @@ import { html, path } from '../html.js';
 import type { PageContext } from '../layout.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
 import { Problems } from '../../domain/errors.js';
-import type { Endpoint } from '../../store/webhooks.js';
+import type { Endpoint } from '../../store/model.js';
 import { endpointBody, webhooksBody } from '../views/webhooks.js';
 import type { Pages, Req } from '../pages.js';
 import { shortUrl } from '../format.js';

@@ -1,6 +1,6 @@
 import { html, path, Html } from '../html.js';
 import type { PageContext } from '../layout.js';
-import type { DomainRow } from '../../store/domains.js';
+import type { DomainRow } from '../../store/model.js';
 import type { domainRecords, verifyDomain } from '../../domains/service.js';
 import { csrf, when } from './common.js';
 

@@ -1,10 +1,10 @@
 import { html, path, type Html } from '../html.js';
 import type { PageContext } from '../layout.js';
-import type { ApiKeyInfo, listKeys } from '../../store/keys.js';
+import type { ApiKeyInfo } from '../../store/model.js';
 import { csrf, when } from './common.js';
 
 /** The keys page: a form that makes the kind of key an explicit choice (none is preselected), and the keys. */
-export function keysBody(c: PageContext, keys: ReturnType<typeof listKeys>): Html {
+export function keysBody(c: PageContext, keys: ApiKeyInfo[]): Html {
   return html`<div class="card"><form method="post" action="/keys" class="row">${csrf(c)}
       <label>Name <input name="name" maxlength="100" placeholder="e.g. web app"></label>
       <fieldset class="choice"><legend>Kind (choose one)</legend>

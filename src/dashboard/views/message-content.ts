@@ -1,5 +1,5 @@
 import { html, path, type Html } from '../html.js';
-import type { MessageView } from '../../store/messages.js';
+import type { MessageView } from '../../store/model.js';
 import { SOURCE_SHOWN, type MessageContent } from '../content.js';
 import { byteSize } from '../format.js';
 

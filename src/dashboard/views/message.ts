@@ -1,14 +1,21 @@
 import { html, path, type Html } from '../html.js';
 import type { PageContext } from '../layout.js';
-import type { MessageView } from '../../store/messages.js';
-import type { deliveriesOfMessage } from '../../store/webhooks.js';
+import type { MessageView } from '../../store/model.js';
+import type { Store } from '../../store/store.js';
 import { csrf, endpointLink, replyBlock, when } from './common.js';
 import { plural } from '../format.js';
 import type { MessageContent } from '../content.js';
 import { contentBody, sourceBody } from './message-content.js';
 
 /** A message's page: what it is, its content, each recipient's timeline with the webhook deliveries of its events (`endpoints`: the customer's, id to URL), its source. */
-export function messageBody(c: PageContext, m: MessageView, hooks: ReturnType<typeof deliveriesOfMessage>, endpoints: Map<string, string>, content: MessageContent, retentionDays: number): Html {
+export function messageBody(
+  c: PageContext,
+  m: MessageView,
+  hooks: Awaited<ReturnType<Store['messages']['deliveriesOf']>>,
+  endpoints: Map<string, string>,
+  content: MessageContent,
+  retentionDays: number,
+): Html {
   // Nothing sent yet (a scheduled message, or one still waiting its turn): it can be canceled.
   const cancelable = m.recipients.every((r) => r.state === 'queued' && r.attempts === 0);
   return html`${cancelable ? html`<form method="post" action="${path`/messages/${m.message_id}/cancel`}" class="card">${csrf(c)}<button class="secondary">Cancel this message</button> <span class="muted">Nothing of it has been sent${m.scheduled_at ? html` (scheduled ${when(m.scheduled_at, c.now)})` : ''}.</span></form>` : ''}

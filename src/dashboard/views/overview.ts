@@ -1,5 +1,5 @@
 import { html, type Html } from '../html.js';
-import type { Overview } from '../../store/overview.js';
+import type { Overview } from '../../store/model.js';
 import { chart } from '../chart.js';
 import { replyBlock, when } from './common.js';
 import { noun } from '../format.js';

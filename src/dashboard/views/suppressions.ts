@@ -1,6 +1,6 @@
 import { html, path, type Html } from '../html.js';
 import type { PageContext } from '../layout.js';
-import type { SimulatedSuppression, SuppressionRow } from '../../store/suppressions.js';
+import type { SimulatedSuppression, SuppressionRow } from '../../store/model.js';
 import { csrf, when } from './common.js';
 
 /** The suppression list (search, add, remove), and apart from it what sandbox keys simulated. */

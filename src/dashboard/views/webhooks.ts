@@ -2,7 +2,8 @@ import { html, path, type Html } from '../html.js';
 import type { PageContext } from '../layout.js';
 import type { DashboardDeps } from '../server.js';
 import { EVENT_TYPES } from '../../domain/events.js';
-import type { listAttempts, Endpoint } from '../../store/webhooks.js';
+import type { AttemptView } from '../../store/model.js';
+import type { Endpoint } from '../../store/model.js';
 import { endpointView } from '../../webhooks/service.js';
 import { csrf, endpointLink, when } from './common.js';
 
@@ -24,7 +25,7 @@ export function webhooksBody(c: PageContext, endpoints: Endpoint[]): Html {
     </tbody></table></div>`;
 }
 
-export function endpointBody(c: PageContext, e: Endpoint, attempts: ReturnType<typeof listAttempts>, result: Awaited<ReturnType<DashboardDeps['webhooks']['test']>> | undefined): Html {
+export function endpointBody(c: PageContext, e: Endpoint, attempts: Array<AttemptView & { cursor: number }>, result: Awaited<ReturnType<DashboardDeps['webhooks']['test']>> | undefined): Html {
   const v = endpointView(e);
   return html`${result ? html`<div class="${result.success ? 'flash' : 'flash error'}" role="status"><p>${result.type} ${result.event_id}: ${result.status !== null ? `HTTP ${result.status}` : (result.error ?? 'no answer')} in ${result.durationMs} ms</p>${result.response ? html`<pre>${result.response}</pre>` : ''}</div>` : ''}
     <div class="card"><p class="wrap"><b>${e.url}</b></p><p>${e.description}</p><p>Events: ${(v.events as string[]).join(', ')}</p>

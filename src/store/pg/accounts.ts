@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { PgDb } from './db.js';
 import type { CustomerStore, DomainStore, KeyStore, SuppressionStore, UserStore } from '../store.js';
-import type { ApiKeyInfo } from '../keys.js';
-import { checkKey, KEY_COLUMNS, keyHandle, newKey } from '../keys.js';
-import { DEFAULT_CUSTOMER, type Customer } from '../customers.js';
-import { DKIM_SELECTOR, dkimKeyPair, nextSelector, type DomainRow, type SendingDomain } from '../domains.js';
-import type { ReceivingDomain } from '../inbound.js';
-import type { SuppressionReason, SuppressionRow } from '../suppressions.js';
-import { hashId, newSession, type User } from '../users.js';
+import type { ApiKeyInfo } from '../model.js';
+import { checkKey, dkimKeyPair, hashId, KEY_COLUMNS, keyHandle, newKey, newSession, nextSelector } from '../credentials.js';
+import { DEFAULT_CUSTOMER, type Customer } from '../model.js';
+import { DKIM_SELECTOR, type DomainRow, type SendingDomain } from '../model.js';
+import type { ReceivingDomain } from '../model.js';
+import type { SuppressionReason, SuppressionRow } from '../model.js';
+import type { User } from '../model.js';
 import { addressKey } from '../../domain/addresses.js';
 
 /** Customers, API keys, domains, dashboard users and suppressions on PostgreSQL: one statement each, as on SQLite. */

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { PgDb } from './db.js';
 import type { AdminStore, DeliveryStore } from '../store.js';
 import { pgMigrations } from './schema.js';
-import { ACTIVITY_KINDS, type ActivityKind, type Overview } from '../overview.js';
-import type { Status } from '../status.js';
+import { ACTIVITY_KINDS, type ActivityKind, type Overview } from '../model.js';
+import type { Status } from '../model.js';
 
 /** A lock key of posthaste's own (any fixed number): one node migrates, the others wait for it. */
 const MIGRATION_LOCK = 7_370_646_580_000_001;

@@ -1,7 +1,7 @@
 import type { PgDb, Q } from './db.js';
 import type { DeliveryStore, GroupRecord } from '../store.js';
-import type { Claimed, QueuedMessage } from '../queue.js';
-import type { DestinationThrottle } from '../destinations.js';
+import type { Claimed, QueuedMessage } from '../model.js';
+import type { DestinationThrottle } from '../model.js';
 import { applyTransitions, type Step } from './transitions.js';
 import { asyncBounceTransition, complaintTransition, outcomeTransition, type OutcomePolicy } from '../../domain/transitions.js';
 import type { SandboxStep } from '../../domain/sandbox.js';

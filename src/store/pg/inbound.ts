@@ -1,7 +1,7 @@
 import type { PgDb, Q } from './db.js';
 import type { InboundStore } from '../store.js';
-import type { InboundRow, StoredInbound } from '../inbound.js';
-import type { ReceiveInput } from '../units.js';
+import type { InboundRow, StoredInbound } from '../model.js';
+import type { ReceiveInput } from '../model.js';
 import { applyTransitions, insertEvents } from './transitions.js';
 import { complained, loadMessages } from './delivery.js';
 import { asyncBounceTransition, complaintTransition, reportAction } from '../../domain/transitions.js';

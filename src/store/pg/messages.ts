@@ -1,8 +1,8 @@
 import { uniqueViolation, type PgDb, type Q } from './db.js';
 import type { MessageStore } from '../store.js';
-import { acceptedResponse, type AcceptInput, type AcceptResult, type MessageSearch, type MessageSummary, type MessageView, type RecipientState } from '../messages.js';
-import type { BatchInput, BatchItemResult, BatchResult, SendCommit, SendInput } from '../units.js';
-import type { SuppressionReason } from '../suppressions.js';
+import { acceptedResponse, type AcceptInput, type AcceptResult, type MessageSearch, type MessageSummary, type MessageView, type RecipientState } from '../model.js';
+import type { BatchInput, BatchItemResult, BatchResult, SendCommit, SendInput } from '../model.js';
+import type { SuppressionReason } from '../model.js';
 import { addressKey } from '../../domain/addresses.js';
 import { refusal } from '../../domain/errors.js';
 import type { EventEnvelope } from '../../domain/events.js';

@@ -1,7 +1,7 @@
 import type { PgDb, Q } from './db.js';
 import type { WebhookStore } from '../store.js';
 import { publicId } from '../../lib/ids.js';
-import type { AttemptBatch, AttemptRecord, AttemptView, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from '../webhooks.js';
+import type { AttemptBatch, AttemptRecord, AttemptView, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from '../model.js';
 
 /**
  * Webhook endpoints, deliveries and the outbox on PostgreSQL.

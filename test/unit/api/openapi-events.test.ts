@@ -12,10 +12,10 @@ import { reply } from '../../../src/domain/outcome.js';
 import { sampleData } from '../../../src/webhooks/samples.js';
 import { eventId } from '../../../src/lib/ids.js';
 import { isoTime } from '../../../src/lib/clock.js';
-import { migrate, openDb } from '../../../src/store/db.js';
-import { ensureDefaultCustomer } from '../../../src/store/customers.js';
-import { addDomain, setReceiving } from '../../../src/store/domains.js';
-import { receivingDomain, recordLimited, storeInbound } from '../../../src/store/inbound.js';
+import { migrate, openDb } from '../../../src/store/sqlite/db.js';
+import { ensureDefaultCustomer } from '../../../src/store/sqlite/customers.js';
+import { addDomain, setReceiving } from '../../../src/store/sqlite/domains.js';
+import { receivingDomain, recordLimited, storeInbound } from '../../../src/store/sqlite/inbound.js';
 import { Contract } from '../../helpers/contract.js';
 import { tempDir } from '../../helpers/env.js';
 

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { inboundView, viewJson, type Base64 } from '../../../src/inbound/view.js';
-import type { InboundRow } from '../../../src/store/inbound.js';
+import type { InboundRow } from '../../../src/store/model.js';
 
 const row = (raw: Buffer): InboundRow => ({
   id: 'in_x',

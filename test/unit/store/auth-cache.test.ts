@@ -1,8 +1,8 @@
 import t from 'tap';
 import { dirname } from 'node:path';
 import { ENGINES, freshStore } from '../../helpers/stores.js';
-import { openDb } from '../../../src/store/db.js';
-import { sqliteStore } from '../../../src/store/sqlite-store.js';
+import { openDb } from '../../../src/store/sqlite/db.js';
+import { sqliteStore } from '../../../src/store/sqlite/index.js';
 import { pgStore } from '../../../src/store/pg/index.js';
 import { AuthCache } from '../../../src/store/auth-cache.js';
 

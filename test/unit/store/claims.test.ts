@@ -1,8 +1,8 @@
 import t from 'tap';
-import { claimDue, releaseClaims, releaseClaimsOf } from '../../../src/store/queue.js';
-import { migrate } from '../../../src/store/db.js';
+import { claimDue, releaseClaims, releaseClaimsOf } from '../../../src/store/sqlite/queue.js';
+import { migrate } from '../../../src/store/sqlite/db.js';
 import { storeAtVersion, storeMessage, storeWithKey, versionsAfter } from '../../helpers/env.js';
-import type { Db } from '../../../src/store/db.js';
+import type { Db } from '../../../src/store/sqlite/db.js';
 
 const add = (db: Db, id: string, due: number, n = 1) => storeMessage(db, { id, now: due, recipients: Array.from({ length: n }, (_, i) => ({ address: `r${i}@${id}`, domain: id })) });
 

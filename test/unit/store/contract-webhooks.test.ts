@@ -1,6 +1,6 @@
 import { contract, readEvents, send, sender } from '../../helpers/stores.js';
 import type { Store } from '../../../src/store/store.js';
-import type { AttemptRecord, ClaimRoom, SettledAttempt } from '../../../src/store/webhooks.js';
+import type { AttemptRecord, ClaimRoom, SettledAttempt } from '../../../src/store/model.js';
 
 // The store's contract on both engines: webhook endpoints, the outbox read in fan-out order,
 // attempts recorded with the rows of deliveries fanned out in memory, claims within each

@@ -1,10 +1,10 @@
 import t from 'tap';
 import { freshStore, readEvents, send, sender } from '../../helpers/stores.js';
 import { testDatabase } from '../../helpers/postgres.js';
-import { openDb } from '../../../src/store/db.js';
+import { openDb } from '../../../src/store/sqlite/db.js';
 import { pgStore } from '../../../src/store/pg/index.js';
 import { PgDb } from '../../../src/store/pg/db.js';
-import { copySqliteToPg } from '../../../src/store/pg/copy.js';
+import { copySqliteToPg } from '../../../src/store/copy.js';
 import { reply } from '../../../src/domain/outcome.js';
 import type { Store } from '../../../src/store/store.js';
 

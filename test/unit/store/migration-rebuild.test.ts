@@ -1,7 +1,7 @@
 // Migration 008 rebuilds the recipients table (a new CHECK): rows, their references from events
 // and inbound reports, the indexes and the activity trigger all survive it.
 import t from 'tap';
-import { migrate } from '../../../src/store/db.js';
+import { migrate } from '../../../src/store/sqlite/db.js';
 import { storeAtVersion, versionsAfter } from '../../helpers/env.js';
 
 t.test('a store at version 7 with mail in it migrates to 8 intact', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { purgeOld } from '../../../src/store/retention.js';
+import { purgeOld } from '../../../src/store/sqlite/retention.js';
 import { storeMessage, storeWithKey } from '../../helpers/env.js';
 
 t.test('retention purges bodies of finished old messages and old webhook logs only', async (t) => {

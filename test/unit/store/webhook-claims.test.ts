@@ -1,22 +1,11 @@
 import t from 'tap';
 import BetterSqlite3 from 'better-sqlite3';
-import { migrate } from '../../../src/store/db.js';
-import { recordEvent } from '../../../src/store/events.js';
-import {
-  claimDeliveries,
-  createEndpoint,
-  deleteEndpoint,
-  eventsAfter,
-  fanOutCursor,
-  hasDelivery,
-  lastFannedOut,
-  recordAttempts,
-  releaseDeliveryClaims,
-  type ClaimRoom,
-  type SettledAttempt,
-} from '../../../src/store/webhooks.js';
+import { migrate } from '../../../src/store/sqlite/db.js';
+import { recordEvent } from '../../../src/store/sqlite/events.js';
+import { claimDeliveries, createEndpoint, deleteEndpoint, eventsAfter, fanOutCursor, hasDelivery, lastFannedOut, recordAttempts, releaseDeliveryClaims } from '../../../src/store/sqlite/webhooks.js';
+import type { ClaimRoom, SettledAttempt } from '../../../src/store/model.js';
 import { storeAtVersion, storeWithKey, versionsAfter } from '../../helpers/env.js';
-import type { Db } from '../../../src/store/db.js';
+import type { Db } from '../../../src/store/sqlite/db.js';
 
 /** Room by endpoint (absent: none); take() counts down. */
 const rooms = (m: Record<string, number>, dflt = 0): ClaimRoom & { left: Record<string, number> } => {

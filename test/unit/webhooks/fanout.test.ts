@@ -1,10 +1,11 @@
 import t from 'tap';
-import { sqliteStore } from '../../../src/store/sqlite-store.js';
-import { recordEvent } from '../../../src/store/events.js';
-import { createEndpoint, fanOutCursor, hasDelivery, recordAttempts, type ClaimRoom, type FreshDelivery, type SettledAttempt } from '../../../src/store/webhooks.js';
+import { sqliteStore } from '../../../src/store/sqlite/index.js';
+import { recordEvent } from '../../../src/store/sqlite/events.js';
+import { createEndpoint, fanOutCursor, hasDelivery, recordAttempts } from '../../../src/store/sqlite/webhooks.js';
+import type { ClaimRoom, FreshDelivery, SettledAttempt } from '../../../src/store/model.js';
 import { FanOut, type FanOutWrite } from '../../../src/webhooks/fanout.js';
 import { storeWithKey } from '../../helpers/env.js';
-import type { Db } from '../../../src/store/db.js';
+import type { Db } from '../../../src/store/sqlite/db.js';
 
 // The fan-out's crash-recovery cursor, without HTTP: a real store, events and endpoints, the
 // dispatcher's part played by the test (attempts settled, batches committed or failed, in any order).

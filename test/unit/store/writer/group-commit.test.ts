@@ -1,10 +1,10 @@
 import t from 'tap';
-import { openDb, migrate } from '../../../../src/store/db.js';
+import { openDb, migrate } from '../../../../src/store/sqlite/db.js';
 import { isStoreUnavailable } from '../../../../src/store/errors.js';
-import { GroupCommit } from '../../../../src/store/writer/group-commit.js';
+import { GroupCommit } from '../../../../src/store/sqlite/writer/group-commit.js';
 import { gcFunction } from '../../../../src/lib/reclaim.js';
-import type { SendInput } from '../../../../src/store/writer/ops.js';
-import { readAuthEpoch } from '../../../../src/store/keys.js';
+import type { SendInput } from '../../../../src/store/sqlite/writer/ops.js';
+import { readAuthEpoch } from '../../../../src/store/sqlite/keys.js';
 import { tempDir, storeWithKey, versionsAfter } from '../../../helpers/env.js';
 
 /** The store's auth_epoch, so the writer does not re-verify (tests of the epoch pass their own). */

@@ -1,23 +1,8 @@
 import type { Db } from './db.js';
-import { listThrottles, type DestinationThrottle } from './destinations.js';
+import { listThrottles } from './destinations.js';
+import type { ActivityKind, Overview } from '../model.js';
 
-export const ACTIVITY_KINDS = ['accepted', 'delivered', 'deferred', 'bounced', 'complained'] as const;
-export type ActivityKind = (typeof ACTIVITY_KINDS)[number];
 const HOUR = 3_600_000;
-
-export interface Overview {
-  /** Totals over the last 24 hours and 7 days, by kind (recipients accepted; outcome events). */
-  last24h: Record<ActivityKind, number>;
-  last7d: Record<ActivityKind, number>;
-  /** One entry per hour, oldest first, for the last 7 days (168 entries). */
-  hourly: Array<{ hour: number } & Record<ActivityKind, number>>;
-  queue: { queued: number; deferred: number };
-  oldestDeferredAt: number | null;
-  /** Webhook deliveries waiting for their next attempt (those in flight are not counted). */
-  webhookBacklog: number;
-  /** Destinations the server is slowing down because they refused it (the server's, not the customer's: one row per receiver). */
-  throttled: DestinationThrottle[];
-}
 
 const zero = (): Record<ActivityKind, number> => ({ accepted: 0, delivered: 0, deferred: 0, bounced: 0, complained: 0 });
 

@@ -1,7 +1,6 @@
 import { BOUND_LIMIT, type Db } from './db.js';
-import { addressKey } from '../domain/addresses.js';
-
-export type SuppressionReason = 'hard_bounce' | 'spam_complaint' | 'manual';
+import { addressKey } from '../../domain/addresses.js';
+import type { SimulatedSuppression, SuppressionReason, SuppressionRow } from '../model.js';
 
 /** The suppressed addresses among these, with their reasons (case-insensitive). */
 export function findSuppressed(db: Db, customerId: number, addresses: string[]): Map<string, SuppressionReason> {
@@ -37,13 +36,6 @@ export function addSuppression(db: Db, input: { customerId: number; address: str
   return r.changes > 0;
 }
 
-export interface SuppressionRow {
-  address: string;
-  reason: SuppressionReason;
-  message_id: string | null;
-  created_at: number;
-}
-
 /** Newest first, paged by created_at (`before`), optionally one reason. */
 export function listSuppressions(db: Db, customerId: number, opts: { limit: number; before?: number; reason?: string }): SuppressionRow[] {
   const args: unknown[] = [customerId, opts.before ?? Number.MAX_SAFE_INTEGER];
@@ -72,14 +64,6 @@ export function searchSuppressions(db: Db, customerId: number, prefix: string, l
        WHERE s.customer_id = ? AND s.address >= ? AND s.address < ? ORDER BY s.address LIMIT ?`,
     )
     .all(customerId, p, p + '\uffff', limit) as SuppressionRow[];
-}
-
-/** A suppression a sandbox key's simulator fired: recipient.suppressed, with the real list untouched. */
-export interface SimulatedSuppression {
-  address: string;
-  reason: SuppressionReason;
-  message_id: string;
-  created_at: number;
 }
 
 /**

@@ -1,28 +1,5 @@
 import { BOUND_LIMIT, type Db } from './db.js';
-
-/** A claimed recipient with what delivery needs. */
-export interface Claimed {
-  id: number;
-  messageRowId: number;
-  address: string;
-  domain: string;
-  attempts: number;
-}
-
-export interface QueuedMessage {
-  id: number;
-  customerId: number;
-  messageId: string;
-  sandbox: boolean;
-  fromHeader: string;
-  senderDomain: string;
-  subject: string;
-  metadata: Record<string, string>;
-  request: Buffer;
-  raw: Buffer | null;
-  createdAt: number;
-  tags: string[];
-}
+import type { Claimed, QueuedMessage } from '../model.js';
 
 /** Releases every claim (at start: claims of a process that died). Returns how many. */
 export function releaseClaims(db: Db): number {

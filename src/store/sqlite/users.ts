@@ -1,16 +1,6 @@
-import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from './db.js';
-
-export type Role = 'admin' | 'customer';
-
-export interface User {
-  id: number;
-  email: string;
-  role: Role;
-  /** The customer a customer's user belongs to; null for an admin. */
-  customer_id: number | null;
-  created_at: number;
-}
+import type { Role, Session, User } from '../model.js';
+import { hashId, newSession } from '../credentials.js';
 
 interface UserRow extends User {
   password_hash: string;
@@ -49,20 +39,6 @@ export function setPassword(db: Db, email: string, passwordHash: string): boolea
     db.statement('DELETE FROM sessions WHERE user_id = ?').run(u.id);
     return true;
   });
-}
-
-export interface Session {
-  user: User;
-  csrf: string;
-  /** The customer shown. */
-  customerId: number;
-}
-
-export const hashId = (id: string) => createHash('sha256').update(id).digest();
-
-/** A new session: its id (for the cookie, never stored) and CSRF token. */
-export function newSession(): { id: string; csrf: string } {
-  return { id: randomBytes(32).toString('base64url'), csrf: randomBytes(32).toString('base64url') };
 }
 
 export function createSession(db: Db, user: User, customerId: number, now: number): { id: string; csrf: string } {

@@ -1,38 +1,7 @@
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Db } from './db.js';
-
-/** A row of domains (the columns' meaning: migrations 001, 003 and 007). */
-export interface DomainRow {
-  id: number;
-  customer_id: number;
-  name: string;
-  verified_at: number | null;
-  /** 1 while the inbound listener accepts mail for it. */
-  receiving: number;
-  verification_token: string;
-  dkim_selector: string;
-  dkim_private_key: string;
-  dkim_public_key: string;
-  /** A key made by rotate-dkim, waiting for its record to be found in DNS; null: none. */
-  next_dkim_selector: string | null;
-  next_dkim_private_key: string | null;
-  next_dkim_public_key: string | null;
-  /** The selector signed with before the last switch, and when the switch was. */
-  previous_dkim_selector: string | null;
-  previous_dkim_public_key: string | null;
-  dkim_switched_at: number | null;
-  /** The domain's own inbound limits; null: the server's. */
-  inbound_rate_per_minute: number | null;
-  inbound_monthly_limit: number | null;
-  created_at: number;
-}
-export const DKIM_SELECTOR = 'posthaste';
-
-/** A fresh 2048-bit RSA key pair: PKCS#8 PEM, and Base64 SPKI DER as published in p=. */
-export function dkimKeyPair(): { privateKey: string; publicKey: string } {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  return { privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') };
-}
+import { DKIM_SELECTOR, type DomainRow, type SendingDomain } from '../model.js';
+import { dkimKeyPair, nextSelector } from '../credentials.js';
 
 /** Adds a domain with a fresh 2048-bit RSA DKIM key and a verification token. */
 export function addDomain(db: Db, input: { customerId: number; name: string; receiving: boolean; now: number }): DomainRow {
@@ -54,8 +23,6 @@ export function addDomain(db: Db, input: { customerId: number; name: string; rec
 export function findDomain(db: Db, name: string): DomainRow | undefined {
   return db.get<DomainRow>('SELECT * FROM domains WHERE name = ?', name);
 }
-
-export type SendingDomain = Pick<DomainRow, 'id' | 'customer_id' | 'name' | 'verified_at'>;
 
 /** The columns the accept path needs (not the DKIM key), on a cached statement. */
 export function findSendingDomain(db: Db, name: string): SendingDomain | undefined {
@@ -90,15 +57,6 @@ export function rotateDkim(db: Db, id: number, now: number): DomainRow {
   const { privateKey, publicKey } = dkimKeyPair();
   db.statement('UPDATE domains SET next_dkim_selector = ?, next_dkim_private_key = ?, next_dkim_public_key = ? WHERE id = ?').run(selector, privateKey, publicKey, id);
   return db.statement('SELECT * FROM domains WHERE id = ?').get(id) as DomainRow;
-}
-
-/** The next key's selector: "posthaste" and the date, with a letter when that is taken. */
-export function nextSelector(d: { dkim_selector: string; previous_dkim_selector: string | null }, now: number): string {
-  const day = new Date(now).toISOString().slice(0, 10).replace(/-/g, '');
-  const taken = new Set([d.dkim_selector, d.previous_dkim_selector]);
-  let selector = `${DKIM_SELECTOR}${day}`;
-  for (let i = 0; taken.has(selector); i++) selector = `${DKIM_SELECTOR}${day}${String.fromCharCode(97 + i)}`;
-  return selector;
 }
 
 /** Signing moves to the next key: the current one becomes the previous (its record still needed for a while). */

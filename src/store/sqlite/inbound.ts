@@ -1,15 +1,8 @@
 import { BOUND_LIMIT, type Db } from './db.js';
 import { recordEvent } from './events.js';
-import { publicId } from '../lib/ids.js';
-import { isoTime } from '../lib/clock.js';
-
-export interface ReceivingDomain {
-  id: number;
-  customerId: number;
-  name: string;
-  ratePerMinute: number | null;
-  monthlyLimit: number | null;
-}
+import { publicId } from '../../lib/ids.js';
+import { isoTime } from '../../lib/clock.js';
+import type { InboundRow, LimitCheck, ReceivingDomain, StoredInbound } from '../model.js';
 
 export function receivingDomain(db: Db, name: string): ReceivingDomain | undefined {
   const r = db.statement('SELECT id, customer_id, name, inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE name = ? AND receiving = 1').get(name) as
@@ -38,8 +31,6 @@ function usage(db: Db, domainId: number, period: string): number {
   return (db.statement('SELECT count FROM inbound_usage WHERE domain_id = ? AND period = ?').get(domainId, period) as { count: number } | undefined)?.count ?? 0;
 }
 
-export type LimitCheck = { ok: true } | { ok: false; limit: 'rate' | 'monthly'; windowEndsAt: number };
-
 /** Whether one more message fits the domain's per-minute and monthly limits (0: unlimited). */
 export function checkInboundLimits(db: Db, d: ReceivingDomain, defaults: { ratePerMinute: number; monthlyLimit: number }, now: number): LimitCheck {
   const rate = d.ratePerMinute ?? defaults.ratePerMinute;
@@ -61,22 +52,6 @@ export function recordLimited(db: Db, d: ReceivingDomain, limit: 'rate' | 'month
     recordEvent(db, { customerId: d.customerId, type: 'inbound.limited', data: { domain: d.name, limit, window_ends_at: isoTime(windowEndsAt) }, now });
     return true;
   });
-}
-
-export interface StoredInbound {
-  customerId: number;
-  domainId: number;
-  mailFrom: string;
-  rcptTo: string[];
-  remoteIp: string;
-  helo: string;
-  raw: Buffer;
-  fromHeader: string;
-  to: string[];
-  subject: string;
-  messageId: string;
-  attachments: number;
-  auth: { spf: string; dkim: string; dmarc: string };
 }
 
 /** Stores a received message, counts it against the domain's limits and fires `email.received`, in the caller's transaction. */
@@ -108,23 +83,6 @@ export function storeReport(db: Db, r: { kind: 'dsn' | 'arf'; recipientId: numbe
     r.raw,
     now,
   );
-}
-
-export interface InboundRow {
-  id: string;
-  customer_id: number;
-  mail_from: string;
-  rcpt_to: string;
-  remote_ip: string;
-  helo: string;
-  raw: Buffer;
-  size: number;
-  from_header: string;
-  subject: string;
-  message_id: string;
-  attachments: number;
-  auth: string;
-  created_at: number;
 }
 
 /** A received message's size, without reading it (to make room for it before it is loaded). */

@@ -1,55 +1,6 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Db } from './db.js';
-import { randomBase62 } from '../lib/ids.js';
-
-export type KeyKind = 'production' | 'sandbox';
-const PREFIX: Record<KeyKind, string> = { production: 'ph_live_', sandbox: 'ph_test_' };
-/** ph_live_/ph_test_ + at least 32 base62 chars; the first 12 of them are the public handle. */
-const KEY_FORMAT = /^ph_(live|test)_([0-9A-Za-z]{32,128})$/;
-const SECRET_LENGTH = 40;
-const HANDLE_LENGTH = 12;
-
-/** A row of api_keys without its hash (the hash never leaves the store). */
-export interface ApiKeyInfo {
-  id: string;
-  customer_id: number;
-  name: string;
-  kind: KeyKind;
-  created_at: number;
-  revoked_at: number | null;
-  /** When a message was last sent with it. */
-  last_used_at?: number | null;
-}
-
-export const KEY_COLUMNS = 'id, customer_id, name, kind, created_at, revoked_at, last_used_at';
-
-export function hashKey(key: string): Buffer {
-  // Keys carry ~238 random bits, so a fast hash is enough (no password stretching needed).
-  return createHash('sha256').update(key).digest();
-}
-
-/** A new key of this kind: the key (shown once), its public handle, its hash. */
-export function newKey(kind: KeyKind): { key: string; id: string; hash: Buffer } {
-  const random = randomBase62(SECRET_LENGTH);
-  const key = PREFIX[kind] + random;
-  return { key, id: 'key_' + random.slice(0, HANDLE_LENGTH), hash: hashKey(key) };
-}
-
-/** The handle a presented key is looked up by, or undefined when it is not a key's shape. */
-export function keyHandle(presented: string): { id: string; live: boolean } | undefined {
-  const m = KEY_FORMAT.exec(presented);
-  return m ? { id: 'key_' + m[2]!.slice(0, HANDLE_LENGTH), live: m[1] === 'live' } : undefined;
-}
-
-/** The presented key checked against its row (constant-time compare even when there is none); the row without its hash. */
-export function checkKey(presented: string, live: boolean, row: (ApiKeyInfo & { hash: Uint8Array }) | undefined): ApiKeyInfo | undefined {
-  const expected = row?.hash ?? Buffer.alloc(32);
-  const ok = timingSafeEqual(hashKey(presented), expected) && row !== undefined;
-  if (!ok || row.revoked_at !== null) return undefined;
-  if (live !== (row.kind === 'production')) return undefined;
-  const { hash: _hash, ...info } = row;
-  return info;
-}
+import type { ApiKeyInfo, KeyKind } from '../model.js';
+import { KEY_COLUMNS, checkKey, keyHandle, newKey } from '../credentials.js';
 
 export function createKey(db: Db, input: { customerId: number; kind: KeyKind; name: string; now: number }): ApiKeyInfo & { key: string } {
   const { key, id, hash } = newKey(input.kind);

@@ -1,12 +1,13 @@
 import type { Db } from '../db.js';
-import { acceptMessage, acceptedResponse, idempotentAnswer, recordIdempotent } from '../messages.js';
-import { refusal } from '../../domain/errors.js';
+import { acceptMessage, idempotentAnswer, recordIdempotent } from '../messages.js';
+import { acceptedResponse } from '../../model.js';
+import { refusal } from '../../../domain/errors.js';
 import { isKeyLive, readAuthEpoch } from '../keys.js';
 import { findSendingDomain } from '../domains.js';
 import { recordAttempts } from '../webhooks.js';
 import { storeInbound } from '../inbound.js';
 import { applyReport } from '../recipients.js';
-import type { BatchInput, BatchItemResult, BatchResult, ReceiveInput, SendCommit, SendInput } from '../units.js';
+import type { BatchInput, BatchItemResult, BatchResult, ReceiveInput, SendCommit, SendInput } from '../../model.js';
 
 function receive(db: Db, input: ReceiveInput): string[] {
   const raw = Buffer.from(input.raw.buffer, input.raw.byteOffset, input.raw.byteLength);
@@ -83,4 +84,4 @@ export type OpName = keyof WriterOps;
 export type OpInput<K extends OpName> = Parameters<WriterOps[K]>[1];
 export type OpResult<K extends OpName> = ReturnType<WriterOps[K]>;
 
-export type { BatchInput, BatchItem, BatchItemResult, BatchResult, ReceiveInput, SendCommit, SendInput } from '../units.js';
+export type { BatchInput, BatchItem, BatchItemResult, BatchResult, ReceiveInput, SendCommit, SendInput } from '../../model.js';

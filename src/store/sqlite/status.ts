@@ -1,16 +1,6 @@
 import type { Db } from './db.js';
 import { listThrottles } from './destinations.js';
-
-export interface Status {
-  queue: Record<string, number>;
-  oldest_deferred: string | null;
-  next_attempt: string | null;
-  webhooks: Record<string, number>;
-  inbound: { last_24h: number; total: number; reports_unmatched: number };
-  messages: number;
-  /** Destinations slowed down because they refused us (adaptive backoff), with the refusal. */
-  throttled: Array<{ destination: string; connections: number; refusals: number; paused_until: string; since: string; reason: { code: number; enhanced_code: string; message: string } }>;
-}
+import type { Status } from '../model.js';
 
 /** Rows of a table by `state` (the metrics' gauges read this on each scrape). */
 export function countsByState(db: Db, table: 'recipients' | 'webhook_deliveries'): Record<string, number> {

@@ -1,12 +1,22 @@
 import type { Db } from './db.js';
 import { recordEvent } from './events.js';
 import { addSuppression } from './suppressions.js';
-import { loadMessages, releaseClaim, type Claimed, type QueuedMessage } from './queue.js';
+import { loadMessages, releaseClaim } from './queue.js';
+import type { Claimed, QueuedMessage } from '../model.js';
 import { recipientById, storeReport } from './inbound.js';
-import type { Outcome, Reply } from '../domain/outcome.js';
-import type { Report, ReportEnvelope } from '../domain/report.js';
-import { parseReturnToken, verpToken } from '../domain/return-path.js';
-import { asyncBounceTransition, complaintTransition, outcomeTransition, reportAction, suppressedEventData, type ComplaintFacts, type OutcomePolicy, type Transition } from '../domain/transitions.js';
+import type { Outcome, Reply } from '../../domain/outcome.js';
+import type { Report, ReportEnvelope } from '../../domain/report.js';
+import { parseReturnToken, verpToken } from '../../domain/return-path.js';
+import {
+  asyncBounceTransition,
+  complaintTransition,
+  outcomeTransition,
+  reportAction,
+  suppressedEventData,
+  type ComplaintFacts,
+  type OutcomePolicy,
+  type Transition,
+} from '../../domain/transitions.js';
 
 /*
  * Recipient state transitions as the SQLite engine writes them: what domain/transitions.ts

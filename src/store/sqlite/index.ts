@@ -3,7 +3,7 @@ import { migrate, schemaVersions } from './db.js';
 import type { GroupCommit } from './writer/group-commit.js';
 import { movable } from './writer/group-commit.js';
 import { writerOps } from './writer/ops.js';
-import type { Store } from './store.js';
+import type { Store } from '../store.js';
 import * as customers from './customers.js';
 import * as keys from './keys.js';
 import * as domains from './domains.js';

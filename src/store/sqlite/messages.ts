@@ -1,61 +1,8 @@
 import { BOUND_LIMIT, type Db } from './db.js';
 import { findSuppressed } from './suppressions.js';
 import { eventsOfMessage } from './events.js';
-import { addressKey } from '../domain/addresses.js';
-import type { EventEnvelope } from '../domain/events.js';
-import type { MessageFilters } from '../domain/message-search.js';
-
-/** A recipient's state (recipients.state; migration 008 added canceled). */
-export type RecipientState = 'queued' | 'deferred' | 'delivered' | 'bounced' | 'complained' | 'suppressed' | 'canceled';
-
-export interface AcceptInput {
-  customerId: number;
-  apiKeyId: string;
-  sandbox: boolean;
-  messageId: string;
-  fromHeader: string;
-  senderDomain: string;
-  subject: string;
-  metadata: Record<string, string>;
-  /**
-   * The request body as received, stored as a BLOB (its UTF-8 bytes when given as text); delivery
-   * reads it back without judging it again (domain/stored-request.ts) and composes the MIME message
-   * from it. The API passes the text it parsed
-   * when the body is small (a string crosses to the writer thread as a copy of its characters,
-   * where a small Buffer, a slice of Node's shared 8 KiB pool, would copy the whole pool), and the
-   * bytes when it is large, moved to the writer thread rather than copied (group-commit.ts).
-   */
-  request: Uint8Array | string;
-  recipients: Array<{ address: string; domain: string; field: 'to' | 'cc' | 'bcc' }>;
-  /** Held until then: the recipients' first attempt is due at this time (ms). */
-  scheduledAt?: number;
-  tags?: string[];
-  idempotency?: { key: string; hash: Buffer; ttlMs: number };
-  now: number;
-}
-
-export interface AcceptedResponse {
-  message_id: string;
-  /** scheduled: held until scheduled_at. */
-  status: 'queued' | 'scheduled';
-  scheduled_at?: string;
-  sandbox: boolean;
-  recipients: string[];
-}
-
-/** The 202 body for an accepted message (and what an idempotent replay answers). */
-export function acceptedResponse(input: Pick<AcceptInput, 'messageId' | 'sandbox' | 'recipients' | 'scheduledAt'>): AcceptedResponse {
-  const recipients = input.recipients.map((r) => r.address);
-  if (input.scheduledAt === undefined) return { message_id: input.messageId, status: 'queued', sandbox: input.sandbox, recipients };
-  return { message_id: input.messageId, status: 'scheduled', scheduled_at: new Date(input.scheduledAt).toISOString(), sandbox: input.sandbox, recipients };
-}
-
-export type AcceptResult =
-  /** The 202 body is acceptedResponse(input): built where it is sent, not carried back from the writer thread. */
-  | { kind: 'accepted'; emailId: number }
-  | { kind: 'replay'; status: number; response: unknown }
-  | { kind: 'conflict' }
-  | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> };
+import { addressKey } from '../../domain/addresses.js';
+import { acceptedResponse, type AcceptInput, type AcceptResult, type MessageSearch, type MessageSummary, type MessageView, type RecipientState, type StoredContent } from '../model.js';
 
 // The accept path is the hottest write: plain SQL on cached statements (no query building per request).
 const SQL = {
@@ -148,32 +95,6 @@ export function recordIdempotent(db: Db, customerId: number, idem: { key: string
   db.statement(SQL.idemInsert).run(customerId, idem.key, idem.hash, 202, JSON.stringify(response), now);
 }
 
-export interface RecipientView {
-  address: string;
-  field: string;
-  state: RecipientState;
-  attempts: number;
-  next_attempt_at: string | null;
-  last_response: unknown;
-}
-
-export interface MessageView {
-  email_id: number;
-  message_id: string;
-  from: string;
-  subject: string;
-  sandbox: boolean;
-  metadata: Record<string, string>;
-  /** Bytes of the composed message; null until it is first composed for delivery. */
-  size: number | null;
-  created_at: string;
-  /** When it is held until (a scheduled send); null: sent at once. */
-  scheduled_at: string | null;
-  tags: string[];
-  recipients: RecipientView[];
-  events: EventEnvelope[];
-}
-
 /** The columns of messages a message's view shows (its row id, the rest as stored: migrations 001 and 008). */
 interface MessageRow {
   id: number;
@@ -233,18 +154,6 @@ export function getMessage(db: Db, customerId: number | undefined, messageId: st
   };
 }
 
-/** A message's content as stored: the request body as accepted, and the composed MIME message while it is kept. */
-export interface StoredContent {
-  /** The send request's body as received; null once retention removed it (store/retention.ts). */
-  request: Buffer | null;
-  /**
-   * The composed MIME message (unsigned), kept only while a recipient of it may still be sent to
-   * (store/queue.ts keepComposed, dropComposedIfDone); null before the first attempt and once
-   * every recipient is done.
-   */
-  composed: Buffer | null;
-}
-
 /** What retention leaves of a finished message's request (store/retention.ts). */
 const PURGED_REQUEST = '{"purged":true}';
 
@@ -255,18 +164,6 @@ export function messageContent(db: Db, customerId: number, messageId: string): S
   // Written as a BLOB; rows of earlier builds, and retention's marker, are text.
   const request = typeof row.request === 'string' ? (row.request === PURGED_REQUEST ? null : Buffer.from(row.request)) : row.request;
   return { request, composed: row.raw };
-}
-
-export interface MessageSummary {
-  email_id: number;
-  message_id: string;
-  customer: string;
-  from: string;
-  subject: string;
-  sandbox: boolean;
-  created_at: string;
-  /** Recipient count per state, e.g. {delivered: 2, deferred: 1}. */
-  states: Record<string, number>;
 }
 
 /** Messages of `from` (aliased m) matching `where`, newest first, as summaries with their recipients counted per state. */
@@ -303,17 +200,6 @@ export function listMessages(db: Db, opts: { customerId?: number; state?: string
   if (opts.before !== undefined) and('m.id < ?', opts.before);
   if (opts.state !== undefined) and('EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state = ?)', opts.state);
   return summaries(db, 'messages m', where, args, opts.limit);
-}
-
-/**
- * recipient: an address, exactly as sent or in lower case; messageId with or without angle
- * brackets; state: at least one recipient in it; since/until: accepted at or after / before (ms).
- */
-export interface MessageSearch extends MessageFilters {
-  customerId: number;
-  /** Cursor: only messages with a smaller email_id. */
-  before?: number;
-  limit: number;
 }
 
 /** The states recipients_undelivered holds; the value itself, checked, to be written into SQL. */

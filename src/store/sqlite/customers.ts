@@ -1,15 +1,5 @@
 import type { Db } from './db.js';
-
-/** A row of customers. */
-export interface Customer {
-  id: number;
-  name: string;
-  created_at: number;
-}
-
-export const DEFAULT_CUSTOMER = 'default';
-/** A customer's name: 1-63 letters, digits, "_", "." or "-", starting with a letter or digit. */
-export const CUSTOMER_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/i;
+import { DEFAULT_CUSTOMER, type Customer } from '../model.js';
 
 export function ensureDefaultCustomer(db: Db, now: number): void {
   db.run('INSERT INTO customers (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING', DEFAULT_CUSTOMER, now);

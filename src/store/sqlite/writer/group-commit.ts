@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { OpName, OpInput, OpResult } from './ops.js';
 import type { WriterMessage, BatchReply } from './worker.js';
-import { LARGE_MESSAGE_BYTES } from '../../lib/memory-budget.js';
+import { LARGE_MESSAGE_BYTES } from '../../../lib/memory-budget.js';
 
 interface Waiter {
   resolve: (v: unknown) => void;

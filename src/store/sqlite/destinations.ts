@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
-import type { Reply } from '../domain/outcome.js';
-import type { DestinationThrottle } from '../domain/destinations.js';
+import type { Reply } from '../../domain/outcome.js';
+import type { DestinationThrottle } from '../../domain/destinations.js';
 
 export type { DestinationThrottle };
 

@@ -1,7 +1,7 @@
 import type { Db } from './db.js';
-import { eventId } from '../lib/ids.js';
-import { isoTime } from '../lib/clock.js';
-import type { EventEnvelope, EventType } from '../domain/events.js';
+import { eventId } from '../../lib/ids.js';
+import { isoTime } from '../../lib/clock.js';
+import type { EventEnvelope, EventType } from '../../domain/events.js';
 
 /**
  * Writes one event to the outbox. Call it inside the transaction of the state change that

@@ -1,17 +1,6 @@
 import { BOUND_LIMIT, type Db } from './db.js';
-import { publicId } from '../lib/ids.js';
-
-export interface Endpoint {
-  id: string;
-  customerId: number;
-  url: string;
-  events: string[] | null;
-  description: string;
-  secret: string;
-  enabled: boolean;
-  disabledReason: string | null;
-  createdAt: number;
-}
+import { publicId } from '../../lib/ids.js';
+import type { AttemptBatch, AttemptRecord, AttemptView, ClaimRoom, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from '../model.js';
 
 interface EndpointRow {
   id: string;
@@ -89,24 +78,6 @@ export function deliveriesOfMessage(db: Db, messageRowId: number): Array<{ event
     .all(messageRowId) as Array<{ event_id: string; type: string; endpoint_id: string; state: string; attempts: number; updated_at: number }>;
 }
 
-/** How many deliveries the claimer may take now, per endpoint; `take` counts one taken. */
-export interface ClaimRoom {
-  room(endpointId: string): number;
-  take(endpointId: string): void;
-}
-
-/**
- * A place in the order the fan-out reads events in. On SQLite, one writer at a time: seq order is
- * commit order (`x` is 0). On PostgreSQL transactions commit in another order than they take
- * sequence numbers, so events are read by the transaction that wrote them (`x`, its id), then seq,
- * and only from transactions older than every one still running (store/pg/webhooks.ts).
- */
-export interface FanOutPos {
-  x: number;
-  seq: number;
-}
-
-export const comparePos = (a: FanOutPos, b: FanOutPos): number => a.x - b.x || a.seq - b.seq;
 const atSeq = (seq: number): FanOutPos => ({ x: 0, seq });
 
 /**
@@ -116,16 +87,6 @@ const atSeq = (seq: number): FanOutPos => ({ x: 0, seq });
  */
 export function fanOutCursor(db: Db): FanOutPos {
   return atSeq(Number((db.statement("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'").get() as { value: string }).value));
-}
-
-export interface OutboxEvent {
-  pos: FanOutPos;
-  seq: number;
-  id: string;
-  customerId: number;
-  type: string;
-  body: string;
-  createdAt: number;
 }
 
 /**
@@ -155,11 +116,6 @@ export function hasDelivery(db: Db, eventSeq: number, endpointId: string): boole
   return eventDeliveryId(db, eventSeq, endpointId) !== undefined;
 }
 
-/** Whether an endpoint gets an event: it subscribes to the type and existed when the event was written. */
-export function subscribes(endpoint: Endpoint, event: { type: string; createdAt: number }): boolean {
-  return endpoint.createdAt <= event.createdAt && (!endpoint.events || endpoint.events.includes(event.type));
-}
-
 /** The ids of the enabled endpoints (all customers). */
 export function enabledEndpointIds(db: Db): string[] {
   return db.statement('SELECT id FROM webhook_endpoints WHERE enabled = 1').pluck().all() as string[];
@@ -176,28 +132,6 @@ export function hasDue(db: Db, endpointIds: string[], now: number): boolean {
   const st = db.statement(`SELECT 1 FROM webhook_deliveries d WHERE ${DUE} LIMIT 1`);
   return endpointIds.some((id) => st.get(id, now) !== undefined);
 }
-
-interface DeliveryOf {
-  endpointId: string;
-  eventSeq: number;
-  /** The event as stored (loaded with the claim or the fan-out). */
-  event: { id: string; type: string; body: string };
-}
-
-/** A delivery with its row in the store, claimed (locked) by this worker: a retry, or one parked pending. */
-export interface StoredDelivery extends DeliveryOf {
-  kind: 'stored';
-  id: number;
-  attempts: number;
-}
-
-/** A delivery fanned out in memory: no row yet; it gets one with its first attempt's record (or as a pending row). */
-export interface FreshDelivery extends DeliveryOf {
-  kind: 'fresh';
-}
-
-/** What the webhook dispatcher holds and attempts. */
-export type ClaimedDelivery = StoredDelivery | FreshDelivery;
 
 /**
  * Claims due deliveries in one transaction, endpoint by endpoint through the (endpoint_id,
@@ -248,19 +182,6 @@ export function eventById(db: Db, id: string, customerId: number): { seq: number
   return db.statement('SELECT seq, id, type, body FROM events WHERE id = ? AND customer_id = ?').get(id, customerId) as { seq: number; id: string; type: string; body: string } | undefined;
 }
 
-export interface AttemptRecord {
-  endpointId: string;
-  deliveryId: number | null;
-  eventId: string;
-  eventType: string;
-  attempt: number;
-  at: number;
-  status: number | null;
-  error: string | null;
-  durationMs: number;
-  response: string | null;
-}
-
 /** Logs an attempt; `deliveryId` stands in for the record's when given (a row created with the attempt). */
 export function logAttempt(db: Db, a: AttemptRecord, deliveryId = a.deliveryId): void {
   db.statement('INSERT INTO webhook_attempts (endpoint_id, delivery_id, event_id, event_type, attempt, at, status, error, duration_ms, response) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
@@ -290,27 +211,6 @@ export function startReplay(db: Db, endpointId: string, eventSeq: number, now: n
 
 export function settleDelivery(db: Db, id: string | number, state: 'succeeded' | 'failed' | 'pending', attempts: number, nextAt: number | null, now: number): void {
   db.statement('UPDATE webhook_deliveries SET state = ?, attempts = ?, next_attempt_at = ?, locked_by = NULL, locked_at = NULL, updated_at = ? WHERE id = ?').run(state, attempts, nextAt, now, id);
-}
-
-/** A finished attempt and what it decided: the delivery's next state, and whether the endpoint is now disabled (410). */
-export interface SettledAttempt {
-  attempt: AttemptRecord;
-  /** Null: fanned out in memory; its row is created here. */
-  deliveryId: number | null;
-  eventSeq: number;
-  state: 'succeeded' | 'failed' | 'pending';
-  nextAt: number | null;
-  disableEndpoint: boolean;
-}
-
-/** What the dispatcher commits at once (through the group-commit writer in the daemon). */
-export interface AttemptBatch {
-  batch: SettledAttempt[];
-  /** Deliveries fanned out in memory that go to the store pending, due now (their endpoint had no room). */
-  pending: Array<{ endpointId: string; eventSeq: number }>;
-  /** The fan-out cursor, once every event up to it has its rows with this batch; null: unchanged. */
-  cursor: FanOutPos | null;
-  now: number;
 }
 
 /**
@@ -348,18 +248,6 @@ export function recordAttempts(db: Db, input: AttemptBatch): void {
   }
   for (const p of input.pending) if (alive(p.endpointId)) create.run(p.endpointId, p.eventSeq, 'pending', 0, now, now, now);
   if (input.cursor !== null) db.statement("UPDATE settings SET value = ? WHERE name = 'webhook_fanout_seq' AND CAST(value AS INTEGER) < ?").run(String(input.cursor.seq), input.cursor.seq);
-}
-
-export interface AttemptView {
-  event_id: string;
-  event_type: string;
-  attempt: number;
-  at: string;
-  status: number | null;
-  error: string | null;
-  duration_ms: number;
-  response: string | null;
-  delivery_state: string | null;
 }
 
 /** Recent attempts to an endpoint, newest first, paged by attempt id. */

@@ -1,0 +1,67 @@
+import { createHash, generateKeyPairSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBase62 } from '../lib/ids.js';
+import { DKIM_SELECTOR, type ApiKeyInfo, type KeyKind } from './model.js';
+
+/**
+ * What both engines make and check the same way, with no SQL: API keys (their format, hash and
+ * constant-time check), DKIM key pairs and selectors, dashboard session ids.
+ */
+
+const PREFIX: Record<KeyKind, string> = { production: 'ph_live_', sandbox: 'ph_test_' };
+/** ph_live_/ph_test_ + at least 32 base62 chars; the first 12 of them are the public handle. */
+const KEY_FORMAT = /^ph_(live|test)_([0-9A-Za-z]{32,128})$/;
+
+const SECRET_LENGTH = 40;
+const HANDLE_LENGTH = 12;
+
+export const KEY_COLUMNS = 'id, customer_id, name, kind, created_at, revoked_at, last_used_at';
+
+export function hashKey(key: string): Buffer {
+  // Keys carry ~238 random bits, so a fast hash is enough (no password stretching needed).
+  return createHash('sha256').update(key).digest();
+}
+
+/** A new key of this kind: the key (shown once), its public handle, its hash. */
+export function newKey(kind: KeyKind): { key: string; id: string; hash: Buffer } {
+  const random = randomBase62(SECRET_LENGTH);
+  const key = PREFIX[kind] + random;
+  return { key, id: 'key_' + random.slice(0, HANDLE_LENGTH), hash: hashKey(key) };
+}
+
+/** The handle a presented key is looked up by, or undefined when it is not a key's shape. */
+export function keyHandle(presented: string): { id: string; live: boolean } | undefined {
+  const m = KEY_FORMAT.exec(presented);
+  return m ? { id: 'key_' + m[2]!.slice(0, HANDLE_LENGTH), live: m[1] === 'live' } : undefined;
+}
+
+/** The presented key checked against its row (constant-time compare even when there is none); the row without its hash. */
+export function checkKey(presented: string, live: boolean, row: (ApiKeyInfo & { hash: Uint8Array }) | undefined): ApiKeyInfo | undefined {
+  const expected = row?.hash ?? Buffer.alloc(32);
+  const ok = timingSafeEqual(hashKey(presented), expected) && row !== undefined;
+  if (!ok || row.revoked_at !== null) return undefined;
+  if (live !== (row.kind === 'production')) return undefined;
+  const { hash: _hash, ...info } = row;
+  return info;
+}
+
+/** A fresh 2048-bit RSA key pair: PKCS#8 PEM, and Base64 SPKI DER as published in p=. */
+export function dkimKeyPair(): { privateKey: string; publicKey: string } {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return { privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') };
+}
+
+/** The next key's selector: "posthaste" and the date, with a letter when that is taken. */
+export function nextSelector(d: { dkim_selector: string; previous_dkim_selector: string | null }, now: number): string {
+  const day = new Date(now).toISOString().slice(0, 10).replace(/-/g, '');
+  const taken = new Set([d.dkim_selector, d.previous_dkim_selector]);
+  let selector = `${DKIM_SELECTOR}${day}`;
+  for (let i = 0; taken.has(selector); i++) selector = `${DKIM_SELECTOR}${day}${String.fromCharCode(97 + i)}`;
+  return selector;
+}
+
+export const hashId = (id: string) => createHash('sha256').update(id).digest();
+
+/** A new session: its id (for the cookie, never stored) and CSRF token. */
+export function newSession(): { id: string; csrf: string } {
+  return { id: randomBytes(32).toString('base64url'), csrf: randomBytes(32).toString('base64url') };
+}
