@@ -2,6 +2,7 @@ import { returnPathDomain, type Config } from './config/schema.js';
 import { live, inboundSettings, outboundSettings, sendSettings, type InboundSettings, type Live, type OutboundSettings, type SendSettings } from './config/settings.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
+import { isStoreUnavailable } from './store/errors.js';
 import { AuthCache } from './store/auth-cache.js';
 import { buildApi } from './api/server.js';
 import { ConfigError, configWarnings } from './config/load.js';
@@ -64,6 +65,9 @@ export const SHUTDOWN_GRACE_MS = 28_000;
 
 export const RETURN_PATH_SECRET = 'return_path_secret';
 
+/** The store named by the configuration cannot be reached at start: the daemon does not start. */
+export class StoreUnreachable extends Error {}
+
 /** What the steps share: the configuration as started (never changed), the log, the clock, and each part's settings that reloads replace. */
 interface Ctx {
   config: Config;
@@ -82,7 +86,16 @@ interface Settings {
 /** Step: the store, migrated, with the default customer, and the claims a previous run left released. */
 async function prepareStore({ log, clock }: Ctx, store: Store): Promise<void> {
   if (store.engine === 'postgres') log.info({ store: store.location }, 'store: PostgreSQL');
-  const applied = await store.admin.migrate(clock.now());
+  let applied: number[];
+  try {
+    applied = await store.admin.migrate(clock.now());
+  } catch (e) {
+    // Unreachable, refused, a wrong password or database name: the first use names the store (the URL without its password).
+    const code = (e as { code?: unknown }).code;
+    if (!isStoreUnavailable(e) && !(typeof code === 'string' && /^(28|3D)/.test(code))) throw e;
+    throw new StoreUnreachable(`cannot use the store at ${store.location} (store.url): ${(e as Error).message}; is the database running, and the URL, user and password right?`);
+  }
+  for (const warning of await store.admin.checks()) log.warn(warning);
   if (applied.length > 0) log.info({ applied }, 'database migrated');
   await store.customers.ensureDefault(clock.now());
   const released = await store.delivery.releaseAllClaims();

@@ -64,6 +64,8 @@ export interface AdminStore {
   purgeOld(now: number, days: number): Promise<{ messages: number; attempts: number }>;
   /** limits.max_store_bytes (SQLite; PostgreSQL has no such cap and ignores it). */
   setMaxBytes(bytes: number): void;
+  /** What an administrator should hear at start about how the store is set up (PostgreSQL: a commit that is not durable). */
+  checks(): Promise<string[]>;
   /** Stops taking writes, lets those submitted commit, closes connections. */
   close(): Promise<void>;
 }

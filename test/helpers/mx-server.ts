@@ -26,6 +26,8 @@ export class TestMx {
   script: RcptScript = () => undefined;
   /** Milliseconds to wait before answering the end of DATA (a slow MX keeps connections open). */
   dataDelayMs = 0;
+  /** A message to this recipient is answered only once the promise settles (the sender waits on the reply). */
+  holdData: (rcpt: string) => Promise<void> | undefined = () => undefined;
   private server: SMTPServer;
   port = 0;
 
@@ -65,7 +67,8 @@ export class TestMx {
           const answer = this.script(to[0]!, this.attempts.get(to[0]!) ?? 1)?.data;
           if (answer) return cb(Object.assign(new Error(answer[1]), { responseCode: answer[0] }));
           this.received.push({ from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', to, data: Buffer.concat(chunks), secure: session.secure });
-          setTimeout(() => cb(null, 'Ok: queued as TEST'), this.dataDelayMs);
+          const hold = this.holdData(to[0]!) ?? Promise.resolve();
+          void hold.then(() => setTimeout(() => cb(null, 'Ok: queued as TEST'), this.dataDelayMs));
         });
       },
     });

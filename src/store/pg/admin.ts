@@ -154,6 +154,17 @@ export function pgAdmin(db: PgDb, delivery: DeliveryStore): AdminStore {
     overview: (customerId, now) => overview(db, delivery, customerId, now),
     purgeOld: (now, days) => purgeOld(db, now, days),
     backup: () => Promise.reject(new Error('the store is PostgreSQL: back it up with the database\'s own tools, pg_dump (or a managed service\'s snapshots); see docs/operations.md, "PostgreSQL"')),
+    checks: async () => {
+      const r = await db.row<{ synchronous_commit: string; fsync: string }>("SELECT current_setting('synchronous_commit') AS synchronous_commit, current_setting('fsync') AS fsync");
+      const out: string[] = [];
+      // A 202 or a 250 is sent once COMMIT returns: with these off, a crash of the database server can lose what was acknowledged.
+      if (r?.synchronous_commit === 'off')
+        out.push(
+          "PostgreSQL has synchronous_commit = off: a 202 or a 250 may be answered for a commit the database server loses if it crashes; set it to on (the default) for posthaste's role or database",
+        );
+      if (r?.fsync === 'off') out.push('PostgreSQL runs with fsync = off: a crash of its machine can lose or corrupt what was acknowledged; use this for tests only');
+      return out;
+    },
     // PostgreSQL's space is the database server's to manage: limits.max_store_bytes applies to SQLite only.
     setMaxBytes: () => undefined,
     close: () => db.close(),

@@ -95,8 +95,11 @@ export class PgDb implements Q {
       idleTimeoutMillis: 30_000,
       application_name: opts.applicationName ?? 'posthaste',
     });
-    // An idle client whose server went away emits here; without a listener it would crash the process.
+    // A client whose server went away emits 'error': the pool listens on idle ones, and this on
+    // every client from its start, so one checked out (in a transaction) cannot crash the process;
+    // its query fails instead, and the broken client is not given back to the pool.
     this.pool.on('error', () => undefined);
+    this.pool.on('connect', (client) => client.on('error', () => undefined));
     this.on = new On(this.pool);
   }
 

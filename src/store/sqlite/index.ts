@@ -45,6 +45,8 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       overview: async (customerId, now) => overview(db, customerId, now),
       purgeOld: async (now, days) => purgeOld(db, now, days),
       backup: async (file) => void (await db.backup(file)),
+      // synchronous = FULL is set by the engine itself (sqlite/db.ts): nothing to warn of.
+      checks: async () => [],
       setMaxBytes: (bytes) => {
         db.setMaxBytes(bytes);
         writer?.setMaxBytes(bytes);
