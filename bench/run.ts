@@ -12,6 +12,7 @@ import { benchWebhooks } from './webhooks.js';
 import { benchInbound } from './inbound.js';
 import { benchQueue } from './queue.js';
 import { benchDashboard } from './dashboard.js';
+import { benchStore } from './store.js';
 
 const all: Record<string, () => Promise<{ lines: string[] }>> = {
   accept: benchAccept,
@@ -22,6 +23,7 @@ const all: Record<string, () => Promise<{ lines: string[] }>> = {
   inbound: benchInbound,
   queue: benchQueue,
   dashboard: benchDashboard,
+  store: benchStore,
 };
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(all);
 

@@ -6,9 +6,10 @@ import type { DomainStore, KeyStore } from './store.js';
  * Keys and sending domains cached in memory for the API. A checked lookup first reads
  * `auth_epoch` and drops the cache when it moved, so a revocation is refused on the very next
  * request, on every node. The send path looks up unchecked (no read before it) and hands `epoch`
- * to the commit, which compares it with the epoch inside the accepting transaction and verifies
- * the key and the domain again when it moved (store/units.ts, SendInput): the same guarantee, one
- * read fewer per request, and no window between the check and the commit.
+ * to the commit, which verifies the key and the domain inside the accepting transaction (SQLite
+ * when the epoch moved; PostgreSQL always, in the statement that inserts) and answers the epoch it
+ * saw (store/model.ts, SendInput): the same guarantee, one read fewer per request, and no window
+ * between the check and the commit.
  *
  * A lookup that went to the store while the epoch moved under it is not remembered: what it read
  * may predate the change.

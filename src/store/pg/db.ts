@@ -80,16 +80,19 @@ export function redactUrl(url: string): string {
  */
 export class PgDb implements Q {
   readonly pool: pg.Pool;
+  /** The pool's size: connections this node opens at most. */
+  readonly max: number;
   private readonly on: On;
 
   constructor(
     readonly url: string,
     opts: { password?: string; max?: number; applicationName?: string } = {},
   ) {
+    this.max = opts.max ?? 10;
     this.pool = new pg.Pool({
       connectionString: url,
       ...(opts.password !== undefined ? { password: opts.password } : {}),
-      max: opts.max ?? 10,
+      max: this.max,
       // Never wait forever for a connection (the default): a database gone away is an error now.
       connectionTimeoutMillis: 5_000,
       idleTimeoutMillis: 30_000,

@@ -1,16 +1,18 @@
 import { uniqueViolation, type PgDb, type Q } from './db.js';
 import type { MessageStore } from '../store.js';
 import { acceptedResponse, type AcceptInput, type AcceptResult, type MessageSearch, type MessageSummary, type MessageView, type RecipientState } from '../model.js';
-import type { BatchInput, BatchItemResult, BatchResult, SendCommit, SendInput } from '../model.js';
+import type { BatchInput, BatchItem, BatchItemResult, BatchResult, SendCommit, SendInput } from '../model.js';
+import { isStoreUnavailable } from '../errors.js';
 import type { SuppressionReason } from '../model.js';
 import { addressKey } from '../../domain/addresses.js';
-import { refusal } from '../../domain/errors.js';
+import { refusal, type Refusal } from '../../domain/errors.js';
 import type { EventEnvelope } from '../../domain/events.js';
 
 /**
- * Messages on PostgreSQL: the send path's commit (the same steps as the SQLite writer's, in one
- * transaction of four round trips: BEGIN, the auth epoch with the suppressions, the message with
- * its recipients and tags in one statement, COMMIT), and the reads the API and dashboard make.
+ * Messages on PostgreSQL: the send path's commit and the reads the API and dashboard make.
+ * A send is one statement (ACCEPT_MANY) that checks the key, the sending domain and the
+ * suppressions and inserts the message with its recipients and tags; sends that arrive together
+ * share one statement and one commit (AcceptGroups), as the SQLite writer's group commit does.
  */
 
 /** Positional parameters for a query built in pieces: `p(v)` adds v and gives its `$n`. */
@@ -48,111 +50,195 @@ function recordIdempotent(q: Q, customerId: number, idem: { key: string; hash: U
   ]);
 }
 
-const INSERT_MESSAGE = `
-WITH m AS (
+/**
+ * Stores any number of messages in one statement: each one's key (not revoked), sending domain
+ * (the customer's, verified) and recipients (none suppressed) checked, and those that pass
+ * inserted with their recipients and tags. Answers one row per message, in order: why it was
+ * refused, or its row id; with the auth epoch the statement saw.
+ */
+const ACCEPT_MANY = `
+WITH i AS (
+  SELECT u.*, substring($21::bytea FROM (sum(u.size) OVER (ORDER BY u.n) - u.size + 1)::int FOR u.size) AS request
+  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[])
+    WITH ORDINALITY AS u(customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, size, created_at, scheduled_at, tags, next_at, n)),
+rin AS (SELECT * FROM unnest($14::int[], $15::text[], $16::text[], $17::text[], $18::text[]) WITH ORDINALITY AS r(n, address, domain, field, key, o)),
+checked AS (
+  SELECT i.n,
+         CASE WHEN i.api_key_id IS NOT NULL AND (k.id IS NULL OR k.revoked_at IS NOT NULL) THEN 'key_revoked'
+              WHEN d.id IS NULL OR d.customer_id <> i.customer_id THEN 'domain_unknown'
+              WHEN d.verified_at IS NULL THEN 'domain_unverified' END AS refused,
+         (SELECT json_object_agg(s.address, s.reason) FROM rin JOIN suppressions s ON s.customer_id = i.customer_id AND s.address = rin.key WHERE rin.n = i.n) AS suppressed
+  FROM i LEFT JOIN api_keys k ON k.id = i.api_key_id LEFT JOIN domains d ON d.name = i.sender_domain),
+ok AS (SELECT i.* FROM i JOIN checked c USING (n) WHERE c.refused IS NULL AND c.suppressed IS NULL),
+m AS (
   INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, raw, size, created_at, scheduled_at, tags)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, NULL, $10, $11, $12) RETURNING id),
+  SELECT customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, NULL, NULL, created_at, scheduled_at, tags FROM ok ORDER BY n
+  RETURNING id, message_id),
+mi AS (SELECT m.id, ok.n, ok.customer_id, ok.created_at, ok.next_at FROM m JOIN ok USING (message_id)),
 r AS (
   INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at)
-  SELECT m.id, $1, x.a, x.d, x.f, 'queued', 0, $13, $10, $10 FROM m, unnest($14::text[], $15::text[], $16::text[]) WITH ORDINALITY AS x(a, d, f, o) ORDER BY x.o),
-t AS (INSERT INTO message_tags (customer_id, tag, message_id) SELECT $1, tag, m.id FROM m, unnest($17::text[]) AS tag)
-SELECT id FROM m`;
+  SELECT mi.id, mi.customer_id, rin.address, rin.domain, rin.field, 'queued', 0, mi.next_at, mi.created_at, mi.created_at FROM mi JOIN rin USING (n) ORDER BY rin.o),
+t AS (INSERT INTO message_tags (customer_id, tag, message_id) SELECT mi.customer_id, tg.tag, mi.id FROM mi JOIN unnest($19::int[], $20::text[]) AS tg(n, tag) USING (n))
+SELECT c.n, c.refused, c.suppressed, mi.id, (SELECT value FROM settings WHERE name = 'auth_epoch') AS epoch
+FROM checked c LEFT JOIN mi USING (n) ORDER BY c.n`;
 
-/** Stores a message and its recipients (or answers from the idempotency record), in the caller's transaction. */
-async function acceptMessage(q: Q, input: AcceptInput): Promise<AcceptResult> {
-  const idem = input.idempotency;
-  if (idem) {
-    const prior = await idempotentAnswer(q, input.customerId, idem, input.now);
-    if (prior) return prior;
-  }
-  const keys = input.recipients.map((r) => addressKey(r.address));
-  const found = await q.rows<{ address: string; reason: SuppressionReason }>('SELECT address, reason FROM suppressions WHERE customer_id = $1 AND address = ANY($2::text[])', [input.customerId, keys]);
-  if (found.length > 0) {
-    const reasons = new Map(found.map((r) => [r.address, r.reason]));
-    return {
-      kind: 'suppressed',
-      addresses: input.recipients.filter((r) => reasons.has(addressKey(r.address))).map((r) => ({ address: r.address, field: r.field, reason: reasons.get(addressKey(r.address))! })),
-    };
-  }
-  const request = typeof input.request === 'string' ? Buffer.from(input.request, 'utf8') : Buffer.from(input.request.buffer, input.request.byteOffset, input.request.byteLength);
-  const m = await q.row<{ id: number }>(INSERT_MESSAGE, [
-    input.customerId,
-    input.messageId,
-    input.apiKeyId,
-    input.sandbox ? 1 : 0,
-    input.fromHeader,
-    input.senderDomain,
-    input.subject,
-    JSON.stringify(input.metadata),
-    request,
-    input.now,
-    input.scheduledAt ?? null,
-    input.tags?.length ? JSON.stringify(input.tags) : null,
-    input.scheduledAt ?? input.now,
-    input.recipients.map((r) => r.address),
-    input.recipients.map((r) => r.domain),
-    input.recipients.map((r) => r.field),
-    input.tags ?? [],
-  ]);
-  if (idem) await recordIdempotent(q, input.customerId, idem, acceptedResponse(input), input.now);
-  return { kind: 'accepted', emailId: m!.id };
+type Checked = { kind: 'key_revoked' | 'domain_unknown' | 'domain_unverified' } | AcceptResult;
+
+/** Stores `inputs` with ACCEPT_MANY: each one's answer, and the auth epoch. */
+async function acceptMany(q: Q, inputs: Array<Omit<AcceptInput, 'idempotency'>>): Promise<{ results: Checked[]; epoch: string }> {
+  const n = inputs.length;
+  const cols = Array.from({ length: 13 }, () => new Array<unknown>(n));
+  const rin: unknown[][] = [[], [], [], [], []];
+  const tags: unknown[][] = [[], []];
+  const requests = inputs.map((x) => (typeof x.request === 'string' ? Buffer.from(x.request, 'utf8') : Buffer.from(x.request.buffer, x.request.byteOffset, x.request.byteLength)));
+  inputs.forEach((x, i) => {
+    const values = [
+      x.customerId,
+      x.messageId,
+      x.apiKeyId,
+      x.sandbox ? 1 : 0,
+      x.fromHeader,
+      x.senderDomain,
+      x.subject,
+      JSON.stringify(x.metadata),
+      requests[i]!.length,
+      x.now,
+      x.scheduledAt ?? null,
+      x.tags?.length ? JSON.stringify(x.tags) : null,
+      x.scheduledAt ?? x.now,
+    ];
+    values.forEach((v, c) => (cols[c]![i] = v));
+    for (const r of x.recipients) {
+      rin[0]!.push(i + 1);
+      rin[1]!.push(r.address);
+      rin[2]!.push(r.domain);
+      rin[3]!.push(r.field);
+      rin[4]!.push(addressKey(r.address));
+    }
+    for (const tag of x.tags ?? []) {
+      tags[0]!.push(i + 1);
+      tags[1]!.push(tag);
+    }
+  });
+  const rows = await q.rows<{ refused: 'key_revoked' | 'domain_unknown' | 'domain_unverified' | null; suppressed: Record<string, SuppressionReason> | null; id: number | null; epoch: string | null }>(
+    ACCEPT_MANY,
+    [...cols, ...rin, ...tags, Buffer.concat(requests)],
+  );
+  const results = rows.map((row, i): Checked => {
+    if (row.refused) return { kind: row.refused };
+    if (row.suppressed) {
+      const reasons = row.suppressed;
+      const recipients = inputs[i]!.recipients;
+      return { kind: 'suppressed', addresses: recipients.filter((r) => reasons[addressKey(r.address)]).map((r) => ({ address: r.address, field: r.field, reason: reasons[addressKey(r.address)]! })) };
+    }
+    return { kind: 'accepted', emailId: row.id! };
+  });
+  return { results, epoch: rows[0]?.epoch ?? '' };
 }
 
-/** The key, and the sending domain, checked again inside the transaction when the epoch moved. */
-async function recheck(q: Q, apiKeyId: string, customerId: number, senderDomain: string | null) {
-  const key = await q.row<{ revoked_at: number | null }>('SELECT revoked_at FROM api_keys WHERE id = $1', [apiKeyId]);
-  if (!key || key.revoked_at !== null) return 'key_revoked' as const;
-  if (senderDomain === null) return undefined;
-  return domainRefusal(q, customerId, senderDomain);
-}
-
-async function domainRefusal(q: Q, customerId: number, name: string): Promise<'domain_unknown' | 'domain_unverified' | undefined> {
-  const d = await q.row<{ customer_id: number; verified_at: number | null }>('SELECT customer_id, verified_at FROM domains WHERE name = $1', [name]);
-  if (!d || d.customer_id !== customerId) return 'domain_unknown';
-  return d.verified_at === null ? 'domain_unverified' : undefined;
+function requestBytes(r: Uint8Array | string): number {
+  return typeof r === 'string' ? r.length : r.byteLength;
 }
 
 /** A concurrent twin with the same Idempotency-Key committed first: run again, and replay its answer. */
 const idempotencyRace = (e: unknown) => uniqueViolation(e, 'idempotency_keys_pkey');
 
-async function accept(db: PgDb, input: SendInput): Promise<SendCommit> {
-  return db.tx(async (q) => {
-    const authEpoch = await readEpoch(q);
-    if (authEpoch !== input.authEpoch) {
-      const refused = await recheck(q, input.apiKeyId, input.customerId, input.senderDomain);
-      if (refused) return { kind: refused, authEpoch };
+/**
+ * The sends without an Idempotency-Key, grouped: those that arrive while earlier groups are being
+ * written go together in the next statement, one commit for all of them (as the SQLite writer's
+ * group commit does). A group that fails for any reason but the database's absence is written
+ * again one send at a time, so one send's error is its own.
+ */
+class AcceptGroups {
+  private waiting: Array<{ input: SendInput; resolve: (c: SendCommit) => void; reject: (e: unknown) => void }> = [];
+  private running = 0;
+  constructor(
+    private readonly db: PgDb,
+    private readonly concurrency: number,
+  ) {}
+
+  accept(input: SendInput): Promise<SendCommit> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ input, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.running < this.concurrency && this.waiting.length > 0) {
+      let take = 0;
+      for (let bytes = 0; take < this.waiting.length && take < AcceptGroups.MAX && (take === 0 || bytes < AcceptGroups.MAX_BYTES); take++) bytes += requestBytes(this.waiting[take]!.input.request);
+      const group = this.waiting.splice(0, take);
+      this.running++;
+      void this.write(group).finally(() => {
+        this.running--;
+        this.pump();
+      });
     }
-    return { ...(await acceptMessage(q, input)), authEpoch };
+  }
+
+  /** At most this many sends in one statement, and no more once their bodies pass MAX_BYTES. */
+  private static readonly MAX = 200;
+  private static readonly MAX_BYTES = 16 * 2 ** 20;
+
+  private async write(group: AcceptGroups['waiting']): Promise<void> {
+    try {
+      const { results, epoch } = await acceptMany(
+        this.db,
+        group.map((g) => g.input),
+      );
+      group.forEach((g, i) => g.resolve({ ...results[i]!, authEpoch: epoch }));
+    } catch (e) {
+      if (group.length === 1 || isStoreUnavailable(e)) {
+        for (const g of group) g.reject(e);
+        return;
+      }
+      for (const g of group) {
+        try {
+          const { results, epoch } = await acceptMany(this.db, [g.input]);
+          g.resolve({ ...results[0]!, authEpoch: epoch });
+        } catch (e1) {
+          g.reject(e1);
+        }
+      }
+    }
+  }
+}
+
+async function acceptIdempotent(db: PgDb, input: SendInput & { idempotency: NonNullable<SendInput['idempotency']> }): Promise<SendCommit> {
+  return db.tx(async (q) => {
+    const prior = await idempotentAnswer(q, input.customerId, input.idempotency, input.now);
+    const { results, epoch } = prior ? { results: [prior], epoch: await readEpoch(q) } : await acceptMany(q, [input]);
+    const r = results[0]!;
+    if (!prior && r.kind === 'accepted') await recordIdempotent(q, input.customerId, input.idempotency, acceptedResponse(input), input.now);
+    return { ...r, authEpoch: epoch };
   }, idempotencyRace);
 }
 
 async function acceptBatch(db: PgDb, input: BatchInput): Promise<BatchResult> {
   return db.tx(async (q) => {
-    const authEpoch = await readEpoch(q);
     const idem = input.idempotency;
     if (idem) {
       const prior = await idempotentAnswer(q, input.customerId, idem, input.now);
-      if (prior) return { ...prior, authEpoch };
+      if (prior) return { ...prior, authEpoch: await readEpoch(q) };
     }
-    const moved = authEpoch !== input.authEpoch;
-    if (moved && (await recheck(q, input.apiKeyId, input.customerId, null))) return { kind: 'key_revoked', authEpoch };
-    const data: BatchItemResult[] = [];
-    for (const item of input.items) {
-      if ('error' in item) {
-        data.push(item);
-        continue;
-      }
-      const refused = moved ? await domainRefusal(q, item.customerId, item.senderDomain) : undefined;
-      if (refused) {
-        data.push(refusal({ kind: refused }, item.senderDomain).toBody());
-        continue;
-      }
-      const r = await acceptMessage(q, item);
-      data.push(r.kind === 'suppressed' ? refusal(r, item.senderDomain).toBody() : acceptedResponse(item));
+    const items = input.items.filter((item): item is Exclude<BatchItem, { error: unknown }> => !('error' in item));
+    if (items.length === 0) {
+      const key = await q.row<{ revoked_at: number | null }>('SELECT revoked_at FROM api_keys WHERE id = $1', [input.apiKeyId]);
+      if (!key || key.revoked_at !== null) return { kind: 'key_revoked', authEpoch: await readEpoch(q) };
     }
+    const { results, epoch } = items.length ? await acceptMany(q, items) : { results: [], epoch: await readEpoch(q) };
+    if (results.some((r) => r.kind === 'key_revoked')) return { kind: 'key_revoked', authEpoch: epoch };
+    const answers = new Map(items.map((item, i) => [item, results[i]!]));
+    const data = input.items.map((item): BatchItemResult => {
+      if ('error' in item) return item;
+      const r = answers.get(item)!;
+      if (r.kind === 'accepted') return acceptedResponse(item);
+      return refusal(r as Refusal, item.senderDomain).toBody();
+    });
     const response = { data };
     if (idem) await recordIdempotent(q, input.customerId, idem, response, input.now);
-    return { kind: 'accepted', response, authEpoch };
+    return { kind: 'accepted', response, authEpoch: epoch };
   }, idempotencyRace);
 }
 
@@ -304,8 +390,9 @@ function cancelMessage(db: PgDb, customerId: number | undefined, messageId: stri
 }
 
 export function pgMessages(db: PgDb): MessageStore {
+  const groups = new AcceptGroups(db, Math.max(1, Math.floor(db.max / 3)));
   return {
-    accept: (input) => accept(db, input),
+    accept: (input) => (input.idempotency ? acceptIdempotent(db, { ...input, idempotency: input.idempotency }) : groups.accept(input)),
     acceptBatch: (input) => acceptBatch(db, input),
     get: (customerId, messageId) => getMessage(db, customerId, messageId),
     list: (opts) => listMessages(db, opts),
