@@ -112,6 +112,7 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
           subject,
           metadata,
           request: Buffer.from(body),
+          requestFormat: 'json',
           raw: null,
           createdAt: at,
           tags,

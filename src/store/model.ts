@@ -97,6 +97,14 @@ export interface SimulatedSuppression {
 /** A recipient's state (recipients.state; migration 008 added canceled). */
 export type RecipientState = 'queued' | 'deferred' | 'delivered' | 'bounced' | 'complained' | 'suppressed' | 'canceled';
 
+/**
+ * What a message's stored request is: `json`, the send request's body as the API received it
+ * (delivery composes the MIME message from it); `mime`, a message submitted over SMTP as the
+ * client wrote it, with the headers the listener added or removed at acceptance (delivery signs
+ * it as it is: docs/submission.md).
+ */
+export type RequestFormat = 'json' | 'mime';
+
 export interface AcceptInput {
   customerId: number;
   apiKeyId: string;
@@ -115,6 +123,8 @@ export interface AcceptInput {
    * bytes when it is large, moved to the writer thread rather than copied (group-commit.ts).
    */
   request: Uint8Array | string;
+  /** What `request` is; `json` when absent. A `mime` message's size is stored with it at acceptance. */
+  requestFormat?: RequestFormat;
   recipients: Array<{ address: string; domain: string; field: 'to' | 'cc' | 'bcc' }>;
   /** Held until then: the recipients' first attempt is due at this time (ms). */
   scheduledAt?: number;
@@ -162,7 +172,7 @@ export interface MessageView {
   subject: string;
   sandbox: boolean;
   metadata: Record<string, string>;
-  /** Bytes of the composed message; null until it is first composed for delivery. */
+  /** Bytes of the composed message; null until it is first composed for delivery (a message submitted over SMTP has its size from acceptance). */
   size: number | null;
   created_at: string;
   /** When it is held until (a scheduled send); null: sent at once. */
@@ -174,8 +184,9 @@ export interface MessageView {
 
 /** A message's content as stored: the request body as accepted, and the composed MIME message while it is kept. */
 export interface StoredContent {
-  /** The send request's body as received; null once retention removed it (store/retention.ts). */
+  /** The send request's body as received (or the submitted MIME message); null once retention removed it (store/retention.ts). */
   request: Buffer | null;
+  format: RequestFormat;
   /**
    * The composed MIME message (unsigned), kept only while a recipient of it may still be sent to
    * (store/queue.ts keepComposed, dropComposedIfDone); null before the first attempt and once
@@ -228,6 +239,8 @@ export interface QueuedMessage {
   subject: string;
   metadata: Record<string, string>;
   request: Buffer;
+  /** `mime`: request is the message itself, signed as it is; `json`: the send request, composed at the first attempt. */
+  requestFormat: RequestFormat;
   raw: Buffer | null;
   createdAt: number;
   tags: string[];

@@ -1,6 +1,6 @@
 import type { PgDb, Q } from './db.js';
 import type { DeliveryStore, GroupRecord } from '../store.js';
-import type { Claimed, QueuedMessage } from '../model.js';
+import type { Claimed, QueuedMessage, RequestFormat } from '../model.js';
 import type { DestinationThrottle } from '../model.js';
 import { applyTransitions, type Step } from './transitions.js';
 import { asyncBounceTransition, complaintTransition, outcomeTransition, type OutcomePolicy } from '../../domain/transitions.js';
@@ -38,6 +38,7 @@ interface MessageRow {
   subject: string;
   metadata: string;
   request: Buffer;
+  request_format: RequestFormat;
   raw: Buffer | null;
   created_at: number;
   tags: string | null;
@@ -45,7 +46,7 @@ interface MessageRow {
 
 export async function loadMessages(q: Q, ids: number[]): Promise<Map<number, QueuedMessage>> {
   const rows = await q.rows<MessageRow>(
-    'SELECT id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, raw, created_at, tags FROM messages WHERE id = ANY($1::bigint[])',
+    'SELECT id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags FROM messages WHERE id = ANY($1::bigint[])',
     [[...new Set(ids)]],
   );
   return new Map(
@@ -61,6 +62,7 @@ export async function loadMessages(q: Q, ids: number[]): Promise<Map<number, Que
         subject: m.subject,
         metadata: JSON.parse(m.metadata) as Record<string, string>,
         request: m.request,
+        requestFormat: m.request_format,
         raw: m.raw,
         createdAt: m.created_at,
         tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],

@@ -3,7 +3,7 @@ import type { MessageStore } from '../store.js';
 import { acceptedResponse, type AcceptInput, type AcceptResult, type MessageSearch, type MessageSummary, type MessageView, type RecipientState } from '../model.js';
 import type { BatchInput, BatchItem, BatchItemResult, BatchResult, SendCommit, SendInput } from '../model.js';
 import { isStoreUnavailable } from '../errors.js';
-import type { SuppressionReason } from '../model.js';
+import type { RequestFormat, SuppressionReason } from '../model.js';
 import { addressKey } from '../../domain/addresses.js';
 import { refusal, type Refusal } from '../../domain/errors.js';
 import type { EventEnvelope } from '../../domain/events.js';
@@ -53,14 +53,14 @@ function recordIdempotent(q: Q, customerId: number, idem: { key: string; hash: U
 /**
  * Stores any number of messages in one statement: each one's key (not revoked), sending domain
  * (the customer's, verified) and recipients (none suppressed) checked, and those that pass
- * inserted with their recipients and tags. Answers one row per message, in order: why it was
+ * inserted with their recipients and tags (a submitted MIME message with its size, known now). Answers one row per message, in order: why it was
  * refused, or its row id; with the auth epoch the statement saw.
  */
 const ACCEPT_MANY = `
 WITH i AS (
   SELECT u.*, substring($21::bytea FROM (sum(u.size) OVER (ORDER BY u.n) - u.size + 1)::int FOR u.size) AS request
-  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[])
-    WITH ORDINALITY AS u(customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, size, created_at, scheduled_at, tags, next_at, n)),
+  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[], $22::text[])
+    WITH ORDINALITY AS u(customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, size, created_at, scheduled_at, tags, next_at, format, n)),
 rin AS (SELECT * FROM unnest($14::int[], $15::text[], $16::text[], $17::text[], $18::text[]) WITH ORDINALITY AS r(n, address, domain, field, key, o)),
 checked AS (
   SELECT i.n,
@@ -71,8 +71,9 @@ checked AS (
   FROM i LEFT JOIN api_keys k ON k.id = i.api_key_id LEFT JOIN domains d ON d.name = i.sender_domain),
 ok AS (SELECT i.* FROM i JOIN checked c USING (n) WHERE c.refused IS NULL AND c.suppressed IS NULL),
 m AS (
-  INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, raw, size, created_at, scheduled_at, tags)
-  SELECT customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, NULL, NULL, created_at, scheduled_at, tags FROM ok ORDER BY n
+  INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags)
+  SELECT customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, format, NULL,
+         CASE WHEN format = 'mime' THEN size END, created_at, scheduled_at, tags FROM ok ORDER BY n
   RETURNING id, message_id),
 mi AS (SELECT m.id, ok.n, ok.customer_id, ok.created_at, ok.next_at FROM m JOIN ok USING (message_id)),
 r AS (
@@ -122,7 +123,7 @@ async function acceptMany(q: Q, inputs: Array<Omit<AcceptInput, 'idempotency'>>)
   });
   const rows = await q.rows<{ refused: 'key_revoked' | 'domain_unknown' | 'domain_unverified' | null; suppressed: Record<string, SuppressionReason> | null; id: number | null; epoch: string | null }>(
     ACCEPT_MANY,
-    [...cols, ...rin, ...tags, Buffer.concat(requests)],
+    [...cols, ...rin, ...tags, Buffer.concat(requests), inputs.map((x) => x.requestFormat ?? 'json')],
   );
   const results = rows.map((row, i): Checked => {
     if (row.refused) return { kind: row.refused };
@@ -407,10 +408,13 @@ export function pgMessages(db: PgDb): MessageStore {
       ),
     events: (messageRowId) => eventsOf(db, messageRowId),
     content: async (customerId, messageId) => {
-      const row = await db.row<{ request: Buffer; raw: Buffer | null }>('SELECT request, raw FROM messages WHERE message_id = $1 AND customer_id = $2', [messageId, customerId]);
+      const row = await db.row<{ request: Buffer; request_format: RequestFormat; raw: Buffer | null }>('SELECT request, request_format, raw FROM messages WHERE message_id = $1 AND customer_id = $2', [
+        messageId,
+        customerId,
+      ]);
       if (!row) return undefined;
       // Retention leaves a marker where the body was (store/retention.ts).
-      return { request: row.request.toString() === '{"purged":true}' ? null : row.request, composed: row.raw };
+      return { request: row.request.toString() === '{"purged":true}' ? null : row.request, format: row.request_format, composed: row.raw };
     },
   };
 }

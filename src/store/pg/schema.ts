@@ -331,4 +331,16 @@ END $$;
 CREATE TRIGGER api_keys_last_used AFTER INSERT ON messages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION posthaste_key_last_used();
 `;
 
-export const pgMigrations: PgMigration[] = [{ version: 1, name: 'baseline', sql: baseline }];
+/**
+ * 2: a message's stored request says what it is (the SQLite engine's migration 011): `json`, the
+ * send request's body, composed at the first delivery attempt; `mime`, a message submitted over
+ * SMTP, signed as it is at delivery.
+ */
+const submission = `
+ALTER TABLE messages ADD COLUMN request_format text NOT NULL DEFAULT 'json' CHECK (request_format IN ('json', 'mime'));
+`;
+
+export const pgMigrations: PgMigration[] = [
+  { version: 1, name: 'baseline', sql: baseline },
+  { version: 2, name: 'submission', sql: submission },
+];

@@ -2,15 +2,27 @@ import { BOUND_LIMIT, type Db } from './db.js';
 import { findSuppressed } from './suppressions.js';
 import { eventsOfMessage } from './events.js';
 import { addressKey } from '../../domain/addresses.js';
-import { acceptedResponse, type AcceptInput, type AcceptResult, type MessageSearch, type MessageSummary, type MessageView, type RecipientState, type StoredContent } from '../model.js';
+import {
+  acceptedResponse,
+  type AcceptInput,
+  type AcceptResult,
+  type MessageSearch,
+  type MessageSummary,
+  type MessageView,
+  type RecipientState,
+  type RequestFormat,
+  type StoredContent,
+} from '../model.js';
+
+const byteLength = (b: Uint8Array | string) => (typeof b === 'string' ? Buffer.byteLength(b) : b.byteLength);
 
 // The accept path is the hottest write: plain SQL on cached statements (no query building per request).
 const SQL = {
   idemGet: 'SELECT request_hash, status, response, created_at FROM idempotency_keys WHERE customer_id = ? AND key = ?',
   idemDelete: 'DELETE FROM idempotency_keys WHERE customer_id = ? AND key = ?',
   idemInsert: 'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-  message: `INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, raw, size, created_at, scheduled_at, tags)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BLOB), NULL, NULL, ?, ?, ?)`,
+  message: `INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BLOB), ?, NULL, ?, ?, ?, ?)`,
   tag: 'INSERT INTO message_tags (customer_id, tag, message_id) VALUES (?, ?, ?)',
   recipient: `INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at)
               VALUES (?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)`,
@@ -41,22 +53,23 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
     };
 
   const emailId = Number(
-    db
-      .statement(SQL.message)
-      .run(
-        input.customerId,
-        input.messageId,
-        input.apiKeyId,
-        input.sandbox ? 1 : 0,
-        input.fromHeader,
-        input.senderDomain,
-        input.subject,
-        JSON.stringify(input.metadata),
-        input.request,
-        input.now,
-        input.scheduledAt ?? null,
-        input.tags?.length ? JSON.stringify(input.tags) : null,
-      ).lastInsertRowid,
+    db.statement(SQL.message).run(
+      input.customerId,
+      input.messageId,
+      input.apiKeyId,
+      input.sandbox ? 1 : 0,
+      input.fromHeader,
+      input.senderDomain,
+      input.subject,
+      JSON.stringify(input.metadata),
+      input.request,
+      input.requestFormat ?? 'json',
+      // A submitted message is stored as it is sent: its size is known now.
+      input.requestFormat === 'mime' ? byteLength(input.request) : null,
+      input.now,
+      input.scheduledAt ?? null,
+      input.tags?.length ? JSON.stringify(input.tags) : null,
+    ).lastInsertRowid,
   );
   const insertRecipient = db.statement(SQL.recipient);
   const due = input.scheduledAt ?? input.now;
@@ -159,11 +172,15 @@ const PURGED_REQUEST = '{"purged":true}';
 
 /** A message's stored content, or undefined (unknown, or another customer's). */
 export function messageContent(db: Db, customerId: number, messageId: string): StoredContent | undefined {
-  const row = db.get<{ request: Buffer | string; raw: Buffer | null }>('SELECT request, raw FROM messages WHERE message_id = ? AND customer_id = ?', messageId, customerId);
+  const row = db.get<{ request: Buffer | string; request_format: RequestFormat; raw: Buffer | null }>(
+    'SELECT request, request_format, raw FROM messages WHERE message_id = ? AND customer_id = ?',
+    messageId,
+    customerId,
+  );
   if (!row) return undefined;
   // Written as a BLOB; rows of earlier builds, and retention's marker, are text.
   const request = typeof row.request === 'string' ? (row.request === PURGED_REQUEST ? null : Buffer.from(row.request)) : row.request;
-  return { request, composed: row.raw };
+  return { request, format: row.request_format, composed: row.raw };
 }
 
 /** Messages of `from` (aliased m) matching `where`, newest first, as summaries with their recipients counted per state. */

@@ -1,5 +1,5 @@
 import { BOUND_LIMIT, type Db } from './db.js';
-import type { Claimed, QueuedMessage } from '../model.js';
+import type { Claimed, QueuedMessage, RequestFormat } from '../model.js';
 
 /** Releases every claim (at start: claims of a process that died). Returns how many. */
 export function releaseClaims(db: Db): number {
@@ -31,7 +31,7 @@ export function claimDue(db: Db, worker: string, now: number, limit: number): Cl
 
 export function loadMessages(db: Db, ids: number[]): Map<number, QueuedMessage> {
   const out = new Map<number, QueuedMessage>();
-  const st = db.statement('SELECT id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, raw, created_at, tags FROM messages WHERE id = ?');
+  const st = db.statement('SELECT id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags FROM messages WHERE id = ?');
   for (const id of new Set(ids)) {
     const m = st.get(id) as
       | {
@@ -44,6 +44,7 @@ export function loadMessages(db: Db, ids: number[]): Map<number, QueuedMessage> 
           subject: string;
           metadata: string;
           request: Buffer;
+          request_format: RequestFormat;
           raw: Buffer | null;
           created_at: number;
           tags: string | null;
@@ -60,6 +61,7 @@ export function loadMessages(db: Db, ids: number[]): Map<number, QueuedMessage> 
       subject: m.subject,
       metadata: JSON.parse(m.metadata) as Record<string, string>,
       request: m.request,
+      requestFormat: m.request_format,
       raw: m.raw,
       createdAt: m.created_at,
       tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],

@@ -37,6 +37,36 @@ contract('a message is stored with its recipients, tags and schedule, and reads 
   t.equal((await s.delivery.claim('w', 8_999_999, 10)).filter((c) => c.message.messageId === later.messageId).length, 0, 'held until its time');
 });
 
+contract('a message submitted over SMTP is stored as MIME: its format and size kept, claimed with its bytes, shown as it was written', async (t, s) => {
+  const who = await sender(s);
+  const mime = Buffer.from('From: Shop <shop@example.com>\r\nTo: bob@example.net\r\nSubject: Hi\r\n\r\nHello\r\n');
+  const r = await s.messages.accept({
+    customerId: who.customerId,
+    apiKeyId: who.keyId,
+    sandbox: false,
+    messageId: 'smtp1@example.com',
+    fromHeader: 'Shop <shop@example.com>',
+    senderDomain: 'example.com',
+    subject: 'Hi',
+    metadata: {},
+    request: mime,
+    requestFormat: 'mime',
+    recipients: [{ address: 'bob@example.net', domain: 'example.net', field: 'to' }],
+    now: 2_000_000,
+    authEpoch: await s.keys.authEpoch(),
+  });
+  t.match(r, { kind: 'accepted' });
+  t.match(await s.messages.get(who.customerId, 'smtp1@example.com'), { size: mime.length, from: 'Shop <shop@example.com>', subject: 'Hi' }, 'its size is known at acceptance');
+  t.same(await s.messages.content(who.customerId, 'smtp1@example.com'), { request: mime, format: 'mime', composed: null });
+  const api = await send(s, who, { now: 2_000_001 });
+  t.match(await s.messages.content(who.customerId, api.messageId), { format: 'json', composed: null }, 'a send request is json');
+  const claimed = await s.delivery.claim('w', 2_000_002, 10);
+  const byId = new Map(claimed.map((c) => [c.message.messageId, c.message]));
+  t.match(byId.get('smtp1@example.com'), { requestFormat: 'mime', raw: null });
+  t.same(byId.get('smtp1@example.com')!.request, mime, 'claimed with the bytes as stored');
+  t.equal(byId.get(api.messageId)!.requestFormat, 'json');
+});
+
 contract('a suppressed recipient refuses the whole message, naming it, and stores nothing', async (t, s) => {
   const who = await sender(s);
   await s.suppressions.add({ customerId: who.customerId, address: 'carol@example.org', reason: 'hard_bounce', now: 1 });

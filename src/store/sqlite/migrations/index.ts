@@ -8,6 +8,7 @@ import * as m007 from './007_dkim_rotation.js';
 import * as m008 from './008_scheduled.js';
 import * as m009 from './009_destinations.js';
 import * as m010 from './010_key_last_used.js';
+import * as m011 from './011_submission.js';
 
 /**
  * Every migration, in order, listed statically so the build carries them. Append only. `rebuild`:
@@ -25,4 +26,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 8, name: 'scheduled', sql: m008.up, rebuild: m008.rebuild },
   { version: 9, name: 'destinations', sql: m009.up },
   { version: 10, name: 'key_last_used', sql: m010.up },
+  { version: 11, name: 'submission', sql: m011.up },
 ];
