@@ -266,7 +266,7 @@ async function daneOptions(dane: Dane, route: Route & { domain: string }, host: 
   return { ...route.smtp, dane: { verify: policy.kind === 'dane' ? dane.verifier(policy.records, host) : null } };
 }
 
-/** Step: compose (first time only) and DKIM-sign with the sender domain's key. */
+/** Step: compose (a send request's first time only; a submitted message is signed as it is) and DKIM-sign with the sender domain's key. */
 async function prepare(deps: DeliverDeps, m: QueuedMessage, composed: Map<number, Buffer>): Promise<Buffer | Outcome> {
   let result: Buffer | Outcome;
   const domain = await deps.store.domains.find(m.senderDomain);
@@ -276,6 +276,7 @@ async function prepare(deps: DeliverDeps, m: QueuedMessage, composed: Map<number
     try {
       const out = await deps.sign({
         request: m.request,
+        format: m.requestFormat,
         messageId: m.messageId,
         createdAt: m.createdAt,
         raw: m.raw,

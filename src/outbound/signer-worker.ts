@@ -1,14 +1,16 @@
-// A signing thread: composes (when not yet composed) and DKIM-signs messages off the event loop.
+// A signing thread: composes (a send request not yet composed) and DKIM-signs messages off the event loop.
 import { parentPort } from 'node:worker_threads';
 import { composeMessage } from './compose.js';
 import { signMessage, type DkimKey } from './dkim.js';
 import { readStoredRequest } from '../domain/stored-request.js';
 import { UnsendableMessage } from '../domain/errors.js';
 import { reclaimAfter } from '../lib/reclaim.js';
+import type { RequestFormat } from '../store/model.js';
 
 export interface SignJob {
   id: number;
   request: Uint8Array;
+  format: RequestFormat;
   messageId: string;
   createdAt: number;
   raw: Uint8Array | null;
@@ -23,11 +25,14 @@ export type SignReply = { id: number; ok: true; signed: Uint8Array; rawAt: numbe
 
 async function handle(job: SignJob): Promise<void> {
   try {
-    const raw = job.raw ? Buffer.from(job.raw.buffer, job.raw.byteOffset, job.raw.byteLength) : await composeMessage(readStoredRequest(job.request), job.messageId, job.createdAt);
+    // A submitted message (mime) is the stored request itself, signed as the client wrote it; a
+    // send request is composed at its first attempt, and the composed copy comes back to be kept.
+    const given = job.raw ?? (job.format === 'mime' ? job.request : null);
+    const raw = given ? Buffer.from(given.buffer, given.byteOffset, given.byteLength) : await composeMessage(readStoredRequest(job.request), job.messageId, job.createdAt);
     // The signed message has memory of its own (signMessage), so it is moved to the event loop's
     // thread, not cloned: a small Buffer is a view into an 8 KiB pool slab, and cloning copies the slab.
     const signed = signMessage(raw, job.key);
-    parentPort!.postMessage({ id: job.id, ok: true, signed, rawAt: job.raw ? null : signed.byteLength - raw.byteLength } satisfies SignReply, [signed.buffer as ArrayBuffer]);
+    parentPort!.postMessage({ id: job.id, ok: true, signed, rawAt: given ? null : signed.byteLength - raw.byteLength } satisfies SignReply, [signed.buffer as ArrayBuffer]);
     reclaimAfter(signed.byteLength);
   } catch (e) {
     parentPort!.postMessage({ id: job.id, ok: false, error: (e as Error).message, permanent: e instanceof UnsendableMessage } satisfies SignReply);

@@ -2,10 +2,13 @@ import { Worker } from 'node:worker_threads';
 import type { DkimKey } from './dkim.js';
 import type { SignJob, SignReply } from './signer-worker.js';
 import { UnsendableMessage } from '../domain/errors.js';
+import type { RequestFormat } from '../store/model.js';
 
 export interface SignInput {
   /** The stored request: the body's bytes as received; see readStoredRequest (domain/stored-request.ts). */
   request: Uint8Array;
+  /** `mime`: the request is the message itself (submitted over SMTP), signed as it is, never composed. */
+  format: RequestFormat;
   messageId: string;
   createdAt: number;
   raw: Buffer | null;
@@ -13,7 +16,7 @@ export interface SignInput {
 }
 
 export interface Signed {
-  /** Set when the message was composed now (first attempt): stored while a recipient may still be retried, so a retry sends the same bytes. The tail of `signed`. */
+  /** Set when the message was composed now (first attempt of a send request): stored while a recipient may still be retried, so a retry sends the same bytes. The tail of `signed`. */
   raw: Buffer | null;
   signed: Buffer;
 }
@@ -48,7 +51,7 @@ export class SignerPool {
   sign(input: SignInput): Promise<Signed> {
     if (this.workers.length === 0) this.start();
     const id = ++this.seq;
-    const job: SignJob = { id, request: input.request, messageId: input.messageId, createdAt: input.createdAt, raw: input.raw, key: input.key };
+    const job: SignJob = { id, request: input.request, format: input.format, messageId: input.messageId, createdAt: input.createdAt, raw: input.raw, key: input.key };
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       const w = this.workers[this.next++ % this.workers.length]!;
