@@ -2,6 +2,7 @@ import { html, path, Html } from '../html.js';
 import type { PageContext } from '../layout.js';
 import type { DomainRow } from '../../store/model.js';
 import type { domainRecords, verifyDomain } from '../../domains/service.js';
+import type { RecordCheck } from '../../lib/verify-domain.js';
 import { csrf, when } from './common.js';
 
 export function domainsBody(c: PageContext, rows: DomainRow[]): Html {
@@ -14,6 +15,17 @@ export function domainsBody(c: PageContext, rows: DomainRow[]): Html {
         </tbody></table></div>`;
 }
 
+/**
+ * What a record's lookup found: found; missing (the DNS answered without it: what it did hold is
+ * shown); or no answer (the DNS server did not answer at all, which says nothing of the record:
+ * the words name dns.servers).
+ */
+function foundBadge(k: RecordCheck | undefined): Html {
+  if (k?.found) return html`<span class="badge ok">found</span>`;
+  const seen = k?.seen.length ? html`<br><small class="wrap">${k.lookup === 'no_answer' ? '' : 'seen: '}${k.seen.join(' | ')}</small>` : '';
+  return k?.lookup === 'no_answer' ? html`<span class="badge pending">no answer</span>${seen}` : html`<span class="badge missing">missing</span>${seen}`;
+}
+
 export function domainBody(
   c: PageContext,
   d: DomainRow,
@@ -22,7 +34,8 @@ export function domainBody(
   result: Awaited<ReturnType<typeof verifyDomain>> | undefined,
 ): Html {
   const check = (name: string, purpose: string) => result?.checks.find((k) => k.name === name && k.purpose === purpose);
-  return html`${result ? html`<div class="${result.verified ? 'flash' : 'flash error'}" role="status">${result.verified ? 'Verified: every required record is published.' : 'Not verified yet: see the records marked missing.'}</div>` : ''}
+  const verdict = !result ? '' : result.verified ? 'Verified: every required record is published.' : result.dnsError ? `Not checked: ${result.dnsError}.` : 'Not verified yet: see the records marked missing.';
+  return html`${result ? html`<div class="${result.verified ? 'flash' : 'flash error'}" role="status">${verdict}</div>` : ''}
     <div class="card"><p>${d.verified_at ? html`<span class="badge ok">verified</span> since ${when(d.verified_at, c.now)}` : html`<span class="badge pending">not verified</span> sending from it is refused until it is`}</p>
       <form method="post" action="${path`/domains/${d.name}/verify`}" class="inline">${csrf(c)}<button>Verify now</button></form></div>
     <h2>DNS records to publish</h2>
@@ -31,7 +44,7 @@ export function domainBody(
       const k = check(r.name, r.purpose);
       return html`<tr><td>${r.purpose}</td><td>${r.type}</td><td class="wrap"><code>${r.name}</code></td>
         <td class="wrap"><code id="${`rec-${i}`}">${r.value}</code> <button type="button" class="secondary" data-copy="${`rec-${i}`}" aria-label="${`Copy the ${r.purpose} record`}">Copy</button></td>
-        ${result ? html`<td>${k?.found ? html`<span class="badge ok">found</span>` : html`<span class="badge missing">missing</span>${k?.seen.length ? html`<br><small class="wrap">seen: ${k.seen.join(' | ')}</small>` : ''}`}</td>` : ''}</tr>`;
+        ${result ? html`<td>${foundBadge(k)}</td>` : ''}</tr>`;
     })}
     </tbody></table></div>
     <h2>Receiving</h2>
