@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { relative, join } from 'node:path';
 import { CliError, configFileOf, configOf } from '../context.js';
-import { DEFAULT_CONFIG_PATH } from '../../config/load.js';
+import { DEFAULT_CONFIG_PATH, withoutPassword } from '../../config/load.js';
 import { DataDirLockedError } from '../../store/open.js';
 import { createLogger } from '../../lib/logger.js';
 
@@ -40,6 +40,8 @@ export function serveCommand(program: Command): void {
         `posthaste: API on ${daemon.apiUrl}\n` +
           `posthaste: SMTP on ${daemon.smtp.host}:${daemon.smtp.port}\n` +
           (daemon.dashboardUrl ? `posthaste: dashboard on ${daemon.dashboardUrl} (create a user with: ${cli} users add EMAIL --admin)\n` : '') +
+          (config.metrics.enabled ? `posthaste: metrics on ${daemon.metricsUrl ?? `${daemon.apiUrl}/metrics`}\n` : '') +
+          `posthaste: store ${config.store.url ? `PostgreSQL at ${withoutPassword(config.store.url)}` : `SQLite in ${config.server.data_dir}`}\n` +
           `posthaste: create a first key with: ${cli} keys create --sandbox\n`,
       );
       let stopping = false;
