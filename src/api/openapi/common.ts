@@ -95,8 +95,8 @@ export const ERROR_RESPONSES: Obj = {
   InternalError: errorResponse(500, '`internal_error`: a bug; never with internal detail.'),
   Unavailable: {
     description:
-      "`unavailable`: the server is shutting down, the store cannot write, or a large request found no room in memory within 60 s. Nothing was accepted; retry after the time given. A request that reaches a connection fastify is already closing (the last moments of a shutdown) gets fastify's own body instead, without Retry-After.",
-    headers: { 'Retry-After': { description: 'Seconds to wait before retrying (always with the `unavailable` error object).', schema: { type: 'string', pattern: '^[0-9]+$' } } },
+      "`unavailable`: the server is shutting down, or a large request found no room in memory within 60 s. `store_unavailable`: the store cannot be reached or cannot write now (its database stopped or out of reach, a full disk). Nothing was accepted; retry after the time given. A request that reaches a connection fastify is already closing (the last moments of a shutdown) gets fastify's own body instead, without Retry-After.",
+    headers: { 'Retry-After': { description: 'Seconds to wait before retrying (always with `unavailable` and `store_unavailable`).', schema: { type: 'string', pattern: '^[0-9]+$' } } },
     content: { 'application/json': { schema: ref('Unavailable') } },
   },
 };
