@@ -74,6 +74,16 @@ export function redactUrl(url: string): string {
 }
 
 /**
+ * `url` with `password` in it (store.password_file), replacing any it has. pg takes the fields of
+ * a connection string over its other options, and a URL without a password gives an empty one
+ * that would hide the file's; so the password goes into the URL, percent-encoded as
+ * pg-connection-string decodes it. A URL without a user keeps none (pg's default user applies).
+ */
+export function withPassword(url: string, password: string): string {
+  return url.replace(/^(postgres(?:ql)?:\/\/)(?:([^:@/?#]*)(?::[^@/?#]*)?@)?/, (_m, scheme: string, user: string | undefined) => `${scheme}${user ?? ''}:${encodeURIComponent(password)}@`);
+}
+
+/**
  * The pool every part of a node shares: statements on cached plans, transactions with a
  * retry on serialization failures and deadlocks, and every error that means "the database is
  * not there" turned into StoreUnavailable.
@@ -90,8 +100,7 @@ export class PgDb implements Q {
   ) {
     this.max = opts.max ?? 10;
     this.pool = new pg.Pool({
-      connectionString: url,
-      ...(opts.password !== undefined ? { password: opts.password } : {}),
+      connectionString: opts.password !== undefined ? withPassword(url, opts.password) : url,
       max: this.max,
       // Never wait forever for a connection (the default): a database gone away is an error now.
       connectionTimeoutMillis: 5_000,
