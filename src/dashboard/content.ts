@@ -4,8 +4,8 @@ import { attachmentSize, type SendRequest } from '../domain/send-request.js';
 import type { StoredContent } from '../store/model.js';
 
 /**
- * A sent message's content as its page shows it, from what the store keeps (store/messages.ts
- * messageContent): the request as accepted, read back as delivery reads it, and the composed
+ * A sent message's content as its page shows it, from what the store keeps (MessageStore.content,
+ * store/store.ts): the request as accepted, read back as delivery reads it, and the composed
  * MIME message while it is kept.
  */
 

@@ -139,7 +139,7 @@ export function suppressedEventData(m: MessageFacts, address: string, reason: 'h
 }
 
 /**
- * What a report tied to a recipient (store/recipients.ts finds which, by token) does: a complaint,
+ * What a report tied to a recipient (store/sqlite/recipients.ts finds which, by token) does: a complaint,
  * a bounce of the entry for this recipient (else the report's first failure: forwarding may have
  * changed the address the remote system saw), or nothing (a delay warning, a success report, a
  * recipient already bounced).

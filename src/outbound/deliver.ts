@@ -53,7 +53,7 @@ export interface GroupResult {
   unattempted: DeliveryItem[];
   /** The reply that asked us to slow down (a 421 or a rate limit), when one did. */
   refusal: Reply | null;
-  /** Messages composed for the first time: stored with the outcomes while a recipient may still be retried (store/queue.ts keepComposed). */
+  /** Messages composed for the first time: stored with the outcomes while a recipient may still be retried (store/sqlite/queue.ts keepComposed; store/pg/delivery.ts). */
   composed: Map<number, Buffer>;
 }
 

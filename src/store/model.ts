@@ -184,12 +184,12 @@ export interface MessageView {
 
 /** A message's content as stored: the request body as accepted, and the composed MIME message while it is kept. */
 export interface StoredContent {
-  /** The send request's body as received (or the submitted MIME message); null once retention removed it (store/retention.ts). */
+  /** The send request's body as received (or the submitted MIME message); null once retention removed it (store/sqlite/retention.ts, store/pg/admin.ts). */
   request: Buffer | null;
   format: RequestFormat;
   /**
    * The composed MIME message (unsigned), kept only while a recipient of it may still be sent to
-   * (store/queue.ts keepComposed, dropComposedIfDone); null before the first attempt and once
+   * (store/sqlite/queue.ts keepComposed, dropComposedIfDone; store/pg/delivery.ts); null before the first attempt and once
    * every recipient is done.
    */
   composed: Buffer | null;

@@ -5,7 +5,7 @@ import { messageId } from './send.js';
 
 /**
  * The webhook events (domain/events.ts; their data is made in domain/transitions.ts and
- * store/inbound.ts) as schemas, and the OpenAPI 3.1 `webhooks:` section that describes how each is
+ * the engines' inbound.ts, store/sqlite/ and store/pg/) as schemas, and the OpenAPI 3.1 `webhooks:` section that describes how each is
  * POSTed to an endpoint (Standard Webhooks: docs/api.md, Webhook endpoints).
  */
 

@@ -5,8 +5,8 @@ import { eventSchemaName, LAST_RESPONSE, MESSAGE_EVENT_TYPES, nullableDateTime }
 import { messageId } from './send.js';
 
 /**
- * What the API answers besides a send's 202: messages (store/messages.ts), webhook endpoints and
- * their attempts (webhooks/service.ts, store/webhooks.ts), received mail (inbound/view.ts) and
+ * What the API answers besides a send's 202: messages (store/model.ts), webhook endpoints and
+ * their attempts (webhooks/service.ts, store/model.ts), received mail (inbound/view.ts) and
  * suppressions (api/routes/suppressions.ts).
  */
 

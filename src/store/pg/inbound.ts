@@ -41,7 +41,7 @@ async function storeInbound(q: Q, m: Omit<StoredInbound, 'raw'>, raw: Buffer, no
   return id;
 }
 
-/** The recipient a report is about: only the one a token posthaste issued names (store/recipients.ts says why). */
+/** The recipient a report is about: only the one a token posthaste issued names (store/sqlite/recipients.ts says why). */
 async function recipientOf(q: Q, secret: Buffer, report: Report, env: ReportEnvelope) {
   for (const address of [env.rcptTo, report.originalSender]) {
     const token = verpToken(address);

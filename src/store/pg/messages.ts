@@ -413,7 +413,7 @@ export function pgMessages(db: PgDb): MessageStore {
         customerId,
       ]);
       if (!row) return undefined;
-      // Retention leaves a marker where the body was (store/retention.ts).
+      // Retention leaves a marker where the body was (store/pg/admin.ts, retention).
       return { request: row.request.toString() === '{"purged":true}' ? null : row.request, format: row.request_format, composed: row.raw };
     },
   };

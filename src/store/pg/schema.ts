@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL engine's migrations: numbered and append-only, as the SQLite engine's are
- * (store/migrations/), and applied under one advisory lock so several nodes starting at once
+ * (store/sqlite/migrations/), and applied under one advisory lock so several nodes starting at once
  * migrate once. Version 1 is the schema the SQLite migrations 1-10 arrive at, written for
  * PostgreSQL: identity keys, bytea for bytes, bigint milliseconds, booleans kept as 0/1 integers
  * (rows read the same on both engines). Where the two differ, it is said here:
@@ -12,7 +12,7 @@
  *   overview's counters are kept by triggers in every accept and outcome, and one row per
  *   customer, hour and kind would make every connection's commits wait for each other's.
  * - The triggers are PL/pgSQL and the activity ones run once per statement over its rows; they
- *   do what the SQLite ones do (test/unit/store/contract.test.ts checks they agree).
+ *   do what the SQLite ones do (test/unit/store/contract-*.test.ts check they agree).
  */
 export interface PgMigration {
   version: number;

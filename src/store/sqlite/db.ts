@@ -39,7 +39,7 @@ export class Db {
     this.sqlite.pragma('foreign_keys = ON');
     // Up to 64 MiB of page cache by default (grows only as used): claims on a queue of a million
     // recipients read scattered pages (measured: 17.7 ms per claim with the 2 MiB default, 12.7
-    // with this). The group-commit writer only appends and needs far less (writer/worker.ts).
+    // with this). The group-commit writer only appends and needs far less (store/sqlite/writer/worker.ts).
     this.sqlite.pragma(`cache_size = -${Math.max(1024, Math.floor(cacheKiB))}`);
     this.setMaxBytes(maxBytes);
   }

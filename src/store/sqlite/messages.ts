@@ -167,7 +167,7 @@ export function getMessage(db: Db, customerId: number | undefined, messageId: st
   };
 }
 
-/** What retention leaves of a finished message's request (store/retention.ts). */
+/** What retention leaves of a finished message's request (store/sqlite/retention.ts). */
 const PURGED_REQUEST = '{"purged":true}';
 
 /** A message's stored content, or undefined (unknown, or another customer's). */

@@ -44,7 +44,7 @@ CREATE TABLE messages (
   sender_domain  TEXT NOT NULL,
   subject        TEXT NOT NULL,
   metadata       TEXT NOT NULL DEFAULT '{}',   -- JSON object of string to string
-  request        TEXT NOT NULL,                -- the send request's body as received (written as a BLOB: store/messages.ts)
+  request        TEXT NOT NULL,                -- the send request's body as received (written as a BLOB: store/sqlite/messages.ts)
   raw            BLOB,                         -- the composed MIME message (unsigned), once first composed
   size           INTEGER,                      -- bytes of raw, once composed
   created_at     INTEGER NOT NULL
