@@ -1,5 +1,16 @@
 import { returnPathDomain, type Config } from './config/schema.js';
-import { live, inboundSettings, outboundSettings, sendSettings, type InboundSettings, type Live, type OutboundSettings, type SendSettings } from './config/settings.js';
+import {
+  live,
+  inboundSettings,
+  outboundSettings,
+  sendSettings,
+  submissionSettings,
+  type InboundSettings,
+  type Live,
+  type OutboundSettings,
+  type SendSettings,
+  type SubmissionSettings,
+} from './config/settings.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 import { isStoreUnavailable } from './store/errors.js';
@@ -34,6 +45,7 @@ import type { SMTPServer } from 'smtp-server';
 import { buildDashboard } from './dashboard/server.js';
 import { bindListeners, checkListen, closeListeners, listenSpecs, type Listeners } from './lib/listen.js';
 import { buildMetricsListener } from './api/metrics-listener.js';
+import { createSubmission } from './submission/listener.js';
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
@@ -44,6 +56,8 @@ export interface Daemon {
   metricsUrl: string | null;
   /** Where inbound SMTP listens. */
   smtp: { host: string; port: number };
+  /** Where submission listens, by key (submission.listen, submission.listen_tls); empty when off. */
+  submission: Record<string, { host: string; port: number }>;
   scheduler: Scheduler;
   dispatcher: Dispatcher;
   stop(): Promise<void>;
@@ -81,6 +95,7 @@ interface Settings {
   inbound: Live<InboundSettings>;
   send: Live<SendSettings>;
   outbound: Live<OutboundSettings>;
+  submission: Live<SubmissionSettings>;
 }
 
 /** Step: the store, migrated, with the default customer, and the claims a previous run left released. */
@@ -194,6 +209,7 @@ interface ReloadParts {
   store: Store;
   scheduler: Scheduler;
   listener: SMTPServer;
+  submission: SMTPServer[];
 }
 
 const BOUNCES = ['bounces.suppress_mailbox_full', 'bounces.suppress_disabled'];
@@ -223,6 +239,20 @@ export const RELOADERS: readonly Reloader[] = [
     },
   },
   { part: 'send API', keys: ['limits.max_recipients', 'limits.idempotency_ttl'], apply: (next, _, { settings }) => void (settings.send.current = sendSettings(next)) },
+  {
+    part: 'submission',
+    keys: ['submission.tls.cert', 'submission.tls.key'],
+    apply: (next, _, { settings, submission }) => {
+      // As the inbound listener: the new certificate for the next handshake on both listeners,
+      // and STARTTLS offered or not from the next connection on.
+      const s = next.submission;
+      if (s['tls.cert'] && s['tls.key']) {
+        const context = { key: readFileSync(s['tls.key']), cert: readFileSync(s['tls.cert']) };
+        for (const server of submission) server.updateSecureContext(context);
+      }
+      settings.submission.current = submissionSettings(next);
+    },
+  },
   {
     part: 'store',
     keys: ['limits.max_store_bytes'],
@@ -264,7 +294,12 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
 async function startLocked(config: Config, log: Logger, opts: DaemonOptions, lock: DataDirLock): Promise<Daemon> {
   // First: an address that cannot be had stops the start before anything opens or answers.
   await checkListen(listenSpecs(config));
-  const settings: Settings = { inbound: live(inboundSettings(config)), send: live(sendSettings(config)), outbound: live(outboundSettings(config)) };
+  const settings: Settings = {
+    inbound: live(inboundSettings(config)),
+    send: live(sendSettings(config)),
+    outbound: live(outboundSettings(config)),
+    submission: live(submissionSettings(config)),
+  };
   const ctx: Ctx = { config, log, clock: opts.clock ?? systemClock, settings };
   const relay = relayOptions(config); // before anything opens: a relay user without a password stops the start
   const store = openStore(config, { daemon: true, applicationName: `posthaste ${process.pid}` });
@@ -324,10 +359,26 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     onEvents: () => dispatcher.kick(),
     onResult: (result) => metrics.inbound.inc({ result }),
   });
-  const app = buildApi({ store, auth: new AuthCache(store), config, send: settings.send, clock: ctx.clock, log, lifecycle, webhooks, metrics, budget, onAccepted: () => scheduler.kick() });
+  // One cache of keys and sending domains for both ways of sending (one auth epoch).
+  const auth = new AuthCache(store);
+  const app = buildApi({ store, auth, config, send: settings.send, clock: ctx.clock, log, lifecycle, webhooks, metrics, budget, onAccepted: () => scheduler.kick() });
+  const submission = createSubmission({
+    store,
+    auth,
+    config,
+    send: settings.send,
+    settings: settings.submission,
+    clock: ctx.clock,
+    log,
+    budget,
+    isShuttingDown: () => lifecycle.shuttingDown,
+    onAccepted: () => scheduler.kick(),
+    onAuth: (result) => metrics.submissionAuth.inc({ result }),
+    onResult: (result) => metrics.submission.inc({ result }),
+  });
   const dashboard = config.dashboard.listen ? buildDashboard({ store, config, clock: ctx.clock, log, webhooks, resolver, budget }) : undefined;
   // /metrics on its own address when metrics.listen is set; on the API listener otherwise (api/server.ts).
-  const listeners: Listeners = { smtp: listener, api: app, dashboard, metrics: config.metrics.enabled && config.metrics.listen ? buildMetricsListener(metrics, log) : undefined };
+  const listeners: Listeners = { smtp: listener, api: app, dashboard, metrics: config.metrics.enabled && config.metrics.listen ? buildMetricsListener(metrics, log) : undefined, submission };
   let bound: Awaited<ReturnType<typeof bindListeners>>;
   try {
     bound = await bindListeners(config, log, listeners);
@@ -338,14 +389,15 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     throw e;
   }
   const { smtp, apiUrl, dashboardUrl, metricsUrl } = bound;
+  const submissionAt = Object.fromEntries(Object.entries(bound.submission).map(([key, a]) => [key, `${a.host}:${a.port}`]));
   smtpUp = apiUp = true;
   // The loops start once every listener is bound: a start that fails has delivered nothing.
   const loops = new AbortController();
   const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(loops.signal);
   const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(loops.signal);
-  log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir }, 'posthaste is running');
+  log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, submission: submissionAt, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir }, 'posthaste is running');
 
-  const reloadParts: ReloadParts = { log, settings, store, scheduler, listener };
+  const reloadParts: ReloadParts = { log, settings, store, scheduler, listener, submission: submission.map((l) => l.server) };
   // Each key's running value ("section.key" → JSON): the configuration as started, with what reloads applied.
   const running = flatConfig(config);
   return {
@@ -353,6 +405,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     dashboardUrl,
     metricsUrl,
     smtp,
+    submission: bound.submission,
     scheduler,
     dispatcher,
     reload(next: Config) {

@@ -190,8 +190,26 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     } catch (e) {
       throw new ConfigError('outbound.destination_limits', (e as Error).message);
     }
+    checkSubmission(out as Config);
   }
   return out as Config;
+}
+
+/**
+ * Submission takes API keys as passwords, so it never takes them in the clear from another
+ * machine: a listener without a certificate is refused at start, naming the key, unless it is on
+ * loopback with allow_plaintext_auth_on_loopback (an application on the same machine).
+ */
+function checkSubmission(c: Config): void {
+  const s = c.submission;
+  if (Boolean(s['tls.cert']) !== Boolean(s['tls.key'])) throw new ConfigError(s['tls.cert'] ? 'submission.tls.key' : 'submission.tls.cert', 'tls.cert and tls.key go together: set both, or neither');
+  if (s['tls.cert']) return;
+  if (s.listen_tls) throw new ConfigError('submission.listen_tls', 'implicit TLS needs submission.tls.cert and submission.tls.key');
+  if (s.listen && !(s.allow_plaintext_auth_on_loopback && loopbackOnly(s.listen)))
+    throw new ConfigError(
+      'submission.tls.cert',
+      `submission.listen = "${s.listen}" needs a certificate (tls.cert and tls.key): AUTH carries an API key and is taken only over TLS, except on a loopback address with allow_plaintext_auth_on_loopback = true`,
+    );
 }
 
 /** A URL as it may be shown: its password, if it holds one, replaced. */

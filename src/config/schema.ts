@@ -80,6 +80,31 @@ export const schema = {
     'tls.cert': k({ type: 'string' }, '', 'PEM certificate file for STARTTLS on the inbound listener; empty: no STARTTLS'),
     'tls.key': k({ type: 'string' }, '', 'PEM private key file for STARTTLS'),
   },
+  submission: {
+    listen: k(
+      { type: 'listen', optional: true },
+      '',
+      'SMTP submission for applications, "host:port" (port 587 on the Internet): STARTTLS, then AUTH PLAIN or LOGIN with an API key as the password; empty: off (docs/submission.md)',
+    ),
+    listen_tls: k(
+      { type: 'listen', optional: true },
+      '',
+      'SMTP submission over implicit TLS (RFC 8314), "host:port" (port 465 on the Internet): TLS from the first byte, then AUTH; needs tls.cert and tls.key; empty: off',
+    ),
+    'tls.cert': k(
+      { type: 'string' },
+      '',
+      'PEM certificate file for submission (STARTTLS on listen, TLS on listen_tls); needed unless listen is on loopback with allow_plaintext_auth_on_loopback; reloadable',
+    ),
+    'tls.key': k({ type: 'string' }, '', 'PEM private key file for submission; reloadable'),
+    allow_plaintext_auth_on_loopback: k(
+      { type: 'bool' },
+      false,
+      'Take AUTH without TLS from clients on loopback (127.0.0.0/8, ::1): for applications on the same machine, and development; elsewhere AUTH needs TLS',
+    ),
+    max_clients: k({ type: 'int', min: 1, max: 100_000 }, 500, 'Most submission connections at once, on each of the two listeners'),
+    socket_timeout: k({ type: 'duration' }, '5m', 'Idle time before a submission connection is closed'),
+  },
   outbound: {
     hold: k({ type: 'bool' }, false, "Hold the queue: accept and queue mail but send nothing (like Postfix's defer_transports); set back to false and reload (SIGHUP) to release it"),
     port: k({ type: 'int', min: 1, max: 65535 }, 25, 'TCP port of remote MX hosts (tests point it at a local MX)'),

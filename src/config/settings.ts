@@ -59,3 +59,13 @@ export interface OutboundSettings {
 export function outboundSettings(c: Config): OutboundSettings {
   return { hold: c.outbound.hold, suppression: suppressionPolicy(c), limits: destinationLimits(c) };
 }
+
+/** The submission listeners' reloadable settings. */
+export interface SubmissionSettings {
+  /** STARTTLS is offered while submission.tls.cert and submission.tls.key are set (decided per connection). */
+  starttls: boolean;
+}
+
+export function submissionSettings(c: Config): SubmissionSettings {
+  return { starttls: Boolean(c.submission['tls.cert'] && c.submission['tls.key']) };
+}

@@ -73,6 +73,8 @@ export function listenSpecs(config: Config): ListenSpec[] {
     { key: 'smtp.listen', address: config.smtp.listen },
     ...(config.dashboard.listen ? [{ key: 'dashboard.listen', address: config.dashboard.listen }] : []),
     ...(config.metrics.enabled && config.metrics.listen ? [{ key: 'metrics.listen', address: config.metrics.listen }] : []),
+    ...(config.submission.listen ? [{ key: 'submission.listen', address: config.submission.listen }] : []),
+    ...(config.submission.listen_tls ? [{ key: 'submission.listen_tls', address: config.submission.listen_tls }] : []),
   ];
 }
 
@@ -83,11 +85,12 @@ export interface Listeners {
   dashboard: FastifyInstance | undefined;
   /** /metrics on its own address (metrics.listen). */
   metrics: HttpServer | undefined;
+  /** Submission for applications (submission.listen, submission.listen_tls), each with its key. */
+  submission: Array<{ spec: ListenSpec; server: SMTPServer }>;
 }
 
-/** The inbound SMTP listener, bound; resolves with the address it listens on. */
-async function listenSmtp(config: Config, log: Logger, listener: SMTPServer): Promise<{ host: string; port: number }> {
-  const spec = { key: 'smtp.listen', address: config.smtp.listen };
+/** An SMTP listener (inbound, or submission), bound where `spec` says; resolves with the address it listens on. */
+async function listenSmtp(spec: ListenSpec, log: Logger, listener: SMTPServer): Promise<{ host: string; port: number }> {
   const addr = parseListen(spec.address);
   await new Promise<void>((resolve, reject) => {
     // smtp-server re-emits the socket's errors on itself: a failed bind must reject, not crash.
@@ -98,7 +101,7 @@ async function listenSmtp(config: Config, log: Logger, listener: SMTPServer): Pr
       resolve();
     });
   });
-  listener.on('error', (e) => log.error({ err: e }, 'smtp listener error'));
+  listener.on('error', (e) => log.error({ err: e, listener: spec.key }, 'smtp listener error'));
   const bound = listener.server.address();
   return { host: addr.host, port: typeof bound === 'object' && bound ? bound.port : addr.port };
 }
@@ -127,15 +130,17 @@ export async function bindListeners(
   config: Config,
   log: Logger,
   l: Listeners,
-): Promise<{ smtp: { host: string; port: number }; apiUrl: string; dashboardUrl: string | null; metricsUrl: string | null }> {
+): Promise<{ smtp: { host: string; port: number }; apiUrl: string; dashboardUrl: string | null; metricsUrl: string | null; submission: Record<string, { host: string; port: number }> }> {
   try {
-    const smtp = await listenSmtp(config, log, l.smtp);
+    const smtp = await listenSmtp({ key: 'smtp.listen', address: config.smtp.listen }, log, l.smtp);
     const apiUrl = await listenHttp(l.api, { key: 'api.listen', address: config.api.listen }, config.api['tls.cert'] ? 'https' : 'http');
     // The dashboard on its own listener (dashboard.listen), so it is exposed only where the admin puts it.
     const dashboardBound = l.dashboard ? await listenHttp(l.dashboard, { key: 'dashboard.listen', address: config.dashboard.listen }, 'http') : null;
     const metricsSpec = { key: 'metrics.listen', address: config.metrics.listen };
     const metricsUrl = l.metrics ? `http://${hostPort(parseListen(metricsSpec.address).host, await listenOn(l.metrics, metricsSpec))}/metrics` : null;
-    return { smtp, apiUrl, dashboardUrl: dashboardBound && (config.dashboard.public_url || dashboardBound), metricsUrl };
+    const submission: Record<string, { host: string; port: number }> = {};
+    for (const { spec, server } of l.submission) submission[spec.key] = await listenSmtp(spec, log, server);
+    return { smtp, apiUrl, dashboardUrl: dashboardBound && (config.dashboard.public_url || dashboardBound), metricsUrl, submission };
   } catch (e) {
     await closeListeners(l);
     throw e;
@@ -149,5 +154,6 @@ export function closeListeners(l: Listeners): Promise<unknown> {
       server.close(() => resolve());
       server.closeAllConnections();
     });
-  return Promise.all([l.api.close(), l.dashboard?.close(), l.metrics && closeHttp(l.metrics), new Promise<void>((resolve) => l.smtp.close(() => resolve()))]);
+  const closeSmtp = (server: SMTPServer) => new Promise<void>((resolve) => server.close(() => resolve()));
+  return Promise.all([l.api.close(), l.dashboard?.close(), l.metrics && closeHttp(l.metrics), closeSmtp(l.smtp), ...l.submission.map((s) => closeSmtp(s.server))]);
 }

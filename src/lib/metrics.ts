@@ -6,6 +6,9 @@ const RECIPIENT_STATES = ['queued', 'deferred', 'delivered', 'bounced', 'complai
 const WEBHOOK_STATES = ['pending', 'succeeded', 'failed'];
 const DELIVERY_OUTCOMES = ['delivered', 'deferred', 'bounced', 'suppressed'];
 const WEBHOOK_OUTCOMES = ['success', 'failure', 'gone'] as const;
+const SUBMISSION_AUTH = ['success', 'failure', 'throttled'];
+/** accepted; refused at RCPT TO for a suppressed recipient; refused after DATA for the sender (550), the content (554), a bare newline or the size; deferred (4xx: the store, a revoked key, a suppression meanwhile). */
+const SUBMISSION_RESULTS = ['accepted', 'suppressed', 'refused_sender', 'refused_content', 'bare_newline', 'too_big', 'deferred'];
 
 /** Seconds. An API request: a millisecond to a timeout; a delivery: seconds to the 72 h of max_queue_time; a webhook: to its 10 s timeout. */
 const API_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -46,6 +49,13 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly inbound = new Counter({ name: 'posthaste_inbound_total', help: 'Inbound messages and recipients by result', labelNames: ['result'], registers: [this.registry] });
+  readonly submissionAuth = new Counter({
+    name: 'posthaste_submission_auth_total',
+    help: 'AUTH attempts on the submission listeners by result (success, failure: an unknown or revoked key, throttled: refused unread after repeated failures)',
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
+  readonly submission = new Counter({ name: 'posthaste_submission_messages_total', help: 'Messages submitted over SMTP by result', labelNames: ['result'], registers: [this.registry] });
   readonly apiAborted = new Counter({ name: 'posthaste_api_client_aborts_total', help: 'API requests whose client went away before its body was read', registers: [this.registry] });
   readonly apiDuration = new RouteHistogram(
     'posthaste_api_request_duration_seconds',
@@ -81,6 +91,8 @@ export class Metrics {
       },
     });
     for (const outcome of DELIVERY_OUTCOMES) this.deliveries.inc({ outcome }, 0);
+    for (const result of SUBMISSION_AUTH) this.submissionAuth.inc({ result }, 0);
+    for (const result of SUBMISSION_RESULTS) this.submission.inc({ result }, 0);
     for (const outcome of WEBHOOK_OUTCOMES) {
       this.webhooks.inc({ outcome }, 0);
       this.webhookDuration.zero({ outcome });

@@ -16,7 +16,7 @@ import { testSql, type TestSql } from './sql.js';
 import { dnsRecords } from '../../src/domain/dns-records.js';
 import type { TestDnsServer } from './dns-server.js';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/main.js';
-import { silentLogger } from '../../src/lib/logger.js';
+import { silentLogger, type Logger } from '../../src/lib/logger.js';
 import { acceptMessage } from '../../src/store/sqlite/messages.js';
 import type { AcceptResult } from '../../src/store/model.js';
 
@@ -80,12 +80,13 @@ export interface TestServer {
 }
 
 /** A daemon on the test engine's store (a database of its own on PostgreSQL), in a temporary directory. */
-export async function startTestServer(extraToml = '', opts: DaemonOptions & { dns?: string; smtp?: string; dashboard?: string } = {}): Promise<TestServer> {
+/** `log`: the daemon's logger (silent unless given: a test that reads the log lines hands in its own). */
+export async function startTestServer(extraToml = '', opts: DaemonOptions & { dns?: string; smtp?: string; dashboard?: string; log?: Logger } = {}): Promise<TestServer> {
   const dir = tempDir();
   const pg = TEST_ENGINE === 'postgres' ? await createTestDatabase() : undefined;
   const configPath = writeTestConfig(dir.path, extraToml, opts.dns, opts.smtp, opts.dashboard, pg?.url);
   const config = loadConfig({ path: configPath, env: {} });
-  const daemon = await startDaemon(config, silentLogger(), opts);
+  const daemon = await startDaemon(config, opts.log ?? silentLogger(), opts);
   const store = openStore(config);
   const sql = testSql(config);
   return {

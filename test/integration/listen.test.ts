@@ -4,6 +4,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../helpers/env.js';
 import { runCli } from '../helpers/cli.js';
+import { fixturePath } from '../helpers/fixtures.js';
 
 // A listen address that cannot be had stops the daemon at start, naming the configuration key
 // and the address, with a non-zero exit; no other listener answered before, and the store was
@@ -18,7 +19,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const KEYS = ['api.listen', 'smtp.listen', 'dashboard.listen', 'metrics.listen'] as const;
+const KEYS = ['api.listen', 'smtp.listen', 'dashboard.listen', 'metrics.listen', 'submission.listen', 'submission.listen_tls'] as const;
 
 for (const busyKey of KEYS) {
   t.test(`${busyKey} in use: the start fails naming it, before anything answers`, async (t) => {
@@ -36,7 +37,8 @@ for (const busyKey of KEYS) {
     writeFileSync(
       config,
       `[server]\nhostname = "mx.test.posthaste"\ndata_dir = "${join(dir.path, 'data')}"\n[api]\nlisten = "${at('api.listen')}"\n[smtp]\nlisten = "${at('smtp.listen')}"\n` +
-        `[dashboard]\nlisten = "${at('dashboard.listen')}"\n[metrics]\nenabled = true\nlisten = "${at('metrics.listen')}"\n[dns]\nservers = ["127.0.0.1:9"]\n[log]\nlevel = "info"\n`,
+        `[dashboard]\nlisten = "${at('dashboard.listen')}"\n[metrics]\nenabled = true\nlisten = "${at('metrics.listen')}"\n[dns]\nservers = ["127.0.0.1:9"]\n[log]\nlevel = "info"\n` +
+        `[submission]\nlisten = "${at('submission.listen')}"\nlisten_tls = "${at('submission.listen_tls')}"\ntls.cert = "${fixturePath('tls/server.pem')}"\ntls.key = "${fixturePath('tls/server-key.pem')}"\n`,
     );
     // Clients knocking on the other addresses while the daemon starts: an SMTP greeting or an HTTP
     // answer is one it should not have given. (The start's check binds each address for a moment,

@@ -21,7 +21,7 @@ export function contentRoutes(p: Pages): void {
     const c = await ctx(request, reply, 'messages');
     const s = c && (await stored(c, request, reply));
     if (!s) return;
-    const content = readContent(s);
+    const content = await readContent(s);
     if (content.kind !== 'stored' || content.html === undefined) return notFound(reply);
     return sendMailHtml(reply, content.html);
   });
@@ -30,7 +30,7 @@ export function contentRoutes(p: Pages): void {
     const c = await ctx(request, reply, 'messages');
     const s = c && (await stored(c, request, reply));
     if (!s) return;
-    const a = /^\d{1,4}$/.test(request.params.n!) ? attachmentAt(s, Number(request.params.n)) : undefined;
+    const a = /^\d{1,4}$/.test(request.params.n!) ? await attachmentAt(s, Number(request.params.n)) : undefined;
     if (!a) return notFound(reply);
     return sendDownload(reply, { filename: a.filename, body: a.bytes });
   });
@@ -39,13 +39,13 @@ export function contentRoutes(p: Pages): void {
     const c = await ctx(request, reply, 'messages');
     const s = c && (await stored(c, request, reply));
     if (!s) return;
-    const content = readContent(s);
+    const content = await readContent(s);
     if (content.kind !== 'stored') return notFound(reply);
-    const composed = content.source.kind === 'composed';
+    const message = content.source.kind !== 'request';
     return sendDownload(reply, {
-      filename: fileName(request.params.id!, composed ? 'eml' : 'json'),
+      filename: fileName(request.params.id!, message ? 'eml' : 'json'),
       body: content.source.bytes,
-      type: composed ? 'message/rfc822' : 'application/json',
+      type: message ? 'message/rfc822' : 'application/json',
     });
   });
 }

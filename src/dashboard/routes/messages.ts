@@ -30,7 +30,7 @@ export function messagesRoutes(p: Pages): void {
     const m = await store.messages.get(c.customer.id, request.params.id!);
     if (!m) return notFound(reply);
     const endpoints = new Map((await store.webhooks.listEndpoints(c.customer.id)).map((e) => [e.id, e.url]));
-    const content = readContent((await store.messages.content(c.customer.id, m.message_id))!);
+    const content = await readContent((await store.messages.content(c.customer.id, m.message_id))!);
     return page(reply, c, 'Message', messageBody(c, m, await store.messages.deliveriesOf(m.email_id), endpoints, content, config.retention.days));
   });
 

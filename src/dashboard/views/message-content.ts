@@ -13,7 +13,7 @@ export function contentBody(m: MessageView, content: MessageContent, retentionDa
     return html`<h2>Content</h2><div class="card"><p class="muted">The body of this message was removed by retention (<code>retention.days</code>: ${retentionDays}) after every recipient of it was done. Its recipients and events are kept.</p></div>`;
   const id = m.message_id;
   return html`<h2>Content</h2>
-    ${content.unreadable ? html`<div class="card"><p class="muted">The stored request cannot be read back (${content.unreadable}); its source is below.</p></div>` : ''}
+    ${content.unreadable ? html`<div class="card"><p class="muted">The stored ${content.source.kind === 'submitted' ? 'message' : 'request'} cannot be read back (${content.unreadable}); its source is below.</p></div>` : ''}
     ${
       content.html !== undefined
         ? html`<h3>HTML</h3><iframe class="mail" title="The message's HTML, without scripts or remote content" sandbox="" referrerpolicy="no-referrer" src="${path`/messages/${id}/html`}"></iframe>
@@ -30,8 +30,10 @@ export function contentBody(m: MessageView, content: MessageContent, retentionDa
     }`;
 }
 
-/** Why the source shown is the one it is: the composed message while kept, else the request. */
-function sourceNote(m: MessageView, kind: 'composed' | 'request'): string {
+/** Why the source shown is the one it is: the composed message while kept, else the request; a submitted message as stored. */
+function sourceNote(m: MessageView, kind: 'composed' | 'request' | 'submitted'): string {
+  if (kind === 'submitted')
+    return 'The message as it was submitted over SMTP, with the trace and the fields posthaste adds and removes at acceptance (docs/submission.md), before its DKIM signature: what is delivered.';
   if (kind === 'composed') return 'The MIME message as composed for delivery, before its DKIM signature. It is kept while a recipient may still be retried.';
   if (m.sandbox) return 'A sandbox message is never composed: this is the send request as accepted.';
   if (m.recipients.some((r) => r.state === 'queued' || r.state === 'deferred')) return 'Not composed yet (it is composed at its first delivery attempt): this is the send request as accepted.';
@@ -45,6 +47,6 @@ export function sourceBody(m: MessageView, content: MessageContent): Html | stri
   const { kind, bytes } = content.source;
   const shown = bytes.subarray(0, SOURCE_SHOWN).toString('utf8');
   return html`<h2>Source</h2><div class="card"><p class="muted">${sourceNote(m, kind)}</p>
-    <p><a href="${path`/messages/${m.message_id}/source`}">Download the ${kind === 'composed' ? 'message' : 'request'}</a> (${byteSize(bytes.length)})${bytes.length > SOURCE_SHOWN ? `; the first ${byteSize(SOURCE_SHOWN)} are shown` : ''}</p>
+    <p><a href="${path`/messages/${m.message_id}/source`}">Download the ${kind === 'request' ? 'request' : 'message'}</a> (${byteSize(bytes.length)})${bytes.length > SOURCE_SHOWN ? `; the first ${byteSize(SOURCE_SHOWN)} are shown` : ''}</p>
     <pre class="source">${shown}</pre></div>`;
 }

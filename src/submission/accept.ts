@@ -1,0 +1,112 @@
+import { isStoreFull, isStoreUnavailable } from '../store/errors.js';
+import type { AcceptInput, ApiKeyInfo, SendCommit, SendingDomain } from '../store/model.js';
+import { addressKey } from '../domain/addresses.js';
+import { BASE32, timeSortableId } from '../lib/ids.js';
+import { readSubmitted, type Refusal, type Submitted } from './message.js';
+import type { Rcpt, Session, SubmissionDeps } from './session.js';
+
+/**
+ * A submitted message, from the bytes DATA brought to the store's commit: the same steps as
+ * `POST /api/v1/emails` (the sender domain the key's customer's and verified, a Message-ID drawn,
+ * the commit that re-checks the key and the domain when the auth epoch moved and refuses a
+ * suppressed recipient), with the message itself as the stored request (format `mime`).
+ * Resolves with the 250 text; throws the Refusal the client gets otherwise.
+ */
+export async function acceptSubmitted(deps: SubmissionDeps, session: Session, chunks: Buffer[], size: number): Promise<string> {
+  const key = session.key!;
+  const authEpoch = session.authEpoch!;
+  const now = deps.clock.now();
+  const read = readSubmitted(chunks, size);
+  if ('code' in read) throw read;
+  const domain = await sendingDomain(deps, key, read.from.domain);
+  const messageId = `${timeSortableId(now, BASE32)}@${domain.name}`;
+  const input: AcceptInput = {
+    customerId: key.customer_id,
+    apiKeyId: key.id,
+    sandbox: key.kind === 'sandbox',
+    messageId,
+    fromHeader: read.fromHeader,
+    senderDomain: domain.name,
+    subject: read.subject,
+    metadata: read.metadata,
+    request: read.build(receivedField(deps, session, messageId, now), missingFields(read, messageId, now)),
+    requestFormat: 'mime',
+    recipients: (session.rcpts ?? []).map((r) => ({ ...r, field: fieldOf(read, r) })),
+    ...(read.tags.length ? { tags: read.tags } : {}),
+    now,
+  };
+  const result = await commit(deps, { ...input, authEpoch });
+  deps.auth.observe(result.authEpoch);
+  return answer(session, result, messageId);
+}
+
+/** The sender's domain, as the API checks it: this key's customer's and verified; a refusal that never says whose another customer's domain is. */
+async function sendingDomain(deps: SubmissionDeps, key: ApiKeyInfo, name: string): Promise<SendingDomain> {
+  let domain = await deps.auth.domain(name, false);
+  const usable = (d: SendingDomain | undefined) => d !== undefined && d.customer_id === key.customer_id && d.verified_at !== null;
+  if (!usable(domain)) domain = await deps.auth.domain(name, true); // a refusal is never from a stale cache
+  if (!domain || domain.customer_id !== key.customer_id) throw refusal(550, `5.7.1 ${name} is not a sending domain of this API key's customer: the From address must be at one of its verified domains`);
+  if (domain.verified_at === null) throw refusal(550, `5.7.1 ${name} is not verified yet: publish its DNS records, then posthaste domains verify ${name}`);
+  return domain;
+}
+
+const refusal = (code: number, text: string): Refusal => ({ code, text });
+
+/** The store's commit, its infrastructure failures as the temporary refusals SMTP has for them. */
+async function commit(deps: SubmissionDeps, input: AcceptInput & { authEpoch: string }): Promise<SendCommit> {
+  try {
+    return await deps.store.messages.accept(input);
+  } catch (e) {
+    if (isStoreFull(e)) throw refusal(452, '4.3.1 Insufficient system storage, try again later');
+    if (isStoreUnavailable(e)) deps.log.warn({ err: e }, 'store unavailable: submitted message refused with 451');
+    else deps.log.error({ err: e }, 'submitted message failed');
+    throw refusal(451, '4.3.0 Local error: the message was not queued, try again later');
+  }
+}
+
+/** What the commit decided, as the client hears it: 250 naming the message, or why nothing was queued. */
+function answer(session: Session, result: SendCommit, messageId: string): string {
+  switch (result.kind) {
+    case 'accepted':
+      return `2.0.0 Ok: queued as ${messageId}`;
+    case 'key_revoked':
+      // Temporary: a client that authenticates again with a current key sends it then.
+      session.revoked = true;
+      throw refusal(451, '4.7.0 The API key was revoked after this session authenticated: nothing was queued; authenticate again with a current key');
+    case 'domain_unknown':
+    case 'domain_unverified':
+      throw refusal(550, '5.7.1 The sender domain was removed or unverified meanwhile: nothing was queued');
+    case 'suppressed': {
+      // Added to the list after its RCPT TO was taken: the client tries again, and RCPT TO then
+      // refuses that recipient alone while the others go.
+      const names = result.addresses.map((a) => `<${a.address}> (${a.reason})`).join(', ');
+      throw refusal(451, `4.7.1 ${names} joined the suppression list meanwhile: nothing was queued; try again`);
+    }
+    default:
+      throw refusal(451, '4.3.0 Local error: the message was not queued, try again later');
+  }
+}
+
+/** The trace field every SMTP server adds (RFC 5321 4.4): from whom, by which host, how (ESMTPSA, RFC 3848), under which id, when. */
+function receivedField(deps: SubmissionDeps, session: Session, messageId: string, now: number): string {
+  const ip = session.remoteAddress.includes(':') ? `IPv6:${session.remoteAddress}` : session.remoteAddress;
+  const helo = session.hostNameAppearsAs || `[${ip}]`;
+  const id = messageId.slice(0, messageId.indexOf('@'));
+  return `Received: from ${helo} ([${ip}])\r\n\tby ${deps.config.server.hostname} (posthaste) with ${session.transmissionType || 'ESMTPSA'} id ${id};\r\n\t${rfc5322Date(now)}\r\n`;
+}
+
+/** Message-ID (posthaste's own) and Date (acceptance), where the client wrote none, as a submission server adds them (RFC 6409 8.3). */
+function missingFields(read: Submitted, messageId: string, now: number): string {
+  return (read.hasMessageId ? '' : `Message-ID: <${messageId}>\r\n`) + (read.hasDate ? '' : `Date: ${rfc5322Date(now)}\r\n`);
+}
+
+/** `Tue, 24 Nov 2026 09:00:00 +0000` (RFC 5322 3.3). */
+export function rfc5322Date(ms: number): string {
+  return new Date(ms).toUTCString().replace(/GMT$/, '+0000');
+}
+
+/** Which field a recipient is shown under: the header field that names it, else Bcc (it is in the envelope only). */
+function fieldOf(read: Submitted, r: Rcpt): 'to' | 'cc' | 'bcc' {
+  const k = addressKey(r.address);
+  return read.to.has(k) ? 'to' : read.cc.has(k) ? 'cc' : 'bcc';
+}
