@@ -45,7 +45,8 @@ async function sendingDomain(deps: SubmissionDeps, key: ApiKeyInfo, name: string
   let domain = await deps.auth.domain(name, false);
   const usable = (d: SendingDomain | undefined) => d !== undefined && d.customer_id === key.customer_id && d.verified_at !== null;
   if (!usable(domain)) domain = await deps.auth.domain(name, true); // a refusal is never from a stale cache
-  if (!domain || domain.customer_id !== key.customer_id) throw refusal(550, `5.7.1 ${name} is not a sending domain of this API key's customer: the From address must be at one of its verified domains`);
+  if (!domain || domain.customer_id !== key.customer_id)
+    throw refusal(550, `5.7.1 ${name} is not a sending domain of this API key's customer: the From address must be at one of its verified domains`);
   if (domain.verified_at === null) throw refusal(550, `5.7.1 ${name} is not verified yet: publish its DNS records, then posthaste domains verify ${name}`);
   return domain;
 }

@@ -107,7 +107,7 @@ function fieldsOf(text: string, headEnd: number): { fields: RawField[]; bodyAt: 
 }
 
 /** A field's value, unfolded and trimmed, as UTF-8 text (8-bit header bytes are read as UTF-8). */
-function valueOf(text: string, f: RawField): string {
+function fieldValue(text: string, f: RawField): string {
   const raw = text.slice(f.start + f.name.length, f.end).replace(/^\s*:/, '');
   const unfolded = raw.replace(/\r\n(?=[ \t])/g, '').trim();
   return /[\x80-\xff]/.test(unfolded) ? Buffer.from(unfolded, 'latin1').toString('utf8') : unfolded;
@@ -126,8 +126,9 @@ function addrSpecOf(item: string): { spec: string; name: string } {
 /** The one mailbox of the From field: the sender whose domain must be the key's customer's. */
 function senderOf(fields: RawField[], text: string): { from: Mailbox; fromHeader: string } | Refusal {
   const from = fields.filter((f) => f.lower === 'from');
-  if (from.length !== 1) return refuse(550, `5.7.1 The message has ${from.length === 0 ? 'no From field' : `${from.length} From fields`}: posthaste sends a message with one From address at a verified domain`);
-  const items = splitAddressList(valueOf(text, from[0]!));
+  if (from.length !== 1)
+    return refuse(550, `5.7.1 The message has ${from.length === 0 ? 'no From field' : `${from.length} From fields`}: posthaste sends a message with one From address at a verified domain`);
+  const items = splitAddressList(fieldValue(text, from[0]!));
   if (items.length !== 1) return refuse(550, `5.7.1 The From field names ${items.length} addresses: posthaste sends a message with one From address at a verified domain`);
   const { spec, name } = addrSpecOf(items[0]!);
   const parsed = parseAddrSpec(spec);
@@ -139,7 +140,7 @@ function senderOf(fields: RawField[], text: string): { from: Mailbox; fromHeader
 /** Address keys of the mailboxes a To or Cc field names (groups and odd forms are simply not matched). */
 function namedIn(fields: RawField[], text: string, name: string): Set<string> {
   const out = new Set<string>();
-  for (const f of fields) if (f.lower === name) for (const item of splitAddressList(valueOf(text, f))) out.add(addressKey(addrSpecOf(item).spec));
+  for (const f of fields) if (f.lower === name) for (const item of splitAddressList(fieldValue(text, f))) out.add(addressKey(addrSpecOf(item).spec));
   return out;
 }
 
@@ -149,9 +150,10 @@ function labelsOf(fields: RawField[], text: string): { tags: string[]; metadata:
   const metadata = Object.create(null) as Record<string, string>;
   for (const f of fields) {
     if (!f.lower.startsWith(OURS)) continue;
-    const value = decodeWords(valueOf(text, f));
+    const value = decodeWords(fieldValue(text, f));
     if (f.lower === TAG) {
-      if (value.length === 0 || value.length > TAG_MAX_LENGTH || hasControl(value) || value.includes('\t')) return refuse(554, `5.6.0 ${f.name}: a tag is 1 to ${TAG_MAX_LENGTH} characters without control characters`);
+      if (value.length === 0 || value.length > TAG_MAX_LENGTH || hasControl(value) || value.includes('\t'))
+        return refuse(554, `5.6.0 ${f.name}: a tag is 1 to ${TAG_MAX_LENGTH} characters without control characters`);
       if (!tags.includes(value)) tags.push(value);
     } else if (f.lower.startsWith(METADATA) && f.lower.length > METADATA.length) {
       const key = f.name.slice(METADATA.length);
@@ -183,7 +185,7 @@ export function readSubmitted(chunks: Buffer[], size: number): Submitted | Refus
   return {
     ...sender,
     ...labels,
-    subject: subject ? decodeWords(valueOf(text, subject)) : '',
+    subject: subject ? decodeWords(fieldValue(text, subject)) : '',
     to: namedIn(fields, text, 'to'),
     cc: namedIn(fields, text, 'cc'),
     hasMessageId: has('message-id'),

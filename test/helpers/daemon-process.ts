@@ -20,6 +20,8 @@ export interface DaemonProcess {
   child: ChildProcess;
   apiUrl: string;
   smtpPort: number;
+  /** The first submission listener's port, when one is configured. */
+  submissionPort: number | undefined;
   output: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
@@ -50,7 +52,8 @@ export function spawnDaemon(configPath: string, env: NodeJS.ProcessEnv = {}, opt
         clearTimeout(timer);
         child.stdout!.off('data', check);
         child.stderr!.off('data', check);
-        resolve({ child, apiUrl: api[1]!, smtpPort: Number(smtp[1]), output: () => out, exited });
+        const submission = /submission on [\d.]+:(\d+)/.exec(out);
+        resolve({ child, apiUrl: api[1]!, smtpPort: Number(smtp[1]), submissionPort: submission ? Number(submission[1]) : undefined, output: () => out, exited });
       }
     };
     child.stdout!.on('data', check);

@@ -39,6 +39,9 @@ export function serveCommand(program: Command): void {
       process.stderr.write(
         `posthaste: API on ${daemon.apiUrl}\n` +
           `posthaste: SMTP on ${daemon.smtp.host}:${daemon.smtp.port}\n` +
+          Object.entries(daemon.submission)
+            .map(([key, a]) => `posthaste: submission on ${a.host}:${a.port} (${key === 'submission.listen_tls' ? 'implicit TLS' : 'STARTTLS'}; AUTH with an API key as the password)\n`)
+            .join('') +
           (daemon.dashboardUrl ? `posthaste: dashboard on ${daemon.dashboardUrl} (create a user with: ${cli} users add EMAIL --admin)\n` : '') +
           (config.metrics.enabled ? `posthaste: metrics on ${daemon.metricsUrl ?? `${daemon.apiUrl}/metrics`}\n` : '') +
           `posthaste: store ${config.store.url ? `PostgreSQL at ${withoutPassword(config.store.url)}` : `SQLite in ${config.server.data_dir}`}\n` +

@@ -135,6 +135,24 @@ t.test('outbound.destination_limits is checked at load, naming the key and the e
   t.equal(limits('outlook.com').connections, 5, 'the old lookup is unchanged');
 });
 
+t.test('[submission]: off by default; a listener takes AUTH in the clear only on loopback with allow_plaintext_auth_on_loopback, else needs a certificate', async (t) => {
+  const d = loadConfig({ path: withFile(''), env: {} });
+  t.same([d.submission.listen, d.submission.listen_tls, d.submission.allow_plaintext_auth_on_loopback], ['', '', false], 'off, and AUTH only over TLS');
+  const dev = loadConfig({ path: join(root, 'config/development.toml'), env: {} });
+  t.same([dev.submission.listen, dev.submission.allow_plaintext_auth_on_loopback], ['127.0.0.1:2587', true], 'the development configuration: on, on loopback');
+  const cert = join(root, 'test/fixtures/tls/server.pem');
+  const key = join(root, 'test/fixtures/tls/server-key.pem');
+  t.ok(loadConfig({ path: withFile('[submission]\nlisten = "127.0.0.1:2587"\nallow_plaintext_auth_on_loopback = true\n'), env: {} }));
+  t.ok(loadConfig({ path: withFile(`[submission]\nlisten = "0.0.0.0:587"\nlisten_tls = "0.0.0.0:465"\ntls.cert = "${cert}"\ntls.key = "${key}"\n`), env: {} }));
+  t.throws(
+    () => loadConfig({ path: withFile('[submission]\nlisten = "0.0.0.0:587"\nallow_plaintext_auth_on_loopback = true\n'), env: {} }),
+    /submission\.tls\.cert: submission\.listen = "0\.0\.0\.0:587" needs a certificate/,
+  );
+  t.throws(() => loadConfig({ path: withFile('[submission]\nlisten = "127.0.0.1:2587"\n'), env: {} }), /submission\.tls\.cert: .*needs a certificate/, 'loopback without the setting still needs one');
+  t.throws(() => loadConfig({ path: withFile('[submission]\nlisten_tls = "127.0.0.1:465"\nallow_plaintext_auth_on_loopback = true\n'), env: {} }), /submission\.listen_tls: implicit TLS needs/);
+  t.throws(() => loadConfig({ path: withFile(`[submission]\nlisten = "127.0.0.1:2587"\ntls.cert = "${cert}"\n`), env: {} }), /submission\.tls\.key: tls\.cert and tls\.key go together/);
+});
+
 t.test('a placeholder hostname is warned about, naming the key, unless SMTP listens on loopback only', async (t) => {
   const at = (toml: string) => configWarnings(loadConfig({ path: withFile(toml), env: {} }));
   const example = loadConfig({ path: withFile(renderExample()), env: {} });

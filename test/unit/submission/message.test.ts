@@ -39,7 +39,11 @@ const message = lines(
 t.test('the sender, subject, labels and the recipients the fields name', async (t) => {
   for (const size of [message.length, 7, 1]) {
     const r = ok(read(message, size));
-    t.same(r.from, { address: 'Orders@shop.example.com', local: 'Orders', domain: 'shop.example.com', name: 'Café' }, `chunks of ${size}: the one From mailbox, its domain lower-case, its name decoded`);
+    t.same(
+      r.from,
+      { address: 'Orders@shop.example.com', local: 'Orders', domain: 'shop.example.com', name: 'Café' },
+      `chunks of ${size}: the one From mailbox, its domain lower-case, its name decoded`,
+    );
     t.equal(r.fromHeader, 'Café <Orders@shop.example.com>');
     t.equal(r.subject, 'Übersicht 2026');
     t.same(r.tags, ['welcome', 'déjà']);
