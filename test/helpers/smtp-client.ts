@@ -17,8 +17,9 @@ export class RawSmtp {
     socket.on('error', () => undefined);
   }
 
-  static async connect(port: number, host = '127.0.0.1'): Promise<RawSmtp> {
-    const socket = net.connect(port, host);
+  /** `localAddress`: the loopback address to connect from (a test of per-address limits). */
+  static async connect(port: number, host = '127.0.0.1', localAddress?: string): Promise<RawSmtp> {
+    const socket = net.connect({ port, host, ...(localAddress ? { localAddress } : {}) });
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
     const c = new RawSmtp(socket);
     await c.reply(); // greeting
@@ -63,6 +64,11 @@ export class RawSmtp {
   async cmd(line: string): Promise<string> {
     this.socket.write(line + '\r\n');
     return this.reply();
+  }
+
+  /** Writes bytes without waiting for a reply; resolves once the socket can take more (a large DATA written in pieces). */
+  async write(bytes: Buffer | string): Promise<void> {
+    if (!this.socket.write(bytes)) await once(this.socket, 'drain');
   }
 
   async sendRaw(bytes: Buffer | string): Promise<string> {

@@ -8,10 +8,7 @@ import { fixturePath } from './fixtures.js';
 
 /** A daemon's submission listeners on port-0 loopback addresses with the test certificate; `extra` more lines of the section. */
 export function submissionToml(extra = ''): string {
-  return (
-    `[submission]\nlisten = "127.0.0.1:0"\nlisten_tls = "127.0.0.1:0"\n` +
-    `tls.cert = "${fixturePath('tls/server.pem')}"\ntls.key = "${fixturePath('tls/server-key.pem')}"\n${extra}`
-  );
+  return `[submission]\nlisten = "127.0.0.1:0"\nlisten_tls = "127.0.0.1:0"\n` + `tls.cert = "${fixturePath('tls/server.pem')}"\ntls.key = "${fixturePath('tls/server-key.pem')}"\n${extra}`;
 }
 
 /** Why swaks cannot run here (with its TLS, which needs Net::SSLeay), or null. */
@@ -31,9 +28,9 @@ export function runProgram(file: string, args: string[], input?: string): Promis
   });
 }
 
-/** swaks against 127.0.0.1:port with these arguments. */
-export function swaks(port: number, args: string[]): Promise<{ code: number; out: string }> {
-  return runProgram('/usr/bin/swaks', ['--server', `127.0.0.1:${port}`, '--helo', 'app.test', ...args]);
+/** swaks against 127.0.0.1:port with these arguments (`input`: its standard input, for `--data -`). */
+export function swaks(port: number, args: string[], input?: string): Promise<{ code: number; out: string }> {
+  return runProgram('/usr/bin/swaks', ['--server', `127.0.0.1:${port}`, '--helo', 'app.test', ...args], input);
 }
 
 /** The Message-ID a 250 reply names ("queued as <id>"), or undefined. */
@@ -44,5 +41,7 @@ export function queuedAs(out: string): string | undefined {
 /** mailauth's DKIM verdicts for a message, with the public keys answered from `records` (name → TXT). */
 export async function dkimResults(message: Buffer, records: Record<string, string>): Promise<string[]> {
   const r = await dkimVerify(message, { resolver: async (name: string, type: string) => (type === 'TXT' && records[name] ? [[records[name]]] : []) } as never);
-  return r.results.map((x: { signingDomain?: string; status: { result: string } }) => `${x.signingDomain}:${x.status.result}`);
+  return r.results.map(
+    (x: { signingDomain?: string; status: { result: string; comment?: string } }) => `${x.signingDomain}:${x.status.result}${x.status.result === 'pass' ? '' : ` (${x.status.comment})`}`,
+  );
 }
