@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { relative, join } from 'node:path';
 import { CliError, configFileOf, configOf } from '../context.js';
 import { DEFAULT_CONFIG_PATH, withoutPassword } from '../../config/load.js';
+import type { Config } from '../../config/schema.js';
 import { DataDirLockedError } from '../../store/open.js';
 import { createLogger } from '../../lib/logger.js';
 
@@ -40,7 +41,7 @@ export function serveCommand(program: Command): void {
         `posthaste: API on ${daemon.apiUrl}\n` +
           `posthaste: SMTP on ${daemon.smtp.host}:${daemon.smtp.port}\n` +
           Object.entries(daemon.submission)
-            .map(([key, a]) => `posthaste: submission on ${a.host}:${a.port} (${key === 'submission.listen_tls' ? 'implicit TLS' : 'STARTTLS'}; AUTH with an API key as the password)\n`)
+            .map(([key, a]) => `posthaste: submission on ${a.host}:${a.port} (${submissionTls(config, key)}; AUTH with an API key as the password)\n`)
             .join('') +
           (daemon.dashboardUrl ? `posthaste: dashboard on ${daemon.dashboardUrl} (create a user with: ${cli} users add EMAIL --admin)\n` : '') +
           (config.metrics.enabled ? `posthaste: metrics on ${daemon.metricsUrl ?? `${daemon.apiUrl}/metrics`}\n` : '') +
@@ -76,4 +77,10 @@ export function serveCommand(program: Command): void {
       });
       process.on('SIGINT', () => stop('SIGINT'));
     });
+}
+
+/** How a submission listener takes TLS, as the start message says it. */
+function submissionTls(config: Config, key: string): string {
+  if (key === 'submission.listen_tls') return 'implicit TLS';
+  return config.submission['tls.cert'] ? 'STARTTLS' : 'no TLS: AUTH from loopback only';
 }
