@@ -37,6 +37,9 @@ export async function acceptSubmitted(deps: SubmissionDeps, session: Session, ch
   };
   const result = await commit(deps, { ...input, authEpoch });
   deps.auth.observe(result.authEpoch);
+  // Accepted: the key was live at the epoch the commit answers (checked there if the epoch had
+  // moved), so the session's next message is checked again only if it moves after this one.
+  if (result.kind === 'accepted') session.authEpoch = result.authEpoch;
   return answer(session, result, messageId);
 }
 

@@ -37,6 +37,10 @@ export function createSubmission(deps: SubmissionDeps): SubmissionListener[] {
     size: deps.config.limits.max_message_bytes,
     rejectOversized: true,
     authMethods: ['PLAIN', 'LOGIN'],
+    // Whether AUTH may be used before TLS is decided per connection (commandsOf: AUTH is not
+    // offered, and refused as a command, until TLS, except on loopback when allowed); without this
+    // smtp-server would refuse it with 538 wherever STARTTLS is offered, loopback included.
+    allowInsecureAuth: true,
     authRequiredMessage: AUTH_REQUIRED,
     // Extensions the path behind does not keep: DSN requests, REQUIRETLS and SMTPUTF8 addresses
     // (recipients are checked as the API checks them: ASCII local parts).

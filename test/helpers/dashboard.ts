@@ -43,9 +43,9 @@ export interface DashboardEnv {
 /**
  * The environment, started: mail to good.test goes to the loopback MX, which refuses nobody@
  * (550 5.1.1) and defers slow@ (451); admin@ops.test is an admin, user@acme.test the user of
- * customer acme.
+ * customer acme. `extraToml`: more sections for the daemon.
  */
-export async function startDashboardEnv(): Promise<DashboardEnv> {
+export async function startDashboardEnv(extraToml = ''): Promise<DashboardEnv> {
   const dns = await new TestDnsServer().start();
   const mx = await new TestMx('127.0.0.1').start();
   const rx = await new WebhookReceiver().start();
@@ -57,11 +57,14 @@ export async function startDashboardEnv(): Promise<DashboardEnv> {
       : rcpt.startsWith('slow')
         ? { rcpt: [451, '4.7.1 try again later'] }
         : undefined;
-  const s = await startTestServer(`[outbound]\nport = ${mx.port}\n[webhooks]\nallow_private_targets = true\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n[inbound]\nrate_per_minute = 1000\n`, {
-    manualDelivery: true,
-    dns: dns.server,
-    dashboard: '',
-  });
+  const s = await startTestServer(
+    `[outbound]\nport = ${mx.port}\n[webhooks]\nallow_private_targets = true\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n[inbound]\nrate_per_minute = 1000\n${extraToml}`,
+    {
+      manualDelivery: true,
+      dns: dns.server,
+      dashboard: '',
+    },
+  );
   const base = s.daemon.dashboardUrl!;
   await s.store.users.add({ email: 'admin@ops.test', passwordHash: await hashPassword(PASSWORD), role: 'admin', customerId: null, now: Date.now() });
   await s.store.users.add({ email: 'user@acme.test', passwordHash: await hashPassword(PASSWORD), role: 'customer', customerId: await customerId(s.store, 'acme'), now: Date.now() });

@@ -6,13 +6,15 @@ import { browserAvailable } from '../helpers/browser.js';
 import { withPeer } from '../helpers/peers.js';
 import { quiet } from '../helpers/wait.js';
 import { startDashboardEnv, XSS } from '../helpers/dashboard.js';
+import nodemailer from 'nodemailer';
+import { submissionToml } from '../helpers/submission.js';
 
 // A message's content on its page (text, HTML that fetches nothing, attachments, source) and
 // what a sandbox key's simulated suppressions look like, in Debian's Chromium against the real
 // daemon (the rest of the dashboard: dashboard.test.ts).
 
 async function run(): Promise<void> {
-  const env = await startDashboardEnv();
+  const env = await startDashboardEnv(submissionToml('allow_plaintext_auth_on_loopback = true\n'));
   t.teardown(() => env.close());
   const { s, base, browser, ran, watch, shot } = env;
   const T = env.tracker.url;
@@ -83,6 +85,37 @@ async function run(): Promise<void> {
     t.ok(await page.getByText(/The body of this message was removed by retention/).isVisible(), 'a purged body says where it went');
     t.equal(await page.locator('pre.source').count(), 0);
     t.equal(env.tracker.connections(), 0, 'nothing was fetched from the tracker at all');
+  });
+
+  await t.test('a message submitted over SMTP: its text, HTML and attachment read from the message as stored, and that message as its source', async (t) => {
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: s.daemon.submission['submission.listen']!.port,
+      secure: false,
+      ignoreTLS: true,
+      auth: { user: 'posthaste', pass: apiKey },
+    });
+    const info = await transport.sendMail({
+      from: 'Shop <shop@shop.test>',
+      to: 'someone@good.test',
+      subject: 'Submitted receipt',
+      text: 'Your receipt, submitted over SMTP.',
+      html: '<h1>Receipt</h1><p>Submitted over SMTP.</p>',
+      attachments: [{ filename: 'receipt.txt', content: 'total 42.00 EUR\n' }],
+    });
+    transport.close();
+    const id = /queued as (\S+)/.exec(info.response)![1]!;
+    await page.goto(`${base}/messages/${encodeURIComponent(id)}`);
+    t.equal(await page.locator('pre.mail-text').textContent(), 'Your receipt, submitted over SMTP.', 'the text part');
+    t.ok(await page.frameLocator('iframe.mail').getByRole('heading', { name: 'Receipt' }).isVisible(), 'the HTML part in its frame');
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
+    t.match(await page.locator('ul.attachments').innerText(), 'receipt.txt · text/plain · 16 bytes', 'the attachment');
+    t.match(
+      await page.locator('pre.source').textContent(),
+      /^Received: from \S+ \(\[127\.0\.0\.1\]\)\n\tby mx\.test\.posthaste \(posthaste\) with ESMTPA id [\s\S]*Subject: Submitted receipt/,
+      "the message as stored, posthaste's Received line first",
+    );
+    t.ok(await page.getByText('The message as it was submitted over SMTP').isVisible(), 'the page says which source it shows');
   });
 
   await t.test("a sandbox key's simulated bounce: explained on the message and the Suppressions page, the list untouched", async (t) => {
