@@ -13,6 +13,7 @@ import { RawSmtp } from '../helpers/smtp-client.js';
 import { waitFor, quiet } from '../helpers/wait.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { FAILURES_ALLOWED } from '../../src/submission/auth.js';
+import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { submissionToml, swaksAvailable, swaks, runProgram, queuedAs, dkimResults } from '../helpers/submission.js';
 
 // SMTP submission as applications use it, with real clients over loopback: Debian's swaks,
@@ -21,6 +22,8 @@ import { submissionToml, swaksAvailable, swaks, runProgram, queuedAs, dkimResult
 // signed.
 
 const { dns, mx } = await mxOfDomain('good.test');
+const rx = await new WebhookReceiver().start();
+t.teardown(() => rx.stop());
 const logLines: string[] = [];
 const logSink = new Writable({
   write(chunk: Buffer, _enc, cb) {
@@ -29,7 +32,8 @@ const logSink = new Writable({
   },
 });
 const s: TestServer = await startTestServer(
-  `[outbound]\nport = ${mx.port}\n[metrics]\nenabled = true\nlisten = "127.0.0.1:0"\n[limits]\nmax_recipients = 5\nmax_message_bytes = 200000\n` + submissionToml(),
+  `[outbound]\nport = ${mx.port}\n[metrics]\nenabled = true\nlisten = "127.0.0.1:0"\n[limits]\nmax_recipients = 5\nmax_message_bytes = 200000\n[webhooks]\nallow_private_targets = true\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n` +
+    submissionToml(),
   { manualDelivery: true, dns: dns.server, log: createLogger('debug', logSink) },
 );
 t.teardown(() => s.close());
@@ -201,6 +205,31 @@ t.test("nodemailer's SMTP transport (requireTLS), a pooled connection sending th
     const stored = (await s.sql.value('SELECT request FROM messages WHERE message_id = ?', id)) as Buffer;
     t.ok(stored.toString('latin1').includes(`\r\nMessage-ID: ${info.messageId}\r\n`), "nodemailer's own Message-ID is kept");
   }
+});
+
+t.test("webhooks: a submitted message's events arrive signed, with its tags and metadata", async (t) => {
+  const ep = await request(`${s.url}/api/v1/webhooks`, { key, body: { url: rx.url('/events') } });
+  t.equal(ep.status, 201);
+  rx.secrets.set('/events', ep.body.secret);
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: tlsPort, secure: true, auth: { user: 'posthaste', pass: key }, tls: { ca } });
+  const info = await transport.sendMail({
+    from: 'shop@example.com',
+    to: 'hooked@good.test',
+    subject: 'hooked',
+    text: 'b',
+    headers: { 'X-Posthaste-Tag': 'hooks', 'X-Posthaste-Metadata-Order': '7' },
+  });
+  transport.close();
+  const id = /queued as (\S+)/.exec(info.response)![1]!;
+  await s.daemon.scheduler.drain();
+  await s.daemon.dispatcher.drain();
+  const got = rx.on('/events').filter((r) => JSON.parse(r.body).data.message_id === id);
+  t.same(
+    got.map((r) => r.type),
+    ['email.delivered'],
+  );
+  t.ok(got[0]?.verified, 'the signature verifies (Standard Webhooks)');
+  t.match(JSON.parse(got[0]!.body).data, { message_id: id, recipient: 'hooked@good.test', tags: ['hooks'], metadata: { Order: '7' } });
 });
 
 t.test('a sandbox key: accepted and every event fires, nothing is delivered', async (t) => {
