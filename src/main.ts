@@ -28,12 +28,19 @@ import { Metrics } from './lib/metrics.js';
 import { MemoryBudget } from './lib/memory-budget.js';
 import cron from 'node-cron';
 import { createWebhookService } from './webhooks/create.js';
-import { cpus } from 'node:os';
+import { cpus, hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
 import type { Resolver } from 'node:dns/promises';
 import type { SMTPServer } from 'smtp-server';
 import { buildDashboard } from './dashboard/server.js';
 import { bindListeners, checkListen, closeListeners, listenSpecs, type Listeners } from './lib/listen.js';
 import { buildMetricsListener } from './api/metrics-listener.js';
+
+/**
+ * The webhook fan-out's lease: a node that stops renewing it (dead, paused, cut off from the
+ * database) is replaced by another within this long; renewed every third of it.
+ */
+const FANOUT_LEASE_MS = 15_000;
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
@@ -297,6 +304,8 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     log,
     service: webhooks,
     worker: `pid${process.pid}`,
+    // Several nodes on one PostgreSQL fan new events out one at a time (webhooks/fanout.ts).
+    fanOutLease: { holder: `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`, ttlMs: FANOUT_LEASE_MS },
     concurrency: config.webhooks.concurrency,
     perEndpoint: config.webhooks.concurrency_per_endpoint,
     pollInterval: config.webhooks.poll_interval,

@@ -206,11 +206,23 @@ export interface WebhookStore {
   unlock(ids: number[]): Promise<void>;
   /** A claimed delivery settled without an attempt (its endpoint was disabled or deleted meanwhile). */
   settleDelivery(id: number, state: 'succeeded' | 'failed' | 'pending', attempts: number, nextAt: number | null, now: number): Promise<void>;
-  recordAttempts(batch: AttemptBatch): Promise<void>;
+  /**
+   * False: the batch's fan-out writes were refused, since its epoch no longer holds the fan-out's
+   * lease (another node took it over); the attempts were logged and the stored deliveries settled.
+   */
+  recordAttempts(batch: AttemptBatch): Promise<boolean>;
   /** At start: unlocks every delivery claimed by a process that died. */
   releaseAllClaims(): Promise<number>;
 
-  // The fan-out's (webhooks/fanout.ts): events in fan-out order, by position.
+  // The fan-out's (webhooks/fanout.ts): one node at a time, under a lease; events in fan-out order, by position.
+  /**
+   * Takes the fan-out's lease for `holder`, or renews it, for `ttlMs` on the database's clock:
+   * the epoch it holds it with, or null while another holder's lease runs. The epoch changes
+   * whenever the holder does. SQLite: one process, always epoch 1.
+   */
+  leadFanOut(holder: string, ttlMs: number): Promise<number | null>;
+  /** Gives the lease up, so another node takes it at once (at stop). */
+  resignFanOut(holder: string): Promise<void>;
   fanOutCursor(): Promise<FanOutPos>;
   /** The last event after `after` that has a delivery row (rows written before a crash, past the cursor); `after` when none. */
   lastFannedOut(after: FanOutPos): Promise<FanOutPos>;

@@ -340,7 +340,26 @@ const submission = `
 ALTER TABLE messages ADD COLUMN request_format text NOT NULL DEFAULT 'json' CHECK (request_format IN ('json', 'mime'));
 `;
 
+/**
+ * 4: what several nodes on one database must agree on (docs/configuration.md, "Several nodes").
+ * Version 3 is the nodes' own (their registry and claims); these tables stand apart from it.
+ *
+ * - leader_leases: a role one node holds at a time (the webhook fan-out), taken and renewed on
+ *   the database's clock; `epoch` moves each time another node takes it, and the holder's writes
+ *   are made only while its epoch is the lease's (a paused holder whose lease another took over is
+ *   refused, not merely outlived).
+ */
+const cluster = `
+CREATE TABLE leader_leases (
+  name        text PRIMARY KEY,
+  holder      text NOT NULL,
+  epoch       bigint NOT NULL,
+  expires_at  timestamptz NOT NULL
+);
+`;
+
 export const pgMigrations: PgMigration[] = [
   { version: 1, name: 'baseline', sql: baseline },
   { version: 2, name: 'submission', sql: submission },
+  { version: 4, name: 'cluster', sql: cluster },
 ];

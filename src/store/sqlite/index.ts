@@ -184,6 +184,9 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       unlock: (ids) => tx(() => webhooks.unlockDeliveries(db, ids)),
       settleDelivery: async (id, state, attempts, nextAt, now) => webhooks.settleDelivery(db, id, state, attempts, nextAt, now),
       recordAttempts: (batch) => (writer ? writer.submit('webhookAttempts', batch) : tx(() => webhooks.recordAttempts(db, batch))),
+      // One process holds the file (store/open.ts): it is the only fan-out there can be.
+      leadFanOut: async () => 1,
+      resignFanOut: async () => undefined,
       releaseAllClaims: async () => webhooks.releaseDeliveryClaims(db),
       fanOutCursor: async () => webhooks.fanOutCursor(db),
       lastFannedOut: async (after) => webhooks.lastFannedOut(db, after),
