@@ -81,11 +81,7 @@ export class Dispatcher {
       onError: (e, endpoint) => log.error({ err: e, endpoint }, 'webhook attempt failed unexpectedly'),
     });
     this.quotas = new Quotas({ perEndpoint: deps.perEndpoint, claimPerEndpoint: deps.claimPerEndpoint ?? CLAIM_PER_ENDPOINT, claimTotal: deps.claimTotal ?? CLAIM_TOTAL });
-    this.fanOut = new FanOut(
-      store,
-      () => this.attempts.schedule(),
-      deps.fanOutLease ? { ...deps.fanOutLease, onDeposed: () => this.dropFresh() } : undefined,
-    );
+    this.fanOut = new FanOut(store, () => this.attempts.schedule(), deps.fanOutLease ? { ...deps.fanOutLease, onDeposed: () => this.dropFresh() } : undefined);
     this.attempts = new AttemptLog({
       clock: deps.clock,
       log,

@@ -76,8 +76,7 @@ async function recordAttempts(q: Q, input: AttemptBatch): Promise<boolean> {
   // is locked FOR SHARE until commit, so a node taking the lease over waits for this batch and
   // then reads the cursor it leaves; a batch that starts after the takeover finds no row.
   const fansOut = input.cursor !== null || input.pending.length > 0 || input.batch.some((s) => s.deliveryId === null);
-  const refused =
-    fansOut && input.epoch !== undefined && (await q.row('SELECT 1 FROM leader_leases WHERE name = $1 AND epoch = $2 FOR SHARE', [FANOUT_LEASE, input.epoch])) === undefined;
+  const refused = fansOut && input.epoch !== undefined && (await q.row('SELECT 1 FROM leader_leases WHERE name = $1 AND epoch = $2 FOR SHARE', [FANOUT_LEASE, input.epoch])) === undefined;
   const ids = [...new Set([...input.batch.map((s) => s.attempt.endpointId), ...input.pending.map((p) => p.endpointId)])];
   const alive = new Set((await q.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE id = ANY($1::text[])', [ids])).map((r) => r.id));
   const batch = input.batch.filter((s) => alive.has(s.attempt.endpointId));

@@ -42,7 +42,8 @@ async function twoNodes(t: Test): Promise<{ url: string; a: Store; b: Store; sql
   return { url: cluster.url, a, b, sql };
 }
 
-const insertEvent = (c: pg.Client, id: string) => c.query("INSERT INTO events (id, customer_id, type, created_at, body) VALUES ($1, 1, 'email.delivered', 1, json_build_object('id', $1::text)::text)", [id]);
+const insertEvent = (c: pg.Client, id: string) =>
+  c.query("INSERT INTO events (id, customer_id, type, created_at, body) VALUES ($1, 1, 'email.delivered', 1, json_build_object('id', $1::text)::text)", [id]);
 
 const room: ClaimRoom = { room: () => 100, take: () => undefined };
 
