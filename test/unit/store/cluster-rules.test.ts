@@ -1,0 +1,208 @@
+import t, { type Test } from 'tap';
+import pg from 'pg';
+import { createHash, randomBytes } from 'node:crypto';
+import { testDatabase } from '../../helpers/postgres.js';
+import { send, sender } from '../../helpers/stores.js';
+import { waitFor } from '../../helpers/wait.js';
+import { pgStore } from '../../../src/store/pg/index.js';
+import type { Store } from '../../../src/store/store.js';
+import { AuthCache } from '../../../src/store/auth-cache.js';
+import { acceptedResponse } from '../../../src/store/model.js';
+import type { Report } from '../../../src/domain/report.js';
+import { returnPath } from '../../../src/domain/return-path.js';
+
+// What must hold for the whole cluster when several nodes share one PostgreSQL, each shown with
+// two stores on one database (two nodes' pools) racing for the same thing. Where a race is
+// decided by a lock, a third connection holds that lock until both racers wait on it (seen in
+// pg_stat_activity), then lets them go: the interleaving is the one that matters, every run.
+// PostgreSQL only: a SQLite store is one process (store/open.ts refuses a second), whose writes
+// are one at a time.
+
+interface Nodes {
+  url: string;
+  a: Store;
+  b: Store;
+  sql: pg.Client;
+}
+
+async function twoNodes(t: Test, now = 1_000_000): Promise<Nodes> {
+  const url = await testDatabase(t);
+  const a = pgStore(url, { max: 4 });
+  const b = pgStore(url, { max: 4 });
+  t.teardown(async () => {
+    await a.admin.close();
+    await b.admin.close();
+  });
+  await a.admin.migrate(now);
+  await a.customers.ensureDefault(now);
+  const sql = new pg.Client({ connectionString: url });
+  await sql.connect();
+  t.teardown(() => sql.end());
+  return { url, a, b, sql };
+}
+
+/**
+ * Runs the racers while a third connection holds `lock` (a statement run in its open
+ * transaction); lets them go once `waiting` of them wait for a lock, and gives their answers.
+ */
+async function released<T>(n: Nodes, lock: string, waiting: number, racers: () => Array<Promise<T>>): Promise<T[]> {
+  const gate = new pg.Client({ connectionString: n.url });
+  await gate.connect();
+  try {
+    await gate.query('BEGIN');
+    await gate.query(lock);
+    const running = racers();
+    // A racer that fails early must not leave the gate shut: its rejection shows first.
+    const settled = Promise.allSettled(running);
+    await Promise.race([
+      waitFor(
+        `${waiting} transactions waiting for the lock`,
+        async () => Number((await n.sql.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0].count) >= waiting,
+      ),
+      settled.then(() => {
+        throw new Error('a racer finished while the lock was held');
+      }),
+    ]);
+    await gate.query('COMMIT');
+    return await Promise.all(running);
+  } finally {
+    await gate.end();
+  }
+}
+
+const hash = (s: string) => createHash('sha256').update(s).digest();
+
+t.test('postgres: one Idempotency-Key posted to two nodes at once sends one message, and both answer its 202', async (t) => {
+  const n = await twoNodes(t);
+  const who = await sender(n.a);
+  const idem = { key: 'order-42', hash: hash('the same body'), ttlMs: 86_400_000 };
+  // Both read no record, both insert their message, and both wait to insert the key.
+  const [x, y] = await released(n, 'LOCK TABLE idempotency_keys IN SHARE ROW EXCLUSIVE MODE', 2, () => [
+    send(n.a, who, { idempotency: idem, messageId: 'from-a@example.com' }),
+    send(n.b, who, { idempotency: idem, messageId: 'from-b@example.com' }),
+  ]);
+  const results = [x!, y!];
+  const accepted = results.filter((r) => r.result.kind === 'accepted');
+  const replayed = results.filter((r) => r.result.kind === 'replay');
+  t.equal(accepted.length, 1, 'one node accepts');
+  t.equal(replayed.length, 1, 'the other replays');
+  const winner = accepted[0]!;
+  const body = acceptedResponse({ messageId: winner.messageId, sandbox: false, recipients: [{ address: 'bob@example.net', domain: 'example.net', field: 'to' }] });
+  t.match(replayed[0]!.result, { kind: 'replay', status: 202, response: body }, "the replay is the winner's 202, to the byte");
+  const rows = (await n.sql.query('SELECT message_id FROM messages')).rows.map((r) => r.message_id as string);
+  t.same(rows, [winner.messageId], "one message, the winner's: the other's insert went with its transaction");
+  t.equal(Number((await n.sql.query('SELECT count(*) FROM recipients')).rows[0].count), 1, 'one recipient to deliver');
+
+  // A stale record: both nodes find it, one removes it and sends anew, the other replays that.
+  await n.sql.query('UPDATE idempotency_keys SET created_at = 0');
+  const [p, q] = await released(n, 'LOCK TABLE idempotency_keys IN SHARE ROW EXCLUSIVE MODE', 2, () => [
+    send(n.a, who, { idempotency: idem, messageId: 'again-a@example.com', now: 200_000_000 }),
+    send(n.b, who, { idempotency: idem, messageId: 'again-b@example.com', now: 200_000_000 }),
+  ]);
+  const kinds = [p!.result.kind, q!.result.kind].sort();
+  t.same(kinds, ['accepted', 'replay'], 'stale: one new send, one replay of it');
+  t.equal(Number((await n.sql.query('SELECT count(*) FROM messages')).rows[0].count), 2, 'one more message');
+});
+
+t.test('postgres: a key revoked or a domain removed on one node is refused by the other at its next request', async (t) => {
+  const n = await twoNodes(t);
+  const who = await sender(n.a);
+  const cacheA = new AuthCache(n.a);
+  const cacheB = new AuthCache(n.b);
+  // Both nodes have the key and the domain cached.
+  for (const cache of [cacheA, cacheB]) {
+    t.equal((await cache.key(who.key))?.id, who.keyId);
+    t.ok(await cache.domain('example.com'));
+  }
+  await n.a.keys.revoke(who.keyId, 2_000_000);
+  t.equal(await cacheB.key(who.key), undefined, 'the other node refuses the key at its next checked lookup');
+  t.equal(await cacheA.key(who.key), undefined, 'and so does the node that revoked it');
+
+  // The send path looks up unchecked (its cache may be older) and the accept's statement refuses.
+  const other = await n.a.keys.create({ customerId: who.customerId, kind: 'production', name: 'other', now: 2_000_000 });
+  t.equal((await cacheB.key(other.key, false))?.id, other.id);
+  const epochB = cacheB.epoch;
+  await n.a.keys.revoke(other.id, 2_000_001);
+  t.equal((await cacheB.key(other.key, false))?.id, other.id, 'an unchecked lookup may answer from the cache');
+  const sent = await n.b.messages.accept({
+    customerId: who.customerId,
+    apiKeyId: other.id,
+    sandbox: false,
+    messageId: 'late@example.com',
+    fromHeader: 'shop@example.com',
+    senderDomain: 'example.com',
+    subject: 's',
+    metadata: {},
+    request: '{}',
+    recipients: [{ address: 'bob@example.net', domain: 'example.net', field: 'to' }],
+    now: 2_000_002,
+    authEpoch: epochB,
+  });
+  t.equal(sent.kind, 'key_revoked', 'but the accept on that node refuses what the other revoked, in the statement that would insert');
+  t.not(sent.authEpoch, epochB, 'and answers the epoch it saw');
+  cacheB.observe(sent.authEpoch);
+  t.equal(await cacheB.key(other.key, false), undefined, 'which drops the cache for the next request');
+
+  const d = (await n.a.domains.find('example.com'))!;
+  t.ok(await cacheA.domain('example.com'));
+  await n.b.domains.remove(d.id);
+  t.equal(await cacheA.domain('example.com'), undefined, 'a domain removed on one node is unknown to the other at its next lookup');
+});
+
+t.test('postgres: inbound.limited once per domain and hour when two nodes hit the limit at once', async (t) => {
+  const n = await twoNodes(t);
+  const c = (await n.a.customers.find('default'))!;
+  const added = await n.a.domains.add({ customerId: c.id, name: 'in.example', receiving: true, now: 1 });
+  const d = (await n.a.domains.receiving(added.name))!;
+  const limitedEvents = async () => Number((await n.sql.query("SELECT count(*) FROM events WHERE type = 'inbound.limited'")).rows[0].count);
+  // First time (no row yet): both insert; the second waits for the first's row and finds it fresh.
+  const first = await released(n, 'LOCK TABLE inbound_limited IN SHARE ROW EXCLUSIVE MODE', 2, () => [
+    n.a.inbound.recordLimited(d, 'rate', 60_000, 1000),
+    n.b.inbound.recordLimited(d, 'rate', 60_000, 1001),
+  ]);
+  t.same(first.sort(), [false, true], 'one node records it');
+  t.equal(await limitedEvents(), 1, 'one event');
+  // An hour on, the row exists: both wait for its lock; the one after finds it moved.
+  const later = await released(n, `SELECT 1 FROM inbound_limited WHERE domain_id = ${d.id} FOR UPDATE`, 2, () => [
+    n.a.inbound.recordLimited(d, 'monthly', 60_000, 3_700_000),
+    n.b.inbound.recordLimited(d, 'monthly', 60_000, 3_700_001),
+  ]);
+  t.same(later.sort(), [false, true], 'an hour later, again one');
+  t.equal(await limitedEvents(), 2);
+});
+
+t.test('postgres: the same complaint applied by two nodes at once is recorded once', async (t) => {
+  const n = await twoNodes(t);
+  const who = await sender(n.a);
+  const m = await send(n.a, who, { to: ['b@example.net'], now: 1000 });
+  t.equal(m.result.kind, 'accepted');
+  const claimed = await n.a.delivery.claim('w', 1000, 10);
+  await n.a.delivery.record({
+    results: claimed.map((c) => ({
+      ...c,
+      outcome: { kind: 'delivered', reply: { code: 250, enhanced_code: '2.0.0', message: 'ok', classification: 'delivered' }, mx: 'mx', tls: false, tlsVerified: false },
+    })),
+    composed: new Map(),
+    postpone: [],
+    policy: { retrySchedule: [60_000], maxQueueTime: 3_600_000 },
+    now: 2000,
+  });
+  const rcpt = claimed[0]!.recipient;
+  const secret = randomBytes(32);
+  const complaint: Report = {
+    kind: 'arf',
+    originalMessageId: null,
+    recipients: [],
+    feedback: { feedbackType: 'abuse', userAgent: 'FBL/1.0', arrivalDate: null, recipient: null },
+    originalSender: returnPath(secret, rcpt.id, 'bounces.example'),
+  };
+  const receive = (s: Store) =>
+    s.inbound.receive({ stores: [], report: complaint, reports: [{ mailFrom: '', rcptTo: 'fbl@example.com', route: 'feedback' }], raw: Buffer.from('arf'), secret, now: 3000 });
+  // Both have stored the report and wait to look at the recipient (its row, locked first).
+  await released(n, `SELECT 1 FROM recipients WHERE id = ${rcpt.id} FOR UPDATE`, 2, () => [receive(n.a), receive(n.b)]);
+  const events = (await n.sql.query('SELECT type FROM events WHERE recipient_id = $1 ORDER BY seq', [rcpt.id])).rows.map((r) => r.type as string);
+  t.same(events, ['email.delivered', 'email.complained', 'recipient.suppressed'], 'one email.complained, one suppression');
+  t.equal(Number((await n.sql.query("SELECT count(*) FROM inbound_reports WHERE kind = 'arf'")).rows[0].count), 2, 'both reports kept');
+  const counted = (await n.sql.query("SELECT coalesce(sum(count), 0)::int AS n FROM activity_hourly WHERE kind = 'complained'")).rows[0].n;
+  t.equal(counted, 1, 'counted once in the overview');
+});
