@@ -62,6 +62,12 @@ export interface AdminStore {
   backup(file: string): Promise<void>;
   /** Retention: bodies of finished messages and attempt logs older than `days`. */
   purgeOld(now: number, days: number): Promise<{ messages: number; attempts: number }>;
+  /**
+   * Whether this node runs the scheduled job `name` now: the first of the nodes whose schedules
+   * fire together claims it, and none can again within `gapMs` (the database's clock; SQLite, one
+   * process: always).
+   */
+  claimJob(name: string, gapMs: number): Promise<boolean>;
   /** limits.max_store_bytes (SQLite; PostgreSQL has no such cap and ignores it). */
   setMaxBytes(bytes: number): void;
   /** What an administrator should hear at start about how the store is set up (PostgreSQL: a commit that is not durable). */
@@ -242,6 +248,20 @@ export interface UserStore {
   showCustomer(id: string, customerId: number): Promise<void>;
   endSession(id: string): Promise<void>;
   purgeSessions(now: number, idleMs: number): Promise<number>;
+  /**
+   * The dashboard's failed logins, shared by every node (PostgreSQL); absent where the dashboard
+   * is one process (SQLite), which counts them in memory (dashboard/throttle.ts).
+   */
+  loginFailures?: LoginFailureStore;
+}
+
+/** Failed logins by key (an account, a client address), each a time in ms. */
+export interface LoginFailureStore {
+  /** The failures of these keys since `since`, oldest first. */
+  recent(keys: string[], since: number): Promise<Array<{ key: string; at: number }>>;
+  /** One failure for each key at `now`; failures older than `windowMs` are forgotten. */
+  record(keys: string[], now: number, windowMs: number): Promise<void>;
+  clear(key: string): Promise<void>;
 }
 
 export type { Reply };

@@ -153,6 +153,14 @@ export function pgAdmin(db: PgDb, delivery: DeliveryStore): AdminStore {
       )?.at ?? null,
     overview: (customerId, now) => overview(db, delivery, customerId, now),
     purgeOld: (now, days) => purgeOld(db, now, days),
+    // The first node to move last_run runs the job; a node whose schedule fires a little later (its clock) finds it moved.
+    claimJob: async (name, gapMs) =>
+      (await db.row(
+        `INSERT INTO job_runs AS j (name, last_run) VALUES ($1, now())
+         ON CONFLICT (name) DO UPDATE SET last_run = excluded.last_run WHERE j.last_run <= excluded.last_run - $2 * interval '1 millisecond'
+         RETURNING 1`,
+        [name, gapMs],
+      )) !== undefined,
     backup: () => Promise.reject(new Error('the store is PostgreSQL: back it up with the database\'s own tools, pg_dump (or a managed service\'s snapshots); see docs/operations.md, "PostgreSQL"')),
     checks: async () => {
       const r = await db.row<{ synchronous_commit: string; fsync: string }>("SELECT current_setting('synchronous_commit') AS synchronous_commit, current_setting('fsync') AS fsync");

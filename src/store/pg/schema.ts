@@ -348,6 +348,10 @@ ALTER TABLE messages ADD COLUMN request_format text NOT NULL DEFAULT 'json' CHEC
  *   the database's clock; `epoch` moves each time another node takes it, and the holder's writes
  *   are made only while its epoch is the lease's (a paused holder whose lease another took over is
  *   refused, not merely outlived).
+ * - job_runs: when a scheduled job (retention) last started, on the database's clock: every node's
+ *   schedule fires, the first to move `last_run` runs it.
+ * - login_failures: the dashboard's failed logins, per account and per client address, so the
+ *   login throttle counts every node's.
  */
 const cluster = `
 CREATE TABLE leader_leases (
@@ -356,6 +360,17 @@ CREATE TABLE leader_leases (
   epoch       bigint NOT NULL,
   expires_at  timestamptz NOT NULL
 );
+
+CREATE TABLE job_runs (
+  name      text PRIMARY KEY,
+  last_run  timestamptz NOT NULL
+);
+
+CREATE TABLE login_failures (
+  key  text NOT NULL,
+  at   bigint NOT NULL
+);
+CREATE INDEX login_failures_key ON login_failures(key, at);
 `;
 
 export const pgMigrations: PgMigration[] = [

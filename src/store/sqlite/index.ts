@@ -44,6 +44,8 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       oldestQueuedAt: async (now) => oldestQueuedAt(db, now),
       overview: async (customerId, now) => overview(db, customerId, now),
       purgeOld: async (now, days) => purgeOld(db, now, days),
+      // One process holds the file (store/open.ts): its schedule is the only one.
+      claimJob: async () => true,
       backup: async (file) => void (await db.backup(file)),
       // synchronous = FULL is set by the engine itself (sqlite/db.ts): nothing to warn of.
       checks: async () => [],

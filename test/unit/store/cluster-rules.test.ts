@@ -10,6 +10,7 @@ import { AuthCache } from '../../../src/store/auth-cache.js';
 import { acceptedResponse } from '../../../src/store/model.js';
 import type { Report } from '../../../src/domain/report.js';
 import { returnPath } from '../../../src/domain/return-path.js';
+import { LoginThrottle } from '../../../src/dashboard/throttle.js';
 
 // What must hold for the whole cluster when several nodes share one PostgreSQL, each shown with
 // two stores on one database (two nodes' pools) racing for the same thing. Where a race is
@@ -205,4 +206,40 @@ t.test('postgres: the same complaint applied by two nodes at once is recorded on
   t.equal(Number((await n.sql.query("SELECT count(*) FROM inbound_reports WHERE kind = 'arf'")).rows[0].count), 2, 'both reports kept');
   const counted = (await n.sql.query("SELECT coalesce(sum(count), 0)::int AS n FROM activity_hourly WHERE kind = 'complained'")).rows[0].n;
   t.equal(counted, 1, 'counted once in the overview');
+});
+
+t.test('postgres: retention runs once per schedule: of two nodes whose schedules fire together, one runs it', async (t) => {
+  const n = await twoNodes(t);
+  const fire = () => [n.a.admin.claimJob('retention', 30_000), n.b.admin.claimJob('retention', 30_000)];
+  // The first run (no row yet): both insert, the second waits for the first's row.
+  t.same((await released(n, 'LOCK TABLE job_runs IN SHARE ROW EXCLUSIVE MODE', 2, fire)).sort(), [false, true], 'one node claims the run');
+  t.same(await Promise.all(fire()), [false, false], 'a node whose clock fires a moment later finds it taken');
+  // The next day's run: the row exists; both wait for its lock, the one after finds it moved.
+  await n.sql.query("UPDATE job_runs SET last_run = now() - interval '1 day'");
+  t.same((await released(n, "SELECT 1 FROM job_runs WHERE name = 'retention' FOR UPDATE", 2, fire)).sort(), [false, true], 'the next run, again one');
+  t.same(await n.a.admin.claimJob('other', 30_000), true, 'each job its own');
+});
+
+t.test("postgres: the dashboard's login throttle counts every node's failures", async (t) => {
+  const n = await twoNodes(t);
+  const onA = new LoginThrottle(n.a.users.loginFailures);
+  const onB = new LoginThrottle(n.b.users.loginFailures);
+  t.ok(n.a.users.loginFailures, 'PostgreSQL shares them');
+  // Five failures per account in 15 minutes, spread over two nodes behind a load balancer.
+  const now = 10_000_000;
+  await Promise.all([onA.fail('admin@example.com', '192.0.2.1', now), onB.fail('admin@example.com', '192.0.2.2', now), onA.fail('admin@example.com', '192.0.2.3', now + 1)]);
+  t.equal(await onB.wait('admin@example.com', '192.0.2.9', now + 2), 0, 'three: go ahead');
+  await onB.fail('admin@example.com', '192.0.2.4', now + 2);
+  await onA.fail('admin@example.com', '192.0.2.5', now + 3);
+  t.equal(await onB.wait('admin@example.com', '192.0.2.9', now + 4), 15 * 60_000 - 4, 'five on two nodes: refused on either until the oldest leaves the window');
+  t.equal(await onA.wait('admin@example.com', '192.0.2.9', now + 4), 15 * 60_000 - 4);
+  t.equal(await onA.wait('other@example.com', '192.0.2.9', now + 4), 0, 'another account is not');
+  t.equal(await onA.wait('admin@example.com', '192.0.2.9', now + 15 * 60_000 + 1), 0, 'the window past: go ahead');
+  await onA.succeed('admin@example.com');
+  t.equal(await onB.wait('admin@example.com', '192.0.2.9', now + 5), 0, 'a success on one node clears the account on the other');
+  // Per address: twenty, whatever the accounts, whichever node.
+  for (let i = 0; i < 20; i++) await (i % 2 ? onA : onB).fail(`user${i}@example.com`, '198.51.100.7', now + 10 + i);
+  t.ok((await onA.wait('new@example.com', '198.51.100.7', now + 40)) > 0, 'an address over its limit on both nodes together is refused');
+  await onA.fail('x@example.com', '192.0.2.1', now + 15 * 60_000 + 100);
+  t.equal(Number((await n.sql.query("SELECT count(*) FROM login_failures WHERE key = 'i:192.0.2.1'")).rows[0].count), 1, 'failures past the window are forgotten as new ones come');
 });
