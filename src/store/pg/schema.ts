@@ -352,6 +352,9 @@ ALTER TABLE messages ADD COLUMN request_format text NOT NULL DEFAULT 'json' CHEC
  *   schedule fires, the first to move `last_run` runs it.
  * - login_failures: the dashboard's failed logins, per account and per client address, so the
  *   login throttle counts every node's.
+ * - inbound_usage gets a `shard`, as activity_hourly has: every message received for a domain
+ *   adds to its month's count, and one row would make every node's receipts for that domain
+ *   commit one after another. Reads sum the shards.
  */
 const cluster = `
 CREATE TABLE leader_leases (
@@ -371,6 +374,9 @@ CREATE TABLE login_failures (
   at   bigint NOT NULL
 );
 CREATE INDEX login_failures_key ON login_failures(key, at);
+
+ALTER TABLE inbound_usage ADD COLUMN shard integer NOT NULL DEFAULT 0;
+ALTER TABLE inbound_usage DROP CONSTRAINT inbound_usage_pkey, ADD PRIMARY KEY (domain_id, period, shard);
 `;
 
 export const pgMigrations: PgMigration[] = [

@@ -243,3 +243,79 @@ t.test("postgres: the dashboard's login throttle counts every node's failures", 
   await onA.fail('x@example.com', '192.0.2.1', now + 15 * 60_000 + 100);
   t.equal(Number((await n.sql.query("SELECT count(*) FROM login_failures WHERE key = 'i:192.0.2.1'")).rows[0].count), 1, 'failures past the window are forgotten as new ones come');
 });
+
+t.test('postgres: no hot rows: a send and a receipt commit while another node holds its own open transaction with the same key, customer and domain', async (t) => {
+  const n = await twoNodes(t, Date.now());
+  // Node B's store on one connection, named: its backend's counter shard is known.
+  const b = pgStore(n.url, { max: 1, applicationName: 'node-b' });
+  t.teardown(() => b.admin.close());
+  const now = Date.now();
+  const who = await sender(b, 'example.com', now);
+  const c = (await b.customers.find('default'))!;
+  const added = await b.domains.add({ customerId: c.id, name: 'in.example', receiving: true, now });
+  t.equal((await send(b, who, { now })).result.kind, 'accepted', "the key's last use: now");
+  const pidB = (await n.sql.query("SELECT pid FROM pg_stat_activity WHERE application_name = 'node-b'")).rows[0].pid as number;
+  // Node A: a connection whose shard differs (counters are kept per connection's shard).
+  let a: pg.Client | undefined;
+  for (let i = 0; i < 20 && !a; i++) {
+    const x = new pg.Client({ connectionString: n.url });
+    await x.connect();
+    if ((x as unknown as { processID: number }).processID % 16 !== pidB % 16) a = x;
+    else await x.end();
+  }
+  t.ok(a, 'a connection on another shard');
+  const nodeA = a!;
+  t.teardown(() => nodeA.end());
+  // A's transaction writes what a send and a receipt write, and stays open.
+  await nodeA.query('BEGIN');
+  const m = await nodeA.query(
+    `INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, request, created_at)
+     VALUES ($1, 'held@example.com', $2, 0, 'shop@example.com', 'example.com', 's', '\\x7b7d', $3) RETURNING id`,
+    [c.id, who.keyId, now + 1],
+  );
+  await nodeA.query("INSERT INTO recipients (message_id, customer_id, address, domain, field, created_at, updated_at) VALUES ($1, $2, 'x@example.net', 'example.net', 'to', $3, $3)", [
+    m.rows[0].id,
+    c.id,
+    now + 1,
+  ]);
+  await nodeA.query(
+    'INSERT INTO inbound_usage (domain_id, period, shard, count) SELECT $1, p, pg_backend_pid() % 16, 1 FROM unnest($2::text[]) AS p ON CONFLICT (domain_id, period, shard) DO UPDATE SET count = inbound_usage.count + 1',
+    [added.id, [`m:${Math.floor((now + 1) / 60_000)}`, `M:${new Date(now + 1).toISOString().slice(0, 7)}`]],
+  );
+  const within = <T>(p: Promise<T>) => Promise.race([p, new Promise<'waiting'>((r) => setTimeout(() => r('waiting'), 5000))]);
+  const sent = await within(send(b, who, { now: now + 2 }));
+  t.match(sent, { result: { kind: 'accepted' } }, "B's send with the same key commits meanwhile: the key's last use is written at most once a minute, the hour's counter is B's shard");
+  const received = await within(
+    b.inbound.receive({
+      stores: [
+        {
+          customerId: c.id,
+          domainId: added.id,
+          mailFrom: 'alice@example.org',
+          rcptTo: ['support@in.example'],
+          remoteIp: '192.0.2.1',
+          helo: 'mx.example.org',
+          fromHeader: 'Alice <alice@example.org>',
+          to: ['support@in.example'],
+          subject: 'Help',
+          messageId: 'abc@example.org',
+          attachments: 0,
+          auth: { spf: 'pass', dkim: 'none', dmarc: 'none' },
+        },
+      ],
+      report: null,
+      reports: [],
+      raw: Buffer.from('Subject: Help\r\n\r\nhi\r\n'),
+      secret: randomBytes(32),
+      now: now + 2,
+    }),
+  );
+  t.not(received, 'waiting', "B's receipt for the same domain commits meanwhile: the month's count is B's shard");
+  await nodeA.query('COMMIT');
+  const d = (await b.domains.receiving('in.example'))!;
+  t.same(
+    await b.inbound.checkLimits({ ...d, monthlyLimit: 2 }, { ratePerMinute: 0, monthlyLimit: 0 }, now + 3),
+    { ok: false, limit: 'monthly', windowEndsAt: Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth() + 1, 1) },
+    'the limit counts both shards',
+  );
+});
