@@ -42,6 +42,9 @@ import { buildMetricsListener } from './api/metrics-listener.js';
  */
 const FANOUT_LEASE_MS = 15_000;
 
+/** This process among the nodes on one database: the fan-out lease's holder, the owner of its shared destination use. */
+const NODE_ID = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
   apiUrl: string;
@@ -145,6 +148,7 @@ async function buildOutbound(
     claimBatch: o.claim_batch,
     pollInterval: o.poll_interval,
     worker: `pid${process.pid}`,
+    ...(o.limits_scope === 'cluster' ? { sharedAs: NODE_ID } : {}),
     held: () => settings.outbound.current.hold,
     onEvents: hooks.onEvents,
     onOutcome: hooks.onOutcome,
@@ -315,7 +319,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     service: webhooks,
     worker: `pid${process.pid}`,
     // Several nodes on one PostgreSQL fan new events out one at a time (webhooks/fanout.ts).
-    fanOutLease: { holder: `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`, ttlMs: FANOUT_LEASE_MS },
+    fanOutLease: { holder: NODE_ID, ttlMs: FANOUT_LEASE_MS },
     concurrency: config.webhooks.concurrency,
     perEndpoint: config.webhooks.concurrency_per_endpoint,
     pollInterval: config.webhooks.poll_interval,

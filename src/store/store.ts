@@ -176,6 +176,32 @@ export interface DeliveryStore {
    */
   setThrottle(change: { kind: 'set'; record: DestinationThrottle } | { kind: 'cleared'; destination: string }, now: number): Promise<void>;
   throttles(): Promise<DestinationThrottle[]>;
+
+  // outbound.limits_scope = "cluster" (outbound/throttle.ts): a destination's limits shared by the nodes.
+  /**
+   * Runs `decide` with the destination's use by the other live nodes and its shared throttling
+   * (undefined: nothing is shared, one process), and stores the use it answers as this node's;
+   * no other node's `shareDestination` for the destination runs in between.
+   */
+  shareDestination(destination: string, node: string, decide: (others: SharedUse) => OwnUse): Promise<void>;
+  /** This node's use of a destination now (a connection ended). */
+  publishUse(destination: string, node: string, use: OwnUse): Promise<void>;
+  /** This node is alive: its use keeps counting; the use of nodes silent for a minute is removed. */
+  touchUse(node: string): Promise<void>;
+}
+
+/** What the other live nodes use of a destination: connections open, messages started in `minute` (epoch ms / 60,000). */
+export interface SharedUse {
+  open: number;
+  minute: number;
+  started: number;
+  throttle: DestinationThrottle | null | undefined;
+}
+
+export interface OwnUse {
+  open: number;
+  minute: number;
+  started: number;
 }
 
 export interface InboundStore {

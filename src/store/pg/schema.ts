@@ -355,6 +355,9 @@ ALTER TABLE messages ADD COLUMN request_format text NOT NULL DEFAULT 'json' CHEC
  * - inbound_usage gets a `shard`, as activity_hourly has: every message received for a domain
  *   adds to its month's count, and one row would make every node's receipts for that domain
  *   commit one after another. Reads sum the shards.
+ * - destination_use: with outbound.limits_scope = "cluster", each node's connections open and
+ *   messages started (this minute) per destination, so every node admits against the others'
+ *   (outbound/throttle.ts); the rows of a node that stopped touching them no longer count.
  */
 const cluster = `
 CREATE TABLE leader_leases (
@@ -374,6 +377,17 @@ CREATE TABLE login_failures (
   at   bigint NOT NULL
 );
 CREATE INDEX login_failures_key ON login_failures(key, at);
+
+CREATE TABLE destination_use (
+  destination  text NOT NULL,
+  node         text NOT NULL,
+  open         integer NOT NULL,
+  minute       bigint NOT NULL,
+  started      integer NOT NULL,
+  seen_at      timestamptz NOT NULL,
+  PRIMARY KEY (destination, node)
+);
+CREATE INDEX destination_use_node ON destination_use(node);
 
 ALTER TABLE inbound_usage ADD COLUMN shard integer NOT NULL DEFAULT 0;
 ALTER TABLE inbound_usage DROP CONSTRAINT inbound_usage_pkey, ADD PRIMARY KEY (domain_id, period, shard);

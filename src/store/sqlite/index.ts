@@ -147,6 +147,10 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       releaseAllClaims: async () => queue.releaseClaims(db),
       setThrottle: async (change, now) => (change.kind === 'set' ? destinations.saveThrottle(db, change.record, now) : destinations.clearThrottle(db, change.destination)),
       throttles: async () => destinations.listThrottles(db),
+      // One process holds the file: there are no other nodes to share a destination with.
+      shareDestination: async (_destination, _node, decide) => void decide({ open: 0, minute: 0, started: 0, throttle: undefined }),
+      publishUse: async () => undefined,
+      touchUse: async () => undefined,
     },
     inbound: {
       receive: (input) => (writer ? writer.submit('receive', input, movable(input.raw)) : tx(() => writerOps.receive(db, input))),
