@@ -321,13 +321,23 @@ export class Scheduler {
   /** Throttle rows written one at a time in the order the changes were made, so the last one stands (groups finish and commit in any order). */
   private throttleWrites: Promise<void> = Promise.resolve();
 
-  /** limits_scope = "cluster": this node's use of a destination after a connection ended, written in order with the throttle rows. */
+  /**
+   * limits_scope = "cluster": this node's use of a destination after a connection ended. Written
+   * under the destination's lock like a decision, and read from the throttle once the lock is
+   * held: a write that waited cannot put back a count older than a decision made meanwhile.
+   */
   private publishUse(destination: string): void {
     const node = this.deps.sharedAs;
     if (node === undefined) return;
-    const use = this.deps.throttle.own(destination, this.deps.clock.now());
-    this.throttleWrites = this.throttleWrites.then(() => this.deps.store.publishUse(destination, node, use)).catch((e: unknown) => this.deps.log.warn({ err: e }, 'destination use not shared'));
-    this.pool.track(this.throttleWrites);
+    const { store, throttle, clock, log } = this.deps;
+    this.pool.track(
+      store
+        .shareDestination(destination, node, (others) => {
+          throttle.share(destination, others, others.throttle);
+          return throttle.own(destination, clock.now());
+        })
+        .catch((e: unknown) => log.warn({ err: e }, 'destination use not shared')),
+    );
   }
 
   private saveThrottle(change: NonNullable<ThrottleChange>, now: number): void {

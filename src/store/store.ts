@@ -184,8 +184,6 @@ export interface DeliveryStore {
    * no other node's `shareDestination` for the destination runs in between.
    */
   shareDestination(destination: string, node: string, decide: (others: SharedUse) => OwnUse): Promise<void>;
-  /** This node's use of a destination now (a connection ended). */
-  publishUse(destination: string, node: string, use: OwnUse): Promise<void>;
   /** This node is alive: its use keeps counting; the use of nodes silent for a minute is removed. */
   touchUse(node: string): Promise<void>;
 }

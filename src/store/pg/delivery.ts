@@ -190,7 +190,6 @@ export function pgDelivery(db: PgDb): DeliveryStore {
         });
         await publishUse(q, destination, node, mine);
       }),
-    publishUse: async (destination, node, use) => void (await publishUse(db, destination, node, use)),
     touchUse: async (node) => {
       await db.run('UPDATE destination_use SET seen_at = now() WHERE node = $1', [node]);
       await db.run("DELETE FROM destination_use WHERE seen_at < now() - interval '1 minute'");

@@ -149,7 +149,6 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       throttles: async () => destinations.listThrottles(db),
       // One process holds the file: there are no other nodes to share a destination with.
       shareDestination: async (_destination, _node, decide) => void decide({ open: 0, minute: 0, started: 0, throttle: undefined }),
-      publishUse: async () => undefined,
       touchUse: async () => undefined,
     },
     inbound: {
