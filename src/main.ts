@@ -400,7 +400,10 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
       loops.abort();
       const abandoned = await Promise.race([Promise.all([delivery, dispatching]).then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), INFLIGHT_GRACE_MS).unref())]);
       if (abandoned) log.warn('in-flight deliveries or webhook attempts abandoned at shutdown; their claims are released at the next start');
-      if (opts.manualDelivery) await scheduler.stop();
+      if (opts.manualDelivery) {
+        await scheduler.stop();
+        await dispatcher.resign();
+      }
       await signer.close();
       await webhooks.fetch.close();
       // Last: the dispatcher's final attempt log goes through the store's writes still under way.

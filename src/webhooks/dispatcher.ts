@@ -121,6 +121,12 @@ export class Dispatcher {
     await this.deps.store.unlock(ids);
   }
 
+  /** Without `run` (tests driving `drain`): what is finished is recorded and the fan-out's lease given up, as at the end of `run`. */
+  async resign(): Promise<void> {
+    await this.attempts.settle();
+    await this.fanOut.resign().catch((e: unknown) => this.deps.log.warn({ err: e }, 'webhooks: fan-out lease not given up at stop; it runs out by itself'));
+  }
+
   /** Delivers everything due now and waits for it and its record (tests, with a manual clock). */
   drain(): Promise<void> {
     return this.pool.drain(
