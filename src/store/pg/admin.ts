@@ -110,6 +110,8 @@ async function status(db: PgDb, delivery: DeliveryStore, now: number): Promise<S
  * the webhook fan-out, which reads only events of transactions older than every one running.
  */
 async function purgeOld(db: PgDb, now: number, days: number): Promise<{ messages: number; attempts: number }> {
+  // The inbound rate's per-minute counts (up to one row per shard a minute): only the current minute is read.
+  await db.run("DELETE FROM inbound_usage WHERE period LIKE 'm:%' AND substr(period, 3)::bigint < $1", [Math.floor(now / 60_000) - 60]);
   if (days <= 0) return { messages: 0, attempts: 0 };
   const cutoff = now - days * DAY;
   let messages = 0;

@@ -318,4 +318,10 @@ t.test('postgres: no hot rows: a send and a receipt commit while another node ho
     { ok: false, limit: 'monthly', windowEndsAt: Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth() + 1, 1) },
     'the limit counts both shards',
   );
+  await b.admin.purgeOld(now + 2 * 3_600_000, 30);
+  t.same(
+    (await n.sql.query('SELECT DISTINCT substr(period, 1, 1) AS p FROM inbound_usage')).rows.map((r) => r.p),
+    ['M'],
+    "retention removes the per-minute counts past the hour (only the current minute is read), and keeps the month's",
+  );
 });
