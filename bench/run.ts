@@ -14,6 +14,7 @@ import { benchQueue } from './queue.js';
 import { benchDashboard } from './dashboard.js';
 import { benchStore } from './store.js';
 import { benchSubmission } from './submission.js';
+import { benchHotRows } from './hot-rows.js';
 
 const all: Record<string, () => Promise<{ lines: string[] }>> = {
   accept: benchAccept,
@@ -26,6 +27,7 @@ const all: Record<string, () => Promise<{ lines: string[] }>> = {
   dashboard: benchDashboard,
   store: benchStore,
   submission: benchSubmission,
+  'hot-rows': benchHotRows,
 };
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(all);
 

@@ -39,13 +39,23 @@ import { Metrics } from './lib/metrics.js';
 import { MemoryBudget } from './lib/memory-budget.js';
 import cron from 'node-cron';
 import { createWebhookService } from './webhooks/create.js';
-import { cpus } from 'node:os';
+import { cpus, hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
 import type { Resolver } from 'node:dns/promises';
 import type { SMTPServer } from 'smtp-server';
 import { buildDashboard } from './dashboard/server.js';
 import { bindListeners, checkListen, closeListeners, listenSpecs, type Listeners } from './lib/listen.js';
 import { buildMetricsListener } from './api/metrics-listener.js';
 import { createSubmission } from './submission/listener.js';
+
+/**
+ * The webhook fan-out's lease: a node that stops renewing it (dead, paused, cut off from the
+ * database) is replaced by another within this long; renewed every third of it.
+ */
+const FANOUT_LEASE_MS = 15_000;
+
+/** This process among the nodes on one database: the fan-out lease's holder, the owner of its shared destination use. */
+const NODE_ID = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
@@ -153,6 +163,7 @@ async function buildOutbound(
     claimBatch: o.claim_batch,
     pollInterval: o.poll_interval,
     worker: `pid${process.pid}`,
+    ...(o.limits_scope === 'cluster' ? { sharedAs: NODE_ID } : {}),
     held: () => settings.outbound.current.hold,
     onEvents: hooks.onEvents,
     onOutcome: hooks.onOutcome,
@@ -178,11 +189,21 @@ async function buildOutbound(
   return { scheduler, signer };
 }
 
-/** Step: retention on its schedule (node-cron); a bad expression stops the start like any bad config. */
+/**
+ * A scheduled run belongs to one node: every node's schedule fires, the first to claim it in the
+ * store runs it, and no node claims again for this long (nodes' clocks may differ by less).
+ */
+const RETENTION_GAP_MS = 30_000;
+
+/**
+ * Step: retention on its schedule (node-cron), run by one node of several on one database; a bad
+ * expression stops the start like any bad config.
+ */
 function scheduleRetention({ config, log, clock }: Ctx, store: Store): { stop(): void | Promise<void> } {
   if (!cron.validate(config.retention.schedule)) throw new ConfigError('retention.schedule', `"${config.retention.schedule}" is not a cron expression`);
   return cron.schedule(config.retention.schedule, async () => {
     try {
+      if (!(await store.admin.claimJob('retention', RETENTION_GAP_MS))) return log.debug('retention: another node runs this one');
       const purged = await store.admin.purgeOld(clock.now(), config.retention.days);
       if (purged.messages || purged.attempts) log.info(purged, 'retention: purged');
     } catch (e) {
@@ -332,6 +353,8 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     log,
     service: webhooks,
     worker: `pid${process.pid}`,
+    // Several nodes on one PostgreSQL fan new events out one at a time (webhooks/fanout.ts).
+    fanOutLease: { holder: NODE_ID, ttlMs: FANOUT_LEASE_MS },
     concurrency: config.webhooks.concurrency,
     perEndpoint: config.webhooks.concurrency_per_endpoint,
     pollInterval: config.webhooks.poll_interval,
@@ -430,7 +453,10 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
       loops.abort();
       const abandoned = await Promise.race([Promise.all([delivery, dispatching]).then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), INFLIGHT_GRACE_MS).unref())]);
       if (abandoned) log.warn('in-flight deliveries or webhook attempts abandoned at shutdown; their claims are released at the next start');
-      if (opts.manualDelivery) await scheduler.stop();
+      if (opts.manualDelivery) {
+        await scheduler.stop();
+        await dispatcher.resign();
+      }
       await signer.close();
       await webhooks.fetch.close();
       // Last: the dispatcher's final attempt log goes through the store's writes still under way.

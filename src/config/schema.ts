@@ -114,6 +114,11 @@ export const schema = {
       10,
       'Most SMTP connections open at once to one destination (the mail servers a recipient domain resolves to; gmail.com and googlemail.com are one); fewer while it is throttled; reloadable',
     ),
+    limits_scope: k(
+      { type: 'enum', values: ['node', 'cluster'] },
+      'node',
+      'Whose limits concurrency_per_domain, messages_per_minute, destination_limits and the adaptive backoff are: "node", each node\'s own (receivers throttle per sending address, and each node usually has its own); "cluster", all nodes\' together on one PostgreSQL (nodes behind one NAT address), at the cost of a database round trip per destination before connections open',
+    ),
     retry_schedule: k({ type: 'durations' }, ['1m', '5m', '15m', '30m', '1h', '2h', '4h'], 'Delay before each retry after a deferral; the last one repeats'),
     max_queue_time: k({ type: 'duration' }, '72h', 'A recipient still deferred this long after acceptance bounces as expired'),
     connect_timeout: k({ type: 'duration' }, '30s', 'TCP connect timeout per MX host (then the next host is tried)'),

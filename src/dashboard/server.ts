@@ -92,7 +92,7 @@ export function buildDashboard(deps: DashboardDeps): FastifyInstance {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, parseForm(body as string)));
 
-  const dash: Dashboard = { app, secure, cookie: cookieName(secure), idleMs: config.dashboard.session_idle, throttle: new LoginThrottle() };
+  const dash: Dashboard = { app, secure, cookie: cookieName(secure), idleMs: config.dashboard.session_idle, throttle: new LoginThrottle(store.users.loginFailures) };
   const staticDir = new URL('../../../src/dashboard/static/', import.meta.url);
   const assets = new Map(
     [

@@ -30,7 +30,15 @@ export interface SchedulerDeps {
   onEvents?: () => void;
   /** Counts outcomes (Prometheus), with when the recipient's message was accepted (epoch ms). */
   onOutcome?: (kind: string, acceptedAt: number) => void;
+  /**
+   * outbound.limits_scope = "cluster": this node's id (unique to the process); each destination's
+   * limits are decided against the other nodes' use, shared through the store. Absent: per node.
+   */
+  sharedAs?: string;
 }
+
+/** How often a node sharing destination limits says it is alive (its use counts for a minute after). */
+const TOUCH_MS = 10_000;
 
 /** How long a domain's destination is trusted before it is looked up again (the MX cache's time). */
 const DESTINATION_TTL_MS = 60_000;
@@ -114,10 +122,12 @@ export class Scheduler {
     await this.releaseLeftOver();
     const claimed = await this.claim();
     const held: Array<{ id: number; until: number }> = [];
-    this.pool.each((domain, list) => {
-      const destination = this.destinationOf(domain);
-      if (destination !== undefined) held.push(...this.startGroups(domain, destination, list)); // else being looked up; the lookup wakes the loop
-    });
+    if (this.deps.sharedAs !== undefined) await this.startShared(this.deps.sharedAs, held);
+    else
+      this.pool.each((domain, list) => {
+        const destination = this.destinationOf(domain);
+        if (destination !== undefined) held.push(...this.startGroups(domain, destination, list)); // else being looked up; the lookup wakes the loop
+      });
     if (held.length)
       await this.deps.store.postpone(held).catch((e: unknown) => {
         // Not held back: the claims are given back instead, and the recipients come due again.
@@ -125,6 +135,40 @@ export class Scheduler {
         throw e;
       });
     return claimed;
+  }
+
+  /** When this node last said it is alive to the nodes sharing destination limits (monotonic ms). */
+  private touchedAt = -Infinity;
+
+  /**
+   * limits_scope = "cluster": per destination with mail waiting, the other nodes' use is read and
+   * this node's decisions written in one store transaction that no other node's for the destination
+   * interleaves with (a round trip per destination and fill).
+   */
+  private async startShared(node: string, held: Array<{ id: number; until: number }>): Promise<void> {
+    const { store, clock, throttle } = this.deps;
+    if (performance.now() - this.touchedAt > TOUCH_MS) {
+      await store.touchUse(node);
+      this.touchedAt = performance.now();
+    }
+    const byDestination = new Map<string, Set<string>>();
+    this.pool.each((domain) => {
+      const destination = this.destinationOf(domain); // undefined: being looked up; the lookup wakes the loop
+      if (destination === undefined) return;
+      let domains = byDestination.get(destination);
+      if (!domains) byDestination.set(destination, (domains = new Set()));
+      domains.add(domain);
+    });
+    for (const [destination, domains] of byDestination) {
+      if (!this.pool.hasRoom) break;
+      await store.shareDestination(destination, node, (others) => {
+        throttle.share(destination, others, others.throttle);
+        this.pool.each((domain, list) => {
+          if (domains.has(domain)) held.push(...this.startGroups(domain, destination, list));
+        });
+        return throttle.own(destination, clock.now());
+      });
+    }
   }
 
   /** Claims due recipients up to the claim batch less what waits; sandbox ones are settled at once, the rest wait by domain. */
@@ -216,13 +260,17 @@ export class Scheduler {
         const delivered = group.results.filter((r) => r.outcome.kind === 'delivered').length;
         const change = throttle.close(ticket, { delivered, refusal: group.refusal }, clock.now());
         closed = true;
+        this.publishUse(destination);
         await this.record(group, destination, change, started);
       } catch (e) {
         // A bug: the claims are released and the recipients tried again later.
         this.deps.log.error({ err: e, domain }, 'delivery group failed; releasing its claims');
         this.unreleased.push(...items.map((i) => i.recipient.id));
         await this.releaseLeftOver().catch(() => undefined);
-        if (!closed) throttle.close(ticket, { delivered: 0, refusal: null }, clock.now());
+        if (!closed) {
+          throttle.close(ticket, { delivered: 0, refusal: null }, clock.now());
+          this.publishUse(destination);
+        }
       }
     });
   }
@@ -272,6 +320,25 @@ export class Scheduler {
 
   /** Throttle rows written one at a time in the order the changes were made, so the last one stands (groups finish and commit in any order). */
   private throttleWrites: Promise<void> = Promise.resolve();
+
+  /**
+   * limits_scope = "cluster": this node's use of a destination after a connection ended. Written
+   * under the destination's lock like a decision, and read from the throttle once the lock is
+   * held: a write that waited cannot put back a count older than a decision made meanwhile.
+   */
+  private publishUse(destination: string): void {
+    const node = this.deps.sharedAs;
+    if (node === undefined) return;
+    const { store, throttle, clock, log } = this.deps;
+    this.pool.track(
+      store
+        .shareDestination(destination, node, (others) => {
+          throttle.share(destination, others, others.throttle);
+          return throttle.own(destination, clock.now());
+        })
+        .catch((e: unknown) => log.warn({ err: e }, 'destination use not shared')),
+    );
+  }
 
   private saveThrottle(change: NonNullable<ThrottleChange>, now: number): void {
     this.throttleWrites = this.throttleWrites.then(() => this.deps.store.setThrottle(change, now)).catch((e: unknown) => this.deps.log.warn({ err: e }, 'destination throttle not saved'));

@@ -12,6 +12,13 @@ import type { DestinationLimits, DestinationThrottle } from '../domain/destinati
  * connection back; when none are left the destination runs at its configured limits again.
  * Refusals from connections opened before the last one counted are not counted again: five
  * connections refused at once are one refusal, not five. docs/delivery.md "Destinations".
+ *
+ * outbound.limits_scope = "cluster": the limits hold for all nodes together. Before deciding for
+ * a destination the scheduler hands in the other nodes' use (`share`): their connections count
+ * against the destination's connections and their messages started this minute against
+ * per_minute (a fixed minute, where a node's own count slides), and a throttling another node
+ * recorded is taken over when it is stricter than this node's own. Recovery stays each node's,
+ * by its own deliveries.
  */
 
 export const PAUSE_FIRST_MS = 30_000;
@@ -50,6 +57,8 @@ interface State {
   groupMs: number;
   /** Next free time for postponed messages, so successive postponements queue up rather than pile up. */
   cursor: number;
+  /** The other nodes' use (limits_scope = "cluster"), as last shared. */
+  others: { open: number; minute: number; started: number };
 }
 
 /** Messages started in second S count until a full minute after that second ends. */
@@ -83,7 +92,7 @@ export class Throttle {
   private state(destination: string): State {
     let s = this.states.get(destination);
     if (!s) {
-      s = { open: 0, epoch: 0, throttled: null, starts: [], groupMs: DEFAULT_GROUP_MS, cursor: 0 };
+      s = { open: 0, epoch: 0, throttled: null, starts: [], groupMs: DEFAULT_GROUP_MS, cursor: 0, others: { open: 0, minute: 0, started: 0 } };
       this.states.set(destination, s);
     }
     return s;
@@ -114,12 +123,39 @@ export class Throttle {
   admit(destination: string, now: number): Admission {
     const s = this.state(destination);
     if (s.throttled && s.throttled.pausedUntil > now) return { kind: 'paused', until: s.throttled.pausedUntil };
-    if (s.open >= this.connections(destination)) return { kind: 'full' };
+    if (s.open + s.others.open >= this.connections(destination)) return { kind: 'full' };
     const limits = this.limitsOf(destination);
     if (limits.perMinute === 0) return { kind: 'open', messages: limits.perConnection };
-    const left = limits.perMinute - this.startedInWindow(s, now);
-    if (left <= 0) return { kind: 'spent', opensAt: expiry(s.starts[0]![0]) };
+    const minute = Math.floor(now / WINDOW_MS);
+    const others = s.others.minute === minute ? s.others.started : 0;
+    const left = limits.perMinute - this.startedInWindow(s, now) - others;
+    // The others' count is for the minute: it ends with it (this node's own slides).
+    if (left <= 0) return { kind: 'spent', opensAt: others > 0 ? (minute + 1) * WINDOW_MS : expiry(s.starts[0]![0]) };
     return { kind: 'open', messages: Math.min(limits.perConnection, left) };
+  }
+
+  /**
+   * The other nodes' use of the destination (limits_scope = "cluster"), and its throttling as they
+   * stored it: taken over when stricter (a later pause, or more refusals) than this node's own;
+   * connections opened before it then neither strike nor recover.
+   */
+  share(destination: string, others: { open: number; minute: number; started: number }, record: DestinationThrottle | null | undefined): void {
+    const s = this.state(destination);
+    s.others = { open: others.open, minute: others.minute, started: others.started };
+    const mine = s.throttled;
+    if (record && (!mine || record.pausedUntil > mine.pausedUntil || record.strikes > mine.strikes)) {
+      s.throttled = { ...record };
+      s.epoch++;
+    }
+  }
+
+  /** This node's use of the destination, to share: connections open, messages started in the current minute. */
+  own(destination: string, now: number): { open: number; minute: number; started: number } {
+    const s = this.state(destination);
+    const minute = Math.floor(now / WINDOW_MS);
+    let started = 0;
+    for (const [second, n] of s.starts) if (Math.floor(second / 60) === minute) started += n;
+    return { open: s.open, minute, started };
   }
 
   /** Drops the counts that have left the window (so the list holds at most about a minute of seconds). */

@@ -70,7 +70,7 @@ const TABLES = [
 /** Tables with triggers of their own (store/pg/schema.ts). */
 const WITH_TRIGGERS = ['api_keys', 'domains', 'recipients', 'events', 'messages'];
 /** Columns PostgreSQL has and SQLite does not, with what copied rows get. */
-const ONLY_IN_PG: Record<string, Record<string, unknown>> = { activity_hourly: { shard: 0 } };
+const ONLY_IN_PG: Record<string, Record<string, unknown>> = { activity_hourly: { shard: 0 }, inbound_usage: { shard: 0 } };
 const BATCH = 500;
 
 export interface CopyReport {

@@ -393,6 +393,13 @@ export interface AttemptBatch {
   /** The fan-out cursor, once every event up to it has its rows with this batch; null: unchanged. */
   cursor: FanOutPos | null;
   now: number;
+  /**
+   * The fan-out's lease epoch (webhooks/fanout.ts) when the dispatcher leads it: the batch's
+   * fan-out writes (rows of fresh deliveries, pending rows, the cursor) are made only while this
+   * epoch holds the lease, and refused otherwise (0: the dispatcher does not lead). Absent: a
+   * single writer (tests, tools), unconditionally.
+   */
+  epoch?: number;
 }
 
 export interface AttemptView {

@@ -62,6 +62,12 @@ export interface AdminStore {
   backup(file: string): Promise<void>;
   /** Retention: bodies of finished messages and attempt logs older than `days`. */
   purgeOld(now: number, days: number): Promise<{ messages: number; attempts: number }>;
+  /**
+   * Whether this node runs the scheduled job `name` now: the first of the nodes whose schedules
+   * fire together claims it, and none can again within `gapMs` (the database's clock; SQLite, one
+   * process: always).
+   */
+  claimJob(name: string, gapMs: number): Promise<boolean>;
   /** limits.max_store_bytes (SQLite; PostgreSQL has no such cap and ignores it). */
   setMaxBytes(bytes: number): void;
   /** What an administrator should hear at start about how the store is set up (PostgreSQL: a commit that is not durable). */
@@ -170,6 +176,30 @@ export interface DeliveryStore {
    */
   setThrottle(change: { kind: 'set'; record: DestinationThrottle } | { kind: 'cleared'; destination: string }, now: number): Promise<void>;
   throttles(): Promise<DestinationThrottle[]>;
+
+  // outbound.limits_scope = "cluster" (outbound/throttle.ts): a destination's limits shared by the nodes.
+  /**
+   * Runs `decide` with the destination's use by the other live nodes and its shared throttling
+   * (undefined: nothing is shared, one process), and stores the use it answers as this node's;
+   * no other node's `shareDestination` for the destination runs in between.
+   */
+  shareDestination(destination: string, node: string, decide: (others: SharedUse) => OwnUse): Promise<void>;
+  /** This node is alive: its use keeps counting; the use of nodes silent for a minute is removed. */
+  touchUse(node: string): Promise<void>;
+}
+
+/** What the other live nodes use of a destination: connections open, messages started in `minute` (epoch ms / 60,000). */
+export interface SharedUse {
+  open: number;
+  minute: number;
+  started: number;
+  throttle: DestinationThrottle | null | undefined;
+}
+
+export interface OwnUse {
+  open: number;
+  minute: number;
+  started: number;
 }
 
 export interface InboundStore {
@@ -206,11 +236,23 @@ export interface WebhookStore {
   unlock(ids: number[]): Promise<void>;
   /** A claimed delivery settled without an attempt (its endpoint was disabled or deleted meanwhile). */
   settleDelivery(id: number, state: 'succeeded' | 'failed' | 'pending', attempts: number, nextAt: number | null, now: number): Promise<void>;
-  recordAttempts(batch: AttemptBatch): Promise<void>;
+  /**
+   * False: the batch's fan-out writes were refused, since its epoch no longer holds the fan-out's
+   * lease (another node took it over); the attempts were logged and the stored deliveries settled.
+   */
+  recordAttempts(batch: AttemptBatch): Promise<boolean>;
   /** At start: unlocks every delivery claimed by a process that died. */
   releaseAllClaims(): Promise<number>;
 
-  // The fan-out's (webhooks/fanout.ts): events in fan-out order, by position.
+  // The fan-out's (webhooks/fanout.ts): one node at a time, under a lease; events in fan-out order, by position.
+  /**
+   * Takes the fan-out's lease for `holder`, or renews it, for `ttlMs` on the database's clock:
+   * the epoch it holds it with, or null while another holder's lease runs. The epoch changes
+   * whenever the holder does. SQLite: one process, always epoch 1.
+   */
+  leadFanOut(holder: string, ttlMs: number): Promise<number | null>;
+  /** Gives the lease up, so another node takes it at once (at stop). */
+  resignFanOut(holder: string): Promise<void>;
   fanOutCursor(): Promise<FanOutPos>;
   /** The last event after `after` that has a delivery row (rows written before a crash, past the cursor); `after` when none. */
   lastFannedOut(after: FanOutPos): Promise<FanOutPos>;
@@ -230,6 +272,20 @@ export interface UserStore {
   showCustomer(id: string, customerId: number): Promise<void>;
   endSession(id: string): Promise<void>;
   purgeSessions(now: number, idleMs: number): Promise<number>;
+  /**
+   * The dashboard's failed logins, shared by every node (PostgreSQL); absent where the dashboard
+   * is one process (SQLite), which counts them in memory (dashboard/throttle.ts).
+   */
+  loginFailures?: LoginFailureStore;
+}
+
+/** Failed logins by key (an account, a client address), each a time in ms. */
+export interface LoginFailureStore {
+  /** The failures of these keys since `since`, oldest first. */
+  recent(keys: string[], since: number): Promise<Array<{ key: string; at: number }>>;
+  /** One failure for each key at `now`; failures older than `windowMs` are forgotten. */
+  record(keys: string[], now: number, windowMs: number): Promise<void>;
+  clear(key: string): Promise<void>;
 }
 
 export type { Reply };

@@ -11,7 +11,7 @@ export interface AttemptLogDeps {
   log: Logger;
   fanOut: FanOut;
   /** Commits one batch (the daemon: the group-commit writer, so the fsync is off the event loop). */
-  record: (input: AttemptBatch) => Promise<void>;
+  record: (input: AttemptBatch) => Promise<boolean>;
   /** A batch is written at the latest this long after its first attempt (ms). */
   flushInterval: number;
   /** Counts attempts by outcome once recorded (Prometheus). */
@@ -66,9 +66,13 @@ export class AttemptLog {
     this.settled = [];
     const { clock, log } = this.deps;
     const p = this.deps
-      .record({ batch, pending: fanOut.pending, cursor: fanOut.cursor, now: clock.now() })
-      .then(() => {
-        this.deps.fanOut.recorded(fanOut);
+      .record({ batch, pending: fanOut.pending, cursor: fanOut.cursor, now: clock.now(), ...(fanOut.epoch !== undefined ? { epoch: fanOut.epoch } : {}) })
+      .then((ok) => {
+        if (ok) this.deps.fanOut.recorded(fanOut);
+        else {
+          log.warn({ attempts: batch.length }, 'webhooks: another node leads the fan-out now; this one stops fanning out');
+          this.deps.fanOut.refused();
+        }
         for (const { state, disableEndpoint, attempt } of batch) {
           this.deps.onAttempt?.(state === 'succeeded' ? 'success' : disableEndpoint ? 'gone' : 'failure', attempt.durationMs);
           if (state !== 'succeeded')

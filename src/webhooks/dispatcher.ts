@@ -36,7 +36,13 @@ export interface DispatcherDeps {
    * the fan-out cursor); by default the store's recordAttempts (on SQLite, through the writer
    * thread when the daemon has one, so the fsync is off the event loop sending the next requests).
    */
-  record?: (input: AttemptBatch) => Promise<void>;
+  record?: (input: AttemptBatch) => Promise<boolean>;
+  /**
+   * The fan-out's lease (several nodes on one database fan out one at a time): held by `holder`,
+   * unique to this process, renewed every third of `ttlMs`. Without it, this dispatcher fans out
+   * as the only one.
+   */
+  fanOutLease?: { holder: string; ttlMs: number };
 }
 
 /** Events fanned out per fill at most. */
@@ -75,7 +81,7 @@ export class Dispatcher {
       onError: (e, endpoint) => log.error({ err: e, endpoint }, 'webhook attempt failed unexpectedly'),
     });
     this.quotas = new Quotas({ perEndpoint: deps.perEndpoint, claimPerEndpoint: deps.claimPerEndpoint ?? CLAIM_PER_ENDPOINT, claimTotal: deps.claimTotal ?? CLAIM_TOTAL });
-    this.fanOut = new FanOut(store, () => this.attempts.schedule());
+    this.fanOut = new FanOut(store, () => this.attempts.schedule(), deps.fanOutLease ? { ...deps.fanOutLease, onDeposed: () => this.dropFresh() } : undefined);
     this.attempts = new AttemptLog({
       clock: deps.clock,
       log,
@@ -106,12 +112,19 @@ export class Dispatcher {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     await this.attempts.settle();
     this.attempts.stop();
+    await this.fanOut.resign().catch((e: unknown) => this.deps.log.warn({ err: e }, 'webhooks: fan-out lease not given up at stop; it runs out by itself'));
     // Rows held are unlocked; fresh deliveries need nothing (the cursor is before them).
     const ids = this.pool
       .takeAll()
       .filter((d): d is StoredDelivery => d.kind === 'stored')
       .map((d) => d.id);
     await this.deps.store.unlock(ids);
+  }
+
+  /** Without `run` (tests driving `drain`): what is finished is recorded and the fan-out's lease given up, as at the end of `run`. */
+  async resign(): Promise<void> {
+    await this.attempts.settle();
+    await this.fanOut.resign().catch((e: unknown) => this.deps.log.warn({ err: e }, 'webhooks: fan-out lease not given up at stop; it runs out by itself'));
   }
 
   /** Delivers everything due now and waits for it and its record (tests, with a manual clock). */
@@ -174,7 +187,8 @@ export class Dispatcher {
     // endpoint at all, the cursor still moves on.
     let most = enabled.length === 0 ? FANOUT_MAX : 0;
     for (const id of enabled) most = Math.max(most, room.room(id));
-    if (most > 0)
+    // Only the node holding the fan-out's lease fans out; every node claims stored rows.
+    if ((await this.fanOut.lead()) && most > 0)
       for (const { delivery, endpoint } of await this.fanOut.next(Math.min(FANOUT_MAX, most), room)) {
         this.endpoints.set(endpoint.id, endpoint);
         this.pool.add(endpoint.id, delivery);
@@ -196,6 +210,13 @@ export class Dispatcher {
       }
     });
     return rows;
+  }
+
+  /** The fan-out went to another node: fresh deliveries held here and not started are its to fan out again. */
+  private dropFresh(): void {
+    this.pool.each((_endpoint, list) => {
+      for (let i = list.length - 1; i >= 0; i--) if (list[i]!.kind === 'fresh') list.splice(i, 1);
+    });
   }
 
   /** The store was busy: fill again in a millisecond (sooner if an attempt completes first). */

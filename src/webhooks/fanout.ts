@@ -12,7 +12,20 @@ export interface FanOutWrite {
   pending: PendingRow[];
   cursor: FanOutPos | null;
   stores: Map<number, number>;
+  /** The lease epoch these writes are made under (undefined: no lease, a single writer). */
+  epoch: number | undefined;
 }
+
+/** The fan-out's lease: who holds it (unique per process), and for how long each renewal. */
+export interface FanOutLease {
+  holder: string;
+  ttlMs: number;
+  /** Called when this process stops leading: fresh deliveries it holds are given up. */
+  onDeposed: () => void;
+}
+
+/** Renewed when a third of the lease has passed; not trusted past the lease less this margin. */
+const LEASE_MARGIN_MS = 1000;
 
 /**
  * Fans new events out to subscribed endpoints in memory, and keeps the fan-out cursor honest.
@@ -22,6 +35,12 @@ export interface FanOutWrite {
  * moves only in those batches' transactions, and only past events whose deliveries are all in the
  * store once the batch commits. After a crash, what is past the cursor is fanned out again; a
  * delivery whose row was written before the crash (up to `checkUpTo`) is skipped.
+ *
+ * Several nodes on one database: one fans out at a time, the holder of the store's lease
+ * (`lead`). Each batch carries the epoch it was taken with and the store refuses its fan-out
+ * writes once another node holds the lease (a paused holder cannot move the cursor or create
+ * rows after its lease was taken over). A holder that loses the lease forgets what it fanned out;
+ * one that takes it starts from the stored cursor, as after a restart.
  */
 export class FanOut {
   /** The last event fanned out in memory; null until the first `next` reads the store's cursor. */
@@ -39,11 +58,69 @@ export class FanOut {
   /** Fresh deliveries to write pending with the next batch. */
   private pending: PendingRow[] = [];
 
+  /** The lease epoch held: undefined without a lease (a single writer), 0 when not leading. */
+  private epoch: number | undefined;
+  /** When the lease was last taken or renewed (this process's monotonic clock, ms). */
+  private renewedAt = -Infinity;
+
   /** `wantsWrite`: there is something for a batch to write even without attempts (pending rows, a cursor to move). */
   constructor(
     private readonly store: WebhookStore,
     private readonly wantsWrite: () => void,
-  ) {}
+    private readonly lease?: FanOutLease,
+  ) {
+    if (lease) this.epoch = 0;
+  }
+
+  /**
+   * Whether this process may fan out now: takes or renews the lease when a third of it has
+   * passed. Without an answer from the store, it stops leading once the lease may have run out.
+   */
+  async lead(): Promise<boolean> {
+    const lease = this.lease;
+    if (!lease) return true;
+    const t = performance.now();
+    if (this.epoch !== 0 && t - this.renewedAt < lease.ttlMs / 3) return true;
+    let epoch: number | null;
+    try {
+      epoch = await this.store.leadFanOut(lease.holder, lease.ttlMs);
+    } catch (e) {
+      if (this.epoch !== 0 && performance.now() - this.renewedAt > lease.ttlMs - LEASE_MARGIN_MS) this.depose();
+      throw e;
+    }
+    if (epoch === null) {
+      if (this.epoch !== 0) this.depose();
+      return false;
+    }
+    // A new tenure (first, or after another's): start over from the stored cursor.
+    if (epoch !== this.epoch) this.depose();
+    this.epoch = epoch;
+    this.renewedAt = t;
+    return true;
+  }
+
+  /** At stop: the lease goes to another node at once. */
+  async resign(): Promise<void> {
+    if (this.lease && this.epoch !== 0) await this.store.resignFanOut(this.lease.holder);
+    this.depose();
+  }
+
+  /** Not leading (any more): what was fanned out in memory is forgotten; the next holder fans it out from the stored cursor. */
+  private depose(): void {
+    if (!this.lease) return;
+    const led = this.epoch !== 0;
+    this.epoch = 0;
+    this.renewedAt = -Infinity;
+    this.cursor = null;
+    this.unstored.clear();
+    this.pending = [];
+    if (led) this.lease.onDeposed();
+  }
+
+  /** The store refused a batch's fan-out writes: another node leads. */
+  refused(): void {
+    this.depose();
+  }
 
   /**
    * At most `limit` new events: a delivery per subscribed enabled endpoint, returned to be held
@@ -108,7 +185,7 @@ export class FanOut {
     if (attempts.length === 0 && this.pending.length === 0 && cursor === null) return null;
     const pending = this.pending;
     this.pending = [];
-    return { pending, cursor, stores };
+    return { pending, cursor, stores, epoch: this.epoch };
   }
 
   /** The batch committed: its deliveries are in the store, its cursor is the stored one. */

@@ -19,7 +19,7 @@ export function sessionRoutes(p: Pages): void {
     const email = (f.email ?? '').trim().toLowerCase().slice(0, 320);
     const address = request.ip;
     const now = clock.now();
-    const wait = dash.throttle.wait(email, address, now);
+    const wait = await dash.throttle.wait(email, address, now);
     if (wait > 0) {
       const seconds = Math.ceil(wait / 1000);
       return sendPage(reply.code(429).header('retry-after', String(seconds)), loginPage(f.next, `Too many failed attempts; try again in ${plural(Math.ceil(seconds / 60), 'minute')}.`));
@@ -28,10 +28,10 @@ export function sessionRoutes(p: Pages): void {
     // A password is checked even for an unknown account, so the answer takes as long either way.
     const ok = await verifyPassword(f.password ?? '', user?.password_hash ?? DUMMY_HASH);
     if (!user || !ok) {
-      dash.throttle.fail(email, address, now);
+      await dash.throttle.fail(email, address, now);
       return sendPage(reply.code(401), loginPage(f.next, 'Wrong e-mail address or password.'));
     }
-    dash.throttle.succeed(email);
+    await dash.throttle.succeed(email);
     const shown = user.customer_id ?? (await store.customers.find('default'))?.id ?? (await store.customers.list())[0]!.id;
     // A new session id at every login: a session fixed before login is never the one used after.
     if (request.session) await store.users.endSession(request.session.id);

@@ -215,5 +215,16 @@ export function pgUsers(db: PgDb): UserStore {
     showCustomer: async (id, customerId) => void (await db.run('UPDATE sessions SET customer_id = $1 WHERE id_hash = $2', [customerId, hashId(id)])),
     endSession: async (id) => void (await db.run('DELETE FROM sessions WHERE id_hash = $1', [hashId(id)])),
     purgeSessions: (now, idleMs) => db.run('DELETE FROM sessions WHERE last_seen_at < $1', [now - idleMs]),
+    loginFailures: {
+      recent: (keys, since) => db.rows('SELECT key, at FROM login_failures WHERE key = ANY($1::text[]) AND at > $2 ORDER BY at, key', [keys, since]),
+      // Rows past the window go with the next failure of the same key: the table holds the window's failures and no more.
+      record: async (keys, now, windowMs) =>
+        void (await db.run(
+          `WITH gone AS (DELETE FROM login_failures WHERE key = ANY($1::text[]) AND at <= $2 - $3::bigint)
+           INSERT INTO login_failures (key, at) SELECT k, $2 FROM unnest($1::text[]) AS k`,
+          [keys, now, windowMs],
+        )),
+      clear: async (key) => void (await db.run('DELETE FROM login_failures WHERE key = $1', [key])),
+    },
   };
 }

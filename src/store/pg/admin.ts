@@ -110,6 +110,8 @@ async function status(db: PgDb, delivery: DeliveryStore, now: number): Promise<S
  * the webhook fan-out, which reads only events of transactions older than every one running.
  */
 async function purgeOld(db: PgDb, now: number, days: number): Promise<{ messages: number; attempts: number }> {
+  // The inbound rate's per-minute counts (up to one row per shard a minute): only the current minute is read.
+  await db.run("DELETE FROM inbound_usage WHERE period LIKE 'm:%' AND substr(period, 3)::bigint < $1", [Math.floor(now / 60_000) - 60]);
   if (days <= 0) return { messages: 0, attempts: 0 };
   const cutoff = now - days * DAY;
   let messages = 0;
@@ -153,6 +155,14 @@ export function pgAdmin(db: PgDb, delivery: DeliveryStore): AdminStore {
       )?.at ?? null,
     overview: (customerId, now) => overview(db, delivery, customerId, now),
     purgeOld: (now, days) => purgeOld(db, now, days),
+    // The first node to move last_run runs the job; a node whose schedule fires a little later (its clock) finds it moved.
+    claimJob: async (name, gapMs) =>
+      (await db.row(
+        `INSERT INTO job_runs AS j (name, last_run) VALUES ($1, now())
+         ON CONFLICT (name) DO UPDATE SET last_run = excluded.last_run WHERE j.last_run <= excluded.last_run - $2 * interval '1 millisecond'
+         RETURNING 1`,
+        [name, gapMs],
+      )) !== undefined,
     backup: () => Promise.reject(new Error('the store is PostgreSQL: back it up with the database\'s own tools, pg_dump (or a managed service\'s snapshots); see docs/operations.md, "PostgreSQL"')),
     checks: async () => {
       const r = await db.row<{ synchronous_commit: string; fsync: string }>("SELECT current_setting('synchronous_commit') AS synchronous_commit, current_setting('fsync') AS fsync");

@@ -1,5 +1,5 @@
 import type { PgDb, Q } from './db.js';
-import type { DeliveryStore, GroupRecord } from '../store.js';
+import type { DeliveryStore, GroupRecord, OwnUse } from '../store.js';
 import type { Claimed, QueuedMessage, RequestFormat } from '../model.js';
 import type { DestinationThrottle } from '../model.js';
 import { applyTransitions, type Step } from './transitions.js';
@@ -114,6 +114,14 @@ function saveThrottle(q: Q, t: DestinationThrottle, now: number): Promise<number
   );
 }
 
+function publishUse(q: Q, destination: string, node: string, use: OwnUse): Promise<number> {
+  return q.run(
+    `INSERT INTO destination_use (destination, node, open, minute, started, seen_at) VALUES ($1, $2, $3, $4, $5, now())
+     ON CONFLICT (destination, node) DO UPDATE SET open = excluded.open, minute = excluded.minute, started = excluded.started, seen_at = excluded.seen_at`,
+    [destination, node, use.open, use.minute, use.started],
+  );
+}
+
 /** Recipients that already have their complaint recorded (one email.complained per recipient). */
 export async function complained(q: Q, ids: number[]): Promise<Set<number>> {
   if (ids.length === 0) return new Set();
@@ -163,6 +171,29 @@ export function pgDelivery(db: PgDb): DeliveryStore {
     releaseAllClaims: () => db.run('DELETE FROM recipient_claims'),
     setThrottle: async (change, now) =>
       void (change.kind === 'set' ? await saveThrottle(db, change.record, now) : await db.run('DELETE FROM destination_throttles WHERE destination = $1', [change.destination])),
+    shareDestination: (destination, node, decide) =>
+      db.tx(async (q) => {
+        // One node at a time per destination: read the others' use, decide, write this node's.
+        await q.run("SELECT pg_advisory_xact_lock(hashtextextended('posthaste destination ' || $1, 0))", [destination]);
+        const others = (await q.row<{ open: number; minute: number; started: number }>(
+          `SELECT coalesce(sum(open), 0)::int AS open, coalesce(max(minute), 0) AS minute, coalesce(sum(started) FILTER (WHERE minute = (SELECT max(minute) FROM destination_use WHERE destination = $1)), 0)::int AS started
+             FROM destination_use WHERE destination = $1 AND node <> $2 AND seen_at > now() - interval '1 minute'`,
+          [destination, node],
+        ))!;
+        const t = await q.row<{ destination: string; connections: number; strikes: number; paused_until: number; reason: string; since: number }>(
+          'SELECT destination, connections, strikes, paused_until, reason, since FROM destination_throttles WHERE destination = $1',
+          [destination],
+        );
+        const mine = decide({
+          ...others,
+          throttle: t ? { destination, connections: t.connections, strikes: t.strikes, pausedUntil: t.paused_until, reason: JSON.parse(t.reason) as Reply, since: t.since } : null,
+        });
+        await publishUse(q, destination, node, mine);
+      }),
+    touchUse: async (node) => {
+      await db.run('UPDATE destination_use SET seen_at = now() WHERE node = $1', [node]);
+      await db.run("DELETE FROM destination_use WHERE seen_at < now() - interval '1 minute'");
+    },
     throttles: async () =>
       (
         await db.rows<{ destination: string; connections: number; strikes: number; paused_until: number; reason: string; since: number }>(

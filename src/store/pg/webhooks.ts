@@ -70,11 +70,27 @@ function logAttempts(q: Q, list: Array<{ a: AttemptRecord; deliveryId: number | 
  * pending rows written, and the fan-out cursor moved forward, never back. Attempts to an endpoint
  * deleted meanwhile are dropped with their delivery.
  */
-async function recordAttempts(q: Q, input: AttemptBatch): Promise<void> {
+async function recordAttempts(q: Q, input: AttemptBatch): Promise<boolean> {
   const { now } = input;
+  // Fenced: the fan-out's writes are made only while the batch's epoch holds the lease. The row
+  // is locked FOR SHARE until commit, so a node taking the lease over waits for this batch and
+  // then reads the cursor it leaves; a batch that starts after the takeover finds no row.
+  const fansOut = input.cursor !== null || input.pending.length > 0 || input.batch.some((s) => s.deliveryId === null);
+  const refused = fansOut && input.epoch !== undefined && (await q.row('SELECT 1 FROM leader_leases WHERE name = $1 AND epoch = $2 FOR SHARE', [FANOUT_LEASE, input.epoch])) === undefined;
   const ids = [...new Set([...input.batch.map((s) => s.attempt.endpointId), ...input.pending.map((p) => p.endpointId)])];
   const alive = new Set((await q.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE id = ANY($1::text[])', [ids])).map((r) => r.id));
   const batch = input.batch.filter((s) => alive.has(s.attempt.endpointId));
+  if (refused) {
+    // The requests were made and are logged; their rows, the pending ones and the cursor are the
+    // new leader's to write (it fans these events out again: at-least-once).
+    const stored = batch.filter((s) => s.deliveryId !== null);
+    if (stored.length) await settleStored(q, stored, now);
+    await logAttempts(
+      q,
+      batch.map((s) => ({ a: s.attempt, deliveryId: s.deliveryId })),
+    );
+    return false;
+  }
   const fresh = batch.filter((s) => s.deliveryId === null);
   const stored = batch.filter((s) => s.deliveryId !== null);
   const created = new Map<string, number>();
@@ -89,12 +105,7 @@ async function recordAttempts(q: Q, input: AttemptBatch): Promise<void> {
     );
     for (const r of rows) created.set(`${r.event_seq} ${r.endpoint_id}`, r.id);
   }
-  if (stored.length)
-    await q.run(
-      `UPDATE webhook_deliveries d SET state = x.st, attempts = x.n, next_attempt_at = x.nx, locked_by = NULL, locked_at = NULL, updated_at = $5
-       FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[]) AS x(id, st, n, nx) WHERE d.id = x.id`,
-      [stored.map((s) => s.deliveryId), stored.map((s) => s.state), stored.map((s) => s.attempt.attempt), stored.map((s) => s.nextAt), now],
-    );
+  if (stored.length) await settleStored(q, stored, now);
   await logAttempts(
     q,
     batch.map((s) => ({ a: s.attempt, deliveryId: s.deliveryId ?? created.get(`${s.eventSeq} ${s.attempt.endpointId}`) ?? null })),
@@ -115,7 +126,30 @@ async function recordAttempts(q: Q, input: AttemptBatch): Promise<void> {
          AND (split_part(value, ':', 1)::bigint, split_part(value, ':', 2)::bigint) < ($2::bigint, $3::bigint)`,
       [`${input.cursor.x}:${input.cursor.seq}`, input.cursor.x, input.cursor.seq],
     );
+  return true;
 }
+
+function settleStored(q: Q, stored: AttemptBatch['batch'], now: number): Promise<number> {
+  return q.run(
+    `UPDATE webhook_deliveries d SET state = x.st, attempts = x.n, next_attempt_at = x.nx, locked_by = NULL, locked_at = NULL, updated_at = $5
+     FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[]) AS x(id, st, n, nx) WHERE d.id = x.id`,
+    [stored.map((s) => s.deliveryId), stored.map((s) => s.state), stored.map((s) => s.attempt.attempt), stored.map((s) => s.nextAt), now],
+  );
+}
+
+/** The fan-out's lease (leader_leases): one node at a time fans new events out. */
+const FANOUT_LEASE = 'webhook_fanout';
+
+/**
+ * Takes the lease when it is free or expired, renews it when `holder` has it; on the database's
+ * clock, so the nodes' own clocks do not matter. The epoch moves when the holder changes.
+ */
+const LEAD = `
+INSERT INTO leader_leases AS l (name, holder, epoch, expires_at) VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond')
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at,
+  epoch = l.epoch + CASE WHEN l.holder = excluded.holder THEN 0 ELSE 1 END
+ WHERE l.holder = excluded.holder OR l.expires_at < now()
+RETURNING epoch`;
 
 /** Due deliveries, claimed endpoint by endpoint within each one's room, in one statement; locked rows are skipped, never waited for. */
 const CLAIM = `
@@ -211,6 +245,8 @@ export function pgWebhooks(db: PgDb): WebhookStore {
         id,
       ])),
     recordAttempts: (batch) => db.tx((q) => recordAttempts(q, batch)),
+    leadFanOut: async (holder, ttlMs) => (await db.row<{ epoch: number }>(LEAD, [FANOUT_LEASE, holder, ttlMs]))?.epoch ?? null,
+    resignFanOut: async (holder) => void (await db.run("UPDATE leader_leases SET expires_at = now() - interval '1 millisecond' WHERE name = $1 AND holder = $2", [FANOUT_LEASE, holder])),
     releaseAllClaims: () => db.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL'),
     fanOutCursor: async () => parsePos((await db.row<{ value: string }>("SELECT value FROM settings WHERE name = 'webhook_fanout_pos'"))!.value),
     lastFannedOut: async (after) => {

@@ -44,6 +44,8 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       oldestQueuedAt: async (now) => oldestQueuedAt(db, now),
       overview: async (customerId, now) => overview(db, customerId, now),
       purgeOld: async (now, days) => purgeOld(db, now, days),
+      // One process holds the file (store/open.ts): its schedule is the only one.
+      claimJob: async () => true,
       backup: async (file) => void (await db.backup(file)),
       // synchronous = FULL is set by the engine itself (sqlite/db.ts): nothing to warn of.
       checks: async () => [],
@@ -145,6 +147,9 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       releaseAllClaims: async () => queue.releaseClaims(db),
       setThrottle: async (change, now) => (change.kind === 'set' ? destinations.saveThrottle(db, change.record, now) : destinations.clearThrottle(db, change.destination)),
       throttles: async () => destinations.listThrottles(db),
+      // One process holds the file: there are no other nodes to share a destination with.
+      shareDestination: async (_destination, _node, decide) => void decide({ open: 0, minute: 0, started: 0, throttle: undefined }),
+      touchUse: async () => undefined,
     },
     inbound: {
       receive: (input) => (writer ? writer.submit('receive', input, movable(input.raw)) : tx(() => writerOps.receive(db, input))),
@@ -184,6 +189,9 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       unlock: (ids) => tx(() => webhooks.unlockDeliveries(db, ids)),
       settleDelivery: async (id, state, attempts, nextAt, now) => webhooks.settleDelivery(db, id, state, attempts, nextAt, now),
       recordAttempts: (batch) => (writer ? writer.submit('webhookAttempts', batch) : tx(() => webhooks.recordAttempts(db, batch))),
+      // One process holds the file (store/open.ts): it is the only fan-out there can be.
+      leadFanOut: async () => 1,
+      resignFanOut: async () => undefined,
       releaseAllClaims: async () => webhooks.releaseDeliveryClaims(db),
       fanOutCursor: async () => webhooks.fanOutCursor(db),
       lastFannedOut: async (after) => webhooks.lastFannedOut(db, after),

@@ -218,7 +218,7 @@ export function settleDelivery(db: Db, id: string | number, state: 'succeeded' |
  * and moves the fan-out cursor (never back). An attempt to an endpoint deleted meanwhile is
  * dropped with its delivery: its rows would have gone with the endpoint.
  */
-export function recordAttempts(db: Db, input: AttemptBatch): void {
+export function recordAttempts(db: Db, input: AttemptBatch): boolean {
   const { now } = input;
   const exists = new Map<string, boolean>();
   const alive = (id: string) => {
@@ -248,6 +248,7 @@ export function recordAttempts(db: Db, input: AttemptBatch): void {
   }
   for (const p of input.pending) if (alive(p.endpointId)) create.run(p.endpointId, p.eventSeq, 'pending', 0, now, now, now);
   if (input.cursor !== null) db.statement("UPDATE settings SET value = ? WHERE name = 'webhook_fanout_seq' AND CAST(value AS INTEGER) < ?").run(String(input.cursor.seq), input.cursor.seq);
+  return true;
 }
 
 /** Recent attempts to an endpoint, newest first, paged by attempt id. */
