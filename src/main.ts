@@ -34,6 +34,8 @@ import type { SMTPServer } from 'smtp-server';
 import { buildDashboard } from './dashboard/server.js';
 import { bindListeners, checkListen, closeListeners, listenSpecs, type Listeners } from './lib/listen.js';
 import { buildMetricsListener } from './api/metrics-listener.js';
+import { ClusterNode } from './cluster/node.js';
+import { randomUUID } from 'node:crypto';
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
@@ -46,12 +48,14 @@ export interface Daemon {
   smtp: { host: string; port: number };
   scheduler: Scheduler;
   dispatcher: Dispatcher;
+  /** This node: its id (the worker its claims carry) and server.node_name. */
+  node: { id: string; name: string };
   stop(): Promise<void>;
   /** SIGHUP: applies what can change safely; says which changed keys need a restart. */
   reload(next: Config): { applied: string[]; restart_needed: string[] };
 }
 
-/** How long stop() waits for in-flight deliveries and webhook attempts before abandoning them (their claims are released at the next start). */
+/** How long stop() waits for in-flight deliveries and webhook attempts before abandoning them (their claims are released as the node leaves). */
 export const INFLIGHT_GRACE_MS = 15_000;
 
 export interface DaemonOptions {
@@ -83,7 +87,7 @@ interface Settings {
   outbound: Live<OutboundSettings>;
 }
 
-/** Step: the store, migrated, with the default customer, and the claims a previous run left released. */
+/** Step: the store, migrated, with the default customer. */
 async function prepareStore({ log, clock }: Ctx, store: Store): Promise<void> {
   if (store.engine === 'postgres') log.info({ store: store.location }, 'store: PostgreSQL');
   let applied: number[];
@@ -98,10 +102,24 @@ async function prepareStore({ log, clock }: Ctx, store: Store): Promise<void> {
   for (const warning of await store.admin.checks()) log.warn(warning);
   if (applied.length > 0) log.info({ applied }, 'database migrated');
   await store.customers.ensureDefault(clock.now());
-  const released = await store.delivery.releaseAllClaims();
-  if (released > 0) log.warn({ released }, 'released delivery claims left by a previous run');
-  const releasedHooks = await store.webhooks.releaseAllClaims();
-  if (releasedHooks > 0) log.warn({ released: releasedHooks }, 'released webhook claims left by a previous run');
+}
+
+/**
+ * Step: this process as a node (cluster/node.ts): registered with a fresh id, the claims of dead
+ * nodes (and of a previous run on SQLite, which one process holds alone) released before it
+ * claims anything, then its heartbeat.
+ */
+async function joinCluster({ config, log }: Ctx, store: Store, onAlive: () => void): Promise<ClusterNode> {
+  if (config.cluster.lease < 1000) throw new ConfigError('cluster.lease', 'must be at least 1s');
+  const node = new ClusterNode({
+    store: store.nodes,
+    info: { id: randomUUID(), name: config.server.node_name, pid: process.pid, leaseMs: config.cluster.lease },
+    exclusive: store.engine === 'sqlite',
+    log,
+    onAlive,
+  });
+  await node.start();
+  return node;
 }
 
 /** Step: the outbound side: MX and MTA-STS lookups, the signing threads, and the scheduler with its destinations' throttle. */
@@ -111,6 +129,7 @@ async function buildOutbound(
   resolver: Resolver,
   relay: RelayOptions | null,
   returnPathSecret: Buffer,
+  node: ClusterNode,
   hooks: { onEvents: () => void; onOutcome: (kind: string, acceptedAt: number) => void },
 ): Promise<{ scheduler: Scheduler; signer: SignerPool }> {
   const o = config.outbound;
@@ -137,7 +156,8 @@ async function buildOutbound(
     },
     claimBatch: o.claim_batch,
     pollInterval: o.poll_interval,
-    worker: `pid${process.pid}`,
+    worker: node.id,
+    canClaim: () => node.canClaim(),
     held: () => settings.outbound.current.hold,
     onEvents: hooks.onEvents,
     onOutcome: hooks.onOutcome,
@@ -267,9 +287,13 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   const settings: Settings = { inbound: live(inboundSettings(config)), send: live(sendSettings(config)), outbound: live(outboundSettings(config)) };
   const ctx: Ctx = { config, log, clock: opts.clock ?? systemClock, settings };
   const relay = relayOptions(config); // before anything opens: a relay user without a password stops the start
-  const store = openStore(config, { daemon: true, applicationName: `posthaste ${process.pid}` });
+  const store = openStore(config, { daemon: true, applicationName: `posthaste ${config.server.node_name} ${process.pid}` });
+  // The loops, once they exist: a node whose heartbeat comes back claims at once.
+  const wake = { fn: () => undefined as void };
+  let node: ClusterNode;
   try {
     await prepareStore(ctx, store);
+    node = await joinCluster(ctx, store, () => wake.fn());
   } catch (e) {
     await store.admin.close().catch(() => undefined);
     throw e;
@@ -286,7 +310,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
       oldestQueued: () => store.admin.oldestQueuedAt(ctx.clock.now()),
       now: () => ctx.clock.now(),
     },
-    { processMetrics: config.metrics.enabled },
+    { processMetrics: config.metrics.enabled, node: { name: config.server.node_name, id: node.id } },
   );
   const budget = new MemoryBudget(config.limits.message_memory);
 
@@ -296,17 +320,22 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     clock: ctx.clock,
     log,
     service: webhooks,
-    worker: `pid${process.pid}`,
+    worker: node.id,
+    canClaim: () => node.canClaim(),
     concurrency: config.webhooks.concurrency,
     perEndpoint: config.webhooks.concurrency_per_endpoint,
     pollInterval: config.webhooks.poll_interval,
     onAttempt: (outcome, durationMs) => metrics.observeWebhook(outcome, durationMs / 1000),
   });
-  const { scheduler, signer } = await buildOutbound(ctx, store, resolver, relay, returnPathSecret, {
+  const { scheduler, signer } = await buildOutbound(ctx, store, resolver, relay, returnPathSecret, node, {
     onEvents: () => dispatcher.kick(),
     onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
   });
   const retention = scheduleRetention(ctx, store);
+  wake.fn = () => {
+    scheduler.kick();
+    dispatcher.kick();
+  };
 
   let apiUp = false;
   let smtpUp = false;
@@ -334,6 +363,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   } catch (e) {
     await retention.stop();
     await Promise.all([signer.close(), webhooks.fetch.close()]);
+    await node.stop();
     await store.admin.close();
     throw e;
   }
@@ -343,7 +373,10 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   const loops = new AbortController();
   const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(loops.signal);
   const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(loops.signal);
-  log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir }, 'posthaste is running');
+  log.info(
+    { api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir, node_id: node.id },
+    'posthaste is running',
+  );
 
   const reloadParts: ReloadParts = { log, settings, store, scheduler, listener };
   // Each key's running value ("section.key" → JSON): the configuration as started, with what reloads applied.
@@ -355,6 +388,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     smtp,
     scheduler,
     dispatcher,
+    node: { id: node.id, name: config.server.node_name },
     reload(next: Config) {
       const after = flatConfig(next);
       const changed = [...after.keys()].filter((k) => running.get(k) !== after.get(k));
@@ -376,8 +410,10 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
       await retention.stop();
       loops.abort();
       const abandoned = await Promise.race([Promise.all([delivery, dispatching]).then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), INFLIGHT_GRACE_MS).unref())]);
-      if (abandoned) log.warn('in-flight deliveries or webhook attempts abandoned at shutdown; their claims are released at the next start');
+      if (abandoned) log.warn('in-flight deliveries or webhook attempts abandoned at shutdown; their claims are released as the node leaves');
       if (opts.manualDelivery) await scheduler.stop();
+      // This node's claims released and its row removed, once nothing of it runs.
+      await node.stop();
       await signer.close();
       await webhooks.fetch.close();
       // Last: the dispatcher's final attempt log goes through the store's writes still under way.

@@ -6,6 +6,7 @@ import { pgDelivery } from './delivery.js';
 import { pgInbound } from './inbound.js';
 import { pgWebhooks } from './webhooks.js';
 import { pgAdmin } from './admin.js';
+import { pgNodes } from './nodes.js';
 
 export { redactUrl };
 
@@ -17,10 +18,11 @@ export { redactUrl };
 export function pgStore(url: string, opts: { password?: string; max?: number; applicationName?: string } = {}): Store {
   const db = new PgDb(url, opts);
   const delivery = pgDelivery(db);
+  const nodes = pgNodes(db);
   return {
     engine: 'postgres',
     location: redactUrl(url),
-    admin: pgAdmin(db, delivery),
+    admin: pgAdmin(db, delivery, nodes),
     customers: pgCustomers(db),
     keys: pgKeys(db),
     domains: pgDomains(db),
@@ -30,5 +32,6 @@ export function pgStore(url: string, opts: { password?: string; max?: number; ap
     inbound: pgInbound(db),
     webhooks: pgWebhooks(db),
     users: pgUsers(db),
+    nodes,
   };
 }
