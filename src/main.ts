@@ -327,8 +327,19 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     pollInterval: config.webhooks.poll_interval,
     onAttempt: (outcome, durationMs) => metrics.observeWebhook(outcome, durationMs / 1000),
   });
+  // Work committed here: this node's loops look now, and the other nodes are told (after the commit).
+  const queued = {
+    outbound: () => {
+      scheduler.kick();
+      store.wakeups.notify(node.id, 'outbound');
+    },
+    events: () => {
+      dispatcher.kick();
+      store.wakeups.notify(node.id, 'webhooks');
+    },
+  };
   const { scheduler, signer } = await buildOutbound(ctx, store, resolver, relay, returnPathSecret, node, {
-    onEvents: () => dispatcher.kick(),
+    onEvents: queued.events,
     onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
   });
   const retention = scheduleRetention(ctx, store);
@@ -350,10 +361,10 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     resolver,
     returnPathSecret,
     isShuttingDown: () => lifecycle.shuttingDown,
-    onEvents: () => dispatcher.kick(),
+    onEvents: queued.events,
     onResult: (result) => metrics.inbound.inc({ result }),
   });
-  const app = buildApi({ store, auth: new AuthCache(store), config, send: settings.send, clock: ctx.clock, log, lifecycle, webhooks, metrics, budget, onAccepted: () => scheduler.kick() });
+  const app = buildApi({ store, auth: new AuthCache(store), config, send: settings.send, clock: ctx.clock, log, lifecycle, webhooks, metrics, budget, onAccepted: queued.outbound });
   const dashboard = config.dashboard.listen ? buildDashboard({ store, config, clock: ctx.clock, log, webhooks, resolver, budget }) : undefined;
   // /metrics on its own address when metrics.listen is set; on the API listener otherwise (api/server.ts).
   const listeners: Listeners = { smtp: listener, api: app, dashboard, metrics: config.metrics.enabled && config.metrics.listen ? buildMetricsListener(metrics, log) : undefined };
@@ -373,6 +384,11 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   const loops = new AbortController();
   const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(loops.signal);
   const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(loops.signal);
+  // What the other nodes queue: looked at now rather than at the next poll.
+  const wakeups = await store.wakeups.listen(node.id, (kind) => (kind === 'outbound' ? scheduler.kick() : dispatcher.kick()), {
+    lost: (e) => log.warn({ err: e.message }, 'wakeups from other nodes lost (LISTEN connection); polling meanwhile, reconnecting'),
+    back: () => log.info('wakeups from other nodes heard again'),
+  });
   log.info(
     { api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir, node_id: node.id },
     'posthaste is running',
@@ -408,6 +424,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
       apiUp = false;
       smtpUp = false;
       await retention.stop();
+      await wakeups.close();
       loops.abort();
       const abandoned = await Promise.race([Promise.all([delivery, dispatching]).then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), INFLIGHT_GRACE_MS).unref())]);
       if (abandoned) log.warn('in-flight deliveries or webhook attempts abandoned at shutdown; their claims are released as the node leaves');

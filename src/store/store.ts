@@ -44,6 +44,25 @@ export interface Store {
   webhooks: WebhookStore;
   users: UserStore;
   nodes: NodeStore;
+  wakeups: WakeupStore;
+}
+
+/** Work a node tells the others of: recipients queued (outbound), events written (webhooks). */
+export type WakeupKind = 'outbound' | 'webhooks';
+
+/**
+ * Wakeups between nodes: a node that committed work says so, and the others look at once rather
+ * than at their next poll (PostgreSQL: LISTEN/NOTIFY; SQLite, one process: nothing to say).
+ */
+export interface WakeupStore {
+  /** After the commit that queued the work: tells the other nodes (sent soon, together with others; never fails). */
+  notify(from: string, kind: WakeupKind): void;
+  /**
+   * Hears the other nodes until closed: `on` for each kind another node told of, and for each
+   * kind when a lost connection is back (what was said meanwhile was not heard). A connection
+   * lost is opened again, by itself.
+   */
+  listen(self: string, on: (kind: WakeupKind) => void, events?: { lost?: (e: Error) => void; back?: () => void }): Promise<{ close(): Promise<void> }>;
 }
 
 /**

@@ -7,6 +7,7 @@ import { pgInbound } from './inbound.js';
 import { pgWebhooks } from './webhooks.js';
 import { pgAdmin } from './admin.js';
 import { pgNodes } from './nodes.js';
+import { pgWakeups } from './wakeups.js';
 
 export { redactUrl };
 
@@ -33,5 +34,6 @@ export function pgStore(url: string, opts: { password?: string; max?: number; ap
     webhooks: pgWebhooks(db),
     users: pgUsers(db),
     nodes,
+    wakeups: pgWakeups(db),
   };
 }

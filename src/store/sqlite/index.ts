@@ -210,5 +210,10 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       releaseDead: async () => nodes.releaseDead(db),
       leave: async (id) => nodes.leave(db, id),
     },
+    // One process on the store: its parts wake each other in memory.
+    wakeups: {
+      notify: () => undefined,
+      listen: async () => ({ close: async () => undefined }),
+    },
   };
 }
