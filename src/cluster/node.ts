@@ -15,15 +15,23 @@ export interface NodeDeps {
 
 /**
  * This process as a node of the cluster (docs/cluster.md). At start it registers (a fresh id, the
- * worker its claims carry) and releases what dead nodes held; then it heartbeats every sixth of
- * its lease and, like every node, releases dead nodes' claims every quarter of it. It may claim
- * only while its last heartbeat that succeeded was sent less than half its lease ago: a node
- * cut off from the store stops claiming well before the others find it dead and take its work
- * over. Stopping cleanly, it releases its claims and removes its row.
+ * worker its claims carry); then it heartbeats every sixth of its lease and, like every node,
+ * releases dead nodes' claims every quarter of it. It may claim only while its last heartbeat
+ * that succeeded was sent less than half its lease ago: a node cut off from the store stops
+ * claiming well before the others find it dead and take its work over. Stopping cleanly, it
+ * releases its claims and removes its row.
+ *
+ * It judges others dead only once it has itself heartbeaten without a failure for a whole lease:
+ * after the database was away (restarted, or out of reach of every node), every node's heartbeat
+ * is old, and the first node back must not take the claims of nodes that are alive and about to
+ * heartbeat again. So a node releases dead nodes' claims a lease after it starts, or after its
+ * heartbeat comes back; on SQLite, which one process holds alone, at once.
  */
 export class ClusterNode {
   /** performance.now() when the last heartbeat that succeeded was sent. */
   private lastOk = Number.NEGATIVE_INFINITY;
+  /** performance.now() since when every heartbeat has succeeded. */
+  private aliveSince = Number.POSITIVE_INFINITY;
   private failing = false;
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private releaseTimer: NodeJS.Timeout | null = null;
@@ -45,8 +53,9 @@ export class ClusterNode {
     const t0 = performance.now();
     await this.deps.store.register(this.deps.info, this.deps.exclusive);
     this.lastOk = t0;
+    this.aliveSince = this.deps.exclusive ? Number.NEGATIVE_INFINITY : t0;
     this.deps.log.info({ node_id: this.id, lease_ms: this.leaseMs }, 'node registered');
-    await this.release();
+    if (this.deps.exclusive) await this.release();
     this.heartbeatTimer = this.every(Math.max(100, Math.floor(this.leaseMs / 6)), () => this.heartbeat());
     this.releaseTimer = this.every(Math.max(100, Math.floor(this.leaseMs / 4)), () => this.release().catch((e: unknown) => this.deps.log.warn({ err: e }, 'releasing dead nodes’ claims failed; trying again')));
   }
@@ -96,6 +105,7 @@ export class ClusterNode {
         );
       if (this.failing) {
         this.failing = false;
+        this.aliveSince = t0;
         this.deps.log.info('heartbeat succeeded again; claiming resumes');
         this.deps.onAlive?.();
       }
@@ -106,6 +116,7 @@ export class ClusterNode {
   }
 
   private async release(): Promise<void> {
+    if (performance.now() - this.aliveSince < this.leaseMs) return;
     const r = await this.deps.store.releaseDead();
     if (r.recipients || r.webhook_deliveries || r.nodes.length) this.deps.log.warn({ dead_nodes: r.nodes, recipients: r.recipients, webhook_deliveries: r.webhook_deliveries }, 'released the claims of dead nodes');
   }
