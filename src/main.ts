@@ -288,7 +288,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   const ctx: Ctx = { config, log, clock: opts.clock ?? systemClock, settings };
   const relay = relayOptions(config); // before anything opens: a relay user without a password stops the start
   const store = openStore(config, { daemon: true, applicationName: `posthaste ${config.server.node_name} ${process.pid}` });
-  // The loops, once they exist: a node whose heartbeat comes back claims at once.
+  // The loops, once they exist: a node whose heartbeat comes back claims at once, and work freed from dead nodes is claimed at once, here or on another node.
   const wake = { fn: () => undefined as void };
   let node: ClusterNode;
   try {
@@ -344,8 +344,8 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   });
   const retention = scheduleRetention(ctx, store);
   wake.fn = () => {
-    scheduler.kick();
-    dispatcher.kick();
+    queued.outbound();
+    queued.events();
   };
 
   let apiUp = false;

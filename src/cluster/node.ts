@@ -9,14 +9,14 @@ export interface NodeDeps {
   /** The process holds the store alone (SQLite's lock): rows a previous run left are removed at start. */
   exclusive: boolean;
   log: Logger;
-  /** Called when the heartbeat succeeds again after failing: claiming may resume. */
+  /** Called when the heartbeat succeeds again after failing (claiming may resume), and when dead nodes' claims were released (there is work to claim). */
   onAlive?: () => void;
 }
 
 /**
  * This process as a node of the cluster (docs/cluster.md). At start it registers (a fresh id, the
  * worker its claims carry); then it heartbeats every sixth of its lease and, like every node,
- * releases dead nodes' claims every quarter of it. It may claim only while its last heartbeat
+ * releases dead nodes' claims every fifth of it. It may claim only while its last heartbeat
  * that succeeded was sent less than half its lease ago: a node cut off from the store stops
  * claiming well before the others find it dead and take its work over. Stopping cleanly, it
  * releases its claims and removes its row.
@@ -57,7 +57,7 @@ export class ClusterNode {
     this.deps.log.info({ node_id: this.id, lease_ms: this.leaseMs }, 'node registered');
     if (this.deps.exclusive) await this.release();
     this.heartbeatTimer = this.every(Math.max(100, Math.floor(this.leaseMs / 6)), () => this.heartbeat());
-    this.releaseTimer = this.every(Math.max(100, Math.floor(this.leaseMs / 4)), () => this.release().catch((e: unknown) => this.deps.log.warn({ err: e }, 'releasing dead nodes’ claims failed; trying again')));
+    this.releaseTimer = this.every(Math.max(100, Math.floor(this.leaseMs / 5)), () => this.release().catch((e: unknown) => this.deps.log.warn({ err: e }, 'releasing dead nodes’ claims failed; trying again')));
   }
 
   /** Whether this node may claim work now (its heartbeat is recent). */
@@ -72,18 +72,22 @@ export class ClusterNode {
     if (this.releaseTimer) clearTimeout(this.releaseTimer);
     await this.running.catch(() => undefined);
     try {
-      const left = await this.deps.store.leave(this.id);
+      const left = await withTimeout(this.deps.store.leave(this.id), 5_000);
       if (left.recipients || left.webhook_deliveries) this.deps.log.info({ ...left }, 'node left; its claims released');
     } catch (e) {
       this.deps.log.warn({ err: e }, 'node could not leave cleanly; the other nodes release its claims once its lease runs out');
     }
   }
 
-  /** Runs fn every `ms` (one at a time, never overlapping), until stopped. */
+  /**
+   * Runs fn every `ms` (one at a time, never overlapping), until stopped. A run that has not
+   * finished in half the lease is given up on (it counts as failed: a heartbeat that hangs on a
+   * broken connection must not stop the next one).
+   */
   private every(ms: number, fn: () => Promise<unknown>): NodeJS.Timeout {
     const timer = setTimeout(() => {
       if (this.stopped) return;
-      this.running = fn()
+      this.running = withTimeout(fn(), this.leaseMs / 2)
         .catch(() => undefined)
         .finally(() => {
           if (!this.stopped) timer.refresh();
@@ -96,7 +100,7 @@ export class ClusterNode {
   private async heartbeat(): Promise<void> {
     const t0 = performance.now();
     try {
-      const kept = await this.deps.store.heartbeat(this.deps.info);
+      const kept = await withTimeout(this.deps.store.heartbeat(this.deps.info), this.leaseMs / 2);
       this.lastOk = t0;
       if (!kept)
         this.deps.log.warn(
@@ -119,5 +123,15 @@ export class ClusterNode {
     if (performance.now() - this.aliveSince < this.leaseMs) return;
     const r = await this.deps.store.releaseDead();
     if (r.recipients || r.webhook_deliveries || r.nodes.length) this.deps.log.warn({ dead_nodes: r.nodes, recipients: r.recipients, webhook_deliveries: r.webhook_deliveries }, 'released the claims of dead nodes');
+    if (r.recipients || r.webhook_deliveries) this.deps.onAlive?.();
   }
+}
+
+/** The promise, or a rejection once `ms` have passed without it settling. */
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from the store in ${Math.round(ms)} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }

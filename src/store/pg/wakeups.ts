@@ -39,7 +39,7 @@ export function pgWakeups(db: PgDb): WakeupStore {
       let retry: NodeJS.Timeout | null = null;
       let wait = 500;
       const connect = async (): Promise<void> => {
-        const c = new pg.Client({ ...db.client, application_name: `${db.client.application_name ?? 'posthaste'} (listen)`, keepAlive: true });
+        const c = new pg.Client({ ...db.client, application_name: `${db.client.application_name ?? 'posthaste'} (listen)`, keepAlive: true, connectionTimeoutMillis: 5_000 });
         let lost = false;
         const onLost = (e?: Error) => {
           if (lost || closed) return;
@@ -59,11 +59,12 @@ export function pgWakeups(db: PgDb): WakeupStore {
           await c.query(`LISTEN ${CHANNEL}`);
         } catch (e) {
           lost = true; // not yet listening: the caller tries again
-          await c.end().catch(() => undefined);
+          // Not awaited: ending a client whose connection never opened may never settle.
+          c.end().catch(() => undefined);
           throw e;
         }
         if (closed) {
-          await c.end().catch(() => undefined);
+          c.end().catch(() => undefined);
           return;
         }
         client = c;
@@ -95,7 +96,9 @@ export function pgWakeups(db: PgDb): WakeupStore {
         close: async () => {
           closed = true;
           if (retry) clearTimeout(retry);
-          await client?.end().catch(() => undefined);
+          const c = client;
+          client = null;
+          if (c) await Promise.race([c.end().catch(() => undefined), new Promise((r) => setTimeout(r, 2_000).unref())]);
         },
       };
     },
