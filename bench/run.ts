@@ -13,6 +13,7 @@ import { benchInbound } from './inbound.js';
 import { benchQueue } from './queue.js';
 import { benchDashboard } from './dashboard.js';
 import { benchStore } from './store.js';
+import { benchCluster } from './cluster.js';
 
 const all: Record<string, () => Promise<{ lines: string[] }>> = {
   accept: benchAccept,
@@ -24,6 +25,7 @@ const all: Record<string, () => Promise<{ lines: string[] }>> = {
   queue: benchQueue,
   dashboard: benchDashboard,
   store: benchStore,
+  cluster: benchCluster,
 };
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(all);
 
