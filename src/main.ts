@@ -289,7 +289,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   const relay = relayOptions(config); // before anything opens: a relay user without a password stops the start
   const store = openStore(config, { daemon: true, applicationName: `posthaste ${config.server.node_name} ${process.pid}` });
   // The loops, once they exist: a node whose heartbeat comes back claims at once, and work freed from dead nodes is claimed at once, here or on another node.
-  const wake = { fn: () => undefined as void };
+  const wake: { fn: () => void } = { fn: () => undefined };
   let node: ClusterNode;
   try {
     await prepareStore(ctx, store);
@@ -389,10 +389,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     lost: (e) => log.warn({ err: e.message }, 'wakeups from other nodes lost (LISTEN connection); polling meanwhile, reconnecting'),
     back: () => log.info('wakeups from other nodes heard again'),
   });
-  log.info(
-    { api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir, node_id: node.id },
-    'posthaste is running',
-  );
+  log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir, node_id: node.id }, 'posthaste is running');
 
   const reloadParts: ReloadParts = { log, settings, store, scheduler, listener };
   // Each key's running value ("section.key" → JSON): the configuration as started, with what reloads applied.

@@ -57,7 +57,9 @@ export class ClusterNode {
     this.deps.log.info({ node_id: this.id, lease_ms: this.leaseMs }, 'node registered');
     if (this.deps.exclusive) await this.release();
     this.heartbeatTimer = this.every(Math.max(100, Math.floor(this.leaseMs / 6)), () => this.heartbeat());
-    this.releaseTimer = this.every(Math.max(100, Math.floor(this.leaseMs / 5)), () => this.release().catch((e: unknown) => this.deps.log.warn({ err: e }, 'releasing dead nodes’ claims failed; trying again')));
+    this.releaseTimer = this.every(Math.max(100, Math.floor(this.leaseMs / 5)), () =>
+      this.release().catch((e: unknown) => this.deps.log.warn({ err: e }, 'releasing dead nodes’ claims failed; trying again')),
+    );
   }
 
   /** Whether this node may claim work now (its heartbeat is recent). */
@@ -103,10 +105,7 @@ export class ClusterNode {
       const kept = await withTimeout(this.deps.store.heartbeat(this.deps.info), this.leaseMs / 2);
       this.lastOk = t0;
       if (!kept)
-        this.deps.log.warn(
-          { node_id: this.id },
-          'this node had been found dead (no heartbeat for longer than its lease) and its claims released: what it was delivering then may be delivered twice',
-        );
+        this.deps.log.warn({ node_id: this.id }, 'this node had been found dead (no heartbeat for longer than its lease) and its claims released: what it was delivering then may be delivered twice');
       if (this.failing) {
         this.failing = false;
         this.aliveSince = t0;
@@ -122,7 +121,8 @@ export class ClusterNode {
   private async release(): Promise<void> {
     if (performance.now() - this.aliveSince < this.leaseMs) return;
     const r = await this.deps.store.releaseDead();
-    if (r.recipients || r.webhook_deliveries || r.nodes.length) this.deps.log.warn({ dead_nodes: r.nodes, recipients: r.recipients, webhook_deliveries: r.webhook_deliveries }, 'released the claims of dead nodes');
+    if (r.recipients || r.webhook_deliveries || r.nodes.length)
+      this.deps.log.warn({ dead_nodes: r.nodes, recipients: r.recipients, webhook_deliveries: r.webhook_deliveries }, 'released the claims of dead nodes');
     if (r.recipients || r.webhook_deliveries) this.deps.onAlive?.();
   }
 }

@@ -60,7 +60,7 @@ export const schema = {
     lease: k(
       { type: 'duration' },
       '30s',
-      "A node that has not heartbeaten in the store for this long is dead: any node releases its claims (recipients, webhook deliveries) for the others to deliver; it heartbeats every sixth of it (docs/cluster.md)",
+      'A node that has not heartbeaten in the store for this long is dead: any node releases its claims (recipients, webhook deliveries) for the others to deliver; it heartbeats every sixth of it (docs/cluster.md)',
     ),
   },
   api: {

@@ -140,9 +140,7 @@ if (TEST_ENGINE !== 'postgres') {
 
     const kill = async () => {
       // A node holding work, if one does (random among them), else any.
-      const rows = await query<{ id: string; pid: number; n: number }>(
-        'SELECT n.id, n.pid, (SELECT count(*) FROM recipient_claims c WHERE c.worker = n.id)::int AS n FROM cluster_nodes n',
-      );
+      const rows = await query<{ id: string; pid: number; n: number }>('SELECT n.id, n.pid, (SELECT count(*) FROM recipient_claims c WHERE c.worker = n.id)::int AS n FROM cluster_nodes n');
       const up = nodes.filter((n) => n.d);
       const holding = up.filter((n) => (rows.find((r) => r.pid === n.d!.child.pid)?.n ?? 0) > 0);
       const victim = (holding.length ? holding : up)[Math.floor(Math.random() * (holding.length || up.length))]!;
@@ -152,9 +150,7 @@ if (TEST_ENGINE !== 'postgres') {
       d.child.kill('SIGKILL');
       const killedAt = Date.now();
       await d.exited;
-      const held = (await query<{ id: number; address: string }>('SELECT r.id, r.address FROM recipient_claims c JOIN recipients r ON r.id = c.recipient_id WHERE c.worker = $1', [id])).map(
-        (r) => r,
-      );
+      const held = (await query<{ id: number; address: string }>('SELECT r.id, r.address FROM recipient_claims c JOIN recipients r ON r.id = c.recipient_id WHERE c.worker = $1', [id])).map((r) => r);
       for (const r of held) heldByKilled.add(r.address);
       t.comment(`killed ${victim.name} (node ${id}) holding ${held.length} recipients`);
       // Its recipients, taken over by the others (claimed by a live node, or already done) and
@@ -239,7 +235,10 @@ if (TEST_ENGINE !== 'postgres') {
     );
     // Taken over within twice the lease; delivered then as fast as the (shared, loaded) machine goes.
     for (const k of takeovers)
-      t.ok(k.taken < 2 * LEASE_MS, `the ${k.held} recipients ${k.node} held when killed were taken over by the others ${k.taken} ms after the kill, all delivered after ${k.ms} ms (lease ${LEASE_MS} ms)`);
+      t.ok(
+        k.taken < 2 * LEASE_MS,
+        `the ${k.held} recipients ${k.node} held when killed were taken over by the others ${k.taken} ms after the kill, all delivered after ${k.ms} ms (lease ${LEASE_MS} ms)`,
+      );
     t.comment(
       `accepted ${accepted.size}; MX received ${mx.received.length} for ${byAddress().size} recipients, ${twice.length} twice (held by a killed node: ${heldByKilled.size}); ` +
         `webhooks ${rx.on('/chaos').length}, ${hookDup} events delivered more than once`,

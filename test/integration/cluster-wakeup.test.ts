@@ -39,7 +39,7 @@ if (TEST_ENGINE !== 'postgres') {
 
   t.test('accepted on node a (holding its queue), delivered by node b well before b polls', async (t) => {
     const a = await node('a', 'hold = true\n');
-    const b = await node('b', '');
+    await node('b', '');
     const store = await openTestStore(a.config);
     t.teardown(() => store.admin.close());
     const key = await makeKey(store);
@@ -70,9 +70,7 @@ if (TEST_ENGINE !== 'postgres') {
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     t.teardown(() => admin.end());
-    const cut = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1", [
-      `posthaste b ${process.pid} (listen)`,
-    ]);
+    const cut = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [`posthaste b ${process.pid} (listen)`]);
     t.equal(cut.rowCount, 1, "b's listening connection terminated");
     await waitFor(
       'b listening again',

@@ -13,7 +13,7 @@ import type { NodeInfo, NodeView } from '../model.js';
  * node is gone. A heartbeat that finds its row gone says so (its claims may have been freed).
  */
 
-const NOW = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+const NOW = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 
 /** A replay's delivery is held by the request itself (locked_by 'replay'), on no node; one older than this was abandoned. */
 export const REPLAY_STALE_MS = 600_000;
@@ -30,17 +30,19 @@ async function insert(q: Q, n: NodeInfo): Promise<void> {
 export function pgNodes(db: PgDb): NodeStore {
   return {
     register: async (node, exclusive) => {
-      if (exclusive) await db.tx(async (q) => (await q.run('DELETE FROM cluster_nodes'), insert(q, node)));
+      if (exclusive)
+        await db.tx(async (q) => {
+          await q.run('DELETE FROM cluster_nodes');
+          await insert(q, node);
+        });
       else await insert(db, node);
     },
     heartbeat: async (node) => {
       if ((await db.run(`UPDATE cluster_nodes SET heartbeat_at = ${NOW} WHERE id = $1`, [node.id])) === 1) return true;
-      await db.run(`INSERT INTO cluster_nodes (id, name, pid, lease_ms, started_at, heartbeat_at) VALUES ($1, $2, $3, $4, ${NOW}, ${NOW}) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`, [
-        node.id,
-        node.name,
-        node.pid,
-        node.leaseMs,
-      ]);
+      await db.run(
+        `INSERT INTO cluster_nodes (id, name, pid, lease_ms, started_at, heartbeat_at) VALUES ($1, $2, $3, $4, ${NOW}, ${NOW}) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
+        [node.id, node.name, node.pid, node.leaseMs],
+      );
       return false;
     },
     list: async () => {

@@ -20,9 +20,9 @@ const KINDS: readonly WakeupKind[] = ['outbound', 'webhooks'];
 
 export function pgWakeups(db: PgDb): WakeupStore {
   const pending = new Set<string>();
-  let timer: NodeJS.Timeout | null = null;
+  let scheduled = false;
   const flush = () => {
-    timer = null;
+    scheduled = false;
     const payloads = [...pending];
     pending.clear();
     // Polling finds the work if this is lost (the database away): nothing to wait for or report.
@@ -31,7 +31,10 @@ export function pgWakeups(db: PgDb): WakeupStore {
   return {
     notify: (from, kind) => {
       pending.add(`${kind} ${from}`);
-      timer ??= setTimeout(flush, COALESCE_MS);
+      if (!scheduled) {
+        scheduled = true;
+        setTimeout(flush, COALESCE_MS);
+      }
     },
     listen: async (self, on, events = {}) => {
       let closed = false;
