@@ -15,6 +15,7 @@ import { benchDashboard } from './dashboard.js';
 import { benchStore } from './store.js';
 import { benchSubmission } from './submission.js';
 import { benchHotRows } from './hot-rows.js';
+import { benchCluster } from './cluster.js';
 
 const all: Record<string, () => Promise<{ lines: string[] }>> = {
   accept: benchAccept,
@@ -28,6 +29,7 @@ const all: Record<string, () => Promise<{ lines: string[] }>> = {
   store: benchStore,
   submission: benchSubmission,
   'hot-rows': benchHotRows,
+  cluster: benchCluster,
 };
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(all);
 

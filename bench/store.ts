@@ -21,7 +21,7 @@ const SINK_PORT = fixedPort(24035);
  * CPU seconds of every process of a cluster: the postmaster's own, its children's now running, and
  * (cutime, cstime) those of the children that have ended, such as a daemon's closed connections.
  */
-function clusterCpu(c: PgCluster): number {
+export function clusterCpu(c: PgCluster): number {
   const master = Number(readFileSync(join(c.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
   let total = 0;
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
@@ -37,7 +37,7 @@ function clusterCpu(c: PgCluster): number {
 }
 
 /** A PostgreSQL store with the default customer, a production key and the verified sender domain example.com. */
-async function pgRig(cluster: PgCluster, name: string): Promise<{ url: string; key: { id: string; key: string } }> {
+export async function pgRig(cluster: PgCluster, name: string): Promise<{ url: string; key: { id: string; key: string } }> {
   const admin = new pg.Client({ connectionString: cluster.url });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
@@ -54,7 +54,7 @@ async function pgRig(cluster: PgCluster, name: string): Promise<{ url: string; k
 }
 
 /** Queues `n` of the benchmarks' messages straight into PostgreSQL, as the API stores them (one statement). */
-async function queuePg(url: string, apiKeyId: string, n: number): Promise<void> {
+export async function queuePg(url: string, apiKeyId: string, n: number): Promise<void> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   const request = Buffer.from(JSON.stringify(benchMessage('rcpt@sink.test')));

@@ -39,23 +39,21 @@ import { Metrics } from './lib/metrics.js';
 import { MemoryBudget } from './lib/memory-budget.js';
 import cron from 'node-cron';
 import { createWebhookService } from './webhooks/create.js';
-import { cpus, hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
+import { cpus } from 'node:os';
 import type { Resolver } from 'node:dns/promises';
 import type { SMTPServer } from 'smtp-server';
 import { buildDashboard } from './dashboard/server.js';
 import { bindListeners, checkListen, closeListeners, listenSpecs, type Listeners } from './lib/listen.js';
 import { buildMetricsListener } from './api/metrics-listener.js';
 import { createSubmission } from './submission/listener.js';
+import { ClusterNode } from './cluster/node.js';
+import { randomUUID } from 'node:crypto';
 
 /**
  * The webhook fan-out's lease: a node that stops renewing it (dead, paused, cut off from the
  * database) is replaced by another within this long; renewed every third of it.
  */
 const FANOUT_LEASE_MS = 15_000;
-
-/** This process among the nodes on one database: the fan-out lease's holder, the owner of its shared destination use. */
-const NODE_ID = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
@@ -70,12 +68,14 @@ export interface Daemon {
   submission: Record<string, { host: string; port: number }>;
   scheduler: Scheduler;
   dispatcher: Dispatcher;
+  /** This node: its id (the worker its claims carry) and server.node_name. */
+  node: { id: string; name: string };
   stop(): Promise<void>;
   /** SIGHUP: applies what can change safely; says which changed keys need a restart. */
   reload(next: Config): { applied: string[]; restart_needed: string[] };
 }
 
-/** How long stop() waits for in-flight deliveries and webhook attempts before abandoning them (their claims are released at the next start). */
+/** How long stop() waits for in-flight deliveries and webhook attempts before abandoning them (their claims are released as the node leaves). */
 export const INFLIGHT_GRACE_MS = 15_000;
 
 export interface DaemonOptions {
@@ -108,7 +108,7 @@ interface Settings {
   submission: Live<SubmissionSettings>;
 }
 
-/** Step: the store, migrated, with the default customer, and the claims a previous run left released. */
+/** Step: the store, migrated, with the default customer. */
 async function prepareStore({ log, clock }: Ctx, store: Store): Promise<void> {
   if (store.engine === 'postgres') log.info({ store: store.location }, 'store: PostgreSQL');
   let applied: number[];
@@ -123,10 +123,24 @@ async function prepareStore({ log, clock }: Ctx, store: Store): Promise<void> {
   for (const warning of await store.admin.checks()) log.warn(warning);
   if (applied.length > 0) log.info({ applied }, 'database migrated');
   await store.customers.ensureDefault(clock.now());
-  const released = await store.delivery.releaseAllClaims();
-  if (released > 0) log.warn({ released }, 'released delivery claims left by a previous run');
-  const releasedHooks = await store.webhooks.releaseAllClaims();
-  if (releasedHooks > 0) log.warn({ released: releasedHooks }, 'released webhook claims left by a previous run');
+}
+
+/**
+ * Step: this process as a node (cluster/node.ts): registered with a fresh id, the claims of dead
+ * nodes (and of a previous run on SQLite, which one process holds alone) released before it
+ * claims anything, then its heartbeat.
+ */
+async function joinCluster({ config, log }: Ctx, store: Store, onAlive: () => void): Promise<ClusterNode> {
+  if (config.cluster.lease < 1000) throw new ConfigError('cluster.lease', 'must be at least 1s');
+  const node = new ClusterNode({
+    store: store.nodes,
+    info: { id: randomUUID(), name: config.server.node_name, pid: process.pid, leaseMs: config.cluster.lease },
+    exclusive: store.engine === 'sqlite',
+    log,
+    onAlive,
+  });
+  await node.start();
+  return node;
 }
 
 /** Step: the outbound side: MX and MTA-STS lookups, the signing threads, and the scheduler with its destinations' throttle. */
@@ -136,6 +150,7 @@ async function buildOutbound(
   resolver: Resolver,
   relay: RelayOptions | null,
   returnPathSecret: Buffer,
+  node: ClusterNode,
   hooks: { onEvents: () => void; onOutcome: (kind: string, acceptedAt: number) => void },
 ): Promise<{ scheduler: Scheduler; signer: SignerPool }> {
   const o = config.outbound;
@@ -162,8 +177,9 @@ async function buildOutbound(
     },
     claimBatch: o.claim_batch,
     pollInterval: o.poll_interval,
-    worker: `pid${process.pid}`,
-    ...(o.limits_scope === 'cluster' ? { sharedAs: NODE_ID } : {}),
+    worker: node.id,
+    canClaim: () => node.canClaim(),
+    ...(o.limits_scope === 'cluster' ? { sharedAs: node.id } : {}),
     held: () => settings.outbound.current.hold,
     onEvents: hooks.onEvents,
     onOutcome: hooks.onOutcome,
@@ -323,9 +339,13 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   };
   const ctx: Ctx = { config, log, clock: opts.clock ?? systemClock, settings };
   const relay = relayOptions(config); // before anything opens: a relay user without a password stops the start
-  const store = openStore(config, { daemon: true, applicationName: `posthaste ${process.pid}` });
+  const store = openStore(config, { daemon: true, applicationName: `posthaste ${config.server.node_name} ${process.pid}` });
+  // The loops, once they exist: a node whose heartbeat comes back claims at once, and work freed from dead nodes is claimed at once, here or on another node.
+  const wake: { fn: () => void } = { fn: () => undefined };
+  let node: ClusterNode;
   try {
     await prepareStore(ctx, store);
+    node = await joinCluster(ctx, store, () => wake.fn());
   } catch (e) {
     await store.admin.close().catch(() => undefined);
     throw e;
@@ -342,7 +362,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
       oldestQueued: () => store.admin.oldestQueuedAt(ctx.clock.now()),
       now: () => ctx.clock.now(),
     },
-    { processMetrics: config.metrics.enabled },
+    { processMetrics: config.metrics.enabled, node: { name: config.server.node_name, id: node.id } },
   );
   const budget = new MemoryBudget(config.limits.message_memory);
 
@@ -352,19 +372,35 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     clock: ctx.clock,
     log,
     service: webhooks,
-    worker: `pid${process.pid}`,
+    worker: node.id,
+    canClaim: () => node.canClaim(),
     // Several nodes on one PostgreSQL fan new events out one at a time (webhooks/fanout.ts).
-    fanOutLease: { holder: NODE_ID, ttlMs: FANOUT_LEASE_MS },
+    fanOutLease: { holder: node.id, ttlMs: FANOUT_LEASE_MS },
     concurrency: config.webhooks.concurrency,
     perEndpoint: config.webhooks.concurrency_per_endpoint,
     pollInterval: config.webhooks.poll_interval,
     onAttempt: (outcome, durationMs) => metrics.observeWebhook(outcome, durationMs / 1000),
   });
-  const { scheduler, signer } = await buildOutbound(ctx, store, resolver, relay, returnPathSecret, {
-    onEvents: () => dispatcher.kick(),
+  // Work committed here: this node's loops look now, and the other nodes are told (after the commit).
+  const queued = {
+    outbound: () => {
+      scheduler.kick();
+      store.wakeups.notify(node.id, 'outbound');
+    },
+    events: () => {
+      dispatcher.kick();
+      store.wakeups.notify(node.id, 'webhooks');
+    },
+  };
+  const { scheduler, signer } = await buildOutbound(ctx, store, resolver, relay, returnPathSecret, node, {
+    onEvents: queued.events,
     onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
   });
   const retention = scheduleRetention(ctx, store);
+  wake.fn = () => {
+    queued.outbound();
+    queued.events();
+  };
 
   let apiUp = false;
   let smtpUp = false;
@@ -379,12 +415,12 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     resolver,
     returnPathSecret,
     isShuttingDown: () => lifecycle.shuttingDown,
-    onEvents: () => dispatcher.kick(),
+    onEvents: queued.events,
     onResult: (result) => metrics.inbound.inc({ result }),
   });
   // One cache of keys and sending domains for both ways of sending (one auth epoch).
   const auth = new AuthCache(store);
-  const app = buildApi({ store, auth, config, send: settings.send, clock: ctx.clock, log, lifecycle, webhooks, metrics, budget, onAccepted: () => scheduler.kick() });
+  const app = buildApi({ store, auth, config, send: settings.send, clock: ctx.clock, log, lifecycle, webhooks, metrics, budget, onAccepted: queued.outbound });
   const submission = createSubmission({
     store,
     auth,
@@ -395,7 +431,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     log,
     budget,
     isShuttingDown: () => lifecycle.shuttingDown,
-    onAccepted: () => scheduler.kick(),
+    onAccepted: queued.outbound,
     onAuth: (result) => metrics.submissionAuth.inc({ result }),
     onResult: (result) => metrics.submission.inc({ result }),
   });
@@ -408,6 +444,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   } catch (e) {
     await retention.stop();
     await Promise.all([signer.close(), webhooks.fetch.close()]);
+    await node.stop();
     await store.admin.close();
     throw e;
   }
@@ -418,7 +455,12 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   const loops = new AbortController();
   const delivery = opts.manualDelivery ? Promise.resolve() : scheduler.run(loops.signal);
   const dispatching = opts.manualDelivery ? Promise.resolve() : dispatcher.run(loops.signal);
-  log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, submission: submissionAt, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir }, 'posthaste is running');
+  // What the other nodes queue: looked at now rather than at the next poll.
+  const wakeups = await store.wakeups.listen(node.id, (kind) => (kind === 'outbound' ? scheduler.kick() : dispatcher.kick()), {
+    lost: (e) => log.warn({ err: e.message }, 'wakeups from other nodes lost (LISTEN connection); polling meanwhile, reconnecting'),
+    back: () => log.info('wakeups from other nodes heard again'),
+  });
+  log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, submission: submissionAt, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir, node_id: node.id }, 'posthaste is running');
 
   const reloadParts: ReloadParts = { log, settings, store, scheduler, listener, submission: submission.map((l) => l.server) };
   // Each key's running value ("section.key" → JSON): the configuration as started, with what reloads applied.
@@ -431,6 +473,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     submission: bound.submission,
     scheduler,
     dispatcher,
+    node: { id: node.id, name: config.server.node_name },
     reload(next: Config) {
       const after = flatConfig(next);
       const changed = [...after.keys()].filter((k) => running.get(k) !== after.get(k));
@@ -450,13 +493,16 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
       apiUp = false;
       smtpUp = false;
       await retention.stop();
+      await wakeups.close();
       loops.abort();
       const abandoned = await Promise.race([Promise.all([delivery, dispatching]).then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), INFLIGHT_GRACE_MS).unref())]);
-      if (abandoned) log.warn('in-flight deliveries or webhook attempts abandoned at shutdown; their claims are released at the next start');
+      if (abandoned) log.warn('in-flight deliveries or webhook attempts abandoned at shutdown; their claims are released as the node leaves');
       if (opts.manualDelivery) {
         await scheduler.stop();
         await dispatcher.resign();
       }
+      // This node's claims released and its row removed, once nothing of it runs.
+      await node.stop();
       await signer.close();
       await webhooks.fetch.close();
       // Last: the dispatcher's final attempt log goes through the store's writes still under way.

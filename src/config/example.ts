@@ -3,7 +3,7 @@ import { schema, type Schema } from './schema.js';
 import { loadConfig, describeConfig } from './load.js';
 
 /** Placeholders for defaults that depend on the machine. */
-const EXAMPLE_VALUES: Record<string, unknown> = { 'server.hostname': 'mx.example.net' };
+const EXAMPLE_VALUES: Record<string, unknown> = { 'server.hostname': 'mx.example.net', 'server.node_name': 'node1' };
 
 /** The documented example file: every key, its default and its description (`posthaste config example`). */
 export function renderExample(sch: Schema = schema): string {

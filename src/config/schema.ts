@@ -41,6 +41,11 @@ export const schema = {
   server: {
     hostname: k({ type: 'string' }, hostname(), 'EHLO name and Message-ID fallback domain; should have a matching PTR record'),
     data_dir: k({ type: 'string' }, '/var/lib/posthaste', 'Directory holding the SQLite file (posthaste.db); relative paths are relative to the working directory'),
+    node_name: k(
+      { type: 'string' },
+      hostname(),
+      "This node's name in status, the dashboard, log lines and /metrics (several nodes on one PostgreSQL: docs/cluster.md); not the EHLO name, which is server.hostname",
+    ),
   },
   store: {
     url: k(
@@ -50,6 +55,13 @@ export const schema = {
     ),
     password_file: k({ type: 'string' }, '', 'A file whose first line is the PostgreSQL password, so the URL need not hold it (PGPASSWORD and ~/.pgpass work too, as for psql)'),
     pool_size: k({ type: 'int', min: 2, max: 500 }, 10, 'PostgreSQL connections this process opens at most'),
+  },
+  cluster: {
+    lease: k(
+      { type: 'duration' },
+      '30s',
+      'A node that has not heartbeaten in the store for this long is dead: any node releases its claims (recipients, webhook deliveries) for the others to deliver; it heartbeats every sixth of it (docs/cluster.md)',
+    ),
   },
   api: {
     listen: k({ type: 'listen' }, '127.0.0.1:8025', 'HTTP API address, "host:port"'),

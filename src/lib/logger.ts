@@ -8,8 +8,9 @@ export type { Logger };
  */
 export const REDACT_PATHS = ['req.headers.authorization', 'headers.authorization', 'authorization', 'key', 'secret', '*.secret', '*.key'];
 
-export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
-  return pino({ level, base: { service: 'posthaste' }, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, destination ?? process.stdout);
+/** `node`: server.node_name, on every line (several nodes on one store: docs/cluster.md). */
+export function createLogger(level: string, destination?: NodeJS.WritableStream, node?: string): Logger {
+  return pino({ level, base: { service: 'posthaste', ...(node !== undefined ? { node } : {}) }, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, destination ?? process.stdout);
 }
 
 export function silentLogger(): Logger {

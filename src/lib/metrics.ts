@@ -77,8 +77,14 @@ export class Metrics {
   });
 
   /** `processMetrics`: collect Node's (an event-loop delay monitor and a GC observer run for them), when the metrics are served at all. */
-  constructor(sources: MetricsSources, opts: { processMetrics: boolean } = { processMetrics: true }) {
+  constructor(sources: MetricsSources, opts: { processMetrics: boolean; node?: { name: string; id: string } } = { processMetrics: true }) {
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+    // Which node serves these (several on one store: docs/cluster.md); join on it, or scrape each node as its own target.
+    if (opts.node)
+      new Gauge({ name: 'posthaste_node_info', help: 'This node: server.node_name and its id (fresh at every start); always 1', labelNames: ['node', 'node_id'], registers: [this.registry] }).set(
+        { node: opts.node.name, node_id: opts.node.id },
+        1,
+      );
     this.gaugeByState('posthaste_queue_recipients', 'Recipients by state', RECIPIENT_STATES, sources.recipients);
     this.gaugeByState('posthaste_webhook_deliveries', 'Webhook deliveries by state', WEBHOOK_STATES, sources.webhookDeliveries);
     const oldest = new Gauge({

@@ -99,7 +99,13 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   const signedFor = (at: number): Promise<Buffer | Outcome> => {
     for (const end = Math.min(pending.length, at + SIGN_AHEAD + 1); ahead < end; ahead++) {
       const m = pending[ahead]!.message;
-      if (!signing.has(m.id)) signing.set(m.id, prepare(deps, m, composed));
+      if (!signing.has(m.id)) {
+        const p = prepare(deps, m, composed);
+        // Signed ahead: one the group never comes to (it failed first, the store away) must not
+        // reject unheard, which would end the process; the one waited for still throws.
+        p.catch(() => undefined);
+        signing.set(m.id, p);
+      }
     }
     return signing.get(pending[at]!.message.id)!;
   };

@@ -24,6 +24,8 @@ export interface SchedulerDeps {
   claimBatch: number;
   pollInterval: number;
   worker: string;
+  /** Whether this node may claim now (its heartbeat is recent: cluster/node.ts); always, when not given. */
+  canClaim?: () => boolean;
   /** outbound.hold: while true nothing new is claimed (in-flight deliveries finish); read at every step so a reload applies. */
   held?: () => boolean;
   /** Called after outcomes (and their events) are committed: the webhook dispatcher can go. */
@@ -118,7 +120,7 @@ export class Scheduler {
 
   /** Claim → group by domain → start within the limits (holding back what must wait); returns how many were claimed. */
   private async fill(): Promise<number> {
-    if (this.pool.stopping || this.deps.held?.()) return 0;
+    if (this.pool.stopping || this.deps.held?.() || this.deps.canClaim?.() === false) return 0;
     await this.releaseLeftOver();
     const claimed = await this.claim();
     const held: Array<{ id: number; until: number }> = [];

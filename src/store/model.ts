@@ -456,7 +456,39 @@ export interface Overview {
 
 // status
 
+/** A daemon on the store, as it registers itself (docs/cluster.md). */
+export interface NodeInfo {
+  /** Fresh at every start; the worker its claims carry. */
+  id: string;
+  /** server.node_name. */
+  name: string;
+  pid: number;
+  /** Silent longer than this, the node is dead (cluster.lease). */
+  leaseMs: number;
+}
+
+/** A live node as status and the dashboard show it: times by the store's clock, and the claims it holds. */
+export interface NodeView {
+  id: string;
+  name: string;
+  pid: number;
+  lease_ms: number;
+  started_at: string;
+  heartbeat_at: string;
+  claims: { recipients: number; webhook_deliveries: number };
+}
+
+/** What releasing dead nodes' claims freed. */
+export interface Released {
+  recipients: number;
+  webhook_deliveries: number;
+  /** Ids of the dead nodes whose rows were removed. */
+  nodes: string[];
+}
+
 export interface Status {
+  /** The live nodes (one on SQLite). */
+  nodes: NodeView[];
   queue: Record<string, number>;
   oldest_deferred: string | null;
   next_attempt: string | null;

@@ -10,7 +10,7 @@ import type { AttemptBatch, AttemptRecord, AttemptView, ClaimRoom, Endpoint, Fan
 export { comparePos, type FanOutPos } from './model.js';
 import type { Role, Session, User } from './model.js';
 import type { Overview } from './model.js';
-import type { Status } from './model.js';
+import type { NodeInfo, NodeView, Released, Status } from './model.js';
 import type { OutcomePolicy } from '../domain/transitions.js';
 import type { BatchInput, BatchResult, ReceiveInput, SendCommit, SendInput } from './model.js';
 import type { Outcome, Reply } from '../domain/outcome.js';
@@ -43,6 +43,46 @@ export interface Store {
   inbound: InboundStore;
   webhooks: WebhookStore;
   users: UserStore;
+  nodes: NodeStore;
+  wakeups: WakeupStore;
+}
+
+/** Work a node tells the others of: recipients queued (outbound), events written (webhooks). */
+export type WakeupKind = 'outbound' | 'webhooks';
+
+/**
+ * Wakeups between nodes: a node that committed work says so, and the others look at once rather
+ * than at their next poll (PostgreSQL: LISTEN/NOTIFY; SQLite, one process: nothing to say).
+ */
+export interface WakeupStore {
+  /** After the commit that queued the work: tells the other nodes (sent soon, together with others; never fails). */
+  notify(from: string, kind: WakeupKind): void;
+  /**
+   * Hears the other nodes until closed: `on` for each kind another node told of, and for each
+   * kind when a lost connection is back (what was said meanwhile was not heard). A connection
+   * lost is opened again, by itself.
+   */
+  listen(self: string, on: (kind: WakeupKind) => void, events?: { lost?: (e: Error) => void; back?: () => void }): Promise<{ close(): Promise<void> }>;
+}
+
+/**
+ * The daemons on the store (docs/cluster.md): each registers with a fresh id, the worker its
+ * claims carry, and heartbeats by the store's clock (PostgreSQL's, shared by every node; on
+ * SQLite the machine's). A node whose last heartbeat is older than its lease is dead; releasing
+ * removes dead nodes' rows and frees every claim whose worker has no row left (recipients and
+ * webhook deliveries), never a live node's.
+ */
+export interface NodeStore {
+  /** A node starts. `exclusive`: the caller holds the store alone (SQLite's lock), so rows a previous run left are removed. */
+  register(node: NodeInfo, exclusive: boolean): Promise<void>;
+  /** The heartbeat; false when the node's row was gone (it had been found dead and its claims released) and has been written again. */
+  heartbeat(node: NodeInfo): Promise<boolean>;
+  /** The live nodes, by name, with the claims each holds. */
+  list(): Promise<NodeView[]>;
+  /** Removes dead nodes and frees the claims of workers that are no live node. */
+  releaseDead(): Promise<Released>;
+  /** A node stopping cleanly: its claims freed and its row removed. */
+  leave(id: string): Promise<Omit<Released, 'nodes'>>;
 }
 
 export interface AdminStore {
@@ -167,7 +207,7 @@ export interface DeliveryStore {
   /** Holds claimed recipients back until the given times (claims released; state untouched). */
   postpone(items: ReadonlyArray<{ id: number; until: number }>): Promise<void>;
   releaseClaims(ids: number[]): Promise<void>;
-  /** At start: releases every claim of a process that died. */
+  /** Releases every claim, whoever holds it (a store no daemon runs on; daemons release dead nodes' claims: NodeStore). */
   releaseAllClaims(): Promise<number>;
   /**
    * A destination's throttling as it now stands (kept so a restart does not hammer a destination
@@ -241,7 +281,7 @@ export interface WebhookStore {
    * lease (another node took it over); the attempts were logged and the stored deliveries settled.
    */
   recordAttempts(batch: AttemptBatch): Promise<boolean>;
-  /** At start: unlocks every delivery claimed by a process that died. */
+  /** Unlocks every delivery, whoever holds it (a store no daemon runs on; daemons release dead nodes' claims: NodeStore). */
   releaseAllClaims(): Promise<number>;
 
   // The fan-out's (webhooks/fanout.ts): one node at a time, under a lease; events in fan-out order, by position.

@@ -15,6 +15,8 @@ export interface DispatcherDeps {
   log: Logger;
   service: WebhookService;
   worker: string;
+  /** Whether this node may claim now (its heartbeat is recent: cluster/node.ts); always, when not given. While not, what it holds goes on and nothing new is taken. */
+  canClaim?: () => boolean;
   /** Requests in flight, all endpoints together. */
   concurrency: number;
   /** Requests in flight to one endpoint. */
@@ -152,6 +154,7 @@ export class Dispatcher {
    */
   private async fill(wait = false): Promise<number> {
     if (this.pool.stopping) return 0;
+    if (this.deps.canClaim?.() === false) return this.dispatch();
     const { store, clock, worker } = this.deps;
     this.endpoints.clear();
     const now = clock.now();

@@ -6,6 +6,20 @@ import type { FanOutPos, Store } from '../../src/store/store.js';
 import type { OutboxEvent } from '../../src/store/model.js';
 import { tempDir } from './env.js';
 import { testDatabase } from './postgres.js';
+import pg from 'pg';
+
+/** Each fresh store's own way to run a statement behind the interface (tests that set a row up by hand: a heartbeat in the past). */
+const raw = new WeakMap<Store, (sql: string, values: unknown[]) => Promise<void>>();
+
+/**
+ * Runs one statement on a fresh store's database, outside the store interface. Placeholders are
+ * `?` and are written $1, $2… for PostgreSQL.
+ */
+export async function rawRun(store: Store, sql: string, values: unknown[] = []): Promise<void> {
+  const run = raw.get(store);
+  if (!run) throw new Error('rawRun: not a store made by freshStore');
+  await run(sql, values);
+}
 
 /** The store engines every contract test runs against. */
 export const ENGINES = ['sqlite', 'postgres'] as const;
@@ -20,13 +34,29 @@ export async function freshStore(t: { teardown(fn: () => unknown): void }, engin
   let store: Store;
   if (engine === 'sqlite') {
     const dir = tempDir();
-    store = sqliteStore(openDb(dir.path));
+    const db = openDb(dir.path);
+    store = sqliteStore(db);
+    raw.set(store, async (sql, values) => void db.sqlite.prepare(sql).run(...values));
     t.teardown(async () => {
       await store.admin.close();
       dir.remove();
     });
   } else {
-    store = pgStore(await testDatabase(t), { max: 4 });
+    const url = await testDatabase(t);
+    store = pgStore(url, { max: 4 });
+    raw.set(store, async (sql, values) => {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      let n = 0;
+      try {
+        await c.query(
+          sql.replace(/\?/g, () => `$${++n}`),
+          values,
+        );
+      } finally {
+        await c.end();
+      }
+    });
     t.teardown(() => store.admin.close());
   }
   await store.admin.migrate(now);

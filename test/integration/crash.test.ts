@@ -26,7 +26,8 @@ const dir = tempDir();
 t.teardown(dir.remove);
 const configPath = writeTestConfig(
   dir.path,
-  `[outbound]\nport = ${mx.port}\npoll_interval = "100ms"\n[webhooks]\nallow_private_targets = true\npoll_interval = "100ms"\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n`,
+  // A short lease: on PostgreSQL the killed process's claims are released once it has run out (docs/cluster.md).
+  `[cluster]\nlease = "3s"\n[outbound]\nport = ${mx.port}\npoll_interval = "100ms"\n[webhooks]\nallow_private_targets = true\npoll_interval = "100ms"\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n`,
   dns.server,
   undefined,
   undefined,

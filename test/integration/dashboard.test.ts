@@ -270,6 +270,13 @@ async function run(): Promise<void> {
     // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
     const row = await page.locator('tr', { hasText: 'busy.example' }).innerText();
     t.match(row, /busy\.example\s+in 10 min\s+2\s[\s\S]*421 4\.7\.28 rate limited slow down <script>/, 'paused until, connections, and the reply as text');
+    // The nodes on the store, for an administrator: this daemon and another one whose name is someone's input.
+    await s.store.nodes.register({ id: 'other-node', name: `other ${XSS}`, pid: 4242, leaseMs: 600_000 }, false);
+    await page.reload();
+    t.ok(await page.getByRole('heading', { name: 'Nodes' }).isVisible());
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText (the text as shown), not the DOM property
+    t.match(await page.locator('tr', { hasText: 'other-node' }).innerText(), /other <script>[\s\S]*(just now|in a moment|s ago)[\s\S]*\s0\s+0\s/, 'name as text, started, heartbeat, claims');
+    t.equal(await page.locator('tr', { hasText: s.daemon.node.id }).count(), 1, 'this daemon is listed');
     // 375 px wide: nothing overflows sideways.
     await page.setViewportSize({ width: 375, height: 800 });
     for (const p of ['/', '/messages', `/messages/${encodeURIComponent(bouncedId)}`, '/keys', '/domains/shop.test', '/webhooks', '/suppressions', '/inbound']) {
@@ -280,6 +287,7 @@ async function run(): Promise<void> {
     }
     await page.setViewportSize({ width: 1280, height: 900 });
     await throttle({ kind: 'cleared', destination: 'busy.example' });
+    await s.store.nodes.leave('other-node');
   });
 
   await t.test('keyboard alone: tab to the search, type, submit with Enter', async (t) => {
@@ -301,6 +309,7 @@ async function run(): Promise<void> {
     watch(p2);
     await login(p2, 'user@acme.test');
     t.equal(await p2.getByRole('link', { name: 'Customers' }).count(), 0, 'no customers page');
+    t.equal(await p2.getByRole('heading', { name: 'Nodes' }).count(), 0, 'the nodes are for administrators');
     const hook = await s.store.webhooks.createEndpoint({ customerId: await customerId(s.store), url: rx.url('/x'), events: null, description: '', secret: 'whsec_x', now: Date.now() });
     const inboundId = (await s.sql.value('SELECT id FROM inbound_messages LIMIT 1')) as string;
     const keyId = (await s.sql.value("SELECT id FROM api_keys WHERE name = 'web app'")) as string;

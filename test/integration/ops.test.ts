@@ -20,7 +20,7 @@ await makeDomain(store, 'example.com');
 await store.admin.close();
 
 t.test('status, metrics, online backup, SIGHUP reload and SIGTERM on the running daemon', async (t) => {
-  const d = await spawnDaemon(configPath);
+  const d = await spawnDaemon(configPath, { POSTHASTE_SERVER_NODE_NAME: 'ops <node>' });
   t.teardown(() => {
     if (d.child.exitCode === null) d.child.kill('SIGKILL');
   });
@@ -38,12 +38,17 @@ t.test('status, metrics, online backup, SIGHUP reload and SIGTERM on the running
   );
   t.match(st, { queue: { delivered: 5 }, messages: 5, webhooks: Object, inbound: { total: 0 } });
   t.match((await runCli(['--config', configPath, 'status'])).stdout, /queue:\s+delivered=5/);
+  t.equal(st.nodes.length, 1, 'one node on SQLite');
+  t.match(st.nodes[0], { name: 'ops <node>', id: /^[0-9a-f-]{36}$/, pid: d.child.pid, lease_ms: 30_000, started_at: String, heartbeat_at: String, claims: { recipients: 0, webhook_deliveries: 0 } });
+  t.match((await runCli(['--config', configPath, 'status'])).stdout, /node: +ops <node> \([0-9a-f-]{36}, pid \d+\) started .*; holds 0 recipients, 0 webhook deliveries/);
+  t.match(d.output(), /"node":"ops <node>"/, 'log lines carry the node name');
 
   const metrics = await fetch(`${d.apiUrl}/metrics`);
   t.equal(metrics.status, 200);
   const text = await metrics.text();
   t.match(text, /posthaste_queue_recipients\{state="delivered"\} 5/);
   t.match(text, /posthaste_api_requests_total\{status="202"\} 5/);
+  t.match(text, new RegExp(`posthaste_node_info\\{node="ops <node>",node_id="${st.nodes[0].id}"\\} 1`), 'the node, as an info metric');
 
   const backup = join(dir.path, 'backup.db');
   const b = await runCli(['--config', configPath, 'db', 'backup', backup, '--json']);

@@ -75,7 +75,7 @@ export function dbCommand(program: Command): void {
 export function statusCommand(program: Command): void {
   program
     .command('status')
-    .description('queue depth by state, oldest deferred, throttled destinations, webhook backlog, inbound counts')
+    .description('the live nodes and the claims each holds, queue depth by state, oldest deferred, throttled destinations, webhook backlog, inbound counts')
     .action(async (_o, c: Command) =>
       withStore(c, async ({ store, config, now }) => {
         const st = { ...(await store.admin.status(now)), outbound_held: config.outbound.hold };
@@ -87,6 +87,12 @@ export function statusCommand(program: Command): void {
           c,
           st,
           [
+            ...(st.nodes.length === 0
+              ? ['nodes:     none running']
+              : st.nodes.map(
+                  (n) =>
+                    `node:      ${n.name} (${n.id}, pid ${n.pid}) started ${n.started_at}, heartbeat ${n.heartbeat_at}; holds ${n.claims.recipients} recipient${n.claims.recipients === 1 ? '' : 's'}, ${n.claims.webhook_deliveries} webhook deliver${n.claims.webhook_deliveries === 1 ? 'y' : 'ies'}`,
+                )),
             `queue:     ${kv(st.queue)}${st.outbound_held ? '  (HELD: outbound.hold = true, nothing is sent)' : ''}`,
             `deferred:  oldest accepted ${st.oldest_deferred ?? '-'}; next attempt ${st.next_attempt ?? '-'}`,
             ...(st.throttled.length === 0

@@ -30,7 +30,7 @@ export function serveCommand(program: Command): void {
     .action(async (_o, c: Command) => {
       const configFile = configFileOf(c);
       const config = configOf(c); // validated before anything binds a port
-      const log = createLogger(config.log.level);
+      const log = createLogger(config.log.level, undefined, config.server.node_name);
       // The daemon's modules load only for this command: the others start in a fraction of the time.
       const { startDaemon, SHUTDOWN_GRACE_MS, StoreUnreachable } = await import('../../main.js');
       const daemon = await startDaemon(config, log).catch((e: unknown) => {

@@ -60,6 +60,7 @@ export function sessionRoutes(p: Pages): void {
   app.get('/', async (request: Req, reply) => {
     const c = await ctx(request, reply, 'overview');
     if (!c) return;
-    return page(reply, c, 'Overview', overviewBody(await store.admin.overview(c.customer.id, c.now), c.now));
+    const nodes = c.session.user.role === 'admin' ? await store.nodes.list() : undefined;
+    return page(reply, c, 'Overview', overviewBody(await store.admin.overview(c.customer.id, c.now), c.now, nodes));
   });
 }

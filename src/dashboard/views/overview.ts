@@ -1,5 +1,5 @@
 import { html, type Html } from '../html.js';
-import type { Overview } from '../../store/model.js';
+import type { NodeView, Overview } from '../../store/model.js';
 import { chart } from '../chart.js';
 import { replyBlock, when } from './common.js';
 import { noun } from '../format.js';
@@ -15,8 +15,8 @@ const COUNTED: Record<keyof Overview['last24h'], [string, string]> = {
   complained: ['complaint', 'complaints'],
 };
 
-/** The overview: activity over 24 hours and 7 days, counted per recipient, and the queue now. */
-export function overviewBody(o: Overview, now: number): Html {
+/** The overview: activity over 24 hours and 7 days, counted per recipient, and the queue now; for an administrator, the nodes running. */
+export function overviewBody(o: Overview, now: number, nodes?: NodeView[]): Html {
   const stat = (label: string, v: number | string | Html) => html`<div class="stat"><b>${v}</b><span>${label}</span></div>`;
   const count = (n: number, [one, many]: [string, string]) => stat(noun(n, one, many), n);
   const activity = (counts: Overview['last24h']) => (Object.keys(COUNTED) as Array<keyof typeof COUNTED>).map((k) => count(counts[k], COUNTED[k]));
@@ -31,7 +31,20 @@ export function overviewBody(o: Overview, now: number): Html {
           'when the oldest waiting to retry was accepted',
           when(o.oldestDeferredAt, now),
         )}${count(o.webhookBacklog, ['webhook delivery waiting', 'webhook deliveries waiting'])}</div>
-        ${o.throttled.length ? throttledBody(o.throttled, now) : ''}`;
+        ${o.throttled.length ? throttledBody(o.throttled, now) : ''}
+        ${nodes ? nodesBody(nodes, now) : ''}`;
+}
+
+/** The live nodes on the store (several on one PostgreSQL: docs/cluster.md), with the work each holds now. */
+function nodesBody(rows: NodeView[], now: number): Html {
+  return html`<h2>Nodes</h2>
+        <div class="card"><p class="muted">The posthaste processes running on this store. A node that stops heartbeating for longer than its lease is dead; the others take over what it held.</p>
+        <table><thead><tr><th>Node</th><th>Started</th><th>Last heartbeat</th><th>Recipients held</th><th>Webhook deliveries held</th><th class="opt">Id</th></tr></thead><tbody>
+        ${rows.map(
+          (n) =>
+            html`<tr><td>${n.name}</td><td>${when(Date.parse(n.started_at), now)}</td><td>${when(Date.parse(n.heartbeat_at), now)}</td><td>${n.claims.recipients}</td><td>${n.claims.webhook_deliveries}</td><td class="opt"><code>${n.id}</code></td></tr>`,
+        )}
+        </tbody></table></div>`;
 }
 
 /** Receivers that asked us to slow down: mail to them goes at a reduced pace until they accept again. */

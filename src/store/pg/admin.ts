@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { PgDb } from './db.js';
-import type { AdminStore, DeliveryStore } from '../store.js';
+import type { AdminStore, DeliveryStore, NodeStore } from '../store.js';
 import { pgMigrations } from './schema.js';
 import { ACTIVITY_KINDS, type ActivityKind, type Overview } from '../model.js';
 import type { Status } from '../model.js';
@@ -71,9 +71,10 @@ async function countsByState(db: PgDb, table: 'recipients' | 'webhook_deliveries
   return Object.fromEntries(rows.map((r) => [r.state, r.n]));
 }
 
-async function status(db: PgDb, delivery: DeliveryStore, now: number): Promise<Status> {
+async function status(db: PgDb, delivery: DeliveryStore, nodes: NodeStore, now: number): Promise<Status> {
   const iso = (v: number | null) => (typeof v === 'number' ? new Date(v).toISOString() : null);
-  const [queue, webhooks, r, throttles] = await Promise.all([
+  const [live, queue, webhooks, r, throttles] = await Promise.all([
+    nodes.list(),
     countsByState(db, 'recipients'),
     countsByState(db, 'webhook_deliveries'),
     db.row<{ oldest: number | null; next: number | null; last_24h: number; total: number; unmatched: number; messages: number }>(
@@ -88,6 +89,7 @@ async function status(db: PgDb, delivery: DeliveryStore, now: number): Promise<S
     delivery.throttles(),
   ]);
   return {
+    nodes: live,
     queue,
     oldest_deferred: iso(r!.oldest),
     next_attempt: iso(r!.next),
@@ -134,7 +136,7 @@ async function purgeOld(db: PgDb, now: number, days: number): Promise<{ messages
   return { messages, attempts };
 }
 
-export function pgAdmin(db: PgDb, delivery: DeliveryStore): AdminStore {
+export function pgAdmin(db: PgDb, delivery: DeliveryStore, nodes: NodeStore): AdminStore {
   return {
     migrate: (now) => migrate(db, now),
     schemaVersions: async () => (await db.rows<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).map((r) => r.version),
@@ -143,7 +145,7 @@ export function pgAdmin(db: PgDb, delivery: DeliveryStore): AdminStore {
       return Buffer.from((await db.row<{ value: string }>('SELECT value FROM settings WHERE name = $1', [name]))!.value, 'base64');
     },
     touchHealth: async (now) => void (await db.run('INSERT INTO health (id, at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET at = excluded.at', [now])),
-    status: (now) => status(db, delivery, now),
+    status: (now) => status(db, delivery, nodes, now),
     countsByState: (table) => countsByState(db, table),
     oldestQueuedAt: async (now) =>
       (

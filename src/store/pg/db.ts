@@ -92,6 +92,8 @@ export class PgDb implements Q {
   readonly pool: pg.Pool;
   /** The pool's size: connections this node opens at most. */
   readonly max: number;
+  /** How to open a connection of one's own, outside the pool (LISTEN: store/pg/wakeups.ts). */
+  readonly client: pg.ClientConfig;
   private readonly on: On;
 
   constructor(
@@ -99,6 +101,7 @@ export class PgDb implements Q {
     opts: { password?: string; max?: number; applicationName?: string } = {},
   ) {
     this.max = opts.max ?? 10;
+    this.client = { connectionString: url, ...(opts.password !== undefined ? { password: opts.password } : {}), application_name: opts.applicationName ?? 'posthaste' };
     this.pool = new pg.Pool({
       connectionString: opts.password !== undefined ? withPassword(url, opts.password) : url,
       max: this.max,

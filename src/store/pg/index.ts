@@ -6,6 +6,8 @@ import { pgDelivery } from './delivery.js';
 import { pgInbound } from './inbound.js';
 import { pgWebhooks } from './webhooks.js';
 import { pgAdmin } from './admin.js';
+import { pgNodes } from './nodes.js';
+import { pgWakeups } from './wakeups.js';
 
 export { redactUrl };
 
@@ -17,10 +19,11 @@ export { redactUrl };
 export function pgStore(url: string, opts: { password?: string; max?: number; applicationName?: string } = {}): Store {
   const db = new PgDb(url, opts);
   const delivery = pgDelivery(db);
+  const nodes = pgNodes(db);
   return {
     engine: 'postgres',
     location: redactUrl(url),
-    admin: pgAdmin(db, delivery),
+    admin: pgAdmin(db, delivery, nodes),
     customers: pgCustomers(db),
     keys: pgKeys(db),
     domains: pgDomains(db),
@@ -30,5 +33,7 @@ export function pgStore(url: string, opts: { password?: string; max?: number; ap
     inbound: pgInbound(db),
     webhooks: pgWebhooks(db),
     users: pgUsers(db),
+    nodes,
+    wakeups: pgWakeups(db),
   };
 }

@@ -341,6 +341,25 @@ ALTER TABLE messages ADD COLUMN request_format text NOT NULL DEFAULT 'json' CHEC
 `;
 
 /**
+ * 3: nodes. Each daemon on the database is a row: a fresh id (the worker its claims carry), its
+ * name, pid and lease, when it started and its last heartbeat, both by the database's clock
+ * (milliseconds). A node whose heartbeat is older than its lease is dead; any node releases the
+ * claims of workers that have no row left (store/pg/nodes.ts). The index finds a node's recipient
+ * claims (webhook_deliveries_locked, its deliveries).
+ */
+const nodes = `
+CREATE TABLE cluster_nodes (
+  id            text PRIMARY KEY,
+  name          text NOT NULL,
+  pid           integer NOT NULL,
+  lease_ms      integer NOT NULL,
+  started_at    bigint NOT NULL,
+  heartbeat_at  bigint NOT NULL
+);
+CREATE INDEX recipient_claims_worker ON recipient_claims(worker);
+`;
+
+/**
  * 4: what several nodes on one database must agree on (docs/configuration.md, "Several nodes").
  * Version 3 is the nodes' own (their registry and claims); these tables stand apart from it.
  *
@@ -396,5 +415,6 @@ ALTER TABLE inbound_usage DROP CONSTRAINT inbound_usage_pkey, ADD PRIMARY KEY (d
 export const pgMigrations: PgMigration[] = [
   { version: 1, name: 'baseline', sql: baseline },
   { version: 2, name: 'submission', sql: submission },
+  { version: 3, name: 'nodes', sql: nodes },
   { version: 4, name: 'cluster', sql: cluster },
 ];

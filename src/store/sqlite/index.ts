@@ -15,6 +15,7 @@ import * as destinations from './destinations.js';
 import * as inbound from './inbound.js';
 import * as webhooks from './webhooks.js';
 import * as users from './users.js';
+import * as nodes from './nodes.js';
 import { overview } from './overview.js';
 import { countsByState, oldestQueuedAt, status, touchHealth } from './status.js';
 import { purgeOld } from './retention.js';
@@ -209,6 +210,18 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       showCustomer: async (id, customerId) => users.showCustomer(db, id, customerId),
       endSession: async (id) => users.endSession(db, id),
       purgeSessions: async (now, idleMs) => users.purgeSessions(db, now, idleMs),
+    },
+    nodes: {
+      register: async (node, exclusive) => nodes.registerNode(db, node, exclusive),
+      heartbeat: async (node) => nodes.heartbeat(db, node),
+      list: async () => nodes.listNodes(db),
+      releaseDead: async () => nodes.releaseDead(db),
+      leave: async (id) => nodes.leave(db, id),
+    },
+    // One process on the store: its parts wake each other in memory.
+    wakeups: {
+      notify: () => undefined,
+      listen: async () => ({ close: async () => undefined }),
     },
   };
 }

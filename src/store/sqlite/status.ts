@@ -1,6 +1,7 @@
 import type { Db } from './db.js';
 import { listThrottles } from './destinations.js';
 import type { Status } from '../model.js';
+import { listNodes } from './nodes.js';
 
 /** Rows of a table by `state` (the metrics' gauges read this on each scrape). */
 export function countsByState(db: Db, table: 'recipients' | 'webhook_deliveries'): Record<string, number> {
@@ -32,6 +33,7 @@ export function touchHealth(db: Db, now: number): void {
 export function status(db: Db, now: number): Status {
   const iso = (v: unknown) => (typeof v === 'number' ? new Date(v).toISOString() : null);
   return {
+    nodes: listNodes(db),
     queue: countsByState(db, 'recipients'),
     oldest_deferred: iso(db.sqlite.prepare("SELECT MIN(m.created_at) FROM recipients r JOIN messages m ON m.id = r.message_id WHERE r.state = 'deferred'").pluck().get()),
     next_attempt: iso(db.sqlite.prepare("SELECT MIN(next_attempt_at) FROM recipients WHERE state IN ('queued', 'deferred')").pluck().get()),

@@ -1,0 +1,76 @@
+import type { Db } from './db.js';
+import type { NodeInfo, NodeView, Released } from '../model.js';
+
+/**
+ * The node on SQLite: the same rows and rules as on PostgreSQL (store/pg/nodes.ts), by the
+ * machine's clock; one node at a time runs on the store (the data directory's lock), and it
+ * starts `exclusive`, removing what a previous run left.
+ */
+
+/** A replay's delivery is held by the request itself (locked_by 'replay'), on no node; one older than this was abandoned. */
+export const REPLAY_STALE_MS = 600_000;
+
+function insert(db: Db, n: NodeInfo, now: number): void {
+  db.statement('INSERT INTO cluster_nodes (id, name, pid, lease_ms, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)').run(n.id, n.name, n.pid, n.leaseMs, now, now);
+}
+
+export function registerNode(db: Db, node: NodeInfo, exclusive: boolean): void {
+  db.tx(() => {
+    if (exclusive) db.statement('DELETE FROM cluster_nodes').run();
+    insert(db, node, Date.now());
+  });
+}
+
+export function heartbeat(db: Db, node: NodeInfo): boolean {
+  return db.tx(() => {
+    const now = Date.now();
+    if (db.statement('UPDATE cluster_nodes SET heartbeat_at = ? WHERE id = ?').run(now, node.id).changes === 1) return true;
+    insert(db, node, now);
+    return false;
+  });
+}
+
+export function listNodes(db: Db): NodeView[] {
+  const rows = db
+    .statement(
+      `SELECT n.id, n.name, n.pid, n.lease_ms, n.started_at, n.heartbeat_at,
+              (SELECT COUNT(*) FROM recipient_claims c WHERE c.worker = n.id) AS recipients,
+              (SELECT COUNT(*) FROM webhook_deliveries d WHERE d.locked_by = n.id) AS webhooks
+         FROM cluster_nodes n WHERE n.heartbeat_at > ? - n.lease_ms ORDER BY n.name, n.started_at, n.id`,
+    )
+    .all(Date.now()) as Array<{ id: string; name: string; pid: number; lease_ms: number; started_at: number; heartbeat_at: number; recipients: number; webhooks: number }>;
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    pid: r.pid,
+    lease_ms: r.lease_ms,
+    started_at: new Date(r.started_at).toISOString(),
+    heartbeat_at: new Date(r.heartbeat_at).toISOString(),
+    claims: { recipients: r.recipients, webhook_deliveries: r.webhooks },
+  }));
+}
+
+export function releaseDead(db: Db): Released {
+  return db.tx(() => {
+    const now = Date.now();
+    const dead = db.statement('DELETE FROM cluster_nodes WHERE heartbeat_at <= ? - lease_ms RETURNING id').all(now) as Array<{ id: string }>;
+    const recipients = db.statement('DELETE FROM recipient_claims WHERE NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.id = recipient_claims.worker)').run().changes;
+    const webhook_deliveries = db
+      .statement(
+        `UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL
+          WHERE locked_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.id = webhook_deliveries.locked_by)
+            AND (locked_by <> 'replay' OR locked_at < ?)`,
+      )
+      .run(now - REPLAY_STALE_MS).changes;
+    return { recipients, webhook_deliveries, nodes: dead.map((r) => r.id) };
+  });
+}
+
+export function leave(db: Db, id: string): Omit<Released, 'nodes'> {
+  return db.tx(() => {
+    const recipients = db.statement('DELETE FROM recipient_claims WHERE worker = ?').run(id).changes;
+    const webhook_deliveries = db.statement('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by = ?').run(id).changes;
+    db.statement('DELETE FROM cluster_nodes WHERE id = ?').run(id);
+    return { recipients, webhook_deliveries };
+  });
+}

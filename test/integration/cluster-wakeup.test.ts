@@ -1,0 +1,84 @@
+import t from 'tap';
+import pg from 'pg';
+import { TestDnsServer } from '../helpers/dns-server.js';
+import { TestMx } from '../helpers/mx-server.js';
+import { TEST_ENGINE, makeDomain, makeKey, openTestStore, tempDir, testStoreUrl, writeTestConfig } from '../helpers/env.js';
+import { loadConfig } from '../../src/config/load.js';
+import { startDaemon } from '../../src/main.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { request } from '../helpers/http.js';
+import { waitFor } from '../helpers/wait.js';
+
+// Two nodes on one PostgreSQL: a message accepted by one is claimed by the other at once, woken by
+// a notification after the commit, not at its next poll (a minute away here); the listening
+// connection, cut, comes back by itself.
+
+if (TEST_ENGINE !== 'postgres') {
+  t.pass('PostgreSQL only (several nodes on one database): run with POSTHASTE_TEST_STORE=postgres');
+} else {
+  const dns = await new TestDnsServer().start();
+  const mx = await new TestMx('127.0.0.1').start();
+  t.teardown(async () => {
+    await dns.stop();
+    await mx.stop();
+  });
+  dns.set('wake.test', { MX: [{ preference: 10, exchange: 'mx.wake.test' }] });
+  dns.set('mx.wake.test', { A: ['127.0.0.1'] });
+  const url = await testStoreUrl(t);
+
+  /** A node: a daemon of its own (directory, listeners) on the shared database. */
+  const node = async (name: string, outbound: string) => {
+    const dir = tempDir();
+    t.teardown(dir.remove);
+    const path = writeTestConfig(dir.path, `[outbound]\nport = ${mx.port}\npoll_interval = "60s"\n${outbound}[webhooks]\npoll_interval = "60s"\n`, dns.server, '', undefined, url);
+    const config = loadConfig({ path, env: { POSTHASTE_SERVER_NODE_NAME: name } });
+    const daemon = await startDaemon(config, silentLogger());
+    t.teardown(() => daemon.stop());
+    return { config, daemon };
+  };
+
+  t.test('accepted on node a (holding its queue), delivered by node b well before b polls', async (t) => {
+    const a = await node('a', 'hold = true\n');
+    await node('b', '');
+    const store = await openTestStore(a.config);
+    t.teardown(() => store.admin.close());
+    const key = await makeKey(store);
+    await makeDomain(store, 'example.com');
+    t.same(
+      (await store.nodes.list()).map((n) => n.name),
+      ['a', 'b'],
+      'both nodes live',
+    );
+    // b's first poll, at its start, is over; its next is a minute away.
+    await new Promise((r) => setTimeout(r, 500));
+
+    const send = async (to: string) => {
+      const started = Date.now();
+      const r = await request(`${a.daemon.apiUrl}/api/v1/emails`, { key, body: { from: 'shop@example.com', to, subject: 'wake', text_body: 'up' } });
+      t.equal(r.status, 202);
+      await waitFor(`${to} at the MX`, () => mx.received.some((m) => m.to.includes(to)), 10_000);
+      return Date.now() - started;
+    };
+    // The first includes b's first lookups and connection to the MX.
+    const first = await send('one@wake.test');
+    t.ok(first < 15_000, `delivered by b ${first} ms after a accepted it (b polls every 60 s)`);
+    const warm = await send('warm@wake.test');
+    t.ok(warm < 5_000, `the next, ${warm} ms`);
+    t.comment(`wakeup: accepted on a, delivered by b in ${first} ms (first), ${warm} ms (next)`);
+
+    // b's listening connection cut: it comes back by itself and hears the next one.
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    t.teardown(() => admin.end());
+    const cut = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [`posthaste b ${process.pid} (listen)`]);
+    t.equal(cut.rowCount, 1, "b's listening connection terminated");
+    await waitFor(
+      'b listening again',
+      async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [`posthaste b ${process.pid} (listen)`])).rowCount === 1,
+      10_000,
+      50,
+    );
+    const second = await send('two@wake.test');
+    t.ok(second < 5_000, `after the reconnection, delivered by b in ${second} ms`);
+  });
+}
