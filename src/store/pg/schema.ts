@@ -360,7 +360,7 @@ CREATE INDEX recipient_claims_worker ON recipient_claims(worker);
 `;
 
 /**
- * 4: what several nodes on one database must agree on (docs/configuration.md, "Several nodes").
+ * 4: what several nodes on one database must agree on (docs/cluster.md, "What holds for every node").
  * Version 3 is the nodes' own (their registry and claims); these tables stand apart from it.
  *
  * - leader_leases: a role one node holds at a time (the webhook fan-out), taken and renewed on

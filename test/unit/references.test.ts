@@ -1,0 +1,43 @@
+// Every file a comment in src/ or a document in docs/ sends the reader to exists: a path written
+// as `docs/….md`, `src/…`, `test/…`, `bench/…`, or a path under src/ (`store/sqlite/queue.ts`).
+// A file moved or renamed without its references fails here, so a reader finds the code of a
+// documented behaviour in one hop.
+import t from 'tap';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const SRC_DIRS = readdirSync(join(ROOT, 'src'), { withFileTypes: true })
+  .filter((e) => e.isDirectory())
+  .map((e) => e.name);
+const PREFIXES = ['docs', 'src', 'test', 'bench', ...SRC_DIRS];
+const REF = new RegExp(`(?<![\\w./-])(?:${PREFIXES.join('|')})/[\\w./*-]+\\.(?:ts|md|json|toml)\\b`, 'g');
+
+function files(dir: string, ext: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name), ext) : e.name.endsWith(ext) ? [join(dir, e.name)] : []));
+}
+
+/** Whether `ref` names a file (or, with a `*`, at least one file) at the root or under src/. */
+function exists(ref: string): boolean {
+  if (!ref.includes('*')) return existsSync(join(ROOT, ref)) || existsSync(join(ROOT, 'src', ref));
+  const dir = ref.slice(0, ref.lastIndexOf('/'));
+  const pattern = new RegExp(`^${ref.slice(dir.length + 1).replace(/[.]/g, '\\.').replace(/\*/g, '.*')}$`);
+  return [join(ROOT, dir), join(ROOT, 'src', dir)].some((d) => existsSync(d) && readdirSync(d).some((n) => pattern.test(n)));
+}
+
+t.test('the files that src/ and docs/ name exist', async (t) => {
+  const sources = [...files(join(ROOT, 'src'), '.ts'), ...files(join(ROOT, 'docs'), '.md'), join(ROOT, 'README.md')];
+  const missing: string[] = [];
+  let seen = 0;
+  for (const file of sources) {
+    for (const m of readFileSync(file, 'utf8').matchAll(REF)) {
+      // URL paths (api/v1/…) are routes, not files.
+      if (m[0].startsWith('api/v1/')) continue;
+      seen++;
+      if (!exists(m[0])) missing.push(`${relative(ROOT, file)}: ${m[0]}`);
+    }
+  }
+  t.ok(seen > 50, `${seen} references read`);
+  t.same(missing, [], 'every named file exists');
+});
