@@ -39,8 +39,10 @@ export async function benchCluster(): Promise<{ lines: string[] }> {
         const text = (hold: boolean) =>
           base
             .replace(/data_dir = "([^"]+)"/, (_m, d: string) => `data_dir = "${d}-${nodes}-${round}-${i}"\nnode_name = "bench${i + 1}"`)
-            .replace('[outbound]\n', `[outbound]\nhold = ${hold}\nconcurrency = ${SMTP / nodes}\nconcurrency_per_domain = ${SMTP / nodes}\nclaim_batch = ${CLAIM_BATCH}\nsigning_threads = ${signers(nodes)}\n`) +
-          `[store]\nurl = "${url}"\npool_size = ${POOL / nodes}\n`;
+            .replace(
+              '[outbound]\n',
+              `[outbound]\nhold = ${hold}\nconcurrency = ${SMTP / nodes}\nconcurrency_per_domain = ${SMTP / nodes}\nclaim_batch = ${CLAIM_BATCH}\nsigning_threads = ${signers(nodes)}\n`,
+            ) + `[store]\nurl = "${url}"\npool_size = ${POOL / nodes}\n`;
         writeFileSync(path, text(true));
         return { path, release: () => writeFileSync(path, text(false)) };
       });

@@ -460,7 +460,10 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     lost: (e) => log.warn({ err: e.message }, 'wakeups from other nodes lost (LISTEN connection); polling meanwhile, reconnecting'),
     back: () => log.info('wakeups from other nodes heard again'),
   });
-  log.info({ api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, submission: submissionAt, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir, node_id: node.id }, 'posthaste is running');
+  log.info(
+    { api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, submission: submissionAt, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir, node_id: node.id },
+    'posthaste is running',
+  );
 
   const reloadParts: ReloadParts = { log, settings, store, scheduler, listener, submission: submission.map((l) => l.server) };
   // Each key's running value ("section.key" → JSON): the configuration as started, with what reloads applied.

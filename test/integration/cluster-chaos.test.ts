@@ -219,15 +219,23 @@ if (TEST_ENGINE !== 'postgres') {
     t.same(missingHooks, [], 'every 202 reached its webhook');
 
     const twice = [...byAddress()].filter(([, n]) => n > 1).map(([a]) => a);
+    // The other window at-least-once allows: the MX took the message but the node never saw its
+    // answer (a reply that timed out on this loaded machine, a connection cut after the data), so
+    // the attempt was recorded as deferred and tried again.
+    const unanswered = new Set(
+      (
+        await query<{ address: string }>("SELECT DISTINCT r.address FROM recipients r JOIN events e ON e.recipient_id = r.id WHERE e.type = 'email.deferred' AND r.address = ANY($1::text[])", [twice])
+      ).map((r) => r.address),
+    );
     t.same(
-      twice.filter((a) => !heldByKilled.has(a)),
+      twice.filter((a) => !heldByKilled.has(a) && !unanswered.has(a)),
       [],
-      'a recipient reached the MX twice only if a killed node held it when it died',
+      'a recipient reached the MX twice only if a killed node held it when it died, or an attempt of it went unanswered',
     );
     const hookCounts = new Map<string, number>();
     for (const r of rx.on('/chaos')) hookCounts.set(r.id, (hookCounts.get(r.id) ?? 0) + 1);
-    // Each node fans every event out itself (one fan-out for the cluster is not part of this
-    // test): counted, not asserted.
+    // One node at a time fans events out (the fan-out's lease); a request the holder made just
+    // before it was killed may be made again by the next holder (at-least-once): counted.
     const hookDup = [...hookCounts.values()].filter((n) => n > 1).length;
     t.ok(
       rx.on('/chaos').every((r) => r.verified),
@@ -240,7 +248,7 @@ if (TEST_ENGINE !== 'postgres') {
         `the ${k.held} recipients ${k.node} held when killed were taken over by the others ${k.taken} ms after the kill, all delivered after ${k.ms} ms (lease ${LEASE_MS} ms)`,
       );
     t.comment(
-      `accepted ${accepted.size}; MX received ${mx.received.length} for ${byAddress().size} recipients, ${twice.length} twice (held by a killed node: ${heldByKilled.size}); ` +
+      `accepted ${accepted.size}; MX received ${mx.received.length} for ${byAddress().size} recipients, ${twice.length} twice (held by a killed node: ${heldByKilled.size}; deferred after the MX had it: ${unanswered.size}); ` +
         `webhooks ${rx.on('/chaos').length}, ${hookDup} events delivered more than once`,
     );
     t.comment(

@@ -55,7 +55,11 @@ t.test('the hints the daemon prints run as printed and reach its store', async (
   t.match(printed, `--config ${configPath}`, 'the config it was started with is in the hint');
   t.equal(keyHint, `${printed} keys create --sandbox`, 'both hints name the same command');
   const store = /^posthaste: store (.+)$/m.exec(d.output())?.[1];
-  t.match(store, /^url = "postgres/m.test(readFileSync(configPath, 'utf8')) ? /^PostgreSQL at postgres:\/\/[^:@]*(:\*\*\*)?@/ : `SQLite in ${dir.path}`, 'the store it serves from is named (a URL without its password)');
+  t.match(
+    store,
+    /^url = "postgres/m.test(readFileSync(configPath, 'utf8')) ? /^PostgreSQL at postgres:\/\/[^:@]*(:\*\*\*)?@/ : `SQLite in ${dir.path}`,
+    'the store it serves from is named (a URL without its password)',
+  );
 
   const added = await shell(`${printed} users add first@example.com --admin --password-stdin`, 'a password long enough\n');
   t.equal(added.code, 0, added.out);

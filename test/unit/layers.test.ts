@@ -9,7 +9,18 @@ import { fileURLToPath } from 'node:url';
 const SRC = fileURLToPath(new URL('../../../src/', import.meta.url));
 
 /** Lowest first; a folder imports only from lower levels. */
-export const LEVELS: string[][] = [['domain'], ['config'], ['lib'], ['store'], ['outbound', 'webhooks', 'domains', 'cluster'], ['reports'], ['inbound'], ['api', 'dashboard', 'submission'], ['main.ts'], ['cli']];
+export const LEVELS: string[][] = [
+  ['domain'],
+  ['config'],
+  ['lib'],
+  ['store'],
+  ['outbound', 'webhooks', 'domains', 'cluster'],
+  ['reports'],
+  ['inbound'],
+  ['api', 'dashboard', 'submission'],
+  ['main.ts'],
+  ['cli'],
+];
 
 interface Edge {
   from: string;

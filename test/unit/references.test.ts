@@ -22,7 +22,12 @@ function files(dir: string, ext: string): string[] {
 function exists(ref: string): boolean {
   if (!ref.includes('*')) return existsSync(join(ROOT, ref)) || existsSync(join(ROOT, 'src', ref));
   const dir = ref.slice(0, ref.lastIndexOf('/'));
-  const pattern = new RegExp(`^${ref.slice(dir.length + 1).replace(/[.]/g, '\\.').replace(/\*/g, '.*')}$`);
+  const pattern = new RegExp(
+    `^${ref
+      .slice(dir.length + 1)
+      .replace(/[.]/g, '\\.')
+      .replace(/\*/g, '.*')}$`,
+  );
   return [join(ROOT, dir), join(ROOT, 'src', dir)].some((d) => existsSync(d) && readdirSync(d).some((n) => pattern.test(n)));
 }
 

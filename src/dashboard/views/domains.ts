@@ -34,7 +34,13 @@ export function domainBody(
   result: Awaited<ReturnType<typeof verifyDomain>> | undefined,
 ): Html {
   const check = (name: string, purpose: string) => result?.checks.find((k) => k.name === name && k.purpose === purpose);
-  const verdict = !result ? '' : result.verified ? 'Verified: every required record is published.' : result.dnsError ? `Not checked: ${result.dnsError}.` : 'Not verified yet: see the records marked missing.';
+  const verdict = !result
+    ? ''
+    : result.verified
+      ? 'Verified: every required record is published.'
+      : result.dnsError
+        ? `Not checked: ${result.dnsError}.`
+        : 'Not verified yet: see the records marked missing.';
   return html`${result ? html`<div class="${result.verified ? 'flash' : 'flash error'}" role="status">${verdict}</div>` : ''}
     <div class="card"><p>${d.verified_at ? html`<span class="badge ok">verified</span> since ${when(d.verified_at, c.now)}` : html`<span class="badge pending">not verified</span> sending from it is refused until it is`}</p>
       <form method="post" action="${path`/domains/${d.name}/verify`}" class="inline">${csrf(c)}<button>Verify now</button></form></div>

@@ -108,7 +108,7 @@ async function acceptMany(q: Q, inputs: Array<Omit<AcceptInput, 'idempotency'>>)
       x.tags?.length ? JSON.stringify(x.tags) : null,
       x.scheduledAt ?? x.now,
     ];
-    values.forEach((v, c) => (cols[c]![i] = v));
+    for (const [c, v] of values.entries()) cols[c]![i] = v;
     for (const r of x.recipients) {
       rin[0]!.push(i + 1);
       rin[1]!.push(r.address);
@@ -188,7 +188,7 @@ class AcceptGroups {
         this.db,
         group.map((g) => g.input),
       );
-      group.forEach((g, i) => g.resolve({ ...results[i]!, authEpoch: epoch }));
+      for (const [i, g] of group.entries()) g.resolve({ ...results[i]!, authEpoch: epoch });
     } catch (e) {
       if (group.length === 1 || isStoreUnavailable(e)) {
         for (const g of group) g.reject(e);

@@ -16,7 +16,11 @@ const records = [
 ] as const;
 const limits = { ratePerMinute: null, monthlyLimit: null };
 const check = (purpose: RecordCheck['purpose'], name: string, lookup: RecordCheck['lookup'], seen: string[]): RecordCheck => ({ purpose, name, expected: '', found: false, lookup, seen });
-const text = (h: { toString(): string }) => h.toString().replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ');
+const text = (h: { toString(): string }) =>
+  h
+    .toString()
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/\s+/g, ' ');
 
 t.test('a lookup the DNS server did not answer: a "no answer" badge with its reason, and a banner naming dns.servers', async (t) => {
   const why = 'the DNS server did not answer the TXT query for _posthaste.new.example (SERVFAIL): check that 127.0.0.1:53 answers, or set dns.servers to a DNS server that does';
@@ -40,7 +44,10 @@ t.test('records the DNS answered without: "missing", with what was seen', async 
       verified: false,
       switchedTo: null,
       dnsError: null,
-      checks: [check('verification', '_posthaste.new.example', 'no_record', ['_posthaste.new.example has no TXT record']), check('dkim', 'posthaste._domainkey.new.example', 'no_domain', ['posthaste._domainkey.new.example does not exist (NXDOMAIN)'])],
+      checks: [
+        check('verification', '_posthaste.new.example', 'no_record', ['_posthaste.new.example has no TXT record']),
+        check('dkim', 'posthaste._domainkey.new.example', 'no_domain', ['posthaste._domainkey.new.example does not exist (NXDOMAIN)']),
+      ],
     }),
   );
   t.match(page, 'Not verified yet: see the records marked missing.');

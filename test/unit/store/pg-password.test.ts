@@ -22,7 +22,7 @@ t.test('withPassword puts the password in any PostgreSQL URL, percent-encoded, r
   t.equal(withPassword('postgresql://u@[::1]:5433/db?sslmode=disable', PASSWORD), `postgresql://u:${enc}@[::1]:5433/db?sslmode=disable`);
 });
 
-t.test('a daemon\'s store opens with the password from store.password_file', { skip: !pgBinDir() && 'PostgreSQL server binaries not installed' }, async (t) => {
+t.test("a daemon's store opens with the password from store.password_file", { skip: !pgBinDir() && 'PostgreSQL server binaries not installed' }, async (t) => {
   const cluster = await startPgCluster();
   t.teardown(() => cluster.remove());
   const admin = new pg.Client({ connectionString: cluster.url });
