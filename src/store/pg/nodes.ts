@@ -1,6 +1,6 @@
 import type { PgDb, Q } from './db.js';
 import type { NodeStore } from '../store.js';
-import type { NodeInfo, NodeView } from '../model.js';
+import { nodeView, type NodeInfo, type NodeRow } from '../model.js';
 
 /**
  * Nodes on PostgreSQL: every time is the database's clock (milliseconds), the one clock all nodes
@@ -46,23 +46,13 @@ export function pgNodes(db: PgDb): NodeStore {
       return false;
     },
     list: async () => {
-      const rows = await db.rows<{ id: string; name: string; pid: number; lease_ms: number; started_at: number; heartbeat_at: number; recipients: number; webhooks: number }>(
+      const rows = await db.rows<NodeRow>(
         `SELECT n.id, n.name, n.pid, n.lease_ms, n.started_at, n.heartbeat_at,
                 (SELECT count(*) FROM recipient_claims c WHERE c.worker = n.id)::int AS recipients,
                 (SELECT count(*) FROM webhook_deliveries d WHERE d.locked_by = n.id)::int AS webhooks
            FROM cluster_nodes n WHERE n.heartbeat_at > ${NOW} - n.lease_ms ORDER BY n.name, n.started_at, n.id`,
       );
-      return rows.map(
-        (r): NodeView => ({
-          id: r.id,
-          name: r.name,
-          pid: r.pid,
-          lease_ms: r.lease_ms,
-          started_at: new Date(r.started_at).toISOString(),
-          heartbeat_at: new Date(r.heartbeat_at).toISOString(),
-          claims: { recipients: r.recipients, webhook_deliveries: r.webhooks },
-        }),
-      );
+      return rows.map(nodeView);
     },
     releaseDead: () =>
       db.tx(async (q) => {

@@ -1,5 +1,5 @@
 import type { Db } from './db.js';
-import type { NodeInfo, NodeView, Released } from '../model.js';
+import { nodeView, type NodeInfo, type NodeRow, type NodeView, type Released } from '../model.js';
 
 /**
  * The node on SQLite: the same rows and rules as on PostgreSQL (store/pg/nodes.ts), by the
@@ -38,16 +38,8 @@ export function listNodes(db: Db): NodeView[] {
               (SELECT COUNT(*) FROM webhook_deliveries d WHERE d.locked_by = n.id) AS webhooks
          FROM cluster_nodes n WHERE n.heartbeat_at > ? - n.lease_ms ORDER BY n.name, n.started_at, n.id`,
     )
-    .all(Date.now()) as Array<{ id: string; name: string; pid: number; lease_ms: number; started_at: number; heartbeat_at: number; recipients: number; webhooks: number }>;
-  return rows.map((r) => ({
-    id: r.id,
-    name: r.name,
-    pid: r.pid,
-    lease_ms: r.lease_ms,
-    started_at: new Date(r.started_at).toISOString(),
-    heartbeat_at: new Date(r.heartbeat_at).toISOString(),
-    claims: { recipients: r.recipients, webhook_deliveries: r.webhooks },
-  }));
+    .all(Date.now()) as NodeRow[];
+  return rows.map(nodeView);
 }
 
 export function releaseDead(db: Db): Released {
