@@ -478,30 +478,6 @@ export interface NodeView {
   claims: { recipients: number; webhook_deliveries: number };
 }
 
-/** A live node's row as both engines read it (times in ms), with the claims it holds. */
-export interface NodeRow {
-  id: string;
-  name: string;
-  pid: number;
-  lease_ms: number;
-  started_at: number;
-  heartbeat_at: number;
-  recipients: number;
-  webhooks: number;
-}
-
-export function nodeView(r: NodeRow): NodeView {
-  return {
-    id: r.id,
-    name: r.name,
-    pid: r.pid,
-    lease_ms: r.lease_ms,
-    started_at: new Date(r.started_at).toISOString(),
-    heartbeat_at: new Date(r.heartbeat_at).toISOString(),
-    claims: { recipients: r.recipients, webhook_deliveries: r.webhooks },
-  };
-}
-
 /** What releasing dead nodes' claims freed. */
 export interface Released {
   recipients: number;

@@ -1,6 +1,7 @@
+import { MESSAGE_VIEW_COLUMNS, RECIPIENT_VIEW_COLUMNS, messageView, type MessageRow, type RecipientRow } from '../views.js';
 import { uniqueViolation, type PgDb, type Q } from './db.js';
 import type { MessageStore } from '../store.js';
-import { acceptedResponse, type AcceptInput, type AcceptResult, type MessageSearch, type MessageSummary, type MessageView, type RecipientState } from '../model.js';
+import { acceptedResponse, type AcceptInput, type AcceptResult, type MessageSearch, type MessageSummary, type MessageView } from '../model.js';
 import type { BatchInput, BatchItem, BatchItemResult, BatchResult, SendCommit, SendInput } from '../model.js';
 import { isStoreUnavailable } from '../errors.js';
 import type { RequestFormat, SuppressionReason } from '../model.js';
@@ -243,53 +244,11 @@ async function acceptBatch(db: PgDb, input: BatchInput): Promise<BatchResult> {
   }, idempotencyRace);
 }
 
-interface MessageRow {
-  id: number;
-  message_id: string;
-  from_header: string;
-  subject: string;
-  sandbox: number;
-  metadata: string;
-  size: number | null;
-  created_at: number;
-  scheduled_at: number | null;
-  tags: string | null;
-}
-
 async function getMessage(db: PgDb, customerId: number | undefined, messageId: string): Promise<MessageView | undefined> {
-  const m = await db.row<MessageRow>(
-    'SELECT id, message_id, from_header, subject, sandbox, metadata, size, created_at, scheduled_at, tags FROM messages WHERE message_id = $1 AND ($2::bigint IS NULL OR customer_id = $2)',
-    [messageId, customerId ?? null],
-  );
+  const m = await db.row<MessageRow>(`SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages WHERE message_id = $1 AND ($2::bigint IS NULL OR customer_id = $2)`, [messageId, customerId ?? null]);
   if (!m) return undefined;
-  const [recipients, events] = await Promise.all([
-    db.rows<{ address: string; field: string; state: RecipientState; attempts: number; next_attempt_at: number | null; last_response: string | null }>(
-      'SELECT address, field, state, attempts, next_attempt_at, last_response FROM recipients WHERE message_id = $1 ORDER BY id',
-      [m.id],
-    ),
-    eventsOf(db, m.id),
-  ]);
-  return {
-    email_id: m.id,
-    message_id: m.message_id,
-    from: m.from_header,
-    subject: m.subject,
-    sandbox: m.sandbox === 1,
-    metadata: JSON.parse(m.metadata) as Record<string, string>,
-    size: m.size,
-    created_at: new Date(m.created_at).toISOString(),
-    scheduled_at: m.scheduled_at !== null ? new Date(m.scheduled_at).toISOString() : null,
-    tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],
-    recipients: recipients.map((r) => ({
-      address: r.address,
-      field: r.field,
-      state: r.state,
-      attempts: r.attempts,
-      next_attempt_at: r.next_attempt_at !== null && (r.state === 'queued' || r.state === 'deferred') ? new Date(r.next_attempt_at).toISOString() : null,
-      last_response: r.last_response ? (JSON.parse(r.last_response) as unknown) : null,
-    })),
-    events,
-  };
+  const [recipients, events] = await Promise.all([db.rows<RecipientRow>(`SELECT ${RECIPIENT_VIEW_COLUMNS} FROM recipients WHERE message_id = $1 ORDER BY id`, [m.id]), eventsOf(db, m.id)]);
+  return messageView(m, recipients, events);
 }
 
 async function eventsOf(db: PgDb, messageRowId: number): Promise<EventEnvelope[]> {

@@ -1,6 +1,7 @@
 import type { PgDb, Q } from './db.js';
 import type { NodeStore } from '../store.js';
-import { nodeView, type NodeInfo, type NodeRow } from '../model.js';
+import type { NodeInfo } from '../model.js';
+import { nodeView, type NodeRow } from '../views.js';
 
 /**
  * Nodes on PostgreSQL: every time is the database's clock (milliseconds), the one clock all nodes

@@ -1,18 +1,9 @@
+import { MESSAGE_VIEW_COLUMNS, RECIPIENT_VIEW_COLUMNS, messageView, type MessageRow, type RecipientRow } from '../views.js';
 import { BOUND_LIMIT, type Db } from './db.js';
 import { findSuppressed } from './suppressions.js';
 import { eventsOfMessage } from './events.js';
 import { addressKey } from '../../domain/addresses.js';
-import {
-  acceptedResponse,
-  type AcceptInput,
-  type AcceptResult,
-  type MessageSearch,
-  type MessageSummary,
-  type MessageView,
-  type RecipientState,
-  type RequestFormat,
-  type StoredContent,
-} from '../model.js';
+import { acceptedResponse, type AcceptInput, type AcceptResult, type MessageSearch, type MessageSummary, type MessageView, type RequestFormat, type StoredContent } from '../model.js';
 
 const byteLength = (b: Uint8Array | string) => (typeof b === 'string' ? Buffer.byteLength(b) : b.byteLength);
 
@@ -109,62 +100,14 @@ export function recordIdempotent(db: Db, customerId: number, idem: { key: string
 }
 
 /** The columns of messages a message's view shows (its row id, the rest as stored: migrations 001 and 008). */
-interface MessageRow {
-  id: number;
-  message_id: string;
-  from_header: string;
-  subject: string;
-  sandbox: number;
-  /** JSON object of strings. */
-  metadata: string;
-  size: number | null;
-  created_at: number;
-  scheduled_at: number | null;
-  /** JSON array of strings; null: none. */
-  tags: string | null;
-}
-
-/** The columns of recipients a message's view shows. */
-interface RecipientRow {
-  address: string;
-  field: 'to' | 'cc' | 'bcc';
-  state: RecipientState;
-  attempts: number;
-  next_attempt_at: number | null;
-  /** JSON: the last reply (or why it was suppressed). */
-  last_response: string | null;
-}
-
 /** A message with its recipients and events, or undefined (unknown, or another customer's). */
 export function getMessage(db: Db, customerId: number | undefined, messageId: string): MessageView | undefined {
-  const columns = 'id, message_id, from_header, subject, sandbox, metadata, size, created_at, scheduled_at, tags';
   const m =
     customerId === undefined
-      ? db.get<MessageRow>(`SELECT ${columns} FROM messages WHERE message_id = ?`, messageId)
-      : db.get<MessageRow>(`SELECT ${columns} FROM messages WHERE message_id = ? AND customer_id = ?`, messageId, customerId);
+      ? db.get<MessageRow>(`SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages WHERE message_id = ?`, messageId)
+      : db.get<MessageRow>(`SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages WHERE message_id = ? AND customer_id = ?`, messageId, customerId);
   if (!m) return undefined;
-  const recipients = db.all<RecipientRow>('SELECT address, field, state, attempts, next_attempt_at, last_response FROM recipients WHERE message_id = ? ORDER BY id', m.id);
-  return {
-    email_id: m.id,
-    message_id: m.message_id,
-    from: m.from_header,
-    subject: m.subject,
-    sandbox: m.sandbox === 1,
-    metadata: JSON.parse(m.metadata) as Record<string, string>,
-    size: m.size,
-    created_at: new Date(m.created_at).toISOString(),
-    scheduled_at: m.scheduled_at !== null ? new Date(m.scheduled_at).toISOString() : null,
-    tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],
-    recipients: recipients.map((r) => ({
-      address: r.address,
-      field: r.field,
-      state: r.state,
-      attempts: r.attempts,
-      next_attempt_at: r.next_attempt_at !== null && (r.state === 'queued' || r.state === 'deferred') ? new Date(r.next_attempt_at).toISOString() : null,
-      last_response: r.last_response ? JSON.parse(r.last_response) : null,
-    })),
-    events: eventsOfMessage(db, m.id),
-  };
+  return messageView(m, db.all<RecipientRow>(`SELECT ${RECIPIENT_VIEW_COLUMNS} FROM recipients WHERE message_id = ? ORDER BY id`, m.id), eventsOfMessage(db, m.id));
 }
 
 /** What retention leaves of a finished message's request (store/sqlite/retention.ts). */

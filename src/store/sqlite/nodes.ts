@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
-import { nodeView, type NodeInfo, type NodeRow, type NodeView, type Released } from '../model.js';
+import type { NodeInfo, NodeView, Released } from '../model.js';
+import { nodeView, type NodeRow } from '../views.js';
 
 /**
  * The node on SQLite: the same rows and rules as on PostgreSQL (store/pg/nodes.ts), by the
