@@ -107,9 +107,9 @@ t.test('a copy that fails leaves nothing behind', async (t) => {
   await pg.admin.migrate(1);
   const raw = new PgDb(url, { max: 1 });
   t.teardown(() => raw.close());
-  // A row PostgreSQL refuses (an event whose customer does not exist) stops the copy part way.
+  // A row PostgreSQL refuses (an event whose message does not exist) stops the copy part way.
   db.sqlite.pragma('foreign_keys = OFF');
-  db.sqlite.prepare("INSERT INTO events (id, customer_id, type, created_at, body) VALUES ('msg_orphan', 999, 'email.delivered', 1, '{}')").run();
+  db.sqlite.prepare("INSERT INTO events (id, customer_id, type, message_id, created_at, body) VALUES ('msg_orphan', 1, 'email.delivered', 999999, 1, '{}')").run();
   await t.rejects(copySqliteToPg(db, raw));
   t.same(await pg.customers.list(), [], 'nothing was kept');
 });
