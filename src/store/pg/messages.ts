@@ -166,10 +166,20 @@ class AcceptGroups {
     });
   }
 
+  /**
+   * Starts the next group when none is being written, or when a full group waits and fewer than
+   * `concurrency` are. A group costs the database about as much for one send as for ten (the
+   * statement, its triggers and the commit), so a second statement started for the one send that
+   * just arrived makes every send dearer; sends wait for the running group instead, and a full
+   * group is the sign that one statement at a time no longer keeps up.
+   */
   private pump(): void {
     while (this.running < this.concurrency && this.waiting.length > 0) {
       let take = 0;
-      for (let bytes = 0; take < this.waiting.length && take < AcceptGroups.MAX && (take === 0 || bytes < AcceptGroups.MAX_BYTES); take++) bytes += requestBytes(this.waiting[take]!.input.request);
+      let bytes = 0;
+      for (; take < this.waiting.length && take < AcceptGroups.MAX && (take === 0 || bytes < AcceptGroups.MAX_BYTES); take++) bytes += requestBytes(this.waiting[take]!.input.request);
+      const full = take === AcceptGroups.MAX || bytes >= AcceptGroups.MAX_BYTES;
+      if (this.running > 0 && !full) return;
       const group = this.waiting.splice(0, take);
       this.running++;
       void this.write(group).finally(() => {
