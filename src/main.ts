@@ -29,7 +29,7 @@ import { relayOptions } from './outbound/relay.js';
 import { Dane } from './outbound/dane.js';
 import { Scheduler } from './outbound/scheduler.js';
 import { Throttle } from './outbound/throttle.js';
-import { destinationOf } from './domain/destinations.js';
+import { CLUSTER_THROTTLE, destinationOf } from './domain/destinations.js';
 import { SignerPool } from './outbound/signer.js';
 import { MtaSts } from './outbound/mta-sts.js';
 import { readFileSync } from 'node:fs';
@@ -163,13 +163,15 @@ async function buildOutbound(
   const signer = new SignerPool(o.signing_threads || cpus().length);
   const timeouts = { connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout };
   const smtp = { name: config.server.hostname, port: o.port, ...timeouts, extraCa, chunking: o.chunking, bdatMemory: new BdatMemory(clock) };
+  // Destination throttling: each node's own by its name, or one for all (limits_scope = "cluster").
+  const throttleHolder = o.limits_scope === 'cluster' ? CLUSTER_THROTTLE : config.server.node_name;
   const scheduler = new Scheduler({
     store: store.delivery,
     clock,
     log,
     policy: { retrySchedule: o.retry_schedule, maxQueueTime: o.max_queue_time },
     concurrency: o.concurrency,
-    throttle: new Throttle((destination) => settings.outbound.current.limits(destination), await store.delivery.throttles()),
+    throttle: new Throttle((destination) => settings.outbound.current.limits(destination), await store.delivery.throttles(throttleHolder)),
     destinationOf: async (domain) => {
       if (relay) return relay.host;
       const found = await mx.resolve(domain);
@@ -180,6 +182,7 @@ async function buildOutbound(
     worker: node.id,
     canClaim: () => node.canClaim(),
     ...(o.limits_scope === 'cluster' ? { sharedAs: node.id } : {}),
+    throttleHolder,
     held: () => settings.outbound.current.hold,
     onEvents: hooks.onEvents,
     onOutcome: hooks.onOutcome,
@@ -361,6 +364,15 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
       webhookDeliveries: () => store.admin.countsByState('webhook_deliveries'),
       oldestQueued: () => store.admin.oldestQueuedAt(ctx.clock.now()),
       now: () => ctx.clock.now(),
+      // On a shared store the first live node, as status lists them, serves the store's gauges (docs/cluster.md).
+      ...(store.engine === 'postgres'
+        ? {
+            servesStoreGauges: async () => {
+              const live = await store.nodes.list();
+              return live.length === 0 || live[0]!.id === node.id;
+            },
+          }
+        : {}),
     },
     { processMetrics: config.metrics.enabled, node: { name: config.server.node_name, id: node.id } },
   );

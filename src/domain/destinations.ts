@@ -22,6 +22,9 @@ export function destinationOfHost(host: string): string {
   return getDomain(h) ?? h;
 }
 
+/** The holder of a destination's throttling shared by every node (outbound.limits_scope = "cluster"); otherwise a node's name holds its own. */
+export const CLUSTER_THROTTLE = '';
+
 /** Limits for one destination. */
 export interface DestinationLimits {
   /** Connections open at once. */
@@ -89,4 +92,6 @@ export interface DestinationThrottle {
   reason: Reply;
   /** When this spell of throttling began. */
   since: number;
+  /** The node whose own throttling this is, where nodes are limited each on its own; absent: one for all. */
+  node?: string;
 }

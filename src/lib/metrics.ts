@@ -22,6 +22,12 @@ export interface MetricsSources {
   /** When the oldest recipient still to be sent (queued or deferred, and due) became due, epoch ms; null when there is none. */
   oldestQueued: () => Promise<number | null>;
   now: () => number;
+  /**
+   * Whether this node serves the store's gauges, which are the same on every node of a shared
+   * store: one node serves them, the others none, so a sum over the nodes counts each recipient
+   * once. Always, when not given.
+   */
+  servesStoreGauges?: () => Promise<boolean>;
 }
 
 /**
@@ -85,8 +91,8 @@ export class Metrics {
         { node: opts.node.name, node_id: opts.node.id },
         1,
       );
-    this.gaugeByState('posthaste_queue_recipients', 'Recipients by state', RECIPIENT_STATES, sources.recipients);
-    this.gaugeByState('posthaste_webhook_deliveries', 'Webhook deliveries by state', WEBHOOK_STATES, sources.webhookDeliveries);
+    const recipients = this.gaugeByState('posthaste_queue_recipients', 'Recipients by state', RECIPIENT_STATES, sources.recipients);
+    const webhookDeliveries = this.gaugeByState('posthaste_webhook_deliveries', 'Webhook deliveries by state', WEBHOOK_STATES, sources.webhookDeliveries);
     const oldest = new Gauge({
       name: 'posthaste_queue_oldest_age_seconds',
       help: 'Seconds the oldest recipient still to be sent (queued or deferred) has waited since its message was accepted (or its scheduled time); 0 when none',
@@ -96,6 +102,8 @@ export class Metrics {
         oldest.set(at === null ? 0 : Math.max(0, (sources.now() - at) / 1000));
       },
     });
+    const serves = sources.servesStoreGauges;
+    if (serves) for (const gauge of [recipients, webhookDeliveries, oldest]) servedOnlyWhen(gauge, serves);
     for (const outcome of DELIVERY_OUTCOMES) this.deliveries.inc({ outcome }, 0);
     for (const result of SUBMISSION_AUTH) this.submissionAuth.inc({ result }, 0);
     for (const result of SUBMISSION_RESULTS) this.submission.inc({ result }, 0);
@@ -124,7 +132,7 @@ export class Metrics {
   }
 
   /** A gauge of counts by `state`, read on each scrape; every state of `states` is shown, at 0 when none. */
-  private gaugeByState(name: string, help: string, states: string[], read: () => Promise<Record<string, number>>): void {
+  private gaugeByState(name: string, help: string, states: string[], read: () => Promise<Record<string, number>>): Gauge {
     const gauge = new Gauge({
       name,
       help,
@@ -136,5 +144,17 @@ export class Metrics {
         for (const state of new Set([...states, ...Object.keys(counts)])) gauge.set({ state }, counts[state] ?? 0);
       },
     });
+    return gauge;
   }
+}
+
+/** The gauge is read and served only while `serves` says so; otherwise its name is served with no samples (nor a 0, which a sum would count). */
+function servedOnlyWhen(gauge: Gauge, serves: () => Promise<boolean>): void {
+  const get = gauge.get.bind(gauge);
+  gauge.get = async () => {
+    if (await serves()) return get();
+    // What prom-client's own get() answers for a gauge, without reading it (its collect).
+    const { help, name, aggregator } = gauge as unknown as { help: string; name: string; aggregator: 'sum' };
+    return { help, name, type: 'gauge', aggregator, values: [] } as unknown as Awaited<ReturnType<Gauge['get']>>;
+  };
 }

@@ -8,6 +8,7 @@ import { sandboxSteps } from '../domain/sandbox.js';
 import { KeyedPool } from '../lib/keyed-pool.js';
 import type { Throttle, ThrottleChange } from './throttle.js';
 import { logDeliveries } from './delivery-log.js';
+import { CLUSTER_THROTTLE } from '../domain/destinations.js';
 
 export interface SchedulerDeps {
   store: DeliveryStore;
@@ -37,6 +38,12 @@ export interface SchedulerDeps {
    * limits are decided against the other nodes' use, shared through the store. Absent: per node.
    */
   sharedAs?: string;
+  /**
+   * Whose destination throttling this node keeps and reads back at its start: its name (per
+   * node, the default: its backoff outlives a restart, other nodes keep theirs), or
+   * CLUSTER_THROTTLE with limits_scope = "cluster" (one for all nodes).
+   */
+  throttleHolder?: string;
 }
 
 /** How often a node sharing destination limits says it is alive (its use counts for a minute after). */
@@ -343,7 +350,9 @@ export class Scheduler {
   }
 
   private saveThrottle(change: NonNullable<ThrottleChange>, now: number): void {
-    this.throttleWrites = this.throttleWrites.then(() => this.deps.store.setThrottle(change, now)).catch((e: unknown) => this.deps.log.warn({ err: e }, 'destination throttle not saved'));
+    this.throttleWrites = this.throttleWrites
+      .then(() => this.deps.store.setThrottle(change, now, this.deps.throttleHolder ?? CLUSTER_THROTTLE))
+      .catch((e: unknown) => this.deps.log.warn({ err: e }, 'destination throttle not saved'));
     this.pool.track(this.throttleWrites);
   }
 

@@ -496,7 +496,16 @@ export interface Status {
   inbound: { last_24h: number; total: number; reports_unmatched: number };
   messages: number;
   /** Destinations slowed down because they refused us (adaptive backoff), with the refusal. */
-  throttled: Array<{ destination: string; connections: number; refusals: number; paused_until: string; since: string; reason: { code: number; enhanced_code: string; message: string } }>;
+  /** `node`: the node whose own throttling it is (limits per node, on PostgreSQL); absent: one for all. */
+  throttled: Array<{
+    destination: string;
+    node?: string;
+    connections: number;
+    refusals: number;
+    paused_until: string;
+    since: string;
+    reason: { code: number; enhanced_code: string; message: string };
+  }>;
 }
 
 // units of work that take more than a row: plain data, since on SQLite they cross to the writer

@@ -210,12 +210,15 @@ export interface DeliveryStore {
   /** Releases every claim, whoever holds it (a store no daemon runs on; daemons release dead nodes' claims: NodeStore). */
   releaseAllClaims(): Promise<number>;
   /**
-   * A destination's throttling as it now stands (kept so a restart does not hammer a destination
-   * that asked us to wait, and shown by status and the dashboard); the caller writes one at a
-   * time, in order.
+   * A destination's throttling as it now stands for `holder` (kept so a restart does not hammer a
+   * destination that asked us to wait); the caller writes one at a time, in order. The holder is
+   * a node's name (limits per node: each node's backoff is its own, and survives its restart) or
+   * CLUSTER_THROTTLE (limits_scope = "cluster"). The SQLite engine is one node: it keeps one
+   * throttling per destination, whoever the holder.
    */
-  setThrottle(change: { kind: 'set'; record: DestinationThrottle } | { kind: 'cleared'; destination: string }, now: number): Promise<void>;
-  throttles(): Promise<DestinationThrottle[]>;
+  setThrottle(change: { kind: 'set'; record: DestinationThrottle } | { kind: 'cleared'; destination: string }, now: number, holder: string): Promise<void>;
+  /** The throttled destinations of `holder`; without one, of every holder. */
+  throttles(holder?: string): Promise<DestinationThrottle[]>;
 
   // outbound.limits_scope = "cluster" (outbound/throttle.ts): a destination's limits shared by the nodes.
   /**

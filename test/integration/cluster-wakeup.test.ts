@@ -30,7 +30,14 @@ if (TEST_ENGINE !== 'postgres') {
   const node = async (name: string, outbound: string) => {
     const dir = tempDir();
     t.teardown(dir.remove);
-    const path = writeTestConfig(dir.path, `[outbound]\nport = ${mx.port}\npoll_interval = "60s"\n${outbound}[webhooks]\npoll_interval = "60s"\n`, dns.server, '', undefined, url);
+    const path = writeTestConfig(
+      dir.path,
+      `[metrics]\nenabled = true\nlisten = ""\n[outbound]\nport = ${mx.port}\npoll_interval = "60s"\n${outbound}[webhooks]\npoll_interval = "60s"\n`,
+      dns.server,
+      '',
+      undefined,
+      url,
+    );
     const config = loadConfig({ path, env: { POSTHASTE_SERVER_NODE_NAME: name } });
     const daemon = await startDaemon(config, silentLogger());
     t.teardown(() => daemon.stop());
@@ -39,7 +46,7 @@ if (TEST_ENGINE !== 'postgres') {
 
   t.test('accepted on node a (holding its queue), delivered by node b well before b polls', async (t) => {
     const a = await node('a', 'hold = true\n');
-    await node('b', '');
+    const nodesStarted = [await node('b', '')];
     const store = await openTestStore(a.config);
     t.teardown(() => store.admin.close());
     const key = await makeKey(store);
@@ -80,5 +87,16 @@ if (TEST_ENGINE !== 'postgres') {
     );
     const second = await send('two@wake.test');
     t.ok(second < 5_000, `after the reconnection, delivered by b in ${second} ms`);
+
+    // The store's gauges are the same on every node: one node serves them, so a sum over the
+    // nodes counts each recipient once; every node serves its own counters.
+    const scrape = async (d: { metricsUrl: string | null; apiUrl: string }) => (await fetch(d.metricsUrl ?? `${d.apiUrl}/metrics`)).text();
+    let pages: string[] = [];
+    await waitFor('one node serving the store gauges', async () => {
+      pages = await Promise.all([scrape(a.daemon), ...nodesStarted.map((d) => scrape(d.daemon))]);
+      return pages.filter((p) => /^posthaste_queue_recipients\{state="delivered"\} \d+$/m.test(p)).length === 1;
+    });
+    t.equal(pages.filter((p) => /^posthaste_queue_oldest_age_seconds \d/m.test(p)).length, 1, 'the oldest age from one node');
+    t.equal(pages.filter((p) => /^posthaste_deliveries_total\{outcome="delivered"\} \d+$/m.test(p)).length, 2, "each node's own counters from each");
   });
 }

@@ -253,7 +253,7 @@ async function run(): Promise<void> {
     await shot(page, 'overview');
     t.equal(await page.getByRole('heading', { name: 'Destinations slowed down' }).count(), 0, 'no throttled destinations: no such section');
     // A receiver that refused with a 421 (its reply is someone else's words) is listed while the server slows down for it.
-    const throttle = (change: Parameters<typeof s.store.delivery.setThrottle>[0]) => s.store.delivery.setThrottle(change, Date.now());
+    const throttle = (change: Parameters<typeof s.store.delivery.setThrottle>[0]) => s.store.delivery.setThrottle(change, Date.now(), '');
     await throttle({
       kind: 'set',
       record: {

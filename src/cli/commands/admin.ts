@@ -99,7 +99,7 @@ export function statusCommand(program: Command): void {
               ? ['throttled: none']
               : st.throttled.map(
                   (d) =>
-                    `throttled: ${d.destination}: ${Date.parse(d.paused_until) > now ? `paused until ${d.paused_until}, then ` : ''}${d.connections} connection${d.connections === 1 ? '' : 's'}; ` +
+                    `throttled: ${d.destination}${d.node !== undefined ? ` (node ${d.node})` : ''}: ${Date.parse(d.paused_until) > now ? `paused until ${d.paused_until}, then ` : ''}${d.connections} connection${d.connections === 1 ? '' : 's'}; ` +
                     `${d.refusals} refusal${d.refusals === 1 ? '' : 's'} not yet worked off, since ${d.since}; last: ${d.reason.code}${d.reason.enhanced_code ? ' ' + d.reason.enhanced_code : ''} ${d.reason.message}`,
                 )),
             `webhooks:  ${kv(st.webhooks)}`,

@@ -98,6 +98,7 @@ async function status(db: PgDb, delivery: DeliveryStore, nodes: NodeStore, now: 
     messages: r!.messages,
     throttled: throttles.map((d) => ({
       destination: d.destination,
+      ...(d.node !== undefined ? { node: d.node } : {}),
       connections: d.connections,
       refusals: d.strikes,
       paused_until: new Date(d.pausedUntil).toISOString(),

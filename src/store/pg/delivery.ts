@@ -6,6 +6,7 @@ import { applyTransitions, type Step } from './transitions.js';
 import { asyncBounceTransition, complaintTransition, outcomeTransition, type OutcomePolicy } from '../../domain/transitions.js';
 import type { SandboxStep } from '../../domain/sandbox.js';
 import type { Reply } from '../../domain/outcome.js';
+import { CLUSTER_THROTTLE } from '../../domain/destinations.js';
 
 /**
  * The delivery queue on PostgreSQL. A claim is one statement: the due recipients, earliest
@@ -105,12 +106,12 @@ async function record(q: Q, g: GroupRecord): Promise<void> {
   await postpone(q, g.postpone);
 }
 
-function saveThrottle(q: Q, t: DestinationThrottle, now: number): Promise<number> {
+function saveThrottle(q: Q, t: DestinationThrottle, now: number, holder: string): Promise<number> {
   return q.run(
-    `INSERT INTO destination_throttles (destination, connections, strikes, paused_until, reason, since, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
-     ON CONFLICT (destination) DO UPDATE SET connections = excluded.connections, strikes = excluded.strikes, paused_until = excluded.paused_until,
+    `INSERT INTO destination_throttles (destination, holder, connections, strikes, paused_until, reason, since, updated_at) VALUES ($1, $8, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (destination, holder) DO UPDATE SET connections = excluded.connections, strikes = excluded.strikes, paused_until = excluded.paused_until,
        reason = excluded.reason, since = excluded.since, updated_at = excluded.updated_at`,
-    [t.destination, t.connections, t.strikes, t.pausedUntil, JSON.stringify(t.reason), t.since, now],
+    [t.destination, t.connections, t.strikes, t.pausedUntil, JSON.stringify(t.reason), t.since, now, holder],
   );
 }
 
@@ -169,8 +170,10 @@ export function pgDelivery(db: PgDb): DeliveryStore {
     postpone: (items) => db.tx((q) => postpone(q, items)),
     releaseClaims: async (ids) => void (ids.length && (await db.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [ids]))),
     releaseAllClaims: () => db.run('DELETE FROM recipient_claims'),
-    setThrottle: async (change, now) =>
-      void (change.kind === 'set' ? await saveThrottle(db, change.record, now) : await db.run('DELETE FROM destination_throttles WHERE destination = $1', [change.destination])),
+    setThrottle: async (change, now, holder) =>
+      void (change.kind === 'set'
+        ? await saveThrottle(db, change.record, now, holder)
+        : await db.run('DELETE FROM destination_throttles WHERE destination = $1 AND holder = $2', [change.destination, holder])),
     shareDestination: (destination, node, decide) =>
       db.tx(async (q) => {
         // One node at a time per destination: read the others' use, decide, write this node's.
@@ -181,8 +184,8 @@ export function pgDelivery(db: PgDb): DeliveryStore {
           [destination, node],
         ))!;
         const t = await q.row<{ destination: string; connections: number; strikes: number; paused_until: number; reason: string; since: number }>(
-          'SELECT destination, connections, strikes, paused_until, reason, since FROM destination_throttles WHERE destination = $1',
-          [destination],
+          'SELECT destination, connections, strikes, paused_until, reason, since FROM destination_throttles WHERE destination = $1 AND holder = $2',
+          [destination, CLUSTER_THROTTLE],
         );
         const mine = decide({
           ...others,
@@ -194,11 +197,20 @@ export function pgDelivery(db: PgDb): DeliveryStore {
       await db.run('UPDATE destination_use SET seen_at = now() WHERE node = $1', [node]);
       await db.run("DELETE FROM destination_use WHERE seen_at < now() - interval '1 minute'");
     },
-    throttles: async () =>
+    throttles: async (holder) =>
       (
-        await db.rows<{ destination: string; connections: number; strikes: number; paused_until: number; reason: string; since: number }>(
-          'SELECT destination, connections, strikes, paused_until, reason, since FROM destination_throttles ORDER BY updated_at DESC, destination',
+        await db.rows<{ destination: string; holder: string; connections: number; strikes: number; paused_until: number; reason: string; since: number }>(
+          'SELECT destination, holder, connections, strikes, paused_until, reason, since FROM destination_throttles WHERE $1::text IS NULL OR holder = $1 ORDER BY updated_at DESC, destination, holder',
+          [holder ?? null],
         )
-      ).map((r) => ({ destination: r.destination, connections: r.connections, strikes: r.strikes, pausedUntil: r.paused_until, reason: JSON.parse(r.reason) as Reply, since: r.since })),
+      ).map((r) => ({
+        destination: r.destination,
+        connections: r.connections,
+        strikes: r.strikes,
+        pausedUntil: r.paused_until,
+        reason: JSON.parse(r.reason) as Reply,
+        since: r.since,
+        ...(r.holder !== CLUSTER_THROTTLE ? { node: r.holder } : {}),
+      })),
   };
 }

@@ -429,10 +429,22 @@ ALTER TABLE recipients DROP CONSTRAINT IF EXISTS recipients_customer_id_fkey;
 ALTER TABLE events DROP CONSTRAINT IF EXISTS events_customer_id_fkey;
 `;
 
+/**
+ * 6: a destination's throttling is held by a node (its name) or by every node together (holder
+ * '', outbound.limits_scope = "cluster"). With one row per destination, nodes limited each on its
+ * own wrote over each other's backoff, and a node read back at its start what another had learnt.
+ * Rows written before are the shared ones.
+ */
+const throttleHolders = `
+ALTER TABLE destination_throttles ADD COLUMN holder text NOT NULL DEFAULT '';
+ALTER TABLE destination_throttles DROP CONSTRAINT destination_throttles_pkey, ADD PRIMARY KEY (destination, holder);
+`;
+
 export const pgMigrations: PgMigration[] = [
   { version: 1, name: 'baseline', sql: baseline },
   { version: 2, name: 'submission', sql: submission },
   { version: 3, name: 'nodes', sql: nodes },
   { version: 4, name: 'cluster', sql: cluster },
   { version: 5, name: 'hot_parents', sql: hotParents },
+  { version: 6, name: 'throttle_holders', sql: throttleHolders },
 ];

@@ -147,6 +147,7 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
       releaseClaims: async (ids) => queue.releaseClaimsOf(db, ids),
       releaseAllClaims: async () => queue.releaseClaims(db),
       setThrottle: async (change, now) => (change.kind === 'set' ? destinations.saveThrottle(db, change.record, now) : destinations.clearThrottle(db, change.destination)),
+      // One node: one throttling per destination, whoever holds it (DeliveryStore.setThrottle).
       throttles: async () => destinations.listThrottles(db),
       // One process holds the file: there are no other nodes to share a destination with.
       shareDestination: async (_destination, _node, decide) => void decide({ open: 0, minute: 0, started: 0, throttle: undefined }),

@@ -159,11 +159,11 @@ contract('held back: the claim released and the recipient due later, its state a
   );
   const throttle = { destination: 'outlook.com', connections: 2, strikes: 1, pausedUntil: 120_000, reason: reply(421, '4.7.0', 'slow down', 'rate_limited'), since: 90_000 };
   await record(s, later.slice(0, 1), [delivered], 90_001, { postpone: [{ id: later[1]!.recipient.id, until: 200_000 }] });
-  await s.delivery.setThrottle({ kind: 'set', record: throttle }, 90_001);
+  await s.delivery.setThrottle({ kind: 'set', record: throttle }, 90_001, '');
   t.same(await s.delivery.throttles(), [throttle]);
   t.same(await s.delivery.claim('w', 199_999, 10), [], 'the unattempted one held back with the group');
   t.match(await s.admin.status(100_000), { throttled: [{ destination: 'outlook.com', connections: 2, refusals: 1, reason: { code: 421 } }] });
-  await s.delivery.setThrottle({ kind: 'cleared', destination: 'outlook.com' }, 100_001);
+  await s.delivery.setThrottle({ kind: 'cleared', destination: 'outlook.com' }, 100_001, '');
   t.same(await s.delivery.throttles(), []);
 });
 

@@ -5,7 +5,7 @@ import { waitFor } from '../../helpers/wait.js';
 import { pgStore } from '../../../src/store/pg/index.js';
 import type { Store } from '../../../src/store/store.js';
 import { Throttle, type Ticket } from '../../../src/outbound/throttle.js';
-import type { DestinationLimits } from '../../../src/domain/destinations.js';
+import { CLUSTER_THROTTLE, type DestinationLimits } from '../../../src/domain/destinations.js';
 import { Scheduler } from '../../../src/outbound/scheduler.js';
 import type { DeliveryItem, GroupResult } from '../../../src/outbound/deliver.js';
 import { systemClock } from '../../../src/lib/clock.js';
@@ -78,7 +78,7 @@ t.test('postgres: with limits_scope = "cluster" two nodes share a destination\'s
   const [c] = await fill(a, 'node-a', ta, later, 1);
   const change = ta.close(c!, { delivered: 0, refusal: { code: 421, enhanced_code: '4.7.0', message: 'slow down', classification: 'rate_limited' } }, later + 10);
   t.equal(change?.kind, 'set');
-  if (change?.kind === 'set') await a.delivery.setThrottle(change, later + 10);
+  if (change?.kind === 'set') await a.delivery.setThrottle(change, later + 10, CLUSTER_THROTTLE);
   await fill(a, 'node-a', ta, later + 10, 0);
   tb.close(b1[0]!, { delivered: 10, refusal: null }, later + 10);
   t.same(await fill(b, 'node-b', tb, later + 20), [], "B opens nothing while the destination pauses for A's refusal");
@@ -89,6 +89,30 @@ t.test('postgres: with limits_scope = "cluster" two nodes share a destination\'s
   await sql.query("UPDATE destination_use SET open = 1, seen_at = now() - interval '2 minutes' WHERE node = 'node-a'");
   const tc = new Throttle(() => limits);
   t.equal((await fill(b, 'node-c', tc, later + 60_000)).length, 1, "node A's rows past a minute of silence do not hold the destination (one: the throttled connections)");
+});
+
+t.test('postgres: limited per node, each node keeps its own throttling of a destination and reads back only its own', async (t) => {
+  const { a, b } = await twoNodes(t);
+  const reason = { code: 421, enhanced_code: '4.7.0', message: 'slow down', classification: 'rate_limited' as const };
+  const mine = { destination: DEST, connections: 1, strikes: 1, pausedUntil: NOW + 30_000, reason, since: NOW };
+  const theirs = { destination: DEST, connections: 1, strikes: 3, pausedUntil: NOW + 120_000, reason, since: NOW - 60_000 };
+  await a.delivery.setThrottle({ kind: 'set', record: mine }, NOW, 'node-a');
+  await b.delivery.setThrottle({ kind: 'set', record: theirs }, NOW + 1, 'node-b');
+  t.same(await a.delivery.throttles('node-a'), [{ ...mine, node: 'node-a' }], "node B's backoff did not write over node A's");
+  t.same(await b.delivery.throttles('node-b'), [{ ...theirs, node: 'node-b' }]);
+  t.same(await a.delivery.throttles(CLUSTER_THROTTLE), [], 'nothing is shared');
+  t.match(
+    await a.admin.status(NOW),
+    {
+      throttled: [
+        { destination: DEST, node: 'node-b', refusals: 3 },
+        { destination: DEST, node: 'node-a', refusals: 1 },
+      ],
+    },
+    "status lists each node's",
+  );
+  await b.delivery.setThrottle({ kind: 'cleared', destination: DEST }, NOW + 2, 'node-b');
+  t.same(await a.delivery.throttles(), [{ ...mine, node: 'node-a' }], "B's cleared, A's kept");
 });
 
 t.test('postgres: two nodes deciding for one destination at once open no more than its connections together', async (t) => {
