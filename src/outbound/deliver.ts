@@ -65,6 +65,8 @@ export interface GroupResult {
 export async function deliverGroup(deps: DeliverDeps, domain: string, items: DeliveryItem[]): Promise<GroupResult> {
   const results: ItemResult[] = [];
   const composed = new Map<number, Buffer>();
+  // The sender domains (their keys) this group signs with, each read once for the group.
+  const senders: SenderDomains = new Map();
   const unattempted: DeliveryItem[] = [];
   let refusal: Reply | null = null;
   const done = (): GroupResult => ({ results, composed, unattempted, refusal });
@@ -100,7 +102,7 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
     for (const end = Math.min(pending.length, at + SIGN_AHEAD + 1); ahead < end; ahead++) {
       const m = pending[ahead]!.message;
       if (!signing.has(m.id)) {
-        const p = prepare(deps, m, composed);
+        const p = prepare(deps, m, composed, senders);
         // Signed ahead: one the group never comes to (it failed first, the store away) must not
         // reject unheard, which would end the process; the one waited for still throws.
         p.catch(() => undefined);
@@ -273,9 +275,13 @@ async function daneOptions(dane: Dane, route: Route & { domain: string }, host: 
 }
 
 /** Step: compose (a send request's first time only; a submitted message is signed as it is) and DKIM-sign with the sender domain's key. */
-async function prepare(deps: DeliverDeps, m: QueuedMessage, composed: Map<number, Buffer>): Promise<Buffer | Outcome> {
+type SenderDomains = Map<string, ReturnType<DeliverDeps['store']['domains']['find']>>;
+
+async function prepare(deps: DeliverDeps, m: QueuedMessage, composed: Map<number, Buffer>, senders: SenderDomains): Promise<Buffer | Outcome> {
   let result: Buffer | Outcome;
-  const domain = await deps.store.domains.find(m.senderDomain);
+  let found = senders.get(m.senderDomain);
+  if (!found) senders.set(m.senderDomain, (found = deps.store.domains.find(m.senderDomain)));
+  const domain = await found;
   if (!domain || domain.customer_id !== m.customerId) {
     result = { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.7.0', `sender domain ${m.senderDomain} was removed; the message cannot be signed`, 'policy'), suppress: false };
   } else {

@@ -91,14 +91,16 @@ async function record(q: Q, g: GroupRecord): Promise<void> {
     g.results.map(({ message, recipient, outcome }) => ({ m: message, r: recipient, t: outcomeTransition(message, recipient, outcome, g.policy, g.now) })),
     g.now,
   );
-  // After the outcomes: a composed copy is kept only while a recipient of it may still need it.
+  // After the outcomes: a composed copy is kept only while a recipient of it may still need it;
+  // the copies of messages now finished (most: one recipient, delivered) are not even sent.
   if (g.composed.size > 0) {
     const ids = [...g.composed.keys()];
+    const unfinished = new Set((await q.rows<{ id: number }>(`SELECT m.id FROM messages m WHERE m.id = ANY($1::bigint[]) AND ${UNFINISHED}`, [ids])).map((r) => r.id));
     const raws = [...g.composed.values()];
     await q.run(
-      `UPDATE messages m SET size = CASE WHEN m.raw IS NULL THEN x.len ELSE m.size END, raw = CASE WHEN ${UNFINISHED} THEN coalesce(m.raw, x.raw) END
+      `UPDATE messages m SET size = CASE WHEN m.raw IS NULL THEN x.len ELSE m.size END, raw = CASE WHEN x.raw IS NOT NULL THEN coalesce(m.raw, x.raw) END
        FROM unnest($1::bigint[], $2::int[], $3::bytea[]) AS x(id, len, raw) WHERE m.id = x.id`,
-      [ids, raws.map((r) => r.length), raws],
+      [ids, raws.map((r) => r.length), ids.map((id, i) => (unfinished.has(id) ? raws[i]! : null))],
     );
   }
   const done = [...new Set(g.results.map((r) => r.message.id))].filter((id) => !g.composed.has(id));
