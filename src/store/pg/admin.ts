@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
 import type { PgDb } from './db.js';
 import type { AdminStore, DeliveryStore, NodeStore } from '../store.js';
 import { pgMigrations } from './schema.js';
@@ -10,29 +11,41 @@ const MIGRATION_LOCK = 7_370_646_580_000_001;
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
 
-/** Applies the pending migrations, each in its own transaction, under a transaction-scoped advisory lock. */
+/**
+ * Applies the pending migrations, each in its own transaction, all under one advisory lock held by
+ * the session: processes starting at once wait for the first to finish them all, then find
+ * nothing to do (the lock goes with the connection if the process dies midway).
+ */
 async function migrate(db: PgDb, now: number): Promise<number[]> {
   return db.withClient(async (c) => {
-    const applied: number[] = [];
-    for (const m of pgMigrations) {
-      await c.query('BEGIN');
-      try {
-        await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
-        await c.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)');
-        const done = await c.query('SELECT 1 FROM schema_migrations WHERE version = $1', [m.version]);
-        if (done.rowCount === 0) {
-          await c.query(m.sql);
-          await c.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, now]);
-          applied.push(m.version);
-        }
-        await c.query('COMMIT');
-      } catch (e) {
-        await c.query('ROLLBACK').catch(() => undefined);
-        throw e;
-      }
+    await c.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    try {
+      return await migrateLocked(c, now);
+    } finally {
+      await c.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
     }
-    return applied;
   });
+}
+
+async function migrateLocked(c: pg.PoolClient, now: number): Promise<number[]> {
+  const applied: number[] = [];
+  for (const m of pgMigrations) {
+    await c.query('BEGIN');
+    try {
+      await c.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)');
+      const done = await c.query('SELECT 1 FROM schema_migrations WHERE version = $1', [m.version]);
+      if (done.rowCount === 0) {
+        await c.query(m.sql);
+        await c.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, now]);
+        applied.push(m.version);
+      }
+      await c.query('COMMIT');
+    } catch (e) {
+      await c.query('ROLLBACK').catch(() => undefined);
+      throw e;
+    }
+  }
+  return applied;
 }
 
 async function overview(db: PgDb, delivery: DeliveryStore, customerId: number, now: number): Promise<Overview> {
