@@ -1,4 +1,4 @@
-// The README's install route, as an administrator takes it: `npm pack` in a checkout (prepack
+// The install route of docs/install.md, as an administrator takes it: `npm pack` in a checkout (prepack
 // builds what it packs), `npm install -g` of the tarball into a prefix of its own, then the
 // installed command serves. And the systemd unit as installed: it verifies, and its start check
 // says what is missing from its PATH.
@@ -55,7 +55,7 @@ t.test('npm pack builds what it packs', async (t) => {
   );
 });
 
-t.test('the tarball installs into a prefix of its own, with the install script approved as the README says', async (t) => {
+t.test('the tarball installs into a prefix of its own, with the install script approved as docs/install.md says', async (t) => {
   const prebuilds = join(work.path, 'prebuilds');
   mkdirSync(join(prebuilds, 'build', 'Release'), { recursive: true });
   cpSync(join(ROOT, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node'), join(prebuilds, 'build', 'Release', 'better_sqlite3.node'));
