@@ -1,12 +1,10 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { sendPage, type Dashboard, type DashboardDeps } from './server.js';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { sendPage, type Dashboard, type DashboardDeps, type Req } from './dashboard.js';
 import { html, type Html } from './html.js';
 import { layout, type PageContext } from './layout.js';
 import type { Problems } from '../domain/errors.js';
 import { OneTimeReveal } from './reveal.js';
 import { errorText, noticeText, type ErrorCode, type NoticeCode } from './notices.js';
-
-export type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, string | undefined> }>;
 
 /** What every page and action of the dashboard uses: the store and clock, the signed-in context, and the ways to answer. */
 export interface Pages {

@@ -1,35 +1,11 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { readFileSync } from 'node:fs';
 import { timingSafeEqual } from 'node:crypto';
-import type { Resolver } from 'node:dns/promises';
-import type { Store } from '../store/store.js';
-import type { Config } from '../config/schema.js';
-import type { Clock } from '../lib/clock.js';
-import type { Logger } from '../lib/logger.js';
-import type { WebhookService } from '../webhooks/service.js';
-import type { MemoryBudget } from '../lib/memory-budget.js';
 import { ConfigError } from '../config/load.js';
-import type { Session } from '../store/model.js';
 import { Html } from './html.js';
 import { LoginThrottle } from './throttle.js';
 import { pageRoutes } from './routes/index.js';
-
-export interface DashboardDeps {
-  store: Store;
-  config: Config;
-  clock: Clock;
-  log: Logger;
-  webhooks: WebhookService;
-  resolver: Resolver;
-  budget: MemoryBudget;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    session?: Session & { id: string };
-    form?: Record<string, string>;
-  }
-}
+import { sendPage, type Dashboard, type DashboardDeps } from './dashboard.js';
 
 /**
  * The pages' Content-Security-Policy: nothing from anywhere but this origin, no inline script or
@@ -58,14 +34,6 @@ function parseForm(body: string): Record<string, string> {
   const out: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const [k, v] of new URLSearchParams(body)) out[k] = k.endsWith('[]') && out[k] !== undefined ? `${out[k]}\n${v}` : v;
   return out;
-}
-
-export interface Dashboard {
-  app: FastifyInstance;
-  secure: boolean;
-  cookie: string;
-  idleMs: number;
-  throttle: LoginThrottle;
 }
 
 export function buildDashboard(deps: DashboardDeps): FastifyInstance {
@@ -154,8 +122,4 @@ function notFoundPage(_request: FastifyRequest): Html {
   return new Html(
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not found · posthaste</title><link rel="stylesheet" href="/static/app.css"></head><body><main><h1>Not found</h1><p>There is nothing here, or it is not yours to see. <a href="/">Back to the overview</a></p></main></body></html>',
   );
-}
-
-export function sendPage(reply: FastifyReply, page: Html): FastifyReply {
-  return reply.type('text/html; charset=utf-8').send(page.text);
 }

@@ -3,7 +3,8 @@ import type { StoredContent } from '../../store/model.js';
 import { attachmentAt, readContent } from '../content.js';
 import { sendDownload, sendMailHtml } from '../untrusted.js';
 import type { PageContext } from '../layout.js';
-import type { Pages, Req } from '../pages.js';
+import type { Req } from '../dashboard.js';
+import type { Pages } from '../pages.js';
 
 /** A sent message's content beyond its page: its HTML for the sandboxed frame, its attachments and its source, as downloads. */
 export function contentRoutes(p: Pages): void {

@@ -1,6 +1,7 @@
 import { CUSTOMER_NAME } from '../../store/model.js';
 import { customersBody } from '../views/customers.js';
-import type { Pages, Req } from '../pages.js';
+import type { Req } from '../dashboard.js';
+import type { Pages } from '../pages.js';
 
 /** The dashboard's customers (admins) pages and actions. */
 export function customersRoutes(p: Pages): void {

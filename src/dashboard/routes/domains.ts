@@ -5,7 +5,8 @@ import { normaliseDomain } from '../../domain/addresses.js';
 import type { DomainRow } from '../../store/model.js';
 import { domainRecords, verifyDomain } from '../../domains/service.js';
 import { domainBody, domainsBody } from '../views/domains.js';
-import type { Pages, Req } from '../pages.js';
+import type { Req } from '../dashboard.js';
+import type { Pages } from '../pages.js';
 
 /** The dashboard's domains pages and actions. */
 export function domainsRoutes(p: Pages): void {

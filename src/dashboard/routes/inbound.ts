@@ -1,6 +1,7 @@
 import { inboundSummary, inboundView } from '../../inbound/view.js';
 import { inboundBody, inboundListBody, type InboundPage } from '../views/inbound.js';
-import type { Pages, Req } from '../pages.js';
+import type { Req } from '../dashboard.js';
+import type { Pages } from '../pages.js';
 import { sendDownload, sendMailHtml } from '../untrusted.js';
 
 /** The dashboard's inbound pages and actions. */

@@ -1,7 +1,8 @@
 import { html } from '../html.js';
 import type { KeyKind } from '../../store/model.js';
 import { keysBody, revokeKeyBody } from '../views/keys.js';
-import type { Pages, Req } from '../pages.js';
+import type { Req } from '../dashboard.js';
+import type { Pages } from '../pages.js';
 
 /** The dashboard's api keys pages and actions. */
 export function keysRoutes(p: Pages): void {

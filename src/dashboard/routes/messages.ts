@@ -4,7 +4,8 @@ import { parseMessageFilters } from '../../domain/message-search.js';
 import { readContent } from '../content.js';
 import { messagesBody } from '../views/messages.js';
 import { messageBody } from '../views/message.js';
-import type { Pages, Req } from '../pages.js';
+import type { Req } from '../dashboard.js';
+import type { Pages } from '../pages.js';
 
 /** The dashboard's messages pages and actions. */
 export function messagesRoutes(p: Pages): void {

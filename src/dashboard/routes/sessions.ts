@@ -1,8 +1,8 @@
-import { sendPage } from '../server.js';
+import { sendPage, type Req } from '../dashboard.js';
 import { verifyPassword, DUMMY_HASH } from '../../lib/password.js';
 import { loginPage } from '../views/login.js';
 import { overviewBody } from '../views/overview.js';
-import type { Pages, Req } from '../pages.js';
+import type { Pages } from '../pages.js';
 import { plural } from '../format.js';
 
 /** The dashboard's sessions, overview pages and actions. */

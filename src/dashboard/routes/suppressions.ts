@@ -1,7 +1,8 @@
 import { parseAddrSpec } from '../../domain/addresses.js';
 import { SUPPRESSING_SIMULATOR_ADDRESSES } from '../simulator.js';
 import { suppressionsBody } from '../views/suppressions.js';
-import type { Pages, Req } from '../pages.js';
+import type { Req } from '../dashboard.js';
+import type { Pages } from '../pages.js';
 
 /** The dashboard's suppressions page and actions. */
 export function suppressionsRoutes(p: Pages): void {

@@ -6,7 +6,8 @@ import { EVENT_TYPES, type EventType } from '../../domain/events.js';
 import { Problems } from '../../domain/errors.js';
 import type { Endpoint } from '../../store/model.js';
 import { endpointBody, webhooksBody } from '../views/webhooks.js';
-import type { Pages, Req } from '../pages.js';
+import type { Req } from '../dashboard.js';
+import type { Pages } from '../pages.js';
 import { shortUrl } from '../format.js';
 
 /** The dashboard's webhooks pages and actions. */
