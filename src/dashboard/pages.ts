@@ -1,14 +1,13 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { sendPage, type Dashboard, type DashboardDeps } from './server.js';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { sendPage, type Dashboard, type DashboardDeps, type Req } from './dashboard.js';
 import { html, type Html } from './html.js';
 import { layout, type PageContext } from './layout.js';
 import type { Problems } from '../domain/errors.js';
 import { OneTimeReveal } from './reveal.js';
 import { errorText, noticeText, type ErrorCode, type NoticeCode } from './notices.js';
+import { area, type Area, type AreaRules } from './area.js';
 
-export type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, string | undefined> }>;
-
-/** What every page and action of the dashboard uses: the store and clock, the signed-in context, and the ways to answer. */
+/** What every page and action of the dashboard uses: the store and clock, its routes by section, and the ways to answer. */
 export interface Pages {
   app: FastifyInstance;
   dash: Dashboard;
@@ -16,8 +15,8 @@ export interface Pages {
   store: DashboardDeps['store'];
   clock: DashboardDeps['clock'];
   config: DashboardDeps['config'];
-  /** The signed-in context, or a redirect to the login page (then undefined). */
-  ctx: (request: Req, reply: FastifyReply, section: string) => Promise<PageContext | undefined>;
+  /** The routes of one section of the dashboard, with their preconditions stated once (area.ts). */
+  area: (section: string, rules?: AreaRules) => Area;
   page: (reply: FastifyReply, c: PageContext, title: string, body: Html) => unknown;
   /** A redirect after a form, with what the next page says, by code (notices.ts). */
   back: (reply: FastifyReply, to: string, say?: { notice?: NoticeCode; error?: ErrorCode }) => unknown;
@@ -71,5 +70,7 @@ export function pages(dash: Dashboard, deps: DashboardDeps): Pages {
       .map(([k, v]) => `${k}: ${v.join('; ')}`)
       .join(' · ');
 
-  return { app, dash, deps, store, clock, config, ctx, page, back, notFound, reveal, revealed, problemsText };
+  const areaOf = (section: string, rules?: AreaRules) => area({ app, ctx, notFound }, section, rules);
+
+  return { app, dash, deps, store, clock, config, area: areaOf, page, back, notFound, reveal, revealed, problemsText };
 }

@@ -119,3 +119,105 @@ t.test('above the store, only its interface is imported; the engines and their d
     .filter((e) => (e.from.startsWith('store/sqlite/') && e.to.startsWith('store/pg/')) || (e.from.startsWith('store/pg/') && e.to.startsWith('store/sqlite/')));
   t.same(across, [], 'the engines do not import each other');
 });
+
+/**
+ * Import cycles, inside one folder or across folders, between the files of src/: files that import
+ * one another cannot be read, tested or loaded one without the others. Type-only imports count as
+ * well, and so do dynamic import()s. Each entry here is a known cycle, keyed by its files (sorted,
+ * joined by ', '), with the reason it stays; src/ has none.
+ */
+export const KNOWN_CYCLES: ReadonlyMap<string, string> = new Map<string, string>([]);
+
+const slashed = (p: string) => p.split(sep).join('/').replace(/\.js$/, '.ts');
+
+/** Each group of files that reach one another through their imports (Tarjan's strongly connected components), as its sorted files and one path round it. */
+export function cycles(all: Edge[]): Array<{ files: string[]; path: string[] }> {
+  const next = new Map<string, string[]>();
+  for (const e of all) next.set(slashed(e.from), [...(next.get(slashed(e.from)) ?? []), slashed(e.to)]);
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const found: Array<{ files: string[]; path: string[] }> = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    for (const w of next.get(v) ?? []) {
+      if (!index.has(w)) visit(w);
+      if (stack.includes(w)) low.set(v, Math.min(low.get(v)!, low.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const group = stack.splice(stack.indexOf(v));
+    if (group.length > 1 || (next.get(v) ?? []).includes(v)) found.push({ files: group.sort(), path: roundPath(group[0]!, new Set(group), next) });
+  };
+  for (const v of next.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+/** The shortest path of imports from `start` back to itself, inside its group. */
+function roundPath(start: string, group: Set<string>, next: Map<string, string[]>): string[] {
+  const from = new Map<string, string>();
+  const queue = [start];
+  for (let i = 0; i < queue.length; i++) {
+    for (const w of next.get(queue[i]!) ?? []) {
+      if (!group.has(w)) continue;
+      if (w === start) {
+        const path = [start];
+        for (let at: string | undefined = queue[i]; at !== undefined && at !== start; at = from.get(at)) path.splice(1, 0, at);
+        return [...path, start];
+      }
+      if (!from.has(w)) {
+        from.set(w, queue[i]!);
+        queue.push(w);
+      }
+    }
+  }
+  return [start];
+}
+
+t.test('no file imports itself back through others', async (t) => {
+  const all = cycles(edges(files));
+  const found = all.filter((c) => !KNOWN_CYCLES.has(c.files.join(', ')));
+  t.same(
+    found.map((c) => `${c.path.join(' → ')} (files that import one another: ${c.files.join(', ')})`),
+    [],
+    'no import cycle',
+  );
+  t.same(
+    [...KNOWN_CYCLES.keys()].filter((k) => !all.some((c) => c.files.join(', ') === k)),
+    [],
+    'every known cycle still exists',
+  );
+});
+
+t.test('the check finds a cycle inside a folder and one across folders, and reports the way round', async (t) => {
+  const inside = cycles([
+    { from: 'dashboard/server.ts', to: 'dashboard/routes/index.js' },
+    { from: 'dashboard/routes/index.ts', to: 'dashboard/pages.js' },
+    { from: 'dashboard/pages.ts', to: 'dashboard/server.js' },
+    { from: 'dashboard/pages.ts', to: 'dashboard/html.js' },
+  ]);
+  t.same(inside, [
+    { files: ['dashboard/pages.ts', 'dashboard/routes/index.ts', 'dashboard/server.ts'], path: ['dashboard/pages.ts', 'dashboard/server.ts', 'dashboard/routes/index.ts', 'dashboard/pages.ts'] },
+  ]);
+  t.same(
+    cycles([
+      { from: 'reports/read.ts', to: 'store/queue.js' },
+      { from: 'store/queue.ts', to: 'reports/read.js' },
+    ]).map((c) => c.path),
+    [['reports/read.ts', 'store/queue.ts', 'reports/read.ts']],
+  );
+  t.same(
+    cycles([{ from: 'lib/a.ts', to: 'lib/a.js' }]).map((c) => c.path),
+    [['lib/a.ts', 'lib/a.ts']],
+    'a file that imports itself',
+  );
+  t.same(
+    cycles([
+      { from: 'a/x.ts', to: 'b/y.js' },
+      { from: 'b/y.ts', to: 'a/z.js' },
+    ]),
+    [],
+    'a chain is no cycle',
+  );
+});

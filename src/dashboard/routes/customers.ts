@@ -1,21 +1,14 @@
 import { CUSTOMER_NAME } from '../../store/model.js';
 import { customersBody } from '../views/customers.js';
-import type { Pages, Req } from '../pages.js';
+import type { Pages } from '../pages.js';
 
 /** The dashboard's customers (admins) pages and actions. */
 export function customersRoutes(p: Pages): void {
-  const { app, store, clock, ctx, page, back, notFound } = p;
-  app.get('/customers', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'customers');
-    if (!c) return;
-    if (c.session.user.role !== 'admin') return notFound(reply);
-    return page(reply, c, 'Customers', customersBody(c, await store.customers.list()));
-  });
+  const { store, clock, page, back } = p;
+  const customers = p.area('customers', { admins: true });
+  customers.get('/customers', async ({ c, reply }) => page(reply, c, 'Customers', customersBody(c, await store.customers.list())));
 
-  app.post('/customers', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'customers');
-    if (!c) return;
-    if (c.session.user.role !== 'admin') return notFound(reply);
+  customers.post('/customers', async ({ c, request, reply }) => {
     const name = (request.form!.name ?? '').trim();
     if (!CUSTOMER_NAME.test(name)) return back(reply, '/customers', { error: 'customer-name' });
     if (await store.customers.find(name)) return page(reply.code(422), { ...c, error: `Customer ${name} exists already.` }, 'Customers', customersBody(c, await store.customers.list()));

@@ -1,4 +1,4 @@
-import type { Dashboard, DashboardDeps } from '../server.js';
+import type { Dashboard, DashboardDeps } from '../dashboard.js';
 import { pages } from '../pages.js';
 import { sessionRoutes } from './sessions.js';
 import { keysRoutes } from './keys.js';

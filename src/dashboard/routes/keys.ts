@@ -1,20 +1,17 @@
 import { html } from '../html.js';
 import type { KeyKind } from '../../store/model.js';
 import { keysBody, revokeKeyBody } from '../views/keys.js';
-import type { Pages, Req } from '../pages.js';
+import type { Pages } from '../pages.js';
 
 /** The dashboard's api keys pages and actions. */
 export function keysRoutes(p: Pages): void {
-  const { app, store, clock, deps, ctx, page, back, notFound, revealed, reveal } = p;
-  app.get('/keys', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'keys');
-    if (!c) return;
-    return page(reply, c, 'API keys', html`${revealed(c)}${keysBody(c, await store.keys.list(c.customer.id))}`);
-  });
+  const { store, clock, deps, page, back, revealed, reveal } = p;
+  const keys = p.area('keys');
+  /** The API key of the path, if it is this customer's. */
+  const key = keys.of((c, request) => store.keys.get(request.params.id!, c.customer.id));
+  keys.get('/keys', async ({ c, reply }) => page(reply, c, 'API keys', html`${revealed(c)}${keysBody(c, await store.keys.list(c.customer.id))}`));
 
-  app.post('/keys', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'keys');
-    if (!c) return;
+  keys.post('/keys', async ({ c, request, reply }) => {
     const f = request.form!;
     // No default kind: a key that sends real mail, or one that sends nothing, is chosen, never assumed.
     if (f.kind !== 'sandbox' && f.kind !== 'production')
@@ -33,19 +30,9 @@ export function keysRoutes(p: Pages): void {
     return back(reply, '/keys');
   });
 
-  app.get('/keys/:id/revoke', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'keys');
-    if (!c) return;
-    const k = await store.keys.get(request.params.id!, c.customer.id);
-    if (!k) return notFound(reply);
-    return page(reply, c, 'Revoke API key', revokeKeyBody(c, k));
-  });
+  key.get('/keys/:id/revoke', ({ c, reply }, k) => page(reply, c, 'Revoke API key', revokeKeyBody(c, k)));
 
-  app.post('/keys/:id/revoke', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'keys');
-    if (!c) return;
-    const k = await store.keys.get(request.params.id!, c.customer.id);
-    if (!k) return notFound(reply);
+  key.post('/keys/:id/revoke', async ({ c, reply }, k) => {
     await store.keys.revoke(k.id, clock.now());
     deps.log.info({ key: k.id, user: c.session.user.email }, 'API key revoked in the dashboard');
     return back(reply, '/keys', { notice: 'key-revoked' });

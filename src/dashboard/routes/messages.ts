@@ -4,14 +4,15 @@ import { parseMessageFilters } from '../../domain/message-search.js';
 import { readContent } from '../content.js';
 import { messagesBody } from '../views/messages.js';
 import { messageBody } from '../views/message.js';
-import type { Pages, Req } from '../pages.js';
+import type { Pages } from '../pages.js';
 
 /** The dashboard's messages pages and actions. */
 export function messagesRoutes(p: Pages): void {
-  const { app, store, clock, config, ctx, page, back, notFound, problemsText } = p;
-  app.get('/messages', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'messages');
-    if (!c) return;
+  const { store, clock, config, page, back, notFound, problemsText } = p;
+  const messages = p.area('messages');
+  /** The sent message of the path, if it is this customer's. */
+  const message = messages.of((c, request) => store.messages.get(c.customer.id, request.params.id!));
+  messages.get('/messages', async ({ c, request, reply }) => {
     const q = request.query;
     const filters = parseMessageFilters(q);
     const before = q.before !== undefined && /^\d{1,15}$/.test(q.before) ? Number(q.before) : undefined;
@@ -24,19 +25,14 @@ export function messagesRoutes(p: Pages): void {
     return page(reply, filters instanceof Problems ? { ...c, error: problemsText(filters) } : c, 'Messages', messagesBody(c, q, shown, next));
   });
 
-  app.get('/messages/:id', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'messages');
-    if (!c) return;
-    const m = await store.messages.get(c.customer.id, request.params.id!);
-    if (!m) return notFound(reply);
+  message.get('/messages/:id', async ({ c, reply }, m) => {
     const endpoints = new Map((await store.webhooks.listEndpoints(c.customer.id)).map((e) => [e.id, e.url]));
     const content = await readContent((await store.messages.content(c.customer.id, m.message_id))!);
     return page(reply, c, 'Message', messageBody(c, m, await store.messages.deliveriesOf(m.email_id), endpoints, content, config.retention.days));
   });
 
-  app.post('/messages/:id/cancel', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'messages');
-    if (!c) return;
+  // The store answers whether the message is this customer's and can still be canceled, in one step.
+  messages.post('/messages/:id/cancel', async ({ c, request, reply }) => {
     const id = request.params.id!;
     const r = await store.messages.cancel(c.customer.id, id, clock.now());
     if (r.kind === 'not_found') return notFound(reply);

@@ -1,13 +1,13 @@
-import { sendPage } from '../server.js';
+import { sendPage } from '../dashboard.js';
 import { verifyPassword, DUMMY_HASH } from '../../lib/password.js';
 import { loginPage } from '../views/login.js';
 import { overviewBody } from '../views/overview.js';
-import type { Pages, Req } from '../pages.js';
+import type { Pages } from '../pages.js';
 import { plural } from '../format.js';
 
 /** The dashboard's sessions, overview pages and actions. */
 export function sessionRoutes(p: Pages): void {
-  const { app, store, clock, deps, dash, ctx, page, back, notFound } = p;
+  const { app, store, clock, deps, dash, page, back } = p;
   app.get<{ Querystring: { next?: string } }>('/login', async (request, reply) => {
     if (request.session) return reply.redirect('/', 303);
     // No banner from the URL: the login page says only what a login attempt answered.
@@ -48,18 +48,14 @@ export function sessionRoutes(p: Pages): void {
     return reply.redirect('/login', 303);
   });
 
-  app.post('/customer', async (request: Req, reply) => {
-    const c = await ctx(request, reply, '');
-    if (!c) return;
-    const target = c.session.user.role === 'admin' ? await store.customers.find(request.form!.customer ?? '') : undefined;
-    if (!target) return notFound(reply);
+  /** The customer an admin chose to be shown; for anyone else, none. */
+  const chosen = p.area('').of(async (c, request) => (c.session.user.role === 'admin' ? await store.customers.find(request.form!.customer ?? '') : undefined));
+  chosen.post('/customer', async ({ c, reply }, target) => {
     await store.users.showCustomer(c.session.id, target.id);
     return back(reply, '/', { notice: 'customer-shown' });
   });
 
-  app.get('/', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'overview');
-    if (!c) return;
+  p.area('overview').get('/', async ({ c, reply }) => {
     const nodes = c.session.user.role === 'admin' ? await store.nodes.list() : undefined;
     return page(reply, c, 'Overview', overviewBody(await store.admin.overview(c.customer.id, c.now), c.now, nodes));
   });

@@ -6,26 +6,28 @@ import { EVENT_TYPES, type EventType } from '../../domain/events.js';
 import { Problems } from '../../domain/errors.js';
 import type { Endpoint } from '../../store/model.js';
 import { endpointBody, webhooksBody } from '../views/webhooks.js';
-import type { Pages, Req } from '../pages.js';
+import type { Pages } from '../pages.js';
 import { shortUrl } from '../format.js';
 
 /** The dashboard's webhooks pages and actions. */
 export function webhooksRoutes(p: Pages): void {
-  const { app, store, clock, deps, ctx, page, back, notFound, revealed, reveal, problemsText } = p;
-  const endpointOf = async (c: PageContext, id: string | undefined): Promise<Endpoint | undefined> => (id ? await store.webhooks.getEndpoint(id, c.customer.id) : undefined);
+  const { store, clock, deps, page, back, revealed, reveal, problemsText } = p;
+  const webhooks = p.area('webhooks');
+  /** The endpoint of the path, if it is this customer's. */
+  const endpoint = webhooks.of(async (c, request): Promise<Endpoint | undefined> => (request.params.id ? await store.webhooks.getEndpoint(request.params.id, c.customer.id) : undefined));
+  /** The endpoint and one of the customer's events, both of the path. */
+  const endpointEvent = webhooks.of(async (c, request) => {
+    const e = request.params.id ? await store.webhooks.getEndpoint(request.params.id, c.customer.id) : undefined;
+    const ev = e ? await store.webhooks.eventById(request.params.event!, c.customer.id) : undefined;
+    return e && ev ? { e, ev } : undefined;
+  });
   /** An endpoint's page: its last 50 attempts, and the outcome of a test or replay just sent. */
   const endpointPage = async (reply: FastifyReply, c: PageContext, e: Endpoint, sent: AttemptOutcome | undefined) =>
     page(reply, c, 'Webhook endpoint', endpointBody(c, e, await store.webhooks.listAttempts(e.id, 50), sent));
 
-  app.get('/webhooks', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'webhooks');
-    if (!c) return;
-    return page(reply, c, 'Webhooks', html`${revealed(c)}${webhooksBody(c, await store.webhooks.listEndpoints(c.customer.id))}`);
-  });
+  webhooks.get('/webhooks', async ({ c, reply }) => page(reply, c, 'Webhooks', html`${revealed(c)}${webhooksBody(c, await store.webhooks.listEndpoints(c.customer.id))}`));
 
-  app.post('/webhooks', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'webhooks');
-    if (!c) return;
+  webhooks.post('/webhooks', async ({ c, request, reply }) => {
     const f = request.form!;
     const events = (f['events[]'] ?? '').split('\n').filter(Boolean);
     const input = await deps.webhooks.validate({ url: (f.url ?? '').trim(), ...(events.length ? { events } : {}), description: (f.description ?? '').trim() });
@@ -35,39 +37,16 @@ export function webhooksRoutes(p: Pages): void {
     return back(reply, '/webhooks');
   });
 
-  app.get('/webhooks/:id', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'webhooks');
-    if (!c) return;
-    const e = await endpointOf(c, request.params.id);
-    if (!e) return notFound(reply);
-    return endpointPage(reply, c, e, undefined);
-  });
+  endpoint.get('/webhooks/:id', ({ c, reply }, e) => endpointPage(reply, c, e, undefined));
 
-  app.post('/webhooks/:id/test', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'webhooks');
-    if (!c) return;
-    const e = await endpointOf(c, request.params.id);
-    if (!e) return notFound(reply);
+  endpoint.post('/webhooks/:id/test', async ({ c, request, reply }, e) => {
     const type = (EVENT_TYPES as readonly string[]).includes(request.form!.type ?? '') ? (request.form!.type as EventType) : 'email.delivered';
-    const r = await deps.webhooks.test(e, type);
-    return endpointPage(reply, c, e, r);
+    return endpointPage(reply, c, e, await deps.webhooks.test(e, type));
   });
 
-  app.post('/webhooks/:id/replay/:event', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'webhooks');
-    if (!c) return;
-    const e = await endpointOf(c, request.params.id);
-    const ev = e ? await store.webhooks.eventById(request.params.event!, c.customer.id) : undefined;
-    if (!e || !ev) return notFound(reply);
-    const r = await deps.webhooks.replay(e, ev);
-    return endpointPage(reply, c, e, r);
-  });
+  endpointEvent.post('/webhooks/:id/replay/:event', async ({ c, reply }, { e, ev }) => endpointPage(reply, c, e, await deps.webhooks.replay(e, ev)));
 
-  app.post('/webhooks/:id/state', async (request: Req, reply) => {
-    const c = await ctx(request, reply, 'webhooks');
-    if (!c) return;
-    const e = await endpointOf(c, request.params.id);
-    if (!e) return notFound(reply);
+  endpoint.post('/webhooks/:id/state', async ({ c, request, reply }, e) => {
     const action = request.form!.action;
     if (action === 'delete') {
       await store.webhooks.deleteEndpoint(e.id);

@@ -1,6 +1,6 @@
 import { html, path, type Html } from '../html.js';
 import type { PageContext } from '../layout.js';
-import type { DashboardDeps } from '../server.js';
+import type { DashboardDeps } from '../dashboard.js';
 import { EVENT_TYPES } from '../../domain/events.js';
 import type { AttemptView } from '../../store/model.js';
 import type { Endpoint } from '../../store/model.js';

@@ -1,0 +1,46 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Resolver } from 'node:dns/promises';
+import type { Store } from '../store/store.js';
+import type { Config } from '../config/schema.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import type { WebhookService } from '../webhooks/service.js';
+import type { MemoryBudget } from '../lib/memory-budget.js';
+import type { Session } from '../store/model.js';
+import type { Html } from './html.js';
+import type { LoginThrottle } from './throttle.js';
+
+// What the dashboard's modules share: what it is built from, its own state, the request as its
+// handlers see it, and how a page is sent. server.ts builds it; pages.ts and routes/ use it.
+
+export interface DashboardDeps {
+  store: Store;
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  webhooks: WebhookService;
+  resolver: Resolver;
+  budget: MemoryBudget;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    session?: Session & { id: string };
+    form?: Record<string, string>;
+  }
+}
+
+export interface Dashboard {
+  app: FastifyInstance;
+  secure: boolean;
+  cookie: string;
+  idleMs: number;
+  throttle: LoginThrottle;
+}
+
+/** A request to a page or action: its path parameters and query as strings. */
+export type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, string | undefined> }>;
+
+export function sendPage(reply: FastifyReply, page: Html): FastifyReply {
+  return reply.type('text/html; charset=utf-8').send(page.text);
+}
