@@ -2,9 +2,8 @@ import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
 import { isStoreUnavailable } from '../store/errors.js';
 import type { Logger } from '../lib/logger.js';
-import type { AuthCache } from '../store/auth-cache.js';
 import type { Metrics } from '../lib/metrics.js';
-import { authenticateRequest } from './auth.js';
+import type { SendGate } from './send-gate.js';
 
 /** Fastify's own errors, mapped once to the error table (docs/api.md, Errors). */
 function fromFastify(e: FastifyError): ApiError | undefined {
@@ -34,22 +33,15 @@ function clientAborted(error: FastifyError, request: FastifyRequest): boolean {
   return (error as { code?: string }).code === 'ECONNRESET' && (request.raw.destroyed || request.raw.socket?.destroyed === true);
 }
 
-export function installErrorHandlers(app: FastifyInstance, log: Logger, auth: AuthCache, metrics?: Metrics): void {
+export function installErrorHandlers(app: FastifyInstance, log: Logger, gate: SendGate, metrics?: Metrics): void {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     if (clientAborted(error, request)) {
       metrics?.apiAborted.inc();
       log.debug({ url: request.url, method: request.method }, 'client aborted its request');
       return reply.code(400).send(new ApiError('invalid_json', 'The request body was cut short.').toBody());
     }
-    let api = error instanceof ApiError ? error : fromFastify(error);
     // A key taken from the cache unchecked may have been revoked since: that answer comes first.
-    if (request.keyUnchecked && api?.code !== 'unauthorized') {
-      try {
-        await authenticateRequest(auth, request, true);
-      } catch (e) {
-        if (e instanceof ApiError) api = e;
-      }
-    }
+    let api = await gate.refusalFirst(request, error instanceof ApiError ? error : fromFastify(error));
     if (!api && isStoreUnavailable(error)) {
       log.error({ err: { code: (error as { code?: string }).code, message: error.message } }, 'store unavailable: request refused with 503');
       api = new ApiError('store_unavailable', 'The store cannot be reached or cannot write right now; the request was not accepted. Retry later.');

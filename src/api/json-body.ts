@@ -54,7 +54,7 @@ const wrongLength = () => new ApiError('invalid_json', 'The request body is not 
 /**
  * The body as a JSON object, or the reason it is not one. JSON is UTF-8 (RFC 8259 8.1): a bad
  * byte is refused, never replaced with U+FFFD, which would change the customer's text without a
- * word. Leaves on the request what the send path stores (auth.ts: rawText or rawBody) and, for
+ * word. Leaves on the request what the send path stores (request-fields.ts: rawText or rawBody) and, for
  * an Idempotency-Key, the body's hash.
  */
 export function parseJsonBody(request: FastifyRequest, raw: Buffer): Record<string, unknown> | unknown[] | ApiError {

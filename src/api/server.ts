@@ -1,10 +1,14 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { readFileSync } from 'node:fs';
 import type { ApiDeps } from './deps.js';
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../lib/logger.js';
+import type { Metrics } from '../lib/metrics.js';
 import { ApiError } from '../domain/errors.js';
-import { authenticateRequest } from './auth.js';
+import { SendGate } from './send-gate.js';
+import './request-fields.js';
 import { installErrorHandlers } from './errors.js';
-import { emailRoutes, SEND_ROUTE } from './routes/emails.js';
+import { emailRoutes } from './routes/emails.js';
 import { healthRoutes } from './routes/health.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { suppressionRoutes } from './routes/suppressions.js';
@@ -42,11 +46,31 @@ function holdLargeBody(deps: ApiDeps, request: FastifyRequest, reply: FastifyRep
 }
 
 export function buildApi(deps: ApiDeps): FastifyInstance {
-  const { config } = deps;
+  const app = createServer(deps.config, deps.log);
+  installJsonParser(app, requestBodyLimit(deps.config.limits.max_message_bytes));
+  const gate = new SendGate(deps.auth, deps.store);
+  installRequestChecks(app, deps, gate);
+  if (deps.metrics) installApiMetrics(app, deps.metrics);
+  installErrorHandlers(app, deps.log, gate, deps.metrics);
+  healthRoutes(app, deps);
+  emailRoutes(app, deps, gate);
+  webhookRoutes(app, deps);
+  suppressionRoutes(app, deps);
+  inboundRoutes(app, deps);
+  // /metrics here only when it has no listener of its own (metrics.listen empty).
+  const metrics = deps.metrics;
+  if (metrics && deps.config.metrics.enabled && !deps.config.metrics.listen)
+    app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  openApiRoutes(app);
+  return app;
+}
+
+/** The fastify server, on TLS when api.tls.cert and api.tls.key are set. */
+function createServer(config: Config, log: Logger): FastifyInstance {
   const https = config.api['tls.cert'] && config.api['tls.key'] ? { https: { cert: readFileSync(config.api['tls.cert']), key: readFileSync(config.api['tls.key']) } } : {};
-  const app = Fastify({
+  return Fastify({
     ...https,
-    loggerInstance: deps.log,
+    loggerInstance: log,
     // No child logger per request (measured: 1 % of the event loop on the accept path); the API's
     // own log lines carry what they need.
     childLoggerFactory: (logger) => logger,
@@ -55,11 +79,11 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
     bodyLimit: requestBodyLimit(config.limits.max_message_bytes),
     return503OnClosing: true,
   }) as unknown as FastifyInstance; // the https variant types differ only in the server type
+}
 
-  // JSON only: every other media type is a 415 (fastify answers that once no parser matches).
+/** JSON only: every other media type is a 415 (fastify answers that once no parser matches). The parser reads bodies itself (json-body.ts), to the same limit. */
+function installJsonParser(app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers();
-  // The JSON parser reads bodies itself (json-body.ts), to the same limit.
-  const bodyLimit = requestBodyLimit(config.limits.max_message_bytes);
   app.addContentTypeParser('application/json', (request, payload, done) =>
     readBody(payload, request.headers['content-length'], bodyLimit, (e, raw) => {
       if (e) return done(e, undefined);
@@ -68,48 +92,36 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
       else done(null, value);
     }),
   );
+}
 
-  // Refusals that come before the body is read: shutting down, the key, no such route; then a
-  // large body waits for room in the memory budget. (Callback-style
-  // hooks: every request runs them, and an async hook costs a promise each.)
-  app.addHook('onRequest', (request, reply, done) => {
-    if (deps.lifecycle.shuttingDown) return done(new ApiError('unavailable', 'The server is shutting down; the request was not accepted.'));
-    if (request.url.startsWith('/api/') && request.routeOptions.url !== OPENAPI_ROUTE) {
-      // The send path defers the freshness check to its transaction (AuthCache); errors before
-      // that re-check the key, so a revoked key still gets 401 first (errors.ts).
-      const sendPath = request.method === 'POST' && request.routeOptions.url === SEND_ROUTE;
-      authenticateRequest(deps.auth, request, !sendPath).then((key) => {
-        request.apiKey = key;
-        request.keyUnchecked = sendPath;
-        afterAuth(request, reply, done);
-      }, done);
-      return;
-    }
-    afterAuth(request, reply, done);
-  });
+/**
+ * Refusals that come before the body is read: shutting down, the key, no such route; then a
+ * large body waits for room in the memory budget. (Callback-style hooks: every request runs
+ * them, and an async hook costs a promise each.)
+ */
+function installRequestChecks(app: FastifyInstance, deps: ApiDeps, gate: SendGate): void {
   const afterAuth = (request: FastifyRequest, reply: FastifyReply, done: (e?: Error) => void) => {
     // No such route: answered before a body is read, so nobody can make the server read one for nothing.
     if (request.is404) return done(new ApiError('not_found', 'No such resource.'));
     holdLargeBody(deps, request, reply, done);
   };
-  // After every response: the API's counter and latency (Prometheus), by route pattern; fastify
-  // times every request already. (A large body's garbage is collected when its memory hold
-  // ends: memory.ts.)
-  const metrics = deps.metrics;
-  if (metrics)
-    app.addHook('onResponse', (request, reply, done) => {
-      metrics.observeApi(request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
-      done();
-    });
-  installErrorHandlers(app, deps.log, deps.auth, metrics);
-  healthRoutes(app, deps);
-  emailRoutes(app, deps);
-  webhookRoutes(app, deps);
-  suppressionRoutes(app, deps);
-  inboundRoutes(app, deps);
-  // /metrics here only when it has no listener of its own (metrics.listen empty).
-  if (metrics && deps.config.metrics.enabled && !deps.config.metrics.listen)
-    app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
-  openApiRoutes(app);
-  return app;
+  app.addHook('onRequest', (request, reply, done) => {
+    if (deps.lifecycle.shuttingDown) return done(new ApiError('unavailable', 'The server is shutting down; the request was not accepted.'));
+    // The send path defers the freshness check to its commit; errors before that re-check the
+    // key, so a revoked key still gets 401 first (send-gate.ts).
+    if (request.url.startsWith('/api/') && request.routeOptions.url !== OPENAPI_ROUTE) gate.authenticate(request, reply, done, afterAuth);
+    else afterAuth(request, reply, done);
+  });
+}
+
+/**
+ * After every response: the API's counter and latency (Prometheus), by route pattern; fastify
+ * times every request already. (A large body's garbage is collected when its memory hold ends:
+ * memory.ts.)
+ */
+function installApiMetrics(app: FastifyInstance, metrics: Metrics): void {
+  app.addHook('onResponse', (request, reply, done) => {
+    metrics.observeApi(request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
 }

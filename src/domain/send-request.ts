@@ -1,6 +1,34 @@
 import { Problems } from './errors.js';
-import { addressKey, MAILBOX_MAX_LENGTH, parseMailbox, splitAddressList, type Mailbox } from './addresses.js';
-import { CONTROL_PROBLEM, foldProblem, hasControl } from './header-text.js';
+import { addressKey, type Mailbox } from './addresses.js';
+import {
+  addressField,
+  attachmentsField,
+  checkBodies,
+  checkKnownFields,
+  checkRecipientTotal,
+  fromField,
+  headersField,
+  metadataField,
+  optionalString,
+  replyToField,
+  scheduledAtField,
+  subjectField,
+  tagsField,
+} from './send-fields.js';
+
+export {
+  FILENAME_MAX_LENGTH,
+  HEADER_NAME_MAX_LENGTH,
+  HEADER_VALUE_MAX_LENGTH,
+  isRecord,
+  isStrictBase64,
+  MAX_TAGS,
+  METADATA_MAX_KEY_LENGTH,
+  METADATA_MAX_KEYS,
+  METADATA_MAX_VALUE_LENGTH,
+  SUBJECT_MAX_LENGTH,
+  TAG_MAX_LENGTH,
+} from './send-fields.js';
 
 /** A send request after validation: only known fields, every address parsed, bodies normalised. */
 export interface SendRequest {
@@ -21,11 +49,6 @@ export interface SendRequest {
   tags: string[];
 }
 
-export const MAX_TAGS = 10;
-export const TAG_MAX_LENGTH = 100;
-/** ISO 8601 date and time with seconds optional, fractions optional, and a zone (Z or ±hh:mm) required. */
-const SCHEDULE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/i;
-
 export interface Attachment {
   filename: string;
   /** The content as the request gave it, strict Base64: decoded only by the composer, so accepting a message never holds its attachments twice. */
@@ -43,42 +66,6 @@ export interface SendLimits {
   maxRecipients: number;
 }
 
-const KNOWN_FIELDS = new Set(['from', 'to', 'cc', 'bcc', 'reply_to', 'subject', 'body', 'text_body', 'html_body', 'attachments', 'headers', 'metadata', 'scheduled_at', 'tags']);
-
-/** Headers posthaste writes itself (docs/api.md); a request may not set them. Content-* is refused by prefix. */
-const OWNED_HEADERS = new Set(['from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'return-path', 'dkim-signature', 'mime-version', 'sender', 'reply-to']);
-const HEADER_NAME = /^[\x21-\x39\x3b-\x7e]+$/; // RFC 5322 ftext: printable ASCII except ':'
-const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
-export const METADATA_MAX_KEYS = 50;
-export const METADATA_MAX_KEY_LENGTH = 64;
-export const METADATA_MAX_VALUE_LENGTH = 1024;
-export const SUBJECT_MAX_LENGTH = 998;
-/** The longest custom header value, in characters (docs/api.md); it is folded at whitespace. */
-export const HEADER_VALUE_MAX_LENGTH = 8192;
-export const HEADER_NAME_MAX_LENGTH = 100;
-/** The longest attachment file name, in characters (as most file systems allow). */
-export const FILENAME_MAX_LENGTH = 255;
-
-/** A character outside the Base64 alphabet (RFC 4648 section 4). */
-const NOT_BASE64 = /[^A-Za-z0-9+/]/;
-
-/**
- * Strict Base64 (RFC 4648 section 4): the alphabet only, padded to a multiple of four, no line
- * breaks. One search for a character outside the alphabet, which takes linear time on
- * attachments of any size (a pattern of repeated groups overflowed V8's backtracking stack past
- * about 3 MiB).
- */
-export function isStrictBase64(s: string): boolean {
-  if (s.length % 4 !== 0) return false;
-  let end = s.length;
-  if (end > 0 && s.charCodeAt(end - 1) === 0x3d) end -= s.charCodeAt(end - 2) === 0x3d ? 2 : 1;
-  return !NOT_BASE64.test(end === s.length ? s : s.slice(0, end));
-}
-
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 /**
  * Every line ending to CRLF. nodemailer's composer passes 7bit bodies through as they are, so a
  * bare CR or LF would otherwise reach the stored message and the wire (docs/protocols.md 4), and
@@ -90,201 +77,28 @@ export function normaliseBody(s: string): string {
   return s.replace(/\r\n|\r|\n/g, '\r\n');
 }
 
-function addressField(field: string, v: unknown, p: Problems, required: boolean, max: number): Mailbox[] {
-  if (v === undefined || v === null) {
-    if (required) p.add(field, 'is required');
-    return [];
-  }
-  let items: unknown[];
-  if (typeof v === 'string') items = splitAddressList(v);
-  else if (Array.isArray(v)) items = v;
-  else {
-    p.add(field, 'must be a string or an array of strings');
-    return [];
-  }
-  // Past the recipient limit, no address is read: a list of a million gets one problem, not a million.
-  if (items.length > max) {
-    p.add(field, `has ${items.length} addresses; at most ${max} recipients are allowed in to, cc and bcc together`);
-    return [];
-  }
-  const out: Mailbox[] = [];
-  for (const item of items) {
-    if (typeof item !== 'string') {
-      p.add(field, 'must contain only strings');
-      continue;
-    }
-    const parsed = parseMailbox(item);
-    if (parsed.ok) out.push(parsed.value);
-    else p.add(field, `"${printable(item)}" ${parsed.error}`);
-  }
-  if (required && items.length === 0) p.add(field, 'needs at least one address');
-  return out;
-}
-
-/** Makes a value safe to echo in an error message. */
-function printable(s: string): string {
-  const t = s.replace(/[\x00-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
-  return t.length > 80 ? t.slice(0, 77) + '...' : t;
-}
-
-function optionalString(field: string, v: unknown, p: Problems): string | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string') {
-    p.add(field, 'must be a string');
-    return undefined;
-  }
-  if (v.includes('\0')) p.add(field, 'must not contain NUL');
-  return v;
-}
-
-/**
- * parseMailbox for `from`, remembered: an application sends from a handful of addresses, and
- * parsing one (IDNA, the atom checks) is a few microseconds of every request. Results are frozen,
- * as they are shared; the cache is emptied when it reaches 1,000 entries.
- */
-const senders = new Map<string, ReturnType<typeof parseMailbox>>();
-function parseSender(input: string): ReturnType<typeof parseMailbox> {
-  if (input.length > MAILBOX_MAX_LENGTH) return parseMailbox(input); // refused; never kept as a key
-  let parsed = senders.get(input);
-  if (parsed === undefined) {
-    parsed = parseMailbox(input);
-    if (parsed.ok) Object.freeze(parsed.value);
-    if (senders.size >= 1000) senders.clear();
-    senders.set(input, Object.freeze(parsed));
-  }
-  return parsed;
-}
-
 /** Every rule of send validation (docs/api.md); all problems are collected, none short-circuits another. */
 export function validateSendRequest(body: Record<string, unknown>, limits: SendLimits): SendRequest | Problems {
   const p = new Problems();
-  for (const key of Object.keys(body)) if (!KNOWN_FIELDS.has(key)) p.add(key, 'is not a known field');
-
-  let from: Mailbox | undefined;
-  if (typeof body.from !== 'string') p.add('from', body.from === undefined ? 'is required' : 'must be a string');
-  else {
-    const parsed = parseSender(body.from);
-    if (parsed.ok) from = parsed.value;
-    else p.add('from', `"${printable(body.from)}" ${parsed.error}`);
-  }
-
+  checkKnownFields(body, p);
+  const from = fromField(body.from, p);
   const max = limits.maxRecipients;
   const to = addressField('to', body.to, p, true, max);
   const cc = addressField('cc', body.cc, p, false, max);
   const bcc = addressField('bcc', body.bcc, p, false, max);
-  const total = to.length + cc.length + bcc.length;
-  if (total > limits.maxRecipients) p.add('to', `has ${total} recipients in to, cc and bcc together; at most ${limits.maxRecipients} are allowed`);
-
-  let replyTo: Mailbox | undefined;
-  if (body.reply_to !== undefined && body.reply_to !== null) {
-    if (typeof body.reply_to !== 'string') p.add('reply_to', 'must be a string');
-    else {
-      const parsed = parseMailbox(body.reply_to);
-      if (parsed.ok) replyTo = parsed.value;
-      else p.add('reply_to', `"${printable(body.reply_to)}" ${parsed.error}`);
-    }
-  }
-
-  let subject = '';
-  if (body.subject === undefined || body.subject === null) p.add('subject', 'is required');
-  else if (typeof body.subject !== 'string') p.add('subject', 'must be a string');
-  else if (body.subject.trim() === '') p.add('subject', 'must not be blank');
-  else if (hasControl(body.subject)) p.add('subject', CONTROL_PROBLEM);
-  else if (body.subject.length > SUBJECT_MAX_LENGTH) p.add('subject', `must be at most ${SUBJECT_MAX_LENGTH} characters`);
-  else {
-    const fold = foldProblem('Subject: '.length, body.subject);
-    if (fold) p.add('subject', fold);
-    else subject = body.subject;
-  }
-
+  checkRecipientTotal(to.length + cc.length + bcc.length, max, p);
+  const replyTo = replyToField(body.reply_to, p);
+  const subject = subjectField(body.subject, p);
   const bodyText = optionalString('body', body.body, p);
   const textBody = optionalString('text_body', body.text_body, p);
   const htmlBody = optionalString('html_body', body.html_body, p);
-  if (bodyText !== undefined && textBody !== undefined && bodyText !== textBody) p.add('text_body', 'body and text_body are aliases; give one, or both equal');
+  checkBodies(body, bodyText, textBody, p);
   const text = textBody ?? bodyText;
-  if (body.body == null && body.text_body == null && body.html_body == null) p.add('body', 'one of body, text_body or html_body is required');
-
-  const attachments: Attachment[] = [];
-  if (body.attachments !== undefined && body.attachments !== null) {
-    if (!Array.isArray(body.attachments)) p.add('attachments', 'must be an array');
-    else
-      body.attachments.forEach((a: unknown, i: number) => {
-        const f = `attachments[${i}]`;
-        if (!isRecord(a)) {
-          p.add(f, 'must be an object');
-          return;
-        }
-        for (const key of Object.keys(a)) if (key !== 'filename' && key !== 'io' && key !== 'content_type') p.add(`${f}.${key}`, 'is not a known field');
-        const { filename, io, content_type: ct } = a;
-        let ok = true;
-        const problem = (field: string, message: string) => {
-          ok = false;
-          p.add(`${f}.${field}`, message);
-        };
-        if (typeof filename !== 'string' || filename.trim() === '') problem('filename', 'must be a non-empty string');
-        else if (hasControl(filename)) problem('filename', CONTROL_PROBLEM);
-        else if (filename.length > FILENAME_MAX_LENGTH) problem('filename', `must be at most ${FILENAME_MAX_LENGTH} characters`);
-        if (typeof io !== 'string' || !isStrictBase64(io)) problem('io', 'must be strict Base64 (RFC 4648, padded, no line breaks)');
-        if (typeof ct !== 'string' || !MIME_TYPE.test(ct)) problem('content_type', 'must be a media type of the form type/subtype');
-        if (ok) attachments.push({ filename: filename as string, base64: io as string, contentType: (ct as string).toLowerCase() });
-      });
-  }
-
-  const headers: Array<[string, string]> = [];
-  if (body.headers !== undefined && body.headers !== null) {
-    if (!isRecord(body.headers)) p.add('headers', 'must be an object of string to string');
-    else
-      for (const [name, value] of Object.entries(body.headers)) {
-        const f = `headers.${printable(name)}`;
-        if (!HEADER_NAME.test(name)) p.add(f, 'is not a valid header name');
-        else if (name.length > HEADER_NAME_MAX_LENGTH) p.add(f, `must be at most ${HEADER_NAME_MAX_LENGTH} characters`);
-        else if (OWNED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('content-')) p.add(f, 'is set by posthaste and cannot be given');
-        else if (typeof value !== 'string') p.add(f, 'must be a string');
-        else if (hasControl(value)) p.add(f, CONTROL_PROBLEM);
-        else if (value.length > HEADER_VALUE_MAX_LENGTH) p.add(f, `must be at most ${HEADER_VALUE_MAX_LENGTH} characters`);
-        else {
-          const fold = foldProblem(name.length + 2, value);
-          if (fold) p.add(f, fold);
-          else headers.push([name, value]);
-        }
-      }
-  }
-
-  // Keys are the client's: a null-prototype object stores "__proto__" as data, not as a prototype.
-  const metadata = Object.create(null) as Record<string, string>;
-  if (body.metadata !== undefined && body.metadata !== null) {
-    if (!isRecord(body.metadata)) p.add('metadata', 'must be an object of string to string');
-    else {
-      const entries = Object.entries(body.metadata);
-      if (entries.length > METADATA_MAX_KEYS) p.add('metadata', `has more than ${METADATA_MAX_KEYS} keys`);
-      for (const [key, value] of entries) {
-        const f = `metadata.${printable(key)}`;
-        if (key.length === 0 || key.length > METADATA_MAX_KEY_LENGTH) p.add(f, `key must be 1 to ${METADATA_MAX_KEY_LENGTH} characters`);
-        else if (typeof value !== 'string') p.add(f, 'must be a string');
-        else if (value.length > METADATA_MAX_VALUE_LENGTH) p.add(f, `must be at most ${METADATA_MAX_VALUE_LENGTH} characters`);
-        else metadata[key] = value;
-      }
-    }
-  }
-
-  let scheduledAt: number | undefined;
-  if (body.scheduled_at !== undefined && body.scheduled_at !== null) {
-    const t = typeof body.scheduled_at === 'string' && SCHEDULE_TIME.test(body.scheduled_at) ? Date.parse(body.scheduled_at) : NaN;
-    if (Number.isNaN(t)) p.add('scheduled_at', 'must be an ISO 8601 date and time with a zone, e.g. "2026-11-24T09:00:00Z"');
-    else scheduledAt = t;
-  }
-
-  const tags: string[] = [];
-  if (body.tags !== undefined && body.tags !== null) {
-    if (!Array.isArray(body.tags)) p.add('tags', `must be an array of up to ${MAX_TAGS} strings`);
-    else if (body.tags.length > MAX_TAGS) p.add('tags', `has ${body.tags.length} tags; at most ${MAX_TAGS} are allowed`);
-    else
-      for (const [i, tag] of (body.tags as unknown[]).entries()) {
-        if (typeof tag !== 'string' || tag.length === 0 || tag.length > TAG_MAX_LENGTH) p.add(`tags[${i}]`, `must be a string of 1 to ${TAG_MAX_LENGTH} characters`);
-        else if (hasControl(tag) || tag.includes('\t')) p.add(`tags[${i}]`, 'must not contain a control character');
-        else if (!tags.includes(tag)) tags.push(tag);
-      }
-  }
+  const attachments = attachmentsField(body.attachments, p);
+  const headers = headersField(body.headers, p);
+  const metadata = metadataField(body.metadata, p);
+  const scheduledAt = scheduledAtField(body.scheduled_at, p);
+  const tags = tagsField(body.tags, p);
 
   if (!p.empty || !from) return p;
   return {

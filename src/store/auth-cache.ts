@@ -1,6 +1,6 @@
-import type { ApiKeyInfo } from './model.js';
+import type { ApiKeyInfo, SendCommit, SendInput } from './model.js';
 import type { SendingDomain } from './model.js';
-import type { DomainStore, KeyStore } from './store.js';
+import type { DomainStore, KeyStore, MessageStore } from './store.js';
 
 /**
  * Keys and sending domains cached in memory for the API. A checked lookup first reads
@@ -13,6 +13,9 @@ import type { DomainStore, KeyStore } from './store.js';
  *
  * A lookup that went to the store while the epoch moved under it is not remembered: what it read
  * may predate the change.
+ *
+ * The send path's steps are `sendingDomain` and `acceptSend` below; the API's send endpoints take
+ * them through api/send-gate.ts, SMTP submission through submission/accept.ts.
  */
 export class AuthCache {
   private current = '';
@@ -64,8 +67,31 @@ export class AuthCache {
     return d;
   }
 
+  /**
+   * The sender domain a send names, from the cache; read again (checked) when the cached entry
+   * would refuse the send, so a refusal never comes from a stale cache. The caller refuses a
+   * domain that is missing, another customer's or unverified.
+   */
+  async sendingDomain(customerId: number, name: string): Promise<SendingDomain | undefined> {
+    const cached = await this.domain(name, false);
+    if (cached !== undefined && cached.customer_id === customerId && cached.verified_at !== null) return cached;
+    return this.domain(name, true);
+  }
+
   /** Checked: the epoch read now. Unchecked: read once, so no entry predates the epoch handed on with it. */
   private async validate(checked: boolean): Promise<void> {
     if (checked || this.current === '') await this.refresh();
   }
+}
+
+/**
+ * The send path's commit (docs/architecture.md, "Keys"): the store's accept, handed in
+ * `input.authEpoch` the epoch the cached key and domain were read at, checks them again in the
+ * transaction that stores the message and answers the epoch it saw; the cache is dropped when that
+ * moved, so the next lookup reads the store.
+ */
+export async function acceptSend(auth: AuthCache, messages: MessageStore, input: SendInput): Promise<SendCommit> {
+  const result = await messages.accept(input);
+  auth.observe(result.authEpoch);
+  return result;
 }

@@ -1,4 +1,5 @@
 import { isStoreFull, isStoreUnavailable } from '../store/errors.js';
+import { acceptSend } from '../store/auth-cache.js';
 import type { AcceptInput, ApiKeyInfo, SendCommit, SendingDomain } from '../store/model.js';
 import { addressKey } from '../domain/addresses.js';
 import { BASE32, timeSortableId } from '../lib/ids.js';
@@ -35,8 +36,8 @@ export async function acceptSubmitted(deps: SubmissionDeps, session: Session, ch
     ...(read.tags.length ? { tags: read.tags } : {}),
     now,
   };
+  // The commit checks the key and the domain again if the epoch moved, and drops the cache if it did (store/auth-cache.ts).
   const result = await commit(deps, { ...input, authEpoch });
-  deps.auth.observe(result.authEpoch);
   // Accepted: the key was live at the epoch the commit answers (checked there if the epoch had
   // moved), so the session's next message is checked again only if it moves after this one.
   if (result.kind === 'accepted') session.authEpoch = result.authEpoch;
@@ -45,9 +46,7 @@ export async function acceptSubmitted(deps: SubmissionDeps, session: Session, ch
 
 /** The sender's domain, as the API checks it: this key's customer's and verified; a refusal that never says whose another customer's domain is. */
 async function sendingDomain(deps: SubmissionDeps, key: ApiKeyInfo, name: string): Promise<SendingDomain> {
-  let domain = await deps.auth.domain(name, false);
-  const usable = (d: SendingDomain | undefined) => d !== undefined && d.customer_id === key.customer_id && d.verified_at !== null;
-  if (!usable(domain)) domain = await deps.auth.domain(name, true); // a refusal is never from a stale cache
+  const domain = await deps.auth.sendingDomain(key.customer_id, name); // a refusal is never from a stale cache
   if (!domain || domain.customer_id !== key.customer_id)
     throw refusal(550, `5.7.1 ${name} is not a sending domain of this API key's customer: the From address must be at one of its verified domains`);
   if (domain.verified_at === null) throw refusal(550, `5.7.1 ${name} is not verified yet: publish its DNS records, then posthaste domains verify ${name}`);
@@ -59,7 +58,7 @@ const refusal = (code: number, text: string): Refusal => ({ code, text });
 /** The store's commit, its infrastructure failures as the temporary refusals SMTP has for them. */
 async function commit(deps: SubmissionDeps, input: AcceptInput & { authEpoch: string }): Promise<SendCommit> {
   try {
-    return await deps.store.messages.accept(input);
+    return await acceptSend(deps.auth, deps.store.messages, input);
   } catch (e) {
     if (isStoreFull(e)) throw refusal(452, '4.3.1 Insufficient system storage, try again later');
     if (isStoreUnavailable(e)) deps.log.warn({ err: e }, 'store unavailable: submitted message refused with 451');

@@ -23,13 +23,13 @@ import { anyCase, NO_CONTROL, NO_CONTROL_OR_TAB, NOT_BLANK_NO_CONTROL, nullable,
 const limits = configSchema.limits;
 export const MAX_RECIPIENTS_DEFAULT = limits.max_recipients.default as number;
 
-/** Headers posthaste writes itself (send-request.ts, OWNED_HEADERS; docs/api.md); Content-* is refused by prefix. */
+/** Headers posthaste writes itself (send-fields.ts, OWNED_HEADERS; docs/api.md); Content-* is refused by prefix. */
 export const OWNED_HEADERS = ['from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'return-path', 'dkim-signature', 'mime-version', 'sender', 'reply-to'];
 /** RFC 5322 ftext (printable ASCII but `:`), and none of the owned names in any case. */
 export const HEADER_NAME_PATTERN = `^(?!(?:${OWNED_HEADERS.map(anyCase).join('|')})$|${anyCase('content-')})[\\x21-\\x39\\x3B-\\x7E]+$`;
-/** type/subtype (send-request.ts, MIME_TYPE). */
+/** type/subtype (send-fields.ts, MIME_TYPE). */
 export const MEDIA_TYPE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$';
-/** ISO 8601 with a zone, seconds and fractions optional (send-request.ts, SCHEDULE_TIME, which ignores case). */
+/** ISO 8601 with a zone, seconds and fractions optional (send-fields.ts, SCHEDULE_TIME, which ignores case). */
 export const SCHEDULE_PATTERN = '^\\d{4}-\\d{2}-\\d{2}[Tt]\\d{2}:\\d{2}(?::\\d{2}(?:\\.\\d{1,9})?)?(?:[Zz]|[+-]\\d{2}:\\d{2})$';
 /** The Base64 alphabet with its padding. A pattern cannot say "a multiple of four" in linear time: the description does. */
 const BASE64_PATTERN = '^[A-Za-z0-9+/]*={0,2}$';

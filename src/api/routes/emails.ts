@@ -1,11 +1,12 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ApiDeps } from '../deps.js';
-import { requireKey, unauthorized } from '../auth.js';
-import { ApiError, Problems, UnsendableMessage, refusal, unknownDomain, unverifiedDomain, validationError } from '../../domain/errors.js';
+import { requireKey } from '../authorization.js';
+import { SEND_ROUTE, type SendGate } from '../send-gate.js';
+import { ApiError, Problems, UnsendableMessage, validationError } from '../../domain/errors.js';
 import { validateSendRequest, recipientsOf, type SendRequest } from '../../domain/send-request.js';
 import { formatMailbox } from '../../domain/addresses.js';
 import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../outbound/compose.js';
-import { acceptedResponse, type AcceptInput } from '../../store/model.js';
+import { acceptedResponse, type AcceptInput, type SendingDomain } from '../../store/model.js';
 import type { ApiKeyInfo } from '../../store/model.js';
 import { parseMessageFilters } from '../../domain/message-search.js';
 import { parsePage } from '../paging.js';
@@ -13,106 +14,117 @@ import { timeSortableId, BASE32 } from '../../lib/ids.js';
 import { formatDuration } from '../../config/load.js';
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
-export const SEND_ROUTE = '/api/v1/emails';
 export const BATCH_ROUTE = '/api/v1/emails/batch';
 /** Most messages in one batch request. */
 export const MAX_BATCH = 100;
 
-export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  const { store, config, clock } = deps;
+/** The send endpoints (their key checked by the SendGate, send-gate.ts) and the message endpoints (docs/api.md). */
+export function emailRoutes(app: FastifyInstance, deps: ApiDeps, gate: SendGate): void {
+  sendRoute(app, deps, gate);
+  batchRoute(app, deps, gate);
+  listRoute(app, deps);
+  cancelRoute(app, deps);
+  getRoute(app, deps);
+}
 
-  /**
-   * One send request made ready to store: validated, its sender domain this customer's and
-   * verified, its encoded size within the limit, its Message-ID drawn. Throws the ApiError the
-   * client gets. The epoch is taken before the lookups: the writer re-verifies key and domain if
-   * anything changed since (AuthCache).
-   */
-  async function prepare(key: ApiKeyInfo, body: unknown, stored: string | Uint8Array, now: number): Promise<Omit<AcceptInput, 'idempotency'>> {
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('validation_failed', 'A message must be a JSON object.', { body: ['must be a JSON object'] });
-    const parsed = validateSendRequest(body as Record<string, unknown>, { maxRecipients: deps.send.current.maxRecipients });
-    if (parsed instanceof Problems) throw validationError(parsed);
-    const req: SendRequest = parsed;
-    let domain = await deps.auth.domain(req.from.domain, false);
-    const usable = (d: typeof domain) => d !== undefined && d.customer_id === key.customer_id && d.verified_at !== null;
-    if (!usable(domain)) domain = await deps.auth.domain(req.from.domain, true); // a refusal is never from a stale cache
-    if (!domain || domain.customer_id !== key.customer_id) throw unknownDomain(req.from.domain);
-    if (domain.verified_at === null) throw unverifiedDomain(domain.name);
+type Prepared = Omit<AcceptInput, 'idempotency'>;
 
-    if (req.scheduledAt !== undefined && req.scheduledAt > now + config.limits.max_schedule_ahead)
-      throw new ApiError('validation_failed', `scheduled_at is more than ${formatDuration(config.limits.max_schedule_ahead)} ahead.`, {
-        scheduled_at: [`must be at most ${formatDuration(config.limits.max_schedule_ahead)} from now (limits.max_schedule_ahead)`],
-      });
-    const messageId = `${timeSortableId(now, BASE32)}@${domain.name}`;
-    // The MIME message is composed when it is first delivered; here only its size matters. Two
-    // cheap bounds settle it unless the message is near the limit; only then is it composed
-    // (streamed and counted, not kept) for the exact size.
-    const limit = config.limits.max_message_bytes;
-    if (encodedSizeBound(req) > limit) {
-      const floor = encodedSizeFloor(req);
-      if (floor > limit) throw new ApiError('payload_too_large', `The encoded message is at least ${floor} bytes; the limit is ${limit}.`);
-      const size = await composedSize(req, messageId, now).catch(refuseUnsendable);
-      if (size > limit) throw new ApiError('payload_too_large', `The encoded message is ${size} bytes; the limit is ${limit}.`);
-    }
-    return {
-      customerId: key.customer_id,
-      apiKeyId: key.id,
-      sandbox: key.kind === 'sandbox',
-      messageId,
-      fromHeader: formatMailbox(req.from),
-      senderDomain: domain.name,
-      subject: req.subject,
-      metadata: req.metadata,
-      request: stored,
-      recipients: recipientsOf(req).map(({ field, mailbox }) => ({ address: mailbox.address, domain: mailbox.domain, field })),
-      // A time already past sends at once.
-      ...(req.scheduledAt !== undefined && req.scheduledAt > now ? { scheduledAt: req.scheduledAt } : {}),
-      ...(req.tags.length ? { tags: req.tags } : {}),
-      now,
-    };
-  }
+/**
+ * One send request made ready to store: validated, its sender domain this customer's and
+ * verified, its encoded size within the limit, its Message-ID drawn. Throws the ApiError the
+ * client gets. The route takes the epoch before this: the commit re-verifies key and domain if
+ * anything changed since (send-gate.ts).
+ */
+async function prepare(deps: ApiDeps, gate: SendGate, key: ApiKeyInfo, body: unknown, stored: string | Uint8Array, now: number): Promise<Prepared> {
+  const req = validBody(deps, body);
+  const domain = await gate.sendingDomain(key, req.from.domain);
+  checkSchedule(deps, req, now);
+  const messageId = `${timeSortableId(now, BASE32)}@${domain.name}`;
+  await checkEncodedSize(deps.config.limits.max_message_bytes, req, messageId, now);
+  return acceptInput(key, req, domain, messageId, stored, now);
+}
 
+/** The body as a SendRequest, or the validation_failed the client gets. */
+function validBody(deps: ApiDeps, body: unknown): SendRequest {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('validation_failed', 'A message must be a JSON object.', { body: ['must be a JSON object'] });
+  const parsed = validateSendRequest(body as Record<string, unknown>, { maxRecipients: deps.send.current.maxRecipients });
+  if (parsed instanceof Problems) throw validationError(parsed);
+  return parsed;
+}
+
+/** scheduled_at no further ahead than limits.max_schedule_ahead. */
+function checkSchedule(deps: ApiDeps, req: SendRequest, now: number): void {
+  const ahead = deps.config.limits.max_schedule_ahead;
+  if (req.scheduledAt !== undefined && req.scheduledAt > now + ahead)
+    throw new ApiError('validation_failed', `scheduled_at is more than ${formatDuration(ahead)} ahead.`, {
+      scheduled_at: [`must be at most ${formatDuration(ahead)} from now (limits.max_schedule_ahead)`],
+    });
+}
+
+/**
+ * The MIME message is composed when it is first delivered; here only its size matters. Two
+ * cheap bounds settle it unless the message is near the limit; only then is it composed
+ * (streamed and counted, not kept) for the exact size.
+ */
+async function checkEncodedSize(limit: number, req: SendRequest, messageId: string, now: number): Promise<void> {
+  if (encodedSizeBound(req) <= limit) return;
+  const floor = encodedSizeFloor(req);
+  if (floor > limit) throw new ApiError('payload_too_large', `The encoded message is at least ${floor} bytes; the limit is ${limit}.`);
+  const size = await composedSize(req, messageId, now).catch(refuseUnsendable);
+  if (size > limit) throw new ApiError('payload_too_large', `The encoded message is ${size} bytes; the limit is ${limit}.`);
+}
+
+function acceptInput(key: ApiKeyInfo, req: SendRequest, domain: SendingDomain, messageId: string, stored: string | Uint8Array, now: number): Prepared {
+  return {
+    customerId: key.customer_id,
+    apiKeyId: key.id,
+    sandbox: key.kind === 'sandbox',
+    messageId,
+    fromHeader: formatMailbox(req.from),
+    senderDomain: domain.name,
+    subject: req.subject,
+    metadata: req.metadata,
+    request: stored,
+    recipients: recipientsOf(req).map(({ field, mailbox }) => ({ address: mailbox.address, domain: mailbox.domain, field })),
+    // A time already past sends at once.
+    ...(req.scheduledAt !== undefined && req.scheduledAt > now ? { scheduledAt: req.scheduledAt } : {}),
+    ...(req.tags.length ? { tags: req.tags } : {}),
+    now,
+  };
+}
+
+function sendRoute(app: FastifyInstance, deps: ApiDeps, gate: SendGate): void {
   app.post(SEND_ROUTE, async (request, reply) => {
     const key = requireKey(request);
     // No Content-Type and no body: fastify calls no parser at all.
     if (request.body === undefined) throw new ApiError('invalid_json', 'The request body is empty; send a JSON object.');
     const idemHeader = idempotencyKey(request.headers['idempotency-key']);
     const stored = request.rawText ?? request.rawBody!;
-    const authEpoch = deps.auth.epoch;
-    const input = await prepare(key, request.body, stored, clock.now());
-    const result = await store.messages.accept({
+    const authEpoch = gate.epoch;
+    const input = await prepare(deps, gate, key, request.body, stored, deps.clock.now());
+    const result = await gate.accept({
       ...input,
       ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: deps.send.current.idempotencyTtl } } : {}),
       authEpoch,
     });
-    deps.auth.observe(result.authEpoch);
     // Only now, after the COMMIT has returned, does the client hear "accepted".
-    switch (result.kind) {
-      case 'accepted':
-        deps.onAccepted?.();
-        return reply.code(202).send(acceptedResponse(input));
-      case 'replay':
-      case 'conflict':
-      case 'key_revoked':
-        return answerShared(reply, result);
-      default:
-        throw refusal(result, input.senderDomain);
-    }
+    if (result.kind !== 'accepted') return answerShared(reply, result);
+    deps.onAccepted?.();
+    return reply.code(202).send(acceptedResponse(input));
   });
+}
 
+function batchRoute(app: FastifyInstance, deps: ApiDeps, gate: SendGate): void {
   app.post(BATCH_ROUTE, async (request, reply) => {
     const key = requireKey(request);
-    if (request.body === undefined) throw new ApiError('invalid_json', 'The request body is empty; send a JSON array of up to 100 messages.');
-    if (!Array.isArray(request.body)) throw new ApiError('invalid_json', 'The request body must be a JSON array of messages.');
-    const items: unknown[] = request.body;
-    if (items.length === 0 || items.length > MAX_BATCH)
-      throw new ApiError('validation_failed', `A batch has 1 to ${MAX_BATCH} messages; this one has ${items.length}.`, { body: [`must hold 1 to ${MAX_BATCH} messages`] });
+    const items = batchItems(request.body);
     const idemHeader = idempotencyKey(request.headers['idempotency-key']);
-    const authEpoch = deps.auth.epoch;
-    const now = clock.now();
+    const authEpoch = gate.epoch;
+    const now = deps.clock.now();
     // Each item on its own: a bad one gets its error, the others go on.
     const prepared = await Promise.all(
       items.map((item) =>
-        prepare(key, item, JSON.stringify(item), now).then(
+        prepare(deps, gate, key, item, JSON.stringify(item), now).then(
           (input) => input,
           (e: unknown) => {
             if (e instanceof ApiError) return e;
@@ -121,7 +133,7 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
         ),
       ),
     );
-    const result = await store.messages.acceptBatch({
+    const result = await gate.acceptBatch({
       items: prepared.map((p) => (p instanceof ApiError ? { error: p.toBody().error } : p)),
       customerId: key.customer_id,
       apiKeyId: key.id,
@@ -129,59 +141,63 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps): void {
       authEpoch,
       now,
     });
-    deps.auth.observe(result.authEpoch);
-    switch (result.kind) {
-      case 'accepted':
-        if (result.response.data.some((r) => 'message_id' in r)) deps.onAccepted?.();
-        return reply.code(202).send(result.response);
-      default:
-        return answerShared(reply, result);
-    }
+    if (result.kind !== 'accepted') return answerShared(reply, result);
+    if (result.response.data.some((r) => 'message_id' in r)) deps.onAccepted?.();
+    return reply.code(202).send(result.response);
   });
+}
 
+/** A batch body: an array of 1 to MAX_BATCH items. */
+function batchItems(body: unknown): unknown[] {
+  if (body === undefined) throw new ApiError('invalid_json', 'The request body is empty; send a JSON array of up to 100 messages.');
+  if (!Array.isArray(body)) throw new ApiError('invalid_json', 'The request body must be a JSON array of messages.');
+  if (body.length === 0 || body.length > MAX_BATCH)
+    throw new ApiError('validation_failed', `A batch has 1 to ${MAX_BATCH} messages; this one has ${body.length}.`, { body: [`must hold 1 to ${MAX_BATCH} messages`] });
+  return body;
+}
+
+function listRoute(app: FastifyInstance, deps: ApiDeps): void {
   app.get<{ Querystring: Record<string, string | undefined> }>('/api/v1/emails', async (request) => {
     const key = requireKey(request);
     const page = parsePage(request.query);
     const filters = parseMessageFilters(request.query);
     if (filters instanceof Problems) throw validationError(filters);
-    const rows = await store.messages.search({ ...filters, customerId: key.customer_id, limit: page.limit + 1, ...(page.after !== undefined ? { before: page.after } : {}) });
+    const rows = await deps.store.messages.search({ ...filters, customerId: key.customer_id, limit: page.limit + 1, ...(page.after !== undefined ? { before: page.after } : {}) });
     const data = rows.slice(0, page.limit);
     return {
       data: data.map(({ customer: _c, ...m }) => m),
       next: rows.length > page.limit ? String(data[data.length - 1]!.email_id) : null,
     };
   });
+}
 
-  // Cancels a message nothing of which has been sent (a scheduled one, typically).
+/** Cancels a message nothing of which has been sent (a scheduled one, typically). */
+function cancelRoute(app: FastifyInstance, deps: ApiDeps): void {
   app.delete<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', async (request) => {
     const key = requireKey(request);
-    const r = await store.messages.cancel(key.customer_id, request.params.message_id, clock.now());
+    const r = await deps.store.messages.cancel(key.customer_id, request.params.message_id, deps.clock.now());
     if (r.kind === 'not_found') throw new ApiError('not_found', 'No such message.');
     if (r.kind === 'too_late')
       throw new ApiError('conflict', 'The message cannot be canceled: delivery has begun or ended for its recipients.', {
         recipients: Object.entries(r.states).map(([state, n]) => `${n} ${state}`),
       });
-    return store.messages.get(key.customer_id, request.params.message_id);
+    return deps.store.messages.get(key.customer_id, request.params.message_id);
   });
+}
 
+function getRoute(app: FastifyInstance, deps: ApiDeps): void {
   app.get<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', async (request) => {
     const key = requireKey(request);
-    const view = await store.messages.get(key.customer_id, request.params.message_id);
+    const view = await deps.store.messages.get(key.customer_id, request.params.message_id);
     if (!view) throw new ApiError('not_found', 'No such message.');
     return view;
   });
 }
 
-/** What a single send and a batch answer alike: an Idempotency-Key's first response or its conflict, a key revoked meanwhile. */
-function answerShared(reply: FastifyReply, result: { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' } | { kind: 'key_revoked' }): FastifyReply {
-  switch (result.kind) {
-    case 'replay':
-      return reply.code(result.status).header('idempotent-replayed', 'true').send(result.response);
-    case 'conflict':
-      throw new ApiError('conflict', 'This Idempotency-Key was used with a different request body.');
-    case 'key_revoked':
-      throw unauthorized();
-  }
+/** What a single send and a batch answer alike: an Idempotency-Key's first response or its conflict (a key revoked meanwhile is the SendGate's 401). */
+function answerShared(reply: FastifyReply, result: { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' }): FastifyReply {
+  if (result.kind === 'conflict') throw new ApiError('conflict', 'This Idempotency-Key was used with a different request body.');
+  return reply.code(result.status).header('idempotent-replayed', 'true').send(result.response);
 }
 
 /** The Idempotency-Key header, checked; undefined when absent. */

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps.js';
-import { requireKey } from '../auth.js';
+import { requireKey } from '../authorization.js';
 import { ApiError } from '../../domain/errors.js';
 import { parseAddrSpec } from '../../domain/addresses.js';
 import { parsePage } from '../paging.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps.js';
-import { requireKey } from '../auth.js';
+import { requireKey } from '../authorization.js';
 import { ApiError, Problems } from '../../domain/errors.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
 import { endpointView } from '../../webhooks/service.js';

@@ -2,30 +2,13 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
 import type { ApiKeyInfo } from '../store/model.js';
 import type { AuthCache } from '../store/auth-cache.js';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    apiKey?: ApiKeyInfo;
-    /** SHA-256 of the raw body, for Idempotency-Key. */
-    bodyHash?: Buffer;
-    /**
-     * The JSON body as received, for the send path to store: the text that was parsed when it is
-     * small (a string crosses to the writer thread as a copy of its characters, cheaper than a
-     * slice of Node's shared 8 KiB pool), the bytes themselves when it is large (moved to the
-     * writer thread, not copied).
-     */
-    rawText?: string;
-    rawBody?: Buffer;
-    /** apiKey came from the cache without reading auth_epoch (the send path; see AuthCache). */
-    keyUnchecked?: boolean;
-  }
-}
+import './request-fields.js';
 
 /**
  * `Authorization: Token <key>` or `Authorization: Bearer <key>` (the scheme is case-insensitive,
  * RFC 9110 11.1; most HTTP clients send Bearer). Checked (the default), the cache is validated against the store
  * first, so a revocation is refused on the next request; unchecked is for the send path, whose
- * writer re-verifies inside the accepting transaction.
+ * commit re-verifies the key (send-gate.ts).
  */
 export async function authenticateRequest(auth: AuthCache, request: FastifyRequest, checked = true): Promise<ApiKeyInfo> {
   const header = request.headers.authorization;
