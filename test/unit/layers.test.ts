@@ -18,6 +18,7 @@ export const LEVELS: string[][] = [
   ['reports'],
   ['inbound'],
   ['api', 'dashboard', 'submission'],
+  ['daemon'],
   ['main.ts'],
   ['cli'],
 ];

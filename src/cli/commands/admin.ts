@@ -7,8 +7,15 @@ import { configOf } from '../context.js';
 
 export function dbCommand(program: Command): void {
   const cmd = program.command('db').description('the store: migrations, retention, backups, the move to PostgreSQL');
-  cmd
-    .command('migrate')
+  migrateCommand(cmd);
+  purgeCommand(cmd);
+  backupCommand(cmd);
+  copyCommand(cmd);
+}
+
+/** `db migrate`: the schema brought up to date, its version said. */
+function migrateCommand(db: Command): void {
+  db.command('migrate')
     .description('apply pending migrations (the daemon also does this at start)')
     .action(async (_o, c: Command) =>
       withStore(c, async ({ store, config, now }) => {
@@ -22,8 +29,11 @@ export function dbCommand(program: Command): void {
         );
       }),
     );
-  cmd
-    .command('purge')
+}
+
+/** `db purge`: the retention job, now. */
+function purgeCommand(db: Command): void {
+  db.command('purge')
     .description('run the retention job now (retention.days)')
     .action(async (_o, c: Command) =>
       withStore(c, async ({ store, config, now }) => {
@@ -31,8 +41,11 @@ export function dbCommand(program: Command): void {
         output(c, r, `purged the bodies of ${r.messages} finished messages and ${r.attempts} webhook attempt logs older than ${config.retention.days} days`);
       }),
     );
-  cmd
-    .command('backup <file>')
+}
+
+/** `db backup`: an online copy of a SQLite store. */
+function backupCommand(db: Command): void {
+  db.command('backup <file>')
     .description("copy the store to FILE with SQLite's online backup API (safe while the daemon runs); a PostgreSQL store is backed up with pg_dump")
     .action(async (file: string, _o, c: Command) =>
       withStore(c, async ({ store }) => {
@@ -46,8 +59,11 @@ export function dbCommand(program: Command): void {
         output(c, { file, ms: Date.now() - started }, `backed up the store to ${file}`);
       }),
     );
-  cmd
-    .command('copy')
+}
+
+/** `db copy`: the SQLite store copied into an empty PostgreSQL database. */
+function copyCommand(db: Command): void {
+  db.command('copy')
     .description('copy the SQLite store into an empty PostgreSQL database, checking the rows table by table (stop the daemon first: docs/operations.md, "PostgreSQL")')
     .requiredOption('--to <url>', 'the PostgreSQL database, "postgresql://user@host:5432/dbname" (its password from the URL, store.password_file, PGPASSWORD or ~/.pgpass)')
     .action(async (o: { to: string }, c: Command) => {

@@ -53,7 +53,17 @@ async function existing(store: Store, name: string): Promise<DomainRow> {
 export function domainsCommand(program: Command): void {
   const cmd = program.command('domains').description('manage sending and receiving domains');
   domainLimitsCommand(cmd);
-  cmd
+  addCommand(cmd);
+  verifyCommand(cmd);
+  listCommand(cmd);
+  showCommand(cmd);
+  rotateDkimCommand(cmd);
+  removeCommand(cmd);
+}
+
+/** `domains add`: a new domain, its DKIM key made and its DNS records printed. */
+function addCommand(domains: Command): void {
+  domains
     .command('add <domain>')
     .description('add a domain, generate its DKIM key and print the DNS records to publish')
     .option('--customer <name>', 'owning customer', DEFAULT_CUSTOMER)
@@ -67,7 +77,11 @@ export function domainsCommand(program: Command): void {
         output(c, v, humanRecords(v) + `\n\nThen run: posthaste domains verify ${domain}`);
       }),
     );
-  cmd
+}
+
+/** `domains verify`: the records looked up and the domain marked verified; exit code 1 when it is not. */
+function verifyCommand(domains: Command): void {
+  domains
     .command('verify <domain>')
     .description('look the DNS records up (through dns.servers) and mark the domain verified')
     .option('--force', 'mark verified without looking (the administrator asserts it)')
@@ -78,28 +92,17 @@ export function domainsCommand(program: Command): void {
           await store.domains.setVerified(d.id, d.verified_at ?? now);
           return output(c, { name: d.name, verified: true, forced: true, checks: [], dkim_switched_to: null }, `domain ${d.name} marked verified (forced)`);
         }
-        const { verified, checks, switchedTo, dnsError } = await verifyDomain(store.domains, createResolver(config.dns.servers), config, d, now);
-        output(
-          c,
-          { name: d.name, verified, forced: false, checks, dkim_switched_to: switchedTo, dns_error: dnsError },
-          [
-            dnsError
-              ? `domain ${d.name}: NOT checked, the DNS server did not answer; it stays ${d.verified_at !== null ? 'verified' : 'not verified'}`
-              : `domain ${d.name}: ${verified ? 'verified' : 'NOT verified'}`,
-            ...checks.map(
-              (k) => `  ${k.found ? 'ok       ' : k.lookup === 'no_answer' ? 'no answer' : 'missing  '} [${k.purpose}] ${k.name}${k.found ? '' : ` (seen: ${k.seen.join(' | ') || 'nothing'})`}`,
-            ),
-            ...(switchedTo
-              ? [
-                  `DKIM: signing now with selector ${switchedTo}; keep the record of ${d.dkim_selector} until ${new Date(now + DKIM_GRACE_MS).toISOString()} (${DKIM_GRACE_MS / 86_400_000} days), then remove it`,
-                ]
-              : []),
-          ].join('\n'),
-        );
+        const outcome = await verifyDomain(store.domains, createResolver(config.dns.servers), config, d, now);
+        const { verified, checks, switchedTo, dnsError } = outcome;
+        output(c, { name: d.name, verified, forced: false, checks, dkim_switched_to: switchedTo, dns_error: dnsError }, verifyText(d, outcome, now));
         if (!verified) process.exitCode = 1;
       }),
     );
-  cmd
+}
+
+/** `domains list`: the domains, with their customer and state. */
+function listCommand(domains: Command): void {
+  domains
     .command('list')
     .description('list domains')
     .option('--customer <name>', 'only this customer')
@@ -114,7 +117,11 @@ export function domainsCommand(program: Command): void {
         output(c, rows, table(rows, ['name', 'customer', 'verified', 'receiving', 'created_at']));
       }),
     );
-  cmd
+}
+
+/** `domains show`: one domain and the DNS records to publish. */
+function showCommand(domains: Command): void {
+  domains
     .command('show <domain>')
     .description('show a domain and its DNS records')
     .action(async (name: string, _o, c: Command) =>
@@ -123,7 +130,11 @@ export function domainsCommand(program: Command): void {
         output(c, v, humanRecords(v));
       }),
     );
-  cmd
+}
+
+/** `domains rotate-dkim`: a new DKIM key under a new selector. */
+function rotateDkimCommand(domains: Command): void {
+  domains
     .command('rotate-dkim <domain>')
     .description('make a new DKIM key under a new selector and print its record; signing switches to it once "domains verify" finds the record')
     .action(async (name: string, _o, c: Command) =>
@@ -142,7 +153,11 @@ export function domainsCommand(program: Command): void {
         );
       }),
     );
-  cmd
+}
+
+/** `domains remove`: sending from the domain stops at once. */
+function removeCommand(domains: Command): void {
+  domains
     .command('remove <domain>')
     .description('remove a domain (sending from it stops at once)')
     .action(async (name: string, _o, c: Command) =>
@@ -152,6 +167,21 @@ export function domainsCommand(program: Command): void {
         output(c, { name: d.name, removed: true }, `domain ${d.name} removed`);
       }),
     );
+}
+
+/** What `domains verify` found, record by record, and a DKIM switch it made. */
+function verifyText(d: DomainRow, { verified, checks, switchedTo, dnsError }: Awaited<ReturnType<typeof verifyDomain>>, now: number): string {
+  return [
+    dnsError
+      ? `domain ${d.name}: NOT checked, the DNS server did not answer; it stays ${d.verified_at !== null ? 'verified' : 'not verified'}`
+      : `domain ${d.name}: ${verified ? 'verified' : 'NOT verified'}`,
+    ...checks.map((k) => `  ${k.found ? 'ok       ' : k.lookup === 'no_answer' ? 'no answer' : 'missing  '} [${k.purpose}] ${k.name}${k.found ? '' : ` (seen: ${k.seen.join(' | ') || 'nothing'})`}`),
+    ...(switchedTo
+      ? [
+          `DKIM: signing now with selector ${switchedTo}; keep the record of ${d.dkim_selector} until ${new Date(now + DKIM_GRACE_MS).toISOString()} (${DKIM_GRACE_MS / 86_400_000} days), then remove it`,
+        ]
+      : []),
+  ].join('\n');
 }
 
 /** `domains limits`: a receiving domain's own inbound limits. */

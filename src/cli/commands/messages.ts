@@ -1,12 +1,20 @@
 import { Option, type Command } from 'commander';
 import { withStore, output, table, customerNamed, CliError } from '../context.js';
 import { SEARCH_STATES } from '../../domain/message-search.js';
+import type { MessageSummary, MessageView } from '../../store/model.js';
 
 const STATES: readonly string[] = SEARCH_STATES;
 
 export function messagesCommand(program: Command): void {
   const cmd = program.command('messages').description('the queue and its history, per recipient');
-  cmd
+  listCommand(cmd);
+  cancelCommand(cmd);
+  showCommand(cmd);
+}
+
+/** `messages list`: a page of messages, newest first, paged as the API pages. */
+function listCommand(messages: Command): void {
+  messages
     .command('list')
     .description('list messages, newest first; pages as GET /api/v1/emails does: --after the last email_id of the page before')
     .option('--customer <name>', 'only this customer')
@@ -29,22 +37,14 @@ export function messagesCommand(program: Command): void {
         });
         const rows = page.slice(0, limit);
         const next = page.length > limit ? rows[rows.length - 1]!.email_id : null;
-        output(
-          c,
-          rows,
-          table(
-            rows.map((r) => ({
-              ...r,
-              states: Object.entries(r.states)
-                .map(([k, v]) => `${k}:${v}`)
-                .join(' '),
-            })),
-            ['email_id', 'message_id', 'customer', 'subject', 'states', 'created_at'],
-          ) + (next !== null ? `\nmore: --after ${next}` : ''),
-        );
+        output(c, rows, pageText(rows, next));
       }),
     );
-  cmd
+}
+
+/** `messages cancel`: a message nothing of which has been sent. */
+function cancelCommand(messages: Command): void {
+  messages
     .command('cancel <message_id>')
     .description('cancel a message nothing of which has been sent yet (a scheduled one, typically)')
     .action(async (id: string, _o, c: Command) =>
@@ -61,30 +61,53 @@ export function messagesCommand(program: Command): void {
         output(c, { message_id: m.message_id, canceled: true }, `${m.message_id} canceled (${m.recipients.length} recipient(s))`);
       }),
     );
-  cmd
+}
+
+/** `messages show`: one message, its recipients and its events. */
+function showCommand(messages: Command): void {
+  messages
     .command('show <message_id>')
     .description("one message: each recipient's state, attempts, last response and next attempt, and its events")
     .action(async (id: string, _o, c: Command) =>
       withStore(c, async ({ store }) => {
         const m = await store.messages.get(undefined, id);
         if (!m) throw new CliError(`no message "${id}"`);
-        const human = [
-          `${m.message_id} (email_id ${m.email_id})${m.sandbox ? ' [sandbox]' : ''}`,
-          `from: ${m.from}`,
-          `subject: ${m.subject}`,
-          `created: ${m.created_at}`,
-          '',
-          table(
-            m.recipients.map((r) => {
-              const last = r.last_response as { code?: number; enhanced_code?: string; message?: string } | null;
-              return { ...r, last_response: last?.code ? `${last.code} ${last.enhanced_code ?? ''} ${last.message ?? ''}`.replace(/\s+/g, ' ').slice(0, 80) : null };
-            }),
-            ['address', 'state', 'attempts', 'next_attempt_at', 'last_response'],
-          ),
-          '',
-          ...m.events.map((e) => `${e.timestamp} ${e.type} ${String((e.data as { recipient?: string }).recipient ?? '')}`),
-        ].join('\n');
-        output(c, m, human);
+        output(c, m, messageText(m));
       }),
     );
+}
+
+/** A page of messages as a table, with the option that shows the next page. */
+function pageText(rows: MessageSummary[], next: number | null): string {
+  return (
+    table(
+      rows.map((r) => ({
+        ...r,
+        states: Object.entries(r.states)
+          .map(([k, v]) => `${k}:${v}`)
+          .join(' '),
+      })),
+      ['email_id', 'message_id', 'customer', 'subject', 'states', 'created_at'],
+    ) + (next !== null ? `\nmore: --after ${next}` : '')
+  );
+}
+
+/** One message: its header, each recipient's state and last response, its events. */
+function messageText(m: MessageView): string {
+  return [
+    `${m.message_id} (email_id ${m.email_id})${m.sandbox ? ' [sandbox]' : ''}`,
+    `from: ${m.from}`,
+    `subject: ${m.subject}`,
+    `created: ${m.created_at}`,
+    '',
+    table(
+      m.recipients.map((r) => {
+        const last = r.last_response as { code?: number; enhanced_code?: string; message?: string } | null;
+        return { ...r, last_response: last?.code ? `${last.code} ${last.enhanced_code ?? ''} ${last.message ?? ''}`.replace(/\s+/g, ' ').slice(0, 80) : null };
+      }),
+      ['address', 'state', 'attempts', 'next_attempt_at', 'last_response'],
+    ),
+    '',
+    ...m.events.map((e) => `${e.timestamp} ${e.type} ${String((e.data as { recipient?: string }).recipient ?? '')}`),
+  ].join('\n');
 }

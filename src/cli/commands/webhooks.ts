@@ -18,8 +18,6 @@ function outcomeText(o: AttemptOutcome): string {
   return `${o.success ? 'ok' : 'FAILED'}: ${o.type} ${o.event_id} -> ${o.status ?? o.error} in ${o.durationMs} ms`;
 }
 
-/** The administrator's view of webhooks: endpoints, their delivery log, test and replay. */
-
 /** The webhook service (and the daemon's modules it is built from), loaded only by the commands that send. */
 const webhookService = async (): Promise<typeof CreateWebhookService> => (await import('../../webhooks/create.js')).createWebhookService;
 
@@ -34,9 +32,20 @@ function eventList(value: string): string[] {
   return types;
 }
 
+/** The administrator's view of webhooks: endpoints, their delivery log, test and replay. */
 export function webhooksCommand(program: Command): void {
   const cmd = program.command('webhooks').description('webhook endpoints, their delivery log, test events and replays');
-  cmd
+  createCommand(cmd);
+  listCommand(cmd);
+  deleteCommand(cmd);
+  testCommand(cmd);
+  deliveriesCommand(cmd);
+  replayCommand(cmd);
+}
+
+/** `webhooks create`: a new endpoint, its secret printed once. */
+function createCommand(webhooks: Command): void {
+  webhooks
     .command('create <url>')
     .description('add an endpoint (prints its secret once)')
     .option('--customer <name>', 'owning customer', DEFAULT_CUSTOMER)
@@ -61,7 +70,11 @@ export function webhooksCommand(program: Command): void {
         }
       }),
     );
-  cmd
+}
+
+/** `webhooks list`: the endpoints, without their secrets. */
+function listCommand(webhooks: Command): void {
+  webhooks
     .command('list')
     .description('list endpoints (no secrets)')
     .option('--customer <name>', 'only this customer')
@@ -78,7 +91,11 @@ export function webhooksCommand(program: Command): void {
         output(c, rows, table(human, ['id', 'customer', 'url', 'events', 'enabled', 'created_at']));
       }),
     );
-  cmd
+}
+
+/** `webhooks delete`: an endpoint and its delivery log. */
+function deleteCommand(webhooks: Command): void {
+  webhooks
     .command('delete <id>')
     .description('remove an endpoint and its delivery log')
     .action(async (id: string, _o, c: Command) =>
@@ -87,7 +104,11 @@ export function webhooksCommand(program: Command): void {
         output(c, { id, deleted: true }, `endpoint ${id} deleted`);
       }),
     );
-  cmd
+}
+
+/** `webhooks test`: a sample event sent now; exit code 1 when it fails. */
+function testCommand(webhooks: Command): void {
+  webhooks
     .command('test <id>')
     .description('send a sample event now and show the outcome')
     .addOption(new Option('--type <type>', 'event type').choices(EVENT_TYPES).default('email.delivered'))
@@ -103,7 +124,11 @@ export function webhooksCommand(program: Command): void {
         }
       }),
     );
-  cmd
+}
+
+/** `webhooks deliveries`: an endpoint's recent attempts. */
+function deliveriesCommand(webhooks: Command): void {
+  webhooks
     .command('deliveries <id>')
     .description('recent attempts: event, attempt, time, HTTP status or error, duration, response start')
     .option('--limit <n>', 'how many', '50')
@@ -120,7 +145,11 @@ export function webhooksCommand(program: Command): void {
         );
       }),
     );
-  cmd
+}
+
+/** `webhooks replay`: a past event sent again with its webhook-id; exit code 1 when it fails. */
+function replayCommand(webhooks: Command): void {
+  webhooks
     .command('replay <id> <event_id>')
     .description('send a past event to the endpoint again, with the same webhook-id')
     .action(async (id: string, eventIdArg: string, _o, c: Command) =>

@@ -1,0 +1,23 @@
+import { randomUUID } from 'node:crypto';
+import { ConfigError } from '../config/load.js';
+import type { Store } from '../store/store.js';
+import { ClusterNode } from '../cluster/node.js';
+import type { Ctx } from './context.js';
+
+/**
+ * Step: this process as a node (cluster/node.ts): registered with a fresh id, the claims of dead
+ * nodes (and of a previous run on SQLite, which one process holds alone) released before it
+ * claims anything, then its heartbeat.
+ */
+export async function joinCluster({ config, log }: Ctx, store: Store, onAlive: () => void): Promise<ClusterNode> {
+  if (config.cluster.lease < 1000) throw new ConfigError('cluster.lease', 'must be at least 1s');
+  const node = new ClusterNode({
+    store: store.nodes,
+    info: { id: randomUUID(), name: config.server.node_name, pid: process.pid, leaseMs: config.cluster.lease },
+    exclusive: store.engine === 'sqlite',
+    log,
+    onAlive,
+  });
+  await node.start();
+  return node;
+}

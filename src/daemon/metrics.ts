@@ -1,0 +1,26 @@
+import type { Store } from '../store/store.js';
+import { Metrics } from '../lib/metrics.js';
+import type { ClusterNode } from '../cluster/node.js';
+import type { Ctx } from './context.js';
+
+/** Step: the metrics (lib/metrics.ts), the store's gauges read at each scrape. */
+export function buildMetrics({ config, clock }: Ctx, store: Store, node: ClusterNode): Metrics {
+  return new Metrics(
+    {
+      recipients: () => store.admin.countsByState('recipients'),
+      webhookDeliveries: () => store.admin.countsByState('webhook_deliveries'),
+      oldestQueued: () => store.admin.oldestQueuedAt(clock.now()),
+      now: () => clock.now(),
+      // On a shared store the first live node, as status lists them, serves the store's gauges (docs/cluster.md).
+      ...(store.engine === 'postgres'
+        ? {
+            servesStoreGauges: async () => {
+              const live = await store.nodes.list();
+              return live.length === 0 || live[0]!.id === node.id;
+            },
+          }
+        : {}),
+    },
+    { processMetrics: config.metrics.enabled, node: { name: config.server.node_name, id: node.id } },
+  );
+}

@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import type { Resolver } from 'node:dns/promises';
+import { returnPathDomain } from '../config/schema.js';
+import type { Store } from '../store/store.js';
+import { CLUSTER_THROTTLE, destinationOf } from '../domain/destinations.js';
+import type { ClusterNode } from '../cluster/node.js';
+import { MxResolver } from '../outbound/mx.js';
+import { deliverGroup, type DeliveryItem, type GroupResult } from '../outbound/deliver.js';
+import { BdatMemory, type RelayOptions, type SmtpOptions } from '../outbound/smtp.js';
+import { Dane } from '../outbound/dane.js';
+import { Scheduler } from '../outbound/scheduler.js';
+import { Throttle } from '../outbound/throttle.js';
+import { SignerPool } from '../outbound/signer.js';
+import { MtaSts } from '../outbound/mta-sts.js';
+import type { Ctx } from './context.js';
+
+/** What a delivery looks up and trusts: MX hosts, MTA-STS and DANE policies (each when on), and the extra CA of outbound.tls_ca_file. */
+interface Lookups {
+  mx: MxResolver;
+  mtaSts: MtaSts | undefined;
+  dane: Dane | undefined;
+  extraCa: string[];
+}
+
+/** Everything the delivery of one group is handed, once built. */
+interface Delivery {
+  lookups: Lookups;
+  relay: RelayOptions | null;
+  returnPathSecret: Buffer;
+  signer: SignerPool;
+  smtp: SmtpOptions;
+}
+
+/** Step: the outbound side: MX and MTA-STS lookups, the signing threads, and the scheduler with its destinations' throttle. */
+export async function buildOutbound(
+  ctx: Ctx,
+  store: Store,
+  resolver: Resolver,
+  relay: RelayOptions | null,
+  returnPathSecret: Buffer,
+  node: ClusterNode,
+  hooks: { onEvents: () => void; onOutcome: (kind: string, acceptedAt: number) => void },
+): Promise<{ scheduler: Scheduler; signer: SignerPool }> {
+  const { config, log, clock, settings } = ctx;
+  const o = config.outbound;
+  const lookups = outboundLookups(ctx, resolver);
+  if (relay) log.info({ relay: `${relay.implicitTls ? 'smtps' : 'smtp'}://${relay.host}:${relay.port}`, user: relay.auth?.user ?? null }, 'all mail goes through the relay host');
+  const signer = new SignerPool(o.signing_threads || cpus().length);
+  const delivery: Delivery = { lookups, relay, returnPathSecret, signer, smtp: smtpOptions(ctx, lookups.extraCa) };
+  // Destination throttling: each node's own by its name, or one for all (limits_scope = "cluster").
+  const throttleHolder = o.limits_scope === 'cluster' ? CLUSTER_THROTTLE : config.server.node_name;
+  const scheduler = new Scheduler({
+    store: store.delivery,
+    clock,
+    log,
+    policy: { retrySchedule: o.retry_schedule, maxQueueTime: o.max_queue_time },
+    concurrency: o.concurrency,
+    throttle: new Throttle((destination) => settings.outbound.current.limits(destination), await store.delivery.throttles(throttleHolder)),
+    destinationOf: async (domain) => {
+      if (relay) return relay.host;
+      const found = await lookups.mx.resolve(domain);
+      return (found.kind === 'hosts' && destinationOf(found.hosts)) || domain;
+    },
+    claimBatch: o.claim_batch,
+    pollInterval: o.poll_interval,
+    worker: node.id,
+    canClaim: () => node.canClaim(),
+    ...(o.limits_scope === 'cluster' ? { sharedAs: node.id } : {}),
+    throttleHolder,
+    held: () => settings.outbound.current.hold,
+    onEvents: hooks.onEvents,
+    onOutcome: hooks.onOutcome,
+    deliver: (domain, items) => deliver(ctx, store, delivery, domain, items),
+  });
+  return { scheduler, signer };
+}
+
+/** MX and the policies through the resolver on dns.servers; DANE warns when that resolver is not on loopback. */
+function outboundLookups({ config, log, clock }: Ctx, resolver: Resolver): Lookups {
+  const o = config.outbound;
+  const mx = new MxResolver(resolver, clock);
+  const extraCa = o.tls_ca_file ? [readFileSync(o.tls_ca_file, 'utf8')] : [];
+  const mtaSts = o.mta_sts ? new MtaSts(resolver, clock, { port: o.mta_sts_port, extraCa, timeoutMs: 10_000 }) : undefined;
+  const dane = o.dane ? Dane.through(resolver, clock, o.port) : undefined;
+  if (dane && !dane.onLoopback) log.warn({ servers: resolver.getServers() }, 'outbound.dane trusts the DNS servers to validate DNSSEC: use a validating resolver on loopback');
+  return { mx, mtaSts, dane, extraCa };
+}
+
+/** The SMTP client's options: our name, the port, the timeouts, TLS trust, CHUNKING and its memory. */
+function smtpOptions({ config, clock }: Ctx, extraCa: string[]): SmtpOptions {
+  const o = config.outbound;
+  const timeouts = { connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout };
+  return { name: config.server.hostname, port: o.port, ...timeouts, extraCa, chunking: o.chunking, bdatMemory: new BdatMemory(clock) };
+}
+
+/** One group for one domain, delivered with the suppression policy as it stands now (a reload may change it). */
+function deliver({ config, log, settings }: Ctx, store: Store, d: Delivery, domain: string, items: DeliveryItem[]): Promise<GroupResult> {
+  const { mx, mtaSts, dane } = d.lookups;
+  return deliverGroup(
+    {
+      store,
+      mx,
+      log,
+      sign: (input) => d.signer.sign(input),
+      ...(mtaSts ? { mtaSts } : {}),
+      ...(dane ? { dane } : {}),
+      ...(d.relay ? { relay: d.relay } : {}),
+      returnPathSecret: d.returnPathSecret,
+      returnPathDomain: returnPathDomain(config),
+      suppression: settings.outbound.current.suppression,
+      smtp: d.smtp,
+    },
+    domain,
+    items,
+  );
+}
