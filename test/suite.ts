@@ -1,8 +1,8 @@
 // `npm test`: the whole suite on the default store (SQLite), then the integration tests again on
-// PostgreSQL, with one private PostgreSQL cluster for both runs (test/helpers/postgres.ts: each
+// PostgreSQL, with one private PostgreSQL cluster for both runs (support/postgres.ts: each
 // test takes a database of its own in it). Exits non-zero if either run failed.
 import { spawnSync } from 'node:child_process';
-import { startSharedCluster, stopSharedCluster } from './helpers/postgres.js';
+import { startSharedCluster, stopSharedCluster } from '../support/postgres.js';
 
 const tap = (args: string[], env: NodeJS.ProcessEnv = {}) => spawnSync('npx', ['tap', ...args], { stdio: 'inherit', env: { ...process.env, ...env } }).status ?? 1;
 

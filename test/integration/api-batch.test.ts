@@ -3,8 +3,8 @@
 // SMTP server on loopback like any other message.
 import t from 'tap';
 import { getEmail } from '../helpers/api.js';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
 import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
 import { request, expectError, type Json } from '../helpers/http.js';
 

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
 import { startTestServer, makeKey, makeDomain, customerId } from '../helpers/env.js';
 import { request, type Json } from '../helpers/http.js';
 import { RawSmtp } from '../helpers/smtp-client.js';

@@ -4,8 +4,8 @@
 import t from 'tap';
 import { Resolver } from 'node:dns/promises';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
-import { TestDnsServer, zoneStrings } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { TestDnsServer, zoneStrings } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
 import { startTestServer, makeKey } from '../helpers/env.js';
 import type { Json } from '../helpers/http.js';
 import { runCli, json } from '../helpers/cli.js';

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
