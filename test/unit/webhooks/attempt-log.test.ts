@@ -9,6 +9,7 @@ import { AttemptLog } from '../../../src/webhooks/attempt-log.js';
 import { ManualClock } from '../../../src/lib/clock.js';
 import { createLogger } from '../../../src/lib/logger.js';
 import { storeWithKey } from '../../helpers/env.js';
+import { waitFor } from '../../../support/wait.js';
 import type { Db } from '../../../src/store/sqlite/db.js';
 
 // The batched attempt log (src/webhooks/attempt-log.ts), on a real store and fan-out: attempts
@@ -101,9 +102,9 @@ t.test('attempts wait for the flush interval and are committed together, at the 
   const r = await rig(t);
   r.log.add(settled(r.held[0]!), false);
   r.log.add(settled(r.held[1]!), false);
-  await sleep(5);
   t.equal(r.calls.length, 0, 'nothing written before the interval');
-  await sleep(FLUSH_MS * 3);
+  await waitFor('a batch', () => r.calls.length > 0);
+  await sleep(FLUSH_MS * 2);
   t.equal(r.calls.length, 1, 'one batch');
   t.equal(r.calls[0]!.input.batch.length, 2, 'with both attempts');
   t.equal(r.calls[0]!.input.now, 5_000, 'stamped by the clock');
@@ -115,7 +116,6 @@ t.test('an attempt added with now = true is written at once, with what was waiti
   const r = await rig(t);
   r.log.add(settled(r.held[0]!), false);
   r.log.add(settled(r.held[1]!), true);
-  await sleep(5);
   t.equal(r.calls.length, 1, 'written without the interval');
   t.same(
     r.calls[0]!.input.batch.map((a) => a.eventSeq),
@@ -130,7 +130,6 @@ t.test('a full batch (256 attempts) is written at once; the next attempt starts 
   const r = await rig(t, { events: 130 });
   t.equal(r.held.length, 260);
   for (const d of r.held.slice(0, 256)) r.log.add(settled(d), false);
-  await sleep(5);
   t.equal(r.calls.length, 1, 'the 256th attempt wrote the batch');
   t.equal(r.calls[0]!.input.batch.length, 256);
   for (const d of r.held.slice(256)) r.log.add(settled(d), false);
@@ -186,7 +185,7 @@ t.test('a batch that fails to commit is kept, with its pending rows, and written
   const [first, second] = r.held;
   r.answers.push('failed');
   r.log.add(settled(first!), true);
-  await sleep(10);
+  await waitFor('the failure handled', () => r.lines().some((l) => l.msg === 'webhooks: recording attempts failed; will retry'));
   t.equal(r.calls.length, 1);
   t.equal(r.calls[0]!.answer, 'failed');
   const pendingFirst = r.calls[0]!.input.pending;
@@ -221,7 +220,8 @@ t.test('a batch that failed is tried again by itself a second later', async (t) 
   const r = await rig(t);
   r.answers.push('failed');
   r.log.add(settled(r.held[0]!), true);
-  await sleep(1_500);
+  await waitFor('a second batch', () => r.calls.length >= 2, 10_000);
+  await r.log.settle();
   t.equal(r.calls.length, 2, 'retried without another attempt');
   t.equal(r.calls[1]!.answer, 'ok');
   t.ok(hasDelivery(r.db, r.held[0]!.eventSeq, r.held[0]!.endpointId));
