@@ -81,7 +81,10 @@ export interface TestServer {
 
 /** A daemon on the test engine's store (a database of its own on PostgreSQL), in a temporary directory. */
 /** `log`: the daemon's logger (silent unless given: a test that reads the log lines hands in its own). */
-export async function startTestServer(extraToml = '', opts: DaemonOptions & { dns?: string; smtp?: string; dashboard?: string; log?: Logger } = {}): Promise<TestServer> {
+/** startTestServer's options: the daemon's, and `dns` (the resolver), `smtp` (more [smtp] lines), `dashboard` (on, with these lines), `log`. */
+export type StartOptions = DaemonOptions & { dns?: string; smtp?: string; dashboard?: string; log?: Logger };
+
+export async function startTestServer(extraToml = '', opts: StartOptions = {}): Promise<TestServer> {
   const dir = tempDir();
   const pg = TEST_ENGINE === 'postgres' ? await createTestDatabase() : undefined;
   const configPath = writeTestConfig(dir.path, extraToml, opts.dns, opts.smtp, opts.dashboard, pg?.url);
