@@ -14,7 +14,7 @@ import { openDb, migrate } from '../src/store/sqlite/db.js';
 import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
 import { createKey } from '../src/store/sqlite/keys.js';
 import { addDomain, setVerified } from '../src/store/sqlite/domains.js';
-import { TestDnsServer } from '../test/helpers/dns-server.js';
+import { TestDnsServer } from '../support/dns-server.js';
 
 export interface AcceptFigures {
   posthastePerSecond: number;

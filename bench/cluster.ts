@@ -9,7 +9,7 @@ import pg from 'pg';
 import { cpus } from 'node:os';
 import { spawnReady, stop, fmt, daemonArgs, fixedPort } from './lib.js';
 import { sinkRig } from './sink-rig.js';
-import { startPgCluster } from '../test/helpers/postgres.js';
+import { startPgCluster } from '../support/postgres.js';
 import { clusterCpu, pgRig, queuePg } from './store.js';
 
 const N = Number(process.env.BENCH_CLUSTER_N ?? 10_000);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { request } from 'undici';
 import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, median } from './lib.js';
-import { TestDnsServer } from '../test/helpers/dns-server.js';
+import { TestDnsServer } from '../support/dns-server.js';
 import { build, PASSWORD, type Store } from './dashboard-store.js';
 /** Requests per page and store, after WARMUP of each (statement preparation and the JIT). */
 const REQUESTS = Number(process.env.BENCH_DASHBOARD_REQUESTS ?? 200);

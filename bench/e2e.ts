@@ -29,8 +29,8 @@ import {
 import { smtpSource } from './postfix.js';
 import { sinkRig, benchMessage, againstPostfix, rateLine } from './sink-rig.js';
 import { startOpendkim } from './opendkim.js';
-import { PostfixPeer } from '../test/helpers/postfix.js';
-import { TestMx } from '../test/helpers/mx-server.js';
+import { PostfixPeer } from '../support/postfix.js';
+import { TestMx } from '../support/mx-server.js';
 
 const N = Number(process.env.BENCH_E2E_N ?? 10_000);
 const SESSIONS = 20;

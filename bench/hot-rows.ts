@@ -5,7 +5,7 @@
 // written by every send, one counter row per customer, hour and kind). Sends with an
 // Idempotency-Key, each its own transaction, show it plainly; sends without share grouped commits.
 import pg from 'pg';
-import { startPgCluster, type PgCluster } from '../test/helpers/postgres.js';
+import { startPgCluster, type PgCluster } from '../support/postgres.js';
 import { pgStore } from '../src/store/pg/index.js';
 import type { Store } from '../src/store/store.js';
 

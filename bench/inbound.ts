@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ROOT, workDir, spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, settleDisk, diskLine, fixedPort, type DiskState } from './lib.js';
 import { ensurePostfix, heldRelay } from './postfix.js';
-import { TestDnsServer } from '../test/helpers/dns-server.js';
+import { TestDnsServer } from '../support/dns-server.js';
 import { openDb, migrate } from '../src/store/sqlite/db.js';
 import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
 import { addDomain } from '../src/store/sqlite/domains.js';

@@ -3,8 +3,8 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, rea
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { BIN, nodeFlags, memoryOf } from '../test/helpers/daemon-process.js';
-import { ephemeralRange } from '../test/helpers/postfix.js';
+import { BIN, nodeFlags, memoryOf } from '../support/daemon-process.js';
+import { ephemeralRange } from '../support/postfix.js';
 
 export { memoryOf };
 

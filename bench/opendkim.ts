@@ -8,7 +8,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { processCpu } from './lib.js';
-import { waitFor } from '../test/helpers/wait.js';
+import { waitFor } from '../support/wait.js';
 
 const SELECTOR = 'bench';
 const DOMAIN = 'example.com';

@@ -1,8 +1,8 @@
 // Postfix for the benchmarks: installed from Debian's package if missing; a private instance
-// (test/helpers/postfix.ts) under bench/.work, listening on loopback, relaying to a given sink.
+// (support/postfix.ts) under bench/.work, listening on loopback, relaying to a given sink.
 import { execFileSync, execSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { PostfixPeer } from '../test/helpers/postfix.js';
+import { PostfixPeer } from '../support/postfix.js';
 
 export function ensurePostfix(): void {
   if (existsSync('/usr/sbin/postfix') && existsSync('/usr/sbin/smtp-sink') && existsSync('/usr/sbin/smtp-source')) return;

@@ -8,7 +8,7 @@ import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { workDir, fmt } from './lib.js';
 import { ensurePostfix, startSink } from './postfix.js';
-import { TestDnsServer } from '../test/helpers/dns-server.js';
+import { TestDnsServer } from '../support/dns-server.js';
 import { openDb, migrate, type Db } from '../src/store/sqlite/db.js';
 import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
 import { createKey } from '../src/store/sqlite/keys.js';

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { spawnReady, stop, httpLoad, fmt, alternate, daemonArgs, memoryOf, memoryLine, processCpu, machineCpu, machineLine, type MachineCpu, fixedPort, workDir, type LoadResult } from './lib.js';
 import { sinkRig, queueMessages, benchMessage } from './sink-rig.js';
-import { startPgCluster, type PgCluster } from '../test/helpers/postgres.js';
+import { startPgCluster, type PgCluster } from '../support/postgres.js';
 import { pgStore } from '../src/store/pg/index.js';
 
 const N = Number(process.env.BENCH_STORE_N ?? 10_000);

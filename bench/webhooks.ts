@@ -17,7 +17,7 @@ import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
 import { recordEvent } from '../src/store/sqlite/events.js';
 import { createEndpoint } from '../src/store/sqlite/webhooks.js';
 import { newSecret } from '../src/webhooks/sign.js';
-import { TestDnsServer } from '../test/helpers/dns-server.js';
+import { TestDnsServer } from '../support/dns-server.js';
 
 /** Events per round, and measured rounds per side (at least 10,000 events in all per side). */
 const ROUND_N = Number(process.env.BENCH_WEBHOOKS_N ?? 10_000);

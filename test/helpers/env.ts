@@ -9,12 +9,12 @@ import { ensureDefaultCustomer } from '../../src/store/sqlite/customers.js';
 import type { KeyKind } from '../../src/store/model.js';
 import type { Store } from '../../src/store/store.js';
 import { openStore } from '../../src/store/open.js';
-import { createTestDatabase } from './postgres.js';
+import { createTestDatabase } from '../../support/postgres.js';
 import { eventId } from '../../src/lib/ids.js';
 import type { EventType } from '../../src/domain/events.js';
 import { testSql, type TestSql } from './sql.js';
 import { dnsRecords } from '../../src/domain/dns-records.js';
-import type { TestDnsServer } from './dns-server.js';
+import type { TestDnsServer } from '../../support/dns-server.js';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/main.js';
 import { silentLogger, type Logger } from '../../src/lib/logger.js';
 import { acceptMessage } from '../../src/store/sqlite/messages.js';
@@ -50,7 +50,7 @@ export function testConfig(dir: string, extraToml = '', dnsServer = DEAD_DNS): C
 
 /**
  * The store engine the integration tests run on: SQLite, or PostgreSQL when
- * POSTHASTE_TEST_STORE=postgres (`npm test` runs them on both; test/helpers/postgres.ts).
+ * POSTHASTE_TEST_STORE=postgres (`npm test` runs them on both; support/postgres.ts).
  */
 export const TEST_ENGINE: 'sqlite' | 'postgres' = process.env.POSTHASTE_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
 
@@ -81,7 +81,10 @@ export interface TestServer {
 
 /** A daemon on the test engine's store (a database of its own on PostgreSQL), in a temporary directory. */
 /** `log`: the daemon's logger (silent unless given: a test that reads the log lines hands in its own). */
-export async function startTestServer(extraToml = '', opts: DaemonOptions & { dns?: string; smtp?: string; dashboard?: string; log?: Logger } = {}): Promise<TestServer> {
+/** startTestServer's options: the daemon's, and `dns` (the resolver), `smtp` (more [smtp] lines), `dashboard` (on, with these lines), `log`. */
+export type StartOptions = DaemonOptions & { dns?: string; smtp?: string; dashboard?: string; log?: Logger };
+
+export async function startTestServer(extraToml = '', opts: StartOptions = {}): Promise<TestServer> {
   const dir = tempDir();
   const pg = TEST_ENGINE === 'postgres' ? await createTestDatabase() : undefined;
   const configPath = writeTestConfig(dir.path, extraToml, opts.dns, opts.smtp, opts.dashboard, pg?.url);

@@ -5,7 +5,7 @@ import { pgStore } from '../../src/store/pg/index.js';
 import type { FanOutPos, Store } from '../../src/store/store.js';
 import type { OutboxEvent } from '../../src/store/model.js';
 import { tempDir } from './env.js';
-import { testDatabase } from './postgres.js';
+import { testDatabase } from '../../support/postgres.js';
 import pg from 'pg';
 
 /** Each fresh store's own way to run a statement behind the interface (tests that set a row up by hand: a heartbeat in the past). */
@@ -27,7 +27,7 @@ export type Engine = (typeof ENGINES)[number];
 
 /**
  * A fresh, migrated store of the given engine with the default customer: SQLite in a temporary
- * directory, PostgreSQL in a database of its own on the run's cluster (test/helpers/postgres.ts);
+ * directory, PostgreSQL in a database of its own on the run's cluster (support/postgres.ts);
  * closed and removed at teardown.
  */
 export async function freshStore(t: { teardown(fn: () => unknown): void }, engine: Engine, now = Date.now()): Promise<Store> {

@@ -3,22 +3,12 @@
 // SMTP server on loopback like any other message.
 import t from 'tap';
 import { getEmail } from '../helpers/api.js';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
-import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
+import { makeDomain } from '../helpers/env.js';
+import { startMailEnv } from '../helpers/mail-env.js';
 import { request, expectError, type Json } from '../helpers/http.js';
 
-const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.1').start();
-dns.set('batch.test', { MX: [{ preference: 10, exchange: 'mx.batch.test' }] });
-dns.set('mx.batch.test', { A: ['127.0.0.1'] });
-const s = await startTestServer(`[outbound]\nport = ${mx.port}\n`, { manualDelivery: true, dns: dns.server });
-t.teardown(async () => {
-  await s.close();
-  await Promise.all([dns.stop(), mx.stop()]);
-});
-const key = await makeKey(s.store);
-await makeDomain(s.store, 'example.com');
+const s = await startMailEnv({ mxDomains: ['batch.test'] });
+const { mx, key } = s;
 await makeDomain(s.store, 'pending.example', { verified: false });
 const url = `${s.url}/api/v1/emails/batch`;
 const msg = (to: string, extra: Record<string, unknown> = {}) => ({ from: 'Shop <shop@example.com>', to, subject: `For ${to}`, text_body: 'Hello.', ...extra });

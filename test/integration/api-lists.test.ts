@@ -1,23 +1,13 @@
 import t from 'tap';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
-import { startTestServer, makeKey, makeDomain, customerId } from '../helpers/env.js';
+import { makeKey, customerId } from '../helpers/env.js';
+import { startMailEnv } from '../helpers/mail-env.js';
 import { request, type Json } from '../helpers/http.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 
-const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.1').start();
-dns.set('good.test', { MX: [{ preference: 10, exchange: 'mx.good.test' }] });
-dns.set('mx.good.test', { A: ['127.0.0.1'] });
-mx.script = (rcpt) => (rcpt.startsWith('nobody') ? { rcpt: [550, '5.1.1 User unknown'] } : undefined);
-const s = await startTestServer(`[outbound]\nport = ${mx.port}\n[inbound]\nrate_per_minute = 1000\n`, { manualDelivery: true, dns: dns.server });
-t.teardown(async () => {
-  await s.close();
-  await Promise.all([dns.stop(), mx.stop()]);
-});
-const key = await makeKey(s.store);
+const s = await startMailEnv({ mxDomains: ['good.test'], toml: '[inbound]\nrate_per_minute = 1000\n' });
+const { key } = s;
+s.mx.script = (rcpt) => (rcpt.startsWith('nobody') ? { rcpt: [550, '5.1.1 User unknown'] } : undefined);
 const other = await makeKey(s.store, 'production', 'acme');
-await makeDomain(s.store, 'example.com');
 await s.store.domains.add({ customerId: await customerId(s.store), name: 'in.example.com', receiving: true, now: Date.now() });
 
 const ids: string[] = [];

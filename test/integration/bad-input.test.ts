@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { tempDir, writeTestConfig, makeKey, makeDomain, openTestStore, customerId, testStoreUrl } from '../helpers/env.js';
-import { spawnDaemon, memoryOf } from '../helpers/daemon-process.js';
+import { spawnDaemon, memoryOf } from '../../support/daemon-process.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { loadConfig } from '../../src/config/load.js';
 import { readReport } from '../../src/reports/read.js';

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { runCli, json } from '../helpers/cli.js';
 import { tempDir, writeTestConfig, versionsAfter } from '../helpers/env.js';
-import { TestDnsServer, zoneStrings } from '../helpers/dns-server.js';
+import { TestDnsServer, zoneStrings } from '../../support/dns-server.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 

@@ -2,15 +2,15 @@ import t from 'tap';
 import pg from 'pg';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { fixturePath } from '../helpers/fixtures.js';
-import { startPgCluster } from '../helpers/postgres.js';
+import { startPgCluster } from '../../support/postgres.js';
 import { TEST_ENGINE, customerId, makeDomain, makeKey, openTestStore, tempDir, writeTestConfig } from '../helpers/env.js';
-import { spawnDaemon, type DaemonProcess } from '../helpers/daemon-process.js';
+import { spawnDaemon, type DaemonProcess } from '../../support/daemon-process.js';
 import { loadConfig } from '../../src/config/load.js';
-import { quiet } from '../helpers/wait.js';
+import { quiet } from '../../support/wait.js';
 
 // Three nodes on one PostgreSQL of the test's own, a loopback MX and a webhook receiver; clients
 // post to any live node for a bounded time while nodes are killed with SIGKILL and started again,

@@ -1,13 +1,13 @@
 import t from 'tap';
 import pg from 'pg';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
 import { TEST_ENGINE, makeDomain, makeKey, openTestStore, tempDir, testStoreUrl, writeTestConfig } from '../helpers/env.js';
 import { loadConfig } from '../../src/config/load.js';
 import { startDaemon } from '../../src/main.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { request } from '../helpers/http.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 // Two nodes on one PostgreSQL: a message accepted by one is claimed by the other at once, woken by
 // a notification after the commit, not at its next poll (a minute away here); the listening

@@ -1,13 +1,13 @@
 import t from 'tap';
 import { testSql } from '../helpers/sql.js';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { tempDir, writeTestConfig, makeKey, makeDomain, openTestStore, customerId, testStoreUrl, TEST_ENGINE } from '../helpers/env.js';
-import { spawnDaemon, type DaemonProcess } from '../helpers/daemon-process.js';
+import { spawnDaemon, type DaemonProcess } from '../../support/daemon-process.js';
 import { loadConfig } from '../../src/config/load.js';
-import { quiet } from '../helpers/wait.js';
+import { quiet } from '../../support/wait.js';
 
 const TOTAL = 500;
 const KILLS = 5;

@@ -4,7 +4,7 @@ import { makeDomain, makeKey } from '../helpers/env.js';
 import { request } from '../helpers/http.js';
 import { browserAvailable } from '../helpers/browser.js';
 import { withPeer } from '../helpers/peers.js';
-import { quiet } from '../helpers/wait.js';
+import { quiet } from '../../support/wait.js';
 import { startDashboardEnv, XSS } from '../helpers/dashboard.js';
 import nodemailer from 'nodemailer';
 import { submissionToml } from '../helpers/submission.js';

@@ -7,7 +7,7 @@ import { browserAvailable } from '../helpers/browser.js';
 import { withPeer } from '../helpers/peers.js';
 import { startDashboardEnv, XSS } from '../helpers/dashboard.js';
 import { domainRecords } from '../../src/domains/service.js';
-import { quiet } from '../helpers/wait.js';
+import { quiet } from '../../support/wait.js';
 import type { Page } from 'playwright-core';
 
 // The dashboard in a real browser (Debian's Chromium through playwright-core), for an admin and

@@ -1,10 +1,10 @@
 import t from 'tap';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
 import { tempDir, writeTestConfig, openTestStore, makeKey, makeDomain } from '../helpers/env.js';
-import { spawnDaemon } from '../helpers/daemon-process.js';
+import { spawnDaemon } from '../../support/daemon-process.js';
 import { sendEmail } from '../helpers/api.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../support/wait.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { Json } from '../helpers/http.js';
 

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
 import { startTestServer, makeKey, makeDomain, tempDir, writeTestConfig, openTestStore } from '../helpers/env.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { loadConfig } from '../../src/config/load.js';
@@ -8,7 +8,7 @@ import { runCli, json } from '../helpers/cli.js';
 import { request } from '../helpers/http.js';
 import { startDaemon } from '../../src/main.js';
 import { silentLogger } from '../../src/lib/logger.js';
-import { waitFor, quiet, WAIT_MS } from '../helpers/wait.js';
+import { waitFor, quiet, WAIT_MS } from '../../support/wait.js';
 import { getEmail } from '../helpers/api.js';
 
 const dns = await new TestDnsServer().start();

@@ -4,23 +4,14 @@
 import t from 'tap';
 import { Resolver } from 'node:dns/promises';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
-import { TestDnsServer, zoneStrings } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
-import { startTestServer, makeKey } from '../helpers/env.js';
+import { zoneStrings } from '../../support/dns-server.js';
+import { startMailEnv } from '../helpers/mail-env.js';
 import type { Json } from '../helpers/http.js';
 import { runCli, json } from '../helpers/cli.js';
 import { sendEmail } from '../helpers/api.js';
 
-const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.1').start();
-dns.set('rcpt.test', { MX: [{ preference: 10, exchange: 'mx.rcpt.test' }] });
-dns.set('mx.rcpt.test', { A: ['127.0.0.1'] });
-const s = await startTestServer(`[outbound]\nport = ${mx.port}\n`, { manualDelivery: true, dns: dns.server });
-t.teardown(async () => {
-  await s.close();
-  await Promise.all([dns.stop(), mx.stop()]);
-});
-const key = await makeKey(s.store);
+const s = await startMailEnv({ mxDomains: ['rcpt.test'], domains: [] });
+const { dns, mx, key } = s;
 const cli = (...args: string[]) => runCli(['--config', s.configPath, ...args]);
 
 /** Publishes records as the CLI lists them, those of the given purposes: their value as a zone file would serve it, string by string. */

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { TestDnsServer } from '../helpers/dns-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
 import { tempDir, writeTestConfig, openTestStore, makeKey, makeDomain, startTestServer, DEAD_DNS } from '../helpers/env.js';
 import { runCli, json } from '../helpers/cli.js';
 import { sendEmail, getEmail, eventsOf } from '../helpers/api.js';

@@ -6,9 +6,9 @@ import { chmodSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli } from '../helpers/cli.js';
 import { tempDir, writeTestConfig } from '../helpers/env.js';
-import { spawnDaemon } from '../helpers/daemon-process.js';
+import { spawnDaemon } from '../../support/daemon-process.js';
 import { request } from '../helpers/http.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 process.umask(0o022);
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8).padStart(4, '0');

@@ -5,10 +5,10 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, nodeFlags, spawnDaemon } from '../helpers/daemon-process.js';
+import { BIN, nodeFlags, spawnDaemon } from '../../support/daemon-process.js';
 import { runCli, json } from '../helpers/cli.js';
 import { tempDir, writeTestConfig } from '../helpers/env.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../support/wait.js';
 import { DEFAULT_CONFIG_PATH } from '../../src/config/load.js';
 import { PID_FILE } from '../../src/store/sqlite/lock.js';
 

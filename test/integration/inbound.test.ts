@@ -1,5 +1,5 @@
 import t from 'tap';
-import { TestDnsServer } from '../helpers/dns-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
 import { startTestServer, makeKey, makeDomain, customerId, type TestServer } from '../helpers/env.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { request, type Json } from '../helpers/http.js';

@@ -2,11 +2,11 @@ import t from 'tap';
 import { testSql } from '../helpers/sql.js';
 import net from 'node:net';
 import { tempDir, writeTestConfig, makeKey, makeDomain, openTestStore, customerId } from '../helpers/env.js';
-import { spawnDaemon } from '../helpers/daemon-process.js';
+import { spawnDaemon } from '../../support/daemon-process.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { request, expectError } from '../helpers/http.js';
 import { loadConfig } from '../../src/config/load.js';
-import { quiet } from '../helpers/wait.js';
+import { quiet } from '../../support/wait.js';
 
 // The limits bad input meets, each at the edge where it used to fail: header text with control
 // characters or lines that cannot be folded, JSON that is not UTF-8, clients that abort their

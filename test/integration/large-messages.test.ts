@@ -2,14 +2,14 @@ import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { simpleParser } from 'mailparser';
 import { tempDir, writeTestConfig, makeKey, makeDomain, openTestStore, customerId } from '../helpers/env.js';
-import { spawnDaemon, memoryOf, type DaemonProcess } from '../helpers/daemon-process.js';
-import { mxOfDomain } from '../helpers/mx-server.js';
+import { spawnDaemon, memoryOf, type DaemonProcess } from '../../support/daemon-process.js';
+import { mxOfDomain } from '../helpers/mail-env.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { request } from '../helpers/http.js';
 import { loadConfig } from '../../src/config/load.js';
 import { validateSendRequest, type SendRequest } from '../../src/domain/send-request.js';
 import { composedSize } from '../../src/outbound/compose.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 // Messages at the size limit (25 MiB, the default), through the daemon as a process: accepted
 // and delivered intact just under it, refused with 413 just over it, and several at once on

@@ -1,9 +1,9 @@
 import t from 'tap';
 import { tempDir, writeTestConfig, makeKey, makeDomain, openTestStore } from '../helpers/env.js';
-import { spawnDaemon, memoryOf } from '../helpers/daemon-process.js';
-import { mxOfDomain } from '../helpers/mx-server.js';
+import { spawnDaemon, memoryOf } from '../../support/daemon-process.js';
+import { mxOfDomain } from '../helpers/mail-env.js';
 import { loadConfig } from '../../src/config/load.js';
-import { waitFor, quiet } from '../helpers/wait.js';
+import { waitFor, quiet } from '../../support/wait.js';
 
 // The daemon's footprint under its everyday load: thousands of small messages posted to the API
 // while it composes, signs (DKIM) and delivers them. Its peak resident memory (VmHWM, the kernel's

@@ -1,9 +1,7 @@
 import t from 'tap';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { fixturePath } from '../helpers/fixtures.js';
-import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
+import { startMailEnv } from '../helpers/mail-env.js';
 import { request } from '../helpers/http.js';
 import { sendEmail } from '../helpers/api.js';
 import { ManualClock } from '../../src/lib/clock.js';
@@ -12,23 +10,16 @@ import { ManualClock } from '../../src/lib/clock.js';
 // process metrics, histograms of API latency, time to delivery and webhook attempts, the queue's
 // age, and every known series there at 0 before the first event.
 
-const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.1').start();
 const rx = await new WebhookReceiver().start();
-t.teardown(async () => {
-  await Promise.all([dns.stop(), mx.stop(), rx.stop()]);
-});
-dns.set('good.test', { MX: [{ preference: 10, exchange: 'mx.good.test' }] });
-dns.set('mx.good.test', { A: ['127.0.0.1'] });
+t.teardown(() => rx.stop());
 
 const clock = new ManualClock(Date.now());
-const s = await startTestServer(
-  `[metrics]\nenabled = true\nlisten = "127.0.0.1:0"\n[outbound]\nport = ${mx.port}\n[webhooks]\nallow_private_targets = true\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n`,
-  { manualDelivery: true, clock, dns: dns.server },
-);
-t.teardown(() => s.close());
-const key = await makeKey(s.store);
-await makeDomain(s.store, 'example.com');
+const s = await startMailEnv({
+  mxDomains: ['good.test'],
+  toml: `[metrics]\nenabled = true\nlisten = "127.0.0.1:0"\n[webhooks]\nallow_private_targets = true\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n`,
+  daemon: { clock },
+});
+const { key } = s;
 
 async function scrape(): Promise<string> {
   // (The API listener's /metrics when there is no other: what a build without metrics.listen serves.)

@@ -1,8 +1,8 @@
 import t from 'tap';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
 import { fixture, fixturePath } from '../helpers/fixtures.js';
 import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
 import { mxMatches } from '../../src/outbound/mta-sts.js';

@@ -3,11 +3,11 @@ import { writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { tempDir, writeTestConfig, makeKey, makeDomain, openTestStore } from '../helpers/env.js';
-import { spawnDaemon } from '../helpers/daemon-process.js';
+import { spawnDaemon } from '../../support/daemon-process.js';
 import { runCli, json } from '../helpers/cli.js';
 import { request, type Json } from '../helpers/http.js';
 import { loadConfig } from '../../src/config/load.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const dir = tempDir();
 t.teardown(dir.remove);

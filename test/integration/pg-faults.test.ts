@@ -1,14 +1,14 @@
 import t from 'tap';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { request } from '../helpers/http.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { runCli } from '../helpers/cli.js';
-import { freePort, startPgCluster } from '../helpers/postgres.js';
+import { freePort, startPgCluster } from '../../support/postgres.js';
 import { makeDomain, makeKey, openTestStore, tempDir, writeTestConfig } from '../helpers/env.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../support/wait.js';
 import { testSql } from '../helpers/sql.js';
 import { loadConfig } from '../../src/config/load.js';
 import { startDaemon } from '../../src/main.js';

@@ -1,13 +1,13 @@
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
-import { TestDnsServer } from '../helpers/dns-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
 import { startTestServer, makeKey, makeDomain, customerId, publishDomainTxt, tempDir, type TestServer } from '../helpers/env.js';
 import { request, type Json } from '../helpers/http.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
-import { PostfixPeer, postfixAvailable, freePort } from '../helpers/postfix.js';
+import { PostfixPeer, postfixAvailable, freePort } from '../../support/postfix.js';
 import { withPeer } from '../helpers/peers.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../support/wait.js';
 import { sendEmail, getEmail } from '../helpers/api.js';
 
 // Debian's Postfix as the peer on the other side, both ways: posthaste delivers to it, it bounces

@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
-import { TestDnsServer } from '../helpers/dns-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
 import { fixture, fixturePath } from '../helpers/fixtures.js';
 import { startTestServer, makeKey, makeDomain, publishDomainTxt, tempDir, type TestServer } from '../helpers/env.js';
 import type { Json } from '../helpers/http.js';

@@ -1,25 +1,12 @@
 import t from 'tap';
 import { getEmail } from '../helpers/api.js';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
-import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
+import { startMailEnv } from '../helpers/mail-env.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { request, type Json } from '../helpers/http.js';
 import { fixture } from '../helpers/fixtures.js';
 
-const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.1').start();
-t.teardown(async () => {
-  await dns.stop();
-  await mx.stop();
-});
-dns.set('example.net', { MX: [{ preference: 10, exchange: 'mx.example.net' }] });
-dns.set('mx.example.net', { A: ['127.0.0.1'] });
-
-const s = await startTestServer(`[outbound]\nport = ${mx.port}\n`, { manualDelivery: true, dns: dns.server, smtp: 'feedback_address = "fbl@mx.test.posthaste"\n' });
-t.teardown(() => s.close());
-const key = await makeKey(s.store);
-await makeDomain(s.store, 'example.com');
+const s = await startMailEnv({ mxDomains: ['example.net'], daemon: { smtp: 'feedback_address = "fbl@mx.test.posthaste"\n' } });
+const { mx, key } = s;
 const FIXTURE_VERP = 'bounces+0000001k5c2y8qh3h0wz@bounces.test.posthaste';
 
 async function deliverTo(to: string): Promise<{ id: string; returnPath: string }> {

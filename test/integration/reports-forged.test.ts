@@ -1,9 +1,7 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { getEmail } from '../helpers/api.js';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
-import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
+import { startMailEnv } from '../helpers/mail-env.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { request, type Json } from '../helpers/http.js';
 import { fixture } from '../helpers/fixtures.js';
@@ -14,20 +12,9 @@ import { returnPath as makeReturnPath } from '../../src/domain/return-path.js';
 // are no secret (every recipient of a message sees both), so a report tied by nothing else is kept
 // and changes nothing. Every shape of forgery below names a real message and a real recipient.
 
-const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.1').start();
-t.teardown(async () => {
-  await dns.stop();
-  await mx.stop();
-});
-dns.set('example.net', { MX: [{ preference: 10, exchange: 'mx.example.net' }] });
-dns.set('mx.example.net', { A: ['127.0.0.1'] });
-
 const FEEDBACK = 'fbl@mx.test.posthaste';
-const s = await startTestServer(`[outbound]\nport = ${mx.port}\n`, { manualDelivery: true, dns: dns.server, smtp: `feedback_address = "${FEEDBACK}"\n` });
-t.teardown(() => s.close());
-const key = await makeKey(s.store);
-await makeDomain(s.store, 'example.com');
+const s = await startMailEnv({ mxDomains: ['example.net'], daemon: { smtp: `feedback_address = "${FEEDBACK}"\n` } });
+const { mx, key } = s;
 const FIXTURE_VERP = 'bounces+0000001k5c2y8qh3h0wz@bounces.test.posthaste';
 const FIXTURE_ID = '<01jdsnfixture00000000000000@example.com>';
 const RP_DOMAIN = FIXTURE_VERP.split('@')[1]!;

@@ -2,8 +2,8 @@
 // (on a manual clock), DELETE cancels it while nothing has been sent, tags come back in events
 // and filter the message list; delivery is to a real SMTP server on loopback.
 import t from 'tap';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
 import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
 import { request, expectError, type Json } from '../helpers/http.js';
 import { runCli, json } from '../helpers/cli.js';

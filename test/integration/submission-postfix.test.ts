@@ -1,12 +1,12 @@
 import t from 'tap';
-import { mxOfDomain } from '../helpers/mx-server.js';
+import { mxOfDomain } from '../helpers/mail-env.js';
 import { startTestServer, makeKey, makeDomain, publishDomainTxt, tempDir, type TestServer } from '../helpers/env.js';
 import { getEmail } from '../helpers/api.js';
 import type { Json } from '../helpers/http.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
-import { PostfixPeer, postfixAvailable, freePort } from '../helpers/postfix.js';
+import { PostfixPeer, postfixAvailable, freePort } from '../../support/postfix.js';
 import { withPeer } from '../helpers/peers.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../support/wait.js';
 import { submissionToml, dkimResults } from '../helpers/submission.js';
 
 // Debian's Postfix as a machine's local MTA with posthaste as its smarthost: relayhost on the

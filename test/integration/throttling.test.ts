@@ -4,8 +4,8 @@
 // while another destination runs at full speed; once it accepts again it gets its speed back.
 // A destination with per_minute set never gets more than that in any 60 seconds.
 import t from 'tap';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
 import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
 import { request, type Json } from '../helpers/http.js';
 import { runCli, json } from '../helpers/cli.js';

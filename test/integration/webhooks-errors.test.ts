@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { TestDnsServer } from '../helpers/dns-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
 import { fixture } from '../helpers/fixtures.js';
 import { startTestServer, makeKey } from '../helpers/env.js';
 import { request, type Json } from '../helpers/http.js';

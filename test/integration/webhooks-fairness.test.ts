@@ -4,7 +4,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { TestDnsServer } from '../helpers/dns-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { storeWithKey } from '../helpers/env.js';
 import { createEndpoint } from '../../src/store/sqlite/webhooks.js';
@@ -20,7 +20,7 @@ import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import type { Db } from '../../src/store/sqlite/db.js';
 import { sqliteStore } from '../../src/store/sqlite/index.js';
-import { waitFor, quiet, WAIT_MS } from '../helpers/wait.js';
+import { waitFor, quiet, WAIT_MS } from '../../support/wait.js';
 
 type DispatcherOptions = Partial<Pick<DispatcherDeps, 'perEndpoint' | 'claimPerEndpoint' | 'pollInterval'>>;
 

@@ -1,6 +1,6 @@
 import t from 'tap';
 import net from 'node:net';
-import { TestDnsServer } from '../helpers/dns-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { startTestServer, makeKey, customerId, recordTestEvent } from '../helpers/env.js';

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { TestDnsServer } from '../helpers/dns-server.js';
-import { TestMx } from '../helpers/mx-server.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { startTestServer, makeKey, makeDomain, tempDir, writeTestConfig, openTestStore, type TestServer } from '../helpers/env.js';
@@ -10,7 +10,7 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import { startDaemon } from '../../src/main.js';
 import { silentLogger } from '../../src/lib/logger.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../support/wait.js';
 import { sendEmail } from '../helpers/api.js';
 
 const dns = await new TestDnsServer().start();

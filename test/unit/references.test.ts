@@ -1,5 +1,5 @@
 // Every file a comment in src/ or a document in docs/ sends the reader to exists: a path written
-// as `docs/….md`, `src/…`, `test/…`, `bench/…`, or a path under src/ (`store/sqlite/queue.ts`).
+// as `docs/….md`, `src/…`, `support/…`, `test/…`, `bench/…`, or a path under src/ (`store/sqlite/queue.ts`).
 // A file moved or renamed without its references fails here, so a reader finds the code of a
 // documented behaviour in one hop.
 import t from 'tap';
@@ -11,7 +11,7 @@ const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const SRC_DIRS = readdirSync(join(ROOT, 'src'), { withFileTypes: true })
   .filter((e) => e.isDirectory())
   .map((e) => e.name);
-const PREFIXES = ['docs', 'src', 'test', 'bench', ...SRC_DIRS];
+const PREFIXES = ['docs', 'src', 'support', 'test', 'bench', ...SRC_DIRS];
 const REF = new RegExp(`(?<![\\w./-])(?:${PREFIXES.join('|')})/[\\w./*-]+\\.(?:ts|md|json|toml)\\b`, 'g');
 
 function files(dir: string, ext: string): string[] {

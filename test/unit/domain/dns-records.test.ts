@@ -1,7 +1,7 @@
 import t from 'tap';
 import { generateKeyPairSync } from 'node:crypto';
 import { dnsRecords, zoneTxt, dkimValue, TXT_STRING_MAX } from '../../../src/domain/dns-records.js';
-import { zoneStrings } from '../../helpers/dns-server.js';
+import { zoneStrings } from '../../../support/dns-server.js';
 
 const server = { hostname: 'mx.example.net', returnPathDomain: 'bounces.example.net' };
 const publicKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');

@@ -2,7 +2,7 @@ import t from 'tap';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import * as dnsPacket from 'dns-packet';
-import { TestDnsServer } from '../../helpers/dns-server.js';
+import { TestDnsServer } from '../../../support/dns-server.js';
 import { allLoopback, parseServer, querySecure } from '../../../src/lib/dns-secure.js';
 
 const dns = await new TestDnsServer().start();

@@ -93,3 +93,128 @@ t.test('never two fills at once, even when a fill waits; a wake during a fill ru
   t.equal(most, 1, 'one fill at a time');
   t.ok(Date.now() - started < 10_000, 'the wake did not wait for the poll interval');
 });
+
+t.test('a task that rejects or throws goes to onError and still counts as finished', async (t) => {
+  const finished: string[] = [];
+  const errors: Array<[string, string]> = [];
+  const p = new KeyedPool<number>({ concurrency: 2, onFinish: (k) => finished.push(k), onError: (e, k) => errors.push([(e as Error).message, k]) });
+  p.start('a', async () => {
+    await later();
+    throw new Error('rejected');
+  });
+  p.start('b', () => {
+    throw new Error('thrown');
+  });
+  t.equal(p.running, 2, 'both counted while they settle');
+  await p.stop();
+  t.same(errors.sort(), [
+    ['rejected', 'a'],
+    ['thrown', 'b'],
+  ]);
+  t.same(finished.sort(), ['a', 'b'], 'onFinish for both');
+  t.equal(p.running, 0);
+  t.equal(p.runningFor('a'), 0);
+  t.equal(p.runningFor('b'), 0);
+});
+
+t.test('tasks of one key are counted together until the last settles', async (t) => {
+  const p = pool(4);
+  const gates: Array<() => void> = [];
+  const task = () => new Promise<void>((r) => gates.push(r));
+  p.start('a', task);
+  p.start('a', task);
+  t.equal(p.runningFor('a'), 2);
+  gates[0]!();
+  await later();
+  t.equal(p.runningFor('a'), 1);
+  gates[1]!();
+  await p.stop();
+  t.equal(p.runningFor('a'), 0);
+});
+
+t.test('a list partly taken stays with what is left', async (t) => {
+  const p = pool(1);
+  p.add('a', 1);
+  p.add('a', 2);
+  p.add('a', 3);
+  p.each((_key, list) => {
+    list.shift();
+  });
+  t.equal(p.waitingFor('a'), 2);
+  t.same(p.takeAll(), [2, 3]);
+});
+
+t.test('tracked work is waited for by stop and drain, and not counted against the limit', async (t) => {
+  const p = pool(1);
+  let done = 0;
+  p.track(later().then(() => void done++));
+  t.equal(p.running, 0, 'not a running task');
+  t.ok(p.hasRoom);
+  await p.drain(() => 0);
+  t.equal(done, 1, 'drain waited for it');
+  p.track(later().then(() => void done++));
+  await p.stop();
+  t.equal(done, 2, 'stop waited for it');
+});
+
+t.test('run: fills every interval without a wake, a fill that throws goes to onError and the loop goes on', async (t) => {
+  const p = pool(2);
+  let fills = 0;
+  const errors: unknown[] = [];
+  const stop = new AbortController();
+  const running = p.run(
+    stop.signal,
+    10,
+    () => {
+      fills++;
+      if (fills === 2) throw new Error('store down');
+    },
+    (e) => errors.push(e),
+  );
+  while (fills < 4) await later();
+  stop.abort();
+  await running;
+  t.equal(errors.length, 1, 'the one fill that threw');
+  t.match(errors[0], { message: 'store down' });
+  t.ok(fills >= 4, 'fills went on after the error');
+});
+
+t.test('run: an abort during the interval ends the loop at once; run resolves after the tasks in flight, and nothing starts after', async (t) => {
+  const p = pool(2);
+  let fills = 0;
+  let taskDone = false;
+  const stop = new AbortController();
+  const started = Date.now();
+  const running = p.run(
+    stop.signal,
+    60_000,
+    () => {
+      fills++;
+      if (fills === 1)
+        p.start('k', async () => {
+          await new Promise<void>((r) => setTimeout(r, 50));
+          taskDone = true;
+        });
+    },
+    () => {},
+  );
+  await later();
+  stop.abort();
+  await running;
+  t.ok(Date.now() - started < 10_000, 'the abort did not wait for the poll interval');
+  t.ok(taskDone, 'the task in flight finished before run resolved');
+  t.equal(fills, 1, 'no fill after the abort');
+  t.ok(p.stopping);
+  t.notOk(p.hasRoom, 'stopped: no room');
+});
+
+t.test('exclusive: a fill that rejects does not stop the next one', async (t) => {
+  const p = pool(1);
+  await t.rejects(
+    p.exclusive(async () => {
+      throw new Error('first');
+    }),
+    { message: 'first' },
+  );
+  t.equal(await p.exclusive(() => 7), 7);
+});

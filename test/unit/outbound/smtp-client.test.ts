@@ -3,9 +3,9 @@ import net from 'node:net';
 import { SmtpClient } from '../../../src/outbound/smtp-client.js';
 import { SmtpError } from '../../../src/outbound/smtp-errors.js';
 import { transportReply } from '../../../src/outbound/smtp.js';
-import { freePort } from '../../helpers/postfix.js';
+import { freePort } from '../../../support/postfix.js';
 import { ScriptedPeer, type PeerScript } from '../../helpers/scripted-peer.js';
-import { TestMx } from '../../helpers/mx-server.js';
+import { TestMx } from '../../../support/mx-server.js';
 import type { TLSSocket } from 'node:tls';
 
 // The delivery path's SMTP client against a scripted server on loopback that records what arrives

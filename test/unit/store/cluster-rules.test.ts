@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap';
 import pg from 'pg';
 import { createHash, randomBytes } from 'node:crypto';
-import { testDatabase } from '../../helpers/postgres.js';
+import { testDatabase } from '../../../support/postgres.js';
 import { send, sender } from '../../helpers/stores.js';
-import { waitFor } from '../../helpers/wait.js';
+import { waitFor } from '../../../support/wait.js';
 import { pgStore } from '../../../src/store/pg/index.js';
 import type { Store } from '../../../src/store/store.js';
 import { AuthCache } from '../../../src/store/auth-cache.js';

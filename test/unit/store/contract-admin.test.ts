@@ -1,6 +1,6 @@
 import t from 'tap';
 import { contract, send, sender } from '../../helpers/stores.js';
-import { testDatabase } from '../../helpers/postgres.js';
+import { testDatabase } from '../../../support/postgres.js';
 import { pgStore } from '../../../src/store/pg/index.js';
 import { reply } from '../../../src/domain/outcome.js';
 

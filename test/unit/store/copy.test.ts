@@ -1,6 +1,6 @@
 import t from 'tap';
 import { freshStore, readEvents, send, sender } from '../../helpers/stores.js';
-import { testDatabase } from '../../helpers/postgres.js';
+import { testDatabase } from '../../../support/postgres.js';
 import { openDb } from '../../../src/store/sqlite/db.js';
 import { pgStore } from '../../../src/store/pg/index.js';
 import { PgDb } from '../../../src/store/pg/db.js';

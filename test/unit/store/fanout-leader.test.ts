@@ -1,11 +1,11 @@
 import t, { type Test } from 'tap';
 import pg from 'pg';
 import { readFileSync } from 'node:fs';
-import { startPgCluster } from '../../helpers/postgres.js';
+import { startPgCluster } from '../../../support/postgres.js';
 import { WebhookReceiver } from '../../helpers/webhook-receiver.js';
-import { TestDnsServer } from '../../helpers/dns-server.js';
+import { TestDnsServer } from '../../../support/dns-server.js';
 import { fixturePath } from '../../helpers/fixtures.js';
-import { waitFor } from '../../helpers/wait.js';
+import { waitFor } from '../../../support/wait.js';
 import { pgStore } from '../../../src/store/pg/index.js';
 import type { Store } from '../../../src/store/store.js';
 import type { ClaimRoom, FreshDelivery, SettledAttempt } from '../../../src/store/model.js';

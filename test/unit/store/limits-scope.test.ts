@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import pg from 'pg';
-import { testDatabase } from '../../helpers/postgres.js';
-import { waitFor } from '../../helpers/wait.js';
+import { testDatabase } from '../../../support/postgres.js';
+import { waitFor } from '../../../support/wait.js';
 import { pgStore } from '../../../src/store/pg/index.js';
 import type { Store } from '../../../src/store/store.js';
 import { Throttle, type Ticket } from '../../../src/outbound/throttle.js';

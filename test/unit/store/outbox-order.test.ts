@@ -1,6 +1,6 @@
 import t from 'tap';
 import pg from 'pg';
-import { startPgCluster } from '../../helpers/postgres.js';
+import { startPgCluster } from '../../../support/postgres.js';
 import { pgStore } from '../../../src/store/pg/index.js';
 import type { FanOutPos } from '../../../src/store/store.js';
 

@@ -2,7 +2,7 @@ import t from 'tap';
 import { join } from 'node:path';
 import { readFileSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
-import { startPgCluster, pgBinDir } from '../../helpers/postgres.js';
+import { startPgCluster, pgBinDir } from '../../../support/postgres.js';
 import { tempDir, writeTestConfig } from '../../helpers/env.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { openStore } from '../../../src/store/open.js';

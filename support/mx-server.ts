@@ -1,6 +1,5 @@
 import type net from 'node:net';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
-import { TestDnsServer } from './dns-server.js';
 
 export interface ReceivedMessage {
   from: string;
@@ -84,21 +83,4 @@ export class TestMx {
   stop(): Promise<void> {
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
-}
-
-/**
- * A TestMx on 127.0.0.1 and a loopback DNS server that names it the MX of `domain` (as
- * `mx.<domain>`); both stop when the test file ends. tap is loaded here only, so that the
- * benchmarks can use the servers above without it.
- */
-export async function mxOfDomain(domain: string): Promise<{ dns: TestDnsServer; mx: TestMx }> {
-  const { default: t } = await import('tap');
-  const dns = await new TestDnsServer().start();
-  const mx = await new TestMx('127.0.0.1').start();
-  t.teardown(async () => {
-    await Promise.all([dns.stop(), mx.stop()]);
-  });
-  dns.set(domain, { MX: [{ preference: 10, exchange: `mx.${domain}` }] });
-  dns.set(`mx.${domain}`, { A: ['127.0.0.1'] });
-  return { dns, mx };
 }

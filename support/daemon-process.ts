@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-export const BIN = fileURLToPath(new URL('../../../bin/posthaste.js', import.meta.url));
+export const BIN = fileURLToPath(new URL('../../bin/posthaste.js', import.meta.url));
 
 /** A process's resident memory from /proc, in MiB: now (VmRSS) and its peak so far (VmHWM), threads and all. */
 export function memoryOf(pid: number): { rss: number; peak: number } {

@@ -10,7 +10,7 @@ import pg from 'pg';
  * A real PostgreSQL for the tests: Debian's server binaries, a private cluster in a temporary
  * directory (initdb and pg_ctl as the `postgres` user when run as root), listening on loopback
  * only at a free port; never the machine's own cluster. `npm test` starts one for the whole run
- * (test/helpers/pg-cluster.ts, tap's `before`) and each test takes a database of its own in it;
+ * (test/suite.ts) and each test takes a database of its own in it;
  * a test that stops or restarts the server starts a cluster of its own.
  */
 
@@ -108,8 +108,8 @@ export async function startPgCluster(opts: { durable?: boolean } = {}): Promise<
   };
 }
 
-/** Where the run's shared cluster is described (written by test/helpers/pg-cluster.ts). */
-export const SHARED_CLUSTER_FILE = fileURLToPath(new URL('../../../.tap/pg-cluster.json', import.meta.url));
+/** Where the run's shared cluster is described (written by test/suite.ts). */
+export const SHARED_CLUSTER_FILE = fileURLToPath(new URL('../../.tap/pg-cluster.json', import.meta.url));
 
 let own: Promise<PgCluster> | undefined;
 

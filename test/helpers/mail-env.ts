@@ -1,0 +1,67 @@
+import t from 'tap';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { TestMx } from '../../support/mx-server.js';
+import { startTestServer, makeKey, makeDomain, type StartOptions, type TestServer } from './env.js';
+
+/**
+ * A TestMx on 127.0.0.1 and a loopback DNS server that names it the MX of `domain` (as
+ * `mx.<domain>`); both stop when the test file ends.
+ */
+export async function mxOfDomain(domain: string): Promise<{ dns: TestDnsServer; mx: TestMx }> {
+  const dns = await new TestDnsServer().start();
+  const mx = await new TestMx('127.0.0.1').start();
+  t.teardown(async () => {
+    await Promise.all([dns.stop(), mx.stop()]);
+  });
+  dns.set(domain, { MX: [{ preference: 10, exchange: `mx.${domain}` }] });
+  dns.set(`mx.${domain}`, { A: ['127.0.0.1'] });
+  return { dns, mx };
+}
+
+export interface MailEnv extends TestServer {
+  dns: TestDnsServer;
+  mx: TestMx;
+  /** A production API key of the default customer. */
+  key: string;
+}
+
+export interface MailEnvOptions {
+  /** Domains whose MX is the loopback MX (each as `mx.<domain>`, at 127.0.0.1). */
+  mxDomains?: string[];
+  /** More `[outbound]` lines, after the MX's port. */
+  outbound?: string;
+  /** More TOML sections, after `[outbound]`. */
+  toml?: string;
+  /** Sending domains of the default customer, added verified (example.com unless given). */
+  domains?: string[];
+  /** The daemon's options (startTestServer's); delivery is manual unless `manualDelivery: false`. */
+  daemon?: Omit<StartOptions, 'dns'>;
+}
+
+/**
+ * What most integration tests start with: a loopback DNS server, a TestMx on 127.0.0.1 that it
+ * names the MX of `mxDomains`, a daemon (startTestServer) that delivers to it and resolves through
+ * it, a production key and verified sending domains. All of it stops when the test file ends.
+ */
+export async function startMailEnv(opts: MailEnvOptions = {}): Promise<MailEnv> {
+  const dns = await new TestDnsServer().start();
+  const mx = await new TestMx('127.0.0.1').start();
+  for (const domain of opts.mxDomains ?? []) {
+    dns.set(domain, { MX: [{ preference: 10, exchange: `mx.${domain}` }] });
+    dns.set(`mx.${domain}`, { A: ['127.0.0.1'] });
+  }
+  let s: TestServer;
+  try {
+    s = await startTestServer(`[outbound]\nport = ${mx.port}\n${opts.outbound ?? ''}${opts.toml ?? ''}`, { manualDelivery: true, ...opts.daemon, dns: dns.server });
+  } catch (e) {
+    await Promise.all([dns.stop(), mx.stop()]);
+    throw e;
+  }
+  t.teardown(async () => {
+    await s.close();
+    await Promise.all([dns.stop(), mx.stop()]);
+  });
+  const key = await makeKey(s.store);
+  for (const domain of opts.domains ?? ['example.com']) await makeDomain(s.store, domain);
+  return Object.assign(s, { dns, mx, key });
+}
