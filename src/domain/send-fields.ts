@@ -4,7 +4,14 @@
 import type { Problems } from './errors.js';
 import { MAILBOX_MAX_LENGTH, parseMailbox, splitAddressList, type Mailbox } from './addresses.js';
 import { CONTROL_PROBLEM, foldProblem, hasControl } from './header-text.js';
-import type { Attachment } from './send-request.js';
+
+/** An attachment of a send request. */
+export interface Attachment {
+  filename: string;
+  /** The content as the request gave it, strict Base64: decoded only by the composer, so accepting a message never holds its attachments twice. */
+  base64: string;
+  contentType: string;
+}
 
 export const MAX_TAGS = 10;
 export const TAG_MAX_LENGTH = 100;

@@ -29,6 +29,8 @@ export {
   SUBJECT_MAX_LENGTH,
   TAG_MAX_LENGTH,
 } from './send-fields.js';
+export type { Attachment } from './send-fields.js';
+import type { Attachment } from './send-fields.js';
 
 /** A send request after validation: only known fields, every address parsed, bodies normalised. */
 export interface SendRequest {
@@ -49,12 +51,6 @@ export interface SendRequest {
   tags: string[];
 }
 
-export interface Attachment {
-  filename: string;
-  /** The content as the request gave it, strict Base64: decoded only by the composer, so accepting a message never holds its attachments twice. */
-  base64: string;
-  contentType: string;
-}
 
 /** An attachment's size in bytes, from its Base64 text (strict: padded, no line breaks). */
 export function attachmentSize(a: Attachment): number {
