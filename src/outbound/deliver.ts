@@ -8,13 +8,11 @@ import type { MxResolver } from './mx.js';
 import { mxMatches, type MtaSts } from './mta-sts.js';
 import type { Dane } from './dane.js';
 import type { SignInput, Signed } from './signer.js';
-import { SmtpSession, replyOf, type RelayOptions, type SmtpOptions, type Via } from './smtp.js';
+import { SmtpSession, replyOf, type RelayOptions, type SmtpOptions, type TransactionResult, type Via } from './smtp.js';
+import { SigningWindow, type Prepared } from './signing-window.js';
 import type { Logger } from '../lib/logger.js';
 import { isRateLimit } from './throttle.js';
 import { reclaimAfter } from '../lib/reclaim.js';
-
-/** Messages composed and signed ahead of the one being sent, per connection. */
-const SIGN_AHEAD = 4;
 
 export interface DeliveryItem {
   recipient: Claimed;
@@ -63,118 +61,132 @@ export interface GroupResult {
  * recipient (each has its own return path). Never throws for a remote problem: every item ends in an outcome.
  */
 export async function deliverGroup(deps: DeliverDeps, domain: string, items: DeliveryItem[]): Promise<GroupResult> {
-  const results: ItemResult[] = [];
-  const composed = new Map<number, Buffer>();
-  // The sender domains (their keys) this group signs with, each read once for the group.
-  const senders: SenderDomains = new Map();
-  const unattempted: DeliveryItem[] = [];
-  let refusal: Reply | null = null;
-  const done = (): GroupResult => ({ results, composed, unattempted, refusal });
-  const pending = await checkSuppression(deps, items, results);
-  if (pending.length === 0) return done();
-
+  const group: GroupResult = { results: [], composed: new Map(), unattempted: [], refusal: null };
+  const pending = await checkSuppression(deps, items, group.results);
+  if (pending.length === 0) return group;
   const route = deps.relay ? { hosts: [deps.relay.host], smtp: deps.smtp, implicit: false } : await directRoute(deps, domain);
   if ('outcome' in route) {
-    for (const item of pending) results.push({ item, outcome: route.outcome });
-    return done();
+    for (const item of pending) group.results.push({ item, outcome: route.outcome });
+    return group;
   }
-  const { hosts, smtp, implicit } = route;
+  // The sender domains (their keys) this group signs with, each read once for the group.
+  const senders: SenderDomains = new Map();
+  const window = new SigningWindow(pending, (m) => prepare(deps, m, group.composed, senders));
+  // Connect only once the first message is ready (a cold signing thread takes seconds to start),
+  // so no remote server waits on us mid-conversation.
+  await window.signedFor(0);
+  await new GroupSender(deps, { ...route, domain }, group, window, new SendQueue(pending)).run();
+  return group;
+}
 
-  // Step: compose and sign on the signing threads a few messages ahead of the one being sent;
-  // connect only once the first is ready (a cold signing thread takes seconds to start), so no
-  // remote server waits on us mid-conversation and signing overlaps sending. Only a window is
-  // signed ahead, not the whole group: every connection's group signed at once held a thousand
-  // messages, twice over, in memory (measured: 440 MiB peak draining 20,000 messages).
-  // One promise per message, however many of its recipients are here.
-  const signing = new Map<number, Promise<Buffer | Outcome>>();
-  // Items left to send per message (a message can have several recipients at one domain): its
-  // signed bytes are let go after the last, not kept until the whole group is done.
-  const left = new Map<number, number>();
-  for (const item of pending) left.set(item.message.id, (left.get(item.message.id) ?? 0) + 1);
-  const sent = (item: DeliveryItem) => {
-    const n = left.get(item.message.id)! - 1;
-    left.set(item.message.id, n);
-    if (n === 0) signing.delete(item.message.id);
-  };
-  let ahead = 0;
-  /** pending[at], signing up to SIGN_AHEAD after it started. */
-  const signedFor = (at: number): Promise<Buffer | Outcome> => {
-    for (const end = Math.min(pending.length, at + SIGN_AHEAD + 1); ahead < end; ahead++) {
-      const m = pending[ahead]!.message;
-      if (!signing.has(m.id)) {
-        const p = prepare(deps, m, composed, senders);
-        // Signed ahead: one the group never comes to (it failed first, the store away) must not
-        // reject unheard, which would end the process; the one waited for still throws.
-        p.catch(() => undefined);
-        signing.set(m.id, p);
-      }
-    }
-    return signing.get(pending[at]!.message.id)!;
-  };
-  await signedFor(0);
-  let queue = pending;
-  let lastFailure: Reply = reply(451, '4.4.1', `${domain}: no MX host could be reached`, 'connection_failure');
-  // A connection lost mid-way is re-opened once for the rest of the group.
-  for (let round = 0; round < 2 && queue.length > 0; round++) {
-    const opened = await connect(deps, { domain, hosts, smtp, implicit });
-    if ('failure' in opened) {
-      lastFailure = opened.failure;
-      if (isRateLimit(opened.failure)) {
-        // "Too many connections": one recipient carries the reply, the rest wait for the destination.
-        refusal = opened.failure;
-        results.push({ item: queue[0]!, outcome: { kind: 'deferred', reply: opened.failure } });
-        unattempted.push(...queue.slice(1));
-        queue = [];
-      }
-      break;
-    }
-    const session = opened.session;
-    const rest: DeliveryItem[] = [];
-    try {
-      for (let i = 0; i < queue.length; i++) {
-        const item = queue[i]!;
-        // queue is always the tail of pending still to send (a reconnection takes up the rest).
-        const message = await signedFor(pending.length - queue.length + i);
-        sent(item);
-        if (!Buffer.isBuffer(message)) {
-          results.push({ item, outcome: message });
-          continue;
-        }
-        const from = returnPath(deps.returnPathSecret, item.recipient.id, deps.returnPathDomain);
-        const via = session.via;
-        const r = await session.send(from, item.recipient.address, message);
-        reclaimAfter(message.length);
-        if (r.kind === 'accepted') results.push({ item, via, outcome: { kind: 'delivered', reply: r.reply, mx: session.mx, tls: session.secure, tlsVerified: session.verified } });
-        else if (r.kind === 'refused' && r.permanent) {
-          const suppress = suppressFor({ classification: r.reply.classification, status: r.reply.enhanced_code || null, stage: r.stage, text: r.reply.message }, deps.suppression);
-          results.push({ item, via, outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply, suppress } });
-        } else if (r.kind === 'refused') {
-          results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
-          if (isRateLimit(r.reply)) {
-            // The destination asks us to slow down: sending the rest now would only collect more refusals.
-            refusal = r.reply;
-            unattempted.push(...queue.slice(i + 1));
-            break;
-          }
-        } else {
-          // Broken mid-transaction: this recipient is deferred (the server may or may not have it).
-          results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
-          lastFailure = r.reply;
-        }
-        // A completed transaction leaves the session ready (RFC 5321 4.1.1.4); RSET only after a failed one.
-        const ready = r.kind === 'accepted' ? session.usable : await session.reset();
-        if (i < queue.length - 1 && !ready) {
-          rest.push(...queue.slice(i + 1));
-          break;
-        }
-      }
-    } finally {
-      await session.close();
-    }
-    queue = rest;
+/** Step: connect, send each item of the queue in turn, reconnect once if the connection is lost, finish. */
+class GroupSender {
+  /** Why the items left at the end were not sent (deferred with it). */
+  private lastFailure: Reply;
+
+  constructor(
+    private readonly deps: DeliverDeps,
+    private readonly route: Route & { domain: string },
+    private readonly group: GroupResult,
+    private readonly window: SigningWindow,
+    private readonly queue: SendQueue,
+  ) {
+    this.lastFailure = reply(451, '4.4.1', `${route.domain}: no MX host could be reached`, 'connection_failure');
   }
-  for (const item of queue) results.push({ item, outcome: { kind: 'deferred', reply: lastFailure } });
-  return done();
+
+  async run(): Promise<void> {
+    // A connection lost mid-way is re-opened once for the rest of the group.
+    for (let round = 0; round < 2 && !this.queue.empty; round++) {
+      const opened = await connect(this.deps, this.route);
+      if ('failure' in opened) {
+        this.connectionFailed(opened.failure);
+        break;
+      }
+      try {
+        await this.sendOver(opened.session);
+      } finally {
+        await opened.session.close();
+      }
+    }
+    for (const item of this.queue.takeRest()) this.group.results.push({ item, outcome: { kind: 'deferred', reply: this.lastFailure } });
+  }
+
+  /** No host could be reached; on "too many connections", one recipient carries the reply and the rest wait for the destination. */
+  private connectionFailed(failure: Reply): void {
+    this.lastFailure = failure;
+    if (!isRateLimit(failure)) return;
+    this.group.refusal = failure;
+    const [first, ...rest] = this.queue.takeRest();
+    this.group.results.push({ item: first!, outcome: { kind: 'deferred', reply: failure } });
+    this.group.unattempted.push(...rest);
+  }
+
+  /** Sends the queue's items over one session, until it is empty or the session cannot go on (the rest then stays queued). */
+  private async sendOver(session: SmtpSession): Promise<void> {
+    while (!this.queue.empty) {
+      const { item, at } = this.queue.take();
+      const message = await this.window.signedFor(at);
+      this.window.sent(item);
+      if (!Buffer.isBuffer(message)) {
+        this.group.results.push({ item, outcome: message });
+        continue;
+      }
+      const r = await this.sendOne(session, item, message);
+      if (r.kind === 'refused' && !r.permanent && isRateLimit(r.reply)) {
+        // The destination asks us to slow down: sending the rest now would only collect more refusals.
+        this.group.refusal = r.reply;
+        this.group.unattempted.push(...this.queue.takeRest());
+        return;
+      }
+      // A completed transaction leaves the session ready (RFC 5321 4.1.1.4); RSET only after a failed one.
+      const ready = r.kind === 'accepted' ? session.usable : await session.reset();
+      if (!this.queue.empty && !ready) return;
+    }
+  }
+
+  /** One transaction, its outcome recorded. */
+  private async sendOne(session: SmtpSession, item: DeliveryItem, message: Buffer): Promise<TransactionResult> {
+    const { deps } = this;
+    const from = returnPath(deps.returnPathSecret, item.recipient.id, deps.returnPathDomain);
+    const via = session.via;
+    const r = await session.send(from, item.recipient.address, message);
+    reclaimAfter(message.length);
+    if (r.kind === 'accepted') this.group.results.push({ item, via, outcome: { kind: 'delivered', reply: r.reply, mx: session.mx, tls: session.secure, tlsVerified: session.verified } });
+    else if (r.kind === 'refused' && r.permanent) {
+      const suppress = suppressFor({ classification: r.reply.classification, status: r.reply.enhanced_code || null, stage: r.stage, text: r.reply.message }, deps.suppression);
+      this.group.results.push({ item, via, outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply, suppress } });
+    } else if (r.kind === 'refused') this.group.results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
+    else {
+      // Broken mid-transaction: this recipient is deferred (the server may or may not have it).
+      this.group.results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
+      this.lastFailure = r.reply;
+    }
+    return r;
+  }
+}
+
+/** The items of a group still to send, in order; each keeps its place in the group (for the signing window). */
+class SendQueue {
+  private next = 0;
+
+  constructor(private readonly items: readonly DeliveryItem[]) {}
+
+  get empty(): boolean {
+    return this.next >= this.items.length;
+  }
+
+  /** The next item to send, and its place in the group. */
+  take(): { item: DeliveryItem; at: number } {
+    const at = this.next++;
+    return { item: this.items[at]!, at };
+  }
+
+  /** Every item still to send, taken out of the queue. */
+  takeRest(): DeliveryItem[] {
+    const rest = this.items.slice(this.next);
+    this.next = this.items.length;
+    return rest;
+  }
 }
 
 /**
@@ -277,8 +289,8 @@ async function daneOptions(dane: Dane, route: Route & { domain: string }, host: 
 /** Step: compose (a send request's first time only; a submitted message is signed as it is) and DKIM-sign with the sender domain's key. */
 type SenderDomains = Map<string, ReturnType<DeliverDeps['store']['domains']['find']>>;
 
-async function prepare(deps: DeliverDeps, m: QueuedMessage, composed: Map<number, Buffer>, senders: SenderDomains): Promise<Buffer | Outcome> {
-  let result: Buffer | Outcome;
+async function prepare(deps: DeliverDeps, m: QueuedMessage, composed: Map<number, Buffer>, senders: SenderDomains): Promise<Prepared> {
+  let result: Prepared;
   let found = senders.get(m.senderDomain);
   if (!found) senders.set(m.senderDomain, (found = deps.store.domains.find(m.senderDomain)));
   const domain = await found;

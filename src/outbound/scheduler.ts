@@ -9,6 +9,7 @@ import { KeyedPool } from '../lib/keyed-pool.js';
 import type { Throttle, ThrottleChange } from './throttle.js';
 import { logDeliveries } from './delivery-log.js';
 import { CLUSTER_THROTTLE } from '../domain/destinations.js';
+import { SharedLimits } from './shared-limits.js';
 
 export interface SchedulerDeps {
   store: DeliveryStore;
@@ -46,9 +47,6 @@ export interface SchedulerDeps {
   throttleHolder?: string;
 }
 
-/** How often a node sharing destination limits says it is alive (its use counts for a minute after). */
-const TOUCH_MS = 10_000;
-
 /** How long a domain's destination is trusted before it is looked up again (the MX cache's time). */
 const DESTINATION_TTL_MS = 60_000;
 /** Known domains past which old entries are swept. */
@@ -69,6 +67,8 @@ export class Scheduler {
   private readonly resolving = new Set<string>();
   /** Highest connections seen open at once per destination (read by the tests). */
   readonly peakPerDestination = new Map<string, number>();
+  /** limits_scope = "cluster": this node's part in the limits the nodes share; absent per node. */
+  private readonly shared?: SharedLimits;
 
   constructor(private readonly deps: SchedulerDeps) {
     this.pool = new KeyedPool({
@@ -76,6 +76,7 @@ export class Scheduler {
       onFinish: () => this.kick(),
       onError: (e, domain) => deps.log.error({ err: e, domain }, 'delivery group failed unexpectedly'),
     });
+    if (deps.sharedAs !== undefined) this.shared = new SharedLimits(deps.sharedAs, deps, (work) => this.pool.track(work));
   }
 
   /** New work may be due (a message was accepted): look now rather than at the next poll. */
@@ -131,7 +132,7 @@ export class Scheduler {
     await this.releaseLeftOver();
     const claimed = await this.claim();
     const held: Array<{ id: number; until: number }> = [];
-    if (this.deps.sharedAs !== undefined) await this.startShared(this.deps.sharedAs, held);
+    if (this.shared) await this.startShared(this.shared, held);
     else
       this.pool.each((domain, list) => {
         const destination = this.destinationOf(domain);
@@ -146,20 +147,13 @@ export class Scheduler {
     return claimed;
   }
 
-  /** When this node last said it is alive to the nodes sharing destination limits (monotonic ms). */
-  private touchedAt = -Infinity;
-
   /**
    * limits_scope = "cluster": per destination with mail waiting, the other nodes' use is read and
    * this node's decisions written in one store transaction that no other node's for the destination
    * interleaves with (a round trip per destination and fill).
    */
-  private async startShared(node: string, held: Array<{ id: number; until: number }>): Promise<void> {
-    const { store, clock, throttle } = this.deps;
-    if (performance.now() - this.touchedAt > TOUCH_MS) {
-      await store.touchUse(node);
-      this.touchedAt = performance.now();
-    }
+  private async startShared(shared: SharedLimits, held: Array<{ id: number; until: number }>): Promise<void> {
+    await shared.touch();
     const byDestination = new Map<string, Set<string>>();
     this.pool.each((domain) => {
       const destination = this.destinationOf(domain); // undefined: being looked up; the lookup wakes the loop
@@ -170,13 +164,11 @@ export class Scheduler {
     });
     for (const [destination, domains] of byDestination) {
       if (!this.pool.hasRoom) break;
-      await store.shareDestination(destination, node, (others) => {
-        throttle.share(destination, others, others.throttle);
+      await shared.decide(destination, () =>
         this.pool.each((domain, list) => {
           if (domains.has(domain)) held.push(...this.startGroups(domain, destination, list));
-        });
-        return throttle.own(destination, clock.now());
-      });
+        }),
+      );
     }
   }
 
@@ -269,7 +261,7 @@ export class Scheduler {
         const delivered = group.results.filter((r) => r.outcome.kind === 'delivered').length;
         const change = throttle.close(ticket, { delivered, refusal: group.refusal }, clock.now());
         closed = true;
-        this.publishUse(destination);
+        this.shared?.publishUse(destination);
         await this.record(group, destination, change, started);
       } catch (e) {
         // A bug: the claims are released and the recipients tried again later.
@@ -278,7 +270,7 @@ export class Scheduler {
         await this.releaseLeftOver().catch(() => undefined);
         if (!closed) {
           throttle.close(ticket, { delivered: 0, refusal: null }, clock.now());
-          this.publishUse(destination);
+          this.shared?.publishUse(destination);
         }
       }
     });
@@ -329,25 +321,6 @@ export class Scheduler {
 
   /** Throttle rows written one at a time in the order the changes were made, so the last one stands (groups finish and commit in any order). */
   private throttleWrites: Promise<void> = Promise.resolve();
-
-  /**
-   * limits_scope = "cluster": this node's use of a destination after a connection ended. Written
-   * under the destination's lock like a decision, and read from the throttle once the lock is
-   * held: a write that waited cannot put back a count older than a decision made meanwhile.
-   */
-  private publishUse(destination: string): void {
-    const node = this.deps.sharedAs;
-    if (node === undefined) return;
-    const { store, throttle, clock, log } = this.deps;
-    this.pool.track(
-      store
-        .shareDestination(destination, node, (others) => {
-          throttle.share(destination, others, others.throttle);
-          return throttle.own(destination, clock.now());
-        })
-        .catch((e: unknown) => log.warn({ err: e }, 'destination use not shared')),
-    );
-  }
 
   private saveThrottle(change: NonNullable<ThrottleChange>, now: number): void {
     this.throttleWrites = this.throttleWrites

@@ -4,11 +4,12 @@
 // message in one write where it offers CHUNKING too (RFC 3030). nodemailer's client waits for each
 // reply before the next command: two round trips to the MX more per message, and more writes and
 // reads (docs/delivery.md, "The SMTP client"). Errors carry `code`, the reply (`response`, `responseCode`) when there was
-// one, and the command it answered.
+// one, and the command it answered. The replies are read off the connection by smtp-replies.ts.
 import net from 'node:net';
 import tls from 'node:tls';
 import { crlfOnly, dataPieces } from './smtp-data.js';
-import { SmtpError, isTlsError, refused, replyError, withCommand, type Reply } from './smtp-errors.js';
+import { SmtpError, isTlsError, refused, replyError, type Reply } from './smtp-errors.js';
+import { ReplyReader } from './smtp-replies.js';
 
 export interface SmtpClientOptions {
   host: string;
@@ -31,17 +32,12 @@ export interface SmtpClientOptions {
   checkPeer?: (socket: tls.TLSSocket) => string | null;
 }
 
-const MAX_REPLY = 64 * 1024;
 const ASCII = /^[\x00-\x7f]*$/;
 
 /** A connection to one SMTP server, one command or transaction at a time. */
 export class SmtpClient {
   private socket!: net.Socket;
-  private buffered = '';
-  private lines: string[] = [];
-  private replies: Reply[] = [];
-  private waiting: Array<{ resolve: (r: Reply) => void; reject: (e: Error) => void }> = [];
-  private failure: Error | null = null;
+  private readonly reader = new ReplyReader(() => this.socket?.destroy());
   private extensions = new Map<string, string>();
   secure = false;
 
@@ -60,7 +56,7 @@ export class SmtpClient {
   }
 
   get closed(): boolean {
-    return this.failure !== null;
+    return this.reader.failure !== null;
   }
 
   has(extension: string): boolean {
@@ -77,7 +73,7 @@ export class SmtpClient {
   private async open(): Promise<void> {
     const { opts } = this;
     this.attach(await this.dial());
-    const greeting = await this.read(opts.greetingTimeout, 'CONN');
+    const greeting = await this.reader.read(opts.greetingTimeout, 'CONN');
     if (greeting.code !== 220) throw replyError('the server refused the connection', 'EPROTOCOL', 'CONN', greeting);
     this.socket.setTimeout(opts.commandTimeout);
     await this.hello();
@@ -120,13 +116,13 @@ export class SmtpClient {
   private attach(socket: net.Socket): void {
     this.socket = socket;
     socket.setEncoding('utf8');
-    socket.on('data', (chunk: string) => this.received(chunk));
-    socket.on('error', (e) => this.fail(new SmtpError(e.message, isTlsError(e) ? 'ETLS' : 'ECONNECTION')));
+    socket.on('data', (chunk: string) => this.reader.received(chunk));
+    socket.on('error', (e) => this.reader.fail(new SmtpError(e.message, isTlsError(e) ? 'ETLS' : 'ECONNECTION')));
     socket.on('timeout', () => {
-      this.fail(new SmtpError('the server sent nothing for too long', 'ETIMEDOUT'));
+      this.reader.fail(new SmtpError('the server sent nothing for too long', 'ETIMEDOUT'));
       socket.destroy();
     });
-    socket.on('close', () => this.fail(new SmtpError('connection closed by the remote server', 'ECONNECTION')));
+    socket.on('close', () => this.reader.fail(new SmtpError('connection closed by the remote server', 'ECONNECTION')));
   }
 
   /** STARTTLS accepted: TLS over the same connection. */
@@ -144,7 +140,7 @@ export class SmtpClient {
         clearTimeout(timer);
         secure.destroy();
         const err = new SmtpError(`STARTTLS: ${e.message}`, 'ETLS', 'STARTTLS');
-        this.fail(err);
+        this.reader.fail(err);
         reject(err);
       };
       secure.once('error', fail);
@@ -241,7 +237,7 @@ export class SmtpClient {
     }
     if (data.code !== 354) throw replyError('DATA refused', 'EPROTOCOL', 'DATA', data);
     this.writePieces(dataPieces(message));
-    const end = await this.read(undefined, 'DATA END');
+    const end = await this.reader.read(undefined, 'DATA END');
     if (end.code < 200 || end.code > 299) throw replyError('the message was refused', 'EPROTOCOL', 'DATA END', end);
     return end.text;
   }
@@ -261,7 +257,7 @@ export class SmtpClient {
       // between rewriting the dialogue): the message may have been read as commands, so the
       // connection is not used again, and the answer says nothing about the message.
       const e = replyError('the server offered CHUNKING but does not take BDAT', 'ECHUNKING', 'BDAT', end);
-      this.fail(e);
+      this.reader.fail(e);
       throw e;
     }
     if (end.code < 200 || end.code > 299) throw replyError('the message was refused', 'EPROTOCOL', 'BDAT', end);
@@ -275,10 +271,10 @@ export class SmtpClient {
    * came, if anything (code 0).
    */
   private async readPipelined(last: string): Promise<{ refusal: SmtpError | null; last: Reply }> {
-    const m = await this.read(undefined, 'MAIL FROM');
-    const r = m.code === 250 ? await this.read(undefined, 'RCPT TO') : await this.readAfter();
+    const m = await this.reader.read(undefined, 'MAIL FROM');
+    const r = m.code === 250 ? await this.reader.read(undefined, 'RCPT TO') : await this.reader.readAfter();
     const refusal = refused(m, r);
-    return { refusal, last: refusal ? await this.readAfter() : await this.read(undefined, last) };
+    return { refusal, last: refusal ? await this.reader.readAfter() : await this.reader.read(undefined, last) };
   }
 
   /** RSET; false when the connection cannot go on. */
@@ -302,82 +298,24 @@ export class SmtpClient {
 
   destroy(): void {
     this.socket?.destroy();
-    this.fail(new SmtpError('connection closed', 'ECONNECTION'));
+    this.reader.fail(new SmtpError('connection closed', 'ECONNECTION'));
   }
 
   private async command(line: string, name = line.split(' ')[0]!): Promise<Reply> {
     this.write(`${line}\r\n`);
-    return this.read(undefined, name);
+    return this.reader.read(undefined, name);
   }
 
   private write(text: string): void {
-    if (!this.failure) this.socket.write(text);
+    if (!this.reader.failure) this.socket.write(text);
   }
 
   /** Pieces in one write (corked), none of them copied. */
   private writePieces(pieces: Array<Buffer | string>): void {
-    if (this.failure) return;
+    if (this.reader.failure) return;
     const s = this.socket;
     s.cork();
     for (const piece of pieces) s.write(piece);
     s.uncork();
-  }
-
-  /** A reply read after one that failed the transaction, if one comes (code 0 if none). */
-  private async readAfter(): Promise<Reply> {
-    try {
-      return await this.read();
-    } catch {
-      return { code: 0, text: '' };
-    }
-  }
-
-  private read(timeoutMs?: number, command?: string): Promise<Reply> {
-    const ready = this.replies.shift();
-    if (ready) return Promise.resolve(ready);
-    if (this.failure) return Promise.reject(withCommand(this.failure, command));
-    return new Promise((resolve, reject) => {
-      const timer = timeoutMs ? setTimeout(() => this.fail(new SmtpError(`no reply within ${timeoutMs} ms`, 'ETIMEDOUT', command)), timeoutMs) : null;
-      this.waiting.push({
-        resolve: (r) => {
-          if (timer) clearTimeout(timer);
-          resolve(r);
-        },
-        reject: (e) => {
-          if (timer) clearTimeout(timer);
-          reject(withCommand(e, command));
-        },
-      });
-    });
-  }
-
-  private received(chunk: string): void {
-    this.buffered += chunk;
-    for (let lf = this.buffered.indexOf('\n'); lf >= 0; lf = this.buffered.indexOf('\n')) {
-      const line = this.buffered.slice(0, lf).replace(/\r$/, '');
-      this.buffered = this.buffered.slice(lf + 1);
-      this.lines.push(line);
-      // The last line of a reply is "ddd text" or "ddd"; "ddd-text" continues it.
-      if (line.length < 4 || line[3] !== '-') {
-        const code = Number(line.slice(0, 3));
-        const text = this.lines.join('\n');
-        this.lines = [];
-        if (!/^\d{3}$/.test(line.slice(0, 3))) {
-          this.fail(new SmtpError(`not an SMTP reply: ${text.slice(0, 200)}`, 'EPROTOCOL'));
-          return;
-        }
-        const waiter = this.waiting.shift();
-        if (waiter) waiter.resolve({ code, text });
-        else this.replies.push({ code, text });
-      }
-    }
-    if (this.buffered.length > MAX_REPLY || this.lines.length > 1000) this.fail(new SmtpError('the server sent a reply too long to be one', 'EPROTOCOL'));
-  }
-
-  private fail(e: Error): void {
-    if (this.failure) return;
-    this.failure = e;
-    this.socket?.destroy();
-    for (const w of this.waiting.splice(0)) w.reject(e);
   }
 }
