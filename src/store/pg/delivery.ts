@@ -1,6 +1,7 @@
 import type { PgDb, Q } from './db.js';
 import type { DeliveryStore, GroupRecord, OwnUse } from '../store.js';
-import type { Claimed, QueuedMessage, RequestFormat } from '../model.js';
+import type { Claimed, QueuedMessage } from '../model.js';
+import { QUEUED_MESSAGE_COLUMNS, claimedView, queuedMessage, type ClaimedRow, type QueuedMessageRow } from '../views.js';
 import type { DestinationThrottle } from '../model.js';
 import { applyTransitions, type Step } from './transitions.js';
 import { asyncBounceTransition, complaintTransition, outcomeTransition, type OutcomePolicy } from '../../domain/transitions.js';
@@ -29,47 +30,9 @@ claimed AS (
   SELECT id, $1, $2 FROM picked ON CONFLICT (recipient_id) DO NOTHING RETURNING recipient_id)
 SELECT r.id, r.message_id, r.address, r.domain, r.attempts FROM recipients r JOIN claimed c ON c.recipient_id = r.id ORDER BY r.next_attempt_at, r.id`;
 
-interface MessageRow {
-  id: number;
-  customer_id: number;
-  message_id: string;
-  sandbox: number;
-  from_header: string;
-  sender_domain: string;
-  subject: string;
-  metadata: string;
-  request: Buffer;
-  request_format: RequestFormat;
-  raw: Buffer | null;
-  created_at: number;
-  tags: string | null;
-}
-
 export async function loadMessages(q: Q, ids: number[]): Promise<Map<number, QueuedMessage>> {
-  const rows = await q.rows<MessageRow>(
-    'SELECT id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags FROM messages WHERE id = ANY($1::bigint[])',
-    [[...new Set(ids)]],
-  );
-  return new Map(
-    rows.map((m) => [
-      m.id,
-      {
-        id: m.id,
-        customerId: m.customer_id,
-        messageId: m.message_id,
-        sandbox: m.sandbox === 1,
-        fromHeader: m.from_header,
-        senderDomain: m.sender_domain,
-        subject: m.subject,
-        metadata: JSON.parse(m.metadata) as Record<string, string>,
-        request: m.request,
-        requestFormat: m.request_format,
-        raw: m.raw,
-        createdAt: m.created_at,
-        tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],
-      },
-    ]),
-  );
+  const rows = await q.rows<QueuedMessageRow>(`SELECT ${QUEUED_MESSAGE_COLUMNS} FROM messages WHERE id = ANY($1::bigint[])`, [[...new Set(ids)]]);
+  return new Map(rows.map((m) => [m.id, queuedMessage(m)]));
 }
 
 /** A recipient (`messages.id` in the enclosing statement) may still be sent to. */
@@ -154,7 +117,7 @@ async function recordSandbox(q: Q, items: Array<{ message: QueuedMessage; recipi
 export function pgDelivery(db: PgDb): DeliveryStore {
   return {
     claim: async (worker, now, limit) => {
-      const rows = await db.rows<{ id: number; message_id: number; address: string; domain: string; attempts: number }>(CLAIM, [worker, now, limit]);
+      const rows = await db.rows<ClaimedRow>(CLAIM, [worker, now, limit]);
       if (rows.length === 0) return [];
       const messages = await loadMessages(
         db,
@@ -163,7 +126,7 @@ export function pgDelivery(db: PgDb): DeliveryStore {
       const out: Array<{ recipient: Claimed; message: QueuedMessage }> = [];
       for (const r of rows) {
         const message = messages.get(r.message_id);
-        if (message) out.push({ recipient: { id: r.id, messageRowId: r.message_id, address: r.address, domain: r.domain, attempts: r.attempts }, message });
+        if (message) out.push({ recipient: claimedView(r), message });
       }
       return out;
     },

@@ -1,7 +1,8 @@
 import type { PgDb, Q } from './db.js';
+import { endpointView, type EndpointRow } from '../views.js';
 import type { WebhookStore } from '../store.js';
 import { publicId } from '../../lib/ids.js';
-import type { AttemptBatch, AttemptRecord, AttemptView, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from '../model.js';
+import type { AttemptBatch, AttemptRecord, AttemptView, FanOutPos, OutboxEvent, StoredDelivery } from '../model.js';
 
 /**
  * Webhook endpoints, deliveries and the outbox on PostgreSQL.
@@ -13,30 +14,6 @@ import type { AttemptBatch, AttemptRecord, AttemptView, Endpoint, FanOutPos, Out
  * transaction id below the snapshot's xmin is finished, and every later event gets one at or
  * above it (test/unit/store/outbox-order.test.ts reproduces the lost event of the seq cursor).
  */
-
-interface EndpointRow {
-  id: string;
-  customer_id: number;
-  url: string;
-  events: string | null;
-  description: string;
-  secret: string;
-  enabled: number;
-  disabled_reason: string | null;
-  created_at: number;
-}
-
-const toEndpoint = (r: EndpointRow): Endpoint => ({
-  id: r.id,
-  customerId: r.customer_id,
-  url: r.url,
-  events: r.events ? (JSON.parse(r.events) as string[]) : null,
-  description: r.description,
-  secret: r.secret,
-  enabled: r.enabled === 1,
-  disabledReason: r.disabled_reason,
-  createdAt: r.created_at,
-});
 
 const parsePos = (v: string): FanOutPos => {
   const [x, seq] = v.split(':');
@@ -179,14 +156,14 @@ export function pgWebhooks(db: PgDb): WebhookStore {
         input.secret,
         input.now,
       ]);
-      return toEndpoint(r!);
+      return endpointView(r!);
     },
     getEndpoint: async (id, customerId) => {
       const r = await db.row<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = $1', [id]);
-      return r && (customerId === undefined || r.customer_id === customerId) ? toEndpoint(r) : undefined;
+      return r && (customerId === undefined || r.customer_id === customerId) ? endpointView(r) : undefined;
     },
     listEndpoints: async (customerId) =>
-      (await db.rows<EndpointRow>('SELECT * FROM webhook_endpoints WHERE ($1::bigint IS NULL OR customer_id = $1) ORDER BY created_at DESC, id COLLATE "C"', [customerId ?? null])).map(toEndpoint),
+      (await db.rows<EndpointRow>('SELECT * FROM webhook_endpoints WHERE ($1::bigint IS NULL OR customer_id = $1) ORDER BY created_at DESC, id COLLATE "C"', [customerId ?? null])).map(endpointView),
     deleteEndpoint: async (id) => void (await db.run('DELETE FROM webhook_endpoints WHERE id = $1', [id])),
     disableEndpoint: async (id, reason) => void (await db.run('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $1 WHERE id = $2', [reason, id])),
     enableEndpoint: async (id) => void (await db.run('UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL WHERE id = $1', [id])),
