@@ -1,5 +1,5 @@
 import type { EventEnvelope } from '../domain/events.js';
-import type { MessageView, NodeView, RecipientState } from './model.js';
+import type { Claimed, Endpoint, MessageView, NodeView, QueuedMessage, RecipientState, RequestFormat } from './model.js';
 
 /**
  * Rows as both engines read them, made into the views the API, CLI and dashboard show: one
@@ -84,5 +84,86 @@ export function nodeView(r: NodeRow): NodeView {
     started_at: new Date(r.started_at).toISOString(),
     heartbeat_at: new Date(r.heartbeat_at).toISOString(),
     claims: { recipients: r.recipients, webhook_deliveries: r.webhooks },
+  };
+}
+
+/** A row of webhook_endpoints. */
+export interface EndpointRow {
+  id: string;
+  customer_id: number;
+  url: string;
+  /** JSON array of event types; null: every type. */
+  events: string | null;
+  description: string;
+  secret: string;
+  enabled: number;
+  disabled_reason: string | null;
+  created_at: number;
+}
+
+export function endpointView(r: EndpointRow): Endpoint {
+  return {
+    id: r.id,
+    customerId: r.customer_id,
+    url: r.url,
+    events: r.events ? (JSON.parse(r.events) as string[]) : null,
+    description: r.description,
+    secret: r.secret,
+    enabled: r.enabled === 1,
+    disabledReason: r.disabled_reason,
+    createdAt: r.created_at,
+  };
+}
+
+/** A claimed recipient's row, as a claim reads it. */
+export interface ClaimedRow {
+  id: number;
+  message_id: number;
+  address: string;
+  domain: string;
+  attempts: number;
+}
+
+export function claimedView(r: ClaimedRow): Claimed {
+  return { id: r.id, messageRowId: r.message_id, address: r.address, domain: r.domain, attempts: r.attempts };
+}
+
+/** A message's row as delivery reads it (QUEUED_MESSAGE_COLUMNS). */
+export interface QueuedMessageRow {
+  id: number;
+  customer_id: number;
+  message_id: string;
+  sandbox: number;
+  from_header: string;
+  sender_domain: string;
+  subject: string;
+  /** JSON object of strings. */
+  metadata: string;
+  request: Buffer;
+  request_format: RequestFormat;
+  raw: Buffer | null;
+  created_at: number;
+  /** JSON array of strings; null: none. */
+  tags: string | null;
+}
+
+/** The columns of QueuedMessageRow, for a SELECT. */
+export const QUEUED_MESSAGE_COLUMNS = 'id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags';
+
+export function queuedMessage(m: QueuedMessageRow): QueuedMessage {
+  return {
+    id: m.id,
+    customerId: m.customer_id,
+    messageId: m.message_id,
+    sandbox: m.sandbox === 1,
+    fromHeader: m.from_header,
+    senderDomain: m.sender_domain,
+    subject: m.subject,
+    metadata: JSON.parse(m.metadata) as Record<string, string>,
+    request: m.request,
+    requestFormat: m.request_format,
+    raw: m.raw,
+    createdAt: m.created_at,
+    tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],
   };
 }

@@ -7,7 +7,7 @@ import { DEFAULT_CUSTOMER, type Customer } from '../model.js';
 import { DKIM_SELECTOR, type DomainRow, type SendingDomain } from '../model.js';
 import type { ReceivingDomain } from '../model.js';
 import type { SuppressionReason, SuppressionRow } from '../model.js';
-import type { User } from '../model.js';
+import type { Session, User } from '../model.js';
 import { addressKey } from '../../domain/addresses.js';
 
 /** Customers, API keys, domains, dashboard users and suppressions on PostgreSQL: one statement each, as on SQLite. */
@@ -167,19 +167,8 @@ export function pgSuppressions(db: PgDb): SuppressionStore {
 }
 
 export function pgUsers(db: PgDb): UserStore {
-  type SessionRow = User & { csrf: string; shown: number; last_seen_at: number };
   return {
-    add: async (input) => {
-      const email = input.email.toLowerCase();
-      const r = await db.row<{ id: number }>('INSERT INTO users (email, password_hash, role, customer_id, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id', [
-        email,
-        input.passwordHash,
-        input.role,
-        input.customerId,
-        input.now,
-      ]);
-      return { id: r!.id, email, role: input.role, customer_id: input.customerId, created_at: input.now };
-    },
+    add: (input) => addUser(db, input),
     find: (email) => db.row<User & { password_hash: string }>('SELECT * FROM users WHERE email = $1', [email.toLowerCase()]),
     list: () =>
       db.rows<User & { customer: string | null }>(
@@ -198,20 +187,7 @@ export function pgUsers(db: PgDb): UserStore {
       await db.run('INSERT INTO sessions (id_hash, user_id, csrf, customer_id, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $5, $6)', [hashId(s.id), user.id, s.csrf, customerId, now, now]);
       return s;
     },
-    useSession: async (id, now, idleMs) => {
-      const key = hashId(id);
-      const row = await db.row<SessionRow>(
-        'SELECT s.csrf, s.customer_id AS shown, s.last_seen_at, u.id, u.email, u.role, u.customer_id, u.created_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = $1',
-        [key],
-      );
-      if (!row) return undefined;
-      if (now - row.last_seen_at > idleMs) {
-        await db.run('DELETE FROM sessions WHERE id_hash = $1', [key]);
-        return undefined;
-      }
-      if (now - row.last_seen_at > 60_000) await db.run('UPDATE sessions SET last_seen_at = $1 WHERE id_hash = $2', [now, key]);
-      return { user: { id: row.id, email: row.email, role: row.role, customer_id: row.customer_id, created_at: row.created_at }, csrf: row.csrf, customerId: row.shown };
-    },
+    useSession: (id, now, idleMs) => useSession(db, id, now, idleMs),
     showCustomer: async (id, customerId) => void (await db.run('UPDATE sessions SET customer_id = $1 WHERE id_hash = $2', [customerId, hashId(id)])),
     endSession: async (id) => void (await db.run('DELETE FROM sessions WHERE id_hash = $1', [hashId(id)])),
     purgeSessions: (now, idleMs) => db.run('DELETE FROM sessions WHERE last_seen_at < $1', [now - idleMs]),
@@ -227,4 +203,32 @@ export function pgUsers(db: PgDb): UserStore {
       clear: async (key) => void (await db.run('DELETE FROM login_failures WHERE key = $1', [key])),
     },
   };
+}
+
+async function addUser(db: PgDb, input: Parameters<UserStore['add']>[0]): Promise<User> {
+  const email = input.email.toLowerCase();
+  const r = await db.row<{ id: number }>('INSERT INTO users (email, password_hash, role, customer_id, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id', [
+    email,
+    input.passwordHash,
+    input.role,
+    input.customerId,
+    input.now,
+  ]);
+  return { id: r!.id, email, role: input.role, customer_id: input.customerId, created_at: input.now };
+}
+
+/** A session by its id, with its user: undefined when unknown or idle longer than idleMs (then removed); last seen kept to the minute. */
+async function useSession(db: PgDb, id: string, now: number, idleMs: number): Promise<Session | undefined> {
+  const key = hashId(id);
+  const row = await db.row<User & { csrf: string; shown: number; last_seen_at: number }>(
+    'SELECT s.csrf, s.customer_id AS shown, s.last_seen_at, u.id, u.email, u.role, u.customer_id, u.created_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = $1',
+    [key],
+  );
+  if (!row) return undefined;
+  if (now - row.last_seen_at > idleMs) {
+    await db.run('DELETE FROM sessions WHERE id_hash = $1', [key]);
+    return undefined;
+  }
+  if (now - row.last_seen_at > 60_000) await db.run('UPDATE sessions SET last_seen_at = $1 WHERE id_hash = $2', [now, key]);
+  return { user: { id: row.id, email: row.email, role: row.role, customer_id: row.customer_id, created_at: row.created_at }, csrf: row.csrf, customerId: row.shown };
 }

@@ -1,6 +1,7 @@
 import type { PgDb, Q } from './db.js';
 import type { DeliveryStore, GroupRecord, OwnUse } from '../store.js';
-import type { Claimed, QueuedMessage, RequestFormat } from '../model.js';
+import type { Claimed, QueuedMessage } from '../model.js';
+import { QUEUED_MESSAGE_COLUMNS, claimedView, queuedMessage, type ClaimedRow, type QueuedMessageRow } from '../views.js';
 import type { DestinationThrottle } from '../model.js';
 import { applyTransitions, type Step } from './transitions.js';
 import { asyncBounceTransition, complaintTransition, outcomeTransition, type OutcomePolicy } from '../../domain/transitions.js';
@@ -29,47 +30,9 @@ claimed AS (
   SELECT id, $1, $2 FROM picked ON CONFLICT (recipient_id) DO NOTHING RETURNING recipient_id)
 SELECT r.id, r.message_id, r.address, r.domain, r.attempts FROM recipients r JOIN claimed c ON c.recipient_id = r.id ORDER BY r.next_attempt_at, r.id`;
 
-interface MessageRow {
-  id: number;
-  customer_id: number;
-  message_id: string;
-  sandbox: number;
-  from_header: string;
-  sender_domain: string;
-  subject: string;
-  metadata: string;
-  request: Buffer;
-  request_format: RequestFormat;
-  raw: Buffer | null;
-  created_at: number;
-  tags: string | null;
-}
-
 export async function loadMessages(q: Q, ids: number[]): Promise<Map<number, QueuedMessage>> {
-  const rows = await q.rows<MessageRow>(
-    'SELECT id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags FROM messages WHERE id = ANY($1::bigint[])',
-    [[...new Set(ids)]],
-  );
-  return new Map(
-    rows.map((m) => [
-      m.id,
-      {
-        id: m.id,
-        customerId: m.customer_id,
-        messageId: m.message_id,
-        sandbox: m.sandbox === 1,
-        fromHeader: m.from_header,
-        senderDomain: m.sender_domain,
-        subject: m.subject,
-        metadata: JSON.parse(m.metadata) as Record<string, string>,
-        request: m.request,
-        requestFormat: m.request_format,
-        raw: m.raw,
-        createdAt: m.created_at,
-        tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],
-      },
-    ]),
-  );
+  const rows = await q.rows<QueuedMessageRow>(`SELECT ${QUEUED_MESSAGE_COLUMNS} FROM messages WHERE id = ANY($1::bigint[])`, [[...new Set(ids)]]);
+  return new Map(rows.map((m) => [m.id, queuedMessage(m)]));
 }
 
 /** A recipient (`messages.id` in the enclosing statement) may still be sent to. */
@@ -153,20 +116,7 @@ async function recordSandbox(q: Q, items: Array<{ message: QueuedMessage; recipi
 
 export function pgDelivery(db: PgDb): DeliveryStore {
   return {
-    claim: async (worker, now, limit) => {
-      const rows = await db.rows<{ id: number; message_id: number; address: string; domain: string; attempts: number }>(CLAIM, [worker, now, limit]);
-      if (rows.length === 0) return [];
-      const messages = await loadMessages(
-        db,
-        rows.map((r) => r.message_id),
-      );
-      const out: Array<{ recipient: Claimed; message: QueuedMessage }> = [];
-      for (const r of rows) {
-        const message = messages.get(r.message_id);
-        if (message) out.push({ recipient: { id: r.id, messageRowId: r.message_id, address: r.address, domain: r.domain, attempts: r.attempts }, message });
-      }
-      return out;
-    },
+    claim: (worker, now, limit) => claim(db, worker, now, limit),
     record: (g) => db.tx((q) => record(q, g)),
     recordSandbox: (items, policy, now) => db.tx((q) => recordSandbox(q, items, policy, now)),
     postpone: (items) => db.tx((q) => postpone(q, items)),
@@ -176,43 +126,64 @@ export function pgDelivery(db: PgDb): DeliveryStore {
       void (change.kind === 'set'
         ? await saveThrottle(db, change.record, now, holder)
         : await db.run('DELETE FROM destination_throttles WHERE destination = $1 AND holder = $2', [change.destination, holder])),
-    shareDestination: (destination, node, decide) =>
-      db.tx(async (q) => {
-        // One node at a time per destination: read the others' use, decide, write this node's.
-        await q.run("SELECT pg_advisory_xact_lock(hashtextextended('posthaste destination ' || $1, 0))", [destination]);
-        const others = (await q.row<{ open: number; minute: number; started: number }>(
-          `SELECT coalesce(sum(open), 0)::int AS open, coalesce(max(minute), 0) AS minute, coalesce(sum(started) FILTER (WHERE minute = (SELECT max(minute) FROM destination_use WHERE destination = $1)), 0)::int AS started
-             FROM destination_use WHERE destination = $1 AND node <> $2 AND seen_at > now() - interval '1 minute'`,
-          [destination, node],
-        ))!;
-        const t = await q.row<{ destination: string; connections: number; strikes: number; paused_until: number; reason: string; since: number }>(
-          'SELECT destination, connections, strikes, paused_until, reason, since FROM destination_throttles WHERE destination = $1 AND holder = $2',
-          [destination, CLUSTER_THROTTLE],
-        );
-        const mine = decide({
-          ...others,
-          throttle: t ? { destination, connections: t.connections, strikes: t.strikes, pausedUntil: t.paused_until, reason: JSON.parse(t.reason) as Reply, since: t.since } : null,
-        });
-        await publishUse(q, destination, node, mine);
-      }),
+    shareDestination: (destination, node, decide) => db.tx((q) => shareDestination(q, destination, node, decide)),
     touchUse: async (node) => {
       await db.run('UPDATE destination_use SET seen_at = now() WHERE node = $1', [node]);
       await db.run("DELETE FROM destination_use WHERE seen_at < now() - interval '1 minute'");
     },
-    throttles: async (holder) =>
-      (
-        await db.rows<{ destination: string; holder: string; connections: number; strikes: number; paused_until: number; reason: string; since: number }>(
-          'SELECT destination, holder, connections, strikes, paused_until, reason, since FROM destination_throttles WHERE $1::text IS NULL OR holder = $1 ORDER BY updated_at DESC, destination, holder',
-          [holder ?? null],
-        )
-      ).map((r) => ({
-        destination: r.destination,
-        connections: r.connections,
-        strikes: r.strikes,
-        pausedUntil: r.paused_until,
-        reason: JSON.parse(r.reason) as Reply,
-        since: r.since,
-        ...(r.holder !== CLUSTER_THROTTLE ? { node: r.holder } : {}),
-      })),
+    throttles: (holder) => throttles(db, holder),
   };
+}
+
+/** Claims the due recipients and loads their messages (a recipient whose message is gone is left out). */
+async function claim(db: PgDb, worker: string, now: number, limit: number): Promise<Array<{ recipient: Claimed; message: QueuedMessage }>> {
+  const rows = await db.rows<ClaimedRow>(CLAIM, [worker, now, limit]);
+  if (rows.length === 0) return [];
+  const messages = await loadMessages(
+    db,
+    rows.map((r) => r.message_id),
+  );
+  const out: Array<{ recipient: Claimed; message: QueuedMessage }> = [];
+  for (const r of rows) {
+    const message = messages.get(r.message_id);
+    if (message) out.push({ recipient: claimedView(r), message });
+  }
+  return out;
+}
+
+/** What the other nodes use of a destination, given to `decide`, and this node's use as it decides (outbound.limits_scope = "cluster"). */
+async function shareDestination(q: Q, destination: string, node: string, decide: Parameters<DeliveryStore['shareDestination']>[2]): Promise<void> {
+  // One node at a time per destination: read the others' use, decide, write this node's.
+  await q.run("SELECT pg_advisory_xact_lock(hashtextextended('posthaste destination ' || $1, 0))", [destination]);
+  const others = (await q.row<{ open: number; minute: number; started: number }>(
+    `SELECT coalesce(sum(open), 0)::int AS open, coalesce(max(minute), 0) AS minute, coalesce(sum(started) FILTER (WHERE minute = (SELECT max(minute) FROM destination_use WHERE destination = $1)), 0)::int AS started
+         FROM destination_use WHERE destination = $1 AND node <> $2 AND seen_at > now() - interval '1 minute'`,
+    [destination, node],
+  ))!;
+  const t = await q.row<{ destination: string; connections: number; strikes: number; paused_until: number; reason: string; since: number }>(
+    'SELECT destination, connections, strikes, paused_until, reason, since FROM destination_throttles WHERE destination = $1 AND holder = $2',
+    [destination, CLUSTER_THROTTLE],
+  );
+  const mine = decide({
+    ...others,
+    throttle: t ? { destination, connections: t.connections, strikes: t.strikes, pausedUntil: t.paused_until, reason: JSON.parse(t.reason) as Reply, since: t.since } : null,
+  });
+  await publishUse(q, destination, node, mine);
+}
+
+async function throttles(db: PgDb, holder: string | undefined): Promise<DestinationThrottle[]> {
+  return (
+    await db.rows<{ destination: string; holder: string; connections: number; strikes: number; paused_until: number; reason: string; since: number }>(
+      'SELECT destination, holder, connections, strikes, paused_until, reason, since FROM destination_throttles WHERE $1::text IS NULL OR holder = $1 ORDER BY updated_at DESC, destination, holder',
+      [holder ?? null],
+    )
+  ).map((r) => ({
+    destination: r.destination,
+    connections: r.connections,
+    strikes: r.strikes,
+    pausedUntil: r.paused_until,
+    reason: JSON.parse(r.reason) as Reply,
+    since: r.since,
+    ...(r.holder !== CLUSTER_THROTTLE ? { node: r.holder } : {}),
+  }));
 }

@@ -1,11 +1,9 @@
 import { MESSAGE_VIEW_COLUMNS, RECIPIENT_VIEW_COLUMNS, messageView, type MessageRow, type RecipientRow } from '../views.js';
 import { uniqueViolation, type PgDb, type Q } from './db.js';
+import { AcceptGroups, acceptMany } from './accept-many.js';
 import type { MessageStore } from '../store.js';
-import { acceptedResponse, type AcceptInput, type AcceptResult, type MessageSearch, type MessageSummary, type MessageView } from '../model.js';
-import type { BatchInput, BatchItem, BatchItemResult, BatchResult, SendCommit, SendInput } from '../model.js';
-import { isStoreUnavailable } from '../errors.js';
-import type { RequestFormat, SuppressionReason } from '../model.js';
-import { addressKey } from '../../domain/addresses.js';
+import { acceptedResponse, type MessageSearch, type MessageSummary, type MessageView } from '../model.js';
+import type { BatchInput, BatchItem, BatchItemResult, BatchResult, RequestFormat, SendCommit, SendInput } from '../model.js';
 import { refusal, type Refusal } from '../../domain/errors.js';
 import type { EventEnvelope } from '../../domain/events.js';
 
@@ -13,7 +11,8 @@ import type { EventEnvelope } from '../../domain/events.js';
  * Messages on PostgreSQL: the send path's commit and the reads the API and dashboard make.
  * A send is one statement (ACCEPT_MANY) that checks the key, the sending domain and the
  * suppressions and inserts the message with its recipients and tags; sends that arrive together
- * share one statement and one commit (AcceptGroups), as the SQLite writer's group commit does.
+ * share one statement and one commit (AcceptGroups, store/pg/accept-many.ts), as the SQLite
+ * writer's group commit does.
  */
 
 /** Positional parameters for a query built in pieces: `p(v)` adds v and gives its `$n`. */
@@ -51,171 +50,8 @@ function recordIdempotent(q: Q, customerId: number, idem: { key: string; hash: U
   ]);
 }
 
-/**
- * Stores any number of messages in one statement: each one's key (not revoked), sending domain
- * (the customer's, verified) and recipients (none suppressed) checked, and those that pass
- * inserted with their recipients and tags (a submitted MIME message with its size, known now). Answers one row per message, in order: why it was
- * refused, or its row id; with the auth epoch the statement saw.
- */
-const ACCEPT_MANY = `
-WITH i AS (
-  SELECT u.*, substring($21::bytea FROM (sum(u.size) OVER (ORDER BY u.n) - u.size + 1)::int FOR u.size) AS request
-  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[], $22::text[])
-    WITH ORDINALITY AS u(customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, size, created_at, scheduled_at, tags, next_at, format, n)),
-rin AS (SELECT * FROM unnest($14::int[], $15::text[], $16::text[], $17::text[], $18::text[]) WITH ORDINALITY AS r(n, address, domain, field, key, o)),
-checked AS (
-  SELECT i.n,
-         CASE WHEN i.api_key_id IS NOT NULL AND (k.id IS NULL OR k.revoked_at IS NOT NULL) THEN 'key_revoked'
-              WHEN d.id IS NULL OR d.customer_id <> i.customer_id THEN 'domain_unknown'
-              WHEN d.verified_at IS NULL THEN 'domain_unverified' END AS refused,
-         (SELECT json_object_agg(s.address, s.reason) FROM rin JOIN suppressions s ON s.customer_id = i.customer_id AND s.address = rin.key WHERE rin.n = i.n) AS suppressed
-  FROM i LEFT JOIN api_keys k ON k.id = i.api_key_id LEFT JOIN domains d ON d.name = i.sender_domain),
-ok AS (SELECT i.* FROM i JOIN checked c USING (n) WHERE c.refused IS NULL AND c.suppressed IS NULL),
-m AS (
-  INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags)
-  SELECT customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, format, NULL,
-         CASE WHEN format = 'mime' THEN size END, created_at, scheduled_at, tags FROM ok ORDER BY n
-  RETURNING id, message_id),
-mi AS (SELECT m.id, ok.n, ok.customer_id, ok.created_at, ok.next_at FROM m JOIN ok USING (message_id)),
-r AS (
-  INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at)
-  SELECT mi.id, mi.customer_id, rin.address, rin.domain, rin.field, 'queued', 0, mi.next_at, mi.created_at, mi.created_at FROM mi JOIN rin USING (n) ORDER BY rin.o),
-t AS (INSERT INTO message_tags (customer_id, tag, message_id) SELECT mi.customer_id, tg.tag, mi.id FROM mi JOIN unnest($19::int[], $20::text[]) AS tg(n, tag) USING (n))
-SELECT c.n, c.refused, c.suppressed, mi.id, (SELECT value FROM settings WHERE name = 'auth_epoch') AS epoch
-FROM checked c LEFT JOIN mi USING (n) ORDER BY c.n`;
-
-type Checked = { kind: 'key_revoked' | 'domain_unknown' | 'domain_unverified' } | AcceptResult;
-
-/** Stores `inputs` with ACCEPT_MANY: each one's answer, and the auth epoch. */
-async function acceptMany(q: Q, inputs: Array<Omit<AcceptInput, 'idempotency'>>): Promise<{ results: Checked[]; epoch: string }> {
-  const n = inputs.length;
-  const cols = Array.from({ length: 13 }, () => new Array<unknown>(n));
-  const rin: unknown[][] = [[], [], [], [], []];
-  const tags: unknown[][] = [[], []];
-  const requests = inputs.map((x) => (typeof x.request === 'string' ? Buffer.from(x.request, 'utf8') : Buffer.from(x.request.buffer, x.request.byteOffset, x.request.byteLength)));
-  inputs.forEach((x, i) => {
-    const values = [
-      x.customerId,
-      x.messageId,
-      x.apiKeyId,
-      x.sandbox ? 1 : 0,
-      x.fromHeader,
-      x.senderDomain,
-      x.subject,
-      JSON.stringify(x.metadata),
-      requests[i]!.length,
-      x.now,
-      x.scheduledAt ?? null,
-      x.tags?.length ? JSON.stringify(x.tags) : null,
-      x.scheduledAt ?? x.now,
-    ];
-    for (const [c, v] of values.entries()) cols[c]![i] = v;
-    for (const r of x.recipients) {
-      rin[0]!.push(i + 1);
-      rin[1]!.push(r.address);
-      rin[2]!.push(r.domain);
-      rin[3]!.push(r.field);
-      rin[4]!.push(addressKey(r.address));
-    }
-    for (const tag of x.tags ?? []) {
-      tags[0]!.push(i + 1);
-      tags[1]!.push(tag);
-    }
-  });
-  const rows = await q.rows<{ refused: 'key_revoked' | 'domain_unknown' | 'domain_unverified' | null; suppressed: Record<string, SuppressionReason> | null; id: number | null; epoch: string | null }>(
-    ACCEPT_MANY,
-    [...cols, ...rin, ...tags, Buffer.concat(requests), inputs.map((x) => x.requestFormat ?? 'json')],
-  );
-  const results = rows.map((row, i): Checked => {
-    if (row.refused) return { kind: row.refused };
-    if (row.suppressed) {
-      const reasons = row.suppressed;
-      const recipients = inputs[i]!.recipients;
-      return { kind: 'suppressed', addresses: recipients.filter((r) => reasons[addressKey(r.address)]).map((r) => ({ address: r.address, field: r.field, reason: reasons[addressKey(r.address)]! })) };
-    }
-    return { kind: 'accepted', emailId: row.id! };
-  });
-  return { results, epoch: rows[0]?.epoch ?? '' };
-}
-
-function requestBytes(r: Uint8Array | string): number {
-  return typeof r === 'string' ? r.length : r.byteLength;
-}
-
 /** A concurrent twin with the same Idempotency-Key committed first: run again, and replay its answer. */
 const idempotencyRace = (e: unknown) => uniqueViolation(e, 'idempotency_keys_pkey');
-
-/**
- * The sends without an Idempotency-Key, grouped: those that arrive while earlier groups are being
- * written go together in the next statement, one commit for all of them (as the SQLite writer's
- * group commit does). A group that fails for any reason but the database's absence is written
- * again one send at a time, so one send's error is its own.
- */
-class AcceptGroups {
-  private waiting: Array<{ input: SendInput; resolve: (c: SendCommit) => void; reject: (e: unknown) => void }> = [];
-  private running = 0;
-  constructor(
-    private readonly db: PgDb,
-    private readonly concurrency: number,
-  ) {}
-
-  accept(input: SendInput): Promise<SendCommit> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ input, resolve, reject });
-      this.pump();
-    });
-  }
-
-  /**
-   * Starts the next group when none is being written, or when a full group waits and fewer than
-   * `concurrency` are. A group costs the database about as much for one send as for ten (the
-   * statement, its triggers and the commit), so a second statement started for the one send that
-   * just arrived makes every send dearer; sends wait for the running group instead, and a full
-   * group is the sign that one statement at a time no longer keeps up.
-   */
-  private pump(): void {
-    while (this.running < this.concurrency && this.waiting.length > 0) {
-      let take = 0;
-      let bytes = 0;
-      for (; take < this.waiting.length && take < AcceptGroups.MAX && (take === 0 || bytes < AcceptGroups.MAX_BYTES); take++) bytes += requestBytes(this.waiting[take]!.input.request);
-      const full = take === AcceptGroups.MAX || bytes >= AcceptGroups.MAX_BYTES;
-      if (this.running > 0 && !full) return;
-      const group = this.waiting.splice(0, take);
-      this.running++;
-      void this.write(group).finally(() => {
-        this.running--;
-        this.pump();
-      });
-    }
-  }
-
-  /** At most this many sends in one statement, and no more once their bodies pass MAX_BYTES. */
-  private static readonly MAX = 200;
-  private static readonly MAX_BYTES = 16 * 2 ** 20;
-
-  private async write(group: AcceptGroups['waiting']): Promise<void> {
-    try {
-      const { results, epoch } = await acceptMany(
-        this.db,
-        group.map((g) => g.input),
-      );
-      for (const [i, g] of group.entries()) g.resolve({ ...results[i]!, authEpoch: epoch });
-    } catch (e) {
-      if (group.length === 1 || isStoreUnavailable(e)) {
-        for (const g of group) g.reject(e);
-        return;
-      }
-      for (const g of group) {
-        try {
-          const { results, epoch } = await acceptMany(this.db, [g.input]);
-          g.resolve({ ...results[0]!, authEpoch: epoch });
-        } catch (e1) {
-          g.reject(e1);
-        }
-      }
-    }
-  }
-}
 
 async function acceptIdempotent(db: PgDb, input: SendInput & { idempotency: NonNullable<SendInput['idempotency']> }): Promise<SendCommit> {
   return db.tx(async (q) => {

@@ -1,7 +1,8 @@
 import type { PgDb, Q } from './db.js';
+import { endpointView, type EndpointRow } from '../views.js';
 import type { WebhookStore } from '../store.js';
 import { publicId } from '../../lib/ids.js';
-import type { AttemptBatch, AttemptRecord, AttemptView, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from '../model.js';
+import type { AttemptBatch, AttemptRecord, AttemptView, ClaimRoom, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from '../model.js';
 
 /**
  * Webhook endpoints, deliveries and the outbox on PostgreSQL.
@@ -13,30 +14,6 @@ import type { AttemptBatch, AttemptRecord, AttemptView, Endpoint, FanOutPos, Out
  * transaction id below the snapshot's xmin is finished, and every later event gets one at or
  * above it (test/unit/store/outbox-order.test.ts reproduces the lost event of the seq cursor).
  */
-
-interface EndpointRow {
-  id: string;
-  customer_id: number;
-  url: string;
-  events: string | null;
-  description: string;
-  secret: string;
-  enabled: number;
-  disabled_reason: string | null;
-  created_at: number;
-}
-
-const toEndpoint = (r: EndpointRow): Endpoint => ({
-  id: r.id,
-  customerId: r.customer_id,
-  url: r.url,
-  events: r.events ? (JSON.parse(r.events) as string[]) : null,
-  description: r.description,
-  secret: r.secret,
-  enabled: r.enabled === 1,
-  disabledReason: r.disabled_reason,
-  createdAt: r.created_at,
-});
 
 const parsePos = (v: string): FanOutPos => {
   const [x, seq] = v.split(':');
@@ -166,40 +143,19 @@ SELECT upd.id, upd.endpoint_id, upd.event_seq, upd.attempts, e.id AS event_id, e
   FROM upd JOIN events e ON e.seq = upd.event_seq ORDER BY upd.next_attempt_at, upd.id`;
 
 export function pgWebhooks(db: PgDb): WebhookStore {
-  const unlock = (q: Q, ids: number[]) => (ids.length ? q.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE id = ANY($1::bigint[])', [ids]) : Promise.resolve(0));
   return {
-    createEndpoint: async (input) => {
-      const id = publicId('wh', 20);
-      const r = await db.row<EndpointRow>('INSERT INTO webhook_endpoints (id, customer_id, url, events, description, secret, enabled, created_at) VALUES ($1, $2, $3, $4, $5, $6, 1, $7) RETURNING *', [
-        id,
-        input.customerId,
-        input.url,
-        input.events ? JSON.stringify(input.events) : null,
-        input.description,
-        input.secret,
-        input.now,
-      ]);
-      return toEndpoint(r!);
-    },
+    createEndpoint: (input) => createEndpoint(db, input),
     getEndpoint: async (id, customerId) => {
       const r = await db.row<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = $1', [id]);
-      return r && (customerId === undefined || r.customer_id === customerId) ? toEndpoint(r) : undefined;
+      return r && (customerId === undefined || r.customer_id === customerId) ? endpointView(r) : undefined;
     },
     listEndpoints: async (customerId) =>
-      (await db.rows<EndpointRow>('SELECT * FROM webhook_endpoints WHERE ($1::bigint IS NULL OR customer_id = $1) ORDER BY created_at DESC, id COLLATE "C"', [customerId ?? null])).map(toEndpoint),
+      (await db.rows<EndpointRow>('SELECT * FROM webhook_endpoints WHERE ($1::bigint IS NULL OR customer_id = $1) ORDER BY created_at DESC, id COLLATE "C"', [customerId ?? null])).map(endpointView),
     deleteEndpoint: async (id) => void (await db.run('DELETE FROM webhook_endpoints WHERE id = $1', [id])),
     disableEndpoint: async (id, reason) => void (await db.run('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $1 WHERE id = $2', [reason, id])),
     enableEndpoint: async (id) => void (await db.run('UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL WHERE id = $1', [id])),
     eventById: (id, customerId) => db.row('SELECT seq, id, type, body FROM events WHERE id = $1 AND customer_id = $2', [id, customerId]),
-    listAttempts: async (endpointId, limit, before) => {
-      const rows = await db.rows<Omit<AttemptView, 'at'> & { id: number; at: number }>(
-        `SELECT a.id, a.event_id, a.event_type, a.attempt, a.at, a.status, a.error, a.duration_ms, a.response, d.state AS delivery_state
-         FROM webhook_attempts a LEFT JOIN webhook_deliveries d ON d.id = a.delivery_id
-         WHERE a.endpoint_id = $1 AND a.id < $2 ORDER BY a.id DESC LIMIT $3`,
-        [endpointId, before ?? Number.MAX_SAFE_INTEGER, limit],
-      );
-      return rows.map(({ id, at, ...r }) => ({ cursor: id, ...r, at: new Date(at).toISOString() }));
-    },
+    listAttempts: (endpointId, limit, before) => listAttempts(db, endpointId, limit, before),
     logAttempt: async (a) => void (await logAttempts(db, [{ a, deliveryId: a.deliveryId }])),
     startReplay: async (endpointId, eventSeq, now) =>
       (await db.row<{ id: number }>(
@@ -219,22 +175,7 @@ export function pgWebhooks(db: PgDb): WebhookStore {
         endpointIds,
         now,
       ])) !== undefined,
-    claim: (worker, now, room, release) =>
-      db.tx(async (q) => {
-        await unlock(q, release);
-        const endpoints = (await q.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE enabled = 1')).map((r) => r.id).filter((id) => room.room(id) > 0);
-        if (endpoints.length === 0) return [];
-        const rows = await q.rows<{ id: number; endpoint_id: string; event_seq: number; attempts: number; event_id: string; event_type: string; event_body: string }>(CLAIM, [
-          endpoints,
-          endpoints.map((id) => room.room(id)),
-          worker,
-          now,
-        ]);
-        return rows.map((d): StoredDelivery => {
-          room.take(d.endpoint_id);
-          return { kind: 'stored', id: d.id, endpointId: d.endpoint_id, eventSeq: d.event_seq, attempts: d.attempts, event: { id: d.event_id, type: d.event_type, body: d.event_body } };
-        });
-      }),
+    claim: (worker, now, room, release) => db.tx((q) => claim(q, worker, now, room, release)),
     unlock: async (ids) => void (await unlock(db, ids)),
     settleDelivery: async (id, state, attempts, nextAt, now) =>
       void (await db.run('UPDATE webhook_deliveries SET state = $1, attempts = $2, next_attempt_at = $3, locked_by = NULL, locked_at = NULL, updated_at = $4 WHERE id = $5', [
@@ -249,25 +190,73 @@ export function pgWebhooks(db: PgDb): WebhookStore {
     resignFanOut: async (holder) => void (await db.run("UPDATE leader_leases SET expires_at = now() - interval '1 millisecond' WHERE name = $1 AND holder = $2", [FANOUT_LEASE, holder])),
     releaseAllClaims: () => db.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL'),
     fanOutCursor: async () => parsePos((await db.row<{ value: string }>("SELECT value FROM settings WHERE name = 'webhook_fanout_pos'"))!.value),
-    lastFannedOut: async (after) => {
-      const r = await db.row<{ x: number; seq: number }>(
-        `SELECT e.txid::text::bigint AS x, e.seq FROM events e
-          WHERE (e.txid, e.seq) > ($1::text::xid8, $2::bigint)
-            AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = e.seq AND d.kind = 'event')
-          ORDER BY e.txid DESC, e.seq DESC LIMIT 1`,
-        [String(after.x), after.seq],
-      );
-      return r ?? after;
-    },
-    eventsAfter: async (pos, limit) =>
-      (
-        await db.rows<{ x: number; seq: number; id: string; customer_id: number; type: string; body: string; created_at: number }>(
-          `SELECT txid::text::bigint AS x, seq, id, customer_id, type, body, created_at FROM events
-            WHERE (txid, seq) > ($1::text::xid8, $2::bigint) AND txid < pg_snapshot_xmin(pg_current_snapshot())
-            ORDER BY txid, seq LIMIT $3`,
-          [String(pos.x), pos.seq, limit],
-        )
-      ).map((r): OutboxEvent => ({ pos: { x: r.x, seq: r.seq }, seq: r.seq, id: r.id, customerId: r.customer_id, type: r.type, body: r.body, createdAt: r.created_at })),
+    lastFannedOut: (after) => lastFannedOut(db, after),
+    eventsAfter: (pos, limit) => eventsAfter(db, pos, limit),
     hasDelivery: async (eventSeq, endpointId) => (await db.row("SELECT 1 FROM webhook_deliveries WHERE event_seq = $1 AND endpoint_id = $2 AND kind = 'event'", [eventSeq, endpointId])) !== undefined,
   };
+}
+
+const unlock = (q: Q, ids: number[]) => (ids.length ? q.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE id = ANY($1::bigint[])', [ids]) : Promise.resolve(0));
+
+async function createEndpoint(db: PgDb, input: Parameters<WebhookStore['createEndpoint']>[0]): Promise<Endpoint> {
+  const id = publicId('wh', 20);
+  const r = await db.row<EndpointRow>('INSERT INTO webhook_endpoints (id, customer_id, url, events, description, secret, enabled, created_at) VALUES ($1, $2, $3, $4, $5, $6, 1, $7) RETURNING *', [
+    id,
+    input.customerId,
+    input.url,
+    input.events ? JSON.stringify(input.events) : null,
+    input.description,
+    input.secret,
+    input.now,
+  ]);
+  return endpointView(r!);
+}
+
+async function listAttempts(db: PgDb, endpointId: string, limit: number, before: number | undefined): Promise<Array<AttemptView & { cursor: number }>> {
+  const rows = await db.rows<Omit<AttemptView, 'at'> & { id: number; at: number }>(
+    `SELECT a.id, a.event_id, a.event_type, a.attempt, a.at, a.status, a.error, a.duration_ms, a.response, d.state AS delivery_state
+     FROM webhook_attempts a LEFT JOIN webhook_deliveries d ON d.id = a.delivery_id
+     WHERE a.endpoint_id = $1 AND a.id < $2 ORDER BY a.id DESC LIMIT $3`,
+    [endpointId, before ?? Number.MAX_SAFE_INTEGER, limit],
+  );
+  return rows.map(({ id, at, ...r }) => ({ cursor: id, ...r, at: new Date(at).toISOString() }));
+}
+
+/** Claims due deliveries of the enabled endpoints with room, each endpoint's earliest first, after releasing `release`. */
+async function claim(q: Q, worker: string, now: number, room: ClaimRoom, release: number[]): Promise<StoredDelivery[]> {
+  await unlock(q, release);
+  const endpoints = (await q.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE enabled = 1')).map((r) => r.id).filter((id) => room.room(id) > 0);
+  if (endpoints.length === 0) return [];
+  const rows = await q.rows<{ id: number; endpoint_id: string; event_seq: number; attempts: number; event_id: string; event_type: string; event_body: string }>(CLAIM, [
+    endpoints,
+    endpoints.map((id) => room.room(id)),
+    worker,
+    now,
+  ]);
+  return rows.map((d): StoredDelivery => {
+    room.take(d.endpoint_id);
+    return { kind: 'stored', id: d.id, endpointId: d.endpoint_id, eventSeq: d.event_seq, attempts: d.attempts, event: { id: d.event_id, type: d.event_type, body: d.event_body } };
+  });
+}
+
+async function lastFannedOut(db: PgDb, after: FanOutPos): Promise<FanOutPos> {
+  const r = await db.row<{ x: number; seq: number }>(
+    `SELECT e.txid::text::bigint AS x, e.seq FROM events e
+      WHERE (e.txid, e.seq) > ($1::text::xid8, $2::bigint)
+        AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = e.seq AND d.kind = 'event')
+      ORDER BY e.txid DESC, e.seq DESC LIMIT 1`,
+    [String(after.x), after.seq],
+  );
+  return r ?? after;
+}
+
+async function eventsAfter(db: PgDb, pos: FanOutPos, limit: number): Promise<OutboxEvent[]> {
+  return (
+    await db.rows<{ x: number; seq: number; id: string; customer_id: number; type: string; body: string; created_at: number }>(
+      `SELECT txid::text::bigint AS x, seq, id, customer_id, type, body, created_at FROM events
+        WHERE (txid, seq) > ($1::text::xid8, $2::bigint) AND txid < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY txid, seq LIMIT $3`,
+      [String(pos.x), pos.seq, limit],
+    )
+  ).map((r): OutboxEvent => ({ pos: { x: r.x, seq: r.seq }, seq: r.seq, id: r.id, customerId: r.customer_id, type: r.type, body: r.body, createdAt: r.created_at }));
 }

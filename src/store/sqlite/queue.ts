@@ -1,5 +1,6 @@
 import { BOUND_LIMIT, type Db } from './db.js';
-import type { Claimed, QueuedMessage, RequestFormat } from '../model.js';
+import type { Claimed, QueuedMessage } from '../model.js';
+import { QUEUED_MESSAGE_COLUMNS, claimedView, queuedMessage, type ClaimedRow, type QueuedMessageRow } from '../views.js';
 
 /** Releases every claim (at start: claims of a process that died). Returns how many. */
 export function releaseClaims(db: Db): number {
@@ -23,49 +24,18 @@ export function claimDue(db: Db, worker: string, now: number, limit: number): Cl
   // block the event loop in SQLite's busy handler while the writer thread commits.
   if (!db.sqlite.inTransaction && due.all(now, 1).length === 0) return [];
   return db.tx(() => {
-    const rows = due.all(now, limit) as Array<{ id: number; message_id: number; address: string; domain: string; attempts: number }>;
+    const rows = due.all(now, limit) as ClaimedRow[];
     for (const r of rows) claim.run(r.id, worker, now);
-    return rows.map((r) => ({ id: r.id, messageRowId: r.message_id, address: r.address, domain: r.domain, attempts: r.attempts }));
+    return rows.map(claimedView);
   });
 }
 
 export function loadMessages(db: Db, ids: number[]): Map<number, QueuedMessage> {
   const out = new Map<number, QueuedMessage>();
-  const st = db.statement('SELECT id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags FROM messages WHERE id = ?');
+  const st = db.statement(`SELECT ${QUEUED_MESSAGE_COLUMNS} FROM messages WHERE id = ?`);
   for (const id of new Set(ids)) {
-    const m = st.get(id) as
-      | {
-          id: number;
-          customer_id: number;
-          message_id: string;
-          sandbox: number;
-          from_header: string;
-          sender_domain: string;
-          subject: string;
-          metadata: string;
-          request: Buffer;
-          request_format: RequestFormat;
-          raw: Buffer | null;
-          created_at: number;
-          tags: string | null;
-        }
-      | undefined;
-    if (!m) continue;
-    out.set(id, {
-      id: m.id,
-      customerId: m.customer_id,
-      messageId: m.message_id,
-      sandbox: m.sandbox === 1,
-      fromHeader: m.from_header,
-      senderDomain: m.sender_domain,
-      subject: m.subject,
-      metadata: JSON.parse(m.metadata) as Record<string, string>,
-      request: m.request,
-      requestFormat: m.request_format,
-      raw: m.raw,
-      createdAt: m.created_at,
-      tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],
-    });
+    const m = st.get(id) as QueuedMessageRow | undefined;
+    if (m) out.set(id, queuedMessage(m));
   }
   return out;
 }

@@ -1,30 +1,7 @@
 import { BOUND_LIMIT, type Db } from './db.js';
+import { endpointView, type EndpointRow } from '../views.js';
 import { publicId } from '../../lib/ids.js';
 import type { AttemptBatch, AttemptRecord, AttemptView, ClaimRoom, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from '../model.js';
-
-interface EndpointRow {
-  id: string;
-  customer_id: number;
-  url: string;
-  events: string | null;
-  description: string;
-  secret: string;
-  enabled: number;
-  disabled_reason: string | null;
-  created_at: number;
-}
-
-const toEndpoint = (r: EndpointRow): Endpoint => ({
-  id: r.id,
-  customerId: r.customer_id,
-  url: r.url,
-  events: r.events ? (JSON.parse(r.events) as string[]) : null,
-  description: r.description,
-  secret: r.secret,
-  enabled: r.enabled === 1,
-  disabledReason: r.disabled_reason,
-  createdAt: r.created_at,
-});
 
 export function createEndpoint(db: Db, input: { customerId: number; url: string; events: string[] | null; description: string; secret: string; now: number }): Endpoint {
   const id = publicId('wh', 20);
@@ -43,7 +20,7 @@ export function createEndpoint(db: Db, input: { customerId: number; url: string;
 export function getEndpoint(db: Db, id: string, customerId?: number): Endpoint | undefined {
   const r = db.statement('SELECT * FROM webhook_endpoints WHERE id = ?').get(id) as EndpointRow | undefined;
   if (!r || (customerId !== undefined && r.customer_id !== customerId)) return undefined;
-  return toEndpoint(r);
+  return endpointView(r);
 }
 
 export function listEndpoints(db: Db, customerId?: number): Endpoint[] {
@@ -52,7 +29,7 @@ export function listEndpoints(db: Db, customerId?: number): Endpoint[] {
       ? db.statement('SELECT * FROM webhook_endpoints ORDER BY created_at DESC, id').all()
       : db.statement('SELECT * FROM webhook_endpoints WHERE customer_id = ? ORDER BY created_at DESC, id').all(customerId)
   ) as EndpointRow[];
-  return rows.map(toEndpoint);
+  return rows.map(endpointView);
 }
 
 export function deleteEndpoint(db: Db, id: string): void {

@@ -1,0 +1,92 @@
+/** The store's model for accounts: customers, API keys, domains, suppressions and dashboard users. */
+
+/** A row of customers. */
+export interface Customer {
+  id: number;
+  name: string;
+  created_at: number;
+}
+
+export const DEFAULT_CUSTOMER = 'default';
+
+/** A customer's name: 1-63 letters, digits, "_", "." or "-", starting with a letter or digit. */
+export const CUSTOMER_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/i;
+
+export type KeyKind = 'production' | 'sandbox';
+
+/** A row of api_keys without its hash (the hash never leaves the store). */
+export interface ApiKeyInfo {
+  id: string;
+  customer_id: number;
+  name: string;
+  kind: KeyKind;
+  created_at: number;
+  revoked_at: number | null;
+  /** When a message was last sent with it. */
+  last_used_at?: number | null;
+}
+
+/** A row of domains (the columns' meaning: migrations 001, 003 and 007). */
+export interface DomainRow {
+  id: number;
+  customer_id: number;
+  name: string;
+  verified_at: number | null;
+  /** 1 while the inbound listener accepts mail for it. */
+  receiving: number;
+  verification_token: string;
+  dkim_selector: string;
+  dkim_private_key: string;
+  dkim_public_key: string;
+  /** A key made by rotate-dkim, waiting for its record to be found in DNS; null: none. */
+  next_dkim_selector: string | null;
+  next_dkim_private_key: string | null;
+  next_dkim_public_key: string | null;
+  /** The selector signed with before the last switch, and when the switch was. */
+  previous_dkim_selector: string | null;
+  previous_dkim_public_key: string | null;
+  dkim_switched_at: number | null;
+  /** The domain's own inbound limits; null: the server's. */
+  inbound_rate_per_minute: number | null;
+  inbound_monthly_limit: number | null;
+  created_at: number;
+}
+
+export const DKIM_SELECTOR = 'posthaste';
+
+export type SendingDomain = Pick<DomainRow, 'id' | 'customer_id' | 'name' | 'verified_at'>;
+
+export type SuppressionReason = 'hard_bounce' | 'spam_complaint' | 'manual';
+
+export interface SuppressionRow {
+  address: string;
+  reason: SuppressionReason;
+  message_id: string | null;
+  created_at: number;
+}
+
+/** A suppression a sandbox key's simulator fired: recipient.suppressed, with the real list untouched. */
+export interface SimulatedSuppression {
+  address: string;
+  reason: SuppressionReason;
+  message_id: string;
+  created_at: number;
+}
+
+export type Role = 'admin' | 'customer';
+
+export interface User {
+  id: number;
+  email: string;
+  role: Role;
+  /** The customer a customer's user belongs to; null for an admin. */
+  customer_id: number | null;
+  created_at: number;
+}
+
+export interface Session {
+  user: User;
+  csrf: string;
+  /** The customer shown. */
+  customerId: number;
+}

@@ -1,0 +1,61 @@
+import type { Report, ReportEnvelope } from '../../domain/report.js';
+
+/** The store's model for received mail: receiving domains, their limits, and stored messages. */
+
+export interface ReceivingDomain {
+  id: number;
+  customerId: number;
+  name: string;
+  ratePerMinute: number | null;
+  monthlyLimit: number | null;
+}
+
+export type LimitCheck = { ok: true } | { ok: false; limit: 'rate' | 'monthly'; windowEndsAt: number };
+
+export interface StoredInbound {
+  customerId: number;
+  domainId: number;
+  mailFrom: string;
+  rcptTo: string[];
+  remoteIp: string;
+  helo: string;
+  raw: Buffer;
+  fromHeader: string;
+  to: string[];
+  subject: string;
+  messageId: string;
+  attachments: number;
+  auth: { spf: string; dkim: string; dmarc: string };
+}
+
+export interface InboundRow {
+  id: string;
+  customer_id: number;
+  mail_from: string;
+  rcpt_to: string;
+  remote_ip: string;
+  helo: string;
+  raw: Buffer;
+  size: number;
+  from_header: string;
+  subject: string;
+  message_id: string;
+  attachments: number;
+  auth: string;
+  created_at: number;
+}
+
+// units of work that take more than a row: plain data, since on SQLite they cross to the writer
+// thread (store/sqlite/writer/) and on PostgreSQL they become one transaction's parameters
+
+/** One inbound transaction: messages for receiving domains, and the report it is, for each of posthaste's addresses it came to. */
+export interface ReceiveInput {
+  /** The messages to store; their bytes are `raw`, sent once for all of them. */
+  stores: Array<Omit<StoredInbound, 'raw'>>;
+  /** What the message says as a report (read once), when it came to a return path or the feedback address. */
+  report: Report | null;
+  reports: ReportEnvelope[];
+  raw: Uint8Array;
+  secret: Uint8Array;
+  now: number;
+}

@@ -1,0 +1,157 @@
+import type { MessageFilters } from '../../domain/message-search.js';
+import type { EventEnvelope } from '../../domain/events.js';
+
+/** The store's model for messages: a send as accepted, its 202 body, and the views of messages the API and dashboard show. */
+
+/** A recipient's state (recipients.state; migration 008 added canceled). */
+export type RecipientState = 'queued' | 'deferred' | 'delivered' | 'bounced' | 'complained' | 'suppressed' | 'canceled';
+
+/**
+ * What a message's stored request is: `json`, the send request's body as the API received it
+ * (delivery composes the MIME message from it); `mime`, a message submitted over SMTP as the
+ * client wrote it, with the headers the listener added or removed at acceptance (delivery signs
+ * it as it is: docs/submission.md).
+ */
+export type RequestFormat = 'json' | 'mime';
+
+export interface AcceptInput {
+  customerId: number;
+  apiKeyId: string;
+  sandbox: boolean;
+  messageId: string;
+  fromHeader: string;
+  senderDomain: string;
+  subject: string;
+  metadata: Record<string, string>;
+  /**
+   * The request body as received, stored as a BLOB (its UTF-8 bytes when given as text); delivery
+   * reads it back without judging it again (domain/stored-request.ts) and composes the MIME message
+   * from it. The API passes the text it parsed
+   * when the body is small (a string crosses to the writer thread as a copy of its characters,
+   * where a small Buffer, a slice of Node's shared 8 KiB pool, would copy the whole pool), and the
+   * bytes when it is large, moved to the writer thread rather than copied (group-commit.ts).
+   */
+  request: Uint8Array | string;
+  /** What `request` is; `json` when absent. A `mime` message's size is stored with it at acceptance. */
+  requestFormat?: RequestFormat;
+  recipients: Array<{ address: string; domain: string; field: 'to' | 'cc' | 'bcc' }>;
+  /** Held until then: the recipients' first attempt is due at this time (ms). */
+  scheduledAt?: number;
+  tags?: string[];
+  idempotency?: { key: string; hash: Buffer; ttlMs: number };
+  now: number;
+}
+
+export interface AcceptedResponse {
+  message_id: string;
+  /** scheduled: held until scheduled_at. */
+  status: 'queued' | 'scheduled';
+  scheduled_at?: string;
+  sandbox: boolean;
+  recipients: string[];
+}
+
+/** The 202 body for an accepted message (and what an idempotent replay answers). */
+export function acceptedResponse(input: Pick<AcceptInput, 'messageId' | 'sandbox' | 'recipients' | 'scheduledAt'>): AcceptedResponse {
+  const recipients = input.recipients.map((r) => r.address);
+  if (input.scheduledAt === undefined) return { message_id: input.messageId, status: 'queued', sandbox: input.sandbox, recipients };
+  return { message_id: input.messageId, status: 'scheduled', scheduled_at: new Date(input.scheduledAt).toISOString(), sandbox: input.sandbox, recipients };
+}
+
+export type AcceptResult =
+  /** The 202 body is acceptedResponse(input): built where it is sent, not carried back from the writer thread. */
+  | { kind: 'accepted'; emailId: number }
+  | { kind: 'replay'; status: number; response: unknown }
+  | { kind: 'conflict' }
+  | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> };
+
+export interface RecipientView {
+  address: string;
+  field: string;
+  state: RecipientState;
+  attempts: number;
+  next_attempt_at: string | null;
+  last_response: unknown;
+}
+
+export interface MessageView {
+  email_id: number;
+  message_id: string;
+  from: string;
+  subject: string;
+  sandbox: boolean;
+  metadata: Record<string, string>;
+  /** Bytes of the composed message; null until it is first composed for delivery (a message submitted over SMTP has its size from acceptance). */
+  size: number | null;
+  created_at: string;
+  /** When it is held until (a scheduled send); null: sent at once. */
+  scheduled_at: string | null;
+  tags: string[];
+  recipients: RecipientView[];
+  events: EventEnvelope[];
+}
+
+/** A message's content as stored: the request body as accepted, and the composed MIME message while it is kept. */
+export interface StoredContent {
+  /** The send request's body as received (or the submitted MIME message); null once retention removed it (store/sqlite/retention.ts, store/pg/admin.ts). */
+  request: Buffer | null;
+  format: RequestFormat;
+  /**
+   * The composed MIME message (unsigned), kept only while a recipient of it may still be sent to
+   * (store/sqlite/queue.ts keepComposed, dropComposedIfDone; store/pg/delivery.ts); null before the first attempt and once
+   * every recipient is done.
+   */
+  composed: Buffer | null;
+}
+
+export interface MessageSummary {
+  email_id: number;
+  message_id: string;
+  customer: string;
+  from: string;
+  subject: string;
+  sandbox: boolean;
+  created_at: string;
+  /** Recipient count per state, e.g. {delivered: 2, deferred: 1}. */
+  states: Record<string, number>;
+}
+
+/**
+ * recipient: an address, exactly as sent or in lower case; messageId with or without angle
+ * brackets; state: at least one recipient in it; since/until: accepted at or after / before (ms).
+ */
+export interface MessageSearch extends MessageFilters {
+  customerId: number;
+  /** Cursor: only messages with a smaller email_id. */
+  before?: number;
+  limit: number;
+}
+
+// units of work that take more than a row: plain data, since on SQLite they cross to the writer
+// thread (store/sqlite/writer/) and on PostgreSQL they become one transaction's parameters
+
+export interface SendInput extends AcceptInput {
+  /** auth_epoch the API's cached key and domain were at least as new as. */
+  authEpoch: string;
+}
+export type SendCommit = (AcceptResult | { kind: 'key_revoked' } | { kind: 'domain_unknown' } | { kind: 'domain_unverified' }) & {
+  /** auth_epoch as this transaction saw it: the API drops its cache when it moved. */
+  authEpoch: string;
+};
+
+/** A batch item: ready to store, or the error it already got (validation, its domain). */
+export type BatchItem = Omit<AcceptInput, 'idempotency'> | { error: { code: string; message: string; details: Record<string, string[]> } };
+export type BatchItemResult = AcceptedResponse | { error: { code: string; message: string; details: Record<string, string[]> } };
+
+export interface BatchInput {
+  items: BatchItem[];
+  customerId: number;
+  apiKeyId: string;
+  /** For the whole batch: a retry gets the first response, items and all. */
+  idempotency?: { key: string; hash: Buffer; ttlMs: number };
+  authEpoch: string;
+  now: number;
+}
+export type BatchResult = ({ kind: 'accepted'; response: { data: BatchItemResult[] } } | { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' } | { kind: 'key_revoked' }) & {
+  authEpoch: string;
+};

@@ -1,0 +1,73 @@
+import type { DestinationThrottle } from '../../domain/destinations.js';
+
+/** The store's model for what the server reports about itself: the dashboard's overview, the nodes and status. */
+
+export const ACTIVITY_KINDS = ['accepted', 'delivered', 'deferred', 'bounced', 'complained'] as const;
+
+export type ActivityKind = (typeof ACTIVITY_KINDS)[number];
+
+export interface Overview {
+  /** Totals over the last 24 hours and 7 days, by kind (recipients accepted; outcome events). */
+  last24h: Record<ActivityKind, number>;
+  last7d: Record<ActivityKind, number>;
+  /** One entry per hour, oldest first, for the last 7 days (168 entries). */
+  hourly: Array<{ hour: number } & Record<ActivityKind, number>>;
+  queue: { queued: number; deferred: number };
+  oldestDeferredAt: number | null;
+  /** Webhook deliveries waiting for their next attempt (those in flight are not counted). */
+  webhookBacklog: number;
+  /** Destinations the server is slowing down because they refused it (the server's, not the customer's: one row per receiver). */
+  throttled: DestinationThrottle[];
+}
+
+/** A daemon on the store, as it registers itself (docs/cluster.md). */
+export interface NodeInfo {
+  /** Fresh at every start; the worker its claims carry. */
+  id: string;
+  /** server.node_name. */
+  name: string;
+  pid: number;
+  /** Silent longer than this, the node is dead (cluster.lease). */
+  leaseMs: number;
+}
+
+/** A live node as status and the dashboard show it: times by the store's clock, and the claims it holds. */
+export interface NodeView {
+  id: string;
+  name: string;
+  pid: number;
+  lease_ms: number;
+  started_at: string;
+  heartbeat_at: string;
+  claims: { recipients: number; webhook_deliveries: number };
+}
+
+/** What releasing dead nodes' claims freed. */
+export interface Released {
+  recipients: number;
+  webhook_deliveries: number;
+  /** Ids of the dead nodes whose rows were removed. */
+  nodes: string[];
+}
+
+export interface Status {
+  /** The live nodes (one on SQLite). */
+  nodes: NodeView[];
+  queue: Record<string, number>;
+  oldest_deferred: string | null;
+  next_attempt: string | null;
+  webhooks: Record<string, number>;
+  inbound: { last_24h: number; total: number; reports_unmatched: number };
+  messages: number;
+  /** Destinations slowed down because they refused us (adaptive backoff), with the refusal. */
+  /** `node`: the node whose own throttling it is (limits per node, on PostgreSQL); absent: one for all. */
+  throttled: Array<{
+    destination: string;
+    node?: string;
+    connections: number;
+    refusals: number;
+    paused_until: string;
+    since: string;
+    reason: { code: number; enhanced_code: string; message: string };
+  }>;
+}

@@ -1,0 +1,75 @@
+import type { Db } from '../db.js';
+import type { CustomerStore, DomainStore, KeyStore, SuppressionStore, UserStore } from '../../store.js';
+import * as customers from '../customers.js';
+import * as keys from '../keys.js';
+import * as domains from '../domains.js';
+import * as suppressions from '../suppressions.js';
+import * as users from '../users.js';
+import * as inbound from '../inbound.js';
+
+/** Customers, API keys, domains, suppressions and dashboard users on SQLite: each call one function of this folder. */
+
+export function sqliteCustomers(db: Db): CustomerStore {
+  return {
+    ensureDefault: async (now) => customers.ensureDefaultCustomer(db, now),
+    add: async (name, now) => customers.addCustomer(db, name, now),
+    find: async (name) => customers.findCustomer(db, name),
+    byId: async (id) => customers.customerById(db, id),
+    list: async () => customers.listCustomers(db),
+    counts: async (id) => customers.customerCounts(db, id),
+  };
+}
+
+export function sqliteKeys(db: Db): KeyStore {
+  return {
+    create: async (input) => keys.createKey(db, input),
+    authenticate: async (presented) => keys.authenticate(db, presented),
+    list: async (customerId) => keys.listKeys(db, customerId),
+    get: async (id, customerId) => keys.getKey(db, id, customerId),
+    revoke: async (id, now) => keys.revokeKey(db, id, now),
+    authEpoch: async () => keys.readAuthEpoch(db),
+  };
+}
+
+export function sqliteDomains(db: Db): DomainStore {
+  return {
+    add: async (input) => domains.addDomain(db, input),
+    find: async (name) => domains.findDomain(db, name),
+    findSending: async (name) => domains.findSendingDomain(db, name),
+    list: async (customerId) => domains.listDomains(db, customerId),
+    setVerified: async (id, at) => domains.setVerified(db, id, at),
+    setReceiving: async (id, on) => domains.setReceiving(db, id, on),
+    remove: async (id) => domains.removeDomain(db, id),
+    rotateDkim: async (id, now) => domains.rotateDkim(db, id, now),
+    switchDkim: async (id, now) => domains.switchDkim(db, id, now),
+    receiving: async (name) => inbound.receivingDomain(db, name),
+    inboundLimits: async (id) => inbound.inboundLimitsOf(db, id),
+    setInboundLimits: async (id, limits) => inbound.setInboundLimits(db, id, limits),
+  };
+}
+
+export function sqliteSuppressions(db: Db): SuppressionStore {
+  return {
+    find: async (customerId, addresses) => suppressions.findSuppressed(db, customerId, addresses),
+    add: async (input) => suppressions.addSuppression(db, input),
+    list: async (customerId, opts) => suppressions.listSuppressions(db, customerId, opts),
+    remove: async (customerId, address) => suppressions.removeSuppression(db, customerId, address),
+    search: async (customerId, prefix, limit) => suppressions.searchSuppressions(db, customerId, prefix, limit),
+    simulated: async (customerId, addresses, limit) => suppressions.simulatedSuppressions(db, customerId, addresses, limit),
+  };
+}
+
+export function sqliteUsers(db: Db): UserStore {
+  return {
+    add: async (input) => users.addUser(db, input),
+    find: async (email) => users.findUser(db, email),
+    list: async () => users.listUsers(db),
+    remove: async (email) => users.removeUser(db, email),
+    setPassword: async (email, hash) => users.setPassword(db, email, hash),
+    createSession: async (user, customerId, now) => users.createSession(db, user, customerId, now),
+    useSession: async (id, now, idleMs) => users.useSession(db, id, now, idleMs),
+    showCustomer: async (id, customerId) => users.showCustomer(db, id, customerId),
+    endSession: async (id) => users.endSession(db, id),
+    purgeSessions: async (now, idleMs) => users.purgeSessions(db, now, idleMs),
+  };
+}
