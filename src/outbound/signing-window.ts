@@ -1,6 +1,5 @@
 import type { QueuedMessage } from '../store/model.js';
 import type { Outcome } from '../domain/outcome.js';
-import type { DeliveryItem } from './deliver.js';
 
 /** Messages composed and signed ahead of the one being sent, per connection. */
 const SIGN_AHEAD = 4;
@@ -24,7 +23,7 @@ export class SigningWindow {
   private ahead = 0;
 
   constructor(
-    private readonly items: readonly DeliveryItem[],
+    private readonly items: ReadonlyArray<{ message: QueuedMessage }>,
     private readonly prepare: (message: QueuedMessage) => Promise<Prepared>,
   ) {
     for (const item of items) this.left.set(item.message.id, (this.left.get(item.message.id) ?? 0) + 1);
@@ -46,7 +45,7 @@ export class SigningWindow {
   }
 
   /** `item` is taken to be sent: after its message's last recipient, the window lets go of the message. */
-  sent(item: DeliveryItem): void {
+  sent(item: { message: QueuedMessage }): void {
     const n = this.left.get(item.message.id)! - 1;
     this.left.set(item.message.id, n);
     if (n === 0) this.signing.delete(item.message.id);
