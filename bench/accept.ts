@@ -6,15 +6,29 @@
 // that is not counted), so a change in the machine's speed during the run (this VM's bare
 // fastify figure alone moved between 14.7k and 30k req/s from one minute to the next) falls on
 // both sides alike instead of on whichever ran at the wrong moment.
-import BetterSqlite3 from 'better-sqlite3';
-import { join } from 'node:path';
+
 import { writeFileSync } from 'node:fs';
-import { ROOT, workDir, spawnReady, stop, httpLoad, fmt, alternate, type LoadResult, daemonArgs, idleMemory, memoryOf, memoryLine } from './lib.js';
-import { openDb, migrate } from '../src/store/sqlite/db.js';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
 import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
-import { createKey } from '../src/store/sqlite/keys.js';
+import { migrate, openDb } from '../src/store/sqlite/db.js';
 import { addDomain, setVerified } from '../src/store/sqlite/domains.js';
+import { createKey } from '../src/store/sqlite/keys.js';
 import { TestDnsServer } from '../support/dns-server.js';
+import {
+  alternate,
+  daemonArgs,
+  fmt,
+  httpLoad,
+  idleMemory,
+  type LoadResult,
+  memoryLine,
+  memoryOf,
+  ROOT,
+  spawnReady,
+  stop,
+  workDir,
+} from './lib.js';
 
 export interface AcceptFigures {
   posthastePerSecond: number;
@@ -77,15 +91,23 @@ export async function benchAccept(): Promise<AcceptFigures> {
   const headers = { 'content-type': 'application/json', authorization: `Token ${key}` };
 
   const bare = await spawnReady(process.execPath, [join(ROOT, 'dist/bench/bare-fastify.js')], /LISTENING (\d+)/);
-  const ph = await spawnReady(process.execPath, daemonArgs(config, join(dir, 'prof')), /API on http:\/\/127\.0\.0\.1:(\d+)/);
+  const ph = await spawnReady(
+    process.execPath,
+    daemonArgs(config, join(dir, 'prof')),
+    /API on http:\/\/127\.0\.0\.1:(\d+)/,
+  );
   const idle = await idleMemory(ph.child.pid!);
   let peak = 0;
-  const urls = { bare: `http://127.0.0.1:${bare.match[1]}/api/v1/emails`, ph: `http://127.0.0.1:${ph.match[1]}/api/v1/emails` };
+  const urls = {
+    bare: `http://127.0.0.1:${bare.match[1]}/api/v1/emails`,
+    ph: `http://127.0.0.1:${ph.match[1]}/api/v1/emails`,
+  };
   const load = (url: string, seconds: number) => httpLoad(url, { connections: CONNECTIONS, seconds, headers, body });
   // The same message, BATCH at a time, through POST /api/v1/emails/batch: fewer connections, as
   // a batch is one request of BATCH messages.
   const batchBody = `[${Array.from({ length: BATCH }, () => body).join(',')}]`;
-  const batchLoad = (seconds: number) => httpLoad(urls.ph + '/batch', { connections: BATCH_CONNECTIONS, seconds, headers, body: batchBody });
+  const batchLoad = (seconds: number) =>
+    httpLoad(urls.ph + '/batch', { connections: BATCH_CONNECTIONS, seconds, headers, body: batchBody });
   let warmup: LoadResult;
   let runs: { anchor: LoadResult[]; subject: LoadResult[] };
   let batchRuns: { anchor: LoadResult[]; subject: LoadResult[] };
@@ -111,7 +133,11 @@ export async function benchAccept(): Promise<AcceptFigures> {
   }
   const { anchor: bareRuns, subject: phRuns } = runs;
   const batchAccepted = batchRuns.subject.reduce((a, r) => a + r.requests, 0) * BATCH;
-  const phAccepted = warmup.requests + phRuns.reduce((a, r) => a + r.requests, 0) + batchRuns.anchor.reduce((a, r) => a + r.requests, 0) + batchAccepted;
+  const phAccepted =
+    warmup.requests +
+    phRuns.reduce((a, r) => a + r.requests, 0) +
+    batchRuns.anchor.reduce((a, r) => a + r.requests, 0) +
+    batchAccepted;
 
   const check = openDb(dataDir);
   const stored = (check.sqlite.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n;

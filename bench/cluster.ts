@@ -5,11 +5,11 @@
 // The daemons start with the queue held and are released together (SIGHUP): the time is the
 // drain's, not the processes' start.
 import { readFileSync, writeFileSync } from 'node:fs';
-import pg from 'pg';
 import { cpus } from 'node:os';
-import { spawnReady, stop, fmt, daemonArgs, fixedPort } from './lib.js';
-import { sinkRig } from './sink-rig.js';
+import pg from 'pg';
 import { startPgCluster } from '../support/postgres.js';
+import { daemonArgs, fixedPort, fmt, spawnReady, stop } from './lib.js';
+import { sinkRig } from './sink-rig.js';
 import { clusterCpu, pgRig, queuePg } from './store.js';
 
 const N = Number(process.env.BENCH_CLUSTER_N ?? 10_000);
@@ -38,7 +38,10 @@ export async function benchCluster(): Promise<{ lines: string[] }> {
         const path = rig.config.replace(/\.toml$/, `-${nodes}-${round}-${i}.toml`);
         const text = (hold: boolean) =>
           base
-            .replace(/data_dir = "([^"]+)"/, (_m, d: string) => `data_dir = "${d}-${nodes}-${round}-${i}"\nnode_name = "bench${i + 1}"`)
+            .replace(
+              /data_dir = "([^"]+)"/,
+              (_m, d: string) => `data_dir = "${d}-${nodes}-${round}-${i}"\nnode_name = "bench${i + 1}"`,
+            )
             .replace(
               '[outbound]\n',
               `[outbound]\nhold = ${hold}\nconcurrency = ${SMTP / nodes}\nconcurrency_per_domain = ${SMTP / nodes}\nclaim_batch = ${CLAIM_BATCH}\nsigning_threads = ${signers(nodes)}\n`,
@@ -57,12 +60,19 @@ export async function benchCluster(): Promise<{ lines: string[] }> {
           daemons[i]!.child.kill('SIGHUP');
         }
         for (;;) {
-          if (Number((await c.query("SELECT count(*) AS n FROM recipients WHERE state IN ('queued', 'deferred')")).rows[0].n) === 0) break;
+          if (
+            Number(
+              (await c.query("SELECT count(*) AS n FROM recipients WHERE state IN ('queued', 'deferred')")).rows[0].n,
+            ) === 0
+          )
+            break;
           await new Promise((r) => setTimeout(r, 50));
         }
         const seconds = (performance.now() - t0) / 1000;
         const dbCpu = clusterCpu(cluster) - cpu0;
-        const delivered = Number((await c.query("SELECT count(*) AS n FROM recipients WHERE state = 'delivered'")).rows[0].n);
+        const delivered = Number(
+          (await c.query("SELECT count(*) AS n FROM recipients WHERE state = 'delivered'")).rows[0].n,
+        );
         if (delivered !== N) throw new Error(`${nodes} nodes delivered ${delivered} of ${N}`);
         return { seconds, dbCpu };
       } finally {
@@ -75,7 +85,8 @@ export async function benchCluster(): Promise<{ lines: string[] }> {
     const three = [await run(3, 1)];
     one.push(await run(1, 2));
     three.push(await run(3, 2));
-    const best = (xs: Array<{ seconds: number; dbCpu: number }>) => xs.reduce((a, b) => (b.seconds < a.seconds ? b : a));
+    const best = (xs: Array<{ seconds: number; dbCpu: number }>) =>
+      xs.reduce((a, b) => (b.seconds < a.seconds ? b : a));
     const a = best(one);
     const b = best(three);
     return {

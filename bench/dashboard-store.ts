@@ -1,23 +1,23 @@
 // The stores bench/dashboard measures: a week of a sender's traffic written through the store's
 // own functions (accept, outcomes, complaints, webhook attempts), kept between runs while the
 // code that writes them is unchanged (a million messages take minutes to write).
-import { join } from 'node:path';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+
 import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ROOT, workDir } from './lib.js';
-import { openDb, migrate, type Db } from '../src/store/sqlite/db.js';
-import { addCustomer, ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
-import { createKey } from '../src/store/sqlite/keys.js';
-import { addDomain, setVerified } from '../src/store/sqlite/domains.js';
-import { acceptMessage } from '../src/store/sqlite/messages.js';
-import type { QueuedMessage, Claimed } from '../src/store/model.js';
-import { recordOutcome, recordComplaint, type OutcomePolicy } from '../src/store/sqlite/recipients.js';
-import { createEndpoint, recordAttempts } from '../src/store/sqlite/webhooks.js';
-import type { SettledAttempt } from '../src/store/model.js';
-import { addUser } from '../src/store/sqlite/users.js';
-import { hashPassword } from '../src/lib/password.js';
 import type { Outcome } from '../src/domain/outcome.js';
+import { hashPassword } from '../src/lib/password.js';
+import type { Claimed, QueuedMessage, SettledAttempt } from '../src/store/model.js';
+import { addCustomer, ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
+import { type Db, migrate, openDb } from '../src/store/sqlite/db.js';
+import { addDomain, setVerified } from '../src/store/sqlite/domains.js';
+import { createKey } from '../src/store/sqlite/keys.js';
+import { acceptMessage } from '../src/store/sqlite/messages.js';
+import { type OutcomePolicy, recordComplaint, recordOutcome } from '../src/store/sqlite/recipients.js';
+import { addUser } from '../src/store/sqlite/users.js';
+import { createEndpoint, recordAttempts } from '../src/store/sqlite/webhooks.js';
+import { ROOT, workDir } from './lib.js';
 
 const HOUR = 3_600_000;
 const WEEK = 7 * 24 * HOUR;
@@ -43,7 +43,12 @@ export interface Store {
   day: { since: number; until: number };
 }
 
-const reply = (code: number, enhanced: string, message: string, classification: string) => ({ code, enhanced_code: enhanced, message, classification });
+const reply = (code: number, enhanced: string, message: string, classification: string) => ({
+  code,
+  enhanced_code: enhanced,
+  message,
+  classification,
+});
 const policy: OutcomePolicy = { retrySchedule: [60_000, 300_000, 1_800_000, 7_200_000], maxQueueTime: 5 * 24 * HOUR };
 
 /**
@@ -57,13 +62,26 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
   const random = rng(size);
   ensureDefaultCustomer(db, now - WEEK - HOUR);
   const other = addCustomer(db, 'other', now - WEEK - HOUR);
-  const keys = [1, other.id].map((customerId) => createKey(db, { customerId, kind: 'production', name: 'bench', now: now - WEEK - HOUR }).id);
+  const keys = [1, other.id].map(
+    (customerId) => createKey(db, { customerId, kind: 'production', name: 'bench', now: now - WEEK - HOUR }).id,
+  );
   for (const [customerId, name] of [
     [1, 'shop.example'],
     [other.id, 'other.example'],
   ] as const)
-    setVerified(db, addDomain(db, { customerId, name, receiving: false, now: now - WEEK - HOUR }).id, now - WEEK - HOUR);
-  const endpoint = createEndpoint(db, { customerId: 1, url: 'https://hooks.example/posthaste', events: null, description: 'bench', secret: 'whsec_' + 'A'.repeat(43), now: now - WEEK - HOUR });
+    setVerified(
+      db,
+      addDomain(db, { customerId, name, receiving: false, now: now - WEEK - HOUR }).id,
+      now - WEEK - HOUR,
+    );
+  const endpoint = createEndpoint(db, {
+    customerId: 1,
+    url: 'https://hooks.example/posthaste',
+    events: null,
+    description: 'bench',
+    secret: 'whsec_' + 'A'.repeat(43),
+    now: now - WEEK - HOUR,
+  });
   const pool = Math.max(10, Math.floor(size / 4));
   const address = (n: number) => `customer${n}@mail${n % 97}.example`;
   const messageIds: string[] = [];
@@ -76,14 +94,22 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
         const customerId = i % 10 === 9 ? other.id : 1;
         const messageId = `${i.toString(36)}.${Math.floor(random() * 2 ** 32).toString(36)}@shop.example`;
         const to = address(Math.floor(random() * pool));
-        const recipients: Array<{ address: string; domain: string; field: 'to' | 'cc' }> = [{ address: to, domain: to.split('@')[1]!, field: 'to' }];
+        const recipients: Array<{ address: string; domain: string; field: 'to' | 'cc' }> = [
+          { address: to, domain: to.split('@')[1]!, field: 'to' },
+        ];
         if (random() < 0.2) {
           const cc = address(Math.floor(random() * pool));
           if (cc !== to) recipients.push({ address: cc, domain: cc.split('@')[1]!, field: 'cc' });
         }
         const subject = `Your order #${100000 + i} has shipped`;
         const metadata = { order: String(100000 + i) };
-        const body = JSON.stringify({ from: 'Shop <orders@shop.example>', to: recipients.map((r) => r.address), subject, text_body: 'Your parcel is on its way. Track it in your account.', metadata });
+        const body = JSON.stringify({
+          from: 'Shop <orders@shop.example>',
+          to: recipients.map((r) => r.address),
+          subject,
+          text_body: 'Your parcel is on its way. Track it in your account.',
+          metadata,
+        });
         // One message in twenty is of a campaign, tagged: the tag search looks for those.
         const tags = i % 20 === 0 ? ['winter-sale'] : [];
         const r = acceptMessage(db, {
@@ -117,20 +143,48 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
           createdAt: at,
           tags,
         };
-        const rows = db.statement('SELECT id, address, domain FROM recipients WHERE message_id = ? ORDER BY id').all(r.emailId) as Array<{ id: number; address: string; domain: string }>;
+        const rows = db
+          .statement('SELECT id, address, domain FROM recipients WHERE message_id = ? ORDER BY id')
+          .all(r.emailId) as Array<{ id: number; address: string; domain: string }>;
         for (const row of rows) {
-          const claimed: Claimed = { id: row.id, messageRowId: r.emailId, address: row.address, domain: row.domain, attempts: 0 };
+          const claimed: Claimed = {
+            id: row.id,
+            messageRowId: r.emailId,
+            address: row.address,
+            domain: row.domain,
+            attempts: 0,
+          };
           const roll = random();
           const outcomeAt = at + 1500;
           let outcome: Outcome;
-          if (roll < 0.03) outcome = { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.1', 'The email account that you tried to reach does not exist.', 'unknown_user'), suppress: true };
-          else if (roll < 0.04 && at > now - 24 * HOUR) outcome = { kind: 'deferred', reply: reply(421, '4.7.0', 'Try again later, closing connection.', 'rate_limited') };
-          else outcome = { kind: 'delivered', reply: reply(250, '2.0.0', `OK ${at} q${i}si - gsmtp`, 'delivered'), mx: `mx.${row.domain}`, tls: true, tlsVerified: false };
+          if (roll < 0.03)
+            outcome = {
+              kind: 'bounced',
+              bounceType: 'hard',
+              reply: reply(550, '5.1.1', 'The email account that you tried to reach does not exist.', 'unknown_user'),
+              suppress: true,
+            };
+          else if (roll < 0.04 && at > now - 24 * HOUR)
+            outcome = {
+              kind: 'deferred',
+              reply: reply(421, '4.7.0', 'Try again later, closing connection.', 'rate_limited'),
+            };
+          else
+            outcome = {
+              kind: 'delivered',
+              reply: reply(250, '2.0.0', `OK ${at} q${i}si - gsmtp`, 'delivered'),
+              mx: `mx.${row.domain}`,
+              tls: true,
+              tlsVerified: false,
+            };
           recordOutcome(db, m, claimed, outcome, policy, outcomeAt);
-          if (outcome.kind === 'delivered' && roll > 1 - 1 / 300) recordComplaint(db, m, claimed, { feedback_type: 'abuse', user_agent: 'bench/1.0' }, outcomeAt + HOUR);
+          if (outcome.kind === 'delivered' && roll > 1 - 1 / 300)
+            recordComplaint(db, m, claimed, { feedback_type: 'abuse', user_agent: 'bench/1.0' }, outcomeAt + HOUR);
         }
         if (customerId !== 1) continue;
-        const events = db.statement('SELECT seq, id, type, created_at FROM events WHERE message_id = ? ORDER BY seq').all(r.emailId) as Array<{
+        const events = db
+          .statement('SELECT seq, id, type, created_at FROM events WHERE message_id = ? ORDER BY seq')
+          .all(r.emailId) as Array<{
           seq: number;
           id: string;
           type: string;
@@ -155,18 +209,38 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
           nextAt: null,
           disableEndpoint: false,
         }));
-        recordAttempts(db, { batch, pending: [], cursor: events.length ? { x: 0, seq: events.at(-1)!.seq } : null, now: at + 1600 });
+        recordAttempts(db, {
+          batch,
+          pending: [],
+          cursor: events.length ? { x: 0, seq: events.at(-1)!.seq } : null,
+          now: at + 1600,
+        });
       }
     });
   }
   // The address searched for: the first message's, which has a few others in the pool.
-  const recipient = db.statement('SELECT address FROM recipients WHERE customer_id = 1 ORDER BY id LIMIT 1').pluck().get() as string;
+  const recipient = db
+    .statement('SELECT address FROM recipients WHERE customer_id = 1 ORDER BY id LIMIT 1')
+    .pluck()
+    .get() as string;
   const mid = now - 3.5 * 24 * HOUR;
   return { recipient, messageIds, day: { since: mid, until: mid + 24 * HOUR } };
 }
 
 /** The store modules the fill writes through (with db.ts, which migrates): their code decides a store's contents. */
-const WRITERS = ['db', 'customers', 'keys', 'domains', 'messages', 'queue', 'recipients', 'events', 'suppressions', 'webhooks', 'users'];
+const WRITERS = [
+  'db',
+  'customers',
+  'keys',
+  'domains',
+  'messages',
+  'queue',
+  'recipients',
+  'events',
+  'suppressions',
+  'webhooks',
+  'users',
+];
 
 /**
  * The code a store's contents depend on: the migrations, the store modules the fill writes
@@ -179,7 +253,8 @@ function fingerprint(size: number): string {
   const migrations = readdirSync(join(store, 'migrations'))
     .filter((f) => f.endsWith('.js'))
     .map((f) => join(store, 'migrations', f));
-  for (const f of [...migrations, ...WRITERS.map((w) => join(store, `${w}.js`)), fileURLToPath(import.meta.url)].sort()) hash.update(f).update(readFileSync(f));
+  for (const f of [...migrations, ...WRITERS.map((w) => join(store, `${w}.js`)), fileURLToPath(import.meta.url)].sort())
+    hash.update(f).update(readFileSync(f));
   return hash.digest('hex');
 }
 
@@ -201,7 +276,13 @@ export async function build(size: number, now: number): Promise<Store & { reused
   db.sqlite.pragma('synchronous = OFF');
   db.sqlite.pragma('cache_size = -1048576');
   const found = fill(db, size, now);
-  addUser(db, { email: 'admin@bench.example', passwordHash: await hashPassword(PASSWORD), role: 'admin', customerId: null, now });
+  addUser(db, {
+    email: 'admin@bench.example',
+    passwordHash: await hashPassword(PASSWORD),
+    role: 'admin',
+    customerId: null,
+    now,
+  });
   db.sqlite.pragma('wal_checkpoint(TRUNCATE)');
   db.sqlite.exec('ANALYZE');
   db.close();

@@ -4,12 +4,14 @@
 // days, as a week of a real sender's traffic would leave it; the daemon then serves it and each
 // page is requested over loopback by a logged-in user. The 1,000-message store is the anchor: a
 // page may cost at most 1.5 times as much at a million (no count or scan of a whole table).
-import { join } from 'node:path';
+
 import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { request } from 'undici';
-import { spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, median } from './lib.js';
 import { TestDnsServer } from '../support/dns-server.js';
 import { build, PASSWORD, type Store } from './dashboard-store.js';
+import { daemonArgs, fmt, idleMemory, median, memoryLine, memoryOf, spawnReady, stop } from './lib.js';
+
 /** Requests per page and store, after WARMUP of each (statement preparation and the JIT). */
 const REQUESTS = Number(process.env.BENCH_DASHBOARD_REQUESTS ?? 200);
 const WARMUP = 20;
@@ -17,7 +19,10 @@ const WARMUP = 20;
 const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.95))]!;
 
 /** A daemon serving a store, and a logged-in GET against it that returns its time in ms. */
-async function serve(store: Store, dns: TestDnsServer): Promise<{ get: (path: string) => Promise<number>; stop: () => Promise<void>; idle: number; peak: () => number }> {
+async function serve(
+  store: Store,
+  dns: TestDnsServer,
+): Promise<{ get: (path: string) => Promise<number>; stop: () => Promise<void>; idle: number; peak: () => number }> {
   const dir = join(store.dataDir, '..');
   const config = join(dir, 'posthaste.toml');
   // The queue is held and the webhook endpoint's events are all delivered: nothing but the
@@ -45,7 +50,12 @@ async function serve(store: Store, dns: TestDnsServer): Promise<{ get: (path: st
       if (res.statusCode !== 200) throw new Error(`GET ${path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
       return ms;
     };
-    return { get, stop: () => stop(ph.child), idle: await idleMemory(ph.child.pid!), peak: () => memoryOf(ph.child.pid!).peak };
+    return {
+      get,
+      stop: () => stop(ph.child),
+      idle: await idleMemory(ph.child.pid!),
+      peak: () => memoryOf(ph.child.pid!).peak,
+    };
   } catch (e) {
     await stop(ph.child);
     throw e;
@@ -57,19 +67,32 @@ const pagesOf = (store: Store): Array<{ name: string; path: (i: number) => strin
   { name: 'overview  /', path: () => '/' },
   { name: 'search, newest first  /messages', path: () => '/messages' },
   { name: 'search by recipient', path: () => `/messages?${new URLSearchParams({ recipient: store.recipient })}` },
-  { name: 'search by Message-ID', path: (i) => `/messages?${new URLSearchParams({ message_id: store.messageIds[i % store.messageIds.length]! })}` },
+  {
+    name: 'search by Message-ID',
+    path: (i) => `/messages?${new URLSearchParams({ message_id: store.messageIds[i % store.messageIds.length]! })}`,
+  },
   { name: 'search state=bounced', path: () => '/messages?state=bounced' },
   { name: 'search by tag', path: () => '/messages?tag=winter-sale' },
   { name: 'search state=deferred', path: () => '/messages?state=deferred' },
-  { name: 'search state=delivered, one day', path: () => `/messages?${new URLSearchParams({ state: 'delivered', since: iso(store.day.since), until: iso(store.day.until) })}` },
-  { name: "a message's page", path: (i) => `/messages/${encodeURIComponent(store.messageIds[i % store.messageIds.length]!)}` },
+  {
+    name: 'search state=delivered, one day',
+    path: () =>
+      `/messages?${new URLSearchParams({ state: 'delivered', since: iso(store.day.since), until: iso(store.day.until) })}`,
+  },
+  {
+    name: "a message's page",
+    path: (i) => `/messages/${encodeURIComponent(store.messageIds[i % store.messageIds.length]!)}`,
+  },
 ];
 
 /**
  * Both stores served at once, each page requested REQUESTS times from each, alternating request
  * by request (after WARMUP of each), so a change in the machine's speed falls on both alike.
  */
-async function measure(small: Store, large: Store): Promise<{ rows: Array<{ name: string; small: number[]; large: number[] }>; memory: string[] }> {
+async function measure(
+  small: Store,
+  large: Store,
+): Promise<{ rows: Array<{ name: string; small: number[]; large: number[] }>; memory: string[] }> {
   const dns = await new TestDnsServer().start();
   const servers = [await serve(small, dns), await serve(large, dns)] as const;
   try {
@@ -108,7 +131,9 @@ export async function benchDashboard(): Promise<{ lines: string[] }> {
   const t0 = performance.now();
   const smallStore = await build(1000, now);
   const largeStore = await build(large, now);
-  const built = largeStore.reused ? 'the large one kept from a run within 6 h by the same store code' : `built in ${fmt((performance.now() - t0) / 1000)} s`;
+  const built = largeStore.reused
+    ? 'the large one kept from a run within 6 h by the same store code'
+    : `built in ${fmt((performance.now() - t0) / 1000)} s`;
   const { rows, memory } = await measure(smallStore, largeStore);
   const lines = [
     `dashboard: time to answer a logged-in GET over loopback (server time plus one keep-alive round trip), median and p95 of ${REQUESTS} per page and store, both daemons up, requests alternating, after ${WARMUP} warm-up; stores of 1,000 and ${fmt(large)} messages over 7 days (${built})`,
@@ -124,7 +149,9 @@ export async function benchDashboard(): Promise<{ lines: string[] }> {
       `  ${r.name.padEnd(34)} ${`${fmt(median(r.small), 2)} / ${fmt(p95(r.small), 2)} ms`.padStart(16)} ${`${fmt(median(r.large), 2)} / ${fmt(p95(r.large), 2)} ms`.padStart(18)}   ${fmt(ratio, 2)}`,
     );
   }
-  lines.push(`  slowest median at ${fmt(large)}: ${fmt(worstLarge, 2)} ms (goal < 50); largest ratio large / small: ${fmt(worstRatio, 2)} (goal <= 1.5)`);
+  lines.push(
+    `  slowest median at ${fmt(large)}: ${fmt(worstLarge, 2)} ms (goal < 50); largest ratio large / small: ${fmt(worstRatio, 2)} (goal <= 1.5)`,
+  );
   lines.push(`${memory[0]} (1,000)`, `${memory[1]} (${fmt(large)})`);
   return { lines };
 }

@@ -3,9 +3,23 @@
 // N messages (injected by smtp-source while its outbound is held, then released) to the same sink.
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { spawnReady, stop, fmt, memoryOf, memoryLine, cpuLine, daemonArgs, waitUntil, settleDisk, diskLine, machineCpu, machineLine, fixedPort } from './lib.js';
+import {
+  cpuLine,
+  daemonArgs,
+  diskLine,
+  fixedPort,
+  fmt,
+  machineCpu,
+  machineLine,
+  memoryLine,
+  memoryOf,
+  settleDisk,
+  spawnReady,
+  stop,
+  waitUntil,
+} from './lib.js';
 import { heldRelay, smtpSource } from './postfix.js';
-import { sinkRig, queueMessages, againstPostfix, signatureMs } from './sink-rig.js';
+import { againstPostfix, queueMessages, signatureMs, sinkRig } from './sink-rig.js';
 
 const N = Number(process.env.BENCH_DELIVER_N ?? 20_000);
 const SINK_PORT = fixedPort(24025);
@@ -28,7 +42,10 @@ export async function benchDeliver(): Promise<{ lines: string[] }> {
     const cpu = cpuLine(ph.child.pid!, N);
     await stop(ph.child);
     if (process.env.BENCH_PROF) return { lines: [`profile written to ${join(dir, 'prof')}`] };
-    const delivered = db.sqlite.prepare("SELECT COUNT(*) FROM recipients WHERE state = 'delivered'").pluck().get() as number;
+    const delivered = db.sqlite
+      .prepare("SELECT COUNT(*) FROM recipients WHERE state = 'delivered'")
+      .pluck()
+      .get() as number;
     const size = db.sqlite.prepare('SELECT AVG(size) FROM messages').pluck().get() as number;
     if (delivered !== N) throw new Error(`posthaste delivered ${delivered} of ${N}`);
 

@@ -8,29 +8,29 @@
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
+import { TestMx } from '../support/mx-server.js';
+import { PostfixPeer } from '../support/postfix.js';
 import {
-  spawnReady,
-  stop,
-  fmt,
-  daemonArgs,
-  idleMemory,
-  memoryOf,
-  memoryLine,
   cpuLine,
-  waitUntil,
-  settleDisk,
+  type DiskState,
+  daemonArgs,
   diskLine,
+  fixedPort,
+  fmt,
+  idleMemory,
+  type MachineCpu,
   machineCpu,
   machineLine,
-  fixedPort,
-  type DiskState,
-  type MachineCpu,
+  memoryLine,
+  memoryOf,
+  settleDisk,
+  spawnReady,
+  stop,
+  waitUntil,
 } from './lib.js';
-import { smtpSource } from './postfix.js';
-import { sinkRig, benchMessage, againstPostfix, rateLine } from './sink-rig.js';
 import { startOpendkim } from './opendkim.js';
-import { PostfixPeer } from '../support/postfix.js';
-import { TestMx } from '../support/mx-server.js';
+import { smtpSource } from './postfix.js';
+import { againstPostfix, benchMessage, rateLine, sinkRig } from './sink-rig.js';
 
 const N = Number(process.env.BENCH_E2E_N ?? 10_000);
 const SESSIONS = 20;
@@ -44,7 +44,12 @@ const MILTER_PORT = fixedPort(24591);
  * first, then N messages are timed until its queue is empty. Every message must have been sent:
  * a milter that failed would have had them all refused, and an empty queue would say nothing.
  */
-async function postfixEndToEnd(dir: string, port: number, extra: string[] = [], before?: () => Promise<void>): Promise<{ seconds: number; disk: DiskState; cpu: MachineCpu }> {
+async function postfixEndToEnd(
+  dir: string,
+  port: number,
+  extra: string[] = [],
+  before?: () => Promise<void>,
+): Promise<{ seconds: number; disk: DiskState; cpu: MachineCpu }> {
   const pf = new PostfixPeer({ dir, port, relayPort: SINK_PORT, hostname: 'bench.local', extra }).start();
   try {
     await sleep(500);
@@ -71,7 +76,11 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
   const { dir, db, key, config, close } = await sinkRig('e2e', SINK_PORT);
   try {
     const delivered = db.sqlite.prepare("SELECT COUNT(*) FROM recipients WHERE state = 'delivered'").pluck();
-    const ph = await spawnReady(process.execPath, daemonArgs(config, join(dir, 'prof')), /API on (http:\/\/127\.0\.0\.1:\d+)/);
+    const ph = await spawnReady(
+      process.execPath,
+      daemonArgs(config, join(dir, 'prof')),
+      /API on (http:\/\/127\.0\.0\.1:\d+)/,
+    );
     let phSeconds: number;
     let size: number;
     let peak: number;
@@ -91,7 +100,12 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
       await Promise.all(
         Array.from({ length: SESSIONS }, async () => {
           while (next < N) {
-            const res = await pool.request({ method: 'POST', path: '/api/v1/emails', headers: { authorization: `Token ${key.key}`, 'content-type': 'application/json' }, body: body(next++) });
+            const res = await pool.request({
+              method: 'POST',
+              path: '/api/v1/emails',
+              headers: { authorization: `Token ${key.key}`, 'content-type': 'application/json' },
+              body: body(next++),
+            });
             await res.body.dump();
             if (res.statusCode !== 202) refused++;
           }
@@ -113,13 +127,21 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
     // Postfix end to end: smtp-source → smtpd → queue → smtp → the same sink; then the same with
     // OpenDKIM signing in smtpd, the work posthaste does. One message to check.test goes first
     // through the second: it must arrive signed, with a signature that verifies.
-    const { seconds: pfSeconds, disk: pfDisk, cpu: pfMachine } = await postfixEndToEnd(join(dir, 'postfix'), POSTFIX_PORT);
+    const {
+      seconds: pfSeconds,
+      disk: pfDisk,
+      cpu: pfMachine,
+    } = await postfixEndToEnd(join(dir, 'postfix'), POSTFIX_PORT);
     const milter = await startOpendkim(join(dir, 'opendkim'), MILTER_PORT);
     const check = await new TestMx('127.0.0.1').start();
     let dkim: { seconds: number; disk: DiskState; cpu: MachineCpu };
     let milterCpu: number;
     try {
-      const extra = [`smtpd_milters = ${milter.socket}`, 'milter_default_action = tempfail', `transport_maps = inline:{check.test=smtp:[127.0.0.1]:${check.port}}`];
+      const extra = [
+        `smtpd_milters = ${milter.socket}`,
+        'milter_default_action = tempfail',
+        `transport_maps = inline:{check.test=smtp:[127.0.0.1]:${check.port}}`,
+      ];
       dkim = await postfixEndToEnd(join(dir, 'postfix-dkim'), POSTFIX_DKIM_PORT, extra, async () => {
         smtpSource(POSTFIX_DKIM_PORT, 1, 1, 2048, 'check@check.test');
         await waitUntil(() => check.received.length === 1, 30_000);
@@ -138,7 +160,10 @@ export async function benchE2e(): Promise<{ lines: string[] }> {
           { label: 'posthaste (POST /api/v1/emails, compose, DKIM rsa-sha256, deliver)  ', seconds: phSeconds },
           { label: 'Postfix 3 (smtp-source -> smtpd -> queue -> smtp, no DKIM)          ', seconds: pfSeconds },
         ),
-        rateLine(N, { label: 'Postfix 3 + OpenDKIM milter (DKIM rsa-sha256 in smtpd)              ', seconds: dkim.seconds }),
+        rateLine(N, {
+          label: 'Postfix 3 + OpenDKIM milter (DKIM rsa-sha256 in smtpd)              ',
+          seconds: dkim.seconds,
+        }),
         `  ratio posthaste / Postfix + OpenDKIM, the same work  ${fmt(dkim.seconds / phSeconds, 2)}  (OpenDKIM: ${fmt(milterCpu, 1)} CPU s)`,
         diskLine([
           { label: 'posthaste', ...phDisk },

@@ -5,9 +5,9 @@
 // written by every send, one counter row per customer, hour and kind). Sends with an
 // Idempotency-Key, each its own transaction, show it plainly; sends without share grouped commits.
 import pg from 'pg';
-import { startPgCluster, type PgCluster } from '../support/postgres.js';
 import { pgStore } from '../src/store/pg/index.js';
 import type { Store } from '../src/store/store.js';
+import { type PgCluster, startPgCluster } from '../support/postgres.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -42,7 +42,10 @@ async function sendsPerSecond(cluster: PgCluster, name: string, hot: boolean, id
   await a.admin.migrate(now);
   await a.customers.ensureDefault(now);
   const key = await a.keys.create({ customerId: 1, kind: 'production', name: 'bench', now });
-  await a.domains.setVerified((await a.domains.add({ customerId: 1, name: 'example.com', receiving: false, now })).id, now);
+  await a.domains.setVerified(
+    (await a.domains.add({ customerId: 1, name: 'example.com', receiving: false, now })).id,
+    now,
+  );
   if (hot) {
     const c = new pg.Client({ connectionString: url });
     await c.connect();
@@ -50,7 +53,12 @@ async function sendsPerSecond(cluster: PgCluster, name: string, hot: boolean, id
     await c.end();
   }
   const authEpoch = await a.keys.authEpoch();
-  const request = JSON.stringify({ from: 'shop@example.com', to: ['bob@example.net'], subject: 'Your order', text_body: 'x'.repeat(1500) });
+  const request = JSON.stringify({
+    from: 'shop@example.com',
+    to: ['bob@example.net'],
+    subject: 'Your order',
+    text_body: 'x'.repeat(1500),
+  });
   let accepted = 0;
   let i = 0;
   const end = Date.now() + SECONDS * 1000;
@@ -83,11 +91,16 @@ async function sendsPerSecond(cluster: PgCluster, name: string, hot: boolean, id
 export async function benchHotRows(): Promise<{ lines: string[] }> {
   const cluster = await startPgCluster({ durable: true });
   try {
-    const lines = [`hot rows: two nodes (pools) on one PostgreSQL (fsync on), ${LOOPS} sends in flight each, one API key; ${ROUNDS} rounds of ${SECONDS} s, alternating`];
+    const lines = [
+      `hot rows: two nodes (pools) on one PostgreSQL (fsync on), ${LOOPS} sends in flight each, one API key; ${ROUNDS} rounds of ${SECONDS} s, alternating`,
+    ];
     for (const idempotent of [true, false]) {
       const got = { shipped: [] as number[], hot: [] as number[] };
       for (let round = 0; round < ROUNDS; round++)
-        for (const hot of [false, true]) got[hot ? 'hot' : 'shipped'].push(await sendsPerSecond(cluster, `hot_${idempotent ? 'i' : 'g'}${round}${hot ? 'h' : 's'}`, hot, idempotent));
+        for (const hot of [false, true])
+          got[hot ? 'hot' : 'shipped'].push(
+            await sendsPerSecond(cluster, `hot_${idempotent ? 'i' : 'g'}${round}${hot ? 'h' : 's'}`, hot, idempotent),
+          );
       const mean = (xs: number[]) => xs.reduce((x, y) => x + y, 0) / xs.length;
       lines.push(
         `  ${idempotent ? 'with Idempotency-Key (a transaction each)' : 'without (grouped commits)'}: as shipped ${Math.round(mean(got.shipped))} sends/s, hot rows ${Math.round(mean(got.hot))} sends/s, ratio ${(mean(got.shipped) / mean(got.hot)).toFixed(2)}`,

@@ -2,17 +2,32 @@
 // connections reused, 2 KB messages, N in all): posthaste's listener (each message stored, parsed,
 // SPF/DKIM/DMARC-checked and committed before its 250), Postfix's smtpd (queue file fsynced before
 // 250) and a bare smtp-server that discards, in the same run.
-import { join } from 'node:path';
-import { writeFileSync } from 'node:fs';
+
 import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ROOT, workDir, spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, settleDisk, diskLine, fixedPort, type DiskState } from './lib.js';
-import { ensurePostfix, heldRelay } from './postfix.js';
-import { TestDnsServer } from '../support/dns-server.js';
-import { openDb, migrate } from '../src/store/sqlite/db.js';
+import { promisify } from 'node:util';
 import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
+import { migrate, openDb } from '../src/store/sqlite/db.js';
 import { addDomain } from '../src/store/sqlite/domains.js';
+import { TestDnsServer } from '../support/dns-server.js';
+import {
+  type DiskState,
+  daemonArgs,
+  diskLine,
+  fixedPort,
+  fmt,
+  idleMemory,
+  memoryLine,
+  memoryOf,
+  ROOT,
+  settleDisk,
+  spawnReady,
+  stop,
+  workDir,
+} from './lib.js';
+import { ensurePostfix, heldRelay } from './postfix.js';
 
 const N = Number(process.env.BENCH_INBOUND_N ?? 5000);
 const SESSIONS = 20;
@@ -24,7 +39,24 @@ const RELAY_PORT = fixedPort(24026);
 async function source(port: number, to: string): Promise<number> {
   const t0 = performance.now();
   // -d: keep each session's connection for its next message; -l: message size.
-  await promisify(execFile)('/usr/sbin/smtp-source', ['-d', '-s', String(SESSIONS), '-l', '2048', '-m', String(N), '-f', 'load@sender.test', '-t', to, `127.0.0.1:${port}`], { timeout: 600_000 });
+  await promisify(execFile)(
+    '/usr/sbin/smtp-source',
+    [
+      '-d',
+      '-s',
+      String(SESSIONS),
+      '-l',
+      '2048',
+      '-m',
+      String(N),
+      '-f',
+      'load@sender.test',
+      '-t',
+      to,
+      `127.0.0.1:${port}`,
+    ],
+    { timeout: 600_000 },
+  );
   return N / ((performance.now() - t0) / 1000);
 }
 

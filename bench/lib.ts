@@ -1,9 +1,20 @@
-import { spawn, execSync, execFile, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { type ChildProcess, execFile, execSync, spawn } from 'node:child_process';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { BIN, nodeFlags, memoryOf } from '../support/daemon-process.js';
+import { BIN, memoryOf, nodeFlags } from '../support/daemon-process.js';
 import { ephemeralRange } from '../support/postfix.js';
 
 export { memoryOf };
@@ -18,7 +29,10 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
  */
 export function fixedPort(port: number): number {
   const [low, high] = ephemeralRange();
-  if (port >= low && port <= high) throw new Error(`benchmark port ${port} is inside the ephemeral range ${low}-${high} (net.ipv4.ip_local_port_range)`);
+  if (port >= low && port <= high)
+    throw new Error(
+      `benchmark port ${port} is inside the ephemeral range ${low}-${high} (net.ipv4.ip_local_port_range)`,
+    );
   return port;
 }
 /** Benchmarks work on the same disk as a real data_dir would be: under the project. */
@@ -111,7 +125,12 @@ export async function waitUntil(check: () => boolean, limitMs: number): Promise<
 }
 
 /** Starts a child process and waits for a line matching `ready`; returns the match. */
-export function spawnReady(cmd: string, args: string[], ready: RegExp, env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+export function spawnReady(
+  cmd: string,
+  args: string[],
+  ready: RegExp,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let buf = '';
@@ -165,26 +184,39 @@ for name, value in string.gmatch(os.getenv("BENCH_HEADERS"), "([^\\n:]+): ([^\\n
 `;
 
 /** A bounded HTTP load: `connections` keep-alive connections for `seconds`, POSTing `body`. */
-export async function httpLoad(url: string, opts: { connections: number; seconds: number; headers: Record<string, string>; body: string }): Promise<LoadResult> {
+export async function httpLoad(
+  url: string,
+  opts: { connections: number; seconds: number; headers: Record<string, string>; body: string },
+): Promise<LoadResult> {
   ensureWrk();
   const script = join(ROOT, 'bench', '.work', 'post.lua');
   writeFileSync(script, WRK_SCRIPT);
-  const { stdout } = await promisify(execFile)('wrk', ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', '-s', script, url], {
-    env: {
-      ...process.env,
-      BENCH_BODY: opts.body,
-      BENCH_HEADERS: Object.entries(opts.headers)
-        .map(([k, v]) => `${k}: ${v}`)
-        .join('\n'),
+  const { stdout } = await promisify(execFile)(
+    'wrk',
+    ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', '-s', script, url],
+    {
+      env: {
+        ...process.env,
+        BENCH_BODY: opts.body,
+        BENCH_HEADERS: Object.entries(opts.headers)
+          .map(([k, v]) => `${k}: ${v}`)
+          .join('\n'),
+      },
     },
-  });
+  );
   const num = (re: RegExp) => Number(re.exec(stdout)?.[1] ?? 0);
   const total = num(/(\d+) requests in/);
   const failed = num(/Non-2xx or 3xx responses: (\d+)/);
   const p99 = /99%\s+([\d.]+)(us|ms|s)\b/.exec(stdout);
   const p99ms = p99 ? Number(p99[1]) * (p99[2] === 'us' ? 0.001 : p99[2] === 's' ? 1000 : 1) : NaN;
   const ok = total - failed;
-  return { requests: ok, perSecond: ok / opts.seconds, failed, socketErrors: /Socket errors: (.*)/.exec(stdout)?.[1] ?? 'none', p99ms };
+  return {
+    requests: ok,
+    perSecond: ok / opts.seconds,
+    failed,
+    socketErrors: /Socket errors: (.*)/.exec(stdout)?.[1] ?? 'none',
+    p99ms,
+  };
 }
 
 export function fmt(n: number, digits = 0): string {
@@ -195,7 +227,11 @@ export function fmt(n: number, digits = 0): string {
  * `rounds` rounds of two measurements, alternating which goes first (anchor first in even
  * rounds), so a drift in the machine's speed during the run falls on both alike.
  */
-export async function alternate<T>(rounds: number, anchor: () => Promise<T>, subject: () => Promise<T>): Promise<{ anchor: T[]; subject: T[] }> {
+export async function alternate<T>(
+  rounds: number,
+  anchor: () => Promise<T>,
+  subject: () => Promise<T>,
+): Promise<{ anchor: T[]; subject: T[] }> {
   const out = { anchor: [] as T[], subject: [] as T[] };
   for (let round = 0; round < rounds; round++) {
     if (round % 2 === 0) {
@@ -240,7 +276,11 @@ export function threadCpu(pid: number): Array<{ tid: number; name: string; secon
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      out.push({ tid: Number(tid), name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), seconds: statSeconds(stat) });
+      out.push({
+        tid: Number(tid),
+        name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+        seconds: statSeconds(stat),
+      });
     } catch {
       // the thread ended meanwhile
     }
@@ -259,7 +299,9 @@ export interface MachineCpu {
 export function machineCpu(since?: MachineCpu): MachineCpu {
   const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
   const now = { user: (f[0]! + f[1]!) / 100, kernel: (f[2]! + f[5]! + f[6]!) / 100, steal: (f[7] ?? 0) / 100 };
-  return since ? { user: now.user - since.user, kernel: now.kernel - since.kernel, steal: now.steal - since.steal } : now;
+  return since
+    ? { user: now.user - since.user, kernel: now.kernel - since.kernel, steal: now.steal - since.steal }
+    : now;
 }
 
 /**

@@ -1,21 +1,24 @@
 // OpenDKIM (Debian's opendkim, C) as a milter for the Postfix anchor, so that Postfix can be
 // measured doing the work posthaste does: signing every message for example.com, relaxed/relaxed
 // rsa-sha256 with a 2048-bit key, as its smtpd receives it (where a Postfix installation signs).
-import { spawn, execSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execSync, spawn } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
-import { processCpu } from './lib.js';
 import { waitFor } from '../support/wait.js';
+import { processCpu } from './lib.js';
 
 const SELECTOR = 'bench';
 const DOMAIN = 'example.com';
 
 export function ensureOpendkim(): void {
   if (existsSync('/usr/sbin/opendkim')) return;
-  execSync('apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends opendkim', { stdio: 'inherit' });
+  execSync(
+    'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends opendkim',
+    { stdio: 'inherit' },
+  );
 }
 
 export interface Milter {
@@ -62,9 +65,14 @@ export async function startOpendkim(dir: string, port: number): Promise<Milter> 
     socket: `inet:127.0.0.1:${port}`,
     async verify(raw) {
       const name = `${SELECTOR}._domainkey.${DOMAIN}`;
-      const verified = await dkimVerify(raw, { resolver: async (n: string, type: string) => (type === 'TXT' && n === name ? [[record]] : []) } as never);
-      const results = (verified.results as Array<{ signingDomain?: string; status: { result: string } }>).map((r) => `${r.status.result} ${r.signingDomain ?? '(no signature)'}`);
-      if (results.join(',') !== `pass ${DOMAIN}`) throw new Error(`OpenDKIM's signature did not verify: ${results.join(', ') || 'no signature'}`);
+      const verified = await dkimVerify(raw, {
+        resolver: async (n: string, type: string) => (type === 'TXT' && n === name ? [[record]] : []),
+      } as never);
+      const results = (verified.results as Array<{ signingDomain?: string; status: { result: string } }>).map(
+        (r) => `${r.status.result} ${r.signingDomain ?? '(no signature)'}`,
+      );
+      if (results.join(',') !== `pass ${DOMAIN}`)
+        throw new Error(`OpenDKIM's signature did not verify: ${results.join(', ') || 'no signature'}`);
     },
     cpuSeconds: () => processCpu(child.pid!),
     stop() {

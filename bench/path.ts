@@ -4,13 +4,14 @@
 // in each direction. posthaste drains N queued messages through it with CONNECTIONS connections,
 // then N more with outbound.chunking = false (DATA, as before BDAT); beside it, in the same run,
 // Postfix's own client relays N over the same path with the same number of connections.
+
+import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
-import { readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { spawnReady, stop, fmt, memoryOf, memoryLine, daemonArgs, waitUntil, fixedPort } from './lib.js';
+import { daemonArgs, fixedPort, fmt, memoryLine, memoryOf, spawnReady, stop, waitUntil } from './lib.js';
 import { discardingMx, heldRelay, smtpSource } from './postfix.js';
-import { sinkRig, queueMessages, rateLine } from './sink-rig.js';
+import { queueMessages, rateLine, sinkRig } from './sink-rig.js';
 
 const N = Number(process.env.BENCH_PATH_N ?? 2_000);
 /** BENCH_PATH_MS=0 leaves only the proxy's own turn of the event loop: what the two ends' CPU and the receiver's queue allow. */
@@ -61,7 +62,8 @@ function delayedPath(port: number, to: number, ms: number): Promise<{ seen: Seen
     let tail = '\n';
     client.on('data', (chunk: Buffer) => {
       const text = tail + chunk.toString('latin1');
-      for (const [name, re] of COMMANDS) for (const m of text.matchAll(re)) if (m.index + m[0].length > tail.length) seen[name]++;
+      for (const [name, re] of COMMANDS)
+        for (const m of text.matchAll(re)) if (m.index + m[0].length > tail.length) seen[name]++;
       tail = text.slice(-32);
       setTimeout(() => upstream.write(chunk), ms);
     });
@@ -74,7 +76,10 @@ function delayedPath(port: number, to: number, ms: number): Promise<{ seen: Seen
 }
 
 export async function benchPath(): Promise<{ lines: string[] }> {
-  const { dir, db, key, config, close } = await sinkRig('path', PATH_PORT, { receiver: false, outbound: [`concurrency_per_domain = ${CONNECTIONS}`] });
+  const { dir, db, key, config, close } = await sinkRig('path', PATH_PORT, {
+    receiver: false,
+    outbound: [`concurrency_per_domain = ${CONNECTIONS}`],
+  });
   const mx = discardingMx(join(dir, 'mx'), MX_PORT).start();
   const path = await delayedPath(PATH_PORT, MX_PORT, ONE_WAY_MS);
   try {
@@ -93,7 +98,8 @@ export async function benchPath(): Promise<{ lines: string[] }> {
       const seconds = (performance.now() - t0) / 1000;
       const memory = memoryOf(daemon.child.pid!);
       await stop(daemon.child);
-      if (delivered.get() !== (batch + 1) * N) throw new Error(`posthaste delivered ${delivered.get()} of ${(batch + 1) * N}`);
+      if (delivered.get() !== (batch + 1) * N)
+        throw new Error(`posthaste delivered ${delivered.get()} of ${(batch + 1) * N}`);
       return { seconds, memory, seen: since(path.seen, before) };
     };
     const ph = await drain(config, 0);
@@ -103,7 +109,10 @@ export async function benchPath(): Promise<{ lines: string[] }> {
 
     // Postfix: the same N through smtp-source into a held queue, released, timed until empty; its
     // client starts at the same number of connections instead of working up to it.
-    const relay = heldRelay(join(dir, 'postfix'), POSTFIX_PORT, PATH_PORT, [`smtp_destination_concurrency_limit = ${CONNECTIONS}`, `smtp_initial_destination_concurrency = ${CONNECTIONS}`]).start();
+    const relay = heldRelay(join(dir, 'postfix'), POSTFIX_PORT, PATH_PORT, [
+      `smtp_destination_concurrency_limit = ${CONNECTIONS}`,
+      `smtp_initial_destination_concurrency = ${CONNECTIONS}`,
+    ]).start();
     try {
       await sleep(500);
       smtpSource(POSTFIX_PORT, N, 20, 2048);

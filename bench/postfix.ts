@@ -1,11 +1,12 @@
 // Postfix for the benchmarks: installed from Debian's package if missing; a private instance
 // (support/postfix.ts) under bench/.work, listening on loopback, relaying to a given sink.
-import { execFileSync, execSync, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync, execSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { PostfixPeer } from '../support/postfix.js';
 
 export function ensurePostfix(): void {
-  if (existsSync('/usr/sbin/postfix') && existsSync('/usr/sbin/smtp-sink') && existsSync('/usr/sbin/smtp-source')) return;
+  if (existsSync('/usr/sbin/postfix') && existsSync('/usr/sbin/smtp-sink') && existsSync('/usr/sbin/smtp-source'))
+    return;
   execSync('apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postfix', { stdio: 'inherit' });
 }
 
@@ -18,8 +19,19 @@ export function startSink(port: number): ChildProcess {
  * Postfix as the benchmarks' anchor: relaying to a sink, outbound held (defer_transports) while
  * its queue is filled, so that release() times delivery alone.
  */
-export function heldRelay(dir: string, listenPort: number, sinkPort: number, extra: string[] = []): PostfixPeer & { release(): void } {
-  const pf = new PostfixPeer({ dir, port: listenPort, relayPort: sinkPort, hostname: 'bench.local', extra: ['defer_transports = smtp', ...extra] });
+export function heldRelay(
+  dir: string,
+  listenPort: number,
+  sinkPort: number,
+  extra: string[] = [],
+): PostfixPeer & { release(): void } {
+  const pf = new PostfixPeer({
+    dir,
+    port: listenPort,
+    relayPort: sinkPort,
+    hostname: 'bench.local',
+    extra: ['defer_transports = smtp', ...extra],
+  });
   return Object.assign(pf, {
     release(): void {
       pf.postconf('-e', 'defer_transports =');
@@ -31,9 +43,25 @@ export function heldRelay(dir: string, listenPort: number, sinkPort: number, ext
 
 /** smtp-source: `count` messages of `bytes` bytes' body from bench@example.com to `to`, over `sessions` sessions at once. */
 export function smtpSource(port: number, count: number, sessions: number, bytes: number, to = 'rcpt@sink.test'): void {
-  execFileSync('/usr/sbin/smtp-source', ['-s', String(sessions), '-l', String(bytes), '-m', String(count), '-f', 'bench@example.com', '-t', to, `127.0.0.1:${port}`], {
-    stdio: 'ignore',
-  });
+  execFileSync(
+    '/usr/sbin/smtp-source',
+    [
+      '-s',
+      String(sessions),
+      '-l',
+      String(bytes),
+      '-m',
+      String(count),
+      '-f',
+      'bench@example.com',
+      '-t',
+      to,
+      `127.0.0.1:${port}`,
+    ],
+    {
+      stdio: 'ignore',
+    },
+  );
 }
 
 /**
@@ -47,6 +75,10 @@ export function discardingMx(dir: string, port: number): PostfixPeer {
     port,
     relayPort: port,
     hostname: 'mx.sink.test',
-    extra: ['default_transport = discard:', 'relay_transport = discard:', 'smtpd_relay_restrictions = permit_mynetworks, reject'],
+    extra: [
+      'default_transport = discard:',
+      'relay_transport = discard:',
+      'smtpd_relay_restrictions = permit_mynetworks, reject',
+    ],
   });
 }

@@ -2,10 +2,10 @@
 // recording their claims, then releasing them) with 1,000 and with 1,000,000 recipients queued.
 // The per-claim time must stay flat.
 import { join } from 'node:path';
-import { workDir, fmt } from './lib.js';
-import { openDb, migrate } from '../src/store/sqlite/db.js';
 import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
+import { migrate, openDb } from '../src/store/sqlite/db.js';
 import { claimDue, releaseClaimsOf } from '../src/store/sqlite/queue.js';
+import { fmt, workDir } from './lib.js';
 
 function measure(size: number, scattered: boolean): number {
   const dir = workDir(`queue-${size}${scattered ? '-scattered' : ''}`);
@@ -13,7 +13,11 @@ function measure(size: number, scattered: boolean): number {
   const now = Date.now();
   migrate(db, now);
   ensureDefaultCustomer(db, now);
-  db.sqlite.prepare("INSERT INTO api_keys (id, customer_id, kind, hash, created_at) VALUES ('key_b', 1, 'production', x'00', 0)").run();
+  db.sqlite
+    .prepare(
+      "INSERT INTO api_keys (id, customer_id, kind, hash, created_at) VALUES ('key_b', 1, 'production', x'00', 0)",
+    )
+    .run();
   const msg = db.sqlite.prepare(
     "INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, created_at) VALUES (1, ?, 'key_b', 0, 'a', 'example.com', 's', '{}', '{}', ?)",
   );

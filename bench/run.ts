@@ -1,21 +1,22 @@
 // `npm run bench [name…]`: runs the benchmarks, prints their figures beside same-run anchors.
 // With no names it runs all of them and rewrites the "Latest full run" block of bench/RESULTS.md.
-import { cpus, totalmem } from 'node:os';
+
 import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, measureQuietDisk, fmt } from './lib.js';
 import { benchAccept } from './accept.js';
+import { benchCluster } from './cluster.js';
+import { benchDashboard } from './dashboard.js';
 import { benchDeliver } from './deliver.js';
 import { benchE2e } from './e2e.js';
-import { benchPath } from './path.js';
-import { benchWebhooks } from './webhooks.js';
+import { benchHotRows } from './hot-rows.js';
 import { benchInbound } from './inbound.js';
+import { fmt, measureQuietDisk, ROOT } from './lib.js';
+import { benchPath } from './path.js';
 import { benchQueue } from './queue.js';
-import { benchDashboard } from './dashboard.js';
 import { benchStore } from './store.js';
 import { benchSubmission } from './submission.js';
-import { benchHotRows } from './hot-rows.js';
-import { benchCluster } from './cluster.js';
+import { benchWebhooks } from './webhooks.js';
 
 const all: Record<string, () => Promise<{ lines: string[] }>> = {
   accept: benchAccept,
@@ -51,7 +52,9 @@ if (process.argv.slice(2).length === 0) {
   const path = join(ROOT, 'bench', 'RESULTS.md');
   const text = readFileSync(path, 'utf8');
   const block = `<!-- latest:start -->\n## Latest full run — \`npm run bench\`\n\n\`\`\`\n${out.join('\n')}\n\`\`\`\n<!-- latest:end -->`;
-  const next = /<!-- latest:start -->[\s\S]*<!-- latest:end -->/.test(text) ? text.replace(/<!-- latest:start -->[\s\S]*<!-- latest:end -->/, block) : text.replace(/\n## /, `\n${block}\n\n## `);
+  const next = /<!-- latest:start -->[\s\S]*<!-- latest:end -->/.test(text)
+    ? text.replace(/<!-- latest:start -->[\s\S]*<!-- latest:end -->/, block)
+    : text.replace(/\n## /, `\n${block}\n\n## `);
   writeFileSync(path, next);
   console.log(`bench/RESULTS.md updated`);
 }

@@ -1,25 +1,31 @@
 // What the deliver and e2e benchmarks share: a loopback smtp-sink that sink.test's MX points at
 // (through a loopback DNS server), a store with a production key and the verified sender domain
 // example.com, and the daemon's configuration delivering to the sink.
-import { join } from 'node:path';
+
+import type { ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { workDir, fmt } from './lib.js';
-import { ensurePostfix, startSink } from './postfix.js';
-import { TestDnsServer } from '../support/dns-server.js';
-import { openDb, migrate, type Db } from '../src/store/sqlite/db.js';
-import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
-import { createKey } from '../src/store/sqlite/keys.js';
-import { addDomain, setVerified } from '../src/store/sqlite/domains.js';
-import { acceptMessage } from '../src/store/sqlite/messages.js';
-import { validateSendRequest } from '../src/domain/send-request.js';
 import { Problems } from '../src/domain/errors.js';
+import { validateSendRequest } from '../src/domain/send-request.js';
+import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
+import { type Db, migrate, openDb } from '../src/store/sqlite/db.js';
+import { addDomain, setVerified } from '../src/store/sqlite/domains.js';
+import { createKey } from '../src/store/sqlite/keys.js';
+import { acceptMessage } from '../src/store/sqlite/messages.js';
+import { TestDnsServer } from '../support/dns-server.js';
+import { fmt, workDir } from './lib.js';
+import { ensurePostfix, startSink } from './postfix.js';
 
 /** The benchmarks' message: about 2 KB composed, one long line (quoted-printable). */
 export function benchMessage(to: string): { from: string; to: string; subject: string; text_body: string } {
-  return { from: 'bench@example.com', to, subject: 'bench', text_body: `${'x'.repeat(76)}\n${'Lorem ipsum dolor sit amet. '.repeat(68)}` };
+  return {
+    from: 'bench@example.com',
+    to,
+    subject: 'bench',
+    text_body: `${'x'.repeat(76)}\n${'Lorem ipsum dolor sit amet. '.repeat(68)}`,
+  };
 }
 
 /**
@@ -58,8 +64,16 @@ export function rateLine(n: number, side: { label: string; seconds: number }): s
  * The lines both benchmarks report their timing in: each side's rate for `n` messages, and
  * posthaste's rate against Postfix's with the goal of 2.
  */
-export function againstPostfix(n: number, posthaste: { label: string; seconds: number }, postfix: { label: string; seconds: number }): string[] {
-  return [rateLine(n, posthaste), rateLine(n, postfix), `  ratio posthaste / Postfix  ${fmt(postfix.seconds / posthaste.seconds, 2)}  (goal >= 2.0)`];
+export function againstPostfix(
+  n: number,
+  posthaste: { label: string; seconds: number },
+  postfix: { label: string; seconds: number },
+): string[] {
+  return [
+    rateLine(n, posthaste),
+    rateLine(n, postfix),
+    `  ratio posthaste / Postfix  ${fmt(postfix.seconds / posthaste.seconds, 2)}  (goal >= 2.0)`,
+  ];
 }
 
 /**
@@ -93,7 +107,11 @@ export interface SinkRig {
  * `receiver` is false (the benchmark puts its own receiver there); `outbound`: more lines for the
  * daemon's [outbound] section.
  */
-export async function sinkRig(name: string, sinkPort: number, opts: { receiver?: boolean; outbound?: string[] } = {}): Promise<SinkRig> {
+export async function sinkRig(
+  name: string,
+  sinkPort: number,
+  opts: { receiver?: boolean; outbound?: string[] } = {},
+): Promise<SinkRig> {
   ensurePostfix();
   const dir = workDir(name);
   const sink: ChildProcess | null = opts.receiver === false ? null : startSink(sinkPort);

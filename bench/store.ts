@@ -4,13 +4,30 @@
 //   drain: N queued 2 KB messages delivered to a loopback smtp-sink by each (goal: PostgreSQL >= 0.7 x SQLite)
 //   claims: one claim of 1,000 with 1,000 and with 1,000,000 recipients queued on PostgreSQL (goal: flat)
 // Beside each PostgreSQL figure: the database server's own CPU (every process of the cluster).
-import { join } from 'node:path';
+
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
-import { spawnReady, stop, httpLoad, fmt, alternate, daemonArgs, memoryOf, memoryLine, processCpu, machineCpu, machineLine, type MachineCpu, fixedPort, workDir, type LoadResult } from './lib.js';
-import { sinkRig, queueMessages, benchMessage } from './sink-rig.js';
-import { startPgCluster, type PgCluster } from '../support/postgres.js';
 import { pgStore } from '../src/store/pg/index.js';
+import { type PgCluster, startPgCluster } from '../support/postgres.js';
+import {
+  alternate,
+  daemonArgs,
+  fixedPort,
+  fmt,
+  httpLoad,
+  type LoadResult,
+  type MachineCpu,
+  machineCpu,
+  machineLine,
+  memoryLine,
+  memoryOf,
+  processCpu,
+  spawnReady,
+  stop,
+  workDir,
+} from './lib.js';
+import { benchMessage, queueMessages, sinkRig } from './sink-rig.js';
 
 const N = Number(process.env.BENCH_STORE_N ?? 10_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -37,7 +54,10 @@ export function clusterCpu(c: PgCluster): number {
 }
 
 /** A PostgreSQL store with the default customer, a production key and the verified sender domain example.com. */
-export async function pgRig(cluster: PgCluster, name: string): Promise<{ url: string; key: { id: string; key: string } }> {
+export async function pgRig(
+  cluster: PgCluster,
+  name: string,
+): Promise<{ url: string; key: { id: string; key: string } }> {
   const admin = new pg.Client({ connectionString: cluster.url });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
@@ -48,7 +68,10 @@ export async function pgRig(cluster: PgCluster, name: string): Promise<{ url: st
   await s.admin.migrate(now);
   await s.customers.ensureDefault(now);
   const key = await s.keys.create({ customerId: 1, kind: 'production', name: 'bench', now });
-  await s.domains.setVerified((await s.domains.add({ customerId: 1, name: 'example.com', receiving: false, now })).id, now);
+  await s.domains.setVerified(
+    (await s.domains.add({ customerId: 1, name: 'example.com', receiving: false, now })).id,
+    now,
+  );
   await s.admin.close();
   return { url, key: { id: key.id, key: key.key } };
 }
@@ -73,11 +96,25 @@ export async function queuePg(url: string, apiKeyId: string, n: number): Promise
 async function accept(cluster: PgCluster): Promise<string[]> {
   const rig = await sinkRig('store-accept', SINK_PORT, { outbound: ['hold = true'] });
   const { url, key: pgKey } = await pgRig(cluster, 'bench_accept');
-  const body = JSON.stringify({ from: 'Shop <orders@example.com>', to: 'alice@example.org', subject: 'Your order #1234', text_body: 'Thank you for your order. '.repeat(60) });
+  const body = JSON.stringify({
+    from: 'Shop <orders@example.com>',
+    to: 'alice@example.org',
+    subject: 'Your order #1234',
+    text_body: 'Thank you for your order. '.repeat(60),
+  });
   const lite = await spawnReady(process.execPath, daemonArgs(rig.config), /API on http:\/\/127\.0\.0\.1:(\d+)/);
-  const pgDaemon = await spawnReady(process.execPath, daemonArgs(mergeConfig(rig.config, url, 'pg-accept')), /API on http:\/\/127\.0\.0\.1:(\d+)/);
+  const pgDaemon = await spawnReady(
+    process.execPath,
+    daemonArgs(mergeConfig(rig.config, url, 'pg-accept')),
+    /API on http:\/\/127\.0\.0\.1:(\d+)/,
+  );
   const load = (port: string, key: string, seconds: number) =>
-    httpLoad(`http://127.0.0.1:${port}/api/v1/emails`, { connections: 50, seconds, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
+    httpLoad(`http://127.0.0.1:${port}/api/v1/emails`, {
+      connections: 50,
+      seconds,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body,
+    });
   let runs: { anchor: LoadResult[]; subject: LoadResult[] };
   let dbCpu = 0;
   let liteCpu = 0;
@@ -94,7 +131,11 @@ async function accept(cluster: PgCluster): Promise<string[]> {
       const m0 = machineCpu();
       const r = await run();
       const m = machineCpu(m0);
-      machine[side] = { user: machine[side].user + m.user, kernel: machine[side].kernel + m.kernel, steal: machine[side].steal + m.steal };
+      machine[side] = {
+        user: machine[side].user + m.user,
+        kernel: machine[side].kernel + m.kernel,
+        steal: machine[side].steal + m.steal,
+      };
       return r;
     };
     runs = await alternate(
@@ -135,7 +176,10 @@ function perMessage(cpu: MachineCpu, n: number): MachineCpu {
 
 /** The SQLite rig's configuration with [store] url set (the same listeners on port 0, the same sink). */
 function mergeConfig(config: string, url: string, name: string): string {
-  const text = readFileSync(config, 'utf8').replace(/data_dir = "([^"]+)"/, (_m, d: string) => `data_dir = "${d}-${name}"`);
+  const text = readFileSync(config, 'utf8').replace(
+    /data_dir = "([^"]+)"/,
+    (_m, d: string) => `data_dir = "${d}-${name}"`,
+  );
   const path = config.replace(/\.toml$/, `-${name}.toml`);
   writeFileSync(path, `${text}[store]\nurl = "${url}"\npool_size = 10\n`);
   return path;
@@ -158,15 +202,21 @@ async function drain(cluster: PgCluster): Promise<string[]> {
   };
   try {
     queueMessages(rig.db, rig.key.id, N);
-    const liteLeft = rig.db.sqlite.prepare("SELECT COUNT(*) FROM recipients WHERE state IN ('queued', 'deferred')").pluck();
+    const liteLeft = rig.db.sqlite
+      .prepare("SELECT COUNT(*) FROM recipients WHERE state IN ('queued', 'deferred')")
+      .pluck();
     const lite = await timeIt(rig.config, async () => liteLeft.get() as number);
     await queuePg(url, pgKey.id, N);
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     const cpu0 = clusterCpu(cluster);
-    const pgSide = await timeIt(mergeConfig(rig.config, url, 'pg-drain'), async () => Number((await c.query("SELECT count(*) AS n FROM recipients WHERE state IN ('queued', 'deferred')")).rows[0].n));
+    const pgSide = await timeIt(mergeConfig(rig.config, url, 'pg-drain'), async () =>
+      Number((await c.query("SELECT count(*) AS n FROM recipients WHERE state IN ('queued', 'deferred')")).rows[0].n),
+    );
     const dbCpu = clusterCpu(cluster) - cpu0;
-    const delivered = Number((await c.query("SELECT count(*) AS n FROM recipients WHERE state = 'delivered'")).rows[0].n);
+    const delivered = Number(
+      (await c.query("SELECT count(*) AS n FROM recipients WHERE state = 'delivered'")).rows[0].n,
+    );
     await c.end();
     if (delivered !== N) throw new Error(`PostgreSQL delivered ${delivered} of ${N}`);
     return [
@@ -215,7 +265,12 @@ export async function benchStore(): Promise<{ lines: string[] }> {
       `  1,000,000 queued   ${fmt(large, 2)} ms per claim`,
       `  ratio large / small  ${fmt(large / small, 2)}  (goal: flat, about 1)`,
     );
-    return { lines: [`store: PostgreSQL ${(await serverVersion(cluster)) ?? ''} (private cluster, fsync on) beside SQLite, work dir ${workDir('store')}`, ...lines] };
+    return {
+      lines: [
+        `store: PostgreSQL ${(await serverVersion(cluster)) ?? ''} (private cluster, fsync on) beside SQLite, work dir ${workDir('store')}`,
+        ...lines,
+      ],
+    };
   } finally {
     cluster.remove();
   }

@@ -51,10 +51,19 @@ async function session(): Promise<void> {
   const c = new Connection(socket);
   expect(await c.replies(1), ['220'], 'greeting');
   expect(await c.replies(1, 'EHLO app.example.com\r\n'), ['250'], 'EHLO');
-  if (key) expect(await c.replies(1, `AUTH PLAIN ${Buffer.from(`\0posthaste\0${key}`).toString('base64')}\r\n`), ['235'], 'AUTH');
+  if (key)
+    expect(
+      await c.replies(1, `AUTH PLAIN ${Buffer.from(`\0posthaste\0${key}`).toString('base64')}\r\n`),
+      ['235'],
+      'AUTH',
+    );
   while (next < count) {
     const n = next++;
-    expect(await c.replies(3, `MAIL FROM:<app@app.example.com>\r\nRCPT TO:<rcpt${n}@sink.test>\r\nDATA\r\n`), ['250', '250', '354'], 'MAIL, RCPT, DATA');
+    expect(
+      await c.replies(3, `MAIL FROM:<app@app.example.com>\r\nRCPT TO:<rcpt${n}@sink.test>\r\nDATA\r\n`),
+      ['250', '250', '354'],
+      'MAIL, RCPT, DATA',
+    );
     expect(await c.replies(1, `${message(n)}.\r\n`), ['250'], 'end of DATA');
   }
   await c.replies(1, 'QUIT\r\n');

@@ -5,18 +5,35 @@
 // the same messages from the same client into its queue (queue file fsynced before 250; no AUTH,
 // Postfix lets loopback relay), the inbound benchmark's anchor. Four rounds each (BENCH_SUBMISSION_ROUNDS), alternating, after
 // an untimed warm-up of each.
-import { join } from 'node:path';
-import { writeFileSync } from 'node:fs';
+
 import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ROOT, workDir, spawnReady, stop, fmt, daemonArgs, idleMemory, memoryOf, memoryLine, settleDisk, diskLine, fixedPort, alternate, median, type DiskState } from './lib.js';
-import { ensurePostfix, heldRelay } from './postfix.js';
-import { TestDnsServer } from '../support/dns-server.js';
-import { openDb, migrate } from '../src/store/sqlite/db.js';
+import { promisify } from 'node:util';
 import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
-import { createKey } from '../src/store/sqlite/keys.js';
+import { migrate, openDb } from '../src/store/sqlite/db.js';
 import { addDomain, setVerified } from '../src/store/sqlite/domains.js';
+import { createKey } from '../src/store/sqlite/keys.js';
+import { TestDnsServer } from '../support/dns-server.js';
+import {
+  alternate,
+  type DiskState,
+  daemonArgs,
+  diskLine,
+  fixedPort,
+  fmt,
+  idleMemory,
+  median,
+  memoryLine,
+  memoryOf,
+  ROOT,
+  settleDisk,
+  spawnReady,
+  stop,
+  workDir,
+} from './lib.js';
+import { ensurePostfix, heldRelay } from './postfix.js';
 
 const N = Number(process.env.BENCH_SUBMISSION_N ?? 4000);
 const SESSIONS = 20;
@@ -31,9 +48,19 @@ const RELAY_PORT = fixedPort(24027);
 
 /** The load generator against 127.0.0.1:port (with AUTH when a key is given): messages per second. */
 async function load(port: number, key?: string, count = N): Promise<number> {
-  const { stdout } = await promisify(execFile)(process.execPath, [join(ROOT, 'dist/bench/submission-client.js'), String(port), String(count), String(SESSIONS), ...(key ? [key] : [])], {
-    timeout: 600_000,
-  });
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [
+      join(ROOT, 'dist/bench/submission-client.js'),
+      String(port),
+      String(count),
+      String(SESSIONS),
+      ...(key ? [key] : []),
+    ],
+    {
+      timeout: 600_000,
+    },
+  );
   const rate = /RATE (\S+)/.exec(stdout);
   if (!rate) throw new Error(`submission-client said: ${stdout}`);
   return Number(rate[1]);
@@ -49,7 +76,11 @@ export async function benchSubmission(): Promise<{ lines: string[] }> {
     migrate(db, Date.now());
     ensureDefaultCustomer(db, Date.now());
     const key = createKey(db, { customerId: 1, kind: 'production', name: 'bench', now: Date.now() }).key;
-    setVerified(db, addDomain(db, { customerId: 1, name: 'example.com', receiving: false, now: Date.now() }).id, Date.now());
+    setVerified(
+      db,
+      addDomain(db, { customerId: 1, name: 'example.com', receiving: false, now: Date.now() }).id,
+      Date.now(),
+    );
     const stored = db.sqlite.prepare('SELECT COUNT(*) FROM messages').pluck();
     const config = join(dir, 'posthaste.toml');
     // Outbound held, as Postfix's is: every message stays queued.
@@ -58,7 +89,11 @@ export async function benchSubmission(): Promise<{ lines: string[] }> {
       `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n` +
         `[submission]\nlisten = "127.0.0.1:${SUBMISSION_PORT}"\nallow_plaintext_auth_on_loopback = true\n[outbound]\nhold = true\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
     );
-    const ph = await spawnReady(process.execPath, daemonArgs(config, join(dir, 'prof')), /submission on 127\.0\.0\.1:(\d+)/);
+    const ph = await spawnReady(
+      process.execPath,
+      daemonArgs(config, join(dir, 'prof')),
+      /submission on 127\.0\.0\.1:(\d+)/,
+    );
     const pf = heldRelay(join(dir, 'postfix'), POSTFIX_PORT, RELAY_PORT).start();
     let rates: { anchor: number[]; subject: number[] };
     const disk: { ph?: DiskState; pf?: DiskState } = {};

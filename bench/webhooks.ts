@@ -7,17 +7,29 @@
 // runs throughout, and each of its rounds is a batch of events written to the outbox, timed until
 // the last one's attempt is logged. So JIT warm-up and changes in the machine's speed during the
 // run fall on both sides alike.
-import { join } from 'node:path';
+
 import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { ROOT, workDir, spawnReady, stop, fmt, alternate, daemonArgs, idleMemory, memoryOf, memoryLine } from './lib.js';
-import { openDb, migrate } from '../src/store/sqlite/db.js';
 import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
+import { migrate, openDb } from '../src/store/sqlite/db.js';
 import { recordEvent } from '../src/store/sqlite/events.js';
 import { createEndpoint } from '../src/store/sqlite/webhooks.js';
 import { newSecret } from '../src/webhooks/sign.js';
 import { TestDnsServer } from '../support/dns-server.js';
+import {
+  alternate,
+  daemonArgs,
+  fmt,
+  idleMemory,
+  memoryLine,
+  memoryOf,
+  ROOT,
+  spawnReady,
+  stop,
+  workDir,
+} from './lib.js';
 
 /** Events per round, and measured rounds per side (at least 10,000 events in all per side). */
 const ROUND_N = Number(process.env.BENCH_WEBHOOKS_N ?? 10_000);
@@ -36,7 +48,15 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
     id: 'msg_x',
     type: 'email.delivered',
     timestamp: new Date().toISOString(),
-    data: { email_id: 1, message_id: 'x@example.com', recipient: 'a@example.org', response: { code: 250, enhanced_code: '2.0.0', message: 'OK queued' }, mx: 'mx.example.org', tls: true, attempt: 1 },
+    data: {
+      email_id: 1,
+      message_id: 'x@example.com',
+      recipient: 'a@example.org',
+      response: { code: 250, enhanced_code: '2.0.0', message: 'OK queued' },
+      mx: 'mx.example.org',
+      tls: true,
+      attempt: 1,
+    },
   });
   const data = JSON.parse(sample).data as Record<string, unknown>;
 
@@ -71,7 +91,12 @@ export async function benchWebhooks(): Promise<{ lines: string[] }> {
       Array.from({ length: CONCURRENCY }, async () => {
         while (sent < n) {
           sent++;
-          const r = await pool.request({ path: '/hook', method: 'POST', headers: { 'content-type': 'application/json' }, body: sample });
+          const r = await pool.request({
+            path: '/hook',
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: sample,
+          });
           await r.body.dump();
         }
       }),

@@ -1,34 +1,34 @@
+import type { Resolver } from 'node:dns/promises';
+import { readFileSync } from 'node:fs';
+import type { SMTPServer } from 'smtp-server';
+import type { Lifecycle } from './api/deps.js';
+import type { ClusterNode } from './cluster/node.js';
+import { configWarnings } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { inboundSettings, outboundSettings, sendSettings, submissionSettings } from './config/settings.js';
-import { openStore, lockDataDir, type DataDirLock } from './store/open.js';
-import type { Store } from './store/store.js';
-import { configWarnings } from './config/load.js';
-import { systemClock, type Clock } from './lib/clock.js';
+import { joinCluster } from './daemon/cluster.js';
+import { type Ctx, type Settings, startSettings } from './daemon/context.js';
+import { buildListeners } from './daemon/listeners.js';
+import { type Loops, startLoops } from './daemon/loops.js';
+import { buildMetrics } from './daemon/metrics.js';
+import { buildOutbound } from './daemon/outbound.js';
+import { scheduleRetention } from './daemon/retention.js';
+import { prepareStore, RETURN_PATH_SECRET } from './daemon/store.js';
+import { buildWebhooks } from './daemon/webhooks.js';
+import { type Clock, systemClock } from './lib/clock.js';
 import { createResolver } from './lib/dns.js';
+import { bindListeners, checkListen, closeListeners, type Listeners, listenSpecs } from './lib/listen.js';
 import type { Logger } from './lib/logger.js';
-import type { Metrics } from './lib/metrics.js';
 import { MemoryBudget } from './lib/memory-budget.js';
-import { bindListeners, checkListen, closeListeners, listenSpecs, type Listeners } from './lib/listen.js';
-import type { Lifecycle } from './api/deps.js';
-import type { RelayOptions } from './outbound/smtp.js';
+import type { Metrics } from './lib/metrics.js';
 import { relayOptions } from './outbound/relay.js';
 import type { Scheduler } from './outbound/scheduler.js';
 import type { SignerPool } from './outbound/signer.js';
+import type { RelayOptions } from './outbound/smtp.js';
+import { type DataDirLock, lockDataDir, openStore } from './store/open.js';
+import type { Store } from './store/store.js';
 import type { Dispatcher } from './webhooks/dispatcher.js';
 import type { WebhookService } from './webhooks/service.js';
-import type { ClusterNode } from './cluster/node.js';
-import { readFileSync } from 'node:fs';
-import type { Resolver } from 'node:dns/promises';
-import type { SMTPServer } from 'smtp-server';
-import { startSettings, type Ctx, type Settings } from './daemon/context.js';
-import { prepareStore, RETURN_PATH_SECRET } from './daemon/store.js';
-import { joinCluster } from './daemon/cluster.js';
-import { buildMetrics } from './daemon/metrics.js';
-import { buildWebhooks } from './daemon/webhooks.js';
-import { buildOutbound } from './daemon/outbound.js';
-import { scheduleRetention } from './daemon/retention.js';
-import { buildListeners } from './daemon/listeners.js';
-import { startLoops, type Loops } from './daemon/loops.js';
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
@@ -95,23 +95,46 @@ export const RELOADERS: readonly Reloader[] = [
     apply: (next, changed, { settings, listener }) => {
       // The new certificate first (a file that cannot be read leaves everything as it was), then
       // the settings the listener reads per connection, STARTTLS offered or not among them.
-      if ((changed.has('smtp.tls.cert') || changed.has('smtp.tls.key')) && next.smtp['tls.cert'] && next.smtp['tls.key'])
-        listener.updateSecureContext({ key: readFileSync(next.smtp['tls.key']), cert: readFileSync(next.smtp['tls.cert']) });
+      if (
+        (changed.has('smtp.tls.cert') || changed.has('smtp.tls.key')) &&
+        next.smtp['tls.cert'] &&
+        next.smtp['tls.key']
+      )
+        listener.updateSecureContext({
+          key: readFileSync(next.smtp['tls.key']),
+          cert: readFileSync(next.smtp['tls.cert']),
+        });
       settings.inbound.current = inboundSettings(next);
     },
   },
   {
     part: 'outbound',
-    keys: ['outbound.concurrency_per_domain', 'outbound.messages_per_connection', 'outbound.messages_per_minute', 'outbound.destination_limits', 'outbound.hold', ...BOUNCES],
+    keys: [
+      'outbound.concurrency_per_domain',
+      'outbound.messages_per_connection',
+      'outbound.messages_per_minute',
+      'outbound.destination_limits',
+      'outbound.hold',
+      ...BOUNCES,
+    ],
     apply: (next, changed, { settings, scheduler, log }) => {
       settings.outbound.current = outboundSettings(next);
       if (changed.has('outbound.hold')) {
-        log.warn({ hold: next.outbound.hold }, next.outbound.hold ? 'outbound queue held: nothing is sent until outbound.hold = false' : 'outbound queue released');
+        log.warn(
+          { hold: next.outbound.hold },
+          next.outbound.hold
+            ? 'outbound queue held: nothing is sent until outbound.hold = false'
+            : 'outbound queue released',
+        );
         scheduler.kick();
       }
     },
   },
-  { part: 'send API', keys: ['limits.max_recipients', 'limits.idempotency_ttl'], apply: (next, _, { settings }) => void (settings.send.current = sendSettings(next)) },
+  {
+    part: 'send API',
+    keys: ['limits.max_recipients', 'limits.idempotency_ttl'],
+    apply: (next, _, { settings }) => void (settings.send.current = sendSettings(next)),
+  },
   {
     part: 'submission',
     keys: ['submission.tls.cert', 'submission.tls.key'],
@@ -170,7 +193,10 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   await checkListen(listenSpecs(config));
   const ctx: Ctx = { config, log, clock: opts.clock ?? systemClock, settings: startSettings(config) };
   const relay = relayOptions(config); // before anything opens: a relay user without a password stops the start
-  const store = openStore(config, { daemon: true, applicationName: `posthaste ${config.server.node_name} ${process.pid}` });
+  const store = openStore(config, {
+    daemon: true,
+    applicationName: `posthaste ${config.server.node_name} ${process.pid}`,
+  });
   // The loops, once they exist: a node whose heartbeat comes back claims at once, and work freed from dead nodes is claimed at once, here or on another node.
   const wake: { fn: () => void } = { fn: () => undefined };
   const node = await openNode(ctx, store, () => wake.fn());
@@ -185,16 +211,33 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   const listeners = buildListeners(ctx, { store, lifecycle, ...services });
   const bound = await bindOrUnwind(ctx, store, node, services, listeners);
   const { smtp, apiUrl, dashboardUrl, metricsUrl } = bound;
-  const submissionAt = Object.fromEntries(Object.entries(bound.submission).map(([key, a]) => [key, `${a.host}:${a.port}`]));
+  const submissionAt = Object.fromEntries(
+    Object.entries(bound.submission).map(([key, a]) => [key, `${a.host}:${a.port}`]),
+  );
   up.listeners = true;
   const loops = await startLoops(ctx, store, node, services, !!opts.manualDelivery);
   log.info(
-    { api: apiUrl, smtp: `${smtp.host}:${smtp.port}`, submission: submissionAt, dashboard: dashboardUrl, metrics: metricsUrl, data_dir: config.server.data_dir, node_id: node.id },
+    {
+      api: apiUrl,
+      smtp: `${smtp.host}:${smtp.port}`,
+      submission: submissionAt,
+      dashboard: dashboardUrl,
+      metrics: metricsUrl,
+      data_dir: config.server.data_dir,
+      node_id: node.id,
+    },
     'posthaste is running',
   );
 
   const { scheduler, dispatcher } = services;
-  const reloadParts: ReloadParts = { log, settings: ctx.settings, store, scheduler, listener: listeners.smtp, submission: listeners.submission.map((l) => l.server) };
+  const reloadParts: ReloadParts = {
+    log,
+    settings: ctx.settings,
+    store,
+    scheduler,
+    listener: listeners.smtp,
+    submission: listeners.submission.map((l) => l.server),
+  };
   return {
     apiUrl,
     dashboardUrl,
@@ -205,7 +248,19 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     dispatcher,
     node: { id: node.id, name: config.server.node_name },
     reload: reloader(config, log, reloadParts),
-    stop: () => stopDaemon({ ctx, store, node, lock, services, listeners, lifecycle, up, loops, manualDelivery: !!opts.manualDelivery }),
+    stop: () =>
+      stopDaemon({
+        ctx,
+        store,
+        node,
+        lock,
+        services,
+        listeners,
+        lifecycle,
+        up,
+        loops,
+        manualDelivery: !!opts.manualDelivery,
+      }),
   };
 }
 
@@ -265,7 +320,13 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
 }
 
 /** Step: every listener bound; when one cannot be, what started is stopped again and the start fails. */
-async function bindOrUnwind({ config, log }: Ctx, store: Store, node: ClusterNode, services: Services, listeners: Listeners): Promise<Awaited<ReturnType<typeof bindListeners>>> {
+async function bindOrUnwind(
+  { config, log }: Ctx,
+  store: Store,
+  node: ClusterNode,
+  services: Services,
+  listeners: Listeners,
+): Promise<Awaited<ReturnType<typeof bindListeners>>> {
   try {
     return await bindListeners(config, log, listeners);
   } catch (e) {
@@ -292,7 +353,18 @@ interface Running {
 }
 
 /** Stop, in order: listeners, schedule and wakeups, the loops (with a grace), the node's claims, the threads and clients, the store, the lock. */
-async function stopDaemon({ ctx, store, node, lock, services, listeners, lifecycle, up, loops, manualDelivery }: Running): Promise<void> {
+async function stopDaemon({
+  ctx,
+  store,
+  node,
+  lock,
+  services,
+  listeners,
+  lifecycle,
+  up,
+  loops,
+  manualDelivery,
+}: Running): Promise<void> {
   lifecycle.shuttingDown = true;
   await closeListeners(listeners);
   up.listeners = false;
@@ -303,7 +375,10 @@ async function stopDaemon({ ctx, store, node, lock, services, listeners, lifecyc
     Promise.all([loops.delivery, loops.dispatching]).then(() => false),
     new Promise<boolean>((resolve) => setTimeout(() => resolve(true), INFLIGHT_GRACE_MS).unref()),
   ]);
-  if (abandoned) ctx.log.warn('in-flight deliveries or webhook attempts abandoned at shutdown; their claims are released as the node leaves');
+  if (abandoned)
+    ctx.log.warn(
+      'in-flight deliveries or webhook attempts abandoned at shutdown; their claims are released as the node leaves',
+    );
   if (manualDelivery) {
     await services.scheduler.stop();
     await services.dispatcher.resign();
@@ -318,7 +393,11 @@ async function stopDaemon({ ctx, store, node, lock, services, listeners, lifecyc
 }
 
 /** SIGHUP's reload: the changed keys found against what runs, the reloadable ones applied part by part (RELOADERS), the rest named as needing a restart. */
-function reloader(config: Config, log: Logger, parts: ReloadParts): (next: Config) => { applied: string[]; restart_needed: string[] } {
+function reloader(
+  config: Config,
+  log: Logger,
+  parts: ReloadParts,
+): (next: Config) => { applied: string[]; restart_needed: string[] } {
   // Each key's running value ("section.key" → JSON): the configuration as started, with what reloads applied.
   const running = flatConfig(config);
   return (next) => {

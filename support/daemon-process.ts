@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -33,15 +33,23 @@ export interface DaemonProcess {
  * each, 45 MB in all for the daemon's four isolates), so memory is measured without it. `env -u`
  * removes it after tap has rewritten the environment.
  */
-export function spawnDaemon(configPath: string, env: NodeJS.ProcessEnv = {}, opts: { bare?: boolean } = {}): Promise<DaemonProcess> {
+export function spawnDaemon(
+  configPath: string,
+  env: NodeJS.ProcessEnv = {},
+  opts: { bare?: boolean } = {},
+): Promise<DaemonProcess> {
   const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSTHASTE_')));
   const args = [...nodeFlags(), BIN, '--config', configPath, 'serve'];
-  const [command, argv] = opts.bare ? ['/usr/bin/env', ['-u', 'NODE_OPTIONS', process.execPath, ...args]] : [process.execPath, args];
+  const [command, argv] = opts.bare
+    ? ['/usr/bin/env', ['-u', 'NODE_OPTIONS', process.execPath, ...args]]
+    : [process.execPath, args];
   const child = spawn(command, argv, { env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d.toString()));
   child.stderr!.on('data', (d) => (out += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   return new Promise((resolve, reject) => {
     // Generous for a loaded machine (migrations, four isolates starting); a start that fails ends sooner, through `exited`.
     const timer = setTimeout(() => reject(new Error(`daemon did not start: ${out}`)), 60_000);
@@ -53,7 +61,14 @@ export function spawnDaemon(configPath: string, env: NodeJS.ProcessEnv = {}, opt
         child.stdout!.off('data', check);
         child.stderr!.off('data', check);
         const submission = /submission on [\d.]+:(\d+)/.exec(out);
-        resolve({ child, apiUrl: api[1]!, smtpPort: Number(smtp[1]), submissionPort: submission ? Number(submission[1]) : undefined, output: () => out, exited });
+        resolve({
+          child,
+          apiUrl: api[1]!,
+          smtpPort: Number(smtp[1]),
+          submissionPort: submission ? Number(submission[1]) : undefined,
+          output: () => out,
+          exited,
+        });
       }
     };
     child.stdout!.on('data', check);

@@ -66,19 +66,28 @@ export class TestDnsServer {
     const answers: dnsPacket.Answer[] = [];
     if (records) {
       const ttl = 60;
-      if (q.type === 'TXT') for (const t of records.TXT ?? []) answers.push({ type: 'TXT', name: q.name, ttl, data: Array.isArray(t) ? t : chunk(t) });
+      if (q.type === 'TXT')
+        for (const t of records.TXT ?? [])
+          answers.push({ type: 'TXT', name: q.name, ttl, data: Array.isArray(t) ? t : chunk(t) });
       if (q.type === 'MX') for (const m of records.MX ?? []) answers.push({ type: 'MX', name: q.name, ttl, data: m });
       if (q.type === 'A') for (const a of records.A ?? []) answers.push({ type: 'A', name: q.name, ttl, data: a });
-      if (q.type === 'AAAA') for (const a of records.AAAA ?? []) answers.push({ type: 'AAAA', name: q.name, ttl, data: a });
-      if (q.type === 'TLSA') for (const r of records.TLSA ?? []) answers.push({ type: 'TLSA', name: q.name, ttl, data: r });
+      if (q.type === 'AAAA')
+        for (const a of records.AAAA ?? []) answers.push({ type: 'AAAA', name: q.name, ttl, data: a });
+      if (q.type === 'TLSA')
+        for (const r of records.TLSA ?? []) answers.push({ type: 'TLSA', name: q.name, ttl, data: r });
     }
     const rcode = failure === 'SERVFAIL' ? 'SERVFAIL' : records ? 'NOERROR' : 'NXDOMAIN';
     const asked = query.flag_ad || (query.additionals ?? []).some((a) => a.type === 'OPT' && a.flag_do);
-    const validated = asked && rcode !== 'SERVFAIL' && [...this.signed].some((apex) => name === apex || name.endsWith(`.${apex}`));
+    const validated =
+      asked && rcode !== 'SERVFAIL' && [...this.signed].some((apex) => name === apex || name.endsWith(`.${apex}`));
     const response = dnsPacket.encode({
       id: query.id,
       type: 'response',
-      flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | (validated ? dnsPacket.AUTHENTIC_DATA : 0) | rcodeFlag(rcode),
+      flags:
+        dnsPacket.RECURSION_DESIRED |
+        dnsPacket.RECURSION_AVAILABLE |
+        (validated ? dnsPacket.AUTHENTIC_DATA : 0) |
+        rcodeFlag(rcode),
       questions: query.questions,
       answers,
     });
@@ -104,6 +113,7 @@ function chunk(s: string): string[] {
 /** The strings of TXT data as a zone file writes it (`"a" "b"`, with \" and \\ escapes): what a server loaded from that file serves. */
 export function zoneStrings(value: string): string[] {
   const strings = [...value.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!.replace(/\\(.)/g, '$1'));
-  if (strings.length === 0 || value.replace(/"((?:[^"\\]|\\.)*)"/g, '').trim() !== '') throw new Error(`not zone-file TXT data: ${value}`);
+  if (strings.length === 0 || value.replace(/"((?:[^"\\]|\\.)*)"/g, '').trim() !== '')
+    throw new Error(`not zone-file TXT data: ${value}`);
   return strings;
 }

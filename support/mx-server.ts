@@ -9,7 +9,10 @@ export interface ReceivedMessage {
 }
 
 /** What the remote MX answers for one recipient on one attempt: 250 unless a code is given. */
-export type RcptScript = (rcpt: string, attempt: number) => { rcpt?: [number, string]; data?: [number, string] } | undefined;
+export type RcptScript = (
+  rcpt: string,
+  attempt: number,
+) => { rcpt?: [number, string]; data?: [number, string] } | undefined;
 
 /**
  * A real SMTP server on loopback playing a remote MX (smtp-server, STARTTLS with its built-in
@@ -65,7 +68,12 @@ export class TestMx {
           const to = session.envelope.rcptTo.map((r) => r.address.toLowerCase());
           const answer = this.script(to[0]!, this.attempts.get(to[0]!) ?? 1)?.data;
           if (answer) return cb(Object.assign(new Error(answer[1]), { responseCode: answer[0] }));
-          this.received.push({ from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', to, data: Buffer.concat(chunks), secure: session.secure });
+          this.received.push({
+            from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+            to,
+            data: Buffer.concat(chunks),
+            secure: session.secure,
+          });
           const hold = this.holdData(to[0]!) ?? Promise.resolve();
           void hold.then(() => setTimeout(() => cb(null, 'Ok: queued as TEST'), this.dataDelayMs));
         });

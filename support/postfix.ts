@@ -84,7 +84,9 @@ export class PostfixPeer {
   private postfix(args: string): void {
     // postfix(1) reports startup errors only to syslog or a terminal: `script` gives it one, and
     // passes its exit status on (-e), so that a failure is an error saying what Postfix said.
-    const r = spawnSync('script', ['-qec', `/usr/sbin/postfix -c ${this.o.dir} ${args}`, '/dev/null'], { encoding: 'utf8' });
+    const r = spawnSync('script', ['-qec', `/usr/sbin/postfix -c ${this.o.dir} ${args}`, '/dev/null'], {
+      encoding: 'utf8',
+    });
     if (r.status !== 0) {
       const said = `${r.stdout ?? ''}`.split(/\r?\n/).filter((l) => l && !l.includes('warning:'));
       throw new Error(`postfix ${args} (${this.o.dir}) exited ${r.status}: ${said.slice(-5).join(' | ')}`);
@@ -98,7 +100,10 @@ export class PostfixPeer {
   start(): this {
     const { dir, mailboxes, tls } = this.o;
     for (const d of ['queue', 'data', 'mail']) mkdirSync(join(dir, d), { recursive: true });
-    copyFileSync(existsSync('/etc/postfix/master.cf') ? '/etc/postfix/master.cf' : '/usr/share/postfix/master.cf.dist', join(dir, 'master.cf'));
+    copyFileSync(
+      existsSync('/etc/postfix/master.cf') ? '/etc/postfix/master.cf' : '/usr/share/postfix/master.cf.dist',
+      join(dir, 'master.cf'),
+    );
     chownSync(join(dir, 'data'), Number(execFileSync('id', ['-u', 'postfix']).toString().trim()), -1);
     const lines = [
       'compatibility_level = 3.6',
@@ -136,7 +141,12 @@ export class PostfixPeer {
     if (tls) {
       copyFileSync(tls.cert, join(dir, 'cert.pem'));
       copyFileSync(tls.key, join(dir, 'key.pem'));
-      lines.push('smtpd_tls_security_level = may', `smtpd_tls_cert_file = ${dir}/cert.pem`, `smtpd_tls_key_file = ${dir}/key.pem`, 'smtpd_tls_received_header = yes');
+      lines.push(
+        'smtpd_tls_security_level = may',
+        `smtpd_tls_cert_file = ${dir}/cert.pem`,
+        `smtpd_tls_key_file = ${dir}/key.pem`,
+        'smtpd_tls_received_header = yes',
+      );
     } else {
       lines.push('smtpd_tls_security_level = none');
     }

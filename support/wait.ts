@@ -10,7 +10,12 @@ export const WAIT_MS = 30_000;
  * Waiting in tests: for a condition, never for a guessed time. `waitFor` polls until the probe
  * gives a value (anything but undefined, null or false) and fails naming what it waited for.
  */
-export async function waitFor<T>(what: string, probe: () => T | undefined | null | false | Promise<T | undefined | null | false>, ms = WAIT_MS, everyMs = 10): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  ms = WAIT_MS,
+  everyMs = 10,
+): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await probe();

@@ -10,7 +10,8 @@
 import { spawnSync } from 'node:child_process';
 import { startSharedCluster, stopSharedCluster } from '../support/postgres.js';
 
-const tap = (args: string[], env: NodeJS.ProcessEnv = {}) => spawnSync('npx', ['tap', ...args], { stdio: 'inherit', env: { ...process.env, ...env } }).status ?? 1;
+const tap = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+  spawnSync('npx', ['tap', ...args], { stdio: 'inherit', env: { ...process.env, ...env } }).status ?? 1;
 const COVERAGE = ['--no-disable-coverage', '--allow-incomplete-coverage', '--coverage-report=text-summary'];
 
 await startSharedCluster();

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
-import type { ApiKeyInfo } from '../store/model.js';
 import type { AuthCache } from '../store/auth-cache.js';
+import type { ApiKeyInfo } from '../store/model.js';
 import './request-fields.js';
 
 /**
@@ -10,11 +10,20 @@ import './request-fields.js';
  * first, so a revocation is refused on the next request; unchecked is for the send path, whose
  * commit re-verifies the key (send-gate.ts).
  */
-export async function authenticateRequest(auth: AuthCache, request: FastifyRequest, checked = true): Promise<ApiKeyInfo> {
+export async function authenticateRequest(
+  auth: AuthCache,
+  request: FastifyRequest,
+  checked = true,
+): Promise<ApiKeyInfo> {
   const header = request.headers.authorization;
-  if (!header) throw new ApiError('unauthorized', 'Missing Authorization header; send "Authorization: Bearer <API key>" (or "Token <API key>").');
+  if (!header)
+    throw new ApiError(
+      'unauthorized',
+      'Missing Authorization header; send "Authorization: Bearer <API key>" (or "Token <API key>").',
+    );
   const m = /^(?:Token|Bearer)[ \t]+(\S+)[ \t]*$/i.exec(header);
-  if (!m) throw new ApiError('unauthorized', 'The Authorization header is not "Bearer <API key>" or "Token <API key>".');
+  if (!m)
+    throw new ApiError('unauthorized', 'The Authorization header is not "Bearer <API key>" or "Token <API key>".');
   const key = await auth.key(m[1]!, checked);
   if (!key) throw unauthorized();
   return key;

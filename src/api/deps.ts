@@ -1,12 +1,12 @@
-import type { Store } from '../store/store.js';
-import type { AuthCache } from '../store/auth-cache.js';
-import type { WebhookService } from '../webhooks/service.js';
-import type { Metrics } from '../lib/metrics.js';
 import type { Config } from '../config/schema.js';
 import type { Live, SendSettings } from '../config/settings.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { MemoryBudget } from '../lib/memory-budget.js';
+import type { Metrics } from '../lib/metrics.js';
+import type { AuthCache } from '../store/auth-cache.js';
+import type { Store } from '../store/store.js';
+import type { WebhookService } from '../webhooks/service.js';
 
 /** Everything the HTTP API needs, passed in by the composition root (or a test). */
 export interface ApiDeps {

@@ -1,8 +1,8 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
-import { isStoreUnavailable } from '../store/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { Metrics } from '../lib/metrics.js';
+import { isStoreUnavailable } from '../store/errors.js';
 import type { SendGate } from './send-gate.js';
 
 /** Fastify's own errors, mapped once to the error table (docs/api.md, Errors). */
@@ -30,7 +30,10 @@ function fromFastify(e: FastifyError): ApiError | undefined {
  * client can do it, so it is counted and logged at debug, never at error.
  */
 function clientAborted(error: FastifyError, request: FastifyRequest): boolean {
-  return (error as { code?: string }).code === 'ECONNRESET' && (request.raw.destroyed || request.raw.socket?.destroyed === true);
+  return (
+    (error as { code?: string }).code === 'ECONNRESET' &&
+    (request.raw.destroyed || request.raw.socket?.destroyed === true)
+  );
 }
 
 export function installErrorHandlers(app: FastifyInstance, log: Logger, gate: SendGate, metrics?: Metrics): void {
@@ -43,8 +46,14 @@ export function installErrorHandlers(app: FastifyInstance, log: Logger, gate: Se
     // A key taken from the cache unchecked may have been revoked since: that answer comes first.
     let api = await gate.refusalFirst(request, error instanceof ApiError ? error : fromFastify(error));
     if (!api && isStoreUnavailable(error)) {
-      log.error({ err: { code: (error as { code?: string }).code, message: error.message } }, 'store unavailable: request refused with 503');
-      api = new ApiError('store_unavailable', 'The store cannot be reached or cannot write right now; the request was not accepted. Retry later.');
+      log.error(
+        { err: { code: (error as { code?: string }).code, message: error.message } },
+        'store unavailable: request refused with 503',
+      );
+      api = new ApiError(
+        'store_unavailable',
+        'The store cannot be reached or cannot write right now; the request was not accepted. Retry later.',
+      );
     }
     if (!api) {
       log.error({ err: error, url: request.url, method: request.method }, 'unhandled API error');

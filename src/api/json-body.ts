@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
-import { invalidUtf8Offset } from '../lib/utf8.js';
 import { LARGE_MESSAGE_BYTES } from '../lib/memory-budget.js';
-import { BATCH_ROUTE } from './routes/emails.js';
+import { invalidUtf8Offset } from '../lib/utf8.js';
 import { describeJsonSyntaxError, findJsonSyntaxError } from './json-syntax.js';
+import { BATCH_ROUTE } from './routes/emails.js';
 
 /**
  * Reads a request body into one Buffer, at most `limit` bytes. When the body is large and its
@@ -13,7 +13,12 @@ import { describeJsonSyntaxError, findJsonSyntaxError } from './json-syntax.js';
  * go: a 30 MiB body is held once while it is read, not as a list of chunks and their
  * concatenation (fastify's own reader). Callback style: every request of the send path runs it.
  */
-export function readBody(payload: Readable, contentLength: string | undefined, limit: number, done: (e: Error | null, body?: Buffer) => void): void {
+export function readBody(
+  payload: Readable,
+  contentLength: string | undefined,
+  limit: number,
+  done: (e: Error | null, body?: Buffer) => void,
+): void {
   const announced = contentLength === undefined ? NaN : Number(contentLength);
   if (announced > limit) {
     done(tooLarge());
@@ -49,7 +54,8 @@ export function readBody(payload: Readable, contentLength: string | undefined, l
 }
 
 const tooLarge = () => new ApiError('payload_too_large', 'The request body is larger than the limit.');
-const wrongLength = () => new ApiError('invalid_json', 'The request body is not as long as its Content-Length header says.');
+const wrongLength = () =>
+  new ApiError('invalid_json', 'The request body is not as long as its Content-Length header says.');
 
 /**
  * The body as a JSON object, or the reason it is not one. JSON is UTF-8 (RFC 8259 8.1): a bad
@@ -59,7 +65,11 @@ const wrongLength = () => new ApiError('invalid_json', 'The request body is not 
  */
 export function parseJsonBody(request: FastifyRequest, raw: Buffer): Record<string, unknown> | unknown[] | ApiError {
   const bad = invalidUtf8Offset(raw);
-  if (bad !== -1) return new ApiError('invalid_json', `The request body is not UTF-8 (RFC 8259): a malformed sequence starts at byte offset ${bad} (0x${raw[bad]!.toString(16).padStart(2, '0')}).`);
+  if (bad !== -1)
+    return new ApiError(
+      'invalid_json',
+      `The request body is not UTF-8 (RFC 8259): a malformed sequence starts at byte offset ${bad} (0x${raw[bad]!.toString(16).padStart(2, '0')}).`,
+    );
   let value: unknown;
   const text = raw.toString('utf8');
   try {
@@ -70,7 +80,10 @@ export function parseJsonBody(request: FastifyRequest, raw: Buffer): Record<stri
   // An array only where one is asked for (a batch); everywhere else an object.
   const wantsArray = request.routeOptions.url === BATCH_ROUTE;
   if (value === null || typeof value !== 'object' || Array.isArray(value) !== wantsArray)
-    return new ApiError('invalid_json', wantsArray ? 'The request body must be a JSON array of messages.' : 'The request body must be a JSON object.');
+    return new ApiError(
+      'invalid_json',
+      wantsArray ? 'The request body must be a JSON array of messages.' : 'The request body must be a JSON object.',
+    );
   if (request.headers['idempotency-key'] !== undefined) request.bodyHash = hashBody(raw);
   if (raw.length >= LARGE_MESSAGE_BYTES) request.rawBody = raw;
   else request.rawText = text;

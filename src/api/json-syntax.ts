@@ -52,7 +52,8 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
       stack.pop();
       want = afterValue();
     } else if (want === 'key' || want === 'key_or_close') {
-      if (c !== '"') return fail(want === 'key' ? 'a property name in double quotes' : "a property name in double quotes or '}'");
+      if (c !== '"')
+        return fail(want === 'key' ? 'a property name in double quotes' : "a property name in double quotes or '}'");
       const end = scanString(text, i);
       if (typeof end !== 'number') return end;
       i = end;
@@ -64,7 +65,12 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
         want = c === '{' ? 'key_or_close' : 'value_or_close';
         continue;
       }
-      const end = c === '"' ? scanString(text, i) : c === '-' || (c !== undefined && c >= '0' && c <= '9') ? scanNumber(text, i) : scanLiteral(text, i);
+      const end =
+        c === '"'
+          ? scanString(text, i)
+          : c === '-' || (c !== undefined && c >= '0' && c <= '9')
+            ? scanNumber(text, i)
+            : scanLiteral(text, i);
       if (typeof end !== 'number') return end;
       i = end;
       want = afterValue();
@@ -77,11 +83,13 @@ function scanString(text: string, start: number): number | JsonSyntaxError {
   for (let i = start + 1; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) return i + 1;
-    if (c < 0x20) return locate(text, i, 'no control character inside a string (write it as an escape such as \\n or \\u0000)');
+    if (c < 0x20)
+      return locate(text, i, 'no control character inside a string (write it as an escape such as \\n or \\u0000)');
     if (c === 0x5c) {
       const e = text[i + 1];
       if (e === 'u') {
-        if (!/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) return locate(text, i, 'four hexadecimal digits after \\u');
+        if (!/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6)))
+          return locate(text, i, 'four hexadecimal digits after \\u');
         i += 5;
       } else if (e !== undefined && ESCAPES.has(e)) i++;
       else return locate(text, i, 'an escape of \\" \\\\ \\/ \\b \\f \\n \\r \\t or \\uXXXX');
@@ -98,7 +106,8 @@ function scanNumber(text: string, start: number): number | JsonSyntaxError {
   if (!found) return locate(text, start + 1, 'a digit after the minus sign');
   const end = start + found[0].length;
   const next = text[end];
-  if (found[1] === '0' && next !== undefined && next >= '0' && next <= '9') return locate(text, start, 'a number without a leading zero');
+  if (found[1] === '0' && next !== undefined && next >= '0' && next <= '9')
+    return locate(text, start, 'a number without a leading zero');
   if (next === '.' || next === 'e' || next === 'E') return locate(text, end + 1, `a digit after '${next}'`);
   return end;
 }
@@ -128,7 +137,12 @@ function lineColumn(text: string, index: number): { line: number; column: number
 }
 
 function locate(text: string, index: number, expected: string): JsonSyntaxError {
-  return { ...lineColumn(text, index), offset: Buffer.byteLength(text.slice(0, index)), expected, found: quote(text, index) };
+  return {
+    ...lineColumn(text, index),
+    offset: Buffer.byteLength(text.slice(0, index)),
+    expected,
+    found: quote(text, index),
+  };
 }
 
 /** A short quote of what stands at `index`: one structural character, or a run up to the next delimiter. */

@@ -28,6 +28,9 @@ export async function holdMemory(budget: MemoryBudget, reply: FastifyReply, byte
   clearTimeout(timer);
   if (!granted) {
     hold.release();
-    throw new ApiError('unavailable', 'The server is handling other large messages and had no room for this one in time; retry shortly.');
+    throw new ApiError(
+      'unavailable',
+      'The server is handling other large messages and had no room for this one in time; retry shortly.',
+    );
   }
 }

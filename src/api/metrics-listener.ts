@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
-import type { Metrics } from '../lib/metrics.js';
 import type { Logger } from '../lib/logger.js';
+import type { Metrics } from '../lib/metrics.js';
 
 /**
  * The metrics listener (metrics.listen, docs/operations.md "Watching it"): GET /metrics in
@@ -18,7 +18,10 @@ export function buildMetricsListener(metrics: Metrics, log: Logger): Server {
       return;
     }
     metrics.registry.metrics().then(
-      (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
+      (text) =>
+        res
+          .writeHead(200, { 'content-type': metrics.registry.contentType })
+          .end(req.method === 'HEAD' ? undefined : text),
       (e: unknown) => {
         log.error({ err: e }, 'metrics: a scrape failed');
         res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics could not be read; see the log\n');

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, refusal, unknownDomain, unverifiedDomain } from '../domain/errors.js';
-import { acceptSend, type AuthCache } from '../store/auth-cache.js';
-import type { AcceptResult, ApiKeyInfo, BatchInput, BatchResult, SendingDomain, SendInput } from '../store/model.js';
+import { type AuthCache, acceptSend } from '../store/auth-cache.js';
+import type { AcceptResult, ApiKeyInfo, BatchInput, BatchResult, SendInput, SendingDomain } from '../store/model.js';
 import type { Store } from '../store/store.js';
 import { authenticateRequest, unauthorized } from './authorization.js';
 
@@ -39,7 +39,12 @@ export class SendGate {
    * The request's key, onto `request.apiKey`, then `next` (an onRequest hook's continuation): from
    * the cache unchecked on the send route, checked everywhere else; a refusal goes to `done`.
    */
-  authenticate(request: FastifyRequest, reply: FastifyReply, done: HookDone, next: (request: FastifyRequest, reply: FastifyReply, done: HookDone) => void): void {
+  authenticate(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: HookDone,
+    next: (request: FastifyRequest, reply: FastifyReply, done: HookDone) => void,
+  ): void {
     const deferred = request.method === 'POST' && request.routeOptions.url === SEND_ROUTE;
     authenticateRequest(this.auth, request, !deferred).then((key) => {
       request.apiKey = key;

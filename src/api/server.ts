@@ -1,22 +1,22 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { readFileSync } from 'node:fs';
-import type { ApiDeps } from './deps.js';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Config } from '../config/schema.js';
+import { ApiError } from '../domain/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { Metrics } from '../lib/metrics.js';
-import { ApiError } from '../domain/errors.js';
+import type { ApiDeps } from './deps.js';
 import { SendGate } from './send-gate.js';
 import './request-fields.js';
+import { LARGE_MESSAGE_BYTES } from '../lib/memory-budget.js';
 import { installErrorHandlers } from './errors.js';
-import { emailRoutes } from './routes/emails.js';
-import { healthRoutes } from './routes/health.js';
-import { webhookRoutes } from './routes/webhooks.js';
-import { suppressionRoutes } from './routes/suppressions.js';
-import { inboundRoutes } from './routes/inbound.js';
-import { OPENAPI_ROUTE, openApiRoutes } from './routes/openapi.js';
 import { parseJsonBody, readBody } from './json-body.js';
 import { holdMemory } from './memory.js';
-import { LARGE_MESSAGE_BYTES } from '../lib/memory-budget.js';
+import { emailRoutes } from './routes/emails.js';
+import { healthRoutes } from './routes/health.js';
+import { inboundRoutes } from './routes/inbound.js';
+import { OPENAPI_ROUTE, openApiRoutes } from './routes/openapi.js';
+import { suppressionRoutes } from './routes/suppressions.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 /** Request bodies carry attachments in Base64 (4/3 of the bytes) plus JSON: allow that much. */
 export function requestBodyLimit(maxMessageBytes: number): number {
@@ -37,7 +37,8 @@ function holdLargeBody(deps: ApiDeps, request: FastifyRequest, reply: FastifyRep
       done();
       return;
     }
-  } else if (request.headers['transfer-encoding'] !== undefined) bytes = requestBodyLimit(deps.config.limits.max_message_bytes);
+  } else if (request.headers['transfer-encoding'] !== undefined)
+    bytes = requestBodyLimit(deps.config.limits.max_message_bytes);
   else {
     done();
     return;
@@ -60,14 +61,19 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   // /metrics here only when it has no listener of its own (metrics.listen empty).
   const metrics = deps.metrics;
   if (metrics && deps.config.metrics.enabled && !deps.config.metrics.listen)
-    app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+    app.get('/metrics', async (_request, reply) =>
+      reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+    );
   openApiRoutes(app);
   return app;
 }
 
 /** The fastify server, on TLS when api.tls.cert and api.tls.key are set. */
 function createServer(config: Config, log: Logger): FastifyInstance {
-  const https = config.api['tls.cert'] && config.api['tls.key'] ? { https: { cert: readFileSync(config.api['tls.cert']), key: readFileSync(config.api['tls.key']) } } : {};
+  const https =
+    config.api['tls.cert'] && config.api['tls.key']
+      ? { https: { cert: readFileSync(config.api['tls.cert']), key: readFileSync(config.api['tls.key']) } }
+      : {};
   return Fastify({
     ...https,
     loggerInstance: log,
@@ -106,10 +112,12 @@ function installRequestChecks(app: FastifyInstance, deps: ApiDeps, gate: SendGat
     holdLargeBody(deps, request, reply, done);
   };
   app.addHook('onRequest', (request, reply, done) => {
-    if (deps.lifecycle.shuttingDown) return done(new ApiError('unavailable', 'The server is shutting down; the request was not accepted.'));
+    if (deps.lifecycle.shuttingDown)
+      return done(new ApiError('unavailable', 'The server is shutting down; the request was not accepted.'));
     // The send path defers the freshness check to its commit; errors before that re-check the
     // key, so a revoked key still gets 401 first (send-gate.ts).
-    if (request.url.startsWith('/api/') && request.routeOptions.url !== OPENAPI_ROUTE) gate.authenticate(request, reply, done, afterAuth);
+    if (request.url.startsWith('/api/') && request.routeOptions.url !== OPENAPI_ROUTE)
+      gate.authenticate(request, reply, done, afterAuth);
     else afterAuth(request, reply, done);
   });
 }

@@ -1,10 +1,10 @@
-import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
 import { configPath, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
+import type { Customer } from '../store/model.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
-import type { Customer } from '../store/model.js';
 
 export interface GlobalOptions {
   config?: string;
@@ -28,15 +28,25 @@ export function configFileOf(cmd: Command): string {
  * named and none at the default path, the built-in defaults, said on stderr.
  */
 export function configOf(cmd: Command, opts: { orDefaults?: boolean } = {}): Config {
-  if (opts.orDefaults && globals(cmd).config === undefined && !process.env.POSTHASTE_CONFIG && !existsSync(DEFAULT_CONFIG_PATH)) {
-    process.stderr.write(`posthaste: no configuration file (none named, none at ${DEFAULT_CONFIG_PATH}): the built-in defaults\n`);
+  if (
+    opts.orDefaults &&
+    globals(cmd).config === undefined &&
+    !process.env.POSTHASTE_CONFIG &&
+    !existsSync(DEFAULT_CONFIG_PATH)
+  ) {
+    process.stderr.write(
+      `posthaste: no configuration file (none named, none at ${DEFAULT_CONFIG_PATH}): the built-in defaults\n`,
+    );
     return loadConfig({ path: '/dev/null' });
   }
   return loadConfig({ path: configFileOf(cmd) });
 }
 
 /** Opens the store (applying pending migrations, as the daemon does at start), runs fn, closes. */
-export async function withStore<T>(cmd: Command, fn: (ctx: { store: Store; config: Config; now: number }) => T | Promise<T>): Promise<T> {
+export async function withStore<T>(
+  cmd: Command,
+  fn: (ctx: { store: Store; config: Config; now: number }) => T | Promise<T>,
+): Promise<T> {
   const config = configOf(cmd);
   const store = openStore(config, { applicationName: 'posthaste cli' });
   try {

@@ -1,19 +1,19 @@
-import { VERSION } from '../lib/version.js';
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/load.js';
-import { CliError } from './context.js';
-import { serveCommand } from './commands/serve.js';
-import { customersCommand } from './commands/customers.js';
-import { keysCommand } from './commands/keys.js';
-import { domainsCommand } from './commands/domains.js';
+import { VERSION } from '../lib/version.js';
 import { dbCommand, statusCommand } from './commands/admin.js';
 import { configCommand } from './commands/config.js';
-import { messagesCommand } from './commands/messages.js';
-import { webhooksCommand } from './commands/webhooks.js';
+import { customersCommand } from './commands/customers.js';
+import { domainsCommand } from './commands/domains.js';
 import { inboundCommand } from './commands/inbound.js';
-import { suppressionsCommand } from './commands/suppressions.js';
+import { keysCommand } from './commands/keys.js';
+import { messagesCommand } from './commands/messages.js';
 import { reportsCommand } from './commands/reports.js';
+import { serveCommand } from './commands/serve.js';
+import { suppressionsCommand } from './commands/suppressions.js';
 import { usersCommand } from './commands/users.js';
+import { webhooksCommand } from './commands/webhooks.js';
+import { CliError } from './context.js';
 
 /** Whether this run asked for JSON: known before commander has parsed anything, for its own errors. */
 const jsonWanted = (argv: string[]) => argv.slice(2).includes('--json');
@@ -33,10 +33,16 @@ export function buildProgram(argv: string[] = process.argv): Command {
     .description('self-hosted transactional email server')
     .version(VERSION)
     .option('--config <file>', 'TOML configuration file (else $POSTHASTE_CONFIG, else /etc/posthaste/posthaste.toml)')
-    .option('--json', 'machine-readable output: one JSON object, or an array for list; errors as {"error":{"code","message"}} on stderr')
+    .option(
+      '--json',
+      'machine-readable output: one JSON object, or an array for list; errors as {"error":{"code","message"}} on stderr',
+    )
     .configureHelp({ showGlobalOptions: true })
     .exitOverride();
-  if (json) program.configureOutput({ outputError: (text, write) => write(jsonError('usage', text.replace(/^error: /, '').trim())) });
+  if (json)
+    program.configureOutput({
+      outputError: (text, write) => write(jsonError('usage', text.replace(/^error: /, '').trim())),
+    });
   else program.showHelpAfterError();
   serveCommand(program);
   customersCommand(program);
@@ -66,7 +72,9 @@ async function main(): Promise<void> {
     const known = e instanceof ConfigError || e instanceof CliError;
     const msg = (known ? e.message : ((e as Error).message ?? String(e))).split('\n')[0]!;
     const code = e instanceof ConfigError ? 'config' : known ? 'failed' : 'internal';
-    process.stderr.write(jsonWanted(process.argv) ? jsonError(code, msg) : `posthaste: ${known ? '' : 'error: '}${msg}\n`);
+    process.stderr.write(
+      jsonWanted(process.argv) ? jsonError(code, msg) : `posthaste: ${known ? '' : 'error: '}${msg}\n`,
+    );
     process.exit(e instanceof ConfigError ? 2 : 1);
   }
 }

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import type { NodeStore } from '../store/store.js';
-import type { NodeInfo } from '../store/model.js';
 import type { Logger } from '../lib/logger.js';
+import type { NodeInfo } from '../store/model.js';
+import type { NodeStore } from '../store/store.js';
 
 export interface NodeDeps {
   store: NodeStore;
@@ -58,7 +58,9 @@ export class ClusterNode {
     if (this.deps.exclusive) await this.release();
     this.heartbeatTimer = this.every(Math.max(100, Math.floor(this.leaseMs / 6)), () => this.heartbeat());
     this.releaseTimer = this.every(Math.max(100, Math.floor(this.leaseMs / 5)), () =>
-      this.release().catch((e: unknown) => this.deps.log.warn({ err: e }, 'releasing dead nodes’ claims failed; trying again')),
+      this.release().catch((e: unknown) =>
+        this.deps.log.warn({ err: e }, 'releasing dead nodes’ claims failed; trying again'),
+      ),
     );
   }
 
@@ -77,7 +79,10 @@ export class ClusterNode {
       const left = await withTimeout(this.deps.store.leave(this.id), 5_000);
       if (left.recipients || left.webhook_deliveries) this.deps.log.info({ ...left }, 'node left; its claims released');
     } catch (e) {
-      this.deps.log.warn({ err: e }, 'node could not leave cleanly; the other nodes release its claims once its lease runs out');
+      this.deps.log.warn(
+        { err: e },
+        'node could not leave cleanly; the other nodes release its claims once its lease runs out',
+      );
     }
   }
 
@@ -105,7 +110,10 @@ export class ClusterNode {
       const kept = await withTimeout(this.deps.store.heartbeat(this.deps.info), this.leaseMs / 2);
       this.lastOk = t0;
       if (!kept)
-        this.deps.log.warn({ node_id: this.id }, 'this node had been found dead (no heartbeat for longer than its lease) and its claims released: what it was delivering then may be delivered twice');
+        this.deps.log.warn(
+          { node_id: this.id },
+          'this node had been found dead (no heartbeat for longer than its lease) and its claims released: what it was delivering then may be delivered twice',
+        );
       if (this.failing) {
         this.failing = false;
         this.aliveSince = t0;
@@ -113,7 +121,8 @@ export class ClusterNode {
         this.deps.onAlive?.();
       }
     } catch (e) {
-      if (!this.failing) this.deps.log.warn({ err: e }, 'heartbeat failed: this node claims nothing new until one succeeds');
+      if (!this.failing)
+        this.deps.log.warn({ err: e }, 'heartbeat failed: this node claims nothing new until one succeeds');
       this.failing = true;
     }
   }
@@ -122,7 +131,10 @@ export class ClusterNode {
     if (performance.now() - this.aliveSince < this.leaseMs) return;
     const r = await this.deps.store.releaseDead();
     if (r.recipients || r.webhook_deliveries || r.nodes.length)
-      this.deps.log.warn({ dead_nodes: r.nodes, recipients: r.recipients, webhook_deliveries: r.webhook_deliveries }, 'released the claims of dead nodes');
+      this.deps.log.warn(
+        { dead_nodes: r.nodes, recipients: r.recipients, webhook_deliveries: r.webhook_deliveries },
+        'released the claims of dead nodes',
+      );
     if (r.recipients || r.webhook_deliveries) this.deps.onAlive?.();
   }
 }

@@ -1,6 +1,6 @@
 import { stringify } from 'smol-toml';
-import { schema, type Schema } from './schema.js';
-import { loadConfig, describeConfig } from './load.js';
+import { describeConfig, loadConfig } from './load.js';
+import { type Schema, schema } from './schema.js';
 
 /** Placeholders for defaults that depend on the machine. */
 const EXAMPLE_VALUES: Record<string, unknown> = { 'server.hostname': 'mx.example.net', 'server.node_name': 'node1' };

@@ -1,6 +1,13 @@
-import { readFileSync, existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
-import { schema as defaultSchema, relayTarget, destinationLimits, type Config, type KeySpec, type Schema } from './schema.js';
+import {
+  type Config,
+  schema as defaultSchema,
+  destinationLimits,
+  type KeySpec,
+  relayTarget,
+  type Schema,
+} from './schema.js';
 
 export class ConfigError extends Error {
   constructor(
@@ -14,7 +21,16 @@ export class ConfigError extends Error {
 export const DEFAULT_CONFIG_PATH = '/etc/posthaste/posthaste.toml';
 
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1000, kib: 1024, mb: 1e6, mib: 1024 ** 2, gb: 1e9, gib: 1024 ** 3 };
+const BYTE_UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  kb: 1000,
+  kib: 1024,
+  mb: 1e6,
+  mib: 1024 ** 2,
+  gb: 1e9,
+  gib: 1024 ** 3,
+};
 
 export function parseDuration(v: unknown): number {
   if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return v * 1000; // bare numbers are seconds
@@ -77,10 +93,14 @@ function coerce(spec: KeySpec, v: unknown, fromEnv: boolean): unknown {
       return parseBytes(v);
     case 'store_url':
       if (typeof v !== 'string') throw new Error('expected a string');
-      if (v !== '' && !/^postgres(ql)?:\/\/[^\s]+$/.test(v)) throw new Error('expected "" (SQLite in server.data_dir) or a PostgreSQL URL, "postgresql://user@host:5432/dbname"');
+      if (v !== '' && !/^postgres(ql)?:\/\/[^\s]+$/.test(v))
+        throw new Error(
+          'expected "" (SQLite in server.data_dir) or a PostgreSQL URL, "postgresql://user@host:5432/dbname"',
+        );
       return v;
     case 'enum':
-      if (typeof v !== 'string' || !kind.values.includes(v)) throw new Error(`expected one of ${kind.values.join(', ')}`);
+      if (typeof v !== 'string' || !kind.values.includes(v))
+        throw new Error(`expected one of ${kind.values.join(', ')}`);
       return v;
   }
 }
@@ -118,7 +138,10 @@ export function configPath(named: string | undefined, env: NodeJS.ProcessEnv = p
   const path = named ?? env.POSTHASTE_CONFIG;
   if (path !== undefined && path !== '') return path;
   if (existsSync(DEFAULT_CONFIG_PATH)) return DEFAULT_CONFIG_PATH;
-  throw new ConfigError(DEFAULT_CONFIG_PATH, 'no configuration file here, and none named: give one with --config FILE or POSTHASTE_CONFIG=FILE (posthaste config example > FILE writes one to edit)');
+  throw new ConfigError(
+    DEFAULT_CONFIG_PATH,
+    'no configuration file here, and none named: give one with --config FILE or POSTHASTE_CONFIG=FILE (posthaste config example > FILE writes one to edit)',
+  );
 }
 
 export interface LoadOptions {
@@ -155,7 +178,8 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   for (const [section, table] of Object.entries(fileValues)) {
     const keys = sch[section];
     if (!keys) throw new ConfigError(section, 'unknown section');
-    if (table === null || typeof table !== 'object' || Array.isArray(table)) throw new ConfigError(section, 'expected a table');
+    if (table === null || typeof table !== 'object' || Array.isArray(table))
+      throw new ConfigError(section, 'expected a table');
     for (const [key, value] of Object.entries(flattenSection(section, table as Record<string, unknown>))) {
       const spec = keys[key];
       if (!spec) throw new ConfigError(`${section}.${key}`, 'unknown key');
@@ -167,7 +191,8 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     }
   }
   const known = new Map<string, [string, string, KeySpec]>();
-  for (const [section, keys] of Object.entries(sch)) for (const [key, spec] of Object.entries(keys)) known.set(envName(section, key), [section, key, spec]);
+  for (const [section, keys] of Object.entries(sch))
+    for (const [key, spec] of Object.entries(keys)) known.set(envName(section, key), [section, key, spec]);
   for (const [name, value] of Object.entries(env)) {
     if (!name.startsWith('POSTHASTE_') || value === undefined || name === 'POSTHASTE_CONFIG') continue;
     const hit = known.get(name);
@@ -202,9 +227,14 @@ export function loadConfig(opts: LoadOptions = {}): Config {
  */
 function checkSubmission(c: Config): void {
   const s = c.submission;
-  if (Boolean(s['tls.cert']) !== Boolean(s['tls.key'])) throw new ConfigError(s['tls.cert'] ? 'submission.tls.key' : 'submission.tls.cert', 'tls.cert and tls.key go together: set both, or neither');
+  if (Boolean(s['tls.cert']) !== Boolean(s['tls.key']))
+    throw new ConfigError(
+      s['tls.cert'] ? 'submission.tls.key' : 'submission.tls.cert',
+      'tls.cert and tls.key go together: set both, or neither',
+    );
   if (s['tls.cert']) return;
-  if (s.listen_tls) throw new ConfigError('submission.listen_tls', 'implicit TLS needs submission.tls.cert and submission.tls.key');
+  if (s.listen_tls)
+    throw new ConfigError('submission.listen_tls', 'implicit TLS needs submission.tls.cert and submission.tls.key');
   if (s.listen && !(s.allow_plaintext_auth_on_loopback && loopbackOnly(s.listen)))
     throw new ConfigError(
       'submission.tls.cert',

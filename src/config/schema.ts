@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
+import { type DestinationLimits, limitsFor, parseDestinationRules } from '../domain/destinations.js';
 import type { SuppressionPolicy } from '../domain/outcome.js';
-import { parseDestinationRules, limitsFor, type DestinationLimits } from '../domain/destinations.js';
 
 /**
  * The configuration schema: every key's type, default and one-line description in one place.
@@ -30,7 +30,12 @@ export interface KeySpec {
 
 export type Schema = Record<string, Record<string, KeySpec>>;
 
-const k = <const K extends Kind>(kind: K, def: unknown, description: string, secret = false): KeySpec & { kind: K } => ({
+const k = <const K extends Kind>(
+  kind: K,
+  def: unknown,
+  description: string,
+  secret = false,
+): KeySpec & { kind: K } => ({
   kind,
   default: def,
   description,
@@ -39,8 +44,16 @@ const k = <const K extends Kind>(kind: K, def: unknown, description: string, sec
 
 export const schema = {
   server: {
-    hostname: k({ type: 'string' }, hostname(), 'EHLO name and Message-ID fallback domain; should have a matching PTR record'),
-    data_dir: k({ type: 'string' }, '/var/lib/posthaste', 'Directory holding the SQLite file (posthaste.db); relative paths are relative to the working directory'),
+    hostname: k(
+      { type: 'string' },
+      hostname(),
+      'EHLO name and Message-ID fallback domain; should have a matching PTR record',
+    ),
+    data_dir: k(
+      { type: 'string' },
+      '/var/lib/posthaste',
+      'Directory holding the SQLite file (posthaste.db); relative paths are relative to the working directory',
+    ),
     node_name: k(
       { type: 'string' },
       hostname(),
@@ -53,7 +66,11 @@ export const schema = {
       '',
       'Where the store is: empty, the SQLite file posthaste.db in server.data_dir (one node); "postgresql://user@host:5432/dbname" (or postgres://), PostgreSQL, for one node or several on one database (docs/operations.md, "PostgreSQL")',
     ),
-    password_file: k({ type: 'string' }, '', 'A file whose first line is the PostgreSQL password, so the URL need not hold it (PGPASSWORD and ~/.pgpass work too, as for psql)'),
+    password_file: k(
+      { type: 'string' },
+      '',
+      'A file whose first line is the PostgreSQL password, so the URL need not hold it (PGPASSWORD and ~/.pgpass work too, as for psql)',
+    ),
     pool_size: k({ type: 'int', min: 2, max: 500 }, 10, 'PostgreSQL connections this process opens at most'),
   },
   cluster: {
@@ -83,13 +100,33 @@ export const schema = {
   },
   smtp: {
     listen: k({ type: 'listen' }, '0.0.0.0:25', 'Inbound SMTP address, "host:port"'),
-    return_path_domain: k({ type: 'string' }, '', 'Domain of the per-recipient return path bounces+<token>@<domain>; empty uses server.hostname'),
+    return_path_domain: k(
+      { type: 'string' },
+      '',
+      'Domain of the per-recipient return path bounces+<token>@<domain>; empty uses server.hostname',
+    ),
     feedback_address: k({ type: 'string' }, '', 'Address ARF spam-complaint reports are sent to; empty accepts none'),
-    max_message_bytes: k({ type: 'bytes' }, 25 * 1024 * 1024, 'Largest inbound message (advertised with SIZE; larger is refused with 552)'),
-    max_recipients: k({ type: 'int', min: 1, max: 1000 }, 100, 'Most recipients in one inbound transaction (more get 452)'),
-    socket_timeout: k({ type: 'duration' }, '5m', 'Idle time before an inbound connection is closed (RFC 5321 4.5.3.2: at least 5 minutes)'),
+    max_message_bytes: k(
+      { type: 'bytes' },
+      25 * 1024 * 1024,
+      'Largest inbound message (advertised with SIZE; larger is refused with 552)',
+    ),
+    max_recipients: k(
+      { type: 'int', min: 1, max: 1000 },
+      100,
+      'Most recipients in one inbound transaction (more get 452)',
+    ),
+    socket_timeout: k(
+      { type: 'duration' },
+      '5m',
+      'Idle time before an inbound connection is closed (RFC 5321 4.5.3.2: at least 5 minutes)',
+    ),
     max_clients: k({ type: 'int', min: 1, max: 100_000 }, 500, 'Most inbound connections at once'),
-    'tls.cert': k({ type: 'string' }, '', 'PEM certificate file for STARTTLS on the inbound listener; empty: no STARTTLS'),
+    'tls.cert': k(
+      { type: 'string' },
+      '',
+      'PEM certificate file for STARTTLS on the inbound listener; empty: no STARTTLS',
+    ),
     'tls.key': k({ type: 'string' }, '', 'PEM private key file for STARTTLS'),
   },
   submission: {
@@ -114,13 +151,25 @@ export const schema = {
       false,
       'Take AUTH without TLS from clients on loopback (127.0.0.0/8, ::1): for applications on the same machine, and development; elsewhere AUTH needs TLS',
     ),
-    max_clients: k({ type: 'int', min: 1, max: 100_000 }, 500, 'Most submission connections at once, on each of the two listeners'),
+    max_clients: k(
+      { type: 'int', min: 1, max: 100_000 },
+      500,
+      'Most submission connections at once, on each of the two listeners',
+    ),
     socket_timeout: k({ type: 'duration' }, '5m', 'Idle time before a submission connection is closed'),
   },
   outbound: {
-    hold: k({ type: 'bool' }, false, "Hold the queue: accept and queue mail but send nothing (like Postfix's defer_transports); set back to false and reload (SIGHUP) to release it"),
+    hold: k(
+      { type: 'bool' },
+      false,
+      "Hold the queue: accept and queue mail but send nothing (like Postfix's defer_transports); set back to false and reload (SIGHUP) to release it",
+    ),
     port: k({ type: 'int', min: 1, max: 65535 }, 25, 'TCP port of remote MX hosts (tests point it at a local MX)'),
-    concurrency: k({ type: 'int', min: 1, max: 10_000 }, 100, 'Most SMTP connections open at once, all destinations together'),
+    concurrency: k(
+      { type: 'int', min: 1, max: 10_000 },
+      100,
+      'Most SMTP connections open at once, all destinations together',
+    ),
     concurrency_per_domain: k(
       { type: 'int', min: 1, max: 1000 },
       10,
@@ -131,12 +180,28 @@ export const schema = {
       'node',
       'Whose limits concurrency_per_domain, messages_per_minute, destination_limits and the adaptive backoff are: "node", each node\'s own (receivers throttle per sending address, and each node usually has its own); "cluster", all nodes\' together on one PostgreSQL (nodes behind one NAT address), at the cost of a database round trip per destination before connections open',
     ),
-    retry_schedule: k({ type: 'durations' }, ['1m', '5m', '15m', '30m', '1h', '2h', '4h'], 'Delay before each retry after a deferral; the last one repeats'),
-    max_queue_time: k({ type: 'duration' }, '72h', 'A recipient still deferred this long after acceptance bounces as expired'),
+    retry_schedule: k(
+      { type: 'durations' },
+      ['1m', '5m', '15m', '30m', '1h', '2h', '4h'],
+      'Delay before each retry after a deferral; the last one repeats',
+    ),
+    max_queue_time: k(
+      { type: 'duration' },
+      '72h',
+      'A recipient still deferred this long after acceptance bounces as expired',
+    ),
     connect_timeout: k({ type: 'duration' }, '30s', 'TCP connect timeout per MX host (then the next host is tried)'),
     greeting_timeout: k({ type: 'duration' }, '5m', 'Wait for the 220 greeting (RFC 5321 4.5.3.2: 5 minutes)'),
-    command_timeout: k({ type: 'duration' }, '10m', 'Inactivity limit for any reply, DATA termination included (RFC 5321 4.5.3.2: up to 10 minutes)'),
-    messages_per_connection: k({ type: 'int', min: 1, max: 10_000 }, 100, 'Messages sent over one connection before it is closed; reloadable'),
+    command_timeout: k(
+      { type: 'duration' },
+      '10m',
+      'Inactivity limit for any reply, DATA termination included (RFC 5321 4.5.3.2: up to 10 minutes)',
+    ),
+    messages_per_connection: k(
+      { type: 'int', min: 1, max: 10_000 },
+      100,
+      'Messages sent over one connection before it is closed; reloadable',
+    ),
     messages_per_minute: k(
       { type: 'int', min: 0, max: 1_000_000 },
       0,
@@ -149,42 +214,79 @@ export const schema = {
     ),
     claim_batch: k({ type: 'int', min: 1, max: 100_000 }, 1000, 'Most recipients claimed from the queue at once'),
     poll_interval: k({ type: 'duration' }, '1s', 'How often the queue is checked for due recipients when idle'),
-    signing_threads: k({ type: 'int', min: 0, max: 64 }, 0, 'Worker threads composing and DKIM-signing messages; 0 picks the CPU count'),
+    signing_threads: k(
+      { type: 'int', min: 0, max: 64 },
+      0,
+      'Worker threads composing and DKIM-signing messages; 0 picks the CPU count',
+    ),
     chunking: k(
       { type: 'bool' },
       true,
       'Send each message with BDAT (RFC 3030) where the server offers CHUNKING and PIPELINING: the envelope and the message in one write, one round trip a message instead of two; false: always DATA',
     ),
     mta_sts: k({ type: 'bool' }, true, "Honour the recipient domain's MTA-STS policy (RFC 8461)"),
-    mta_sts_port: k({ type: 'int', min: 1, max: 65535 }, 443, 'HTTPS port MTA-STS policies are fetched from (tests point it at a local server)'),
+    mta_sts_port: k(
+      { type: 'int', min: 1, max: 65535 },
+      443,
+      'HTTPS port MTA-STS policies are fetched from (tests point it at a local server)',
+    ),
     dane: k(
       { type: 'bool' },
       false,
       "DANE (RFC 7672): where a recipient's MX is DNSSEC-signed and publishes TLSA records, TLS is required and the certificate must match them; needs a validating resolver in dns.servers (or the system's) on loopback",
     ),
-    tls_ca_file: k({ type: 'string' }, '', 'PEM file of extra CA certificates trusted when TLS must be valid (MTA-STS, the relay host); empty: the system CAs only'),
+    tls_ca_file: k(
+      { type: 'string' },
+      '',
+      'PEM file of extra CA certificates trusted when TLS must be valid (MTA-STS, the relay host); empty: the system CAs only',
+    ),
     relay: k(
       { type: 'string' },
       '',
       'Send everything through this host instead of direct to MX (for machines that cannot open port 25): "smtp://host:587" (STARTTLS required) or "smtps://host:465" (TLS from the start); the certificate must be valid; empty: direct to MX',
     ),
     relay_user: k({ type: 'string' }, '', 'User name for AUTH PLAIN/LOGIN at the relay host; empty: no AUTH'),
-    relay_password_file: k({ type: 'string' }, '', 'File whose first line is the relay password (or set POSTHASTE_OUTBOUND_RELAY_PASSWORD)'),
-    relay_password: k({ type: 'string' }, '', 'The relay password; set it through the environment (POSTHASTE_OUTBOUND_RELAY_PASSWORD) or relay_password_file rather than here; never printed', true),
+    relay_password_file: k(
+      { type: 'string' },
+      '',
+      'File whose first line is the relay password (or set POSTHASTE_OUTBOUND_RELAY_PASSWORD)',
+    ),
+    relay_password: k(
+      { type: 'string' },
+      '',
+      'The relay password; set it through the environment (POSTHASTE_OUTBOUND_RELAY_PASSWORD) or relay_password_file rather than here; never printed',
+      true,
+    ),
   },
   dns: {
     servers: k({ type: 'strings' }, [], 'DNS servers as "ip" or "ip:port"; empty uses the system resolver'),
   },
   webhooks: {
-    allow_private_targets: k({ type: 'bool' }, false, 'Allow webhook URLs on private/loopback addresses and plain http (development and tests only)'),
+    allow_private_targets: k(
+      { type: 'bool' },
+      false,
+      'Allow webhook URLs on private/loopback addresses and plain http (development and tests only)',
+    ),
     timeout: k({ type: 'duration' }, '10s', 'A webhook attempt that has not answered 2xx in this time has failed'),
-    tls_ca_file: k({ type: 'string' }, '', 'PEM file of extra CA certificates trusted for webhook https (private PKI, tests); empty: the system CAs'),
+    tls_ca_file: k(
+      { type: 'string' },
+      '',
+      'PEM file of extra CA certificates trusted for webhook https (private PKI, tests); empty: the system CAs',
+    ),
     concurrency: k({ type: 'int', min: 1, max: 10_000 }, 50, 'Most webhook requests in flight at once'),
-    concurrency_per_endpoint: k({ type: 'int', min: 1, max: 1000 }, 4, 'Most requests in flight to one endpoint, so a slow endpoint cannot hold up the others'),
+    concurrency_per_endpoint: k(
+      { type: 'int', min: 1, max: 1000 },
+      4,
+      'Most requests in flight to one endpoint, so a slow endpoint cannot hold up the others',
+    ),
     poll_interval: k({ type: 'duration' }, '1s', 'How often the outbox is checked when idle'),
   },
   bounces: {
-    suppress_mailbox_full: k({ type: 'bool' }, false, 'Suppress an address on a permanent "mailbox full" (an abandoned mailbox stays full; most fill and empty again); reloadable'),
+    suppress_mailbox_full: k(
+      { type: 'bool' },
+      false,
+      'Suppress an address on a permanent "mailbox full" (an abandoned mailbox stays full; most fill and empty again); reloadable',
+    ),
     suppress_disabled: k(
       { type: 'bool' },
       false,
@@ -192,11 +294,23 @@ export const schema = {
     ),
   },
   inbound: {
-    rate_per_minute: k({ type: 'int', min: 0, max: 1_000_000 }, 600, 'Messages a receiving domain may receive per minute (0: no limit); per domain with "domains limits"'),
-    monthly_limit: k({ type: 'int', min: 0, max: 1_000_000_000 }, 0, 'Messages a receiving domain may receive per calendar month, UTC (0: no limit)'),
+    rate_per_minute: k(
+      { type: 'int', min: 0, max: 1_000_000 },
+      600,
+      'Messages a receiving domain may receive per minute (0: no limit); per domain with "domains limits"',
+    ),
+    monthly_limit: k(
+      { type: 'int', min: 0, max: 1_000_000_000 },
+      0,
+      'Messages a receiving domain may receive per calendar month, UTC (0: no limit)',
+    ),
   },
   limits: {
-    max_message_bytes: k({ type: 'bytes' }, 25 * 1024 * 1024, 'Largest accepted message, encoded (MIME), in bytes or with a unit such as "25MiB"'),
+    max_message_bytes: k(
+      { type: 'bytes' },
+      25 * 1024 * 1024,
+      'Largest accepted message, encoded (MIME), in bytes or with a unit such as "25MiB"',
+    ),
     max_recipients: k({ type: 'int', min: 1, max: 1000 }, 50, 'Most recipients (to + cc + bcc) in one send request'),
     idempotency_ttl: k({ type: 'duration' }, '24h', 'How long an Idempotency-Key replays its first response'),
     max_schedule_ahead: k({ type: 'duration' }, '30d', 'How far ahead scheduled_at may be'),
@@ -205,10 +319,18 @@ export const schema = {
       32 * 1024 * 1024,
       'Bytes of large messages (API request bodies and inbound DATA past 64 KiB, inbound messages being shown) held in memory at once; past it, the next one waits its turn with its sender held back, and the oldest always goes on, so memory stays near this plus one message',
     ),
-    max_store_bytes: k({ type: 'int', min: 0, max: Number.MAX_SAFE_INTEGER }, 0, 'Cap on the SQLite file in bytes (0: none); at the cap the API answers 503 and SMTP 452 4.3.1, as on a full disk'),
+    max_store_bytes: k(
+      { type: 'int', min: 0, max: Number.MAX_SAFE_INTEGER },
+      0,
+      'Cap on the SQLite file in bytes (0: none); at the cap the API answers 503 and SMTP 452 4.3.1, as on a full disk',
+    ),
   },
   retention: {
-    days: k({ type: 'int', min: 0, max: 36_500 }, 30, 'Purge bodies of finished messages and webhook attempt logs older than this (0: keep forever)'),
+    days: k(
+      { type: 'int', min: 0, max: 36_500 },
+      30,
+      'Purge bodies of finished messages and webhook attempt logs older than this (0: keep forever)',
+    ),
     schedule: k({ type: 'string' }, '17 * * * *', 'When the retention job runs (cron syntax, node-cron)'),
   },
   metrics: {
@@ -220,7 +342,11 @@ export const schema = {
     ),
   },
   log: {
-    level: k({ type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }, 'info', 'Log level (JSON lines on stdout)'),
+    level: k(
+      { type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+      'info',
+      'Log level (JSON lines on stdout)',
+    ),
   },
 } satisfies Schema;
 
@@ -238,7 +364,9 @@ type ValueOf<K> = K extends { type: 'string' | 'listen' | 'enum' }
 
 /** The merged, validated configuration; durations are milliseconds, sizes bytes. */
 export type Config = {
-  [S in keyof typeof schema]: { [Key in keyof (typeof schema)[S]]: (typeof schema)[S][Key] extends { kind: infer K } ? ValueOf<K> : never };
+  [S in keyof typeof schema]: {
+    [Key in keyof (typeof schema)[S]]: (typeof schema)[S][Key] extends { kind: infer K } ? ValueOf<K> : never;
+  };
 };
 
 /** The [bounces] keys as the suppression policy (domain/outcome.ts). */
@@ -251,7 +379,8 @@ export function relayTarget(c: Pick<Config, 'outbound'>): { host: string; port: 
   const text = c.outbound.relay.trim();
   if (!text) return null;
   const m = /^(smtps?):\/\/(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?\/?$/i.exec(text);
-  if (!m) throw new Error(`outbound.relay: expected "smtp://host:587" or "smtps://host:465", got ${JSON.stringify(text)}`);
+  if (!m)
+    throw new Error(`outbound.relay: expected "smtp://host:587" or "smtps://host:465", got ${JSON.stringify(text)}`);
   const implicitTls = m[1]!.toLowerCase() === 'smtps';
   const port = m[3] ? Number(m[3]) : implicitTls ? 465 : 587;
   if (port < 1 || port > 65535) throw new Error(`outbound.relay: port ${port} is out of range`);
@@ -267,6 +396,10 @@ export function returnPathDomain(c: Pick<Config, 'smtp' | 'server'>): string {
 export function destinationLimits(c: Pick<Config, 'outbound'>): (destination: string) => DestinationLimits {
   const o = c.outbound;
   const rules = parseDestinationRules(o.destination_limits);
-  const base = { connections: o.concurrency_per_domain, perConnection: o.messages_per_connection, perMinute: o.messages_per_minute };
+  const base = {
+    connections: o.concurrency_per_domain,
+    perConnection: o.messages_per_connection,
+    perMinute: o.messages_per_minute,
+  };
   return (destination) => limitsFor(destination, rules, base);
 }

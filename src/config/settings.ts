@@ -1,6 +1,6 @@
-import type { SuppressionPolicy } from '../domain/outcome.js';
 import type { DestinationLimits } from '../domain/destinations.js';
-import { destinationLimits, suppressionPolicy, type Config } from './schema.js';
+import type { SuppressionPolicy } from '../domain/outcome.js';
+import { type Config, destinationLimits, suppressionPolicy } from './schema.js';
 
 /**
  * What each running part takes from the configuration, built by one function per part: at start,

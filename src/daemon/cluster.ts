@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { ClusterNode } from '../cluster/node.js';
 import { ConfigError } from '../config/load.js';
 import type { Store } from '../store/store.js';
-import { ClusterNode } from '../cluster/node.js';
 import type { Ctx } from './context.js';
 
 /**

@@ -1,15 +1,15 @@
 import type { Config } from '../config/schema.js';
 import {
-  live,
-  inboundSettings,
-  outboundSettings,
-  sendSettings,
-  submissionSettings,
   type InboundSettings,
+  inboundSettings,
   type Live,
+  live,
   type OutboundSettings,
+  outboundSettings,
   type SendSettings,
   type SubmissionSettings,
+  sendSettings,
+  submissionSettings,
 } from '../config/settings.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';

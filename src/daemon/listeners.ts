@@ -1,16 +1,16 @@
 import type { Resolver } from 'node:dns/promises';
-import type { Store } from '../store/store.js';
-import { AuthCache } from '../store/auth-cache.js';
-import type { Metrics } from '../lib/metrics.js';
-import type { MemoryBudget } from '../lib/memory-budget.js';
-import type { Listeners } from '../lib/listen.js';
-import type { WebhookService } from '../webhooks/service.js';
-import { createListener } from '../inbound/listener.js';
 import type { Lifecycle } from '../api/deps.js';
-import { buildApi } from '../api/server.js';
 import { buildMetricsListener } from '../api/metrics-listener.js';
+import { buildApi } from '../api/server.js';
 import { buildDashboard } from '../dashboard/server.js';
+import { createListener } from '../inbound/listener.js';
+import type { Listeners } from '../lib/listen.js';
+import type { MemoryBudget } from '../lib/memory-budget.js';
+import type { Metrics } from '../lib/metrics.js';
+import { AuthCache } from '../store/auth-cache.js';
+import type { Store } from '../store/store.js';
 import { createSubmission } from '../submission/listener.js';
+import type { WebhookService } from '../webhooks/service.js';
 import type { Ctx } from './context.js';
 
 /** What the listeners are built on: the shared services, and what to call once work is committed. */
@@ -45,7 +45,19 @@ export function buildListeners(ctx: Ctx, deps: ListenerDeps): Listeners {
   });
   // One cache of keys and sending domains for both ways of sending (one auth epoch).
   const auth = new AuthCache(store);
-  const app = buildApi({ store, auth, config, send: settings.send, clock, log, lifecycle, webhooks, metrics, budget, onAccepted: queued.outbound });
+  const app = buildApi({
+    store,
+    auth,
+    config,
+    send: settings.send,
+    clock,
+    log,
+    lifecycle,
+    webhooks,
+    metrics,
+    budget,
+    onAccepted: queued.outbound,
+  });
   const submission = createSubmission({
     store,
     auth,
@@ -60,7 +72,15 @@ export function buildListeners(ctx: Ctx, deps: ListenerDeps): Listeners {
     onAuth: (result) => metrics.submissionAuth.inc({ result }),
     onResult: (result) => metrics.submission.inc({ result }),
   });
-  const dashboard = config.dashboard.listen ? buildDashboard({ store, config, clock, log, webhooks, resolver, budget }) : undefined;
+  const dashboard = config.dashboard.listen
+    ? buildDashboard({ store, config, clock, log, webhooks, resolver, budget })
+    : undefined;
   // /metrics on its own address when metrics.listen is set; on the API listener otherwise (api/server.ts).
-  return { smtp: listener, api: app, dashboard, metrics: config.metrics.enabled && config.metrics.listen ? buildMetricsListener(metrics, log) : undefined, submission };
+  return {
+    smtp: listener,
+    api: app,
+    dashboard,
+    metrics: config.metrics.enabled && config.metrics.listen ? buildMetricsListener(metrics, log) : undefined,
+    submission,
+  };
 }

@@ -1,6 +1,6 @@
-import type { Store } from '../store/store.js';
 import type { ClusterNode } from '../cluster/node.js';
 import type { Scheduler } from '../outbound/scheduler.js';
+import type { Store } from '../store/store.js';
 import type { Dispatcher } from '../webhooks/dispatcher.js';
 import type { Ctx } from './context.js';
 
@@ -13,14 +13,28 @@ export interface Loops {
 }
 
 /** Step: the loops start once every listener is bound: a start that fails has delivered nothing. */
-export async function startLoops({ log }: Ctx, store: Store, node: ClusterNode, { scheduler, dispatcher }: { scheduler: Scheduler; dispatcher: Dispatcher }, manualDelivery: boolean): Promise<Loops> {
+export async function startLoops(
+  { log }: Ctx,
+  store: Store,
+  node: ClusterNode,
+  { scheduler, dispatcher }: { scheduler: Scheduler; dispatcher: Dispatcher },
+  manualDelivery: boolean,
+): Promise<Loops> {
   const abort = new AbortController();
   const delivery = manualDelivery ? Promise.resolve() : scheduler.run(abort.signal);
   const dispatching = manualDelivery ? Promise.resolve() : dispatcher.run(abort.signal);
   // What the other nodes queue: looked at now rather than at the next poll.
-  const wakeups = await store.wakeups.listen(node.id, (kind) => (kind === 'outbound' ? scheduler.kick() : dispatcher.kick()), {
-    lost: (e) => log.warn({ err: e.message }, 'wakeups from other nodes lost (LISTEN connection); polling meanwhile, reconnecting'),
-    back: () => log.info('wakeups from other nodes heard again'),
-  });
+  const wakeups = await store.wakeups.listen(
+    node.id,
+    (kind) => (kind === 'outbound' ? scheduler.kick() : dispatcher.kick()),
+    {
+      lost: (e) =>
+        log.warn(
+          { err: e.message },
+          'wakeups from other nodes lost (LISTEN connection); polling meanwhile, reconnecting',
+        ),
+      back: () => log.info('wakeups from other nodes heard again'),
+    },
+  );
   return { abort, delivery, dispatching, wakeups };
 }

@@ -1,6 +1,6 @@
-import type { Store } from '../store/store.js';
-import { Metrics } from '../lib/metrics.js';
 import type { ClusterNode } from '../cluster/node.js';
+import { Metrics } from '../lib/metrics.js';
+import type { Store } from '../store/store.js';
 import type { Ctx } from './context.js';
 
 /** Step: the metrics (lib/metrics.ts), the store's gauges read at each scrape. */

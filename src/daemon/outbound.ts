@@ -1,18 +1,18 @@
+import type { Resolver } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import type { Resolver } from 'node:dns/promises';
-import { returnPathDomain } from '../config/schema.js';
-import type { Store } from '../store/store.js';
-import { CLUSTER_THROTTLE, destinationOf } from '../domain/destinations.js';
 import type { ClusterNode } from '../cluster/node.js';
-import { MxResolver } from '../outbound/mx.js';
-import { deliverGroup, type DeliveryItem, type GroupResult } from '../outbound/deliver.js';
-import { BdatMemory, type RelayOptions, type SmtpOptions } from '../outbound/smtp.js';
+import { returnPathDomain } from '../config/schema.js';
+import { CLUSTER_THROTTLE, destinationOf } from '../domain/destinations.js';
 import { Dane } from '../outbound/dane.js';
-import { Scheduler } from '../outbound/scheduler.js';
-import { Throttle } from '../outbound/throttle.js';
-import { SignerPool } from '../outbound/signer.js';
+import { type DeliveryItem, deliverGroup, type GroupResult } from '../outbound/deliver.js';
 import { MtaSts } from '../outbound/mta-sts.js';
+import { MxResolver } from '../outbound/mx.js';
+import { Scheduler } from '../outbound/scheduler.js';
+import { SignerPool } from '../outbound/signer.js';
+import { BdatMemory, type RelayOptions, type SmtpOptions } from '../outbound/smtp.js';
+import { Throttle } from '../outbound/throttle.js';
+import type { Store } from '../store/store.js';
 import type { Ctx } from './context.js';
 
 /** What a delivery looks up and trusts: MX hosts, MTA-STS and DANE policies (each when on), and the extra CA of outbound.tls_ca_file. */
@@ -45,7 +45,14 @@ export async function buildOutbound(
   const { config, log, clock, settings } = ctx;
   const o = config.outbound;
   const lookups = outboundLookups(ctx, resolver);
-  if (relay) log.info({ relay: `${relay.implicitTls ? 'smtps' : 'smtp'}://${relay.host}:${relay.port}`, user: relay.auth?.user ?? null }, 'all mail goes through the relay host');
+  if (relay)
+    log.info(
+      {
+        relay: `${relay.implicitTls ? 'smtps' : 'smtp'}://${relay.host}:${relay.port}`,
+        user: relay.auth?.user ?? null,
+      },
+      'all mail goes through the relay host',
+    );
   const signer = new SignerPool(o.signing_threads || cpus().length);
   const delivery: Delivery = { lookups, relay, returnPathSecret, signer, smtp: smtpOptions(ctx, lookups.extraCa) };
   // Destination throttling: each node's own by its name, or one for all (limits_scope = "cluster").
@@ -56,7 +63,10 @@ export async function buildOutbound(
     log,
     policy: { retrySchedule: o.retry_schedule, maxQueueTime: o.max_queue_time },
     concurrency: o.concurrency,
-    throttle: new Throttle((destination) => settings.outbound.current.limits(destination), await store.delivery.throttles(throttleHolder)),
+    throttle: new Throttle(
+      (destination) => settings.outbound.current.limits(destination),
+      await store.delivery.throttles(throttleHolder),
+    ),
     destinationOf: async (domain) => {
       if (relay) return relay.host;
       const found = await lookups.mx.resolve(domain);
@@ -81,21 +91,44 @@ function outboundLookups({ config, log, clock }: Ctx, resolver: Resolver): Looku
   const o = config.outbound;
   const mx = new MxResolver(resolver, clock);
   const extraCa = o.tls_ca_file ? [readFileSync(o.tls_ca_file, 'utf8')] : [];
-  const mtaSts = o.mta_sts ? new MtaSts(resolver, clock, { port: o.mta_sts_port, extraCa, timeoutMs: 10_000 }) : undefined;
+  const mtaSts = o.mta_sts
+    ? new MtaSts(resolver, clock, { port: o.mta_sts_port, extraCa, timeoutMs: 10_000 })
+    : undefined;
   const dane = o.dane ? Dane.through(resolver, clock, o.port) : undefined;
-  if (dane && !dane.onLoopback) log.warn({ servers: resolver.getServers() }, 'outbound.dane trusts the DNS servers to validate DNSSEC: use a validating resolver on loopback');
+  if (dane && !dane.onLoopback)
+    log.warn(
+      { servers: resolver.getServers() },
+      'outbound.dane trusts the DNS servers to validate DNSSEC: use a validating resolver on loopback',
+    );
   return { mx, mtaSts, dane, extraCa };
 }
 
 /** The SMTP client's options: our name, the port, the timeouts, TLS trust, CHUNKING and its memory. */
 function smtpOptions({ config, clock }: Ctx, extraCa: string[]): SmtpOptions {
   const o = config.outbound;
-  const timeouts = { connectTimeout: o.connect_timeout, greetingTimeout: o.greeting_timeout, commandTimeout: o.command_timeout };
-  return { name: config.server.hostname, port: o.port, ...timeouts, extraCa, chunking: o.chunking, bdatMemory: new BdatMemory(clock) };
+  const timeouts = {
+    connectTimeout: o.connect_timeout,
+    greetingTimeout: o.greeting_timeout,
+    commandTimeout: o.command_timeout,
+  };
+  return {
+    name: config.server.hostname,
+    port: o.port,
+    ...timeouts,
+    extraCa,
+    chunking: o.chunking,
+    bdatMemory: new BdatMemory(clock),
+  };
 }
 
 /** One group for one domain, delivered with the suppression policy as it stands now (a reload may change it). */
-function deliver({ config, log, settings }: Ctx, store: Store, d: Delivery, domain: string, items: DeliveryItem[]): Promise<GroupResult> {
+function deliver(
+  { config, log, settings }: Ctx,
+  store: Store,
+  d: Delivery,
+  domain: string,
+  items: DeliveryItem[],
+): Promise<GroupResult> {
   const { mx, mtaSts, dane } = d.lookups;
   return deliverGroup(
     {

@@ -14,10 +14,12 @@ const RETENTION_GAP_MS = 30_000;
  * expression stops the start like any bad config.
  */
 export function scheduleRetention({ config, log, clock }: Ctx, store: Store): { stop(): void | Promise<void> } {
-  if (!cron.validate(config.retention.schedule)) throw new ConfigError('retention.schedule', `"${config.retention.schedule}" is not a cron expression`);
+  if (!cron.validate(config.retention.schedule))
+    throw new ConfigError('retention.schedule', `"${config.retention.schedule}" is not a cron expression`);
   return cron.schedule(config.retention.schedule, async () => {
     try {
-      if (!(await store.admin.claimJob('retention', RETENTION_GAP_MS))) return log.debug('retention: another node runs this one');
+      if (!(await store.admin.claimJob('retention', RETENTION_GAP_MS)))
+        return log.debug('retention: another node runs this one');
       const purged = await store.admin.purgeOld(clock.now(), config.retention.days);
       if (purged.messages || purged.attempts) log.info(purged, 'retention: purged');
     } catch (e) {

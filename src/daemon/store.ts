@@ -1,5 +1,5 @@
-import type { Store } from '../store/store.js';
 import { isStoreUnavailable } from '../store/errors.js';
+import type { Store } from '../store/store.js';
 import type { Ctx } from './context.js';
 
 /** The name of the store's secret that return paths are made with and checked by (outbound/deliver.ts, inbound/listener.ts). */
@@ -18,7 +18,9 @@ export async function prepareStore({ log, clock }: Ctx, store: Store): Promise<v
     // Unreachable, refused, a wrong password or database name: the first use names the store (the URL without its password).
     const code = (e as { code?: unknown }).code;
     if (!isStoreUnavailable(e) && !(typeof code === 'string' && /^(28|3D)/.test(code))) throw e;
-    throw new StoreUnreachable(`cannot use the store at ${store.location} (store.url): ${(e as Error).message}; is the database running, and the URL, user and password right?`);
+    throw new StoreUnreachable(
+      `cannot use the store at ${store.location} (store.url): ${(e as Error).message}; is the database running, and the URL, user and password right?`,
+    );
   }
   for (const warning of await store.admin.checks()) log.warn(warning);
   if (applied.length > 0) log.info({ applied }, 'database migrated');

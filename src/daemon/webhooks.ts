@@ -1,9 +1,9 @@
 import type { Resolver } from 'node:dns/promises';
-import type { Store } from '../store/store.js';
-import type { Metrics } from '../lib/metrics.js';
 import type { ClusterNode } from '../cluster/node.js';
-import { Dispatcher } from '../webhooks/dispatcher.js';
+import type { Metrics } from '../lib/metrics.js';
+import type { Store } from '../store/store.js';
 import { createWebhookService } from '../webhooks/create.js';
+import { Dispatcher } from '../webhooks/dispatcher.js';
 import type { WebhookService } from '../webhooks/service.js';
 import type { Ctx } from './context.js';
 
@@ -14,7 +14,13 @@ import type { Ctx } from './context.js';
 const FANOUT_LEASE_MS = 15_000;
 
 /** Step: the webhook service (endpoints, signing, sending) and the dispatcher that delivers events with it. */
-export function buildWebhooks({ config, log, clock }: Ctx, store: Store, resolver: Resolver, node: ClusterNode, metrics: Metrics): { webhooks: WebhookService; dispatcher: Dispatcher } {
+export function buildWebhooks(
+  { config, log, clock }: Ctx,
+  store: Store,
+  resolver: Resolver,
+  node: ClusterNode,
+  metrics: Metrics,
+): { webhooks: WebhookService; dispatcher: Dispatcher } {
   const webhooks = createWebhookService(store.webhooks, config, clock, resolver);
   const dispatcher = new Dispatcher({
     store: store.webhooks,

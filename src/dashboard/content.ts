@@ -1,9 +1,9 @@
-import { simpleParser, type ParsedMail } from 'mailparser';
-import { readStoredRequest } from '../domain/stored-request.js';
+import { type ParsedMail, simpleParser } from 'mailparser';
 import { UnsendableMessage } from '../domain/errors.js';
 import { attachmentSize, type SendRequest } from '../domain/send-request.js';
-import type { StoredContent } from '../store/model.js';
+import { readStoredRequest } from '../domain/stored-request.js';
 import { MIME_LIMITS, mimeLimitProblem, parserInput } from '../reports/limits.js';
+import type { StoredContent } from '../store/model.js';
 
 /**
  * A sent message's content as its page shows it, from what the store keeps (MessageStore.content,
@@ -48,7 +48,12 @@ function readRequest(request: Buffer): SendRequest | string {
 /** A submitted message parsed, or why it cannot be (then only its source is shown). */
 async function parseSubmitted(raw: Buffer): Promise<ParsedMail | string> {
   try {
-    return await simpleParser(parserInput(raw), { ...MIME_LIMITS, skipTextLinks: true, keepCidLinks: true, skipHtmlToText: true } as Parameters<typeof simpleParser>[1]);
+    return await simpleParser(parserInput(raw), {
+      ...MIME_LIMITS,
+      skipTextLinks: true,
+      keepCidLinks: true,
+      skipHtmlToText: true,
+    } as Parameters<typeof simpleParser>[1]);
   } catch (e) {
     return `the message has ${mimeLimitProblem(e) ?? 'MIME that cannot be parsed'}`;
   }
@@ -58,12 +63,17 @@ async function parseSubmitted(raw: Buffer): Promise<ParsedMail | string> {
 async function submittedContent(raw: Buffer): Promise<MessageContent> {
   const source = { kind: 'submitted' as const, bytes: raw };
   const mail = await parseSubmitted(raw);
-  if (typeof mail === 'string') return { kind: 'stored', text: undefined, html: undefined, attachments: [], unreadable: mail, source };
+  if (typeof mail === 'string')
+    return { kind: 'stored', text: undefined, html: undefined, attachments: [], unreadable: mail, source };
   return {
     kind: 'stored',
     text: mail.text?.replace(/\r\n/g, '\n'),
     html: mail.html === false ? undefined : mail.html,
-    attachments: mail.attachments.map((a) => ({ filename: a.filename ?? 'attachment', contentType: a.contentType, size: a.size })),
+    attachments: mail.attachments.map((a) => ({
+      filename: a.filename ?? 'attachment',
+      contentType: a.contentType,
+      size: a.size,
+    })),
     unreadable: undefined,
     source,
   };
@@ -74,20 +84,30 @@ export async function readContent(stored: StoredContent): Promise<MessageContent
   if (stored.request === null) return { kind: 'purged' };
   if (stored.format === 'mime') return submittedContent(stored.request);
   const req = readRequest(stored.request);
-  const source = stored.composed ? { kind: 'composed' as const, bytes: stored.composed } : { kind: 'request' as const, bytes: stored.request };
-  if (typeof req === 'string') return { kind: 'stored', text: undefined, html: undefined, attachments: [], unreadable: req, source };
+  const source = stored.composed
+    ? { kind: 'composed' as const, bytes: stored.composed }
+    : { kind: 'request' as const, bytes: stored.request };
+  if (typeof req === 'string')
+    return { kind: 'stored', text: undefined, html: undefined, attachments: [], unreadable: req, source };
   return {
     kind: 'stored',
     text: req.text?.replace(/\r\n/g, '\n'),
     html: req.html,
-    attachments: req.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, size: attachmentSize(a) })),
+    attachments: req.attachments.map((a) => ({
+      filename: a.filename,
+      contentType: a.contentType,
+      size: attachmentSize(a),
+    })),
     unreadable: undefined,
     source,
   };
 }
 
 /** The n-th attachment (from 0) with its bytes, or undefined (none such, or the body is gone). */
-export async function attachmentAt(stored: StoredContent, n: number): Promise<(AttachmentInfo & { bytes: Buffer }) | undefined> {
+export async function attachmentAt(
+  stored: StoredContent,
+  n: number,
+): Promise<(AttachmentInfo & { bytes: Buffer }) | undefined> {
   if (stored.request === null) return undefined;
   if (stored.format === 'mime') {
     const mail = await parseSubmitted(stored.request);
@@ -97,5 +117,10 @@ export async function attachmentAt(stored: StoredContent, n: number): Promise<(A
   const req = readRequest(stored.request);
   const a = typeof req === 'string' ? undefined : req.attachments[n];
   if (!a) return undefined;
-  return { filename: a.filename, contentType: a.contentType, size: attachmentSize(a), bytes: Buffer.from(a.base64, 'base64') };
+  return {
+    filename: a.filename,
+    contentType: a.contentType,
+    size: attachmentSize(a),
+    bytes: Buffer.from(a.base64, 'base64'),
+  };
 }

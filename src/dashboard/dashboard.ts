@@ -1,12 +1,12 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Resolver } from 'node:dns/promises';
-import type { Store } from '../store/store.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import type { WebhookService } from '../webhooks/service.js';
 import type { MemoryBudget } from '../lib/memory-budget.js';
 import type { Session } from '../store/model.js';
+import type { Store } from '../store/store.js';
+import type { WebhookService } from '../webhooks/service.js';
 import type { Html } from './html.js';
 import type { LoginThrottle } from './throttle.js';
 

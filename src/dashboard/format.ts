@@ -25,7 +25,16 @@ export function relativeTime(t: number, now: number): string {
   const min = Math.round(s / 60);
   const h = Math.round(s / 3600);
   const days = Math.round(s / 86400);
-  const text = s < 60 ? `${s} s` : min < 60 ? `${min} min` : h < 48 ? `${h} h` : days < 365 ? plural(days, 'day') : plural(Math.floor(days / 365), 'year');
+  const text =
+    s < 60
+      ? `${s} s`
+      : min < 60
+        ? `${min} min`
+        : h < 48
+          ? `${h} h`
+          : days < 365
+            ? plural(days, 'day')
+            : plural(Math.floor(days / 365), 'year');
   return d < 0 ? `${text} ago` : `in ${text}`;
 }
 
@@ -52,7 +61,12 @@ export function replyParts(v: unknown): ReplyParts | undefined {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
   const r = v as Record<string, unknown>;
   const str = (x: unknown) => (typeof x === 'string' || typeof x === 'number' ? String(x) : '');
-  if (typeof r.suppressed === 'string') return { status: '', meaning: 'suppressed', text: `Not sent: the address is on the suppression list (${words(r.suppressed)}).` };
+  if (typeof r.suppressed === 'string')
+    return {
+      status: '',
+      meaning: 'suppressed',
+      text: `Not sent: the address is on the suppression list (${words(r.suppressed)}).`,
+    };
   const status = [str(r.code), str(r.enhanced_code)].filter((x) => x !== '' && x !== '0').join(' ');
   const text = str(r.message);
   if (!status && !text) return undefined;

@@ -1,5 +1,5 @@
-import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Dashboard, DashboardDeps } from './dashboard.js';
 
 // What every request to the dashboard passes through before its route: the security headers and
@@ -9,7 +9,8 @@ import type { Dashboard, DashboardDeps } from './dashboard.js';
  * The pages' Content-Security-Policy: nothing from anywhere but this origin, no inline script or
  * style, no plugins, no framing of the dashboard, forms only to itself.
  */
-export const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+export const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 function parseCookies(header: string | undefined): Map<string, string> {
   const out = new Map<string, string>();
@@ -45,13 +46,22 @@ function sameOriginWithToken(request: FastifyRequest, reply: FastifyReply, done:
   if (request.method !== 'POST') return done();
   const site = request.headers['sec-fetch-site'];
   const origin = request.headers.origin;
-  const crossSite = (site !== undefined && site !== 'same-origin' && site !== 'none') || (origin !== undefined && origin !== 'null' && new URL(origin).host !== request.headers.host);
+  const crossSite =
+    (site !== undefined && site !== 'same-origin' && site !== 'none') ||
+    (origin !== undefined && origin !== 'null' && new URL(origin).host !== request.headers.host);
   if (crossSite) return void reply.code(403).type('text/plain; charset=utf-8').send('Cross-site request refused.');
   request.form = (request.body ?? {}) as Record<string, string>;
   if (request.routeOptions.url === '/login') return done();
   const token = request.form._csrf ?? '';
   const expected = request.session?.csrf ?? '';
-  const ok = token.length === expected.length && expected.length > 0 && timingSafeEqual(Buffer.from(token), Buffer.from(expected));
-  if (!ok) return void reply.code(403).type('text/plain; charset=utf-8').send('The form has expired or did not come from this dashboard; reload the page and try again.');
+  const ok =
+    token.length === expected.length &&
+    expected.length > 0 &&
+    timingSafeEqual(Buffer.from(token), Buffer.from(expected));
+  if (!ok)
+    return void reply
+      .code(403)
+      .type('text/plain; charset=utf-8')
+      .send('The form has expired or did not come from this dashboard; reload the page and try again.');
   done();
 }

@@ -1,6 +1,5 @@
-import { html, type Html } from './html.js';
-import type { Session } from '../store/model.js';
-import type { Customer } from '../store/model.js';
+import type { Customer, Session } from '../store/model.js';
+import { type Html, html } from './html.js';
 
 export interface PageContext {
   session: Session & { id: string };
@@ -29,7 +28,9 @@ const SECTIONS: Array<[string, string, string]> = [
 /** Every signed-in page: header with the customer switcher (admins) and logout, navigation, the page. */
 export function layout(c: PageContext, title: string, body: Html): Html {
   const admin = c.session.user.role === 'admin';
-  const sections = admin ? [...SECTIONS, ['customers', '/customers', 'Customers'] as [string, string, string]] : SECTIONS;
+  const sections = admin
+    ? [...SECTIONS, ['customers', '/customers', 'Customers'] as [string, string, string]]
+    : SECTIONS;
   return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · ${c.customer.name} · posthaste</title><link rel="stylesheet" href="/static/app.css"><script src="/static/app.js" defer></script></head>
 <body><a class="skip" href="#main">Skip to content</a>

@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { sendPage, type Dashboard, type DashboardDeps, type Req } from './dashboard.js';
-import { html, type Html } from './html.js';
-import { layout, type PageContext } from './layout.js';
 import type { Problems } from '../domain/errors.js';
+import { type Area, type AreaRules, area } from './area.js';
+import { type Dashboard, type DashboardDeps, type Req, sendPage } from './dashboard.js';
+import { type Html, html } from './html.js';
+import { layout, type PageContext } from './layout.js';
+import { type ErrorCode, errorText, type NoticeCode, noticeText } from './notices.js';
 import { OneTimeReveal } from './reveal.js';
-import { errorText, noticeText, type ErrorCode, type NoticeCode } from './notices.js';
-import { area, type Area, type AreaRules } from './area.js';
 
 /** What every page and action of the dashboard uses: the store and clock, its routes by section, and the ways to answer. */
 export interface Pages {
@@ -49,7 +49,8 @@ export function pages(dash: Dashboard, deps: DashboardDeps): Pages {
       error: errorText(request.query.error),
     };
   };
-  const page = (reply: FastifyReply, c: PageContext, title: string, body: Html) => sendPage(reply, layout(c, title, body));
+  const page = (reply: FastifyReply, c: PageContext, title: string, body: Html) =>
+    sendPage(reply, layout(c, title, body));
   const back = (reply: FastifyReply, to: string, say: { notice?: NoticeCode; error?: ErrorCode } = {}) => {
     const q = new URLSearchParams();
     if (say.notice) q.set('notice', say.notice);

@@ -1,12 +1,12 @@
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { readFileSync } from 'node:fs';
-import type { Config } from '../config/schema.js';
+import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { ConfigError } from '../config/load.js';
-import { Html } from './html.js';
-import { LoginThrottle } from './throttle.js';
-import { pageRoutes } from './routes/index.js';
+import type { Config } from '../config/schema.js';
+import { type Dashboard, type DashboardDeps, sendPage } from './dashboard.js';
 import { requestHooks } from './hooks.js';
-import { sendPage, type Dashboard, type DashboardDeps } from './dashboard.js';
+import { Html } from './html.js';
+import { pageRoutes } from './routes/index.js';
+import { LoginThrottle } from './throttle.js';
 
 /** The cookie a session travels in: __Host- prefixed (Secure, host-only, path /) when served over https. */
 export function cookieName(secure: boolean): string {
@@ -18,7 +18,8 @@ const FORM_LIMIT = 64 * 1024;
 /** A flat form: repeated fields keep their last value, except names ending in [] which are joined by newlines. */
 function parseForm(body: string): Record<string, string> {
   const out: Record<string, string> = Object.create(null) as Record<string, string>;
-  for (const [k, v] of new URLSearchParams(body)) out[k] = k.endsWith('[]') && out[k] !== undefined ? `${out[k]}\n${v}` : v;
+  for (const [k, v] of new URLSearchParams(body))
+    out[k] = k.endsWith('[]') && out[k] !== undefined ? `${out[k]}\n${v}` : v;
   return out;
 }
 
@@ -31,7 +32,8 @@ function servedOverHttps(config: Config): boolean {
   } catch {
     throw new ConfigError('dashboard.public_url', `"${config.dashboard.public_url}" is not a URL`);
   }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ConfigError('dashboard.public_url', 'must be an http or https URL');
+  if (u.protocol !== 'https:' && u.protocol !== 'http:')
+    throw new ConfigError('dashboard.public_url', 'must be an http or https URL');
   return u.protocol === 'https:';
 }
 
@@ -47,9 +49,17 @@ export function buildDashboard(deps: DashboardDeps): FastifyInstance {
     trustProxy: '127.0.0.1,::1',
   }) as unknown as FastifyInstance;
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, parseForm(body as string)));
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) =>
+    done(null, parseForm(body as string)),
+  );
 
-  const dash: Dashboard = { app, secure, cookie: cookieName(secure), idleMs: config.dashboard.session_idle, throttle: new LoginThrottle(store.users.loginFailures) };
+  const dash: Dashboard = {
+    app,
+    secure,
+    cookie: cookieName(secure),
+    idleMs: config.dashboard.session_idle,
+    throttle: new LoginThrottle(store.users.loginFailures),
+  };
   requestHooks(dash, deps);
   staticRoutes(app);
   pageRoutes(dash, deps);
@@ -82,8 +92,16 @@ function errorPages(app: FastifyInstance): void {
   app.setNotFoundHandler((_request, reply) => sendPage(reply.code(404), NOT_FOUND_PAGE));
   app.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {
     if (err.statusCode && err.statusCode < 500)
-      return sendPage(reply.code(err.statusCode), new Html(`<!doctype html><title>Error</title><p>${err.statusCode === 413 ? 'The form is too large.' : 'The request could not be read.'}</p>`));
+      return sendPage(
+        reply.code(err.statusCode),
+        new Html(
+          `<!doctype html><title>Error</title><p>${err.statusCode === 413 ? 'The form is too large.' : 'The request could not be read.'}</p>`,
+        ),
+      );
     request.log.error({ err }, 'dashboard error');
-    return sendPage(reply.code(500), new Html('<!doctype html><title>Error</title><p>Something went wrong; the error is in the server log.</p>'));
+    return sendPage(
+      reply.code(500),
+      new Html('<!doctype html><title>Error</title><p>Something went wrong; the error is in the server log.</p>'),
+    );
   });
 }

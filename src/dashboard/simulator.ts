@@ -6,4 +6,6 @@ import { SIMULATOR_DOMAIN } from '../domain/sandbox.js';
  * them suppresses nothing for real; the Suppressions page lists what they simulated apart.
  * test/unit/dashboard/simulator.test.ts checks the list against the simulator itself.
  */
-export const SUPPRESSING_SIMULATOR_ADDRESSES = ['bounced', 'async-bounced', 'complained'].map((local) => `${local}@${SIMULATOR_DOMAIN}`);
+export const SUPPRESSING_SIMULATOR_ADDRESSES = ['bounced', 'async-bounced', 'complained'].map(
+  (local) => `${local}@${SIMULATOR_DOMAIN}`,
+);

@@ -12,7 +12,8 @@ import type { FastifyReply } from 'fastify';
  * sandboxed (an opaque origin) even if opened on its own. Inline styles are allowed: mail is
  * styled inline.
  */
-export const MAIL_HTML_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'self'; sandbox";
+export const MAIL_HTML_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'self'; sandbox";
 
 /**
  * A nested frame's start and end tags (iframe, frame, frameset, object, embed, portal,
@@ -23,7 +24,10 @@ export const MAIL_HTML_CSP = "default-src 'none'; style-src 'unsafe-inline'; img
  * one of these elements, so renaming at every "<name" is complete, if not pretty inside comments.
  */
 export function inertHtml(html: string): string {
-  return html.replace(/<(\/?)(iframe|frameset|frame|object|embed|portal|fencedframe)(?=[\t\n\f\r />]|$)/gi, '<$1x-inert-$2');
+  return html.replace(
+    /<(\/?)(iframe|frameset|frame|object|embed|portal|fencedframe)(?=[\t\n\f\r />]|$)/gi,
+    '<$1x-inert-$2',
+  );
 }
 
 /** A message's HTML for the sandboxed frame of its page (made inert, under MAIL_HTML_CSP). */

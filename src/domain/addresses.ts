@@ -84,7 +84,8 @@ export function parseMailbox(input: string): Parsed<Mailbox> {
     if (!/^"(?:[^"\\]|\\.)*"$/.test(name)) return { ok: false, error: 'the display name has an unbalanced quote' };
     name = name.slice(1, -1).replace(/\\(.)/g, '$1');
   } else if (/["<>]/.test(name)) return { ok: false, error: 'the display name must be quoted' };
-  if (name.length > DISPLAY_NAME_MAX_LENGTH) return { ok: false, error: `the display name is longer than ${DISPLAY_NAME_MAX_LENGTH} characters` };
+  if (name.length > DISPLAY_NAME_MAX_LENGTH)
+    return { ok: false, error: `the display name is longer than ${DISPLAY_NAME_MAX_LENGTH} characters` };
   const fold = foldProblem(NAME_PREFIX, name);
   if (fold) return { ok: false, error: `the display name ${fold}` };
   const addr = parseAddrSpec(inner.trim());

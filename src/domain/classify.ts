@@ -71,10 +71,16 @@ const rules: Rule[] = [
     text: /sender (address|domain|verify|verification)|domain of sender|(unknown|invalid|bad|unverified) sender|after MAIL FROM|MAIL FROM:?\s*<[^>]*>\.\.\.|sender .*(rejected|refused|denied|not (allowed|permitted))/i,
   },
   // "550 5.7.1 <bob@example.net>... Relaying denied" / Exim "550 relay not permitted"
-  { label: 'policy', text: /relay(ing)? (access )?(denied|not (permitted|allowed))|not permitted to relay|unable to relay|we do not relay|relay access|no relaying/i },
+  {
+    label: 'policy',
+    text: /relay(ing)? (access )?(denied|not (permitted|allowed))|not permitted to relay|unable to relay|we do not relay|relay access|no relaying/i,
+  },
   // Postfix: "450 4.7.1 Client host rejected: cannot find your reverse hostname, [192.0.2.1]"
   // "550 5.7.25 [192.0.2.1] The IP address sending this message does not have a PTR record setup"
-  { label: 'policy', text: /reverse (dns|lookup|hostname|host name)|\bPTR\b|cannot find your hostname|no (reverse|rdns)|\brdns\b|client host rejected/i },
+  {
+    label: 'policy',
+    text: /reverse (dns|lookup|hostname|host name)|\bPTR\b|cannot find your hostname|no (reverse|rdns)|\brdns\b|client host rejected/i,
+  },
   // Postfix RBL: "554 5.7.1 Service unavailable; Client host [192.0.2.1] blocked using zen.spamhaus.org"
   // A list named by its zone: "550 zen.example.test Listed by CSS" (Spamhaus's CSS, SBL, XBL, PBL)
   {
@@ -82,17 +88,26 @@ const rules: Rule[] = [
     text: /blocked using|listed by (css|sbl|xbl|pbl|dbl|zen|\S*(bl|rbl|dnsbl))\b|spamhaus|barracuda|spamcop|sorbs|block ?list|black ?list|(black|block)listed|listed (at|in|on) \S*(bl\b|rbl|dnsbl|spamhaus|spamcop|sorbs|barracuda)|poor reputation|\breputation\b|\bRBL\b|\bDNSBL\b/i,
   },
   // Gmail: "550-5.7.1 Our system has detected that this message is likely unsolicited mail"
-  { label: 'spam_block', text: /unsolicited|\bspam\b|junk mail|content rejected|message (was )?(blocked|rejected) (as|for) (spam|policy)|bulk mail|phish/i },
+  {
+    label: 'spam_block',
+    text: /unsolicited|\bspam\b|junk mail|content rejected|message (was )?(blocked|rejected) (as|for) (spam|policy)|bulk mail|phish/i,
+  },
   // Microsoft: "550 5.7.606 Access denied, banned sending IP [192.0.2.1]" and S3150 blocks
   { label: 'spam_block', enhanced: /^5\.7\.(606|511)$/ },
-  { label: 'spam_block', text: /\bS3150\b|banned sending ip|IP address .*(blocked|rejected)|your (IP|host|network) .*(blocked|banned|rejected)/i },
+  {
+    label: 'spam_block',
+    text: /\bS3150\b|banned sending ip|IP address .*(blocked|rejected)|your (IP|host|network) .*(blocked|banned|rejected)/i,
+  },
   // Gmail/Yahoo/Microsoft sender-authentication rules: "550 5.7.26 Unauthenticated email from example.com is not accepted"
   // and "550 5.7.515 Access denied, sending domain ... does not meet the required authentication level".
   // (5.7.27 is left to its text: RFC 7505 gives it to a sender's null MX, but Sendmail writes it
   // with "550 Host does not accept mail" for a recipient domain's.)
   { label: 'policy', enhanced: /^[45]\.7\.(2[0-6]|29|30|32|40|515)$/ },
   // "550 5.7.1 Unauthenticated email ... DMARC policy" / "5.7.1 ... SPF"
-  { label: 'policy', text: /\bDMARC\b|\bSPF\b|\bDKIM\b|authentication (failed|required|level)|not authenticated|unauthenticated/i },
+  {
+    label: 'policy',
+    text: /\bDMARC\b|\bSPF\b|\bDKIM\b|authentication (failed|required|level)|not authenticated|unauthenticated/i,
+  },
   // "530 5.7.0 Must issue a STARTTLS command first" / "421 4.7.0 TLS required"
   { label: 'tls_failure', text: /STARTTLS|TLS required|encryption required|secure connection required/i },
   { label: 'tls_failure', enhanced: /^[45]\.7\.1[01]$/ },
@@ -105,10 +120,16 @@ const rules: Rule[] = [
   // (the recipient's own setting, and the content: not a domain that takes no mail)
   { label: 'policy', text: /not accepting (e-?mail|mail|messages) (with|from|containing)/i },
   // "554 5.4.6 Mail loop detected" / Exim "Too many \"Received\" headers - suspected mail loop"
-  { label: 'other', text: /mail(ing)? loop|loop(s)? (back|detected)|too many hops|hop count|routing loop|suspected (mail )?loop/i },
+  {
+    label: 'other',
+    text: /mail(ing)? loop|loop(s)? (back|detected)|too many hops|hop count|routing loop|suspected (mail )?loop/i,
+  },
   // Office 365 Directory-Based Edge Blocking: "550 5.4.1 Recipient address rejected: Access denied. AS(201806281)"; Postfix check_recipient_access
   // Facebook: "550 5.1.1 RCP-P2 ... Refused due to recipient preferences"; the recipient's own block list or settings
-  { label: 'policy', text: /recipient(.s)? (preferences|settings|policy)|due to (the )?recipients? policy|refused by (the )?recipient|blocked by the recipient|only accepting mail from/i },
+  {
+    label: 'policy',
+    text: /recipient(.s)? (preferences|settings|policy)|due to (the )?recipients? policy|refused by (the )?recipient|blocked by the recipient|only accepting mail from/i,
+  },
   // (the recipient's address, refused by the directory or the access table: an address verdict)
   // KDDI (au one net): "550 <a@b>: Recipient address rejected." (no reason: the address itself)
   { label: 'unknown_recipient', text: /recipient address rejected: access denied|recipient address rejected\.(\s|$)/i },
@@ -121,7 +142,10 @@ const rules: Rule[] = [
   // ---- The message.
   // "552 5.3.4 Message size exceeds fixed maximum message size" / "552 5.2.3 ... too big"
   { label: 'message_too_large', enhanced: /^[45]\.(2\.3|3\.4)$/ },
-  { label: 'message_too_large', text: /message (is )?too (big|large)|(message|mail) size (limit|exceed)|exceeds? .*(size|maximum message)|size exceeds|too large for|message length exceeds/i },
+  {
+    label: 'message_too_large',
+    text: /message (is )?too (big|large)|(message|mail) size (limit|exceed)|exceeds? .*(size|maximum message)|size exceeds|too large for|message length exceeds/i,
+  },
 
   // ---- The recipient's mailbox.
   // Gmail: "550 5.2.1 The email account that you tried to reach is disabled." / "... is inactive"

@@ -12,7 +12,9 @@ import type { Reply } from './outcome.js';
 /** The destination an MX host set belongs to: the registrable domain of the first host by preference (ties: by name). */
 export function destinationOf(hosts: ReadonlyArray<{ host: string; priority: number }>): string | null {
   if (hosts.length === 0) return null;
-  const first = [...hosts].sort((a, b) => a.priority - b.priority || (a.host < b.host ? -1 : a.host > b.host ? 1 : 0))[0]!.host;
+  const first = [...hosts].sort(
+    (a, b) => a.priority - b.priority || (a.host < b.host ? -1 : a.host > b.host ? 1 : 0),
+  )[0]!.host;
   return destinationOfHost(first);
 }
 
@@ -56,17 +58,21 @@ export function parseDestinationRules(entries: readonly string[]): DestinationRu
   for (const entry of entries) {
     const [name, ...settings] = entry.trim().split(/\s+/);
     const destination = (name ?? '').toLowerCase();
-    if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(destination)) throw new Error(`${JSON.stringify(entry)}: expected a destination name such as "outlook.com" first`);
+    if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(destination))
+      throw new Error(`${JSON.stringify(entry)}: expected a destination name such as "outlook.com" first`);
     if (seen.has(destination)) throw new Error(`${JSON.stringify(entry)}: ${destination} is named twice`);
     seen.add(destination);
-    if (settings.length === 0) throw new Error(`${JSON.stringify(entry)}: no settings (connections=N, per_connection=N, per_minute=N)`);
+    if (settings.length === 0)
+      throw new Error(`${JSON.stringify(entry)}: no settings (connections=N, per_connection=N, per_minute=N)`);
     const limits: Partial<DestinationLimits> = {};
     for (const s of settings) {
       const m = /^([a-z_]+)=(\d{1,9})$/.exec(s);
       const spec = m ? SETTINGS[m[1]!] : undefined;
-      if (!m || !spec) throw new Error(`${JSON.stringify(entry)}: "${s}" is not one of connections=N, per_connection=N, per_minute=N`);
+      if (!m || !spec)
+        throw new Error(`${JSON.stringify(entry)}: "${s}" is not one of connections=N, per_connection=N, per_minute=N`);
       const n = Number(m[2]);
-      if (n < spec.min || n > spec.max) throw new Error(`${JSON.stringify(entry)}: ${m[1]} must be ${spec.min} to ${spec.max}`);
+      if (n < spec.min || n > spec.max)
+        throw new Error(`${JSON.stringify(entry)}: ${m[1]} must be ${spec.min} to ${spec.max}`);
       limits[spec.field] = n;
     }
     rules.push({ destination, limits });
@@ -75,7 +81,11 @@ export function parseDestinationRules(entries: readonly string[]): DestinationRu
 }
 
 /** The limits of one destination: its rule's settings over the defaults. */
-export function limitsFor(destination: string, rules: readonly DestinationRule[], defaults: DestinationLimits): DestinationLimits {
+export function limitsFor(
+  destination: string,
+  rules: readonly DestinationRule[],
+  defaults: DestinationLimits,
+): DestinationLimits {
   const rule = rules.find((r) => r.destination === destination);
   return rule ? { ...defaults, ...rule.limits } : defaults;
 }

@@ -29,7 +29,13 @@ export function zoneTxt(text: string): string {
   return (strings.length ? strings : ['']).map((s) => `"${s.replace(/["\\]/g, '\\$&')}"`).join(' ');
 }
 
-const txt = (name: string, text: string, purpose: DnsRecord['purpose']): DnsRecord => ({ type: 'TXT', name, value: zoneTxt(text), text, purpose });
+const txt = (name: string, text: string, purpose: DnsRecord['purpose']): DnsRecord => ({
+  type: 'TXT',
+  name,
+  value: zoneTxt(text),
+  text,
+  purpose,
+});
 
 /** How long the previous selector's record stays needed after signing switched away from it. */
 export const DKIM_GRACE_MS = 7 * 24 * 3_600_000;
@@ -61,13 +67,19 @@ export function dnsRecords(d: DomainKeys, server: { hostname: string; returnPath
   return [
     txt(`${VERIFICATION_LABEL}.${d.name}`, verificationValue(d.verificationToken), 'verification'),
     txt(`${d.dkimSelector}._domainkey.${d.name}`, dkimValue(d.dkimPublicKey), 'dkim'),
-    ...(d.nextDkim ? [txt(`${d.nextDkim.selector}._domainkey.${d.name}`, dkimValue(d.nextDkim.publicKey), 'dkim_next')] : []),
-    ...(d.previousDkim ? [txt(`${d.previousDkim.selector}._domainkey.${d.name}`, dkimValue(d.previousDkim.publicKey), 'dkim_previous')] : []),
+    ...(d.nextDkim
+      ? [txt(`${d.nextDkim.selector}._domainkey.${d.name}`, dkimValue(d.nextDkim.publicKey), 'dkim_next')]
+      : []),
+    ...(d.previousDkim
+      ? [txt(`${d.previousDkim.selector}._domainkey.${d.name}`, dkimValue(d.previousDkim.publicKey), 'dkim_previous')]
+      : []),
     txt(d.name, `v=spf1 a:${server.hostname} ~all`, 'spf'),
     // Asynchronous bounces come back to bounces+<token>@<return path domain>: it must route to us.
     { type: 'MX', name: server.returnPathDomain, value: `10 ${server.hostname}`, purpose: 'return_path' },
     // A receiving domain's own mail must reach the inbound listener, which answers as server.hostname.
-    ...(d.receiving ? [{ type: 'MX' as const, name: d.name, value: `10 ${server.hostname}`, purpose: 'inbound' as const }] : []),
+    ...(d.receiving
+      ? [{ type: 'MX' as const, name: d.name, value: `10 ${server.hostname}`, purpose: 'inbound' as const }]
+      : []),
     txt(`_dmarc.${d.name}`, 'v=DMARC1; p=none', 'dmarc'),
   ];
 }

@@ -69,7 +69,10 @@ export class UnsendableMessage extends Error {}
 
 export function validationError(p: Problems): ApiError {
   const first = Object.entries(p.details)[0]!;
-  const message = p.count === 1 ? `${first[0]} ${first[1][0]}` : `The request has ${p.count} problems; ${p.omitted > 0 ? `details lists the first ${Problems.MAX_PROBLEMS}` : 'see details'}.`;
+  const message =
+    p.count === 1
+      ? `${first[0]} ${first[1][0]}`
+      : `The request has ${p.count} problems; ${p.omitted > 0 ? `details lists the first ${Problems.MAX_PROBLEMS}` : 'see details'}.`;
   return new ApiError('validation_failed', message, p.details);
 }
 
@@ -80,13 +83,20 @@ export function unknownDomain(name: string): ApiError {
 }
 
 export function unverifiedDomain(name: string): ApiError {
-  return new ApiError('domain_not_verified', `The sender domain ${name} is not verified yet; publish its DNS records and run "posthaste domains verify".`, {
-    from: [`${name} is not verified`],
-  });
+  return new ApiError(
+    'domain_not_verified',
+    `The sender domain ${name} is not verified yet; publish its DNS records and run "posthaste domains verify".`,
+    {
+      from: [`${name} is not verified`],
+    },
+  );
 }
 
 /** Why the store would not take a message (its transaction's verdict), as the error the client gets. */
-export type Refusal = { kind: 'domain_unknown' } | { kind: 'domain_unverified' } | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> };
+export type Refusal =
+  | { kind: 'domain_unknown' }
+  | { kind: 'domain_unverified' }
+  | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> };
 
 export function refusal(r: Refusal, domain: string): ApiError {
   switch (r.kind) {
@@ -97,7 +107,11 @@ export function refusal(r: Refusal, domain: string): ApiError {
     case 'suppressed': {
       const p = new Problems();
       for (const s of r.addresses) p.add(s.field, `${s.address} is on the suppression list (${s.reason})`);
-      return new ApiError('recipient_suppressed', `${r.addresses.length} recipient(s) are on the suppression list; nothing was queued.`, p.details);
+      return new ApiError(
+        'recipient_suppressed',
+        `${r.addresses.length} recipient(s) are on the suppression list; nothing was queued.`,
+        p.details,
+      );
     }
   }
 }

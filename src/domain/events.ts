@@ -1,5 +1,13 @@
 /** Event types and envelopes (docs/api.md, Webhook endpoints). */
-export const EVENT_TYPES = ['email.delivered', 'email.deferred', 'email.bounced', 'email.complained', 'recipient.suppressed', 'email.received', 'inbound.limited'] as const;
+export const EVENT_TYPES = [
+  'email.delivered',
+  'email.deferred',
+  'email.bounced',
+  'email.complained',
+  'recipient.suppressed',
+  'email.received',
+  'inbound.limited',
+] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -21,7 +21,8 @@ export function hasControl(s: string): boolean {
 }
 
 /** The problem text for a value with a control character, the same wherever header text is refused. */
-export const CONTROL_PROBLEM = 'must not contain a control character (line breaks, NUL, VT, FF and the like; only tab is allowed)';
+export const CONTROL_PROBLEM =
+  'must not contain a control character (line breaks, NUL, VT, FF and the like; only tab is allowed)';
 
 /**
  * An upper bound on the longest physical line the composer writes for `value` after `prefix`

@@ -1,6 +1,14 @@
 import { Problems } from './errors.js';
 
-export const SEARCH_STATES = ['queued', 'deferred', 'delivered', 'bounced', 'complained', 'suppressed', 'canceled'] as const;
+export const SEARCH_STATES = [
+  'queued',
+  'deferred',
+  'delivered',
+  'bounced',
+  'complained',
+  'suppressed',
+  'canceled',
+] as const;
 export type SearchState = (typeof SEARCH_STATES)[number];
 
 export interface MessageFilters {
@@ -47,7 +55,8 @@ export function parseMessageFilters(q: Record<string, unknown>): MessageFilters 
   }
   const state = str('state');
   if (state !== undefined) {
-    if (!(SEARCH_STATES as readonly string[]).includes(state)) p.add('state', `must be one of ${SEARCH_STATES.join(', ')}`);
+    if (!(SEARCH_STATES as readonly string[]).includes(state))
+      p.add('state', `must be one of ${SEARCH_STATES.join(', ')}`);
     else out.state = state as SearchState;
   }
   const tag = str('tag');

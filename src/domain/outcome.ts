@@ -77,7 +77,8 @@ const TRANSIENT =
   /try again later|, try again\b|temporar(il)?y|malformed or unexpected name server reply|SERVFAIL|lookup did not complete|(name ?server|dns|resolver|lookup|name service|query)[^.;]{0,30}(time ?out|timed out)|(time ?out|timed out)[^.;]{0,30}(dns|name ?server|resolver|lookup|resolving)/i;
 
 /** The bare "user unknown" of a reply, and nothing more specific ("550 Unknown user a@b", "550 : User unknown"). */
-const BARE_USER_UNKNOWN = /^\s*(\d{3}[\s:-]*)?([245]\.\d{1,3}\.\d{1,3}\s*)?[\s:]*(<[^>]*>[\s.:]*)?(user unknown|unknown user)\b/i;
+const BARE_USER_UNKNOWN =
+  /^\s*(\d{3}[\s:-]*)?([245]\.\d{1,3}\.\d{1,3}\s*)?[\s:]*(<[^>]*>[\s.:]*)?(user unknown|unknown user)\b/i;
 
 /**
  * Whether a permanent failure suppresses the address: the classification blames the address

@@ -1,4 +1,4 @@
-import { reply, type Reply } from './outcome.js';
+import { type Reply, reply } from './outcome.js';
 
 /** The simulator domain: its local parts choose the outcome of a sandbox message (docs/delivery.md). */
 export const SIMULATOR_DOMAIN = 'simulator.posthaste.test';
@@ -23,18 +23,39 @@ export function sandboxSteps(address: string, attempts: number): SandboxStep[] {
   if (domain !== SIMULATOR_DOMAIN) return [{ kind: 'delivered', reply: OK }];
   switch (local) {
     case 'bounced':
-      return [{ kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.1', 'The email account that you tried to reach does not exist (simulated)', 'unknown_recipient'), suppress: true }];
+      return [
+        {
+          kind: 'bounced',
+          bounceType: 'hard',
+          reply: reply(
+            550,
+            '5.1.1',
+            'The email account that you tried to reach does not exist (simulated)',
+            'unknown_recipient',
+          ),
+          suppress: true,
+        },
+      ];
     case 'async-bounced':
       return [
         { kind: 'delivered', reply: OK },
         { kind: 'async_bounce', reply: reply(550, '5.1.1', 'User unknown (simulated DSN)', 'unknown_recipient') },
       ];
     case 'deferred':
-      return attempts === 0 ? [{ kind: 'deferred', reply: reply(451, '4.3.0', 'Temporary failure, try again later (simulated)', 'other') }] : [{ kind: 'delivered', reply: OK }];
+      return attempts === 0
+        ? [{ kind: 'deferred', reply: reply(451, '4.3.0', 'Temporary failure, try again later (simulated)', 'other') }]
+        : [{ kind: 'delivered', reply: OK }];
     case 'expired':
       return attempts === 0
         ? [{ kind: 'deferred', reply: reply(451, '4.4.1', 'No answer from host (simulated)', 'timeout') }]
-        : [{ kind: 'bounced', bounceType: 'expired', reply: reply(451, '4.4.7', 'Delivery time expired (simulated)', 'expired'), suppress: false }];
+        : [
+            {
+              kind: 'bounced',
+              bounceType: 'expired',
+              reply: reply(451, '4.4.7', 'Delivery time expired (simulated)', 'expired'),
+              suppress: false,
+            },
+          ];
     case 'complained':
       return [
         { kind: 'delivered', reply: OK },

@@ -1,8 +1,9 @@
 // Each field's rule of a send request (docs/api.md), one check per field, for validateSendRequest
 // (send-request.ts) to run in order: each adds its problems to the one Problems, none short-circuits
 // another, and each returns the field's value when it has none.
+
+import { MAILBOX_MAX_LENGTH, type Mailbox, parseMailbox, splitAddressList } from './addresses.js';
 import type { Problems } from './errors.js';
-import { MAILBOX_MAX_LENGTH, parseMailbox, splitAddressList, type Mailbox } from './addresses.js';
 import { CONTROL_PROBLEM, foldProblem, hasControl } from './header-text.js';
 
 /** An attachment of a send request. */
@@ -18,10 +19,38 @@ export const TAG_MAX_LENGTH = 100;
 /** ISO 8601 date and time with seconds optional, fractions optional, and a zone (Z or ±hh:mm) required. */
 const SCHEDULE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/i;
 
-const KNOWN_FIELDS = new Set(['from', 'to', 'cc', 'bcc', 'reply_to', 'subject', 'body', 'text_body', 'html_body', 'attachments', 'headers', 'metadata', 'scheduled_at', 'tags']);
+const KNOWN_FIELDS = new Set([
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'reply_to',
+  'subject',
+  'body',
+  'text_body',
+  'html_body',
+  'attachments',
+  'headers',
+  'metadata',
+  'scheduled_at',
+  'tags',
+]);
 
 /** Headers posthaste writes itself (docs/api.md); a request may not set them. Content-* is refused by prefix. */
-const OWNED_HEADERS = new Set(['from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'return-path', 'dkim-signature', 'mime-version', 'sender', 'reply-to']);
+const OWNED_HEADERS = new Set([
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'subject',
+  'date',
+  'message-id',
+  'return-path',
+  'dkim-signature',
+  'mime-version',
+  'sender',
+  'reply-to',
+]);
 const HEADER_NAME = /^[\x21-\x39\x3b-\x7e]+$/; // RFC 5322 ftext: printable ASCII except ':'
 const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
 export const METADATA_MAX_KEYS = 50;
@@ -165,9 +194,16 @@ export function subjectField(v: unknown, p: Problems): string {
 }
 
 /** body and text_body are aliases; one of the three bodies is required. */
-export function checkBodies(body: Record<string, unknown>, bodyText: string | undefined, textBody: string | undefined, p: Problems): void {
-  if (bodyText !== undefined && textBody !== undefined && bodyText !== textBody) p.add('text_body', 'body and text_body are aliases; give one, or both equal');
-  if (body.body == null && body.text_body == null && body.html_body == null) p.add('body', 'one of body, text_body or html_body is required');
+export function checkBodies(
+  body: Record<string, unknown>,
+  bodyText: string | undefined,
+  textBody: string | undefined,
+  p: Problems,
+): void {
+  if (bodyText !== undefined && textBody !== undefined && bodyText !== textBody)
+    p.add('text_body', 'body and text_body are aliases; give one, or both equal');
+  if (body.body == null && body.text_body == null && body.html_body == null)
+    p.add('body', 'one of body, text_body or html_body is required');
 }
 
 export function attachmentsField(v: unknown, p: Problems): Attachment[] {
@@ -188,7 +224,8 @@ function attachmentField(f: string, a: unknown, p: Problems): Attachment | undef
     p.add(f, 'must be an object');
     return undefined;
   }
-  for (const key of Object.keys(a)) if (key !== 'filename' && key !== 'io' && key !== 'content_type') p.add(`${f}.${key}`, 'is not a known field');
+  for (const key of Object.keys(a))
+    if (key !== 'filename' && key !== 'io' && key !== 'content_type') p.add(`${f}.${key}`, 'is not a known field');
   const { filename, io, content_type: ct } = a;
   let ok = true;
   const problem = (field: string, message: string) => {
@@ -197,10 +234,15 @@ function attachmentField(f: string, a: unknown, p: Problems): Attachment | undef
   };
   if (typeof filename !== 'string' || filename.trim() === '') problem('filename', 'must be a non-empty string');
   else if (hasControl(filename)) problem('filename', CONTROL_PROBLEM);
-  else if (filename.length > FILENAME_MAX_LENGTH) problem('filename', `must be at most ${FILENAME_MAX_LENGTH} characters`);
-  if (typeof io !== 'string' || !isStrictBase64(io)) problem('io', 'must be strict Base64 (RFC 4648, padded, no line breaks)');
-  if (typeof ct !== 'string' || !MIME_TYPE.test(ct)) problem('content_type', 'must be a media type of the form type/subtype');
-  return ok ? { filename: filename as string, base64: io as string, contentType: (ct as string).toLowerCase() } : undefined;
+  else if (filename.length > FILENAME_MAX_LENGTH)
+    problem('filename', `must be at most ${FILENAME_MAX_LENGTH} characters`);
+  if (typeof io !== 'string' || !isStrictBase64(io))
+    problem('io', 'must be strict Base64 (RFC 4648, padded, no line breaks)');
+  if (typeof ct !== 'string' || !MIME_TYPE.test(ct))
+    problem('content_type', 'must be a media type of the form type/subtype');
+  return ok
+    ? { filename: filename as string, base64: io as string, contentType: (ct as string).toLowerCase() }
+    : undefined;
 }
 
 export function headersField(v: unknown, p: Problems): Array<[string, string]> {
@@ -214,7 +256,8 @@ export function headersField(v: unknown, p: Problems): Array<[string, string]> {
     const f = `headers.${printable(name)}`;
     if (!HEADER_NAME.test(name)) p.add(f, 'is not a valid header name');
     else if (name.length > HEADER_NAME_MAX_LENGTH) p.add(f, `must be at most ${HEADER_NAME_MAX_LENGTH} characters`);
-    else if (OWNED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('content-')) p.add(f, 'is set by posthaste and cannot be given');
+    else if (OWNED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('content-'))
+      p.add(f, 'is set by posthaste and cannot be given');
     else if (typeof value !== 'string') p.add(f, 'must be a string');
     else if (hasControl(value)) p.add(f, CONTROL_PROBLEM);
     else if (value.length > HEADER_VALUE_MAX_LENGTH) p.add(f, `must be at most ${HEADER_VALUE_MAX_LENGTH} characters`);
@@ -239,9 +282,11 @@ export function metadataField(v: unknown, p: Problems): Record<string, string> {
   if (entries.length > METADATA_MAX_KEYS) p.add('metadata', `has more than ${METADATA_MAX_KEYS} keys`);
   for (const [key, value] of entries) {
     const f = `metadata.${printable(key)}`;
-    if (key.length === 0 || key.length > METADATA_MAX_KEY_LENGTH) p.add(f, `key must be 1 to ${METADATA_MAX_KEY_LENGTH} characters`);
+    if (key.length === 0 || key.length > METADATA_MAX_KEY_LENGTH)
+      p.add(f, `key must be 1 to ${METADATA_MAX_KEY_LENGTH} characters`);
     else if (typeof value !== 'string') p.add(f, 'must be a string');
-    else if (value.length > METADATA_MAX_VALUE_LENGTH) p.add(f, `must be at most ${METADATA_MAX_VALUE_LENGTH} characters`);
+    else if (value.length > METADATA_MAX_VALUE_LENGTH)
+      p.add(f, `must be at most ${METADATA_MAX_VALUE_LENGTH} characters`);
     else metadata[key] = value;
   }
   return metadata;
@@ -262,7 +307,8 @@ export function tagsField(v: unknown, p: Problems): string[] {
   else if (v.length > MAX_TAGS) p.add('tags', `has ${v.length} tags; at most ${MAX_TAGS} are allowed`);
   else
     for (const [i, tag] of (v as unknown[]).entries()) {
-      if (typeof tag !== 'string' || tag.length === 0 || tag.length > TAG_MAX_LENGTH) p.add(`tags[${i}]`, `must be a string of 1 to ${TAG_MAX_LENGTH} characters`);
+      if (typeof tag !== 'string' || tag.length === 0 || tag.length > TAG_MAX_LENGTH)
+        p.add(`tags[${i}]`, `must be a string of 1 to ${TAG_MAX_LENGTH} characters`);
       else if (hasControl(tag) || tag.includes('\t')) p.add(`tags[${i}]`, 'must not contain a control character');
       else if (!tags.includes(tag)) tags.push(tag);
     }

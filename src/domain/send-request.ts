@@ -1,5 +1,5 @@
-import { Problems } from './errors.js';
 import { addressKey, type Mailbox } from './addresses.js';
+import { Problems } from './errors.js';
 import {
   addressField,
   attachmentsField,
@@ -16,6 +16,7 @@ import {
   tagsField,
 } from './send-fields.js';
 
+export type { Attachment } from './send-fields.js';
 export {
   FILENAME_MAX_LENGTH,
   HEADER_NAME_MAX_LENGTH,
@@ -29,7 +30,7 @@ export {
   SUBJECT_MAX_LENGTH,
   TAG_MAX_LENGTH,
 } from './send-fields.js';
-export type { Attachment } from './send-fields.js';
+
 import type { Attachment } from './send-fields.js';
 
 /** A send request after validation: only known fields, every address parsed, bodies normalised. */
@@ -50,7 +51,6 @@ export interface SendRequest {
   /** Labels of the customer's choosing: echoed in events, searchable. */
   tags: string[];
 }
-
 
 /** An attachment's size in bytes, from its Base64 text (strict: padded, no line breaks). */
 export function attachmentSize(a: Attachment): number {

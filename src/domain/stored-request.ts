@@ -1,6 +1,6 @@
+import { asciiDomain, type Mailbox, splitAddressList } from './addresses.js';
 import { UnsendableMessage } from './errors.js';
-import { asciiDomain, splitAddressList, type Mailbox } from './addresses.js';
-import { dedupe, isRecord, normaliseBody, type Attachment, type SendRequest } from './send-request.js';
+import { type Attachment, dedupe, isRecord, normaliseBody, type SendRequest } from './send-request.js';
 
 /**
  * The stored form of an accepted request is the request body exactly as received (bytes; storing
@@ -57,7 +57,8 @@ export function readMailbox(input: string): Mailbox {
   if (open !== -1 && !inner.includes('>')) {
     spec = inner.trim();
     name = s.slice(0, open).trim();
-    if (name.length >= 2 && name.startsWith('"') && name.endsWith('"')) name = name.slice(1, -1).replace(/\\(.)/g, '$1');
+    if (name.length >= 2 && name.startsWith('"') && name.endsWith('"'))
+      name = name.slice(1, -1).replace(/\\(.)/g, '$1');
   }
   const at = spec.lastIndexOf('@');
   if (at <= 0) throw unreadable(`the address "${spec.slice(0, 80)}"`);
@@ -101,7 +102,11 @@ function addresses(body: Record<string, unknown>, field: string): Mailbox[] {
 
 function attachment(a: unknown): Attachment {
   if (!isRecord(a)) throw unreadable('attachments');
-  return { filename: asString(a.filename, 'attachments'), base64: asString(a.io, 'attachments'), contentType: asString(a.content_type, 'attachments').toLowerCase() };
+  return {
+    filename: asString(a.filename, 'attachments'),
+    base64: asString(a.io, 'attachments'),
+    contentType: asString(a.content_type, 'attachments').toLowerCase(),
+  };
 }
 
 /** An object of string to string, as a null-prototype object (its keys are the client's). */

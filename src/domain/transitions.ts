@@ -1,6 +1,6 @@
-import { retryDelay, type Outcome, type Reply } from './outcome.js';
-import { reportReply, type Report } from './report.js';
 import type { EventType, MessageEventBase } from './events.js';
+import { type Outcome, type Reply, retryDelay } from './outcome.js';
+import { type Report, reportReply } from './report.js';
 
 /**
  * A recipient's state transitions as values: what an attempt's outcome, a bounce that came back
@@ -64,20 +64,40 @@ export function eventBase(m: MessageFacts, recipient: string, now: number): Mess
  * An attempt's outcome: delivered, deferred (bounced as expired instead when retrying would pass
  * max_queue_time), bounced (suppressed when it blames the address), or suppressed before sending.
  */
-export function outcomeTransition(m: MessageFacts, r: RecipientFacts, outcome: Outcome, policy: OutcomePolicy, now: number): Transition {
+export function outcomeTransition(
+  m: MessageFacts,
+  r: RecipientFacts,
+  outcome: Outcome,
+  policy: OutcomePolicy,
+  now: number,
+): Transition {
   const attempt = r.attempts + 1;
   const base = eventBase(m, r.address, now);
   switch (outcome.kind) {
     case 'delivered': {
       const { classification: _c, ...response } = outcome.reply;
       return {
-        row: { state: 'delivered', attempts: attempt, nextAttemptAt: null, lastResponse: JSON.stringify(outcome.reply) },
-        events: [{ type: 'email.delivered', data: { ...base, response, mx: outcome.mx, tls: outcome.tls, tls_verified: outcome.tlsVerified, attempt } }],
+        row: {
+          state: 'delivered',
+          attempts: attempt,
+          nextAttemptAt: null,
+          lastResponse: JSON.stringify(outcome.reply),
+        },
+        events: [
+          {
+            type: 'email.delivered',
+            data: { ...base, response, mx: outcome.mx, tls: outcome.tls, tls_verified: outcome.tlsVerified, attempt },
+          },
+        ],
         suppress: null,
       };
     }
     case 'suppressed':
-      return { row: { state: 'suppressed', nextAttemptAt: null, lastResponse: JSON.stringify({ suppressed: outcome.reason }) }, events: [], suppress: null };
+      return {
+        row: { state: 'suppressed', nextAttemptAt: null, lastResponse: JSON.stringify({ suppressed: outcome.reason }) },
+        events: [],
+        suppress: null,
+      };
     case 'deferred': {
       const next = now + retryDelay(policy.retrySchedule, attempt);
       if (next - m.createdAt > policy.maxQueueTime) {
@@ -91,14 +111,18 @@ export function outcomeTransition(m: MessageFacts, r: RecipientFacts, outcome: O
       }
       return {
         row: { state: 'deferred', attempts: attempt, nextAttemptAt: next, lastResponse: JSON.stringify(outcome.reply) },
-        events: [{ type: 'email.deferred', data: { ...base, response: outcome.reply, attempt, next_attempt_at: iso(next) } }],
+        events: [
+          { type: 'email.deferred', data: { ...base, response: outcome.reply, attempt, next_attempt_at: iso(next) } },
+        ],
         suppress: null,
       };
     }
     case 'bounced':
       return {
         row: { state: 'bounced', attempts: attempt, nextAttemptAt: null, lastResponse: JSON.stringify(outcome.reply) },
-        events: [{ type: 'email.bounced', data: { ...base, bounce_type: outcome.bounceType, response: outcome.reply } }],
+        events: [
+          { type: 'email.bounced', data: { ...base, bounce_type: outcome.bounceType, response: outcome.reply } },
+        ],
         suppress: outcome.suppress && outcome.bounceType !== 'expired' ? 'hard_bounce' : null,
       };
   }
@@ -106,14 +130,25 @@ export function outcomeTransition(m: MessageFacts, r: RecipientFacts, outcome: O
 
 /** The last temporary reply, restated as the give-up (RFC 3463 x.4.7: delivery time expired). */
 function expiredReply(last: Reply): Reply {
-  return { ...last, message: `Gave up after max_queue_time; last reply: ${last.code ? `${last.code} ` : ''}${last.message}`.trim() };
+  return {
+    ...last,
+    message: `Gave up after max_queue_time; last reply: ${last.code ? `${last.code} ` : ''}${last.message}`.trim(),
+  };
 }
 
 /** A bounce that came back after delivery (a DSN, or the simulator): no attempt is counted. */
-export function asyncBounceTransition(m: MessageFacts, r: Pick<RecipientFacts, 'address'>, reply: Reply, suppressAddress: boolean, now: number): Transition {
+export function asyncBounceTransition(
+  m: MessageFacts,
+  r: Pick<RecipientFacts, 'address'>,
+  reply: Reply,
+  suppressAddress: boolean,
+  now: number,
+): Transition {
   return {
     row: { state: 'bounced', lastResponse: JSON.stringify(reply) },
-    events: [{ type: 'email.bounced', data: { ...eventBase(m, r.address, now), bounce_type: 'async', response: reply } }],
+    events: [
+      { type: 'email.bounced', data: { ...eventBase(m, r.address, now), bounce_type: 'async', response: reply } },
+    ],
     suppress: suppressAddress ? 'hard_bounce' : null,
   };
 }
@@ -125,7 +160,12 @@ export interface ComplaintFacts {
 }
 
 /** A spam complaint (recorded at most once per message and recipient: the engine checks that). */
-export function complaintTransition(m: MessageFacts, r: Pick<RecipientFacts, 'address'>, report: ComplaintFacts, now: number): Transition {
+export function complaintTransition(
+  m: MessageFacts,
+  r: Pick<RecipientFacts, 'address'>,
+  report: ComplaintFacts,
+  now: number,
+): Transition {
   return {
     row: { state: 'complained' },
     events: [{ type: 'email.complained', data: { ...eventBase(m, r.address, now), ...report } }],
@@ -134,8 +174,20 @@ export function complaintTransition(m: MessageFacts, r: Pick<RecipientFacts, 'ad
 }
 
 /** `recipient.suppressed`'s data: fired once per address, when the suppression is new (always in the sandbox). */
-export function suppressedEventData(m: MessageFacts, address: string, reason: 'hard_bounce' | 'spam_complaint', now: number): Record<string, unknown> {
-  return { recipient: address, reason, email_id: m.id, message_id: m.messageId, sandbox: m.sandbox, timestamp: iso(now) };
+export function suppressedEventData(
+  m: MessageFacts,
+  address: string,
+  reason: 'hard_bounce' | 'spam_complaint',
+  now: number,
+): Record<string, unknown> {
+  return {
+    recipient: address,
+    reason,
+    email_id: m.id,
+    message_id: m.messageId,
+    sandbox: m.sandbox,
+    timestamp: iso(now),
+  };
 }
 
 /**
@@ -147,7 +199,10 @@ export function suppressedEventData(m: MessageFacts, address: string, reason: 'h
 export function reportAction(
   report: Report,
   rcpt: { address: string; state: string },
-): { kind: 'complaint'; facts: ComplaintFacts } | { kind: 'bounce'; reply: Reply; suppress: boolean } | { kind: 'none' } {
+):
+  | { kind: 'complaint'; facts: ComplaintFacts }
+  | { kind: 'bounce'; reply: Reply; suppress: boolean }
+  | { kind: 'none' } {
   if (report.kind === 'arf' && report.feedback) {
     const f = report.feedback;
     const facts: ComplaintFacts = { feedback_type: f.feedbackType };
@@ -156,7 +211,9 @@ export function reportAction(
     return { kind: 'complaint', facts };
   }
   const address = rcpt.address.toLowerCase();
-  const entry = report.recipients.find((r) => r.address.toLowerCase() === address && r.permanent) ?? report.recipients.find((r) => r.permanent);
+  const entry =
+    report.recipients.find((r) => r.address.toLowerCase() === address && r.permanent) ??
+    report.recipients.find((r) => r.permanent);
   if (!entry || rcpt.state === 'bounced') return { kind: 'none' };
   return { kind: 'bounce', reply: reportReply(entry), suppress: entry.suppress };
 }

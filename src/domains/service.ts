@@ -1,9 +1,9 @@
 import type { Resolver } from 'node:dns/promises';
-import { returnPathDomain, type Config } from '../config/schema.js';
-import type { DomainStore } from '../store/store.js';
+import { type Config, returnPathDomain } from '../config/schema.js';
+import { DKIM_GRACE_MS, type DnsRecord, dnsRecords } from '../domain/dns-records.js';
+import { checkRecords, isVerified, type RecordCheck, unanswered } from '../lib/verify-domain.js';
 import type { DomainRow } from '../store/model.js';
-import { dnsRecords, DKIM_GRACE_MS, type DnsRecord } from '../domain/dns-records.js';
-import { checkRecords, isVerified, unanswered, type RecordCheck } from '../lib/verify-domain.js';
+import type { DomainStore } from '../store/store.js';
 
 /**
  * The DNS records a domain's owner publishes (the CLI, the API and the dashboard show the same):
@@ -11,25 +11,47 @@ import { checkRecords, isVerified, unanswered, type RecordCheck } from '../lib/v
  * the switch, and the domain's own MX while it receives.
  */
 export function domainRecords(d: DomainRow, config: Config, now: number): DnsRecord[] {
-  const next = d.next_dkim_selector && d.next_dkim_public_key ? { selector: d.next_dkim_selector, publicKey: d.next_dkim_public_key } : null;
+  const next =
+    d.next_dkim_selector && d.next_dkim_public_key
+      ? { selector: d.next_dkim_selector, publicKey: d.next_dkim_public_key }
+      : null;
   const previous =
-    d.previous_dkim_selector && d.previous_dkim_public_key && d.dkim_switched_at !== null && now < d.dkim_switched_at + DKIM_GRACE_MS
+    d.previous_dkim_selector &&
+    d.previous_dkim_public_key &&
+    d.dkim_switched_at !== null &&
+    now < d.dkim_switched_at + DKIM_GRACE_MS
       ? { selector: d.previous_dkim_selector, publicKey: d.previous_dkim_public_key }
       : null;
   return dnsRecords(
-    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key, nextDkim: next, previousDkim: previous, receiving: d.receiving === 1 },
+    {
+      name: d.name,
+      verificationToken: d.verification_token,
+      dkimSelector: d.dkim_selector,
+      dkimPublicKey: d.dkim_public_key,
+      nextDkim: next,
+      previousDkim: previous,
+      receiving: d.receiving === 1,
+    },
     { hostname: config.server.hostname, returnPathDomain: returnPathDomain(config) },
   );
 }
 
 /** Where a domain's DKIM keys stand: the selector signing, one waiting to be published, one retired. */
-export function dkimStatus(d: DomainRow): { signing: string; next: string | null; previous: { selector: string; switched_at: string; remove_record_after: string } | null } {
+export function dkimStatus(d: DomainRow): {
+  signing: string;
+  next: string | null;
+  previous: { selector: string; switched_at: string; remove_record_after: string } | null;
+} {
   return {
     signing: d.dkim_selector,
     next: d.next_dkim_selector,
     previous:
       d.previous_dkim_selector && d.dkim_switched_at !== null
-        ? { selector: d.previous_dkim_selector, switched_at: new Date(d.dkim_switched_at).toISOString(), remove_record_after: new Date(d.dkim_switched_at + DKIM_GRACE_MS).toISOString() }
+        ? {
+            selector: d.previous_dkim_selector,
+            switched_at: new Date(d.dkim_switched_at).toISOString(),
+            remove_record_after: new Date(d.dkim_switched_at + DKIM_GRACE_MS).toISOString(),
+          }
         : null,
   };
 }

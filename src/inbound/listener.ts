@@ -1,8 +1,8 @@
-import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { readFileSync } from 'node:fs';
-import { acceptRecipient } from './recipient.js';
+import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { receiveMessage } from './message.js';
-import { smtpError, type ListenerDeps, type Session } from './session.js';
+import { acceptRecipient } from './recipient.js';
+import { type ListenerDeps, type Session, smtpError } from './session.js';
 
 export type { ListenerDeps } from './session.js';
 
@@ -14,7 +14,8 @@ export type { ListenerDeps } from './session.js';
 export function createListener(deps: ListenerDeps): SMTPServer {
   const { config } = deps;
   const s = config.smtp;
-  const tls = s['tls.cert'] && s['tls.key'] ? { key: readFileSync(s['tls.key']), cert: readFileSync(s['tls.cert']) } : null;
+  const tls =
+    s['tls.cert'] && s['tls.key'] ? { key: readFileSync(s['tls.key']), cert: readFileSync(s['tls.cert']) } : null;
   return new SMTPServer({
     name: config.server.hostname,
     banner: 'posthaste ESMTP',

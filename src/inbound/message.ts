@@ -1,13 +1,13 @@
 import type { SMTPServerDataStream } from 'smtp-server';
+import { LARGE_MESSAGE_BYTES, type MemoryBudget } from '../lib/memory-budget.js';
 import { reclaimAfter } from '../lib/reclaim.js';
+import { readReport } from '../reports/read.js';
 import { isStoreFull, isStoreUnavailable } from '../store/errors.js';
 import type { StoredInbound } from '../store/model.js';
-import { LARGE_MESSAGE_BYTES, type MemoryBudget } from '../lib/memory-budget.js';
-import { readReport } from '../reports/read.js';
-import type { Route } from './route.js';
-import { BareNewlineCheck } from './smuggling.js';
 import { inspectInbound, type ParsedInbound } from './receive.js';
-import { smtpError, type AcceptedRoute, type ListenerDeps, type Session } from './session.js';
+import type { Route } from './route.js';
+import { type AcceptedRoute, type ListenerDeps, type Session, smtpError } from './session.js';
+import { BareNewlineCheck } from './smuggling.js';
 
 /** What DATA brought: the message and its size, or why it was not kept (a bare newline, more than smtp.max_message_bytes, or both). */
 type Received = { raw: Buffer; size: number } | { bareNewline: boolean; tooBig: boolean };
@@ -22,7 +22,11 @@ type Envelope = { remoteIp: string; helo: string; mailFrom: string; hostname: st
  * DATA: the message read (smuggling, size, memory budget), then stored for its recipients (or its
  * report applied). Resolves with the 250's text; rejects with the SMTP refusal.
  */
-export async function receiveMessage(deps: ListenerDeps, stream: SMTPServerDataStream, session: Session): Promise<string> {
+export async function receiveMessage(
+  deps: ListenerDeps,
+  stream: SMTPServerDataStream,
+  session: Session,
+): Promise<string> {
   const got = await readData(stream, session, deps.budget, deps.config.smtp.max_message_bytes);
   const release = () => session.hold?.release();
   if (!('raw' in got)) {
@@ -55,7 +59,12 @@ export async function receiveMessage(deps: ListenerDeps, stream: SMTPServerDataS
  * memory budget, taken as they arrive; while they do not fit, reading pauses (the sender waits on
  * TCP). Small messages, nearly all mail, never touch it.
  */
-function readData(stream: SMTPServerDataStream, session: Session, budget: MemoryBudget, max: number): Promise<Received> {
+function readData(
+  stream: SMTPServerDataStream,
+  session: Session,
+  budget: MemoryBudget,
+  max: number,
+): Promise<Received> {
   return new Promise((resolve) => {
     const check = new BareNewlineCheck();
     let chunks: Buffer[] = [];
@@ -106,7 +115,9 @@ async function storeMessage(deps: ListenerDeps, raw: Buffer, session: Session): 
   if (inspected && !inspected.ok) return { kind: 'refused', problem: inspected.problem };
   // A report is read for what it is, whichever of posthaste's addresses it came to: a complaint
   // sent to a return path is a complaint.
-  const reportRoutes = routes.filter((r): r is Extract<Route, { kind: 'bounce' | 'feedback' }> => r.kind === 'bounce' || r.kind === 'feedback');
+  const reportRoutes = routes.filter(
+    (r): r is Extract<Route, { kind: 'bounce' | 'feedback' }> => r.kind === 'bounce' || r.kind === 'feedback',
+  );
   const report = reportRoutes.length ? readReport(raw, deps.settings.current.suppression) : null;
   // A large message's bytes move to the writer thread rather than being copied; raw is empty afterwards.
   const ids = await deps.store.inbound.receive({
@@ -123,7 +134,11 @@ async function storeMessage(deps: ListenerDeps, raw: Buffer, session: Session): 
 }
 
 /** One stored message per customer, with that customer's envelope recipients. */
-function perCustomer(receiving: AcceptedRoute[], env: Envelope, parsed: ParsedInbound): Array<Omit<StoredInbound, 'raw'>> {
+function perCustomer(
+  receiving: AcceptedRoute[],
+  env: Envelope,
+  parsed: ParsedInbound,
+): Array<Omit<StoredInbound, 'raw'>> {
   const byCustomer = new Map<number, { domainId: number; rcpts: string[] }>();
   for (const r of receiving) {
     const d = r.receiving!;

@@ -1,11 +1,18 @@
-import { MailParser, type AddressObject, type AttachmentStream, type Headers, type MailParserOptions, type MessageText } from 'mailparser';
+import type { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { Readable } from 'node:stream';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
-import { spf } from 'mailauth/lib/spf/index.js';
 import { dmarc } from 'mailauth/lib/dmarc/index.js';
-import type { Resolver } from 'node:dns/promises';
-import { MIME_LIMITS, MAX_MIME_PARTS, mimeLimitProblem, parserInput, tooComplex } from '../reports/limits.js';
+import { spf } from 'mailauth/lib/spf/index.js';
+import {
+  type AddressObject,
+  type AttachmentStream,
+  type Headers,
+  MailParser,
+  type MailParserOptions,
+  type MessageText,
+} from 'mailparser';
+import { MAX_MIME_PARTS, MIME_LIMITS, mimeLimitProblem, parserInput, tooComplex } from '../reports/limits.js';
 import type { StoredInbound } from '../store/model.js';
 
 /** What a received message is described by (the stored row's parsed fields). */
@@ -15,10 +22,15 @@ export type ParsedInbound = Pick<StoredInbound, 'fromHeader' | 'to' | 'subject' 
 export type Inspection = { ok: true; parsed: ParsedInbound } | { ok: false; problem: string };
 
 /** Reads what `email.received` reports, and checks SPF, DKIM and DMARC through `dns.servers`. */
-export async function inspectInbound(raw: Buffer, env: { remoteIp: string; helo: string; mailFrom: string; hostname: string }, resolver: Resolver): Promise<Inspection> {
+export async function inspectInbound(
+  raw: Buffer,
+  env: { remoteIp: string; helo: string; mailFrom: string; hostname: string },
+  resolver: Resolver,
+): Promise<Inspection> {
   if (tooComplex(raw)) return { ok: false, problem: `more than ${MAX_MIME_PARTS} MIME parts` };
   const [described, auth] = await Promise.all([describe(raw), checkAuth(raw, env, resolver).catch(() => null)]);
-  if ('failed' in described) return { ok: false, problem: mimeLimitProblem(described.failed) ?? 'MIME that cannot be parsed' };
+  if ('failed' in described)
+    return { ok: false, problem: mimeLimitProblem(described.failed) ?? 'MIME that cannot be parsed' };
   return { ok: true, parsed: { ...described, auth: authOf(auth) } };
 }
 
@@ -53,7 +65,11 @@ function describe(raw: Buffer): Promise<Description | { failed: unknown }> {
     });
     parser.on('end', () => {
       const addresses = headers?.get('to') as AddressObject | AddressObject[] | undefined;
-      const to = addresses ? (Array.isArray(addresses) ? addresses : [addresses]).flatMap((a) => a.value.map((v) => v.address ?? '')).filter(Boolean) : [];
+      const to = addresses
+        ? (Array.isArray(addresses) ? addresses : [addresses])
+            .flatMap((a) => a.value.map((v) => v.address ?? ''))
+            .filter(Boolean)
+        : [];
       const text = (key: string) => {
         const v = headers?.get(key);
         return typeof v === 'string' ? v : '';
@@ -79,18 +95,33 @@ type AuthShape = { spf: string; dkim: string; dmarc: string } | null;
  * without loading its ARC and BIMI code (BIMI's certificate and SVG libraries alone add about
  * 5 MB of heap and 11 MB of resident memory to the daemon, for a check posthaste never runs).
  */
-async function checkAuth(raw: Buffer, env: { remoteIp: string; helo: string; mailFrom: string; hostname: string }, resolver: Resolver): Promise<NonNullable<AuthShape>> {
+async function checkAuth(
+  raw: Buffer,
+  env: { remoteIp: string; helo: string; mailFrom: string; hostname: string },
+  resolver: Resolver,
+): Promise<NonNullable<AuthShape>> {
   const resolve = (name: string, rr: string) => resolver.resolve(name, rr as 'TXT');
   const dkim = await dkimVerify(raw, { resolver: resolve, sender: env.mailFrom });
   const helo = env.helo || env.remoteIp;
-  const spfResult = await spf({ ip: env.remoteIp, helo: isIP(helo) ? `[${helo}]` : helo, sender: env.mailFrom, mta: env.hostname, resolver: resolve });
+  const spfResult = await spf({
+    ip: env.remoteIp,
+    helo: isIP(helo) ? `[${helo}]` : helo,
+    sender: env.mailFrom,
+    mta: env.hostname,
+    resolver: resolve,
+  });
   const spfPass = spfResult?.status?.result === 'pass' && spfResult.domain ? [spfResult.domain] : [];
   const passed = (dkim.results ?? []).filter((r) => r.status?.result === 'pass');
   const dmarcResult = dkim.headerFrom
     ? await dmarc({
         headerFrom: dkim.headerFrom,
         spfDomains: spfPass,
-        dkimDomains: passed.map((r) => ({ id: r.id, domain: r.signingDomain ?? '', aligned: r.status?.aligned, underSized: r.status?.underSized })),
+        dkimDomains: passed.map((r) => ({
+          id: r.id,
+          domain: r.signingDomain ?? '',
+          aligned: r.status?.aligned,
+          underSized: r.status?.underSized,
+        })),
         resolver: resolve,
       })
     : false;

@@ -1,9 +1,9 @@
 import type { SMTPServerAddress } from 'smtp-server';
-import { isStoreUnavailable } from '../store/errors.js';
 import { returnPathDomain } from '../config/schema.js';
+import { isStoreUnavailable } from '../store/errors.js';
 import type { ReceivingDomain } from '../store/model.js';
-import { routeRecipient, type Route } from './route.js';
-import { smtpError, type AcceptedRoute, type ListenerDeps, type Session } from './session.js';
+import { type Route, routeRecipient } from './route.js';
+import { type AcceptedRoute, type ListenerDeps, type Session, smtpError } from './session.js';
 
 /**
  * RCPT TO: within smtp.max_recipients, a recipient posthaste takes mail for (route.ts), and for a
@@ -38,7 +38,8 @@ async function recipientRoute(deps: ListenerDeps, raw: string): Promise<Accepted
       return false;
     },
   });
-  const receiving = asked !== undefined && route.kind === 'refused' ? await deps.store.domains.receiving(asked) : undefined;
+  const receiving =
+    asked !== undefined && route.kind === 'refused' ? await deps.store.domains.receiving(asked) : undefined;
   if (receiving) route = routeRecipient(raw, { ...ctx, isReceiving: () => true });
   if (route.kind === 'refused') {
     deps.onResult?.('refused');
@@ -61,5 +62,8 @@ async function overLimit(deps: ListenerDeps, receiving: ReceivingDomain): Promis
     log.error({ err: e }, 'could not record inbound.limited');
   }
   deps.onResult?.('limited');
-  return smtpError(451, `4.7.1 ${receiving.name} is over its ${check.limit === 'rate' ? 'per-minute' : 'monthly'} inbound limit, try again later`);
+  return smtpError(
+    451,
+    `4.7.1 ${receiving.name} is over its ${check.limit === 'rate' ? 'per-minute' : 'monthly'} inbound limit, try again later`,
+  );
 }

@@ -1,6 +1,10 @@
 import { parseAddrSpec } from '../domain/addresses.js';
 
-export type Route = { kind: 'receiving'; address: string; domain: string } | { kind: 'bounce'; address: string } | { kind: 'feedback'; address: string } | { kind: 'refused'; reason: string };
+export type Route =
+  | { kind: 'receiving'; address: string; domain: string }
+  | { kind: 'bounce'; address: string }
+  | { kind: 'feedback'; address: string }
+  | { kind: 'refused'; reason: string };
 
 /**
  * Where a recipient goes, decided at RCPT time. posthaste never relays: a recipient is accepted
@@ -8,9 +12,13 @@ export type Route = { kind: 'receiving'; address: string; domain: string } | { k
  * refused outright: source routes, the percent hack, bang paths, quoted local parts and address
  * literals, whatever domain they end in.
  */
-export function routeRecipient(raw: string, ctx: { returnPathDomain: string; feedbackAddress: string; isReceiving: (domain: string) => boolean }): Route {
+export function routeRecipient(
+  raw: string,
+  ctx: { returnPathDomain: string; feedbackAddress: string; isReceiving: (domain: string) => boolean },
+): Route {
   const address = raw.trim();
-  if (address.startsWith('@') || address.includes(':')) return { kind: 'refused', reason: 'source routes are not accepted' };
+  if (address.startsWith('@') || address.includes(':'))
+    return { kind: 'refused', reason: 'source routes are not accepted' };
   if (address.startsWith('"')) return { kind: 'refused', reason: 'quoted local parts are not accepted' };
   const at = address.lastIndexOf('@');
   const local = address.slice(0, at);
@@ -20,7 +28,8 @@ export function routeRecipient(raw: string, ctx: { returnPathDomain: string; fee
   const { domain } = parsed.value;
   const normal = `${parsed.value.local.toLowerCase()}@${domain}`;
   if (ctx.feedbackAddress && normal === ctx.feedbackAddress.toLowerCase()) return { kind: 'feedback', address: normal };
-  if (domain === ctx.returnPathDomain.toLowerCase() && /^bounces\+[0-9a-z]{20}$/i.test(parsed.value.local)) return { kind: 'bounce', address: normal };
+  if (domain === ctx.returnPathDomain.toLowerCase() && /^bounces\+[0-9a-z]{20}$/i.test(parsed.value.local))
+    return { kind: 'bounce', address: normal };
   if (ctx.isReceiving(domain)) return { kind: 'receiving', address: normal, domain };
   return { kind: 'refused', reason: 'relaying denied' };
 }

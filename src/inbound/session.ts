@@ -1,12 +1,12 @@
-import type { SMTPServerSession } from 'smtp-server';
 import type { Resolver } from 'node:dns/promises';
-import type { Store } from '../store/store.js';
+import type { SMTPServerSession } from 'smtp-server';
 import type { Config } from '../config/schema.js';
 import type { InboundSettings, Live } from '../config/settings.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { Hold, MemoryBudget } from '../lib/memory-budget.js';
 import type { ReceivingDomain } from '../store/model.js';
+import type { Store } from '../store/store.js';
 import type { Route } from './route.js';
 
 /** What the inbound listener is built from (the composition root hands it in). */
@@ -42,4 +42,5 @@ export type Session = SMTPServerSession & {
 };
 
 /** An SMTP refusal to hand smtp-server: `message` starts with the enhanced status code. */
-export const smtpError = (code: number, message: string): Error => Object.assign(new Error(message), { responseCode: code });
+export const smtpError = (code: number, message: string): Error =>
+  Object.assign(new Error(message), { responseCode: code });

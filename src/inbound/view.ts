@@ -1,7 +1,7 @@
-import { simpleParser, type ParsedMail } from 'mailparser';
-import type { InboundRow } from '../store/model.js';
 import { Readable } from 'node:stream';
+import { type ParsedMail, simpleParser } from 'mailparser';
 import { MIME_LIMITS, mimeLimitProblem, parserInput, topHeaderFields } from '../reports/limits.js';
+import type { InboundRow } from '../store/model.js';
 
 /**
  * HTML-only messages get a `text` converted from their HTML when the message is at most this
@@ -35,7 +35,12 @@ export async function inboundView(row: InboundRow): Promise<Record<string, unkno
   const common = {
     id: row.id,
     received_at: new Date(row.created_at).toISOString(),
-    envelope: { mail_from: row.mail_from, rcpt_to: JSON.parse(row.rcpt_to) as string[], remote_ip: row.remote_ip, helo: row.helo },
+    envelope: {
+      mail_from: row.mail_from,
+      rcpt_to: JSON.parse(row.rcpt_to) as string[],
+      remote_ip: row.remote_ip,
+      helo: row.helo,
+    },
     size: row.size,
     authentication: JSON.parse(row.auth) as Record<string, string>,
   };
@@ -44,9 +49,12 @@ export async function inboundView(row: InboundRow): Promise<Record<string, unkno
     // cid: links stay as they are (each attachment carries its content_id), as the hosted
     // services show inbound mail, rather than every inline image again as a data: URI; and text
     // is derived from HTML only for a message small enough to convert in a moment.
-    mail = await simpleParser(parserInput(row.raw), { ...MIME_LIMITS, skipTextLinks: true, keepCidLinks: true, skipHtmlToText: row.size > HTML_TO_TEXT_MAX_BYTES } as Parameters<
-      typeof simpleParser
-    >[1]);
+    mail = await simpleParser(parserInput(row.raw), {
+      ...MIME_LIMITS,
+      skipTextLinks: true,
+      keepCidLinks: true,
+      skipHtmlToText: row.size > HTML_TO_TEXT_MAX_BYTES,
+    } as Parameters<typeof simpleParser>[1]);
   } catch (e) {
     return {
       ...common,
@@ -63,7 +71,12 @@ export async function inboundView(row: InboundRow): Promise<Record<string, unkno
       attachments: [],
     };
   }
-  const addrs = (v: typeof mail.to) => (v ? (Array.isArray(v) ? v : [v]).flatMap((a) => a.value.map((x) => (x.name ? `${x.name} <${x.address}>` : (x.address ?? '')))) : []);
+  const addrs = (v: typeof mail.to) =>
+    v
+      ? (Array.isArray(v) ? v : [v]).flatMap((a) =>
+          a.value.map((x) => (x.name ? `${x.name} <${x.address}>` : (x.address ?? ''))),
+        )
+      : [];
   return {
     ...common,
     parsed: true,
@@ -106,7 +119,8 @@ function hasBase64(value: unknown): boolean {
 function* pieces(value: unknown): Generator<string> {
   if (value instanceof Base64) {
     yield '"';
-    for (let at = 0; at < value.bytes.length; at += PIECE) yield value.bytes.toString('base64', at, Math.min(at + PIECE, value.bytes.length));
+    for (let at = 0; at < value.bytes.length; at += PIECE)
+      yield value.bytes.toString('base64', at, Math.min(at + PIECE, value.bytes.length));
     yield '"';
   } else if (!hasBase64(value)) yield JSON.stringify(value) ?? 'null';
   else if (Array.isArray(value)) {

@@ -1,6 +1,6 @@
+import { randomInt } from 'node:crypto';
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { randomInt } from 'node:crypto';
 import * as dnsPacket from 'dns-packet';
 
 /**
@@ -39,14 +39,30 @@ export function allLoopback(servers: string[]): boolean {
   });
 }
 
-export async function querySecure(servers: string[], name: string, type: dnsPacket.RecordType, timeoutMs = 5000): Promise<SecureAnswer> {
+export async function querySecure(
+  servers: string[],
+  name: string,
+  type: dnsPacket.RecordType,
+  timeoutMs = 5000,
+): Promise<SecureAnswer> {
   const id = randomInt(0, 65536);
   const packet = dnsPacket.encode({
     type: 'query',
     id,
     flags: dnsPacket.RECURSION_DESIRED | dnsPacket.AUTHENTIC_DATA,
     questions: [{ type, name }],
-    additionals: [{ type: 'OPT', name: '.', udpPayloadSize: 1232, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }],
+    additionals: [
+      {
+        type: 'OPT',
+        name: '.',
+        udpPayloadSize: 1232,
+        extendedRcode: 0,
+        ednsVersion: 0,
+        flags: 0,
+        flag_do: false,
+        options: [],
+      },
+    ],
   });
   let last: Error = new DnsQueryError(`${name} ${type}: no DNS server to ask`);
   for (const server of servers) {
@@ -55,7 +71,8 @@ export async function querySecure(servers: string[], name: string, type: dnsPack
       let reply = await overUdp(host, port, packet, id, timeoutMs);
       if (reply.flag_tc) reply = await overTcp(host, port, packet, id, timeoutMs);
       const q = reply.questions?.[0];
-      if (!q || q.name.toLowerCase() !== name.toLowerCase() || q.type !== type) throw new DnsQueryError(`${name} ${type}: the reply is for another question`);
+      if (!q || q.name.toLowerCase() !== name.toLowerCase() || q.type !== type)
+        throw new DnsQueryError(`${name} ${type}: the reply is for another question`);
       return { rcode: reply.rcode ?? 'NOERROR', secure: reply.flag_ad, answers: reply.answers ?? [] };
     } catch (e) {
       last = e instanceof DnsQueryError ? e : new DnsQueryError(`${name} ${type}: ${(e as Error).message}`);
@@ -75,7 +92,10 @@ function overUdp(host: string, port: number, packet: Buffer, id: number, timeout
       if (e) reject(e);
       else resolve(reply!);
     };
-    const timer = setTimeout(() => done(new DnsQueryError(`${host}:${port} did not answer in ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => done(new DnsQueryError(`${host}:${port} did not answer in ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     socket.on('error', (e) => done(e));
     socket.on('message', (msg, from) => {
       if (from.port !== port || from.address !== host) return;
@@ -100,7 +120,9 @@ function overTcp(host: string, port: number, packet: Buffer, id: number, timeout
       if (e) reject(e);
       else resolve(reply!);
     };
-    socket.setTimeout(timeoutMs, () => done(new DnsQueryError(`${host}:${port} did not answer over TCP in ${timeoutMs} ms`)));
+    socket.setTimeout(timeoutMs, () =>
+      done(new DnsQueryError(`${host}:${port} did not answer over TCP in ${timeoutMs} ms`)),
+    );
     socket.on('error', (e) => done(e));
     socket.on('data', (chunk: Buffer) => {
       buffered = Buffer.concat([buffered, chunk]);

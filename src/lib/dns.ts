@@ -22,7 +22,9 @@ export interface HostAddresses {
 export async function lookupAddresses(resolver: Resolver, host: string): Promise<HostAddresses> {
   const settle = async (family: 4 | 6) => {
     try {
-      const rows = await (family === 4 ? resolver.resolve4(host, { ttl: true }) : resolver.resolve6(host, { ttl: true }));
+      const rows = await (family === 4
+        ? resolver.resolve4(host, { ttl: true })
+        : resolver.resolve6(host, { ttl: true }));
       return { rows: rows.map((r) => ({ address: r.address, family, ttl: r.ttl })), error: null };
     } catch (e) {
       return { rows: [], error: String((e as { code?: string }).code) };
@@ -64,7 +66,12 @@ const CODE_WORDS: Record<string, string> = {
  * there; for a resolver that did not answer, which servers were asked and the setting that chose
  * them (dns.servers), never "missing".
  */
-export function describeLookupFailure(resolver: Pick<Resolver, 'getServers'>, name: string, type: string, code: string | null | undefined): string {
+export function describeLookupFailure(
+  resolver: Pick<Resolver, 'getServers'>,
+  name: string,
+  type: string,
+  code: string | null | undefined,
+): string {
   const kind = lookupFailure(code);
   if (kind === 'no_domain') return `${name} does not exist (NXDOMAIN)`;
   if (kind === 'no_record') return `${name} has no ${type} record`;

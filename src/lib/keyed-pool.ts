@@ -129,7 +129,12 @@ export class KeyedPool<T> {
    * more and resolves once every task in flight has settled. One fill at a time: a wake while one
    * runs makes the next start as soon as it is done.
    */
-  async run(signal: AbortSignal, intervalMs: number, fill: () => unknown, onError: (e: unknown) => void): Promise<void> {
+  async run(
+    signal: AbortSignal,
+    intervalMs: number,
+    fill: () => unknown,
+    onError: (e: unknown) => void,
+  ): Promise<void> {
     await this.loop.run(signal, intervalMs, () => this.exclusive(fill), onError);
     await this.stop();
   }
@@ -185,7 +190,12 @@ class PollLoop {
     else this.woken = true;
   }
 
-  async run(signal: AbortSignal, intervalMs: number, step: () => unknown, onError: (e: unknown) => void): Promise<void> {
+  async run(
+    signal: AbortSignal,
+    intervalMs: number,
+    step: () => unknown,
+    onError: (e: unknown) => void,
+  ): Promise<void> {
     const abort = () => this.wake();
     signal.addEventListener('abort', abort, { once: true });
     while (!signal.aborted) {

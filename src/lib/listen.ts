@@ -1,5 +1,5 @@
-import { createServer, type Server } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
+import { createServer, type Server } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { SMTPServer } from 'smtp-server';
 import { parseListen } from '../config/load.js';
@@ -16,7 +16,8 @@ export interface ListenSpec {
 export class ListenError extends Error {}
 
 const WHY: Record<string, string> = {
-  EADDRINUSE: 'the address is already in use (another process, or another posthaste key, listens there): stop it or choose another address',
+  EADDRINUSE:
+    'the address is already in use (another process, or another posthaste key, listens there): stop it or choose another address',
   EACCES: 'permission denied: a port below 1024 needs root or CAP_NET_BIND_SERVICE (the systemd unit grants it)',
   EADDRNOTAVAIL: 'no network interface of this machine has that address',
   ENOTFOUND: 'the host name does not resolve',
@@ -72,7 +73,9 @@ export function listenSpecs(config: Config): ListenSpec[] {
     { key: 'api.listen', address: config.api.listen },
     { key: 'smtp.listen', address: config.smtp.listen },
     ...(config.dashboard.listen ? [{ key: 'dashboard.listen', address: config.dashboard.listen }] : []),
-    ...(config.metrics.enabled && config.metrics.listen ? [{ key: 'metrics.listen', address: config.metrics.listen }] : []),
+    ...(config.metrics.enabled && config.metrics.listen
+      ? [{ key: 'metrics.listen', address: config.metrics.listen }]
+      : []),
     ...(config.submission.listen ? [{ key: 'submission.listen', address: config.submission.listen }] : []),
     ...(config.submission.listen_tls ? [{ key: 'submission.listen_tls', address: config.submission.listen_tls }] : []),
   ];
@@ -90,7 +93,11 @@ export interface Listeners {
 }
 
 /** An SMTP listener (inbound, or submission), bound where `spec` says; resolves with the address it listens on. */
-async function listenSmtp(spec: ListenSpec, log: Logger, listener: SMTPServer): Promise<{ host: string; port: number }> {
+async function listenSmtp(
+  spec: ListenSpec,
+  log: Logger,
+  listener: SMTPServer,
+): Promise<{ host: string; port: number }> {
   const addr = parseListen(spec.address);
   await new Promise<void>((resolve, reject) => {
     // smtp-server re-emits the socket's errors on itself: a failed bind must reject, not crash.
@@ -130,17 +137,37 @@ export async function bindListeners(
   config: Config,
   log: Logger,
   l: Listeners,
-): Promise<{ smtp: { host: string; port: number }; apiUrl: string; dashboardUrl: string | null; metricsUrl: string | null; submission: Record<string, { host: string; port: number }> }> {
+): Promise<{
+  smtp: { host: string; port: number };
+  apiUrl: string;
+  dashboardUrl: string | null;
+  metricsUrl: string | null;
+  submission: Record<string, { host: string; port: number }>;
+}> {
   try {
     const smtp = await listenSmtp({ key: 'smtp.listen', address: config.smtp.listen }, log, l.smtp);
-    const apiUrl = await listenHttp(l.api, { key: 'api.listen', address: config.api.listen }, config.api['tls.cert'] ? 'https' : 'http');
+    const apiUrl = await listenHttp(
+      l.api,
+      { key: 'api.listen', address: config.api.listen },
+      config.api['tls.cert'] ? 'https' : 'http',
+    );
     // The dashboard on its own listener (dashboard.listen), so it is exposed only where the admin puts it.
-    const dashboardBound = l.dashboard ? await listenHttp(l.dashboard, { key: 'dashboard.listen', address: config.dashboard.listen }, 'http') : null;
+    const dashboardBound = l.dashboard
+      ? await listenHttp(l.dashboard, { key: 'dashboard.listen', address: config.dashboard.listen }, 'http')
+      : null;
     const metricsSpec = { key: 'metrics.listen', address: config.metrics.listen };
-    const metricsUrl = l.metrics ? `http://${hostPort(parseListen(metricsSpec.address).host, await listenOn(l.metrics, metricsSpec))}/metrics` : null;
+    const metricsUrl = l.metrics
+      ? `http://${hostPort(parseListen(metricsSpec.address).host, await listenOn(l.metrics, metricsSpec))}/metrics`
+      : null;
     const submission: Record<string, { host: string; port: number }> = {};
     for (const { spec, server } of l.submission) submission[spec.key] = await listenSmtp(spec, log, server);
-    return { smtp, apiUrl, dashboardUrl: dashboardBound && (config.dashboard.public_url || dashboardBound), metricsUrl, submission };
+    return {
+      smtp,
+      apiUrl,
+      dashboardUrl: dashboardBound && (config.dashboard.public_url || dashboardBound),
+      metricsUrl,
+      submission,
+    };
   } catch (e) {
     await closeListeners(l);
     throw e;
@@ -155,5 +182,11 @@ export function closeListeners(l: Listeners): Promise<unknown> {
       server.closeAllConnections();
     });
   const closeSmtp = (server: SMTPServer) => new Promise<void>((resolve) => server.close(() => resolve()));
-  return Promise.all([l.api.close(), l.dashboard?.close(), l.metrics && closeHttp(l.metrics), closeSmtp(l.smtp), ...l.submission.map((s) => closeSmtp(s.server))]);
+  return Promise.all([
+    l.api.close(),
+    l.dashboard?.close(),
+    l.metrics && closeHttp(l.metrics),
+    closeSmtp(l.smtp),
+    ...l.submission.map((s) => closeSmtp(s.server)),
+  ]);
 }

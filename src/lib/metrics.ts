@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { RouteHistogram } from './route-histogram.js';
 
 /** Every state a recipient and a webhook delivery can be in: each gauge shows them all, at 0 when none. */
@@ -8,7 +8,15 @@ const DELIVERY_OUTCOMES = ['delivered', 'deferred', 'bounced', 'suppressed'];
 const WEBHOOK_OUTCOMES = ['success', 'failure', 'gone'] as const;
 const SUBMISSION_AUTH = ['success', 'failure', 'throttled'];
 /** accepted; refused at RCPT TO for a suppressed recipient; refused after DATA for the sender (550), the content (554), a bare newline or the size; deferred (4xx: the store, a revoked key, a suppression meanwhile). */
-const SUBMISSION_RESULTS = ['accepted', 'suppressed', 'refused_sender', 'refused_content', 'bare_newline', 'too_big', 'deferred'];
+const SUBMISSION_RESULTS = [
+  'accepted',
+  'suppressed',
+  'refused_sender',
+  'refused_content',
+  'bare_newline',
+  'too_big',
+  'deferred',
+];
 
 /** Seconds. An API request: a millisecond to a timeout; a delivery: seconds to the 72 h of max_queue_time; a webhook: to its 10 s timeout. */
 const API_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -39,14 +47,24 @@ export interface MetricsSources {
  */
 export class Metrics {
   readonly registry = new Registry();
-  readonly deliveries = new Counter({ name: 'posthaste_deliveries_total', help: 'Delivery attempt outcomes', labelNames: ['outcome'], registers: [this.registry] });
+  readonly deliveries = new Counter({
+    name: 'posthaste_deliveries_total',
+    help: 'Delivery attempt outcomes',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
   readonly timeToDelivery = new Histogram({
     name: 'posthaste_time_to_delivery_seconds',
     help: 'Seconds from a message being accepted to a recipient of it delivered',
     buckets: DELIVERY_BUCKETS,
     registers: [this.registry],
   });
-  readonly webhooks = new Counter({ name: 'posthaste_webhook_attempts_total', help: 'Webhook attempt outcomes', labelNames: ['outcome'], registers: [this.registry] });
+  readonly webhooks = new Counter({
+    name: 'posthaste_webhook_attempts_total',
+    help: 'Webhook attempt outcomes',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
   readonly webhookDuration = new Histogram({
     name: 'posthaste_webhook_attempt_duration_seconds',
     help: 'Seconds a webhook attempt took, from sending to the answer (or the failure)',
@@ -54,15 +72,29 @@ export class Metrics {
     buckets: WEBHOOK_BUCKETS,
     registers: [this.registry],
   });
-  readonly inbound = new Counter({ name: 'posthaste_inbound_total', help: 'Inbound messages and recipients by result', labelNames: ['result'], registers: [this.registry] });
+  readonly inbound = new Counter({
+    name: 'posthaste_inbound_total',
+    help: 'Inbound messages and recipients by result',
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
   readonly submissionAuth = new Counter({
     name: 'posthaste_submission_auth_total',
     help: 'AUTH attempts on the submission listeners by result (success, failure: an unknown or revoked key, throttled: refused unread after repeated failures)',
     labelNames: ['result'],
     registers: [this.registry],
   });
-  readonly submission = new Counter({ name: 'posthaste_submission_messages_total', help: 'Messages submitted over SMTP by result', labelNames: ['result'], registers: [this.registry] });
-  readonly apiAborted = new Counter({ name: 'posthaste_api_client_aborts_total', help: 'API requests whose client went away before its body was read', registers: [this.registry] });
+  readonly submission = new Counter({
+    name: 'posthaste_submission_messages_total',
+    help: 'Messages submitted over SMTP by result',
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
+  readonly apiAborted = new Counter({
+    name: 'posthaste_api_client_aborts_total',
+    help: 'API requests whose client went away before its body was read',
+    registers: [this.registry],
+  });
   readonly apiDuration = new RouteHistogram(
     'posthaste_api_request_duration_seconds',
     'Seconds from an API request arriving to its response sent, by route pattern and status class',
@@ -77,22 +109,38 @@ export class Metrics {
     labelNames: ['status'],
     registers: [this.registry],
     collect: () => {
-      for (let status = 100; status < 600; status++) if (this.apiCounts[status]) this.api.labels(String(status)).inc(this.apiCounts[status]!);
+      for (let status = 100; status < 600; status++)
+        if (this.apiCounts[status]) this.api.labels(String(status)).inc(this.apiCounts[status]!);
       this.apiCounts.fill(0);
     },
   });
 
   /** `processMetrics`: collect Node's (an event-loop delay monitor and a GC observer run for them), when the metrics are served at all. */
-  constructor(sources: MetricsSources, opts: { processMetrics: boolean; node?: { name: string; id: string } } = { processMetrics: true }) {
+  constructor(
+    sources: MetricsSources,
+    opts: { processMetrics: boolean; node?: { name: string; id: string } } = { processMetrics: true },
+  ) {
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
     // Which node serves these (several on one store: docs/cluster.md); join on it, or scrape each node as its own target.
     if (opts.node)
-      new Gauge({ name: 'posthaste_node_info', help: 'This node: server.node_name and its id (fresh at every start); always 1', labelNames: ['node', 'node_id'], registers: [this.registry] }).set(
-        { node: opts.node.name, node_id: opts.node.id },
-        1,
-      );
-    const recipients = this.gaugeByState('posthaste_queue_recipients', 'Recipients by state', RECIPIENT_STATES, sources.recipients);
-    const webhookDeliveries = this.gaugeByState('posthaste_webhook_deliveries', 'Webhook deliveries by state', WEBHOOK_STATES, sources.webhookDeliveries);
+      new Gauge({
+        name: 'posthaste_node_info',
+        help: 'This node: server.node_name and its id (fresh at every start); always 1',
+        labelNames: ['node', 'node_id'],
+        registers: [this.registry],
+      }).set({ node: opts.node.name, node_id: opts.node.id }, 1);
+    const recipients = this.gaugeByState(
+      'posthaste_queue_recipients',
+      'Recipients by state',
+      RECIPIENT_STATES,
+      sources.recipients,
+    );
+    const webhookDeliveries = this.gaugeByState(
+      'posthaste_webhook_deliveries',
+      'Webhook deliveries by state',
+      WEBHOOK_STATES,
+      sources.webhookDeliveries,
+    );
     const oldest = new Gauge({
       name: 'posthaste_queue_oldest_age_seconds',
       help: 'Seconds the oldest recipient still to be sent (queued or deferred) has waited since its message was accepted (or its scheduled time); 0 when none',
@@ -132,7 +180,12 @@ export class Metrics {
   }
 
   /** A gauge of counts by `state`, read on each scrape; every state of `states` is shown, at 0 when none. */
-  private gaugeByState(name: string, help: string, states: string[], read: () => Promise<Record<string, number>>): Gauge {
+  private gaugeByState(
+    name: string,
+    help: string,
+    states: string[],
+    read: () => Promise<Record<string, number>>,
+  ): Gauge {
     const gauge = new Gauge({
       name,
       help,

@@ -1,4 +1,4 @@
-import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:crypto';
 
 /** scrypt cost N = 2^15, r = 8, p = 1 (32 MiB, about 100 ms on this machine): slow to guess, fast enough for a login. */
 const PARAMS = { N: 32768, r: 8, p: 1 } as const;
@@ -7,7 +7,9 @@ const MAXMEM = 64 * 1024 * 1024;
 
 function derive(password: string, salt: Buffer, o: { N: number; r: number; p: number }): Promise<Buffer> {
   const options: ScryptOptions = { N: o.N, r: o.r, p: o.p, maxmem: MAXMEM };
-  return new Promise((resolve, reject) => scrypt(password.normalize('NFC'), salt, KEY_LENGTH, options, (e, key) => (e ? reject(e) : resolve(key))));
+  return new Promise((resolve, reject) =>
+    scrypt(password.normalize('NFC'), salt, KEY_LENGTH, options, (e, key) => (e ? reject(e) : resolve(key))),
+  );
 }
 
 /** "scrypt$N$r$p$salt$hash" with Base64 salt and hash: the parameters travel with the hash. */

@@ -34,7 +34,12 @@ let scheduled = false;
  */
 export function reclaimAfter(bytes: number, now = Date.now()): void {
   handled += bytes;
-  if ((bytes < LARGE_BYTES && handled < MANY_BYTES) || scheduled || (bytes < HUGE_BYTES && now - last < MIN_INTERVAL_MS)) return;
+  if (
+    (bytes < LARGE_BYTES && handled < MANY_BYTES) ||
+    scheduled ||
+    (bytes < HUGE_BYTES && now - last < MIN_INTERVAL_MS)
+  )
+    return;
   handled = 0;
   last = now;
   collect ??= gcFunction();

@@ -41,7 +41,12 @@ export class RouteHistogram {
   }
 
   /** The series as prom-client's registry reads them: _bucket (cumulative, with le), _sum, _count. */
-  get(): Promise<{ name: string; help: string; type: string; values: Array<{ metricName: string; labels: Record<string, string | number>; value: number }> }> {
+  get(): Promise<{
+    name: string;
+    help: string;
+    type: string;
+    values: Array<{ metricName: string; labels: Record<string, string | number>; value: number }>;
+  }> {
     const values: Array<{ metricName: string; labels: Record<string, string | number>; value: number }> = [];
     const n = this.buckets.length;
     for (const [route, byClass] of this.rows)
@@ -51,7 +56,11 @@ export class RouteHistogram {
         let cumulative = 0;
         for (let i = 0; i < n; i++) {
           cumulative += row[i]!;
-          values.push({ metricName: `${this.name}_bucket`, labels: { ...labels, le: this.buckets[i]! }, value: cumulative });
+          values.push({
+            metricName: `${this.name}_bucket`,
+            labels: { ...labels, le: this.buckets[i]! },
+            value: cumulative,
+          });
         }
         values.push({ metricName: `${this.name}_bucket`, labels: { ...labels, le: '+Inf' }, value: row[n + 1]! });
         values.push({ metricName: `${this.name}_sum`, labels, value: row[n + 2]! });

@@ -1,6 +1,6 @@
 import type { Resolver } from 'node:dns/promises';
 import type { DnsRecord } from '../domain/dns-records.js';
-import { describeLookupFailure, lookupFailure, type LookupFailure } from './dns.js';
+import { describeLookupFailure, type LookupFailure, lookupFailure } from './dns.js';
 
 export interface RecordCheck {
   purpose: DnsRecord['purpose'];
@@ -25,15 +25,28 @@ async function checkRecord(resolver: Resolver, r: DnsRecord): Promise<RecordChec
       const txt = (await resolver.resolveTxt(r.name)).map((parts) => parts.join(''));
       // The text receivers read: the record's strings joined, however the zone split them.
       const want = normaliseTxt(r.text ?? r.value);
-      const found = r.purpose === 'spf' || r.purpose === 'dmarc' ? txt.some((t) => t.startsWith(r.purpose === 'spf' ? 'v=spf1' : 'v=DMARC1')) : txt.some((t) => normaliseTxt(t) === want);
+      const found =
+        r.purpose === 'spf' || r.purpose === 'dmarc'
+          ? txt.some((t) => t.startsWith(r.purpose === 'spf' ? 'v=spf1' : 'v=DMARC1'))
+          : txt.some((t) => normaliseTxt(t) === want);
       return { ...base, found, lookup: 'answered', seen: txt };
     }
     const host = r.value.split(' ')[1]!.toLowerCase();
     const mx = await resolver.resolveMx(r.name);
-    return { ...base, found: mx.some((m) => m.exchange.toLowerCase() === host), lookup: 'answered', seen: mx.map((m) => `${m.priority} ${m.exchange}`) };
+    return {
+      ...base,
+      found: mx.some((m) => m.exchange.toLowerCase() === host),
+      lookup: 'answered',
+      seen: mx.map((m) => `${m.priority} ${m.exchange}`),
+    };
   } catch (e) {
     const code = (e as { code?: string }).code ?? String(e);
-    return { ...base, found: false, lookup: lookupFailure(code), seen: [describeLookupFailure(resolver, r.name, r.type, code)] };
+    return {
+      ...base,
+      found: false,
+      lookup: lookupFailure(code),
+      seen: [describeLookupFailure(resolver, r.name, r.type, code)],
+    };
   }
 }
 

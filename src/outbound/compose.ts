@@ -1,12 +1,12 @@
+import * as base64 from 'nodemailer/lib/base64/index.js';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type MimeNode from 'nodemailer/lib/mime-node/index.js';
-import * as base64 from 'nodemailer/lib/base64/index.js';
 import * as qp from 'nodemailer/lib/qp/index.js';
-import { attachmentSize, type SendRequest } from '../domain/send-request.js';
 import type { Mailbox } from '../domain/addresses.js';
-import { MAX_LINE_LENGTH } from '../domain/header-text.js';
 import { UnsendableMessage } from '../domain/errors.js';
+import { MAX_LINE_LENGTH } from '../domain/header-text.js';
+import { attachmentSize, type SendRequest } from '../domain/send-request.js';
 
 const asAddress = (m: Mailbox): Mail.Address => ({ name: m.name ?? '', address: m.address });
 
@@ -49,7 +49,10 @@ export async function streamed(root: MimeNode, keep: boolean): Promise<{ size: n
 }
 
 function checkLines(lines: LineMeter): void {
-  if (lines.longest > MAX_LINE_LENGTH) throw new UnsendableMessage(`the composed message has a line of ${lines.longest} characters; at most ${MAX_LINE_LENGTH} are allowed (RFC 5322 2.1.1)`);
+  if (lines.longest > MAX_LINE_LENGTH)
+    throw new UnsendableMessage(
+      `the composed message has a line of ${lines.longest} characters; at most ${MAX_LINE_LENGTH} are allowed (RFC 5322 2.1.1)`,
+    );
 }
 
 /** nodemailer's MIME tree for the request: every header, part, encoding and boundary decided. */
@@ -62,7 +65,12 @@ export function mimeTree(req: SendRequest, messageId: string, date: number): Mim
     subject: req.subject,
     messageId: `<${messageId}>`,
     date: new Date(date),
-    attachments: req.attachments.map((a) => ({ filename: a.filename, content: a.base64, encoding: 'base64', contentType: a.contentType })),
+    attachments: req.attachments.map((a) => ({
+      filename: a.filename,
+      content: a.base64,
+      encoding: 'base64',
+      contentType: a.contentType,
+    })),
     headers: req.headers.map(([key, value]) => ({ key, value })),
   };
   // Bcc recipients are in the envelope only; the composer leaves Bcc out of the headers.
@@ -97,7 +105,8 @@ export function serialize(root: MimeNode): Buffer {
     text(`${node.buildHeaders()}\r\n\r\n`);
     const content = node.content;
     if (content) {
-      if (typeof content !== 'string' && !Buffer.isBuffer(content)) throw new Error('only in-memory MIME content can be serialized here');
+      if (typeof content !== 'string' && !Buffer.isBuffer(content))
+        throw new Error('only in-memory MIME content can be serialized here');
       const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
       if (encoding === 'quoted-printable') text(qp.wrap(qp.encode(bytes), 76));
       else if (encoding === 'base64') text(base64Lines(bytes));
@@ -207,7 +216,8 @@ export function encodedSizeBound(req: SendRequest): number {
   for (const [name, value] of req.headers) n += name.length + 4 + encodedHeader(value);
   // Text parts: 7bit, quoted-printable (at most 3 bytes per byte, a soft break per 76) or Base64.
   for (const body of [req.text, req.html]) if (body !== undefined) n += Math.ceil(utf8(body) * 3 * (78 / 75)) + 512;
-  for (const a of req.attachments) n += base64Body(attachmentSize(a)) + encodedHeader(a.filename) * 2 + a.contentType.length + 512;
+  for (const a of req.attachments)
+    n += base64Body(attachmentSize(a)) + encodedHeader(a.filename) * 2 + a.contentType.length + 512;
   return n;
 }
 

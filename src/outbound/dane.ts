@@ -4,10 +4,10 @@
 // exist and none is usable, TLS is required without authentication; anywhere else delivery goes
 // on as it would without DANE. docs/delivery.md, "DANE".
 import { createHash, X509Certificate } from 'node:crypto';
+import type { Resolver } from 'node:dns/promises';
 import type { TLSSocket } from 'node:tls';
 import type { RecordType } from 'dns-packet';
 import type { Clock } from '../lib/clock.js';
-import type { Resolver } from 'node:dns/promises';
 import { allLoopback, querySecure, type SecureAnswer } from '../lib/dns-secure.js';
 
 export interface Tlsa {
@@ -50,7 +50,12 @@ export class Dane {
 
   /** DANE asking `resolver`'s servers (dns.servers, or the system's) for the AD bit directly. */
   static through(resolver: Resolver, clock: Clock, port: number): Dane {
-    return new Dane((name, type) => querySecure(resolver.getServers(), name, type), clock, port, allLoopback(resolver.getServers()));
+    return new Dane(
+      (name, type) => querySecure(resolver.getServers(), name, type),
+      clock,
+      port,
+      allLoopback(resolver.getServers()),
+    );
   }
 
   /**
@@ -64,8 +69,20 @@ export class Dane {
       if (!(await this.query(host, 'A')).secure) return { kind: 'none' };
       const tlsa = await this.query(`_${this.port}._tcp.${host}`, 'TLSA');
       if (tlsa.rcode === 'NXDOMAIN') return { kind: 'none' };
-      if (tlsa.rcode !== 'NOERROR') return { kind: 'temporary', detail: `TLSA lookup for ${host} failed (${tlsa.rcode})` };
-      const records = tlsa.answers.flatMap((a) => (a.type === 'TLSA' ? [{ usage: a.data.usage, selector: a.data.selector, matchingType: a.data.matchingType, data: a.data.certificate }] : []));
+      if (tlsa.rcode !== 'NOERROR')
+        return { kind: 'temporary', detail: `TLSA lookup for ${host} failed (${tlsa.rcode})` };
+      const records = tlsa.answers.flatMap((a) =>
+        a.type === 'TLSA'
+          ? [
+              {
+                usage: a.data.usage,
+                selector: a.data.selector,
+                matchingType: a.data.matchingType,
+                data: a.data.certificate,
+              },
+            ]
+          : [],
+      );
       if (!tlsa.secure || records.length === 0) return { kind: 'none' };
       const usable = records.filter(usableRecord);
       return usable.length > 0 ? { kind: 'dane', records: usable } : { kind: 'encrypt' };
@@ -86,7 +103,10 @@ export class Dane {
     if (hit && hit.until > now) return hit.answer;
     const answer = await this.lookup(name, type);
     if (answer.rcode === 'NOERROR' || answer.rcode === 'NXDOMAIN') {
-      const ttl = Math.min(MAX_CACHE_S, Math.max(MIN_CACHE_S, ...answer.answers.map((a) => ('ttl' in a && a.ttl) || 0)));
+      const ttl = Math.min(
+        MAX_CACHE_S,
+        Math.max(MIN_CACHE_S, ...answer.answers.map((a) => ('ttl' in a && a.ttl) || 0)),
+      );
       this.cache.set(key, { until: now + ttl * 1000, answer });
     }
     return answer;
@@ -95,7 +115,12 @@ export class Dane {
 
 function usableRecord(r: Tlsa): boolean {
   const length = [undefined, 32, 64][r.matchingType];
-  return (r.usage === 2 || r.usage === 3) && (r.selector === 0 || r.selector === 1) && r.matchingType <= 2 && (length === undefined || r.data.length === length);
+  return (
+    (r.usage === 2 || r.usage === 3) &&
+    (r.selector === 0 || r.selector === 1) &&
+    r.matchingType <= 2 &&
+    (length === undefined || r.data.length === length)
+  );
 }
 
 function matches(cert: X509Certificate, r: Tlsa): boolean {
@@ -126,10 +151,13 @@ export function verifyChain(chain: X509Certificate[], records: Tlsa[], names: st
     for (let i = 0; i < k; i++) {
       const cert = chain[i]!;
       const issuer = chain[i + 1]!;
-      if (!cert.checkIssued(issuer) || !cert.verify(issuer.publicKey)) return `DANE: the certificate chain is broken below the trust anchor (${cert.subject.replace(/\n/g, ', ')})`;
-      if (Date.parse(cert.validFrom) > now || Date.parse(cert.validTo) < now) return `DANE: a certificate under the trust anchor is outside its dates (${cert.subject.replace(/\n/g, ', ')})`;
+      if (!cert.checkIssued(issuer) || !cert.verify(issuer.publicKey))
+        return `DANE: the certificate chain is broken below the trust anchor (${cert.subject.replace(/\n/g, ', ')})`;
+      if (Date.parse(cert.validFrom) > now || Date.parse(cert.validTo) < now)
+        return `DANE: a certificate under the trust anchor is outside its dates (${cert.subject.replace(/\n/g, ', ')})`;
     }
-    if (!names.some((n) => leaf.checkHost(n) !== undefined)) return `DANE: the certificate is not valid for ${names.join(' or ')}`;
+    if (!names.some((n) => leaf.checkHost(n) !== undefined))
+      return `DANE: the certificate is not valid for ${names.join(' or ')}`;
     return null;
   }
   return 'DANE: the certificate matches none of the TLSA records';

@@ -1,18 +1,18 @@
-import type { Store } from '../store/store.js';
-import type { Claimed, QueuedMessage } from '../store/model.js';
 import { addressKey } from '../domain/addresses.js';
-import { returnPath } from '../domain/return-path.js';
-import { reply, suppressFor, type Outcome, type Reply, type SuppressionPolicy } from '../domain/outcome.js';
 import { UnsendableMessage } from '../domain/errors.js';
-import type { MxResolver } from './mx.js';
-import { mxMatches, type MtaSts } from './mta-sts.js';
-import type { Dane } from './dane.js';
-import type { SignInput, Signed } from './signer.js';
-import { SmtpSession, replyOf, type RelayOptions, type SmtpOptions, type TransactionResult, type Via } from './smtp.js';
-import { SigningWindow, type Prepared } from './signing-window.js';
+import { type Outcome, type Reply, reply, type SuppressionPolicy, suppressFor } from '../domain/outcome.js';
+import { returnPath } from '../domain/return-path.js';
 import type { Logger } from '../lib/logger.js';
-import { isRateLimit } from './throttle.js';
 import { reclaimAfter } from '../lib/reclaim.js';
+import type { Claimed, QueuedMessage } from '../store/model.js';
+import type { Store } from '../store/store.js';
+import type { Dane } from './dane.js';
+import { type MtaSts, mxMatches } from './mta-sts.js';
+import type { MxResolver } from './mx.js';
+import type { Signed, SignInput } from './signer.js';
+import { type Prepared, SigningWindow } from './signing-window.js';
+import { type RelayOptions, replyOf, type SmtpOptions, SmtpSession, type TransactionResult, type Via } from './smtp.js';
+import { isRateLimit } from './throttle.js';
 
 export interface DeliveryItem {
   recipient: Claimed;
@@ -64,7 +64,9 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   const group: GroupResult = { results: [], composed: new Map(), unattempted: [], refusal: null };
   const pending = await checkSuppression(deps, items, group.results);
   if (pending.length === 0) return group;
-  const route = deps.relay ? { hosts: [deps.relay.host], smtp: deps.smtp, implicit: false } : await directRoute(deps, domain);
+  const route = deps.relay
+    ? { hosts: [deps.relay.host], smtp: deps.smtp, implicit: false }
+    : await directRoute(deps, domain);
   if ('outcome' in route) {
     for (const item of pending) group.results.push({ item, outcome: route.outcome });
     return group;
@@ -108,7 +110,8 @@ class GroupSender {
         await opened.session.close();
       }
     }
-    for (const item of this.queue.takeRest()) this.group.results.push({ item, outcome: { kind: 'deferred', reply: this.lastFailure } });
+    for (const item of this.queue.takeRest())
+      this.group.results.push({ item, outcome: { kind: 'deferred', reply: this.lastFailure } });
   }
 
   /** No host could be reached; on "too many connections", one recipient carries the reply and the rest wait for the destination. */
@@ -151,11 +154,35 @@ class GroupSender {
     const via = session.via;
     const r = await session.send(from, item.recipient.address, message);
     reclaimAfter(message.length);
-    if (r.kind === 'accepted') this.group.results.push({ item, via, outcome: { kind: 'delivered', reply: r.reply, mx: session.mx, tls: session.secure, tlsVerified: session.verified } });
+    if (r.kind === 'accepted')
+      this.group.results.push({
+        item,
+        via,
+        outcome: {
+          kind: 'delivered',
+          reply: r.reply,
+          mx: session.mx,
+          tls: session.secure,
+          tlsVerified: session.verified,
+        },
+      });
     else if (r.kind === 'refused' && r.permanent) {
-      const suppress = suppressFor({ classification: r.reply.classification, status: r.reply.enhanced_code || null, stage: r.stage, text: r.reply.message }, deps.suppression);
-      this.group.results.push({ item, via, outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply, suppress } });
-    } else if (r.kind === 'refused') this.group.results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
+      const suppress = suppressFor(
+        {
+          classification: r.reply.classification,
+          status: r.reply.enhanced_code || null,
+          stage: r.stage,
+          text: r.reply.message,
+        },
+        deps.suppression,
+      );
+      this.group.results.push({
+        item,
+        via,
+        outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply, suppress },
+      });
+    } else if (r.kind === 'refused')
+      this.group.results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
     else {
       // Broken mid-transaction: this recipient is deferred (the server may or may not have it).
       this.group.results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
@@ -200,21 +227,46 @@ async function directRoute(deps: DeliverDeps, domain: string): Promise<Route | {
     return {
       outcome:
         mx.kind === 'null_mx'
-          ? { kind: 'bounced', bounceType: 'hard', reply: reply(556, '5.1.10', `${domain} accepts no mail (null MX, RFC 7505)`, 'dns_failure'), suppress: true }
+          ? {
+              kind: 'bounced',
+              bounceType: 'hard',
+              reply: reply(556, '5.1.10', `${domain} accepts no mail (null MX, RFC 7505)`, 'dns_failure'),
+              suppress: true,
+            }
           : mx.kind === 'no_domain'
-            ? { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.2', mx.detail, 'dns_failure'), suppress: true }
+            ? {
+                kind: 'bounced',
+                bounceType: 'hard',
+                reply: reply(550, '5.1.2', mx.detail, 'dns_failure'),
+                suppress: true,
+              }
             : { kind: 'deferred', reply: reply(451, '4.4.3', mx.detail, 'dns_failure') },
     };
   const hosts = mx.hosts.map((h) => h.host);
   const policy = deps.mtaSts ? await deps.mtaSts.policy(domain) : null;
   if (policy?.mode !== 'enforce') return { hosts, smtp: deps.smtp, implicit: mx.implicit };
   const allowed = hosts.filter((h) => mxMatches(policy.mx, h));
-  if (allowed.length === 0) return { outcome: { kind: 'deferred', reply: reply(451, '4.7.5', `${domain}: no MX host matches its MTA-STS policy (mx: ${policy.mx.join(', ')})`, 'tls_failure') } };
+  if (allowed.length === 0)
+    return {
+      outcome: {
+        kind: 'deferred',
+        reply: reply(
+          451,
+          '4.7.5',
+          `${domain}: no MX host matches its MTA-STS policy (mx: ${policy.mx.join(', ')})`,
+          'tls_failure',
+        ),
+      },
+    };
   return { hosts: allowed, smtp: { ...deps.smtp, requireValidTls: true }, implicit: mx.implicit };
 }
 
 /** Step: a recipient suppressed since it was queued is not sent to. */
-async function checkSuppression(deps: DeliverDeps, items: DeliveryItem[], results: ItemResult[]): Promise<DeliveryItem[]> {
+async function checkSuppression(
+  deps: DeliverDeps,
+  items: DeliveryItem[],
+  results: ItemResult[],
+): Promise<DeliveryItem[]> {
   const byCustomer = new Map<number, DeliveryItem[]>();
   for (const it of items) {
     const list = byCustomer.get(it.message.customerId);
@@ -249,7 +301,10 @@ interface Route {
  * answers; under DANE, a host whose TLSA records could not be looked up is passed over, and one
  * with records is spoken to over TLS they authenticate.
  */
-async function connect(deps: DeliverDeps, route: Route & { domain: string }): Promise<{ session: SmtpSession } | { failure: Reply }> {
+async function connect(
+  deps: DeliverDeps,
+  route: Route & { domain: string },
+): Promise<{ session: SmtpSession } | { failure: Reply }> {
   const { relay } = deps;
   let failure: Reply = reply(451, '4.4.1', 'no MX host could be reached', 'connection_failure');
   for (const host of route.hosts) {
@@ -267,11 +322,18 @@ async function connect(deps: DeliverDeps, route: Route & { domain: string }): Pr
     }
     for (const address of addresses) {
       try {
-        return { session: relay ? await SmtpSession.openRelay(address, relay, smtp) : await SmtpSession.open(host, address, smtp) };
+        return {
+          session: relay
+            ? await SmtpSession.openRelay(address, relay, smtp)
+            : await SmtpSession.open(host, address, smtp),
+        };
       } catch (e) {
         failure = replyOf(e as Error);
         failure = { ...failure, message: `${host} [${address}]: ${failure.message}` };
-        deps.log.debug({ mx: host, address, code: failure.code, err: failure.message }, 'MX host failed; trying the next');
+        deps.log.debug(
+          { mx: host, address, code: failure.code, err: failure.message },
+          'MX host failed; trying the next',
+        );
       }
     }
   }
@@ -279,7 +341,11 @@ async function connect(deps: DeliverDeps, route: Route & { domain: string }): Pr
 }
 
 /** The SMTP options for one MX host under its DANE policy; where there are TLSA records, DANE rather than MTA-STS decides how TLS is checked (RFC 8461 2). */
-async function daneOptions(dane: Dane, route: Route & { domain: string }, host: string): Promise<SmtpOptions | { failure: Reply }> {
+async function daneOptions(
+  dane: Dane,
+  route: Route & { domain: string },
+  host: string,
+): Promise<SmtpOptions | { failure: Reply }> {
   const policy = await dane.policy(route.domain, host, route.implicit);
   if (policy.kind === 'none') return route.smtp;
   if (policy.kind === 'temporary') return { failure: reply(451, '4.7.5', `${host}: ${policy.detail}`, 'dns_failure') };
@@ -289,13 +355,23 @@ async function daneOptions(dane: Dane, route: Route & { domain: string }, host: 
 /** Step: compose (a send request's first time only; a submitted message is signed as it is) and DKIM-sign with the sender domain's key. */
 type SenderDomains = Map<string, ReturnType<DeliverDeps['store']['domains']['find']>>;
 
-async function prepare(deps: DeliverDeps, m: QueuedMessage, composed: Map<number, Buffer>, senders: SenderDomains): Promise<Prepared> {
+async function prepare(
+  deps: DeliverDeps,
+  m: QueuedMessage,
+  composed: Map<number, Buffer>,
+  senders: SenderDomains,
+): Promise<Prepared> {
   let result: Prepared;
   let found = senders.get(m.senderDomain);
   if (!found) senders.set(m.senderDomain, (found = deps.store.domains.find(m.senderDomain)));
   const domain = await found;
   if (!domain || domain.customer_id !== m.customerId) {
-    result = { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.7.0', `sender domain ${m.senderDomain} was removed; the message cannot be signed`, 'policy'), suppress: false };
+    result = {
+      kind: 'bounced',
+      bounceType: 'hard',
+      reply: reply(550, '5.7.0', `sender domain ${m.senderDomain} was removed; the message cannot be signed`, 'policy'),
+      suppress: false,
+    };
   } else {
     try {
       const out = await deps.sign({
@@ -312,12 +388,23 @@ async function prepare(deps: DeliverDeps, m: QueuedMessage, composed: Map<number
       if (e instanceof UnsendableMessage) {
         // It will never compose or validate as it stands: fail it now rather than retry until it
         // expires. 'policy' blames the message, not the address, so nobody is suppressed.
-        deps.log.warn({ message_id: m.messageId, err: e.message }, 'message cannot be sent as it stands; failed without retrying');
-        result = { kind: 'bounced', bounceType: 'hard', reply: reply(554, '5.6.0', `the message was not sent: ${e.message}`, 'policy'), suppress: false };
+        deps.log.warn(
+          { message_id: m.messageId, err: e.message },
+          'message cannot be sent as it stands; failed without retrying',
+        );
+        result = {
+          kind: 'bounced',
+          bounceType: 'hard',
+          reply: reply(554, '5.6.0', `the message was not sent: ${e.message}`, 'policy'),
+          suppress: false,
+        };
       } else {
         // Composing or signing failed otherwise: a fault on our side, so retry later rather than bounce.
         deps.log.error({ message_id: m.messageId, err: (e as Error).message }, 'composing or signing failed');
-        result = { kind: 'deferred', reply: reply(451, '4.3.0', `local error while preparing the message: ${(e as Error).message}`, 'other') };
+        result = {
+          kind: 'deferred',
+          reply: reply(451, '4.3.0', `local error while preparing the message: ${(e as Error).message}`, 'other'),
+        };
       }
     }
   }

@@ -1,5 +1,5 @@
-import type { Logger } from '../lib/logger.js';
 import type { Reply } from '../domain/outcome.js';
+import type { Logger } from '../lib/logger.js';
 import type { ItemResult } from './deliver.js';
 
 /** Seconds with millisecond precision, as the log shows them. */
@@ -27,9 +27,17 @@ export function deliveryFields(result: ItemResult, startedAt: number, now: numbe
     ...(via ? { relay_host: via.host, relay_address: via.address } : {}),
     delay: seconds(now - item.message.createdAt),
     attempt_delay: seconds(now - startedAt),
-    ...(reply ? { dsn: dsnOf(reply), code: reply.code, classification: reply.classification, reply: reply.message } : {}),
+    ...(reply
+      ? { dsn: dsnOf(reply), code: reply.code, classification: reply.classification, reply: reply.message }
+      : {}),
     ...(outcome.kind === 'suppressed' ? { reason: outcome.reason } : {}),
-    ...(via ? { tls: via.tls !== null, ...(via.tls ? { tls_version: via.tls.version, tls_cipher: via.tls.cipher } : {}), tls_verified: via.verified } : {}),
+    ...(via
+      ? {
+          tls: via.tls !== null,
+          ...(via.tls ? { tls_version: via.tls.version, tls_cipher: via.tls.cipher } : {}),
+          tls_verified: via.verified,
+        }
+      : {}),
   };
 }
 

@@ -4,7 +4,7 @@
 // besides the 0.8 ms of the RSA signature itself (docs/delivery.md, step 7 "Send"). mailauth
 // still verifies (inbound mail, and the tests check every signature made here with it and with
 // dkimpy).
-import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, type KeyObject, sign } from 'node:crypto';
 
 export interface DkimKey {
   domain: string;
@@ -56,7 +56,8 @@ function keyObject(pem: string): KeyObject {
   let k = keys.get(pem);
   if (!k) {
     k = createPrivateKey(pem);
-    if (k.asymmetricKeyType !== 'rsa') throw new Error(`DKIM signing failed: the key is ${k.asymmetricKeyType}, not rsa`);
+    if (k.asymmetricKeyType !== 'rsa')
+      throw new Error(`DKIM signing failed: the key is ${k.asymmetricKeyType}, not rsa`);
     if (keys.size >= 1000) keys.clear();
     keys.set(pem, k);
   }

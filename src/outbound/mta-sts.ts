@@ -1,6 +1,6 @@
+import type { Resolver } from 'node:dns/promises';
 import https from 'node:https';
 import { rootCertificates } from 'node:tls';
-import type { Resolver } from 'node:dns/promises';
 import { parsePolicy } from 'mailauth/lib/mta-sts.js';
 import type { Clock } from '../lib/clock.js';
 import { lookupAddresses } from '../lib/dns.js';

@@ -56,18 +56,33 @@ export class MxResolver {
       const real = records.filter((r) => r.exchange !== '' && r.exchange !== '.');
       // A null MX alone means "no mail"; mixed with real records it is a misconfiguration and ignored.
       if (real.length === 0 && records.length > 0) return { kind: 'null_mx' };
-      if (real.length > 0) return { kind: 'hosts', hosts: orderMx(real.map((r) => ({ host: r.exchange.replace(/\.$/, '').toLowerCase(), priority: r.priority }))), implicit: false };
+      if (real.length > 0)
+        return {
+          kind: 'hosts',
+          hosts: orderMx(
+            real.map((r) => ({ host: r.exchange.replace(/\.$/, '').toLowerCase(), priority: r.priority })),
+          ),
+          implicit: false,
+        };
     } catch (e) {
       const code = String((e as { code?: string }).code);
       if (PERMANENT.has(code)) return { kind: 'no_domain', detail: `${domain}: domain does not exist (NXDOMAIN)` };
-      if (!NO_RECORDS.has(code)) return { kind: 'temporary', detail: describeLookupFailure(this.resolver, domain, 'MX', code) };
+      if (!NO_RECORDS.has(code))
+        return { kind: 'temporary', detail: describeLookupFailure(this.resolver, domain, 'MX', code) };
     }
     // No MX records: the implicit MX is the domain itself (RFC 5321 5.1), if it has an address.
     const addrs = await this.addresses(domain).catch((e: unknown) => e as Error & { code?: string });
     if (Array.isArray(addrs))
-      return addrs.length ? { kind: 'hosts', hosts: [{ host: domain, priority: 0 }], implicit: true } : { kind: 'no_domain', detail: `${domain}: no MX and no address records` };
+      return addrs.length
+        ? { kind: 'hosts', hosts: [{ host: domain, priority: 0 }], implicit: true }
+        : { kind: 'no_domain', detail: `${domain}: no MX and no address records` };
     if (addrs.code === 'ENOTFOUND') return { kind: 'no_domain', detail: `${domain}: domain does not exist (NXDOMAIN)` };
-    return { kind: 'temporary', detail: addrs.code ? describeLookupFailure(this.resolver, domain, 'A/AAAA', addrs.code) : `${domain}: address lookup failed (${addrs.message})` };
+    return {
+      kind: 'temporary',
+      detail: addrs.code
+        ? describeLookupFailure(this.resolver, domain, 'A/AAAA', addrs.code)
+        : `${domain}: address lookup failed (${addrs.message})`,
+    };
   }
 
   /** A and AAAA addresses of a host, through the configured resolver, cached by their TTL. */

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { relayTarget, type Config } from '../config/schema.js';
 import { ConfigError } from '../config/load.js';
+import { type Config, relayTarget } from '../config/schema.js';
 import type { RelayOptions } from './smtp.js';
 
 /** outbound.relay with its credentials: the password from relay_password_file, else relay_password (the environment). */
@@ -14,9 +14,16 @@ export function relayOptions(config: Config): RelayOptions | null {
     try {
       pass = readFileSync(o.relay_password_file, 'utf8').split(/\r?\n/)[0]!;
     } catch (e) {
-      throw new ConfigError('outbound.relay_password_file', `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new ConfigError(
+        'outbound.relay_password_file',
+        `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
   }
-  if (!pass) throw new ConfigError('outbound.relay_user', 'a relay user needs a password: outbound.relay_password_file, or POSTHASTE_OUTBOUND_RELAY_PASSWORD in the environment');
+  if (!pass)
+    throw new ConfigError(
+      'outbound.relay_user',
+      'a relay user needs a password: outbound.relay_password_file, or POSTHASTE_OUTBOUND_RELAY_PASSWORD in the environment',
+    );
   return { ...target, auth: { user: o.relay_user, pass } };
 }

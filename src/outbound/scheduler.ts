@@ -1,15 +1,15 @@
-import type { DeliveryStore } from '../store/store.js';
-import { isStoreUnavailable } from '../store/errors.js';
+import { CLUSTER_THROTTLE } from '../domain/destinations.js';
+import { sandboxSteps } from '../domain/sandbox.js';
 import type { OutcomePolicy } from '../domain/transitions.js';
 import type { Clock } from '../lib/clock.js';
-import type { Logger } from '../lib/logger.js';
-import type { DeliveryItem, GroupResult } from './deliver.js';
-import { sandboxSteps } from '../domain/sandbox.js';
 import { KeyedPool } from '../lib/keyed-pool.js';
-import type { Throttle, ThrottleChange } from './throttle.js';
+import type { Logger } from '../lib/logger.js';
+import { isStoreUnavailable } from '../store/errors.js';
+import type { DeliveryStore } from '../store/store.js';
+import type { DeliveryItem, GroupResult } from './deliver.js';
 import { logDeliveries } from './delivery-log.js';
-import { CLUSTER_THROTTLE } from '../domain/destinations.js';
 import { SharedLimits } from './shared-limits.js';
+import type { Throttle, ThrottleChange } from './throttle.js';
 
 export interface SchedulerDeps {
   store: DeliveryStore;
@@ -76,7 +76,8 @@ export class Scheduler {
       onFinish: () => this.kick(),
       onError: (e, domain) => deps.log.error({ err: e, domain }, 'delivery group failed unexpectedly'),
     });
-    if (deps.sharedAs !== undefined) this.shared = new SharedLimits(deps.sharedAs, deps, (work) => this.pool.track(work));
+    if (deps.sharedAs !== undefined)
+      this.shared = new SharedLimits(deps.sharedAs, deps, (work) => this.pool.track(work));
   }
 
   /** New work may be due (a message was accepted): look now rather than at the next poll. */
@@ -108,7 +109,12 @@ export class Scheduler {
 
   private async release(): Promise<void> {
     this.unreleased.push(...this.pool.takeAll().map((i) => i.recipient.id));
-    await this.releaseLeftOver().catch((e: unknown) => this.deps.log.warn({ err: e, claims: this.unreleased.length }, 'claims not released at stop; they are at the next start'));
+    await this.releaseLeftOver().catch((e: unknown) =>
+      this.deps.log.warn(
+        { err: e, claims: this.unreleased.length },
+        'claims not released at stop; they are at the next start',
+      ),
+    );
   }
 
   /** Claims given back that the store did not take (it was unavailable): tried again before each claim. */
@@ -204,7 +210,9 @@ export class Scheduler {
         // connections here and the rest in the store, so its backlog does not take the claim room
         // other destinations need; at full speed the backlog moves fast enough to wait here.
         const capacity = throttle.capacity(destination);
-        return throttle.isThrottled(destination) && list.length > capacity ? this.holdBack(destination, list.splice(capacity), throttle.nextRound(destination, now)) : [];
+        return throttle.isThrottled(destination) && list.length > capacity
+          ? this.holdBack(destination, list.splice(capacity), throttle.nextRound(destination, now))
+          : [];
       }
       this.start(domain, destination, list.splice(0, admission.messages));
     }
@@ -245,14 +253,18 @@ export class Scheduler {
   private sweep(now: number): void {
     for (const [domain, known] of this.destinations) if (known.until <= now) this.destinations.delete(domain);
     this.deps.throttle.forgetIdle(now);
-    for (const destination of this.peakPerDestination.keys()) if (this.deps.throttle.openConnections(destination) === 0) this.peakPerDestination.delete(destination);
+    for (const destination of this.peakPerDestination.keys())
+      if (this.deps.throttle.openConnections(destination) === 0) this.peakPerDestination.delete(destination);
   }
 
   /** One connection's delivery: the throttle is told when it opens and how it went; the outcomes are recorded together. */
   private start(domain: string, destination: string, items: DeliveryItem[]): void {
     const { throttle, clock } = this.deps;
     const ticket = throttle.open(destination, clock.now(), items.length);
-    this.peakPerDestination.set(destination, Math.max(throttle.openConnections(destination), this.peakPerDestination.get(destination) ?? 0));
+    this.peakPerDestination.set(
+      destination,
+      Math.max(throttle.openConnections(destination), this.peakPerDestination.get(destination) ?? 0),
+    );
     this.pool.start(domain, async () => {
       let closed = false;
       const started = clock.now();
@@ -281,7 +293,12 @@ export class Scheduler {
    * destination's refusal held back, and the destination's throttling as it now stands; then one
    * log line per recipient (delivery-log.ts), `started` being when the attempt began.
    */
-  private async record(group: GroupResult, destination: string, change: ThrottleChange, started: number): Promise<void> {
+  private async record(
+    group: GroupResult,
+    destination: string,
+    change: ThrottleChange,
+    started: number,
+  ): Promise<void> {
     const { clock, policy, log, throttle } = this.deps;
     const now = clock.now();
     let postpone: Array<{ id: number; until: number }> = [];
@@ -292,7 +309,11 @@ export class Scheduler {
     if (change) this.saveThrottle(change, now);
     await this.persist(() =>
       this.deps.store.record({
-        results: group.results.map(({ item, outcome }) => ({ message: item.message, recipient: item.recipient, outcome })),
+        results: group.results.map(({ item, outcome }) => ({
+          message: item.message,
+          recipient: item.recipient,
+          outcome,
+        })),
         composed: group.composed,
         postpone,
         policy,
@@ -301,7 +322,13 @@ export class Scheduler {
     );
     if (change?.kind === 'set' && group.refusal)
       log.warn(
-        { destination, connections: change.record.connections, paused_until: new Date(change.record.pausedUntil).toISOString(), code: group.refusal.code, reply: group.refusal.message },
+        {
+          destination,
+          connections: change.record.connections,
+          paused_until: new Date(change.record.pausedUntil).toISOString(),
+          code: group.refusal.code,
+          reply: group.refusal.message,
+        },
         'destination asked us to slow down; throttling it',
       );
     else if (change?.kind === 'cleared') log.info({ destination }, 'destination back to its configured limits');
@@ -314,7 +341,11 @@ export class Scheduler {
   private async recordSandbox(items: DeliveryItem[]): Promise<void> {
     const { clock, policy } = this.deps;
     const now = clock.now();
-    const steps = items.map(({ recipient, message }) => ({ recipient, message, steps: sandboxSteps(recipient.address, recipient.attempts) }));
+    const steps = items.map(({ recipient, message }) => ({
+      recipient,
+      message,
+      steps: sandboxSteps(recipient.address, recipient.attempts),
+    }));
     await this.persist(() => this.deps.store.recordSandbox(steps, policy, now));
     this.deps.onEvents?.();
   }

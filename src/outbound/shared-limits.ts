@@ -2,9 +2,10 @@
 // use of it, shared through the store (docs/delivery.md). The scheduler decides what to start; this
 // is how a node takes part: it says it is alive, makes each decision under the destination's lock
 // with the others' use in hand, and writes its own use back after a connection ends.
-import type { DeliveryStore } from '../store/store.js';
+
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import type { DeliveryStore } from '../store/store.js';
 import type { Throttle } from './throttle.js';
 
 /** How often a node sharing destination limits says it is alive (its use counts for a minute after). */
@@ -56,6 +57,10 @@ export class SharedLimits {
    * cannot put back a count older than a decision made meanwhile.
    */
   publishUse(destination: string): void {
-    this.track(this.decide(destination, () => undefined).catch((e: unknown) => this.deps.log.warn({ err: e }, 'destination use not shared')));
+    this.track(
+      this.decide(destination, () => undefined).catch((e: unknown) =>
+        this.deps.log.warn({ err: e }, 'destination use not shared'),
+      ),
+    );
   }
 }

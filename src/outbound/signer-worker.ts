@@ -1,11 +1,11 @@
 // A signing thread: composes (a send request not yet composed) and DKIM-signs messages off the event loop.
 import { parentPort } from 'node:worker_threads';
-import { composeMessage } from './compose.js';
-import { signMessage, type DkimKey } from './dkim.js';
-import { readStoredRequest } from '../domain/stored-request.js';
 import { UnsendableMessage } from '../domain/errors.js';
+import { readStoredRequest } from '../domain/stored-request.js';
 import { reclaimAfter } from '../lib/reclaim.js';
 import type { RequestFormat } from '../store/model.js';
+import { composeMessage } from './compose.js';
+import { type DkimKey, signMessage } from './dkim.js';
 
 export interface SignJob {
   id: number;
@@ -21,21 +21,33 @@ export interface SignJob {
  * now, is where the message starts in it (the composed message is that tail). `permanent`: the
  * message can never be sent as it stands (UnsendableMessage), so it is not retried.
  */
-export type SignReply = { id: number; ok: true; signed: Uint8Array; rawAt: number | null } | { id: number; ok: false; error: string; permanent: boolean };
+export type SignReply =
+  | { id: number; ok: true; signed: Uint8Array; rawAt: number | null }
+  | { id: number; ok: false; error: string; permanent: boolean };
 
 async function handle(job: SignJob): Promise<void> {
   try {
     // A submitted message (mime) is the stored request itself, signed as the client wrote it; a
     // send request is composed at its first attempt, and the composed copy comes back to be kept.
     const given = job.raw ?? (job.format === 'mime' ? job.request : null);
-    const raw = given ? Buffer.from(given.buffer, given.byteOffset, given.byteLength) : await composeMessage(readStoredRequest(job.request), job.messageId, job.createdAt);
+    const raw = given
+      ? Buffer.from(given.buffer, given.byteOffset, given.byteLength)
+      : await composeMessage(readStoredRequest(job.request), job.messageId, job.createdAt);
     // The signed message has memory of its own (signMessage), so it is moved to the event loop's
     // thread, not cloned: a small Buffer is a view into an 8 KiB pool slab, and cloning copies the slab.
     const signed = signMessage(raw, job.key);
-    parentPort!.postMessage({ id: job.id, ok: true, signed, rawAt: given ? null : signed.byteLength - raw.byteLength } satisfies SignReply, [signed.buffer as ArrayBuffer]);
+    parentPort!.postMessage(
+      { id: job.id, ok: true, signed, rawAt: given ? null : signed.byteLength - raw.byteLength } satisfies SignReply,
+      [signed.buffer as ArrayBuffer],
+    );
     reclaimAfter(signed.byteLength);
   } catch (e) {
-    parentPort!.postMessage({ id: job.id, ok: false, error: (e as Error).message, permanent: e instanceof UnsendableMessage } satisfies SignReply);
+    parentPort!.postMessage({
+      id: job.id,
+      ok: false,
+      error: (e as Error).message,
+      permanent: e instanceof UnsendableMessage,
+    } satisfies SignReply);
   }
 }
 

@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
-import type { DkimKey } from './dkim.js';
-import type { SignJob, SignReply } from './signer-worker.js';
 import { UnsendableMessage } from '../domain/errors.js';
 import type { RequestFormat } from '../store/model.js';
+import type { DkimKey } from './dkim.js';
+import type { SignJob, SignReply } from './signer-worker.js';
 
 export interface SignInput {
   /** The stored request: the body's bytes as received; see readStoredRequest (domain/stored-request.ts). */
@@ -51,7 +51,15 @@ export class SignerPool {
   sign(input: SignInput): Promise<Signed> {
     if (this.workers.length === 0) this.start();
     const id = ++this.seq;
-    const job: SignJob = { id, request: input.request, format: input.format, messageId: input.messageId, createdAt: input.createdAt, raw: input.raw, key: input.key };
+    const job: SignJob = {
+      id,
+      request: input.request,
+      format: input.format,
+      messageId: input.messageId,
+      createdAt: input.createdAt,
+      raw: input.raw,
+      key: input.key,
+    };
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       const w = this.workers[this.next++ % this.workers.length]!;

@@ -8,7 +8,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import { crlfOnly, dataPieces } from './smtp-data.js';
-import { SmtpError, isTlsError, refused, replyError, type Reply } from './smtp-errors.js';
+import { isTlsError, type Reply, refused, replyError, SmtpError } from './smtp-errors.js';
 import { ReplyReader } from './smtp-replies.js';
 
 export interface SmtpClientOptions {
@@ -79,13 +79,15 @@ export class SmtpClient {
     await this.hello();
     if (!this.secure && opts.startTls) {
       if (!this.has('STARTTLS')) {
-        if (opts.requireTls) throw new SmtpError('the server does not offer STARTTLS, and TLS is required', 'ETLS', 'EHLO');
+        if (opts.requireTls)
+          throw new SmtpError('the server does not offer STARTTLS, and TLS is required', 'ETLS', 'EHLO');
       } else {
         const r = await this.command('STARTTLS');
         if (r.code === 220) {
           await this.upgrade();
           await this.hello();
-        } else if (opts.requireTls) throw replyError('the server refused STARTTLS, and TLS is required', 'ETLS', 'STARTTLS', r);
+        } else if (opts.requireTls)
+          throw replyError('the server refused STARTTLS, and TLS is required', 'ETLS', 'STARTTLS', r);
       }
     }
   }
@@ -93,12 +95,21 @@ export class SmtpClient {
   private dial(): Promise<net.Socket> {
     const { opts } = this;
     return new Promise((resolve, reject) => {
-      const socket = opts.implicitTls ? tls.connect({ ...opts.tls, host: opts.host, port: opts.port }) : net.connect({ host: opts.host, port: opts.port });
-      const timer = setTimeout(() => fail(new SmtpError(`connection to ${opts.host}:${opts.port} timed out`, 'ETIMEDOUT', 'CONN')), opts.connectTimeout);
+      const socket = opts.implicitTls
+        ? tls.connect({ ...opts.tls, host: opts.host, port: opts.port })
+        : net.connect({ host: opts.host, port: opts.port });
+      const timer = setTimeout(
+        () => fail(new SmtpError(`connection to ${opts.host}:${opts.port} timed out`, 'ETIMEDOUT', 'CONN')),
+        opts.connectTimeout,
+      );
       const fail = (e: Error) => {
         clearTimeout(timer);
         socket.destroy();
-        reject(e instanceof SmtpError ? e : new SmtpError(e.message, opts.implicitTls && isTlsError(e) ? 'ETLS' : 'ECONNECTION', 'CONN'));
+        reject(
+          e instanceof SmtpError
+            ? e
+            : new SmtpError(e.message, opts.implicitTls && isTlsError(e) ? 'ETLS' : 'ECONNECTION', 'CONN'),
+        );
       };
       socket.once('error', fail);
       socket.once(opts.implicitTls ? 'secureConnect' : 'connect', () => {
@@ -186,7 +197,12 @@ export class SmtpClient {
       r = await this.command('AUTH LOGIN');
       if (r.code === 334) r = await this.command(b64(user), 'AUTH LOGIN');
       if (r.code === 334) r = await this.command(b64(pass), 'AUTH LOGIN');
-    } else throw new SmtpError(`the server offers no AUTH mechanism posthaste speaks (PLAIN, LOGIN): "${offered.join(' ')}"`, 'EAUTH', 'AUTH');
+    } else
+      throw new SmtpError(
+        `the server offers no AUTH mechanism posthaste speaks (PLAIN, LOGIN): "${offered.join(' ')}"`,
+        'EAUTH',
+        'AUTH',
+      );
     if (r.code !== 235) throw replyError('authentication failed', 'EAUTH', 'AUTH', r);
   }
 
@@ -215,7 +231,8 @@ export class SmtpClient {
       );
     const mail = `MAIL FROM:<${from}>${this.has('SIZE') ? ` SIZE=${message.length}` : ''}${utf8 ? ' SMTPUTF8' : ''}`;
     const rcpt = `RCPT TO:<${to}>`;
-    if (this.opts.chunking && this.has('PIPELINING') && this.has('CHUNKING') && crlfOnly(message)) return this.sendChunked(mail, rcpt, message);
+    if (this.opts.chunking && this.has('PIPELINING') && this.has('CHUNKING') && crlfOnly(message))
+      return this.sendChunked(mail, rcpt, message);
     let data: Reply;
     if (this.has('PIPELINING')) {
       this.write(`${mail}\r\n${rcpt}\r\nDATA\r\n`);

@@ -30,6 +30,7 @@ export function dataPieces(message: Buffer): Array<Buffer | string> {
 export function crlfOnly(message: Buffer): boolean {
   const n = message.length;
   if (n < 2 || message[n - 2] !== 0x0d || message[n - 1] !== 0x0a) return false;
-  for (let lf = message.indexOf(0x0a); lf >= 0; lf = message.indexOf(0x0a, lf + 1)) if (lf === 0 || message[lf - 1] !== 0x0d) return false;
+  for (let lf = message.indexOf(0x0a); lf >= 0; lf = message.indexOf(0x0a, lf + 1))
+    if (lf === 0 || message[lf - 1] !== 0x0d) return false;
   return true;
 }

@@ -29,7 +29,8 @@ export interface Reply {
 /** The refusal of MAIL FROM or RCPT TO, if either was refused. */
 export function refused(mail: Reply, rcpt?: Reply): SmtpError | null {
   if (mail.code !== 250) return replyError('MAIL FROM refused', 'EENVELOPE', 'MAIL FROM', mail);
-  if (rcpt && rcpt.code !== 250 && rcpt.code !== 251) return replyError('RCPT TO refused', 'EENVELOPE', 'RCPT TO', rcpt);
+  if (rcpt && rcpt.code !== 250 && rcpt.code !== 251)
+    return replyError('RCPT TO refused', 'EENVELOPE', 'RCPT TO', rcpt);
   return null;
 }
 

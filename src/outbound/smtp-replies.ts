@@ -2,7 +2,7 @@
 // (RFC 5321 4.2): lines gathered into replies ("ddd-text" continues one, "ddd text" or "ddd" ends
 // it), each handed to the next reader waiting, in order, or kept until one reads. The first failure
 // of the connection fails every reader waiting and every read after.
-import { SmtpError, withCommand, type Reply } from './smtp-errors.js';
+import { type Reply, SmtpError, withCommand } from './smtp-errors.js';
 
 const MAX_REPLY = 64 * 1024;
 
@@ -27,7 +27,9 @@ export class ReplyReader {
     if (ready) return Promise.resolve(ready);
     if (this.error) return Promise.reject(withCommand(this.error, command));
     return new Promise((resolve, reject) => {
-      const timer = timeoutMs ? setTimeout(() => this.fail(new SmtpError(`no reply within ${timeoutMs} ms`, 'ETIMEDOUT', command)), timeoutMs) : null;
+      const timer = timeoutMs
+        ? setTimeout(() => this.fail(new SmtpError(`no reply within ${timeoutMs} ms`, 'ETIMEDOUT', command)), timeoutMs)
+        : null;
       this.waiting.push({
         resolve: (r) => {
           if (timer) clearTimeout(timer);
@@ -71,7 +73,8 @@ export class ReplyReader {
         else this.replies.push({ code, text });
       }
     }
-    if (this.buffered.length > MAX_REPLY || this.lines.length > 1000) this.fail(new SmtpError('the server sent a reply too long to be one', 'EPROTOCOL'));
+    if (this.buffered.length > MAX_REPLY || this.lines.length > 1000)
+      this.fail(new SmtpError('the server sent a reply too long to be one', 'EPROTOCOL'));
   }
 
   /** The connection cannot go on: the first failure stands, and every reader waiting gets it. */

@@ -1,12 +1,12 @@
-import { isIP } from 'node:net';
 import type { X509Certificate } from 'node:crypto';
-import { rootCertificates, type ConnectionOptions, type TLSSocket } from 'node:tls';
-import { SmtpClient } from './smtp-client.js';
-import { SmtpError } from './smtp-errors.js';
-import { presentedChain } from './dane.js';
-import { classifyReply, parseReply, type Classification } from '../domain/classify.js';
+import { isIP } from 'node:net';
+import { type ConnectionOptions, rootCertificates, type TLSSocket } from 'node:tls';
+import { type Classification, classifyReply, parseReply } from '../domain/classify.js';
 import type { Reply, SmtpStage } from '../domain/outcome.js';
 import type { Clock } from '../lib/clock.js';
+import { presentedChain } from './dane.js';
+import { SmtpClient } from './smtp-client.js';
+import { SmtpError } from './smtp-errors.js';
 
 export interface SmtpOptions {
   /** EHLO name (server.hostname). */
@@ -76,7 +76,8 @@ interface SmtpFailure extends Error {
  * failed handshake, a certificate that does not verify.
  */
 export function transportReply(e: SmtpFailure): Reply {
-  const label: Classification = e.code === 'ETIMEDOUT' ? 'timeout' : e.code === 'ETLS' ? 'tls_failure' : 'connection_failure';
+  const label: Classification =
+    e.code === 'ETIMEDOUT' ? 'timeout' : e.code === 'ETLS' ? 'tls_failure' : 'connection_failure';
   const enhanced = label === 'timeout' ? '4.4.1' : label === 'tls_failure' ? '4.7.5' : '4.4.2';
   return { code: 451, enhanced_code: enhanced, message: e.message.replace(/\s+/g, ' ').trim(), classification: label };
 }
@@ -85,7 +86,12 @@ export function transportReply(e: SmtpFailure): Reply {
 export function replyOf(e: SmtpFailure): Reply {
   if (e.code === 'EAUTH') {
     const facts = parseReply(e.response ?? '', e.responseCode ?? 451);
-    return { code: facts.code, enhanced_code: facts.enhanced_code || '4.7.0', message: e.message.replace(/\s+/g, ' ').trim(), classification: 'auth_failure' };
+    return {
+      code: facts.code,
+      enhanced_code: facts.enhanced_code || '4.7.0',
+      message: e.message.replace(/\s+/g, ' ').trim(),
+      classification: 'auth_failure',
+    };
   }
   // A refused STARTTLS (a relay that does not speak it) is a TLS failure whatever the reply's code.
   if (!e.responseCode || !e.response || e.code === 'ETLS') return transportReply(e);
@@ -101,7 +107,13 @@ function acceptedReply(response: string): Reply {
 /** The stage of the command a refusal answered ("MAIL FROM", "RCPT TO", "DATA", "DATA END", "CONN", "EHLO"...). */
 function stageOf(command: string | undefined): SmtpStage {
   const c = (command ?? '').toUpperCase();
-  return c.startsWith('MAIL') ? 'mail' : c.startsWith('RCPT') ? 'rcpt' : c.startsWith('EHLO') || c.startsWith('HELO') || c === 'CONN' ? 'connect' : 'data';
+  return c.startsWith('MAIL')
+    ? 'mail'
+    : c.startsWith('RCPT')
+      ? 'rcpt'
+      : c.startsWith('EHLO') || c.startsWith('HELO') || c === 'CONN'
+        ? 'connect'
+        : 'data';
 }
 
 /**
@@ -110,7 +122,9 @@ function stageOf(command: string | undefined): SmtpStage {
  */
 function tlsFor(host: string, valid: boolean, extraCa: string[] | undefined): ConnectionOptions {
   const name = isIP(host) ? { host } : { servername: host };
-  return valid ? { ...name, rejectUnauthorized: true, minVersion: 'TLSv1.2', ca: [...rootCertificates, ...(extraCa ?? [])] } : { ...name, rejectUnauthorized: false, minVersion: 'TLSv1' };
+  return valid
+    ? { ...name, rejectUnauthorized: true, minVersion: 'TLSv1.2', ca: [...rootCertificates, ...(extraCa ?? [])] }
+    : { ...name, rejectUnauthorized: false, minVersion: 'TLSv1' };
 }
 
 /**
@@ -145,7 +159,8 @@ export class BdatMemory {
   }
 }
 
-const chunkingFor = (host: string, opts: SmtpOptions): boolean => !!opts.chunking && (opts.bdatMemory?.allows(host) ?? true);
+const chunkingFor = (host: string, opts: SmtpOptions): boolean =>
+  !!opts.chunking && (opts.bdatMemory?.allows(host) ?? true);
 
 /** One SMTP connection to one MX address; several transactions may run over it in turn. */
 export class SmtpSession {
@@ -206,7 +221,8 @@ export class SmtpSession {
     try {
       return new SmtpSession(await connect(true), mx, opts.bdatMemory, webPki || !!verify, address, opts.port);
     } catch (e) {
-      if ((e as SmtpFailure).code === 'ETLS' && !requireTls) return new SmtpSession(await connect(false), mx, opts.bdatMemory, false, address, opts.port);
+      if ((e as SmtpFailure).code === 'ETLS' && !requireTls)
+        return new SmtpSession(await connect(false), mx, opts.bdatMemory, false, address, opts.port);
       throw e;
     }
   }
@@ -237,7 +253,12 @@ export class SmtpSession {
       } catch (e) {
         client.destroy();
         const err = e as SmtpFailure;
-        throw new SmtpError(`the relay host refused posthaste's credentials for ${user}: ${err.response ?? err.message}`, 'EAUTH', 'AUTH', err.response);
+        throw new SmtpError(
+          `the relay host refused posthaste's credentials for ${user}: ${err.response ?? err.message}`,
+          'EAUTH',
+          'AUTH',
+          err.response,
+        );
       }
     }
     return new SmtpSession(client, relay.host, opts.bdatMemory, true, address, relay.port);
@@ -245,7 +266,11 @@ export class SmtpSession {
 
   /** One transaction: MAIL FROM the return path, RCPT the recipient, DATA the signed message. */
   async send(from: string, to: string, message: Buffer): Promise<TransactionResult> {
-    if (this.client.closed) return { kind: 'broken', reply: transportReply(new SmtpError('connection closed by the remote server', 'ECONNECTION')) };
+    if (this.client.closed)
+      return {
+        kind: 'broken',
+        reply: transportReply(new SmtpError('connection closed by the remote server', 'ECONNECTION')),
+      };
     try {
       return { kind: 'accepted', reply: acceptedReply(await this.client.send(from, to, message)) };
     } catch (e) {
@@ -257,7 +282,12 @@ export class SmtpSession {
         const said = (err.response ?? '').replace(/\s+/g, ' ').trim();
         return {
           kind: 'broken',
-          reply: { code: 451, enhanced_code: '4.5.0', message: `${this.mx} offered CHUNKING but answered BDAT with "${said}"; it is sent DATA for a day`, classification: 'other' },
+          reply: {
+            code: 451,
+            enhanced_code: '4.5.0',
+            message: `${this.mx} offered CHUNKING but answered BDAT with "${said}"; it is sent DATA for a day`,
+            classification: 'other',
+          },
         };
       }
       if (!err.responseCode) {

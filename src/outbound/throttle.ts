@@ -1,5 +1,5 @@
-import type { Reply } from '../domain/outcome.js';
 import type { DestinationLimits, DestinationThrottle } from '../domain/destinations.js';
+import type { Reply } from '../domain/outcome.js';
 
 /**
  * Per-destination limits and adaptive backoff, as pure state (times are passed in; no I/O).
@@ -45,7 +45,10 @@ export interface Ticket {
 }
 
 /** What a connection's end changed that must be stored: the new record, or the destination's record removed. */
-export type ThrottleChange = { kind: 'set'; record: DestinationThrottle } | { kind: 'cleared'; destination: string } | null;
+export type ThrottleChange =
+  | { kind: 'set'; record: DestinationThrottle }
+  | { kind: 'cleared'; destination: string }
+  | null;
 
 interface State {
   open: number;
@@ -75,7 +78,12 @@ export function pauseFor(strikes: number): number {
  */
 export function isRateLimit(reply: Reply): boolean {
   if (reply.code === 421) return true;
-  return reply.code >= 400 && reply.code < 500 && reply.classification === 'rate_limited' && !reply.enhanced_code.startsWith('4.2.');
+  return (
+    reply.code >= 400 &&
+    reply.code < 500 &&
+    reply.classification === 'rate_limited' &&
+    !reply.enhanced_code.startsWith('4.2.')
+  );
 }
 
 export class Throttle {
@@ -92,7 +100,15 @@ export class Throttle {
   private state(destination: string): State {
     let s = this.states.get(destination);
     if (!s) {
-      s = { open: 0, epoch: 0, throttled: null, starts: [], groupMs: DEFAULT_GROUP_MS, cursor: 0, others: { open: 0, minute: 0, started: 0 } };
+      s = {
+        open: 0,
+        epoch: 0,
+        throttled: null,
+        starts: [],
+        groupMs: DEFAULT_GROUP_MS,
+        cursor: 0,
+        others: { open: 0, minute: 0, started: 0 },
+      };
       this.states.set(destination, s);
     }
     return s;
@@ -139,7 +155,11 @@ export class Throttle {
    * stored it: taken over when stricter (a later pause, or more refusals) than this node's own;
    * connections opened before it then neither strike nor recover.
    */
-  share(destination: string, others: { open: number; minute: number; started: number }, record: DestinationThrottle | null | undefined): void {
+  share(
+    destination: string,
+    others: { open: number; minute: number; started: number },
+    record: DestinationThrottle | null | undefined,
+  ): void {
     const s = this.state(destination);
     s.others = { open: others.open, minute: others.minute, started: others.started };
     const mine = s.throttled;
@@ -196,8 +216,18 @@ export class Throttle {
       s.epoch++;
       const before = s.throttled;
       const strikes = (before?.strikes ?? 0) + 1;
-      const connections = Math.max(1, Math.floor((before ? before.connections : this.limitsOf(ticket.destination).connections) / 2));
-      s.throttled = { destination: ticket.destination, connections, strikes, pausedUntil: now + pauseFor(strikes), reason: outcome.refusal, since: before?.since ?? now };
+      const connections = Math.max(
+        1,
+        Math.floor((before ? before.connections : this.limitsOf(ticket.destination).connections) / 2),
+      );
+      s.throttled = {
+        destination: ticket.destination,
+        connections,
+        strikes,
+        pausedUntil: now + pauseFor(strikes),
+        reason: outcome.refusal,
+        since: before?.since ?? now,
+      };
       return { kind: 'set', record: { ...s.throttled } };
     }
     const t = s.throttled;
@@ -225,7 +255,10 @@ export class Throttle {
   slots(destination: string, n: number, from: number): number[] {
     const s = this.state(destination);
     const limits = this.limitsOf(destination);
-    const perMs = Math.min(this.capacity(destination) / s.groupMs, limits.perMinute > 0 ? limits.perMinute / WINDOW_MS : Infinity);
+    const perMs = Math.min(
+      this.capacity(destination) / s.groupMs,
+      limits.perMinute > 0 ? limits.perMinute / WINDOW_MS : Infinity,
+    );
     const start = Math.max(from, s.cursor);
     const out: number[] = [];
     for (let i = 0; i < n; i++) out.push(Math.ceil(start + i / perMs));

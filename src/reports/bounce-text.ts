@@ -27,23 +27,30 @@ const ORIGINAL_STARTS: RegExp[] = [
 ];
 
 /** A header line that begins an included copy of the original message without a marker. */
-const EMBEDDED_HEADER = /^(Return-Path|Received|Message-Id|Delivered-To|DKIM-Signature|X-Received|ARC-Seal|Authentication-Results|MIME-Version):\s/i;
+const EMBEDDED_HEADER =
+  /^(Return-Path|Received|Message-Id|Delivered-To|DKIM-Signature|X-Received|ARC-Seal|Authentication-Results|MIME-Version):\s/i;
 
 /** The notification part of a bounce's text: up to the copy of the original message. */
 export function notificationOf(text: string): { notification: string; original: string | null } {
   const lines = text.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
-    if (ORIGINAL_STARTS.some((re) => re.test(line))) return { notification: lines.slice(0, i).join('\n'), original: lines.slice(i + 1).join('\n') };
+    if (ORIGINAL_STARTS.some((re) => re.test(line)))
+      return { notification: lines.slice(0, i).join('\n'), original: lines.slice(i + 1).join('\n') };
     // An included header block: a header line followed by another header line (or a folded line).
-    if (EMBEDDED_HEADER.test(line) && i + 1 < lines.length && /^([\x21-\x39\x3b-\x7e]+:\s|[ \t]+\S)/.test(lines[i + 1]!))
+    if (
+      EMBEDDED_HEADER.test(line) &&
+      i + 1 < lines.length &&
+      /^([\x21-\x39\x3b-\x7e]+:\s|[ \t]+\S)/.test(lines[i + 1]!)
+    )
       return { notification: lines.slice(0, i).join('\n'), original: lines.slice(i).join('\n') };
   }
   return { notification: lines.join('\n'), original: null };
 }
 
 /** An email address as bounces write them (bare, in angle brackets, after "mailto:"). */
-const ADDRESS = /[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]/g;
+const ADDRESS =
+  /[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]/g;
 
 /** Lines whose addresses are not failed recipients: the header fields of a message summary, links, message ids. */
 const NOT_RECIPIENT_LINE =
@@ -88,7 +95,14 @@ export function mentionedAddresses(notification: string, exclude: (address: stri
       const listed = !/[A-Za-z0-9]/.test(before);
       const previous = previousLine(lines, n);
       const context = listed ? `${previous} ${before}` : before;
-      (inSummary ? summary : out).push({ address, line: n, before: context, after: line.slice(m.index + m[0].length), listed, previous });
+      (inSummary ? summary : out).push({
+        address,
+        line: n,
+        before: context,
+        after: line.slice(m.index + m[0].length),
+        listed,
+        previous,
+      });
     }
   });
   // The "To:" of a summary of the message (Verizon: "Original Message: From: ... To: ...") names
@@ -108,7 +122,8 @@ const REPLY = /(?:^|[\s:;'"(#[]|said:?\s*)([45]\d\d)(?:[\s-]+|:\s*|$)(?:#?([245]
  * Lines whose numbers are no reply: the original's headers quoted in a summary ("Subject: Release
  * 5.2.1 notes") and a server's greeting ("220 mx.example.net ESMTP Postfix 2.11.3").
  */
-const NOT_A_REPLY_LINE = /^\s*(subject|date|sent|from|to|cc|x-[a-z-]+|received|user-agent|message-id|in-reply-to|references|thread-topic)\s*:|^\s*(<<<\s*)?220[\s-]/i;
+const NOT_A_REPLY_LINE =
+  /^\s*(subject|date|sent|from|to|cc|x-[a-z-]+|received|user-agent|message-id|in-reply-to|references|thread-topic)\s*:|^\s*(<<<\s*)?220[\s-]/i;
 /** A status standing alone: "(#5.1.1)", "#5.1.1", "5.1.1 User unknown", "Status: 5.1.1", "code 5.1.1". */
 const ENHANCED = /(?:^|[^\d.])([245]\.\d{1,3}\.\d{1,3})(?![\d.]*\d)(?!\/)/g;
 /**
@@ -144,7 +159,9 @@ export function replyParts(text: string): ReplyParts {
 function standaloneStatus(lines: string[]): string | null {
   for (const line of lines)
     for (const m of line.matchAll(ENHANCED)) {
-      const word = /(?:^|[^A-Za-z])([A-Za-z]+)(\s+|(?<=\bv))$/.exec(line.slice(0, m.index + m[0].length - m[1]!.length))?.[1];
+      const word = /(?:^|[^A-Za-z])([A-Za-z]+)(\s+|(?<=\bv))$/.exec(
+        line.slice(0, m.index + m[0].length - m[1]!.length),
+      )?.[1];
       if (!word || STATUS_WORDS.test(word)) return m[1]!;
     }
   return null;
@@ -193,9 +210,18 @@ export function coreOf(block: string): { text: string; context: string; reply: b
     if (!m) continue;
     // The rest of a multi-line reply ("550-5.7.26 ..." up to "550 5.7.26 ..."), then continuation lines.
     let end = i + 1;
-    while (end < lines.length && /(^|\s)\d{3}-/.test(lines[end - 1]!) && new RegExp(`(^|\\s)${m[1]}[- ]`).test(lines[end]!)) end++;
+    while (
+      end < lines.length &&
+      /(^|\s)\d{3}-/.test(lines[end - 1]!) &&
+      new RegExp(`(^|\\s)${m[1]}[- ]`).test(lines[end]!)
+    )
+      end++;
     while (end < lines.length && /^\s+\S/.test(lines[end]!) && !REPLY.test(lines[end]!) && end - i < 4) end++;
-    return { text: tidy([line.slice(Math.max(0, line.indexOf(m[1]!))), ...lines.slice(i + 1, end)].join(' ')), context: lines.slice(0, end).join('\n'), reply: true };
+    return {
+      text: tidy([line.slice(Math.max(0, line.indexOf(m[1]!))), ...lines.slice(i + 1, end)].join(' ')),
+      context: lines.slice(0, end).join('\n'),
+      reply: true,
+    };
   }
   return { text: tidy(block), context: block, reply: false };
 }
@@ -208,17 +234,29 @@ const STAGES: Array<[SmtpStage, RegExp]> = [
   // Postfix: "(in reply to RCPT TO command)", "(in reply to end of DATA command)"; Exim: "after RCPT TO:<a@b>", "after end of data"
   // qmail: "does not like recipient." / "failed after I sent the message."; DragonFly: "did not like our RCPT TO:" / "our final DATA:"
   // Sendmail transcript: ">>> RCPT To:<a@b>" then "<<< 550 ..."; Messaging Server: "Remote SMTP server has rejected address"
-  ['data', /in reply to (end of )?DATA|after (end of )?data\b|after (sending|the) (message|data)|failed after I sent the message|our final DATA|>>> DATA\s*$|SMTP:DATA|DATA command|TEXT command/im],
-  ['rcpt', /in reply to RCPT( TO)?|after (pipelined )?RCPT( TO)?|does not like recipient|our RCPT TO|>>> RCPT|RCPT TO response|SMTP:RCPT|has rejected address|RCPT TO command/im],
+  [
+    'data',
+    /in reply to (end of )?DATA|after (end of )?data\b|after (sending|the) (message|data)|failed after I sent the message|our final DATA|>>> DATA\s*$|SMTP:DATA|DATA command|TEXT command/im,
+  ],
+  [
+    'rcpt',
+    /in reply to RCPT( TO)?|after (pipelined )?RCPT( TO)?|does not like recipient|our RCPT TO|>>> RCPT|RCPT TO response|SMTP:RCPT|has rejected address|RCPT TO command/im,
+  ],
   ['mail', /in reply to MAIL( FROM)?|after MAIL FROM|our MAIL FROM|>>> MAIL|does not like sender|MAIL FROM command/im],
-  ['connect', /(while|during) (connecting|greeting)|greeting wait|connection (refused|timed out|reset)|in reply to (our )?(EHLO|HELO)|banner/im],
+  [
+    'connect',
+    /(while|during) (connecting|greeting)|greeting wait|connection (refused|timed out|reset)|in reply to (our )?(EHLO|HELO)|banner/im,
+  ],
 ];
 
 /** The last SMTP stage a block of bounce text names (transcripts name earlier commands first). */
 export function smtpStage(text: string): SmtpStage | null {
   // Sendmail transcripts: the last command sent before the failing reply.
   const sent = [...text.matchAll(/^>>> (RCPT|DATA|MAIL|EHLO|HELO)/gim)].map((m) => m[1]!.toUpperCase());
-  if (sent.length) return ({ RCPT: 'rcpt', DATA: 'data', MAIL: 'mail', EHLO: 'connect', HELO: 'connect' } as const)[sent[sent.length - 1] as 'RCPT'];
+  if (sent.length)
+    return ({ RCPT: 'rcpt', DATA: 'data', MAIL: 'mail', EHLO: 'connect', HELO: 'connect' } as const)[
+      sent[sent.length - 1] as 'RCPT'
+    ];
   for (const [stage, re] of STAGES) if (re.test(text)) return stage;
   return null;
 }

@@ -4,9 +4,9 @@
  * blocks (AOL, McAfee and SurfControl leave them out; Amazon SES puts Action before
  * Final-Recipient): a recipient block starts at each new Final-Recipient or Original-Recipient.
  */
-import { parseFields, type Field } from './mime.js';
 
 import type { Action } from '../domain/report.js';
+import { type Field, parseFields } from './mime.js';
 
 export type { Action };
 
@@ -110,12 +110,17 @@ export function readDsnFields(text: string): DsnFields {
     if (block && (block.finalRecipient || block.originalRecipient)) block = null;
     for (const f of parseFields(chunk)) {
       if (!RECIPIENT_FIELDS.has(f.name)) {
-        if (f.name === 'reporting-mta' && !out.reportingMta) out.reportingMta = typedAddress(f.value) ?? f.value.replace(/^[a-z]+;\s*/i, '');
+        if (f.name === 'reporting-mta' && !out.reportingMta)
+          out.reportingMta = typedAddress(f.value) ?? f.value.replace(/^[a-z]+;\s*/i, '');
         if ((f.name === 'x-postfix-sender' || f.name === 'x-sender') && !out.sender) out.sender = typedAddress(f.value);
         continue;
       }
       const starts = f.name === 'final-recipient' || f.name === 'original-recipient';
-      if (!block || (starts && seen.has(f.name)) || (f.name === 'original-recipient' && block.finalRecipient && (block.action || block.status))) {
+      if (
+        !block ||
+        (starts && seen.has(f.name)) ||
+        (f.name === 'original-recipient' && block.finalRecipient && (block.action || block.status))
+      ) {
         block = {};
         seen = new Set();
         out.recipients.push(block);

@@ -45,7 +45,9 @@ export function tooComplex(raw: Buffer): boolean {
 /** What a parse failure means to the sender, when it is one of the limits above. */
 export function mimeLimitProblem(e: unknown): string | undefined {
   if ((e as { code?: unknown }).code !== 'EMAXLEN') return undefined;
-  return /child nodes/i.test((e as Error).message) ? `more than ${MIME_LIMITS.maxChildNodes} MIME parts` : `a header section larger than ${MIME_LIMITS.maxHeadSize / 1024 / 1024} MiB`;
+  return /child nodes/i.test((e as Error).message)
+    ? `more than ${MIME_LIMITS.maxChildNodes} MIME parts`
+    : `a header section larger than ${MIME_LIMITS.maxHeadSize / 1024 / 1024} MiB`;
 }
 
 /** The top-level header fields in order, unfolded, each value cut to 998 characters: enough to describe a message that is not parsed further. */

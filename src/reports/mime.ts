@@ -89,7 +89,11 @@ export function splitMessage(text: string): { head: string; body: string } {
 }
 
 /** Parses a message (latin1 text) into its tree of parts. */
-export function parseMessage(text: string, depth = 0, budget: { parts: number } = { parts: MIME_LIMITS.maxChildNodes }): Part {
+export function parseMessage(
+  text: string,
+  depth = 0,
+  budget: { parts: number } = { parts: MIME_LIMITS.maxChildNodes },
+): Part {
   const { head, body } = splitMessage(text);
   return parsePart(parseFields(head), body, depth, budget);
 }
@@ -114,7 +118,8 @@ function parsePart(headers: Field[], rawBody: string, depth: number, budget: { p
   // A multipart without its boundary in the body (PMDF writes such reports): read it as text.
   if (type.startsWith('multipart/')) part.type = 'text/plain';
   part.body = decodeTransfer(rawBody, field(headers, 'content-transfer-encoding'));
-  if ((type === 'message/rfc822' || type === 'message/global') && depth < 20 && budget.parts > 0) part.children.push(parseMessage(part.body, depth + 1, budget));
+  if ((type === 'message/rfc822' || type === 'message/global') && depth < 20 && budget.parts > 0)
+    part.children.push(parseMessage(part.body, depth + 1, budget));
   return part;
 }
 
@@ -152,7 +157,10 @@ function splitMultipart(body: string, boundary: string): { preamble: string; par
 export function decodeTransfer(body: string, encoding: string | undefined): string {
   const e = (encoding ?? '').trim().toLowerCase();
   if (e === 'base64') return Buffer.from(body.replace(/[^A-Za-z0-9+/=]/g, ''), 'base64').toString('latin1');
-  if (e === 'quoted-printable') return body.replace(/=\r?\n/g, '').replace(/=([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+  if (e === 'quoted-printable')
+    return body
+      .replace(/=\r?\n/g, '')
+      .replace(/=([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
   return body;
 }
 
@@ -185,11 +193,18 @@ export function partText(part: Part): string {
 
 /** RFC 2047 encoded-words in a header value, decoded. */
 export function decodeWords(value: string): string {
-  return value.replace(/=\?([^?]+)\?([bBqQ])\?([^?]*)\?=(\s+(?==\?))?/g, (_, charset: string, enc: string, text: string) => {
-    const bytes =
-      enc.toUpperCase() === 'B' ? Buffer.from(text, 'base64').toString('latin1') : text.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (__, h: string) => String.fromCharCode(parseInt(h, 16)));
-    return decodeCharset(bytes, charset.split('*')[0]);
-  });
+  return value.replace(
+    /=\?([^?]+)\?([bBqQ])\?([^?]*)\?=(\s+(?==\?))?/g,
+    (_, charset: string, enc: string, text: string) => {
+      const bytes =
+        enc.toUpperCase() === 'B'
+          ? Buffer.from(text, 'base64').toString('latin1')
+          : text
+              .replace(/_/g, ' ')
+              .replace(/=([0-9A-Fa-f]{2})/g, (__, h: string) => String.fromCharCode(parseInt(h, 16)));
+      return decodeCharset(bytes, charset.split('*')[0]);
+    },
+  );
 }
 
 /** Every part of the tree, depth first, in document order (the root first). */

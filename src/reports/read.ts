@@ -4,14 +4,23 @@
  * (ARF, RFC 5965, and the formats of the providers that send something else), or neither. Pure:
  * bytes in, a value out, no I/O; the daemon's listener and `posthaste reports parse` both call it.
  */
-import { decodeWords, field, parseMessage, partText, walk, type Field, type Part } from './mime.js';
-import { looksLikeDsnFields, readDsnFields, typedAddress, undecorated } from './dsn-fields.js';
+
+import { DEFAULT_SUPPRESSION, type SuppressionPolicy } from '../domain/outcome.js';
 import type { Report, ReportRecipient } from '../domain/report.js';
 import { diagnosticsOf, notificationOf, replyParts } from './bounce-text.js';
+import { looksLikeDsnFields, readDsnFields, typedAddress, undecorated } from './dsn-fields.js';
 import { MAX_REPORT_BYTES, tooComplex } from './limits.js';
-import { DEFAULT_SUPPRESSION, type SuppressionPolicy } from '../domain/outcome.js';
+import { decodeWords, type Field, field, type Part, parseMessage, partText, walk } from './mime.js';
 import { chooseRecipients } from './recipients.js';
-import { AUTO_REPLY_SUBJECT, BOUNCE_FROM, BOUNCE_SUBJECT, DELAY_TEXT, FAILURE_TEXT, GIVEN_UP, isChallenge } from './signs.js';
+import {
+  AUTO_REPLY_SUBJECT,
+  BOUNCE_FROM,
+  BOUNCE_SUBJECT,
+  DELAY_TEXT,
+  FAILURE_TEXT,
+  GIVEN_UP,
+  isChallenge,
+} from './signs.js';
 import { verdict } from './verdict.js';
 
 const NONE: Report = { kind: 'none', originalMessageId: null, recipients: [], feedback: null, originalSender: null };
@@ -27,7 +36,14 @@ export function readReport(raw: Buffer, policy: SuppressionPolicy = DEFAULT_SUPP
   }
   const parts = walk(root);
   const original = originalOf(parts);
-  return complaint(root, parts, original) ?? bounce(root, parts, original, policy) ?? { ...NONE, originalMessageId: original.messageId, originalSender: original.sender };
+  return (
+    complaint(root, parts, original) ??
+    bounce(root, parts, original, policy) ?? {
+      ...NONE,
+      originalMessageId: original.messageId,
+      originalSender: original.sender,
+    }
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -63,7 +79,10 @@ function originalOf(parts: Part[]): Original {
       }
     }
   }
-  const id = /<([^<>\s]+@[^<>\s]+)>/.exec(field(headers, 'message-id') ?? '')?.[1] ?? /^\s*([^<>\s]+@[^<>\s]+)\s*$/.exec(field(headers, 'message-id') ?? '')?.[1] ?? null;
+  const id =
+    /<([^<>\s]+@[^<>\s]+)>/.exec(field(headers, 'message-id') ?? '')?.[1] ??
+    /^\s*([^<>\s]+@[^<>\s]+)\s*$/.exec(field(headers, 'message-id') ?? '')?.[1] ??
+    null;
   const sender = typedAddress(field(headers, 'return-path')) ?? null;
   return { headers, messageId: id, sender };
 }
@@ -83,7 +102,11 @@ const MICROSOFT_RECIPIENT = 'x-hmxmroriginalrecipient';
 
 function complaint(root: Part, parts: Part[], original: Original): Report | null {
   const fb = parts.find(
-    (p) => p.type === 'message/feedback-report' || (p.type === 'text/plain' && /^feedback-type:/im.test(p.body) && /^(user-agent|version|original-mail-from|arrival-date):/im.test(p.body)),
+    (p) =>
+      p.type === 'message/feedback-report' ||
+      (p.type === 'text/plain' &&
+        /^feedback-type:/im.test(p.body) &&
+        /^(user-agent|version|original-mail-from|arrival-date):/im.test(p.body)),
   );
   // RFC 5965 requires Feedback-Type: a report without one is malformed, and no complaint comes of it.
   const fields = fb ? readFields(fb.body) : [];
@@ -104,7 +127,8 @@ function complaint(root: Part, parts: Part[], original: Original): Report | null
         arrivalDate: field(fields, 'arrival-date') ?? field(fields, 'received-date') ?? null,
         recipient: recipient?.toLowerCase() ?? null,
       },
-      originalSender: typedAddress(field(fields, 'original-mail-from'))?.toLowerCase() ?? original.sender?.toLowerCase() ?? null,
+      originalSender:
+        typedAddress(field(fields, 'original-mail-from'))?.toLowerCase() ?? original.sender?.toLowerCase() ?? null,
     };
   }
   const jmrp = parts.find((p) => p.depth > 0 && field(p.headers, MICROSOFT_RECIPIENT));
@@ -113,7 +137,12 @@ function complaint(root: Part, parts: Part[], original: Original): Report | null
       kind: 'arf',
       originalMessageId: original.messageId,
       recipients: [],
-      feedback: { feedbackType: 'abuse', userAgent: null, arrivalDate: null, recipient: typedAddress(field(jmrp.headers, MICROSOFT_RECIPIENT))?.toLowerCase() ?? null },
+      feedback: {
+        feedbackType: 'abuse',
+        userAgent: null,
+        arrivalDate: null,
+        recipient: typedAddress(field(jmrp.headers, MICROSOFT_RECIPIENT))?.toLowerCase() ?? null,
+      },
       originalSender: original.sender?.toLowerCase() ?? null,
     };
   }
@@ -123,7 +152,12 @@ function complaint(root: Part, parts: Part[], original: Original): Report | null
       kind: 'arf',
       originalMessageId: null,
       recipients: [],
-      feedback: { feedbackType: 'opt-out', userAgent: 'Apple Mail', arrivalDate: null, recipient: from?.toLowerCase() ?? null },
+      feedback: {
+        feedbackType: 'opt-out',
+        userAgent: 'Apple Mail',
+        arrivalDate: null,
+        recipient: from?.toLowerCase() ?? null,
+      },
       originalSender: null,
     };
   }
@@ -150,7 +184,9 @@ function notificationText(parts: Part[]): string {
   const own = parts.filter((p) => !insideMessage(parts, p));
   const plain = own.filter((p) => p.children.length === 0 && (p.type === 'text/plain' || p.type === 'text/enriched'));
   const html = own.filter((p) => p.children.length === 0 && p.type === 'text/html');
-  const texts = (plain.length ? plain : html).map((p) => (p.type === 'text/html' ? htmlText(partText(p)) : partText(p)));
+  const texts = (plain.length ? plain : html).map((p) =>
+    p.type === 'text/html' ? htmlText(partText(p)) : partText(p),
+  );
   return texts.join('\n');
 }
 
@@ -185,8 +221,13 @@ function bounce(root: Part, parts: Part[], original: Original, policy: Suppressi
   const subject = decodeWords(field(headers, 'subject') ?? '');
   const from = field(headers, 'from') ?? '';
   const reportType = root.type === 'multipart/report' && /delivery-status/i.test(root.params['report-type'] ?? '');
-  const statusParts = parts.filter((p) => STATUS_TYPES.has(p.type) || (p.type === 'text/plain' && !insideMessage(parts, p) && looksLikeDsnFields(p.body)));
-  const reports = statusParts.map((p) => readDsnFields(p.type === 'message/global-delivery-status' ? partText(p) : p.body));
+  const statusParts = parts.filter(
+    (p) =>
+      STATUS_TYPES.has(p.type) || (p.type === 'text/plain' && !insideMessage(parts, p) && looksLikeDsnFields(p.body)),
+  );
+  const reports = statusParts.map((p) =>
+    readDsnFields(p.type === 'message/global-delivery-status' ? partText(p) : p.body),
+  );
   // A block that states neither an action nor a status nor a diagnostic says nothing that happened (RFC 3464 requires the first two).
   const blocks = reports.flatMap((r) => r.recipients).filter((b) => b.action || b.status || b.diagnosticCode);
   const { notification } = notificationOf(notificationText(parts));
@@ -206,20 +247,52 @@ function bounce(root: Part, parts: Part[], original: Original, policy: Suppressi
   const twoSay = ((sender || subjectSays) && textSays) || (sender && subjectSays);
   if (!structural && (!twoSay || AUTO_REPLY_SUBJECT.test(subject))) return null;
   // A challenge-response system's request is no failure, whatever form it takes.
-  const anyReply = [notification, ...blocks.map((b) => b.diagnosticCode ?? '')].some((t) => replyParts(t).replyCode !== null);
+  const anyReply = [notification, ...blocks.map((b) => b.diagnosticCode ?? '')].some(
+    (t) => replyParts(t).replyCode !== null,
+  );
   const diagnosticTypes = blocks.map((b) => b.diagnosticType ?? '');
   if (isChallenge(headers, notification, diagnosticTypes, anyReply)) return null;
 
-  const delayed = DELAY_TEXT.test(subject) || (!blocks.length && DELAY_TEXT.test(notification) && !GIVEN_UP.test(notification));
-  const { chosen, mentions } = chooseRecipients({ notification, blocks, failedHeader, headers, original: original.headers, from, envelopeSender: reports.find((r) => r.sender)?.sender });
+  const delayed =
+    DELAY_TEXT.test(subject) || (!blocks.length && DELAY_TEXT.test(notification) && !GIVEN_UP.test(notification));
+  const { chosen, mentions } = chooseRecipients({
+    notification,
+    blocks,
+    failedHeader,
+    headers,
+    original: original.headers,
+    from,
+    envelopeSender: reports.find((r) => r.sender)?.sender,
+  });
   if (!chosen.length) return null;
   const text = diagnosticsOf(notification, mentions);
   const single = (blocks.length || mentions.length) <= 1;
   const recipients: ReportRecipient[] = [];
   for (const c of chosen) {
     if (recipients.some((r) => r.address.toLowerCase() === c.address.toLowerCase())) continue;
-    const block = text.get(c.address.toLowerCase()) ?? (mentions.length === 0 && !c.block?.diagnosticCode ? notification : undefined);
-    recipients.push(verdict({ address: c.address, originalRecipient: c.originalRecipient, block: c.block, text: block, single, delayed, subject }, policy));
+    const block =
+      text.get(c.address.toLowerCase()) ??
+      (mentions.length === 0 && !c.block?.diagnosticCode ? notification : undefined);
+    recipients.push(
+      verdict(
+        {
+          address: c.address,
+          originalRecipient: c.originalRecipient,
+          block: c.block,
+          text: block,
+          single,
+          delayed,
+          subject,
+        },
+        policy,
+      ),
+    );
   }
-  return { kind: 'dsn', originalMessageId: original.messageId, recipients, feedback: null, originalSender: original.sender?.toLowerCase() ?? null };
+  return {
+    kind: 'dsn',
+    originalMessageId: original.messageId,
+    recipients,
+    feedback: null,
+    originalSender: original.sender?.toLowerCase() ?? null,
+  };
 }

@@ -11,28 +11,61 @@
  * flufl.bounce's bouncers, Perl's Mail::DeliveryStatus::BounceParser, PHP-Bounce-Handler and
  * Ruby's bounce_email. Each line carries the real text it was written for.
  */
-import { field, type Field } from './mime.js';
-import { mentionedAddresses, type Mention } from './bounce-text.js';
-import { routable, type DsnBlock } from './dsn-fields.js';
+
+import { type Mention, mentionedAddresses } from './bounce-text.js';
+import { type DsnBlock, routable } from './dsn-fields.js';
+import { type Field, field } from './mime.js';
 
 /** An address as header fields write it. */
 const HEADER_ADDRESS = /[^\s<>"',;:()]+@[^\s<>"',;:()]+/g;
 
 /** Fields of the report itself that name the sending side, or the address the report came to. */
-const REPORT_FIELDS = ['from', 'to', 'cc', 'reply-to', 'return-path', 'sender', 'errors-to', 'resent-from', 'resent-sender'];
+const REPORT_FIELDS = [
+  'from',
+  'to',
+  'cc',
+  'reply-to',
+  'return-path',
+  'sender',
+  'errors-to',
+  'resent-from',
+  'resent-sender',
+];
 /**
  * Fields of the original message that name its sender or the list it went through. Mailman:
  * "List-Post: <mailto:boost@lists.boost.org>", "X-BeenThere: boost@lists.boost.org".
  */
-const ORIGINAL_FIELDS = ['from', 'return-path', 'sender', 'reply-to', 'errors-to', 'x-env-sender', 'x-sender', 'resent-from', 'resent-sender'];
+const ORIGINAL_FIELDS = [
+  'from',
+  'return-path',
+  'sender',
+  'reply-to',
+  'errors-to',
+  'x-env-sender',
+  'x-sender',
+  'resent-from',
+  'resent-sender',
+];
 /** List-* fields (RFC 2369) and the ones Mailman and other list managers add, in the report or the original. */
-const LIST_FIELDS = ['list-post', 'list-help', 'list-owner', 'list-subscribe', 'list-unsubscribe', 'list-id', 'x-beenthere', 'x-mailing-list', 'mailing-list', 'x-loop'];
+const LIST_FIELDS = [
+  'list-post',
+  'list-help',
+  'list-owner',
+  'list-subscribe',
+  'list-unsubscribe',
+  'list-id',
+  'x-beenthere',
+  'x-mailing-list',
+  'mailing-list',
+  'x-loop',
+];
 
 /** The sending side of a report: every address that must not be read as a failed recipient. */
 export function sendingSide(report: Field[], original: Field[], envelopeSender: string | undefined): Set<string> {
   const out = new Set<string>();
   const add = (fields: Field[], names: string[]) => {
-    for (const f of fields) if (names.includes(f.name)) for (const m of f.value.matchAll(HEADER_ADDRESS)) out.add(bare(m[0]));
+    for (const f of fields)
+      if (names.includes(f.name)) for (const m of f.value.matchAll(HEADER_ADDRESS)) out.add(bare(m[0]));
   };
   add(report, [...REPORT_FIELDS, ...LIST_FIELDS]);
   add(original, [...ORIGINAL_FIELDS, ...LIST_FIELDS]);
@@ -51,7 +84,9 @@ function bare(a: string): string {
 /** Addresses of the original's To and Cc, for the bounces that name nobody; a list's own address is not a recipient. */
 export function originalRecipients(original: Field[], sending: Set<string>): string[] {
   const out: string[] = [];
-  for (const name of ['to', 'cc']) for (const m of (field(original, name) ?? '').matchAll(/[^\s<>"',;:()]+@[^\s<>"',;:()]+\.[^\s<>"',;:()]+/g)) if (!sending.has(bare(m[0]))) out.push(m[0]);
+  for (const name of ['to', 'cc'])
+    for (const m of (field(original, name) ?? '').matchAll(/[^\s<>"',;:()]+@[^\s<>"',;:()]+\.[^\s<>"',;:()]+/g))
+      if (!sending.has(bare(m[0]))) out.push(m[0]);
   return out;
 }
 
@@ -121,7 +156,8 @@ export function namedRecipients(mentions: Mention[]): Candidate[] {
       // bob@example.it)"), the original is the only address there is of the failed recipient.
       const last = out[out.length - 1];
       if (last && !last.originalRecipient && m.line - last.mention.line <= 2) last.originalRecipient = m.address;
-      else if (!last || m.line - last.mention.line > 2) out.push({ address: m.address, originalRecipient: null, mention: m, standsIn: true });
+      else if (!last || m.line - last.mention.line > 2)
+        out.push({ address: m.address, originalRecipient: null, mention: m, standsIn: true });
       continue;
     }
     if (SENDER_BEFORE.some((re) => re.test(m.before))) continue;
@@ -153,8 +189,14 @@ const FAILURE_WORDS =
  * lists, or the original's recipients, are the better guess.
  */
 function failedOnes(candidates: Candidate[]): Candidate[] {
-  const failedLine = (c: Candidate) => FAILURE_WORDS.test(`${c.mention.listed ? '' : c.mention.before} ${c.mention.after}`);
-  const strong = (c: Candidate) => c.standsIn || c.mention.listed || RECIPIENT_BEFORE.test(c.mention.before) || FAILED_LIST.test(c.mention.before) || FAILED_LIST.test(c.mention.previous);
+  const failedLine = (c: Candidate) =>
+    FAILURE_WORDS.test(`${c.mention.listed ? '' : c.mention.before} ${c.mention.after}`);
+  const strong = (c: Candidate) =>
+    c.standsIn ||
+    c.mention.listed ||
+    RECIPIENT_BEFORE.test(c.mention.before) ||
+    FAILED_LIST.test(c.mention.before) ||
+    FAILED_LIST.test(c.mention.previous);
   if (candidates.some(strong)) return candidates.filter((c) => strong(c) || failedLine(c));
   return candidates.filter(failedLine);
 }
@@ -173,7 +215,8 @@ const LOCAL_PART_ONLY: RegExp[] = [
   // phquery: " userx    No matches to nameserver query"
   /^\s+([A-Za-z0-9._+-]+)\s{2,}[A-Za-z].*$/,
 ];
-const LOCAL_PART_HEADING = /undeliverable to the following|receiver not found|(could not be delivered|not delivered) to the following|following recipients could not be delivered/i;
+const LOCAL_PART_HEADING =
+  /undeliverable to the following|receiver not found|(could not be delivered|not delivered) to the following|following recipients could not be delivered/i;
 
 export function localPartRecipients(notification: string, original: Field[], reportFrom: string): string[] {
   const lines = notification.split('\n');
@@ -185,7 +228,9 @@ export function localPartRecipients(notification: string, original: Field[], rep
   for (const line of lines.slice(start)) {
     const local = LOCAL_PART_ONLY.map((re) => re.exec(line)?.[1]).find((l) => l);
     if (!local) continue;
-    const address = known.find((a) => a.toLowerCase().startsWith(`${local.toLowerCase()}@`)) ?? (domain ? `${local}@${domain}` : null);
+    const address =
+      known.find((a) => a.toLowerCase().startsWith(`${local.toLowerCase()}@`)) ??
+      (domain ? `${local}@${domain}` : null);
     if (address) out.push(address);
   }
   return out;
@@ -227,7 +272,11 @@ export function chooseRecipients(p: BounceParts): { chosen: Chosen[]; mentions: 
     const to = new Set(originalRecipients(p.original, new Set()).map(bare));
     const ownFrom = bare(/[^\s<>"',;:()]+@[^\s<>"',;:()]+/.exec(p.from)?.[0] ?? '');
     candidates = namedRecipients(mentionedAddresses(p.notification, (a) => a === ownFrom)).filter(
-      (c) => !sending.has(bare(c.address)) || to.has(bare(c.address)) || FAILED_LIST.test(c.mention.before) || /^\W*$/.test(c.mention.after),
+      (c) =>
+        !sending.has(bare(c.address)) ||
+        to.has(bare(c.address)) ||
+        FAILED_LIST.test(c.mention.before) ||
+        /^\W*$/.test(c.mention.after),
     );
   }
   const mentions = candidates.map((c) => c.mention);
@@ -235,7 +284,10 @@ export function chooseRecipients(p: BounceParts): { chosen: Chosen[]; mentions: 
   if (p.blocks.length) {
     // The final recipient, unless it is not an address on the Internet and the original one is.
     const chosen = p.blocks.map((b) => ({
-      address: !routable(b.finalRecipient) && routable(b.originalRecipient) ? b.originalRecipient! : (b.finalRecipient ?? b.originalRecipient!),
+      address:
+        !routable(b.finalRecipient) && routable(b.originalRecipient)
+          ? b.originalRecipient!
+          : (b.finalRecipient ?? b.originalRecipient!),
       originalRecipient: b.originalRecipient ?? null,
       block: b,
     }));
@@ -245,8 +297,11 @@ export function chooseRecipients(p: BounceParts): { chosen: Chosen[]; mentions: 
   // an original recipient that stood in for an address the text does not show is that address's.
   const unnamed = p.failedHeader.filter((a) => !named(a));
   const standIns = candidates.filter((c) => c.standsIn).slice(0, unnamed.length);
-  const chosen: Chosen[] = candidates.filter((c) => !standIns.includes(c)).map((c) => ({ address: c.address, originalRecipient: c.originalRecipient, block: null }));
-  for (const [i, a] of unnamed.entries()) chosen.push({ address: a, originalRecipient: standIns[i]?.address ?? null, block: null });
+  const chosen: Chosen[] = candidates
+    .filter((c) => !standIns.includes(c))
+    .map((c) => ({ address: c.address, originalRecipient: c.originalRecipient, block: null }));
+  for (const [i, a] of unnamed.entries())
+    chosen.push({ address: a, originalRecipient: standIns[i]?.address ?? null, block: null });
   if (chosen.length) return { chosen, mentions };
   const local = localPartRecipients(p.notification, p.original, p.from);
   const rest = local.length ? local : originalRecipients(p.original, sending);

@@ -8,13 +8,14 @@
  * Mail::DeliveryStatus::BounceParser, PHP-Bounce-Handler and Ruby's bounce_email; each line
  * carries the real text it was written for.
  */
-import { field, type Field } from './mime.js';
+import { type Field, field } from './mime.js';
 
 /**
  * Signs that a message is a delivery report, from its envelope and headers: the null sender or
  * a mailer-daemon, the subjects MTAs give their reports, and the report's own headers.
  */
-export const BOUNCE_FROM = /mailer-daemon|post_?master|mail ?delivery|mail ?administrator|mail ?system|daemon|bounce|returned|notification|noreply|no-reply|automated|system administrator/i;
+export const BOUNCE_FROM =
+  /mailer-daemon|post_?master|mail ?delivery|mail ?administrator|mail ?system|daemon|bounce|returned|notification|noreply|no-reply|automated|system administrator/i;
 /**
  * Postfix: "Undelivered Mail Returned to Sender"; Sendmail: "Returned mail: see transcript for details"; qmail: "failure notice";
  * Exim: "Mail delivery failed: returning message to sender"; Exchange: "Undeliverable: ..."; Google: "Delivery Status Notification (Failure)";
@@ -69,7 +70,8 @@ export const AUTO_REPLY_SUBJECT =
   /^\W*(auto:|auto(matic|mated)?[- ]?(reply|response|answer|antwort)|out of (the )?office|vacation|away from|abwesen|automatyczna odpowied|r.ponse automatique|respuesta autom.tica|risposta automatica|resposta autom.tica)/i;
 
 /** Words of a report that has given up, whatever else it says: it is no delay warning. */
-export const GIVEN_UP = /permanent(ly)? (fatal )?(error|failure)|fatal error|(have|has) given up|giving up|will not be (retried|delivered)|no further (delivery )?attempts/i;
+export const GIVEN_UP =
+  /permanent(ly)? (fatal )?(error|failure)|fatal error|(have|has) given up|giving up|will not be (retried|delivered)|no further (delivery )?attempts/i;
 
 /**
  * Challenge-response systems: the recipient's filter holds the message and asks the sender to

@@ -2,8 +2,8 @@
  * What happened to one failed recipient of a bounce: its action, status, reply, classification
  * and whether it suppresses the address, from the report's fields for it and the text about it.
  */
-import { classifyReply, type Classification } from '../domain/classify.js';
-import { suppressFor, type SuppressionPolicy } from '../domain/outcome.js';
+import { type Classification, classifyReply } from '../domain/classify.js';
+import { type SuppressionPolicy, suppressFor } from '../domain/outcome.js';
 import type { Action, ReportRecipient } from '../domain/report.js';
 import { coreOf, replyParts, smtpStage, tidy } from './bounce-text.js';
 import type { DsnBlock } from './dsn-fields.js';
@@ -23,7 +23,12 @@ export interface RecipientFacts {
 }
 
 /** The classifications that put the blame on the address: wording about the recipient that outweighs a status saying otherwise. */
-const ADDRESS_VERDICTS = new Set<Classification>(['unknown_recipient', 'dns_failure', 'mailbox_disabled', 'mailbox_full']);
+const ADDRESS_VERDICTS = new Set<Classification>([
+  'unknown_recipient',
+  'dns_failure',
+  'mailbox_disabled',
+  'mailbox_full',
+]);
 
 export function verdict(f: RecipientFacts, policy: SuppressionPolicy): ReportRecipient {
   const b = f.block;
@@ -39,8 +44,15 @@ export function verdict(f: RecipientFacts, policy: SuppressionPolicy): ReportRec
   const about = core ? (f.single ? f.text! : core.context) : undefined;
   // A server's reply, or the reporting MTA's own words for this recipient: a Diagnostic-Code, or a reply the text quotes.
   const reply = !!b?.diagnosticCode || !!core?.reply;
-  let classification = reply ? classifyReply({ code: replyCode ?? impliedCode(status), enhanced_code: status ?? '', message: diagnostic ?? '' }) : statusVerdict(status, about);
-  if (classification === 'other' && about && reply) classification = classifyReply({ code: replyCode ?? impliedCode(status), enhanced_code: status ?? '', message: tidy(about) });
+  let classification = reply
+    ? classifyReply({ code: replyCode ?? impliedCode(status), enhanced_code: status ?? '', message: diagnostic ?? '' })
+    : statusVerdict(status, about);
+  if (classification === 'other' && about && reply)
+    classification = classifyReply({
+      code: replyCode ?? impliedCode(status),
+      enhanced_code: status ?? '',
+      message: tidy(about),
+    });
   if (classification === 'other' || classification === 'timeout' || classification === 'connection_failure') {
     // Sendmail: "Returned mail: Cannot send message for 5 days"; the cause behind was temporary.
     if (classifyReply({ code: 0, enhanced_code: '', message: f.subject }) === 'expired') classification = 'expired';
@@ -52,10 +64,14 @@ export function verdict(f: RecipientFacts, policy: SuppressionPolicy): ReportRec
   const stage = smtpStage(diagnostic ?? '') ?? (about ? smtpStage(about) : null);
   // Refused at MAIL FROM, or on connecting: the sender or the connection, whatever the words say
   // (Exim: "SMTP error from remote mail server after MAIL FROM:<a@b>: 553 5.1.0 b does not exist").
-  if ((stage === 'mail' || stage === 'connect') && ADDRESS_VERDICTS.has(classification)) classification = stage === 'mail' ? 'policy' : 'connection_failure';
+  if ((stage === 'mail' || stage === 'connect') && ADDRESS_VERDICTS.has(classification))
+    classification = stage === 'mail' ? 'policy' : 'connection_failure';
   const permanent = action === 'failed';
   // A 4.x.x status is temporary whatever the action says: never a reason to suppress.
-  const suppress = permanent && (status ?? '5')[0] === '5' && suppressFor({ classification, status, stage, text: diagnostic ?? about ?? '' }, policy);
+  const suppress =
+    permanent &&
+    (status ?? '5')[0] === '5' &&
+    suppressFor({ classification, status, stage, text: diagnostic ?? about ?? '' }, policy);
   return {
     address: f.address,
     originalRecipient: f.originalRecipient,
@@ -75,9 +91,20 @@ export function verdict(f: RecipientFacts, policy: SuppressionPolicy): ReportRec
  * 4.0.0 and a 5.x.x reply failed it for the reply's reason. Without any, the reply code's class,
  * or the action's.
  */
-function statusOf(stated: string | null, fromDiag: string | null, replyCode: number | null, action: Action): string | null {
+function statusOf(
+  stated: string | null,
+  fromDiag: string | null,
+  replyCode: number | null,
+  action: Action,
+): string | null {
   let status = stated;
-  if (status && /^[245]\.0\.0$/.test(status) && fromDiag && (fromDiag[0] === status[0] || (action === 'failed' && fromDiag[0] === '5'))) status = fromDiag;
+  if (
+    status &&
+    /^[245]\.0\.0$/.test(status) &&
+    fromDiag &&
+    (fromDiag[0] === status[0] || (action === 'failed' && fromDiag[0] === '5'))
+  )
+    status = fromDiag;
   if (status) return status;
   if (replyCode) return `${String(replyCode)[0]}.0.0`;
   return action === 'failed' ? '5.0.0' : action === 'delayed' ? '4.0.0' : action === 'delivered' ? '2.0.0' : null;
@@ -97,8 +124,13 @@ function impliedCode(status: string | null): number {
  * own account of this recipient. A generic status (x.0.0) leaves the text to decide.
  */
 function statusVerdict(status: string | null, about: string | undefined): Classification {
-  const byStatus = status && !/^[245]\.0\.0$/.test(status) ? classifyReply({ code: impliedCode(status), enhanced_code: status, message: '' }) : 'other';
-  const byText = about ? classifyReply({ code: impliedCode(status), enhanced_code: '', message: tidy(about) }) : 'other';
+  const byStatus =
+    status && !/^[245]\.0\.0$/.test(status)
+      ? classifyReply({ code: impliedCode(status), enhanced_code: status, message: '' })
+      : 'other';
+  const byText = about
+    ? classifyReply({ code: impliedCode(status), enhanced_code: '', message: tidy(about) })
+    : 'other';
   if (byStatus === 'other') return byText;
   return ADDRESS_VERDICTS.has(byText) || byText === 'expired' ? byText : byStatus;
 }

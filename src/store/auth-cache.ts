@@ -1,5 +1,4 @@
-import type { ApiKeyInfo, SendCommit, SendInput } from './model.js';
-import type { SendingDomain } from './model.js';
+import type { ApiKeyInfo, SendCommit, SendInput, SendingDomain } from './model.js';
 import type { DomainStore, KeyStore, MessageStore } from './store.js';
 
 /**

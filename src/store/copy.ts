@@ -1,18 +1,24 @@
 import type { Config } from '../config/schema.js';
-import { openDb } from './sqlite/db.js';
+import type { Q } from './pg/db.js';
 import { PgDb, redactUrl } from './pg/db.js';
 import { pgStore } from './pg/index.js';
 import type { Db } from './sqlite/db.js';
-import type { Q } from './pg/db.js';
+import { openDb } from './sqlite/db.js';
 
 /**
  * `posthaste db copy --to URL`: the SQLite store the configuration names (server.data_dir) into an
  * empty PostgreSQL database, migrated first (copySqliteToPg below says how). The cut-over around it is
  * in docs/operations.md, "PostgreSQL".
  */
-export async function copyToPostgres(config: Config, url: string, password?: string): Promise<CopyReport & { to: string }> {
-  if (config.store.url !== '') throw new Error(`db copy copies a SQLite store, and store.url names ${redactUrl(config.store.url)} already`);
-  if (!/^postgres(ql)?:\/\//.test(url)) throw new Error('--to takes a PostgreSQL URL, "postgresql://user@host:5432/dbname"');
+export async function copyToPostgres(
+  config: Config,
+  url: string,
+  password?: string,
+): Promise<CopyReport & { to: string }> {
+  if (config.store.url !== '')
+    throw new Error(`db copy copies a SQLite store, and store.url names ${redactUrl(config.store.url)} already`);
+  if (!/^postgres(ql)?:\/\//.test(url))
+    throw new Error('--to takes a PostgreSQL URL, "postgresql://user@host:5432/dbname"');
   const opts = { max: 2, applicationName: 'posthaste db copy', ...(password !== undefined ? { password } : {}) };
   const target = pgStore(url, opts);
   try {
@@ -70,7 +76,10 @@ const TABLES = [
 /** Tables with triggers of their own (store/pg/schema.ts). */
 const WITH_TRIGGERS = ['api_keys', 'domains', 'recipients', 'events', 'messages'];
 /** Columns PostgreSQL has and SQLite does not, with what copied rows get. */
-const ONLY_IN_PG: Record<string, Record<string, unknown>> = { activity_hourly: { shard: 0 }, inbound_usage: { shard: 0 } };
+const ONLY_IN_PG: Record<string, Record<string, unknown>> = {
+  activity_hourly: { shard: 0 },
+  inbound_usage: { shard: 0 },
+};
 const BATCH = 500;
 
 export interface CopyReport {
@@ -81,7 +90,10 @@ export interface CopyReport {
 async function ensureEmpty(q: Q): Promise<void> {
   for (const table of TABLES) {
     const r = await q.row<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
-    if (r && r.n > 0) throw new Error(`the PostgreSQL database is not empty: ${table} has ${r.n} row(s); db copy writes only into an empty database`);
+    if (r && r.n > 0)
+      throw new Error(
+        `the PostgreSQL database is not empty: ${table} has ${r.n} row(s); db copy writes only into an empty database`,
+      );
   }
 }
 
@@ -104,7 +116,9 @@ function convert(v: unknown, type: string): unknown {
 
 async function copyTable(sqlite: Db, q: Q, table: string): Promise<number> {
   const pgCols = await pgColumns(q, table);
-  const liteCols = (sqlite.sqlite.pragma(`table_info(${table})`) as Array<{ name: string }>).map((c) => c.name).filter((c) => pgCols.has(c));
+  const liteCols = (sqlite.sqlite.pragma(`table_info(${table})`) as Array<{ name: string }>)
+    .map((c) => c.name)
+    .filter((c) => pgCols.has(c));
   const extra = ONLY_IN_PG[table] ?? {};
   const cols = [...liteCols, ...Object.keys(extra)];
   const types = cols.map((c) => pgCols.get(c)!);
@@ -121,7 +135,9 @@ async function copyTable(sqlite: Db, q: Q, table: string): Promise<number> {
     batch = [];
   };
   const order = liteCols.includes('id') ? ' ORDER BY id' : liteCols.includes('seq') ? ' ORDER BY seq' : '';
-  for (const row of sqlite.sqlite.prepare(`SELECT ${liteCols.join(', ')} FROM ${table}${order}`).iterate() as Iterable<Record<string, unknown>>) {
+  for (const row of sqlite.sqlite.prepare(`SELECT ${liteCols.join(', ')} FROM ${table}${order}`).iterate() as Iterable<
+    Record<string, unknown>
+  >) {
     batch.push([...liteCols.map((c, i) => convert(row[c], types[i]!)), ...Object.values(extra)]);
     if (batch.length >= BATCH) await flush();
   }
@@ -142,7 +158,8 @@ export async function copySqliteToPg(sqlite: Db, pg: PgDb): Promise<CopyReport> 
         const n = await copyTable(sqlite, q, table);
         const inPg = (await q.row<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`))!.n;
         const inLite = (sqlite.sqlite.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
-        if (inPg !== inLite || n !== inLite) throw new Error(`${table}: ${inLite} row(s) in SQLite, ${inPg} in PostgreSQL after the copy`);
+        if (inPg !== inLite || n !== inLite)
+          throw new Error(`${table}: ${inLite} row(s) in SQLite, ${inPg} in PostgreSQL after the copy`);
         tables.push({ table, sqlite: inLite, postgres: inPg });
       }
       for (const t of WITH_TRIGGERS) await q.run(`ALTER TABLE ${t} ENABLE TRIGGER USER`);
@@ -163,14 +180,26 @@ export async function copySqliteToPg(sqlite: Db, pg: PgDb): Promise<CopyReport> 
 
 /** The settings, with the fan-out's cursor as a position: the event it stood at, in the transaction that copied it. */
 async function copySettings(sqlite: Db, q: Q): Promise<void> {
-  const rows = sqlite.sqlite.prepare('SELECT name, value FROM settings').all() as Array<{ name: string; value: string }>;
+  const rows = sqlite.sqlite.prepare('SELECT name, value FROM settings').all() as Array<{
+    name: string;
+    value: string;
+  }>;
   for (const { name, value } of rows) {
     if (name === 'webhook_fanout_seq') {
       const seq = Number(value);
-      const at = seq > 0 ? await q.row<{ x: number }>('SELECT txid::text::bigint AS x FROM events WHERE seq <= $1 ORDER BY seq DESC LIMIT 1', [seq]) : undefined;
+      const at =
+        seq > 0
+          ? await q.row<{ x: number }>(
+              'SELECT txid::text::bigint AS x FROM events WHERE seq <= $1 ORDER BY seq DESC LIMIT 1',
+              [seq],
+            )
+          : undefined;
       await q.run("UPDATE settings SET value = $1 WHERE name = 'webhook_fanout_pos'", [at ? `${at.x}:${seq}` : '0:0']);
       continue;
     }
-    await q.run('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value', [name, value]);
+    await q.run(
+      'INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value',
+      [name, value],
+    );
   }
 }

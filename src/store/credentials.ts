@@ -1,6 +1,6 @@
 import { createHash, generateKeyPairSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { randomBase62 } from '../lib/ids.js';
-import { DKIM_SELECTOR, type ApiKeyInfo, type KeyKind } from './model.js';
+import { type ApiKeyInfo, DKIM_SELECTOR, type KeyKind } from './model.js';
 
 /**
  * What both engines make and check the same way, with no SQL: API keys (their format, hash and
@@ -35,7 +35,11 @@ export function keyHandle(presented: string): { id: string; live: boolean } | un
 }
 
 /** The presented key checked against its row (constant-time compare even when there is none); the row without its hash. */
-export function checkKey(presented: string, live: boolean, row: (ApiKeyInfo & { hash: Uint8Array }) | undefined): ApiKeyInfo | undefined {
+export function checkKey(
+  presented: string,
+  live: boolean,
+  row: (ApiKeyInfo & { hash: Uint8Array }) | undefined,
+): ApiKeyInfo | undefined {
   const expected = row?.hash ?? Buffer.alloc(32);
   const ok = timingSafeEqual(hashKey(presented), expected) && row !== undefined;
   if (!ok || row.revoked_at !== null) return undefined;
@@ -47,7 +51,10 @@ export function checkKey(presented: string, live: boolean, row: (ApiKeyInfo & { 
 /** A fresh 2048-bit RSA key pair: PKCS#8 PEM, and Base64 SPKI DER as published in p=. */
 export function dkimKeyPair(): { privateKey: string; publicKey: string } {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  return { privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') };
+  return {
+    privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+  };
 }
 
 /** The next key's selector: "posthaste" and the date, with a letter when that is taken. */

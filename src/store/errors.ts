@@ -26,7 +26,10 @@ export class StoreUnavailable extends Error {
 export function isStoreUnavailable(e: unknown): boolean {
   if ((e as { storeUnavailable?: unknown })?.storeUnavailable === true) return true;
   const code = (e as { code?: unknown })?.code;
-  return typeof code === 'string' && (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_BUSY' || code === 'SQLITE_READONLY');
+  return (
+    typeof code === 'string' &&
+    (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_BUSY' || code === 'SQLITE_READONLY')
+  );
 }
 
 /** Out of space (disk full) rather than out of reach: SMTP says 452 4.3.1 then, 451 4.3.0 otherwise. */

@@ -6,10 +6,10 @@
  */
 import type { DestinationThrottle } from '../domain/destinations.js';
 
-export type { DestinationThrottle };
 export * from './model/accounts.js';
+export * from './model/inbound.js';
 export * from './model/messages.js';
 export * from './model/queue.js';
-export * from './model/inbound.js';
-export * from './model/webhooks.js';
 export * from './model/status.js';
+export * from './model/webhooks.js';
+export type { DestinationThrottle };

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config/schema.js';
-import type { Store } from './store.js';
+import { pgStore } from './pg/index.js';
 import { openDb } from './sqlite/db.js';
 import { sqliteStore } from './sqlite/index.js';
 import { GroupCommit } from './sqlite/writer/group-commit.js';
-import { pgStore } from './pg/index.js';
+import type { Store } from './store.js';
 
 /**
  * The store the configuration names: `[store] url` empty, the SQLite file in server.data_dir
@@ -33,4 +33,4 @@ export function readPassword(file: string): string {
   }
 }
 
-export { DataDirLockedError, lockDataDir, type DataDirLock } from './sqlite/lock.js';
+export { type DataDirLock, DataDirLockedError, lockDataDir } from './sqlite/lock.js';

@@ -1,21 +1,53 @@
-import type { Customer } from './model.js';
-import type { ApiKeyInfo, KeyKind } from './model.js';
-import type { DomainRow, SendingDomain } from './model.js';
-import type { SimulatedSuppression, SuppressionReason, SuppressionRow } from './model.js';
-import type { MessageSearch, MessageSummary, MessageView, StoredContent } from './model.js';
-import type { Claimed, QueuedMessage } from './model.js';
+import type {
+  ApiKeyInfo,
+  AttemptBatch,
+  AttemptRecord,
+  AttemptView,
+  Claimed,
+  ClaimRoom,
+  Customer,
+  DomainRow,
+  Endpoint,
+  FanOutPos,
+  InboundRow,
+  KeyKind,
+  LimitCheck,
+  MessageSearch,
+  MessageSummary,
+  MessageView,
+  OutboxEvent,
+  QueuedMessage,
+  ReceivingDomain,
+  SendingDomain,
+  SimulatedSuppression,
+  StoredContent,
+  StoredDelivery,
+  SuppressionReason,
+  SuppressionRow,
+} from './model.js';
 import type { DestinationThrottle } from './sqlite/destinations.js';
-import type { LimitCheck, InboundRow, ReceivingDomain } from './model.js';
-import type { AttemptBatch, AttemptRecord, AttemptView, ClaimRoom, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from './model.js';
+
 export { comparePos, type FanOutPos } from './model.js';
-import type { Role, Session, User } from './model.js';
-import type { Overview } from './model.js';
-import type { NodeInfo, NodeView, Released, Status } from './model.js';
-import type { OutcomePolicy } from '../domain/transitions.js';
-import type { BatchInput, BatchResult, ReceiveInput, SendCommit, SendInput } from './model.js';
-import type { Outcome, Reply } from '../domain/outcome.js';
+
 import type { EventEnvelope } from '../domain/events.js';
+import type { Outcome, Reply } from '../domain/outcome.js';
 import type { SandboxStep } from '../domain/sandbox.js';
+import type { OutcomePolicy } from '../domain/transitions.js';
+import type {
+  BatchInput,
+  BatchResult,
+  NodeInfo,
+  NodeView,
+  Overview,
+  ReceiveInput,
+  Released,
+  Role,
+  SendCommit,
+  SendInput,
+  Session,
+  Status,
+  User,
+} from './model.js';
 
 /**
  * The store as every part above it sees it: one asynchronous interface, coarse-grained (one
@@ -62,7 +94,11 @@ export interface WakeupStore {
    * kind when a lost connection is back (what was said meanwhile was not heard). A connection
    * lost is opened again, by itself.
    */
-  listen(self: string, on: (kind: WakeupKind) => void, events?: { lost?: (e: Error) => void; back?: () => void }): Promise<{ close(): Promise<void> }>;
+  listen(
+    self: string,
+    on: (kind: WakeupKind) => void,
+    events?: { lost?: (e: Error) => void; back?: () => void },
+  ): Promise<{ close(): Promise<void> }>;
 }
 
 /**
@@ -126,7 +162,12 @@ export interface CustomerStore {
 }
 
 export interface KeyStore {
-  create(input: { customerId: number; kind: KeyKind; name: string; now: number }): Promise<ApiKeyInfo & { key: string }>;
+  create(input: {
+    customerId: number;
+    kind: KeyKind;
+    name: string;
+    now: number;
+  }): Promise<ApiKeyInfo & { key: string }>;
   /** The key's row if the presented key is well-formed, known and not revoked (constant-time compare). */
   authenticate(presented: string): Promise<ApiKeyInfo | undefined>;
   list(customerId?: number): Promise<ApiKeyInfo[]>;
@@ -156,7 +197,13 @@ export interface DomainStore {
 export interface SuppressionStore {
   /** The suppressed addresses among these (keyed by addressKey), with their reasons. */
   find(customerId: number, addresses: string[]): Promise<Map<string, SuppressionReason>>;
-  add(input: { customerId: number; address: string; reason: SuppressionReason; messageRowId?: number; now: number }): Promise<boolean>;
+  add(input: {
+    customerId: number;
+    address: string;
+    reason: SuppressionReason;
+    messageRowId?: number;
+    now: number;
+  }): Promise<boolean>;
   list(customerId: number, opts: { limit: number; before?: number; reason?: string }): Promise<SuppressionRow[]>;
   remove(customerId: number, address: string): Promise<boolean>;
   search(customerId: number, prefix: string, limit: number): Promise<SuppressionRow[]>;
@@ -164,7 +211,10 @@ export interface SuppressionStore {
   simulated(customerId: number, addresses: string[], limit: number): Promise<SimulatedSuppression[]>;
 }
 
-export type CancelResult = { kind: 'canceled' } | { kind: 'not_found' } | { kind: 'too_late'; states: Record<string, number> };
+export type CancelResult =
+  | { kind: 'canceled' }
+  | { kind: 'not_found' }
+  | { kind: 'too_late'; states: Record<string, number> };
 
 export interface MessageStore {
   /** The send path's commit: a 202 only once this resolves (the message and its recipients are durable). */
@@ -174,7 +224,11 @@ export interface MessageStore {
   list(opts: { customerId?: number; state?: string; limit: number; before?: number }): Promise<MessageSummary[]>;
   search(s: MessageSearch): Promise<MessageSummary[]>;
   cancel(customerId: number | undefined, messageId: string, now: number): Promise<CancelResult>;
-  deliveriesOf(messageRowId: number): Promise<Array<{ event_id: string; type: string; endpoint_id: string; state: string; attempts: number; updated_at: number }>>;
+  deliveriesOf(
+    messageRowId: number,
+  ): Promise<
+    Array<{ event_id: string; type: string; endpoint_id: string; state: string; attempts: number; updated_at: number }>
+  >;
   events(messageRowId: number): Promise<EventEnvelope[]>;
   /** A message's request as accepted and its composed copy while kept, for the dashboard's content view. */
   content(customerId: number, messageId: string): Promise<StoredContent | undefined>;
@@ -203,7 +257,11 @@ export interface DeliveryStore {
   claim(worker: string, now: number, limit: number): Promise<Array<{ recipient: Claimed; message: QueuedMessage }>>;
   record(group: GroupRecord): Promise<void>;
   /** Sandbox recipients: the simulator's steps for each, recorded in one transaction. */
-  recordSandbox(items: Array<{ message: QueuedMessage; recipient: Claimed; steps: SandboxStep[] }>, policy: OutcomePolicy, now: number): Promise<void>;
+  recordSandbox(
+    items: Array<{ message: QueuedMessage; recipient: Claimed; steps: SandboxStep[] }>,
+    policy: OutcomePolicy,
+    now: number,
+  ): Promise<void>;
   /** Holds claimed recipients back until the given times (claims released; state untouched). */
   postpone(items: ReadonlyArray<{ id: number; until: number }>): Promise<void>;
   releaseClaims(ids: number[]): Promise<void>;
@@ -216,7 +274,11 @@ export interface DeliveryStore {
    * CLUSTER_THROTTLE (limits_scope = "cluster"). The SQLite engine is one node: it keeps one
    * throttling per destination, whoever the holder.
    */
-  setThrottle(change: { kind: 'set'; record: DestinationThrottle } | { kind: 'cleared'; destination: string }, now: number, holder: string): Promise<void>;
+  setThrottle(
+    change: { kind: 'set'; record: DestinationThrottle } | { kind: 'cleared'; destination: string },
+    now: number,
+    holder: string,
+  ): Promise<void>;
   /** The throttled destinations of `holder`; without one, of every holder. */
   throttles(holder?: string): Promise<DestinationThrottle[]>;
 
@@ -248,7 +310,11 @@ export interface OwnUse {
 export interface InboundStore {
   /** One received message: stored per customer, and the report it is applied; the ids stored. */
   receive(input: ReceiveInput): Promise<string[]>;
-  checkLimits(d: ReceivingDomain, defaults: { ratePerMinute: number; monthlyLimit: number }, now: number): Promise<LimitCheck>;
+  checkLimits(
+    d: ReceivingDomain,
+    defaults: { ratePerMinute: number; monthlyLimit: number },
+    now: number,
+  ): Promise<LimitCheck>;
   /** `inbound.limited`, at most once per domain and hour; true when it fired. */
   recordLimited(d: ReceivingDomain, limit: 'rate' | 'monthly', windowEndsAt: number, now: number): Promise<boolean>;
   get(id: string, customerId?: number): Promise<InboundRow | undefined>;
@@ -257,13 +323,23 @@ export interface InboundStore {
 }
 
 export interface WebhookStore {
-  createEndpoint(input: { customerId: number; url: string; events: string[] | null; description: string; secret: string; now: number }): Promise<Endpoint>;
+  createEndpoint(input: {
+    customerId: number;
+    url: string;
+    events: string[] | null;
+    description: string;
+    secret: string;
+    now: number;
+  }): Promise<Endpoint>;
   getEndpoint(id: string, customerId?: number): Promise<Endpoint | undefined>;
   listEndpoints(customerId?: number): Promise<Endpoint[]>;
   deleteEndpoint(id: string): Promise<void>;
   disableEndpoint(id: string, reason: string): Promise<void>;
   enableEndpoint(id: string): Promise<void>;
-  eventById(id: string, customerId: number): Promise<{ seq: number; id: string; type: string; body: string } | undefined>;
+  eventById(
+    id: string,
+    customerId: number,
+  ): Promise<{ seq: number; id: string; type: string; body: string } | undefined>;
   listAttempts(endpointId: string, limit: number, before?: number): Promise<Array<AttemptView & { cursor: number }>>;
   /** A test event's attempt (no delivery row). */
   logAttempt(a: AttemptRecord): Promise<void>;
@@ -275,10 +351,22 @@ export interface WebhookStore {
   enabledEndpointIds(): Promise<string[]>;
   hasDue(endpointIds: string[], now: number): Promise<boolean>;
   /** Gives back `release`, then claims due deliveries within each endpoint's room; undefined: the store is busy, try again soon. */
-  claim(worker: string, now: number, room: ClaimRoom, release: number[], wait: boolean): Promise<StoredDelivery[] | undefined>;
+  claim(
+    worker: string,
+    now: number,
+    room: ClaimRoom,
+    release: number[],
+    wait: boolean,
+  ): Promise<StoredDelivery[] | undefined>;
   unlock(ids: number[]): Promise<void>;
   /** A claimed delivery settled without an attempt (its endpoint was disabled or deleted meanwhile). */
-  settleDelivery(id: number, state: 'succeeded' | 'failed' | 'pending', attempts: number, nextAt: number | null, now: number): Promise<void>;
+  settleDelivery(
+    id: number,
+    state: 'succeeded' | 'failed' | 'pending',
+    attempts: number,
+    nextAt: number | null,
+    now: number,
+  ): Promise<void>;
   /**
    * False: the batch's fan-out writes were refused, since its epoch no longer holds the fan-out's
    * lease (another node took it over); the attempts were logged and the stored deliveries settled.
@@ -305,7 +393,13 @@ export interface WebhookStore {
 }
 
 export interface UserStore {
-  add(input: { email: string; passwordHash: string; role: Role; customerId: number | null; now: number }): Promise<User>;
+  add(input: {
+    email: string;
+    passwordHash: string;
+    role: Role;
+    customerId: number | null;
+    now: number;
+  }): Promise<User>;
   find(email: string): Promise<(User & { password_hash: string }) | undefined>;
   list(): Promise<Array<User & { customer: string | null }>>;
   remove(email: string): Promise<boolean>;

@@ -1,5 +1,13 @@
 import type { EventEnvelope } from '../domain/events.js';
-import type { Claimed, Endpoint, MessageView, NodeView, QueuedMessage, RecipientState, RequestFormat } from './model.js';
+import type {
+  Claimed,
+  Endpoint,
+  MessageView,
+  NodeView,
+  QueuedMessage,
+  RecipientState,
+  RequestFormat,
+} from './model.js';
 
 /**
  * Rows as both engines read them, made into the views the API, CLI and dashboard show: one
@@ -23,7 +31,8 @@ export interface MessageRow {
 }
 
 /** The columns of MessageRow, for a SELECT. */
-export const MESSAGE_VIEW_COLUMNS = 'id, message_id, from_header, subject, sandbox, metadata, size, created_at, scheduled_at, tags';
+export const MESSAGE_VIEW_COLUMNS =
+  'id, message_id, from_header, subject, sandbox, metadata, size, created_at, scheduled_at, tags';
 
 /** A recipient's row, as a message's view shows it. */
 export interface RecipientRow {
@@ -56,7 +65,10 @@ export function messageView(m: MessageRow, recipients: RecipientRow[], events: E
       field: r.field,
       state: r.state,
       attempts: r.attempts,
-      next_attempt_at: r.next_attempt_at !== null && (r.state === 'queued' || r.state === 'deferred') ? new Date(r.next_attempt_at).toISOString() : null,
+      next_attempt_at:
+        r.next_attempt_at !== null && (r.state === 'queued' || r.state === 'deferred')
+          ? new Date(r.next_attempt_at).toISOString()
+          : null,
       last_response: r.last_response ? (JSON.parse(r.last_response) as unknown) : null,
     })),
     events,
@@ -148,7 +160,8 @@ export interface QueuedMessageRow {
 }
 
 /** The columns of QueuedMessageRow, for a SELECT. */
-export const QUEUED_MESSAGE_COLUMNS = 'id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags';
+export const QUEUED_MESSAGE_COLUMNS =
+  'id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags';
 
 export function queuedMessage(m: QueuedMessageRow): QueuedMessage {
   return {

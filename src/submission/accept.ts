@@ -1,9 +1,9 @@
-import { isStoreFull, isStoreUnavailable } from '../store/errors.js';
-import { acceptSend } from '../store/auth-cache.js';
-import type { AcceptInput, ApiKeyInfo, SendCommit, SendingDomain } from '../store/model.js';
 import { addressKey } from '../domain/addresses.js';
 import { BASE32, timeSortableId } from '../lib/ids.js';
-import { readSubmitted, type Refusal, type Submitted } from './message.js';
+import { acceptSend } from '../store/auth-cache.js';
+import { isStoreFull, isStoreUnavailable } from '../store/errors.js';
+import type { AcceptInput, ApiKeyInfo, SendCommit, SendingDomain } from '../store/model.js';
+import { type Refusal, readSubmitted, type Submitted } from './message.js';
 import type { Rcpt, Session, SubmissionDeps } from './session.js';
 
 /**
@@ -13,7 +13,12 @@ import type { Rcpt, Session, SubmissionDeps } from './session.js';
  * suppressed recipient), with the message itself as the stored request (format `mime`).
  * Resolves with the 250 text; throws the Refusal the client gets otherwise.
  */
-export async function acceptSubmitted(deps: SubmissionDeps, session: Session, chunks: Buffer[], size: number): Promise<string> {
+export async function acceptSubmitted(
+  deps: SubmissionDeps,
+  session: Session,
+  chunks: Buffer[],
+  size: number,
+): Promise<string> {
   const key = session.key!;
   const authEpoch = session.authEpoch!;
   const now = deps.clock.now();
@@ -48,8 +53,15 @@ export async function acceptSubmitted(deps: SubmissionDeps, session: Session, ch
 async function sendingDomain(deps: SubmissionDeps, key: ApiKeyInfo, name: string): Promise<SendingDomain> {
   const domain = await deps.auth.sendingDomain(key.customer_id, name); // a refusal is never from a stale cache
   if (!domain || domain.customer_id !== key.customer_id)
-    throw refusal(550, `5.7.1 ${name} is not a sending domain of this API key's customer: the From address must be at one of its verified domains`);
-  if (domain.verified_at === null) throw refusal(550, `5.7.1 ${name} is not verified yet: publish its DNS records, then posthaste domains verify ${name}`);
+    throw refusal(
+      550,
+      `5.7.1 ${name} is not a sending domain of this API key's customer: the From address must be at one of its verified domains`,
+    );
+  if (domain.verified_at === null)
+    throw refusal(
+      550,
+      `5.7.1 ${name} is not verified yet: publish its DNS records, then posthaste domains verify ${name}`,
+    );
   return domain;
 }
 
@@ -75,7 +87,10 @@ function answer(session: Session, result: SendCommit, messageId: string): string
     case 'key_revoked':
       // Temporary: a client that authenticates again with a current key sends it then.
       session.revoked = true;
-      throw refusal(451, '4.7.0 The API key was revoked after this session authenticated: nothing was queued; authenticate again with a current key');
+      throw refusal(
+        451,
+        '4.7.0 The API key was revoked after this session authenticated: nothing was queued; authenticate again with a current key',
+      );
     case 'domain_unknown':
     case 'domain_unverified':
       throw refusal(550, '5.7.1 The sender domain was removed or unverified meanwhile: nothing was queued');
@@ -100,7 +115,9 @@ function receivedField(deps: SubmissionDeps, session: Session, messageId: string
 
 /** Message-ID (posthaste's own) and Date (acceptance), where the client wrote none, as a submission server adds them (RFC 6409 8.3). */
 function missingFields(read: Submitted, messageId: string, now: number): string {
-  return (read.hasMessageId ? '' : `Message-ID: <${messageId}>\r\n`) + (read.hasDate ? '' : `Date: ${rfc5322Date(now)}\r\n`);
+  return (
+    (read.hasMessageId ? '' : `Message-ID: <${messageId}>\r\n`) + (read.hasDate ? '' : `Date: ${rfc5322Date(now)}\r\n`)
+  );
 }
 
 /** `Tue, 24 Nov 2026 09:00:00 +0000` (RFC 5322 3.3). */

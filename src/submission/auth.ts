@@ -1,6 +1,6 @@
 import type { SMTPServerAuthentication, SMTPServerAuthenticationResponse } from 'smtp-server';
 import { isStoreUnavailable } from '../store/errors.js';
-import { smtpError, type Session, type SubmissionDeps } from './session.js';
+import { type Session, type SubmissionDeps, smtpError } from './session.js';
 
 /**
  * AUTH (RFC 4954, PLAIN and LOGIN): the password is an API key, the user name is not read
@@ -48,20 +48,34 @@ export class AuthFailures {
 type AuthCallback = (err: Error | null | undefined, response?: SMTPServerAuthenticationResponse) => void;
 
 /** smtp-server's onAuth for the submission listeners. */
-export function onAuth(deps: SubmissionDeps, failures: AuthFailures): (auth: SMTPServerAuthentication, session: Session, cb: AuthCallback) => void {
+export function onAuth(
+  deps: SubmissionDeps,
+  failures: AuthFailures,
+): (auth: SMTPServerAuthentication, session: Session, cb: AuthCallback) => void {
   return (auth, session, cb) => {
     const address = session.remoteAddress;
     if (failures.throttled(address, deps.clock.now())) {
       deps.onAuth?.('throttled');
-      setTimeout(() => cb(smtpError(454, '4.7.0 Too many failed authentications from your address; try again later')), THROTTLE_DELAY_MS).unref();
+      setTimeout(
+        () => cb(smtpError(454, '4.7.0 Too many failed authentications from your address; try again later')),
+        THROTTLE_DELAY_MS,
+      ).unref();
       return;
     }
     deps.auth.key(auth.password ?? '', true).then(
       (key) => {
         if (!key) {
           deps.onAuth?.('failure');
-          if (failures.fail(address, deps.clock.now())) deps.log.warn({ remote: address, failures: FAILURES_ALLOWED }, 'submission: repeated failed AUTH; throttling this address');
-          else deps.log.info({ remote: address, method: auth.method }, 'submission: AUTH refused (unknown or revoked API key)');
+          if (failures.fail(address, deps.clock.now()))
+            deps.log.warn(
+              { remote: address, failures: FAILURES_ALLOWED },
+              'submission: repeated failed AUTH; throttling this address',
+            );
+          else
+            deps.log.info(
+              { remote: address, method: auth.method },
+              'submission: AUTH refused (unknown or revoked API key)',
+            );
           return cb(smtpError(535, '5.7.8 Authentication credentials invalid: the password must be a current API key'));
         }
         session.key = key;

@@ -4,7 +4,10 @@ import { LARGE_MESSAGE_BYTES, type MemoryBudget } from '../lib/memory-budget.js'
 import type { Session } from './session.js';
 
 /** What DATA brought: the message's chunks as they arrived, or why it is not read any further. */
-export type Received = { kind: 'message'; chunks: Buffer[]; size: number } | { kind: 'bare_newline' } | { kind: 'too_big' };
+export type Received =
+  | { kind: 'message'; chunks: Buffer[]; size: number }
+  | { kind: 'bare_newline' }
+  | { kind: 'too_big' };
 
 /**
  * Reads DATA as the inbound listener does (docs/inbound.md, "Memory"): a bare CR or LF anywhere
@@ -15,7 +18,12 @@ export type Received = { kind: 'message'; chunks: Buffer[]; size: number } | { k
  * (the client waits on TCP). The chunks are kept as they came: the stored message is built from
  * them once, not joined first.
  */
-export function receiveData(stream: SMTPServerDataStream, session: Session, budget: MemoryBudget, max: number): Promise<Received> {
+export function receiveData(
+  stream: SMTPServerDataStream,
+  session: Session,
+  budget: MemoryBudget,
+  max: number,
+): Promise<Received> {
   return new Promise((resolve) => {
     const check = new BareNewlineCheck();
     const chunks: Buffer[] = [];

@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerOptions } from 'smtp-server';
 import { addressKey, parseAddrSpec } from '../domain/addresses.js';
-import { isStoreUnavailable } from '../store/errors.js';
-import { reclaimAfter } from '../lib/reclaim.js';
 import type { ListenSpec } from '../lib/listen.js';
+import { reclaimAfter } from '../lib/reclaim.js';
+import { isStoreUnavailable } from '../store/errors.js';
+import { acceptSubmitted } from './accept.js';
 import { AuthFailures, onAuth } from './auth.js';
 import { receiveData } from './data.js';
-import { acceptSubmitted } from './accept.js';
-import { smtpError, type Session, type SubmissionDeps } from './session.js';
+import { type Session, type SubmissionDeps, smtpError } from './session.js';
 
 /**
  * SMTP submission for applications (docs/submission.md): `submission.listen` with STARTTLS (RFC
@@ -27,7 +27,8 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 /** The listeners the configuration asks for (none when both addresses are empty). */
 export function createSubmission(deps: SubmissionDeps): SubmissionListener[] {
   const s = deps.config.submission;
-  const tls = s['tls.cert'] && s['tls.key'] ? { key: readFileSync(s['tls.key']), cert: readFileSync(s['tls.cert']) } : null;
+  const tls =
+    s['tls.cert'] && s['tls.key'] ? { key: readFileSync(s['tls.key']), cert: readFileSync(s['tls.cert']) } : null;
   const hooks = sessionHooks(deps, new AuthFailures());
   const options = (secure: boolean): SMTPServerOptions => ({
     name: deps.config.server.hostname,
@@ -55,8 +56,10 @@ export function createSubmission(deps: SubmissionDeps): SubmissionListener[] {
     ...hooks,
   });
   const out: SubmissionListener[] = [];
-  if (s.listen) out.push({ spec: { key: 'submission.listen', address: s.listen }, server: new SMTPServer(options(false)) });
-  if (s.listen_tls) out.push({ spec: { key: 'submission.listen_tls', address: s.listen_tls }, server: new SMTPServer(options(true)) });
+  if (s.listen)
+    out.push({ spec: { key: 'submission.listen', address: s.listen }, server: new SMTPServer(options(false)) });
+  if (s.listen_tls)
+    out.push({ spec: { key: 'submission.listen_tls', address: s.listen_tls }, server: new SMTPServer(options(true)) });
   return out;
 }
 
@@ -68,7 +71,10 @@ function commandsOf(deps: SubmissionDeps, session: Session): string[] {
   return [...(plainAuth ? [] : ['AUTH']), ...(starttls ? [] : ['STARTTLS'])];
 }
 
-type Hooks = Pick<SMTPServerOptions, 'onConnect' | 'onSecure' | 'onAuth' | 'onMailFrom' | 'onRcptTo' | 'onData' | 'onClose'>;
+type Hooks = Pick<
+  SMTPServerOptions,
+  'onConnect' | 'onSecure' | 'onAuth' | 'onMailFrom' | 'onRcptTo' | 'onData' | 'onClose'
+>;
 
 function sessionHooks(deps: SubmissionDeps, failures: AuthFailures): Hooks {
   return {
@@ -88,7 +94,8 @@ function sessionHooks(deps: SubmissionDeps, failures: AuthFailures): Hooks {
       // Not judged: a smarthost sends its local sender here; the From field is what is checked.
       // AUTH disabled (no TLS yet) leaves smtp-server's own check off, so it is made here too.
       if (!session.key) return cb(smtpError(530, AUTH_REQUIRED));
-      if (session.revoked) return cb(smtpError(530, '5.7.0 The API key was revoked: connect and authenticate again with a current key'));
+      if (session.revoked)
+        return cb(smtpError(530, '5.7.0 The API key was revoked: connect and authenticate again with a current key'));
       session.hold?.release();
       session.hold = undefined;
       session.rcpts = [];
@@ -116,7 +123,11 @@ function sessionHooks(deps: SubmissionDeps, failures: AuthFailures): Hooks {
 async function rcpt(deps: SubmissionDeps, address: SMTPServerAddress, session: Session): Promise<void> {
   const rcpts = (session.rcpts ??= []);
   const max = deps.send.current.maxRecipients;
-  if (rcpts.length >= max) throw smtpError(452, `4.5.3 Too many recipients: at most ${max} in one message (limits.max_recipients); send the rest in another`);
+  if (rcpts.length >= max)
+    throw smtpError(
+      452,
+      `4.5.3 Too many recipients: at most ${max} in one message (limits.max_recipients); send the rest in another`,
+    );
   const parsed = parseAddrSpec(address.address);
   if (!parsed.ok) throw smtpError(553, `5.1.3 <${address.address}>: ${parsed.error}`);
   const { address: addr, domain } = parsed.value;
@@ -145,7 +156,8 @@ async function data(deps: SubmissionDeps, stream: SMTPServerDataStream, session:
   if (got.kind !== 'message') {
     release();
     deps.onResult?.(got.kind);
-    if (got.kind === 'bare_newline') throw smtpError(550, '5.5.2 Bare <CR> or <LF> received: message refused (RFC 5321 2.3.8)');
+    if (got.kind === 'bare_newline')
+      throw smtpError(550, '5.5.2 Bare <CR> or <LF> received: message refused (RFC 5321 2.3.8)');
     throw smtpError(552, '5.3.4 Message too big');
   }
   try {
@@ -167,4 +179,5 @@ async function data(deps: SubmissionDeps, stream: SMTPServerDataStream, session:
   }
 }
 
-const isRefusal = (e: unknown): e is { code: number; text: string } => typeof (e as { code?: unknown })?.code === 'number' && typeof (e as { text?: unknown }).text === 'string';
+const isRefusal = (e: unknown): e is { code: number; text: string } =>
+  typeof (e as { code?: unknown })?.code === 'number' && typeof (e as { text?: unknown }).text === 'string';

@@ -1,8 +1,14 @@
-import { addressKey, formatMailbox, parseAddrSpec, splitAddressList, type Mailbox } from '../domain/addresses.js';
+import { addressKey, formatMailbox, type Mailbox, parseAddrSpec, splitAddressList } from '../domain/addresses.js';
 import { hasControl } from '../domain/header-text.js';
-import { MAX_TAGS, METADATA_MAX_KEY_LENGTH, METADATA_MAX_KEYS, METADATA_MAX_VALUE_LENGTH, TAG_MAX_LENGTH } from '../domain/send-request.js';
-import { decodeWords } from '../reports/mime.js';
+import {
+  MAX_TAGS,
+  METADATA_MAX_KEY_LENGTH,
+  METADATA_MAX_KEYS,
+  METADATA_MAX_VALUE_LENGTH,
+  TAG_MAX_LENGTH,
+} from '../domain/send-request.js';
 import { MIME_LIMITS } from '../reports/limits.js';
+import { decodeWords } from '../reports/mime.js';
 
 /**
  * A message submitted over SMTP, read as far as a send needs (docs/submission.md): the header
@@ -64,13 +70,18 @@ function splitHead(chunks: Buffer[], size: number): { head: Buffer; headEnd: num
   let taken = 0;
   let length = 0;
   let head = Buffer.alloc(0);
-  const tooLarge = refuse(554, `5.6.0 Message refused: its header section is larger than ${MIME_LIMITS.maxHeadSize / 1024 / 1024} MiB`);
+  const tooLarge = refuse(
+    554,
+    `5.6.0 Message refused: its header section is larger than ${MIME_LIMITS.maxHeadSize / 1024 / 1024} MiB`,
+  );
   for (let searched = 0; ; ) {
-    const found = head.length >= 2 && head[0] === 0x0d && head[1] === 0x0a ? 0 : head.indexOf(CRLFCRLF, Math.max(0, searched - 3));
+    const found =
+      head.length >= 2 && head[0] === 0x0d && head[1] === 0x0a ? 0 : head.indexOf(CRLFCRLF, Math.max(0, searched - 3));
     const headEnd = found === -1 ? head.length : found === 0 ? 0 : found + 2;
     if (headEnd > MIME_LIMITS.maxHeadSize) return tooLarge;
     if (found !== -1) return { head, headEnd, rest: chunks.slice(taken) };
-    if (taken === chunks.length) return length === size ? { head, headEnd, rest: [] } : refuse(554, '5.6.0 Message refused: it could not be read');
+    if (taken === chunks.length)
+      return length === size ? { head, headEnd, rest: [] } : refuse(554, '5.6.0 Message refused: it could not be read');
     // At least twice as much each time: a header section arriving in many small chunks is joined
     // a few times, not once per chunk.
     searched = length;
@@ -127,9 +138,16 @@ function addrSpecOf(item: string): { spec: string; name: string } {
 function senderOf(fields: RawField[], text: string): { from: Mailbox; fromHeader: string } | Refusal {
   const from = fields.filter((f) => f.lower === 'from');
   if (from.length !== 1)
-    return refuse(550, `5.7.1 The message has ${from.length === 0 ? 'no From field' : `${from.length} From fields`}: posthaste sends a message with one From address at a verified domain`);
+    return refuse(
+      550,
+      `5.7.1 The message has ${from.length === 0 ? 'no From field' : `${from.length} From fields`}: posthaste sends a message with one From address at a verified domain`,
+    );
   const items = splitAddressList(fieldValue(text, from[0]!));
-  if (items.length !== 1) return refuse(550, `5.7.1 The From field names ${items.length} addresses: posthaste sends a message with one From address at a verified domain`);
+  if (items.length !== 1)
+    return refuse(
+      550,
+      `5.7.1 The From field names ${items.length} addresses: posthaste sends a message with one From address at a verified domain`,
+    );
   const { spec, name } = addrSpecOf(items[0]!);
   const parsed = parseAddrSpec(spec);
   if (!parsed.ok) return refuse(550, `5.7.1 The From address cannot be read: ${parsed.error}`);
@@ -140,7 +158,9 @@ function senderOf(fields: RawField[], text: string): { from: Mailbox; fromHeader
 /** Address keys of the mailboxes a To or Cc field names (groups and odd forms are simply not matched). */
 function namedIn(fields: RawField[], text: string, name: string): Set<string> {
   const out = new Set<string>();
-  for (const f of fields) if (f.lower === name) for (const item of splitAddressList(fieldValue(text, f))) out.add(addressKey(addrSpecOf(item).spec));
+  for (const f of fields)
+    if (f.lower === name)
+      for (const item of splitAddressList(fieldValue(text, f))) out.add(addressKey(addrSpecOf(item).spec));
   return out;
 }
 
@@ -157,14 +177,22 @@ function labelsOf(fields: RawField[], text: string): { tags: string[]; metadata:
       if (!tags.includes(value)) tags.push(value);
     } else if (f.lower.startsWith(METADATA) && f.lower.length > METADATA.length) {
       const key = f.name.slice(METADATA.length);
-      if (key.length > METADATA_MAX_KEY_LENGTH) return refuse(554, `5.6.0 ${f.name}: a metadata name is at most ${METADATA_MAX_KEY_LENGTH} characters`);
+      if (key.length > METADATA_MAX_KEY_LENGTH)
+        return refuse(554, `5.6.0 ${f.name}: a metadata name is at most ${METADATA_MAX_KEY_LENGTH} characters`);
       if (key in metadata) return refuse(554, `5.6.0 ${f.name} is given twice`);
-      if (value.length > METADATA_MAX_VALUE_LENGTH) return refuse(554, `5.6.0 ${f.name}: a metadata value is at most ${METADATA_MAX_VALUE_LENGTH} characters`);
+      if (value.length > METADATA_MAX_VALUE_LENGTH)
+        return refuse(554, `5.6.0 ${f.name}: a metadata value is at most ${METADATA_MAX_VALUE_LENGTH} characters`);
       metadata[key] = value;
-    } else return refuse(554, `5.6.0 ${f.name} is not a field posthaste knows (X-Posthaste-Tag, X-Posthaste-Metadata-<name>)`);
+    } else
+      return refuse(
+        554,
+        `5.6.0 ${f.name} is not a field posthaste knows (X-Posthaste-Tag, X-Posthaste-Metadata-<name>)`,
+      );
   }
-  if (tags.length > MAX_TAGS) return refuse(554, `5.6.0 The message has ${tags.length} tags; at most ${MAX_TAGS} are allowed`);
-  if (Object.keys(metadata).length > METADATA_MAX_KEYS) return refuse(554, `5.6.0 The message has more than ${METADATA_MAX_KEYS} metadata fields`);
+  if (tags.length > MAX_TAGS)
+    return refuse(554, `5.6.0 The message has ${tags.length} tags; at most ${MAX_TAGS} are allowed`);
+  if (Object.keys(metadata).length > METADATA_MAX_KEYS)
+    return refuse(554, `5.6.0 The message has more than ${METADATA_MAX_KEYS} metadata fields`);
   return { tags, metadata };
 }
 
@@ -191,7 +219,13 @@ export function readSubmitted(chunks: Buffer[], size: number): Submitted | Refus
     hasMessageId: has('message-id'),
     hasDate: has('date'),
     build(first: string, last: string): Buffer {
-      const parts = [Buffer.from(first, 'latin1'), ...kept.map((f) => head.subarray(f.start, f.end)), Buffer.from(last, 'latin1'), head.subarray(bodyAt), ...rest];
+      const parts = [
+        Buffer.from(first, 'latin1'),
+        ...kept.map((f) => head.subarray(f.start, f.end)),
+        Buffer.from(last, 'latin1'),
+        head.subarray(bodyAt),
+        ...rest,
+      ];
       return Buffer.concat(parts);
     },
   };

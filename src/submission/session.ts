@@ -1,12 +1,12 @@
 import type { SMTPServerSession } from 'smtp-server';
-import type { Store } from '../store/store.js';
-import type { AuthCache } from '../store/auth-cache.js';
-import type { ApiKeyInfo } from '../store/model.js';
 import type { Config } from '../config/schema.js';
 import type { Live, SendSettings, SubmissionSettings } from '../config/settings.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { Hold, MemoryBudget } from '../lib/memory-budget.js';
+import type { AuthCache } from '../store/auth-cache.js';
+import type { ApiKeyInfo } from '../store/model.js';
+import type { Store } from '../store/store.js';
 
 /** What the submission listeners are built from (the composition root hands it in). */
 export interface SubmissionDeps {

@@ -21,7 +21,8 @@ export function isPublicAddress(address: string): boolean {
     // ::a.b.c.d (IPv4-compatible, deprecated) and NAT64 64:ff9b::/96 carry an IPv4 address too.
     const parts = v6.parts;
     if (parts.slice(0, 6).every((p) => p === 0)) return false;
-    if (parts[0] === 0x64 && parts[1] === 0xff9b && parts.slice(2, 6).every((p) => p === 0)) return isPublicAddress(`${parts[6]! >> 8}.${parts[6]! & 255}.${parts[7]! >> 8}.${parts[7]! & 255}`);
+    if (parts[0] === 0x64 && parts[1] === 0xff9b && parts.slice(2, 6).every((p) => p === 0))
+      return isPublicAddress(`${parts[6]! >> 8}.${parts[6]! & 255}.${parts[7]! >> 8}.${parts[7]! & 255}`);
     return v6.range() === 'unicast';
   }
   return addr.range() === 'unicast';

@@ -66,18 +66,37 @@ export class AttemptLog {
     this.settled = [];
     const { clock, log } = this.deps;
     const p = this.deps
-      .record({ batch, pending: fanOut.pending, cursor: fanOut.cursor, now: clock.now(), ...(fanOut.epoch !== undefined ? { epoch: fanOut.epoch } : {}) })
+      .record({
+        batch,
+        pending: fanOut.pending,
+        cursor: fanOut.cursor,
+        now: clock.now(),
+        ...(fanOut.epoch !== undefined ? { epoch: fanOut.epoch } : {}),
+      })
       .then((ok) => {
         if (ok) this.deps.fanOut.recorded(fanOut);
         else {
-          log.warn({ attempts: batch.length }, 'webhooks: another node leads the fan-out now; this one stops fanning out');
+          log.warn(
+            { attempts: batch.length },
+            'webhooks: another node leads the fan-out now; this one stops fanning out',
+          );
           this.deps.fanOut.refused();
         }
         for (const { state, disableEndpoint, attempt } of batch) {
-          this.deps.onAttempt?.(state === 'succeeded' ? 'success' : disableEndpoint ? 'gone' : 'failure', attempt.durationMs);
+          this.deps.onAttempt?.(
+            state === 'succeeded' ? 'success' : disableEndpoint ? 'gone' : 'failure',
+            attempt.durationMs,
+          );
           if (state !== 'succeeded')
             log.info(
-              { endpoint: attempt.endpointId, event_id: attempt.eventId, type: attempt.eventType, attempt: attempt.attempt, status: attempt.status, error: attempt.error },
+              {
+                endpoint: attempt.endpointId,
+                event_id: attempt.eventId,
+                type: attempt.eventType,
+                attempt: attempt.attempt,
+                status: attempt.status,
+                error: attempt.error,
+              },
               'webhook attempt failed',
             );
         }

@@ -7,7 +7,12 @@ import { SafeFetch } from './safe-fetch.js';
 import { WebhookService } from './service.js';
 
 /** The webhook sender the daemon and the CLI share: guarded fetch, dns.servers, config's CAs. */
-export function createWebhookService(store: WebhookStore, config: Config, clock: Clock, resolver = createResolver(config.dns.servers)): WebhookService {
+export function createWebhookService(
+  store: WebhookStore,
+  config: Config,
+  clock: Clock,
+  resolver = createResolver(config.dns.servers),
+): WebhookService {
   const w = config.webhooks;
   const fetch = new SafeFetch({
     resolver,

@@ -1,13 +1,13 @@
 import type { Clock } from '../lib/clock.js';
-import type { Logger } from '../lib/logger.js';
-import type { WebhookStore } from '../store/store.js';
-import type { AttemptBatch, ClaimedDelivery, Endpoint, StoredDelivery } from '../store/model.js';
-import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_MS, attemptRecord, ok2xx, type WebhookService } from './service.js';
-import type { PostResult } from './safe-fetch.js';
 import { KeyedPool } from '../lib/keyed-pool.js';
-import { FanOut } from './fanout.js';
-import { Quotas, CLAIM_PER_ENDPOINT, CLAIM_TOTAL } from './quotas.js';
+import type { Logger } from '../lib/logger.js';
+import type { AttemptBatch, ClaimedDelivery, Endpoint, StoredDelivery } from '../store/model.js';
+import type { WebhookStore } from '../store/store.js';
 import { AttemptLog } from './attempt-log.js';
+import { FanOut } from './fanout.js';
+import { CLAIM_PER_ENDPOINT, CLAIM_TOTAL, Quotas } from './quotas.js';
+import type { PostResult } from './safe-fetch.js';
+import { attemptRecord, ok2xx, WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_MS, type WebhookService } from './service.js';
 
 export interface DispatcherDeps {
   store: WebhookStore;
@@ -82,8 +82,16 @@ export class Dispatcher {
       onFinish: (endpoint) => this.refill(endpoint),
       onError: (e, endpoint) => log.error({ err: e, endpoint }, 'webhook attempt failed unexpectedly'),
     });
-    this.quotas = new Quotas({ perEndpoint: deps.perEndpoint, claimPerEndpoint: deps.claimPerEndpoint ?? CLAIM_PER_ENDPOINT, claimTotal: deps.claimTotal ?? CLAIM_TOTAL });
-    this.fanOut = new FanOut(store, () => this.attempts.schedule(), deps.fanOutLease ? { ...deps.fanOutLease, onDeposed: () => this.dropFresh() } : undefined);
+    this.quotas = new Quotas({
+      perEndpoint: deps.perEndpoint,
+      claimPerEndpoint: deps.claimPerEndpoint ?? CLAIM_PER_ENDPOINT,
+      claimTotal: deps.claimTotal ?? CLAIM_TOTAL,
+    });
+    this.fanOut = new FanOut(
+      store,
+      () => this.attempts.schedule(),
+      deps.fanOutLease ? { ...deps.fanOutLease, onDeposed: () => this.dropFresh() } : undefined,
+    );
     this.attempts = new AttemptLog({
       clock: deps.clock,
       log,
@@ -114,7 +122,11 @@ export class Dispatcher {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     await this.attempts.settle();
     this.attempts.stop();
-    await this.fanOut.resign().catch((e: unknown) => this.deps.log.warn({ err: e }, 'webhooks: fan-out lease not given up at stop; it runs out by itself'));
+    await this.fanOut
+      .resign()
+      .catch((e: unknown) =>
+        this.deps.log.warn({ err: e }, 'webhooks: fan-out lease not given up at stop; it runs out by itself'),
+      );
     // Rows held are unlocked; fresh deliveries need nothing (the cursor is before them).
     const ids = this.pool
       .takeAll()
@@ -126,7 +138,11 @@ export class Dispatcher {
   /** Without `run` (tests driving `drain`): what is finished is recorded and the fan-out's lease given up, as at the end of `run`. */
   async resign(): Promise<void> {
     await this.attempts.settle();
-    await this.fanOut.resign().catch((e: unknown) => this.deps.log.warn({ err: e }, 'webhooks: fan-out lease not given up at stop; it runs out by itself'));
+    await this.fanOut
+      .resign()
+      .catch((e: unknown) =>
+        this.deps.log.warn({ err: e }, 'webhooks: fan-out lease not given up at stop; it runs out by itself'),
+      );
   }
 
   /** Delivers everything due now and waits for it and its record (tests, with a manual clock). */
@@ -247,11 +263,18 @@ export class Dispatcher {
   /** After an attempt to `endpoint`: go on from memory; fill again (once per turn) only when its held deliveries run low. */
   private refill(endpoint: string | null): void {
     this.dispatch();
-    if (this.refillScheduled || this.pool.stopping || (endpoint !== null && this.pool.waitingFor(endpoint) >= this.quotas.quota(endpoint) / 2)) return;
+    if (
+      this.refillScheduled ||
+      this.pool.stopping ||
+      (endpoint !== null && this.pool.waitingFor(endpoint) >= this.quotas.quota(endpoint) / 2)
+    )
+      return;
     this.refillScheduled = true;
     setImmediate(() => {
       this.refillScheduled = false;
-      this.pool.exclusive(() => this.fill()).catch((e: unknown) => this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying'));
+      this.pool
+        .exclusive(() => this.fill())
+        .catch((e: unknown) => this.deps.log.error({ err: e }, 'webhooks: claim failed; retrying'));
     });
   }
 

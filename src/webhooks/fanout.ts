@@ -1,5 +1,13 @@
+import {
+  type ClaimRoom,
+  comparePos,
+  type Endpoint,
+  type FanOutPos,
+  type FreshDelivery,
+  type SettledAttempt,
+  subscribes,
+} from '../store/model.js';
 import type { WebhookStore } from '../store/store.js';
-import { comparePos, subscribes, type ClaimRoom, type Endpoint, type FanOutPos, type FreshDelivery, type SettledAttempt } from '../store/model.js';
 
 /** A delivery fanned out in memory that goes to the store as a pending row, due now (its endpoint had no room). */
 export interface PendingRow {
@@ -140,7 +148,8 @@ export class FanOut {
     const byCustomer = new Map<number, Endpoint[]>();
     for (const e of events) {
       let list = byCustomer.get(e.customerId);
-      if (!list) byCustomer.set(e.customerId, (list = (await store.listEndpoints(e.customerId)).filter((x) => x.enabled)));
+      if (!list)
+        byCustomer.set(e.customerId, (list = (await store.listEndpoints(e.customerId)).filter((x) => x.enabled)));
       let n = 0;
       for (const endpoint of list) {
         if (!subscribes(endpoint, e)) continue;

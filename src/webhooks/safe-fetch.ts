@@ -1,10 +1,10 @@
-import { Agent, type Dispatcher } from 'undici';
 import type { Resolver } from 'node:dns/promises';
-import { isIP } from 'node:net';
 import type { LookupFunction } from 'node:net';
+import { isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
-import { isLocalName, isPublicAddress } from './address-guard.js';
+import { Agent, type Dispatcher } from 'undici';
 import { describeLookupFailure, lookupAddresses, lookupFailure } from '../lib/dns.js';
+import { isLocalName, isPublicAddress } from './address-guard.js';
 
 export interface SafeFetchOptions {
   resolver: Resolver;
@@ -48,15 +48,28 @@ const UNTRUSTED_CERT = new Set([
  * setting that allows it), a name that does not exist, or a DNS server that did not answer
  * (dns.servers); null when it resolves, to public addresses only unless `allowPrivate`.
  */
-async function unusableHost(resolver: Resolver, host: string, allowPrivate: boolean): Promise<{ problem: string; refused: boolean } | { addresses: Array<{ address: string; family: 4 | 6 }> }> {
+async function unusableHost(
+  resolver: Resolver,
+  host: string,
+  allowPrivate: boolean,
+): Promise<{ problem: string; refused: boolean } | { addresses: Array<{ address: string; family: 4 | 6 }> }> {
   const { addresses, errors } = await lookupAddresses(resolver, host);
   if (addresses.length === 0) {
     const failed = errors.find((code) => code !== null && lookupFailure(code) === 'no_answer');
     if (failed) return { problem: describeLookupFailure(resolver, host, 'A/AAAA', failed), refused: false };
-    return { problem: errors.every((code) => code === 'ENOTFOUND') ? `${host} does not exist (NXDOMAIN)` : `${host} has no A or AAAA record`, refused: false };
+    return {
+      problem: errors.every((code) => code === 'ENOTFOUND')
+        ? `${host} does not exist (NXDOMAIN)`
+        : `${host} has no A or AAAA record`,
+      refused: false,
+    };
   }
   const bad = allowPrivate ? undefined : addresses.find((a) => !isPublicAddress(a.address));
-  if (bad) return { problem: `${host} resolves to ${bad.address}, which is not a public address; ${PRIVATE_TARGETS_HINT}`, refused: true };
+  if (bad)
+    return {
+      problem: `${host} resolves to ${bad.address}, which is not a public address; ${PRIVATE_TARGETS_HINT}`,
+      refused: true,
+    };
   return { addresses: addresses.map(({ address, family }) => ({ address, family })) };
 }
 
@@ -68,10 +81,13 @@ async function unusableHost(resolver: Resolver, host: string, allowPrivate: bool
 function guardedLookup(resolver: Resolver, allowPrivate: boolean): LookupFunction {
   return ((hostname: string, options: { all?: boolean; family?: number }, callback: (...args: unknown[]) => void) => {
     (async () => {
-      if (!allowPrivate && isLocalName(hostname)) throw new RefusedTarget(`${hostname} is a local name; ${PRIVATE_TARGETS_HINT}`);
+      if (!allowPrivate && isLocalName(hostname))
+        throw new RefusedTarget(`${hostname} is a local name; ${PRIVATE_TARGETS_HINT}`);
       const found = await unusableHost(resolver, hostname, allowPrivate);
       if ('addresses' in found) return found.addresses;
-      throw found.refused ? new RefusedTarget(found.problem) : Object.assign(new Error(found.problem), { code: 'ENOTFOUND' });
+      throw found.refused
+        ? new RefusedTarget(found.problem)
+        : Object.assign(new Error(found.problem), { code: 'ENOTFOUND' });
     })().then(
       (all) => (options?.all ? callback(null, all) : callback(null, all[0]!.address, all[0]!.family)),
       (e: unknown) => callback(e),
@@ -88,10 +104,12 @@ export function checkTarget(url: string, allowPrivate: boolean): URL {
     throw new RefusedTarget('not a valid URL');
   }
   if (u.username || u.password) throw new RefusedTarget('credentials in the URL are not allowed');
-  if (u.protocol === 'http:' && !allowPrivate) throw new RefusedTarget(`the URL must be https; ${allowedBy('plain http')}`);
+  if (u.protocol === 'http:' && !allowPrivate)
+    throw new RefusedTarget(`the URL must be https; ${allowedBy('plain http')}`);
   if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new RefusedTarget('the URL must be https');
   const host = u.hostname.replace(/^\[|\]$/g, '');
-  if (!allowPrivate && isIP(host) && !isPublicAddress(host)) throw new RefusedTarget(`${host} is not a public address; ${PRIVATE_TARGETS_HINT}`);
+  if (!allowPrivate && isIP(host) && !isPublicAddress(host))
+    throw new RefusedTarget(`${host} is not a public address; ${PRIVATE_TARGETS_HINT}`);
   if (!allowPrivate && isLocalName(host)) throw new RefusedTarget(`${host} is a local name; ${PRIVATE_TARGETS_HINT}`);
   return u;
 }
@@ -119,7 +137,13 @@ class CapReached extends Error {}
 function describeError(e: unknown, timeoutMs: number): string {
   const err = e as Error & { code?: string; cause?: Error & { code?: string } };
   const cause = err.cause ?? err;
-  if (err.name === 'TimeoutError' || err.name === 'AbortError' || cause.code === 'UND_ERR_HEADERS_TIMEOUT' || cause.code === 'UND_ERR_BODY_TIMEOUT') return `timeout after ${timeoutMs} ms`;
+  if (
+    err.name === 'TimeoutError' ||
+    err.name === 'AbortError' ||
+    cause.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    cause.code === 'UND_ERR_BODY_TIMEOUT'
+  )
+    return `timeout after ${timeoutMs} ms`;
   if (cause instanceof RefusedTarget || cause.code === 'EREFUSEDTARGET') return `refused: ${cause.message}`;
   if (cause.code !== undefined && UNTRUSTED_CERT.has(cause.code))
     return `${cause.code}: ${cause.message}: the receiver's certificate is not signed by a CA posthaste trusts; put its CA (or the self-signed certificate) in a PEM file named by webhooks.tls_ca_file`;
@@ -151,7 +175,10 @@ class PostHandler implements Dispatcher.DispatchHandler {
 
   private settle(status: number | null, error: string | null): void {
     const { chunks } = this;
-    const response = status === null ? null : (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8', 0, RESPONSE_CAP);
+    const response =
+      status === null
+        ? null
+        : (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8', 0, RESPONSE_CAP);
     this.resolve({ status, error, response, durationMs: Math.round(performance.now() - this.started) });
   }
 
@@ -216,10 +243,19 @@ export class SafeFetch {
    */
   post(url: string, headers: string[], body: Buffer): Promise<PostResult> {
     const target = this.target(url);
-    if (target.refused !== null) return Promise.resolve({ status: null, error: target.refused, response: null, durationMs: 0 });
+    if (target.refused !== null)
+      return Promise.resolve({ status: null, error: target.refused, response: null, durationMs: 0 });
     return new Promise((resolve) => {
       this.agent.dispatch(
-        { origin: target.origin, path: target.path, method: 'POST', headers, body, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs },
+        {
+          origin: target.origin,
+          path: target.path,
+          method: 'POST',
+          headers,
+          body,
+          headersTimeout: this.opts.timeoutMs,
+          bodyTimeout: this.opts.timeoutMs,
+        },
         new PostHandler(resolve, this.opts.timeoutMs),
       );
     });

@@ -1,15 +1,15 @@
-import type { WebhookStore } from '../store/store.js';
-import type { Clock } from '../lib/clock.js';
-import { eventId as newEventId } from '../lib/ids.js';
-import { isoTime } from '../lib/clock.js';
-import { VERSION } from '../lib/version.js';
-import { EVENT_TYPES, type EventType } from '../domain/events.js';
-import { Problems } from '../domain/errors.js';
-import { signWebhook, newSecret } from './sign.js';
-import { sampleData } from './samples.js';
-import { type SafeFetch, checkTarget, resolvesPublicOnly, type PostResult } from './safe-fetch.js';
 import type { Resolver } from 'node:dns/promises';
+import { Problems } from '../domain/errors.js';
+import { EVENT_TYPES, type EventType } from '../domain/events.js';
+import type { Clock } from '../lib/clock.js';
+import { isoTime } from '../lib/clock.js';
+import { eventId as newEventId } from '../lib/ids.js';
+import { VERSION } from '../lib/version.js';
 import type { AttemptRecord, Endpoint } from '../store/model.js';
+import type { WebhookStore } from '../store/store.js';
+import { checkTarget, type PostResult, resolvesPublicOnly, type SafeFetch } from './safe-fetch.js';
+import { sampleData } from './samples.js';
+import { newSecret, signWebhook } from './sign.js';
 
 /** Standard Webhooks retry delays after each failure (seed: 5 s … 10 h, 8 attempts, about 28 h). */
 export const WEBHOOK_RETRY_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
@@ -26,8 +26,26 @@ const USER_AGENT = `posthaste/${VERSION}`;
 export const ok2xx = (r: PostResult) => r.status !== null && r.status >= 200 && r.status < 300;
 
 /** The attempt log's record of one POST of `event` (a test, a replay, or the dispatcher's). */
-export function attemptRecord(endpointId: string, deliveryId: number | null, event: { id: string; type: string }, attempt: number, at: number, r: PostResult): AttemptRecord {
-  return { endpointId, deliveryId, eventId: event.id, eventType: event.type, attempt, at, status: r.status, error: r.error, durationMs: r.durationMs, response: r.response };
+export function attemptRecord(
+  endpointId: string,
+  deliveryId: number | null,
+  event: { id: string; type: string },
+  attempt: number,
+  at: number,
+  r: PostResult,
+): AttemptRecord {
+  return {
+    endpointId,
+    deliveryId,
+    eventId: event.id,
+    eventType: event.type,
+    attempt,
+    at,
+    status: r.status,
+    error: r.error,
+    durationMs: r.durationMs,
+    response: r.response,
+  };
 }
 
 /** Everything about sending webhooks that the API, the CLI and the dispatcher share. */
@@ -59,9 +77,12 @@ export class WebhookService {
   }
 
   /** Validates `{url, events?, description?}`: every problem at once, under its field. */
-  async validate(body: Record<string, unknown>): Promise<{ url: string; events: EventType[] | null; description: string } | Problems> {
+  async validate(
+    body: Record<string, unknown>,
+  ): Promise<{ url: string; events: EventType[] | null; description: string } | Problems> {
     const p = new Problems();
-    for (const k of Object.keys(body)) if (!['url', 'events', 'description'].includes(k)) p.add(k, 'is not a known field');
+    for (const k of Object.keys(body))
+      if (!['url', 'events', 'description'].includes(k)) p.add(k, 'is not a known field');
     let url = '';
     if (typeof body.url !== 'string' || body.url.length === 0) p.add('url', 'is required');
     else if (body.url.length > 2048) p.add('url', 'must be at most 2048 characters');
@@ -79,22 +100,28 @@ export class WebhookService {
     }
     let events: EventType[] | null = null;
     if (body.events !== undefined && body.events !== null) {
-      if (!Array.isArray(body.events) || body.events.length === 0) p.add('events', 'must be a non-empty array of event types');
+      if (!Array.isArray(body.events) || body.events.length === 0)
+        p.add('events', 'must be a non-empty array of event types');
       else {
         const bad = body.events.filter((e) => !(EVENT_TYPES as readonly unknown[]).includes(e));
-        if (bad.length) p.add('events', `unknown event types: ${bad.map(String).join(', ')} (known: ${EVENT_TYPES.join(', ')})`);
+        if (bad.length)
+          p.add('events', `unknown event types: ${bad.map(String).join(', ')} (known: ${EVENT_TYPES.join(', ')})`);
         else events = [...new Set(body.events as EventType[])];
       }
     }
     let description = '';
     if (body.description !== undefined && body.description !== null) {
-      if (typeof body.description !== 'string' || body.description.length > 500) p.add('description', 'must be a string of at most 500 characters');
+      if (typeof body.description !== 'string' || body.description.length > 500)
+        p.add('description', 'must be a string of at most 500 characters');
       else description = body.description;
     }
     return p.empty ? { url, events, description } : p;
   }
 
-  create(customerId: number, input: { url: string; events: EventType[] | null; description: string }): Promise<Endpoint> {
+  create(
+    customerId: number,
+    input: { url: string; events: EventType[] | null; description: string },
+  ): Promise<Endpoint> {
     return this.store.createEndpoint({ customerId, ...input, secret: newSecret(), now: this.clock.now() });
   }
 
@@ -109,11 +136,19 @@ export class WebhookService {
   }
 
   /** Sends a past event again with the same webhook-id; logged as a replay delivery, not retried. */
-  async replay(endpoint: Endpoint, event: { seq: number; id: string; type: string; body: string }): Promise<AttemptOutcome> {
+  async replay(
+    endpoint: Endpoint,
+    event: { seq: number; id: string; type: string; body: string },
+  ): Promise<AttemptOutcome> {
     const now = this.clock.now();
     const deliveryId = await this.store.startReplay(endpoint.id, event.seq, now);
     const r = await this.send(endpoint, event.id, event.body);
-    await this.store.finishReplay(attemptRecord(endpoint.id, deliveryId, event, 1, now, r), deliveryId, ok2xx(r) ? 'succeeded' : 'failed', this.clock.now());
+    await this.store.finishReplay(
+      attemptRecord(endpoint.id, deliveryId, event, 1, now, r),
+      deliveryId,
+      ok2xx(r) ? 'succeeded' : 'failed',
+      this.clock.now(),
+    );
     return { ...r, success: ok2xx(r), event_id: event.id, type: event.type };
   }
 }

@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 
 /** A new endpoint secret: `whsec_` + Base64 of 32 random bytes (Standard Webhooks). */
 export function newSecret(): string {

@@ -1,5 +1,5 @@
 // The API as the tests use it: send a message, read it back, pick its events.
-import { request, type Json } from './http.js';
+import { type Json, request } from './http.js';
 
 /** POST /api/v1/emails; the message_id, or an error naming the answer when it is not a 202. */
 export async function sendEmail(baseUrl: string, key: string, body: Record<string, unknown>): Promise<string> {
@@ -17,7 +17,11 @@ export async function getEmail(baseUrl: string, key: string, id: string): Promis
  * A short message from a@example.com to `to`, delivered at once by a daemon started with
  * manualDelivery, and read back.
  */
-export async function sendAndDeliver(s: { url: string; daemon: { scheduler: { drain(): Promise<void> } } }, key: string, to: string): Promise<Json> {
+export async function sendAndDeliver(
+  s: { url: string; daemon: { scheduler: { drain(): Promise<void> } } },
+  key: string,
+  to: string,
+): Promise<Json> {
   const id = await sendEmail(s.url, key, { from: 'a@example.com', to, subject: 's', text_body: 'b' });
   await s.daemon.scheduler.drain();
   return getEmail(s.url, key, id);

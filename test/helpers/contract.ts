@@ -35,7 +35,8 @@ interface Route {
 }
 
 /** JSON pointer of a path into the document, written as a URI fragment. */
-const pointer = (parts: string[]) => '#/' + parts.map((p) => encodeURIComponent(p.replace(/~/g, '~0').replace(/\//g, '~1'))).join('/');
+const pointer = (parts: string[]) =>
+  '#/' + parts.map((p) => encodeURIComponent(p.replace(/~/g, '~0').replace(/\//g, '~1'))).join('/');
 
 /**
  * Response objects in the document list every field the server sends today but leave the door
@@ -52,7 +53,14 @@ export function closeObjects(node: unknown, inRequest = false): void {
   if (!isObj(node)) return;
   const type = node.type;
   const isObjectType = type === 'object' || (Array.isArray(type) && type.includes('object'));
-  if (!inRequest && isObjectType && isObj(node.properties) && !('additionalProperties' in node) && !('unevaluatedProperties' in node)) node.additionalProperties = false;
+  if (
+    !inRequest &&
+    isObjectType &&
+    isObj(node.properties) &&
+    !('additionalProperties' in node) &&
+    !('unevaluatedProperties' in node)
+  )
+    node.additionalProperties = false;
   for (const [key, value] of Object.entries(node)) closeObjects(value, inRequest || key === 'requestBody');
 }
 
@@ -71,10 +79,26 @@ export class Contract {
   constructor(doc: Obj, { closed = true, thorough = false } = {}) {
     this.doc = structuredClone(doc);
     if (closed) closeObjects(this.doc);
-    this.ajv = new Ajv2020({ strict: true, allowUnionTypes: true, strictRequired: false, allErrors: thorough, validateSchema: thorough });
+    this.ajv = new Ajv2020({
+      strict: true,
+      allowUnionTypes: true,
+      strictRequired: false,
+      allErrors: thorough,
+      validateSchema: thorough,
+    });
     formats.default(this.ajv);
     // The document's own fields, not JSON Schema keywords: refs point into them.
-    this.ajv.addVocabulary(['openapi', 'info', 'tags', 'security', 'paths', 'webhooks', 'components', 'servers', 'jsonSchemaDialect']);
+    this.ajv.addVocabulary([
+      'openapi',
+      'info',
+      'tags',
+      'security',
+      'paths',
+      'webhooks',
+      'components',
+      'servers',
+      'jsonSchemaDialect',
+    ]);
     this.ajv.addSchema({ ...this.doc, $id: DOC_ID });
     this.routes = Object.entries(this.doc.paths as Obj)
       .map(([template, item]) => {
@@ -106,7 +130,12 @@ export class Contract {
     const root = what.split(' ')[0];
     const said = (v.errors ?? []).slice(0, 8).map((e) => {
       const p = e.params as { additionalProperty?: string; allowedValues?: unknown[] };
-      const extra = p.additionalProperty !== undefined ? ` (${p.additionalProperty})` : p.allowedValues ? ` (${JSON.stringify(p.allowedValues)})` : '';
+      const extra =
+        p.additionalProperty !== undefined
+          ? ` (${p.additionalProperty})`
+          : p.allowedValues
+            ? ` (${JSON.stringify(p.allowedValues)})`
+            : '';
       return `${root}${e.instancePath} ${e.message}${extra}`;
     });
     return [`${what}: ${said.join(', ')}`];
@@ -142,67 +171,129 @@ export class Contract {
 
     if (!route || !isObj(operation)) {
       // No such route: fastify answers 404 (after the key: 401), or 503 while shutting down.
-      if (![401, 404, 503].includes(x.status)) return [`${where}: no such operation in the document, yet the server answered ${x.status}`];
+      if (![401, 404, 503].includes(x.status))
+        return [`${where}: no such operation in the document, yet the server answered ${x.status}`];
       if (method === 'head') return [];
       if (!json.ok) return [`${where} ${x.status}: the body is not JSON: ${x.text.slice(0, 200)}`];
-      return this.problems(this.validator(['components', 'schemas', x.status === 503 ? 'Unavailable' : 'Error']), json.value, `body of ${where} ${x.status}`);
+      return this.problems(
+        this.validator(['components', 'schemas', x.status === 503 ? 'Unavailable' : 'Error']),
+        json.value,
+        `body of ${where} ${x.status}`,
+      );
     }
     const opPath = ['paths', route.template, opMethod];
     const responses = operation.responses as Obj;
     const key = [String(x.status), `${String(x.status)[0]}XX`, 'default'].find((k) => k in responses);
-    if (!key) return [`${where}: status ${x.status} is not among the documented ones (${Object.keys(responses).join(', ')}); body ${x.text.slice(0, 300)}`];
+    if (!key)
+      return [
+        `${where}: status ${x.status} is not among the documented ones (${Object.keys(responses).join(', ')}); body ${x.text.slice(0, 300)}`,
+      ];
     const [response, responsePath] = this.resolve(responses[key] as Obj, [...opPath, 'responses', key]);
 
     for (const [name, h] of Object.entries((response.headers as Obj | undefined) ?? {})) {
       const value = x.headers.get(name);
       if (value === null) {
         if ((h as Obj).required === true) out.push(`${where} ${x.status}: the required header ${name} is missing`);
-      } else out.push(...this.problems(this.validator([...responsePath, 'headers', name, 'schema']), value, `header ${name} of ${where} ${x.status}`));
+      } else
+        out.push(
+          ...this.problems(
+            this.validator([...responsePath, 'headers', name, 'schema']),
+            value,
+            `header ${name} of ${where} ${x.status}`,
+          ),
+        );
     }
     const content = response.content as Obj | undefined;
     if (method !== 'head') {
       if (!content) {
-        if (x.text !== '') out.push(`${where} ${x.status}: the document gives no body, the server sent ${x.text.slice(0, 200)}`);
+        if (x.text !== '')
+          out.push(`${where} ${x.status}: the document gives no body, the server sent ${x.text.slice(0, 200)}`);
       } else if (!(mediaType in content)) {
-        out.push(`${where} ${x.status}: content-type ${mediaType || '(none)'} is not documented (${Object.keys(content).join(', ')})`);
+        out.push(
+          `${where} ${x.status}: content-type ${mediaType || '(none)'} is not documented (${Object.keys(content).join(', ')})`,
+        );
       } else if (mediaType === 'application/json') {
         if (!json.ok) out.push(`${where} ${x.status}: the body is not JSON: ${x.text.slice(0, 200)}`);
-        else out.push(...this.problems(this.validator([...responsePath, 'content', 'application/json', 'schema']), json.value, `body of ${where} ${x.status}`));
+        else
+          out.push(
+            ...this.problems(
+              this.validator([...responsePath, 'content', 'application/json', 'schema']),
+              json.value,
+              `body of ${where} ${x.status}`,
+            ),
+          );
       }
     }
-    if (x.status >= 200 && x.status < 300) out.push(...this.checkRequest(x, url, route, operation, opPath, where, json.ok ? json.value : undefined));
+    if (x.status >= 200 && x.status < 300)
+      out.push(...this.checkRequest(x, url, route, operation, opPath, where, json.ok ? json.value : undefined));
     return out;
   }
 
   /** A request the server accepted must be one the document describes. */
-  private checkRequest(x: Exchange, url: URL, route: Route, operation: Obj, opPath: string[], where: string, answer: unknown): string[] {
+  private checkRequest(
+    x: Exchange,
+    url: URL,
+    route: Route,
+    operation: Obj,
+    opPath: string[],
+    where: string,
+    answer: unknown,
+  ): string[] {
     const out: string[] = [];
-    const params = [...((route.item.parameters as Obj[] | undefined) ?? []), ...((operation.parameters as Obj[] | undefined) ?? [])].map((p) => this.resolve(p, [])[0]);
+    const params = [
+      ...((route.item.parameters as Obj[] | undefined) ?? []),
+      ...((operation.parameters as Obj[] | undefined) ?? []),
+    ].map((p) => this.resolve(p, [])[0]);
     const values = route.pattern.exec(url.pathname)!.slice(1);
     route.names.forEach((name, i) => {
       const p = params.find((q) => q.in === 'path' && q.name === name);
       if (!p) out.push(`${where}: path parameter ${name} is not documented`);
-      else out.push(...this.problems(this.ajv.compile(p.schema as Obj), decodeURIComponent(values[i]!), `path parameter ${name} of ${where}`));
+      else
+        out.push(
+          ...this.problems(
+            this.ajv.compile(p.schema as Obj),
+            decodeURIComponent(values[i]!),
+            `path parameter ${name} of ${where}`,
+          ),
+        );
     });
     for (const [name, value] of url.searchParams) {
       const p = params.find((q) => q.in === 'query' && q.name === name);
       if (!p) out.push(`${where}: the server accepted the query parameter ${name}, which the document does not name`);
-      else out.push(...this.problems(this.ajv.compile(p.schema as Obj), coerce(p.schema as Obj, value), `query parameter ${name} of ${where}`));
+      else
+        out.push(
+          ...this.problems(
+            this.ajv.compile(p.schema as Obj),
+            coerce(p.schema as Obj, value),
+            `query parameter ${name} of ${where}`,
+          ),
+        );
     }
     for (const p of params.filter((q) => q.in === 'header')) {
-      const value = Object.entries(x.requestHeaders).find(([k]) => k.toLowerCase() === String(p.name).toLowerCase())?.[1];
-      if (value !== undefined) out.push(...this.problems(this.ajv.compile(p.schema as Obj), value, `header ${String(p.name)} of ${where}`));
+      const value = Object.entries(x.requestHeaders).find(
+        ([k]) => k.toLowerCase() === String(p.name).toLowerCase(),
+      )?.[1];
+      if (value !== undefined)
+        out.push(...this.problems(this.ajv.compile(p.schema as Obj), value, `header ${String(p.name)} of ${where}`));
     }
     const body = operation.requestBody as Obj | undefined;
     if (x.requestBody === undefined || x.requestBody === '') {
-      if (body?.required === true) out.push(`${where}: the server accepted a request without the body the document requires`);
+      if (body?.required === true)
+        out.push(`${where}: the server accepted a request without the body the document requires`);
     } else if (!body) {
       out.push(`${where}: the server accepted a request body the document does not describe`);
     } else {
       const json = parseJson(x.requestBody);
       const taken = json.ok ? accepted(operation, json.value, answer) : undefined;
       if (!json.ok) out.push(`${where}: the server accepted a body that is not JSON`);
-      else if (taken !== undefined) out.push(...this.problems(this.validator([...opPath, 'requestBody', 'content', 'application/json', 'schema']), taken, `request body of ${where}`));
+      else if (taken !== undefined)
+        out.push(
+          ...this.problems(
+            this.validator([...opPath, 'requestBody', 'content', 'application/json', 'schema']),
+            taken,
+            `request body of ${where}`,
+          ),
+        );
     }
     return out;
   }
@@ -214,7 +305,14 @@ export class Contract {
  * request's schema.
  */
 function accepted(operation: Obj, body: unknown, answer: unknown): unknown {
-  if (operation.operationId !== 'sendEmailBatch' || !Array.isArray(body) || !isObj(answer) || !Array.isArray(answer.data) || answer.data.length !== body.length) return body;
+  if (
+    operation.operationId !== 'sendEmailBatch' ||
+    !Array.isArray(body) ||
+    !isObj(answer) ||
+    !Array.isArray(answer.data) ||
+    answer.data.length !== body.length
+  )
+    return body;
   const results = answer.data as unknown[];
   const taken = body.filter((_item, i) => !(isObj(results[i]) && 'error' in results[i]));
   return taken.length > 0 ? taken : undefined;
@@ -246,7 +344,9 @@ export function enforceContract(x: Exchange): void {
   if (found.length === 0) return;
   if (violations.length === 0)
     process.on('exit', () => {
-      process.stderr.write(`\nThe API broke its contract (docs/openapi.json) ${violations.length} time(s):\n${violations.join('\n')}\n`);
+      process.stderr.write(
+        `\nThe API broke its contract (docs/openapi.json) ${violations.length} time(s):\n${violations.join('\n')}\n`,
+      );
       process.exitCode = 1;
     });
   violations.push(...found);

@@ -3,13 +3,13 @@ import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
+import { hashPassword } from '../../src/lib/password.js';
 import { TestDnsServer } from '../../support/dns-server.js';
 import { TestMx } from '../../support/mx-server.js';
-import { WebhookReceiver } from './webhook-receiver.js';
-import { startTestServer, customerId, type TestServer } from './env.js';
-import { fixturePath } from './fixtures.js';
 import { launchBrowser } from './browser.js';
-import { hashPassword } from '../../src/lib/password.js';
+import { customerId, startTestServer, type TestServer } from './env.js';
+import { fixturePath } from './fixtures.js';
+import { WebhookReceiver } from './webhook-receiver.js';
 
 // What the dashboard's browser tests share: a daemon with its dashboard, a loopback DNS server,
 // MX and webhook receiver, an admin and a customer's user, Debian's Chromium, and a tracker that
@@ -66,8 +66,20 @@ export async function startDashboardEnv(extraToml = ''): Promise<DashboardEnv> {
     },
   );
   const base = s.daemon.dashboardUrl!;
-  await s.store.users.add({ email: 'admin@ops.test', passwordHash: await hashPassword(PASSWORD), role: 'admin', customerId: null, now: Date.now() });
-  await s.store.users.add({ email: 'user@acme.test', passwordHash: await hashPassword(PASSWORD), role: 'customer', customerId: await customerId(s.store, 'acme'), now: Date.now() });
+  await s.store.users.add({
+    email: 'admin@ops.test',
+    passwordHash: await hashPassword(PASSWORD),
+    role: 'admin',
+    customerId: null,
+    now: Date.now(),
+  });
+  await s.store.users.add({
+    email: 'user@acme.test',
+    passwordHash: await hashPassword(PASSWORD),
+    role: 'customer',
+    customerId: await customerId(s.store, 'acme'),
+    now: Date.now(),
+  });
   let connections = 0;
   const trackerServer = createServer((socket) => {
     connections++;
@@ -106,7 +118,12 @@ export async function startDashboardEnv(extraToml = ''): Promise<DashboardEnv> {
     unlabelled: (page) =>
       page.evaluate(() =>
         Array.from(document.querySelectorAll('input:not([type=hidden]), select, textarea, button'))
-          .filter((el) => !(el as HTMLInputElement).labels?.length && !el.getAttribute('aria-label') && !(el.textContent ?? '').trim())
+          .filter(
+            (el) =>
+              !(el as HTMLInputElement).labels?.length &&
+              !el.getAttribute('aria-label') &&
+              !(el.textContent ?? '').trim(),
+          )
           .map((el) => el.outerHTML.slice(0, 80)),
       ),
     tracker: {

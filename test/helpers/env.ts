@@ -1,24 +1,23 @@
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
-import { openDb, migrate, type Db } from '../../src/store/sqlite/db.js';
-import { migrations } from '../../src/store/sqlite/migrations/index.js';
-import { ensureDefaultCustomer } from '../../src/store/sqlite/customers.js';
-import type { KeyKind } from '../../src/store/model.js';
-import type { Store } from '../../src/store/store.js';
-import { openStore } from '../../src/store/open.js';
-import { createTestDatabase } from '../../support/postgres.js';
-import { eventId } from '../../src/lib/ids.js';
-import type { EventType } from '../../src/domain/events.js';
-import { testSql, type TestSql } from './sql.js';
 import { dnsRecords } from '../../src/domain/dns-records.js';
-import type { TestDnsServer } from '../../support/dns-server.js';
-import { startDaemon, type Daemon, type DaemonOptions } from '../../src/main.js';
-import { silentLogger, type Logger } from '../../src/lib/logger.js';
+import type { EventType } from '../../src/domain/events.js';
+import { eventId } from '../../src/lib/ids.js';
+import { type Logger, silentLogger } from '../../src/lib/logger.js';
+import { type Daemon, type DaemonOptions, startDaemon } from '../../src/main.js';
+import type { AcceptResult, KeyKind } from '../../src/store/model.js';
+import { openStore } from '../../src/store/open.js';
+import { ensureDefaultCustomer } from '../../src/store/sqlite/customers.js';
+import { type Db, migrate, openDb } from '../../src/store/sqlite/db.js';
 import { acceptMessage } from '../../src/store/sqlite/messages.js';
-import type { AcceptResult } from '../../src/store/model.js';
+import { migrations } from '../../src/store/sqlite/migrations/index.js';
+import type { Store } from '../../src/store/store.js';
+import type { TestDnsServer } from '../../support/dns-server.js';
+import { createTestDatabase } from '../../support/postgres.js';
+import { type TestSql, testSql } from './sql.js';
 
 export function tempDir(prefix = 'posthaste-test-'): { path: string; remove: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
@@ -30,7 +29,14 @@ export function tempDir(prefix = 'posthaste-test-'): { path: string; remove: () 
 export const DEAD_DNS = '127.0.0.1:9';
 
 /** `dashboard`: undefined leaves the dashboard off; a string turns it on at a port-0 listener, with these extra lines. */
-export function writeTestConfig(dir: string, extraToml = '', dnsServer = DEAD_DNS, smtpExtra = '', dashboard?: string, storeUrl = ''): string {
+export function writeTestConfig(
+  dir: string,
+  extraToml = '',
+  dnsServer = DEAD_DNS,
+  smtpExtra = '',
+  dashboard?: string,
+  storeUrl = '',
+): string {
   const path = join(dir, 'posthaste.toml');
   writeFileSync(
     path,
@@ -52,18 +58,30 @@ export function testConfig(dir: string, extraToml = '', dnsServer = DEAD_DNS): C
  * The store engine the integration tests run on: SQLite, or PostgreSQL when
  * POSTHASTE_TEST_STORE=postgres (`npm test` runs them on both; support/postgres.ts).
  */
-export const TEST_ENGINE: 'sqlite' | 'postgres' = process.env.POSTHASTE_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
+export const TEST_ENGINE: 'sqlite' | 'postgres' =
+  process.env.POSTHASTE_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
 
 export async function customerId(store: Store, name = 'default'): Promise<number> {
   return ((await store.customers.find(name)) ?? (await store.customers.add(name, Date.now()))).id;
 }
 
 export async function makeKey(store: Store, kind: KeyKind = 'production', customer = 'default'): Promise<string> {
-  return (await store.keys.create({ customerId: await customerId(store, customer), kind, name: 'test', now: Date.now() })).key;
+  return (
+    await store.keys.create({ customerId: await customerId(store, customer), kind, name: 'test', now: Date.now() })
+  ).key;
 }
 
-export async function makeDomain(store: Store, name: string, opts: { customer?: string; verified?: boolean; receiving?: boolean } = {}): Promise<void> {
-  const d = await store.domains.add({ customerId: await customerId(store, opts.customer), name, receiving: opts.receiving ?? false, now: Date.now() });
+export async function makeDomain(
+  store: Store,
+  name: string,
+  opts: { customer?: string; verified?: boolean; receiving?: boolean } = {},
+): Promise<void> {
+  const d = await store.domains.add({
+    customerId: await customerId(store, opts.customer),
+    name,
+    receiving: opts.receiving ?? false,
+    now: Date.now(),
+  });
   if (opts.verified !== false) await store.domains.setVerified(d.id, Date.now());
 }
 
@@ -122,7 +140,9 @@ export function storeAtVersion(t: { teardown(fn: () => void): void }, version: n
   t.teardown(dir.remove);
   const db = openDb(dir.path);
   t.teardown(() => db.close());
-  db.sqlite.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+  db.sqlite.exec(
+    'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+  );
   for (const m of migrations.filter((m) => m.version <= version)) {
     db.sqlite.exec(m.sql);
     db.sqlite.prepare('INSERT INTO schema_migrations VALUES (?, ?, 0)').run(m.version, m.name);
@@ -143,7 +163,11 @@ export function storeWithKey(t: { teardown(fn: () => void): void }): Db {
   t.teardown(() => db.close());
   migrate(db, 0);
   ensureDefaultCustomer(db, 0);
-  db.sqlite.prepare("INSERT INTO api_keys (id, customer_id, kind, hash, created_at) VALUES ('key_x', 1, 'production', x'00', 0)").run();
+  db.sqlite
+    .prepare(
+      "INSERT INTO api_keys (id, customer_id, kind, hash, created_at) VALUES ('key_x', 1, 'production', x'00', 0)",
+    )
+    .run();
   return db;
 }
 
@@ -151,12 +175,21 @@ export function storeWithKey(t: { teardown(fn: () => void): void }): Db {
  * Publishes a sender domain's TXT records (verification, DKIM, SPF, DMARC) on the loopback DNS
  * server, where a receiving MX (mailauth, dkimpy) looks; returns them by name.
  */
-export async function publishDomainTxt(store: Store, dns: TestDnsServer, name: string): Promise<Record<string, string>> {
+export async function publishDomainTxt(
+  store: Store,
+  dns: TestDnsServer,
+  name: string,
+): Promise<Record<string, string>> {
   const d = await store.domains.find(name);
   if (!d) throw new Error(`no domain ${name}`);
   const published: Record<string, string> = {};
   for (const r of dnsRecords(
-    { name: d.name, verificationToken: d.verification_token, dkimSelector: d.dkim_selector, dkimPublicKey: d.dkim_public_key },
+    {
+      name: d.name,
+      verificationToken: d.verification_token,
+      dkimSelector: d.dkim_selector,
+      dkimPublicKey: d.dkim_public_key,
+    },
     { hostname: 'mx.test.posthaste', returnPathDomain: 'bounces.test.posthaste' },
   ))
     if (r.type === 'TXT') {
@@ -170,7 +203,10 @@ export async function publishDomainTxt(store: Store, dns: TestDnsServer, name: s
  * A message stored straight through the store (no API, no validation), for store-level tests:
  * one recipient row per address, due at `now`, with `request` as its stored body.
  */
-export function storeMessage(db: Db, input: { id: string; now: number; recipients: Array<{ address: string; domain: string }>; request?: string }): AcceptResult {
+export function storeMessage(
+  db: Db,
+  input: { id: string; now: number; recipients: Array<{ address: string; domain: string }>; request?: string },
+): AcceptResult {
   return acceptMessage(db, {
     customerId: 1,
     apiKeyId: 'key_x',
@@ -206,9 +242,19 @@ export async function testStoreUrl(t: { teardown(fn: () => unknown): void }): Pr
 }
 
 /** An event written straight into the outbox (as a state change would write it), for the webhook tests. */
-export async function recordTestEvent(s: Pick<TestServer, 'sql'>, e: { customerId: number; type: EventType; data: Record<string, unknown>; now: number }): Promise<string> {
+export async function recordTestEvent(
+  s: Pick<TestServer, 'sql'>,
+  e: { customerId: number; type: EventType; data: Record<string, unknown>; now: number },
+): Promise<string> {
   const id = eventId(e.now);
   const body = JSON.stringify({ id, type: e.type, timestamp: new Date(e.now).toISOString(), data: e.data });
-  await s.sql.run('INSERT INTO events (id, customer_id, type, created_at, body) VALUES (?, ?, ?, ?, ?)', id, e.customerId, e.type, e.now, body);
+  await s.sql.run(
+    'INSERT INTO events (id, customer_id, type, created_at, body) VALUES (?, ?, ?, ?, ?)',
+    id,
+    e.customerId,
+    e.type,
+    e.now,
+    body,
+  );
   return id;
 }

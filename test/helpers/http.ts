@@ -11,7 +11,10 @@ export interface HttpResult {
   headers: Headers;
 }
 
-export async function request(url: string, init: { method?: string; key?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<HttpResult> {
+export async function request(
+  url: string,
+  init: { method?: string; key?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+): Promise<HttpResult> {
   const headers: Record<string, string> = { ...init.headers };
   if (init.key) headers.authorization = `Token ${init.key}`;
   let body: string | undefined = init.raw;
@@ -21,7 +24,15 @@ export async function request(url: string, init: { method?: string; key?: string
   const res = await fetch(url, { method, headers, ...(body !== undefined ? { body } : {}) });
   const text = await res.text();
   // Every answer under /api/v1 is held to docs/openapi.json (test/helpers/contract.ts): a mismatch throws.
-  enforceContract({ method, url, requestBody: body, requestHeaders: headers, status: res.status, headers: res.headers, text });
+  enforceContract({
+    method,
+    url,
+    requestBody: body,
+    requestHeaders: headers,
+    status: res.status,
+    headers: res.headers,
+    text,
+  });
   let parsed: Json = text;
   try {
     parsed = JSON.parse(text);

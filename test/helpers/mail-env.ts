@@ -1,7 +1,7 @@
 import t from 'tap';
 import { TestDnsServer } from '../../support/dns-server.js';
 import { TestMx } from '../../support/mx-server.js';
-import { startTestServer, makeKey, makeDomain, type StartOptions, type TestServer } from './env.js';
+import { makeDomain, makeKey, type StartOptions, startTestServer, type TestServer } from './env.js';
 
 /**
  * A TestMx on 127.0.0.1 and a loopback DNS server that names it the MX of `domain` (as
@@ -52,7 +52,11 @@ export async function startMailEnv(opts: MailEnvOptions = {}): Promise<MailEnv> 
   }
   let s: TestServer;
   try {
-    s = await startTestServer(`[outbound]\nport = ${mx.port}\n${opts.outbound ?? ''}${opts.toml ?? ''}`, { manualDelivery: true, ...opts.daemon, dns: dns.server });
+    s = await startTestServer(`[outbound]\nport = ${mx.port}\n${opts.outbound ?? ''}${opts.toml ?? ''}`, {
+      manualDelivery: true,
+      ...opts.daemon,
+      dns: dns.server,
+    });
   } catch (e) {
     await Promise.all([dns.stop(), mx.stop()]);
     throw e;

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { readReport } from '../../src/reports/read.js';
 import type { ReportRecipient } from '../../src/domain/report.js';
+import { readReport } from '../../src/reports/read.js';
 
 // The report reader's pattern tables (test/unit/reports/recipients.test.ts, statuses.test.ts,
 // signs.test.ts): each pattern the reader knows, in a small message written in the shape of the
@@ -14,7 +14,11 @@ export function mail(text: string): Buffer {
 }
 
 /** A multipart/report: the notification, the delivery-status fields, and the original's headers. */
-export function report(notification: string, fields: string, original = 'From: shop@example.com\nTo: bob@example.net\nSubject: Your order\n'): Buffer {
+export function report(
+  notification: string,
+  fields: string,
+  original = 'From: shop@example.com\nTo: bob@example.net\nSubject: Your order\n',
+): Buffer {
   return mail(`
 From: Mail Delivery System <MAILER-DAEMON@mx.example.org>
 To: bounces+tok@mail.example.com
@@ -39,7 +43,12 @@ ${original}
 `);
 }
 
-type Expected = Partial<Pick<ReportRecipient, 'action' | 'status' | 'replyCode' | 'classification' | 'permanent' | 'suppress' | 'originalRecipient'>> & { address: string };
+type Expected = Partial<
+  Pick<
+    ReportRecipient,
+    'action' | 'status' | 'replyCode' | 'classification' | 'permanent' | 'suppress' | 'originalRecipient'
+  >
+> & { address: string };
 
 export interface PatternCase {
   /** What the reader must do, as a sentence. */

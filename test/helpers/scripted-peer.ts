@@ -144,7 +144,11 @@ export class ScriptedPeer {
         }
       }
       if (lines.length > 0) this.reads.push(lines);
-      if (script.holdUntilData && lines.some((l) => /^(MAIL|RCPT)/.test(l)) && !lines.some((l) => l === 'DATA' || l.startsWith('BDAT '))) {
+      if (
+        script.holdUntilData &&
+        lines.some((l) => /^(MAIL|RCPT)/.test(l)) &&
+        !lines.some((l) => l === 'DATA' || l.startsWith('BDAT '))
+      ) {
         held.push(...out);
         return;
       }

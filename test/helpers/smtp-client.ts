@@ -1,6 +1,6 @@
+import { once } from 'node:events';
 import net from 'node:net';
 import tls from 'node:tls';
-import { once } from 'node:events';
 
 /** A raw SMTP client: sends exactly the bytes a test gives (smuggling sequences included) and reads replies. */
 export class RawSmtp {

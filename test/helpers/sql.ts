@@ -1,6 +1,6 @@
+import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { join } from 'node:path';
 import type { Config } from '../../src/config/schema.js';
 import { DB_FILE } from '../../src/store/sqlite/db.js';
 
@@ -44,7 +44,8 @@ export function testSql(config: Config): TestSql {
   }
   const pool = new pg.Pool({ connectionString: config.store.url, max: 2 });
   pool.on('error', () => undefined);
-  const rows = async (sql: string, p: unknown[]) => (await pool.query(numbered(sql), p)).rows as Array<Record<string, unknown>>;
+  const rows = async (sql: string, p: unknown[]) =>
+    (await pool.query(numbered(sql), p)).rows as Array<Record<string, unknown>>;
   return {
     engine: 'postgres',
     all: async (sql, ...p) => (await rows(sql, p)) as never[],

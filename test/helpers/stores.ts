@@ -1,12 +1,12 @@
+import pg from 'pg';
 import tap, { type Test } from 'tap';
+import type { OutboxEvent } from '../../src/store/model.js';
+import { pgStore } from '../../src/store/pg/index.js';
 import { openDb } from '../../src/store/sqlite/db.js';
 import { sqliteStore } from '../../src/store/sqlite/index.js';
-import { pgStore } from '../../src/store/pg/index.js';
 import type { FanOutPos, Store } from '../../src/store/store.js';
-import type { OutboxEvent } from '../../src/store/model.js';
-import { tempDir } from './env.js';
 import { testDatabase } from '../../support/postgres.js';
-import pg from 'pg';
+import { tempDir } from './env.js';
 
 /** Each fresh store's own way to run a statement behind the interface (tests that set a row up by hand: a heartbeat in the past). */
 const raw = new WeakMap<Store, (sql: string, values: unknown[]) => Promise<void>>();
@@ -30,7 +30,11 @@ export type Engine = (typeof ENGINES)[number];
  * directory, PostgreSQL in a database of its own on the run's cluster (support/postgres.ts);
  * closed and removed at teardown.
  */
-export async function freshStore(t: { teardown(fn: () => unknown): void }, engine: Engine, now = Date.now()): Promise<Store> {
+export async function freshStore(
+  t: { teardown(fn: () => unknown): void },
+  engine: Engine,
+  now = Date.now(),
+): Promise<Store> {
   let store: Store;
   if (engine === 'sqlite') {
     const dir = tempDir();
@@ -65,15 +69,25 @@ export async function freshStore(t: { teardown(fn: () => unknown): void }, engin
 }
 
 /** Registers one test per engine: `contract('x', fn)` runs fn against a fresh store of each. */
-export function contract(name: string, fn: (t: Test, s: Store, engine: Engine) => Promise<void>, now = 1_000_000): void {
-  for (const engine of ENGINES) tap.test(`${engine}: ${name}`, async (t) => fn(t, await freshStore(t, engine, now), engine));
+export function contract(
+  name: string,
+  fn: (t: Test, s: Store, engine: Engine) => Promise<void>,
+  now = 1_000_000,
+): void {
+  for (const engine of ENGINES)
+    tap.test(`${engine}: ${name}`, async (t) => fn(t, await freshStore(t, engine, now), engine));
 }
 
 /** The default customer, a production key and a verified domain: what a send needs. */
-export async function sender(s: Store, domain = 'example.com', now = 1_000_000): Promise<{ customerId: number; keyId: string; key: string; domainId: number }> {
+export async function sender(
+  s: Store,
+  domain = 'example.com',
+  now = 1_000_000,
+): Promise<{ customerId: number; keyId: string; key: string; domainId: number }> {
   const c = (await s.customers.find('default'))!;
   const k = await s.keys.create({ customerId: c.id, kind: 'production', name: 'test', now });
-  const d = (await s.domains.find(domain)) ?? (await s.domains.add({ customerId: c.id, name: domain, receiving: false, now }));
+  const d =
+    (await s.domains.find(domain)) ?? (await s.domains.add({ customerId: c.id, name: domain, receiving: false, now }));
   await s.domains.setVerified(d.id, now);
   return { customerId: c.id, keyId: k.id, key: k.key, domainId: d.id };
 }
@@ -84,7 +98,15 @@ let counter = 0;
 export async function send(
   s: Store,
   who: { customerId: number; keyId: string },
-  opts: { to?: string[]; now?: number; sandbox?: boolean; tags?: string[]; scheduledAt?: number; idempotency?: { key: string; hash: Buffer; ttlMs: number }; messageId?: string } = {},
+  opts: {
+    to?: string[];
+    now?: number;
+    sandbox?: boolean;
+    tags?: string[];
+    scheduledAt?: number;
+    idempotency?: { key: string; hash: Buffer; ttlMs: number };
+    messageId?: string;
+  } = {},
 ) {
   const now = opts.now ?? 1_000_000;
   const messageId = opts.messageId ?? `m${++counter}.${process.pid}@example.com`;

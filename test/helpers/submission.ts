@@ -8,13 +8,18 @@ import { fixturePath } from './fixtures.js';
 
 /** A daemon's submission listeners on port-0 loopback addresses with the test certificate; `extra` more lines of the section. */
 export function submissionToml(extra = ''): string {
-  return `[submission]\nlisten = "127.0.0.1:0"\nlisten_tls = "127.0.0.1:0"\n` + `tls.cert = "${fixturePath('tls/server.pem')}"\ntls.key = "${fixturePath('tls/server-key.pem')}"\n${extra}`;
+  return (
+    `[submission]\nlisten = "127.0.0.1:0"\nlisten_tls = "127.0.0.1:0"\n` +
+    `tls.cert = "${fixturePath('tls/server.pem')}"\ntls.key = "${fixturePath('tls/server-key.pem')}"\n${extra}`
+  );
 }
 
 /** Why swaks cannot run here (with its TLS, which needs Net::SSLeay), or null. */
 export function swaksAvailable(): string | null {
-  if (!existsSync('/usr/bin/swaks')) return 'swaks is not installed (apt-get install swaks libnet-ssleay-perl; .ci/run does)';
-  if (spawnSync('perl', ['-MNet::SSLeay', '-e', '1']).status !== 0) return "swaks's TLS needs Net::SSLeay (apt-get install libnet-ssleay-perl; .ci/run does)";
+  if (!existsSync('/usr/bin/swaks'))
+    return 'swaks is not installed (apt-get install swaks libnet-ssleay-perl; .ci/run does)';
+  if (spawnSync('perl', ['-MNet::SSLeay', '-e', '1']).status !== 0)
+    return "swaks's TLS needs Net::SSLeay (apt-get install libnet-ssleay-perl; .ci/run does)";
   return null;
 }
 
@@ -40,8 +45,11 @@ export function queuedAs(out: string): string | undefined {
 
 /** mailauth's DKIM verdicts for a message, with the public keys answered from `records` (name → TXT). */
 export async function dkimResults(message: Buffer, records: Record<string, string>): Promise<string[]> {
-  const r = await dkimVerify(message, { resolver: async (name: string, type: string) => (type === 'TXT' && records[name] ? [[records[name]]] : []) } as never);
+  const r = await dkimVerify(message, {
+    resolver: async (name: string, type: string) => (type === 'TXT' && records[name] ? [[records[name]]] : []),
+  } as never);
   return r.results.map(
-    (x: { signingDomain?: string; status: { result: string; comment?: string } }) => `${x.signingDomain}:${x.status.result}${x.status.result === 'pass' ? '' : ` (${x.status.comment})`}`,
+    (x: { signingDomain?: string; status: { result: string; comment?: string } }) =>
+      `${x.signingDomain}:${x.status.result}${x.status.result === 'pass' ? '' : ` (${x.status.comment})`}`,
   );
 }

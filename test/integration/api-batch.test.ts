@@ -4,22 +4,36 @@
 import t from 'tap';
 import { getEmail } from '../helpers/api.js';
 import { makeDomain } from '../helpers/env.js';
+import { expectError, type Json, request } from '../helpers/http.js';
 import { startMailEnv } from '../helpers/mail-env.js';
-import { request, expectError, type Json } from '../helpers/http.js';
 
 const s = await startMailEnv({ mxDomains: ['batch.test'] });
 const { mx, key } = s;
 await makeDomain(s.store, 'pending.example', { verified: false });
 const url = `${s.url}/api/v1/emails/batch`;
-const msg = (to: string, extra: Record<string, unknown> = {}) => ({ from: 'Shop <shop@example.com>', to, subject: `For ${to}`, text_body: 'Hello.', ...extra });
+const msg = (to: string, extra: Record<string, unknown> = {}) => ({
+  from: 'Shop <shop@example.com>',
+  to,
+  subject: `For ${to}`,
+  text_body: 'Hello.',
+  ...extra,
+});
 const count = async () => (await s.sql.value('SELECT COUNT(*) FROM messages')) as number;
 
 t.test('every item accepted: 202 with a message id each, all stored, all delivered', async (t) => {
   const before = await count();
-  const r = await request(url, { key, body: [msg('a1@batch.test'), msg('a2@batch.test', { cc: 'a3@batch.test' }), msg('a4@batch.test', { metadata: { n: '4' } })] });
+  const r = await request(url, {
+    key,
+    body: [
+      msg('a1@batch.test'),
+      msg('a2@batch.test', { cc: 'a3@batch.test' }),
+      msg('a4@batch.test', { metadata: { n: '4' } }),
+    ],
+  });
   t.equal(r.status, 202);
   t.equal(r.body.data.length, 3);
-  for (const [i, item] of (r.body.data as Json[]).entries()) t.match(item, { message_id: /@example\.com$/, status: 'queued', sandbox: false }, `item ${i}`);
+  for (const [i, item] of (r.body.data as Json[]).entries())
+    t.match(item, { message_id: /@example\.com$/, status: 'queued', sandbox: false }, `item ${i}`);
   t.same(r.body.data[1].recipients, ['a2@batch.test', 'a3@batch.test']);
   t.equal(new Set(r.body.data.map((d: Json) => d.message_id)).size, 3, 'distinct Message-IDs');
   t.equal(await count(), before + 3);
@@ -52,7 +66,12 @@ t.test('items are validated on their own: the good ones are stored, the bad ones
   t.equal(d.length, 7);
   t.match(d[0], { message_id: String, status: 'queued' });
   t.match(d[1], { error: { code: 'validation_failed', details: { subject: Array } } }, 'a missing subject');
-  t.match(d[2], { error: { code: 'recipient_suppressed', details: { to: ['gone@batch.test is on the suppression list (hard_bounce)'] } } });
+  t.match(d[2], {
+    error: {
+      code: 'recipient_suppressed',
+      details: { to: ['gone@batch.test is on the suppression list (hard_bounce)'] },
+    },
+  });
   t.match(d[3], { error: { code: 'domain_not_verified' } });
   t.match(d[4], { error: { code: 'validation_failed', details: { from: [/not a domain of this account/] } } });
   t.match(d[5], { error: { code: 'validation_failed', message: 'A message must be a JSON object.' } });
@@ -63,9 +82,27 @@ t.test('items are validated on their own: the good ones are stored, the bad ones
 t.test('the batch itself: an array of 1 to 100, JSON, a key', async (t) => {
   const before = await count();
   expectError(t, await request(url, { key, body: [] }), 422, 'validation_failed', 'empty');
-  expectError(t, await request(url, { key, body: Array.from({ length: 101 }, (_, i) => msg(`n${i}@batch.test`)) }), 422, 'validation_failed', '101 items');
-  expectError(t, await request(url, { key, body: msg('o@batch.test') }), 400, 'invalid_json', 'an object, not an array');
-  expectError(t, await request(`${s.url}/api/v1/emails`, { key, body: [msg('o@batch.test')] }), 400, 'invalid_json', 'an array to the single send');
+  expectError(
+    t,
+    await request(url, { key, body: Array.from({ length: 101 }, (_, i) => msg(`n${i}@batch.test`)) }),
+    422,
+    'validation_failed',
+    '101 items',
+  );
+  expectError(
+    t,
+    await request(url, { key, body: msg('o@batch.test') }),
+    400,
+    'invalid_json',
+    'an object, not an array',
+  );
+  expectError(
+    t,
+    await request(`${s.url}/api/v1/emails`, { key, body: [msg('o@batch.test')] }),
+    400,
+    'invalid_json',
+    'an array to the single send',
+  );
   expectError(t, await request(url, { key, raw: '[{"from":' }), 400, 'invalid_json', 'broken JSON');
   expectError(t, await request(url, { key: null, body: [msg('o@batch.test')] }), 401, 'unauthorized', 'no key');
   t.equal(await count(), before, 'nothing stored by any of them');

@@ -1,8 +1,8 @@
 import t, { type Test } from 'tap';
-import { startTestServer, makeKey, makeDomain, customerId, type TestServer } from '../helpers/env.js';
-import { composeMessage } from '../../src/outbound/compose.js';
 import { readStoredRequest } from '../../src/domain/stored-request.js';
-import { request, type HttpResult, type Json } from '../helpers/http.js';
+import { composeMessage } from '../../src/outbound/compose.js';
+import { customerId, makeDomain, makeKey, startTestServer, type TestServer } from '../helpers/env.js';
+import { type HttpResult, type Json, request } from '../helpers/http.js';
 
 let s: TestServer;
 let live: string;
@@ -22,7 +22,10 @@ t.before(async () => {
 });
 t.teardown(() => s.close());
 
-async function post(body: unknown, opts: { key?: string | null; headers?: Record<string, string>; raw?: string } = {}): Promise<HttpResult> {
+async function post(
+  body: unknown,
+  opts: { key?: string | null; headers?: Record<string, string>; raw?: string } = {},
+): Promise<HttpResult> {
   return request(`${s.url}/api/v1/emails`, {
     method: 'POST',
     key: opts.key === undefined ? live : opts.key,
@@ -33,7 +36,10 @@ async function post(body: unknown, opts: { key?: string | null; headers?: Record
 
 /** The MIME message delivery will compose from what was stored. */
 async function storedMime(messageId: string): Promise<string> {
-  const row = (await s.sql.get('SELECT request, created_at FROM messages WHERE message_id = ?', messageId)) as { request: Buffer; created_at: number };
+  const row = (await s.sql.get('SELECT request, created_at FROM messages WHERE message_id = ?', messageId)) as {
+    request: Buffer;
+    created_at: number;
+  };
   return (await composeMessage(readStoredRequest(row.request), messageId, row.created_at)).toString();
 }
 
@@ -45,30 +51,45 @@ function isErrorShape(t: Test, body: Json, code: string): void {
   t.type(body?.error?.details, 'object');
 }
 
-t.test('a valid request is accepted with 202 and the documented shape (docs/api.md), and the rows exist when the 202 arrives', async (t) => {
-  const r = await post(valid);
-  t.equal(r.status, 202);
-  t.match(r.body, { status: 'queued', sandbox: false, recipients: ['alice@example.org'] });
-  t.match(r.body.message_id, /^[0-9a-z]{26}@example\.com$/);
-  // Durability: the message and its recipient are committed before the response is sent.
-  const row = (await s.sql.get('SELECT id, request, created_at FROM messages WHERE message_id = ?', r.body.message_id)) as { id: number; request: Buffer; created_at: number };
-  t.ok(row, 'message row exists on 202');
-  t.ok(Buffer.isBuffer(row.request), 'stored as bytes (a BLOB: delivery reads text as the older format)');
-  t.same(JSON.parse(row.request.toString('utf8')), valid, 'the request is stored as received');
-  const rcpts = await s.sql.all('SELECT address, state FROM recipients WHERE message_id = ?', row.id);
-  t.same(rcpts, [{ address: 'alice@example.org', state: 'queued' }]);
-  const raw = await storedMime(r.body.message_id);
-  t.match(raw, `Message-ID: <${r.body.message_id}>`);
-  t.match(raw, /From: Sender <hello@example\.com>/);
-});
+t.test(
+  'a valid request is accepted with 202 and the documented shape (docs/api.md), and the rows exist when the 202 arrives',
+  async (t) => {
+    const r = await post(valid);
+    t.equal(r.status, 202);
+    t.match(r.body, { status: 'queued', sandbox: false, recipients: ['alice@example.org'] });
+    t.match(r.body.message_id, /^[0-9a-z]{26}@example\.com$/);
+    // Durability: the message and its recipient are committed before the response is sent.
+    const row = (await s.sql.get(
+      'SELECT id, request, created_at FROM messages WHERE message_id = ?',
+      r.body.message_id,
+    )) as { id: number; request: Buffer; created_at: number };
+    t.ok(row, 'message row exists on 202');
+    t.ok(Buffer.isBuffer(row.request), 'stored as bytes (a BLOB: delivery reads text as the older format)');
+    t.same(JSON.parse(row.request.toString('utf8')), valid, 'the request is stored as received');
+    const rcpts = await s.sql.all('SELECT address, state FROM recipients WHERE message_id = ?', row.id);
+    t.same(rcpts, [{ address: 'alice@example.org', state: 'queued' }]);
+    const raw = await storedMime(r.body.message_id);
+    t.match(raw, `Message-ID: <${r.body.message_id}>`);
+    t.match(raw, /From: Sender <hello@example\.com>/);
+  },
+);
 
 t.test('several recipients as a comma list and as an array, cc and bcc; bcc stays out of the headers', async (t) => {
   const a = await post({ ...valid, to: 'a@example.org, "Doe, Jane" <b@example.org>' });
   t.equal(a.status, 202);
   t.same(a.body.recipients, ['a@example.org', 'b@example.org']);
-  const b = await post({ ...valid, to: ['a@example.org', 'c@example.org'], cc: 'd@example.org', bcc: ['e@example.org', 'A@example.org'] });
+  const b = await post({
+    ...valid,
+    to: ['a@example.org', 'c@example.org'],
+    cc: 'd@example.org',
+    bcc: ['e@example.org', 'A@example.org'],
+  });
   t.equal(b.status, 202);
-  t.same(b.body.recipients, ['a@example.org', 'c@example.org', 'd@example.org', 'e@example.org'], 'duplicates (case-insensitive) collapse');
+  t.same(
+    b.body.recipients,
+    ['a@example.org', 'c@example.org', 'd@example.org', 'e@example.org'],
+    'duplicates (case-insensitive) collapse',
+  );
   const raw = await storedMime(b.body.message_id);
   t.notMatch(raw, /^Bcc:/m);
   t.notMatch(raw, 'e@example.org');
@@ -105,22 +126,36 @@ t.test('the key is taken with the Bearer scheme as with Token, in any case (docs
     t.equal((await post(valid, { key: null, headers })).status, 202, `${scheme}: send`);
     t.equal((await request(`${s.url}/api/v1/suppressions`, { headers })).status, 200, `${scheme}: a checked endpoint`);
   }
-  const basic = await post(valid, { key: null, headers: { authorization: `Basic ${Buffer.from(`x:${live}`).toString('base64')}` } });
+  const basic = await post(valid, {
+    key: null,
+    headers: { authorization: `Basic ${Buffer.from(`x:${live}`).toString('base64')}` },
+  });
   t.equal(basic.status, 401);
   isErrorShape(t, basic.body, 'unauthorized');
   t.match(basic.body.error.message, /Bearer <API key>/, 'another scheme is told which ones are taken');
-  t.equal((await post(valid, { key: null, headers: { authorization: 'Bearer ph_live_' + 'A'.repeat(40) } })).status, 401, 'Bearer with an unknown key');
+  t.equal(
+    (await post(valid, { key: null, headers: { authorization: 'Bearer ph_live_' + 'A'.repeat(40) } })).status,
+    401,
+    'Bearer with an unknown key',
+  );
 });
 
 t.test('a key revoked after it was cached gets 401 before any other answer of the send path', async (t) => {
   const doomed = await makeKey(s.store, 'production');
-  t.equal((await post(valid, { key: doomed })).status, 202, 'a first send: the new key moved the epoch, the cache catches up');
+  t.equal(
+    (await post(valid, { key: doomed })).status,
+    202,
+    'a first send: the new key moved the epoch, the cache catches up',
+  );
   t.equal((await post(valid, { key: doomed })).status, 202, 'a second send: now cached at the current epoch');
   for (const [what, opts] of [
     ['invalid JSON', { raw: '{"from":' }],
     ['a body that fails validation', { body: { ...valid, to: 'not an address' } }],
   ] as const) {
-    const r = await post('body' in opts ? opts.body : null, { key: doomed, ...('raw' in opts ? { raw: opts.raw } : {}) });
+    const r = await post('body' in opts ? opts.body : null, {
+      key: doomed,
+      ...('raw' in opts ? { raw: opts.raw } : {}),
+    });
     t.not(r.status, 401, `${what}, before revocation: not 401`);
   }
   await s.store.keys.revoke((await s.store.keys.list()).find((k) => doomed.includes(k.id.slice(4)))!.id, Date.now());
@@ -130,7 +165,10 @@ t.test('a key revoked after it was cached gets 401 before any other answer of th
     ['an unverified sender domain', { body: { ...valid, from: 'a@pending.example' } }],
     ['a valid request', { body: valid }],
   ] as const) {
-    const r = await post('body' in opts ? opts.body : null, { key: doomed, ...('raw' in opts ? { raw: opts.raw } : {}) });
+    const r = await post('body' in opts ? opts.body : null, {
+      key: doomed,
+      ...('raw' in opts ? { raw: opts.raw } : {}),
+    });
     t.equal(r.status, 401, what);
     isErrorShape(t, r.body, 'unauthorized');
   }
@@ -176,7 +214,11 @@ t.test('400 invalid_json says where the body stops being JSON and what was expec
     'offsets count bytes, columns characters',
   );
   const batch = await request(`${s.url}/api/v1/emails/batch`, { key: live, raw: '[{"from": x}]' });
-  t.match(batch.body.error, { code: 'invalid_json', details: { body: [/line 1, column 11 \(byte offset 10\): expected a value/] } }, 'the batch endpoint too');
+  t.match(
+    batch.body.error,
+    { code: 'invalid_json', details: { body: [/line 1, column 11 \(byte offset 10\): expected a value/] } },
+    'the batch endpoint too',
+  );
 });
 
 t.test('415 unsupported_media_type for anything but application/json', async (t) => {
@@ -221,11 +263,31 @@ const invalid: Array<[string, Record<string, unknown>, string]> = [
   ['subject with CRLF', { subject: 'Hi\r\nBcc: x@evil.example' }, 'subject'],
   ['no body at all', { text_body: undefined }, 'body'],
   ['body and text_body differ', { body: 'one', text_body: 'two' }, 'text_body'],
-  ['attachment filename empty', { attachments: [{ filename: '', io: 'aGk=', content_type: 'text/plain' }] }, 'attachments[0].filename'],
-  ['attachment io not base64', { attachments: [{ filename: 'a.txt', io: 'not base64!', content_type: 'text/plain' }] }, 'attachments[0].io'],
-  ['attachment io unpadded', { attachments: [{ filename: 'a.txt', io: 'aGk', content_type: 'text/plain' }] }, 'attachments[0].io'],
-  ['attachment content_type bad', { attachments: [{ filename: 'a.txt', io: 'aGk=', content_type: 'pdf' }] }, 'attachments[0].content_type'],
-  ['attachment path smuggled', { attachments: [{ filename: 'a.txt', io: 'aGk=', content_type: 'text/plain', path: '/etc/passwd' }] }, 'attachments[0].path'],
+  [
+    'attachment filename empty',
+    { attachments: [{ filename: '', io: 'aGk=', content_type: 'text/plain' }] },
+    'attachments[0].filename',
+  ],
+  [
+    'attachment io not base64',
+    { attachments: [{ filename: 'a.txt', io: 'not base64!', content_type: 'text/plain' }] },
+    'attachments[0].io',
+  ],
+  [
+    'attachment io unpadded',
+    { attachments: [{ filename: 'a.txt', io: 'aGk', content_type: 'text/plain' }] },
+    'attachments[0].io',
+  ],
+  [
+    'attachment content_type bad',
+    { attachments: [{ filename: 'a.txt', io: 'aGk=', content_type: 'pdf' }] },
+    'attachments[0].content_type',
+  ],
+  [
+    'attachment path smuggled',
+    { attachments: [{ filename: 'a.txt', io: 'aGk=', content_type: 'text/plain', path: '/etc/passwd' }] },
+    'attachments[0].path',
+  ],
   ['owned header', { headers: { 'Message-ID': '<x@y>' } }, 'headers.Message-ID'],
   ['content-* header', { headers: { 'Content-Type': 'text/html' } }, 'headers.Content-Type'],
   ['header value with CRLF', { headers: { 'X-Tag': 'a\r\nBcc: x@evil.example' } }, 'headers.X-Tag'],
@@ -260,13 +322,21 @@ t.test('413 payload_too_large: request body over the limit, and encoded message 
   isErrorShape(t, huge.body, 'payload_too_large');
   // ~180 KB of attachment: the request fits (4/3 + slack) but the encoded message exceeds 200000 bytes.
   const io = Buffer.alloc(180_000, 7).toString('base64');
-  const big = await post({ ...valid, attachments: [{ filename: 'a.bin', io, content_type: 'application/octet-stream' }] });
+  const big = await post({
+    ...valid,
+    attachments: [{ filename: 'a.bin', io, content_type: 'application/octet-stream' }],
+  });
   t.equal(big.status, 413, 'encoded message over max_message_bytes');
   isErrorShape(t, big.body, 'payload_too_large');
 });
 
 t.test('422 recipient_suppressed names each suppressed address under its field, and queues nothing', async (t) => {
-  await s.store.suppressions.add({ customerId: await customerId(s.store), address: 'Gone@Example.org', reason: 'hard_bounce', now: Date.now() });
+  await s.store.suppressions.add({
+    customerId: await customerId(s.store),
+    address: 'Gone@Example.org',
+    reason: 'hard_bounce',
+    now: Date.now(),
+  });
   const before = ((await s.sql.get('SELECT COUNT(*) AS n FROM messages')) as { n: number }).n;
   const r = await post({ ...valid, to: ['ok@example.org'], cc: 'gone@example.org' });
   t.equal(r.status, 422);
@@ -287,7 +357,9 @@ t.test('Idempotency-Key: a retry returns the first response; another body is 409
   t.equal(second.status, 202);
   t.same(second.body, first.body, 'same response, same message_id');
   t.equal(second.headers.get('idempotent-replayed'), 'true');
-  const n = ((await s.sql.get('SELECT COUNT(*) AS n FROM messages WHERE message_id = ?', first.body.message_id)) as { n: number }).n;
+  const n = (
+    (await s.sql.get('SELECT COUNT(*) AS n FROM messages WHERE message_id = ?', first.body.message_id)) as { n: number }
+  ).n;
   t.equal(n, 1);
   const conflict = await post({ ...valid, subject: 'Different' }, { headers });
   t.equal(conflict.status, 409);
@@ -297,7 +369,9 @@ t.test('Idempotency-Key: a retry returns the first response; another body is 409
   t.equal(acme.status, 202);
   t.not(acme.body.message_id, first.body.message_id);
   // Concurrent retries of one key still send once.
-  const race = await Promise.all(Array.from({ length: 5 }, () => post(valid, { headers: { 'idempotency-key': 'race-1' } })));
+  const race = await Promise.all(
+    Array.from({ length: 5 }, () => post(valid, { headers: { 'idempotency-key': 'race-1' } })),
+  );
   t.same(new Set(race.map((r) => r.body.message_id)).size, 1);
   const bad = await post(valid, { headers: { 'idempotency-key': 'x'.repeat(256) } });
   t.equal(bad.status, 422);
@@ -306,12 +380,20 @@ t.test('Idempotency-Key: a retry returns the first response; another body is 409
 t.test('GET /api/v1/emails/:id shows the message to its customer only; 404 otherwise', async (t) => {
   const r = await post({ ...valid, to: ['one@example.org', 'two@example.org'], metadata: { order: '42' } });
   const get = async (id: string, key: string) => {
-    const res = await fetch(`${s.url}/api/v1/emails/${encodeURIComponent(id)}`, { headers: { authorization: `Token ${key}` } });
+    const res = await fetch(`${s.url}/api/v1/emails/${encodeURIComponent(id)}`, {
+      headers: { authorization: `Token ${key}` },
+    });
     return { status: res.status, body: (await res.json()) as Json };
   };
   const mine = await get(r.body.message_id, live);
   t.equal(mine.status, 200);
-  t.match(mine.body, { message_id: r.body.message_id, from: 'Sender <hello@example.com>', subject: 'Hello', sandbox: false, metadata: { order: '42' } });
+  t.match(mine.body, {
+    message_id: r.body.message_id,
+    from: 'Sender <hello@example.com>',
+    subject: 'Hello',
+    sandbox: false,
+    metadata: { order: '42' },
+  });
   t.same(
     mine.body.recipients.map((x: { address: string; state: string }) => [x.address, x.state]),
     [

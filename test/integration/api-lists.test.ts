@@ -1,20 +1,33 @@
 import t from 'tap';
-import { makeKey, customerId } from '../helpers/env.js';
+import { customerId, makeKey } from '../helpers/env.js';
+import { type Json, request } from '../helpers/http.js';
 import { startMailEnv } from '../helpers/mail-env.js';
-import { request, type Json } from '../helpers/http.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 
 const s = await startMailEnv({ mxDomains: ['good.test'], toml: '[inbound]\nrate_per_minute = 1000\n' });
 const { key } = s;
 s.mx.script = (rcpt) => (rcpt.startsWith('nobody') ? { rcpt: [550, '5.1.1 User unknown'] } : undefined);
 const other = await makeKey(s.store, 'production', 'acme');
-await s.store.domains.add({ customerId: await customerId(s.store), name: 'in.example.com', receiving: true, now: Date.now() });
+await s.store.domains.add({
+  customerId: await customerId(s.store),
+  name: 'in.example.com',
+  receiving: true,
+  now: Date.now(),
+});
 
 const ids: string[] = [];
 for (const to of ['a@good.test', 'Bob@good.test', 'nobody@good.test', 'a@good.test'])
-  ids.push((await request(`${s.url}/api/v1/emails`, { key, body: { from: 'shop@example.com', to, subject: `to ${to}`, text_body: 'x' } })).body.message_id);
+  ids.push(
+    (
+      await request(`${s.url}/api/v1/emails`, {
+        key,
+        body: { from: 'shop@example.com', to, subject: `to ${to}`, text_body: 'x' },
+      })
+    ).body.message_id,
+  );
 await s.daemon.scheduler.drain();
-const list = async (q: string, k = key): Promise<Json> => (await request(`${s.url}/api/v1/emails?${q}`, { key: k })).body;
+const list = async (q: string, k = key): Promise<Json> =>
+  (await request(`${s.url}/api/v1/emails?${q}`, { key: k })).body;
 
 t.test('GET /api/v1/emails: newest first, filtered, paged by cursor', async (t) => {
   const all = await list('');
@@ -56,7 +69,12 @@ t.test('GET /api/v1/emails: newest first, filtered, paged by cursor', async (t) 
 t.test('GET /api/v1/inbound: the received messages, newest first', async (t) => {
   const c = await RawSmtp.connect(s.daemon.smtp.port);
   await c.cmd('EHLO client.sender.test');
-  for (const subject of ['first', 'second']) await c.send('bob@sender.test', ['support@in.example.com'], `From: bob@sender.test\r\nTo: support@in.example.com\r\nSubject: ${subject}\r\n\r\nhi\r\n`);
+  for (const subject of ['first', 'second'])
+    await c.send(
+      'bob@sender.test',
+      ['support@in.example.com'],
+      `From: bob@sender.test\r\nTo: support@in.example.com\r\nSubject: ${subject}\r\n\r\nhi\r\n`,
+    );
   c.close();
   const r = await request(`${s.url}/api/v1/inbound?limit=1`, { key });
   t.equal(r.status, 200);

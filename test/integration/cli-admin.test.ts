@@ -2,16 +2,28 @@
 // global options, --json errors are JSON, options with a fixed set of values refuse others and
 // list them, messages page as the API does, and config prints what changed or one key.
 import t from 'tap';
-import { runCli, json } from '../helpers/cli.js';
-import { startTestServer, makeKey, makeDomain, TEST_ENGINE } from '../helpers/env.js';
 import { sendEmail } from '../helpers/api.js';
-import { request, type Json } from '../helpers/http.js';
+import { json, runCli } from '../helpers/cli.js';
+import { makeDomain, makeKey, startTestServer, TEST_ENGINE } from '../helpers/env.js';
+import { type Json, request } from '../helpers/http.js';
 
 const s = await startTestServer('[outbound]\nhold = true\n', { manualDelivery: true });
 t.teardown(() => s.close());
 const cli = (...args: string[]) => runCli(['--config', s.configPath, ...args]);
 
-const NOUNS = ['customers', 'keys', 'domains', 'messages', 'webhooks', 'suppressions', 'inbound', 'reports', 'users', 'db', 'config'];
+const NOUNS = [
+  'customers',
+  'keys',
+  'domains',
+  'messages',
+  'webhooks',
+  'suppressions',
+  'inbound',
+  'reports',
+  'users',
+  'db',
+  'config',
+];
 
 t.test('every subcommand has a description, and its help shows --config and --json', async (t) => {
   for (const noun of NOUNS) {
@@ -21,7 +33,11 @@ t.test('every subcommand has a description, and its help shows --config and --js
     t.same(bare, [], `${noun}: every command described`);
     const first = /^ {2}([a-z-]+)/m.exec(commands.join('\n'))![1]!;
     const sub = (await cli(noun, first, '--help')).stdout;
-    t.match(sub, /Global Options:[\s\S]*--config <file>[\s\S]*--json/, `${noun} ${first} --help shows the global options`);
+    t.match(
+      sub,
+      /Global Options:[\s\S]*--config <file>[\s\S]*--json/,
+      `${noun} ${first} --help shows the global options`,
+    );
   }
 });
 
@@ -29,7 +45,9 @@ t.test('with --json, errors are JSON on stderr and the exit is non-zero', async 
   const usage = await cli('suppressions', 'list', '--reason', 'nope', '--json');
   t.not(usage.code, 0);
   t.equal(usage.stdout, '');
-  t.match(JSON.parse(usage.stderr), { error: { code: 'usage', message: /Allowed choices are hard_bounce, spam_complaint, manual/ } });
+  t.match(JSON.parse(usage.stderr), {
+    error: { code: 'usage', message: /Allowed choices are hard_bounce, spam_complaint, manual/ },
+  });
   const failed = await cli('customers', 'show', 'nobody', '--json');
   t.equal(failed.code, 1);
   t.match(JSON.parse(failed.stderr), { error: { code: 'failed', message: /no customer named "nobody"/ } });
@@ -45,7 +63,10 @@ t.test('options with a fixed set of values refuse others, listing them', async (
     [['suppressions', 'list', '--reason', 'bounced'], 'hard_bounce, spam_complaint, manual'],
     [['messages', 'list', '--state', 'sent'], 'queued, deferred, delivered'],
     [['webhooks', 'test', 'whk_x', '--type', 'email.sent'], 'email.delivered, email.deferred'],
-    [['webhooks', 'create', 'https://hooks.example.com/x', '--events', 'email.delivered,email.sent'], 'unknown: email.sent. Allowed choices are email.delivered'],
+    [
+      ['webhooks', 'create', 'https://hooks.example.com/x', '--events', 'email.delivered,email.sent'],
+      'unknown: email.sent. Allowed choices are email.delivered',
+    ],
   ] as const) {
     const r = await cli(...args);
     t.equal(r.code, 1, args.join(' '));
@@ -58,7 +79,8 @@ t.test('options with a fixed set of values refuse others, listing them', async (
 t.test('messages list pages as GET /api/v1/emails does, with --after', async (t) => {
   const key = await makeKey(s.store);
   await makeDomain(s.store, 'example.com');
-  for (let i = 0; i < 5; i++) await sendEmail(s.url, key, { from: 'a@example.com', to: `r${i}@example.org`, subject: `m${i}`, text_body: 'x' });
+  for (let i = 0; i < 5; i++)
+    await sendEmail(s.url, key, { from: 'a@example.com', to: `r${i}@example.org`, subject: `m${i}`, text_body: 'x' });
   const apiPages: number[][] = [];
   for (let after: string | null = ''; after !== null; ) {
     const page: Json = (await request(`${s.url}/api/v1/emails?limit=2${after ? `&after=${after}` : ''}`, { key })).body;
@@ -90,7 +112,19 @@ t.test('config print --changed prints only what differs from the defaults; confi
   t.equal(changed.code, 0, changed.stderr);
   const shown = json<Record<string, Record<string, unknown>>>(changed);
   // [store] too when the tests run on PostgreSQL: its url and pool_size are set then.
-  t.same(Object.keys(shown).sort(), ['api', 'dashboard', 'dns', 'log', 'outbound', 'server', 'smtp', ...(TEST_ENGINE === 'postgres' ? ['store'] : [])].sort());
+  t.same(
+    Object.keys(shown).sort(),
+    [
+      'api',
+      'dashboard',
+      'dns',
+      'log',
+      'outbound',
+      'server',
+      'smtp',
+      ...(TEST_ENGINE === 'postgres' ? ['store'] : []),
+    ].sort(),
+  );
   t.same(shown.outbound, { hold: true, relay_password: '********' }, 'the file and the environment; a secret masked');
   t.same(shown.log, { level: 'debug' });
   t.notMatch(changed.stdout, 'hunter2');
@@ -101,7 +135,11 @@ t.test('config print --changed prints only what differs from the defaults; confi
   t.equal((await cli('config', 'get', 'server.hostname')).stdout, 'mx.test.posthaste\n');
   t.equal((await cli('config', 'get', 'outbound.port')).stdout, '25\n', 'a default');
   t.same(json(await cli('config', 'get', 'outbound.hold', '--json')), { key: 'outbound.hold', value: true });
-  t.equal((await runCli(['--config', s.configPath, 'config', 'get', 'outbound.relay_password'], env)).stdout, '********\n', 'masked');
+  t.equal(
+    (await runCli(['--config', s.configPath, 'config', 'get', 'outbound.relay_password'], env)).stdout,
+    '********\n',
+    'masked',
+  );
   t.equal((await cli('config', 'get', 'api.tls.cert')).stdout, '\n', 'a sub-table key');
   const typo = await cli('config', 'get', 'server.hostnme');
   t.equal(typo.code, 1);

@@ -1,11 +1,11 @@
-import t from 'tap';
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runCli, json } from '../helpers/cli.js';
-import { fixturePath } from '../helpers/fixtures.js';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { json, runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/env.js';
+import { fixturePath } from '../helpers/fixtures.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/posthaste.js', import.meta.url));
 
@@ -13,7 +13,10 @@ const BIN = fileURLToPath(new URL('../../../bin/posthaste.js', import.meta.url))
 function parseStdin(input: Buffer, args: string[] = []): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve) => {
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSTHASTE_')));
-    const child = spawn(process.execPath, [BIN, 'reports', 'parse', '-', '--json', ...args], { env, stdio: ['pipe', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [BIN, 'reports', 'parse', '-', '--json', ...args], {
+      env,
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     let stdout = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.on('exit', (code) => resolve({ code, stdout }));
@@ -42,8 +45,15 @@ t.test('reports parse prints one JSON object in the documented shape, from a fil
     ],
     feedback: null,
   });
-  const complaint = json<{ kind: string; feedback: unknown; recipients: unknown[] }>(await runCli(['reports', 'parse', fixturePath('arf/yahoo.eml'), '--json']));
-  t.same(complaint.feedback, { feedback_type: 'abuse', user_agent: 'Yahoo!-Mail-Feedback/2.0', arrival_date: 'Sat, 21 Nov 2026 10:00:00 +0000', recipient: 'bob@yahoo.com' });
+  const complaint = json<{ kind: string; feedback: unknown; recipients: unknown[] }>(
+    await runCli(['reports', 'parse', fixturePath('arf/yahoo.eml'), '--json']),
+  );
+  t.same(complaint.feedback, {
+    feedback_type: 'abuse',
+    user_agent: 'Yahoo!-Mail-Feedback/2.0',
+    arrival_date: 'Sat, 21 Nov 2026 10:00:00 +0000',
+    recipient: 'bob@yahoo.com',
+  });
   t.same(complaint.recipients, []);
   const stdin = await parseStdin(Buffer.from('Subject: hello\r\n\r\nJust a message.\r\n'));
   t.equal(stdin.code, 0, 'exits 0 whatever it found');
@@ -70,7 +80,9 @@ t.test('reports parse prints one JSON object in the documented shape, from a fil
       ].join('\r\n'),
     ),
   );
-  const read = JSON.parse(alias.stdout) as { recipients: Array<{ address: string; original_recipient: string | null; suppress: boolean }> };
+  const read = JSON.parse(alias.stdout) as {
+    recipients: Array<{ address: string; original_recipient: string | null; suppress: boolean }>;
+  };
   t.same(
     read.recipients.map((x) => [x.address, x.original_recipient, x.suppress]),
     [['bob.smith@example.net', 'bob@example.org', true]],
@@ -79,7 +91,10 @@ t.test('reports parse prints one JSON object in the documented shape, from a fil
   t.equal(garbage.code, 0);
   t.equal(JSON.parse(garbage.stdout).kind, 'none');
   const human = await runCli(['reports', 'parse', fixturePath('dsn/postfix.eml')]);
-  t.match(human.stdout, /bounce of <01jdsnfixture.*\n {2}bob@example\.net: failed 5\.1\.1 unknown_recipient, suppresses/);
+  t.match(
+    human.stdout,
+    /bounce of <01jdsnfixture.*\n {2}bob@example\.net: failed 5\.1\.1 unknown_recipient, suppresses/,
+  );
 });
 
 t.test('reports parse reads with the [bounces] policy of the configuration', async (t) => {
@@ -91,5 +106,9 @@ t.test('reports parse reads with the [bounces] policy of the configuration', asy
   writeFileSync(config, '[bounces]\nsuppress_disabled = true\n');
   const r = await runCli(['--config', config, 'reports', 'parse', fixturePath('dsn/exim.eml'), '--json']);
   t.equal(JSON.parse(r.stdout).recipients[0].suppress, true, 'with suppress_disabled it does');
-  t.equal((await runCli(['reports', 'parse', join(dir.path, 'missing.eml')])).code, 1, 'an unreadable file is an error');
+  t.equal(
+    (await runCli(['reports', 'parse', join(dir.path, 'missing.eml')])).code,
+    1,
+    'an unreadable file is an error',
+  );
 });

@@ -1,9 +1,9 @@
-import t from 'tap';
-import { runCli, json } from '../helpers/cli.js';
-import { tempDir, writeTestConfig, versionsAfter } from '../helpers/env.js';
-import { TestDnsServer, zoneStrings } from '../../support/dns-server.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import t from 'tap';
+import { TestDnsServer, zoneStrings } from '../../support/dns-server.js';
+import { json, runCli } from '../helpers/cli.js';
+import { tempDir, versionsAfter, writeTestConfig } from '../helpers/env.js';
 
 const dir = tempDir();
 t.teardown(dir.remove);
@@ -43,7 +43,9 @@ t.test('customers add|list|show', async (t) => {
 t.test('keys create|list|revoke with --json shapes', async (t) => {
   const created = await cli('keys', 'create', '--customer', 'acme', '--production', '--name', 'ci', '--json');
   t.equal(created.code, 0, created.stderr);
-  const k = json<{ id: string; key: string; kind: string; customer: string; name: string; created_at: string }>(created);
+  const k = json<{ id: string; key: string; kind: string; customer: string; name: string; created_at: string }>(
+    created,
+  );
   t.same(Object.keys(k).sort(), ['created_at', 'customer', 'id', 'key', 'kind', 'name']);
   t.match(k, { kind: 'production', customer: 'acme', name: 'ci' });
   t.match(k.key, /^ph_live_[0-9A-Za-z]{32,}$/);
@@ -67,99 +69,122 @@ t.test('keys create|list|revoke with --json shapes', async (t) => {
   const revoked = await cli('keys', 'revoke', k.id, '--json');
   t.match(json(revoked), { id: k.id, revoked: true });
   t.match(
-    json<Array<{ id: string; revoked_at: string | null }>>(await cli('keys', 'list', '--json')).find((x) => x.id === k.id),
+    json<Array<{ id: string; revoked_at: string | null }>>(await cli('keys', 'list', '--json')).find(
+      (x) => x.id === k.id,
+    ),
     { revoked_at: String },
   );
   const unknown = await cli('keys', 'revoke', 'key_nope');
   t.not(unknown.code, 0);
 });
 
-t.test('domains add prints the DNS records in the documented form; verify checks them through dns.servers', async (t) => {
-  const added = await cli('domains', 'add', 'Mail.Example.COM', '--customer', 'acme', '--json');
-  t.equal(added.code, 0, added.stderr);
-  const d = json<DomainJson>(added);
-  t.same(Object.keys(d).sort(), ['customer', 'dkim', 'dns_records', 'name', 'receiving', 'verified']);
-  t.same(d.dkim, { signing: 'posthaste', next: null, previous: null });
-  t.match(d, { name: 'mail.example.com', customer: 'acme', verified: false, receiving: false });
-  t.same(
-    d.dns_records.map((r) => r.purpose),
-    ['verification', 'dkim', 'spf', 'return_path', 'dmarc'],
-  );
-  for (const r of d.dns_records) t.same(Object.keys(r).sort(), r.type === 'TXT' ? ['name', 'purpose', 'text', 'type', 'value'] : ['name', 'purpose', 'type', 'value']);
-  const dkim = d.dns_records.find((r) => r.purpose === 'dkim')!;
-  t.equal(dkim.name, 'posthaste._domainkey.mail.example.com');
-  // A zone file's form: quoted strings of at most 255 characters, which join to the text.
-  const strings = zoneStrings(dkim.value);
-  t.ok(strings.length === 2 && strings.every((x) => x.length <= 255), 'the DKIM record in two strings of at most 255');
-  t.equal(strings.join(''), dkim.text);
-  t.equal(d.dns_records.find((r) => r.purpose === 'verification')!.value, `"${d.dns_records.find((r) => r.purpose === 'verification')!.text}"`, 'a short one in one string');
-  const pub = /p=([A-Za-z0-9+/=]+)$/.exec(dkim.text!)![1]!;
-  const { createPublicKey } = await import('node:crypto');
-  const key = createPublicKey({ key: Buffer.from(pub, 'base64'), format: 'der', type: 'spki' });
-  t.equal(key.asymmetricKeyDetails?.modulusLength, 2048, 'a 2048-bit RSA DKIM key');
-  t.match(
-    d.dns_records.find((r) => r.purpose === 'return_path'),
-    { type: 'MX', name: 'bounces.test.posthaste', value: '10 mx.test.posthaste' },
-  );
+t.test(
+  'domains add prints the DNS records in the documented form; verify checks them through dns.servers',
+  async (t) => {
+    const added = await cli('domains', 'add', 'Mail.Example.COM', '--customer', 'acme', '--json');
+    t.equal(added.code, 0, added.stderr);
+    const d = json<DomainJson>(added);
+    t.same(Object.keys(d).sort(), ['customer', 'dkim', 'dns_records', 'name', 'receiving', 'verified']);
+    t.same(d.dkim, { signing: 'posthaste', next: null, previous: null });
+    t.match(d, { name: 'mail.example.com', customer: 'acme', verified: false, receiving: false });
+    t.same(
+      d.dns_records.map((r) => r.purpose),
+      ['verification', 'dkim', 'spf', 'return_path', 'dmarc'],
+    );
+    for (const r of d.dns_records)
+      t.same(
+        Object.keys(r).sort(),
+        r.type === 'TXT' ? ['name', 'purpose', 'text', 'type', 'value'] : ['name', 'purpose', 'type', 'value'],
+      );
+    const dkim = d.dns_records.find((r) => r.purpose === 'dkim')!;
+    t.equal(dkim.name, 'posthaste._domainkey.mail.example.com');
+    // A zone file's form: quoted strings of at most 255 characters, which join to the text.
+    const strings = zoneStrings(dkim.value);
+    t.ok(
+      strings.length === 2 && strings.every((x) => x.length <= 255),
+      'the DKIM record in two strings of at most 255',
+    );
+    t.equal(strings.join(''), dkim.text);
+    t.equal(
+      d.dns_records.find((r) => r.purpose === 'verification')!.value,
+      `"${d.dns_records.find((r) => r.purpose === 'verification')!.text}"`,
+      'a short one in one string',
+    );
+    const pub = /p=([A-Za-z0-9+/=]+)$/.exec(dkim.text!)![1]!;
+    const { createPublicKey } = await import('node:crypto');
+    const key = createPublicKey({ key: Buffer.from(pub, 'base64'), format: 'der', type: 'spki' });
+    t.equal(key.asymmetricKeyDetails?.modulusLength, 2048, 'a 2048-bit RSA DKIM key');
+    t.match(
+      d.dns_records.find((r) => r.purpose === 'return_path'),
+      { type: 'MX', name: 'bounces.test.posthaste', value: '10 mx.test.posthaste' },
+    );
 
-  // Nothing published yet: not verified, non-zero exit.
-  const before = await cli('domains', 'verify', 'mail.example.com', '--json');
-  t.equal(before.code, 1);
-  t.equal(json<{ verified: boolean }>(before).verified, false);
-  t.ok(
-    dns.queries.some((q) => q.name === '_posthaste.mail.example.com'),
-    'asked the loopback DNS server',
-  );
+    // Nothing published yet: not verified, non-zero exit.
+    const before = await cli('domains', 'verify', 'mail.example.com', '--json');
+    t.equal(before.code, 1);
+    t.equal(json<{ verified: boolean }>(before).verified, false);
+    t.ok(
+      dns.queries.some((q) => q.name === '_posthaste.mail.example.com'),
+      'asked the loopback DNS server',
+    );
 
-  // Publish the records on the loopback DNS server, string by string as a zone file holding their values serves them.
-  for (const r of d.dns_records) if (r.type === 'TXT') dns.set(r.name, { TXT: [...(dns.zone.get(r.name.toLowerCase())?.TXT ?? []), zoneStrings(r.value)] });
-  const ok = await cli('domains', 'verify', 'mail.example.com', '--json');
-  t.equal(ok.code, 0, ok.stderr);
-  t.match(json(ok), { name: 'mail.example.com', verified: true, forced: false });
-  t.equal(json<DomainJson>(await cli('domains', 'show', 'mail.example.com', '--json')).verified, true);
+    // Publish the records on the loopback DNS server, string by string as a zone file holding their values serves them.
+    for (const r of d.dns_records)
+      if (r.type === 'TXT')
+        dns.set(r.name, { TXT: [...(dns.zone.get(r.name.toLowerCase())?.TXT ?? []), zoneStrings(r.value)] });
+    const ok = await cli('domains', 'verify', 'mail.example.com', '--json');
+    t.equal(ok.code, 0, ok.stderr);
+    t.match(json(ok), { name: 'mail.example.com', verified: true, forced: false });
+    t.equal(json<DomainJson>(await cli('domains', 'show', 'mail.example.com', '--json')).verified, true);
 
-  // The records disappear: verify again marks it unverified.
-  dns.zone.delete('_posthaste.mail.example.com');
-  const gone = await cli('domains', 'verify', 'mail.example.com', '--json');
-  t.equal(gone.code, 1);
-  t.equal(json<DomainJson>(await cli('domains', 'show', 'mail.example.com', '--json')).verified, false);
+    // The records disappear: verify again marks it unverified.
+    dns.zone.delete('_posthaste.mail.example.com');
+    const gone = await cli('domains', 'verify', 'mail.example.com', '--json');
+    t.equal(gone.code, 1);
+    t.equal(json<DomainJson>(await cli('domains', 'show', 'mail.example.com', '--json')).verified, false);
 
-  const forced = await cli('domains', 'verify', 'mail.example.com', '--force', '--json');
-  t.match(json(forced), { verified: true, forced: true });
+    const forced = await cli('domains', 'verify', 'mail.example.com', '--force', '--json');
+    t.match(json(forced), { verified: true, forced: true });
 
-  const recv = json<DomainJson>(await cli('domains', 'add', 'in.example.com', '--receiving', '--json'));
-  t.match(recv, { receiving: true, customer: 'default' });
-  t.same(
-    recv.dns_records.filter((r) => r.type === 'MX'),
-    [
-      { type: 'MX', name: 'bounces.test.posthaste', value: '10 mx.test.posthaste', purpose: 'return_path' },
-      { type: 'MX', name: 'in.example.com', value: '10 mx.test.posthaste', purpose: 'inbound' },
-    ],
-    "a receiving domain's own MX, at server.hostname",
-  );
-  t.match((await cli('domains', 'show', 'in.example.com')).stdout, /\[inbound\] in\.example\.com MX 10 mx\.test\.posthaste\n/);
-  t.notOk(
-    d.dns_records.some((r) => r.purpose === 'inbound'),
-    'none for a domain that only sends',
-  );
-  const list = json<DomainJson[]>(await cli('domains', 'list', '--json'));
-  t.same(
-    list.map((x) => x.name),
-    ['in.example.com', 'mail.example.com'],
-  );
-  t.same(
-    json<DomainJson[]>(await cli('domains', 'list', '--customer', 'acme', '--json')).map((x) => x.name),
-    ['mail.example.com'],
-  );
-  t.match(json(await cli('domains', 'remove', 'in.example.com', '--json')), { removed: true });
-  t.not((await cli('domains', 'show', 'in.example.com')).code, 0);
-  t.not((await cli('domains', 'add', 'not a domain')).code, 0);
-});
+    const recv = json<DomainJson>(await cli('domains', 'add', 'in.example.com', '--receiving', '--json'));
+    t.match(recv, { receiving: true, customer: 'default' });
+    t.same(
+      recv.dns_records.filter((r) => r.type === 'MX'),
+      [
+        { type: 'MX', name: 'bounces.test.posthaste', value: '10 mx.test.posthaste', purpose: 'return_path' },
+        { type: 'MX', name: 'in.example.com', value: '10 mx.test.posthaste', purpose: 'inbound' },
+      ],
+      "a receiving domain's own MX, at server.hostname",
+    );
+    t.match(
+      (await cli('domains', 'show', 'in.example.com')).stdout,
+      /\[inbound\] in\.example\.com MX 10 mx\.test\.posthaste\n/,
+    );
+    t.notOk(
+      d.dns_records.some((r) => r.purpose === 'inbound'),
+      'none for a domain that only sends',
+    );
+    const list = json<DomainJson[]>(await cli('domains', 'list', '--json'));
+    t.same(
+      list.map((x) => x.name),
+      ['in.example.com', 'mail.example.com'],
+    );
+    t.same(
+      json<DomainJson[]>(await cli('domains', 'list', '--customer', 'acme', '--json')).map((x) => x.name),
+      ['mail.example.com'],
+    );
+    t.match(json(await cli('domains', 'remove', 'in.example.com', '--json')), { removed: true });
+    t.not((await cli('domains', 'show', 'in.example.com')).code, 0);
+    t.not((await cli('domains', 'add', 'not a domain')).code, 0);
+  },
+);
 
 t.test('db migrate and config print', async (t) => {
   const m = json<{ versions: number[] }>(await cli('db', 'migrate', '--json'));
   t.same(m.versions, versionsAfter(0), 'every migration, in order');
-  const printed = json<{ server: { hostname: string }; api: { tls: { cert: string } } }>(await cli('config', 'print', '--json'));
+  const printed = json<{ server: { hostname: string }; api: { tls: { cert: string } } }>(
+    await cli('config', 'print', '--json'),
+  );
   t.equal(printed.server.hostname, 'mx.test.posthaste');
   t.equal(printed.api.tls.cert, '');
   const toml = await cli('config', 'print');
@@ -178,6 +203,8 @@ t.test('a bad config key stops every command with a message naming it', async (t
   const env = await runCli(['--config', config, 'config', 'print'], { POSTHASTE_OUTBOUND_PORT: 'many' });
   t.equal(env.code, 2);
   t.match(env.stderr, /outbound\.port/);
-  const override = json<{ outbound: { port: number } }>(await runCli(['--config', config, 'config', 'print', '--json'], { POSTHASTE_OUTBOUND_PORT: '2526' }));
+  const override = json<{ outbound: { port: number } }>(
+    await runCli(['--config', config, 'config', 'print', '--json'], { POSTHASTE_OUTBOUND_PORT: '2526' }),
+  );
   t.equal(override.outbound.port, 2526);
 });

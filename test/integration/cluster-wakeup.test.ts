@@ -1,13 +1,21 @@
-import t from 'tap';
 import pg from 'pg';
+import t from 'tap';
+import { loadConfig } from '../../src/config/load.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { startDaemon } from '../../src/main.js';
 import { TestDnsServer } from '../../support/dns-server.js';
 import { TestMx } from '../../support/mx-server.js';
-import { TEST_ENGINE, makeDomain, makeKey, openTestStore, tempDir, testStoreUrl, writeTestConfig } from '../helpers/env.js';
-import { loadConfig } from '../../src/config/load.js';
-import { startDaemon } from '../../src/main.js';
-import { silentLogger } from '../../src/lib/logger.js';
-import { request } from '../helpers/http.js';
 import { waitFor } from '../../support/wait.js';
+import {
+  makeDomain,
+  makeKey,
+  openTestStore,
+  TEST_ENGINE,
+  tempDir,
+  testStoreUrl,
+  writeTestConfig,
+} from '../helpers/env.js';
+import { request } from '../helpers/http.js';
 
 // Two nodes on one PostgreSQL: a message accepted by one is claimed by the other at once, woken by
 // a notification after the commit, not at its next poll (a minute away here); the listening
@@ -61,7 +69,10 @@ if (TEST_ENGINE !== 'postgres') {
 
     const send = async (to: string) => {
       const started = Date.now();
-      const r = await request(`${a.daemon.apiUrl}/api/v1/emails`, { key, body: { from: 'shop@example.com', to, subject: 'wake', text_body: 'up' } });
+      const r = await request(`${a.daemon.apiUrl}/api/v1/emails`, {
+        key,
+        body: { from: 'shop@example.com', to, subject: 'wake', text_body: 'up' },
+      });
       t.equal(r.status, 202);
       await waitFor(`${to} at the MX`, () => mx.received.some((m) => m.to.includes(to)), 10_000);
       return Date.now() - started;
@@ -77,11 +88,20 @@ if (TEST_ENGINE !== 'postgres') {
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     t.teardown(() => admin.end());
-    const cut = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [`posthaste b ${process.pid} (listen)`]);
+    const cut = await admin.query(
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1',
+      [`posthaste b ${process.pid} (listen)`],
+    );
     t.equal(cut.rowCount, 1, "b's listening connection terminated");
     await waitFor(
       'b listening again',
-      async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [`posthaste b ${process.pid} (listen)`])).rowCount === 1,
+      async () =>
+        (
+          await admin.query(
+            'SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1',
+            [`posthaste b ${process.pid} (listen)`],
+          )
+        ).rowCount === 1,
       10_000,
       50,
     );
@@ -90,13 +110,22 @@ if (TEST_ENGINE !== 'postgres') {
 
     // The store's gauges are the same on every node: one node serves them, so a sum over the
     // nodes counts each recipient once; every node serves its own counters.
-    const scrape = async (d: { metricsUrl: string | null; apiUrl: string }) => (await fetch(d.metricsUrl ?? `${d.apiUrl}/metrics`)).text();
+    const scrape = async (d: { metricsUrl: string | null; apiUrl: string }) =>
+      (await fetch(d.metricsUrl ?? `${d.apiUrl}/metrics`)).text();
     let pages: string[] = [];
     await waitFor('one node serving the store gauges', async () => {
       pages = await Promise.all([scrape(a.daemon), ...nodesStarted.map((d) => scrape(d.daemon))]);
       return pages.filter((p) => /^posthaste_queue_recipients\{state="delivered"\} \d+$/m.test(p)).length === 1;
     });
-    t.equal(pages.filter((p) => /^posthaste_queue_oldest_age_seconds \d/m.test(p)).length, 1, 'the oldest age from one node');
-    t.equal(pages.filter((p) => /^posthaste_deliveries_total\{outcome="delivered"\} \d+$/m.test(p)).length, 2, "each node's own counters from each");
+    t.equal(
+      pages.filter((p) => /^posthaste_queue_oldest_age_seconds \d/m.test(p)).length,
+      1,
+      'the oldest age from one node',
+    );
+    t.equal(
+      pages.filter((p) => /^posthaste_deliveries_total\{outcome="delivered"\} \d+$/m.test(p)).length,
+      2,
+      "each node's own counters from each",
+    );
   });
 }

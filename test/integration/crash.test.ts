@@ -1,13 +1,22 @@
 import t from 'tap';
-import { testSql } from '../helpers/sql.js';
+import { loadConfig } from '../../src/config/load.js';
+import { type DaemonProcess, spawnDaemon } from '../../support/daemon-process.js';
 import { TestDnsServer } from '../../support/dns-server.js';
 import { TestMx } from '../../support/mx-server.js';
-import { WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { fixturePath } from '../helpers/fixtures.js';
-import { tempDir, writeTestConfig, makeKey, makeDomain, openTestStore, customerId, testStoreUrl, TEST_ENGINE } from '../helpers/env.js';
-import { spawnDaemon, type DaemonProcess } from '../../support/daemon-process.js';
-import { loadConfig } from '../../src/config/load.js';
 import { quiet } from '../../support/wait.js';
+import {
+  customerId,
+  makeDomain,
+  makeKey,
+  openTestStore,
+  TEST_ENGINE,
+  tempDir,
+  testStoreUrl,
+  writeTestConfig,
+} from '../helpers/env.js';
+import { fixturePath } from '../helpers/fixtures.js';
+import { testSql } from '../helpers/sql.js';
+import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 const TOTAL = 500;
 const KILLS = 5;
@@ -66,7 +75,12 @@ t.test(`${TOTAL} messages, ${KILLS} kill -9 at random moments: nothing accepted 
         const res = await fetch(`${d.apiUrl}/api/v1/emails`, {
           method: 'POST',
           headers: { authorization: `Token ${key}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ from: 'a@example.com', to: `r${n}@crash.test`, subject: `crash ${n}`, text_body: 'x' }),
+          body: JSON.stringify({
+            from: 'a@example.com',
+            to: `r${n}@crash.test`,
+            subject: `crash ${n}`,
+            text_body: 'x',
+          }),
         });
         const body = (await res.json()) as { message_id?: string };
         if (res.status === 202 && body.message_id) accepted.add(body.message_id);
@@ -91,7 +105,8 @@ t.test(`${TOTAL} messages, ${KILLS} kill -9 at random moments: nothing accepted 
   // Let the last daemon finish: every accepted message at the MX, every event at the receiver.
   const sql = testSql(config);
   t.teardown(() => sql.close());
-  const atMx = () => new Set(mx.received.map((m) => /^Message-ID: <([^>]+)>/im.exec(m.data.toString())?.[1]).filter(Boolean));
+  const atMx = () =>
+    new Set(mx.received.map((m) => /^Message-ID: <([^>]+)>/im.exec(m.data.toString())?.[1]).filter(Boolean));
   const eventIds = async () => (await sql.all<{ id: string }>('SELECT id FROM events')).map((r) => r.id);
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -106,7 +121,9 @@ t.test(`${TOTAL} messages, ${KILLS} kill -9 at random moments: nothing accepted 
     }
     await quiet(200); // then look again
   }
-  const stored = new Set((await sql.all<{ message_id: string }>('SELECT message_id FROM messages')).map((r) => r.message_id));
+  const stored = new Set(
+    (await sql.all<{ message_id: string }>('SELECT message_id FROM messages')).map((r) => r.message_id),
+  );
   t.same(
     [...accepted].filter((id) => !stored.has(id)),
     [],
@@ -118,7 +135,9 @@ t.test(`${TOTAL} messages, ${KILLS} kill -9 at random moments: nothing accepted 
   );
   if (TEST_ENGINE === 'sqlite') t.equal(await sql.value('PRAGMA integrity_check'), 'ok');
   const dup = mx.received.length - atMx().size;
-  t.comment(`accepted ${accepted.size}; MX received ${mx.received.length} (${dup} duplicates after kills); webhooks ${rx.on('/crash').length} for ${(await eventIds()).length} events`);
+  t.comment(
+    `accepted ${accepted.size}; MX received ${mx.received.length} (${dup} duplicates after kills); webhooks ${rx.on('/crash').length} for ${(await eventIds()).length} events`,
+  );
   d.child.kill('SIGTERM');
   t.equal((await d.exited).code, 0);
 });

@@ -1,15 +1,15 @@
-import t from 'tap';
 import { createHash, X509Certificate } from 'node:crypto';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import t from 'tap';
 import { ManualClock } from '../../src/lib/clock.js';
 import { TestDnsServer } from '../../support/dns-server.js';
 import { TestMx } from '../../support/mx-server.js';
-import { ScriptedPeer } from '../helpers/scripted-peer.js';
-import { fixture, fixturePath } from '../helpers/fixtures.js';
-import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
-import type { Json } from '../helpers/http.js';
 import { eventsOf, sendAndDeliver } from '../helpers/api.js';
+import { makeDomain, makeKey, startTestServer } from '../helpers/env.js';
+import { fixture, fixturePath } from '../helpers/fixtures.js';
+import type { Json } from '../helpers/http.js';
+import { ScriptedPeer } from '../helpers/scripted-peer.js';
 
 // The test CA's server certificate (for mx.sts.test, not for the names below) presented with the
 // CA behind it, as a server whose TLSA records name its issuer (DANE-TA) does.
@@ -25,7 +25,10 @@ const wrongEe = { usage: 3, selector: 1, matchingType: 1, certificate: sha256(Bu
 const pkixEe = { usage: 1, selector: 1, matchingType: 1, certificate: sha256(spki(server)) };
 
 const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.8', { key: fixture('tls/server-key.pem'), cert: Buffer.concat([serverPem, caPem]) }).start();
+const mx = await new TestMx('127.0.0.8', {
+  key: fixture('tls/server-key.pem'),
+  cert: Buffer.concat([serverPem, caPem]),
+}).start();
 // A server that does not offer STARTTLS at all.
 const plain = await new ScriptedPeer({ ehlo: ['PIPELINING'] }).start(mx.port, '127.0.0.9');
 t.teardown(async () => {
@@ -55,7 +58,9 @@ zone('unsigned.test', 'mx.unsigned.test', '127.0.0.8', [wrongEe]);
 
 // sts.test also enforces MTA-STS, its policy served over https with the test CA's certificate.
 const web = https.createServer({ key: fixture('tls/server-key.pem'), cert: serverPem }, (_req, res) => {
-  res.writeHead(200, { 'content-type': 'text/plain' }).end('version: STSv1\nmode: enforce\nmx: *.sts.test\nmax_age: 86400\n');
+  res
+    .writeHead(200, { 'content-type': 'text/plain' })
+    .end('version: STSv1\nmode: enforce\nmx: *.sts.test\nmax_age: 86400\n');
 });
 await new Promise<void>((resolve) => web.listen(0, '127.0.0.10', () => resolve()));
 t.teardown(() => new Promise((resolve) => web.close(resolve)));
@@ -75,27 +80,38 @@ const deliver = (to: string) => sendAndDeliver(s, key, to);
 const deferral = (m: Json) => eventsOf(m, 'email.deferred')[0]?.data.response;
 const received = (rcpt: string) => mx.received.filter((r) => r.to.includes(rcpt));
 
-t.test('DANE-EE: the server key matches a record, whatever names its certificate bears; delivered over TLS', async (t) => {
-  const m = await deliver('a@ee.dane.test');
-  t.equal(m.recipients[0].state, 'delivered');
-  t.equal(received('a@ee.dane.test')[0]?.secure, true);
-  t.match(eventsOf(m, 'email.delivered')[0]?.data, { tls: true, tls_verified: true });
-});
+t.test(
+  'DANE-EE: the server key matches a record, whatever names its certificate bears; delivered over TLS',
+  async (t) => {
+    const m = await deliver('a@ee.dane.test');
+    t.equal(m.recipients[0].state, 'delivered');
+    t.equal(received('a@ee.dane.test')[0]?.secure, true);
+    t.match(eventsOf(m, 'email.delivered')[0]?.data, { tls: true, tls_verified: true });
+  },
+);
 
 t.test('DANE-EE: no record matches, so deferred as a TLS failure and never sent without TLS', async (t) => {
   const connections = mx.connections;
   const m = await deliver('b@wrong.dane.test');
   t.equal(m.recipients[0].state, 'deferred');
-  t.match(deferral(m), { code: 451, enhanced_code: '4.7.5', classification: 'tls_failure', message: /matches none of the TLSA records/ });
+  t.match(deferral(m), {
+    code: 451,
+    enhanced_code: '4.7.5',
+    classification: 'tls_failure',
+    message: /matches none of the TLSA records/,
+  });
   t.equal(mx.connections, connections + 1, 'one connection, no second try in plaintext');
   t.equal(received('b@wrong.dane.test').length, 0);
 });
 
-t.test('DANE-TA: the chain leads to the issuer a record names and the certificate is valid for the MX host', async (t) => {
-  const m = await deliver('c@ta.dane.test');
-  t.equal(m.recipients[0].state, 'delivered');
-  t.equal(received('c@ta.dane.test')[0]?.secure, true);
-});
+t.test(
+  'DANE-TA: the chain leads to the issuer a record names and the certificate is valid for the MX host',
+  async (t) => {
+    const m = await deliver('c@ta.dane.test');
+    t.equal(m.recipients[0].state, 'delivered');
+    t.equal(received('c@ta.dane.test')[0]?.secure, true);
+  },
+);
 
 t.test('DANE-TA: the issuer matches but the certificate is for another name: deferred', async (t) => {
   const m = await deliver('d@taname.dane.test');
@@ -117,28 +133,39 @@ t.test('usable TLSA records and a server without STARTTLS: deferred, not sent in
   t.equal(plain.messages.length, 0);
 });
 
-t.test('a signed zone without TLSA records: delivered as without DANE, in plaintext where there is no STARTTLS', async (t) => {
-  const m = await deliver('g@none.dane.test');
-  t.equal(m.recipients[0].state, 'delivered');
-  t.equal(plain.messages.length, 1);
-});
+t.test(
+  'a signed zone without TLSA records: delivered as without DANE, in plaintext where there is no STARTTLS',
+  async (t) => {
+    const m = await deliver('g@none.dane.test');
+    t.equal(m.recipients[0].state, 'delivered');
+    t.equal(plain.messages.length, 1);
+  },
+);
 
 t.test('the TLSA lookup fails in a signed zone: the host is not used, and the recipient is deferred', async (t) => {
   const connections = mx.connections;
   const m = await deliver('h@servfail.dane.test');
   t.equal(m.recipients[0].state, 'deferred');
-  t.match(deferral(m), { code: 451, enhanced_code: '4.7.5', classification: 'dns_failure', message: /mx\.servfail\.dane\.test: TLSA lookup for mx\.servfail\.dane\.test failed \(SERVFAIL\)/ });
+  t.match(deferral(m), {
+    code: 451,
+    enhanced_code: '4.7.5',
+    classification: 'dns_failure',
+    message: /mx\.servfail\.dane\.test: TLSA lookup for mx\.servfail\.dane\.test failed \(SERVFAIL\)/,
+  });
   t.equal(mx.connections, connections, 'no connection made');
 });
 
-t.test('an unsigned zone: its TLSA records are not even looked up, and delivery goes on opportunistically', async (t) => {
-  const m = await deliver('i@unsigned.test');
-  t.equal(m.recipients[0].state, 'delivered');
-  t.notOk(
-    dns.queries.some((q) => q.type === 'TLSA' && q.name.endsWith('unsigned.test')),
-    'no TLSA query for a host whose MX is not signed',
-  );
-});
+t.test(
+  'an unsigned zone: its TLSA records are not even looked up, and delivery goes on opportunistically',
+  async (t) => {
+    const m = await deliver('i@unsigned.test');
+    t.equal(m.recipients[0].state, 'delivered');
+    t.notOk(
+      dns.queries.some((q) => q.type === 'TLSA' && q.name.endsWith('unsigned.test')),
+      'no TLSA query for a host whose MX is not signed',
+    );
+  },
+);
 
 t.test('with MTA-STS enforced: DANE decides TLS for a host with records, both ways (RFC 8461 2)', async (t) => {
   // A certificate the policy would take (valid for mx.sts.test under the configured CA), a record

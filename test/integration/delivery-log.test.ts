@@ -1,11 +1,11 @@
 import t from 'tap';
+import { loadConfig } from '../../src/config/load.js';
+import { spawnDaemon } from '../../support/daemon-process.js';
 import { TestDnsServer } from '../../support/dns-server.js';
 import { TestMx } from '../../support/mx-server.js';
-import { tempDir, writeTestConfig, openTestStore, makeKey, makeDomain } from '../helpers/env.js';
-import { spawnDaemon } from '../../support/daemon-process.js';
-import { sendEmail } from '../helpers/api.js';
 import { waitFor } from '../../support/wait.js';
-import { loadConfig } from '../../src/config/load.js';
+import { sendEmail } from '../helpers/api.js';
+import { makeDomain, makeKey, openTestStore, tempDir, writeTestConfig } from '../helpers/env.js';
 import type { Json } from '../helpers/http.js';
 
 // The daemon's delivery log line, read from its JSON log as an operator's jq would: what Postfix's
@@ -19,7 +19,8 @@ t.teardown(async () => {
 dns.set('good.test', { MX: [{ preference: 10, exchange: 'mx.good.test' }] });
 dns.set('mx.good.test', { A: ['127.0.0.1'] });
 mx.script = (rcpt) => {
-  if (rcpt.startsWith('nobody')) return { rcpt: [550, '5.1.1 <' + rcpt + '>: Recipient address rejected: User unknown'] };
+  if (rcpt.startsWith('nobody'))
+    return { rcpt: [550, '5.1.1 <' + rcpt + '>: Recipient address rejected: User unknown'] };
   if (rcpt.startsWith('later')) return { rcpt: [451, 'Try again later'] }; // no enhanced code
   return undefined;
 };
@@ -37,7 +38,12 @@ t.test('one JSON line per recipient with relay, delays, DSN status and TLS', asy
   t.teardown(() => {
     if (d.child.exitCode === null) d.child.kill('SIGKILL');
   });
-  const id = await sendEmail(d.apiUrl, key, { from: 'a@example.com', to: ['ok@good.test', 'nobody@good.test', 'later@good.test', 'x@nx.test'], subject: 's', text_body: 'b' });
+  const id = await sendEmail(d.apiUrl, key, {
+    from: 'a@example.com',
+    to: ['ok@good.test', 'nobody@good.test', 'later@good.test', 'x@nx.test'],
+    subject: 's',
+    text_body: 'b',
+  });
   const lines = await waitFor(
     'four delivery lines',
     () => {
@@ -72,8 +78,19 @@ t.test('one JSON line per recipient with relay, delays, DSN status and TLS', asy
   });
   t.type(ok.delay, 'number');
   t.ok(ok.delay >= ok.attempt_delay && ok.attempt_delay >= 0, 'delay since acceptance, at least the attempt');
-  t.match(of('nobody@good.test'), { outcome: 'bounced', relay, dsn: '5.1.1', code: 550, classification: 'unknown_recipient', tls: true });
-  t.match(of('later@good.test'), { outcome: 'deferred', relay, dsn: '4.0.0', code: 451 }, 'a reply without an enhanced code: its class');
+  t.match(of('nobody@good.test'), {
+    outcome: 'bounced',
+    relay,
+    dsn: '5.1.1',
+    code: 550,
+    classification: 'unknown_recipient',
+    tls: true,
+  });
+  t.match(
+    of('later@good.test'),
+    { outcome: 'deferred', relay, dsn: '4.0.0', code: 451 },
+    'a reply without an enhanced code: its class',
+  );
   const none = of('x@nx.test');
   t.match(none, { outcome: 'bounced', relay: 'none', dsn: '5.1.2', code: 550, reply: /NXDOMAIN/ });
   t.notOk('tls' in none || 'relay_host' in none, 'no connection: no TLS fields');

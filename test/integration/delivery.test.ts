@@ -1,16 +1,16 @@
-import t from 'tap';
 import { Resolver } from 'node:dns/promises';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { simpleParser } from 'mailparser';
+import t from 'tap';
+import { parseReturnToken } from '../../src/domain/return-path.js';
+import { ManualClock } from '../../src/lib/clock.js';
+import { RETURN_PATH_SECRET } from '../../src/main.js';
 import { TestDnsServer } from '../../support/dns-server.js';
 import { TestMx } from '../../support/mx-server.js';
+import { eventsOf, getEmail, recipientOf, sendEmail } from '../helpers/api.js';
+import { makeDomain, makeKey, publishDomainTxt, startTestServer, type TestServer } from '../helpers/env.js';
+import { type Json, request } from '../helpers/http.js';
 import { ScriptedPeer } from '../helpers/scripted-peer.js';
-import { startTestServer, makeKey, makeDomain, publishDomainTxt, type TestServer } from '../helpers/env.js';
-import { request, type Json } from '../helpers/http.js';
-import { ManualClock } from '../../src/lib/clock.js';
-import { parseReturnToken } from '../../src/domain/return-path.js';
-import { RETURN_PATH_SECRET } from '../../src/main.js';
-import { sendEmail, getEmail, eventsOf, recipientOf } from '../helpers/api.js';
 
 const dns = await new TestDnsServer().start();
 const mx = await new TestMx('127.0.0.1').start();
@@ -19,7 +19,10 @@ const banner = await new ScriptedPeer({ banner: '421 4.3.2 mx busy, try again la
 const silent = await new ScriptedPeer({ banner: null }).start(port, '127.0.0.4');
 const drop = await new ScriptedPeer({ ehlo: ['8BITMIME'], dropInData: true }).start(port, '127.0.0.5');
 // Offers CHUNKING, then answers BDAT as a command it does not know.
-const chunkless = await new ScriptedPeer({ ehlo: ['PIPELINING', 'CHUNKING'], answer: (l) => (l.startsWith('BDAT') ? '502 5.5.2 Error: command not recognized' : undefined) }).start(port, '127.0.0.6');
+const chunkless = await new ScriptedPeer({
+  ehlo: ['PIPELINING', 'CHUNKING'],
+  answer: (l) => (l.startsWith('BDAT') ? '502 5.5.2 Error: command not recognized' : undefined),
+}).start(port, '127.0.0.6');
 t.teardown(async () => {
   await Promise.all([dns.stop(), mx.stop(), banner.stop(), silent.stop(), drop.stop(), chunkless.stop()]);
 });
@@ -62,8 +65,12 @@ dns.failures.set('mx.hostfail.test', 'SERVFAIL');
 
 mx.script = (rcpt, attempt) => {
   const local = rcpt.split('@')[0]!;
-  if (local.startsWith('nobody')) return { rcpt: [550, '5.1.1 <' + rcpt + '>: Recipient address rejected: User unknown in virtual mailbox table'] };
-  if (local.startsWith('grey') && attempt === 1) return { rcpt: [451, '4.7.1 <' + rcpt + '>: Recipient address rejected: Greylisted, see http://postgrey.schweikert.ch/'] };
+  if (local.startsWith('nobody'))
+    return { rcpt: [550, '5.1.1 <' + rcpt + '>: Recipient address rejected: User unknown in virtual mailbox table'] };
+  if (local.startsWith('grey') && attempt === 1)
+    return {
+      rcpt: [451, '4.7.1 <' + rcpt + '>: Recipient address rejected: Greylisted, see http://postgrey.schweikert.ch/'],
+    };
   if (local === 'full') return { rcpt: [452, '4.2.2 The email account that you tried to reach is over quota.'] };
   if (local === 'toolarge') return { data: [552, '5.3.4 Message size exceeds fixed maximum message size'] };
   // A provider's content filter, answering after DATA in the words of an unknown user (NTT docomo's style).
@@ -77,11 +84,14 @@ let live: string;
 let sandbox: string;
 
 t.before(async () => {
-  s = await startTestServer(`[outbound]\nport = ${port}\nconnect_timeout = "1s"\ngreeting_timeout = "1s"\ncommand_timeout = "2s"\nconcurrency_per_domain = 3\n`, {
-    manualDelivery: true,
-    clock,
-    dns: dns.server,
-  });
+  s = await startTestServer(
+    `[outbound]\nport = ${port}\nconnect_timeout = "1s"\ngreeting_timeout = "1s"\ncommand_timeout = "2s"\nconcurrency_per_domain = 3\n`,
+    {
+      manualDelivery: true,
+      clock,
+      dns: dns.server,
+    },
+  );
   live = await makeKey(s.store, 'production');
   sandbox = await makeKey(s.store, 'sandbox');
   await makeDomain(s.store, 'example.com');
@@ -90,7 +100,13 @@ t.before(async () => {
 });
 t.teardown(() => s.close());
 
-const send = (to: string | string[], key = live) => sendEmail(s.url, key, { from: 'Shop <shop@example.com>', to, subject: 'Order', text_body: 'Thanks for your order.\n.\nA line with a dot.' });
+const send = (to: string | string[], key = live) =>
+  sendEmail(s.url, key, {
+    from: 'Shop <shop@example.com>',
+    to,
+    subject: 'Order',
+    text_body: 'Thanks for your order.\n.\nA line with a dot.',
+  });
 const message = (id: string) => getEmail(s.url, live, id);
 const recipient = recipientOf;
 const events = eventsOf;
@@ -104,7 +120,17 @@ t.test('delivered: straight to the MX found through DNS, DKIM-valid, over STARTT
   const m = await message(id);
   t.equal(recipient(m, 'bob@good.test').state, 'delivered');
   const [ev] = events(m, 'email.delivered');
-  t.match(ev.data, { email_id: Number, message_id: id, from: 'Shop <shop@example.com>', subject: 'Order', recipient: 'bob@good.test', sandbox: false, mx: 'mx.good.test', tls: true, attempt: 1 });
+  t.match(ev.data, {
+    email_id: Number,
+    message_id: id,
+    from: 'Shop <shop@example.com>',
+    subject: 'Order',
+    recipient: 'bob@good.test',
+    sandbox: false,
+    mx: 'mx.good.test',
+    tls: true,
+    attempt: 1,
+  });
   t.match(ev.data.response, { code: 250, message: /queued as TEST/ });
   t.match(ev.id, /^msg_/);
   t.equal(mx.received.length, before + 1);
@@ -114,18 +140,32 @@ t.test('delivered: straight to the MX found through DNS, DKIM-valid, over STARTT
   const local = got.from.split('@')[0]!;
   t.match(got.from, /^bounces\+[0-9a-z]{20}@bounces\.test\.posthaste$/, 'per-recipient return path');
   const rcptId = parseReturnToken(await s.store.admin.secret(RETURN_PATH_SECRET), local.slice('bounces+'.length));
-  t.equal(rcptId, ((await s.sql.get('SELECT id FROM recipients WHERE address = ?', 'bob@good.test')) as { id: number }).id, 'the token maps back to the recipient');
-  t.match(got.data.toString(), /\r\nThanks for your order\.\r\n\.\r\nA line with a dot\./, 'dot-stuffing undone by the receiver: the body arrives intact');
+  t.equal(
+    rcptId,
+    ((await s.sql.get('SELECT id FROM recipients WHERE address = ?', 'bob@good.test')) as { id: number }).id,
+    'the token maps back to the recipient',
+  );
+  t.match(
+    got.data.toString(),
+    /\r\nThanks for your order\.\r\n\.\r\nA line with a dot\./,
+    'dot-stuffing undone by the receiver: the body arrives intact',
+  );
   const resolver = new Resolver();
   resolver.setServers([dns.server]);
-  const verified = await dkimVerify(got.data, { resolver: async (name: string, type: string) => (type === 'TXT' ? resolver.resolveTxt(name) : []) } as never);
+  const verified = await dkimVerify(got.data, {
+    resolver: async (name: string, type: string) => (type === 'TXT' ? resolver.resolveTxt(name) : []),
+  } as never);
   t.same(
     verified.results.map((r: Json) => [r.status.result, r.signingDomain]),
     [['pass', 'example.com']],
     'DKIM verifies against the published key',
   );
   t.equal(await storedComposed(id), null, 'no composed copy is kept once every recipient is done');
-  t.equal(m.size, got.data.length - dkimHeaderLength(got.data), 'its size is: the message as composed, before the signature');
+  t.equal(
+    m.size,
+    got.data.length - dkimHeaderLength(got.data),
+    'its size is: the message as composed, before the signature',
+  );
 });
 
 async function storedComposed(id: string): Promise<Buffer | null> {
@@ -158,7 +198,9 @@ t.test('421 at the banner: deferred when it is the only MX, delivered through th
   t.equal(recipient(mb, 'erin@busy2.test').state, 'delivered');
   t.ok(banner.connections >= 2, 'the busy host was tried for both');
   // The 421 slows its destination down (outbound/throttle.ts); the one delivered through its next MX is not.
-  t.match(await s.store.delivery.throttles(), [{ destination: 'busy.test', strikes: 1, connections: 1, pausedUntil: clock.now() + 30_000, reason: { code: 421 } }]);
+  t.match(await s.store.delivery.throttles(), [
+    { destination: 'busy.test', strikes: 1, connections: 1, pausedUntil: clock.now() + 30_000, reason: { code: 421 } },
+  ]);
 });
 
 t.test('451 greylisting, then delivered on the retry a minute later', async (t) => {
@@ -215,9 +257,19 @@ t.test('550 hard bounce: bounced, suppressed, recipient.suppressed, and a later 
   await deliver();
   const m = await message(id);
   t.equal(recipient(m, 'nobody@good.test').state, 'bounced');
-  t.match(events(m, 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 550, enhanced_code: '5.1.1', classification: 'unknown_recipient' } });
-  t.match(events(m, 'recipient.suppressed')[0].data, { recipient: 'nobody@good.test', reason: 'hard_bounce', message_id: id });
-  const again = await request(`${s.url}/api/v1/emails`, { key: live, body: { from: 'shop@example.com', to: 'nobody@good.test', subject: 'x', text_body: 'x' } });
+  t.match(events(m, 'email.bounced')[0].data, {
+    bounce_type: 'hard',
+    response: { code: 550, enhanced_code: '5.1.1', classification: 'unknown_recipient' },
+  });
+  t.match(events(m, 'recipient.suppressed')[0].data, {
+    recipient: 'nobody@good.test',
+    reason: 'hard_bounce',
+    message_id: id,
+  });
+  const again = await request(`${s.url}/api/v1/emails`, {
+    key: live,
+    body: { from: 'shop@example.com', to: 'nobody@good.test', subject: 'x', text_body: 'x' },
+  });
   t.equal(again.status, 422);
   t.equal(again.body.error.code, 'recipient_suppressed');
 });
@@ -226,14 +278,21 @@ t.test('552 after DATA: a hard bounce of the message, the address is not suppres
   const id = await send('toolarge@good.test');
   await deliver();
   const m = await message(id);
-  t.match(events(m, 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 552, classification: 'message_too_large' } });
+  t.match(events(m, 'email.bounced')[0].data, {
+    bounce_type: 'hard',
+    response: { code: 552, classification: 'message_too_large' },
+  });
   t.equal(events(m, 'recipient.suppressed').length, 0);
 });
 
 /** Rewrites a queued message's stored request, as an older build (or looser rules) would have accepted it. */
 const storeRequest = async (id: string, change: (body: Record<string, unknown>) => Record<string, unknown>) => {
   const row = (await s.sql.get('SELECT request FROM messages WHERE message_id = ?', id)) as { request: Buffer };
-  await s.sql.run('UPDATE messages SET request = ? WHERE message_id = ?', Buffer.from(JSON.stringify(change(JSON.parse(row.request.toString())))), id);
+  await s.sql.run(
+    'UPDATE messages SET request = ? WHERE message_id = ?',
+    Buffer.from(JSON.stringify(change(JSON.parse(row.request.toString())))),
+    id,
+  );
 };
 
 t.test('a queued message accepted under looser rules is delivered as it was accepted, not judged again', async (t) => {
@@ -250,27 +309,48 @@ t.test('a queued message accepted under looser rules is delivered as it was acce
   t.equal(parsed.subject, subject, 'the subject as stored, folded on the wire');
 });
 
-t.test('a queued message whose stored request cannot be read bounces at once, not after days of retries, and suppresses nobody', async (t) => {
-  const id = await send('frank@good.test');
-  await storeRequest(id, (b) => ({ ...b, subject: 42 }));
-  const before = mx.received.length;
-  await deliver();
-  const m = await message(id);
-  t.equal(recipient(m, 'frank@good.test').state, 'bounced');
-  t.match(events(m, 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 554, enhanced_code: '5.6.0', classification: 'policy', message: /cannot be read: subject/ } });
-  t.equal(events(m, 'recipient.suppressed').length, 0, 'the address is not to blame');
-  t.equal(mx.received.length, before, 'nothing was sent');
-});
+t.test(
+  'a queued message whose stored request cannot be read bounces at once, not after days of retries, and suppresses nobody',
+  async (t) => {
+    const id = await send('frank@good.test');
+    await storeRequest(id, (b) => ({ ...b, subject: 42 }));
+    const before = mx.received.length;
+    await deliver();
+    const m = await message(id);
+    t.equal(recipient(m, 'frank@good.test').state, 'bounced');
+    t.match(events(m, 'email.bounced')[0].data, {
+      bounce_type: 'hard',
+      response: { code: 554, enhanced_code: '5.6.0', classification: 'policy', message: /cannot be read: subject/ },
+    });
+    t.equal(events(m, 'recipient.suppressed').length, 0, 'the address is not to blame');
+    t.equal(mx.received.length, before, 'nothing was sent');
+  },
+);
 
-t.test('"550 Unknown user" after DATA bounces the message but does not suppress: the server accepted the address at RCPT TO', async (t) => {
-  const id = await send('filtered@good.test');
-  await deliver();
-  const m = await message(id);
-  t.equal(recipient(m, 'filtered@good.test').state, 'bounced');
-  t.match(events(m, 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 550, classification: 'unknown_recipient' } });
-  t.equal(events(m, 'recipient.suppressed').length, 0);
-  t.equal((await request(`${s.url}/api/v1/emails`, { key: live, body: { from: 'shop@example.com', to: 'filtered@good.test', subject: 's', text_body: 'b' } })).status, 202, 'a later send is accepted');
-});
+t.test(
+  '"550 Unknown user" after DATA bounces the message but does not suppress: the server accepted the address at RCPT TO',
+  async (t) => {
+    const id = await send('filtered@good.test');
+    await deliver();
+    const m = await message(id);
+    t.equal(recipient(m, 'filtered@good.test').state, 'bounced');
+    t.match(events(m, 'email.bounced')[0].data, {
+      bounce_type: 'hard',
+      response: { code: 550, classification: 'unknown_recipient' },
+    });
+    t.equal(events(m, 'recipient.suppressed').length, 0);
+    t.equal(
+      (
+        await request(`${s.url}/api/v1/emails`, {
+          key: live,
+          body: { from: 'shop@example.com', to: 'filtered@good.test', subject: 's', text_body: 'b' },
+        })
+      ).status,
+      202,
+      'a later send is accepted',
+    );
+  },
+);
 
 t.test('a connection dropped mid-DATA and a silent peer are deferrals', async (t) => {
   const a = await send('x@drop.test');
@@ -284,27 +364,38 @@ t.test('a connection dropped mid-DATA and a silent peer are deferrals', async (t
   t.equal(events(mb, 'email.deferred')[0].data.response.classification, 'timeout');
 });
 
-t.test('a server that offers CHUNKING but does not know BDAT: deferred, not bounced, and sent DATA from then on', async (t) => {
-  const id = await send(['c1@chunkless.test', 'c2@chunkless.test']);
-  await deliver();
-  let m = await message(id);
-  t.equal(recipient(m, 'c1@chunkless.test').state, 'deferred', 'the 502 says nothing about the message');
-  t.match(events(m, 'email.deferred')[0].data.response, { code: 451, enhanced_code: '4.5.0', message: /offered CHUNKING but answered BDAT with "502 5\.5\.2/ });
-  t.equal(recipient(m, 'c2@chunkless.test').state, 'delivered', 'the rest of the group went over a new connection, with DATA');
-  t.equal(chunkless.reads.flat().filter((l) => l.startsWith('BDAT')).length, 1, 'BDAT was tried once');
-  clock.advance(60_000);
-  await deliver();
-  m = await message(id);
-  t.equal(recipient(m, 'c1@chunkless.test').state, 'delivered', 'and the retry too');
-  t.equal(chunkless.reads.flat().filter((l) => l.startsWith('BDAT')).length, 1, 'no BDAT again that day');
-  t.equal(chunkless.messages.filter((x) => x.endsWith('\r\n.\r\n')).length, 2, 'both sent with DATA');
-  // A day on, on the daemon's clock, the server is given BDAT again (and still refuses it).
-  clock.advance(24 * 3_600_000);
-  const later = await send('c3@chunkless.test');
-  await deliver();
-  t.equal(chunkless.reads.flat().filter((l) => l.startsWith('BDAT')).length, 2, 'BDAT tried once more after a day');
-  t.equal(recipient(await message(later), 'c3@chunkless.test').state, 'deferred');
-});
+t.test(
+  'a server that offers CHUNKING but does not know BDAT: deferred, not bounced, and sent DATA from then on',
+  async (t) => {
+    const id = await send(['c1@chunkless.test', 'c2@chunkless.test']);
+    await deliver();
+    let m = await message(id);
+    t.equal(recipient(m, 'c1@chunkless.test').state, 'deferred', 'the 502 says nothing about the message');
+    t.match(events(m, 'email.deferred')[0].data.response, {
+      code: 451,
+      enhanced_code: '4.5.0',
+      message: /offered CHUNKING but answered BDAT with "502 5\.5\.2/,
+    });
+    t.equal(
+      recipient(m, 'c2@chunkless.test').state,
+      'delivered',
+      'the rest of the group went over a new connection, with DATA',
+    );
+    t.equal(chunkless.reads.flat().filter((l) => l.startsWith('BDAT')).length, 1, 'BDAT was tried once');
+    clock.advance(60_000);
+    await deliver();
+    m = await message(id);
+    t.equal(recipient(m, 'c1@chunkless.test').state, 'delivered', 'and the retry too');
+    t.equal(chunkless.reads.flat().filter((l) => l.startsWith('BDAT')).length, 1, 'no BDAT again that day');
+    t.equal(chunkless.messages.filter((x) => x.endsWith('\r\n.\r\n')).length, 2, 'both sent with DATA');
+    // A day on, on the daemon's clock, the server is given BDAT again (and still refuses it).
+    clock.advance(24 * 3_600_000);
+    const later = await send('c3@chunkless.test');
+    await deliver();
+    t.equal(chunkless.reads.flat().filter((l) => l.startsWith('BDAT')).length, 2, 'BDAT tried once more after a day');
+    t.equal(recipient(await message(later), 'c3@chunkless.test').state, 'deferred');
+  },
+);
 
 t.test('DNS: NXDOMAIN and null MX bounce at once, SERVFAIL defers, no MX falls back to the A record', async (t) => {
   const nx = await send('a@nxdomain.test');
@@ -312,8 +403,14 @@ t.test('DNS: NXDOMAIN and null MX bounce at once, SERVFAIL defers, no MX falls b
   const sf = await send('c@servfail.test');
   const ar = await send('d@arecord.test');
   await deliver();
-  t.match(events(await message(nx), 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 550, enhanced_code: '5.1.2', classification: 'dns_failure' } });
-  t.match(events(await message(nul), 'email.bounced')[0].data, { bounce_type: 'hard', response: { code: 556, enhanced_code: '5.1.10', classification: 'dns_failure' } });
+  t.match(events(await message(nx), 'email.bounced')[0].data, {
+    bounce_type: 'hard',
+    response: { code: 550, enhanced_code: '5.1.2', classification: 'dns_failure' },
+  });
+  t.match(events(await message(nul), 'email.bounced')[0].data, {
+    bounce_type: 'hard',
+    response: { code: 556, enhanced_code: '5.1.10', classification: 'dns_failure' },
+  });
   const msf = await message(sf);
   t.equal(recipient(msf, 'c@servfail.test').state, 'deferred');
   t.equal(events(msf, 'email.deferred')[0].data.response.classification, 'dns_failure');
@@ -326,7 +423,10 @@ t.test('DNS: NXDOMAIN and null MX bounce at once, SERVFAIL defers, no MX falls b
   await deliver();
   const hfm = await message(hf);
   t.equal(recipient(hfm, 'e@hostfail.test').state, 'deferred');
-  t.match(events(hfm, 'email.deferred')[0].data.response, { classification: 'dns_failure', message: /did not answer the A\/AAAA query for mx\.hostfail\.test \(SERVFAIL\).*dns\.servers/ });
+  t.match(events(hfm, 'email.deferred')[0].data.response, {
+    classification: 'dns_failure',
+    message: /did not answer the A\/AAAA query for mx\.hostfail\.test \(SERVFAIL\).*dns\.servers/,
+  });
   t.equal(recipient(await message(ar), 'd@arecord.test').state, 'delivered');
 });
 
@@ -359,26 +459,29 @@ t.test('several recipients of one message end differently, each with its own eve
   t.equal((await message(id)).size, kept!.length, 'the size stays');
 });
 
-t.test('recipients at two destinations, one deferred: both get the same bytes, kept until the second is done', async (t) => {
-  const id = await send(['ok3@good.test', 'grey3@arecord.test']);
-  await deliver();
-  let m = await message(id);
-  t.equal(recipient(m, 'ok3@good.test').state, 'delivered');
-  t.equal(recipient(m, 'grey3@arecord.test').state, 'deferred');
-  const kept = await storedComposed(id);
-  t.not(kept, null, 'kept for the deferred recipient at the other destination');
-  clock.advance(60_000);
-  await deliver();
-  m = await message(id);
-  t.equal(recipient(m, 'grey3@arecord.test').state, 'delivered');
-  const bodies = ['ok3@good.test', 'grey3@arecord.test'].map((a) => {
-    const r = mx.received.find((x) => x.to.includes(a))!;
-    return r.data.subarray(dkimHeaderLength(r.data));
-  });
-  t.same(bodies[0], kept);
-  t.same(bodies[1], kept, 'one message, one set of bytes, whichever destination');
-  t.equal(await storedComposed(id), null);
-});
+t.test(
+  'recipients at two destinations, one deferred: both get the same bytes, kept until the second is done',
+  async (t) => {
+    const id = await send(['ok3@good.test', 'grey3@arecord.test']);
+    await deliver();
+    let m = await message(id);
+    t.equal(recipient(m, 'ok3@good.test').state, 'delivered');
+    t.equal(recipient(m, 'grey3@arecord.test').state, 'deferred');
+    const kept = await storedComposed(id);
+    t.not(kept, null, 'kept for the deferred recipient at the other destination');
+    clock.advance(60_000);
+    await deliver();
+    m = await message(id);
+    t.equal(recipient(m, 'grey3@arecord.test').state, 'delivered');
+    const bodies = ['ok3@good.test', 'grey3@arecord.test'].map((a) => {
+      const r = mx.received.find((x) => x.to.includes(a))!;
+      return r.data.subarray(dkimHeaderLength(r.data));
+    });
+    t.same(bodies[0], kept);
+    t.same(bodies[1], kept, 'one message, one set of bytes, whichever destination');
+    t.equal(await storedComposed(id), null);
+  },
+);
 
 t.test('several messages to one domain share a connection', async (t) => {
   const before = mx.connections;
@@ -393,7 +496,12 @@ t.test('sandbox keys never connect; the simulator domain chooses each outcome', 
   const conns = mx.connections;
   const plain = await send('someone@good.test', sandbox);
   const sim = Object.fromEntries(
-    await Promise.all(['delivered', 'bounced', 'async-bounced', 'deferred', 'expired', 'complained'].map(async (l) => [l, await send(`${l}@simulator.posthaste.test`, sandbox)])),
+    await Promise.all(
+      ['delivered', 'bounced', 'async-bounced', 'deferred', 'expired', 'complained'].map(async (l) => [
+        l,
+        await send(`${l}@simulator.posthaste.test`, sandbox),
+      ]),
+    ),
   ) as Record<string, string>;
   await deliver();
   t.equal(mx.connections, conns, 'no connection was opened');
@@ -413,9 +521,16 @@ t.test('sandbox keys never connect; the simulator domain chooses each outcome', 
   const ab = await get(sim['async-bounced']!);
   t.equal(events(ab, 'email.bounced')[0].data.bounce_type, 'async');
   t.equal(events(await get(sim.expired!), 'email.bounced')[0].data.bounce_type, 'expired');
-  t.match(events(await get(sim.complained!), 'email.complained')[0].data, { feedback_type: 'abuse', user_agent: String, sandbox: true });
+  t.match(events(await get(sim.complained!), 'email.complained')[0].data, {
+    feedback_type: 'abuse',
+    user_agent: String,
+    sandbox: true,
+  });
   const n = await s.sql.value("SELECT COUNT(*) FROM suppressions WHERE address LIKE '%@simulator.posthaste.test'");
   t.equal(n, 0, 'the real suppression list is untouched');
-  const again = await request(`${s.url}/api/v1/emails`, { key: sandbox, body: { from: 'shop@example.com', to: 'bounced@simulator.posthaste.test', subject: 'x', text_body: 'x' } });
+  const again = await request(`${s.url}/api/v1/emails`, {
+    key: sandbox,
+    body: { from: 'shop@example.com', to: 'bounced@simulator.posthaste.test', subject: 'x', text_body: 'x' },
+  });
   t.equal(again.status, 202, 'so the simulator address can be used again');
 });

@@ -1,14 +1,15 @@
 // The store holds DKIM private keys, key hashes, webhook secrets and message bodies: what the
 // processes write of it is readable by their owner only, under an administrator's umask 022 as
 // under the unit's 0027. The CLI and the daemon run as child processes, which inherit the umask.
-import t from 'tap';
+
 import { chmodSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import t from 'tap';
+import { spawnDaemon } from '../../support/daemon-process.js';
+import { waitFor } from '../../support/wait.js';
 import { runCli } from '../helpers/cli.js';
 import { tempDir, writeTestConfig } from '../helpers/env.js';
-import { spawnDaemon } from '../../support/daemon-process.js';
 import { request } from '../helpers/http.js';
-import { waitFor } from '../../support/wait.js';
 
 process.umask(0o022);
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8).padStart(4, '0');
@@ -26,7 +27,11 @@ t.test('store, -wal, -shm, backup and data directory under umask 022', async (t)
   const d = await spawnDaemon(configPath);
   t.teardown(() => void d.child.kill('SIGKILL'));
   const key = /ph_test_\w+/.exec(created.stdout)![0];
-  t.equal((await request(`${d.apiUrl}/api/v1/emails`, { key, body: {} })).status, 422, 'the daemon writes as it answers');
+  t.equal(
+    (await request(`${d.apiUrl}/api/v1/emails`, { key, body: {} })).status,
+    422,
+    'the daemon writes as it answers',
+  );
   await waitFor('the -wal and -shm files', () => {
     try {
       return statSync(join(data, 'posthaste.db-wal')) && statSync(join(data, 'posthaste.db-shm'));

@@ -8,34 +8,42 @@
 // where it has them (--prefer-offline). better-sqlite3 would compile SQLite for two minutes of
 // both cores; its installer (prebuild-install) is handed the binary this checkout built as a
 // local prebuild instead, the way it takes one from a release, so its install script still runs.
-import t from 'tap';
+
 import { execFile, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { tempDir, writeTestConfig } from '../helpers/env.js';
+import t from 'tap';
 import { waitFor } from '../../support/wait.js';
+import { tempDir, writeTestConfig } from '../helpers/env.js';
 
 t.setTimeout(900_000);
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
-const sqlitePkg = JSON.parse(readFileSync(join(ROOT, 'node_modules/better-sqlite3/package.json'), 'utf8')) as { version: string };
+const sqlitePkg = JSON.parse(readFileSync(join(ROOT, 'node_modules/better-sqlite3/package.json'), 'utf8')) as {
+  version: string;
+};
 
 /** npm as a user runs it: without the npm_* variables of the `npm test` this may run under. */
 const userEnv = (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
   ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(npm_|POSTHASTE_|NODE_OPTIONS$|TAP)/i.test(k))),
   ...extra,
 });
-const npm = (args: string[], cwd: string, env: NodeJS.ProcessEnv = {}) => run('npm', args, { cwd, env: userEnv(env), timeout: 600_000, maxBuffer: 32 * 1024 * 1024 });
+const npm = (args: string[], cwd: string, env: NodeJS.ProcessEnv = {}) =>
+  run('npm', args, { cwd, env: userEnv(env), timeout: 600_000, maxBuffer: 32 * 1024 * 1024 });
 
 const work = tempDir('posthaste-install-');
 t.teardown(work.remove);
 
 const checkout = join(work.path, 'checkout');
-const { stdout: listed } = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, maxBuffer: 32 * 1024 * 1024 });
-for (const file of listed.split('\0').filter(Boolean)) if (existsSync(join(ROOT, file))) cpSync(join(ROOT, file), join(checkout, file), { recursive: true });
+const { stdout: listed } = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+  cwd: ROOT,
+  maxBuffer: 32 * 1024 * 1024,
+});
+for (const file of listed.split('\0').filter(Boolean))
+  if (existsSync(join(ROOT, file))) cpSync(join(ROOT, file), join(checkout, file), { recursive: true });
 symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'));
 
 const tarball = join(work.path, `${pkg.name}-${pkg.version}.tgz`);
@@ -47,7 +55,13 @@ t.test('npm pack builds what it packs', async (t) => {
   await npm(['pack', '--pack-destination', work.path], checkout);
   const { stdout } = await run('tar', ['tzf', tarball]);
   const files = stdout.split('\n');
-  for (const f of ['package/bin/posthaste.js', 'package/dist/src/cli/main.js', 'package/dist/src/main.js', 'package/systemd/posthaste.service', 'package/docs/operations.md'])
+  for (const f of [
+    'package/bin/posthaste.js',
+    'package/dist/src/cli/main.js',
+    'package/dist/src/main.js',
+    'package/systemd/posthaste.service',
+    'package/docs/operations.md',
+  ])
     t.ok(files.includes(f), `the tarball holds ${f}`);
   t.notOk(
     files.some((f) => f.startsWith('package/dist/test/')),
@@ -55,20 +69,51 @@ t.test('npm pack builds what it packs', async (t) => {
   );
 });
 
-t.test('the tarball installs into a prefix of its own, with the install script approved as docs/install.md says', async (t) => {
-  const prebuilds = join(work.path, 'prebuilds');
-  mkdirSync(join(prebuilds, 'build', 'Release'), { recursive: true });
-  cpSync(join(ROOT, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node'), join(prebuilds, 'build', 'Release', 'better_sqlite3.node'));
-  await run('tar', ['czf', `better-sqlite3-v${sqlitePkg.version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`, 'build'], { cwd: prebuilds });
+t.test(
+  'the tarball installs into a prefix of its own, with the install script approved as docs/install.md says',
+  async (t) => {
+    const prebuilds = join(work.path, 'prebuilds');
+    mkdirSync(join(prebuilds, 'build', 'Release'), { recursive: true });
+    cpSync(
+      join(ROOT, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node'),
+      join(prebuilds, 'build', 'Release', 'better_sqlite3.node'),
+    );
+    await run(
+      'tar',
+      [
+        'czf',
+        `better-sqlite3-v${sqlitePkg.version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`,
+        'build',
+      ],
+      { cwd: prebuilds },
+    );
 
-  const r = await npm(['install', '-g', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', '--allow-scripts=better-sqlite3', tarball], work.path, {
-    npm_config_better_sqlite3_local_prebuilds: prebuilds,
-  });
-  const said = r.stdout + r.stderr;
-  t.notMatch(said, /install-scripts|not yet covered by allowScripts/, 'no warning about an install script');
-  t.ok(existsSync(join(installed, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node')), "better-sqlite3's install script ran");
-  t.ok(existsSync(join(prefix, 'bin', 'posthaste')), 'the posthaste command is in PREFIX/bin');
-});
+    const r = await npm(
+      [
+        'install',
+        '-g',
+        '--prefix',
+        prefix,
+        '--prefer-offline',
+        '--no-audit',
+        '--no-fund',
+        '--allow-scripts=better-sqlite3',
+        tarball,
+      ],
+      work.path,
+      {
+        npm_config_better_sqlite3_local_prebuilds: prebuilds,
+      },
+    );
+    const said = r.stdout + r.stderr;
+    t.notMatch(said, /install-scripts|not yet covered by allowScripts/, 'no warning about an install script');
+    t.ok(
+      existsSync(join(installed, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node')),
+      "better-sqlite3's install script ran",
+    );
+    t.ok(existsSync(join(prefix, 'bin', 'posthaste')), 'the posthaste command is in PREFIX/bin');
+  },
+);
 
 t.test('the installed command serves /healthz and stops on SIGTERM', async (t) => {
   const cfg = writeTestConfig(work.path);
@@ -100,7 +145,10 @@ t.test('the installed command serves /healthz and stops on SIGTERM', async (t) =
 t.test('the unit as installed: it verifies, and its start check names what its PATH lacks', async (t) => {
   const unit = readFileSync(join(installed, 'systemd', 'posthaste.service'), 'utf8');
   const doc = /^Documentation=file:(\S+)$/m.exec(unit)?.[1];
-  t.ok(doc?.endsWith(`/lib/node_modules/${pkg.name}/docs/operations.md`), `Documentation= is the installed operations guide (${doc})`);
+  t.ok(
+    doc?.endsWith(`/lib/node_modules/${pkg.name}/docs/operations.md`),
+    `Documentation= is the installed operations guide (${doc})`,
+  );
   t.ok(existsSync(join(installed, 'docs', 'operations.md')), 'which the package installs');
 
   // ExecStartPre=/bin/sh -c '…' with systemd's $$ for a literal $.

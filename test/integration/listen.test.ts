@@ -1,9 +1,9 @@
-import t from 'tap';
-import net from 'node:net';
 import { existsSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { join } from 'node:path';
-import { tempDir } from '../helpers/env.js';
+import t from 'tap';
 import { runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/env.js';
 import { fixturePath } from '../helpers/fixtures.js';
 
 // A listen address that cannot be had stops the daemon at start, naming the configuration key
@@ -19,7 +19,14 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const KEYS = ['api.listen', 'smtp.listen', 'dashboard.listen', 'metrics.listen', 'submission.listen', 'submission.listen_tls'] as const;
+const KEYS = [
+  'api.listen',
+  'smtp.listen',
+  'dashboard.listen',
+  'metrics.listen',
+  'submission.listen',
+  'submission.listen_tls',
+] as const;
 
 for (const busyKey of KEYS) {
   t.test(`${busyKey} in use: the start fails naming it, before anything answers`, async (t) => {

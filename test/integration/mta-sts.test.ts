@@ -1,12 +1,12 @@
-import t from 'tap';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import { mxMatches } from '../../src/outbound/mta-sts.js';
 import { TestDnsServer } from '../../support/dns-server.js';
 import { TestMx } from '../../support/mx-server.js';
-import { fixture, fixturePath } from '../helpers/fixtures.js';
-import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
-import { mxMatches } from '../../src/outbound/mta-sts.js';
 import { sendAndDeliver } from '../helpers/api.js';
+import { makeDomain, makeKey, startTestServer } from '../helpers/env.js';
+import { fixture, fixturePath } from '../helpers/fixtures.js';
 
 const tls = { key: fixture('tls/server-key.pem'), cert: fixture('tls/server.pem') };
 const dns = await new TestDnsServer().start();
@@ -40,10 +40,13 @@ dns.set('mta-sts.stsbad.test', { A: ['127.0.0.6'] });
 dns.set('plain.test', { MX: [{ preference: 10, exchange: 'mx.plain.test' }] });
 dns.set('mx.plain.test', { A: ['127.0.0.1'] });
 
-const s = await startTestServer(`[outbound]\nport = ${selfSigned.port}\nmta_sts_port = ${webPort}\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\nconnect_timeout = "2s"\n`, {
-  manualDelivery: true,
-  dns: dns.server,
-});
+const s = await startTestServer(
+  `[outbound]\nport = ${selfSigned.port}\nmta_sts_port = ${webPort}\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\nconnect_timeout = "2s"\n`,
+  {
+    manualDelivery: true,
+    dns: dns.server,
+  },
+);
 t.teardown(() => s.close());
 const key = await makeKey(s.store);
 await makeDomain(s.store, 'example.com');

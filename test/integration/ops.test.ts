@@ -1,13 +1,13 @@
-import t from 'tap';
-import { writeFileSync, readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { tempDir, writeTestConfig, makeKey, makeDomain, openTestStore } from '../helpers/env.js';
-import { spawnDaemon } from '../../support/daemon-process.js';
-import { runCli, json } from '../helpers/cli.js';
-import { request, type Json } from '../helpers/http.js';
+import t from 'tap';
 import { loadConfig } from '../../src/config/load.js';
+import { spawnDaemon } from '../../support/daemon-process.js';
 import { waitFor } from '../../support/wait.js';
+import { json, runCli } from '../helpers/cli.js';
+import { makeDomain, makeKey, openTestStore, tempDir, writeTestConfig } from '../helpers/env.js';
+import { type Json, request } from '../helpers/http.js';
 
 const dir = tempDir();
 t.teardown(dir.remove);
@@ -25,7 +25,15 @@ t.test('status, metrics, online backup, SIGHUP reload and SIGTERM on the running
     if (d.child.exitCode === null) d.child.kill('SIGKILL');
   });
   for (let i = 0; i < 5; i++)
-    t.equal((await request(`${d.apiUrl}/api/v1/emails`, { key, body: { from: 'a@example.com', to: `r${i}@simulator.posthaste.test`, subject: 's', text_body: 'b' } })).status, 202);
+    t.equal(
+      (
+        await request(`${d.apiUrl}/api/v1/emails`, {
+          key,
+          body: { from: 'a@example.com', to: `r${i}@simulator.posthaste.test`, subject: 's', text_body: 'b' },
+        })
+      ).status,
+      202,
+    );
   // The sandbox outcomes are recorded by the daemon's own loop.
   const st = await waitFor(
     'five sandbox deliveries recorded',
@@ -39,8 +47,19 @@ t.test('status, metrics, online backup, SIGHUP reload and SIGTERM on the running
   t.match(st, { queue: { delivered: 5 }, messages: 5, webhooks: Object, inbound: { total: 0 } });
   t.match((await runCli(['--config', configPath, 'status'])).stdout, /queue:\s+delivered=5/);
   t.equal(st.nodes.length, 1, 'one node on SQLite');
-  t.match(st.nodes[0], { name: 'ops <node>', id: /^[0-9a-f-]{36}$/, pid: d.child.pid, lease_ms: 30_000, started_at: String, heartbeat_at: String, claims: { recipients: 0, webhook_deliveries: 0 } });
-  t.match((await runCli(['--config', configPath, 'status'])).stdout, /node: +ops <node> \([0-9a-f-]{36}, pid \d+\) started .*; holds 0 recipients, 0 webhook deliveries/);
+  t.match(st.nodes[0], {
+    name: 'ops <node>',
+    id: /^[0-9a-f-]{36}$/,
+    pid: d.child.pid,
+    lease_ms: 30_000,
+    started_at: String,
+    heartbeat_at: String,
+    claims: { recipients: 0, webhook_deliveries: 0 },
+  });
+  t.match(
+    (await runCli(['--config', configPath, 'status'])).stdout,
+    /node: +ops <node> \([0-9a-f-]{36}, pid \d+\) started .*; holds 0 recipients, 0 webhook deliveries/,
+  );
   t.match(d.output(), /"node":"ops <node>"/, 'log lines carry the node name');
 
   const metrics = await fetch(`${d.apiUrl}/metrics`);
@@ -48,7 +67,11 @@ t.test('status, metrics, online backup, SIGHUP reload and SIGTERM on the running
   const text = await metrics.text();
   t.match(text, /posthaste_queue_recipients\{state="delivered"\} 5/);
   t.match(text, /posthaste_api_requests_total\{status="202"\} 5/);
-  t.match(text, new RegExp(`posthaste_node_info\\{node="ops <node>",node_id="${st.nodes[0].id}"\\} 1`), 'the node, as an info metric');
+  t.match(
+    text,
+    new RegExp(`posthaste_node_info\\{node="ops <node>",node_id="${st.nodes[0].id}"\\} 1`),
+    'the node, as an info metric',
+  );
 
   const backup = join(dir.path, 'backup.db');
   const b = await runCli(['--config', configPath, 'db', 'backup', backup, '--json']);
@@ -60,10 +83,16 @@ t.test('status, metrics, online backup, SIGHUP reload and SIGTERM on the running
   t.not((await runCli(['--config', configPath, 'db', 'backup', backup])).code, 0, 'never overwrites');
 
   // SIGHUP: a changed limit and log level apply; a changed listen address needs a restart.
-  writeFileSync(configPath, readFileSync(configPath, 'utf8').replace('level = "info"', 'level = "warn"') + '[inbound]\nrate_per_minute = 7\n');
+  writeFileSync(
+    configPath,
+    readFileSync(configPath, 'utf8').replace('level = "info"', 'level = "warn"') + '[inbound]\nrate_per_minute = 7\n',
+  );
   d.child.kill('SIGHUP');
   await waitFor('the reload logged', () => d.output().includes('configuration reloaded'));
-  t.match(d.output(), /"applied":\["inbound.rate_per_minute","log.level"\]|"applied":\["log.level","inbound.rate_per_minute"\]/);
+  t.match(
+    d.output(),
+    /"applied":\["inbound.rate_per_minute","log.level"\]|"applied":\["log.level","inbound.rate_per_minute"\]/,
+  );
   writeFileSync(configPath, readFileSync(configPath, 'utf8') + '[bogus]\nx = 1\n');
   d.child.kill('SIGHUP');
   await waitFor('the refusal logged', () => d.output().includes('reload refused'));

@@ -2,19 +2,20 @@
 // real SMTP server on loopback (smtp-server) with a certificate from the test CA for "localhost",
 // requiring STARTTLS and AUTH; the recipients' domains have no DNS at all, so mail that arrives
 // can only have come through the relay.
-import t from 'tap';
-import type net from 'node:net';
+
 import { Resolver } from 'node:dns/promises';
 import { writeFileSync } from 'node:fs';
+import type net from 'node:net';
 import { join } from 'node:path';
-import { SMTPServer } from 'smtp-server';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { SMTPServer } from 'smtp-server';
+import t from 'tap';
+import { describeConfig, loadConfig } from '../../src/config/load.js';
 import { TestDnsServer } from '../../support/dns-server.js';
+import { getEmail, sendEmail } from '../helpers/api.js';
+import { makeDomain, makeKey, publishDomainTxt, startTestServer, type TestServer, tempDir } from '../helpers/env.js';
 import { fixture, fixturePath } from '../helpers/fixtures.js';
-import { startTestServer, makeKey, makeDomain, publishDomainTxt, tempDir, type TestServer } from '../helpers/env.js';
 import type { Json } from '../helpers/http.js';
-import { loadConfig, describeConfig } from '../../src/config/load.js';
-import { sendEmail, getEmail } from '../helpers/api.js';
 
 const USER = 'posthaste@relay';
 const PASSWORD = 'correct horse battery staple';
@@ -115,7 +116,12 @@ async function withRelay(
 }
 
 async function sendAndDeliver(s: TestServer, key: string, to: string[]): Promise<Json> {
-  const id = await sendEmail(s.url, key, { from: 'Shop <shop@example.com>', to, subject: 'Through the relay', text_body: 'Relayed.' });
+  const id = await sendEmail(s.url, key, {
+    from: 'Shop <shop@example.com>',
+    to,
+    subject: 'Through the relay',
+    text_body: 'Relayed.',
+  });
   await s.daemon.scheduler.drain();
   return getEmail(s.url, key, id);
 }
@@ -148,11 +154,21 @@ t.test('smtp:// with STARTTLS and AUTH: every domain goes through the relay, sig
         'each message over TLS by the authenticated user',
       );
       const ev = m.events.find((e: Json) => e.type === 'email.delivered');
-      t.match(ev.data, { mx: 'localhost', tls: true, tls_verified: true, response: { code: 250, message: /queued as RELAYED/ } }, 'the event names the relay host');
-      t.match(relay.received[0]!.from, /^bounces\+[0-9a-z]{20}@bounces\.test\.posthaste$/, 'the per-recipient return path is kept');
+      t.match(
+        ev.data,
+        { mx: 'localhost', tls: true, tls_verified: true, response: { code: 250, message: /queued as RELAYED/ } },
+        'the event names the relay host',
+      );
+      t.match(
+        relay.received[0]!.from,
+        /^bounces\+[0-9a-z]{20}@bounces\.test\.posthaste$/,
+        'the per-recipient return path is kept',
+      );
       const resolver = new Resolver();
       resolver.setServers([dns.server]);
-      const verified = await dkimVerify(relay.received[0]!.data, { resolver: async (name: string, type: string) => (type === 'TXT' ? resolver.resolveTxt(name) : []) } as never);
+      const verified = await dkimVerify(relay.received[0]!.data, {
+        resolver: async (name: string, type: string) => (type === 'TXT' ? resolver.resolveTxt(name) : []),
+      } as never);
       t.same(
         verified.results.map((r: Json) => [r.status.result, r.signingDomain]),
         [['pass', 'example.com']],
@@ -200,7 +216,11 @@ t.test('a wrong password: deferred as auth_failure, nothing sent, nothing lost',
       t.equal(relay.received.length, 0);
       t.equal(relay.mailCommands, 0, 'no MAIL FROM after the refusal');
       const ev = m.events.find((e: Json) => e.type === 'email.deferred');
-      t.match(ev.data.response, { code: 535, classification: 'auth_failure', message: /refused posthaste's credentials for posthaste@relay: 535 5\.7\.8/ });
+      t.match(ev.data.response, {
+        code: 535,
+        classification: 'auth_failure',
+        message: /refused posthaste's credentials for posthaste@relay: 535 5\.7\.8/,
+      });
       t.notMatch(JSON.stringify(m), /not the password/, 'the password appears nowhere in the message or its events');
     },
   );
@@ -254,7 +274,10 @@ t.test('a permanent refusal from the relay bounces as an MX refusal would', asyn
     async (s, relay, key) => {
       const m = await sendAndDeliver(s, key, ['hal@nowhere.test']);
       t.equal(m.recipients[0].state, 'bounced');
-      t.match(m.events.find((e: Json) => e.type === 'email.bounced').data.response, { code: 530, classification: 'policy' });
+      t.match(m.events.find((e: Json) => e.type === 'email.bounced').data.response, {
+        code: 530,
+        classification: 'policy',
+      });
       t.equal(relay.mailCommands, 1);
       t.equal(await s.sql.value('SELECT COUNT(*) FROM suppressions'), 0, 'a refusal of the sender suppresses nobody');
     },
@@ -269,12 +292,21 @@ t.test('configuration: the URL is checked, the password is never printed, a user
   };
   t.throws(() => cfg('[outbound]\nrelay = "http://relay.example"\n'), /outbound\.relay: expected "smtp:\/\/host:587"/);
   t.throws(() => cfg('[outbound]\nrelay = "smtp://relay.example:70000"\n'), /out of range/);
-  const c = cfg('[outbound]\nrelay = "smtp://relay.example"\nrelay_user = "u"\n', { POSTHASTE_OUTBOUND_RELAY_PASSWORD: 's3cret-from-env' });
+  const c = cfg('[outbound]\nrelay = "smtp://relay.example"\nrelay_user = "u"\n', {
+    POSTHASTE_OUTBOUND_RELAY_PASSWORD: 's3cret-from-env',
+  });
   t.equal(c.outbound.relay_password, 's3cret-from-env');
   t.equal(describeConfig(c).outbound!.relay_password, '********');
   t.notMatch(JSON.stringify(describeConfig(c)), /s3cret/);
   const { relayTarget } = await import('../../src/config/schema.js');
   t.same(relayTarget(c), { host: 'relay.example', port: 587, implicitTls: false }, 'smtp:// defaults to 587');
-  t.same(relayTarget(cfg('[outbound]\nrelay = "smtps://Relay.Example"\n')), { host: 'relay.example', port: 465, implicitTls: true }, 'smtps:// defaults to 465');
-  await t.rejects(startTestServer('[outbound]\nrelay = "smtp://relay.example"\nrelay_user = "u"\n'), /a relay user needs a password/);
+  t.same(
+    relayTarget(cfg('[outbound]\nrelay = "smtps://Relay.Example"\n')),
+    { host: 'relay.example', port: 465, implicitTls: true },
+    'smtps:// defaults to 465',
+  );
+  await t.rejects(
+    startTestServer('[outbound]\nrelay = "smtp://relay.example"\nrelay_user = "u"\n'),
+    /a relay user needs a password/,
+  );
 });

@@ -2,13 +2,13 @@
 // (on a manual clock), DELETE cancels it while nothing has been sent, tags come back in events
 // and filter the message list; delivery is to a real SMTP server on loopback.
 import t from 'tap';
+import { ManualClock } from '../../src/lib/clock.js';
 import { TestDnsServer } from '../../support/dns-server.js';
 import { TestMx } from '../../support/mx-server.js';
-import { startTestServer, makeKey, makeDomain } from '../helpers/env.js';
-import { request, expectError, type Json } from '../helpers/http.js';
-import { runCli, json } from '../helpers/cli.js';
 import { getEmail } from '../helpers/api.js';
-import { ManualClock } from '../../src/lib/clock.js';
+import { json, runCli } from '../helpers/cli.js';
+import { makeDomain, makeKey, startTestServer } from '../helpers/env.js';
+import { expectError, type Json, request } from '../helpers/http.js';
 
 const dns = await new TestDnsServer().start();
 const mx = await new TestMx('127.0.0.1').start();
@@ -28,10 +28,14 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const delivered = (to: string) => mx.received.filter((m) => m.to[0] === to).length;
 
 async function send(body: Record<string, unknown>, k = key) {
-  return request(`${s.url}/api/v1/emails`, { key: k, body: { from: 'Shop <shop@example.com>', subject: 'Later', text_body: 'Held.', ...body } });
+  return request(`${s.url}/api/v1/emails`, {
+    key: k,
+    body: { from: 'Shop <shop@example.com>', subject: 'Later', text_body: 'Held.', ...body },
+  });
 }
 const get = (id: string, k = key) => getEmail(s.url, k, id);
-const cancel = (id: string, k = key) => request(`${s.url}/api/v1/emails/${encodeURIComponent(id)}`, { key: k, method: 'DELETE' });
+const cancel = (id: string, k = key) =>
+  request(`${s.url}/api/v1/emails/${encodeURIComponent(id)}`, { key: k, method: 'DELETE' });
 
 t.test('scheduled_at holds the message until then, then it goes', async (t) => {
   const at = clock.now() + 2 * HOUR;
@@ -69,7 +73,11 @@ t.test('scheduled_at is checked: format, and at most limits.max_schedule_ahead (
   const far = await send({ to: 'x@later.test', scheduled_at: iso(clock.now() + 31 * 24 * HOUR) });
   expectError(t, far, 422, 'validation_failed', '31 days');
   t.match(far.body.error.details.scheduled_at[0], /at most 30d/);
-  t.equal((await send({ to: 'x@later.test', scheduled_at: iso(clock.now() + 29 * 24 * HOUR) })).status, 202, '29 days is fine');
+  t.equal(
+    (await send({ to: 'x@later.test', scheduled_at: iso(clock.now() + 29 * 24 * HOUR) })).status,
+    202,
+    '29 days is fine',
+  );
 });
 
 t.test("DELETE cancels while nothing is sent; never after; never another customer's", async (t) => {
@@ -107,8 +115,20 @@ t.test("DELETE cancels while nothing is sent; never after; never another custome
 });
 
 t.test('tags: up to 10 strings, echoed in every event, filterable', async (t) => {
-  expectError(t, await send({ to: 'x@later.test', tags: Array.from({ length: 11 }, (_, i) => `t${i}`) }), 422, 'validation_failed', '11 tags');
-  expectError(t, await send({ to: 'x@later.test', tags: ['ok', 'bad\nline'] }), 422, 'validation_failed', 'control character');
+  expectError(
+    t,
+    await send({ to: 'x@later.test', tags: Array.from({ length: 11 }, (_, i) => `t${i}`) }),
+    422,
+    'validation_failed',
+    '11 tags',
+  );
+  expectError(
+    t,
+    await send({ to: 'x@later.test', tags: ['ok', 'bad\nline'] }),
+    422,
+    'validation_failed',
+    'control character',
+  );
   expectError(t, await send({ to: 'x@later.test', tags: 'one' }), 422, 'validation_failed', 'not an array');
   const a = await send({ to: 'tag1@later.test', tags: ['welcome', 'onboarding', 'welcome'] });
   const b = await send({ to: 'tag2@later.test', tags: ['receipt'] });
@@ -130,7 +150,11 @@ t.test('tags: up to 10 strings, echoed in every event, filterable', async (t) =>
   );
   t.same((await request(`${s.url}/api/v1/emails?tag=welcome&state=delivered`, { key })).body.data.length, 1);
   t.same((await request(`${s.url}/api/v1/emails?tag=welcome&state=bounced`, { key })).body.data, []);
-  t.same((await request(`${s.url}/api/v1/emails?tag=welcome`, { key: other })).body.data, [], "another customer's tag search sees nothing of this one");
+  t.same(
+    (await request(`${s.url}/api/v1/emails?tag=welcome`, { key: other })).body.data,
+    [],
+    "another customer's tag search sees nothing of this one",
+  );
 });
 
 t.test('the CLI cancels too', async (t) => {

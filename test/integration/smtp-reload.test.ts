@@ -1,14 +1,15 @@
 // SIGHUP and the inbound listener's TLS: a reload that adds smtp.tls.cert/key makes the next
 // connection offer STARTTLS with that certificate; one that removes them stops offering it. The
 // submission listeners take a new certificate the same way.
-import t from 'tap';
+
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
+import t from 'tap';
 import { startTestServer } from '../helpers/env.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { submissionToml } from '../helpers/submission.js';
-import tls from 'node:tls';
-import { once } from 'node:events';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../../test/fixtures/tls/${name}`, import.meta.url));
 const s = await startTestServer();
@@ -44,26 +45,35 @@ t.test('STARTTLS follows the configuration a reload hands over', async (t) => {
   off.c.close();
 });
 
-t.test("the submission listeners' certificate follows a reload: the next handshake on each uses the new one", async (t) => {
-  const sub = await startTestServer(submissionToml());
-  t.teardown(() => sub.close());
-  const { submission } = sub.daemon;
-  /** The certificate's CN each listener presents now: STARTTLS on submission.listen, TLS from the start on listen_tls. */
-  const presented = async () => {
-    const c = await RawSmtp.connect(submission['submission.listen']!.port);
-    await c.cmd('EHLO client.test');
-    const starttls = (await c.startTls({ rejectUnauthorized: false, servername: 'localhost' })).getPeerCertificate().subject.CN;
-    c.close();
-    const socket = tls.connect({ port: submission['submission.listen_tls']!.port, host: '127.0.0.1', rejectUnauthorized: false, servername: 'localhost' });
-    await once(socket, 'secureConnect');
-    const implicit = socket.getPeerCertificate().subject.CN;
-    socket.destroy();
-    return [starttls, implicit];
-  };
-  t.same(await presented(), ['mx.sts.test', 'mx.sts.test'], 'the configured certificate on both');
-  const next = structuredClone(sub.config);
-  next.submission['tls.cert'] = fixture('self-signed.pem');
-  next.submission['tls.key'] = fixture('self-signed-key.pem');
-  t.same(sub.daemon.reload(next).applied, ['submission.tls.cert', 'submission.tls.key']);
-  t.same(await presented(), ['self-signed.test', 'self-signed.test'], 'the new one on both after the reload');
-});
+t.test(
+  "the submission listeners' certificate follows a reload: the next handshake on each uses the new one",
+  async (t) => {
+    const sub = await startTestServer(submissionToml());
+    t.teardown(() => sub.close());
+    const { submission } = sub.daemon;
+    /** The certificate's CN each listener presents now: STARTTLS on submission.listen, TLS from the start on listen_tls. */
+    const presented = async () => {
+      const c = await RawSmtp.connect(submission['submission.listen']!.port);
+      await c.cmd('EHLO client.test');
+      const starttls = (await c.startTls({ rejectUnauthorized: false, servername: 'localhost' })).getPeerCertificate()
+        .subject.CN;
+      c.close();
+      const socket = tls.connect({
+        port: submission['submission.listen_tls']!.port,
+        host: '127.0.0.1',
+        rejectUnauthorized: false,
+        servername: 'localhost',
+      });
+      await once(socket, 'secureConnect');
+      const implicit = socket.getPeerCertificate().subject.CN;
+      socket.destroy();
+      return [starttls, implicit];
+    };
+    t.same(await presented(), ['mx.sts.test', 'mx.sts.test'], 'the configured certificate on both');
+    const next = structuredClone(sub.config);
+    next.submission['tls.cert'] = fixture('self-signed.pem');
+    next.submission['tls.key'] = fixture('self-signed-key.pem');
+    t.same(sub.daemon.reload(next).applied, ['submission.tls.cert', 'submission.tls.key']);
+    t.same(await presented(), ['self-signed.test', 'self-signed.test'], 'the new one on both after the reload');
+  },
+);

@@ -1,17 +1,25 @@
 import t from 'tap';
+import { loadConfig } from '../../src/config/load.js';
+import { ManualClock } from '../../src/lib/clock.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { startDaemon } from '../../src/main.js';
 import { TestDnsServer } from '../../support/dns-server.js';
 import { TestMx } from '../../support/mx-server.js';
-import { WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { fixturePath } from '../helpers/fixtures.js';
-import { startTestServer, makeKey, makeDomain, tempDir, writeTestConfig, openTestStore, type TestServer } from '../helpers/env.js';
-import { request, type Json } from '../helpers/http.js';
-import { runCli, json } from '../helpers/cli.js';
-import { ManualClock } from '../../src/lib/clock.js';
-import { loadConfig } from '../../src/config/load.js';
-import { startDaemon } from '../../src/main.js';
-import { silentLogger } from '../../src/lib/logger.js';
 import { waitFor } from '../../support/wait.js';
 import { sendEmail } from '../helpers/api.js';
+import { json, runCli } from '../helpers/cli.js';
+import {
+  makeDomain,
+  makeKey,
+  openTestStore,
+  startTestServer,
+  type TestServer,
+  tempDir,
+  writeTestConfig,
+} from '../helpers/env.js';
+import { fixturePath } from '../helpers/fixtures.js';
+import { type Json, request } from '../helpers/http.js';
+import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 const dns = await new TestDnsServer().start();
 const mx = await new TestMx('127.0.0.1').start();
@@ -42,17 +50,22 @@ async function endpoint(path: string, extraBody: Record<string, unknown> = {}): 
   return r.body;
 }
 
-const send = (to: string) => sendEmail(s.url, key, { from: 'a@example.com', to, subject: 'Hi', text_body: 'x', metadata: { order: '7' } });
+const send = (to: string) =>
+  sendEmail(s.url, key, { from: 'a@example.com', to, subject: 'Hi', text_body: 'x', metadata: { order: '7' } });
 
 async function flush(): Promise<void> {
   await s.daemon.scheduler.drain();
   await s.daemon.dispatcher.drain();
 }
 
-const deliveries = async (id: string): Promise<Json[]> => (await request(`${s.url}/api/v1/webhooks/${id}/deliveries?limit=100`, { key })).body.data;
+const deliveries = async (id: string): Promise<Json[]> =>
+  (await request(`${s.url}/api/v1/webhooks/${id}/deliveries?limit=100`, { key })).body.data;
 
 t.test('create, list, show and delete endpoints; the secret is shown once', async (t) => {
-  const r = await request(`${s.url}/api/v1/webhooks`, { key, body: { url: rx.url('/crud'), events: ['email.bounced'], description: 'ops' } });
+  const r = await request(`${s.url}/api/v1/webhooks`, {
+    key,
+    body: { url: rx.url('/crud'), events: ['email.bounced'], description: 'ops' },
+  });
   t.equal(r.status, 201);
   t.same(Object.keys(r.body).sort(), ['created_at', 'description', 'enabled', 'events', 'id', 'secret', 'url']);
   t.match(r.body, { id: /^wh_/, url: rx.url('/crud'), events: ['email.bounced'], enabled: true, secret: /^whsec_/ });
@@ -63,7 +76,11 @@ t.test('create, list, show and delete endpoints; the secret is shown once', asyn
   const one = await request(`${s.url}/api/v1/webhooks/${r.body.id}`, { key });
   t.equal(one.body.secret, undefined);
   const other = await makeKey(s.store, 'production', 'acme');
-  t.equal((await request(`${s.url}/api/v1/webhooks/${r.body.id}`, { key: other })).status, 404, "another customer's key cannot see it");
+  t.equal(
+    (await request(`${s.url}/api/v1/webhooks/${r.body.id}`, { key: other })).status,
+    404,
+    "another customer's key cannot see it",
+  );
   const bad = await request(`${s.url}/api/v1/webhooks`, { key, body: { url: 'not a url', events: ['email.nope'] } });
   t.equal(bad.status, 422);
   t.ok(bad.body.error.details.url && bad.body.error.details.events);
@@ -88,7 +105,14 @@ t.test('an event from delivery arrives signed per Standard Webhooks', async (t) 
   t.equal(env.id, r.id, 'webhook-id is the event id');
   t.match(env.data, { message_id: id, recipient: 'bob@good.test', metadata: { order: '7' } });
   const log = await deliveries(ep.id);
-  t.match(log[0], { event_id: r.id, event_type: 'email.delivered', attempt: 1, status: 200, duration_ms: Number, response: 'ok' });
+  t.match(log[0], {
+    event_id: r.id,
+    event_type: 'email.delivered',
+    attempt: 1,
+    status: 200,
+    duration_ms: Number,
+    response: 'ok',
+  });
 });
 
 t.test('a 500 is retried 5 s later with the same webhook-id', async (t) => {
@@ -126,7 +150,10 @@ t.test('the full retry schedule, then failed', async (t) => {
   await flush();
   const delays: number[] = [];
   for (let i = 0; i < 10; i++) {
-    const row = (await s.sql.get("SELECT state, next_attempt_at FROM webhook_deliveries WHERE endpoint_id = ? AND kind = 'event'", ep.id)) as { state: string; next_attempt_at: number | null };
+    const row = (await s.sql.get(
+      "SELECT state, next_attempt_at FROM webhook_deliveries WHERE endpoint_id = ? AND kind = 'event'",
+      ep.id,
+    )) as { state: string; next_attempt_at: number | null };
     if (row.state !== 'pending') break;
     delays.push(row.next_attempt_at! - clock.now());
     clock.set(row.next_attempt_at!);
@@ -168,7 +195,10 @@ t.test('replay sends the event again with the same webhook-id', async (t) => {
   t.equal(all[1]!.id, orig!.id);
   t.equal(all[1]!.body, orig!.body, 'the same bytes');
   t.ok(all[1]!.verified);
-  t.equal((await request(`${s.url}/api/v1/webhooks/${ep.id}/deliveries/msg_nope/replay`, { key, method: 'POST' })).status, 404);
+  t.equal(
+    (await request(`${s.url}/api/v1/webhooks/${ep.id}/deliveries/msg_nope/replay`, { key, method: 'POST' })).status,
+    404,
+  );
 });
 
 t.test('test event: a sample of the chosen type, answered with the outcome', async (t) => {
@@ -215,7 +245,11 @@ t.test('a receiver that hangs past 10 s is a failure, and does not hold up other
   t.ok(log.length >= 1);
   t.match(log[0], { status: null, error: /timeout after 10000 ms/ });
   t.ok(log[0].duration_ms >= 9_900);
-  t.equal(rx.peakOpen.get('/hang'), 4, 'at most 4 requests in flight to one endpoint (webhooks.concurrency_per_endpoint)');
+  t.equal(
+    rx.peakOpen.get('/hang'),
+    4,
+    'at most 4 requests in flight to one endpoint (webhooks.concurrency_per_endpoint)',
+  );
 });
 
 t.test('a restart between attempts loses nothing', async (t) => {
@@ -231,7 +265,10 @@ t.test('a restart between attempts loses nothing', async (t) => {
   const ep = (await request(`${a.apiUrl}/api/v1/webhooks`, { key: k, body: { url: rx.url('/restart') } })).body;
   rx.secrets.set('/restart', ep.secret);
   rx.script.set('/restart', [500, 200]);
-  await request(`${a.apiUrl}/api/v1/emails`, { key: k, body: { from: 'a@example.com', to: 'r@good.test', subject: 's', text_body: 'b' } });
+  await request(`${a.apiUrl}/api/v1/emails`, {
+    key: k,
+    body: { from: 'a@example.com', to: 'r@good.test', subject: 's', text_body: 'b' },
+  });
   await a.scheduler.drain();
   await a.dispatcher.drain();
   await a.stop();
@@ -257,9 +294,22 @@ t.test('a restart between attempts loses nothing', async (t) => {
   const replay = await runCli(['--config', path, 'webhooks', 'replay', ep.id, got[0]!.id, '--json']);
   t.equal(replay.code, 0, replay.stderr);
   t.match(json(replay), { success: true, event_id: got[0]!.id });
-  const test = json<Json>(await runCli(['--config', path, 'webhooks', 'test', ep.id, '--type', 'email.complained', '--json']));
+  const test = json<Json>(
+    await runCli(['--config', path, 'webhooks', 'test', ep.id, '--type', 'email.complained', '--json']),
+  );
   t.match(test, { success: true, type: 'email.complained' });
-  const created = json<Json>(await runCli(['--config', path, 'webhooks', 'create', rx.url('/cli'), '--events', 'email.delivered,email.bounced', '--json']));
+  const created = json<Json>(
+    await runCli([
+      '--config',
+      path,
+      'webhooks',
+      'create',
+      rx.url('/cli'),
+      '--events',
+      'email.delivered,email.bounced',
+      '--json',
+    ]),
+  );
   t.match(created, { url: rx.url('/cli'), events: ['email.delivered', 'email.bounced'], secret: /^whsec_/ });
   t.match(json(await runCli(['--config', path, 'webhooks', 'delete', created.id, '--json'])), { deleted: true });
   t.not((await runCli(['--config', path, 'webhooks', 'delete', created.id])).code, 0);

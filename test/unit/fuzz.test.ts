@@ -1,12 +1,12 @@
-import t from 'tap';
 import fc from 'fast-check';
-import { parseMailbox, parseAddrSpec, splitAddressList } from '../../src/domain/addresses.js';
-import { validateSendRequest } from '../../src/domain/send-request.js';
+import t from 'tap';
+import { parseAddrSpec, parseMailbox, splitAddressList } from '../../src/domain/addresses.js';
+import { CLASSIFICATIONS, classifyReply, parseReply } from '../../src/domain/classify.js';
 import { Problems } from '../../src/domain/errors.js';
-import { classifyReply, parseReply, CLASSIFICATIONS } from '../../src/domain/classify.js';
+import { validateSendRequest } from '../../src/domain/send-request.js';
 import { routeRecipient } from '../../src/inbound/route.js';
-import { readReport } from '../../src/reports/read.js';
 import { readDsnFields } from '../../src/reports/dsn-fields.js';
+import { readReport } from '../../src/reports/read.js';
 import { isPublicAddress } from '../../src/webhooks/address-guard.js';
 
 // Bounded property runs: each property a fixed number of cases (and the suite's own timeout).
@@ -30,13 +30,18 @@ t.test('the address validator never throws, and what it accepts is clean', async
   const label = fc.stringMatching(/^[a-z0-9]([a-z0-9-]{0,8}[a-z0-9])?$/);
   const tld = fc.stringMatching(/^[a-z]{2,6}$/);
   fc.assert(
-    fc.property(fc.array(atom, { minLength: 1, maxLength: 4 }), fc.array(label, { minLength: 1, maxLength: 3 }), tld, (atoms, labels, top) => {
-      const local = atoms.join('.');
-      const domain = [...labels, top].join('.').toUpperCase();
-      const r = parseAddrSpec(`${local}@${domain}`);
-      if (local.length > 64) return !r.ok;
-      return r.ok && r.value.address === `${local}@${domain.toLowerCase()}`;
-    }),
+    fc.property(
+      fc.array(atom, { minLength: 1, maxLength: 4 }),
+      fc.array(label, { minLength: 1, maxLength: 3 }),
+      tld,
+      (atoms, labels, top) => {
+        const local = atoms.join('.');
+        const domain = [...labels, top].join('.').toUpperCase();
+        const r = parseAddrSpec(`${local}@${domain}`);
+        if (local.length > 64) return !r.ok;
+        return r.ok && r.value.address === `${local}@${domain.toLowerCase()}`;
+      },
+    ),
     runs,
   );
   t.pass('ok');
@@ -45,7 +50,24 @@ t.test('the address validator never throws, and what it accepts is clean', async
 t.test('send validation never throws on any JSON object', async (t) => {
   fc.assert(
     fc.property(
-      fc.dictionary(fc.constantFrom('from', 'to', 'cc', 'subject', 'body', 'text_body', 'html_body', 'headers', 'metadata', 'attachments', '__proto__', 'constructor', 'x'), fc.jsonValue()),
+      fc.dictionary(
+        fc.constantFrom(
+          'from',
+          'to',
+          'cc',
+          'subject',
+          'body',
+          'text_body',
+          'html_body',
+          'headers',
+          'metadata',
+          'attachments',
+          '__proto__',
+          'constructor',
+          'x',
+        ),
+        fc.jsonValue(),
+      ),
       (body) => {
         const r = validateSendRequest(body as Record<string, unknown>, { maxRecipients: 50 });
         return r instanceof Problems ? !r.empty : typeof r.subject === 'string';
@@ -60,35 +82,50 @@ t.test('the reply parser and classifier accept anything and answer a known label
   fc.assert(
     fc.property(fc.string({ maxLength: 400 }), fc.integer({ min: 0, max: 999 }), (text, code) => {
       const f = parseReply(`${code} ${text}`);
-      return (CLASSIFICATIONS as readonly string[]).includes(classifyReply(f)) && (CLASSIFICATIONS as readonly string[]).includes(classifyReply(parseReply(text)));
+      return (
+        (CLASSIFICATIONS as readonly string[]).includes(classifyReply(f)) &&
+        (CLASSIFICATIONS as readonly string[]).includes(classifyReply(parseReply(text)))
+      );
     }),
     runs,
   );
   t.pass('ok');
 });
 
-t.test('routing never accepts a recipient outside the receiving domain, the return path or the feedback address', async (t) => {
-  const ctx = { returnPathDomain: 'bounces.example.net', feedbackAddress: 'fbl@example.net', isReceiving: (d: string) => d === 'in.example.com' };
-  fc.assert(
-    fc.property(
-      fc.oneof(
-        fc.string({ maxLength: 120 }),
-        fc.emailAddress(),
-        fc.tuple(fc.string({ maxLength: 30 }), fc.constantFrom('in.example.com', 'bounces.example.net', 'example.net', 'evil.test')).map(([l, d]) => `${l}@${d}`),
+t.test(
+  'routing never accepts a recipient outside the receiving domain, the return path or the feedback address',
+  async (t) => {
+    const ctx = {
+      returnPathDomain: 'bounces.example.net',
+      feedbackAddress: 'fbl@example.net',
+      isReceiving: (d: string) => d === 'in.example.com',
+    };
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string({ maxLength: 120 }),
+          fc.emailAddress(),
+          fc
+            .tuple(
+              fc.string({ maxLength: 30 }),
+              fc.constantFrom('in.example.com', 'bounces.example.net', 'example.net', 'evil.test'),
+            )
+            .map(([l, d]) => `${l}@${d}`),
+        ),
+        (addr) => {
+          const r = routeRecipient(addr, ctx);
+          if (r.kind === 'refused') return true;
+          const domain = r.address.slice(r.address.lastIndexOf('@') + 1);
+          if (r.kind === 'receiving') return domain === 'in.example.com';
+          if (r.kind === 'bounce') return domain === 'bounces.example.net';
+          return r.address === 'fbl@example.net';
+        },
       ),
-      (addr) => {
-        const r = routeRecipient(addr, ctx);
-        if (r.kind === 'refused') return true;
-        const domain = r.address.slice(r.address.lastIndexOf('@') + 1);
-        if (r.kind === 'receiving') return domain === 'in.example.com';
-        if (r.kind === 'bounce') return domain === 'bounces.example.net';
-        return r.address === 'fbl@example.net';
-      },
-    ),
-    { numRuns: 5000 },
-  );
-  t.pass('ok');
-});
+      { numRuns: 5000 },
+    );
+    t.pass('ok');
+  },
+);
 
 t.test('field blocks and the address guard never throw', async (t) => {
   fc.assert(
@@ -96,7 +133,10 @@ t.test('field blocks and the address guard never throw', async (t) => {
     runs,
   );
   fc.assert(
-    fc.property(fc.oneof(fc.ipV4(), fc.ipV6(), fc.string({ maxLength: 40 })), (a) => typeof isPublicAddress(a) === 'boolean'),
+    fc.property(
+      fc.oneof(fc.ipV4(), fc.ipV6(), fc.string({ maxLength: 40 })),
+      (a) => typeof isPublicAddress(a) === 'boolean',
+    ),
     runs,
   );
   t.pass('ok');
@@ -114,7 +154,10 @@ t.test('the report reader never throws on arbitrary bytes or mangled reports, an
       ),
       async (raw) => {
         const r = readReport(raw);
-        return ['dsn', 'arf', 'none'].includes(r.kind) && r.recipients.every((x) => typeof x.address === 'string' && typeof x.suppress === 'boolean');
+        return (
+          ['dsn', 'arf', 'none'].includes(r.kind) &&
+          r.recipients.every((x) => typeof x.address === 'string' && typeof x.suppress === 'boolean')
+        );
       },
     ),
     { numRuns: 300 },

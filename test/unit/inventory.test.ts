@@ -3,15 +3,18 @@
 // its path, and the lines after it up to the next folder), so a newcomer who reads the inventory
 // knows every file there is. A file added without its line, or a folder without its paragraph,
 // fails here; a file named there that does not exist fails test/unit/references.test.ts.
-import t from 'tap';
-import { readFileSync, readdirSync } from 'node:fs';
+
+import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import t from 'tap';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 function files(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 /** The inventory: the fenced block of docs/architecture.md that lists src/main.ts, split into its folders' paragraphs. */
@@ -35,13 +38,16 @@ t.test("every file under src/ is named in its folder's paragraph of docs/archite
   const missing: string[] = [];
   const sources = files(join(ROOT, 'src')).map((f) => relative(ROOT, f));
   for (const file of sources) {
-    const folder = [...paragraphs.keys()].filter((f) => file === f || (f.endsWith('/') && file.startsWith(f))).sort((a, b) => b.length - a.length)[0];
+    const folder = [...paragraphs.keys()]
+      .filter((f) => file === f || (f.endsWith('/') && file.startsWith(f)))
+      .sort((a, b) => b.length - a.length)[0];
     if (!folder) {
       missing.push(`${file}: no paragraph for its folder`);
       continue;
     }
     const name = basename(file);
-    if (file !== folder && !new RegExp(`(?<![\\w-])${name.replace(/\./g, '\\.')}`).test(paragraphs.get(folder)!)) missing.push(`${file}: not named under ${folder}`);
+    if (file !== folder && !new RegExp(`(?<![\\w-])${name.replace(/\./g, '\\.')}`).test(paragraphs.get(folder)!))
+      missing.push(`${file}: not named under ${folder}`);
   }
   t.ok(sources.length > 100, `${sources.length} files under src/`);
   t.same(missing, [], 'each named in the inventory');

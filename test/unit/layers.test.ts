@@ -1,10 +1,11 @@
 // The layering of docs/architecture.md, checked over the import graph of src/: each folder may
 // import only from folders below it, folders on one level do not import each other, and only
 // store/ speaks SQL. A new import that runs the wrong way fails here.
-import t from 'tap';
-import { readFileSync, readdirSync } from 'node:fs';
+
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import t from 'tap';
 
 const SRC = fileURLToPath(new URL('../../../src/', import.meta.url));
 
@@ -29,7 +30,9 @@ interface Edge {
 }
 
 function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 /** The part of src/ a path belongs to: its top folder, or the file itself at the top. */
@@ -72,22 +75,34 @@ t.test('every import runs down the levels', async (t) => {
 });
 
 t.test('the check catches an import that runs up, and one across a level', async (t) => {
-  t.same(violations([{ from: 'store/queue.ts', to: 'reports/read.js' }], LEVELS), ['store/queue.ts → reports/read.js: store may not import reports']);
-  t.same(violations([{ from: 'outbound/deliver.ts', to: 'webhooks/sign.js' }], LEVELS), ['outbound/deliver.ts → webhooks/sign.js: outbound may not import webhooks']);
+  t.same(violations([{ from: 'store/queue.ts', to: 'reports/read.js' }], LEVELS), [
+    'store/queue.ts → reports/read.js: store may not import reports',
+  ]);
+  t.same(violations([{ from: 'outbound/deliver.ts', to: 'webhooks/sign.js' }], LEVELS), [
+    'outbound/deliver.ts → webhooks/sign.js: outbound may not import webhooks',
+  ]);
   t.same(violations([{ from: 'api/server.ts', to: 'store/db.js' }], LEVELS), []);
 });
 
 t.test('only store/ speaks SQL', async (t) => {
-  const SQL = /\.statement\(|\.sqlite\b|\bdb\.q\.|\bdb\.(?:run|get|all)\(|\b(?:SELECT|INSERT|UPDATE|DELETE)\s+(?:\*|[a-z_]+\s*(?:,|FROM|INTO|SET)|FROM|INTO)/;
+  const SQL =
+    /\.statement\(|\.sqlite\b|\bdb\.q\.|\bdb\.(?:run|get|all)\(|\b(?:SELECT|INSERT|UPDATE|DELETE)\s+(?:\*|[a-z_]+\s*(?:,|FROM|INTO|SET)|FROM|INTO)/;
   const outside = files
     .filter((f) => partOf(f) !== 'store')
     .flatMap((f) =>
       readFileSync(f, 'utf8')
         .split('\n')
-        .flatMap((line, i) => (SQL.test(line) && !/^\s*(\/\/|\*)/.test(line) ? [`${relative(SRC, f)}:${i + 1}: ${line.trim()}`] : [])),
+        .flatMap((line, i) =>
+          SQL.test(line) && !/^\s*(\/\/|\*)/.test(line) ? [`${relative(SRC, f)}:${i + 1}: ${line.trim()}`] : [],
+        ),
     );
   t.same(outside, []);
-  t.ok(SQL.test("db.statement('SELECT 1')") && SQL.test('DELETE FROM recipients') && !SQL.test('select a domain from the list'), 'the pattern finds SQL and not prose');
+  t.ok(
+    SQL.test("db.statement('SELECT 1')") &&
+      SQL.test('DELETE FROM recipients') &&
+      !SQL.test('select a domain from the list'),
+    'the pattern finds SQL and not prose',
+  );
 });
 
 /**
@@ -95,29 +110,52 @@ t.test('only store/ speaks SQL', async (t) => {
  * imports only the interface, its model and errors, how to open it, and the auth cache over it;
  * never an engine, and a database driver only inside its engine.
  */
-const STORE_FACE = new Set(['store/store.ts', 'store/model.ts', 'store/errors.ts', 'store/open.ts', 'store/auth-cache.ts', 'store/copy.ts']);
+const STORE_FACE = new Set([
+  'store/store.ts',
+  'store/model.ts',
+  'store/errors.ts',
+  'store/open.ts',
+  'store/auth-cache.ts',
+  'store/copy.ts',
+]);
 
 /** Imports of store/ from outside it that reach past the interface into an engine. */
 export function intoEngines(all: Edge[]): string[] {
-  return all.filter((e) => !e.from.startsWith(`store${sep}`) && e.to.startsWith(`store${sep}`) && !STORE_FACE.has(e.to.split(sep).join('/').replace(/\.js$/, '.ts'))).map((e) => `${e.from} → ${e.to}`);
+  return all
+    .filter(
+      (e) =>
+        !e.from.startsWith(`store${sep}`) &&
+        e.to.startsWith(`store${sep}`) &&
+        !STORE_FACE.has(e.to.split(sep).join('/').replace(/\.js$/, '.ts')),
+    )
+    .map((e) => `${e.from} → ${e.to}`);
 }
 
 t.test('above the store, only its interface is imported; the engines and their drivers stay inside it', async (t) => {
   const found = edges(files);
   t.same(intoEngines(found), [], 'no part above the store imports an engine');
-  t.same(intoEngines([{ from: `api${sep}server.ts`, to: `store${sep}sqlite${sep}db.js` }]), [`api${sep}server.ts → store${sep}sqlite${sep}db.js`], 'the check catches one');
+  t.same(
+    intoEngines([{ from: `api${sep}server.ts`, to: `store${sep}sqlite${sep}db.js` }]),
+    [`api${sep}server.ts → store${sep}sqlite${sep}db.js`],
+    'the check catches one',
+  );
   const drivers = files.flatMap((f) => {
     const text = readFileSync(f, 'utf8');
     const where = relative(SRC, f).split(sep).join('/');
     const out: string[] = [];
-    if (/from 'better-sqlite3'/.test(text) && !where.startsWith('store/sqlite/')) out.push(`${where} imports better-sqlite3`);
+    if (/from 'better-sqlite3'/.test(text) && !where.startsWith('store/sqlite/'))
+      out.push(`${where} imports better-sqlite3`);
     if (/from 'pg'/.test(text) && !where.startsWith('store/pg/')) out.push(`${where} imports pg`);
     return out;
   });
   t.same(drivers, [], 'better-sqlite3 only in store/sqlite/, pg only in store/pg/');
   const across = found
     .map((e) => ({ from: e.from.split(sep).join('/'), to: e.to.split(sep).join('/') }))
-    .filter((e) => (e.from.startsWith('store/sqlite/') && e.to.startsWith('store/pg/')) || (e.from.startsWith('store/pg/') && e.to.startsWith('store/sqlite/')));
+    .filter(
+      (e) =>
+        (e.from.startsWith('store/sqlite/') && e.to.startsWith('store/pg/')) ||
+        (e.from.startsWith('store/pg/') && e.to.startsWith('store/sqlite/')),
+    );
   t.same(across, [], 'the engines do not import each other');
 });
 
@@ -149,7 +187,8 @@ export function cycles(all: Edge[]): Array<{ files: string[]; path: string[] }> 
     }
     if (low.get(v) !== index.get(v)) return;
     const group = stack.splice(stack.indexOf(v));
-    if (group.length > 1 || (next.get(v) ?? []).includes(v)) found.push({ files: group.sort(), path: roundPath(group[0]!, new Set(group), next) });
+    if (group.length > 1 || (next.get(v) ?? []).includes(v))
+      found.push({ files: group.sort(), path: roundPath(group[0]!, new Set(group), next) });
   };
   for (const v of next.keys()) if (!index.has(v)) visit(v);
   return found;
@@ -164,7 +203,8 @@ function roundPath(start: string, group: Set<string>, next: Map<string, string[]
       if (!group.has(w)) continue;
       if (w === start) {
         const path = [start];
-        for (let at: string | undefined = queue[i]; at !== undefined && at !== start; at = from.get(at)) path.splice(1, 0, at);
+        for (let at: string | undefined = queue[i]; at !== undefined && at !== start; at = from.get(at))
+          path.splice(1, 0, at);
         return [...path, start];
       }
       if (!from.has(w)) {
@@ -199,7 +239,10 @@ t.test('the check finds a cycle inside a folder and one across folders, and repo
     { from: 'dashboard/pages.ts', to: 'dashboard/html.js' },
   ]);
   t.same(inside, [
-    { files: ['dashboard/pages.ts', 'dashboard/routes/index.ts', 'dashboard/server.ts'], path: ['dashboard/pages.ts', 'dashboard/server.ts', 'dashboard/routes/index.ts', 'dashboard/pages.ts'] },
+    {
+      files: ['dashboard/pages.ts', 'dashboard/routes/index.ts', 'dashboard/server.ts'],
+      path: ['dashboard/pages.ts', 'dashboard/server.ts', 'dashboard/routes/index.ts', 'dashboard/pages.ts'],
+    },
   ]);
   t.same(
     cycles([

@@ -2,10 +2,11 @@
 // as `docs/….md`, `src/…`, `support/…`, `test/…`, `bench/…`, or a path under src/ (`store/sqlite/queue.ts`).
 // A file moved or renamed without its references fails here, so a reader finds the code of a
 // documented behaviour in one hop.
-import t from 'tap';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import t from 'tap';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const SRC_DIRS = readdirSync(join(ROOT, 'src'), { withFileTypes: true })
@@ -15,7 +16,9 @@ const PREFIXES = ['docs', 'src', 'support', 'test', 'bench', ...SRC_DIRS];
 const REF = new RegExp(`(?<![\\w./-])(?:${PREFIXES.join('|')})/[\\w./*-]+\\.(?:ts|md|json|toml)\\b`, 'g');
 
 function files(dir: string, ext: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name), ext) : e.name.endsWith(ext) ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? files(join(dir, e.name), ext) : e.name.endsWith(ext) ? [join(dir, e.name)] : [],
+  );
 }
 
 /** Whether `ref` names a file (or, with a `*`, at least one file) at the root or under src/. */
@@ -28,7 +31,9 @@ function exists(ref: string): boolean {
       .replace(/[.]/g, '\\.')
       .replace(/\*/g, '.*')}$`,
   );
-  return [join(ROOT, dir), join(ROOT, 'src', dir)].some((d) => existsSync(d) && readdirSync(d).some((n) => pattern.test(n)));
+  return [join(ROOT, dir), join(ROOT, 'src', dir)].some(
+    (d) => existsSync(d) && readdirSync(d).some((n) => pattern.test(n)),
+  );
 }
 
 t.test('the files that src/ and docs/ name exist', async (t) => {

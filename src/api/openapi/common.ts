@@ -42,7 +42,10 @@ export function errorSchema(codes: readonly ErrorCode[] = ERROR_CODES, descripti
         required: ['code', 'message', 'details'],
         properties: {
           code: { type: 'string', enum: [...codes] },
-          message: { type: 'string', description: 'For people: what went wrong, in a sentence. Never internal detail.' },
+          message: {
+            type: 'string',
+            description: 'For people: what went wrong, in a sentence. Never internal detail.',
+          },
           details: ref('ErrorDetails'),
         },
       },
@@ -83,28 +86,50 @@ export const ERROR_RESPONSES: Obj = {
     400,
     '`invalid_json`: the body is not JSON, not UTF-8 (the message names the byte offset), not an object (or, for a batch, not an array), empty, or shorter than its Content-Length.',
   ),
-  Unauthorized: errorResponse(401, '`unauthorized`: the API key is missing, malformed, unknown or revoked. Checked before anything else, unknown routes included.'),
-  DomainNotVerified: errorResponse(403, "`domain_not_verified`: the sender domain is the customer's but not verified yet (a domain that is not the customer's at all is a 422 on `from`)."),
+  Unauthorized: errorResponse(
+    401,
+    '`unauthorized`: the API key is missing, malformed, unknown or revoked. Checked before anything else, unknown routes included.',
+  ),
+  DomainNotVerified: errorResponse(
+    403,
+    "`domain_not_verified`: the sender domain is the customer's but not verified yet (a domain that is not the customer's at all is a 422 on `from`).",
+  ),
   NotFound: errorResponse(404, "`not_found`: no such resource, or another customer's."),
   PayloadTooLarge: errorResponse(
     413,
     '`payload_too_large`: the request body is over limits.max_message_bytes × 4/3 + 256 KiB, or (a send) the encoded MIME message is over limits.max_message_bytes; the message says the size when it was measured.',
   ),
-  UnsupportedMediaType: errorResponse(415, '`unsupported_media_type`: a body was sent with a Content-Type other than `application/json`.'),
+  UnsupportedMediaType: errorResponse(
+    415,
+    '`unsupported_media_type`: a body was sent with a Content-Type other than `application/json`.',
+  ),
   ValidationFailed: errorResponse(422, '`validation_failed`: every problem at once, per field, in `details`.'),
   InternalError: errorResponse(500, '`internal_error`: a bug; never with internal detail.'),
   Unavailable: {
     description:
       "`unavailable`: the server is shutting down, or a large request found no room in memory within 60 s. `store_unavailable`: the store cannot be reached or cannot write now (its database stopped or out of reach, a full disk). Nothing was accepted; retry after the time given. A request that reaches a connection fastify is already closing (the last moments of a shutdown) gets fastify's own body instead, without Retry-After.",
-    headers: { 'Retry-After': { description: 'Seconds to wait before retrying (always with `unavailable` and `store_unavailable`).', schema: { type: 'string', pattern: '^[0-9]+$' } } },
+    headers: {
+      'Retry-After': {
+        description: 'Seconds to wait before retrying (always with `unavailable` and `store_unavailable`).',
+        schema: { type: 'string', pattern: '^[0-9]+$' },
+      },
+    },
     content: { 'application/json': { schema: ref('Unavailable') } },
   },
 };
 
 /** What any request under /api/v1 can be answered: the key (checked first), a bug, shutting down. */
-const ALWAYS = { '401': responseRef('Unauthorized'), '500': responseRef('InternalError'), '503': responseRef('Unavailable') };
+const ALWAYS = {
+  '401': responseRef('Unauthorized'),
+  '500': responseRef('InternalError'),
+  '503': responseRef('Unavailable'),
+};
 /** What a request that carries a body can be answered before its handler runs. */
-const BODY = { '400': responseRef('InvalidJson'), '413': responseRef('PayloadTooLarge'), '415': responseRef('UnsupportedMediaType') };
+const BODY = {
+  '400': responseRef('InvalidJson'),
+  '413': responseRef('PayloadTooLarge'),
+  '415': responseRef('UnsupportedMediaType'),
+};
 
 /**
  * An operation's responses: its own, the ones every authenticated request can get, and for a
@@ -115,11 +140,20 @@ export function responses(method: 'get' | 'post' | 'delete', own: Obj): Obj {
   return Object.fromEntries(Object.entries(all).sort(([a], [b]) => a.localeCompare(b)));
 }
 
-export const json = (schema: Obj, description: string, headers?: Obj): Obj => ({ description, ...(headers ? { headers } : {}), content: { 'application/json': { schema } } });
+export const json = (schema: Obj, description: string, headers?: Obj): Obj => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: { 'application/json': { schema } },
+});
 
 /** `?limit=&after=`: lists are paged by cursor, newest first (api/paging.ts). */
 export const PAGE_PARAMETERS: Obj[] = [
-  { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+  {
+    name: 'limit',
+    in: 'query',
+    description: 'Page size.',
+    schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+  },
   {
     name: 'after',
     in: 'query',
@@ -140,4 +174,10 @@ export function page(item: Obj): Obj {
   };
 }
 
-export const pathParameter = (name: string, description: string): Obj => ({ name, in: 'path', required: true, description, schema: { type: 'string', minLength: 1 } });
+export const pathParameter = (name: string, description: string): Obj => ({
+  name,
+  in: 'path',
+  required: true,
+  description,
+  schema: { type: 'string', minLength: 1 },
+});

@@ -1,10 +1,10 @@
 import { VERSION } from '../../lib/version.js';
-import { ERROR_DETAILS, ERROR_RESPONSES, errorSchema, UNAVAILABLE, type Obj } from './common.js';
-import { ACCEPTED, SEND_REQUEST } from './send.js';
+import { ERROR_DETAILS, ERROR_RESPONSES, errorSchema, type Obj, UNAVAILABLE } from './common.js';
 import { eventSchemas, REPLY, webhookSection } from './events.js';
-import { viewSchemas } from './views.js';
 import { EMAIL_PATHS } from './paths-emails.js';
 import { OPENAPI_PATH, OTHER_PATHS, OTHER_SCHEMAS } from './paths-other.js';
+import { ACCEPTED, SEND_REQUEST } from './send.js';
+import { viewSchemas } from './views.js';
 
 /**
  * The OpenAPI 3.1 document of the HTTP API, built from the constants the validation and the

@@ -1,6 +1,6 @@
-import { EVENT_TYPES, type EventType } from '../../domain/events.js';
 import { CLASSIFICATIONS } from '../../domain/classify.js';
-import { dateTime, nullable, ref, type Obj } from './common.js';
+import { EVENT_TYPES, type EventType } from '../../domain/events.js';
+import { dateTime, nullable, type Obj, ref } from './common.js';
 import { messageId } from './send.js';
 
 /**
@@ -12,13 +12,23 @@ import { messageId } from './send.js';
 /** A server's reply (domain/outcome.ts, Reply). */
 export const REPLY: Obj = {
   type: 'object',
-  description: 'The SMTP reply that decided it (or the reply posthaste states itself: DNS failures, the simulator, local errors, a bounce report read later).',
+  description:
+    'The SMTP reply that decided it (or the reply posthaste states itself: DNS failures, the simulator, local errors, a bounce report read later).',
   required: ['code', 'enhanced_code', 'message', 'classification'],
   properties: {
-    code: { type: 'integer', minimum: 0, maximum: 599, description: 'The reply code; 0 when there was none (a report without one).' },
+    code: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 599,
+      description: 'The reply code; 0 when there was none (a report without one).',
+    },
     enhanced_code: { type: 'string', description: 'RFC 3463 status code such as `5.1.1`; empty when there was none.' },
     message: { type: 'string' },
-    classification: { type: 'string', enum: [...CLASSIFICATIONS], description: 'Why, as a label (docs/delivery.md, classification labels).' },
+    classification: {
+      type: 'string',
+      enum: [...CLASSIFICATIONS],
+      description: 'Why, as a label (docs/delivery.md, classification labels).',
+    },
   },
 };
 
@@ -42,7 +52,12 @@ const MESSAGE_BASE: Obj = {
 const BASE_REQUIRED = Object.keys(MESSAGE_BASE);
 
 function messageEvent(description: string, own: Obj, required: string[]): Obj {
-  return { type: 'object', description, required: [...BASE_REQUIRED, ...required], properties: { ...MESSAGE_BASE, ...own } };
+  return {
+    type: 'object',
+    description,
+    required: [...BASE_REQUIRED, ...required],
+    properties: { ...MESSAGE_BASE, ...own },
+  };
 }
 
 const EVENT_DATA: Record<EventType, Obj> = {
@@ -52,14 +67,22 @@ const EVENT_DATA: Record<EventType, Obj> = {
       response: replyWithout('The accepting reply.'),
       mx: { type: 'string', description: 'The host that accepted it (`sandbox` for a sandbox message).' },
       tls: { type: 'boolean', description: 'Sent over TLS.' },
-      tls_verified: { type: 'boolean', description: "The server's certificate was checked (DANE, MTA-STS enforce, the relay host), not only encrypted to." },
+      tls_verified: {
+        type: 'boolean',
+        description:
+          "The server's certificate was checked (DANE, MTA-STS enforce, the relay host), not only encrypted to.",
+      },
       attempt: { type: 'integer', minimum: 1 },
     },
     ['response', 'mx', 'tls', 'tls_verified', 'attempt'],
   ),
   'email.deferred': messageEvent(
     'A temporary failure: retried at `next_attempt_at`.',
-    { response: ref('Reply'), attempt: { type: 'integer', minimum: 1 }, next_attempt_at: dateTime('The next attempt.') },
+    {
+      response: ref('Reply'),
+      attempt: { type: 'integer', minimum: 1 },
+      next_attempt_at: dateTime('The next attempt.'),
+    },
     ['response', 'attempt', 'next_attempt_at'],
   ),
   'email.bounced': messageEvent(
@@ -68,7 +91,8 @@ const EVENT_DATA: Record<EventType, Obj> = {
       bounce_type: {
         type: 'string',
         enum: ['hard', 'async', 'expired'],
-        description: '`hard`: refused during delivery; `async`: a bounce report came back after delivery; `expired`: retried until max_queue_time.',
+        description:
+          '`hard`: refused during delivery; `async`: a bounce report came back after delivery; `expired`: retried until max_queue_time.',
       },
       response: ref('Reply'),
     },
@@ -85,7 +109,8 @@ const EVENT_DATA: Record<EventType, Obj> = {
   ),
   'recipient.suppressed': {
     type: 'object',
-    description: 'An address was put on the suppression list by a bounce or a complaint (once per address; always in the sandbox, where the list is not touched).',
+    description:
+      'An address was put on the suppression list by a bounce or a complaint (once per address; always in the sandbox, where the list is not touched).',
     required: ['recipient', 'reason', 'email_id', 'message_id', 'sandbox', 'timestamp'],
     properties: {
       recipient: { type: 'string' },
@@ -98,7 +123,8 @@ const EVENT_DATA: Record<EventType, Obj> = {
   },
   'email.received': {
     type: 'object',
-    description: "A message arrived for one of the customer's receiving domains; `GET /api/v1/inbound/{id}` shows it whole.",
+    description:
+      "A message arrived for one of the customer's receiving domains; `GET /api/v1/inbound/{id}` shows it whole.",
     required: ['id', 'from', 'to', 'subject', 'message_id', 'size', 'attachments', 'spf', 'dkim', 'dmarc'],
     properties: {
       id: { type: 'string', pattern: '^in_[0-9A-Za-z]+$' },
@@ -108,18 +134,26 @@ const EVENT_DATA: Record<EventType, Obj> = {
       message_id: { type: 'string', description: 'The Message-ID header as written; empty when there was none.' },
       size: { type: 'integer', minimum: 0, description: 'Bytes as received.' },
       attachments: { type: 'integer', minimum: 0, description: 'How many.' },
-      spf: { type: 'string', description: 'The SPF result: `pass`, `fail`, `softfail`, `neutral`, `none`, `temperror` or `permerror`.' },
+      spf: {
+        type: 'string',
+        description: 'The SPF result: `pass`, `fail`, `softfail`, `neutral`, `none`, `temperror` or `permerror`.',
+      },
       dkim: { type: 'string', description: "The first DKIM signature's result, `none` without one." },
       dmarc: { type: 'string', description: 'The DMARC result, `none` without a policy.' },
     },
   },
   'inbound.limited': {
     type: 'object',
-    description: 'A receiving domain went over its inbound limit: mail to it is refused with 451 until the window ends. At most once an hour per domain.',
+    description:
+      'A receiving domain went over its inbound limit: mail to it is refused with 451 until the window ends. At most once an hour per domain.',
     required: ['domain', 'limit', 'window_ends_at'],
     properties: {
       domain: { type: 'string' },
-      limit: { type: 'string', enum: ['rate', 'monthly'], description: '`rate`: per minute; `monthly`: per calendar month.' },
+      limit: {
+        type: 'string',
+        enum: ['rate', 'monthly'],
+        description: '`rate`: per minute; `monthly`: per calendar month.',
+      },
       window_ends_at: dateTime('When mail is taken again.'),
     },
   },
@@ -142,7 +176,11 @@ export function eventSchemas(): Obj {
         description: (EVENT_DATA[type].description as string) ?? '',
         required: ['id', 'type', 'timestamp', 'data'],
         properties: {
-          id: { type: 'string', pattern: '^msg_[0-9A-Za-z]+$', description: 'The event id; also the `webhook-id` header, the same on every retry and replay.' },
+          id: {
+            type: 'string',
+            pattern: '^msg_[0-9A-Za-z]+$',
+            description: 'The event id; also the `webhook-id` header, the same on every retry and replay.',
+          },
           type: { const: type },
           timestamp: dateTime('When the event was written.'),
           data: EVENT_DATA[type],
@@ -153,9 +191,21 @@ export function eventSchemas(): Obj {
 }
 
 /** The events a sent message has (`GET /api/v1/emails/{message_id}`, `events`). */
-export const MESSAGE_EVENT_TYPES: EventType[] = ['email.delivered', 'email.deferred', 'email.bounced', 'email.complained', 'recipient.suppressed'];
+export const MESSAGE_EVENT_TYPES: EventType[] = [
+  'email.delivered',
+  'email.deferred',
+  'email.bounced',
+  'email.complained',
+  'recipient.suppressed',
+];
 
-const header = (name: string, description: string, schema: Obj): Obj => ({ name, in: 'header', required: true, description, schema });
+const header = (name: string, description: string, schema: Obj): Obj => ({
+  name,
+  in: 'header',
+  required: true,
+  description,
+  schema,
+});
 
 /** The `webhooks:` section: one POST per event type, as an endpoint receives it. */
 export function webhookSection(): Obj {
@@ -170,17 +220,33 @@ export function webhookSection(): Obj {
             "Sent with Standard Webhooks headers: verify `webhook-signature` over `<webhook-id>.<webhook-timestamp>.<body as received>` with the endpoint's secret before trusting the body, and use `webhook-id` to drop repeats (delivery is at least once). Content-Type `application/json`; User-Agent `posthaste/<version>`.",
           security: [],
           parameters: [
-            header('webhook-id', 'The event id (`id` of the body): the same on every retry and replay.', { type: 'string', pattern: '^msg_[0-9A-Za-z]+$' }),
-            header('webhook-timestamp', 'Seconds since the Unix epoch when this attempt was signed.', { type: 'string', pattern: '^[0-9]+$' }),
-            header('webhook-signature', '`v1,` and the Base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed by the Base64-decoded part of the secret after `whsec_`.', {
+            header('webhook-id', 'The event id (`id` of the body): the same on every retry and replay.', {
               type: 'string',
-              pattern: '^v1,[A-Za-z0-9+/]{43}=$',
+              pattern: '^msg_[0-9A-Za-z]+$',
             }),
+            header('webhook-timestamp', 'Seconds since the Unix epoch when this attempt was signed.', {
+              type: 'string',
+              pattern: '^[0-9]+$',
+            }),
+            header(
+              'webhook-signature',
+              '`v1,` and the Base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed by the Base64-decoded part of the secret after `whsec_`.',
+              {
+                type: 'string',
+                pattern: '^v1,[A-Za-z0-9+/]{43}=$',
+              },
+            ),
           ],
           requestBody: { required: true, content: { 'application/json': { schema: ref(eventSchemaName(type)) } } },
           responses: {
-            '2XX': { description: 'Received. Any 2xx within webhooks.timeout (default 10 s) is success; the body is not read beyond 1 KiB.' },
-            '410': { description: 'Gone: the endpoint is disabled (`enabled: false`, `disabled_reason`) and gets nothing more.' },
+            '2XX': {
+              description:
+                'Received. Any 2xx within webhooks.timeout (default 10 s) is success; the body is not read beyond 1 KiB.',
+            },
+            '410': {
+              description:
+                'Gone: the endpoint is disabled (`enabled: false`, `disabled_reason`) and gets nothing more.',
+            },
             default: {
               description:
                 'Anything else, a redirect, a timeout or a connection error is a failure: retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (8 attempts), then the delivery is `failed`.',
@@ -194,8 +260,17 @@ export function webhookSection(): Obj {
 
 /** A recipient's last reply (recipients.last_response): a reply, why it was suppressed before sending, or nothing yet. */
 export const LAST_RESPONSE: Obj = {
-  description: 'The last reply for this recipient; `{"suppressed": reason}` when it was on the suppression list at its turn; null before any.',
-  oneOf: [ref('Reply'), { type: 'object', required: ['suppressed'], properties: { suppressed: { type: 'string' } } }, { type: 'null' }],
+  description:
+    'The last reply for this recipient; `{"suppressed": reason}` when it was on the suppression list at its turn; null before any.',
+  oneOf: [
+    ref('Reply'),
+    { type: 'object', required: ['suppressed'], properties: { suppressed: { type: 'string' } } },
+    { type: 'null' },
+  ],
 };
 
-export const nullableDateTime = (description: string): Obj => ({ type: nullable('string'), format: 'date-time', description });
+export const nullableDateTime = (description: string): Obj => ({
+  type: nullable('string'),
+  format: 'date-time',
+  description,
+});

@@ -1,7 +1,17 @@
-import { MAX_BATCH } from '../routes/emails.js';
-import { SEARCH_STATES } from '../../domain/message-search.js';
 import { schema as configSchema } from '../../config/schema.js';
-import { errorSchema, json, PAGE_PARAMETERS, page, pathParameter, ref, responseRef, responses, type Obj } from './common.js';
+import { SEARCH_STATES } from '../../domain/message-search.js';
+import { MAX_BATCH } from '../routes/emails.js';
+import {
+  errorSchema,
+  json,
+  type Obj,
+  PAGE_PARAMETERS,
+  page,
+  pathParameter,
+  ref,
+  responseRef,
+  responses,
+} from './common.js';
 
 /** The send and message endpoints (api/routes/emails.ts; docs/api.md). */
 
@@ -13,21 +23,32 @@ const IDEMPOTENCY_KEY: Obj = {
 };
 
 const REPLAYED: Obj = {
-  'idempotent-replayed': { description: '`true` when this is the first answer to an earlier request with the same Idempotency-Key.', schema: { type: 'string', const: 'true' } },
+  'idempotent-replayed': {
+    description: '`true` when this is the first answer to an earlier request with the same Idempotency-Key.',
+    schema: { type: 'string', const: 'true' },
+  },
 };
 
-const IDEMPOTENCY_CONFLICT = { '409': json(errorSchema(['conflict']), '`conflict`: this Idempotency-Key was used with a different body.') };
+const IDEMPOTENCY_CONFLICT = {
+  '409': json(errorSchema(['conflict']), '`conflict`: this Idempotency-Key was used with a different body.'),
+};
 
 const MESSAGE_ID = pathParameter('message_id', 'The Message-ID the send answered (`message_id`).');
 
 /** A batch item's own error: what that item would have got alone. */
-const ITEM_ERROR = errorSchema(['validation_failed', 'domain_not_verified', 'payload_too_large', 'recipient_suppressed'], 'This item was refused; nothing of it was stored.');
+const ITEM_ERROR = errorSchema(
+  ['validation_failed', 'domain_not_verified', 'payload_too_large', 'recipient_suppressed'],
+  'This item was refused; nothing of it was stored.',
+);
 
 const timeFilter = (name: string, description: string): Obj => ({
   name,
   in: 'query',
   description: `${description}, ISO 8601: a date (\`2026-11-23\`) or a date and time, seconds optional (\`2026-11-23T10:00:00Z\`); without a zone it is UTC.`,
-  schema: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}(?:[T ]\\d{2}:\\d{2}(?::\\d{2}(?:\\.\\d{1,3})?)?(?:Z|[+-]\\d{2}:\\d{2})?)?$' },
+  schema: {
+    type: 'string',
+    pattern: '^\\d{4}-\\d{2}-\\d{2}(?:[T ]\\d{2}:\\d{2}(?::\\d{2}(?:\\.\\d{1,3})?)?(?:Z|[+-]\\d{2}:\\d{2})?)?$',
+  },
 });
 
 export const EMAIL_PATHS: Obj = {
@@ -59,12 +80,28 @@ export const EMAIL_PATHS: Obj = {
         {
           name: 'recipient',
           in: 'query',
-          description: 'Messages to this address as it was sent (the local part is case-sensitive; the lower-cased address is tried too).',
+          description:
+            'Messages to this address as it was sent (the local part is case-sensitive; the lower-cased address is tried too).',
           schema: { type: 'string', maxLength: 320, pattern: '@' },
         },
-        { name: 'message_id', in: 'query', description: 'The message with this Message-ID (angle brackets optional).', schema: { type: 'string', maxLength: 998 } },
-        { name: 'state', in: 'query', description: 'Messages with at least one recipient in this state.', schema: { type: 'string', enum: [...SEARCH_STATES] } },
-        { name: 'tag', in: 'query', description: 'Messages sent with this tag.', schema: { type: 'string', maxLength: 100 } },
+        {
+          name: 'message_id',
+          in: 'query',
+          description: 'The message with this Message-ID (angle brackets optional).',
+          schema: { type: 'string', maxLength: 998 },
+        },
+        {
+          name: 'state',
+          in: 'query',
+          description: 'Messages with at least one recipient in this state.',
+          schema: { type: 'string', enum: [...SEARCH_STATES] },
+        },
+        {
+          name: 'tag',
+          in: 'query',
+          description: 'Messages sent with this tag.',
+          schema: { type: 'string', maxLength: 100 },
+        },
         timeFilter('since', 'Accepted at or after this time'),
         timeFilter('until', 'Accepted before this time'),
         ...PAGE_PARAMETERS,
@@ -85,20 +122,33 @@ export const EMAIL_PATHS: Obj = {
       parameters: [IDEMPOTENCY_KEY],
       requestBody: {
         required: true,
-        content: { 'application/json': { schema: { type: 'array', minItems: 1, maxItems: MAX_BATCH, items: ref('SendRequest') } } },
+        content: {
+          'application/json': {
+            schema: { type: 'array', minItems: 1, maxItems: MAX_BATCH, items: ref('SendRequest') },
+          },
+        },
       },
       responses: responses('post', {
         '202': json(
           {
             type: 'object',
             required: ['data'],
-            properties: { data: { type: 'array', description: 'One entry per item, in order.', items: { oneOf: [ref('Accepted'), ITEM_ERROR] } } },
+            properties: {
+              data: {
+                type: 'array',
+                description: 'One entry per item, in order.',
+                items: { oneOf: [ref('Accepted'), ITEM_ERROR] },
+              },
+            },
           },
           'Every item judged; those that passed are stored.',
           REPLAYED,
         ),
         ...IDEMPOTENCY_CONFLICT,
-        '422': json(errorSchema(['validation_failed']), `\`validation_failed\`: the array is empty or longer than ${MAX_BATCH}; nothing was stored.`),
+        '422': json(
+          errorSchema(['validation_failed']),
+          `\`validation_failed\`: the array is empty or longer than ${MAX_BATCH}; nothing was stored.`,
+        ),
       }),
     },
   },

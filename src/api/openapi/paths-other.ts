@@ -1,5 +1,5 @@
 import { EVENT_TYPES } from '../../domain/events.js';
-import { json, PAGE_PARAMETERS, page, pathParameter, ref, responseRef, responses, type Obj } from './common.js';
+import { json, type Obj, PAGE_PARAMETERS, page, pathParameter, ref, responseRef, responses } from './common.js';
 
 /** Webhook endpoints, received mail, suppressions, the document itself and /healthz (api/routes/; docs/api.md). */
 
@@ -23,8 +23,20 @@ const WEBHOOK_PATHS: Obj = {
               required: ['url'],
               additionalProperties: false,
               properties: {
-                url: { type: 'string', format: 'uri', minLength: 1, maxLength: 2048, description: 'https://…, no credentials; not `localhost` nor a private, loopback or link-local address.' },
-                events: { type: ['array', 'null'], minItems: 1, items: EVENT_TYPE, description: 'The types to send; every type when left out or null. Duplicates are dropped.' },
+                url: {
+                  type: 'string',
+                  format: 'uri',
+                  minLength: 1,
+                  maxLength: 2048,
+                  description:
+                    'https://…, no credentials; not `localhost` nor a private, loopback or link-local address.',
+                },
+                events: {
+                  type: ['array', 'null'],
+                  minItems: 1,
+                  items: EVENT_TYPE,
+                  description: 'The types to send; every type when left out or null. Duplicates are dropped.',
+                },
                 description: { type: ['string', 'null'], maxLength: 500 },
               },
             },
@@ -41,7 +53,14 @@ const WEBHOOK_PATHS: Obj = {
       tags: ['webhooks'],
       summary: 'The webhook endpoints',
       responses: responses('get', {
-        '200': json({ type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('WebhookEndpoint') } } }, 'Every endpoint of the customer (never the secret).'),
+        '200': json(
+          {
+            type: 'object',
+            required: ['data'],
+            properties: { data: { type: 'array', items: ref('WebhookEndpoint') } },
+          },
+          'Every endpoint of the customer (never the secret).',
+        ),
       }),
     },
   },
@@ -51,14 +70,24 @@ const WEBHOOK_PATHS: Obj = {
       operationId: 'getWebhook',
       tags: ['webhooks'],
       summary: 'A webhook endpoint',
-      responses: responses('get', { '200': json(ref('WebhookEndpoint'), 'The endpoint (never the secret).'), '404': responseRef('NotFound') }),
+      responses: responses('get', {
+        '200': json(ref('WebhookEndpoint'), 'The endpoint (never the secret).'),
+        '404': responseRef('NotFound'),
+      }),
     },
     delete: {
       operationId: 'deleteWebhook',
       tags: ['webhooks'],
       summary: 'Remove a webhook endpoint and its log',
       responses: responses('delete', {
-        '200': json({ type: 'object', required: ['id', 'deleted'], properties: { id: { type: 'string' }, deleted: { const: true } } }, 'Removed: nothing more is sent to it.'),
+        '200': json(
+          {
+            type: 'object',
+            required: ['id', 'deleted'],
+            properties: { id: { type: 'string' }, deleted: { const: true } },
+          },
+          'Removed: nothing more is sent to it.',
+        ),
         '404': responseRef('NotFound'),
       }),
     },
@@ -74,12 +103,24 @@ const WEBHOOK_PATHS: Obj = {
         required: false,
         content: {
           'application/json': {
-            schema: { type: 'object', properties: { type: { ...EVENT_TYPE, default: 'email.delivered', description: 'The event type to sample; other fields are ignored.' } } },
+            schema: {
+              type: 'object',
+              properties: {
+                type: {
+                  ...EVENT_TYPE,
+                  default: 'email.delivered',
+                  description: 'The event type to sample; other fields are ignored.',
+                },
+              },
+            },
           },
         },
       },
       responses: responses('post', {
-        '200': json(ref('WebhookAttemptOutcome'), 'What the endpoint answered (a failure to reach it is a 200 too: see `success`).'),
+        '200': json(
+          ref('WebhookAttemptOutcome'),
+          'What the endpoint answered (a failure to reach it is a 200 too: see `success`).',
+        ),
         '404': responseRef('NotFound'),
         '422': responseRef('ValidationFailed'),
       }),
@@ -105,8 +146,12 @@ const WEBHOOK_PATHS: Obj = {
       operationId: 'replayWebhookEvent',
       tags: ['webhooks'],
       summary: 'Send an event again now',
-      description: 'The stored event, with the same `webhook-id`; logged as a replay delivery and not retried. No request body.',
-      responses: responses('post', { '200': json(ref('WebhookAttemptOutcome'), 'What the endpoint answered.'), '404': responseRef('NotFound') }),
+      description:
+        'The stored event, with the same `webhook-id`; logged as a replay delivery and not retried. No request body.',
+      responses: responses('post', {
+        '200': json(ref('WebhookAttemptOutcome'), 'What the endpoint answered.'),
+        '404': responseRef('NotFound'),
+      }),
     },
   },
 };
@@ -120,7 +165,10 @@ const INBOUND_PATHS: Obj = {
       tags: ['inbound'],
       summary: 'Received messages, newest first',
       parameters: PAGE_PARAMETERS,
-      responses: responses('get', { '200': json(page(ref('InboundSummary')), 'One page of received messages.'), '422': responseRef('ValidationFailed') }),
+      responses: responses('get', {
+        '200': json(page(ref('InboundSummary')), 'One page of received messages.'),
+        '422': responseRef('ValidationFailed'),
+      }),
     },
   },
   '/api/v1/inbound/{id}': {
@@ -130,7 +178,10 @@ const INBOUND_PATHS: Obj = {
       tags: ['inbound'],
       summary: 'A received message, parsed',
       description: 'A message of 64 KiB or more waits for room in the memory budget first (503 after 60 s).',
-      responses: responses('get', { '200': json(ref('InboundMessage'), 'The message as JSON, attachments in Base64.'), '404': responseRef('NotFound') }),
+      responses: responses('get', {
+        '200': json(ref('InboundMessage'), 'The message as JSON, attachments in Base64.'),
+        '404': responseRef('NotFound'),
+      }),
     },
   },
   '/api/v1/inbound/{id}/raw': {
@@ -140,7 +191,10 @@ const INBOUND_PATHS: Obj = {
       tags: ['inbound'],
       summary: 'A received message as it arrived',
       responses: responses('get', {
-        '200': { description: 'The message, byte for byte.', content: { 'message/rfc822': { schema: { type: 'string' } } } },
+        '200': {
+          description: 'The message, byte for byte.',
+          content: { 'message/rfc822': { schema: { type: 'string' } } },
+        },
         '404': responseRef('NotFound'),
       }),
     },
@@ -153,8 +207,19 @@ const SUPPRESSION_PATHS: Obj = {
       operationId: 'listSuppressions',
       tags: ['suppressions'],
       summary: 'The suppression list, newest first',
-      parameters: [...PAGE_PARAMETERS, { name: 'reason', in: 'query', description: 'Only this reason.', schema: { type: 'string', enum: ['hard_bounce', 'spam_complaint', 'manual'] } }],
-      responses: responses('get', { '200': json(page(ref('Suppression')), 'One page of the list.'), '422': responseRef('ValidationFailed') }),
+      parameters: [
+        ...PAGE_PARAMETERS,
+        {
+          name: 'reason',
+          in: 'query',
+          description: 'Only this reason.',
+          schema: { type: 'string', enum: ['hard_bounce', 'spam_complaint', 'manual'] },
+        },
+      ],
+      responses: responses('get', {
+        '200': json(page(ref('Suppression')), 'One page of the list.'),
+        '422': responseRef('ValidationFailed'),
+      }),
     },
     post: {
       operationId: 'addSuppression',
@@ -163,7 +228,15 @@ const SUPPRESSION_PATHS: Obj = {
       description: 'Reason `manual`. Other fields of the body are ignored.',
       requestBody: {
         required: true,
-        content: { 'application/json': { schema: { type: 'object', required: ['address'], properties: { address: { type: 'string', description: 'An email address (no display name).' } } } } },
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['address'],
+              properties: { address: { type: 'string', description: 'An email address (no display name).' } },
+            },
+          },
+        },
       },
       responses: responses('post', {
         '200': json(ref('SuppressionAdded'), 'It was already on the list (`created: false`).'),
@@ -179,7 +252,14 @@ const SUPPRESSION_PATHS: Obj = {
       tags: ['suppressions'],
       summary: 'Remove an address',
       responses: responses('delete', {
-        '200': json({ type: 'object', required: ['address', 'deleted'], properties: { address: { type: 'string' }, deleted: { const: true } } }, 'Removed.'),
+        '200': json(
+          {
+            type: 'object',
+            required: ['address', 'deleted'],
+            properties: { address: { type: 'string' }, deleted: { const: true } },
+          },
+          'Removed.',
+        ),
         '404': responseRef('NotFound'),
       }),
     },
@@ -197,7 +277,10 @@ const OPEN_PATHS: Obj = {
       description: 'No API key needed.',
       security: [],
       responses: {
-        '200': json({ type: 'object', required: ['openapi', 'info', 'paths'] }, 'The OpenAPI 3.1 document of this server.'),
+        '200': json(
+          { type: 'object', required: ['openapi', 'info', 'paths'] },
+          'The OpenAPI 3.1 document of this server.',
+        ),
         '503': responseRef('Unavailable'),
       },
     },
@@ -211,7 +294,10 @@ const OPEN_PATHS: Obj = {
       security: [],
       responses: {
         '200': json(ref('Health'), 'The store takes a write and every listener is up.'),
-        '503': json({ oneOf: [ref('Health'), ref('Unavailable')] }, 'Not healthy (`status: unavailable`), or shutting down (as every request then).'),
+        '503': json(
+          { oneOf: [ref('Health'), ref('Unavailable')] },
+          'Not healthy (`status: unavailable`), or shutting down (as every request then).',
+        ),
       },
     },
   },
@@ -223,11 +309,19 @@ export const OTHER_SCHEMAS: Obj = {
   SuppressionAdded: {
     type: 'object',
     required: ['address', 'reason', 'created'],
-    properties: { address: { type: 'string', description: 'Lower-cased.' }, reason: { const: 'manual' }, created: { type: 'boolean' } },
+    properties: {
+      address: { type: 'string', description: 'Lower-cased.' },
+      reason: { const: 'manual' },
+      created: { type: 'boolean' },
+    },
   },
   Health: {
     type: 'object',
     required: ['status', 'store', 'listeners'],
-    properties: { status: { type: 'string', enum: ['ok', 'unavailable'] }, store: { type: 'string', enum: ['ok', 'error'] }, listeners: { type: 'string', enum: ['up', 'down'] } },
+    properties: {
+      status: { type: 'string', enum: ['ok', 'unavailable'] },
+      store: { type: 'string', enum: ['ok', 'error'] },
+      listeners: { type: 'string', enum: ['up', 'down'] },
+    },
   },
 };

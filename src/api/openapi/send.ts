@@ -1,3 +1,5 @@
+import { schema as configSchema } from '../../config/schema.js';
+import { DISPLAY_NAME_MAX_LENGTH, MAILBOX_MAX_LENGTH } from '../../domain/addresses.js';
 import {
   FILENAME_MAX_LENGTH,
   HEADER_NAME_MAX_LENGTH,
@@ -9,8 +11,6 @@ import {
   SUBJECT_MAX_LENGTH,
   TAG_MAX_LENGTH,
 } from '../../domain/send-request.js';
-import { DISPLAY_NAME_MAX_LENGTH, MAILBOX_MAX_LENGTH } from '../../domain/addresses.js';
-import { schema as configSchema } from '../../config/schema.js';
 import { anyCase, NO_CONTROL, NO_CONTROL_OR_TAB, NOT_BLANK_NO_CONTROL, nullable, type Obj } from './common.js';
 
 /**
@@ -24,20 +24,39 @@ const limits = configSchema.limits;
 export const MAX_RECIPIENTS_DEFAULT = limits.max_recipients.default as number;
 
 /** Headers posthaste writes itself (send-fields.ts, OWNED_HEADERS; docs/api.md); Content-* is refused by prefix. */
-export const OWNED_HEADERS = ['from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'return-path', 'dkim-signature', 'mime-version', 'sender', 'reply-to'];
+export const OWNED_HEADERS = [
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'subject',
+  'date',
+  'message-id',
+  'return-path',
+  'dkim-signature',
+  'mime-version',
+  'sender',
+  'reply-to',
+];
 /** RFC 5322 ftext (printable ASCII but `:`), and none of the owned names in any case. */
 export const HEADER_NAME_PATTERN = `^(?!(?:${OWNED_HEADERS.map(anyCase).join('|')})$|${anyCase('content-')})[\\x21-\\x39\\x3B-\\x7E]+$`;
 /** type/subtype (send-fields.ts, MIME_TYPE). */
 export const MEDIA_TYPE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$';
 /** ISO 8601 with a zone, seconds and fractions optional (send-fields.ts, SCHEDULE_TIME, which ignores case). */
-export const SCHEDULE_PATTERN = '^\\d{4}-\\d{2}-\\d{2}[Tt]\\d{2}:\\d{2}(?::\\d{2}(?:\\.\\d{1,9})?)?(?:[Zz]|[+-]\\d{2}:\\d{2})$';
+export const SCHEDULE_PATTERN =
+  '^\\d{4}-\\d{2}-\\d{2}[Tt]\\d{2}:\\d{2}(?::\\d{2}(?:\\.\\d{1,9})?)?(?:[Zz]|[+-]\\d{2}:\\d{2})$';
 /** The Base64 alphabet with its padding. A pattern cannot say "a multiple of four" in linear time: the description does. */
 const BASE64_PATTERN = '^[A-Za-z0-9+/]*={0,2}$';
 
 const FOLD =
   'Header text is folded at whitespace, so a run of printable ASCII without whitespace, with the whitespace before it and the field name, must fit in a line of 998 characters (RFC 5322 2.1.1): refused with 422 otherwise.';
 
-const mailbox = (description: string): Obj => ({ type: 'string', maxLength: MAILBOX_MAX_LENGTH, pattern: NO_CONTROL, description });
+const mailbox = (description: string): Obj => ({
+  type: 'string',
+  maxLength: MAILBOX_MAX_LENGTH,
+  pattern: NO_CONTROL,
+  description,
+});
 
 const MAILBOX_TEXT = `\`addr@example.com\` or \`Display Name <addr@example.com>\` (a display name of at most ${DISPLAY_NAME_MAX_LENGTH} characters, quoted when it holds \`"\`, \`<\` or \`>\`). Address literals and comments are refused; an IDN domain is converted to A-labels.`;
 
@@ -50,7 +69,11 @@ function addressList(field: string, required: boolean): Obj {
   };
 }
 
-const bodyText = (description: string): Obj => ({ type: nullable('string'), pattern: '^[^\\x00]*$', description: `${description} No NUL. Line endings are normalised to CRLF.` });
+const bodyText = (description: string): Obj => ({
+  type: nullable('string'),
+  pattern: '^[^\\x00]*$',
+  description: `${description} No NUL. Line endings are normalised to CRLF.`,
+});
 
 export const SEND_REQUEST: Obj = {
   type: 'object',
@@ -59,7 +82,9 @@ export const SEND_REQUEST: Obj = {
   required: ['from', 'to', 'subject'],
   additionalProperties: false,
   properties: {
-    from: mailbox(`The sender. ${MAILBOX_TEXT} Its domain must be a domain of the key's customer (422 on \`from\` otherwise) and verified (403 \`domain_not_verified\`).`),
+    from: mailbox(
+      `The sender. ${MAILBOX_TEXT} Its domain must be a domain of the key's customer (422 on \`from\` otherwise) and verified (403 \`domain_not_verified\`).`,
+    ),
     to: addressList('to', true),
     cc: addressList('cc', false),
     bcc: addressList('bcc', false),
@@ -81,14 +106,26 @@ export const SEND_REQUEST: Obj = {
         required: ['filename', 'io', 'content_type'],
         additionalProperties: false,
         properties: {
-          filename: { type: 'string', minLength: 1, maxLength: FILENAME_MAX_LENGTH, pattern: NOT_BLANK_NO_CONTROL, description: 'Not blank; header text (no control character but tab).' },
+          filename: {
+            type: 'string',
+            minLength: 1,
+            maxLength: FILENAME_MAX_LENGTH,
+            pattern: NOT_BLANK_NO_CONTROL,
+            description: 'Not blank; header text (no control character but tab).',
+          },
           io: {
             type: 'string',
             contentEncoding: 'base64',
             pattern: BASE64_PATTERN,
-            description: 'The content in strict Base64 (RFC 4648 section 4): the alphabet only, padded to a multiple of four characters, no line breaks. Any size, within the message limit.',
+            description:
+              'The content in strict Base64 (RFC 4648 section 4): the alphabet only, padded to a multiple of four characters, no line breaks. Any size, within the message limit.',
           },
-          content_type: { type: 'string', pattern: MEDIA_TYPE_PATTERN, description: 'A media type, `type/subtype` (no parameters).', examples: ['application/pdf'] },
+          content_type: {
+            type: 'string',
+            pattern: MEDIA_TYPE_PATTERN,
+            description: 'A media type, `type/subtype` (no parameters).',
+            examples: ['application/pdf'],
+          },
         },
       },
     },
@@ -96,7 +133,12 @@ export const SEND_REQUEST: Obj = {
       type: nullable('object'),
       description: `Extra header fields, name to value. The ones posthaste writes (${OWNED_HEADERS.join(', ')}, and every Content-*) are refused, in any case.`,
       propertyNames: { maxLength: HEADER_NAME_MAX_LENGTH, pattern: HEADER_NAME_PATTERN },
-      additionalProperties: { type: 'string', maxLength: HEADER_VALUE_MAX_LENGTH, pattern: NO_CONTROL, description: `Header text (no control character but tab). ${FOLD}` },
+      additionalProperties: {
+        type: 'string',
+        maxLength: HEADER_VALUE_MAX_LENGTH,
+        pattern: NO_CONTROL,
+        description: `Header text (no control character but tab). ${FOLD}`,
+      },
     },
     metadata: {
       type: nullable('object'),
@@ -114,18 +156,23 @@ export const SEND_REQUEST: Obj = {
     tags: {
       type: nullable('array'),
       maxItems: MAX_TAGS,
-      description: 'Labels of your choosing: echoed in every event as `tags` and searchable with `GET /api/v1/emails?tag=`. Duplicates are dropped.',
+      description:
+        'Labels of your choosing: echoed in every event as `tags` and searchable with `GET /api/v1/emails?tag=`. Duplicates are dropped.',
       items: { type: 'string', minLength: 1, maxLength: TAG_MAX_LENGTH, pattern: NO_CONTROL_OR_TAB },
     },
   },
-  anyOf: ['body', 'text_body', 'html_body'].map((field) => ({ required: [field], properties: { [field]: { type: 'string' } } })),
+  anyOf: ['body', 'text_body', 'html_body'].map((field) => ({
+    required: [field],
+    properties: { [field]: { type: 'string' } },
+  })),
 };
 
 /** A Message-ID without its angle brackets; posthaste draws 26 characters of Crockford base32 (time first) @ the sender domain. */
 const MESSAGE_ID: Obj = {
   type: 'string',
   pattern: '^[^@\\s<>]+@[^@\\s<>]+$',
-  description: 'The Message-ID, without angle brackets (posthaste draws 26 characters of base32 @ the sender domain): it names the message in every other call.',
+  description:
+    'The Message-ID, without angle brackets (posthaste draws 26 characters of base32 @ the sender domain): it names the message in every other call.',
 };
 export const messageId = (description?: string): Obj => (description ? { ...MESSAGE_ID, description } : MESSAGE_ID);
 
@@ -136,8 +183,15 @@ export const ACCEPTED: Obj = {
     message_id: MESSAGE_ID,
     status: { type: 'string', enum: ['queued', 'scheduled'], description: '`scheduled`: held until `scheduled_at`.' },
     scheduled_at: { type: 'string', format: 'date-time', description: 'Only with `"status": "scheduled"`.' },
-    sandbox: { type: 'boolean', description: 'Sent with a sandbox key: nothing leaves the machine (docs/delivery.md, the simulator).' },
-    recipients: { type: 'array', items: { type: 'string' }, description: 'Every distinct recipient, as it will be delivered (IDN domains as A-labels).' },
+    sandbox: {
+      type: 'boolean',
+      description: 'Sent with a sandbox key: nothing leaves the machine (docs/delivery.md, the simulator).',
+    },
+    recipients: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'Every distinct recipient, as it will be delivered (IDN domains as A-labels).',
+    },
   },
   if: { properties: { status: { const: 'scheduled' } } },
   // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then/else, not a thenable

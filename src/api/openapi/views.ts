@@ -1,6 +1,6 @@
 import { EVENT_TYPES } from '../../domain/events.js';
 import { SEARCH_STATES } from '../../domain/message-search.js';
-import { dateTime, nullable, ref, type Obj } from './common.js';
+import { dateTime, nullable, type Obj, ref } from './common.js';
 import { eventSchemaName, LAST_RESPONSE, MESSAGE_EVENT_TYPES, nullableDateTime } from './events.js';
 import { messageId } from './send.js';
 
@@ -50,15 +50,36 @@ const { states: _states, ...SUMMARY_PROPERTIES } = MESSAGE_SUMMARY.properties as
 
 const MESSAGE: Obj = {
   type: 'object',
-  required: ['email_id', 'message_id', 'from', 'subject', 'sandbox', 'metadata', 'size', 'created_at', 'scheduled_at', 'tags', 'recipients', 'events'],
+  required: [
+    'email_id',
+    'message_id',
+    'from',
+    'subject',
+    'sandbox',
+    'metadata',
+    'size',
+    'created_at',
+    'scheduled_at',
+    'tags',
+    'recipients',
+    'events',
+  ],
   properties: {
     ...SUMMARY_PROPERTIES,
     metadata: METADATA,
-    size: { type: nullable('integer'), minimum: 0, description: 'Bytes of the composed MIME message; null until it is first composed for delivery.' },
+    size: {
+      type: nullable('integer'),
+      minimum: 0,
+      description: 'Bytes of the composed MIME message; null until it is first composed for delivery.',
+    },
     scheduled_at: nullableDateTime('When it is held until (a scheduled send); null when it was sent at once.'),
     tags: { type: 'array', items: { type: 'string' } },
     recipients: { type: 'array', items: RECIPIENT },
-    events: { type: 'array', description: 'Its events so far, oldest first, as webhooks carry them.', items: { oneOf: MESSAGE_EVENT_TYPES.map((t) => ref(eventSchemaName(t))) } },
+    events: {
+      type: 'array',
+      description: 'Its events so far, oldest first, as webhooks carry them.',
+      items: { oneOf: MESSAGE_EVENT_TYPES.map((t) => ref(eventSchemaName(t))) },
+    },
   },
 };
 
@@ -67,7 +88,11 @@ const EVENT_TYPE = { type: 'string', enum: [...EVENT_TYPES] };
 const ENDPOINT_PROPERTIES: Obj = {
   id: { type: 'string', pattern: '^wh_[0-9A-Za-z]+$' },
   url: { type: 'string', format: 'uri' },
-  events: { type: 'array', items: EVENT_TYPE, description: 'The types it gets: every type when it was created without `events`.' },
+  events: {
+    type: 'array',
+    items: EVENT_TYPE,
+    description: 'The types it gets: every type when it was created without `events`.',
+  },
   description: { type: 'string' },
   enabled: { type: 'boolean', description: 'false once an attempt was answered 410 Gone.' },
   disabled_reason: { type: 'string', description: 'Why it was disabled; only when it was.' },
@@ -81,7 +106,10 @@ const ATTEMPT_OUTCOME: Obj = {
   required: ['success', 'status', 'error', 'durationMs', 'response', 'event_id', 'type'],
   properties: {
     success: { type: 'boolean', description: 'A 2xx came back in time.' },
-    status: { type: nullable('integer'), description: "The endpoint's HTTP status; null when none came (refused, timed out, unreachable)." },
+    status: {
+      type: nullable('integer'),
+      description: "The endpoint's HTTP status; null when none came (refused, timed out, unreachable).",
+    },
     error: { type: nullable('string'), description: 'Why there was no status.' },
     durationMs: { type: 'integer', minimum: 0 },
     response: { type: nullable('string'), description: 'The first 1 KiB of the response body.' },
@@ -105,7 +133,8 @@ const ATTEMPT: Obj = {
     delivery_state: {
       type: nullable('string'),
       enum: ['pending', 'succeeded', 'failed', null],
-      description: "The delivery's state now (`pending`: more attempts to come); null for a test event, which has no delivery.",
+      description:
+        "The delivery's state now (`pending`: more attempts to come); null for a test event, which has no delivery.",
     },
   },
 };
@@ -137,14 +166,35 @@ const INBOUND_MESSAGE: Obj = {
   type: 'object',
   description:
     'Mail is stored only when it parses within the MIME limits, so `parsed` is true; a stored message the parser cannot read is shown from its top-level headers with `parsed: false`, a `parse_error`, and `text`, `html` and `attachments` empty (`/raw` has it whole).',
-  required: ['id', 'received_at', 'envelope', 'size', 'authentication', 'parsed', 'headers', 'from', 'to', 'cc', 'subject', 'message_id', 'text', 'html', 'attachments'],
+  required: [
+    'id',
+    'received_at',
+    'envelope',
+    'size',
+    'authentication',
+    'parsed',
+    'headers',
+    'from',
+    'to',
+    'cc',
+    'subject',
+    'message_id',
+    'text',
+    'html',
+    'attachments',
+  ],
   properties: {
     id: INBOUND_ID,
     received_at: dateTime('When it arrived.'),
     envelope: {
       type: 'object',
       required: ['mail_from', 'rcpt_to', 'remote_ip', 'helo'],
-      properties: { mail_from: { type: 'string' }, rcpt_to: { type: 'array', items: { type: 'string' } }, remote_ip: { type: 'string' }, helo: { type: 'string' } },
+      properties: {
+        mail_from: { type: 'string' },
+        rcpt_to: { type: 'array', items: { type: 'string' } },
+        remote_ip: { type: 'string' },
+        helo: { type: 'string' },
+      },
     },
     size: { type: 'integer', minimum: 0, description: 'Bytes as received.' },
     authentication: AUTHENTICATION,
@@ -153,14 +203,21 @@ const INBOUND_MESSAGE: Obj = {
     headers: {
       type: 'array',
       description: 'Every header field in order; names in lower case.',
-      items: { type: 'object', required: ['name', 'value'], properties: { name: { type: 'string' }, value: { type: 'string' } } },
+      items: {
+        type: 'object',
+        required: ['name', 'value'],
+        properties: { name: { type: 'string' }, value: { type: 'string' } },
+      },
     },
     from: { type: 'string' },
     to: { type: 'array', items: { type: 'string' } },
     cc: { type: 'array', items: { type: 'string' } },
     subject: { type: 'string' },
     message_id: { type: 'string' },
-    text: { type: nullable('string'), description: 'The text part; converted from the HTML for an HTML-only message of at most 1 MiB; null otherwise.' },
+    text: {
+      type: nullable('string'),
+      description: 'The text part; converted from the HTML for an HTML-only message of at most 1 MiB; null otherwise.',
+    },
     html: { type: nullable('string'), description: 'The HTML part, `cid:` links kept as they are.' },
     attachments: {
       type: 'array',
@@ -198,7 +255,11 @@ export function viewSchemas(): Obj {
       required: [...ENDPOINT_REQUIRED, 'secret'],
       properties: {
         ...ENDPOINT_PROPERTIES,
-        secret: { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]{43}=$', description: '`whsec_` and the Base64 of 32 random bytes: the key of `webhook-signature`.' },
+        secret: {
+          type: 'string',
+          pattern: '^whsec_[A-Za-z0-9+/]{43}=$',
+          description: '`whsec_` and the Base64 of 32 random bytes: the key of `webhook-signature`.',
+        },
       },
     },
     WebhookAttemptOutcome: ATTEMPT_OUTCOME,
@@ -211,7 +272,10 @@ export function viewSchemas(): Obj {
       properties: {
         address: { type: 'string' },
         reason: SUPPRESSION_REASON,
-        message_id: { type: nullable('string'), description: 'The message whose bounce or complaint put it there; null for `manual`.' },
+        message_id: {
+          type: nullable('string'),
+          description: 'The message whose bounce or complaint put it there; null for `manual`.',
+        },
         created_at: dateTime('When it was added.'),
       },
     },

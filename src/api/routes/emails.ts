@@ -1,17 +1,17 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { ApiDeps } from '../deps.js';
-import { requireKey } from '../authorization.js';
-import { SEND_ROUTE, type SendGate } from '../send-gate.js';
-import { ApiError, Problems, UnsendableMessage, validationError } from '../../domain/errors.js';
-import { validateSendRequest, recipientsOf, type SendRequest } from '../../domain/send-request.js';
-import { formatMailbox } from '../../domain/addresses.js';
-import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../outbound/compose.js';
-import { acceptedResponse, type AcceptInput, type SendingDomain } from '../../store/model.js';
-import type { ApiKeyInfo } from '../../store/model.js';
-import { parseMessageFilters } from '../../domain/message-search.js';
-import { parsePage } from '../paging.js';
-import { timeSortableId, BASE32 } from '../../lib/ids.js';
 import { formatDuration } from '../../config/load.js';
+import { formatMailbox } from '../../domain/addresses.js';
+import { ApiError, Problems, UnsendableMessage, validationError } from '../../domain/errors.js';
+import { parseMessageFilters } from '../../domain/message-search.js';
+import { recipientsOf, type SendRequest, validateSendRequest } from '../../domain/send-request.js';
+import { BASE32, timeSortableId } from '../../lib/ids.js';
+import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../outbound/compose.js';
+import type { ApiKeyInfo } from '../../store/model.js';
+import { type AcceptInput, acceptedResponse, type SendingDomain } from '../../store/model.js';
+import { requireKey } from '../authorization.js';
+import type { ApiDeps } from '../deps.js';
+import { parsePage } from '../paging.js';
+import { SEND_ROUTE, type SendGate } from '../send-gate.js';
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 export const BATCH_ROUTE = '/api/v1/emails/batch';
@@ -35,7 +35,14 @@ type Prepared = Omit<AcceptInput, 'idempotency'>;
  * client gets. The route takes the epoch before this: the commit re-verifies key and domain if
  * anything changed since (send-gate.ts).
  */
-async function prepare(deps: ApiDeps, gate: SendGate, key: ApiKeyInfo, body: unknown, stored: string | Uint8Array, now: number): Promise<Prepared> {
+async function prepare(
+  deps: ApiDeps,
+  gate: SendGate,
+  key: ApiKeyInfo,
+  body: unknown,
+  stored: string | Uint8Array,
+  now: number,
+): Promise<Prepared> {
   const req = validBody(deps, body);
   const domain = await gate.sendingDomain(key, req.from.domain);
   checkSchedule(deps, req, now);
@@ -46,8 +53,11 @@ async function prepare(deps: ApiDeps, gate: SendGate, key: ApiKeyInfo, body: unk
 
 /** The body as a SendRequest, or the validation_failed the client gets. */
 function validBody(deps: ApiDeps, body: unknown): SendRequest {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('validation_failed', 'A message must be a JSON object.', { body: ['must be a JSON object'] });
-  const parsed = validateSendRequest(body as Record<string, unknown>, { maxRecipients: deps.send.current.maxRecipients });
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new ApiError('validation_failed', 'A message must be a JSON object.', { body: ['must be a JSON object'] });
+  const parsed = validateSendRequest(body as Record<string, unknown>, {
+    maxRecipients: deps.send.current.maxRecipients,
+  });
   if (parsed instanceof Problems) throw validationError(parsed);
   return parsed;
 }
@@ -69,12 +79,21 @@ function checkSchedule(deps: ApiDeps, req: SendRequest, now: number): void {
 async function checkEncodedSize(limit: number, req: SendRequest, messageId: string, now: number): Promise<void> {
   if (encodedSizeBound(req) <= limit) return;
   const floor = encodedSizeFloor(req);
-  if (floor > limit) throw new ApiError('payload_too_large', `The encoded message is at least ${floor} bytes; the limit is ${limit}.`);
+  if (floor > limit)
+    throw new ApiError('payload_too_large', `The encoded message is at least ${floor} bytes; the limit is ${limit}.`);
   const size = await composedSize(req, messageId, now).catch(refuseUnsendable);
-  if (size > limit) throw new ApiError('payload_too_large', `The encoded message is ${size} bytes; the limit is ${limit}.`);
+  if (size > limit)
+    throw new ApiError('payload_too_large', `The encoded message is ${size} bytes; the limit is ${limit}.`);
 }
 
-function acceptInput(key: ApiKeyInfo, req: SendRequest, domain: SendingDomain, messageId: string, stored: string | Uint8Array, now: number): Prepared {
+function acceptInput(
+  key: ApiKeyInfo,
+  req: SendRequest,
+  domain: SendingDomain,
+  messageId: string,
+  stored: string | Uint8Array,
+  now: number,
+): Prepared {
   return {
     customerId: key.customer_id,
     apiKeyId: key.id,
@@ -85,7 +104,11 @@ function acceptInput(key: ApiKeyInfo, req: SendRequest, domain: SendingDomain, m
     subject: req.subject,
     metadata: req.metadata,
     request: stored,
-    recipients: recipientsOf(req).map(({ field, mailbox }) => ({ address: mailbox.address, domain: mailbox.domain, field })),
+    recipients: recipientsOf(req).map(({ field, mailbox }) => ({
+      address: mailbox.address,
+      domain: mailbox.domain,
+      field,
+    })),
     // A time already past sends at once.
     ...(req.scheduledAt !== undefined && req.scheduledAt > now ? { scheduledAt: req.scheduledAt } : {}),
     ...(req.tags.length ? { tags: req.tags } : {}),
@@ -97,14 +120,17 @@ function sendRoute(app: FastifyInstance, deps: ApiDeps, gate: SendGate): void {
   app.post(SEND_ROUTE, async (request, reply) => {
     const key = requireKey(request);
     // No Content-Type and no body: fastify calls no parser at all.
-    if (request.body === undefined) throw new ApiError('invalid_json', 'The request body is empty; send a JSON object.');
+    if (request.body === undefined)
+      throw new ApiError('invalid_json', 'The request body is empty; send a JSON object.');
     const idemHeader = idempotencyKey(request.headers['idempotency-key']);
     const stored = request.rawText ?? request.rawBody!;
     const authEpoch = gate.epoch;
     const input = await prepare(deps, gate, key, request.body, stored, deps.clock.now());
     const result = await gate.accept({
       ...input,
-      ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: deps.send.current.idempotencyTtl } } : {}),
+      ...(idemHeader !== undefined
+        ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: deps.send.current.idempotencyTtl } }
+        : {}),
       authEpoch,
     });
     // Only now, after the COMMIT has returned, does the client hear "accepted".
@@ -137,7 +163,9 @@ function batchRoute(app: FastifyInstance, deps: ApiDeps, gate: SendGate): void {
       items: prepared.map((p) => (p instanceof ApiError ? { error: p.toBody().error } : p)),
       customerId: key.customer_id,
       apiKeyId: key.id,
-      ...(idemHeader !== undefined ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: deps.send.current.idempotencyTtl } } : {}),
+      ...(idemHeader !== undefined
+        ? { idempotency: { key: idemHeader, hash: request.bodyHash!, ttlMs: deps.send.current.idempotencyTtl } }
+        : {}),
       authEpoch,
       now,
     });
@@ -149,10 +177,13 @@ function batchRoute(app: FastifyInstance, deps: ApiDeps, gate: SendGate): void {
 
 /** A batch body: an array of 1 to MAX_BATCH items. */
 function batchItems(body: unknown): unknown[] {
-  if (body === undefined) throw new ApiError('invalid_json', 'The request body is empty; send a JSON array of up to 100 messages.');
+  if (body === undefined)
+    throw new ApiError('invalid_json', 'The request body is empty; send a JSON array of up to 100 messages.');
   if (!Array.isArray(body)) throw new ApiError('invalid_json', 'The request body must be a JSON array of messages.');
   if (body.length === 0 || body.length > MAX_BATCH)
-    throw new ApiError('validation_failed', `A batch has 1 to ${MAX_BATCH} messages; this one has ${body.length}.`, { body: [`must hold 1 to ${MAX_BATCH} messages`] });
+    throw new ApiError('validation_failed', `A batch has 1 to ${MAX_BATCH} messages; this one has ${body.length}.`, {
+      body: [`must hold 1 to ${MAX_BATCH} messages`],
+    });
   return body;
 }
 
@@ -162,7 +193,12 @@ function listRoute(app: FastifyInstance, deps: ApiDeps): void {
     const page = parsePage(request.query);
     const filters = parseMessageFilters(request.query);
     if (filters instanceof Problems) throw validationError(filters);
-    const rows = await deps.store.messages.search({ ...filters, customerId: key.customer_id, limit: page.limit + 1, ...(page.after !== undefined ? { before: page.after } : {}) });
+    const rows = await deps.store.messages.search({
+      ...filters,
+      customerId: key.customer_id,
+      limit: page.limit + 1,
+      ...(page.after !== undefined ? { before: page.after } : {}),
+    });
     const data = rows.slice(0, page.limit);
     return {
       data: data.map(({ customer: _c, ...m }) => m),
@@ -178,9 +214,13 @@ function cancelRoute(app: FastifyInstance, deps: ApiDeps): void {
     const r = await deps.store.messages.cancel(key.customer_id, request.params.message_id, deps.clock.now());
     if (r.kind === 'not_found') throw new ApiError('not_found', 'No such message.');
     if (r.kind === 'too_late')
-      throw new ApiError('conflict', 'The message cannot be canceled: delivery has begun or ended for its recipients.', {
-        recipients: Object.entries(r.states).map(([state, n]) => `${n} ${state}`),
-      });
+      throw new ApiError(
+        'conflict',
+        'The message cannot be canceled: delivery has begun or ended for its recipients.',
+        {
+          recipients: Object.entries(r.states).map(([state, n]) => `${n} ${state}`),
+        },
+      );
     return deps.store.messages.get(key.customer_id, request.params.message_id);
   });
 }
@@ -195,8 +235,12 @@ function getRoute(app: FastifyInstance, deps: ApiDeps): void {
 }
 
 /** What a single send and a batch answer alike: an Idempotency-Key's first response or its conflict (a key revoked meanwhile is the SendGate's 401). */
-function answerShared(reply: FastifyReply, result: { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' }): FastifyReply {
-  if (result.kind === 'conflict') throw new ApiError('conflict', 'This Idempotency-Key was used with a different request body.');
+function answerShared(
+  reply: FastifyReply,
+  result: { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' },
+): FastifyReply {
+  if (result.kind === 'conflict')
+    throw new ApiError('conflict', 'This Idempotency-Key was used with a different request body.');
   return reply.code(result.status).header('idempotent-replayed', 'true').send(result.response);
 }
 
@@ -211,6 +255,7 @@ function idempotencyKey(header: string | string[] | undefined): string | undefin
 
 /** A composed message that breaks a rule validation missed is refused, not accepted to fail later. */
 function refuseUnsendable(e: unknown): never {
-  if (e instanceof UnsendableMessage) throw new ApiError('validation_failed', `The message cannot be sent: ${e.message}.`);
+  if (e instanceof UnsendableMessage)
+    throw new ApiError('validation_failed', `The message cannot be sent: ${e.message}.`);
   throw e;
 }

@@ -12,6 +12,10 @@ export function healthRoutes(app: FastifyInstance, deps: ApiDeps): void {
     }
     const listeners = deps.lifecycle.listenersUp();
     const ok = storeOk && listeners && !deps.lifecycle.shuttingDown;
-    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'unavailable', store: storeOk ? 'ok' : 'error', listeners: listeners ? 'up' : 'down' });
+    return reply.code(ok ? 200 : 503).send({
+      status: ok ? 'ok' : 'unavailable',
+      store: storeOk ? 'ok' : 'error',
+      listeners: listeners ? 'up' : 'down',
+    });
   });
 }

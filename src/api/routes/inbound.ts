@@ -1,12 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import type { ApiDeps } from '../deps.js';
-import { requireKey } from '../authorization.js';
 import { ApiError } from '../../domain/errors.js';
-import { parsePage } from '../paging.js';
-import { inboundSummary } from '../../inbound/view.js';
-import { inboundView, viewJson } from '../../inbound/view.js';
-import { holdMemory } from '../memory.js';
+import { inboundSummary, inboundView, viewJson } from '../../inbound/view.js';
 import { LARGE_MESSAGE_BYTES } from '../../lib/memory-budget.js';
+import { requireKey } from '../authorization.js';
+import type { ApiDeps } from '../deps.js';
+import { holdMemory } from '../memory.js';
+import { parsePage } from '../paging.js';
 
 export function inboundRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { store } = deps;
@@ -18,9 +17,16 @@ export function inboundRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get<{ Querystring: { limit?: string; after?: string } }>('/api/v1/inbound', async (request) => {
     const customerId = requireKey(request).customer_id;
     const page = parsePage(request.query);
-    const rows = await store.inbound.list({ customerId, limit: page.limit + 1, ...(page.after !== undefined ? { before: page.after } : {}) });
+    const rows = await store.inbound.list({
+      customerId,
+      limit: page.limit + 1,
+      ...(page.after !== undefined ? { before: page.after } : {}),
+    });
     const data = rows.slice(0, page.limit);
-    return { data: data.map(inboundSummary), next: rows.length > page.limit ? String(data[data.length - 1]!.created_at) : null };
+    return {
+      data: data.map(inboundSummary),
+      next: rows.length > page.limit ? String(data[data.length - 1]!.created_at) : null,
+    };
   });
   // A large message is parsed and sent back as JSON with its attachments in Base64: it waits for
   // room in the shared memory budget first, as a large request body does.
@@ -29,7 +35,11 @@ export function inboundRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const size = await store.inbound.size(request.params.id, customerId);
     if (size === undefined) throw new ApiError('not_found', 'No such received message.');
     if (size >= LARGE_MESSAGE_BYTES) await holdMemory(deps.budget, reply, size);
-    return reply.type('application/json; charset=utf-8').send(viewJson(await inboundView(await find(customerId, request.params.id))));
+    return reply
+      .type('application/json; charset=utf-8')
+      .send(viewJson(await inboundView(await find(customerId, request.params.id))));
   });
-  app.get<{ Params: { id: string } }>('/api/v1/inbound/:id/raw', async (request, reply) => reply.type('message/rfc822').send((await find(requireKey(request).customer_id, request.params.id)).raw));
+  app.get<{ Params: { id: string } }>('/api/v1/inbound/:id/raw', async (request, reply) =>
+    reply.type('message/rfc822').send((await find(requireKey(request).customer_id, request.params.id)).raw),
+  );
 }

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import type { ApiDeps } from '../deps.js';
-import { requireKey } from '../authorization.js';
 import { ApiError, Problems } from '../../domain/errors.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
 import { endpointView } from '../../webhooks/service.js';
+import { requireKey } from '../authorization.js';
+import type { ApiDeps } from '../deps.js';
 import { parsePage } from '../paging.js';
 
 export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
@@ -17,7 +17,8 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.post('/api/v1/webhooks', async (request, reply) => {
     const key = requireKey(request);
     const input = await webhooks.validate((request.body ?? {}) as Record<string, unknown>);
-    if (input instanceof Problems) throw new ApiError('validation_failed', 'The webhook endpoint is invalid; see details.', input.details);
+    if (input instanceof Problems)
+      throw new ApiError('validation_failed', 'The webhook endpoint is invalid; see details.', input.details);
     return reply.code(201).send(endpointView(await webhooks.create(key.customer_id, input), true));
   });
 
@@ -26,7 +27,9 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     return { data: (await store.webhooks.listEndpoints(key.customer_id)).map((e) => endpointView(e)) };
   });
 
-  app.get<{ Params: { id: string } }>('/api/v1/webhooks/:id', async (request) => endpointView(await endpointOf(requireKey(request).customer_id, request.params.id)));
+  app.get<{ Params: { id: string } }>('/api/v1/webhooks/:id', async (request) =>
+    endpointView(await endpointOf(requireKey(request).customer_id, request.params.id)),
+  );
 
   app.delete<{ Params: { id: string } }>('/api/v1/webhooks/:id', async (request) => {
     const e = await endpointOf(requireKey(request).customer_id, request.params.id);
@@ -38,24 +41,33 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const e = await endpointOf(requireKey(request).customer_id, request.params.id);
     const body = (request.body ?? {}) as { type?: unknown };
     const type = (body.type ?? 'email.delivered') as EventType;
-    if (!EVENT_TYPES.includes(type)) throw new ApiError('validation_failed', 'Unknown event type.', { type: [`must be one of ${EVENT_TYPES.join(', ')}`] });
+    if (!EVENT_TYPES.includes(type))
+      throw new ApiError('validation_failed', 'Unknown event type.', {
+        type: [`must be one of ${EVENT_TYPES.join(', ')}`],
+      });
     return webhooks.test(e, type);
   });
 
-  app.get<{ Params: { id: string }; Querystring: { limit?: string; after?: string } }>('/api/v1/webhooks/:id/deliveries', async (request) => {
-    const e = await endpointOf(requireKey(request).customer_id, request.params.id);
-    const page = parsePage(request.query);
-    const rows = await store.webhooks.listAttempts(e.id, page.limit + 1, page.after);
-    const more = rows.length > page.limit;
-    const data = rows.slice(0, page.limit);
-    return { data: data.map(({ cursor: _c, ...r }) => r), next: more ? String(data[data.length - 1]!.cursor) : null };
-  });
+  app.get<{ Params: { id: string }; Querystring: { limit?: string; after?: string } }>(
+    '/api/v1/webhooks/:id/deliveries',
+    async (request) => {
+      const e = await endpointOf(requireKey(request).customer_id, request.params.id);
+      const page = parsePage(request.query);
+      const rows = await store.webhooks.listAttempts(e.id, page.limit + 1, page.after);
+      const more = rows.length > page.limit;
+      const data = rows.slice(0, page.limit);
+      return { data: data.map(({ cursor: _c, ...r }) => r), next: more ? String(data[data.length - 1]!.cursor) : null };
+    },
+  );
 
-  app.post<{ Params: { id: string; event_id: string } }>('/api/v1/webhooks/:id/deliveries/:event_id/replay', async (request) => {
-    const key = requireKey(request);
-    const e = await endpointOf(key.customer_id, request.params.id);
-    const event = await store.webhooks.eventById(request.params.event_id, key.customer_id);
-    if (!event) throw new ApiError('not_found', 'No such event.');
-    return webhooks.replay(e, event);
-  });
+  app.post<{ Params: { id: string; event_id: string } }>(
+    '/api/v1/webhooks/:id/deliveries/:event_id/replay',
+    async (request) => {
+      const key = requireKey(request);
+      const e = await endpointOf(key.customer_id, request.params.id);
+      const event = await store.webhooks.eventById(request.params.event_id, key.customer_id);
+      if (!event) throw new ApiError('not_found', 'No such event.');
+      return webhooks.replay(e, event);
+    },
+  );
 }

@@ -1,9 +1,8 @@
-import type { Command } from 'commander';
-import { withStore, output, CliError } from '../context.js';
 import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
 import { copyToPostgres } from '../../store/copy.js';
 import { readPassword } from '../../store/open.js';
-import { configOf } from '../context.js';
+import { CliError, configOf, output, withStore } from '../context.js';
 
 export function dbCommand(program: Command): void {
   const cmd = program.command('db').description('the store: migrations, retention, backups, the move to PostgreSQL');
@@ -38,7 +37,11 @@ function purgeCommand(db: Command): void {
     .action(async (_o, c: Command) =>
       withStore(c, async ({ store, config, now }) => {
         const r = await store.admin.purgeOld(now, config.retention.days);
-        output(c, r, `purged the bodies of ${r.messages} finished messages and ${r.attempts} webhook attempt logs older than ${config.retention.days} days`);
+        output(
+          c,
+          r,
+          `purged the bodies of ${r.messages} finished messages and ${r.attempts} webhook attempt logs older than ${config.retention.days} days`,
+        );
       }),
     );
 }
@@ -46,7 +49,9 @@ function purgeCommand(db: Command): void {
 /** `db backup`: an online copy of a SQLite store. */
 function backupCommand(db: Command): void {
   db.command('backup <file>')
-    .description("copy the store to FILE with SQLite's online backup API (safe while the daemon runs); a PostgreSQL store is backed up with pg_dump")
+    .description(
+      "copy the store to FILE with SQLite's online backup API (safe while the daemon runs); a PostgreSQL store is backed up with pg_dump",
+    )
     .action(async (file: string, _o, c: Command) =>
       withStore(c, async ({ store }) => {
         if (existsSync(file)) throw new CliError(`${file} exists; choose a new file`);
@@ -64,8 +69,13 @@ function backupCommand(db: Command): void {
 /** `db copy`: the SQLite store copied into an empty PostgreSQL database. */
 function copyCommand(db: Command): void {
   db.command('copy')
-    .description('copy the SQLite store into an empty PostgreSQL database, checking the rows table by table (stop the daemon first: docs/operations.md, "PostgreSQL")')
-    .requiredOption('--to <url>', 'the PostgreSQL database, "postgresql://user@host:5432/dbname" (its password from the URL, store.password_file, PGPASSWORD or ~/.pgpass)')
+    .description(
+      'copy the SQLite store into an empty PostgreSQL database, checking the rows table by table (stop the daemon first: docs/operations.md, "PostgreSQL")',
+    )
+    .requiredOption(
+      '--to <url>',
+      'the PostgreSQL database, "postgresql://user@host:5432/dbname" (its password from the URL, store.password_file, PGPASSWORD or ~/.pgpass)',
+    )
     .action(async (o: { to: string }, c: Command) => {
       const config = configOf(c);
       const password = config.store.password_file ? readPassword(config.store.password_file) : undefined;
@@ -91,7 +101,9 @@ function copyCommand(db: Command): void {
 export function statusCommand(program: Command): void {
   program
     .command('status')
-    .description('the live nodes and the claims each holds, queue depth by state, oldest deferred, throttled destinations, webhook backlog, inbound counts')
+    .description(
+      'the live nodes and the claims each holds, queue depth by state, oldest deferred, throttled destinations, webhook backlog, inbound counts',
+    )
     .action(async (_o, c: Command) =>
       withStore(c, async ({ store, config, now }) => {
         const st = { ...(await store.admin.status(now)), outbound_held: config.outbound.hold };

@@ -1,16 +1,17 @@
 import type { Command } from 'commander';
 import { stringify } from 'smol-toml';
-import { output, configOf, CliError } from '../context.js';
-import { describeConfig, loadConfig } from '../../config/load.js';
 import { renderExample } from '../../config/example.js';
+import { describeConfig, loadConfig } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
+import { CliError, configOf, output } from '../context.js';
 
 /** A configuration as `config print` shows it (secrets masked), one "section.key" to a value. */
 function flat(config: Config): Map<string, unknown> {
   const out = new Map<string, unknown>();
   const walk = (prefix: string, table: Record<string, unknown>) => {
     for (const [k, v] of Object.entries(table))
-      if (v !== null && typeof v === 'object' && !Array.isArray(v)) walk(`${prefix}${k}.`, v as Record<string, unknown>);
+      if (v !== null && typeof v === 'object' && !Array.isArray(v))
+        walk(`${prefix}${k}.`, v as Record<string, unknown>);
       else out.set(`${prefix}${k}`, v);
   };
   walk('', describeConfig(config));
@@ -33,7 +34,8 @@ function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
     prev = row;
   }
   return prev[b.length]!;
@@ -43,7 +45,9 @@ function editDistance(a: string, b: string): number {
 export function closeKeys(wanted: string, known: Iterable<string>): string[] {
   const w = wanted.toLowerCase();
   const last = w.split('.').pop()!;
-  const scored = [...known].map((k) => ({ k, d: editDistance(w, k) })).filter(({ k, d }) => d <= Math.max(2, Math.floor(w.length / 4)) || k.split('.').pop() === last || k.startsWith(w));
+  const scored = [...known]
+    .map((k) => ({ k, d: editDistance(w, k) }))
+    .filter(({ k, d }) => d <= Math.max(2, Math.floor(w.length / 4)) || k.split('.').pop() === last || k.startsWith(w));
   return scored
     .sort((a, b) => a.d - b.d)
     .slice(0, 6)
@@ -72,12 +76,16 @@ export function configCommand(program: Command): void {
     });
   cmd
     .command('get <key>')
-    .description('print one key\'s effective value (defaults < file < environment), secrets masked; KEY as "section.key", e.g. server.hostname')
+    .description(
+      'print one key\'s effective value (defaults < file < environment), secrets masked; KEY as "section.key", e.g. server.hostname',
+    )
     .action((key: string, _o, c: Command) => {
       const values = flat(configOf(c));
       if (!values.has(key)) {
         const near = closeKeys(key, values.keys());
-        throw new CliError(`unknown key "${key}"${near.length > 0 ? `; close: ${near.join(', ')}` : ''} (posthaste config print lists them all)`);
+        throw new CliError(
+          `unknown key "${key}"${near.length > 0 ? `; close: ${near.join(', ')}` : ''} (posthaste config print lists them all)`,
+        );
       }
       const value = values.get(key);
       output(c, { key, value }, shown(value));

@@ -1,11 +1,13 @@
 import type { Command } from 'commander';
-import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
 import { CUSTOMER_NAME, type Customer } from '../../store/model.js';
+import { CliError, customerNamed, iso, output, table, withStore } from '../context.js';
 
 const view = (c: Customer) => ({ id: c.id, name: c.name, created_at: iso(c.created_at) });
 
 export function customersCommand(program: Command): void {
-  const cmd = program.command('customers').description('manage customers (every key, domain and message belongs to one)');
+  const cmd = program
+    .command('customers')
+    .description('manage customers (every key, domain and message belongs to one)');
   cmd
     .command('add <name>')
     .description('add a customer')

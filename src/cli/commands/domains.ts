@@ -1,13 +1,13 @@
 import type { Command } from 'commander';
-import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
+import type { Config } from '../../config/schema.js';
+import { normaliseDomain } from '../../domain/addresses.js';
+import { DKIM_GRACE_MS } from '../../domain/dns-records.js';
+import { dkimStatus, domainRecords, verifyDomain } from '../../domains/service.js';
+import { createResolver } from '../../lib/dns.js';
 import type { DomainRow } from '../../store/model.js';
 import { DEFAULT_CUSTOMER } from '../../store/model.js';
-import { normaliseDomain } from '../../domain/addresses.js';
-import { createResolver } from '../../lib/dns.js';
-import { dkimStatus, domainRecords, verifyDomain } from '../../domains/service.js';
-import { DKIM_GRACE_MS } from '../../domain/dns-records.js';
-import type { Config } from '../../config/schema.js';
 import type { Store } from '../../store/store.js';
+import { CliError, customerNamed, iso, output, table, withStore } from '../context.js';
 
 async function view(store: Store, d: DomainRow, config: Config, now: number) {
   return {
@@ -23,8 +23,16 @@ async function view(store: Store, d: DomainRow, config: Config, now: number) {
 function humanDkim(k: ReturnType<typeof dkimStatus>): string[] {
   return [
     `DKIM: signing with selector ${k.signing}`,
-    ...(k.next ? [`      next selector ${k.next}: publish its record, then run "posthaste domains verify"; signing switches once it is found`] : []),
-    ...(k.previous ? [`      previous selector ${k.previous.selector}: retired ${k.previous.switched_at}; keep its record until ${k.previous.remove_record_after}, then remove it`] : []),
+    ...(k.next
+      ? [
+          `      next selector ${k.next}: publish its record, then run "posthaste domains verify"; signing switches once it is found`,
+        ]
+      : []),
+    ...(k.previous
+      ? [
+          `      previous selector ${k.previous.selector}: retired ${k.previous.switched_at}; keep its record until ${k.previous.remove_record_after}, then remove it`,
+        ]
+      : []),
   ];
 }
 
@@ -73,7 +81,12 @@ function addCommand(domains: Command): void {
         const domain = domainArg(name);
         const customer = await customerNamed(store, o.customer);
         if (await store.domains.find(domain)) throw new CliError(`domain ${domain} already exists`);
-        const v = await view(store, await store.domains.add({ customerId: customer.id, name: domain, receiving: !!o.receiving, now }), config, now);
+        const v = await view(
+          store,
+          await store.domains.add({ customerId: customer.id, name: domain, receiving: !!o.receiving, now }),
+          config,
+          now,
+        );
         output(c, v, humanRecords(v) + `\n\nThen run: posthaste domains verify ${domain}`);
       }),
     );
@@ -90,11 +103,19 @@ function verifyCommand(domains: Command): void {
         const d = await existing(store, name);
         if (o.force) {
           await store.domains.setVerified(d.id, d.verified_at ?? now);
-          return output(c, { name: d.name, verified: true, forced: true, checks: [], dkim_switched_to: null }, `domain ${d.name} marked verified (forced)`);
+          return output(
+            c,
+            { name: d.name, verified: true, forced: true, checks: [], dkim_switched_to: null },
+            `domain ${d.name} marked verified (forced)`,
+          );
         }
         const outcome = await verifyDomain(store.domains, createResolver(config.dns.servers), config, d, now);
         const { verified, checks, switchedTo, dnsError } = outcome;
-        output(c, { name: d.name, verified, forced: false, checks, dkim_switched_to: switchedTo, dns_error: dnsError }, verifyText(d, outcome, now));
+        output(
+          c,
+          { name: d.name, verified, forced: false, checks, dkim_switched_to: switchedTo, dns_error: dnsError },
+          verifyText(d, outcome, now),
+        );
         if (!verified) process.exitCode = 1;
       }),
     );
@@ -108,7 +129,9 @@ function listCommand(domains: Command): void {
     .option('--customer <name>', 'only this customer')
     .action(async (o: { customer?: string }, c: Command) =>
       withStore(c, async ({ store, config, now }) => {
-        const domains = await store.domains.list(o.customer !== undefined ? (await customerNamed(store, o.customer)).id : undefined);
+        const domains = await store.domains.list(
+          o.customer !== undefined ? (await customerNamed(store, o.customer)).id : undefined,
+        );
         const rows = [];
         for (const d of domains) {
           const { dns_records: _r, dkim: _k, ...rest } = await view(store, d, config, now);
@@ -136,14 +159,22 @@ function showCommand(domains: Command): void {
 function rotateDkimCommand(domains: Command): void {
   domains
     .command('rotate-dkim <domain>')
-    .description('make a new DKIM key under a new selector and print its record; signing switches to it once "domains verify" finds the record')
+    .description(
+      'make a new DKIM key under a new selector and print its record; signing switches to it once "domains verify" finds the record',
+    )
     .action(async (name: string, _o, c: Command) =>
       withStore(c, async ({ store, config, now }) => {
         const d = await store.domains.rotateDkim((await existing(store, name)).id, now);
         const record = domainRecords(d, config, now).find((r) => r.purpose === 'dkim_next')!;
         output(
           c,
-          { name: d.name, selector: d.next_dkim_selector, record, signing: d.dkim_selector, grace_days: DKIM_GRACE_MS / 86_400_000 },
+          {
+            name: d.name,
+            selector: d.next_dkim_selector,
+            record,
+            signing: d.dkim_selector,
+            grace_days: DKIM_GRACE_MS / 86_400_000,
+          },
           [
             `New DKIM key for ${d.name} under selector ${d.next_dkim_selector}. Publish:`,
             `  ${record.name} TXT ${record.value}`,
@@ -170,12 +201,19 @@ function removeCommand(domains: Command): void {
 }
 
 /** What `domains verify` found, record by record, and a DKIM switch it made. */
-function verifyText(d: DomainRow, { verified, checks, switchedTo, dnsError }: Awaited<ReturnType<typeof verifyDomain>>, now: number): string {
+function verifyText(
+  d: DomainRow,
+  { verified, checks, switchedTo, dnsError }: Awaited<ReturnType<typeof verifyDomain>>,
+  now: number,
+): string {
   return [
     dnsError
       ? `domain ${d.name}: NOT checked, the DNS server did not answer; it stays ${d.verified_at !== null ? 'verified' : 'not verified'}`
       : `domain ${d.name}: ${verified ? 'verified' : 'NOT verified'}`,
-    ...checks.map((k) => `  ${k.found ? 'ok       ' : k.lookup === 'no_answer' ? 'no answer' : 'missing  '} [${k.purpose}] ${k.name}${k.found ? '' : ` (seen: ${k.seen.join(' | ') || 'nothing'})`}`),
+    ...checks.map(
+      (k) =>
+        `  ${k.found ? 'ok       ' : k.lookup === 'no_answer' ? 'no answer' : 'missing  '} [${k.purpose}] ${k.name}${k.found ? '' : ` (seen: ${k.seen.join(' | ') || 'nothing'})`}`,
+    ),
     ...(switchedTo
       ? [
           `DKIM: signing now with selector ${switchedTo}; keep the record of ${d.dkim_selector} until ${new Date(now + DKIM_GRACE_MS).toISOString()} (${DKIM_GRACE_MS / 86_400_000} days), then remove it`,
@@ -203,7 +241,10 @@ function domainLimitsCommand(domains: Command): void {
           if (!Number.isInteger(x) || x < 0) throw new CliError(`${what} must be a whole number or "default"`);
           return x;
         };
-        await store.domains.setInboundLimits(d.id, { ratePerMinute: value(o.rate, '--rate'), monthlyLimit: value(o.monthly, '--monthly') });
+        await store.domains.setInboundLimits(d.id, {
+          ratePerMinute: value(o.rate, '--rate'),
+          monthlyLimit: value(o.monthly, '--monthly'),
+        });
         const own = await store.domains.inboundLimits(d.id);
         const v = {
           name: d.name,

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { withStore, output, table, customerNamed, CliError } from '../context.js';
+import { CliError, customerNamed, output, table, withStore } from '../context.js';
 
 export function inboundCommand(program: Command): void {
   const cmd = program.command('inbound').description('messages received for receiving domains');
@@ -11,7 +11,12 @@ export function inboundCommand(program: Command): void {
     .action(async (o: { customer?: string; limit: string }, c: Command) =>
       withStore(c, async ({ store }) => {
         const { inboundSummary } = await import('../../inbound/view.js');
-        const rows = (await store.inbound.list({ limit: Math.max(1, Number(o.limit) || 50), ...(o.customer ? { customerId: (await customerNamed(store, o.customer)).id } : {}) })).map(inboundSummary);
+        const rows = (
+          await store.inbound.list({
+            limit: Math.max(1, Number(o.limit) || 50),
+            ...(o.customer ? { customerId: (await customerNamed(store, o.customer)).id } : {}),
+          })
+        ).map(inboundSummary);
         output(
           c,
           rows,

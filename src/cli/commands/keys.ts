@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { withStore, output, table, iso, customerNamed, CliError } from '../context.js';
 import type { ApiKeyInfo } from '../../store/model.js';
 import { DEFAULT_CUSTOMER } from '../../store/model.js';
+import { CliError, customerNamed, iso, output, table, withStore } from '../context.js';
 
 export function keysCommand(program: Command): void {
   const cmd = program.command('keys').description('manage API keys (shown once at creation; only a hash is stored)');
@@ -16,9 +16,25 @@ export function keysCommand(program: Command): void {
       withStore(c, async ({ store, now }) => {
         if (!!o.sandbox === !!o.production) throw new CliError('give exactly one of --sandbox or --production');
         const customer = await customerNamed(store, o.customer);
-        const k = await store.keys.create({ customerId: customer.id, kind: o.sandbox ? 'sandbox' : 'production', name: o.name, now });
-        const v = { id: k.id, key: k.key, kind: k.kind, customer: customer.name, name: k.name, created_at: iso(k.created_at) };
-        output(c, v, `${v.kind} key ${v.id} for customer ${v.customer}:\n\n  ${v.key}\n\nStore it now: it is not shown again.`);
+        const k = await store.keys.create({
+          customerId: customer.id,
+          kind: o.sandbox ? 'sandbox' : 'production',
+          name: o.name,
+          now,
+        });
+        const v = {
+          id: k.id,
+          key: k.key,
+          kind: k.kind,
+          customer: customer.name,
+          name: k.name,
+          created_at: iso(k.created_at),
+        };
+        output(
+          c,
+          v,
+          `${v.kind} key ${v.id} for customer ${v.customer}:\n\n  ${v.key}\n\nStore it now: it is not shown again.`,
+        );
       }),
     );
   cmd
@@ -28,7 +44,9 @@ export function keysCommand(program: Command): void {
     .action(async (o: { customer?: string }, c: Command) =>
       withStore(c, async ({ store }) => {
         const names = new Map((await store.customers.list()).map((x) => [x.id, x.name]));
-        const rows = (await store.keys.list(o.customer !== undefined ? (await customerNamed(store, o.customer)).id : undefined)).map((k: ApiKeyInfo) => ({
+        const rows = (
+          await store.keys.list(o.customer !== undefined ? (await customerNamed(store, o.customer)).id : undefined)
+        ).map((k: ApiKeyInfo) => ({
           id: k.id,
           kind: k.kind,
           customer: names.get(k.customer_id),

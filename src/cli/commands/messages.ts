@@ -1,7 +1,7 @@
-import { Option, type Command } from 'commander';
-import { withStore, output, table, customerNamed, CliError } from '../context.js';
+import { type Command, Option } from 'commander';
 import { SEARCH_STATES } from '../../domain/message-search.js';
 import type { MessageSummary, MessageView } from '../../store/model.js';
+import { CliError, customerNamed, output, table, withStore } from '../context.js';
 
 const STATES: readonly string[] = SEARCH_STATES;
 
@@ -16,29 +16,37 @@ export function messagesCommand(program: Command): void {
 function listCommand(messages: Command): void {
   messages
     .command('list')
-    .description('list messages, newest first; pages as GET /api/v1/emails does: --after the last email_id of the page before')
+    .description(
+      'list messages, newest first; pages as GET /api/v1/emails does: --after the last email_id of the page before',
+    )
     .option('--customer <name>', 'only this customer')
     .addOption(new Option('--state <state>', 'only messages with a recipient in this state').choices(STATES))
     .option('--limit <n>', 'how many', '50')
-    .option('--after <email_id>', 'the next page: messages after (older than) this email_id, the last of the page before')
+    .option(
+      '--after <email_id>',
+      'the next page: messages after (older than) this email_id, the last of the page before',
+    )
     .addOption(new Option('--before <email_id>', 'deprecated: --after').hideHelp())
-    .action(async (o: { customer?: string; state?: string; limit: string; after?: string; before?: string }, c: Command) =>
-      withStore(c, async ({ store }) => {
-        const limit = Number(o.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new CliError('--limit must be 1 to 10000');
-        if (o.before !== undefined) process.stderr.write('posthaste: --before is deprecated; it is --after, as in the API\n');
-        const cursor = o.after ?? o.before;
-        if (cursor !== undefined && !/^[1-9]\d{0,15}$/.test(cursor)) throw new CliError('--after takes an email_id (a positive integer)');
-        const page = await store.messages.list({
-          limit: limit + 1,
-          ...(o.customer !== undefined ? { customerId: (await customerNamed(store, o.customer)).id } : {}),
-          ...(o.state !== undefined ? { state: o.state } : {}),
-          ...(cursor !== undefined ? { before: Number(cursor) } : {}),
-        });
-        const rows = page.slice(0, limit);
-        const next = page.length > limit ? rows[rows.length - 1]!.email_id : null;
-        output(c, rows, pageText(rows, next));
-      }),
+    .action(
+      async (o: { customer?: string; state?: string; limit: string; after?: string; before?: string }, c: Command) =>
+        withStore(c, async ({ store }) => {
+          const limit = Number(o.limit);
+          if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new CliError('--limit must be 1 to 10000');
+          if (o.before !== undefined)
+            process.stderr.write('posthaste: --before is deprecated; it is --after, as in the API\n');
+          const cursor = o.after ?? o.before;
+          if (cursor !== undefined && !/^[1-9]\d{0,15}$/.test(cursor))
+            throw new CliError('--after takes an email_id (a positive integer)');
+          const page = await store.messages.list({
+            limit: limit + 1,
+            ...(o.customer !== undefined ? { customerId: (await customerNamed(store, o.customer)).id } : {}),
+            ...(o.state !== undefined ? { state: o.state } : {}),
+            ...(cursor !== undefined ? { before: Number(cursor) } : {}),
+          });
+          const rows = page.slice(0, limit);
+          const next = page.length > limit ? rows[rows.length - 1]!.email_id : null;
+          output(c, rows, pageText(rows, next));
+        }),
     );
 }
 
@@ -58,7 +66,11 @@ function cancelCommand(messages: Command): void {
               .map(([s, n]) => `${n} ${s}`)
               .join(', ')})`,
           );
-        output(c, { message_id: m.message_id, canceled: true }, `${m.message_id} canceled (${m.recipients.length} recipient(s))`);
+        output(
+          c,
+          { message_id: m.message_id, canceled: true },
+          `${m.message_id} canceled (${m.recipients.length} recipient(s))`,
+        );
       }),
     );
 }
@@ -103,7 +115,12 @@ function messageText(m: MessageView): string {
     table(
       m.recipients.map((r) => {
         const last = r.last_response as { code?: number; enhanced_code?: string; message?: string } | null;
-        return { ...r, last_response: last?.code ? `${last.code} ${last.enhanced_code ?? ''} ${last.message ?? ''}`.replace(/\s+/g, ' ').slice(0, 80) : null };
+        return {
+          ...r,
+          last_response: last?.code
+            ? `${last.code} ${last.enhanced_code ?? ''} ${last.message ?? ''}`.replace(/\s+/g, ' ').slice(0, 80)
+            : null,
+        };
       }),
       ['address', 'state', 'attempts', 'next_attempt_at', 'last_response'],
     ),

@@ -1,8 +1,8 @@
-import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
-import type { Report } from '../../domain/report.js';
+import type { Command } from 'commander';
 import { suppressionPolicy } from '../../config/schema.js';
-import { configOf, CliError, output } from '../context.js';
+import type { Report } from '../../domain/report.js';
+import { CliError, configOf, output } from '../context.js';
 
 /** A report as `reports parse --json` prints it (snake_case, what the report does not say as null). */
 export function reportJson(r: Report): Record<string, unknown> {
@@ -20,15 +20,30 @@ export function reportJson(r: Report): Record<string, unknown> {
       permanent: x.permanent,
       suppress: x.suppress,
     })),
-    feedback: r.feedback ? { feedback_type: r.feedback.feedbackType, user_agent: r.feedback.userAgent, arrival_date: r.feedback.arrivalDate, recipient: r.feedback.recipient } : null,
+    feedback: r.feedback
+      ? {
+          feedback_type: r.feedback.feedbackType,
+          user_agent: r.feedback.userAgent,
+          arrival_date: r.feedback.arrivalDate,
+          recipient: r.feedback.recipient,
+        }
+      : null,
   };
 }
 
 function human(r: Report): string {
   if (r.kind === 'none') return 'not a bounce or a complaint';
-  const lines = [`${r.kind === 'dsn' ? 'bounce' : 'complaint'}${r.originalMessageId ? ` of <${r.originalMessageId}>` : ''}`];
-  if (r.feedback) lines.push(`  ${r.feedback.feedbackType} from ${r.feedback.recipient ?? '(recipient not named)'}${r.feedback.userAgent ? ` (${r.feedback.userAgent})` : ''}`);
-  for (const x of r.recipients) lines.push(`  ${x.address}: ${x.action} ${x.status ?? '-'} ${x.classification}${x.suppress ? ', suppresses' : ''}${x.diagnostic ? `\n    ${x.diagnostic}` : ''}`);
+  const lines = [
+    `${r.kind === 'dsn' ? 'bounce' : 'complaint'}${r.originalMessageId ? ` of <${r.originalMessageId}>` : ''}`,
+  ];
+  if (r.feedback)
+    lines.push(
+      `  ${r.feedback.feedbackType} from ${r.feedback.recipient ?? '(recipient not named)'}${r.feedback.userAgent ? ` (${r.feedback.userAgent})` : ''}`,
+    );
+  for (const x of r.recipients)
+    lines.push(
+      `  ${x.address}: ${x.action} ${x.status ?? '-'} ${x.classification}${x.suppress ? ', suppresses' : ''}${x.diagnostic ? `\n    ${x.diagnostic}` : ''}`,
+    );
   return lines.join('\n');
 }
 
@@ -49,7 +64,9 @@ export function reportsCommand(program: Command): void {
   const cmd = program.command('reports').description('bounces and complaints as posthaste reads them');
   cmd
     .command('parse [file]')
-    .description('what posthaste makes of a bounce or complaint (a file, or - for standard input), read as the daemon reads it, with the [bounces] policy of the configuration')
+    .description(
+      'what posthaste makes of a bounce or complaint (a file, or - for standard input), read as the daemon reads it, with the [bounces] policy of the configuration',
+    )
     .action(async (file: string | undefined, _o: unknown, c: Command) => {
       const config = configOf(c, { orDefaults: true });
       const { readReport } = await import('../../reports/read.js');

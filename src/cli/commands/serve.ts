@@ -1,10 +1,10 @@
+import { join, relative } from 'node:path';
 import type { Command } from 'commander';
-import { relative, join } from 'node:path';
-import { CliError, configFileOf, configOf } from '../context.js';
 import { DEFAULT_CONFIG_PATH, withoutPassword } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
-import { DataDirLockedError } from '../../store/open.js';
 import { createLogger } from '../../lib/logger.js';
+import { DataDirLockedError } from '../../store/open.js';
+import { CliError, configFileOf, configOf } from '../context.js';
 
 /**
  * The command line that reaches this daemon's store, for the hints it prints: `posthaste` when
@@ -41,9 +41,14 @@ export function serveCommand(program: Command): void {
         `posthaste: API on ${daemon.apiUrl}\n` +
           `posthaste: SMTP on ${daemon.smtp.host}:${daemon.smtp.port}\n` +
           Object.entries(daemon.submission)
-            .map(([key, a]) => `posthaste: submission on ${a.host}:${a.port} (${submissionTls(config, key)}; AUTH with an API key as the password)\n`)
+            .map(
+              ([key, a]) =>
+                `posthaste: submission on ${a.host}:${a.port} (${submissionTls(config, key)}; AUTH with an API key as the password)\n`,
+            )
             .join('') +
-          (daemon.dashboardUrl ? `posthaste: dashboard on ${daemon.dashboardUrl} (create a user with: ${cli} users add EMAIL --admin)\n` : '') +
+          (daemon.dashboardUrl
+            ? `posthaste: dashboard on ${daemon.dashboardUrl} (create a user with: ${cli} users add EMAIL --admin)\n`
+            : '') +
           (config.metrics.enabled ? `posthaste: metrics on ${daemon.metricsUrl ?? `${daemon.apiUrl}/metrics`}\n` : '') +
           `posthaste: store ${config.store.url ? `PostgreSQL at ${withoutPassword(config.store.url)}` : `SQLite in ${config.server.data_dir}`}\n` +
           `posthaste: create a first key with: ${cli} keys create --sandbox\n`,

@@ -1,8 +1,8 @@
-import type { Command } from 'commander';
 import { createInterface } from 'node:readline';
-import { withStore, output, table, iso, customerNamed, CliError, configOf } from '../context.js';
-import { hashPassword } from '../../lib/password.js';
+import type { Command } from 'commander';
 import { parseAddrSpec } from '../../domain/addresses.js';
+import { hashPassword } from '../../lib/password.js';
+import { CliError, configOf, customerNamed, iso, output, table, withStore } from '../context.js';
 
 const MIN_PASSWORD = 10;
 
@@ -38,7 +38,9 @@ async function newPasswordHash(fromStdin: boolean): Promise<string> {
 }
 
 export function usersCommand(program: Command): void {
-  const cmd = program.command('users').description("dashboard users: admins see every customer, a customer's users only theirs");
+  const cmd = program
+    .command('users')
+    .description("dashboard users: admins see every customer, a customer's users only theirs");
   cmd
     .command('add <email>')
     .description('add a dashboard user (the password is asked for, or read with --password-stdin)')
@@ -46,7 +48,8 @@ export function usersCommand(program: Command): void {
     .option('--customer <name>', "a customer's user: that customer only")
     .option('--password-stdin', 'read the password from the first line of standard input')
     .action(async (email: string, o: { admin?: boolean; customer?: string; passwordStdin?: boolean }, c: Command) => {
-      if (!!o.admin === (o.customer !== undefined)) throw new CliError('give exactly one of --admin or --customer NAME');
+      if (!!o.admin === (o.customer !== undefined))
+        throw new CliError('give exactly one of --admin or --customer NAME');
       const parsed = parseAddrSpec(email);
       if (!parsed.ok) throw new CliError(`"${email}" is not an e-mail address: ${parsed.error}`);
       configOf(c); // a missing or bad configuration is said before the password is asked for
@@ -54,8 +57,18 @@ export function usersCommand(program: Command): void {
       await withStore(c, async ({ store, now }) => {
         if (await store.users.find(email)) throw new CliError(`user ${email} already exists`);
         const customerId = o.customer !== undefined ? (await customerNamed(store, o.customer)).id : null;
-        const u = await store.users.add({ email, passwordHash: hash, role: o.admin ? 'admin' : 'customer', customerId, now });
-        output(c, { email: u.email, role: u.role, customer: o.customer ?? null, created_at: iso(u.created_at) }, `user ${u.email} added (${o.admin ? 'admin' : `customer ${o.customer}`})`);
+        const u = await store.users.add({
+          email,
+          passwordHash: hash,
+          role: o.admin ? 'admin' : 'customer',
+          customerId,
+          now,
+        });
+        output(
+          c,
+          { email: u.email, role: u.role, customer: o.customer ?? null, created_at: iso(u.created_at) },
+          `user ${u.email} added (${o.admin ? 'admin' : `customer ${o.customer}`})`,
+        );
       });
     });
   cmd
@@ -63,7 +76,12 @@ export function usersCommand(program: Command): void {
     .description('list dashboard users')
     .action(async (_o, c: Command) =>
       withStore(c, async ({ store }) => {
-        const rows = (await store.users.list()).map((u) => ({ email: u.email, role: u.role, customer: u.customer, created_at: iso(u.created_at) }));
+        const rows = (await store.users.list()).map((u) => ({
+          email: u.email,
+          role: u.role,
+          customer: u.customer,
+          created_at: iso(u.created_at),
+        }));
         output(c, rows, table(rows, ['email', 'role', 'customer', 'created_at']));
       }),
     );
@@ -85,7 +103,11 @@ export function usersCommand(program: Command): void {
       const hash = await newPasswordHash(!!o.passwordStdin);
       await withStore(c, async ({ store }) => {
         if (!(await store.users.setPassword(email, hash))) throw new CliError(`no user ${email}`);
-        output(c, { email: email.toLowerCase(), password_set: true }, `password of ${email.toLowerCase()} set; their sessions have ended`);
+        output(
+          c,
+          { email: email.toLowerCase(), password_set: true },
+          `password of ${email.toLowerCase()} set; their sessions have ended`,
+        );
       });
     });
 }

@@ -1,12 +1,12 @@
-import { InvalidArgumentError, Option, type Command } from 'commander';
-import { withStore, output, table, customerNamed, CliError } from '../context.js';
-import { DEFAULT_CUSTOMER } from '../../store/model.js';
-import { endpointView, type AttemptOutcome } from '../../webhooks/service.js';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { Problems } from '../../domain/errors.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
-import type { createWebhookService as CreateWebhookService } from '../../webhooks/create.js';
 import { systemClock } from '../../lib/clock.js';
+import { DEFAULT_CUSTOMER } from '../../store/model.js';
 import type { Store } from '../../store/store.js';
+import type { createWebhookService as CreateWebhookService } from '../../webhooks/create.js';
+import { type AttemptOutcome, endpointView } from '../../webhooks/service.js';
+import { CliError, customerNamed, output, table, withStore } from '../context.js';
 
 async function endpointOf(store: Store, id: string) {
   const e = await store.webhooks.getEndpoint(id);
@@ -19,7 +19,8 @@ function outcomeText(o: AttemptOutcome): string {
 }
 
 /** The webhook service (and the daemon's modules it is built from), loaded only by the commands that send. */
-const webhookService = async (): Promise<typeof CreateWebhookService> => (await import('../../webhooks/create.js')).createWebhookService;
+const webhookService = async (): Promise<typeof CreateWebhookService> =>
+  (await import('../../webhooks/create.js')).createWebhookService;
 
 /** --events: a comma-separated list of event types, each checked as commander checks choices. */
 function eventList(value: string): string[] {
@@ -28,7 +29,10 @@ function eventList(value: string): string[] {
     .map((x) => x.trim())
     .filter(Boolean);
   const unknown = types.filter((x) => !EVENT_TYPES.includes(x as EventType));
-  if (types.length === 0 || unknown.length > 0) throw new InvalidArgumentError(`${unknown.length > 0 ? `unknown: ${unknown.join(', ')}. ` : ''}Allowed choices are ${EVENT_TYPES.join(', ')}.`);
+  if (types.length === 0 || unknown.length > 0)
+    throw new InvalidArgumentError(
+      `${unknown.length > 0 ? `unknown: ${unknown.join(', ')}. ` : ''}Allowed choices are ${EVENT_TYPES.join(', ')}.`,
+    );
   return types;
 }
 
@@ -56,7 +60,11 @@ function createCommand(webhooks: Command): void {
         const customer = await customerNamed(store, o.customer);
         const service = (await webhookService())(store.webhooks, config, systemClock);
         try {
-          const input = await service.validate({ url, ...(o.events ? { events: o.events } : {}), description: o.description });
+          const input = await service.validate({
+            url,
+            ...(o.events ? { events: o.events } : {}),
+            description: o.description,
+          });
           if (input instanceof Problems)
             throw new CliError(
               Object.entries(input.details)
@@ -81,9 +89,11 @@ function listCommand(webhooks: Command): void {
     .action(async (o: { customer?: string }, c: Command) =>
       withStore(c, async ({ store }) => {
         const names = new Map((await store.customers.list()).map((x) => [x.id, x.name]));
-        const rows = (await store.webhooks.listEndpoints(o.customer !== undefined ? (await customerNamed(store, o.customer)).id : undefined)).map(
-          (e): Record<string, unknown> => ({ ...endpointView(e), customer: names.get(e.customerId) }),
-        );
+        const rows = (
+          await store.webhooks.listEndpoints(
+            o.customer !== undefined ? (await customerNamed(store, o.customer)).id : undefined,
+          )
+        ).map((e): Record<string, unknown> => ({ ...endpointView(e), customer: names.get(e.customerId) }));
         const human = rows.map((r) => {
           const events = r.events as string[];
           return { ...r, events: events.length === EVENT_TYPES.length ? 'all' : events.join(',') };
@@ -134,7 +144,14 @@ function deliveriesCommand(webhooks: Command): void {
     .option('--limit <n>', 'how many', '50')
     .action(async (id: string, o: { limit: string }, c: Command) =>
       withStore(c, async ({ store }) => {
-        const rows = (await store.webhooks.listAttempts((await endpointOf(store, id)).id, Math.max(1, Math.min(1000, Number(o.limit) || 50)))).map(({ cursor: _c, ...r }) => r);
+        const rows = (
+          await store.webhooks.listAttempts(
+            (
+              await endpointOf(store, id)
+            ).id,
+            Math.max(1, Math.min(1000, Number(o.limit) || 50)),
+          )
+        ).map(({ cursor: _c, ...r }) => r);
         output(
           c,
           rows,

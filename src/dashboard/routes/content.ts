@@ -1,6 +1,6 @@
 import { attachmentAt, readContent } from '../content.js';
-import { sendDownload, sendMailHtml } from '../untrusted.js';
 import type { Pages } from '../pages.js';
+import { sendDownload, sendMailHtml } from '../untrusted.js';
 
 /** A sent message's content beyond its page: its HTML for the sandboxed frame, its attachments and its source, as downloads. */
 export function contentRoutes(p: Pages): void {

@@ -1,11 +1,11 @@
 import type { FastifyReply } from 'fastify';
+import { normaliseDomain } from '../../domain/addresses.js';
+import { domainRecords, verifyDomain } from '../../domains/service.js';
+import type { DomainRow } from '../../store/model.js';
 import { path } from '../html.js';
 import type { PageContext } from '../layout.js';
-import { normaliseDomain } from '../../domain/addresses.js';
-import type { DomainRow } from '../../store/model.js';
-import { domainRecords, verifyDomain } from '../../domains/service.js';
-import { domainBody, domainsBody } from '../views/domains.js';
 import type { Pages } from '../pages.js';
+import { domainBody, domainsBody } from '../views/domains.js';
 
 /** The dashboard's domains pages and actions. */
 export function domainsRoutes(p: Pages): void {
@@ -17,8 +17,18 @@ export function domainsRoutes(p: Pages): void {
     return d && d.customer_id === c.customer.id ? d : undefined;
   });
   /** A domain's page: its DNS records, inbound limits, and the result of a verification just run. */
-  const domainPage = async (reply: FastifyReply, c: PageContext, d: DomainRow, verified: Parameters<typeof domainBody>[4]) =>
-    page(reply, c, d.name, domainBody(c, d, domainRecords(d, config, clock.now()), await store.domains.inboundLimits(d.id), verified));
+  const domainPage = async (
+    reply: FastifyReply,
+    c: PageContext,
+    d: DomainRow,
+    verified: Parameters<typeof domainBody>[4],
+  ) =>
+    page(
+      reply,
+      c,
+      d.name,
+      domainBody(c, d, domainRecords(d, config, clock.now()), await store.domains.inboundLimits(d.id), verified),
+    );
 
   domains.get('/domains', async ({ c, reply }) => {
     const rows = await store.domains.list(c.customer.id);
@@ -27,10 +37,16 @@ export function domainsRoutes(p: Pages): void {
 
   domains.post('/domains', async ({ c, request, reply }) => {
     const n = normaliseDomain((request.form!.name ?? '').trim().replace(/\.$/, ''));
-    const refuse = async (error: string) => page(reply.code(422), { ...c, error }, 'Domains', domainsBody(c, await store.domains.list(c.customer.id)));
+    const refuse = async (error: string) =>
+      page(reply.code(422), { ...c, error }, 'Domains', domainsBody(c, await store.domains.list(c.customer.id)));
     if (!n.ok) return refuse(`That is not a domain name: ${n.error}`);
     if (await store.domains.find(n.value)) return refuse(`${n.value} is already registered.`);
-    await store.domains.add({ customerId: c.customer.id, name: n.value, receiving: request.form!.receiving === '1', now: clock.now() });
+    await store.domains.add({
+      customerId: c.customer.id,
+      name: n.value,
+      receiving: request.form!.receiving === '1',
+      now: clock.now(),
+    });
     return back(reply, path`/domains/${n.value}`, { notice: 'domain-added' });
   });
 
@@ -52,7 +68,8 @@ export function domainsRoutes(p: Pages): void {
     const num = (v: string | undefined) => (v === undefined || v.trim() === '' ? null : Number(v));
     const rate = num(request.form!.rate_per_minute);
     const monthly = num(request.form!.monthly_limit);
-    if ([rate, monthly].some((v) => v !== null && (!Number.isInteger(v) || v < 0 || v > 1_000_000_000))) return back(reply, path`/domains/${d.name}`, { error: 'limits-invalid' });
+    if ([rate, monthly].some((v) => v !== null && (!Number.isInteger(v) || v < 0 || v > 1_000_000_000)))
+      return back(reply, path`/domains/${d.name}`, { error: 'limits-invalid' });
     await store.domains.setInboundLimits(d.id, { ratePerMinute: rate, monthlyLimit: monthly });
     return back(reply, path`/domains/${d.name}`, { notice: 'limits-saved' });
   });

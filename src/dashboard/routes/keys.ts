@@ -1,7 +1,7 @@
-import { html } from '../html.js';
 import type { KeyKind } from '../../store/model.js';
-import { keysBody, revokeKeyBody } from '../views/keys.js';
+import { html } from '../html.js';
 import type { Pages } from '../pages.js';
+import { keysBody, revokeKeyBody } from '../views/keys.js';
 
 /** The dashboard's api keys pages and actions. */
 export function keysRoutes(p: Pages): void {
@@ -9,7 +9,9 @@ export function keysRoutes(p: Pages): void {
   const keys = p.area('keys');
   /** The API key of the path, if it is this customer's. */
   const key = keys.of((c, request) => store.keys.get(request.params.id!, c.customer.id));
-  keys.get('/keys', async ({ c, reply }) => page(reply, c, 'API keys', html`${revealed(c)}${keysBody(c, await store.keys.list(c.customer.id))}`));
+  keys.get('/keys', async ({ c, reply }) =>
+    page(reply, c, 'API keys', html`${revealed(c)}${keysBody(c, await store.keys.list(c.customer.id))}`),
+  );
 
   keys.post('/keys', async ({ c, request, reply }) => {
     const f = request.form!;
@@ -24,9 +26,16 @@ export function keysRoutes(p: Pages): void {
     const kind: KeyKind = f.kind;
     const name = (f.name ?? '').trim().slice(0, 100);
     const k = await store.keys.create({ customerId: c.customer.id, kind, name, now: clock.now() });
-    deps.log.info({ key: k.id, customer: c.customer.name, user: c.session.user.email }, 'API key created in the dashboard');
+    deps.log.info(
+      { key: k.id, customer: c.customer.name, user: c.session.user.email },
+      'API key created in the dashboard',
+    );
     // The key is never stored: it is held for this session's next page only, then forgotten.
-    reveal.put(c.session.id, { id: 'new-key', label: `Key ${k.id} created. Copy it now: it is shown only this once.`, secret: k.key }, clock.now());
+    reveal.put(
+      c.session.id,
+      { id: 'new-key', label: `Key ${k.id} created. Copy it now: it is shown only this once.`, secret: k.key },
+      clock.now(),
+    );
     return back(reply, '/keys');
   });
 

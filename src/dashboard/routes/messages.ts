@@ -1,10 +1,10 @@
-import { path } from '../html.js';
 import { Problems } from '../../domain/errors.js';
 import { parseMessageFilters } from '../../domain/message-search.js';
 import { readContent } from '../content.js';
-import { messagesBody } from '../views/messages.js';
-import { messageBody } from '../views/message.js';
+import { path } from '../html.js';
 import type { Pages } from '../pages.js';
+import { messageBody } from '../views/message.js';
+import { messagesBody } from '../views/messages.js';
 
 /** The dashboard's messages pages and actions. */
 export function messagesRoutes(p: Pages): void {
@@ -16,19 +16,40 @@ export function messagesRoutes(p: Pages): void {
     const q = request.query;
     const filters = parseMessageFilters(q);
     const before = q.before !== undefined && /^\d{1,15}$/.test(q.before) ? Number(q.before) : undefined;
-    const rows = filters instanceof Problems ? [] : await store.messages.search({ ...filters, customerId: c.customer.id, limit: 51, ...(before !== undefined ? { before } : {}) });
+    const rows =
+      filters instanceof Problems
+        ? []
+        : await store.messages.search({
+            ...filters,
+            customerId: c.customer.id,
+            limit: 51,
+            ...(before !== undefined ? { before } : {}),
+          });
     const shown = rows.slice(0, 50);
     const next =
       rows.length > 50
-        ? new URLSearchParams({ ...Object.fromEntries(Object.entries(q).filter(([k, v]) => k !== 'before' && v !== undefined && v !== '')), before: String(shown[shown.length - 1]!.email_id) })
+        ? new URLSearchParams({
+            ...Object.fromEntries(Object.entries(q).filter(([k, v]) => k !== 'before' && v !== undefined && v !== '')),
+            before: String(shown[shown.length - 1]!.email_id),
+          })
         : null;
-    return page(reply, filters instanceof Problems ? { ...c, error: problemsText(filters) } : c, 'Messages', messagesBody(c, q, shown, next));
+    return page(
+      reply,
+      filters instanceof Problems ? { ...c, error: problemsText(filters) } : c,
+      'Messages',
+      messagesBody(c, q, shown, next),
+    );
   });
 
   message.get('/messages/:id', async ({ c, reply }, m) => {
     const endpoints = new Map((await store.webhooks.listEndpoints(c.customer.id)).map((e) => [e.id, e.url]));
     const content = await readContent((await store.messages.content(c.customer.id, m.message_id))!);
-    return page(reply, c, 'Message', messageBody(c, m, await store.messages.deliveriesOf(m.email_id), endpoints, content, config.retention.days));
+    return page(
+      reply,
+      c,
+      'Message',
+      messageBody(c, m, await store.messages.deliveriesOf(m.email_id), endpoints, content, config.retention.days),
+    );
   });
 
   // The store answers whether the message is this customer's and can still be canceled, in one step.

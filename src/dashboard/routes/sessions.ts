@@ -1,9 +1,9 @@
+import { DUMMY_HASH, verifyPassword } from '../../lib/password.js';
 import { sendPage } from '../dashboard.js';
-import { verifyPassword, DUMMY_HASH } from '../../lib/password.js';
+import { plural } from '../format.js';
+import type { Pages } from '../pages.js';
 import { loginPage } from '../views/login.js';
 import { overviewBody } from '../views/overview.js';
-import type { Pages } from '../pages.js';
-import { plural } from '../format.js';
 
 /** The dashboard's sessions, overview pages and actions. */
 export function sessionRoutes(p: Pages): void {
@@ -22,7 +22,10 @@ export function sessionRoutes(p: Pages): void {
     const wait = await dash.throttle.wait(email, address, now);
     if (wait > 0) {
       const seconds = Math.ceil(wait / 1000);
-      return sendPage(reply.code(429).header('retry-after', String(seconds)), loginPage(f.next, `Too many failed attempts; try again in ${plural(Math.ceil(seconds / 60), 'minute')}.`));
+      return sendPage(
+        reply.code(429).header('retry-after', String(seconds)),
+        loginPage(f.next, `Too many failed attempts; try again in ${plural(Math.ceil(seconds / 60), 'minute')}.`),
+      );
     }
     const user = await store.users.find(email);
     // A password is checked even for an unknown account, so the answer takes as long either way.
@@ -32,11 +35,15 @@ export function sessionRoutes(p: Pages): void {
       return sendPage(reply.code(401), loginPage(f.next, 'Wrong e-mail address or password.'));
     }
     await dash.throttle.succeed(email);
-    const shown = user.customer_id ?? (await store.customers.find('default'))?.id ?? (await store.customers.list())[0]!.id;
+    const shown =
+      user.customer_id ?? (await store.customers.find('default'))?.id ?? (await store.customers.list())[0]!.id;
     // A new session id at every login: a session fixed before login is never the one used after.
     if (request.session) await store.users.endSession(request.session.id);
     const s = await store.users.createSession(user, shown, now);
-    reply.header('set-cookie', `${dash.cookie}=${s.id}; Path=/; HttpOnly; SameSite=Strict${dash.secure ? '; Secure' : ''}`);
+    reply.header(
+      'set-cookie',
+      `${dash.cookie}=${s.id}; Path=/; HttpOnly; SameSite=Strict${dash.secure ? '; Secure' : ''}`,
+    );
     deps.log.info({ user: user.email }, 'dashboard login');
     const next = typeof f.next === 'string' && /^\/(?!\/)[^\\]*$/.test(f.next) ? f.next : '/';
     return reply.redirect(next, 303);
@@ -44,12 +51,19 @@ export function sessionRoutes(p: Pages): void {
 
   app.post('/logout', async (request, reply) => {
     if (request.session) await store.users.endSession(request.session.id);
-    reply.header('set-cookie', `${dash.cookie}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0${dash.secure ? '; Secure' : ''}`);
+    reply.header(
+      'set-cookie',
+      `${dash.cookie}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0${dash.secure ? '; Secure' : ''}`,
+    );
     return reply.redirect('/login', 303);
   });
 
   /** The customer an admin chose to be shown; for anyone else, none. */
-  const chosen = p.area('').of(async (c, request) => (c.session.user.role === 'admin' ? await store.customers.find(request.form!.customer ?? '') : undefined));
+  const chosen = p
+    .area('')
+    .of(async (c, request) =>
+      c.session.user.role === 'admin' ? await store.customers.find(request.form!.customer ?? '') : undefined,
+    );
   chosen.post('/customer', async ({ c, reply }, target) => {
     await store.users.showCustomer(c.session.id, target.id);
     return back(reply, '/', { notice: 'customer-shown' });

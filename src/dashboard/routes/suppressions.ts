@@ -1,7 +1,7 @@
 import { parseAddrSpec } from '../../domain/addresses.js';
+import type { Pages } from '../pages.js';
 import { SUPPRESSING_SIMULATOR_ADDRESSES } from '../simulator.js';
 import { suppressionsBody } from '../views/suppressions.js';
-import type { Pages } from '../pages.js';
 
 /** The dashboard's suppressions page and actions. */
 export function suppressionsRoutes(p: Pages): void {
@@ -9,8 +9,20 @@ export function suppressionsRoutes(p: Pages): void {
   const suppressions = p.area('suppressions');
   suppressions.get('/suppressions', async ({ c, request, reply }) => {
     const q = (request.query.q ?? '').trim();
-    const rows = q ? await store.suppressions.search(c.customer.id, q, 100) : await store.suppressions.list(c.customer.id, { limit: 100 });
-    return page(reply, c, 'Suppressions', suppressionsBody(c, q, rows, await store.suppressions.simulated(c.customer.id, SUPPRESSING_SIMULATOR_ADDRESSES, 20)));
+    const rows = q
+      ? await store.suppressions.search(c.customer.id, q, 100)
+      : await store.suppressions.list(c.customer.id, { limit: 100 });
+    return page(
+      reply,
+      c,
+      'Suppressions',
+      suppressionsBody(
+        c,
+        q,
+        rows,
+        await store.suppressions.simulated(c.customer.id, SUPPRESSING_SIMULATOR_ADDRESSES, 20),
+      ),
+    );
   });
 
   suppressions.post('/suppressions', async ({ c, request, reply }) => {
@@ -20,15 +32,26 @@ export function suppressionsRoutes(p: Pages): void {
         reply.code(422),
         { ...c, error: `Not an address: ${parsed.error}` },
         'Suppressions',
-        suppressionsBody(c, '', await store.suppressions.list(c.customer.id, { limit: 100 }), await store.suppressions.simulated(c.customer.id, SUPPRESSING_SIMULATOR_ADDRESSES, 20)),
+        suppressionsBody(
+          c,
+          '',
+          await store.suppressions.list(c.customer.id, { limit: 100 }),
+          await store.suppressions.simulated(c.customer.id, SUPPRESSING_SIMULATOR_ADDRESSES, 20),
+        ),
       );
-    await store.suppressions.add({ customerId: c.customer.id, address: parsed.value.address, reason: 'manual', now: clock.now() });
+    await store.suppressions.add({
+      customerId: c.customer.id,
+      address: parsed.value.address,
+      reason: 'manual',
+      now: clock.now(),
+    });
     return back(reply, '/suppressions', { notice: 'suppression-added' });
   });
 
   suppressions.post('/suppressions/remove', async ({ c, request, reply }) => {
     const address = request.form!.address ?? '';
-    if (!(await store.suppressions.remove(c.customer.id, address))) return back(reply, '/suppressions', { error: 'not-suppressed' });
+    if (!(await store.suppressions.remove(c.customer.id, address)))
+      return back(reply, '/suppressions', { error: 'not-suppressed' });
     return back(reply, '/suppressions', { notice: 'suppression-removed' });
   });
 }

@@ -1,20 +1,23 @@
 import type { FastifyReply } from 'fastify';
+import { Problems } from '../../domain/errors.js';
+import { EVENT_TYPES, type EventType } from '../../domain/events.js';
+import type { Endpoint } from '../../store/model.js';
 import type { AttemptOutcome } from '../../webhooks/service.js';
+import { shortUrl } from '../format.js';
 import { html, path } from '../html.js';
 import type { PageContext } from '../layout.js';
-import { EVENT_TYPES, type EventType } from '../../domain/events.js';
-import { Problems } from '../../domain/errors.js';
-import type { Endpoint } from '../../store/model.js';
-import { endpointBody, webhooksBody } from '../views/webhooks.js';
 import type { Pages } from '../pages.js';
-import { shortUrl } from '../format.js';
+import { endpointBody, webhooksBody } from '../views/webhooks.js';
 
 /** The dashboard's webhooks pages and actions. */
 export function webhooksRoutes(p: Pages): void {
   const { store, clock, deps, page, back, revealed, reveal, problemsText } = p;
   const webhooks = p.area('webhooks');
   /** The endpoint of the path, if it is this customer's. */
-  const endpoint = webhooks.of(async (c, request): Promise<Endpoint | undefined> => (request.params.id ? await store.webhooks.getEndpoint(request.params.id, c.customer.id) : undefined));
+  const endpoint = webhooks.of(
+    async (c, request): Promise<Endpoint | undefined> =>
+      request.params.id ? await store.webhooks.getEndpoint(request.params.id, c.customer.id) : undefined,
+  );
   /** The endpoint and one of the customer's events, both of the path. */
   const endpointEvent = webhooks.of(async (c, request) => {
     const e = request.params.id ? await store.webhooks.getEndpoint(request.params.id, c.customer.id) : undefined;
@@ -25,26 +28,55 @@ export function webhooksRoutes(p: Pages): void {
   const endpointPage = async (reply: FastifyReply, c: PageContext, e: Endpoint, sent: AttemptOutcome | undefined) =>
     page(reply, c, 'Webhook endpoint', endpointBody(c, e, await store.webhooks.listAttempts(e.id, 50), sent));
 
-  webhooks.get('/webhooks', async ({ c, reply }) => page(reply, c, 'Webhooks', html`${revealed(c)}${webhooksBody(c, await store.webhooks.listEndpoints(c.customer.id))}`));
+  webhooks.get('/webhooks', async ({ c, reply }) =>
+    page(
+      reply,
+      c,
+      'Webhooks',
+      html`${revealed(c)}${webhooksBody(c, await store.webhooks.listEndpoints(c.customer.id))}`,
+    ),
+  );
 
   webhooks.post('/webhooks', async ({ c, request, reply }) => {
     const f = request.form!;
     const events = (f['events[]'] ?? '').split('\n').filter(Boolean);
-    const input = await deps.webhooks.validate({ url: (f.url ?? '').trim(), ...(events.length ? { events } : {}), description: (f.description ?? '').trim() });
-    if (input instanceof Problems) return page(reply.code(422), { ...c, error: problemsText(input) }, 'Webhooks', webhooksBody(c, await store.webhooks.listEndpoints(c.customer.id)));
+    const input = await deps.webhooks.validate({
+      url: (f.url ?? '').trim(),
+      ...(events.length ? { events } : {}),
+      description: (f.description ?? '').trim(),
+    });
+    if (input instanceof Problems)
+      return page(
+        reply.code(422),
+        { ...c, error: problemsText(input) },
+        'Webhooks',
+        webhooksBody(c, await store.webhooks.listEndpoints(c.customer.id)),
+      );
     const e = await deps.webhooks.create(c.customer.id, input);
-    reveal.put(c.session.id, { id: 'new-secret', label: `Endpoint ${shortUrl(e.url)} created. Its signing secret is shown only this once:`, secret: e.secret }, clock.now());
+    reveal.put(
+      c.session.id,
+      {
+        id: 'new-secret',
+        label: `Endpoint ${shortUrl(e.url)} created. Its signing secret is shown only this once:`,
+        secret: e.secret,
+      },
+      clock.now(),
+    );
     return back(reply, '/webhooks');
   });
 
   endpoint.get('/webhooks/:id', ({ c, reply }, e) => endpointPage(reply, c, e, undefined));
 
   endpoint.post('/webhooks/:id/test', async ({ c, request, reply }, e) => {
-    const type = (EVENT_TYPES as readonly string[]).includes(request.form!.type ?? '') ? (request.form!.type as EventType) : 'email.delivered';
+    const type = (EVENT_TYPES as readonly string[]).includes(request.form!.type ?? '')
+      ? (request.form!.type as EventType)
+      : 'email.delivered';
     return endpointPage(reply, c, e, await deps.webhooks.test(e, type));
   });
 
-  endpointEvent.post('/webhooks/:id/replay/:event', async ({ c, reply }, { e, ev }) => endpointPage(reply, c, e, await deps.webhooks.replay(e, ev)));
+  endpointEvent.post('/webhooks/:id/replay/:event', async ({ c, reply }, { e, ev }) =>
+    endpointPage(reply, c, e, await deps.webhooks.replay(e, ev)),
+  );
 
   endpoint.post('/webhooks/:id/state', async ({ c, request, reply }, e) => {
     const action = request.form!.action;
@@ -55,6 +87,8 @@ export function webhooksRoutes(p: Pages): void {
     if (action === 'enable') await store.webhooks.enableEndpoint(e.id);
     else if (action === 'disable') await store.webhooks.disableEndpoint(e.id, `disabled by ${c.session.user.email}`);
     else return back(reply, path`/webhooks/${e.id}`);
-    return back(reply, path`/webhooks/${e.id}`, { notice: action === 'enable' ? 'endpoint-enabled' : 'endpoint-disabled' });
+    return back(reply, path`/webhooks/${e.id}`, {
+      notice: action === 'enable' ? 'endpoint-enabled' : 'endpoint-disabled',
+    });
   });
 }

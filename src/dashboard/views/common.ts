@@ -1,6 +1,6 @@
-import { html, path, type Html } from '../html.js';
-import type { PageContext } from '../layout.js';
 import { exactTime, relativeTime, replyParts, shortUrl } from '../format.js';
+import { type Html, html, path } from '../html.js';
+import type { PageContext } from '../layout.js';
 
 // What page bodies share: the form's CSRF field, times, replies, webhook endpoints.
 
@@ -28,5 +28,7 @@ export function replyBlock(v: unknown): Html | string {
 
 /** A webhook endpoint as rows name it: its URL, shortened, whole in the title; one deleted since says so. */
 export function endpointLink(id: string, url: string | undefined): Html {
-  return url === undefined ? html`<span class="muted">a deleted endpoint</span>` : html`<a href="${path`/webhooks/${id}`}" title="${url}">${shortUrl(url)}</a>`;
+  return url === undefined
+    ? html`<span class="muted">a deleted endpoint</span>`
+    : html`<a href="${path`/webhooks/${id}`}" title="${url}">${shortUrl(url)}</a>`;
 }

@@ -1,6 +1,6 @@
-import { html, type Html } from '../html.js';
-import type { PageContext } from '../layout.js';
 import type { Customer } from '../../store/model.js';
+import { type Html, html } from '../html.js';
+import type { PageContext } from '../layout.js';
 import { csrf, when } from './common.js';
 
 export function customersBody(c: PageContext, customers: Customer[]): Html {

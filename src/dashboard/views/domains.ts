@@ -1,8 +1,8 @@
-import { html, path, Html } from '../html.js';
-import type { PageContext } from '../layout.js';
-import type { DomainRow } from '../../store/model.js';
 import type { domainRecords, verifyDomain } from '../../domains/service.js';
 import type { RecordCheck } from '../../lib/verify-domain.js';
+import type { DomainRow } from '../../store/model.js';
+import { Html, html, path } from '../html.js';
+import type { PageContext } from '../layout.js';
 import { csrf, when } from './common.js';
 
 export function domainsBody(c: PageContext, rows: DomainRow[]): Html {
@@ -22,8 +22,12 @@ export function domainsBody(c: PageContext, rows: DomainRow[]): Html {
  */
 function foundBadge(k: RecordCheck | undefined): Html {
   if (k?.found) return html`<span class="badge ok">found</span>`;
-  const seen = k?.seen.length ? html`<br><small class="wrap">${k.lookup === 'no_answer' ? '' : 'seen: '}${k.seen.join(' | ')}</small>` : '';
-  return k?.lookup === 'no_answer' ? html`<span class="badge pending">no answer</span>${seen}` : html`<span class="badge missing">missing</span>${seen}`;
+  const seen = k?.seen.length
+    ? html`<br><small class="wrap">${k.lookup === 'no_answer' ? '' : 'seen: '}${k.seen.join(' | ')}</small>`
+    : '';
+  return k?.lookup === 'no_answer'
+    ? html`<span class="badge pending">no answer</span>${seen}`
+    : html`<span class="badge missing">missing</span>${seen}`;
 }
 
 export function domainBody(

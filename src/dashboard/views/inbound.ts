@@ -1,7 +1,7 @@
-import { html, path, type Html } from '../html.js';
 import type { inboundSummary } from '../../inbound/view.js';
-import { when } from './common.js';
 import { byteSize } from '../format.js';
+import { type Html, html, path } from '../html.js';
+import { when } from './common.js';
 
 /** A received message as its page needs it (the API's view of it). */
 export type InboundPage = Record<string, unknown> & {
@@ -11,7 +11,11 @@ export type InboundPage = Record<string, unknown> & {
   attachments?: Array<{ filename: string | null; content_type: string; size: number }>;
 };
 
-export function inboundListBody(now: number, shown: Array<ReturnType<typeof inboundSummary>>, older: number | undefined): Html {
+export function inboundListBody(
+  now: number,
+  shown: Array<ReturnType<typeof inboundSummary>>,
+  older: number | undefined,
+): Html {
   return html`<div class="card"><table><thead><tr><th>Received</th><th>From</th><th>Subject</th><th class="opt">To</th><th class="opt">Size</th></tr></thead><tbody>
         ${shown.length ? shown.map((m) => html`<tr><td>${when(m.received_at, now)}</td><td class="wrap">${m.from}</td><td><a href="${path`/inbound/${m.id}`}">${m.subject || '(no subject)'}</a></td><td class="opt wrap">${m.to.join(', ')}</td><td class="opt">${byteSize(m.size)}</td></tr>`) : html`<tr><td colspan="5" class="muted">Nothing received yet.</td></tr>`}
         </tbody></table>${older !== undefined ? html`<p><a href="${`/inbound?before=${older}`}">Older</a></p>` : ''}</div>`;

@@ -1,6 +1,6 @@
-import { html, path, type Html } from '../html.js';
-import type { PageContext } from '../layout.js';
 import type { ApiKeyInfo } from '../../store/model.js';
+import { type Html, html, path } from '../html.js';
+import type { PageContext } from '../layout.js';
 import { csrf, when } from './common.js';
 
 /** The keys page: a form that makes the kind of key an explicit choice (none is preselected), and the keys. */
@@ -15,7 +15,9 @@ export function keysBody(c: PageContext, keys: ApiKeyInfo[]): Html {
     ${
       keys.length
         ? keys.map(
-            (k) => html`<tr><td>${k.name || '—'}</td><td>${k.kind}</td><td><code>${k.id}</code></td><td class="opt">${when(k.created_at, c.now)}</td><td class="opt">${when(k.last_used_at, c.now)}</td>
+            (
+              k,
+            ) => html`<tr><td>${k.name || '—'}</td><td>${k.kind}</td><td><code>${k.id}</code></td><td class="opt">${when(k.created_at, c.now)}</td><td class="opt">${when(k.last_used_at, c.now)}</td>
       <td>${k.revoked_at ? html`<span class="badge failed">revoked ${when(k.revoked_at, c.now)}</span>` : html`<a href="${path`/keys/${k.id}/revoke`}">Revoke…</a>`}</td></tr>`,
           )
         : html`<tr><td colspan="6" class="muted">No keys yet.</td></tr>`

@@ -1,4 +1,4 @@
-import { html, type Html } from '../html.js';
+import { type Html, html } from '../html.js';
 
 export function loginPage(next: string | undefined, error: string | undefined): Html {
   return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Log in · posthaste</title><link rel="stylesheet" href="/static/app.css"></head>

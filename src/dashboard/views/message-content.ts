@@ -1,7 +1,7 @@
-import { html, path, type Html } from '../html.js';
 import type { MessageView } from '../../store/model.js';
-import { SOURCE_SHOWN, type MessageContent } from '../content.js';
+import { type MessageContent, SOURCE_SHOWN } from '../content.js';
 import { byteSize } from '../format.js';
+import { type Html, html, path } from '../html.js';
 
 /**
  * A sent message's content on its page: the text, the HTML in a sandboxed frame that fetches
@@ -24,7 +24,8 @@ export function contentBody(m: MessageView, content: MessageContent, retentionDa
     ${
       content.attachments.length
         ? html`<h3>Attachments</h3><div class="card"><ul class="attachments">${content.attachments.map(
-            (a, i) => html`<li><a href="${path`/messages/${id}/attachments/${i}`}" download="${a.filename}">${a.filename}</a> · ${a.contentType} · ${byteSize(a.size)}</li>`,
+            (a, i) =>
+              html`<li><a href="${path`/messages/${id}/attachments/${i}`}" download="${a.filename}">${a.filename}</a> · ${a.contentType} · ${byteSize(a.size)}</li>`,
           )}</ul></div>`
         : ''
     }`;
@@ -34,10 +35,13 @@ export function contentBody(m: MessageView, content: MessageContent, retentionDa
 function sourceNote(m: MessageView, kind: 'composed' | 'request' | 'submitted'): string {
   if (kind === 'submitted')
     return 'The message as it was submitted over SMTP, with the trace and the fields posthaste adds and removes at acceptance (docs/submission.md), before its DKIM signature: what is delivered.';
-  if (kind === 'composed') return 'The MIME message as composed for delivery, before its DKIM signature. It is kept while a recipient may still be retried.';
+  if (kind === 'composed')
+    return 'The MIME message as composed for delivery, before its DKIM signature. It is kept while a recipient may still be retried.';
   if (m.sandbox) return 'A sandbox message is never composed: this is the send request as accepted.';
-  if (m.recipients.some((r) => r.state === 'queued' || r.state === 'deferred')) return 'Not composed yet (it is composed at its first delivery attempt): this is the send request as accepted.';
-  if (m.recipients.every((r) => r.attempts === 0)) return 'Never composed, since none of its recipients was attempted: this is the send request as accepted.';
+  if (m.recipients.some((r) => r.state === 'queued' || r.state === 'deferred'))
+    return 'Not composed yet (it is composed at its first delivery attempt): this is the send request as accepted.';
+  if (m.recipients.every((r) => r.attempts === 0))
+    return 'Never composed, since none of its recipients was attempted: this is the send request as accepted.';
   return 'The composed MIME message is kept only while a recipient may still be retried, and none may now: this is the send request as accepted, from which it was composed.';
 }
 

@@ -1,10 +1,10 @@
-import { html, path, type Html } from '../html.js';
-import type { PageContext } from '../layout.js';
 import type { MessageView } from '../../store/model.js';
 import type { Store } from '../../store/store.js';
-import { csrf, endpointLink, replyBlock, when } from './common.js';
-import { plural } from '../format.js';
 import type { MessageContent } from '../content.js';
+import { plural } from '../format.js';
+import { type Html, html, path } from '../html.js';
+import type { PageContext } from '../layout.js';
+import { csrf, endpointLink, replyBlock, when } from './common.js';
 import { contentBody, sourceBody } from './message-content.js';
 
 /** A message's page: what it is, its content, each recipient's timeline with the webhook deliveries of its events (`endpoints`: the customer's, id to URL), its source. */
@@ -38,7 +38,14 @@ export function messageBody(
             tls_verified?: boolean;
             sandbox?: boolean;
           };
-          const tls = d.tls === undefined ? '' : d.tls ? (d.tls_verified ? ' · TLS, certificate verified' : ' · TLS, certificate not checked') : ' · without TLS';
+          const tls =
+            d.tls === undefined
+              ? ''
+              : d.tls
+                ? d.tls_verified
+                  ? ' · TLS, certificate verified'
+                  : ' · TLS, certificate not checked'
+                : ' · without TLS';
           const hooksOf = hooks.filter((h) => h.event_id === e.id);
           return html`<li><b>${e.type}</b> ${when(e.timestamp, c.now)}${d.attempt ? ` · attempt ${d.attempt}` : ''}${d.mx ? ` · ${d.mx}` : ''}${tls}
             ${d.response ? html`<br>${replyBlock(d.response)}` : ''}

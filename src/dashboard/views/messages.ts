@@ -1,11 +1,16 @@
-import { html, path, Html } from '../html.js';
-import type { PageContext } from '../layout.js';
-import type { MessageSummary } from '../../store/model.js';
 import { SEARCH_STATES } from '../../domain/message-search.js';
+import type { MessageSummary } from '../../store/model.js';
+import { Html, html, path } from '../html.js';
+import type { PageContext } from '../layout.js';
 import { when } from './common.js';
 
 /** The messages page: the search form and a page of what it found. */
-export function messagesBody(c: PageContext, q: Record<string, string | undefined>, rows: MessageSummary[], next: URLSearchParams | null): Html {
+export function messagesBody(
+  c: PageContext,
+  q: Record<string, string | undefined>,
+  rows: MessageSummary[],
+  next: URLSearchParams | null,
+): Html {
   const opt = (v: string) => html`<option ${q.state === v ? new Html('selected') : ''}>${v}</option>`;
   return html`<div class="card"><form method="get" action="/messages" class="row" role="search">
       <label>Recipient <input name="recipient" type="email" value="${q.recipient ?? ''}"></label>

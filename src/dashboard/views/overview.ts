@@ -1,8 +1,8 @@
-import { html, type Html } from '../html.js';
 import type { NodeView, Overview } from '../../store/model.js';
 import { chart } from '../chart.js';
-import { replyBlock, when } from './common.js';
 import { noun } from '../format.js';
+import { type Html, html } from '../html.js';
+import { replyBlock, when } from './common.js';
 
 /** What the overview's counters count, as their labels say it (singular, plural). */
 const COUNTED: Record<keyof Overview['last24h'], [string, string]> = {
@@ -17,9 +17,11 @@ const COUNTED: Record<keyof Overview['last24h'], [string, string]> = {
 
 /** The overview: activity over 24 hours and 7 days, counted per recipient, and the queue now; for an administrator, the nodes running. */
 export function overviewBody(o: Overview, now: number, nodes?: NodeView[]): Html {
-  const stat = (label: string, v: number | string | Html) => html`<div class="stat"><b>${v}</b><span>${label}</span></div>`;
+  const stat = (label: string, v: number | string | Html) =>
+    html`<div class="stat"><b>${v}</b><span>${label}</span></div>`;
   const count = (n: number, [one, many]: [string, string]) => stat(noun(n, one, many), n);
-  const activity = (counts: Overview['last24h']) => (Object.keys(COUNTED) as Array<keyof typeof COUNTED>).map((k) => count(counts[k], COUNTED[k]));
+  const activity = (counts: Overview['last24h']) =>
+    (Object.keys(COUNTED) as Array<keyof typeof COUNTED>).map((k) => count(counts[k], COUNTED[k]));
   return html`<p class="muted">Counted per recipient: a message to three addresses is three recipients.</p>
         <h2>Last 24 hours</h2>
         <div class="stats">${activity(o.last24h)}</div>

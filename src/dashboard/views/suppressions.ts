@@ -1,10 +1,15 @@
-import { html, path, type Html } from '../html.js';
-import type { PageContext } from '../layout.js';
 import type { SimulatedSuppression, SuppressionRow } from '../../store/model.js';
+import { type Html, html, path } from '../html.js';
+import type { PageContext } from '../layout.js';
 import { csrf, when } from './common.js';
 
 /** The suppression list (search, add, remove), and apart from it what sandbox keys simulated. */
-export function suppressionsBody(c: PageContext, q: string, rows: SuppressionRow[], simulated: SimulatedSuppression[]): Html {
+export function suppressionsBody(
+  c: PageContext,
+  q: string,
+  rows: SuppressionRow[],
+  simulated: SimulatedSuppression[],
+): Html {
   return html`<div class="card"><form method="get" action="/suppressions" class="row" role="search"><label>Address or its beginning <input name="q" value="${q}" type="search"></label><button>Search</button></form></div>
         <div class="card"><form method="post" action="/suppressions" class="row">${csrf(c)}<label>Suppress an address <input name="address" type="email" required></label><button>Add</button></form></div>
         <div class="card"><table><thead><tr><th>Address</th><th>Reason</th><th class="opt">Message</th><th class="opt">Since</th><th><span class="skip">Actions</span></th></tr></thead><tbody>

@@ -1,10 +1,9 @@
-import { html, path, type Html } from '../html.js';
-import type { PageContext } from '../layout.js';
-import type { DashboardDeps } from '../dashboard.js';
 import { EVENT_TYPES } from '../../domain/events.js';
-import type { AttemptView } from '../../store/model.js';
-import type { Endpoint } from '../../store/model.js';
+import type { AttemptView, Endpoint } from '../../store/model.js';
 import { endpointView } from '../../webhooks/service.js';
+import type { DashboardDeps } from '../dashboard.js';
+import { type Html, html, path } from '../html.js';
+import type { PageContext } from '../layout.js';
 import { csrf, endpointLink, when } from './common.js';
 
 export function webhooksBody(c: PageContext, endpoints: Endpoint[]): Html {
@@ -17,7 +16,9 @@ export function webhooksBody(c: PageContext, endpoints: Endpoint[]): Html {
     ${
       endpoints.length
         ? endpoints.map(
-            (e) => html`<tr><td class="wrap">${endpointLink(e.id, e.url)}<br><small class="muted">${e.description}</small></td><td>${e.events ? e.events.join(', ') : 'all'}</td>
+            (
+              e,
+            ) => html`<tr><td class="wrap">${endpointLink(e.id, e.url)}<br><small class="muted">${e.description}</small></td><td>${e.events ? e.events.join(', ') : 'all'}</td>
       <td>${e.enabled ? html`<span class="badge ok">enabled</span>` : html`<span class="badge failed">disabled</span> ${e.disabledReason ?? ''}`}</td><td class="opt">${when(e.createdAt, c.now)}</td></tr>`,
           )
         : html`<tr><td colspan="4" class="muted">No endpoints yet.</td></tr>`
@@ -25,7 +26,12 @@ export function webhooksBody(c: PageContext, endpoints: Endpoint[]): Html {
     </tbody></table></div>`;
 }
 
-export function endpointBody(c: PageContext, e: Endpoint, attempts: Array<AttemptView & { cursor: number }>, result: Awaited<ReturnType<DashboardDeps['webhooks']['test']>> | undefined): Html {
+export function endpointBody(
+  c: PageContext,
+  e: Endpoint,
+  attempts: Array<AttemptView & { cursor: number }>,
+  result: Awaited<ReturnType<DashboardDeps['webhooks']['test']>> | undefined,
+): Html {
   const v = endpointView(e);
   return html`${result ? html`<div class="${result.success ? 'flash' : 'flash error'}" role="status"><p>${result.type} ${result.event_id}: ${result.status !== null ? `HTTP ${result.status}` : (result.error ?? 'no answer')} in ${result.durationMs} ms</p>${result.response ? html`<pre>${result.response}</pre>` : ''}</div>` : ''}
     <div class="card"><p class="wrap"><b>${e.url}</b></p><p>${e.description}</p><p>Events: ${(v.events as string[]).join(', ')}</p>
@@ -39,7 +45,9 @@ export function endpointBody(c: PageContext, e: Endpoint, attempts: Array<Attemp
     ${
       attempts.length
         ? attempts.map(
-            (a) => html`<tr><td>${when(a.at, c.now)}</td><td>${a.event_type}<br><small class="muted wrap">${a.event_id}</small></td>
+            (
+              a,
+            ) => html`<tr><td>${when(a.at, c.now)}</td><td>${a.event_type}<br><small class="muted wrap">${a.event_id}</small></td>
       <td><span class="${`badge ${a.status !== null && a.status >= 200 && a.status < 300 ? 'ok' : 'failed'}`}">${a.status ?? a.error ?? '—'}</span></td><td class="opt">${a.duration_ms} ms</td>
       <td class="wrap"><pre>${a.response ?? ''}</pre></td>
       <td>${a.delivery_state !== null ? html`<form method="post" action="${path`/webhooks/${e.id}/replay/${a.event_id}`}" class="inline">${csrf(c)}<button class="secondary">Replay</button></form>` : ''}</td></tr>`,

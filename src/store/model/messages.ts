@@ -1,5 +1,5 @@
-import type { MessageFilters } from '../../domain/message-search.js';
 import type { EventEnvelope } from '../../domain/events.js';
+import type { MessageFilters } from '../../domain/message-search.js';
 
 /** The store's model for messages: a send as accepted, its 202 body, and the views of messages the API and dashboard show. */
 
@@ -52,10 +52,19 @@ export interface AcceptedResponse {
 }
 
 /** The 202 body for an accepted message (and what an idempotent replay answers). */
-export function acceptedResponse(input: Pick<AcceptInput, 'messageId' | 'sandbox' | 'recipients' | 'scheduledAt'>): AcceptedResponse {
+export function acceptedResponse(
+  input: Pick<AcceptInput, 'messageId' | 'sandbox' | 'recipients' | 'scheduledAt'>,
+): AcceptedResponse {
   const recipients = input.recipients.map((r) => r.address);
-  if (input.scheduledAt === undefined) return { message_id: input.messageId, status: 'queued', sandbox: input.sandbox, recipients };
-  return { message_id: input.messageId, status: 'scheduled', scheduled_at: new Date(input.scheduledAt).toISOString(), sandbox: input.sandbox, recipients };
+  if (input.scheduledAt === undefined)
+    return { message_id: input.messageId, status: 'queued', sandbox: input.sandbox, recipients };
+  return {
+    message_id: input.messageId,
+    status: 'scheduled',
+    scheduled_at: new Date(input.scheduledAt).toISOString(),
+    sandbox: input.sandbox,
+    recipients,
+  };
 }
 
 export type AcceptResult =
@@ -134,14 +143,23 @@ export interface SendInput extends AcceptInput {
   /** auth_epoch the API's cached key and domain were at least as new as. */
   authEpoch: string;
 }
-export type SendCommit = (AcceptResult | { kind: 'key_revoked' } | { kind: 'domain_unknown' } | { kind: 'domain_unverified' }) & {
+export type SendCommit = (
+  | AcceptResult
+  | { kind: 'key_revoked' }
+  | { kind: 'domain_unknown' }
+  | { kind: 'domain_unverified' }
+) & {
   /** auth_epoch as this transaction saw it: the API drops its cache when it moved. */
   authEpoch: string;
 };
 
 /** A batch item: ready to store, or the error it already got (validation, its domain). */
-export type BatchItem = Omit<AcceptInput, 'idempotency'> | { error: { code: string; message: string; details: Record<string, string[]> } };
-export type BatchItemResult = AcceptedResponse | { error: { code: string; message: string; details: Record<string, string[]> } };
+export type BatchItem =
+  | Omit<AcceptInput, 'idempotency'>
+  | { error: { code: string; message: string; details: Record<string, string[]> } };
+export type BatchItemResult =
+  | AcceptedResponse
+  | { error: { code: string; message: string; details: Record<string, string[]> } };
 
 export interface BatchInput {
   items: BatchItem[];
@@ -152,6 +170,11 @@ export interface BatchInput {
   authEpoch: string;
   now: number;
 }
-export type BatchResult = ({ kind: 'accepted'; response: { data: BatchItemResult[] } } | { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' } | { kind: 'key_revoked' }) & {
+export type BatchResult = (
+  | { kind: 'accepted'; response: { data: BatchItemResult[] } }
+  | { kind: 'replay'; status: number; response: unknown }
+  | { kind: 'conflict' }
+  | { kind: 'key_revoked' }
+) & {
   authEpoch: string;
 };

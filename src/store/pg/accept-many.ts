@@ -1,7 +1,7 @@
-import type { PgDb, Q } from './db.js';
-import type { AcceptInput, AcceptResult, SendCommit, SendInput, SuppressionReason } from '../model.js';
-import { isStoreUnavailable } from '../errors.js';
 import { addressKey } from '../../domain/addresses.js';
+import { isStoreUnavailable } from '../errors.js';
+import type { AcceptInput, AcceptResult, SendCommit, SendInput, SuppressionReason } from '../model.js';
+import type { PgDb, Q } from './db.js';
 
 /**
  * The send path's statement on PostgreSQL: ACCEPT_MANY stores any number of sends at once, and
@@ -45,12 +45,19 @@ FROM checked c LEFT JOIN mi USING (n) ORDER BY c.n`;
 export type Checked = { kind: 'key_revoked' | 'domain_unknown' | 'domain_unverified' } | AcceptResult;
 
 /** Stores `inputs` with ACCEPT_MANY: each one's answer, and the auth epoch. */
-export async function acceptMany(q: Q, inputs: Array<Omit<AcceptInput, 'idempotency'>>): Promise<{ results: Checked[]; epoch: string }> {
+export async function acceptMany(
+  q: Q,
+  inputs: Array<Omit<AcceptInput, 'idempotency'>>,
+): Promise<{ results: Checked[]; epoch: string }> {
   const n = inputs.length;
   const cols = Array.from({ length: 13 }, () => new Array<unknown>(n));
   const rin: unknown[][] = [[], [], [], [], []];
   const tags: unknown[][] = [[], []];
-  const requests = inputs.map((x) => (typeof x.request === 'string' ? Buffer.from(x.request, 'utf8') : Buffer.from(x.request.buffer, x.request.byteOffset, x.request.byteLength)));
+  const requests = inputs.map((x) =>
+    typeof x.request === 'string'
+      ? Buffer.from(x.request, 'utf8')
+      : Buffer.from(x.request.buffer, x.request.byteOffset, x.request.byteLength),
+  );
   inputs.forEach((x, i) => {
     const values = [
       x.customerId,
@@ -80,16 +87,23 @@ export async function acceptMany(q: Q, inputs: Array<Omit<AcceptInput, 'idempote
       tags[1]!.push(tag);
     }
   });
-  const rows = await q.rows<{ refused: 'key_revoked' | 'domain_unknown' | 'domain_unverified' | null; suppressed: Record<string, SuppressionReason> | null; id: number | null; epoch: string | null }>(
-    ACCEPT_MANY,
-    [...cols, ...rin, ...tags, Buffer.concat(requests), inputs.map((x) => x.requestFormat ?? 'json')],
-  );
+  const rows = await q.rows<{
+    refused: 'key_revoked' | 'domain_unknown' | 'domain_unverified' | null;
+    suppressed: Record<string, SuppressionReason> | null;
+    id: number | null;
+    epoch: string | null;
+  }>(ACCEPT_MANY, [...cols, ...rin, ...tags, Buffer.concat(requests), inputs.map((x) => x.requestFormat ?? 'json')]);
   const results = rows.map((row, i): Checked => {
     if (row.refused) return { kind: row.refused };
     if (row.suppressed) {
       const reasons = row.suppressed;
       const recipients = inputs[i]!.recipients;
-      return { kind: 'suppressed', addresses: recipients.filter((r) => reasons[addressKey(r.address)]).map((r) => ({ address: r.address, field: r.field, reason: reasons[addressKey(r.address)]! })) };
+      return {
+        kind: 'suppressed',
+        addresses: recipients
+          .filter((r) => reasons[addressKey(r.address)])
+          .map((r) => ({ address: r.address, field: r.field, reason: reasons[addressKey(r.address)]! })),
+      };
     }
     return { kind: 'accepted', emailId: row.id! };
   });
@@ -132,7 +146,12 @@ export class AcceptGroups {
     while (this.running < this.concurrency && this.waiting.length > 0) {
       let take = 0;
       let bytes = 0;
-      for (; take < this.waiting.length && take < AcceptGroups.MAX && (take === 0 || bytes < AcceptGroups.MAX_BYTES); take++) bytes += requestBytes(this.waiting[take]!.input.request);
+      for (
+        ;
+        take < this.waiting.length && take < AcceptGroups.MAX && (take === 0 || bytes < AcceptGroups.MAX_BYTES);
+        take++
+      )
+        bytes += requestBytes(this.waiting[take]!.input.request);
       const full = take === AcceptGroups.MAX || bytes >= AcceptGroups.MAX_BYTES;
       if (this.running > 0 && !full) return;
       const group = this.waiting.splice(0, take);

@@ -1,21 +1,34 @@
 import { randomBytes } from 'node:crypto';
-import type { PgDb } from './db.js';
-import type { CustomerStore, DomainStore, KeyStore, SuppressionStore, UserStore } from '../store.js';
-import type { ApiKeyInfo } from '../model.js';
-import { checkKey, dkimKeyPair, hashId, KEY_COLUMNS, keyHandle, newKey, newSession, nextSelector } from '../credentials.js';
-import { DEFAULT_CUSTOMER, type Customer } from '../model.js';
-import { DKIM_SELECTOR, type DomainRow, type SendingDomain } from '../model.js';
-import type { ReceivingDomain } from '../model.js';
-import type { SuppressionReason, SuppressionRow } from '../model.js';
-import type { Session, User } from '../model.js';
 import { addressKey } from '../../domain/addresses.js';
+import {
+  checkKey,
+  dkimKeyPair,
+  hashId,
+  KEY_COLUMNS,
+  keyHandle,
+  newKey,
+  newSession,
+  nextSelector,
+} from '../credentials.js';
+import type { ApiKeyInfo, ReceivingDomain, Session, SuppressionReason, SuppressionRow, User } from '../model.js';
+import { type Customer, DEFAULT_CUSTOMER, DKIM_SELECTOR, type DomainRow, type SendingDomain } from '../model.js';
+import type { CustomerStore, DomainStore, KeyStore, SuppressionStore, UserStore } from '../store.js';
+import type { PgDb } from './db.js';
 
 /** Customers, API keys, domains, dashboard users and suppressions on PostgreSQL: one statement each, as on SQLite. */
 
 export function pgCustomers(db: PgDb): CustomerStore {
   return {
-    ensureDefault: async (now) => void (await db.run('INSERT INTO customers (name, created_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [DEFAULT_CUSTOMER, now])),
-    add: async (name, now) => (await db.row<Customer>('INSERT INTO customers (name, created_at) VALUES ($1, $2) RETURNING id, name, created_at', [name, now]))!,
+    ensureDefault: async (now) =>
+      void (await db.run('INSERT INTO customers (name, created_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
+        DEFAULT_CUSTOMER,
+        now,
+      ])),
+    add: async (name, now) =>
+      (await db.row<Customer>(
+        'INSERT INTO customers (name, created_at) VALUES ($1, $2) RETURNING id, name, created_at',
+        [name, now],
+      ))!,
     find: (name) => db.row<Customer>('SELECT id, name, created_at FROM customers WHERE name = $1', [name]),
     byId: (id) => db.row<Customer>('SELECT id, name, created_at FROM customers WHERE id = $1', [id]),
     list: () => db.rows<Customer>('SELECT id, name, created_at FROM customers ORDER BY id'),
@@ -32,31 +45,44 @@ export function pgKeys(db: PgDb): KeyStore {
   return {
     create: async (input) => {
       const { key, id, hash } = newKey(input.kind);
-      await db.run('INSERT INTO api_keys (id, customer_id, name, kind, hash, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, NULL)', [
+      await db.run(
+        'INSERT INTO api_keys (id, customer_id, name, kind, hash, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, NULL)',
+        [id, input.customerId, input.name, input.kind, hash, input.now],
+      );
+      return {
         id,
-        input.customerId,
-        input.name,
-        input.kind,
-        hash,
-        input.now,
-      ]);
-      return { id, customer_id: input.customerId, name: input.name, kind: input.kind, created_at: input.now, revoked_at: null, key };
+        customer_id: input.customerId,
+        name: input.name,
+        kind: input.kind,
+        created_at: input.now,
+        revoked_at: null,
+        key,
+      };
     },
     authenticate: async (presented) => {
       const h = keyHandle(presented);
       if (!h) return undefined;
-      return checkKey(presented, h.live, await db.row<ApiKeyInfo & { hash: Buffer }>(`SELECT ${KEY_COLUMNS}, hash FROM api_keys WHERE id = $1`, [h.id]));
+      return checkKey(
+        presented,
+        h.live,
+        await db.row<ApiKeyInfo & { hash: Buffer }>(`SELECT ${KEY_COLUMNS}, hash FROM api_keys WHERE id = $1`, [h.id]),
+      );
     },
     list: (customerId) =>
       customerId === undefined
         ? db.rows<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at`)
-        : db.rows<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE customer_id = $1 ORDER BY created_at`, [customerId]),
-    get: (id, customerId) => db.row<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND customer_id = $2`, [id, customerId]),
+        : db.rows<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE customer_id = $1 ORDER BY created_at`, [
+            customerId,
+          ]),
+    get: (id, customerId) =>
+      db.row<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND customer_id = $2`, [id, customerId]),
     revoke: async (id, now) => {
-      if ((await db.run('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [now, id])) > 0) return true;
+      if ((await db.run('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [now, id])) > 0)
+        return true;
       return (await db.row('SELECT id FROM api_keys WHERE id = $1', [id])) !== undefined;
     },
-    authEpoch: async () => (await db.row<{ value: string }>("SELECT value FROM settings WHERE name = 'auth_epoch'"))?.value ?? '',
+    authEpoch: async () =>
+      (await db.row<{ value: string }>("SELECT value FROM settings WHERE name = 'auth_epoch'"))?.value ?? '',
   };
 }
 
@@ -67,25 +93,39 @@ export function pgDomains(db: PgDb): DomainStore {
       return (await db.row<DomainRow>(
         `INSERT INTO domains (customer_id, name, receiving, verified_at, verification_token, dkim_selector, dkim_private_key, dkim_public_key, created_at)
          VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, $8) RETURNING *`,
-        [input.customerId, input.name, input.receiving ? 1 : 0, randomBytes(16).toString('hex'), DKIM_SELECTOR, privateKey, publicKey, input.now],
+        [
+          input.customerId,
+          input.name,
+          input.receiving ? 1 : 0,
+          randomBytes(16).toString('hex'),
+          DKIM_SELECTOR,
+          privateKey,
+          publicKey,
+          input.now,
+        ],
       ))!;
     },
     find: (name) => db.row<DomainRow>('SELECT * FROM domains WHERE name = $1', [name]),
-    findSending: (name) => db.row<SendingDomain>('SELECT id, customer_id, name, verified_at FROM domains WHERE name = $1', [name]),
+    findSending: (name) =>
+      db.row<SendingDomain>('SELECT id, customer_id, name, verified_at FROM domains WHERE name = $1', [name]),
     list: (customerId) =>
-      customerId === undefined ? db.rows<DomainRow>('SELECT * FROM domains ORDER BY name') : db.rows<DomainRow>('SELECT * FROM domains WHERE customer_id = $1 ORDER BY name', [customerId]),
+      customerId === undefined
+        ? db.rows<DomainRow>('SELECT * FROM domains ORDER BY name')
+        : db.rows<DomainRow>('SELECT * FROM domains WHERE customer_id = $1 ORDER BY name', [customerId]),
     setVerified: async (id, at) => void (await db.run('UPDATE domains SET verified_at = $1 WHERE id = $2', [at, id])),
-    setReceiving: async (id, on) => void (await db.run('UPDATE domains SET receiving = $1 WHERE id = $2', [on ? 1 : 0, id])),
+    setReceiving: async (id, on) =>
+      void (await db.run('UPDATE domains SET receiving = $1 WHERE id = $2', [on ? 1 : 0, id])),
     remove: async (id) => void (await db.run('DELETE FROM domains WHERE id = $1', [id])),
     rotateDkim: async (id, now) => {
-      const d = await db.row<{ dkim_selector: string; previous_dkim_selector: string | null }>('SELECT dkim_selector, previous_dkim_selector FROM domains WHERE id = $1', [id]);
+      const d = await db.row<{ dkim_selector: string; previous_dkim_selector: string | null }>(
+        'SELECT dkim_selector, previous_dkim_selector FROM domains WHERE id = $1',
+        [id],
+      );
       const { privateKey, publicKey } = dkimKeyPair();
-      return (await db.row<DomainRow>('UPDATE domains SET next_dkim_selector = $1, next_dkim_private_key = $2, next_dkim_public_key = $3 WHERE id = $4 RETURNING *', [
-        nextSelector(d!, now),
-        privateKey,
-        publicKey,
-        id,
-      ]))!;
+      return (await db.row<DomainRow>(
+        'UPDATE domains SET next_dkim_selector = $1, next_dkim_private_key = $2, next_dkim_public_key = $3 WHERE id = $4 RETURNING *',
+        [nextSelector(d!, now), privateKey, publicKey, id],
+      ))!;
     },
     switchDkim: async (id, now) =>
       void (await db.run(
@@ -96,21 +136,39 @@ export function pgDomains(db: PgDb): DomainStore {
         [now, id],
       )),
     receiving: async (name) => {
-      const r = await db.row<{ id: number; customer_id: number; name: string; inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null }>(
+      const r = await db.row<{
+        id: number;
+        customer_id: number;
+        name: string;
+        inbound_rate_per_minute: number | null;
+        inbound_monthly_limit: number | null;
+      }>(
         'SELECT id, customer_id, name, inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE name = $1 AND receiving = 1',
         [name],
       );
-      return r && ({ id: r.id, customerId: r.customer_id, name: r.name, ratePerMinute: r.inbound_rate_per_minute, monthlyLimit: r.inbound_monthly_limit } satisfies ReceivingDomain);
+      return (
+        r &&
+        ({
+          id: r.id,
+          customerId: r.customer_id,
+          name: r.name,
+          ratePerMinute: r.inbound_rate_per_minute,
+          monthlyLimit: r.inbound_monthly_limit,
+        } satisfies ReceivingDomain)
+      );
     },
     inboundLimits: async (id) => {
-      const r = await db.row<{ inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null }>('SELECT inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE id = $1', [
-        id,
-      ]);
+      const r = await db.row<{ inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null }>(
+        'SELECT inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE id = $1',
+        [id],
+      );
       return { ratePerMinute: r?.inbound_rate_per_minute ?? null, monthlyLimit: r?.inbound_monthly_limit ?? null };
     },
     setInboundLimits: async (id, limits) => {
-      if (limits.ratePerMinute !== undefined) await db.run('UPDATE domains SET inbound_rate_per_minute = $1 WHERE id = $2', [limits.ratePerMinute, id]);
-      if (limits.monthlyLimit !== undefined) await db.run('UPDATE domains SET inbound_monthly_limit = $1 WHERE id = $2', [limits.monthlyLimit, id]);
+      if (limits.ratePerMinute !== undefined)
+        await db.run('UPDATE domains SET inbound_rate_per_minute = $1 WHERE id = $2', [limits.ratePerMinute, id]);
+      if (limits.monthlyLimit !== undefined)
+        await db.run('UPDATE domains SET inbound_monthly_limit = $1 WHERE id = $2', [limits.monthlyLimit, id]);
     },
   };
 }
@@ -120,28 +178,29 @@ export function pgSuppressions(db: PgDb): SuppressionStore {
     find: async (customerId, addresses) => {
       const out = new Map<string, SuppressionReason>();
       if (addresses.length === 0) return out;
-      const rows = await db.rows<{ address: string; reason: SuppressionReason }>('SELECT address, reason FROM suppressions WHERE customer_id = $1 AND address = ANY($2::text[])', [
-        customerId,
-        addresses.map(addressKey),
-      ]);
+      const rows = await db.rows<{ address: string; reason: SuppressionReason }>(
+        'SELECT address, reason FROM suppressions WHERE customer_id = $1 AND address = ANY($2::text[])',
+        [customerId, addresses.map(addressKey)],
+      );
       for (const r of rows) out.set(r.address, r.reason);
       return out;
     },
     add: async (input) =>
-      (await db.run('INSERT INTO suppressions (customer_id, address, reason, message_id, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (customer_id, address) DO NOTHING', [
-        input.customerId,
-        addressKey(input.address),
-        input.reason,
-        input.messageRowId ?? null,
-        input.now,
-      ])) > 0,
+      (await db.run(
+        'INSERT INTO suppressions (customer_id, address, reason, message_id, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (customer_id, address) DO NOTHING',
+        [input.customerId, addressKey(input.address), input.reason, input.messageRowId ?? null, input.now],
+      )) > 0,
     list: (customerId, opts) =>
       db.rows<SuppressionRow>(
         `SELECT s.address, s.reason, m.message_id, s.created_at FROM suppressions s LEFT JOIN messages m ON m.id = s.message_id
          WHERE s.customer_id = $1 AND s.created_at < $2 AND ($3::text IS NULL OR s.reason = $3) ORDER BY s.created_at DESC, s.address LIMIT $4`,
         [customerId, opts.before ?? Number.MAX_SAFE_INTEGER, opts.reason ?? null, opts.limit],
       ),
-    remove: async (customerId, address) => (await db.run('DELETE FROM suppressions WHERE customer_id = $1 AND address = $2', [customerId, addressKey(address)])) > 0,
+    remove: async (customerId, address) =>
+      (await db.run('DELETE FROM suppressions WHERE customer_id = $1 AND address = $2', [
+        customerId,
+        addressKey(address),
+      ])) > 0,
     search: (customerId, prefix, limit) => {
       const p = prefix.toLowerCase();
       // A range over the primary key, byte order (COLLATE "C"), as SQLite compares.
@@ -161,7 +220,12 @@ export function pgSuppressions(db: PgDb): SuppressionStore {
          ORDER BY e.seq DESC LIMIT $3`,
         [addresses, customerId, limit],
       );
-      return rows.map((r) => ({ address: r.address, message_id: r.message_id, created_at: r.created_at, reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason }));
+      return rows.map((r) => ({
+        address: r.address,
+        message_id: r.message_id,
+        created_at: r.created_at,
+        reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason,
+      }));
     },
   };
 }
@@ -169,7 +233,8 @@ export function pgSuppressions(db: PgDb): SuppressionStore {
 export function pgUsers(db: PgDb): UserStore {
   return {
     add: (input) => addUser(db, input),
-    find: (email) => db.row<User & { password_hash: string }>('SELECT * FROM users WHERE email = $1', [email.toLowerCase()]),
+    find: (email) =>
+      db.row<User & { password_hash: string }>('SELECT * FROM users WHERE email = $1', [email.toLowerCase()]),
     list: () =>
       db.rows<User & { customer: string | null }>(
         'SELECT u.id, u.email, u.role, u.customer_id, u.created_at, c.name AS customer FROM users u LEFT JOIN customers c ON c.id = u.customer_id ORDER BY u.email',
@@ -177,22 +242,33 @@ export function pgUsers(db: PgDb): UserStore {
     remove: async (email) => (await db.run('DELETE FROM users WHERE email = $1', [email.toLowerCase()])) > 0,
     setPassword: (email, passwordHash) =>
       db.tx(async (q) => {
-        const u = await q.row<{ id: number }>('UPDATE users SET password_hash = $1 WHERE email = $2 RETURNING id', [passwordHash, email.toLowerCase()]);
+        const u = await q.row<{ id: number }>('UPDATE users SET password_hash = $1 WHERE email = $2 RETURNING id', [
+          passwordHash,
+          email.toLowerCase(),
+        ]);
         if (!u) return false;
         await q.run('DELETE FROM sessions WHERE user_id = $1', [u.id]);
         return true;
       }),
     createSession: async (user, customerId, now) => {
       const s = newSession();
-      await db.run('INSERT INTO sessions (id_hash, user_id, csrf, customer_id, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $5, $6)', [hashId(s.id), user.id, s.csrf, customerId, now, now]);
+      await db.run(
+        'INSERT INTO sessions (id_hash, user_id, csrf, customer_id, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $5, $6)',
+        [hashId(s.id), user.id, s.csrf, customerId, now, now],
+      );
       return s;
     },
     useSession: (id, now, idleMs) => useSession(db, id, now, idleMs),
-    showCustomer: async (id, customerId) => void (await db.run('UPDATE sessions SET customer_id = $1 WHERE id_hash = $2', [customerId, hashId(id)])),
+    showCustomer: async (id, customerId) =>
+      void (await db.run('UPDATE sessions SET customer_id = $1 WHERE id_hash = $2', [customerId, hashId(id)])),
     endSession: async (id) => void (await db.run('DELETE FROM sessions WHERE id_hash = $1', [hashId(id)])),
     purgeSessions: (now, idleMs) => db.run('DELETE FROM sessions WHERE last_seen_at < $1', [now - idleMs]),
     loginFailures: {
-      recent: (keys, since) => db.rows('SELECT key, at FROM login_failures WHERE key = ANY($1::text[]) AND at > $2 ORDER BY at, key', [keys, since]),
+      recent: (keys, since) =>
+        db.rows('SELECT key, at FROM login_failures WHERE key = ANY($1::text[]) AND at > $2 ORDER BY at, key', [
+          keys,
+          since,
+        ]),
       // Rows past the window go with the next failure of the same key: the table holds the window's failures and no more.
       record: async (keys, now, windowMs) =>
         void (await db.run(
@@ -207,13 +283,10 @@ export function pgUsers(db: PgDb): UserStore {
 
 async function addUser(db: PgDb, input: Parameters<UserStore['add']>[0]): Promise<User> {
   const email = input.email.toLowerCase();
-  const r = await db.row<{ id: number }>('INSERT INTO users (email, password_hash, role, customer_id, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id', [
-    email,
-    input.passwordHash,
-    input.role,
-    input.customerId,
-    input.now,
-  ]);
+  const r = await db.row<{ id: number }>(
+    'INSERT INTO users (email, password_hash, role, customer_id, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id',
+    [email, input.passwordHash, input.role, input.customerId, input.now],
+  );
   return { id: r!.id, email, role: input.role, customer_id: input.customerId, created_at: input.now };
 }
 
@@ -229,6 +302,11 @@ async function useSession(db: PgDb, id: string, now: number, idleMs: number): Pr
     await db.run('DELETE FROM sessions WHERE id_hash = $1', [key]);
     return undefined;
   }
-  if (now - row.last_seen_at > 60_000) await db.run('UPDATE sessions SET last_seen_at = $1 WHERE id_hash = $2', [now, key]);
-  return { user: { id: row.id, email: row.email, role: row.role, customer_id: row.customer_id, created_at: row.created_at }, csrf: row.csrf, customerId: row.shown };
+  if (now - row.last_seen_at > 60_000)
+    await db.run('UPDATE sessions SET last_seen_at = $1 WHERE id_hash = $2', [now, key]);
+  return {
+    user: { id: row.id, email: row.email, role: row.role, customer_id: row.customer_id, created_at: row.created_at },
+    csrf: row.csrf,
+    customerId: row.shown,
+  };
 }

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import type { PgDb } from './db.js';
-import type { AdminStore, DeliveryStore, NodeStore } from '../store.js';
-import { pgMigrations } from './schema.js';
-import { ACTIVITY_KINDS, type ActivityKind, type Overview } from '../model.js';
 import type { Status } from '../model.js';
+import { ACTIVITY_KINDS, type ActivityKind, type Overview } from '../model.js';
+import type { AdminStore, DeliveryStore, NodeStore } from '../store.js';
+import type { PgDb } from './db.js';
+import { pgMigrations } from './schema.js';
 
 /** A lock key of posthaste's own (any fixed number): one node migrates, the others wait for it. */
 const MIGRATION_LOCK = 7_370_646_580_000_001;
@@ -32,11 +32,17 @@ async function migrateLocked(c: pg.PoolClient, now: number): Promise<number[]> {
   for (const m of pgMigrations) {
     await c.query('BEGIN');
     try {
-      await c.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)');
+      await c.query(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
+      );
       const done = await c.query('SELECT 1 FROM schema_migrations WHERE version = $1', [m.version]);
       if (done.rowCount === 0) {
         await c.query(m.sql);
-        await c.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, now]);
+        await c.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+          m.version,
+          m.name,
+          now,
+        ]);
         applied.push(m.version);
       }
       await c.query('COMMIT');
@@ -51,12 +57,18 @@ async function migrateLocked(c: pg.PoolClient, now: number): Promise<number[]> {
 async function overview(db: PgDb, delivery: DeliveryStore, customerId: number, now: number): Promise<Overview> {
   const nowHour = Math.floor(now / HOUR);
   const first = nowHour - 7 * 24 + 1;
-  const zero = (): Record<ActivityKind, number> => ({ accepted: 0, delivered: 0, deferred: 0, bounced: 0, complained: 0 });
+  const zero = (): Record<ActivityKind, number> => ({
+    accepted: 0,
+    delivered: 0,
+    deferred: 0,
+    bounced: 0,
+    complained: 0,
+  });
   const [rows, counts, throttled] = await Promise.all([
-    db.rows<{ hour: number; kind: ActivityKind; count: number }>('SELECT hour, kind, sum(count)::bigint AS count FROM activity_hourly WHERE customer_id = $1 AND hour >= $2 GROUP BY hour, kind', [
-      customerId,
-      first,
-    ]),
+    db.rows<{ hour: number; kind: ActivityKind; count: number }>(
+      'SELECT hour, kind, sum(count)::bigint AS count FROM activity_hourly WHERE customer_id = $1 AND hour >= $2 GROUP BY hour, kind',
+      [customerId, first],
+    ),
     db.row<{ queued: number; deferred: number; oldest: number | null; backlog: number }>(
       `SELECT (SELECT count(*) FROM recipients WHERE state IN ('queued', 'deferred') AND state = 'queued' AND customer_id = $1)::int AS queued,
               (SELECT count(*) FROM recipients WHERE customer_id = $1 AND state = 'deferred')::int AS deferred,
@@ -76,11 +88,21 @@ async function overview(db: PgDb, delivery: DeliveryStore, customerId: number, n
     last7d[kind] += count;
     if (hour > nowHour - 24) last24h[kind] += count;
   }
-  return { last24h, last7d, hourly, queue: { queued: counts!.queued, deferred: counts!.deferred }, oldestDeferredAt: counts!.oldest, webhookBacklog: counts!.backlog, throttled };
+  return {
+    last24h,
+    last7d,
+    hourly,
+    queue: { queued: counts!.queued, deferred: counts!.deferred },
+    oldestDeferredAt: counts!.oldest,
+    webhookBacklog: counts!.backlog,
+    throttled,
+  };
 }
 
 async function countsByState(db: PgDb, table: 'recipients' | 'webhook_deliveries'): Promise<Record<string, number>> {
-  const rows = await db.rows<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM ${table} GROUP BY state`);
+  const rows = await db.rows<{ state: string; n: number }>(
+    `SELECT state, count(*)::int AS n FROM ${table} GROUP BY state`,
+  );
   return Object.fromEntries(rows.map((r) => [r.state, r.n]));
 }
 
@@ -90,7 +112,14 @@ async function status(db: PgDb, delivery: DeliveryStore, nodes: NodeStore, now: 
     nodes.list(),
     countsByState(db, 'recipients'),
     countsByState(db, 'webhook_deliveries'),
-    db.row<{ oldest: number | null; next: number | null; last_24h: number; total: number; unmatched: number; messages: number }>(
+    db.row<{
+      oldest: number | null;
+      next: number | null;
+      last_24h: number;
+      total: number;
+      unmatched: number;
+      messages: number;
+    }>(
       `SELECT (SELECT min(m.created_at) FROM recipients r JOIN messages m ON m.id = r.message_id WHERE r.state = 'deferred') AS oldest,
               (SELECT min(next_attempt_at) FROM recipients WHERE state IN ('queued', 'deferred')) AS next,
               (SELECT count(*) FROM inbound_messages WHERE created_at > $1)::int AS last_24h,
@@ -127,7 +156,9 @@ async function status(db: PgDb, delivery: DeliveryStore, nodes: NodeStore, now: 
  */
 async function purgeOld(db: PgDb, now: number, days: number): Promise<{ messages: number; attempts: number }> {
   // The inbound rate's per-minute counts (up to one row per shard a minute): only the current minute is read.
-  await db.run("DELETE FROM inbound_usage WHERE period LIKE 'm:%' AND substr(period, 3)::bigint < $1", [Math.floor(now / 60_000) - 60]);
+  await db.run("DELETE FROM inbound_usage WHERE period LIKE 'm:%' AND substr(period, 3)::bigint < $1", [
+    Math.floor(now / 60_000) - 60,
+  ]);
   if (days <= 0) return { messages: 0, attempts: 0 };
   const cutoff = now - days * DAY;
   let messages = 0;
@@ -143,7 +174,10 @@ async function purgeOld(db: PgDb, now: number, days: number): Promise<{ messages
     if (n < 1000) break;
   }
   for (;;) {
-    const n = await db.run('DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE at < $1 LIMIT 1000)', [cutoff]);
+    const n = await db.run(
+      'DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE at < $1 LIMIT 1000)',
+      [cutoff],
+    );
     attempts += n;
     if (n < 1000) break;
   }
@@ -153,12 +187,24 @@ async function purgeOld(db: PgDb, now: number, days: number): Promise<{ messages
 export function pgAdmin(db: PgDb, delivery: DeliveryStore, nodes: NodeStore): AdminStore {
   return {
     migrate: (now) => migrate(db, now),
-    schemaVersions: async () => (await db.rows<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).map((r) => r.version),
+    schemaVersions: async () =>
+      (await db.rows<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).map(
+        (r) => r.version,
+      ),
     secret: async (name, bytes = 32) => {
-      await db.run('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, randomBytes(bytes).toString('base64')]);
-      return Buffer.from((await db.row<{ value: string }>('SELECT value FROM settings WHERE name = $1', [name]))!.value, 'base64');
+      await db.run('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
+        name,
+        randomBytes(bytes).toString('base64'),
+      ]);
+      return Buffer.from(
+        (await db.row<{ value: string }>('SELECT value FROM settings WHERE name = $1', [name]))!.value,
+        'base64',
+      );
     },
-    touchHealth: async (now) => void (await db.run('INSERT INTO health (id, at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET at = excluded.at', [now])),
+    touchHealth: async (now) =>
+      void (await db.run('INSERT INTO health (id, at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET at = excluded.at', [
+        now,
+      ])),
     status: (now) => status(db, delivery, nodes, now),
     countsByState: (table) => countsByState(db, table),
     oldestQueuedAt: async (now) =>
@@ -179,16 +225,26 @@ export function pgAdmin(db: PgDb, delivery: DeliveryStore, nodes: NodeStore): Ad
          RETURNING 1`,
         [name, gapMs],
       )) !== undefined,
-    backup: () => Promise.reject(new Error('the store is PostgreSQL: back it up with the database\'s own tools, pg_dump (or a managed service\'s snapshots); see docs/operations.md, "PostgreSQL"')),
+    backup: () =>
+      Promise.reject(
+        new Error(
+          'the store is PostgreSQL: back it up with the database\'s own tools, pg_dump (or a managed service\'s snapshots); see docs/operations.md, "PostgreSQL"',
+        ),
+      ),
     checks: async () => {
-      const r = await db.row<{ synchronous_commit: string; fsync: string }>("SELECT current_setting('synchronous_commit') AS synchronous_commit, current_setting('fsync') AS fsync");
+      const r = await db.row<{ synchronous_commit: string; fsync: string }>(
+        "SELECT current_setting('synchronous_commit') AS synchronous_commit, current_setting('fsync') AS fsync",
+      );
       const out: string[] = [];
       // A 202 or a 250 is sent once COMMIT returns: with these off, a crash of the database server can lose what was acknowledged.
       if (r?.synchronous_commit === 'off')
         out.push(
           "PostgreSQL has synchronous_commit = off: a 202 or a 250 may be answered for a commit the database server loses if it crashes; set it to on (the default) for posthaste's role or database",
         );
-      if (r?.fsync === 'off') out.push('PostgreSQL runs with fsync = off: a crash of its machine can lose or corrupt what was acknowledged; use this for tests only');
+      if (r?.fsync === 'off')
+        out.push(
+          'PostgreSQL runs with fsync = off: a crash of its machine can lose or corrupt what was acknowledged; use this for tests only',
+        );
       return out;
     },
     // PostgreSQL's space is the database server's to manage: limits.max_store_bytes applies to SQLite only.

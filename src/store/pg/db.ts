@@ -24,8 +24,13 @@ export function unavailable(e: unknown): StoreUnavailable | undefined {
   const code = typeof err?.code === 'string' ? err.code : '';
   const message = err?.message ?? String(e);
   if (/^(08|53|57P)/.test(code)) return new StoreUnavailable(`PostgreSQL: ${message}`, code, code === '53100');
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code)) return new StoreUnavailable(`PostgreSQL unreachable: ${message}`, code);
-  if (/Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection ended unexpectedly|Client was closed/i.test(message))
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code))
+    return new StoreUnavailable(`PostgreSQL unreachable: ${message}`, code);
+  if (
+    /Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection ended unexpectedly|Client was closed/i.test(
+      message,
+    )
+  )
     return new StoreUnavailable(`PostgreSQL unreachable: ${message}`, 'connection');
   return undefined;
 }
@@ -80,7 +85,10 @@ export function redactUrl(url: string): string {
  * pg-connection-string decodes it. A URL without a user keeps none (pg's default user applies).
  */
 export function withPassword(url: string, password: string): string {
-  return url.replace(/^(postgres(?:ql)?:\/\/)(?:([^:@/?#]*)(?::[^@/?#]*)?@)?/, (_m, scheme: string, user: string | undefined) => `${scheme}${user ?? ''}:${encodeURIComponent(password)}@`);
+  return url.replace(
+    /^(postgres(?:ql)?:\/\/)(?:([^:@/?#]*)(?::[^@/?#]*)?@)?/,
+    (_m, scheme: string, user: string | undefined) => `${scheme}${user ?? ''}:${encodeURIComponent(password)}@`,
+  );
 }
 
 /**
@@ -101,7 +109,11 @@ export class PgDb implements Q {
     opts: { password?: string; max?: number; applicationName?: string } = {},
   ) {
     this.max = opts.max ?? 10;
-    this.client = { connectionString: url, ...(opts.password !== undefined ? { password: opts.password } : {}), application_name: opts.applicationName ?? 'posthaste' };
+    this.client = {
+      connectionString: url,
+      ...(opts.password !== undefined ? { password: opts.password } : {}),
+      application_name: opts.applicationName ?? 'posthaste',
+    };
     this.pool = new pg.Pool({
       connectionString: opts.password !== undefined ? withPassword(url, opts.password) : url,
       max: this.max,

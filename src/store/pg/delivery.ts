@@ -1,13 +1,23 @@
-import type { PgDb, Q } from './db.js';
-import type { DeliveryStore, GroupRecord, OwnUse } from '../store.js';
-import type { Claimed, QueuedMessage } from '../model.js';
-import { QUEUED_MESSAGE_COLUMNS, claimedView, queuedMessage, type ClaimedRow, type QueuedMessageRow } from '../views.js';
-import type { DestinationThrottle } from '../model.js';
-import { applyTransitions, type Step } from './transitions.js';
-import { asyncBounceTransition, complaintTransition, outcomeTransition, type OutcomePolicy } from '../../domain/transitions.js';
-import type { SandboxStep } from '../../domain/sandbox.js';
-import type { Reply } from '../../domain/outcome.js';
 import { CLUSTER_THROTTLE } from '../../domain/destinations.js';
+import type { Reply } from '../../domain/outcome.js';
+import type { SandboxStep } from '../../domain/sandbox.js';
+import {
+  asyncBounceTransition,
+  complaintTransition,
+  type OutcomePolicy,
+  outcomeTransition,
+} from '../../domain/transitions.js';
+import type { Claimed, DestinationThrottle, QueuedMessage } from '../model.js';
+import type { DeliveryStore, GroupRecord, OwnUse } from '../store.js';
+import {
+  type ClaimedRow,
+  claimedView,
+  QUEUED_MESSAGE_COLUMNS,
+  type QueuedMessageRow,
+  queuedMessage,
+} from '../views.js';
+import type { PgDb, Q } from './db.js';
+import { applyTransitions, type Step } from './transitions.js';
 
 /**
  * The delivery queue on PostgreSQL. A claim is one statement: the due recipients, earliest
@@ -31,34 +41,48 @@ claimed AS (
 SELECT r.id, r.message_id, r.address, r.domain, r.attempts FROM recipients r JOIN claimed c ON c.recipient_id = r.id ORDER BY r.next_attempt_at, r.id`;
 
 export async function loadMessages(q: Q, ids: number[]): Promise<Map<number, QueuedMessage>> {
-  const rows = await q.rows<QueuedMessageRow>(`SELECT ${QUEUED_MESSAGE_COLUMNS} FROM messages WHERE id = ANY($1::bigint[])`, [[...new Set(ids)]]);
+  const rows = await q.rows<QueuedMessageRow>(
+    `SELECT ${QUEUED_MESSAGE_COLUMNS} FROM messages WHERE id = ANY($1::bigint[])`,
+    [[...new Set(ids)]],
+  );
   return new Map(rows.map((m) => [m.id, queuedMessage(m)]));
 }
 
 /** A recipient (`messages.id` in the enclosing statement) may still be sent to. */
-const UNFINISHED = "EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state IN ('queued', 'deferred'))";
+const UNFINISHED =
+  "EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state IN ('queued', 'deferred'))";
 
 async function postpone(q: Q, items: ReadonlyArray<{ id: number; until: number }>): Promise<void> {
   if (items.length === 0) return;
   const ids = items.map((i) => i.id);
-  await q.run('UPDATE recipients r SET next_attempt_at = x.until FROM unnest($1::bigint[], $2::bigint[]) AS x(id, until) WHERE r.id = x.id AND r.next_attempt_at < x.until', [
-    ids,
-    items.map((i) => i.until),
-  ]);
+  await q.run(
+    'UPDATE recipients r SET next_attempt_at = x.until FROM unnest($1::bigint[], $2::bigint[]) AS x(id, until) WHERE r.id = x.id AND r.next_attempt_at < x.until',
+    [ids, items.map((i) => i.until)],
+  );
   await q.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [ids]);
 }
 
 async function record(q: Q, g: GroupRecord): Promise<void> {
   await applyTransitions(
     q,
-    g.results.map(({ message, recipient, outcome }) => ({ m: message, r: recipient, t: outcomeTransition(message, recipient, outcome, g.policy, g.now) })),
+    g.results.map(({ message, recipient, outcome }) => ({
+      m: message,
+      r: recipient,
+      t: outcomeTransition(message, recipient, outcome, g.policy, g.now),
+    })),
     g.now,
   );
   // After the outcomes: a composed copy is kept only while a recipient of it may still need it;
   // the copies of messages now finished (most: one recipient, delivered) are not even sent.
   if (g.composed.size > 0) {
     const ids = [...g.composed.keys()];
-    const unfinished = new Set((await q.rows<{ id: number }>(`SELECT m.id FROM messages m WHERE m.id = ANY($1::bigint[]) AND ${UNFINISHED}`, [ids])).map((r) => r.id));
+    const unfinished = new Set(
+      (
+        await q.rows<{ id: number }>(`SELECT m.id FROM messages m WHERE m.id = ANY($1::bigint[]) AND ${UNFINISHED}`, [
+          ids,
+        ])
+      ).map((r) => r.id),
+    );
     const raws = [...g.composed.values()];
     await q.run(
       `UPDATE messages m SET size = CASE WHEN m.raw IS NULL THEN x.len ELSE m.size END, raw = CASE WHEN x.raw IS NOT NULL THEN coalesce(m.raw, x.raw) END
@@ -67,7 +91,11 @@ async function record(q: Q, g: GroupRecord): Promise<void> {
     );
   }
   const done = [...new Set(g.results.map((r) => r.message.id))].filter((id) => !g.composed.has(id));
-  if (done.length) await q.run(`UPDATE messages m SET raw = NULL WHERE m.id = ANY($1::bigint[]) AND m.raw IS NOT NULL AND NOT ${UNFINISHED}`, [done]);
+  if (done.length)
+    await q.run(
+      `UPDATE messages m SET raw = NULL WHERE m.id = ANY($1::bigint[]) AND m.raw IS NOT NULL AND NOT ${UNFINISHED}`,
+      [done],
+    );
   await postpone(q, g.postpone);
 }
 
@@ -93,11 +121,19 @@ export async function complained(q: Q, ids: number[]): Promise<Set<number>> {
   if (ids.length === 0) return new Set();
   // The rows locked first: two nodes reading one complaint at once record it once.
   await q.run('SELECT 1 FROM recipients WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE', [ids]);
-  const rows = await q.rows<{ recipient_id: number }>("SELECT DISTINCT recipient_id FROM events WHERE recipient_id = ANY($1::bigint[]) AND type = 'email.complained'", [ids]);
+  const rows = await q.rows<{ recipient_id: number }>(
+    "SELECT DISTINCT recipient_id FROM events WHERE recipient_id = ANY($1::bigint[]) AND type = 'email.complained'",
+    [ids],
+  );
   return new Set(rows.map((r) => r.recipient_id));
 }
 
-async function recordSandbox(q: Q, items: Array<{ message: QueuedMessage; recipient: Claimed; steps: SandboxStep[] }>, policy: OutcomePolicy, now: number): Promise<void> {
+async function recordSandbox(
+  q: Q,
+  items: Array<{ message: QueuedMessage; recipient: Claimed; steps: SandboxStep[] }>,
+  policy: OutcomePolicy,
+  now: number,
+): Promise<void> {
   const withComplaint = items.filter((i) => i.steps.some((s) => s.kind === 'complaint')).map((i) => i.recipient.id);
   const seen = await complained(q, withComplaint);
   const steps: Step[] = [];
@@ -107,8 +143,28 @@ async function recordSandbox(q: Q, items: Array<{ message: QueuedMessage; recipi
       else if (step.kind === 'complaint') {
         if (seen.has(r.id)) continue;
         seen.add(r.id);
-        steps.push({ m, r, t: complaintTransition(m, r, { feedback_type: step.feedbackType, user_agent: step.userAgent, arrival_date: new Date(now).toISOString() }, now) });
-      } else if (step.kind === 'delivered') steps.push({ m, r, t: outcomeTransition(m, r, { kind: 'delivered', reply: step.reply, mx: 'sandbox', tls: false, tlsVerified: false }, policy, now) });
+        steps.push({
+          m,
+          r,
+          t: complaintTransition(
+            m,
+            r,
+            { feedback_type: step.feedbackType, user_agent: step.userAgent, arrival_date: new Date(now).toISOString() },
+            now,
+          ),
+        });
+      } else if (step.kind === 'delivered')
+        steps.push({
+          m,
+          r,
+          t: outcomeTransition(
+            m,
+            r,
+            { kind: 'delivered', reply: step.reply, mx: 'sandbox', tls: false, tlsVerified: false },
+            policy,
+            now,
+          ),
+        });
       else steps.push({ m, r, t: outcomeTransition(m, r, step, policy, now) });
     }
   await applyTransitions(q, steps, now);
@@ -120,12 +176,16 @@ export function pgDelivery(db: PgDb): DeliveryStore {
     record: (g) => db.tx((q) => record(q, g)),
     recordSandbox: (items, policy, now) => db.tx((q) => recordSandbox(q, items, policy, now)),
     postpone: (items) => db.tx((q) => postpone(q, items)),
-    releaseClaims: async (ids) => void (ids.length && (await db.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [ids]))),
+    releaseClaims: async (ids) =>
+      void (ids.length && (await db.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [ids]))),
     releaseAllClaims: () => db.run('DELETE FROM recipient_claims'),
     setThrottle: async (change, now, holder) =>
       void (change.kind === 'set'
         ? await saveThrottle(db, change.record, now, holder)
-        : await db.run('DELETE FROM destination_throttles WHERE destination = $1 AND holder = $2', [change.destination, holder])),
+        : await db.run('DELETE FROM destination_throttles WHERE destination = $1 AND holder = $2', [
+            change.destination,
+            holder,
+          ])),
     shareDestination: (destination, node, decide) => db.tx((q) => shareDestination(q, destination, node, decide)),
     touchUse: async (node) => {
       await db.run('UPDATE destination_use SET seen_at = now() WHERE node = $1', [node]);
@@ -136,7 +196,12 @@ export function pgDelivery(db: PgDb): DeliveryStore {
 }
 
 /** Claims the due recipients and loads their messages (a recipient whose message is gone is left out). */
-async function claim(db: PgDb, worker: string, now: number, limit: number): Promise<Array<{ recipient: Claimed; message: QueuedMessage }>> {
+async function claim(
+  db: PgDb,
+  worker: string,
+  now: number,
+  limit: number,
+): Promise<Array<{ recipient: Claimed; message: QueuedMessage }>> {
   const rows = await db.rows<ClaimedRow>(CLAIM, [worker, now, limit]);
   if (rows.length === 0) return [];
   const messages = await loadMessages(
@@ -152,7 +217,12 @@ async function claim(db: PgDb, worker: string, now: number, limit: number): Prom
 }
 
 /** What the other nodes use of a destination, given to `decide`, and this node's use as it decides (outbound.limits_scope = "cluster"). */
-async function shareDestination(q: Q, destination: string, node: string, decide: Parameters<DeliveryStore['shareDestination']>[2]): Promise<void> {
+async function shareDestination(
+  q: Q,
+  destination: string,
+  node: string,
+  decide: Parameters<DeliveryStore['shareDestination']>[2],
+): Promise<void> {
   // One node at a time per destination: read the others' use, decide, write this node's.
   await q.run("SELECT pg_advisory_xact_lock(hashtextextended('posthaste destination ' || $1, 0))", [destination]);
   const others = (await q.row<{ open: number; minute: number; started: number }>(
@@ -160,20 +230,44 @@ async function shareDestination(q: Q, destination: string, node: string, decide:
          FROM destination_use WHERE destination = $1 AND node <> $2 AND seen_at > now() - interval '1 minute'`,
     [destination, node],
   ))!;
-  const t = await q.row<{ destination: string; connections: number; strikes: number; paused_until: number; reason: string; since: number }>(
+  const t = await q.row<{
+    destination: string;
+    connections: number;
+    strikes: number;
+    paused_until: number;
+    reason: string;
+    since: number;
+  }>(
     'SELECT destination, connections, strikes, paused_until, reason, since FROM destination_throttles WHERE destination = $1 AND holder = $2',
     [destination, CLUSTER_THROTTLE],
   );
   const mine = decide({
     ...others,
-    throttle: t ? { destination, connections: t.connections, strikes: t.strikes, pausedUntil: t.paused_until, reason: JSON.parse(t.reason) as Reply, since: t.since } : null,
+    throttle: t
+      ? {
+          destination,
+          connections: t.connections,
+          strikes: t.strikes,
+          pausedUntil: t.paused_until,
+          reason: JSON.parse(t.reason) as Reply,
+          since: t.since,
+        }
+      : null,
   });
   await publishUse(q, destination, node, mine);
 }
 
 async function throttles(db: PgDb, holder: string | undefined): Promise<DestinationThrottle[]> {
   return (
-    await db.rows<{ destination: string; holder: string; connections: number; strikes: number; paused_until: number; reason: string; since: number }>(
+    await db.rows<{
+      destination: string;
+      holder: string;
+      connections: number;
+      strikes: number;
+      paused_until: number;
+      reason: string;
+      since: number;
+    }>(
       'SELECT destination, holder, connections, strikes, paused_until, reason, since FROM destination_throttles WHERE $1::text IS NULL OR holder = $1 ORDER BY updated_at DESC, destination, holder',
       [holder ?? null],
     )

@@ -1,13 +1,12 @@
-import type { PgDb, Q } from './db.js';
-import type { InboundStore } from '../store.js';
-import type { InboundRow, StoredInbound } from '../model.js';
-import type { ReceiveInput } from '../model.js';
-import { applyTransitions, insertEvents } from './transitions.js';
-import { complained, loadMessages } from './delivery.js';
-import { asyncBounceTransition, complaintTransition, reportAction } from '../../domain/transitions.js';
-import { parseReturnToken, verpToken } from '../../domain/return-path.js';
 import type { Report, ReportEnvelope } from '../../domain/report.js';
+import { parseReturnToken, verpToken } from '../../domain/return-path.js';
+import { asyncBounceTransition, complaintTransition, reportAction } from '../../domain/transitions.js';
 import { publicId } from '../../lib/ids.js';
+import type { InboundRow, ReceiveInput, StoredInbound } from '../model.js';
+import type { InboundStore } from '../store.js';
+import type { PgDb, Q } from './db.js';
+import { complained, loadMessages } from './delivery.js';
+import { applyTransitions, insertEvents } from './transitions.js';
 
 /** Received mail and reports on PostgreSQL: one transaction per message received, as the SQLite writer's. */
 
@@ -19,7 +18,23 @@ async function storeInbound(q: Q, m: Omit<StoredInbound, 'raw'>, raw: Buffer, no
   await q.run(
     `INSERT INTO inbound_messages (id, customer_id, domain_id, mail_from, rcpt_to, remote_ip, helo, raw, size, from_header, subject, message_id, attachments, auth, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-    [id, m.customerId, m.domainId, m.mailFrom, JSON.stringify(m.rcptTo), m.remoteIp, m.helo, raw, raw.length, m.fromHeader, m.subject, m.messageId, m.attachments, JSON.stringify(m.auth), now],
+    [
+      id,
+      m.customerId,
+      m.domainId,
+      m.mailFrom,
+      JSON.stringify(m.rcptTo),
+      m.remoteIp,
+      m.helo,
+      raw,
+      raw.length,
+      m.fromHeader,
+      m.subject,
+      m.messageId,
+      m.attachments,
+      JSON.stringify(m.auth),
+      now,
+    ],
   );
   // A shard per connection (store/pg/schema.ts): one row per domain and month would make every node's receipts for the domain commit one after another.
   await q.run(
@@ -33,7 +48,18 @@ async function storeInbound(q: Q, m: Omit<StoredInbound, 'raw'>, raw: Buffer, no
       {
         customerId: m.customerId,
         type: 'email.received',
-        data: { id, from: m.fromHeader, to: m.to, subject: m.subject, message_id: m.messageId, size: raw.length, attachments: m.attachments, spf: m.auth.spf, dkim: m.auth.dkim, dmarc: m.auth.dmarc },
+        data: {
+          id,
+          from: m.fromHeader,
+          to: m.to,
+          subject: m.subject,
+          message_id: m.messageId,
+          size: raw.length,
+          attachments: m.attachments,
+          spf: m.auth.spf,
+          dkim: m.auth.dkim,
+          dmarc: m.auth.dmarc,
+        },
         messageRowId: null,
         recipientId: null,
       },
@@ -49,24 +75,29 @@ async function recipientOf(q: Q, secret: Buffer, report: Report, env: ReportEnve
     const token = verpToken(address);
     const id = token ? parseReturnToken(secret, token) : undefined;
     if (id === undefined) continue;
-    const r = await q.row<{ id: number; message_id: number; address: string; state: string }>('SELECT id, message_id, address, state FROM recipients WHERE id = $1', [id]);
+    const r = await q.row<{ id: number; message_id: number; address: string; state: string }>(
+      'SELECT id, message_id, address, state FROM recipients WHERE id = $1',
+      [id],
+    );
     if (r) return r;
   }
   return undefined;
 }
 
-async function applyReport(q: Q, secret: Buffer, report: Report, raw: Buffer, env: ReportEnvelope, now: number): Promise<void> {
+async function applyReport(
+  q: Q,
+  secret: Buffer,
+  report: Report,
+  raw: Buffer,
+  env: ReportEnvelope,
+  now: number,
+): Promise<void> {
   const rcpt = report.kind === 'none' ? undefined : await recipientOf(q, secret, report, env);
   const kind = report.kind !== 'none' ? report.kind : env.route === 'feedback' ? 'arf' : 'dsn';
-  await q.run('INSERT INTO inbound_reports (kind, recipient_id, mail_from, rcpt_to, summary, raw, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-    kind,
-    rcpt?.id ?? null,
-    env.mailFrom,
-    env.rcptTo,
-    JSON.stringify(report),
-    raw,
-    now,
-  ]);
+  await q.run(
+    'INSERT INTO inbound_reports (kind, recipient_id, mail_from, rcpt_to, summary, raw, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+    [kind, rcpt?.id ?? null, env.mailFrom, env.rcptTo, JSON.stringify(report), raw, now],
+  );
   if (!rcpt) return;
   const m = (await loadMessages(q, [rcpt.message_id])).get(rcpt.message_id);
   if (!m) return;
@@ -75,7 +106,11 @@ async function applyReport(q: Q, secret: Buffer, report: Report, raw: Buffer, en
     if ((await complained(q, [rcpt.id])).size > 0) return;
     await applyTransitions(q, [{ m, r: rcpt, t: complaintTransition(m, rcpt, action.facts, now) }], now);
   } else if (action.kind === 'bounce') {
-    await applyTransitions(q, [{ m, r: rcpt, t: asyncBounceTransition(m, rcpt, action.reply, action.suppress, now) }], now);
+    await applyTransitions(
+      q,
+      [{ m, r: rcpt, t: asyncBounceTransition(m, rcpt, action.reply, action.suppress, now) }],
+      now,
+    );
   }
 }
 
@@ -98,17 +133,18 @@ export function pgInbound(db: PgDb): InboundStore {
       const monthly = d.monthlyLimit ?? defaults.monthlyLimit;
       const used = new Map(
         (
-          await db.rows<{ period: string; count: number }>('SELECT period, sum(count)::int AS count FROM inbound_usage WHERE domain_id = $1 AND period = ANY($2::text[]) GROUP BY period', [
-            d.id,
-            [minuteKey(now), monthKey(now)],
-          ])
+          await db.rows<{ period: string; count: number }>(
+            'SELECT period, sum(count)::int AS count FROM inbound_usage WHERE domain_id = $1 AND period = ANY($2::text[]) GROUP BY period',
+            [d.id, [minuteKey(now), monthKey(now)]],
+          )
         ).map((r) => [r.period, r.count]),
       );
       if (monthly > 0 && (used.get(monthKey(now)) ?? 0) >= monthly) {
         const n = new Date(now);
         return { ok: false, limit: 'monthly', windowEndsAt: Date.UTC(n.getUTCFullYear(), n.getUTCMonth() + 1, 1) };
       }
-      if (rate > 0 && (used.get(minuteKey(now)) ?? 0) >= rate) return { ok: false, limit: 'rate', windowEndsAt: (Math.floor(now / 60_000) + 1) * 60_000 };
+      if (rate > 0 && (used.get(minuteKey(now)) ?? 0) >= rate)
+        return { ok: false, limit: 'rate', windowEndsAt: (Math.floor(now / 60_000) + 1) * 60_000 };
       return { ok: true };
     },
     // Once per domain and hour for every node: the upsert returns a row only for the one that moved last_at.
@@ -122,7 +158,15 @@ export function pgInbound(db: PgDb): InboundStore {
         if (!fired) return false;
         await insertEvents(
           q,
-          [{ customerId: d.customerId, type: 'inbound.limited', data: { domain: d.name, limit, window_ends_at: new Date(windowEndsAt).toISOString() }, messageRowId: null, recipientId: null }],
+          [
+            {
+              customerId: d.customerId,
+              type: 'inbound.limited',
+              data: { domain: d.name, limit, window_ends_at: new Date(windowEndsAt).toISOString() },
+              messageRowId: null,
+              recipientId: null,
+            },
+          ],
           now,
         );
         return true;
@@ -131,7 +175,13 @@ export function pgInbound(db: PgDb): InboundStore {
       const r = await db.row<InboundRow>('SELECT * FROM inbound_messages WHERE id = $1', [id]);
       return r && (customerId === undefined || r.customer_id === customerId) ? r : undefined;
     },
-    size: async (id, customerId) => (await db.row<{ size: number }>('SELECT size FROM inbound_messages WHERE id = $1 AND customer_id = $2', [id, customerId]))?.size,
+    size: async (id, customerId) =>
+      (
+        await db.row<{ size: number }>('SELECT size FROM inbound_messages WHERE id = $1 AND customer_id = $2', [
+          id,
+          customerId,
+        ])
+      )?.size,
     list: (opts) =>
       db.rows<Omit<InboundRow, 'raw'>>(
         `SELECT id, customer_id, mail_from, rcpt_to, remote_ip, helo, size, from_header, subject, message_id, attachments, auth, created_at FROM inbound_messages

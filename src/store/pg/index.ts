@@ -1,13 +1,13 @@
-import { PgDb, redactUrl } from './db.js';
 import type { Store } from '../store.js';
 import { pgCustomers, pgDomains, pgKeys, pgSuppressions, pgUsers } from './accounts.js';
-import { pgMessages } from './messages.js';
+import { pgAdmin } from './admin.js';
+import { PgDb, redactUrl } from './db.js';
 import { pgDelivery } from './delivery.js';
 import { pgInbound } from './inbound.js';
-import { pgWebhooks } from './webhooks.js';
-import { pgAdmin } from './admin.js';
+import { pgMessages } from './messages.js';
 import { pgNodes } from './nodes.js';
 import { pgWakeups } from './wakeups.js';
+import { pgWebhooks } from './webhooks.js';
 
 export { redactUrl };
 

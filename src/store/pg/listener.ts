@@ -1,6 +1,6 @@
 import pg from 'pg';
-import type { PgDb } from './db.js';
 import type { WakeupKind } from '../store.js';
+import type { PgDb } from './db.js';
 
 export const CHANNEL = 'posthaste_wakeup';
 export const KINDS: readonly WakeupKind[] = ['outbound', 'webhooks'];
@@ -45,7 +45,12 @@ export class WakeupListener {
 
   private async connect(): Promise<void> {
     const db = this.db;
-    const c = new pg.Client({ ...db.client, application_name: `${db.client.application_name ?? 'posthaste'} (listen)`, keepAlive: true, connectionTimeoutMillis: 5_000 });
+    const c = new pg.Client({
+      ...db.client,
+      application_name: `${db.client.application_name ?? 'posthaste'} (listen)`,
+      keepAlive: true,
+      connectionTimeoutMillis: 5_000,
+    });
     let lost = false;
     const onLost = (e?: Error) => {
       if (lost || this.closed) return;

@@ -1,11 +1,25 @@
-import { MESSAGE_VIEW_COLUMNS, RECIPIENT_VIEW_COLUMNS, messageView, type MessageRow, type RecipientRow } from '../views.js';
-import { uniqueViolation, type PgDb, type Q } from './db.js';
-import { AcceptGroups, acceptMany } from './accept-many.js';
-import type { MessageStore } from '../store.js';
-import { acceptedResponse, type MessageSearch, type MessageSummary, type MessageView } from '../model.js';
-import type { BatchInput, BatchItem, BatchItemResult, BatchResult, RequestFormat, SendCommit, SendInput } from '../model.js';
-import { refusal, type Refusal } from '../../domain/errors.js';
+import { type Refusal, refusal } from '../../domain/errors.js';
 import type { EventEnvelope } from '../../domain/events.js';
+import type {
+  BatchInput,
+  BatchItem,
+  BatchItemResult,
+  BatchResult,
+  RequestFormat,
+  SendCommit,
+  SendInput,
+} from '../model.js';
+import { acceptedResponse, type MessageSearch, type MessageSummary, type MessageView } from '../model.js';
+import type { MessageStore } from '../store.js';
+import {
+  MESSAGE_VIEW_COLUMNS,
+  type MessageRow,
+  messageView,
+  RECIPIENT_VIEW_COLUMNS,
+  type RecipientRow,
+} from '../views.js';
+import { AcceptGroups, acceptMany } from './accept-many.js';
+import { type PgDb, type Q, uniqueViolation } from './db.js';
 
 /**
  * Messages on PostgreSQL: the send path's commit and the reads the API and dashboard make.
@@ -26,7 +40,12 @@ async function readEpoch(q: Q): Promise<string> {
 }
 
 /** A fresh Idempotency-Key's first answer, or conflict; a stale record is removed. */
-async function idempotentAnswer(q: Q, customerId: number, idem: { key: string; hash: Uint8Array; ttlMs: number }, now: number) {
+async function idempotentAnswer(
+  q: Q,
+  customerId: number,
+  idem: { key: string; hash: Uint8Array; ttlMs: number },
+  now: number,
+) {
   const prior = await q.row<{ request_hash: Buffer; status: number; response: string; created_at: number }>(
     'SELECT request_hash, status, response, created_at FROM idempotency_keys WHERE customer_id = $1 AND key = $2',
     [customerId, idem.key],
@@ -40,25 +59,32 @@ async function idempotentAnswer(q: Q, customerId: number, idem: { key: string; h
   return undefined;
 }
 
-function recordIdempotent(q: Q, customerId: number, idem: { key: string; hash: Uint8Array }, response: unknown, now: number): Promise<number> {
-  return q.run('INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES ($1, $2, $3, 202, $4, $5)', [
-    customerId,
-    idem.key,
-    Buffer.from(idem.hash),
-    JSON.stringify(response),
-    now,
-  ]);
+function recordIdempotent(
+  q: Q,
+  customerId: number,
+  idem: { key: string; hash: Uint8Array },
+  response: unknown,
+  now: number,
+): Promise<number> {
+  return q.run(
+    'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES ($1, $2, $3, 202, $4, $5)',
+    [customerId, idem.key, Buffer.from(idem.hash), JSON.stringify(response), now],
+  );
 }
 
 /** A concurrent twin with the same Idempotency-Key committed first: run again, and replay its answer. */
 const idempotencyRace = (e: unknown) => uniqueViolation(e, 'idempotency_keys_pkey');
 
-async function acceptIdempotent(db: PgDb, input: SendInput & { idempotency: NonNullable<SendInput['idempotency']> }): Promise<SendCommit> {
+async function acceptIdempotent(
+  db: PgDb,
+  input: SendInput & { idempotency: NonNullable<SendInput['idempotency']> },
+): Promise<SendCommit> {
   return db.tx(async (q) => {
     const prior = await idempotentAnswer(q, input.customerId, input.idempotency, input.now);
     const { results, epoch } = prior ? { results: [prior], epoch: await readEpoch(q) } : await acceptMany(q, [input]);
     const r = results[0]!;
-    if (!prior && r.kind === 'accepted') await recordIdempotent(q, input.customerId, input.idempotency, acceptedResponse(input), input.now);
+    if (!prior && r.kind === 'accepted')
+      await recordIdempotent(q, input.customerId, input.idempotency, acceptedResponse(input), input.now);
     return { ...r, authEpoch: epoch };
   }, idempotencyRace);
 }
@@ -72,7 +98,9 @@ async function acceptBatch(db: PgDb, input: BatchInput): Promise<BatchResult> {
     }
     const items = input.items.filter((item): item is Exclude<BatchItem, { error: unknown }> => !('error' in item));
     if (items.length === 0) {
-      const key = await q.row<{ revoked_at: number | null }>('SELECT revoked_at FROM api_keys WHERE id = $1', [input.apiKeyId]);
+      const key = await q.row<{ revoked_at: number | null }>('SELECT revoked_at FROM api_keys WHERE id = $1', [
+        input.apiKeyId,
+      ]);
       if (!key || key.revoked_at !== null) return { kind: 'key_revoked', authEpoch: await readEpoch(q) };
     }
     const { results, epoch } = items.length ? await acceptMany(q, items) : { results: [], epoch: await readEpoch(q) };
@@ -90,20 +118,47 @@ async function acceptBatch(db: PgDb, input: BatchInput): Promise<BatchResult> {
   }, idempotencyRace);
 }
 
-async function getMessage(db: PgDb, customerId: number | undefined, messageId: string): Promise<MessageView | undefined> {
-  const m = await db.row<MessageRow>(`SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages WHERE message_id = $1 AND ($2::bigint IS NULL OR customer_id = $2)`, [messageId, customerId ?? null]);
+async function getMessage(
+  db: PgDb,
+  customerId: number | undefined,
+  messageId: string,
+): Promise<MessageView | undefined> {
+  const m = await db.row<MessageRow>(
+    `SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages WHERE message_id = $1 AND ($2::bigint IS NULL OR customer_id = $2)`,
+    [messageId, customerId ?? null],
+  );
   if (!m) return undefined;
-  const [recipients, events] = await Promise.all([db.rows<RecipientRow>(`SELECT ${RECIPIENT_VIEW_COLUMNS} FROM recipients WHERE message_id = $1 ORDER BY id`, [m.id]), eventsOf(db, m.id)]);
+  const [recipients, events] = await Promise.all([
+    db.rows<RecipientRow>(`SELECT ${RECIPIENT_VIEW_COLUMNS} FROM recipients WHERE message_id = $1 ORDER BY id`, [m.id]),
+    eventsOf(db, m.id),
+  ]);
   return messageView(m, recipients, events);
 }
 
 async function eventsOf(db: PgDb, messageRowId: number): Promise<EventEnvelope[]> {
-  return (await db.rows<{ body: string }>('SELECT body FROM events WHERE message_id = $1 ORDER BY seq', [messageRowId])).map((r) => JSON.parse(r.body) as EventEnvelope);
+  return (
+    await db.rows<{ body: string }>('SELECT body FROM events WHERE message_id = $1 ORDER BY seq', [messageRowId])
+  ).map((r) => JSON.parse(r.body) as EventEnvelope);
 }
 
 /** Messages of `from` (aliased m) matching `where`, newest first, with their recipients counted per state. */
-async function summaries(db: PgDb, from: string, where: string[], values: unknown[], limit: string): Promise<MessageSummary[]> {
-  const rows = await db.rows<{ id: number; message_id: string; customer: string; from_header: string; subject: string; sandbox: number; created_at: number; states: Record<string, number> | null }>(
+async function summaries(
+  db: PgDb,
+  from: string,
+  where: string[],
+  values: unknown[],
+  limit: string,
+): Promise<MessageSummary[]> {
+  const rows = await db.rows<{
+    id: number;
+    message_id: string;
+    customer: string;
+    from_header: string;
+    subject: string;
+    sandbox: number;
+    created_at: number;
+    states: Record<string, number> | null;
+  }>(
     `SELECT m.id, m.message_id, c.name AS customer, m.from_header, m.subject, m.sandbox, m.created_at,
             (SELECT json_object_agg(state, n) FROM (SELECT state, count(*)::int AS n FROM recipients WHERE message_id = m.id GROUP BY state) s) AS states
      FROM ${from} JOIN customers c ON c.id = m.customer_id
@@ -122,23 +177,32 @@ async function summaries(db: PgDb, from: string, where: string[], values: unknow
   }));
 }
 
-function listMessages(db: PgDb, opts: { customerId?: number; state?: string; limit: number; before?: number }): Promise<MessageSummary[]> {
+function listMessages(
+  db: PgDb,
+  opts: { customerId?: number; state?: string; limit: number; before?: number },
+): Promise<MessageSummary[]> {
   const { p, values } = params();
   const where: string[] = [];
   if (opts.customerId !== undefined) where.push(`m.customer_id = ${p(opts.customerId)}`);
   if (opts.before !== undefined) where.push(`m.id < ${p(opts.before)}`);
-  if (opts.state !== undefined) where.push(`EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state = ${p(opts.state)})`);
+  if (opts.state !== undefined)
+    where.push(`EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state = ${p(opts.state)})`);
   return summaries(db, 'messages m', where, values, p(opts.limit));
 }
 
 /** The first message id accepted at or after `t` (ids grow with acceptance time): a binary search over the primary key. */
 async function firstIdAt(db: PgDb, t: number): Promise<number> {
-  const bounds = await db.row<{ lo: number | null; hi: number | null }>('SELECT min(id) AS lo, max(id) AS hi FROM messages');
+  const bounds = await db.row<{ lo: number | null; hi: number | null }>(
+    'SELECT min(id) AS lo, max(id) AS hi FROM messages',
+  );
   let lo = bounds?.lo ?? 1;
   let hi = (bounds?.hi ?? 0) + 1;
   while (lo < hi) {
     const mid = Math.floor((lo + hi) / 2);
-    const c = await db.row<{ created_at: number }>('SELECT created_at FROM messages WHERE id >= $1 ORDER BY id LIMIT 1', [mid]);
+    const c = await db.row<{ created_at: number }>(
+      'SELECT created_at FROM messages WHERE id >= $1 ORDER BY id LIMIT 1',
+      [mid],
+    );
     if (c === undefined || c.created_at >= t) hi = mid;
     else lo = mid + 1;
   }
@@ -160,12 +224,21 @@ async function searchMessages(db: PgDb, s: MessageSearch): Promise<MessageSummar
   if (s.recipient !== undefined) {
     from = `(SELECT DISTINCT message_id AS id FROM recipients WHERE address IN (${p(s.recipient)}, ${p(s.recipient.toLowerCase())}) AND customer_id = ${customer}) AS hit JOIN messages m ON m.id = hit.id`;
   }
-  if (s.tag !== undefined) where.push(`EXISTS (SELECT 1 FROM message_tags t WHERE t.customer_id = m.customer_id AND t.tag = ${p(s.tag)} AND t.message_id = m.id)`);
+  if (s.tag !== undefined)
+    where.push(
+      `EXISTS (SELECT 1 FROM message_tags t WHERE t.customer_id = m.customer_id AND t.tag = ${p(s.tag)} AND t.message_id = m.id)`,
+    );
   if (s.state !== undefined) {
     // The state is written into the SQL (checked against the states the partial index holds), so
     // the planner sees that the index recipients_undelivered (or recipients_due) covers it.
-    if (UNDELIVERED.has(s.state)) where.push(`EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.customer_id = ${customer} AND r.state = '${s.state}')`);
-    else if (s.state === 'queued') where.push(`EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state IN ('queued', 'deferred') AND r.state = 'queued')`);
+    if (UNDELIVERED.has(s.state))
+      where.push(
+        `EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.customer_id = ${customer} AND r.state = '${s.state}')`,
+      );
+    else if (s.state === 'queued')
+      where.push(
+        `EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state IN ('queued', 'deferred') AND r.state = 'queued')`,
+      );
     else where.push(`EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state = ${p(s.state)})`);
   }
   return summaries(db, from, where, values, p(s.limit));
@@ -173,7 +246,10 @@ async function searchMessages(db: PgDb, s: MessageSearch): Promise<MessageSummar
 
 function cancelMessage(db: PgDb, customerId: number | undefined, messageId: string, now: number) {
   return db.tx(async (q) => {
-    const m = await q.row<{ id: number; customer_id: number }>('SELECT id, customer_id FROM messages WHERE message_id = $1', [messageId.replace(/^<|>$/g, '')]);
+    const m = await q.row<{ id: number; customer_id: number }>(
+      'SELECT id, customer_id FROM messages WHERE message_id = $1',
+      [messageId.replace(/^<|>$/g, '')],
+    );
     if (!m || (customerId !== undefined && m.customer_id !== customerId)) return { kind: 'not_found' as const };
     // The recipient rows locked first: a claim (FOR NO KEY UPDATE ... SKIP LOCKED) cannot take one
     // between this check and the change.
@@ -190,7 +266,10 @@ function cancelMessage(db: PgDb, customerId: number | undefined, messageId: stri
       }
       return { kind: 'too_late' as const, states };
     }
-    await q.run("UPDATE recipients SET state = 'canceled', next_attempt_at = NULL, updated_at = $1 WHERE message_id = $2", [now, m.id]);
+    await q.run(
+      "UPDATE recipients SET state = 'canceled', next_attempt_at = NULL, updated_at = $1 WHERE message_id = $2",
+      [now, m.id],
+    );
     return { kind: 'canceled' as const };
   });
 }
@@ -198,7 +277,8 @@ function cancelMessage(db: PgDb, customerId: number | undefined, messageId: stri
 export function pgMessages(db: PgDb): MessageStore {
   const groups = new AcceptGroups(db, Math.max(1, Math.floor(db.max / 3)));
   return {
-    accept: (input) => (input.idempotency ? acceptIdempotent(db, { ...input, idempotency: input.idempotency }) : groups.accept(input)),
+    accept: (input) =>
+      input.idempotency ? acceptIdempotent(db, { ...input, idempotency: input.idempotency }) : groups.accept(input),
     acceptBatch: (input) => acceptBatch(db, input),
     get: (customerId, messageId) => getMessage(db, customerId, messageId),
     list: (opts) => listMessages(db, opts),
@@ -213,13 +293,17 @@ export function pgMessages(db: PgDb): MessageStore {
       ),
     events: (messageRowId) => eventsOf(db, messageRowId),
     content: async (customerId, messageId) => {
-      const row = await db.row<{ request: Buffer; request_format: RequestFormat; raw: Buffer | null }>('SELECT request, request_format, raw FROM messages WHERE message_id = $1 AND customer_id = $2', [
-        messageId,
-        customerId,
-      ]);
+      const row = await db.row<{ request: Buffer; request_format: RequestFormat; raw: Buffer | null }>(
+        'SELECT request, request_format, raw FROM messages WHERE message_id = $1 AND customer_id = $2',
+        [messageId, customerId],
+      );
       if (!row) return undefined;
       // Retention leaves a marker where the body was (store/pg/admin.ts, retention).
-      return { request: row.request.toString() === '{"purged":true}' ? null : row.request, format: row.request_format, composed: row.raw };
+      return {
+        request: row.request.toString() === '{"purged":true}' ? null : row.request,
+        format: row.request_format,
+        composed: row.raw,
+      };
     },
   };
 }

@@ -1,7 +1,7 @@
-import type { PgDb, Q } from './db.js';
-import type { NodeStore } from '../store.js';
 import type { NodeInfo } from '../model.js';
-import { nodeView, type NodeRow } from '../views.js';
+import type { NodeStore } from '../store.js';
+import { type NodeRow, nodeView } from '../views.js';
+import type { PgDb, Q } from './db.js';
 
 /**
  * Nodes on PostgreSQL: every time is the database's clock (milliseconds), the one clock all nodes
@@ -19,13 +19,17 @@ const NOW = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 /** A replay's delivery is held by the request itself (locked_by 'replay'), on no node; one older than this was abandoned. */
 export const REPLAY_STALE_MS = 600_000;
 
-const FREE_CLAIMS = 'DELETE FROM recipient_claims c WHERE NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.id = c.worker)';
+const FREE_CLAIMS =
+  'DELETE FROM recipient_claims c WHERE NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.id = c.worker)';
 const FREE_DELIVERIES = `UPDATE webhook_deliveries d SET locked_by = NULL, locked_at = NULL
   WHERE d.locked_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.id = d.locked_by)
     AND (d.locked_by <> 'replay' OR d.locked_at < ${NOW} - ${REPLAY_STALE_MS})`;
 
 async function insert(q: Q, n: NodeInfo): Promise<void> {
-  await q.run(`INSERT INTO cluster_nodes (id, name, pid, lease_ms, started_at, heartbeat_at) VALUES ($1, $2, $3, $4, ${NOW}, ${NOW})`, [n.id, n.name, n.pid, n.leaseMs]);
+  await q.run(
+    `INSERT INTO cluster_nodes (id, name, pid, lease_ms, started_at, heartbeat_at) VALUES ($1, $2, $3, $4, ${NOW}, ${NOW})`,
+    [n.id, n.name, n.pid, n.leaseMs],
+  );
 }
 
 export function pgNodes(db: PgDb): NodeStore {
@@ -57,7 +61,9 @@ export function pgNodes(db: PgDb): NodeStore {
     },
     releaseDead: () =>
       db.tx(async (q) => {
-        const dead = await q.rows<{ id: string }>(`DELETE FROM cluster_nodes WHERE heartbeat_at <= ${NOW} - lease_ms RETURNING id`);
+        const dead = await q.rows<{ id: string }>(
+          `DELETE FROM cluster_nodes WHERE heartbeat_at <= ${NOW} - lease_ms RETURNING id`,
+        );
         const recipients = await q.run(FREE_CLAIMS);
         const webhook_deliveries = await q.run(FREE_DELIVERIES);
         return { recipients, webhook_deliveries, nodes: dead.map((r) => r.id) };
@@ -65,7 +71,10 @@ export function pgNodes(db: PgDb): NodeStore {
     leave: (id) =>
       db.tx(async (q) => {
         const recipients = await q.run('DELETE FROM recipient_claims WHERE worker = $1', [id]);
-        const webhook_deliveries = await q.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by = $1', [id]);
+        const webhook_deliveries = await q.run(
+          'UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by = $1',
+          [id],
+        );
         await q.run('DELETE FROM cluster_nodes WHERE id = $1', [id]);
         return { recipients, webhook_deliveries };
       }),

@@ -1,8 +1,8 @@
-import type { Q } from './db.js';
+import type { EventType } from '../../domain/events.js';
 import type { MessageFacts, Transition } from '../../domain/transitions.js';
 import { suppressedEventData } from '../../domain/transitions.js';
-import type { EventType } from '../../domain/events.js';
 import { eventId } from '../../lib/ids.js';
+import type { Q } from './db.js';
 
 /** One transition of one recipient, in the order they happened. */
 export interface Step {
@@ -29,7 +29,10 @@ interface EventRow {
  */
 export async function applyTransitions(q: Q, steps: Step[], now: number): Promise<void> {
   if (steps.length === 0) return;
-  const rows = new Map<number, { state: string; attempts: number | null; setNext: boolean; next: number | null; response: string | null }>();
+  const rows = new Map<
+    number,
+    { state: string; attempts: number | null; setNext: boolean; next: number | null; response: string | null }
+  >();
   for (const { r, t } of steps) {
     const prev = rows.get(r.id);
     rows.set(r.id, {
@@ -48,20 +51,35 @@ export async function applyTransitions(q: Q, steps: Step[], now: number): Promis
        last_response = coalesce(x.response, r.last_response), updated_at = $7
      FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bool[], $5::bigint[], $6::text[]) AS x(id, state, attempts, set_next, next, response)
      WHERE r.id = x.id`,
-    [ids, v.map((x) => x.state), v.map((x) => x.attempts), v.map((x) => x.setNext), v.map((x) => x.next), v.map((x) => x.response), now],
+    [
+      ids,
+      v.map((x) => x.state),
+      v.map((x) => x.attempts),
+      v.map((x) => x.setNext),
+      v.map((x) => x.next),
+      v.map((x) => x.response),
+      now,
+    ],
   );
   await q.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [ids]);
   const added = await addSuppressions(q, steps, now);
   const events: EventRow[] = [];
   const announced = new Set<string>();
   for (const { m, r, t } of steps) {
-    for (const e of t.events) events.push({ customerId: m.customerId, type: e.type, data: e.data, messageRowId: m.id, recipientId: r.id });
+    for (const e of t.events)
+      events.push({ customerId: m.customerId, type: e.type, data: e.data, messageRowId: m.id, recipientId: r.id });
     if (!t.suppress) continue;
     const key = `${m.customerId} ${r.address.toLowerCase()}`;
     // One recipient.suppressed per address: when the suppression is new (always in the sandbox).
     if (m.sandbox || (added.has(key) && !announced.has(key))) {
       if (!m.sandbox) announced.add(key);
-      events.push({ customerId: m.customerId, type: 'recipient.suppressed', data: suppressedEventData(m, r.address, t.suppress, now), messageRowId: m.id, recipientId: r.id });
+      events.push({
+        customerId: m.customerId,
+        type: 'recipient.suppressed',
+        data: suppressedEventData(m, r.address, t.suppress, now),
+        messageRowId: m.id,
+        recipientId: r.id,
+      });
     }
   }
   await insertEvents(q, events, now);
@@ -75,7 +93,13 @@ async function addSuppressions(q: Q, steps: Step[], now: number): Promise<Set<st
     `INSERT INTO suppressions (customer_id, address, reason, message_id, created_at)
      SELECT c, a, reason, m, $5 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[]) WITH ORDINALITY AS x(c, a, reason, m, o) ORDER BY o
      ON CONFLICT (customer_id, address) DO NOTHING RETURNING customer_id, address`,
-    [wanted.map((s) => s.m.customerId), wanted.map((s) => s.r.address.toLowerCase()), wanted.map((s) => s.t.suppress), wanted.map((s) => s.m.id), now],
+    [
+      wanted.map((s) => s.m.customerId),
+      wanted.map((s) => s.r.address.toLowerCase()),
+      wanted.map((s) => s.t.suppress),
+      wanted.map((s) => s.m.id),
+      now,
+    ],
   );
   return new Set(rows.map((r) => `${r.customer_id} ${r.address}`));
 }

@@ -1,5 +1,5 @@
-import type { PgDb } from './db.js';
 import type { WakeupStore } from '../store.js';
+import type { PgDb } from './db.js';
 import { CHANNEL, WakeupListener } from './listener.js';
 
 /**

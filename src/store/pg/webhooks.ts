@@ -1,8 +1,17 @@
-import type { PgDb, Q } from './db.js';
-import { endpointView, type EndpointRow } from '../views.js';
-import type { WebhookStore } from '../store.js';
 import { publicId } from '../../lib/ids.js';
-import type { AttemptBatch, AttemptRecord, AttemptView, ClaimRoom, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from '../model.js';
+import type {
+  AttemptBatch,
+  AttemptRecord,
+  AttemptView,
+  ClaimRoom,
+  Endpoint,
+  FanOutPos,
+  OutboxEvent,
+  StoredDelivery,
+} from '../model.js';
+import type { WebhookStore } from '../store.js';
+import { type EndpointRow, endpointView } from '../views.js';
+import type { PgDb, Q } from './db.js';
 
 /**
  * Webhook endpoints, deliveries and the outbox on PostgreSQL.
@@ -53,9 +62,21 @@ async function recordAttempts(q: Q, input: AttemptBatch): Promise<boolean> {
   // is locked FOR SHARE until commit, so a node taking the lease over waits for this batch and
   // then reads the cursor it leaves; a batch that starts after the takeover finds no row.
   const fansOut = input.cursor !== null || input.pending.length > 0 || input.batch.some((s) => s.deliveryId === null);
-  const refused = fansOut && input.epoch !== undefined && (await q.row('SELECT 1 FROM leader_leases WHERE name = $1 AND epoch = $2 FOR SHARE', [FANOUT_LEASE, input.epoch])) === undefined;
-  const ids = [...new Set([...input.batch.map((s) => s.attempt.endpointId), ...input.pending.map((p) => p.endpointId)])];
-  const alive = new Set((await q.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE id = ANY($1::text[])', [ids])).map((r) => r.id));
+  const refused =
+    fansOut &&
+    input.epoch !== undefined &&
+    (await q.row('SELECT 1 FROM leader_leases WHERE name = $1 AND epoch = $2 FOR SHARE', [
+      FANOUT_LEASE,
+      input.epoch,
+    ])) === undefined;
+  const ids = [
+    ...new Set([...input.batch.map((s) => s.attempt.endpointId), ...input.pending.map((p) => p.endpointId)]),
+  ];
+  const alive = new Set(
+    (await q.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE id = ANY($1::text[])', [ids])).map(
+      (r) => r.id,
+    ),
+  );
   const batch = input.batch.filter((s) => alive.has(s.attempt.endpointId));
   if (refused) {
     // The requests were made and are logged; their rows, the pending ones and the cursor are the
@@ -78,18 +99,31 @@ async function recordAttempts(q: Q, input: AttemptBatch): Promise<boolean> {
        ON CONFLICT (event_seq, endpoint_id) WHERE kind = 'event' DO UPDATE SET state = excluded.state, attempts = excluded.attempts,
          next_attempt_at = excluded.next_attempt_at, locked_by = NULL, locked_at = NULL, updated_at = excluded.updated_at
        RETURNING id, event_seq, endpoint_id`,
-      [fresh.map((s) => s.attempt.endpointId), fresh.map((s) => s.eventSeq), fresh.map((s) => s.state), fresh.map((s) => s.attempt.attempt), fresh.map((s) => s.nextAt), now],
+      [
+        fresh.map((s) => s.attempt.endpointId),
+        fresh.map((s) => s.eventSeq),
+        fresh.map((s) => s.state),
+        fresh.map((s) => s.attempt.attempt),
+        fresh.map((s) => s.nextAt),
+        now,
+      ],
     );
     for (const r of rows) created.set(`${r.event_seq} ${r.endpoint_id}`, r.id);
   }
   if (stored.length) await settleStored(q, stored, now);
   await logAttempts(
     q,
-    batch.map((s) => ({ a: s.attempt, deliveryId: s.deliveryId ?? created.get(`${s.eventSeq} ${s.attempt.endpointId}`) ?? null })),
+    batch.map((s) => ({
+      a: s.attempt,
+      deliveryId: s.deliveryId ?? created.get(`${s.eventSeq} ${s.attempt.endpointId}`) ?? null,
+    })),
   );
   // Standard Webhooks: 410 Gone means the receiver wants no more; disable the endpoint.
   const gone = [...new Set(batch.filter((s) => s.disableEndpoint).map((s) => s.attempt.endpointId))];
-  if (gone.length) await q.run("UPDATE webhook_endpoints SET enabled = 0, disabled_reason = '410 Gone' WHERE id = ANY($1::text[])", [gone]);
+  if (gone.length)
+    await q.run("UPDATE webhook_endpoints SET enabled = 0, disabled_reason = '410 Gone' WHERE id = ANY($1::text[])", [
+      gone,
+    ]);
   const pending = input.pending.filter((p) => alive.has(p.endpointId));
   if (pending.length)
     await q.run(
@@ -110,7 +144,13 @@ function settleStored(q: Q, stored: AttemptBatch['batch'], now: number): Promise
   return q.run(
     `UPDATE webhook_deliveries d SET state = x.st, attempts = x.n, next_attempt_at = x.nx, locked_by = NULL, locked_at = NULL, updated_at = $5
      FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[]) AS x(id, st, n, nx) WHERE d.id = x.id`,
-    [stored.map((s) => s.deliveryId), stored.map((s) => s.state), stored.map((s) => s.attempt.attempt), stored.map((s) => s.nextAt), now],
+    [
+      stored.map((s) => s.deliveryId),
+      stored.map((s) => s.state),
+      stored.map((s) => s.attempt.attempt),
+      stored.map((s) => s.nextAt),
+      now,
+    ],
   );
 }
 
@@ -150,11 +190,19 @@ export function pgWebhooks(db: PgDb): WebhookStore {
       return r && (customerId === undefined || r.customer_id === customerId) ? endpointView(r) : undefined;
     },
     listEndpoints: async (customerId) =>
-      (await db.rows<EndpointRow>('SELECT * FROM webhook_endpoints WHERE ($1::bigint IS NULL OR customer_id = $1) ORDER BY created_at DESC, id COLLATE "C"', [customerId ?? null])).map(endpointView),
+      (
+        await db.rows<EndpointRow>(
+          'SELECT * FROM webhook_endpoints WHERE ($1::bigint IS NULL OR customer_id = $1) ORDER BY created_at DESC, id COLLATE "C"',
+          [customerId ?? null],
+        )
+      ).map(endpointView),
     deleteEndpoint: async (id) => void (await db.run('DELETE FROM webhook_endpoints WHERE id = $1', [id])),
-    disableEndpoint: async (id, reason) => void (await db.run('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $1 WHERE id = $2', [reason, id])),
-    enableEndpoint: async (id) => void (await db.run('UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL WHERE id = $1', [id])),
-    eventById: (id, customerId) => db.row('SELECT seq, id, type, body FROM events WHERE id = $1 AND customer_id = $2', [id, customerId]),
+    disableEndpoint: async (id, reason) =>
+      void (await db.run('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $1 WHERE id = $2', [reason, id])),
+    enableEndpoint: async (id) =>
+      void (await db.run('UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL WHERE id = $1', [id])),
+    eventById: (id, customerId) =>
+      db.row('SELECT seq, id, type, body FROM events WHERE id = $1 AND customer_id = $2', [id, customerId]),
     listAttempts: (endpointId, limit, before) => listAttempts(db, endpointId, limit, before),
     logAttempt: async (a) => void (await logAttempts(db, [{ a, deliveryId: a.deliveryId }])),
     startReplay: async (endpointId, eventSeq, now) =>
@@ -166,53 +214,78 @@ export function pgWebhooks(db: PgDb): WebhookStore {
     finishReplay: (a, deliveryId, state, now) =>
       db.tx(async (q) => {
         await logAttempts(q, [{ a, deliveryId }]);
-        await q.run('UPDATE webhook_deliveries SET state = $1, attempts = 1, next_attempt_at = NULL, locked_by = NULL, locked_at = NULL, updated_at = $2 WHERE id = $3', [state, now, deliveryId]);
+        await q.run(
+          'UPDATE webhook_deliveries SET state = $1, attempts = 1, next_attempt_at = NULL, locked_by = NULL, locked_at = NULL, updated_at = $2 WHERE id = $3',
+          [state, now, deliveryId],
+        );
       }),
-    enabledEndpointIds: async () => (await db.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE enabled = 1')).map((r) => r.id),
+    enabledEndpointIds: async () =>
+      (await db.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE enabled = 1')).map((r) => r.id),
     hasDue: async (endpointIds, now) =>
       endpointIds.length > 0 &&
-      (await db.row("SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = ANY($1::text[]) AND d.state = 'pending' AND d.locked_by IS NULL AND d.next_attempt_at <= $2 LIMIT 1", [
-        endpointIds,
-        now,
-      ])) !== undefined,
+      (await db.row(
+        "SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = ANY($1::text[]) AND d.state = 'pending' AND d.locked_by IS NULL AND d.next_attempt_at <= $2 LIMIT 1",
+        [endpointIds, now],
+      )) !== undefined,
     claim: (worker, now, room, release) => db.tx((q) => claim(q, worker, now, room, release)),
     unlock: async (ids) => void (await unlock(db, ids)),
     settleDelivery: async (id, state, attempts, nextAt, now) =>
-      void (await db.run('UPDATE webhook_deliveries SET state = $1, attempts = $2, next_attempt_at = $3, locked_by = NULL, locked_at = NULL, updated_at = $4 WHERE id = $5', [
-        state,
-        attempts,
-        nextAt,
-        now,
-        id,
-      ])),
+      void (await db.run(
+        'UPDATE webhook_deliveries SET state = $1, attempts = $2, next_attempt_at = $3, locked_by = NULL, locked_at = NULL, updated_at = $4 WHERE id = $5',
+        [state, attempts, nextAt, now, id],
+      )),
     recordAttempts: (batch) => db.tx((q) => recordAttempts(q, batch)),
-    leadFanOut: async (holder, ttlMs) => (await db.row<{ epoch: number }>(LEAD, [FANOUT_LEASE, holder, ttlMs]))?.epoch ?? null,
-    resignFanOut: async (holder) => void (await db.run("UPDATE leader_leases SET expires_at = now() - interval '1 millisecond' WHERE name = $1 AND holder = $2", [FANOUT_LEASE, holder])),
-    releaseAllClaims: () => db.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL'),
-    fanOutCursor: async () => parsePos((await db.row<{ value: string }>("SELECT value FROM settings WHERE name = 'webhook_fanout_pos'"))!.value),
+    leadFanOut: async (holder, ttlMs) =>
+      (await db.row<{ epoch: number }>(LEAD, [FANOUT_LEASE, holder, ttlMs]))?.epoch ?? null,
+    resignFanOut: async (holder) =>
+      void (await db.run(
+        "UPDATE leader_leases SET expires_at = now() - interval '1 millisecond' WHERE name = $1 AND holder = $2",
+        [FANOUT_LEASE, holder],
+      )),
+    releaseAllClaims: () =>
+      db.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL'),
+    fanOutCursor: async () =>
+      parsePos(
+        (await db.row<{ value: string }>("SELECT value FROM settings WHERE name = 'webhook_fanout_pos'"))!.value,
+      ),
     lastFannedOut: (after) => lastFannedOut(db, after),
     eventsAfter: (pos, limit) => eventsAfter(db, pos, limit),
-    hasDelivery: async (eventSeq, endpointId) => (await db.row("SELECT 1 FROM webhook_deliveries WHERE event_seq = $1 AND endpoint_id = $2 AND kind = 'event'", [eventSeq, endpointId])) !== undefined,
+    hasDelivery: async (eventSeq, endpointId) =>
+      (await db.row("SELECT 1 FROM webhook_deliveries WHERE event_seq = $1 AND endpoint_id = $2 AND kind = 'event'", [
+        eventSeq,
+        endpointId,
+      ])) !== undefined,
   };
 }
 
-const unlock = (q: Q, ids: number[]) => (ids.length ? q.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE id = ANY($1::bigint[])', [ids]) : Promise.resolve(0));
+const unlock = (q: Q, ids: number[]) =>
+  ids.length
+    ? q.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE id = ANY($1::bigint[])', [ids])
+    : Promise.resolve(0);
 
 async function createEndpoint(db: PgDb, input: Parameters<WebhookStore['createEndpoint']>[0]): Promise<Endpoint> {
   const id = publicId('wh', 20);
-  const r = await db.row<EndpointRow>('INSERT INTO webhook_endpoints (id, customer_id, url, events, description, secret, enabled, created_at) VALUES ($1, $2, $3, $4, $5, $6, 1, $7) RETURNING *', [
-    id,
-    input.customerId,
-    input.url,
-    input.events ? JSON.stringify(input.events) : null,
-    input.description,
-    input.secret,
-    input.now,
-  ]);
+  const r = await db.row<EndpointRow>(
+    'INSERT INTO webhook_endpoints (id, customer_id, url, events, description, secret, enabled, created_at) VALUES ($1, $2, $3, $4, $5, $6, 1, $7) RETURNING *',
+    [
+      id,
+      input.customerId,
+      input.url,
+      input.events ? JSON.stringify(input.events) : null,
+      input.description,
+      input.secret,
+      input.now,
+    ],
+  );
   return endpointView(r!);
 }
 
-async function listAttempts(db: PgDb, endpointId: string, limit: number, before: number | undefined): Promise<Array<AttemptView & { cursor: number }>> {
+async function listAttempts(
+  db: PgDb,
+  endpointId: string,
+  limit: number,
+  before: number | undefined,
+): Promise<Array<AttemptView & { cursor: number }>> {
   const rows = await db.rows<Omit<AttemptView, 'at'> & { id: number; at: number }>(
     `SELECT a.id, a.event_id, a.event_type, a.attempt, a.at, a.status, a.error, a.duration_ms, a.response, d.state AS delivery_state
      FROM webhook_attempts a LEFT JOIN webhook_deliveries d ON d.id = a.delivery_id
@@ -225,17 +298,29 @@ async function listAttempts(db: PgDb, endpointId: string, limit: number, before:
 /** Claims due deliveries of the enabled endpoints with room, each endpoint's earliest first, after releasing `release`. */
 async function claim(q: Q, worker: string, now: number, room: ClaimRoom, release: number[]): Promise<StoredDelivery[]> {
   await unlock(q, release);
-  const endpoints = (await q.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE enabled = 1')).map((r) => r.id).filter((id) => room.room(id) > 0);
+  const endpoints = (await q.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE enabled = 1'))
+    .map((r) => r.id)
+    .filter((id) => room.room(id) > 0);
   if (endpoints.length === 0) return [];
-  const rows = await q.rows<{ id: number; endpoint_id: string; event_seq: number; attempts: number; event_id: string; event_type: string; event_body: string }>(CLAIM, [
-    endpoints,
-    endpoints.map((id) => room.room(id)),
-    worker,
-    now,
-  ]);
+  const rows = await q.rows<{
+    id: number;
+    endpoint_id: string;
+    event_seq: number;
+    attempts: number;
+    event_id: string;
+    event_type: string;
+    event_body: string;
+  }>(CLAIM, [endpoints, endpoints.map((id) => room.room(id)), worker, now]);
   return rows.map((d): StoredDelivery => {
     room.take(d.endpoint_id);
-    return { kind: 'stored', id: d.id, endpointId: d.endpoint_id, eventSeq: d.event_seq, attempts: d.attempts, event: { id: d.event_id, type: d.event_type, body: d.event_body } };
+    return {
+      kind: 'stored',
+      id: d.id,
+      endpointId: d.endpoint_id,
+      eventSeq: d.event_seq,
+      attempts: d.attempts,
+      event: { id: d.event_id, type: d.event_type, body: d.event_body },
+    };
   });
 }
 
@@ -252,11 +337,29 @@ async function lastFannedOut(db: PgDb, after: FanOutPos): Promise<FanOutPos> {
 
 async function eventsAfter(db: PgDb, pos: FanOutPos, limit: number): Promise<OutboxEvent[]> {
   return (
-    await db.rows<{ x: number; seq: number; id: string; customer_id: number; type: string; body: string; created_at: number }>(
+    await db.rows<{
+      x: number;
+      seq: number;
+      id: string;
+      customer_id: number;
+      type: string;
+      body: string;
+      created_at: number;
+    }>(
       `SELECT txid::text::bigint AS x, seq, id, customer_id, type, body, created_at FROM events
         WHERE (txid, seq) > ($1::text::xid8, $2::bigint) AND txid < pg_snapshot_xmin(pg_current_snapshot())
         ORDER BY txid, seq LIMIT $3`,
       [String(pos.x), pos.seq, limit],
     )
-  ).map((r): OutboxEvent => ({ pos: { x: r.x, seq: r.seq }, seq: r.seq, id: r.id, customerId: r.customer_id, type: r.type, body: r.body, createdAt: r.created_at }));
+  ).map(
+    (r): OutboxEvent => ({
+      pos: { x: r.x, seq: r.seq },
+      seq: r.seq,
+      id: r.id,
+      customerId: r.customer_id,
+      type: r.type,
+      body: r.body,
+      createdAt: r.created_at,
+    }),
+  );
 }

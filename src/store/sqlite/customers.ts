@@ -1,12 +1,16 @@
+import { type Customer, DEFAULT_CUSTOMER } from '../model.js';
 import type { Db } from './db.js';
-import { DEFAULT_CUSTOMER, type Customer } from '../model.js';
 
 export function ensureDefaultCustomer(db: Db, now: number): void {
   db.run('INSERT INTO customers (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING', DEFAULT_CUSTOMER, now);
 }
 
 export function addCustomer(db: Db, name: string, now: number): Customer {
-  return db.get<Customer>('INSERT INTO customers (name, created_at) VALUES (?, ?) RETURNING id, name, created_at', name, now)!;
+  return db.get<Customer>(
+    'INSERT INTO customers (name, created_at) VALUES (?, ?) RETURNING id, name, created_at',
+    name,
+    now,
+  )!;
 }
 
 export function findCustomer(db: Db, name: string): Customer | undefined {
@@ -22,6 +26,7 @@ export function listCustomers(db: Db): Customer[] {
 }
 
 export function customerCounts(db: Db, id: number): { keys: number; domains: number; messages: number } {
-  const count = (table: 'api_keys' | 'domains' | 'messages') => db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE customer_id = ?`, id)!.n;
+  const count = (table: 'api_keys' | 'domains' | 'messages') =>
+    db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE customer_id = ?`, id)!.n;
   return { keys: count('api_keys'), domains: count('domains'), messages: count('messages') };
 }

@@ -1,6 +1,6 @@
-import BetterSqlite3 from 'better-sqlite3';
 import { chmodSync, closeSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
 import { migrations } from './migrations/index.js';
 
 export const DB_FILE = 'posthaste.db';
@@ -181,7 +181,11 @@ export function schemaVersions(db: Db): number[] {
 export function migrate(db: Db, now: number): number[] {
   db.sqlite.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
-  const done = new Set((db.sqlite.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version));
+  const done = new Set(
+    (db.sqlite.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map(
+      (r) => r.version,
+    ),
+  );
   const applied: number[] = [];
   for (const m of migrations) {
     if (done.has(m.version)) continue;
@@ -192,9 +196,14 @@ export function migrate(db: Db, now: number): number[] {
         db.sqlite.exec(m.sql);
         if (m.rebuild) {
           const broken = db.sqlite.pragma('foreign_key_check') as unknown[];
-          if (broken.length > 0) throw new Error(`migration ${m.version} (${m.name}) would break ${broken.length} foreign key(s); nothing was changed`);
+          if (broken.length > 0)
+            throw new Error(
+              `migration ${m.version} (${m.name}) would break ${broken.length} foreign key(s); nothing was changed`,
+            );
         }
-        db.sqlite.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, now);
+        db.sqlite
+          .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+          .run(m.version, m.name, now);
       });
     } finally {
       if (m.rebuild) db.sqlite.pragma('foreign_keys = ON');

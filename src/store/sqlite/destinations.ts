@@ -1,6 +1,6 @@
-import type { Db } from './db.js';
-import type { Reply } from '../../domain/outcome.js';
 import type { DestinationThrottle } from '../../domain/destinations.js';
+import type { Reply } from '../../domain/outcome.js';
+import type { Db } from './db.js';
 
 export type { DestinationThrottle };
 
@@ -27,6 +27,17 @@ export function clearThrottle(db: Db, destination: string): void {
 
 /** Every throttled destination, the most recently refused first. */
 export function listThrottles(db: Db): DestinationThrottle[] {
-  const rows = db.statement('SELECT destination, connections, strikes, paused_until, reason, since FROM destination_throttles ORDER BY updated_at DESC, destination').all() as Row[];
-  return rows.map((r) => ({ destination: r.destination, connections: r.connections, strikes: r.strikes, pausedUntil: r.paused_until, reason: JSON.parse(r.reason) as Reply, since: r.since }));
+  const rows = db
+    .statement(
+      'SELECT destination, connections, strikes, paused_until, reason, since FROM destination_throttles ORDER BY updated_at DESC, destination',
+    )
+    .all() as Row[];
+  return rows.map((r) => ({
+    destination: r.destination,
+    connections: r.connections,
+    strikes: r.strikes,
+    pausedUntil: r.paused_until,
+    reason: JSON.parse(r.reason) as Reply,
+    since: r.since,
+  }));
 }

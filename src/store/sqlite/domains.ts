@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import type { Db } from './db.js';
-import { DKIM_SELECTOR, type DomainRow, type SendingDomain } from '../model.js';
 import { dkimKeyPair, nextSelector } from '../credentials.js';
+import { DKIM_SELECTOR, type DomainRow, type SendingDomain } from '../model.js';
+import type { Db } from './db.js';
 
 /** Adds a domain with a fresh 2048-bit RSA DKIM key and a verification token. */
-export function addDomain(db: Db, input: { customerId: number; name: string; receiving: boolean; now: number }): DomainRow {
+export function addDomain(
+  db: Db,
+  input: { customerId: number; name: string; receiving: boolean; now: number },
+): DomainRow {
   const { privateKey, publicKey } = dkimKeyPair();
   return db.get<DomainRow>(
     `INSERT INTO domains (customer_id, name, receiving, verified_at, verification_token, dkim_selector, dkim_private_key, dkim_public_key, created_at)
@@ -26,11 +29,15 @@ export function findDomain(db: Db, name: string): DomainRow | undefined {
 
 /** The columns the accept path needs (not the DKIM key), on a cached statement. */
 export function findSendingDomain(db: Db, name: string): SendingDomain | undefined {
-  return db.statement('SELECT id, customer_id, name, verified_at FROM domains WHERE name = ?').get(name) as SendingDomain | undefined;
+  return db.statement('SELECT id, customer_id, name, verified_at FROM domains WHERE name = ?').get(name) as
+    | SendingDomain
+    | undefined;
 }
 
 export function listDomains(db: Db, customerId?: number): DomainRow[] {
-  return customerId === undefined ? db.all<DomainRow>('SELECT * FROM domains ORDER BY name') : db.all<DomainRow>('SELECT * FROM domains WHERE customer_id = ? ORDER BY name', customerId);
+  return customerId === undefined
+    ? db.all<DomainRow>('SELECT * FROM domains ORDER BY name')
+    : db.all<DomainRow>('SELECT * FROM domains WHERE customer_id = ? ORDER BY name', customerId);
 }
 
 export function setVerified(db: Db, id: number, at: number | null): void {
@@ -52,10 +59,15 @@ export function removeDomain(db: Db, id: number): void {
  * switchDkim, once its record is found in DNS.
  */
 export function rotateDkim(db: Db, id: number, now: number): DomainRow {
-  const d = db.statement('SELECT dkim_selector, previous_dkim_selector FROM domains WHERE id = ?').get(id) as { dkim_selector: string; previous_dkim_selector: string | null };
+  const d = db.statement('SELECT dkim_selector, previous_dkim_selector FROM domains WHERE id = ?').get(id) as {
+    dkim_selector: string;
+    previous_dkim_selector: string | null;
+  };
   const selector = nextSelector(d, now);
   const { privateKey, publicKey } = dkimKeyPair();
-  db.statement('UPDATE domains SET next_dkim_selector = ?, next_dkim_private_key = ?, next_dkim_public_key = ? WHERE id = ?').run(selector, privateKey, publicKey, id);
+  db.statement(
+    'UPDATE domains SET next_dkim_selector = ?, next_dkim_private_key = ?, next_dkim_public_key = ? WHERE id = ?',
+  ).run(selector, privateKey, publicKey, id);
   return db.statement('SELECT * FROM domains WHERE id = ?').get(id) as DomainRow;
 }
 

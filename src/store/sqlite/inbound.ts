@@ -1,55 +1,111 @@
+import { isoTime } from '../../lib/clock.js';
+import { publicId } from '../../lib/ids.js';
+import type { InboundRow, LimitCheck, ReceivingDomain, StoredInbound } from '../model.js';
 import { BOUND_LIMIT, type Db } from './db.js';
 import { recordEvent } from './events.js';
-import { publicId } from '../../lib/ids.js';
-import { isoTime } from '../../lib/clock.js';
-import type { InboundRow, LimitCheck, ReceivingDomain, StoredInbound } from '../model.js';
 
 export function receivingDomain(db: Db, name: string): ReceivingDomain | undefined {
-  const r = db.statement('SELECT id, customer_id, name, inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE name = ? AND receiving = 1').get(name) as
-    | { id: number; customer_id: number; name: string; inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null }
+  const r = db
+    .statement(
+      'SELECT id, customer_id, name, inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE name = ? AND receiving = 1',
+    )
+    .get(name) as
+    | {
+        id: number;
+        customer_id: number;
+        name: string;
+        inbound_rate_per_minute: number | null;
+        inbound_monthly_limit: number | null;
+      }
     | undefined;
-  return r && { id: r.id, customerId: r.customer_id, name: r.name, ratePerMinute: r.inbound_rate_per_minute, monthlyLimit: r.inbound_monthly_limit };
+  return (
+    r && {
+      id: r.id,
+      customerId: r.customer_id,
+      name: r.name,
+      ratePerMinute: r.inbound_rate_per_minute,
+      monthlyLimit: r.inbound_monthly_limit,
+    }
+  );
 }
 
 /** A domain's own inbound limits (null: the server's default). */
-export function inboundLimitsOf(db: Db, domainId: number): { ratePerMinute: number | null; monthlyLimit: number | null } {
-  const r = db.statement('SELECT inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE id = ?').get(domainId) as
-    | { inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null }
-    | undefined;
+export function inboundLimitsOf(
+  db: Db,
+  domainId: number,
+): { ratePerMinute: number | null; monthlyLimit: number | null } {
+  const r = db
+    .statement('SELECT inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE id = ?')
+    .get(domainId) as { inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null } | undefined;
   return { ratePerMinute: r?.inbound_rate_per_minute ?? null, monthlyLimit: r?.inbound_monthly_limit ?? null };
 }
 
-export function setInboundLimits(db: Db, domainId: number, limits: { ratePerMinute?: number | null; monthlyLimit?: number | null }): void {
-  if (limits.ratePerMinute !== undefined) db.statement('UPDATE domains SET inbound_rate_per_minute = ? WHERE id = ?').run(limits.ratePerMinute, domainId);
-  if (limits.monthlyLimit !== undefined) db.statement('UPDATE domains SET inbound_monthly_limit = ? WHERE id = ?').run(limits.monthlyLimit, domainId);
+export function setInboundLimits(
+  db: Db,
+  domainId: number,
+  limits: { ratePerMinute?: number | null; monthlyLimit?: number | null },
+): void {
+  if (limits.ratePerMinute !== undefined)
+    db.statement('UPDATE domains SET inbound_rate_per_minute = ? WHERE id = ?').run(limits.ratePerMinute, domainId);
+  if (limits.monthlyLimit !== undefined)
+    db.statement('UPDATE domains SET inbound_monthly_limit = ? WHERE id = ?').run(limits.monthlyLimit, domainId);
 }
 
 const minuteKey = (now: number) => `m:${Math.floor(now / 60_000)}`;
 const monthKey = (now: number) => `M:${new Date(now).toISOString().slice(0, 7)}`;
 
 function usage(db: Db, domainId: number, period: string): number {
-  return (db.statement('SELECT count FROM inbound_usage WHERE domain_id = ? AND period = ?').get(domainId, period) as { count: number } | undefined)?.count ?? 0;
+  return (
+    (
+      db.statement('SELECT count FROM inbound_usage WHERE domain_id = ? AND period = ?').get(domainId, period) as
+        | { count: number }
+        | undefined
+    )?.count ?? 0
+  );
 }
 
 /** Whether one more message fits the domain's per-minute and monthly limits (0: unlimited). */
-export function checkInboundLimits(db: Db, d: ReceivingDomain, defaults: { ratePerMinute: number; monthlyLimit: number }, now: number): LimitCheck {
+export function checkInboundLimits(
+  db: Db,
+  d: ReceivingDomain,
+  defaults: { ratePerMinute: number; monthlyLimit: number },
+  now: number,
+): LimitCheck {
   const rate = d.ratePerMinute ?? defaults.ratePerMinute;
   const monthly = d.monthlyLimit ?? defaults.monthlyLimit;
   if (monthly > 0 && usage(db, d.id, monthKey(now)) >= monthly) {
     const n = new Date(now);
     return { ok: false, limit: 'monthly', windowEndsAt: Date.UTC(n.getUTCFullYear(), n.getUTCMonth() + 1, 1) };
   }
-  if (rate > 0 && usage(db, d.id, minuteKey(now)) >= rate) return { ok: false, limit: 'rate', windowEndsAt: (Math.floor(now / 60_000) + 1) * 60_000 };
+  if (rate > 0 && usage(db, d.id, minuteKey(now)) >= rate)
+    return { ok: false, limit: 'rate', windowEndsAt: (Math.floor(now / 60_000) + 1) * 60_000 };
   return { ok: true };
 }
 
 /** `inbound.limited`, at most once per domain per hour (docs/inbound.md). */
-export function recordLimited(db: Db, d: ReceivingDomain, limit: 'rate' | 'monthly', windowEndsAt: number, now: number): boolean {
+export function recordLimited(
+  db: Db,
+  d: ReceivingDomain,
+  limit: 'rate' | 'monthly',
+  windowEndsAt: number,
+  now: number,
+): boolean {
   return db.tx(() => {
-    const last = (db.statement('SELECT last_at FROM inbound_limited WHERE domain_id = ?').get(d.id) as { last_at: number } | undefined)?.last_at;
+    const last = (
+      db.statement('SELECT last_at FROM inbound_limited WHERE domain_id = ?').get(d.id) as
+        | { last_at: number }
+        | undefined
+    )?.last_at;
     if (last !== undefined && now - last < 3_600_000) return false;
-    db.statement('INSERT INTO inbound_limited (domain_id, last_at) VALUES (?, ?) ON CONFLICT(domain_id) DO UPDATE SET last_at = excluded.last_at').run(d.id, now);
-    recordEvent(db, { customerId: d.customerId, type: 'inbound.limited', data: { domain: d.name, limit, window_ends_at: isoTime(windowEndsAt) }, now });
+    db.statement(
+      'INSERT INTO inbound_limited (domain_id, last_at) VALUES (?, ?) ON CONFLICT(domain_id) DO UPDATE SET last_at = excluded.last_at',
+    ).run(d.id, now);
+    recordEvent(db, {
+      customerId: d.customerId,
+      type: 'inbound.limited',
+      data: { domain: d.name, limit, window_ends_at: isoTime(windowEndsAt) },
+      now,
+    });
     return true;
   });
 }
@@ -60,34 +116,72 @@ export function storeInbound(db: Db, m: StoredInbound, now: number): string {
   db.statement(
     `INSERT INTO inbound_messages (id, customer_id, domain_id, mail_from, rcpt_to, remote_ip, helo, raw, size, from_header, subject, message_id, attachments, auth, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(id, m.customerId, m.domainId, m.mailFrom, JSON.stringify(m.rcptTo), m.remoteIp, m.helo, m.raw, m.raw.length, m.fromHeader, m.subject, m.messageId, m.attachments, JSON.stringify(m.auth), now);
-  const bump = db.statement('INSERT INTO inbound_usage (domain_id, period, count) VALUES (?, ?, 1) ON CONFLICT(domain_id, period) DO UPDATE SET count = count + 1');
+  ).run(
+    id,
+    m.customerId,
+    m.domainId,
+    m.mailFrom,
+    JSON.stringify(m.rcptTo),
+    m.remoteIp,
+    m.helo,
+    m.raw,
+    m.raw.length,
+    m.fromHeader,
+    m.subject,
+    m.messageId,
+    m.attachments,
+    JSON.stringify(m.auth),
+    now,
+  );
+  const bump = db.statement(
+    'INSERT INTO inbound_usage (domain_id, period, count) VALUES (?, ?, 1) ON CONFLICT(domain_id, period) DO UPDATE SET count = count + 1',
+  );
   bump.run(m.domainId, minuteKey(now));
   bump.run(m.domainId, monthKey(now));
   recordEvent(db, {
     customerId: m.customerId,
     type: 'email.received',
-    data: { id, from: m.fromHeader, to: m.to, subject: m.subject, message_id: m.messageId, size: m.raw.length, attachments: m.attachments, spf: m.auth.spf, dkim: m.auth.dkim, dmarc: m.auth.dmarc },
+    data: {
+      id,
+      from: m.fromHeader,
+      to: m.to,
+      subject: m.subject,
+      message_id: m.messageId,
+      size: m.raw.length,
+      attachments: m.attachments,
+      spf: m.auth.spf,
+      dkim: m.auth.dkim,
+      dmarc: m.auth.dmarc,
+    },
     now,
   });
   return id;
 }
 
-export function storeReport(db: Db, r: { kind: 'dsn' | 'arf'; recipientId: number | null; mailFrom: string; rcptTo: string; summary: unknown; raw: Buffer }, now: number): void {
-  db.statement('INSERT INTO inbound_reports (kind, recipient_id, mail_from, rcpt_to, summary, raw, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-    r.kind,
-    r.recipientId,
-    r.mailFrom,
-    r.rcptTo,
-    JSON.stringify(r.summary),
-    r.raw,
-    now,
-  );
+export function storeReport(
+  db: Db,
+  r: {
+    kind: 'dsn' | 'arf';
+    recipientId: number | null;
+    mailFrom: string;
+    rcptTo: string;
+    summary: unknown;
+    raw: Buffer;
+  },
+  now: number,
+): void {
+  db.statement(
+    'INSERT INTO inbound_reports (kind, recipient_id, mail_from, rcpt_to, summary, raw, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  ).run(r.kind, r.recipientId, r.mailFrom, r.rcptTo, JSON.stringify(r.summary), r.raw, now);
 }
 
 /** A received message's size, without reading it (to make room for it before it is loaded). */
 export function inboundSize(db: Db, id: string, customerId: number): number | undefined {
-  return (db.statement('SELECT size FROM inbound_messages WHERE id = ? AND customer_id = ?').get(id, customerId) as { size: number } | undefined)?.size;
+  return (
+    db.statement('SELECT size FROM inbound_messages WHERE id = ? AND customer_id = ?').get(id, customerId) as
+      | { size: number }
+      | undefined
+  )?.size;
 }
 
 export function getInbound(db: Db, id: string, customerId?: number): InboundRow | undefined {
@@ -95,7 +189,10 @@ export function getInbound(db: Db, id: string, customerId?: number): InboundRow 
   return r && (customerId === undefined || r.customer_id === customerId) ? r : undefined;
 }
 
-export function listInbound(db: Db, opts: { customerId?: number; limit: number; before?: number }): Array<Omit<InboundRow, 'raw'>> {
+export function listInbound(
+  db: Db,
+  opts: { customerId?: number; limit: number; before?: number },
+): Array<Omit<InboundRow, 'raw'>> {
   const where = ['created_at < ?'];
   const args: unknown[] = [opts.before ?? Number.MAX_SAFE_INTEGER];
   if (opts.customerId !== undefined) {
@@ -110,7 +207,12 @@ export function listInbound(db: Db, opts: { customerId?: number; limit: number; 
 }
 
 /** The recipient a return-path token names, with its message. */
-export function recipientById(db: Db, id: number): { id: number; messageRowId: number; address: string; state: string } | undefined {
-  const r = db.statement('SELECT id, message_id, address, state FROM recipients WHERE id = ?').get(id) as { id: number; message_id: number; address: string; state: string } | undefined;
+export function recipientById(
+  db: Db,
+  id: number,
+): { id: number; messageRowId: number; address: string; state: string } | undefined {
+  const r = db.statement('SELECT id, message_id, address, state FROM recipients WHERE id = ?').get(id) as
+    | { id: number; message_id: number; address: string; state: string }
+    | undefined;
   return r && { id: r.id, messageRowId: r.message_id, address: r.address, state: r.state };
 }

@@ -1,12 +1,12 @@
-import type { Db } from './db.js';
-import type { GroupCommit } from './writer/group-commit.js';
 import type { Store } from '../store.js';
-import * as nodes from './nodes.js';
-import { sqliteAdmin } from './aggregates/admin.js';
 import { sqliteCustomers, sqliteDomains, sqliteKeys, sqliteSuppressions, sqliteUsers } from './aggregates/accounts.js';
-import { sqliteInbound, sqliteMessages } from './aggregates/messages.js';
+import { sqliteAdmin } from './aggregates/admin.js';
 import { sqliteDelivery } from './aggregates/delivery.js';
+import { sqliteInbound, sqliteMessages } from './aggregates/messages.js';
 import { sqliteWebhooks } from './aggregates/webhooks.js';
+import type { Db } from './db.js';
+import * as nodes from './nodes.js';
+import type { GroupCommit } from './writer/group-commit.js';
 
 /**
  * The SQLite engine behind the store interface: the synchronous functions of this folder, each

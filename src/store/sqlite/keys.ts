@@ -1,11 +1,30 @@
-import type { Db } from './db.js';
+import { checkKey, KEY_COLUMNS, keyHandle, newKey } from '../credentials.js';
 import type { ApiKeyInfo, KeyKind } from '../model.js';
-import { KEY_COLUMNS, checkKey, keyHandle, newKey } from '../credentials.js';
+import type { Db } from './db.js';
 
-export function createKey(db: Db, input: { customerId: number; kind: KeyKind; name: string; now: number }): ApiKeyInfo & { key: string } {
+export function createKey(
+  db: Db,
+  input: { customerId: number; kind: KeyKind; name: string; now: number },
+): ApiKeyInfo & { key: string } {
   const { key, id, hash } = newKey(input.kind);
-  db.run('INSERT INTO api_keys (id, customer_id, name, kind, hash, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, NULL)', id, input.customerId, input.name, input.kind, hash, input.now);
-  return { id, customer_id: input.customerId, name: input.name, kind: input.kind, created_at: input.now, revoked_at: null, key };
+  db.run(
+    'INSERT INTO api_keys (id, customer_id, name, kind, hash, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, NULL)',
+    id,
+    input.customerId,
+    input.name,
+    input.kind,
+    hash,
+    input.now,
+  );
+  return {
+    id,
+    customer_id: input.customerId,
+    name: input.name,
+    kind: input.kind,
+    created_at: input.now,
+    revoked_at: null,
+    key,
+  };
 }
 
 /**
@@ -15,12 +34,18 @@ export function createKey(db: Db, input: { customerId: number; kind: KeyKind; na
 export function authenticate(db: Db, presented: string): ApiKeyInfo | undefined {
   const h = keyHandle(presented);
   if (!h) return undefined;
-  return checkKey(presented, h.live, db.statement('SELECT * FROM api_keys WHERE id = ?').get(h.id) as (ApiKeyInfo & { hash: Buffer }) | undefined);
+  return checkKey(
+    presented,
+    h.live,
+    db.statement('SELECT * FROM api_keys WHERE id = ?').get(h.id) as (ApiKeyInfo & { hash: Buffer }) | undefined,
+  );
 }
 
 /** Whether the key exists and is not revoked (the writer's check when the auth epoch moved). */
 export function isKeyLive(db: Db, id: string): boolean {
-  const key = db.statement('SELECT revoked_at FROM api_keys WHERE id = ?').get(id) as { revoked_at: number | null } | undefined;
+  const key = db.statement('SELECT revoked_at FROM api_keys WHERE id = ?').get(id) as
+    | { revoked_at: number | null }
+    | undefined;
   return key !== undefined && key.revoked_at === null;
 }
 
@@ -44,5 +69,8 @@ export function getKey(db: Db, id: string, customerId: number): ApiKeyInfo | und
 
 /** `auth_epoch` moves (by trigger) on every change to api_keys or domains, from any connection. */
 export function readAuthEpoch(db: Db): string {
-  return (db.statement("SELECT value FROM settings WHERE name = 'auth_epoch'").get() as { value: string } | undefined)?.value ?? '';
+  return (
+    (db.statement("SELECT value FROM settings WHERE name = 'auth_epoch'").get() as { value: string } | undefined)
+      ?.value ?? ''
+  );
 }

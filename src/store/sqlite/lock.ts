@@ -1,6 +1,6 @@
-import BetterSqlite3 from 'better-sqlite3';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
 
 /**
  * One daemon per data directory (docs/operations.md, "One daemon per store"). The lock is a POSIX

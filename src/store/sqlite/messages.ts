@@ -1,9 +1,24 @@
-import { MESSAGE_VIEW_COLUMNS, RECIPIENT_VIEW_COLUMNS, messageView, type MessageRow, type RecipientRow } from '../views.js';
-import { BOUND_LIMIT, type Db } from './db.js';
-import { findSuppressed } from './suppressions.js';
-import { eventsOfMessage } from './events.js';
 import { addressKey } from '../../domain/addresses.js';
-import { acceptedResponse, type AcceptInput, type AcceptResult, type MessageSearch, type MessageSummary, type MessageView, type RequestFormat, type StoredContent } from '../model.js';
+import {
+  type AcceptInput,
+  type AcceptResult,
+  acceptedResponse,
+  type MessageSearch,
+  type MessageSummary,
+  type MessageView,
+  type RequestFormat,
+  type StoredContent,
+} from '../model.js';
+import {
+  MESSAGE_VIEW_COLUMNS,
+  type MessageRow,
+  messageView,
+  RECIPIENT_VIEW_COLUMNS,
+  type RecipientRow,
+} from '../views.js';
+import { BOUND_LIMIT, type Db } from './db.js';
+import { eventsOfMessage } from './events.js';
+import { findSuppressed } from './suppressions.js';
 
 const byteLength = (b: Uint8Array | string) => (typeof b === 'string' ? Buffer.byteLength(b) : b.byteLength);
 
@@ -11,7 +26,8 @@ const byteLength = (b: Uint8Array | string) => (typeof b === 'string' ? Buffer.b
 const SQL = {
   idemGet: 'SELECT request_hash, status, response, created_at FROM idempotency_keys WHERE customer_id = ? AND key = ?',
   idemDelete: 'DELETE FROM idempotency_keys WHERE customer_id = ? AND key = ?',
-  idemInsert: 'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+  idemInsert:
+    'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)',
   message: `INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BLOB), ?, NULL, ?, ?, ?, ?)`,
   tag: 'INSERT INTO message_tags (customer_id, tag, message_id) VALUES (?, ?, ?)',
@@ -40,7 +56,9 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
   if (suppressed.size > 0)
     return {
       kind: 'suppressed',
-      addresses: input.recipients.filter((r) => suppressed.has(addressKey(r.address))).map((r) => ({ address: r.address, field: r.field, reason: suppressed.get(addressKey(r.address))! })),
+      addresses: input.recipients
+        .filter((r) => suppressed.has(addressKey(r.address)))
+        .map((r) => ({ address: r.address, field: r.field, reason: suppressed.get(addressKey(r.address))! })),
     };
 
   const emailId = Number(
@@ -64,7 +82,8 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
   );
   const insertRecipient = db.statement(SQL.recipient);
   const due = input.scheduledAt ?? input.now;
-  for (const r of input.recipients) insertRecipient.run(emailId, input.customerId, r.address, r.domain, r.field, due, input.now, input.now);
+  for (const r of input.recipients)
+    insertRecipient.run(emailId, input.customerId, r.address, r.domain, r.field, due, input.now, input.now);
   if (input.tags?.length) {
     const insertTag = db.statement(SQL.tag);
     for (const tag of input.tags) insertTag.run(input.customerId, tag, emailId);
@@ -84,7 +103,9 @@ export function idempotentAnswer(
   idem: { key: string; hash: Uint8Array; ttlMs: number },
   now: number,
 ): { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' } | undefined {
-  const prior = db.statement(SQL.idemGet).get(customerId, idem.key) as { request_hash: Buffer; status: number; response: string; created_at: number } | undefined;
+  const prior = db.statement(SQL.idemGet).get(customerId, idem.key) as
+    | { request_hash: Buffer; status: number; response: string; created_at: number }
+    | undefined;
   if (!prior) return undefined;
   if (prior.created_at > now - idem.ttlMs) {
     if (!prior.request_hash.equals(idem.hash)) return { kind: 'conflict' };
@@ -95,7 +116,13 @@ export function idempotentAnswer(
 }
 
 /** Records a 202 response under an Idempotency-Key, in the transaction that stored what it answers. */
-export function recordIdempotent(db: Db, customerId: number, idem: { key: string; hash: Uint8Array }, response: unknown, now: number): void {
+export function recordIdempotent(
+  db: Db,
+  customerId: number,
+  idem: { key: string; hash: Uint8Array },
+  response: unknown,
+  now: number,
+): void {
   db.statement(SQL.idemInsert).run(customerId, idem.key, idem.hash, 202, JSON.stringify(response), now);
 }
 
@@ -105,9 +132,17 @@ export function getMessage(db: Db, customerId: number | undefined, messageId: st
   const m =
     customerId === undefined
       ? db.get<MessageRow>(`SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages WHERE message_id = ?`, messageId)
-      : db.get<MessageRow>(`SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages WHERE message_id = ? AND customer_id = ?`, messageId, customerId);
+      : db.get<MessageRow>(
+          `SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages WHERE message_id = ? AND customer_id = ?`,
+          messageId,
+          customerId,
+        );
   if (!m) return undefined;
-  return messageView(m, db.all<RecipientRow>(`SELECT ${RECIPIENT_VIEW_COLUMNS} FROM recipients WHERE message_id = ? ORDER BY id`, m.id), eventsOfMessage(db, m.id));
+  return messageView(
+    m,
+    db.all<RecipientRow>(`SELECT ${RECIPIENT_VIEW_COLUMNS} FROM recipients WHERE message_id = ? ORDER BY id`, m.id),
+    eventsOfMessage(db, m.id),
+  );
 }
 
 /** What retention leaves of a finished message's request (store/sqlite/retention.ts). */
@@ -122,7 +157,8 @@ export function messageContent(db: Db, customerId: number, messageId: string): S
   );
   if (!row) return undefined;
   // Written as a BLOB; rows of earlier builds, and retention's marker, are text.
-  const request = typeof row.request === 'string' ? (row.request === PURGED_REQUEST ? null : Buffer.from(row.request)) : row.request;
+  const request =
+    typeof row.request === 'string' ? (row.request === PURGED_REQUEST ? null : Buffer.from(row.request)) : row.request;
   return { request, format: row.request_format, composed: row.raw };
 }
 
@@ -135,7 +171,16 @@ function summaries(db: Db, from: string, where: string[], args: unknown[], limit
        FROM ${from} JOIN customers c ON c.id = m.customer_id
        ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY m.id DESC ${BOUND_LIMIT}`,
     )
-    .all(...args, limit) as Array<{ id: number; message_id: string; customer: string; from_header: string; subject: string; sandbox: number; created_at: number; states: string }>;
+    .all(...args, limit) as Array<{
+    id: number;
+    message_id: string;
+    customer: string;
+    from_header: string;
+    subject: string;
+    sandbox: number;
+    created_at: number;
+    states: string;
+  }>;
   return rows.map((r) => ({
     email_id: r.id,
     message_id: r.message_id,
@@ -149,7 +194,10 @@ function summaries(db: Db, from: string, where: string[], args: unknown[], limit
 }
 
 /** Newest first, paged by email_id (`before`), optionally one customer's or those with a recipient in `state`. */
-export function listMessages(db: Db, opts: { customerId?: number; state?: string; limit: number; before?: number }): MessageSummary[] {
+export function listMessages(
+  db: Db,
+  opts: { customerId?: number; state?: string; limit: number; before?: number },
+): MessageSummary[] {
   const where: string[] = [];
   const args: unknown[] = [];
   const and = (condition: string, arg: unknown) => {
@@ -158,7 +206,8 @@ export function listMessages(db: Db, opts: { customerId?: number; state?: string
   };
   if (opts.customerId !== undefined) and('m.customer_id = ?', opts.customerId);
   if (opts.before !== undefined) and('m.id < ?', opts.before);
-  if (opts.state !== undefined) and('EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state = ?)', opts.state);
+  if (opts.state !== undefined)
+    and('EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = m.id AND r.state = ?)', opts.state);
   return summaries(db, 'messages m', where, args, opts.limit);
 }
 
@@ -205,7 +254,9 @@ export function searchMessages(db: Db, s: MessageSearch): MessageSummary[] {
     args.push(s.messageId.replace(/^<|>$/g, ''));
   }
   const tagged = () => {
-    where.push('EXISTS (SELECT 1 FROM message_tags t WHERE t.customer_id = m.customer_id AND t.tag = ? AND t.message_id = m.id)');
+    where.push(
+      'EXISTS (SELECT 1 FROM message_tags t WHERE t.customer_id = m.customer_id AND t.tag = ? AND t.message_id = m.id)',
+    );
     args.push(s.tag);
   };
   if (s.recipient !== undefined) {
@@ -253,18 +304,26 @@ export function cancelMessage(
   now: number,
 ): { kind: 'canceled' } | { kind: 'not_found' } | { kind: 'too_late'; states: Record<string, number> } {
   return db.tx(() => {
-    const m = db.statement('SELECT id, customer_id FROM messages WHERE message_id = ?').get(messageId.replace(/^<|>$/g, '')) as { id: number; customer_id: number } | undefined;
+    const m = db
+      .statement('SELECT id, customer_id FROM messages WHERE message_id = ?')
+      .get(messageId.replace(/^<|>$/g, '')) as { id: number; customer_id: number } | undefined;
     if (!m || (customerId !== undefined && m.customer_id !== customerId)) return { kind: 'not_found' as const };
     const id = m.id;
     const rows = db
-      .statement('SELECT r.state, r.attempts, EXISTS (SELECT 1 FROM recipient_claims c WHERE c.recipient_id = r.id) AS claimed FROM recipients r WHERE r.message_id = ?')
+      .statement(
+        'SELECT r.state, r.attempts, EXISTS (SELECT 1 FROM recipient_claims c WHERE c.recipient_id = r.id) AS claimed FROM recipients r WHERE r.message_id = ?',
+      )
       .all(id) as Array<{ state: string; attempts: number; claimed: number }>;
     if (rows.some((r) => r.state !== 'queued' || r.attempts > 0 || r.claimed === 1)) {
       const states: Record<string, number> = {};
-      for (const r of rows) states[r.claimed === 1 && r.state === 'queued' ? 'sending' : r.state] = (states[r.claimed === 1 && r.state === 'queued' ? 'sending' : r.state] ?? 0) + 1;
+      for (const r of rows)
+        states[r.claimed === 1 && r.state === 'queued' ? 'sending' : r.state] =
+          (states[r.claimed === 1 && r.state === 'queued' ? 'sending' : r.state] ?? 0) + 1;
       return { kind: 'too_late' as const, states };
     }
-    db.statement("UPDATE recipients SET state = 'canceled', next_attempt_at = NULL, updated_at = ? WHERE message_id = ?").run(now, id);
+    db.statement(
+      "UPDATE recipients SET state = 'canceled', next_attempt_at = NULL, updated_at = ? WHERE message_id = ?",
+    ).run(now, id);
     return { kind: 'canceled' as const };
   });
 }

@@ -1,6 +1,6 @@
-import type { Db } from './db.js';
 import type { NodeInfo, NodeView, Released } from '../model.js';
-import { nodeView, type NodeRow } from '../views.js';
+import { type NodeRow, nodeView } from '../views.js';
+import type { Db } from './db.js';
 
 /**
  * The node on SQLite: the same rows and rules as on PostgreSQL (store/pg/nodes.ts), by the
@@ -12,7 +12,9 @@ import { nodeView, type NodeRow } from '../views.js';
 export const REPLAY_STALE_MS = 600_000;
 
 function insert(db: Db, n: NodeInfo, now: number): void {
-  db.statement('INSERT INTO cluster_nodes (id, name, pid, lease_ms, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)').run(n.id, n.name, n.pid, n.leaseMs, now, now);
+  db.statement(
+    'INSERT INTO cluster_nodes (id, name, pid, lease_ms, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)',
+  ).run(n.id, n.name, n.pid, n.leaseMs, now, now);
 }
 
 export function registerNode(db: Db, node: NodeInfo, exclusive: boolean): void {
@@ -25,7 +27,8 @@ export function registerNode(db: Db, node: NodeInfo, exclusive: boolean): void {
 export function heartbeat(db: Db, node: NodeInfo): boolean {
   return db.tx(() => {
     const now = Date.now();
-    if (db.statement('UPDATE cluster_nodes SET heartbeat_at = ? WHERE id = ?').run(now, node.id).changes === 1) return true;
+    if (db.statement('UPDATE cluster_nodes SET heartbeat_at = ? WHERE id = ?').run(now, node.id).changes === 1)
+      return true;
     insert(db, node, now);
     return false;
   });
@@ -46,8 +49,14 @@ export function listNodes(db: Db): NodeView[] {
 export function releaseDead(db: Db): Released {
   return db.tx(() => {
     const now = Date.now();
-    const dead = db.statement('DELETE FROM cluster_nodes WHERE heartbeat_at <= ? - lease_ms RETURNING id').all(now) as Array<{ id: string }>;
-    const recipients = db.statement('DELETE FROM recipient_claims WHERE NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.id = recipient_claims.worker)').run().changes;
+    const dead = db
+      .statement('DELETE FROM cluster_nodes WHERE heartbeat_at <= ? - lease_ms RETURNING id')
+      .all(now) as Array<{ id: string }>;
+    const recipients = db
+      .statement(
+        'DELETE FROM recipient_claims WHERE NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.id = recipient_claims.worker)',
+      )
+      .run().changes;
     const webhook_deliveries = db
       .statement(
         `UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL
@@ -62,7 +71,9 @@ export function releaseDead(db: Db): Released {
 export function leave(db: Db, id: string): Omit<Released, 'nodes'> {
   return db.tx(() => {
     const recipients = db.statement('DELETE FROM recipient_claims WHERE worker = ?').run(id).changes;
-    const webhook_deliveries = db.statement('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by = ?').run(id).changes;
+    const webhook_deliveries = db
+      .statement('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by = ?')
+      .run(id).changes;
     db.statement('DELETE FROM cluster_nodes WHERE id = ?').run(id);
     return { recipients, webhook_deliveries };
   });

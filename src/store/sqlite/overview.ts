@@ -1,10 +1,16 @@
+import type { ActivityKind, Overview } from '../model.js';
 import type { Db } from './db.js';
 import { listThrottles } from './destinations.js';
-import type { ActivityKind, Overview } from '../model.js';
 
 const HOUR = 3_600_000;
 
-const zero = (): Record<ActivityKind, number> => ({ accepted: 0, delivered: 0, deferred: 0, bounced: 0, complained: 0 });
+const zero = (): Record<ActivityKind, number> => ({
+  accepted: 0,
+  delivered: 0,
+  deferred: 0,
+  bounced: 0,
+  complained: 0,
+});
 
 /**
  * A customer's overview. Reads the hourly counters the triggers keep (at most 7 × 24 × 5 rows), the
@@ -16,7 +22,10 @@ export function overview(db: Db, customerId: number, now: number): Overview {
   const first = nowHour - 7 * 24 + 1;
   // Up to 840 rows: as arrays, which better-sqlite3 builds at once (an object row is built
   // property by property, about twice the time).
-  const rows = db.statement('SELECT hour, kind, count FROM activity_hourly WHERE customer_id = ? AND hour >= ?').raw(true).all(customerId, first) as Array<[number, ActivityKind, number]>;
+  const rows = db
+    .statement('SELECT hour, kind, count FROM activity_hourly WHERE customer_id = ? AND hour >= ?')
+    .raw(true)
+    .all(customerId, first) as Array<[number, ActivityKind, number]>;
   const hourly = Array.from({ length: 7 * 24 }, (_, i) => ({ hour: first + i, ...zero() }));
   const last24h = zero();
   const last7d = zero();
@@ -31,16 +40,29 @@ export function overview(db: Db, customerId: number, now: number): Overview {
   // index's, the only way SQLite sees it applies; this reads the queue), the deferred through
   // recipients_undelivered (customer and state are its leading columns: a count of its entries).
   const queue = {
-    queued: db.statement("SELECT COUNT(*) FROM recipients WHERE state IN ('queued', 'deferred') AND state = 'queued' AND customer_id = ?").pluck().get(customerId) as number,
-    deferred: db.statement("SELECT COUNT(*) FROM recipients WHERE customer_id = ? AND state = 'deferred'").pluck().get(customerId) as number,
+    queued: db
+      .statement(
+        "SELECT COUNT(*) FROM recipients WHERE state IN ('queued', 'deferred') AND state = 'queued' AND customer_id = ?",
+      )
+      .pluck()
+      .get(customerId) as number,
+    deferred: db
+      .statement("SELECT COUNT(*) FROM recipients WHERE customer_id = ? AND state = 'deferred'")
+      .pluck()
+      .get(customerId) as number,
   };
   // The oldest deferred is the one of the smallest message id (ids grow with acceptance time),
   // the first entry of recipients_undelivered for the state.
-  const oldestDeferredAt = (db.statement("SELECT created_at FROM recipients WHERE customer_id = ? AND state = 'deferred' ORDER BY message_id LIMIT 1").pluck().get(customerId) ?? null) as
-    | number
-    | null;
+  const oldestDeferredAt = (db
+    .statement(
+      "SELECT created_at FROM recipients WHERE customer_id = ? AND state = 'deferred' ORDER BY message_id LIMIT 1",
+    )
+    .pluck()
+    .get(customerId) ?? null) as number | null;
   const webhookBacklog = db
-    .statement("SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE customer_id = ?) AND state = 'pending' AND locked_by IS NULL")
+    .statement(
+      "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE customer_id = ?) AND state = 'pending' AND locked_by IS NULL",
+    )
     .pluck()
     .get(customerId) as number;
   return { last24h, last7d, hourly, queue, oldestDeferredAt, webhookBacklog, throttled: listThrottles(db) };

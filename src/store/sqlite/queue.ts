@@ -1,6 +1,12 @@
-import { BOUND_LIMIT, type Db } from './db.js';
 import type { Claimed, QueuedMessage } from '../model.js';
-import { QUEUED_MESSAGE_COLUMNS, claimedView, queuedMessage, type ClaimedRow, type QueuedMessageRow } from '../views.js';
+import {
+  type ClaimedRow,
+  claimedView,
+  QUEUED_MESSAGE_COLUMNS,
+  type QueuedMessageRow,
+  queuedMessage,
+} from '../views.js';
+import { BOUND_LIMIT, type Db } from './db.js';
 
 /** Releases every claim (at start: claims of a process that died). Returns how many. */
 export function releaseClaims(db: Db): number {
@@ -41,7 +47,8 @@ export function loadMessages(db: Db, ids: number[]): Map<number, QueuedMessage> 
 }
 
 /** A recipient of the message (`messages.id` in the enclosing statement) may still be sent to. */
-const UNFINISHED = "EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = messages.id AND r.state IN ('queued', 'deferred'))";
+const UNFINISHED =
+  "EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = messages.id AND r.state IN ('queued', 'deferred'))";
 
 /**
  * A message composed for the first time: its size is kept, and its bytes while some recipient of
@@ -52,12 +59,16 @@ const UNFINISHED = "EXISTS (SELECT 1 FROM recipients r WHERE r.message_id = mess
  */
 export function keepComposed(db: Db, messageRowId: number, raw: Buffer): void {
   // A copy already there (another destination's delivery composed it first) stays the one kept.
-  db.statement(`UPDATE messages SET size = CASE WHEN raw IS NULL THEN ? ELSE size END, raw = CASE WHEN ${UNFINISHED} THEN coalesce(raw, ?) END WHERE id = ?`).run(raw.length, raw, messageRowId);
+  db.statement(
+    `UPDATE messages SET size = CASE WHEN raw IS NULL THEN ? ELSE size END, raw = CASE WHEN ${UNFINISHED} THEN coalesce(raw, ?) END WHERE id = ?`,
+  ).run(raw.length, raw, messageRowId);
 }
 
 /** Drops the composed copy of a message once none of its recipients is left to send to. */
 export function dropComposedIfDone(db: Db, messageRowId: number): void {
-  db.statement(`UPDATE messages SET raw = NULL WHERE id = ? AND raw IS NOT NULL AND NOT ${UNFINISHED}`).run(messageRowId);
+  db.statement(`UPDATE messages SET raw = NULL WHERE id = ? AND raw IS NOT NULL AND NOT ${UNFINISHED}`).run(
+    messageRowId,
+  );
 }
 
 /** Drops a recipient's claim (its outcome is being recorded, or it is handed back). */

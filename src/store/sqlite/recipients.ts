@@ -1,22 +1,22 @@
-import type { Db } from './db.js';
-import { recordEvent } from './events.js';
-import { addSuppression } from './suppressions.js';
-import { loadMessages, releaseClaim } from './queue.js';
-import type { Claimed, QueuedMessage } from '../model.js';
-import { recipientById, storeReport } from './inbound.js';
 import type { Outcome, Reply } from '../../domain/outcome.js';
 import type { Report, ReportEnvelope } from '../../domain/report.js';
 import { parseReturnToken, verpToken } from '../../domain/return-path.js';
 import {
   asyncBounceTransition,
+  type ComplaintFacts,
   complaintTransition,
+  type OutcomePolicy,
   outcomeTransition,
   reportAction,
   suppressedEventData,
-  type ComplaintFacts,
-  type OutcomePolicy,
   type Transition,
 } from '../../domain/transitions.js';
+import type { Claimed, QueuedMessage } from '../model.js';
+import type { Db } from './db.js';
+import { recordEvent } from './events.js';
+import { recipientById, storeReport } from './inbound.js';
+import { loadMessages, releaseClaim } from './queue.js';
+import { addSuppression } from './suppressions.js';
 
 /*
  * Recipient state transitions as the SQLite engine writes them: what domain/transitions.ts
@@ -31,15 +31,37 @@ export type { OutcomePolicy };
  * its claim released, its events, and the suppression it asks for, all in the caller's
  * transaction (or one of its own).
  */
-export function applyTransition(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' | 'address'>, t: Transition, now: number): void {
+export function applyTransition(
+  db: Db,
+  m: QueuedMessage,
+  r: Pick<Claimed, 'id' | 'address'>,
+  t: Transition,
+  now: number,
+): void {
   db.tx(() => {
     const { row } = t;
     db.statement(
       `UPDATE recipients SET state = ?, attempts = coalesce(?, attempts), next_attempt_at = CASE WHEN ? THEN ? ELSE next_attempt_at END,
          last_response = coalesce(?, last_response), updated_at = ? WHERE id = ?`,
-    ).run(row.state, row.attempts ?? null, row.nextAttemptAt !== undefined ? 1 : 0, row.nextAttemptAt ?? null, row.lastResponse ?? null, now, r.id);
+    ).run(
+      row.state,
+      row.attempts ?? null,
+      row.nextAttemptAt !== undefined ? 1 : 0,
+      row.nextAttemptAt ?? null,
+      row.lastResponse ?? null,
+      now,
+      r.id,
+    );
     releaseClaim(db, r.id);
-    for (const e of t.events) recordEvent(db, { customerId: m.customerId, type: e.type, data: e.data, messageRowId: m.id, recipientId: r.id, now });
+    for (const e of t.events)
+      recordEvent(db, {
+        customerId: m.customerId,
+        type: e.type,
+        data: e.data,
+        messageRowId: m.id,
+        recipientId: r.id,
+        now,
+      });
     if (t.suppress) suppress(db, m, r, t.suppress, now);
   });
 }
@@ -49,19 +71,48 @@ export function applyTransition(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' 
  * `recipient.suppressed` when it is a hard bounce of a bad address, all in one transaction. A
  * sandbox message fires the same events but never touches the real suppression list.
  */
-export function recordOutcome(db: Db, m: QueuedMessage, r: Claimed, outcome: Outcome, policy: OutcomePolicy, now: number): void {
+export function recordOutcome(
+  db: Db,
+  m: QueuedMessage,
+  r: Claimed,
+  outcome: Outcome,
+  policy: OutcomePolicy,
+  now: number,
+): void {
   applyTransition(db, m, r, outcomeTransition(m, r, outcome, policy, now), now);
 }
 
 /** Puts the recipient on the customer's list (not for sandbox mail) and fires recipient.suppressed. */
-export function suppress(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' | 'address'>, reason: 'hard_bounce' | 'spam_complaint', now: number): void {
-  const added = m.sandbox ? true : addSuppression(db, { customerId: m.customerId, address: r.address, reason, messageRowId: m.id, now });
+export function suppress(
+  db: Db,
+  m: QueuedMessage,
+  r: Pick<Claimed, 'id' | 'address'>,
+  reason: 'hard_bounce' | 'spam_complaint',
+  now: number,
+): void {
+  const added = m.sandbox
+    ? true
+    : addSuppression(db, { customerId: m.customerId, address: r.address, reason, messageRowId: m.id, now });
   if (!added) return; // already suppressed: one recipient.suppressed per address
-  recordEvent(db, { customerId: m.customerId, type: 'recipient.suppressed', data: suppressedEventData(m, r.address, reason, now), messageRowId: m.id, recipientId: r.id, now });
+  recordEvent(db, {
+    customerId: m.customerId,
+    type: 'recipient.suppressed',
+    data: suppressedEventData(m, r.address, reason, now),
+    messageRowId: m.id,
+    recipientId: r.id,
+    now,
+  });
 }
 
 /** A bounce that came back after delivery (a DSN, or the simulator): no attempt is counted; `suppressAddress` as the report was read. */
-export function recordAsyncBounce(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' | 'address'>, reply: Reply, suppressAddress: boolean, now: number): void {
+export function recordAsyncBounce(
+  db: Db,
+  m: QueuedMessage,
+  r: Pick<Claimed, 'id' | 'address'>,
+  reply: Reply,
+  suppressAddress: boolean,
+  now: number,
+): void {
   applyTransition(db, m, r, asyncBounceTransition(m, r, reply, suppressAddress, now), now);
 }
 
@@ -69,7 +120,13 @@ export function recordAsyncBounce(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id
  * A spam complaint: `email.complained` at most once per message and recipient, and the
  * recipient suppressed in the same transaction. Returns false when it was already recorded.
  */
-export function recordComplaint(db: Db, m: QueuedMessage, r: Pick<Claimed, 'id' | 'address'>, report: ComplaintFacts, now: number): boolean {
+export function recordComplaint(
+  db: Db,
+  m: QueuedMessage,
+  r: Pick<Claimed, 'id' | 'address'>,
+  report: ComplaintFacts,
+  now: number,
+): boolean {
   return db.tx(() => {
     const seen = db.statement("SELECT 1 FROM events WHERE recipient_id = ? AND type = 'email.complained'").get(r.id);
     if (seen) return false;
@@ -105,12 +162,23 @@ function recipientOf(db: Db, secret: Buffer, report: Report, env: ReportEnvelope
  * to blame). Every report is kept (`inbound_reports`); delay warnings, success reports, reports
  * for recipients already bounced and reports that match no recipient change nothing.
  */
-export function applyReport(db: Db, secret: Buffer, report: Report, raw: Buffer, env: ReportEnvelope, now: number): 'bounced' | 'complained' | 'recorded' {
+export function applyReport(
+  db: Db,
+  secret: Buffer,
+  report: Report,
+  raw: Buffer,
+  env: ReportEnvelope,
+  now: number,
+): 'bounced' | 'complained' | 'recorded' {
   const rcpt = report.kind === 'none' ? undefined : recipientOf(db, secret, report, env);
   return db.tx(() => {
     // Kept as what it was read as; what could not be read, as what its address expects.
     const kind = report.kind !== 'none' ? report.kind : env.route === 'feedback' ? 'arf' : 'dsn';
-    storeReport(db, { kind, recipientId: rcpt?.id ?? null, mailFrom: env.mailFrom, rcptTo: env.rcptTo, summary: report, raw }, now);
+    storeReport(
+      db,
+      { kind, recipientId: rcpt?.id ?? null, mailFrom: env.mailFrom, rcptTo: env.rcptTo, summary: report, raw },
+      now,
+    );
     if (!rcpt) return 'recorded';
     const m = loadMessages(db, [rcpt.messageRowId]).get(rcpt.messageRowId);
     if (!m) return 'recorded';

@@ -1,11 +1,14 @@
+import type { Status } from '../model.js';
 import type { Db } from './db.js';
 import { listThrottles } from './destinations.js';
-import type { Status } from '../model.js';
 import { listNodes } from './nodes.js';
 
 /** Rows of a table by `state` (the metrics' gauges read this on each scrape). */
 export function countsByState(db: Db, table: 'recipients' | 'webhook_deliveries'): Record<string, number> {
-  const rows = db.statement(`SELECT state, COUNT(*) AS n FROM ${table} GROUP BY state`).all() as Array<{ state: string; n: number }>;
+  const rows = db.statement(`SELECT state, COUNT(*) AS n FROM ${table} GROUP BY state`).all() as Array<{
+    state: string;
+    n: number;
+  }>;
   return Object.fromEntries(rows.map((r) => [r.state, r.n]));
 }
 
@@ -35,8 +38,20 @@ export function status(db: Db, now: number): Status {
   return {
     nodes: listNodes(db),
     queue: countsByState(db, 'recipients'),
-    oldest_deferred: iso(db.sqlite.prepare("SELECT MIN(m.created_at) FROM recipients r JOIN messages m ON m.id = r.message_id WHERE r.state = 'deferred'").pluck().get()),
-    next_attempt: iso(db.sqlite.prepare("SELECT MIN(next_attempt_at) FROM recipients WHERE state IN ('queued', 'deferred')").pluck().get()),
+    oldest_deferred: iso(
+      db.sqlite
+        .prepare(
+          "SELECT MIN(m.created_at) FROM recipients r JOIN messages m ON m.id = r.message_id WHERE r.state = 'deferred'",
+        )
+        .pluck()
+        .get(),
+    ),
+    next_attempt: iso(
+      db.sqlite
+        .prepare("SELECT MIN(next_attempt_at) FROM recipients WHERE state IN ('queued', 'deferred')")
+        .pluck()
+        .get(),
+    ),
     webhooks: countsByState(db, 'webhook_deliveries'),
     inbound: {
       last_24h: db.sqlite
@@ -44,7 +59,10 @@ export function status(db: Db, now: number): Status {
         .pluck()
         .get(now - 86_400_000) as number,
       total: db.sqlite.prepare('SELECT COUNT(*) FROM inbound_messages').pluck().get() as number,
-      reports_unmatched: db.sqlite.prepare('SELECT COUNT(*) FROM inbound_reports WHERE recipient_id IS NULL').pluck().get() as number,
+      reports_unmatched: db.sqlite
+        .prepare('SELECT COUNT(*) FROM inbound_reports WHERE recipient_id IS NULL')
+        .pluck()
+        .get() as number,
     },
     messages: db.sqlite.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number,
     throttled: listThrottles(db).map((d) => ({

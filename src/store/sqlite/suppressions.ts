@@ -1,6 +1,6 @@
-import { BOUND_LIMIT, type Db } from './db.js';
 import { addressKey } from '../../domain/addresses.js';
 import type { SimulatedSuppression, SuppressionReason, SuppressionRow } from '../model.js';
+import { BOUND_LIMIT, type Db } from './db.js';
 
 /** The suppressed addresses among these, with their reasons (case-insensitive). */
 export function findSuppressed(db: Db, customerId: number, addresses: string[]): Map<string, SuppressionReason> {
@@ -9,7 +9,9 @@ export function findSuppressed(db: Db, customerId: number, addresses: string[]):
   if (addresses.length === 1) {
     // The common case on the accept path: one cached statement, no query building.
     const key = addressKey(addresses[0]!);
-    const row = db.statement('SELECT reason FROM suppressions WHERE customer_id = ? AND address = ?').get(customerId, key) as { reason: SuppressionReason } | undefined;
+    const row = db
+      .statement('SELECT reason FROM suppressions WHERE customer_id = ? AND address = ?')
+      .get(customerId, key) as { reason: SuppressionReason } | undefined;
     if (row) out.set(key, row.reason);
     return out;
   }
@@ -24,7 +26,10 @@ export function findSuppressed(db: Db, customerId: number, addresses: string[]):
   return out;
 }
 
-export function addSuppression(db: Db, input: { customerId: number; address: string; reason: SuppressionReason; messageRowId?: number; now: number }): boolean {
+export function addSuppression(
+  db: Db,
+  input: { customerId: number; address: string; reason: SuppressionReason; messageRowId?: number; now: number },
+): boolean {
   const r = db.run(
     'INSERT INTO suppressions (customer_id, address, reason, message_id, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (customer_id, address) DO NOTHING',
     input.customerId,
@@ -37,7 +42,11 @@ export function addSuppression(db: Db, input: { customerId: number; address: str
 }
 
 /** Newest first, paged by created_at (`before`), optionally one reason. */
-export function listSuppressions(db: Db, customerId: number, opts: { limit: number; before?: number; reason?: string }): SuppressionRow[] {
+export function listSuppressions(
+  db: Db,
+  customerId: number,
+  opts: { limit: number; before?: number; reason?: string },
+): SuppressionRow[] {
   const args: unknown[] = [customerId, opts.before ?? Number.MAX_SAFE_INTEGER];
   let where = 's.customer_id = ? AND s.created_at < ?';
   if (opts.reason) {
@@ -52,7 +61,10 @@ export function listSuppressions(db: Db, customerId: number, opts: { limit: numb
 }
 
 export function removeSuppression(db: Db, customerId: number, address: string): boolean {
-  return db.statement('DELETE FROM suppressions WHERE customer_id = ? AND address = ?').run(customerId, addressKey(address)).changes > 0;
+  return (
+    db.statement('DELETE FROM suppressions WHERE customer_id = ? AND address = ?').run(customerId, addressKey(address))
+      .changes > 0
+  );
 }
 
 /** Addresses starting with `prefix` (lower-cased), in address order, through the primary key. */
@@ -72,7 +84,12 @@ export function searchSuppressions(db: Db, customerId: number, prefix: string, l
  * domain/sandbox.ts), which fire as for real mail but never add to the list (store/sqlite/recipients.ts
  * suppress). Read through recipients_address: the cost is the recipients at those addresses.
  */
-export function simulatedSuppressions(db: Db, customerId: number, addresses: string[], limit: number): SimulatedSuppression[] {
+export function simulatedSuppressions(
+  db: Db,
+  customerId: number,
+  addresses: string[],
+  limit: number,
+): SimulatedSuppression[] {
   if (addresses.length === 0) return [];
   const rows = db.all<{ address: string; message_id: string; created_at: number; body: string }>(
     `SELECT r.address, m.message_id, e.created_at, e.body FROM recipients r
@@ -84,5 +101,10 @@ export function simulatedSuppressions(db: Db, customerId: number, addresses: str
     customerId,
     limit,
   );
-  return rows.map((r) => ({ address: r.address, message_id: r.message_id, created_at: r.created_at, reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason }));
+  return rows.map((r) => ({
+    address: r.address,
+    message_id: r.message_id,
+    created_at: r.created_at,
+    reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason,
+  }));
 }

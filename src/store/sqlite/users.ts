@@ -1,18 +1,27 @@
-import type { Db } from './db.js';
-import type { Role, Session, User } from '../model.js';
 import { hashId, newSession } from '../credentials.js';
+import type { Role, Session, User } from '../model.js';
+import type { Db } from './db.js';
 
 interface UserRow extends User {
   password_hash: string;
 }
 
-export function addUser(db: Db, input: { email: string; passwordHash: string; role: Role; customerId: number | null; now: number }): User {
+export function addUser(
+  db: Db,
+  input: { email: string; passwordHash: string; role: Role; customerId: number | null; now: number },
+): User {
   const id = Number(
     db
       .statement('INSERT INTO users (email, password_hash, role, customer_id, created_at) VALUES (?, ?, ?, ?, ?)')
       .run(input.email.toLowerCase(), input.passwordHash, input.role, input.customerId, input.now).lastInsertRowid,
   );
-  return { id, email: input.email.toLowerCase(), role: input.role, customer_id: input.customerId, created_at: input.now };
+  return {
+    id,
+    email: input.email.toLowerCase(),
+    role: input.role,
+    customer_id: input.customerId,
+    created_at: input.now,
+  };
 }
 
 export function findUser(db: Db, email: string): UserRow | undefined {
@@ -20,9 +29,11 @@ export function findUser(db: Db, email: string): UserRow | undefined {
 }
 
 export function listUsers(db: Db): Array<User & { customer: string | null }> {
-  return db.statement('SELECT u.id, u.email, u.role, u.customer_id, u.created_at, c.name AS customer FROM users u LEFT JOIN customers c ON c.id = u.customer_id ORDER BY u.email').all() as Array<
-    User & { customer: string | null }
-  >;
+  return db
+    .statement(
+      'SELECT u.id, u.email, u.role, u.customer_id, u.created_at, c.name AS customer FROM users u LEFT JOIN customers c ON c.id = u.customer_id ORDER BY u.email',
+    )
+    .all() as Array<User & { customer: string | null }>;
 }
 
 /** Removes the user and with it every session of theirs. */
@@ -43,7 +54,9 @@ export function setPassword(db: Db, email: string, passwordHash: string): boolea
 
 export function createSession(db: Db, user: User, customerId: number, now: number): { id: string; csrf: string } {
   const { id, csrf } = newSession();
-  db.statement('INSERT INTO sessions (id_hash, user_id, csrf, customer_id, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?)').run(hashId(id), user.id, csrf, customerId, now, now);
+  db.statement(
+    'INSERT INTO sessions (id_hash, user_id, csrf, customer_id, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?)',
+  ).run(hashId(id), user.id, csrf, customerId, now, now);
   return { id, csrf };
 }
 
@@ -54,15 +67,22 @@ export function createSession(db: Db, user: User, customerId: number, now: numbe
 export function useSession(db: Db, id: string, now: number, idleMs: number): Session | undefined {
   const key = hashId(id);
   const row = db
-    .statement('SELECT s.csrf, s.customer_id AS shown, s.last_seen_at, u.id, u.email, u.role, u.customer_id, u.created_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = ?')
+    .statement(
+      'SELECT s.csrf, s.customer_id AS shown, s.last_seen_at, u.id, u.email, u.role, u.customer_id, u.created_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = ?',
+    )
     .get(key) as (User & { csrf: string; shown: number; last_seen_at: number }) | undefined;
   if (!row) return undefined;
   if (now - row.last_seen_at > idleMs) {
     db.statement('DELETE FROM sessions WHERE id_hash = ?').run(key);
     return undefined;
   }
-  if (now - row.last_seen_at > 60_000) db.statement('UPDATE sessions SET last_seen_at = ? WHERE id_hash = ?').run(now, key);
-  return { user: { id: row.id, email: row.email, role: row.role, customer_id: row.customer_id, created_at: row.created_at }, csrf: row.csrf, customerId: row.shown };
+  if (now - row.last_seen_at > 60_000)
+    db.statement('UPDATE sessions SET last_seen_at = ? WHERE id_hash = ?').run(now, key);
+  return {
+    user: { id: row.id, email: row.email, role: row.role, customer_id: row.customer_id, created_at: row.created_at },
+    csrf: row.csrf,
+    customerId: row.shown,
+  };
 }
 
 export function showCustomer(db: Db, id: string, customerId: number): void {

@@ -1,11 +1,25 @@
-import { BOUND_LIMIT, type Db } from './db.js';
-import { endpointView, type EndpointRow } from '../views.js';
 import { publicId } from '../../lib/ids.js';
-import type { AttemptBatch, AttemptRecord, AttemptView, ClaimRoom, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from '../model.js';
+import type {
+  AttemptBatch,
+  AttemptRecord,
+  AttemptView,
+  ClaimRoom,
+  Endpoint,
+  FanOutPos,
+  OutboxEvent,
+  StoredDelivery,
+} from '../model.js';
+import { type EndpointRow, endpointView } from '../views.js';
+import { BOUND_LIMIT, type Db } from './db.js';
 
-export function createEndpoint(db: Db, input: { customerId: number; url: string; events: string[] | null; description: string; secret: string; now: number }): Endpoint {
+export function createEndpoint(
+  db: Db,
+  input: { customerId: number; url: string; events: string[] | null; description: string; secret: string; now: number },
+): Endpoint {
   const id = publicId('wh', 20);
-  db.statement('INSERT INTO webhook_endpoints (id, customer_id, url, events, description, secret, enabled, created_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?)').run(
+  db.statement(
+    'INSERT INTO webhook_endpoints (id, customer_id, url, events, description, secret, enabled, created_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?)',
+  ).run(
     id,
     input.customerId,
     input.url,
@@ -27,7 +41,9 @@ export function listEndpoints(db: Db, customerId?: number): Endpoint[] {
   const rows = (
     customerId === undefined
       ? db.statement('SELECT * FROM webhook_endpoints ORDER BY created_at DESC, id').all()
-      : db.statement('SELECT * FROM webhook_endpoints WHERE customer_id = ? ORDER BY created_at DESC, id').all(customerId)
+      : db
+          .statement('SELECT * FROM webhook_endpoints WHERE customer_id = ? ORDER BY created_at DESC, id')
+          .all(customerId)
   ) as EndpointRow[];
   return rows.map(endpointView);
 }
@@ -45,14 +61,24 @@ export function enableEndpoint(db: Db, id: string): void {
 }
 
 /** The webhook deliveries of one message's events: which endpoint, how far each got. */
-export function deliveriesOfMessage(db: Db, messageRowId: number): Array<{ event_id: string; type: string; endpoint_id: string; state: string; attempts: number; updated_at: number }> {
+export function deliveriesOfMessage(
+  db: Db,
+  messageRowId: number,
+): Array<{ event_id: string; type: string; endpoint_id: string; state: string; attempts: number; updated_at: number }> {
   return db
     .statement(
       `SELECT e.id AS event_id, e.type, d.endpoint_id, d.state, d.attempts, d.updated_at
        FROM events e JOIN webhook_deliveries d ON d.event_seq = e.seq AND d.kind = 'event'
        WHERE e.message_id = ? ORDER BY e.seq, d.endpoint_id`,
     )
-    .all(messageRowId) as Array<{ event_id: string; type: string; endpoint_id: string; state: string; attempts: number; updated_at: number }>;
+    .all(messageRowId) as Array<{
+    event_id: string;
+    type: string;
+    endpoint_id: string;
+    state: string;
+    attempts: number;
+    updated_at: number;
+  }>;
 }
 
 const atSeq = (seq: number): FanOutPos => ({ x: 0, seq });
@@ -63,7 +89,11 @@ const atSeq = (seq: number): FanOutPos => ({ x: 0, seq });
  * deliveries (recordAttempts), so a crash loses none: what is past the cursor is fanned out again.
  */
 export function fanOutCursor(db: Db): FanOutPos {
-  return atSeq(Number((db.statement("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'").get() as { value: string }).value));
+  return atSeq(
+    Number(
+      (db.statement("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'").get() as { value: string }).value,
+    ),
+  );
 }
 
 /**
@@ -72,21 +102,38 @@ export function fanOutCursor(db: Db): FanOutPos {
  * outbox: ~1.4-1.9 µs as an object, ~0.9 µs as an array made into an object here).
  */
 export function eventsAfter(db: Db, after: FanOutPos, limit: number): OutboxEvent[] {
-  const rows = db.statement(`SELECT seq, id, customer_id, type, body, created_at FROM events WHERE seq > ? ORDER BY seq ${BOUND_LIMIT}`).raw(true).all(after.seq, limit) as Array<
-    [number, string, number, string, string, number]
-  >;
-  return rows.map((r) => ({ pos: atSeq(r[0]), seq: r[0], id: r[1], customerId: r[2], type: r[3], body: r[4], createdAt: r[5] }));
+  const rows = db
+    .statement(
+      `SELECT seq, id, customer_id, type, body, created_at FROM events WHERE seq > ? ORDER BY seq ${BOUND_LIMIT}`,
+    )
+    .raw(true)
+    .all(after.seq, limit) as Array<[number, string, number, string, string, number]>;
+  return rows.map((r) => ({
+    pos: atSeq(r[0]),
+    seq: r[0],
+    id: r[1],
+    customerId: r[2],
+    type: r[3],
+    body: r[4],
+    createdAt: r[5],
+  }));
 }
 
 /** The last event after `after` with a delivery row: after a crash, rows past the cursor can exist up to it. */
 export function lastFannedOut(db: Db, after: FanOutPos): FanOutPos {
-  const seq = (db.statement("SELECT MAX(event_seq) FROM webhook_deliveries WHERE kind = 'event'").pluck().get() as number | null) ?? 0;
+  const seq =
+    (db.statement("SELECT MAX(event_seq) FROM webhook_deliveries WHERE kind = 'event'").pluck().get() as
+      | number
+      | null) ?? 0;
   return seq > after.seq ? atSeq(seq) : after;
 }
 
 /** The id of the delivery row of an event to an endpoint (fan-out, not replay), if it has one. */
 function eventDeliveryId(db: Db, eventSeq: number, endpointId: string): number | undefined {
-  return db.statement("SELECT id FROM webhook_deliveries WHERE event_seq = ? AND endpoint_id = ? AND kind = 'event'").pluck().get(eventSeq, endpointId) as number | undefined;
+  return db
+    .statement("SELECT id FROM webhook_deliveries WHERE event_seq = ? AND endpoint_id = ? AND kind = 'event'")
+    .pluck()
+    .get(eventSeq, endpointId) as number | undefined;
 }
 
 export function hasDelivery(db: Db, eventSeq: number, endpointId: string): boolean {
@@ -129,11 +176,26 @@ export function claimDeliveries(db: Db, worker: string, now: number, room: Claim
     for (const endpointId of endpoints) {
       const n = room.room(endpointId);
       if (n <= 0) continue;
-      const rows = due.all(endpointId, now, n) as Array<{ id: number; endpoint_id: string; event_seq: number; attempts: number; event_id: string; event_type: string; event_body: string }>;
+      const rows = due.all(endpointId, now, n) as Array<{
+        id: number;
+        endpoint_id: string;
+        event_seq: number;
+        attempts: number;
+        event_id: string;
+        event_type: string;
+        event_body: string;
+      }>;
       for (const d of rows) {
         lock.run(worker, now, d.id);
         room.take(endpointId);
-        taken.push({ kind: 'stored', id: d.id, endpointId: d.endpoint_id, eventSeq: d.event_seq, attempts: d.attempts, event: { id: d.event_id, type: d.event_type, body: d.event_body } });
+        taken.push({
+          kind: 'stored',
+          id: d.id,
+          endpointId: d.endpoint_id,
+          eventSeq: d.event_seq,
+          attempts: d.attempts,
+          event: { id: d.event_id, type: d.event_type, body: d.event_body },
+        });
       }
     }
     return taken;
@@ -147,32 +209,36 @@ export function unlockDeliveries(db: Db, ids: number[]): void {
 }
 
 export function releaseDeliveryClaims(db: Db): number {
-  return db.statement('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL').run().changes;
+  return db
+    .statement('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL')
+    .run().changes;
 }
 
-export function eventBySeq(db: Db, seq: number): { id: string; type: string; body: string; customerId: number } | undefined {
-  const r = db.statement('SELECT id, type, body, customer_id FROM events WHERE seq = ?').get(seq) as { id: string; type: string; body: string; customer_id: number } | undefined;
+export function eventBySeq(
+  db: Db,
+  seq: number,
+): { id: string; type: string; body: string; customerId: number } | undefined {
+  const r = db.statement('SELECT id, type, body, customer_id FROM events WHERE seq = ?').get(seq) as
+    | { id: string; type: string; body: string; customer_id: number }
+    | undefined;
   return r && { id: r.id, type: r.type, body: r.body, customerId: r.customer_id };
 }
 
-export function eventById(db: Db, id: string, customerId: number): { seq: number; id: string; type: string; body: string } | undefined {
-  return db.statement('SELECT seq, id, type, body FROM events WHERE id = ? AND customer_id = ?').get(id, customerId) as { seq: number; id: string; type: string; body: string } | undefined;
+export function eventById(
+  db: Db,
+  id: string,
+  customerId: number,
+): { seq: number; id: string; type: string; body: string } | undefined {
+  return db.statement('SELECT seq, id, type, body FROM events WHERE id = ? AND customer_id = ?').get(id, customerId) as
+    | { seq: number; id: string; type: string; body: string }
+    | undefined;
 }
 
 /** Logs an attempt; `deliveryId` stands in for the record's when given (a row created with the attempt). */
 export function logAttempt(db: Db, a: AttemptRecord, deliveryId = a.deliveryId): void {
-  db.statement('INSERT INTO webhook_attempts (endpoint_id, delivery_id, event_id, event_type, attempt, at, status, error, duration_ms, response) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
-    a.endpointId,
-    deliveryId,
-    a.eventId,
-    a.eventType,
-    a.attempt,
-    a.at,
-    a.status,
-    a.error,
-    a.durationMs,
-    a.response,
-  );
+  db.statement(
+    'INSERT INTO webhook_attempts (endpoint_id, delivery_id, event_id, event_type, attempt, at, status, error, duration_ms, response) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  ).run(a.endpointId, deliveryId, a.eventId, a.eventType, a.attempt, a.at, a.status, a.error, a.durationMs, a.response);
 }
 
 /** After an attempt: succeeded, failed for good, or pending again at `nextAt`. Unlocks the row. */
@@ -186,8 +252,17 @@ export function startReplay(db: Db, endpointId: string, eventSeq: number, now: n
   return Number(r.lastInsertRowid);
 }
 
-export function settleDelivery(db: Db, id: string | number, state: 'succeeded' | 'failed' | 'pending', attempts: number, nextAt: number | null, now: number): void {
-  db.statement('UPDATE webhook_deliveries SET state = ?, attempts = ?, next_attempt_at = ?, locked_by = NULL, locked_at = NULL, updated_at = ? WHERE id = ?').run(state, attempts, nextAt, now, id);
+export function settleDelivery(
+  db: Db,
+  id: string | number,
+  state: 'succeeded' | 'failed' | 'pending',
+  attempts: number,
+  nextAt: number | null,
+  now: number,
+): void {
+  db.statement(
+    'UPDATE webhook_deliveries SET state = ?, attempts = ?, next_attempt_at = ?, locked_by = NULL, locked_at = NULL, updated_at = ? WHERE id = ?',
+  ).run(state, attempts, nextAt, now, id);
 }
 
 /**
@@ -200,7 +275,8 @@ export function recordAttempts(db: Db, input: AttemptBatch): boolean {
   const exists = new Map<string, boolean>();
   const alive = (id: string) => {
     let v = exists.get(id);
-    if (v === undefined) exists.set(id, (v = db.statement('SELECT 1 FROM webhook_endpoints WHERE id = ?').get(id) !== undefined));
+    if (v === undefined)
+      exists.set(id, (v = db.statement('SELECT 1 FROM webhook_endpoints WHERE id = ?').get(id) !== undefined));
     return v;
   };
   const create = db.statement(
@@ -223,13 +299,23 @@ export function recordAttempts(db: Db, input: AttemptBatch): boolean {
     // Standard Webhooks: 410 Gone means the receiver wants no more; disable the endpoint.
     if (s.disableEndpoint) disableEndpoint(db, endpointId, '410 Gone');
   }
-  for (const p of input.pending) if (alive(p.endpointId)) create.run(p.endpointId, p.eventSeq, 'pending', 0, now, now, now);
-  if (input.cursor !== null) db.statement("UPDATE settings SET value = ? WHERE name = 'webhook_fanout_seq' AND CAST(value AS INTEGER) < ?").run(String(input.cursor.seq), input.cursor.seq);
+  for (const p of input.pending)
+    if (alive(p.endpointId)) create.run(p.endpointId, p.eventSeq, 'pending', 0, now, now, now);
+  if (input.cursor !== null)
+    db.statement("UPDATE settings SET value = ? WHERE name = 'webhook_fanout_seq' AND CAST(value AS INTEGER) < ?").run(
+      String(input.cursor.seq),
+      input.cursor.seq,
+    );
   return true;
 }
 
 /** Recent attempts to an endpoint, newest first, paged by attempt id. */
-export function listAttempts(db: Db, endpointId: string, limit: number, before?: number): Array<AttemptView & { cursor: number }> {
+export function listAttempts(
+  db: Db,
+  endpointId: string,
+  limit: number,
+  before?: number,
+): Array<AttemptView & { cursor: number }> {
   const rows = db
     .statement(
       `SELECT a.id, a.event_id, a.event_type, a.attempt, a.at, a.status, a.error, a.duration_ms, a.response, d.state AS delivery_state

@@ -7,21 +7,32 @@ import t from 'tap';
 import { openApiDocument } from '../../../src/api/openapi/document.js';
 import { eventSchemaName } from '../../../src/api/openapi/events.js';
 import { EVENT_TYPES, type EventType } from '../../../src/domain/events.js';
-import { asyncBounceTransition, complaintTransition, outcomeTransition, suppressedEventData, type MessageFacts } from '../../../src/domain/transitions.js';
 import { reply } from '../../../src/domain/outcome.js';
-import { sampleData } from '../../../src/webhooks/samples.js';
-import { eventId } from '../../../src/lib/ids.js';
+import {
+  asyncBounceTransition,
+  complaintTransition,
+  type MessageFacts,
+  outcomeTransition,
+  suppressedEventData,
+} from '../../../src/domain/transitions.js';
 import { isoTime } from '../../../src/lib/clock.js';
-import { migrate, openDb } from '../../../src/store/sqlite/db.js';
+import { eventId } from '../../../src/lib/ids.js';
 import { ensureDefaultCustomer } from '../../../src/store/sqlite/customers.js';
+import { migrate, openDb } from '../../../src/store/sqlite/db.js';
 import { addDomain, setReceiving } from '../../../src/store/sqlite/domains.js';
 import { receivingDomain, recordLimited, storeInbound } from '../../../src/store/sqlite/inbound.js';
+import { sampleData } from '../../../src/webhooks/samples.js';
 import { Contract } from '../../helpers/contract.js';
 import { tempDir } from '../../helpers/env.js';
 
 const contract = new Contract(openApiDocument());
 const now = Date.UTC(2026, 10, 24, 9, 0, 0);
-const envelope = (type: EventType, data: Record<string, unknown>) => ({ id: eventId(now), type, timestamp: isoTime(now), data });
+const envelope = (type: EventType, data: Record<string, unknown>) => ({
+  id: eventId(now),
+  type,
+  timestamp: isoTime(now),
+  data,
+});
 
 /** The problems of one event by the schema of its type; empty when it holds. */
 function problems(event: { type: EventType }): string[] {
@@ -49,20 +60,49 @@ const gone = reply(550, '5.1.1', 'No such user', 'unknown_recipient');
 
 t.test('every event a transition makes is what the document says', async (t) => {
   const transitions = [
-    outcomeTransition(message, recipient, { kind: 'delivered', reply: ok, mx: 'mx.example.org', tls: true, tlsVerified: false }, policy, now),
+    outcomeTransition(
+      message,
+      recipient,
+      { kind: 'delivered', reply: ok, mx: 'mx.example.org', tls: true, tlsVerified: false },
+      policy,
+      now,
+    ),
     outcomeTransition(message, recipient, { kind: 'deferred', reply: busy }, policy, now),
     outcomeTransition(message, recipient, { kind: 'deferred', reply: busy }, { ...policy, maxQueueTime: 1 }, now),
-    outcomeTransition(message, recipient, { kind: 'bounced', bounceType: 'hard', reply: gone, suppress: true }, policy, now),
+    outcomeTransition(
+      message,
+      recipient,
+      { kind: 'bounced', bounceType: 'hard', reply: gone, suppress: true },
+      policy,
+      now,
+    ),
     asyncBounceTransition(message, recipient, reply(0, '', '', 'other'), false, now),
     complaintTransition(message, recipient, { feedback_type: 'abuse' }, now),
-    complaintTransition(message, recipient, { feedback_type: 'abuse', user_agent: 'Yahoo!-Mail-Feedback/2.0', arrival_date: 'Thu, 8 Mar 2005 14:00:00 EDT' }, now),
+    complaintTransition(
+      message,
+      recipient,
+      { feedback_type: 'abuse', user_agent: 'Yahoo!-Mail-Feedback/2.0', arrival_date: 'Thu, 8 Mar 2005 14:00:00 EDT' },
+      now,
+    ),
   ];
   const events = transitions.flatMap((tr) => tr.events.map((e) => envelope(e.type, e.data)));
   events.push(envelope('recipient.suppressed', suppressedEventData(message, recipient.address, 'hard_bounce', now)));
-  t.same([...new Set(events.map((e) => e.type))].sort(), ['email.bounced', 'email.complained', 'email.deferred', 'email.delivered', 'recipient.suppressed'], 'every message event type');
+  t.same(
+    [...new Set(events.map((e) => e.type))].sort(),
+    ['email.bounced', 'email.complained', 'email.deferred', 'email.delivered', 'recipient.suppressed'],
+    'every message event type',
+  );
   t.same(events.flatMap(problems), []);
-  t.not(problems(envelope('email.delivered', { ...events[0]!.data, tls: 'yes' })).length, 0, 'a wrong event is refused');
-  t.not(problems(envelope('email.bounced', { ...events[3]!.data, extra: 1 })).length, 0, 'an undocumented field is refused');
+  t.not(
+    problems(envelope('email.delivered', { ...events[0]!.data, tls: 'yes' })).length,
+    0,
+    'a wrong event is refused',
+  );
+  t.not(
+    problems(envelope('email.bounced', { ...events[3]!.data, extra: 1 })).length,
+    0,
+    'an undocumented field is refused',
+  );
 });
 
 t.test('the inbound events the store writes are what the document says', async (t) => {
@@ -97,7 +137,9 @@ t.test('the inbound events the store writes are what the document says', async (
     now,
   );
   recordLimited(db, d, 'monthly', now + 86_400_000, now);
-  const events = db.all<{ body: string }>('SELECT body FROM events ORDER BY seq').map((r) => JSON.parse(r.body) as { type: EventType });
+  const events = db
+    .all<{ body: string }>('SELECT body FROM events ORDER BY seq')
+    .map((r) => JSON.parse(r.body) as { type: EventType });
   t.same(
     events.map((e) => e.type),
     ['email.received', 'inbound.limited'],

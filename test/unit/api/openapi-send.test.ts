@@ -2,20 +2,24 @@
 // judges it (validateSendRequest, domain/send-request.ts) agree: on a table of requests at each
 // limit, on random values of every field a pattern describes, and never does the schema refuse a
 // request the server takes. What JSON Schema cannot say is listed, and checked to be still so.
-import t from 'tap';
+
 import fc from 'fast-check';
+import t from 'tap';
 import { openApiDocument } from '../../../src/api/openapi/document.js';
 import { OWNED_HEADERS } from '../../../src/api/openapi/send.js';
-import { validateSendRequest } from '../../../src/domain/send-request.js';
 import { Problems } from '../../../src/domain/errors.js';
+import { validateSendRequest } from '../../../src/domain/send-request.js';
 import { Contract } from '../../helpers/contract.js';
 
 const schema = new Contract(openApiDocument()).validator(['components', 'schemas', 'SendRequest']);
-const server = (body: Record<string, unknown>) => !(validateSendRequest(body, { maxRecipients: 50 }) instanceof Problems);
+const server = (body: Record<string, unknown>) =>
+  !(validateSendRequest(body, { maxRecipients: 50 }) instanceof Problems);
 const base = { from: 'Shop <a@example.com>', to: 'b@example.org', subject: 'Hello', text_body: 'Hi' };
 const words = (n: number) => 'word '.repeat(Math.ceil(n / 5)).slice(0, n - 1) + 'x';
 const keys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 'v']));
-const attachment = (a: Record<string, unknown>) => ({ attachments: [{ filename: 'a.txt', io: 'aGk=', content_type: 'text/plain', ...a }] });
+const attachment = (a: Record<string, unknown>) => ({
+  attachments: [{ filename: 'a.txt', io: 'aGk=', content_type: 'text/plain', ...a }],
+});
 
 const TABLE: Array<[string, Record<string, unknown>]> = [
   ['the base request', {}],
@@ -94,7 +98,13 @@ t.test('the schema and the server agree on a table of requests at each limit', a
 /** Rules JSON Schema cannot state: the descriptions do. The schema takes these, the server refuses them. */
 const GAPS: Array<[string, Record<string, unknown>]> = [
   ['an address that is not one (address syntax)', { to: 'not an address' }],
-  ['51 recipients in to and cc together (a count across fields)', { to: Array.from({ length: 30 }, (_, i) => `t${i}@example.org`), cc: Array.from({ length: 21 }, (_, i) => `c${i}@example.org`) }],
+  [
+    '51 recipients in to and cc together (a count across fields)',
+    {
+      to: Array.from({ length: 30 }, (_, i) => `t${i}@example.org`),
+      cc: Array.from({ length: 21 }, (_, i) => `c${i}@example.org`),
+    },
+  ],
   ['a word of 995 characters in the subject (header folding)', { subject: 'x'.repeat(995) }],
   ['Base64 whose length is not a multiple of four', attachment({ io: 'aGk' })],
   ['a month that does not exist', { scheduled_at: '2026-13-01T09:00:00Z' }],
@@ -135,7 +145,10 @@ t.test('on random values the schema and the server agree, field by field', async
     fc.property(chars(TEXT), (s) => agree({ headers: { 'X-A': s } })),
     { numRuns: 300 },
   );
-  const headerName = fc.oneof(fc.mixedCase(fc.constantFrom(...OWNED_HEADERS, 'content-type', 'content-x', 'x-order', 'contentx')), chars('aZ-:_ é\t!~'));
+  const headerName = fc.oneof(
+    fc.mixedCase(fc.constantFrom(...OWNED_HEADERS, 'content-type', 'content-x', 'x-order', 'contentx')),
+    chars('aZ-:_ é\t!~'),
+  );
   fc.assert(
     fc.property(headerName, (name) => agree({ headers: { [name]: 'v' } })),
     { numRuns: 400 },
@@ -162,7 +175,23 @@ t.test('on random values the schema and the server agree, field by field', async
 });
 
 t.test('the schema never refuses a request the server takes', async (t) => {
-  const field = fc.constantFrom('from', 'to', 'cc', 'bcc', 'reply_to', 'subject', 'body', 'text_body', 'html_body', 'headers', 'metadata', 'attachments', 'scheduled_at', 'tags', 'x');
+  const field = fc.constantFrom(
+    'from',
+    'to',
+    'cc',
+    'bcc',
+    'reply_to',
+    'subject',
+    'body',
+    'text_body',
+    'html_body',
+    'headers',
+    'metadata',
+    'attachments',
+    'scheduled_at',
+    'tags',
+    'x',
+  );
   let taken = 0;
   fc.assert(
     fc.property(fc.dictionary(field, fc.jsonValue({ maxDepth: 2 }), { maxKeys: 5 }), (patch) => {

@@ -1,18 +1,19 @@
 // The OpenAPI document (docs/openapi.json): the committed file is what src/api/openapi builds, it
 // is valid OpenAPI 3.1, every schema in it compiles as JSON Schema 2020-12, it names exactly the
 // routes the server has, and the server serves it without a key.
-import t from 'tap';
+
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import t from 'tap';
+import type { ApiDeps } from '../../../src/api/deps.js';
 import { openApiDocument, openApiText } from '../../../src/api/openapi/document.js';
 import { buildApi } from '../../../src/api/server.js';
-import type { ApiDeps } from '../../../src/api/deps.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { Contract, DOCUMENT_FILE } from '../../helpers/contract.js';
-import { request } from '../../helpers/http.js';
 import { tempDir, writeTestConfig } from '../../helpers/env.js';
+import { request } from '../../helpers/http.js';
 
 type Obj = { [key: string]: unknown };
 const doc = openApiDocument();
@@ -55,29 +56,41 @@ function schemaLocations(node: unknown, at: string[], out: string[][]): string[]
   return out;
 }
 
-t.test('every schema compiles with ajv in strict mode as JSON Schema 2020-12, the dialect of OpenAPI 3.1', async (t) => {
-  const contract = new Contract(doc, { thorough: true });
-  const locations = schemaLocations(doc, [], []);
-  t.ok(locations.length > 100, `${locations.length} schemas found`);
-  const failed = locations.flatMap((at) => {
-    try {
-      contract.validator(at);
-      return [];
-    } catch (e) {
-      return [`${at.join('/')}: ${(e as Error).message}`];
-    }
-  });
-  t.same(failed, []);
-  const bad = (schema: Obj) => () => new Contract({ ...doc, components: { schemas: { Bad: schema } } }, { thorough: true }).validator(['components', 'schemas', 'Bad']);
-  t.throws(bad({ type: 'object', requird: ['x'] }), 'a misspelt keyword is refused');
-  t.throws(bad({ type: 'string', maxLength: 'ten' }), 'a keyword with a value of the wrong type is refused');
-});
+t.test(
+  'every schema compiles with ajv in strict mode as JSON Schema 2020-12, the dialect of OpenAPI 3.1',
+  async (t) => {
+    const contract = new Contract(doc, { thorough: true });
+    const locations = schemaLocations(doc, [], []);
+    t.ok(locations.length > 100, `${locations.length} schemas found`);
+    const failed = locations.flatMap((at) => {
+      try {
+        contract.validator(at);
+        return [];
+      } catch (e) {
+        return [`${at.join('/')}: ${(e as Error).message}`];
+      }
+    });
+    t.same(failed, []);
+    const bad = (schema: Obj) => () =>
+      new Contract({ ...doc, components: { schemas: { Bad: schema } } }, { thorough: true }).validator([
+        'components',
+        'schemas',
+        'Bad',
+      ]);
+    t.throws(bad({ type: 'object', requird: ['x'] }), 'a misspelt keyword is refused');
+    t.throws(bad({ type: 'string', maxLength: 'ten' }), 'a keyword with a value of the wrong type is refused');
+  },
+);
 
 /** The API with what building it and answering without a store needs. */
 function api() {
   const dir = tempDir();
   const config = loadConfig({ path: writeTestConfig(dir.path), env: {} });
-  const app = buildApi({ config, log: silentLogger(), lifecycle: { shuttingDown: false, listenersUp: () => true } } as unknown as ApiDeps);
+  const app = buildApi({
+    config,
+    log: silentLogger(),
+    lifecycle: { shuttingDown: false, listenersUp: () => true },
+  } as unknown as ApiDeps);
   return { app, dir };
 }
 
@@ -107,10 +120,16 @@ t.test('the document names exactly the routes the server has', async (t) => {
   const routes = serverRoutes(app.printRoutes({ commonPrefix: false }));
   t.ok(routes.length >= 19, `${routes.length} routes read`);
   const documented = Object.entries(doc.paths as Record<string, Obj>)
-    .flatMap(([path, item]) => ['get', 'post', 'delete', 'put', 'patch'].filter((m) => m in item).map((m) => `${m.toUpperCase()} ${path}`))
+    .flatMap(([path, item]) =>
+      ['get', 'post', 'delete', 'put', 'patch'].filter((m) => m in item).map((m) => `${m.toUpperCase()} ${path}`),
+    )
     .sort();
   t.same(documented, routes);
-  t.same(serverRoutes('├── /a (GET, HEAD)\n│   └── /:id (DELETE)\n└── /b (POST)'), ['DELETE /a/{id}', 'GET /a', 'POST /b'], 'the tree reader');
+  t.same(
+    serverRoutes('├── /a (GET, HEAD)\n│   └── /:id (DELETE)\n└── /b (POST)'),
+    ['DELETE /a/{id}', 'GET /a', 'POST /b'],
+    'the tree reader',
+  );
 });
 
 t.test('GET /api/v1/openapi.json serves the document without a key; the rest of /api/v1 still wants one', async (t) => {

@@ -1,11 +1,19 @@
-import t from 'tap';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'smol-toml';
-import { loadConfig, describeConfig, parseDuration, envName, configWarnings, configPath, isPlaceholderName } from '../../../src/config/load.js';
-import { schema, destinationLimits, type Schema } from '../../../src/config/schema.js';
+import t from 'tap';
 import { renderExample } from '../../../src/config/example.js';
+import {
+  configPath,
+  configWarnings,
+  describeConfig,
+  envName,
+  isPlaceholderName,
+  loadConfig,
+  parseDuration,
+} from '../../../src/config/load.js';
+import { destinationLimits, type Schema, schema } from '../../../src/config/schema.js';
 import { tempDir } from '../../helpers/env.js';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -57,7 +65,12 @@ allow_private_targets = false
 t.test('environment overrides beat the file, with typed parsing', async (t) => {
   const c = loadConfig({
     path: withFile('[outbound]\nport = 25\n'),
-    env: { POSTHASTE_OUTBOUND_PORT: '2526', POSTHASTE_DNS_SERVERS: '127.0.0.1:53,127.0.0.2', POSTHASTE_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true', POSTHASTE_API_TLS_CERT: '/x.pem' },
+    env: {
+      POSTHASTE_OUTBOUND_PORT: '2526',
+      POSTHASTE_DNS_SERVERS: '127.0.0.1:53,127.0.0.2',
+      POSTHASTE_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+      POSTHASTE_API_TLS_CERT: '/x.pem',
+    },
   });
   t.equal(c.outbound.port, 2526);
   t.same(c.dns.servers, ['127.0.0.1:53', '127.0.0.2']);
@@ -93,7 +106,12 @@ t.test('durations parse with units', async (t) => {
 });
 
 t.test('config print masks secrets', async (t) => {
-  const sch: Schema = { s: { token: { kind: { type: 'string' }, default: '', description: 'a secret', secret: true }, plain: { kind: { type: 'string' }, default: 'x', description: 'd' } } };
+  const sch: Schema = {
+    s: {
+      token: { kind: { type: 'string' }, default: '', description: 'a secret', secret: true },
+      plain: { kind: { type: 'string' }, default: 'x', description: 'd' },
+    },
+  };
   const c = loadConfig({ path: withFile('[s]\ntoken = "hunter2"\n'), env: {}, schema: sch });
   const shown = describeConfig(c as never, sch);
   t.same(shown, { s: { token: '********', plain: 'x' } });
@@ -111,16 +129,29 @@ t.test('config/posthaste.example.toml documents every key, parses, and matches t
       else flat.add(prefix + k);
   };
   walk('', parsed);
-  const expected = new Set(Object.entries(schema as Schema).flatMap(([s, keys]) => Object.keys(keys).map((k) => `${s}.${k}`)));
+  const expected = new Set(
+    Object.entries(schema as Schema).flatMap(([s, keys]) => Object.keys(keys).map((k) => `${s}.${k}`)),
+  );
   t.same([...flat].sort(), [...expected].sort(), 'exactly the schema keys');
   t.ok(loadConfig({ path, env: {} }), 'loads without error');
-  for (const [section, keys] of Object.entries(schema as Schema)) for (const [key, spec] of Object.entries(keys)) t.match(text, spec.description, `${section}.${key} has its description as a comment`);
-  t.equal(text, renderExample(), 'the file is what `posthaste config example` prints (regenerate it after a schema change)');
+  for (const [section, keys] of Object.entries(schema as Schema))
+    for (const [key, spec] of Object.entries(keys))
+      t.match(text, spec.description, `${section}.${key} has its description as a comment`);
+  t.equal(
+    text,
+    renderExample(),
+    'the file is what `posthaste config example` prints (regenerate it after a schema change)',
+  );
   t.ok(loadConfig({ path: join(root, 'config/development.toml'), env: {} }), 'development.toml loads');
 });
 
 t.test('outbound.destination_limits is checked at load, naming the key and the entry', async (t) => {
-  const c = loadConfig({ path: withFile('[outbound]\ndestination_limits = ["outlook.com connections=5", "google.com per_minute=600"]\nmessages_per_minute = 100\n'), env: {} });
+  const c = loadConfig({
+    path: withFile(
+      '[outbound]\ndestination_limits = ["outlook.com connections=5", "google.com per_minute=600"]\nmessages_per_minute = 100\n',
+    ),
+    env: {},
+  });
   const limits = destinationLimits(c);
   t.same(limits('outlook.com'), { connections: 5, perConnection: 100, perMinute: 100 });
   t.same(limits('google.com'), { connections: 10, perConnection: 100, perMinute: 600 });
@@ -135,23 +166,64 @@ t.test('outbound.destination_limits is checked at load, naming the key and the e
   t.equal(limits('outlook.com').connections, 5, 'the old lookup is unchanged');
 });
 
-t.test('[submission]: off by default; a listener takes AUTH in the clear only on loopback with allow_plaintext_auth_on_loopback, else needs a certificate', async (t) => {
-  const d = loadConfig({ path: withFile(''), env: {} });
-  t.same([d.submission.listen, d.submission.listen_tls, d.submission.allow_plaintext_auth_on_loopback], ['', '', false], 'off, and AUTH only over TLS');
-  const dev = loadConfig({ path: join(root, 'config/development.toml'), env: {} });
-  t.same([dev.submission.listen, dev.submission.allow_plaintext_auth_on_loopback], ['127.0.0.1:2587', true], 'the development configuration: on, on loopback');
-  const cert = join(root, 'test/fixtures/tls/server.pem');
-  const key = join(root, 'test/fixtures/tls/server-key.pem');
-  t.ok(loadConfig({ path: withFile('[submission]\nlisten = "127.0.0.1:2587"\nallow_plaintext_auth_on_loopback = true\n'), env: {} }));
-  t.ok(loadConfig({ path: withFile(`[submission]\nlisten = "0.0.0.0:587"\nlisten_tls = "0.0.0.0:465"\ntls.cert = "${cert}"\ntls.key = "${key}"\n`), env: {} }));
-  t.throws(
-    () => loadConfig({ path: withFile('[submission]\nlisten = "0.0.0.0:587"\nallow_plaintext_auth_on_loopback = true\n'), env: {} }),
-    /submission\.tls\.cert: submission\.listen = "0\.0\.0\.0:587" needs a certificate/,
-  );
-  t.throws(() => loadConfig({ path: withFile('[submission]\nlisten = "127.0.0.1:2587"\n'), env: {} }), /submission\.tls\.cert: .*needs a certificate/, 'loopback without the setting still needs one');
-  t.throws(() => loadConfig({ path: withFile('[submission]\nlisten_tls = "127.0.0.1:465"\nallow_plaintext_auth_on_loopback = true\n'), env: {} }), /submission\.listen_tls: implicit TLS needs/);
-  t.throws(() => loadConfig({ path: withFile(`[submission]\nlisten = "127.0.0.1:2587"\ntls.cert = "${cert}"\n`), env: {} }), /submission\.tls\.key: tls\.cert and tls\.key go together/);
-});
+t.test(
+  '[submission]: off by default; a listener takes AUTH in the clear only on loopback with allow_plaintext_auth_on_loopback, else needs a certificate',
+  async (t) => {
+    const d = loadConfig({ path: withFile(''), env: {} });
+    t.same(
+      [d.submission.listen, d.submission.listen_tls, d.submission.allow_plaintext_auth_on_loopback],
+      ['', '', false],
+      'off, and AUTH only over TLS',
+    );
+    const dev = loadConfig({ path: join(root, 'config/development.toml'), env: {} });
+    t.same(
+      [dev.submission.listen, dev.submission.allow_plaintext_auth_on_loopback],
+      ['127.0.0.1:2587', true],
+      'the development configuration: on, on loopback',
+    );
+    const cert = join(root, 'test/fixtures/tls/server.pem');
+    const key = join(root, 'test/fixtures/tls/server-key.pem');
+    t.ok(
+      loadConfig({
+        path: withFile('[submission]\nlisten = "127.0.0.1:2587"\nallow_plaintext_auth_on_loopback = true\n'),
+        env: {},
+      }),
+    );
+    t.ok(
+      loadConfig({
+        path: withFile(
+          `[submission]\nlisten = "0.0.0.0:587"\nlisten_tls = "0.0.0.0:465"\ntls.cert = "${cert}"\ntls.key = "${key}"\n`,
+        ),
+        env: {},
+      }),
+    );
+    t.throws(
+      () =>
+        loadConfig({
+          path: withFile('[submission]\nlisten = "0.0.0.0:587"\nallow_plaintext_auth_on_loopback = true\n'),
+          env: {},
+        }),
+      /submission\.tls\.cert: submission\.listen = "0\.0\.0\.0:587" needs a certificate/,
+    );
+    t.throws(
+      () => loadConfig({ path: withFile('[submission]\nlisten = "127.0.0.1:2587"\n'), env: {} }),
+      /submission\.tls\.cert: .*needs a certificate/,
+      'loopback without the setting still needs one',
+    );
+    t.throws(
+      () =>
+        loadConfig({
+          path: withFile('[submission]\nlisten_tls = "127.0.0.1:465"\nallow_plaintext_auth_on_loopback = true\n'),
+          env: {},
+        }),
+      /submission\.listen_tls: implicit TLS needs/,
+    );
+    t.throws(
+      () => loadConfig({ path: withFile(`[submission]\nlisten = "127.0.0.1:2587"\ntls.cert = "${cert}"\n`), env: {} }),
+      /submission\.tls\.key: tls\.cert and tls\.key go together/,
+    );
+  },
+);
 
 t.test('a placeholder hostname is warned about, naming the key, unless SMTP listens on loopback only', async (t) => {
   const at = (toml: string) => configWarnings(loadConfig({ path: withFile(toml), env: {} }));
@@ -161,16 +233,35 @@ t.test('a placeholder hostname is warned about, naming the key, unless SMTP list
     ['server.hostname'],
     "the example file's hostname as written",
   );
-  t.match(configWarnings(example)[0]!.message, /server\.hostname is "mx\.example\.net", a placeholder: set it to this machine's public name/);
-  for (const name of ['localhost', 'localhost.localdomain', 'mail.example.com', 'mx.test', 'debian', 'box.localdomain', 'a.invalid', 'MX.Example.ORG.'])
+  t.match(
+    configWarnings(example)[0]!.message,
+    /server\.hostname is "mx\.example\.net", a placeholder: set it to this machine's public name/,
+  );
+  for (const name of [
+    'localhost',
+    'localhost.localdomain',
+    'mail.example.com',
+    'mx.test',
+    'debian',
+    'box.localdomain',
+    'a.invalid',
+    'MX.Example.ORG.',
+  ])
     t.ok(isPlaceholderName(name), `${name} is a placeholder`);
-  for (const name of ['mx.posthaste.dev', 'mail.examples.com', 'example.community', 'smtp.testing.org']) t.notOk(isPlaceholderName(name), `${name} is not`);
+  for (const name of ['mx.posthaste.dev', 'mail.examples.com', 'example.community', 'smtp.testing.org'])
+    t.notOk(isPlaceholderName(name), `${name} is not`);
   t.same(at('[server]\nhostname = "mx.posthaste.dev"\n'), [], 'a real name: nothing');
   t.same(
-    at('[server]\nhostname = "mx.posthaste.dev"\n[smtp]\nreturn_path_domain = "bounces.example.com"\n').map((w) => w.key),
+    at('[server]\nhostname = "mx.posthaste.dev"\n[smtp]\nreturn_path_domain = "bounces.example.com"\n').map(
+      (w) => w.key,
+    ),
     ['smtp.return_path_domain'],
   );
-  t.same(at('[server]\nhostname = "localhost"\n[smtp]\nlisten = "127.0.0.1:2525"\n'), [], 'development: SMTP on loopback only');
+  t.same(
+    at('[server]\nhostname = "localhost"\n[smtp]\nlisten = "127.0.0.1:2525"\n'),
+    [],
+    'development: SMTP on loopback only',
+  );
   t.same(at('[server]\nhostname = "localhost"\n[smtp]\nlisten = "[::1]:2525"\n'), []);
   t.same(
     at('[server]\nhostname = "localhost"\n[smtp]\nlisten = "[::]:25"\n').map((w) => w.key),

@@ -1,17 +1,20 @@
 // What SIGHUP can change is decided by one table (main.ts RELOADERS) and handed to each part as
 // its settings (config/settings.ts). A part that read a reloadable key from the configuration
 // object itself would keep the value it started with; this test finds such reads in src/.
-import t from 'tap';
-import { readFileSync, readdirSync } from 'node:fs';
+
+import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { RELOADABLE_KEYS } from '../../../src/main.js';
+import t from 'tap';
 import { schema } from '../../../src/config/schema.js';
+import { RELOADABLE_KEYS } from '../../../src/main.js';
 
 const SRC = fileURLToPath(new URL('../../../src/', import.meta.url));
 
 function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 /** `config.section.key`, `.section.key` or `.section['key']`: a read of one key through the configuration. */
@@ -51,5 +54,8 @@ t.test('the check finds a read that would go stale', async (t) => {
     { path: 'config/settings.ts', text: 'c.limits.max_recipients' },
     { path: 'api/routes/z.ts', text: 'config.limits.max_message_bytes' },
   ];
-  t.same(staleReads(['limits.max_recipients', 'smtp.tls.cert'], files), ['api/routes/x.ts reads limits.max_recipients', 'inbound/y.ts reads smtp.tls.cert']);
+  t.same(staleReads(['limits.max_recipients', 'smtp.tls.cert'], files), [
+    'api/routes/x.ts reads limits.max_recipients',
+    'inbound/y.ts reads smtp.tls.cert',
+  ]);
 });

@@ -1,5 +1,13 @@
 import t from 'tap';
-import { byteSize, exactTime, noun, plural, relativeTime, replyParts, shortUrl } from '../../../src/dashboard/format.js';
+import {
+  byteSize,
+  exactTime,
+  noun,
+  plural,
+  relativeTime,
+  replyParts,
+  shortUrl,
+} from '../../../src/dashboard/format.js';
 
 t.test('plural: the noun agrees with the count', async (t) => {
   t.equal(plural(1, 'attempt'), '1 attempt');
@@ -46,13 +54,24 @@ t.test('exactTime: the UTC time to the second', async (t) => {
 });
 
 t.test('replyParts: a stored reply as a person reads it, never as JSON', async (t) => {
-  t.same(replyParts({ code: 550, enhanced_code: '5.1.1', message: 'User unknown', classification: 'unknown_recipient' }), {
-    status: '550 5.1.1',
-    meaning: 'unknown recipient',
-    text: 'User unknown',
-  });
-  t.same(replyParts({ code: 250, enhanced_code: '2.0.0', message: 'OK' }), { status: '250 2.0.0', meaning: '', text: 'OK' }, "a delivery's reply: no classification");
-  t.same(replyParts({ code: 250, enhanced_code: '', message: 'Ok: queued', classification: 'other' }), { status: '250', meaning: '', text: 'Ok: queued' }, 'nor when one is stored');
+  t.same(
+    replyParts({ code: 550, enhanced_code: '5.1.1', message: 'User unknown', classification: 'unknown_recipient' }),
+    {
+      status: '550 5.1.1',
+      meaning: 'unknown recipient',
+      text: 'User unknown',
+    },
+  );
+  t.same(
+    replyParts({ code: 250, enhanced_code: '2.0.0', message: 'OK' }),
+    { status: '250 2.0.0', meaning: '', text: 'OK' },
+    "a delivery's reply: no classification",
+  );
+  t.same(
+    replyParts({ code: 250, enhanced_code: '', message: 'Ok: queued', classification: 'other' }),
+    { status: '250', meaning: '', text: 'Ok: queued' },
+    'nor when one is stored',
+  );
   t.same(
     replyParts({ code: 451, enhanced_code: '4.3.0', message: 'try later', classification: 'other' }),
     { status: '451 4.3.0', meaning: 'unclassified', text: 'try later' },
@@ -63,8 +82,13 @@ t.test('replyParts: a stored reply as a person reads it, never as JSON', async (
     { status: '', meaning: 'dns failure', text: 'no MX for example.invalid' },
     'our own failure: no code',
   );
-  t.same(replyParts({ suppressed: 'hard_bounce' }), { status: '', meaning: 'suppressed', text: 'Not sent: the address is on the suppression list (hard bounce).' });
-  for (const v of [null, undefined, 'text', 42, [], {}, { other: 1 }]) t.equal(replyParts(v), undefined, JSON.stringify(v) ?? 'undefined');
+  t.same(replyParts({ suppressed: 'hard_bounce' }), {
+    status: '',
+    meaning: 'suppressed',
+    text: 'Not sent: the address is on the suppression list (hard bounce).',
+  });
+  for (const v of [null, undefined, 'text', 42, [], {}, { other: 1 }])
+    t.equal(replyParts(v), undefined, JSON.stringify(v) ?? 'undefined');
 });
 
 t.test('shortUrl: host and the end of the path kept, the middle cut', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { parseMailbox, parseAddrSpec, splitAddressList } from '../../../src/domain/addresses.js';
+import { parseAddrSpec, parseMailbox, splitAddressList } from '../../../src/domain/addresses.js';
 
 t.test('valid addresses parse to a normalised addr-spec', async (t) => {
   const cases: Array<[string, string, string?]> = [

@@ -1,5 +1,10 @@
 import t from 'tap';
-import { destinationOf, destinationOfHost, parseDestinationRules, limitsFor } from '../../../src/domain/destinations.js';
+import {
+  destinationOf,
+  destinationOfHost,
+  limitsFor,
+  parseDestinationRules,
+} from '../../../src/domain/destinations.js';
 
 t.test('a destination is the registrable domain of the first MX host', async (t) => {
   t.equal(
@@ -17,7 +22,11 @@ t.test('a destination is the registrable domain of the first MX host', async (t)
     ]),
     'yahoodns.net',
   );
-  t.equal(destinationOf([{ host: 'mx1.example.co.uk.', priority: 10 }]), 'example.co.uk', 'a multi-label public suffix, trailing dot');
+  t.equal(
+    destinationOf([{ host: 'mx1.example.co.uk.', priority: 10 }]),
+    'example.co.uk',
+    'a multi-label public suffix, trailing dot',
+  );
   t.equal(
     destinationOf([
       { host: 'b.example.net', priority: 10 },

@@ -1,14 +1,24 @@
-import t from 'tap';
 import { generateKeyPairSync } from 'node:crypto';
-import { dnsRecords, zoneTxt, dkimValue, TXT_STRING_MAX } from '../../../src/domain/dns-records.js';
+import t from 'tap';
+import { dkimValue, dnsRecords, TXT_STRING_MAX, zoneTxt } from '../../../src/domain/dns-records.js';
 import { zoneStrings } from '../../../support/dns-server.js';
 
 const server = { hostname: 'mx.example.net', returnPathDomain: 'bounces.example.net' };
-const publicKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+const publicKey = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  .publicKey.export({ type: 'spki', format: 'der' })
+  .toString('base64');
 const keys = { name: 'shop.example', verificationToken: 'tok123', dkimSelector: 'posthaste', dkimPublicKey: publicKey };
 
 t.test('TXT data in the zone-file form: quoted strings of at most 255 characters that join to the text', async (t) => {
-  for (const text of ['', 'v=DMARC1; p=none', 'x'.repeat(255), 'x'.repeat(256), 'y'.repeat(1000), dkimValue(publicKey), 'a "quoted" \\ text'.repeat(30)]) {
+  for (const text of [
+    '',
+    'v=DMARC1; p=none',
+    'x'.repeat(255),
+    'x'.repeat(256),
+    'y'.repeat(1000),
+    dkimValue(publicKey),
+    'a "quoted" \\ text'.repeat(30),
+  ]) {
     const value = zoneTxt(text);
     const strings = zoneStrings(value);
     t.equal(strings.join(''), text, `${text.length} characters join back`);

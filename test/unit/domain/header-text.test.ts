@@ -1,9 +1,14 @@
-import t from 'tap';
 import fc from 'fast-check';
-import { hasControl, MAX_LINE_LENGTH } from '../../../src/domain/header-text.js';
-import { validateSendRequest, isStrictBase64, HEADER_VALUE_MAX_LENGTH, type SendRequest } from '../../../src/domain/send-request.js';
+import t from 'tap';
 import { parseMailbox } from '../../../src/domain/addresses.js';
 import { Problems } from '../../../src/domain/errors.js';
+import { hasControl, MAX_LINE_LENGTH } from '../../../src/domain/header-text.js';
+import {
+  HEADER_VALUE_MAX_LENGTH,
+  isStrictBase64,
+  type SendRequest,
+  validateSendRequest,
+} from '../../../src/domain/send-request.js';
 import { composeMessage, LineMeter } from '../../../src/outbound/compose.js';
 
 const base = { from: 'a@example.com', to: 'b@example.org', subject: 'Hello', text_body: 'Hi' };
@@ -25,30 +30,52 @@ t.test('every control character but tab is refused in header text; tab and ordin
   const label = (s: string) => [...s].map((c) => `U+${c.codePointAt(0)!.toString(16).padStart(4, '0')}`).join(' ');
   for (const ok of ['a\tb', 'Zoë ☃ 日本語', 'a\u00a0b', 'a\u2028b']) {
     t.notOk(hasControl(ok), label(ok));
-    t.same(problems({ subject: ok, headers: { 'X-Tag': ok }, to: `"${ok}" <b@example.org>` }), {}, `${label(ok)} is accepted`);
+    t.same(
+      problems({ subject: ok, headers: { 'X-Tag': ok }, to: `"${ok}" <b@example.org>` }),
+      {},
+      `${label(ok)} is accepted`,
+    );
   }
   t.match(problems({ subject: 'a\x0bb' }).subject, [/control character/]);
-  t.ok(problems({ attachments: [{ filename: 'a\x85.txt', io: 'AA==', content_type: 'text/plain' }] })['attachments[0].filename'], 'a file name with NEL');
+  t.ok(
+    problems({ attachments: [{ filename: 'a\x85.txt', io: 'AA==', content_type: 'text/plain' }] })[
+      'attachments[0].filename'
+    ],
+    'a file name with NEL',
+  );
 });
 
 t.test('header values are bounded in length, and a run without whitespace must fit a 998-character line', async (t) => {
-  t.match(problems({ headers: { 'X-Big': 'a'.repeat(HEADER_VALUE_MAX_LENGTH + 1) } })['headers.X-Big'], [/at most 8192 characters/]);
+  t.match(problems({ headers: { 'X-Big': 'a'.repeat(HEADER_VALUE_MAX_LENGTH + 1) } })['headers.X-Big'], [
+    /at most 8192 characters/,
+  ]);
   t.match(problems({ headers: { 'X-Word': 'a'.repeat(995) } })['headers.X-Word'], [/998/]);
   t.same(problems({ headers: { 'X-Words': 'word '.repeat(1600).trim() } }), {}, '8,000 characters with spaces fold');
   t.same(problems({ headers: { 'X-Word': 'a'.repeat(990) } }), {}, 'a 990-character word fits its line');
   t.match(problems({ subject: 'a'.repeat(995) }).subject, [/998/], 'a subject of one 995-character word');
-  t.match(Object.values(problems({ headers: { ['X-' + 'n'.repeat(99)]: 'v' } }))[0], [/at most 100 characters/], 'a header name of 101 characters');
+  t.match(
+    Object.values(problems({ headers: { ['X-' + 'n'.repeat(99)]: 'v' } }))[0],
+    [/at most 100 characters/],
+    'a header name of 101 characters',
+  );
   t.notOk(parseMailbox(`${'n '.repeat(150)} <a@example.org>`).ok, 'a display name over 256 characters');
   t.ok(parseMailbox(`"${'n'.repeat(250)}" <a@example.org>`).ok, 'a 250-character display name is fine');
 });
 
 t.test('longestHeaderLine is an upper bound on what the composer writes, whatever the value', async (_t) => {
-  const text = fc.array(fc.oneof(fc.constantFrom(' ', '\t', 'é', '日', 'a'), fc.stringMatching(/^[!-~]{1,300}$/)), { maxLength: 40 }).map((a) => a.join(''));
+  const text = fc
+    .array(fc.oneof(fc.constantFrom(' ', '\t', 'é', '日', 'a'), fc.stringMatching(/^[!-~]{1,300}$/)), { maxLength: 40 })
+    .map((a) => a.join(''));
   await fc.assert(
     fc.asyncProperty(text, async (value) => {
       if (value.trim() === '') return true;
       const r = validateSendRequest(
-        { ...base, headers: { 'X-Value': value }, subject: `s ${value}`.slice(0, 998), to: `"${value.slice(0, 250).replace(/["\\]/g, '')}" <b@example.org>` },
+        {
+          ...base,
+          headers: { 'X-Value': value },
+          subject: `s ${value}`.slice(0, 998),
+          to: `"${value.slice(0, 250).replace(/["\\]/g, '')}" <b@example.org>`,
+        },
         { maxRecipients: 50 },
       );
       if (r instanceof Problems) return true; // refused: nothing is composed
@@ -61,16 +88,19 @@ t.test('longestHeaderLine is an upper bound on what the composer writes, whateve
   );
 });
 
-t.test('a long header value is folded at whitespace into lines of at most 998, and unfolds to the value given', async (t) => {
-  const value = Array.from({ length: 900 }, (_, i) => `w${i}`).join(' ') + ' ' + 'x'.repeat(900);
-  const r = validateSendRequest({ ...base, headers: { 'X-Long': value } }, { maxRecipients: 50 }) as SendRequest;
-  t.notOk(r instanceof Problems);
-  const raw = (await composeMessage(r, 'id@example.com', 0)).toString();
-  const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
-  for (const line of head.split('\r\n')) t.ok(line.length <= MAX_LINE_LENGTH, `line of ${line.length}`);
-  const field = /^X-Long: (.*(?:\r\n[ \t].*)*)/m.exec(head)![1]!;
-  t.equal(field.replace(/\r\n(?=[ \t])/g, ''), value, 'unfolding gives the value back (RFC 5322 2.2.3)');
-});
+t.test(
+  'a long header value is folded at whitespace into lines of at most 998, and unfolds to the value given',
+  async (t) => {
+    const value = Array.from({ length: 900 }, (_, i) => `w${i}`).join(' ') + ' ' + 'x'.repeat(900);
+    const r = validateSendRequest({ ...base, headers: { 'X-Long': value } }, { maxRecipients: 50 }) as SendRequest;
+    t.notOk(r instanceof Problems);
+    const raw = (await composeMessage(r, 'id@example.com', 0)).toString();
+    const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
+    for (const line of head.split('\r\n')) t.ok(line.length <= MAX_LINE_LENGTH, `line of ${line.length}`);
+    const field = /^X-Long: (.*(?:\r\n[ \t].*)*)/m.exec(head)![1]!;
+    t.equal(field.replace(/\r\n(?=[ \t])/g, ''), value, 'unfolding gives the value back (RFC 5322 2.2.3)');
+  },
+);
 
 t.test('the composer refuses to produce a line over 998, whatever the request', async (t) => {
   const meter = new LineMeter();
@@ -85,7 +115,10 @@ t.test('the composer refuses to produce a line over 998, whatever the request', 
 t.test('strict Base64 is checked in linear time, also for attachments of many megabytes', async (t) => {
   const old = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
   fc.assert(
-    fc.property(fc.string({ unit: fc.constantFrom('A', 'b', '0', '+', '/', '=', ' ', '\n', '-', 'é'), maxLength: 24 }), (s) => isStrictBase64(s) === old.test(s)),
+    fc.property(
+      fc.string({ unit: fc.constantFrom('A', 'b', '0', '+', '/', '=', ' ', '\n', '-', 'é'), maxLength: 24 }),
+      (s) => isStrictBase64(s) === old.test(s),
+    ),
     { numRuns: 5000 },
   );
   const big = Buffer.alloc(30 * 1024 * 1024, 0xa5).toString('base64');
@@ -98,7 +131,10 @@ t.test('strict Base64 is checked in linear time, also for attachments of many me
 });
 
 t.test('a recipient list past the limit gets one problem, and no request gets more than 100 in details', async (t) => {
-  const many = validateSendRequest({ ...base, to: Array.from({ length: 1_000_000 }, () => 'x') }, { maxRecipients: 50 }) as Problems;
+  const many = validateSendRequest(
+    { ...base, to: Array.from({ length: 1_000_000 }, () => 'x') },
+    { maxRecipients: 50 },
+  ) as Problems;
   t.same(many.details.to, ['has 1000000 addresses; at most 50 recipients are allowed in to, cc and bcc together']);
   const headers = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`X-${i}`, 'a\nb']));
   const p = validateSendRequest({ ...base, headers }, { maxRecipients: 50 }) as Problems;
@@ -108,7 +144,12 @@ t.test('a recipient list past the limit gets one problem, and no request gets mo
 });
 
 t.test('mailbox parsing takes linear time on hostile input (no backtracking on whitespace)', async (t) => {
-  for (const input of ['a' + ' '.repeat(1_000_000) + 'b', `"${'a'.repeat(5_000_000)}" <a@b.org>`, '<'.repeat(100_000) + '>', 'a\t '.repeat(300_000)]) {
+  for (const input of [
+    'a' + ' '.repeat(1_000_000) + 'b',
+    `"${'a'.repeat(5_000_000)}" <a@b.org>`,
+    '<'.repeat(100_000) + '>',
+    'a\t '.repeat(300_000),
+  ]) {
     const started = Date.now();
     t.notOk(parseMailbox(input).ok);
     t.ok(Date.now() - started < 200, `${Date.now() - started} ms`);

@@ -1,6 +1,6 @@
-import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { returnToken, parseReturnToken, returnPath } from '../../../src/domain/return-path.js';
+import t from 'tap';
+import { parseReturnToken, returnPath, returnToken } from '../../../src/domain/return-path.js';
 
 const secret = randomBytes(32);
 
@@ -20,6 +20,13 @@ t.test('forged, altered or malformed tokens name nobody', async (t) => {
   const otherId = returnToken(secret, 100).slice(0, 8) + token.slice(8);
   t.equal(parseReturnToken(secret, otherId), undefined, 'another id with this MAC');
   t.equal(parseReturnToken(randomBytes(32), token), undefined, 'another secret');
-  for (const bad of ['', 'short', token + 'x', token.slice(0, -1) + (token.endsWith('0') ? '1' : '0'), '0'.repeat(20), token.replace(/./, '!')])
+  for (const bad of [
+    '',
+    'short',
+    token + 'x',
+    token.slice(0, -1) + (token.endsWith('0') ? '1' : '0'),
+    '0'.repeat(20),
+    token.replace(/./, '!'),
+  ])
     t.equal(parseReturnToken(secret, bad), undefined, JSON.stringify(bad));
 });

@@ -1,8 +1,9 @@
 import t from 'tap';
-import { validateSendRequest, type SendRequest } from '../../../src/domain/send-request.js';
 import { Problems } from '../../../src/domain/errors.js';
+import { type SendRequest, validateSendRequest } from '../../../src/domain/send-request.js';
 
-const send = (from: unknown) => validateSendRequest({ from, to: 'a@example.org', subject: 's', text_body: 'b' }, { maxRecipients: 50 });
+const send = (from: unknown) =>
+  validateSendRequest({ from, to: 'a@example.org', subject: 's', text_body: 'b' }, { maxRecipients: 50 });
 
 t.test('the sender is parsed once per distinct from; each request gets the same answer', async (t) => {
   const first = send('Shop <Orders@Example.COM>') as SendRequest;

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { inboundView, viewJson, type Base64 } from '../../../src/inbound/view.js';
+import { type Base64, inboundView, viewJson } from '../../../src/inbound/view.js';
 import type { InboundRow } from '../../../src/store/model.js';
 
 const row = (raw: Buffer): InboundRow => ({
@@ -31,7 +31,12 @@ t.test("a message is shown parsed, with cid: links kept and each attachment's co
   t.equal(v.parsed, true);
   t.equal(v.subject, 'hello');
   t.match(v.html, /cid:logo/, 'the inline image stays a cid: link, not a data: URI');
-  const attachments = v.attachments as Array<{ filename: string | null; content_id: string | null; size: number; content: Base64 }>;
+  const attachments = v.attachments as Array<{
+    filename: string | null;
+    content_id: string | null;
+    size: number;
+    content: Base64;
+  }>;
   t.same(
     attachments.map((a) => [a.filename, a.content_id, a.size]),
     [
@@ -52,7 +57,9 @@ t.test('the streamed JSON is exactly JSON.stringify of the view', async (t) => {
 });
 
 t.test('a stored message the parser cannot read is shown from its top-level headers, never an error', async (t) => {
-  const raw = Buffer.from(`From: A <a@sender.test>\r\nSubject: huge\r\nX-Huge: ${'h'.repeat(2 * 1024 * 1024)}\r\n\r\nbody\r\n`);
+  const raw = Buffer.from(
+    `From: A <a@sender.test>\r\nSubject: huge\r\nX-Huge: ${'h'.repeat(2 * 1024 * 1024)}\r\n\r\nbody\r\n`,
+  );
   const v = await inboundView(row(raw));
   t.equal(v.parsed, false);
   t.match(v.parse_error, /header section larger than 1 MiB/);

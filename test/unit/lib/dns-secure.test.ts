@@ -1,9 +1,9 @@
-import t from 'tap';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import * as dnsPacket from 'dns-packet';
-import { TestDnsServer } from '../../../support/dns-server.js';
+import t from 'tap';
 import { allLoopback, parseServer, querySecure } from '../../../src/lib/dns-secure.js';
+import { TestDnsServer } from '../../../support/dns-server.js';
 
 const dns = await new TestDnsServer().start();
 t.teardown(() => dns.stop());
@@ -13,9 +13,17 @@ dns.set('mx.unsigned.test', { A: ['192.0.2.2'] });
 dns.failures.set('broken.signed.test', 'SERVFAIL');
 
 t.test('the AD bit of a validating resolver, and the rcode, for answers and denials', async (t) => {
-  t.match(await querySecure([dns.server], 'mx.signed.test', 'A'), { rcode: 'NOERROR', secure: true, answers: [{ type: 'A', data: '192.0.2.1' }] });
+  t.match(await querySecure([dns.server], 'mx.signed.test', 'A'), {
+    rcode: 'NOERROR',
+    secure: true,
+    answers: [{ type: 'A', data: '192.0.2.1' }],
+  });
   t.match(await querySecure([dns.server], 'mx.unsigned.test', 'A'), { rcode: 'NOERROR', secure: false });
-  t.match(await querySecure([dns.server], 'gone.signed.test', 'TLSA'), { rcode: 'NXDOMAIN', secure: true, answers: [] });
+  t.match(await querySecure([dns.server], 'gone.signed.test', 'TLSA'), {
+    rcode: 'NXDOMAIN',
+    secure: true,
+    answers: [],
+  });
   t.match(await querySecure([dns.server], 'broken.signed.test', 'TLSA'), { rcode: 'SERVFAIL', secure: false });
 });
 
@@ -25,7 +33,10 @@ t.test('a server that does not answer is passed over for the next; none answerin
   t.teardown(() => silent.close());
   const mute = `127.0.0.1:${silent.address().port}`;
   t.match(await querySecure([mute, dns.server], 'mx.signed.test', 'A', 200), { secure: true });
-  await t.rejects(querySecure([mute], 'mx.signed.test', 'A', 200), { name: 'DnsQueryError', message: /did not answer in 200 ms/ });
+  await t.rejects(querySecure([mute], 'mx.signed.test', 'A', 200), {
+    name: 'DnsQueryError',
+    message: /did not answer in 200 ms/,
+  });
 });
 
 t.test('a truncated UDP answer is asked again over TCP', async (t) => {
@@ -54,7 +65,10 @@ t.test('a truncated UDP answer is asked again over TCP', async (t) => {
     udp.close();
     tcp.close();
   });
-  t.match(await querySecure([`127.0.0.1:${port}`], 'big.signed.test', 'A'), { secure: true, answers: [{ data: '192.0.2.9' }] });
+  t.match(await querySecure([`127.0.0.1:${port}`], 'big.signed.test', 'A'), {
+    secure: true,
+    answers: [{ data: '192.0.2.9' }],
+  });
 });
 
 t.test('server addresses as Resolver.getServers() gives them; only loopback ones are trusted', async (t) => {

@@ -4,7 +4,8 @@ import { KeyedPool } from '../../../src/lib/keyed-pool.js';
 // The runner both background loops share: limits, drain, stop, and one fill at a time even when
 // a fill waits on the store.
 
-const pool = (concurrency: number, finished: string[] = []) => new KeyedPool<number>({ concurrency, onFinish: (k) => finished.push(k), onError: () => {} });
+const pool = (concurrency: number, finished: string[] = []) =>
+  new KeyedPool<number>({ concurrency, onFinish: (k) => finished.push(k), onError: () => {} });
 
 const later = () => new Promise<void>((r) => setTimeout(r, 5));
 
@@ -97,7 +98,11 @@ t.test('never two fills at once, even when a fill waits; a wake during a fill ru
 t.test('a task that rejects or throws goes to onError and still counts as finished', async (t) => {
   const finished: string[] = [];
   const errors: Array<[string, string]> = [];
-  const p = new KeyedPool<number>({ concurrency: 2, onFinish: (k) => finished.push(k), onError: (e, k) => errors.push([(e as Error).message, k]) });
+  const p = new KeyedPool<number>({
+    concurrency: 2,
+    onFinish: (k) => finished.push(k),
+    onError: (e, k) => errors.push([(e as Error).message, k]),
+  });
   p.start('a', async () => {
     await later();
     throw new Error('rejected');
@@ -157,56 +162,62 @@ t.test('tracked work is waited for by stop and drain, and not counted against th
   t.equal(done, 2, 'stop waited for it');
 });
 
-t.test('run: fills every interval without a wake, a fill that throws goes to onError and the loop goes on', async (t) => {
-  const p = pool(2);
-  let fills = 0;
-  const errors: unknown[] = [];
-  const stop = new AbortController();
-  const running = p.run(
-    stop.signal,
-    10,
-    () => {
-      fills++;
-      if (fills === 2) throw new Error('store down');
-    },
-    (e) => errors.push(e),
-  );
-  while (fills < 4) await later();
-  stop.abort();
-  await running;
-  t.equal(errors.length, 1, 'the one fill that threw');
-  t.match(errors[0], { message: 'store down' });
-  t.ok(fills >= 4, 'fills went on after the error');
-});
+t.test(
+  'run: fills every interval without a wake, a fill that throws goes to onError and the loop goes on',
+  async (t) => {
+    const p = pool(2);
+    let fills = 0;
+    const errors: unknown[] = [];
+    const stop = new AbortController();
+    const running = p.run(
+      stop.signal,
+      10,
+      () => {
+        fills++;
+        if (fills === 2) throw new Error('store down');
+      },
+      (e) => errors.push(e),
+    );
+    while (fills < 4) await later();
+    stop.abort();
+    await running;
+    t.equal(errors.length, 1, 'the one fill that threw');
+    t.match(errors[0], { message: 'store down' });
+    t.ok(fills >= 4, 'fills went on after the error');
+  },
+);
 
-t.test('run: an abort during the interval ends the loop at once; run resolves after the tasks in flight, and nothing starts after', async (t) => {
-  const p = pool(2);
-  let fills = 0;
-  let taskDone = false;
-  const stop = new AbortController();
-  const started = Date.now();
-  const running = p.run(
-    stop.signal,
-    60_000,
-    () => {
-      fills++;
-      if (fills === 1)
-        p.start('k', async () => {
-          await new Promise<void>((r) => setTimeout(r, 50));
-          taskDone = true;
-        });
-    },
-    () => {},
-  );
-  await later();
-  stop.abort();
-  await running;
-  t.ok(Date.now() - started < 10_000, 'the abort did not wait for the poll interval');
-  t.ok(taskDone, 'the task in flight finished before run resolved');
-  t.equal(fills, 1, 'no fill after the abort');
-  t.ok(p.stopping);
-  t.notOk(p.hasRoom, 'stopped: no room');
-});
+t.test(
+  'run: an abort during the interval ends the loop at once; run resolves after the tasks in flight, and nothing starts after',
+  async (t) => {
+    const p = pool(2);
+    let fills = 0;
+    let taskDone = false;
+    const stop = new AbortController();
+    const started = Date.now();
+    const running = p.run(
+      stop.signal,
+      60_000,
+      () => {
+        fills++;
+        if (fills === 1)
+          p.start('k', async () => {
+            await new Promise<void>((r) => setTimeout(r, 50));
+            taskDone = true;
+          });
+      },
+      () => {},
+    );
+    await later();
+    stop.abort();
+    await running;
+    t.ok(Date.now() - started < 10_000, 'the abort did not wait for the poll interval');
+    t.ok(taskDone, 'the task in flight finished before run resolved');
+    t.equal(fills, 1, 'no fill after the abort');
+    t.ok(p.stopping);
+    t.notOk(p.hasRoom, 'stopped: no room');
+  },
+);
 
 t.test('exclusive: a fill that rejects does not stop the next one', async (t) => {
   const p = pool(1);

@@ -26,25 +26,28 @@ t.test('holds that fit are granted at once; the rest wait in arrival order', asy
   t.equal(b.inUse, 60);
 });
 
-t.test('the oldest hold is never made to wait, even past the limit, so holds that grow cannot block each other', async (t) => {
-  const b = new MemoryBudget(100);
-  const a = b.open();
-  const c = b.open();
-  t.ok(a.tryGrow(50));
-  t.ok(c.tryGrow(50));
-  t.notOk(c.tryGrow(10), 'a younger hold cannot grow past the limit');
-  t.ok(a.tryGrow(30), 'the oldest can');
-  let grown = false;
-  void c.grow(10).then(() => (grown = true));
-  await tick();
-  t.notOk(grown);
-  a.release();
-  await tick();
-  t.ok(grown, 'once the oldest is done, the next grows (and is now the oldest)');
-  t.ok(c.tryGrow(500), 'alone, a hold takes what it needs');
-  c.release();
-  t.equal(b.inUse, 0);
-});
+t.test(
+  'the oldest hold is never made to wait, even past the limit, so holds that grow cannot block each other',
+  async (t) => {
+    const b = new MemoryBudget(100);
+    const a = b.open();
+    const c = b.open();
+    t.ok(a.tryGrow(50));
+    t.ok(c.tryGrow(50));
+    t.notOk(c.tryGrow(10), 'a younger hold cannot grow past the limit');
+    t.ok(a.tryGrow(30), 'the oldest can');
+    let grown = false;
+    void c.grow(10).then(() => (grown = true));
+    await tick();
+    t.notOk(grown);
+    a.release();
+    await tick();
+    t.ok(grown, 'once the oldest is done, the next grows (and is now the oldest)');
+    t.ok(c.tryGrow(500), 'alone, a hold takes what it needs');
+    c.release();
+    t.equal(b.inUse, 0);
+  },
+);
 
 t.test('a wait ends when its signal aborts, holding nothing; a released hold gives everything back once', async (t) => {
   const b = new MemoryBudget(10);

@@ -1,6 +1,6 @@
-import t from 'tap';
-import fc from 'fast-check';
 import { isUtf8 } from 'node:buffer';
+import fc from 'fast-check';
+import t from 'tap';
 import { invalidUtf8Offset } from '../../../src/lib/utf8.js';
 
 /** The reference: a bad sequence starts where the longest well-formed prefix ends. */
@@ -27,7 +27,14 @@ t.test('the offset of the first malformed sequence, for the forms RFC 3629 forbi
 });
 
 t.test("it agrees with Node's own check and names the same offset as the reference, on random bytes", async (_t) => {
-  const bytes = fc.array(fc.oneof(fc.integer({ min: 0, max: 0x7f }), fc.integer({ min: 0x80, max: 0xff }), fc.constantFrom(0xc3, 0xa9, 0xe2, 0x82, 0xac, 0xf0, 0x9f, 0xed, 0xf4)), { maxLength: 40 });
+  const bytes = fc.array(
+    fc.oneof(
+      fc.integer({ min: 0, max: 0x7f }),
+      fc.integer({ min: 0x80, max: 0xff }),
+      fc.constantFrom(0xc3, 0xa9, 0xe2, 0x82, 0xac, 0xf0, 0x9f, 0xed, 0xf4),
+    ),
+    { maxLength: 40 },
+  );
   fc.assert(
     fc.property(bytes, (a) => {
       const u = Uint8Array.from(a);

@@ -1,10 +1,19 @@
-import t from 'tap';
-import { composeMessage, composedSize, encodedSizeBound, encodedSizeFloor, mimeTree, serialize, streamed, textPart } from '../../../src/outbound/compose.js';
-import MailComposer from 'nodemailer/lib/mail-composer/index.js';
-import { validateSendRequest, type SendRequest } from '../../../src/domain/send-request.js';
-import { Problems } from '../../../src/domain/errors.js';
-import { timeSortableId, BASE32, eventId, base32Id, bigIntId } from '../../../src/lib/ids.js';
 import { randomBytes } from 'node:crypto';
+import MailComposer from 'nodemailer/lib/mail-composer/index.js';
+import t from 'tap';
+import { Problems } from '../../../src/domain/errors.js';
+import { type SendRequest, validateSendRequest } from '../../../src/domain/send-request.js';
+import { BASE32, base32Id, bigIntId, eventId, timeSortableId } from '../../../src/lib/ids.js';
+import {
+  composedSize,
+  composeMessage,
+  encodedSizeBound,
+  encodedSizeFloor,
+  mimeTree,
+  serialize,
+  streamed,
+  textPart,
+} from '../../../src/outbound/compose.js';
 
 /** `s` repeated to exactly `n` characters. */
 const line = (s: string, n: number) => s.repeat(Math.ceil(n / s.length)).slice(0, n);
@@ -35,7 +44,9 @@ t.test('the composed message carries the known fields and nothing from the reque
         text_body: 'line1\rline2\r\nline3',
         html_body: '<p>hi</p>',
         headers: { 'X-Campaign': 'spring' },
-        attachments: [{ filename: '/etc/passwd', io: Buffer.from('not the file').toString('base64'), content_type: 'text/plain' }],
+        attachments: [
+          { filename: '/etc/passwd', io: Buffer.from('not the file').toString('base64'), content_type: 'text/plain' },
+        ],
       }),
       'abc@example.com',
       Date.UTC(2026, 0, 2),
@@ -53,30 +64,40 @@ t.test('the composed message carries the known fields and nothing from the reque
   t.notMatch(raw, /(?<!\r)\n/, 'no bare LF either');
 });
 
-t.test("textPart picks the transfer encoding nodemailer's own rule picks: the composed parts are byte for byte the same", async (t) => {
-  const compose = async (text: ReturnType<typeof textPart>, html: ReturnType<typeof textPart>) => {
-    const tree = new MailComposer({ from: 'a@example.com', to: 'b@example.org', messageId: '<m@example.com>', date: new Date(0), text, html }).compile();
-    return withoutBoundaries((await streamed(tree, true)).raw!);
-  };
-  const texts: Array<[string, string]> = [
-    ['short ASCII lines', 'Hello,\nyour order shipped.\n'],
-    ['one long ASCII line', line('Lorem ipsum dolor sit amet. ', 1900)],
-    ['a line of exactly 76', line('x', 76)],
-    ['a line of 77', line('x', 77)],
-    ['mostly Latin with accents', `Grüße aus Köln, ça va? ${line('abc ', 200)}`],
-    ['Cyrillic', line('Привет, мир! ', 300)],
-    ['Japanese', line('こんにちは世界。', 200)],
-    ['emoji, as surrogate pairs', `ok ${line('😀', 40)}`],
-    ['control characters', `a\u0001b\u0007c\u001fdef`],
-    ['as many letters as non-Latin', 'abcдеж'],
-    ['HTML with a long line', `<p>${line('<b>bold</b> text ', 3000)}</p>`],
-    ['over 128 KB of short ASCII lines', line('short line\n', 140 * 1024)],
-  ];
-  for (const [name, text] of texts) {
-    t.equal(await compose(textPart(text), textPart(`<p>${text}</p>`)), await compose(text, `<p>${text}</p>`), name);
-  }
-  t.equal(typeof textPart('plain\nshort\n'), 'string', '7-bit text in short lines is left to nodemailer');
-});
+t.test(
+  "textPart picks the transfer encoding nodemailer's own rule picks: the composed parts are byte for byte the same",
+  async (t) => {
+    const compose = async (text: ReturnType<typeof textPart>, html: ReturnType<typeof textPart>) => {
+      const tree = new MailComposer({
+        from: 'a@example.com',
+        to: 'b@example.org',
+        messageId: '<m@example.com>',
+        date: new Date(0),
+        text,
+        html,
+      }).compile();
+      return withoutBoundaries((await streamed(tree, true)).raw!);
+    };
+    const texts: Array<[string, string]> = [
+      ['short ASCII lines', 'Hello,\nyour order shipped.\n'],
+      ['one long ASCII line', line('Lorem ipsum dolor sit amet. ', 1900)],
+      ['a line of exactly 76', line('x', 76)],
+      ['a line of 77', line('x', 77)],
+      ['mostly Latin with accents', `Grüße aus Köln, ça va? ${line('abc ', 200)}`],
+      ['Cyrillic', line('Привет, мир! ', 300)],
+      ['Japanese', line('こんにちは世界。', 200)],
+      ['emoji, as surrogate pairs', `ok ${line('😀', 40)}`],
+      ['control characters', `a\u0001b\u0007c\u001fdef`],
+      ['as many letters as non-Latin', 'abcдеж'],
+      ['HTML with a long line', `<p>${line('<b>bold</b> text ', 3000)}</p>`],
+      ['over 128 KB of short ASCII lines', line('short line\n', 140 * 1024)],
+    ];
+    for (const [name, text] of texts) {
+      t.equal(await compose(textPart(text), textPart(`<p>${text}</p>`)), await compose(text, `<p>${text}</p>`), name);
+    }
+    t.equal(typeof textPart('plain\nshort\n'), 'string', '7-bit text in short lines is left to nodemailer');
+  },
+);
 
 t.test('ids are time-sortable and unique', async (t) => {
   const a = timeSortableId(1000, BASE32);
@@ -109,14 +130,33 @@ t.test('encodedSizeBound is never below the composed size, encodedSizeFloor neve
     { text_body: 'x'.repeat(5000) },
     { text_body: unicode.repeat(2000), html_body: `<p>${unicode.repeat(2000)}</p>` },
     { html_body: '=\t '.repeat(3000) + '\n.\n'.repeat(100) },
-    { text_body: 'a', attachments: [{ filename: `${unicode}.bin`, io: b64(1), content_type: 'application/octet-stream' }] },
-    { text_body: 'a', attachments: Array.from({ length: 10 }, (_, i) => ({ filename: `f${i}.pdf`, io: b64(10_000 + i), content_type: 'application/pdf' })) },
+    {
+      text_body: 'a',
+      attachments: [{ filename: `${unicode}.bin`, io: b64(1), content_type: 'application/octet-stream' }],
+    },
+    {
+      text_body: 'a',
+      attachments: Array.from({ length: 10 }, (_, i) => ({
+        filename: `f${i}.pdf`,
+        io: b64(10_000 + i),
+        content_type: 'application/pdf',
+      })),
+    },
     { text_body: 'a', headers: { 'X-Long': unicode.repeat(40), 'X-Ascii': 'v'.repeat(900) } },
     // Attachment sizes at and around a Base64 line (57 bytes), where the encoder's last line can reach 80 characters.
-    ...[56, 57, 58, 59, 114, 115, 57_000, 57_001, 57_002, 1_000_000].map((n) => ({ text_body: 'a', attachments: [{ filename: 'f.bin', io: b64(n), content_type: 'text/plain' }] })),
+    ...[56, 57, 58, 59, 114, 115, 57_000, 57_001, 57_002, 1_000_000].map((n) => ({
+      text_body: 'a',
+      attachments: [{ filename: 'f.bin', io: b64(n), content_type: 'text/plain' }],
+    })),
   ];
   for (const extra of bodies) {
-    const r = req({ from: `${unicode} <a@example.com>`, to: [`${unicode} <b@example.org>`, 'c@example.org'], cc: 'd@example.org', subject: unicode.repeat(20), ...extra });
+    const r = req({
+      from: `${unicode} <a@example.com>`,
+      to: [`${unicode} <b@example.org>`, 'c@example.org'],
+      cc: 'd@example.org',
+      subject: unicode.repeat(20),
+      ...extra,
+    });
     const actual = (await composeMessage(r, 'id@example.com', 0)).length;
     const bound = encodedSizeBound(r);
     t.ok(bound >= actual, `bound ${bound} >= composed ${actual}`);
@@ -137,8 +177,26 @@ t.test("the message is composed byte for byte as nodemailer's own stream writes 
     return (seed >>> 0) % n;
   };
   const pick = <T>(xs: readonly T[]): T => xs[rnd(xs.length)]!;
-  const names = ['', 'Shop', 'Zoë Ünïcode', '"Quoted, Name"', "O'Brien; Sales", '日本語の名前', 'Emoji 😀 Sender', line('Long Name ', 120), 'a=b?c_d'];
-  const subjects = ['', 'Your order', 'Grüße ☃', line('a long subject that folds ', 300), line('日本語 ', 120), '=?utf-8?q?looks_encoded?=', 'tab\there'];
+  const names = [
+    '',
+    'Shop',
+    'Zoë Ünïcode',
+    '"Quoted, Name"',
+    "O'Brien; Sales",
+    '日本語の名前',
+    'Emoji 😀 Sender',
+    line('Long Name ', 120),
+    'a=b?c_d',
+  ];
+  const subjects = [
+    '',
+    'Your order',
+    'Grüße ☃',
+    line('a long subject that folds ', 300),
+    line('日本語 ', 120),
+    '=?utf-8?q?looks_encoded?=',
+    'tab\there',
+  ];
   const texts = [
     'Hello,\nyour order shipped.\n',
     'no final break',
@@ -157,24 +215,38 @@ t.test("the message is composed byte for byte as nodemailer's own stream writes 
   ];
   const headerValues = ['spring', 'Zoë ☃', line('v', 900), line('word ', 150), line('日本 ', 60)];
   const types = ['application/pdf', 'text/plain', 'image/png', 'application/octet-stream', 'text/csv'];
-  const filenames = ['f.bin', 'invoice 2026.pdf', 'Grüße.txt', 'a"b.csv', line('long-name-', 60) + '.png', '日本語.pdf'];
+  const filenames = [
+    'f.bin',
+    'invoice 2026.pdf',
+    'Grüße.txt',
+    'a"b.csv',
+    line('long-name-', 60) + '.png',
+    '日本語.pdf',
+  ];
   let compared = 0;
   for (let i = 0; i < 300; i++) {
     const mailbox = (local: string) => {
       const name = pick(names);
       return name ? `${JSON.stringify(name)} <${local}@example.org>` : `${local}@example.org`;
     };
-    const body: Record<string, unknown> = { from: mailbox('from'), to: Array.from({ length: 1 + rnd(3) }, (_, k) => mailbox(`to${k}`)), subject: pick(subjects) };
+    const body: Record<string, unknown> = {
+      from: mailbox('from'),
+      to: Array.from({ length: 1 + rnd(3) }, (_, k) => mailbox(`to${k}`)),
+      subject: pick(subjects),
+    };
     const parts = rnd(3); // text, html or both
     if (parts !== 1) body.text_body = pick(texts);
     if (parts !== 0) body.html_body = `<p>${pick(texts)}</p>`;
     if (rnd(3) === 0) body.cc = mailbox('cc');
     if (rnd(4) === 0) body.reply_to = mailbox('reply');
-    if (rnd(3) === 0) body.headers = { 'X-Campaign': pick(headerValues), 'List-Unsubscribe': '<https://example.com/u>' };
+    if (rnd(3) === 0)
+      body.headers = { 'X-Campaign': pick(headerValues), 'List-Unsubscribe': '<https://example.com/u>' };
     if (rnd(2) === 0)
       body.attachments = Array.from({ length: 1 + rnd(3) }, () => ({
         filename: pick(filenames),
-        io: Buffer.from(Array.from({ length: pick([0, 1, 2, 3, 56, 57, 58, 59, 114, 115, 1000, 57_001]) }, () => rnd(256))).toString('base64'),
+        io: Buffer.from(
+          Array.from({ length: pick([0, 1, 2, 3, 56, 57, 58, 59, 114, 115, 1000, 57_001]) }, () => rnd(256)),
+        ).toString('base64'),
         content_type: pick(types),
       }));
     const r = validateSendRequest(body, { maxRecipients: 50 });
@@ -182,11 +254,23 @@ t.test("the message is composed byte for byte as nodemailer's own stream writes 
     const tree = mimeTree(r, `m${i}@example.com`, Date.UTC(2026, 10, 26, 0, 0, i));
     const ours = serialize(tree);
     const theirs = (await streamed(tree, true)).raw!;
-    if (!ours.equals(theirs)) return t.fail(`request ${i} (${JSON.stringify(body).slice(0, 300)}) composed differently:\n${ours.toString().slice(0, 2000)}\n---\n${theirs.toString().slice(0, 2000)}`);
+    if (!ours.equals(theirs))
+      return t.fail(
+        `request ${i} (${JSON.stringify(body).slice(0, 300)}) composed differently:\n${ours.toString().slice(0, 2000)}\n---\n${theirs.toString().slice(0, 2000)}`,
+      );
     compared++;
   }
   t.ok(compared >= 250, `${compared} generated requests composed identically`);
   // composeMessage is the same bytes, with its own boundaries.
-  const r = req({ from: 'a@example.com', to: 'b@example.org', subject: 's', text_body: 't', attachments: [{ filename: 'f.bin', io: 'AAEC', content_type: 'image/png' }] });
-  t.equal(withoutBoundaries(await composeMessage(r, 'x@example.com', 0)), withoutBoundaries((await streamed(mimeTree(r, 'x@example.com', 0), true)).raw!));
+  const r = req({
+    from: 'a@example.com',
+    to: 'b@example.org',
+    subject: 's',
+    text_body: 't',
+    attachments: [{ filename: 'f.bin', io: 'AAEC', content_type: 'image/png' }],
+  });
+  t.equal(
+    withoutBoundaries(await composeMessage(r, 'x@example.com', 0)),
+    withoutBoundaries((await streamed(mimeTree(r, 'x@example.com', 0), true)).raw!),
+  );
 });

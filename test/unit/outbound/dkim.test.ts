@@ -1,15 +1,15 @@
-import t from 'tap';
-import { existsSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { Readable } from 'node:stream';
-import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { dkimSign } from 'mailauth/lib/dkim/sign.js';
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import DataStream from 'nodemailer/lib/smtp-connection/data-stream.js';
-import { signMessage, bodyHash, headerFields } from '../../../src/outbound/dkim.js';
-import { composeMessage } from '../../../src/outbound/compose.js';
-import { validateSendRequest, type SendRequest } from '../../../src/domain/send-request.js';
+import t from 'tap';
 import { Problems } from '../../../src/domain/errors.js';
+import { type SendRequest, validateSendRequest } from '../../../src/domain/send-request.js';
+import { composeMessage } from '../../../src/outbound/compose.js';
+import { bodyHash, headerFields, signMessage } from '../../../src/outbound/dkim.js';
 
 // Every signature made here is checked by two verifiers that are not ours: mailauth's, and dkimpy
 // (Debian's python3-dkim) where it is installed (CI installs it). Each checks the message as it
@@ -17,7 +17,11 @@ import { Problems } from '../../../src/domain/errors.js';
 // then read back as the receiving side reads it.
 
 const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-const key = { domain: 'example.com', selector: 'sel1', privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+const key = {
+  domain: 'example.com',
+  selector: 'sel1',
+  privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+};
 const record = `v=DKIM1; k=rsa; p=${publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}`;
 const DNS_NAME = 'sel1._domainkey.example.com';
 
@@ -53,7 +57,15 @@ function dkimpyResult(message: Buffer): string {
 /** mailauth's body hash of the same message (its own relaxed canonicalisation), for comparison. */
 async function mailauthBodyHash(message: Buffer): Promise<string> {
   const r = await dkimSign(message, {
-    signatureData: [{ signingDomain: key.domain, selector: key.selector, privateKey: key.privateKey, algorithm: 'rsa-sha256', canonicalization: 'relaxed/relaxed' }],
+    signatureData: [
+      {
+        signingDomain: key.domain,
+        selector: key.selector,
+        privateKey: key.privateKey,
+        algorithm: 'rsa-sha256',
+        canonicalization: 'relaxed/relaxed',
+      },
+    ],
   } as unknown as Parameters<typeof dkimSign>[1]);
   return /bh=([^;]+);/.exec(r.signatures.replace(/\r\n[ \t]/g, ''))![1]!.replace(/\s/g, '');
 }
@@ -64,20 +76,32 @@ function req(body: Record<string, unknown>): SendRequest {
   return r;
 }
 
-const long = (n: number): string => Array.from({ length: n }, (_, i) => `line ${i} \t with  runs\t\tof whitespace  ${i % 7 === 0 ? '   ' : ''}`).join('\r\n');
+const long = (n: number): string =>
+  Array.from({ length: n }, (_, i) => `line ${i} \t with  runs\t\tof whitespace  ${i % 7 === 0 ? '   ' : ''}`).join(
+    '\r\n',
+  );
 
 const HAND_WRITTEN: Array<[string, string, boolean?]> = [
   ['plain', 'From: a@example.com\r\nTo: b@example.org\r\nSubject: hi\r\n\r\nbody\r\n'],
-  ['folded headers, tabs, runs of spaces', 'From: a@example.com\r\nSubject:  a  \t folded\r\n\t subject  \r\nTO: b@example.org\r\nX-Other: not signed\r\n\r\nbody\r\n'],
+  [
+    'folded headers, tabs, runs of spaces',
+    'From: a@example.com\r\nSubject:  a  \t folded\r\n\t subject  \r\nTO: b@example.org\r\nX-Other: not signed\r\n\r\nbody\r\n',
+  ],
   // RFC 5322's obsolete syntax, which dkimpy refuses to parse at all: mailauth only.
   ['space before the colon', 'From: a@example.com\r\nSubject \t:  spaced\r\n\r\nbody\r\n', false],
-  ['trailing whitespace and empty lines at the end of the body', 'From: a@example.com\r\n\r\nline  \t \r\n  indented\r\n\r\n \t \r\n\r\n\r\n'],
+  [
+    'trailing whitespace and empty lines at the end of the body',
+    'From: a@example.com\r\n\r\nline  \t \r\n  indented\r\n\r\n \t \r\n\r\n\r\n',
+  ],
   ['no line break after the last line', 'From: a@example.com\r\n\r\nfirst\r\nlast line  '],
   ['a lone CR at the very end', 'From: a@example.com\r\n\r\nfirst\r\nlast\r'],
   ['bare LF line ends', 'From: a@example.com\nSubject: lf\n\tcontinued\n\nline one \nline two\n\n'],
   ['empty body', 'From: a@example.com\r\nSubject: nothing\r\n\r\n'],
   ['only empty lines in the body', 'From: a@example.com\r\n\r\n\r\n\r\n'],
-  ['repeated fields', 'From: a@example.com\r\nTo: one@example.org\r\nTo: two@example.org\r\nReceived: x\r\n\r\nbody\r\n'],
+  [
+    'repeated fields',
+    'From: a@example.com\r\nTo: one@example.org\r\nTo: two@example.org\r\nReceived: x\r\n\r\nbody\r\n',
+  ],
   ['leading dots', 'From: a@example.com\r\n\r\n.starts with a dot\r\n..two\r\n.\r\nend\r\n'],
   ['8-bit bytes', 'From: =?UTF-8?Q?J=C3=B6rg?= <a@example.com>\r\nSubject: Grüße  aus   Köln\r\n\r\nGrüße \t\r\n'],
   ['a body of many 64 KiB slices', `From: a@example.com\r\n\r\n${long(20_000)}\r\n\r\n  \r\n`],
@@ -90,17 +114,30 @@ t.test('hand-written messages: both verifiers pass what is signed, and the body 
   for (const [name, text, parsedByDkimpy = true] of HAND_WRITTEN) {
     const raw = Buffer.from(text, 'latin1');
     const signed = signMessage(raw, key);
-    t.equal(signed.subarray(signed.length - raw.length).equals(raw), true, `${name}: the message follows the signature unchanged`);
+    t.equal(
+      signed.subarray(signed.length - raw.length).equals(raw),
+      true,
+      `${name}: the message follows the signature unchanged`,
+    );
     const wire = await onTheWire(signed);
     t.equal(await mailauthResult(wire), 'pass', `${name}: mailauth verifies`);
     if (dkimpy && parsedByDkimpy) t.equal(dkimpyResult(wire), 'pass', `${name}: dkimpy verifies`);
-    t.equal(bodyHash(raw, headerFields(raw).bodyAt), await mailauthBodyHash(raw), `${name}: the body hash is mailauth's`);
+    t.equal(
+      bodyHash(raw, headerFields(raw).bodyAt),
+      await mailauthBodyHash(raw),
+      `${name}: the body hash is mailauth's`,
+    );
   }
 });
 
 t.test('composed messages of every kind verify', async (t) => {
   const requests = [
-    { from: 'Shop <shop@example.com>', to: 'a@example.org', subject: 'Your order', text_body: 'Thanks.\n.\nA line with a dot.' },
+    {
+      from: 'Shop <shop@example.com>',
+      to: 'a@example.org',
+      subject: 'Your order',
+      text_body: 'Thanks.\n.\nA line with a dot.',
+    },
     {
       from: 'Jörg Ünicode <shop@example.com>',
       to: ['a@example.org', 'B <b@example.org>'],
@@ -109,8 +146,18 @@ t.test('composed messages of every kind verify', async (t) => {
       subject: `Grüße ${'long subject '.repeat(12)}`,
       text_body: `${'x'.repeat(500)}\n\ttabbed  \n`,
       html_body: '<p>hi  there</p>\n\n',
-      headers: { 'X-Campaign': 'spring', 'List-Unsubscribe': '<https://example.com/u>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
-      attachments: [{ filename: 'a.bin', io: Buffer.alloc(100_000, 7).toString('base64'), content_type: 'application/octet-stream' }],
+      headers: {
+        'X-Campaign': 'spring',
+        'List-Unsubscribe': '<https://example.com/u>',
+        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+      },
+      attachments: [
+        {
+          filename: 'a.bin',
+          io: Buffer.alloc(100_000, 7).toString('base64'),
+          content_type: 'application/octet-stream',
+        },
+      ],
     },
   ];
   for (const [i, body] of requests.entries()) {
@@ -120,8 +167,11 @@ t.test('composed messages of every kind verify', async (t) => {
     t.equal(await mailauthResult(wire), 'pass', `composed ${i}: mailauth verifies`);
     if (dkimpy) t.equal(dkimpyResult(wire), 'pass', `composed ${i}: dkimpy verifies`);
     const h = /h=([^;]+);/.exec(signed.toString('latin1', 0, 600).replace(/\r\n /g, ''))![1]!.split(':');
-    for (const f of ['From', 'To', 'Subject', 'Date', 'Message-ID', 'MIME-Version', 'Content-Type']) t.ok(h.includes(f), `composed ${i}: ${f} is signed`);
-    if (i === 1) for (const f of ['Cc', 'Reply-To', 'List-Unsubscribe', 'List-Unsubscribe-Post']) t.ok(h.includes(f), `composed ${i}: ${f} is signed`);
+    for (const f of ['From', 'To', 'Subject', 'Date', 'Message-ID', 'MIME-Version', 'Content-Type'])
+      t.ok(h.includes(f), `composed ${i}: ${f} is signed`);
+    if (i === 1)
+      for (const f of ['Cc', 'Reply-To', 'List-Unsubscribe', 'List-Unsubscribe-Post'])
+        t.ok(h.includes(f), `composed ${i}: ${f} is signed`);
     t.notOk(h.includes('X-Campaign'), `composed ${i}: a field of the sender's own is not`);
   }
 });
@@ -133,7 +183,11 @@ t.test('a change after signing fails verification, in the body or in a signed fi
   t.equal(await verdict(signed), 'pass', 'as signed');
   t.not(await verdict(signed.replace('10 EUR', '90 EUR')), 'pass', 'the body changed');
   t.not(await verdict(signed.replace('Subject: hi', 'Subject: ho')), 'pass', 'the subject changed');
-  t.equal(await verdict(signed.replace('Pay 10 EUR\r\n', 'Pay   10 EUR  \r\n\r\n')), 'pass', 'whitespace that relaxed canonicalisation ignores');
+  t.equal(
+    await verdict(signed.replace('Pay 10 EUR\r\n', 'Pay   10 EUR  \r\n\r\n')),
+    'pass',
+    'whitespace that relaxed canonicalisation ignores',
+  );
 });
 
 t.test('the signature field: the sender domain, the selector, the time, folded lines', async (t) => {
@@ -141,7 +195,11 @@ t.test('the signature field: the sender domain, the selector, the time, folded l
   const field = signMessage(raw, key, Date.UTC(2026, 10, 23, 12, 0, 0, 900))
     .toString('latin1')
     .split(/\r\n(?![ \t])/)[0]!;
-  t.match(field, /^DKIM-Signature: v=1; a=rsa-sha256; c=relaxed\/relaxed; d=example\.com;/, 'algorithm, canonicalisation and domain');
+  t.match(
+    field,
+    /^DKIM-Signature: v=1; a=rsa-sha256; c=relaxed\/relaxed; d=example\.com;/,
+    'algorithm, canonicalisation and domain',
+  );
   t.match(field, / s=sel1;/, 'selector');
   t.match(field, / t=1795435200;/, 'the signing time in whole seconds, not rounded up');
   t.ok(
@@ -149,7 +207,11 @@ t.test('the signature field: the sender domain, the selector, the time, folded l
     'no line longer than 78 characters',
   );
   t.throws(
-    () => signMessage(raw, { ...key, privateKey: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() }),
+    () =>
+      signMessage(raw, {
+        ...key,
+        privateKey: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+      }),
     /not rsa/,
     'a key that is not RSA is refused',
   );

@@ -1,9 +1,9 @@
-import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { readReport } from '../../../src/reports/read.js';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
 import { reportJson } from '../../../src/cli/commands/reports.js';
+import { readReport } from '../../../src/reports/read.js';
 
 // Real bounces and complaints, written by 73 mail systems none of them ours, with the reading the
 // sisimai library gives for each (its set-of-emails; the corpus README says how to read them).
@@ -133,7 +133,8 @@ if (!existsSync(`${DIR}/expected.json`)) {
         if (got.suppress === e.hard || (got.suppress && ARGUABLE.has(e.reason))) lenient++;
         if (got.suppress && !e.hard) wrongSuppress++;
         if (!got.suppress && e.hard) missedHard++;
-        if (got.suppress && NOT_THE_ADDRESS.has(e.reason)) senderSuppressed.push(`${s.file} (${e.reason}, read as ${got.classification})`);
+        if (got.suppress && NOT_THE_ADDRESS.has(e.reason))
+          senderSuppressed.push(`${s.file} (${e.reason}, read as ${got.classification})`);
       }
       if (every) allFound++;
     }
@@ -144,8 +145,12 @@ if (!existsSync(`${DIR}/expected.json`)) {
     t.comment(`recognised as a bounce at all      ${pct(recognised, bounces)}`);
     t.comment(`every failed recipient found       ${pct(allFound, bounces)}`);
     t.comment(`status class (4.x.x / 5.x.x) right ${pct(classOk, classN)}`);
-    t.comment(`hard/soft agrees, strictly         ${pct(strict, rcpts)}: ${wrongSuppress} suppressed that sisimai calls soft, ${missedHard} hard bounces missed`);
-    t.comment(`hard/soft agrees, counting sisimai's soft mailboxfull/suspend/filtered as agreement  ${pct(lenient, rcpts)}`);
+    t.comment(
+      `hard/soft agrees, strictly         ${pct(strict, rcpts)}: ${wrongSuppress} suppressed that sisimai calls soft, ${missedHard} hard bounces missed`,
+    );
+    t.comment(
+      `hard/soft agrees, counting sisimai's soft mailboxfull/suspend/filtered as agreement  ${pct(lenient, rcpts)}`,
+    );
     t.comment(`complaints recognised              ${complaintsOk} / ${complaints}`);
     t.comment(`non-bounces read as none           ${negativesOk} / ${negatives}`);
     t.comment(`median ${median.toFixed(3)} ms a message`);

@@ -1,8 +1,7 @@
-import t from 'tap';
 import type { Readable } from 'node:stream';
-import { MAX_MIME_PARTS, mimeLimitProblem, parserInput, tooComplex } from '../../../src/reports/limits.js';
 import { simpleParser } from 'mailparser';
-import { MIME_LIMITS } from '../../../src/reports/limits.js';
+import t from 'tap';
+import { MAX_MIME_PARTS, MIME_LIMITS, mimeLimitProblem, parserInput, tooComplex } from '../../../src/reports/limits.js';
 
 t.test('the part count on raw bytes counts each Content-Type field once, across 1 MiB windows', async (t) => {
   const field = 'Content-Type: text/plain\r\n\r\nx\r\n';
@@ -25,7 +24,9 @@ t.test("the parser's limit errors are named for the sender; other errors are not
     (e: unknown) => e,
   );
   t.equal(mimeLimitProblem(err), 'a header section larger than 1 MiB');
-  const parts = Buffer.from(`Content-Type: multipart/mixed; boundary=q\r\n\r\n${'--q\r\n\r\nx\r\n'.repeat(MAX_MIME_PARTS + 5)}--q--\r\n`);
+  const parts = Buffer.from(
+    `Content-Type: multipart/mixed; boundary=q\r\n\r\n${'--q\r\n\r\nx\r\n'.repeat(MAX_MIME_PARTS + 5)}--q--\r\n`,
+  );
   const err2 = await simpleParser(parserInput(parts), { ...MIME_LIMITS } as Parameters<typeof simpleParser>[1]).then(
     () => null,
     (e: unknown) => e,

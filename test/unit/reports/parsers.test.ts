@@ -1,5 +1,5 @@
-import t from 'tap';
 import { readdirSync } from 'node:fs';
+import t from 'tap';
 import { readReport } from '../../../src/reports/read.js';
 import { fixture, fixturePath } from '../../helpers/fixtures.js';
 
@@ -18,7 +18,8 @@ for (const dir of ['dsn', 'arf']) {
 t.test('hostile input reads as no report, not a crash, in bounded time', async (t) => {
   const nested = (depth: number) => {
     let body = 'x';
-    for (let i = 0; i < depth; i++) body = `Content-Type: multipart/mixed; boundary="b${i}"\r\n\r\n--b${i}\r\n${body}\r\n--b${i}--`;
+    for (let i = 0; i < depth; i++)
+      body = `Content-Type: multipart/mixed; boundary="b${i}"\r\n\r\n--b${i}\r\n${body}\r\n--b${i}--`;
     return Buffer.from(`From: a@b.c\r\nSubject: s\r\nMIME-Version: 1.0\r\n${body}`);
   };
   const cases = [
@@ -27,7 +28,8 @@ t.test('hostile input reads as no report, not a crash, in bounded time', async (
     nested(200),
     Buffer.from(`Subject: ${'x'.repeat(200_000)}\r\n\r\nbody`),
     Buffer.from(
-      'Content-Type: multipart/report; report-type=delivery-status; boundary=q\r\n\r\n--q\r\nContent-Type: message/delivery-status\r\n\r\n' + 'Final-Recipient: rfc822; a@b\r\n'.repeat(5000),
+      'Content-Type: multipart/report; report-type=delivery-status; boundary=q\r\n\r\n--q\r\nContent-Type: message/delivery-status\r\n\r\n' +
+        'Final-Recipient: rfc822; a@b\r\n'.repeat(5000),
     ),
   ];
   for (const raw of cases) {

@@ -130,12 +130,18 @@ Sorry shop@example.com. Your mail to the following recipients could not be deliv
 check([
   {
     says: 'an Exchange type prefix in Final-Recipient ("SMTP:bob@example.net") is not part of the address',
-    raw: report('Delivery has failed to these recipients.', 'Final-Recipient: rfc822;SMTP:bob@example.net\nAction: failed\nStatus: 5.1.1'),
+    raw: report(
+      'Delivery has failed to these recipients.',
+      'Final-Recipient: rfc822;SMTP:bob@example.net\nAction: failed\nStatus: 5.1.1',
+    ),
     recipients: [{ address: 'bob@example.net', suppress: true }],
   },
   {
     says: "Exchange's IMCEA encapsulation of an Internet address is undone",
-    raw: report('Delivery has failed to these recipients.', 'Final-Recipient: rfc822;IMCEASMTP-bob+40example+2Enet@exchange.example.org\nAction: failed\nStatus: 5.1.1'),
+    raw: report(
+      'Delivery has failed to these recipients.',
+      'Final-Recipient: rfc822;IMCEASMTP-bob+40example+2Enet@exchange.example.org\nAction: failed\nStatus: 5.1.1',
+    ),
     recipients: [{ address: 'bob@example.net' }],
   },
   {
@@ -277,7 +283,10 @@ recipients. This is a permanent error. The following address(es) failed:
 check([
   {
     says: "a report's Original-Recipient is given beside the final recipient, which is the one suppressed",
-    raw: report('Delivery has failed.', 'Final-Recipient: rfc822; bob.smith@example.net\nOriginal-Recipient: rfc822;bob@example.org\nAction: failed\nStatus: 5.1.1'),
+    raw: report(
+      'Delivery has failed.',
+      'Final-Recipient: rfc822; bob.smith@example.net\nOriginal-Recipient: rfc822;bob@example.org\nAction: failed\nStatus: 5.1.1',
+    ),
     recipients: [{ address: 'bob.smith@example.net', originalRecipient: 'bob@example.org', suppress: true }],
   },
   {

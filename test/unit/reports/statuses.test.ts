@@ -71,7 +71,15 @@ check([
       'Delivery to the following recipients failed.\n\n       bob@example.net\n\n**** This email has been scanned for viruses and potentially offensive content ****',
       'Original-Recipient: rfc822;bob@example.net\nFinal-Recipient: rfc822;bob@example.net\nAction: failed\nStatus: 5.1.1',
     ),
-    recipients: [{ address: 'bob@example.net', status: '5.1.1', replyCode: null, classification: 'unknown_recipient', suppress: true }],
+    recipients: [
+      {
+        address: 'bob@example.net',
+        status: '5.1.1',
+        replyCode: null,
+        classification: 'unknown_recipient',
+        suppress: true,
+      },
+    ],
   },
   {
     says: 'an x.1.2 status alone is a host that does not exist',
@@ -86,7 +94,9 @@ check([
   {
     says: 'a 4.x.x status is temporary, never suppressed, even where the action says failed',
     raw: report('Delivery has failed.', 'Final-Recipient: rfc822;bob@example.net\nAction: failed\nStatus: 4.2.2'),
-    recipients: [{ address: 'bob@example.net', status: '4.2.2', classification: 'mailbox_full', permanent: true, suppress: false }],
+    recipients: [
+      { address: 'bob@example.net', status: '4.2.2', classification: 'mailbox_full', permanent: true, suppress: false },
+    ],
   },
   {
     says: 'a text bounce without any code that says the user is unknown suppresses the address',
@@ -100,7 +110,15 @@ I'm afraid I wasn't able to deliver your message to the following addresses.
 <bob@example.net>:
 Sorry, no mailbox here by that name.
 `),
-    recipients: [{ address: 'bob@example.net', status: '5.0.0', replyCode: null, classification: 'unknown_recipient', suppress: true }],
+    recipients: [
+      {
+        address: 'bob@example.net',
+        status: '5.0.0',
+        replyCode: null,
+        classification: 'unknown_recipient',
+        suppress: true,
+      },
+    ],
   },
 ]);
 
@@ -191,7 +209,10 @@ Subject: Returned mail: Host unknown
   },
   {
     says: 'a DNS lookup that timed out suppresses nothing',
-    raw: report('The mail system', 'Final-Recipient: rfc822; bob@example.net\nAction: failed\nStatus: 5.0.0\nDiagnostic-Code: smtp; 554 5.4.4 DNS lookup timed out for example.net'),
+    raw: report(
+      'The mail system',
+      'Final-Recipient: rfc822; bob@example.net\nAction: failed\nStatus: 5.0.0\nDiagnostic-Code: smtp; 554 5.4.4 DNS lookup timed out for example.net',
+    ),
     recipients: [{ address: 'bob@example.net', suppress: false }],
   },
   {

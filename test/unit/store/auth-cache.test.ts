@@ -1,10 +1,10 @@
-import t from 'tap';
 import { dirname } from 'node:path';
-import { ENGINES, freshStore } from '../../helpers/stores.js';
+import t from 'tap';
+import { AuthCache } from '../../../src/store/auth-cache.js';
+import { pgStore } from '../../../src/store/pg/index.js';
 import { openDb } from '../../../src/store/sqlite/db.js';
 import { sqliteStore } from '../../../src/store/sqlite/index.js';
-import { pgStore } from '../../../src/store/pg/index.js';
-import { AuthCache } from '../../../src/store/auth-cache.js';
+import { ENGINES, freshStore } from '../../helpers/stores.js';
 
 for (const engine of ENGINES)
   t.test(`${engine}: the cache sees changes made through another connection on the next lookup`, async (t) => {
@@ -54,5 +54,9 @@ for (const engine of ENGINES)
     release();
     t.equal((await lookup)?.id, k.id, 'the lookup answers what it read');
     keys.authenticate = api.keys.authenticate;
-    t.equal(await cache.key(k.key, false), undefined, 'and did not cache it: the next unchecked lookup reads the store, and the key is revoked');
+    t.equal(
+      await cache.key(k.key, false),
+      undefined,
+      'and did not cache it: the next unchecked lookup reads the store, and the key is revoked',
+    );
   });

@@ -1,8 +1,8 @@
 import t from 'tap';
-import { contract, send, sender } from '../../helpers/stores.js';
-import { testDatabase } from '../../../support/postgres.js';
-import { pgStore } from '../../../src/store/pg/index.js';
 import { reply } from '../../../src/domain/outcome.js';
+import { pgStore } from '../../../src/store/pg/index.js';
+import { testDatabase } from '../../../support/postgres.js';
+import { contract, send, sender } from '../../helpers/stores.js';
 
 // The store's contract on both engines: migrations, secrets, the health write, status and the
 // overview's counters (kept by each engine's own triggers, which must agree), retention.
@@ -23,44 +23,71 @@ contract('migrations run once; a secret is made once and kept; the health write 
   t.pass('the health write twice');
 });
 
-contract("the overview counts accepted recipients and outcome events per hour, as both engines' triggers keep them; status sums the queue", async (t, s) => {
-  const who = await sender(s);
-  const now = 100 * HOUR + 10;
-  await send(s, who, { to: ['a@example.net', 'b@example.net'], now: now - 30 * HOUR });
-  await send(s, who, { to: ['c@example.net'], now: now - HOUR });
-  await send(s, who, { to: ['d@example.net'], now });
-  const claimed = (await s.delivery.claim('w', now, 10)).sort((x, y) => x.recipient.address.localeCompare(y.recipient.address));
-  await s.delivery.record({
-    results: [
-      { ...claimed[0]!, outcome: { kind: 'delivered', reply: reply(250, '2.0.0', 'ok', 'delivered'), mx: 'mx', tls: false, tlsVerified: false } },
-      { ...claimed[1]!, outcome: { kind: 'deferred', reply: reply(451, '4.3.0', 'later', 'other') } },
-      { ...claimed[2]!, outcome: { kind: 'bounced', bounceType: 'hard', reply: reply(550, '5.1.1', 'no', 'unknown_recipient'), suppress: true } },
-    ],
-    composed: new Map(),
-    postpone: [],
-    policy,
-    now,
-  });
-  const o = await s.admin.overview(who.customerId, now);
-  t.same(o.last24h, { accepted: 2, delivered: 1, deferred: 1, bounced: 1, complained: 0 });
-  t.same(o.last7d, { accepted: 4, delivered: 1, deferred: 1, bounced: 1, complained: 0 });
-  t.equal(o.hourly.length, 168);
-  t.match(o.hourly.at(-1), { hour: 100, accepted: 1, delivered: 1, deferred: 1, bounced: 1 });
-  t.match(o.hourly.at(-2), { hour: 99, accepted: 1 });
-  t.same(o.queue, { queued: 1, deferred: 1 });
-  t.equal(o.oldestDeferredAt, now - 30 * HOUR, 'the oldest deferred message');
-  t.equal(o.webhookBacklog, 0);
-  const st = await s.admin.status(now);
-  t.same(st.queue, { queued: 1, deferred: 1, delivered: 1, bounced: 1 });
-  t.match(st, { messages: 3, oldest_deferred: new Date(now - 30 * HOUR).toISOString(), inbound: { last_24h: 0, total: 0, reports_unmatched: 0 }, throttled: [] });
-  t.same(await s.admin.countsByState('recipients'), st.queue);
-  t.same(await s.admin.countsByState('webhook_deliveries'), {});
-  t.equal((await s.keys.list(who.customerId))[0]!.last_used_at, now, "a key's last use");
-  await send(s, who, { now: now + 30_000 });
-  t.equal((await s.keys.list(who.customerId))[0]!.last_used_at, now, 'written at most once a minute');
-  await send(s, who, { now: now + 60_001 });
-  t.equal((await s.keys.list(who.customerId))[0]!.last_used_at, now + 60_001);
-});
+contract(
+  "the overview counts accepted recipients and outcome events per hour, as both engines' triggers keep them; status sums the queue",
+  async (t, s) => {
+    const who = await sender(s);
+    const now = 100 * HOUR + 10;
+    await send(s, who, { to: ['a@example.net', 'b@example.net'], now: now - 30 * HOUR });
+    await send(s, who, { to: ['c@example.net'], now: now - HOUR });
+    await send(s, who, { to: ['d@example.net'], now });
+    const claimed = (await s.delivery.claim('w', now, 10)).sort((x, y) =>
+      x.recipient.address.localeCompare(y.recipient.address),
+    );
+    await s.delivery.record({
+      results: [
+        {
+          ...claimed[0]!,
+          outcome: {
+            kind: 'delivered',
+            reply: reply(250, '2.0.0', 'ok', 'delivered'),
+            mx: 'mx',
+            tls: false,
+            tlsVerified: false,
+          },
+        },
+        { ...claimed[1]!, outcome: { kind: 'deferred', reply: reply(451, '4.3.0', 'later', 'other') } },
+        {
+          ...claimed[2]!,
+          outcome: {
+            kind: 'bounced',
+            bounceType: 'hard',
+            reply: reply(550, '5.1.1', 'no', 'unknown_recipient'),
+            suppress: true,
+          },
+        },
+      ],
+      composed: new Map(),
+      postpone: [],
+      policy,
+      now,
+    });
+    const o = await s.admin.overview(who.customerId, now);
+    t.same(o.last24h, { accepted: 2, delivered: 1, deferred: 1, bounced: 1, complained: 0 });
+    t.same(o.last7d, { accepted: 4, delivered: 1, deferred: 1, bounced: 1, complained: 0 });
+    t.equal(o.hourly.length, 168);
+    t.match(o.hourly.at(-1), { hour: 100, accepted: 1, delivered: 1, deferred: 1, bounced: 1 });
+    t.match(o.hourly.at(-2), { hour: 99, accepted: 1 });
+    t.same(o.queue, { queued: 1, deferred: 1 });
+    t.equal(o.oldestDeferredAt, now - 30 * HOUR, 'the oldest deferred message');
+    t.equal(o.webhookBacklog, 0);
+    const st = await s.admin.status(now);
+    t.same(st.queue, { queued: 1, deferred: 1, delivered: 1, bounced: 1 });
+    t.match(st, {
+      messages: 3,
+      oldest_deferred: new Date(now - 30 * HOUR).toISOString(),
+      inbound: { last_24h: 0, total: 0, reports_unmatched: 0 },
+      throttled: [],
+    });
+    t.same(await s.admin.countsByState('recipients'), st.queue);
+    t.same(await s.admin.countsByState('webhook_deliveries'), {});
+    t.equal((await s.keys.list(who.customerId))[0]!.last_used_at, now, "a key's last use");
+    await send(s, who, { now: now + 30_000 });
+    t.equal((await s.keys.list(who.customerId))[0]!.last_used_at, now, 'written at most once a minute');
+    await send(s, who, { now: now + 60_001 });
+    t.equal((await s.keys.list(who.customerId))[0]!.last_used_at, now + 60_001);
+  },
+);
 
 contract('retention: the bodies of finished messages and old attempt logs go, the rows stay', async (t, s) => {
   const who = await sender(s);
@@ -70,7 +97,16 @@ contract('retention: the bodies of finished messages and old attempt logs go, th
   const fresh = await send(s, who, { now: 9 * DAY });
   const claimed = await s.delivery.claim('w', 9 * DAY, 10);
   await s.delivery.record({
-    results: claimed.map((c) => ({ ...c, outcome: { kind: 'delivered', reply: reply(250, '2.0.0', 'ok', 'delivered'), mx: 'mx', tls: false, tlsVerified: false } })),
+    results: claimed.map((c) => ({
+      ...c,
+      outcome: {
+        kind: 'delivered',
+        reply: reply(250, '2.0.0', 'ok', 'delivered'),
+        mx: 'mx',
+        tls: false,
+        tlsVerified: false,
+      },
+    })),
     composed: new Map(),
     postpone: [],
     policy,
@@ -91,6 +127,10 @@ t.test('postgres: several nodes starting at once on an empty database migrate it
   const stores = [1, 2, 3, 4].map(() => pgStore(url, { max: 2 }));
   t.teardown(() => Promise.all(stores.map((s) => s.admin.close())));
   const applied = await Promise.all(stores.map((s) => s.admin.migrate(1)));
-  t.equal(applied.flat().length, (await stores[0]!.admin.schemaVersions()).length, 'each migration applied by one of them');
+  t.equal(
+    applied.flat().length,
+    (await stores[0]!.admin.schemaVersions()).length,
+    'each migration applied by one of them',
+  );
   t.same(applied.filter((a) => a.length > 0).length, 1);
 });

@@ -1,15 +1,15 @@
-import t, { type Test } from 'tap';
 import pg from 'pg';
-import { testDatabase } from '../../../support/postgres.js';
-import { waitFor } from '../../../support/wait.js';
-import { pgStore } from '../../../src/store/pg/index.js';
-import type { Store } from '../../../src/store/store.js';
-import { Throttle, type Ticket } from '../../../src/outbound/throttle.js';
+import t, { type Test } from 'tap';
 import { CLUSTER_THROTTLE, type DestinationLimits } from '../../../src/domain/destinations.js';
-import { Scheduler } from '../../../src/outbound/scheduler.js';
-import type { DeliveryItem, GroupResult } from '../../../src/outbound/deliver.js';
 import { systemClock } from '../../../src/lib/clock.js';
 import { silentLogger } from '../../../src/lib/logger.js';
+import type { DeliveryItem, GroupResult } from '../../../src/outbound/deliver.js';
+import { Scheduler } from '../../../src/outbound/scheduler.js';
+import { Throttle, type Ticket } from '../../../src/outbound/throttle.js';
+import { pgStore } from '../../../src/store/pg/index.js';
+import type { Store } from '../../../src/store/store.js';
+import { testDatabase } from '../../../support/postgres.js';
+import { waitFor } from '../../../support/wait.js';
 import { send, sender } from '../../helpers/stores.js';
 
 // outbound.limits_scope = "cluster": a destination's limits hold for all nodes together. Two
@@ -51,88 +51,132 @@ async function fill(store: Store, node: string, throttle: Throttle, now: number,
   return tickets;
 }
 
-t.test('postgres: with limits_scope = "cluster" two nodes share a destination\'s connections, per_minute and backoff', async (t) => {
-  const { a, b, sql } = await twoNodes(t);
-  const ta = new Throttle(() => limits);
-  const tb = new Throttle(() => limits);
-  const opened = await fill(a, 'node-a', ta, NOW);
-  t.equal(opened.length, 2, "A opens the destination's two connections");
-  t.same(await fill(b, 'node-b', tb, NOW), [], "B opens none while A's are open");
-  t.same(tb.admit(DEST, NOW), { kind: 'full' });
+t.test(
+  'postgres: with limits_scope = "cluster" two nodes share a destination\'s connections, per_minute and backoff',
+  async (t) => {
+    const { a, b, sql } = await twoNodes(t);
+    const ta = new Throttle(() => limits);
+    const tb = new Throttle(() => limits);
+    const opened = await fill(a, 'node-a', ta, NOW);
+    t.equal(opened.length, 2, "A opens the destination's two connections");
+    t.same(await fill(b, 'node-b', tb, NOW), [], "B opens none while A's are open");
+    t.same(tb.admit(DEST, NOW), { kind: 'full' });
 
-  ta.close(opened[0]!, { delivered: 10, refusal: null }, NOW + 1000);
-  await fill(a, 'node-a', ta, NOW + 1000, 0);
-  const b1 = await fill(b, 'node-b', tb, NOW + 1000);
-  t.equal(b1.length, 1, 'one closes on A: B may open one');
-  t.same(await fill(a, 'node-a', ta, NOW + 1000), [], "and A, deciding next, finds its place taken by B's");
-  t.same(ta.admit(DEST, NOW + 1000), { kind: 'full' });
+    ta.close(opened[0]!, { delivered: 10, refusal: null }, NOW + 1000);
+    await fill(a, 'node-a', ta, NOW + 1000, 0);
+    const b1 = await fill(b, 'node-b', tb, NOW + 1000);
+    t.equal(b1.length, 1, 'one closes on A: B may open one');
+    t.same(await fill(a, 'node-a', ta, NOW + 1000), [], "and A, deciding next, finds its place taken by B's");
+    t.same(ta.admit(DEST, NOW + 1000), { kind: 'full' });
 
-  // per_minute = 30: A started 20 this minute, B 10: spent for both until the minute ends.
-  ta.close(opened[1]!, { delivered: 10, refusal: null }, NOW + 2000);
-  await fill(a, 'node-a', ta, NOW + 2000, 0);
-  t.same(await fill(b, 'node-b', tb, NOW + 2000), [], 'a connection free, but the minute is spent on the two nodes together');
-  t.match(tb.admit(DEST, NOW + 2000), { kind: 'spent' });
+    // per_minute = 30: A started 20 this minute, B 10: spent for both until the minute ends.
+    ta.close(opened[1]!, { delivered: 10, refusal: null }, NOW + 2000);
+    await fill(a, 'node-a', ta, NOW + 2000, 0);
+    t.same(
+      await fill(b, 'node-b', tb, NOW + 2000),
+      [],
+      'a connection free, but the minute is spent on the two nodes together',
+    );
+    t.match(tb.admit(DEST, NOW + 2000), { kind: 'spent' });
 
-  // A is refused with a 421: B takes the pause over at its next decision.
-  const later = NOW + 120_000;
-  const [c] = await fill(a, 'node-a', ta, later, 1);
-  const change = ta.close(c!, { delivered: 0, refusal: { code: 421, enhanced_code: '4.7.0', message: 'slow down', classification: 'rate_limited' } }, later + 10);
-  t.equal(change?.kind, 'set');
-  if (change?.kind === 'set') await a.delivery.setThrottle(change, later + 10, CLUSTER_THROTTLE);
-  await fill(a, 'node-a', ta, later + 10, 0);
-  tb.close(b1[0]!, { delivered: 10, refusal: null }, later + 10);
-  t.same(await fill(b, 'node-b', tb, later + 20), [], "B opens nothing while the destination pauses for A's refusal");
-  t.match(tb.admit(DEST, later + 20), { kind: 'paused', until: later + 10 + 30_000 });
-  t.equal(tb.connections(DEST), 1, 'and at the halved connections');
+    // A is refused with a 421: B takes the pause over at its next decision.
+    const later = NOW + 120_000;
+    const [c] = await fill(a, 'node-a', ta, later, 1);
+    const change = ta.close(
+      c!,
+      {
+        delivered: 0,
+        refusal: { code: 421, enhanced_code: '4.7.0', message: 'slow down', classification: 'rate_limited' },
+      },
+      later + 10,
+    );
+    t.equal(change?.kind, 'set');
+    if (change?.kind === 'set') await a.delivery.setThrottle(change, later + 10, CLUSTER_THROTTLE);
+    await fill(a, 'node-a', ta, later + 10, 0);
+    tb.close(b1[0]!, { delivered: 10, refusal: null }, later + 10);
+    t.same(await fill(b, 'node-b', tb, later + 20), [], "B opens nothing while the destination pauses for A's refusal");
+    t.match(tb.admit(DEST, later + 20), { kind: 'paused', until: later + 10 + 30_000 });
+    t.equal(tb.connections(DEST), 1, 'and at the halved connections');
 
-  // A node silent for a minute no longer counts.
-  await sql.query("UPDATE destination_use SET open = 1, seen_at = now() - interval '2 minutes' WHERE node = 'node-a'");
-  const tc = new Throttle(() => limits);
-  t.equal((await fill(b, 'node-c', tc, later + 60_000)).length, 1, "node A's rows past a minute of silence do not hold the destination (one: the throttled connections)");
-});
+    // A node silent for a minute no longer counts.
+    await sql.query(
+      "UPDATE destination_use SET open = 1, seen_at = now() - interval '2 minutes' WHERE node = 'node-a'",
+    );
+    const tc = new Throttle(() => limits);
+    t.equal(
+      (await fill(b, 'node-c', tc, later + 60_000)).length,
+      1,
+      "node A's rows past a minute of silence do not hold the destination (one: the throttled connections)",
+    );
+  },
+);
 
-t.test('postgres: limited per node, each node keeps its own throttling of a destination and reads back only its own', async (t) => {
-  const { a, b } = await twoNodes(t);
-  const reason = { code: 421, enhanced_code: '4.7.0', message: 'slow down', classification: 'rate_limited' as const };
-  const mine = { destination: DEST, connections: 1, strikes: 1, pausedUntil: NOW + 30_000, reason, since: NOW };
-  const theirs = { destination: DEST, connections: 1, strikes: 3, pausedUntil: NOW + 120_000, reason, since: NOW - 60_000 };
-  await a.delivery.setThrottle({ kind: 'set', record: mine }, NOW, 'node-a');
-  await b.delivery.setThrottle({ kind: 'set', record: theirs }, NOW + 1, 'node-b');
-  t.same(await a.delivery.throttles('node-a'), [{ ...mine, node: 'node-a' }], "node B's backoff did not write over node A's");
-  t.same(await b.delivery.throttles('node-b'), [{ ...theirs, node: 'node-b' }]);
-  t.same(await a.delivery.throttles(CLUSTER_THROTTLE), [], 'nothing is shared');
-  t.match(
-    await a.admin.status(NOW),
-    {
-      throttled: [
-        { destination: DEST, node: 'node-b', refusals: 3 },
-        { destination: DEST, node: 'node-a', refusals: 1 },
-      ],
-    },
-    "status lists each node's",
-  );
-  await b.delivery.setThrottle({ kind: 'cleared', destination: DEST }, NOW + 2, 'node-b');
-  t.same(await a.delivery.throttles(), [{ ...mine, node: 'node-a' }], "B's cleared, A's kept");
-});
+t.test(
+  'postgres: limited per node, each node keeps its own throttling of a destination and reads back only its own',
+  async (t) => {
+    const { a, b } = await twoNodes(t);
+    const reason = { code: 421, enhanced_code: '4.7.0', message: 'slow down', classification: 'rate_limited' as const };
+    const mine = { destination: DEST, connections: 1, strikes: 1, pausedUntil: NOW + 30_000, reason, since: NOW };
+    const theirs = {
+      destination: DEST,
+      connections: 1,
+      strikes: 3,
+      pausedUntil: NOW + 120_000,
+      reason,
+      since: NOW - 60_000,
+    };
+    await a.delivery.setThrottle({ kind: 'set', record: mine }, NOW, 'node-a');
+    await b.delivery.setThrottle({ kind: 'set', record: theirs }, NOW + 1, 'node-b');
+    t.same(
+      await a.delivery.throttles('node-a'),
+      [{ ...mine, node: 'node-a' }],
+      "node B's backoff did not write over node A's",
+    );
+    t.same(await b.delivery.throttles('node-b'), [{ ...theirs, node: 'node-b' }]);
+    t.same(await a.delivery.throttles(CLUSTER_THROTTLE), [], 'nothing is shared');
+    t.match(
+      await a.admin.status(NOW),
+      {
+        throttled: [
+          { destination: DEST, node: 'node-b', refusals: 3 },
+          { destination: DEST, node: 'node-a', refusals: 1 },
+        ],
+      },
+      "status lists each node's",
+    );
+    await b.delivery.setThrottle({ kind: 'cleared', destination: DEST }, NOW + 2, 'node-b');
+    t.same(await a.delivery.throttles(), [{ ...mine, node: 'node-a' }], "B's cleared, A's kept");
+  },
+);
 
-t.test('postgres: two nodes deciding for one destination at once open no more than its connections together', async (t) => {
-  const { url, a, b, sql } = await twoNodes(t);
-  const ta = new Throttle(() => limits);
-  const tb = new Throttle(() => limits);
-  const gate = new pg.Client({ connectionString: url });
-  await gate.connect();
-  t.teardown(() => gate.end());
-  await gate.query('BEGIN');
-  await gate.query("SELECT pg_advisory_xact_lock(hashtextextended('posthaste destination ' || $1, 0))", [DEST]);
-  const both = Promise.all([fill(a, 'node-a', ta, NOW), fill(b, 'node-b', tb, NOW)]);
-  await waitFor(
-    'both nodes waiting for the destination',
-    async () => Number((await sql.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0].count) >= 2,
-  );
-  await gate.query('COMMIT');
-  const [x, y] = await both;
-  t.equal(x.length + y.length, 2, `${x.length} + ${y.length}: the destination's two connections, not two per node`);
-});
+t.test(
+  'postgres: two nodes deciding for one destination at once open no more than its connections together',
+  async (t) => {
+    const { url, a, b, sql } = await twoNodes(t);
+    const ta = new Throttle(() => limits);
+    const tb = new Throttle(() => limits);
+    const gate = new pg.Client({ connectionString: url });
+    await gate.connect();
+    t.teardown(() => gate.end());
+    await gate.query('BEGIN');
+    await gate.query("SELECT pg_advisory_xact_lock(hashtextextended('posthaste destination ' || $1, 0))", [DEST]);
+    const both = Promise.all([fill(a, 'node-a', ta, NOW), fill(b, 'node-b', tb, NOW)]);
+    await waitFor(
+      'both nodes waiting for the destination',
+      async () =>
+        Number(
+          (
+            await sql.query(
+              "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            )
+          ).rows[0].count,
+        ) >= 2,
+    );
+    await gate.query('COMMIT');
+    const [x, y] = await both;
+    t.equal(x.length + y.length, 2, `${x.length} + ${y.length}: the destination's two connections, not two per node`);
+  },
+);
 
 /**
  * Two schedulers, one per store, deliver `n` queued messages to one destination through a
@@ -156,7 +200,13 @@ async function peakAcrossTwoNodes(t: Test, shared: boolean): Promise<number> {
     return {
       results: items.map((item) => ({
         item,
-        outcome: { kind: 'delivered', reply: { code: 250, enhanced_code: '2.0.0', message: 'ok', classification: 'delivered' }, mx: 'mx', tls: false, tlsVerified: false },
+        outcome: {
+          kind: 'delivered',
+          reply: { code: 250, enhanced_code: '2.0.0', message: 'ok', classification: 'delivered' },
+          mx: 'mx',
+          tls: false,
+          tlsVerified: false,
+        },
       })),
       unattempted: [],
       refusal: null,
@@ -181,13 +231,24 @@ async function peakAcrossTwoNodes(t: Test, shared: boolean): Promise<number> {
     });
   const stop = new AbortController();
   const running = [node(a, 'node-a').run(stop.signal), node(b, 'node-b').run(stop.signal)];
-  await waitFor('every message delivered', async () => Number((await sql.query("SELECT count(*) FROM recipients WHERE state = 'delivered'")).rows[0].count) === 16);
+  await waitFor(
+    'every message delivered',
+    async () =>
+      Number((await sql.query("SELECT count(*) FROM recipients WHERE state = 'delivered'")).rows[0].count) === 16,
+  );
   stop.abort();
   await Promise.all(running);
   return peak;
 }
 
-t.test('postgres: two schedulers on one database keep to one destination\'s connections with limits_scope = "cluster", and each to its own with "node"', async (t) => {
-  t.equal(await peakAcrossTwoNodes(t, true), 2, "cluster: at most the destination's two connections open at once, both nodes together");
-  t.ok((await peakAcrossTwoNodes(t, false)) > 2, 'node: each node its own two');
-});
+t.test(
+  'postgres: two schedulers on one database keep to one destination\'s connections with limits_scope = "cluster", and each to its own with "node"',
+  async (t) => {
+    t.equal(
+      await peakAcrossTwoNodes(t, true),
+      2,
+      "cluster: at most the destination's two connections open at once, both nodes together",
+    );
+    t.ok((await peakAcrossTwoNodes(t, false)) > 2, 'node: each node its own two');
+  },
+);

@@ -19,15 +19,39 @@ t.test('a store at version 7 with mail in it migrates to 8 intact', async (t) =>
   ]);
   t.same(db.sqlite.pragma('foreign_key_check'), [], 'every reference still holds');
   t.equal(db.sqlite.pragma('foreign_keys', { simple: true }), 1, 'foreign keys are on again');
-  const indexes = db.sqlite.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'recipients' AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all() as string[];
+  const indexes = db.sqlite
+    .prepare(
+      "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'recipients' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    )
+    .pluck()
+    .all() as string[];
   t.same(indexes, ['recipients_address', 'recipients_due', 'recipients_message', 'recipients_undelivered']);
   db.sqlite.prepare("UPDATE recipients SET state = 'canceled' WHERE id = 2").run();
-  t.throws(() => db.sqlite.prepare("UPDATE recipients SET state = 'lost' WHERE id = 2").run(), /CHECK constraint failed/);
-  const before = db.sqlite.prepare("SELECT COALESCE(SUM(count), 0) FROM activity_hourly WHERE kind = 'accepted'").pluck().get() as number;
-  db.sqlite.prepare("INSERT INTO recipients (message_id, customer_id, address, domain, field, created_at, updated_at) VALUES (1, 1, 'z@example.org', 'example.org', 'bcc', ?, ?)").run(now, now);
-  t.equal(db.sqlite.prepare("SELECT SUM(count) FROM activity_hourly WHERE kind = 'accepted'").pluck().get(), before + 1, 'the activity trigger is back');
   t.throws(
-    () => db.sqlite.prepare("INSERT INTO recipients (message_id, customer_id, address, domain, field, created_at, updated_at) VALUES (99, 1, 'q@example.org', 'example.org', 'to', 0, 0)").run(),
+    () => db.sqlite.prepare("UPDATE recipients SET state = 'lost' WHERE id = 2").run(),
+    /CHECK constraint failed/,
+  );
+  const before = db.sqlite
+    .prepare("SELECT COALESCE(SUM(count), 0) FROM activity_hourly WHERE kind = 'accepted'")
+    .pluck()
+    .get() as number;
+  db.sqlite
+    .prepare(
+      "INSERT INTO recipients (message_id, customer_id, address, domain, field, created_at, updated_at) VALUES (1, 1, 'z@example.org', 'example.org', 'bcc', ?, ?)",
+    )
+    .run(now, now);
+  t.equal(
+    db.sqlite.prepare("SELECT SUM(count) FROM activity_hourly WHERE kind = 'accepted'").pluck().get(),
+    before + 1,
+    'the activity trigger is back',
+  );
+  t.throws(
+    () =>
+      db.sqlite
+        .prepare(
+          "INSERT INTO recipients (message_id, customer_id, address, domain, field, created_at, updated_at) VALUES (99, 1, 'q@example.org', 'example.org', 'to', 0, 0)",
+        )
+        .run(),
     /FOREIGN KEY/,
     'its own references are enforced',
   );

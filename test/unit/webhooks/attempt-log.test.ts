@@ -1,16 +1,16 @@
-import t, { type Test } from 'tap';
 import { Writable } from 'node:stream';
-import { sqliteStore } from '../../../src/store/sqlite/index.js';
-import { recordEvent } from '../../../src/store/sqlite/events.js';
-import { createEndpoint, hasDelivery, recordAttempts } from '../../../src/store/sqlite/webhooks.js';
-import type { AttemptBatch, ClaimRoom, FreshDelivery, SettledAttempt } from '../../../src/store/model.js';
-import { FanOut } from '../../../src/webhooks/fanout.js';
-import { AttemptLog } from '../../../src/webhooks/attempt-log.js';
+import t, { type Test } from 'tap';
 import { ManualClock } from '../../../src/lib/clock.js';
 import { createLogger } from '../../../src/lib/logger.js';
-import { storeWithKey } from '../../helpers/env.js';
-import { waitFor } from '../../../support/wait.js';
+import type { AttemptBatch, ClaimRoom, FreshDelivery, SettledAttempt } from '../../../src/store/model.js';
 import type { Db } from '../../../src/store/sqlite/db.js';
+import { recordEvent } from '../../../src/store/sqlite/events.js';
+import { sqliteStore } from '../../../src/store/sqlite/index.js';
+import { createEndpoint, hasDelivery, recordAttempts } from '../../../src/store/sqlite/webhooks.js';
+import { AttemptLog } from '../../../src/webhooks/attempt-log.js';
+import { FanOut } from '../../../src/webhooks/fanout.js';
+import { waitFor } from '../../../support/wait.js';
+import { storeWithKey } from '../../helpers/env.js';
 
 // The batched attempt log (src/webhooks/attempt-log.ts), on a real store and fan-out: attempts
 // wait up to the flush interval and are committed together; a full batch or an urgent attempt is
@@ -22,7 +22,11 @@ const FLUSH_MS = 40;
 const unlimited: ClaimRoom = { room: () => 1_000_000, take: () => {} };
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-const settled = (d: FreshDelivery, state: SettledAttempt['state'] = 'succeeded', opts: { disable?: boolean; ms?: number } = {}): SettledAttempt => ({
+const settled = (
+  d: FreshDelivery,
+  state: SettledAttempt['state'] = 'succeeded',
+  opts: { disable?: boolean; ms?: number } = {},
+): SettledAttempt => ({
   attempt: {
     endpointId: d.endpointId,
     deliveryId: null,
@@ -59,10 +63,23 @@ interface Rig {
 /** `blockB`: endpoint b has no room, so its deliveries are parked, to be written as pending rows. */
 async function rig(t: Test, opts: { events?: number; blockB?: boolean } = {}): Promise<Rig> {
   const db = storeWithKey(t);
-  const endpoints = ['a', 'b'].map((name) => createEndpoint(db, { customerId: 1, url: `https://${name}.example/hook`, events: null, description: name, secret: 'whsec_x', now: 0 }).id);
-  for (let i = 0; i < (opts.events ?? 2); i++) recordEvent(db, { customerId: 1, type: 'email.delivered', data: { n: i }, now: 10 });
+  const endpoints = ['a', 'b'].map(
+    (name) =>
+      createEndpoint(db, {
+        customerId: 1,
+        url: `https://${name}.example/hook`,
+        events: null,
+        description: name,
+        secret: 'whsec_x',
+        now: 0,
+      }).id,
+  );
+  for (let i = 0; i < (opts.events ?? 2); i++)
+    recordEvent(db, { customerId: 1, type: 'email.delivered', data: { n: i }, now: 10 });
   const fan = new FanOut(sqliteStore(db).webhooks, () => {});
-  const room: ClaimRoom = opts.blockB ? { room: (e) => (e === endpoints[1] ? 0 : 1_000_000), take: () => {} } : unlimited;
+  const room: ClaimRoom = opts.blockB
+    ? { room: (e) => (e === endpoints[1] ? 0 : 1_000_000), take: () => {} }
+    : unlimited;
   const held = (await fan.next(1000, room)).map((x) => x.delivery);
   const out: string[] = [];
   const logger = createLogger(
@@ -94,7 +111,8 @@ async function rig(t: Test, opts: { events?: number; blockB?: boolean } = {}): P
     },
   });
   t.teardown(() => log.stop());
-  const lines = () => out.flatMap((s) => s.split('\n').filter(Boolean)).map((l) => JSON.parse(l) as { level: number; msg: string });
+  const lines = () =>
+    out.flatMap((s) => s.split('\n').filter(Boolean)).map((l) => JSON.parse(l) as { level: number; msg: string });
   return { db, fan, log, held, calls, answers, counted, lines, endpoints };
 }
 
@@ -176,7 +194,11 @@ t.test('each recorded attempt is counted by outcome with its duration; failures 
     ['gone', 33],
     ['failure', 44],
   ]);
-  t.equal(r.lines().filter((l) => l.msg === 'webhook attempt failed').length, 3, 'a line per attempt that did not succeed');
+  t.equal(
+    r.lines().filter((l) => l.msg === 'webhook attempt failed').length,
+    3,
+    'a line per attempt that did not succeed',
+  );
 });
 
 t.test('a batch that fails to commit is kept, with its pending rows, and written first with the next', async (t) => {
@@ -185,7 +207,9 @@ t.test('a batch that fails to commit is kept, with its pending rows, and written
   const [first, second] = r.held;
   r.answers.push('failed');
   r.log.add(settled(first!), true);
-  await waitFor('the failure handled', () => r.lines().some((l) => l.msg === 'webhooks: recording attempts failed; will retry'));
+  await waitFor('the failure handled', () =>
+    r.lines().some((l) => l.msg === 'webhooks: recording attempts failed; will retry'),
+  );
   t.equal(r.calls.length, 1);
   t.equal(r.calls[0]!.answer, 'failed');
   const pendingFirst = r.calls[0]!.input.pending;
@@ -227,12 +251,21 @@ t.test('a batch that failed is tried again by itself a second later', async (t) 
   t.ok(hasDelivery(r.db, r.held[0]!.eventSeq, r.held[0]!.endpointId));
 });
 
-t.test('a batch the store refuses (another node leads the fan-out): a warning, the attempts still counted', async (t) => {
-  const r = await rig(t);
-  r.answers.push('refused');
-  r.log.add(settled(r.held[0]!), true);
-  await r.log.settle();
-  t.equal(r.calls.length, 1, 'not tried again');
-  t.ok(r.lines().some((l) => l.level === 40 && l.msg === 'webhooks: another node leads the fan-out now; this one stops fanning out'));
-  t.same(r.counted, [['success', 7]]);
-});
+t.test(
+  'a batch the store refuses (another node leads the fan-out): a warning, the attempts still counted',
+  async (t) => {
+    const r = await rig(t);
+    r.answers.push('refused');
+    r.log.add(settled(r.held[0]!), true);
+    await r.log.settle();
+    t.equal(r.calls.length, 1, 'not tried again');
+    t.ok(
+      r
+        .lines()
+        .some(
+          (l) => l.level === 40 && l.msg === 'webhooks: another node leads the fan-out now; this one stops fanning out',
+        ),
+    );
+    t.same(r.counted, [['success', 7]]);
+  },
+);

@@ -1,28 +1,32 @@
 import t from 'tap';
-import { Quotas, CLAIM_PER_ENDPOINT, CLAIM_TOTAL } from '../../../src/webhooks/quotas.js';
+import { CLAIM_PER_ENDPOINT, CLAIM_TOTAL, Quotas } from '../../../src/webhooks/quotas.js';
 
 // The dispatcher's claim quotas (src/webhooks/quotas.ts): an endpoint whose last attempt succeeded
 // holds its full quota, any other twice its concurrency; one fill takes up to each endpoint's
 // quota less what it holds, and all together up to the total less what is held in all.
 
-const quotas = (claimPerEndpoint = 100, claimTotal = 1000, perEndpoint = 4) => new Quotas({ perEndpoint, claimPerEndpoint, claimTotal });
+const quotas = (claimPerEndpoint = 100, claimTotal = 1000, perEndpoint = 4) =>
+  new Quotas({ perEndpoint, claimPerEndpoint, claimTotal });
 
 t.test('the defaults: a large quota per endpoint, a total that is a multiple of it', async (t) => {
   t.equal(CLAIM_PER_ENDPOINT, 1024);
   t.equal(CLAIM_TOTAL, 16_384);
 });
 
-t.test('a new endpoint holds twice its concurrency; one that succeeded its full quota; a failure takes it back', async (t) => {
-  const q = quotas(100, 1000, 4);
-  t.equal(q.quota('a'), 8, 'new: 2 x concurrency');
-  q.attempted('a', true);
-  t.equal(q.quota('a'), 100, 'last attempt succeeded: the full quota');
-  t.equal(q.quota('b'), 8, 'health is per endpoint');
-  q.attempted('a', false);
-  t.equal(q.quota('a'), 8, 'last attempt failed: back to 2 x concurrency');
-  q.attempted('a', false);
-  t.equal(q.quota('a'), 8, 'a failure on a failing endpoint changes nothing');
-});
+t.test(
+  'a new endpoint holds twice its concurrency; one that succeeded its full quota; a failure takes it back',
+  async (t) => {
+    const q = quotas(100, 1000, 4);
+    t.equal(q.quota('a'), 8, 'new: 2 x concurrency');
+    q.attempted('a', true);
+    t.equal(q.quota('a'), 100, 'last attempt succeeded: the full quota');
+    t.equal(q.quota('b'), 8, 'health is per endpoint');
+    q.attempted('a', false);
+    t.equal(q.quota('a'), 8, 'last attempt failed: back to 2 x concurrency');
+    q.attempted('a', false);
+    t.equal(q.quota('a'), 8, 'a failure on a failing endpoint changes nothing');
+  },
+);
 
 t.test('twice the concurrency never exceeds the quota per endpoint', async (t) => {
   const q = quotas(10, 1000, 50);

@@ -1,11 +1,11 @@
-import type { Db } from '../db.js';
 import type { CustomerStore, DomainStore, KeyStore, SuppressionStore, UserStore } from '../../store.js';
 import * as customers from '../customers.js';
-import * as keys from '../keys.js';
+import type { Db } from '../db.js';
 import * as domains from '../domains.js';
+import * as inbound from '../inbound.js';
+import * as keys from '../keys.js';
 import * as suppressions from '../suppressions.js';
 import * as users from '../users.js';
-import * as inbound from '../inbound.js';
 
 /** Customers, API keys, domains, suppressions and dashboard users on SQLite: each call one function of this folder. */
 
@@ -55,7 +55,8 @@ export function sqliteSuppressions(db: Db): SuppressionStore {
     list: async (customerId, opts) => suppressions.listSuppressions(db, customerId, opts),
     remove: async (customerId, address) => suppressions.removeSuppression(db, customerId, address),
     search: async (customerId, prefix, limit) => suppressions.searchSuppressions(db, customerId, prefix, limit),
-    simulated: async (customerId, addresses, limit) => suppressions.simulatedSuppressions(db, customerId, addresses, limit),
+    simulated: async (customerId, addresses, limit) =>
+      suppressions.simulatedSuppressions(db, customerId, addresses, limit),
   };
 }
 

@@ -1,8 +1,8 @@
-import type { Db } from '../db.js';
 import type { DeliveryStore } from '../../store.js';
+import type { Db } from '../db.js';
+import * as destinations from '../destinations.js';
 import * as queue from '../queue.js';
 import * as recipients from '../recipients.js';
-import * as destinations from '../destinations.js';
 
 /** Outbound delivery on SQLite: claims, outcomes and destination throttling, for the one node on the file. */
 export function sqliteDelivery(db: Db): DeliveryStore {
@@ -11,21 +11,27 @@ export function sqliteDelivery(db: Db): DeliveryStore {
     claim: async (worker, now, limit) => claim(db, worker, now, limit),
     record: (g) =>
       tx(() => {
-        for (const { message, recipient, outcome } of g.results) recipients.recordOutcome(db, message, recipient, outcome, g.policy, g.now);
+        for (const { message, recipient, outcome } of g.results)
+          recipients.recordOutcome(db, message, recipient, outcome, g.policy, g.now);
         // After the outcomes: a composed copy is kept only while a recipient may still need it.
         for (const [id, raw] of g.composed) queue.keepComposed(db, id, raw);
-        for (const id of new Set(g.results.map((r) => r.message.id))) if (!g.composed.has(id)) queue.dropComposedIfDone(db, id);
+        for (const id of new Set(g.results.map((r) => r.message.id)))
+          if (!g.composed.has(id)) queue.dropComposedIfDone(db, id);
         if (g.postpone.length) queue.postponeClaimed(db, g.postpone);
       }),
     recordSandbox: (items, policy, now) => tx(() => recordSandbox(db, items, policy, now)),
     postpone: async (items) => queue.postponeClaimed(db, items),
     releaseClaims: async (ids) => queue.releaseClaimsOf(db, ids),
     releaseAllClaims: async () => queue.releaseClaims(db),
-    setThrottle: async (change, now) => (change.kind === 'set' ? destinations.saveThrottle(db, change.record, now) : destinations.clearThrottle(db, change.destination)),
+    setThrottle: async (change, now) =>
+      change.kind === 'set'
+        ? destinations.saveThrottle(db, change.record, now)
+        : destinations.clearThrottle(db, change.destination),
     // One node: one throttling per destination, whoever holds it (DeliveryStore.setThrottle).
     throttles: async () => destinations.listThrottles(db),
     // One process holds the file: there are no other nodes to share a destination with.
-    shareDestination: async (_destination, _node, decide) => void decide({ open: 0, minute: 0, started: 0, throttle: undefined }),
+    shareDestination: async (_destination, _node, decide) =>
+      void decide({ open: 0, minute: 0, started: 0, throttle: undefined }),
     touchUse: async () => undefined,
   };
 }
@@ -47,13 +53,32 @@ function claim(db: Db, worker: string, now: number, limit: number) {
 }
 
 /** A sandbox key's simulated outcomes, step by step, as a real delivery would record them. */
-function recordSandbox(db: Db, items: Parameters<DeliveryStore['recordSandbox']>[0], policy: Parameters<DeliveryStore['recordSandbox']>[1], now: number): void {
+function recordSandbox(
+  db: Db,
+  items: Parameters<DeliveryStore['recordSandbox']>[0],
+  policy: Parameters<DeliveryStore['recordSandbox']>[1],
+  now: number,
+): void {
   for (const { recipient, message, steps } of items)
     for (const step of steps) {
       if (step.kind === 'async_bounce') recipients.recordAsyncBounce(db, message, recipient, step.reply, true, now);
       else if (step.kind === 'complaint')
-        recipients.recordComplaint(db, message, recipient, { feedback_type: step.feedbackType, user_agent: step.userAgent, arrival_date: new Date(now).toISOString() }, now);
-      else if (step.kind === 'delivered') recipients.recordOutcome(db, message, recipient, { kind: 'delivered', reply: step.reply, mx: 'sandbox', tls: false, tlsVerified: false }, policy, now);
+        recipients.recordComplaint(
+          db,
+          message,
+          recipient,
+          { feedback_type: step.feedbackType, user_agent: step.userAgent, arrival_date: new Date(now).toISOString() },
+          now,
+        );
+      else if (step.kind === 'delivered')
+        recipients.recordOutcome(
+          db,
+          message,
+          recipient,
+          { kind: 'delivered', reply: step.reply, mx: 'sandbox', tls: false, tlsVerified: false },
+          policy,
+          now,
+        );
       else recipients.recordOutcome(db, message, recipient, step, policy, now);
     }
 }

@@ -1,12 +1,12 @@
+import type { InboundStore, MessageStore } from '../../store.js';
 import type { Db } from '../db.js';
+import { eventsOfMessage } from '../events.js';
+import * as inbound from '../inbound.js';
+import * as messages from '../messages.js';
+import { deliveriesOfMessage } from '../webhooks.js';
 import type { GroupCommit } from '../writer/group-commit.js';
 import { movable } from '../writer/group-commit.js';
 import { writerOps } from '../writer/ops.js';
-import type { InboundStore, MessageStore } from '../../store.js';
-import * as messages from '../messages.js';
-import * as inbound from '../inbound.js';
-import { deliveriesOfMessage } from '../webhooks.js';
-import { eventsOfMessage } from '../events.js';
 
 /**
  * Messages and received mail on SQLite: accepting a send and receiving mail go to the writer
@@ -17,7 +17,8 @@ import { eventsOfMessage } from '../events.js';
 export function sqliteMessages(db: Db, writer?: GroupCommit): MessageStore {
   const tx = <T>(fn: () => T): Promise<T> => Promise.resolve(db.tx(fn));
   return {
-    accept: (input) => (writer ? writer.submit('accept', input, movable(input.request)) : tx(() => writerOps.accept(db, input))),
+    accept: (input) =>
+      writer ? writer.submit('accept', input, movable(input.request)) : tx(() => writerOps.accept(db, input)),
     acceptBatch: (input) => (writer ? writer.submit('acceptBatch', input) : tx(() => writerOps.acceptBatch(db, input))),
     get: async (customerId, messageId) => messages.getMessage(db, customerId, messageId),
     list: async (opts) => messages.listMessages(db, opts),
@@ -31,7 +32,10 @@ export function sqliteMessages(db: Db, writer?: GroupCommit): MessageStore {
 
 export function sqliteInbound(db: Db, writer?: GroupCommit): InboundStore {
   return {
-    receive: (input) => (writer ? writer.submit('receive', input, movable(input.raw)) : Promise.resolve(db.tx(() => writerOps.receive(db, input)))),
+    receive: (input) =>
+      writer
+        ? writer.submit('receive', input, movable(input.raw))
+        : Promise.resolve(db.tx(() => writerOps.receive(db, input))),
     checkLimits: async (d, defaults, now) => inbound.checkInboundLimits(db, d, defaults, now),
     recordLimited: async (d, limit, windowEndsAt, now) => inbound.recordLimited(db, d, limit, windowEndsAt, now),
     get: async (id, customerId) => inbound.getInbound(db, id, customerId),

@@ -1,7 +1,7 @@
-import type { Db } from '../db.js';
-import type { GroupCommit } from '../writer/group-commit.js';
 import type { WebhookStore } from '../../store.js';
+import type { Db } from '../db.js';
 import * as webhooks from '../webhooks.js';
+import type { GroupCommit } from '../writer/group-commit.js';
 
 /**
  * Webhook endpoints, their deliveries and the fan-out on SQLite. Attempts arrive many at a time:
@@ -37,8 +37,10 @@ export function sqliteWebhooks(db: Db, writer?: GroupCommit): WebhookStore {
       return wait ? db.tx(work) : db.tryTx(work)?.value;
     },
     unlock: (ids) => tx(() => webhooks.unlockDeliveries(db, ids)),
-    settleDelivery: async (id, state, attempts, nextAt, now) => webhooks.settleDelivery(db, id, state, attempts, nextAt, now),
-    recordAttempts: (batch) => (writer ? writer.submit('webhookAttempts', batch) : tx(() => webhooks.recordAttempts(db, batch))),
+    settleDelivery: async (id, state, attempts, nextAt, now) =>
+      webhooks.settleDelivery(db, id, state, attempts, nextAt, now),
+    recordAttempts: (batch) =>
+      writer ? writer.submit('webhookAttempts', batch) : tx(() => webhooks.recordAttempts(db, batch)),
     // One process holds the file (store/open.ts): it is the only fan-out there can be.
     leadFanOut: async () => 1,
     resignFanOut: async () => undefined,

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
-import type { OpName, OpInput, OpResult } from './ops.js';
-import type { WriterMessage, BatchReply } from './worker.js';
 import { LARGE_MESSAGE_BYTES } from '../../../lib/memory-budget.js';
+import type { OpInput, OpName, OpResult } from './ops.js';
+import type { BatchReply, WriterMessage } from './worker.js';
 
 interface Waiter {
   resolve: (v: unknown) => void;
@@ -22,7 +22,9 @@ interface Job extends Waiter {
  */
 export function movable(b: Uint8Array | string): ArrayBuffer[] | undefined {
   if (typeof b === 'string' || b.byteLength < LARGE_MESSAGE_BYTES) return undefined;
-  return b.byteOffset === 0 && b.buffer.byteLength === b.byteLength && b.buffer instanceof ArrayBuffer ? [b.buffer] : undefined;
+  return b.byteOffset === 0 && b.buffer.byteLength === b.byteLength && b.buffer instanceof ArrayBuffer
+    ? [b.buffer]
+    : undefined;
 }
 
 /** An error from the writer thread, with SQLite's code kept (SQLITE_FULL → 503). */
@@ -79,7 +81,13 @@ export class GroupCommit {
   submit<K extends OpName>(op: K, input: OpInput<K>, transfer?: ArrayBuffer[]): Promise<OpResult<K>> {
     if (this.closed) return Promise.reject(new StoreWriteError('the store is closed', 'SQLITE_BUSY'));
     return new Promise((resolve, reject) => {
-      this.queued.push({ op, input, resolve: resolve as (v: unknown) => void, reject, ...(transfer ? { transfer } : {}) });
+      this.queued.push({
+        op,
+        input,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        ...(transfer ? { transfer } : {}),
+      });
       // A turn that reads many requests sends the first ones early, so the writer commits them
       // while the event loop still validates the rest (otherwise the two take turns idling).
       if (this.queued.length >= GroupCommit.EAGER) return this.flush();

@@ -1,13 +1,13 @@
-import type { Db } from '../db.js';
-import { acceptMessage, idempotentAnswer, recordIdempotent } from '../messages.js';
-import { acceptedResponse } from '../../model.js';
 import { refusal } from '../../../domain/errors.js';
-import { isKeyLive, readAuthEpoch } from '../keys.js';
-import { findSendingDomain } from '../domains.js';
-import { recordAttempts } from '../webhooks.js';
-import { storeInbound } from '../inbound.js';
-import { applyReport } from '../recipients.js';
 import type { BatchInput, BatchItemResult, BatchResult, ReceiveInput, SendCommit, SendInput } from '../../model.js';
+import { acceptedResponse } from '../../model.js';
+import type { Db } from '../db.js';
+import { findSendingDomain } from '../domains.js';
+import { storeInbound } from '../inbound.js';
+import { isKeyLive, readAuthEpoch } from '../keys.js';
+import { acceptMessage, idempotentAnswer, recordIdempotent } from '../messages.js';
+import { applyReport } from '../recipients.js';
+import { recordAttempts } from '../webhooks.js';
 
 function receive(db: Db, input: ReceiveInput): string[] {
   const raw = Buffer.from(input.raw.buffer, input.raw.byteOffset, input.raw.byteLength);
@@ -55,7 +55,8 @@ function acceptBatch(db: Db, input: BatchInput): BatchResult {
     if ('error' in item) return item;
     if (moved) {
       const domain = findSendingDomain(db, item.senderDomain);
-      if (!domain || domain.customer_id !== item.customerId) return refusal({ kind: 'domain_unknown' }, item.senderDomain).toBody();
+      if (!domain || domain.customer_id !== item.customerId)
+        return refusal({ kind: 'domain_unknown' }, item.senderDomain).toBody();
       if (domain.verified_at === null) return refusal({ kind: 'domain_unverified' }, item.senderDomain).toBody();
     }
     const r = acceptMessage(db, item);
@@ -84,4 +85,12 @@ export type OpName = keyof WriterOps;
 export type OpInput<K extends OpName> = Parameters<WriterOps[K]>[1];
 export type OpResult<K extends OpName> = ReturnType<WriterOps[K]>;
 
-export type { BatchInput, BatchItem, BatchItemResult, BatchResult, ReceiveInput, SendCommit, SendInput } from '../../model.js';
+export type {
+  BatchInput,
+  BatchItem,
+  BatchItemResult,
+  BatchResult,
+  ReceiveInput,
+  SendCommit,
+  SendInput,
+} from '../../model.js';

@@ -2,16 +2,23 @@
 // arrived while the previous one was committing.
 import { parentPort, workerData } from 'node:worker_threads';
 import { Db } from '../db.js';
-import { writerOps, type OpName } from './ops.js';
+import { type OpName, writerOps } from './ops.js';
 
 export type WriterMessage = { jobs: Array<{ op: OpName; input: unknown }> } | { maxBytes: number } | 'close';
 export type JobOutcome = { ok: true; value: unknown } | { ok: false; error: { message: string; code?: string } };
 /** The reply for the oldest `count` jobs not yet answered, in the order they were posted. */
-export type BatchReply = { count: number } & ({ ok: true; outcomes: JobOutcome[] } | { ok: false; error: { message: string; code?: string } });
+export type BatchReply = { count: number } & (
+  | { ok: true; outcomes: JobOutcome[] }
+  | { ok: false; error: { message: string; code?: string } }
+);
 
 // 8 MiB of page cache: the writer appends (rightmost B-tree pages) and reads single rows by key;
 // a large cache would only keep the pages of big messages it has already written.
-const db = new Db((workerData as { path: string; maxBytes: number }).path, (workerData as { maxBytes: number }).maxBytes, 8192);
+const db = new Db(
+  (workerData as { path: string; maxBytes: number }).path,
+  (workerData as { maxBytes: number }).maxBytes,
+  8192,
+);
 let queue: Array<{ op: OpName; input: unknown }> = [];
 let scheduled = false;
 
@@ -32,7 +39,11 @@ function run(job: { op: OpName; input: unknown }): unknown {
  */
 function commit(jobs: Array<{ op: OpName; input: unknown }>): BatchReply {
   try {
-    return { count: jobs.length, ok: true, outcomes: db.tx(() => jobs.map((job) => ({ ok: true as const, value: run(job) }))) };
+    return {
+      count: jobs.length,
+      ok: true,
+      outcomes: db.tx(() => jobs.map((job) => ({ ok: true as const, value: run(job) }))),
+    };
   } catch {
     // fall through to the careful path
   }
