@@ -285,11 +285,19 @@ export class Dispatcher {
 
   /**
    * One attempt: its outcome goes to the attempt log. A store error on the way (a read of the
-   * endpoint, a write for a disabled one) rejects; the pool logs it.
+   * endpoint, a write for a disabled one) rejects; the pool logs it. A fresh delivery whose
+   * endpoint could not be read is parked first: it exists only in memory, and the fan-out's
+   * cursor waits for its row.
    */
   private async attempt(d: ClaimedDelivery): Promise<void> {
     const { store, clock, service } = this.deps;
-    const endpoint = this.endpoints.get(d.endpointId) ?? (await this.endpoint(d.endpointId));
+    let endpoint: Endpoint | undefined;
+    try {
+      endpoint = this.endpoints.get(d.endpointId) ?? (await this.endpoint(d.endpointId));
+    } catch (e) {
+      if (d.kind === 'fresh') this.fanOut.park(d);
+      throw e;
+    }
     if (!endpoint?.enabled) {
       // Disabled or deleted since: a row is failed; a fresh delivery gets no row, as the
       // fan-out would not have made one now.

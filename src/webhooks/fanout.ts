@@ -4,6 +4,7 @@ import {
   type Endpoint,
   type FanOutPos,
   type FreshDelivery,
+  type OutboxEvent,
   type SettledAttempt,
   subscribes,
 } from '../store/model.js';
@@ -146,22 +147,24 @@ export class FanOut {
     if (events.length === 0) return [];
     const held: Array<{ delivery: FreshDelivery; endpoint: Endpoint }> = [];
     const byCustomer = new Map<number, Endpoint[]>();
-    for (const e of events) {
-      let list = byCustomer.get(e.customerId);
-      if (!list)
-        byCustomer.set(e.customerId, (list = (await store.listEndpoints(e.customerId)).filter((x) => x.enabled)));
-      let n = 0;
-      for (const endpoint of list) {
-        if (!subscribes(endpoint, e)) continue;
-        // Fanned out before a restart and recorded, though the cursor had not moved past it.
-        if (comparePos(e.pos, this.checkUpTo) <= 0 && (await store.hasDelivery(e.seq, endpoint.id))) continue;
-        n++;
+    for (const [i, e] of events.entries()) {
+      // An event's endpoints are all read before anything is changed for it: a read that fails (the
+      // store away) leaves it to be read again, and the events before it are handed out as they
+      // are. Thrown further, the deliveries made for those would be lost with the cursor past them.
+      let targets: Endpoint[];
+      try {
+        targets = await this.targets(e, byCustomer);
+      } catch (err) {
+        if (i === 0) throw err;
+        break;
+      }
+      for (const endpoint of targets) {
         if (room.room(endpoint.id) > 0) {
           room.take(endpoint.id);
           held.push({ delivery: { kind: 'fresh', endpointId: endpoint.id, eventSeq: e.seq, event: e }, endpoint });
         } else this.pending.push({ endpointId: endpoint.id, eventSeq: e.seq });
       }
-      if (n > 0) this.unstored.set(e.seq, { n, before: this.cursor });
+      if (targets.length > 0) this.unstored.set(e.seq, { n: targets.length, before: this.cursor });
       this.cursor = e.pos;
     }
     // Pending rows to write, or a cursor that can move with nothing unstored: a batch soon.
@@ -169,7 +172,22 @@ export class FanOut {
     return held;
   }
 
-  /** A fresh delivery taken back from memory (its endpoint is over quota): written pending with the next batch. */
+  /** The enabled endpoints `e` goes to, less those it was delivered to before a restart (reads only). */
+  private async targets(e: OutboxEvent, byCustomer: Map<number, Endpoint[]>): Promise<Endpoint[]> {
+    let list = byCustomer.get(e.customerId);
+    if (!list)
+      byCustomer.set(e.customerId, (list = (await this.store.listEndpoints(e.customerId)).filter((x) => x.enabled)));
+    const targets: Endpoint[] = [];
+    for (const endpoint of list) {
+      if (!subscribes(endpoint, e)) continue;
+      // Fanned out before a restart and recorded, though the cursor had not moved past it.
+      if (comparePos(e.pos, this.checkUpTo) <= 0 && (await this.store.hasDelivery(e.seq, endpoint.id))) continue;
+      targets.push(endpoint);
+    }
+    return targets;
+  }
+
+  /** A fresh delivery taken back from memory (its endpoint is over quota, or could not be read): written pending with the next batch. */
   park(d: FreshDelivery): void {
     this.pending.push({ endpointId: d.endpointId, eventSeq: d.eventSeq });
     this.wantsWrite();

@@ -247,6 +247,23 @@ if (TEST_ENGINE !== 'postgres') {
       );
       t.same(missingMx, [], 'every 202 reached the MX');
       t.same(missingHooks, [], 'every 202 reached its webhook');
+      // What the store holds for each one missing: where it stopped (its recipient, its events,
+      // their webhook deliveries, the fan-out's stored cursor and lease).
+      if (missingHooks.length > 0) {
+        const rows = await query(
+          `SELECT r.address, r.state, r.attempts, (SELECT count(*) FROM recipient_claims c WHERE c.recipient_id = r.id)::int AS claims,
+                  (SELECT json_agg(json_build_object('type', e.type, 'seq', e.seq, 'txid', e.txid::text,
+                     'deliveries', (SELECT json_agg(json_build_object('state', d.state, 'attempts', d.attempts, 'locked_by', d.locked_by))
+                                    FROM webhook_deliveries d WHERE d.event_seq = e.seq)))
+                     FROM events e WHERE e.recipient_id = r.id) AS events
+             FROM recipients r WHERE r.address = ANY($1::text[])`,
+          [missingHooks],
+        );
+        const fanout = await query(
+          "SELECT (SELECT value FROM settings WHERE name = 'webhook_fanout_pos') AS cursor, (SELECT json_agg(l) FROM leader_leases l) AS leases, pg_snapshot_xmin(pg_current_snapshot())::text AS xmin",
+        );
+        t.comment(`missing webhooks, as stored: ${JSON.stringify(rows)}; fan-out: ${JSON.stringify(fanout)}`);
+      }
 
       const twice = [...byAddress()].filter(([, n]) => n > 1).map(([a]) => a);
       // The other window at-least-once allows: the MX took the message but the node never saw its

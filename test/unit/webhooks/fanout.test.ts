@@ -219,3 +219,39 @@ t.test(
     t.ok(moves > 50, `the runs moved the cursor often (${moves} times) before the end`);
   },
 );
+
+t.test('the store failing mid-way: the events before are handed out, the one it failed on is read again', async (t) => {
+  const db = storeWithKey(t);
+  const a = endpoint(db, 'a');
+  events(db, 3);
+  const store = sqliteStore(db).webhooks;
+  // Before a restart something was delivered (so hasDelivery is asked), and the store goes away
+  // while the second event is read: as PostgreSQL restarting does to one read of many.
+  db.tx(() => recordAttempts(db, { batch: [], pending: [{ endpointId: a, eventSeq: 3 }], cursor: null, now: 5 }));
+  let calls = 0;
+  const failing: typeof store = {
+    ...store,
+    hasDelivery: async (seq, endpointId) => {
+      if (++calls === 2) throw new Error('store unavailable');
+      return store.hasDelivery(seq, endpointId);
+    },
+  };
+  const fan = new FanOut(failing, () => {});
+  const first = (await fan.next(10, unlimited)).map((x) => x.delivery);
+  t.same(
+    first.map((d) => d.eventSeq),
+    [1],
+    'the first event handed out; not lost with an error thrown after the cursor passed it',
+  );
+  const second = (await fan.next(10, unlimited)).map((x) => x.delivery);
+  t.same(
+    second.map((d) => d.eventSeq),
+    [2],
+    'the one the store failed on is read again; the third already had its row',
+  );
+  const attempts = [...first, ...second].map(attempt);
+  const w = fan.forBatch(attempts)!;
+  commit(db, fan, attempts, w);
+  t.equal(fanOutCursor(db).seq, 3, 'and the cursor goes past all three');
+  t.equal(cursorHonest(db, () => [a]), null);
+});
