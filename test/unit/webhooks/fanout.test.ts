@@ -253,5 +253,8 @@ t.test('the store failing mid-way: the events before are handed out, the one it 
   const w = fan.forBatch(attempts)!;
   commit(db, fan, attempts, w);
   t.equal(fanOutCursor(db).seq, 3, 'and the cursor goes past all three');
-  t.equal(cursorHonest(db, () => [a]), null);
+  t.equal(
+    cursorHonest(db, () => [a]),
+    null,
+  );
 });
