@@ -1,13 +1,13 @@
 import type { SMTPServerDataStream } from 'smtp-server';
-import { LARGE_MESSAGE_BYTES, type MemoryBudget } from '../lib/memory-budget.js';
+import type { MemoryBudget } from '../lib/memory-budget.js';
 import { reclaimAfter } from '../lib/reclaim.js';
 import { readReport } from '../reports/read.js';
 import { isStoreFull, isStoreUnavailable } from '../store/errors.js';
 import type { StoredInbound } from '../store/model.js';
+import { readData } from './data.js';
 import { inspectInbound, type ParsedInbound } from './receive.js';
 import type { Route } from './route.js';
 import { type AcceptedRoute, type ListenerDeps, type Session, smtpError } from './session.js';
-import { BareNewlineCheck } from './smuggling.js';
 
 /** What DATA brought: the message and its size, or why it was not kept (a bare newline, more than smtp.max_message_bytes, or both). */
 type Received = { raw: Buffer; size: number } | { bareNewline: boolean; tooBig: boolean };
@@ -27,7 +27,7 @@ export async function receiveMessage(
   stream: SMTPServerDataStream,
   session: Session,
 ): Promise<string> {
-  const got = await readData(stream, session, deps.budget, deps.config.smtp.max_message_bytes);
+  const got = await readMessage(stream, session, deps.budget, deps.config.smtp.max_message_bytes);
   const release = () => session.hold?.release();
   if (!('raw' in got)) {
     if (got.bareNewline) deps.onResult?.('bare_newline');
@@ -53,41 +53,16 @@ export async function receiveMessage(
   return `2.0.0 Ok: queued as ${r.id}`;
 }
 
-/**
- * Reads DATA through the bare-newline check (SMTP smuggling: refused once drained). Past `max`
- * bytes nothing more is kept. Past LARGE_MESSAGE_BYTES the message holds its bytes in the shared
- * memory budget, taken as they arrive; while they do not fit, reading pauses (the sender waits on
- * TCP). Small messages, nearly all mail, never touch it.
- */
-function readData(
+/** DATA read (inbound/data.ts), joined into one buffer unless it is refused. */
+async function readMessage(
   stream: SMTPServerDataStream,
   session: Session,
   budget: MemoryBudget,
   max: number,
 ): Promise<Received> {
-  return new Promise((resolve) => {
-    const check = new BareNewlineCheck();
-    let chunks: Buffer[] = [];
-    let size = 0;
-    stream.pipe(check);
-    check.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > max) return; // drained, not kept
-      chunks.push(c);
-      if (size <= LARGE_MESSAGE_BYTES) return;
-      const hold = (session.hold ??= budget.open());
-      const need = size - LARGE_MESSAGE_BYTES - hold.held;
-      if (hold.tryGrow(need)) return;
-      check.pause();
-      void hold.grow(need).then(() => check.resume());
-    });
-    check.on('end', () => {
-      if (check.found || stream.sizeExceeded) return resolve({ bareNewline: check.found, tooBig: stream.sizeExceeded });
-      const raw = Buffer.concat(chunks, size);
-      chunks = [];
-      resolve({ raw, size });
-    });
-  });
+  const got = await readData(stream, session, budget, max);
+  if (got.bareNewline || got.sizeExceeded) return { bareNewline: got.bareNewline, tooBig: got.sizeExceeded };
+  return { raw: Buffer.concat(got.chunks, got.size), size: got.size };
 }
 
 /** The refusal for a message the store did not take: 452 when it is full, 451 otherwise (logged unless the store is known to be unavailable, warned then). */

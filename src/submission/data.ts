@@ -1,6 +1,6 @@
 import type { SMTPServerDataStream } from 'smtp-server';
-import { BareNewlineCheck } from '../inbound/smuggling.js';
-import { LARGE_MESSAGE_BYTES, type MemoryBudget } from '../lib/memory-budget.js';
+import { readData } from '../inbound/data.js';
+import type { MemoryBudget } from '../lib/memory-budget.js';
 import type { Session } from './session.js';
 
 /** What DATA brought: the message's chunks as they arrived, or why it is not read any further. */
@@ -18,32 +18,14 @@ export type Received =
  * (the client waits on TCP). The chunks are kept as they came: the stored message is built from
  * them once, not joined first.
  */
-export function receiveData(
+export async function receiveData(
   stream: SMTPServerDataStream,
   session: Session,
   budget: MemoryBudget,
   max: number,
 ): Promise<Received> {
-  return new Promise((resolve) => {
-    const check = new BareNewlineCheck();
-    const chunks: Buffer[] = [];
-    let size = 0;
-    stream.pipe(check);
-    check.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > max) return; // drained, not kept
-      chunks.push(c);
-      if (size <= LARGE_MESSAGE_BYTES) return;
-      const hold = (session.hold ??= budget.open());
-      const need = size - LARGE_MESSAGE_BYTES - hold.held;
-      if (hold.tryGrow(need)) return;
-      check.pause();
-      void hold.grow(need).then(() => check.resume());
-    });
-    check.on('end', () => {
-      if (check.found) return resolve({ kind: 'bare_newline' });
-      if (stream.sizeExceeded || size > max) return resolve({ kind: 'too_big' });
-      resolve({ kind: 'message', chunks, size });
-    });
-  });
+  const got = await readData(stream, session, budget, max);
+  if (got.bareNewline) return { kind: 'bare_newline' };
+  if (got.sizeExceeded || got.size > max) return { kind: 'too_big' };
+  return { kind: 'message', chunks: got.chunks, size: got.size };
 }
