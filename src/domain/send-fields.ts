@@ -37,7 +37,7 @@ const KNOWN_FIELDS = new Set([
 ]);
 
 /** Headers posthaste writes itself (docs/api.md); a request may not set them. Content-* is refused by prefix. */
-const OWNED_HEADERS = new Set([
+export const OWNED_HEADER_NAMES: readonly string[] = [
   'from',
   'to',
   'cc',
@@ -50,7 +50,8 @@ const OWNED_HEADERS = new Set([
   'mime-version',
   'sender',
   'reply-to',
-]);
+];
+const OWNED_HEADERS = new Set(OWNED_HEADER_NAMES);
 const HEADER_NAME = /^[\x21-\x39\x3b-\x7e]+$/; // RFC 5322 ftext: printable ASCII except ':'
 const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
 export const METADATA_MAX_KEYS = 50;

@@ -1,5 +1,6 @@
 import { schema as configSchema } from '../../config/schema.js';
 import { DISPLAY_NAME_MAX_LENGTH, MAILBOX_MAX_LENGTH } from '../../domain/addresses.js';
+import { OWNED_HEADER_NAMES } from '../../domain/send-fields.js';
 import {
   FILENAME_MAX_LENGTH,
   HEADER_NAME_MAX_LENGTH,
@@ -23,21 +24,8 @@ import { anyCase, NO_CONTROL, NO_CONTROL_OR_TAB, NOT_BLANK_NO_CONTROL, nullable,
 const limits = configSchema.limits;
 export const MAX_RECIPIENTS_DEFAULT = limits.max_recipients.default as number;
 
-/** Headers posthaste writes itself (send-fields.ts, OWNED_HEADERS; docs/api.md); Content-* is refused by prefix. */
-export const OWNED_HEADERS = [
-  'from',
-  'to',
-  'cc',
-  'bcc',
-  'subject',
-  'date',
-  'message-id',
-  'return-path',
-  'dkim-signature',
-  'mime-version',
-  'sender',
-  'reply-to',
-];
+/** Headers posthaste writes itself (domain/send-fields.ts; docs/api.md); Content-* is refused by prefix. */
+export const OWNED_HEADERS = OWNED_HEADER_NAMES;
 /** RFC 5322 ftext (printable ASCII but `:`), and none of the owned names in any case. */
 export const HEADER_NAME_PATTERN = `^(?!(?:${OWNED_HEADERS.map(anyCase).join('|')})$|${anyCase('content-')})[\\x21-\\x39\\x3B-\\x7E]+$`;
 /** type/subtype (send-fields.ts, MIME_TYPE). */
