@@ -1,6 +1,7 @@
 import { stringify } from 'smol-toml';
+import type { Schema } from './keys.js';
 import { describeConfig, loadConfig } from './load.js';
-import { type Schema, schema } from './schema.js';
+import { schema } from './schema.js';
 
 /** Placeholders for defaults that depend on the machine. */
 const EXAMPLE_VALUES: Record<string, unknown> = { 'server.hostname': 'mx.example.net', 'server.node_name': 'node1' };

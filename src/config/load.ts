@@ -1,13 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
-import {
-  type Config,
-  schema as defaultSchema,
-  destinationLimits,
-  type KeySpec,
-  relayTarget,
-  type Schema,
-} from './schema.js';
+import type { KeySpec, Schema } from './keys.js';
+import { type Config, schema as defaultSchema } from './schema.js';
+import { destinationLimits, relayTarget } from './settings.js';
 
 export class ConfigError extends Error {
   constructor(

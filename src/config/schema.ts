@@ -1,46 +1,11 @@
 import { hostname } from 'node:os';
-import { type DestinationLimits, limitsFor, parseDestinationRules } from '../domain/destinations.js';
-import type { SuppressionPolicy } from '../domain/outcome.js';
+
+import { k, type Schema } from './keys.js';
 
 /**
- * The configuration schema: every key's type, default and one-line description in one place.
- * `config/posthaste.example.toml` is checked against this by a test.
+ * The configuration schema: every key's type, default and one-line description in one place
+ * (what a key may be: keys.ts). `config/posthaste.example.toml` is checked against this by a test.
  */
-
-export type Kind =
-  | { type: 'string' }
-  | { type: 'int'; min: number; max: number }
-  | { type: 'bool' }
-  | { type: 'listen'; optional?: boolean }
-  | { type: 'strings' }
-  | { type: 'duration' }
-  | { type: 'durations' }
-  | { type: 'bytes' }
-  | { type: 'enum'; values: readonly string[] }
-  /** A database URL: empty, or postgres:// / postgresql://; shown without its password. */
-  | { type: 'store_url' };
-
-export interface KeySpec {
-  kind: Kind;
-  default: unknown;
-  description: string;
-  /** Masked by `config print`. */
-  secret?: boolean;
-}
-
-export type Schema = Record<string, Record<string, KeySpec>>;
-
-const k = <const K extends Kind>(
-  kind: K,
-  def: unknown,
-  description: string,
-  secret = false,
-): KeySpec & { kind: K } => ({
-  kind,
-  default: def,
-  description,
-  secret,
-});
 
 export const schema = {
   server: {
@@ -368,38 +333,3 @@ export type Config = {
     [Key in keyof (typeof schema)[S]]: (typeof schema)[S][Key] extends { kind: infer K } ? ValueOf<K> : never;
   };
 };
-
-/** The [bounces] keys as the suppression policy (domain/outcome.ts). */
-export function suppressionPolicy(c: Pick<Config, 'bounces'>): SuppressionPolicy {
-  return { mailboxFull: c.bounces.suppress_mailbox_full, disabled: c.bounces.suppress_disabled };
-}
-
-/** outbound.relay parsed: host, port and TLS mode; null for direct delivery. Throws naming the key when malformed. */
-export function relayTarget(c: Pick<Config, 'outbound'>): { host: string; port: number; implicitTls: boolean } | null {
-  const text = c.outbound.relay.trim();
-  if (!text) return null;
-  const m = /^(smtps?):\/\/(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?\/?$/i.exec(text);
-  if (!m)
-    throw new Error(`outbound.relay: expected "smtp://host:587" or "smtps://host:465", got ${JSON.stringify(text)}`);
-  const implicitTls = m[1]!.toLowerCase() === 'smtps';
-  const port = m[3] ? Number(m[3]) : implicitTls ? 465 : 587;
-  if (port < 1 || port > 65535) throw new Error(`outbound.relay: port ${port} is out of range`);
-  return { host: m[2]!.replace(/^\[|\]$/g, '').toLowerCase(), port, implicitTls };
-}
-
-/** The return path's domain (bounces+<token>@<domain>): smtp.return_path_domain, else the server's hostname. */
-export function returnPathDomain(c: Pick<Config, 'smtp' | 'server'>): string {
-  return c.smtp.return_path_domain || c.server.hostname;
-}
-
-/** outbound's destination limits as a lookup, as configured now (a reload builds a new one). Throws naming the bad entry. */
-export function destinationLimits(c: Pick<Config, 'outbound'>): (destination: string) => DestinationLimits {
-  const o = c.outbound;
-  const rules = parseDestinationRules(o.destination_limits);
-  const base = {
-    connections: o.concurrency_per_domain,
-    perConnection: o.messages_per_connection,
-    perMinute: o.messages_per_minute,
-  };
-  return (destination) => limitsFor(destination, rules, base);
-}

@@ -1,11 +1,11 @@
-import type { DestinationLimits } from '../domain/destinations.js';
+import { type DestinationLimits, limitsFor, parseDestinationRules } from '../domain/destinations.js';
 import type { SuppressionPolicy } from '../domain/outcome.js';
-import { type Config, destinationLimits, suppressionPolicy } from './schema.js';
+import type { Config } from './schema.js';
 
 /**
  * What each running part takes from the configuration, built by one function per part: at start,
  * and again on reload (SIGHUP), when the composition root hands the part the new value in place of
- * the old (main.ts, its table of reloaders). A part reads its settings at use time; the
+ * the old (daemon/reload.ts, its table of reloaders). A part reads its settings at use time; the
  * configuration object itself never changes after start.
  */
 export interface Live<T> {
@@ -68,4 +68,39 @@ export interface SubmissionSettings {
 
 export function submissionSettings(c: Config): SubmissionSettings {
   return { starttls: Boolean(c.submission['tls.cert'] && c.submission['tls.key']) };
+}
+
+/** The [bounces] keys as the suppression policy (domain/outcome.ts). */
+export function suppressionPolicy(c: Pick<Config, 'bounces'>): SuppressionPolicy {
+  return { mailboxFull: c.bounces.suppress_mailbox_full, disabled: c.bounces.suppress_disabled };
+}
+
+/** outbound.relay parsed: host, port and TLS mode; null for direct delivery. Throws naming the key when malformed. */
+export function relayTarget(c: Pick<Config, 'outbound'>): { host: string; port: number; implicitTls: boolean } | null {
+  const text = c.outbound.relay.trim();
+  if (!text) return null;
+  const m = /^(smtps?):\/\/(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?\/?$/i.exec(text);
+  if (!m)
+    throw new Error(`outbound.relay: expected "smtp://host:587" or "smtps://host:465", got ${JSON.stringify(text)}`);
+  const implicitTls = m[1]!.toLowerCase() === 'smtps';
+  const port = m[3] ? Number(m[3]) : implicitTls ? 465 : 587;
+  if (port < 1 || port > 65535) throw new Error(`outbound.relay: port ${port} is out of range`);
+  return { host: m[2]!.replace(/^\[|\]$/g, '').toLowerCase(), port, implicitTls };
+}
+
+/** The return path's domain (bounces+<token>@<domain>): smtp.return_path_domain, else the server's hostname. */
+export function returnPathDomain(c: Pick<Config, 'smtp' | 'server'>): string {
+  return c.smtp.return_path_domain || c.server.hostname;
+}
+
+/** outbound's destination limits as a lookup, as configured now (a reload builds a new one). Throws naming the bad entry. */
+export function destinationLimits(c: Pick<Config, 'outbound'>): (destination: string) => DestinationLimits {
+  const o = c.outbound;
+  const rules = parseDestinationRules(o.destination_limits);
+  const base = {
+    connections: o.concurrency_per_domain,
+    perConnection: o.messages_per_connection,
+    perMinute: o.messages_per_minute,
+  };
+  return (destination) => limitsFor(destination, rules, base);
 }

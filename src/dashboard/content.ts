@@ -2,7 +2,7 @@ import { type ParsedMail, simpleParser } from 'mailparser';
 import { UnsendableMessage } from '../domain/errors.js';
 import { attachmentSize, type SendRequest } from '../domain/send-request.js';
 import { readStoredRequest } from '../domain/stored-request.js';
-import { MIME_LIMITS, mimeLimitProblem, parserInput } from '../reports/limits.js';
+import { MIME_LIMITS, mimeLimitProblem, parserInput } from '../mime/limits.js';
 import type { StoredContent } from '../store/model.js';
 
 /**

@@ -12,7 +12,7 @@ import {
   type MailParserOptions,
   type MessageText,
 } from 'mailparser';
-import { MAX_MIME_PARTS, MIME_LIMITS, mimeLimitProblem, parserInput, tooComplex } from '../reports/limits.js';
+import { MAX_MIME_PARTS, MIME_LIMITS, mimeLimitProblem, parserInput, tooComplex } from '../mime/limits.js';
 import type { StoredInbound } from '../store/model.js';
 
 /** What a received message is described by (the stored row's parsed fields). */

@@ -1,5 +1,5 @@
 import type { SMTPServerAddress } from 'smtp-server';
-import { returnPathDomain } from '../config/schema.js';
+import { returnPathDomain } from '../config/settings.js';
 import { isStoreUnavailable } from '../store/errors.js';
 import type { ReceivingDomain } from '../store/model.js';
 import { type Route, routeRecipient } from './route.js';

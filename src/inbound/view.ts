@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { type ParsedMail, simpleParser } from 'mailparser';
-import { MIME_LIMITS, mimeLimitProblem, parserInput, topHeaderFields } from '../reports/limits.js';
+import { MIME_LIMITS, mimeLimitProblem, parserInput, topHeaderFields } from '../mime/limits.js';
 import type { InboundRow } from '../store/model.js';
 
 /**

@@ -2,16 +2,13 @@ import { addressKey } from '../domain/addresses.js';
 import { UnsendableMessage } from '../domain/errors.js';
 import { type Outcome, type Reply, reply, type SuppressionPolicy, suppressFor } from '../domain/outcome.js';
 import { returnPath } from '../domain/return-path.js';
-import type { Logger } from '../lib/logger.js';
 import { reclaimAfter } from '../lib/reclaim.js';
 import type { Claimed, QueuedMessage } from '../store/model.js';
 import type { Store } from '../store/store.js';
-import type { Dane } from './dane.js';
-import { type MtaSts, mxMatches } from './mta-sts.js';
-import type { MxResolver } from './mx.js';
+import { connect, directRoute, type Route, type RouteDeps } from './route.js';
 import type { Signed, SignInput } from './signer.js';
 import { type Prepared, SigningWindow } from './signing-window.js';
-import { type RelayOptions, replyOf, type SmtpOptions, SmtpSession, type TransactionResult, type Via } from './smtp.js';
+import type { SmtpSession, TransactionResult, Via } from './smtp-session.js';
 import { isRateLimit } from './throttle.js';
 
 export interface DeliveryItem {
@@ -26,23 +23,14 @@ export interface ItemResult {
   via?: Via;
 }
 
-export interface DeliverDeps {
+export interface DeliverDeps extends RouteDeps {
   store: Pick<Store, 'suppressions' | 'domains'>;
-  /** MTA-STS policies; undefined when outbound.mta_sts is off. */
-  mtaSts?: MtaSts;
-  /** DANE policies (TLSA through a validating resolver); undefined when outbound.dane is off. */
-  dane?: Dane;
   /** Composes (first time) and DKIM-signs; a SignerPool in the daemon. */
   sign: (input: SignInput) => Promise<Signed>;
-  mx: MxResolver;
-  smtp: SmtpOptions;
-  /** outbound.relay: everything goes through this host instead of the recipients' MX hosts. */
-  relay?: RelayOptions;
   returnPathDomain: string;
   returnPathSecret: Buffer;
   /** Which permanent failures suppress the address ([bounces] in the configuration). */
   suppression: SuppressionPolicy;
-  log: Logger;
 }
 
 export interface GroupResult {
@@ -216,51 +204,6 @@ class SendQueue {
   }
 }
 
-/**
- * Step: where a domain's mail goes when it goes direct: its MX hosts, narrowed by its MTA-STS
- * policy in enforce mode (only the hosts it names, only over valid TLS); or the outcome for all
- * of its recipients when there is nowhere to go.
- */
-async function directRoute(deps: DeliverDeps, domain: string): Promise<Route | { outcome: Outcome }> {
-  const mx = await deps.mx.resolve(domain);
-  if (mx.kind !== 'hosts')
-    return {
-      outcome:
-        mx.kind === 'null_mx'
-          ? {
-              kind: 'bounced',
-              bounceType: 'hard',
-              reply: reply(556, '5.1.10', `${domain} accepts no mail (null MX, RFC 7505)`, 'dns_failure'),
-              suppress: true,
-            }
-          : mx.kind === 'no_domain'
-            ? {
-                kind: 'bounced',
-                bounceType: 'hard',
-                reply: reply(550, '5.1.2', mx.detail, 'dns_failure'),
-                suppress: true,
-              }
-            : { kind: 'deferred', reply: reply(451, '4.4.3', mx.detail, 'dns_failure') },
-    };
-  const hosts = mx.hosts.map((h) => h.host);
-  const policy = deps.mtaSts ? await deps.mtaSts.policy(domain) : null;
-  if (policy?.mode !== 'enforce') return { hosts, smtp: deps.smtp, implicit: mx.implicit };
-  const allowed = hosts.filter((h) => mxMatches(policy.mx, h));
-  if (allowed.length === 0)
-    return {
-      outcome: {
-        kind: 'deferred',
-        reply: reply(
-          451,
-          '4.7.5',
-          `${domain}: no MX host matches its MTA-STS policy (mx: ${policy.mx.join(', ')})`,
-          'tls_failure',
-        ),
-      },
-    };
-  return { hosts: allowed, smtp: { ...deps.smtp, requireValidTls: true }, implicit: mx.implicit };
-}
-
 /** Step: a recipient suppressed since it was queued is not sent to. */
 async function checkSuppression(
   deps: DeliverDeps,
@@ -286,70 +229,6 @@ async function checkSuppression(
     }
   }
   return keep;
-}
-
-/** Where a group goes: its hosts in order (MX hosts, or the relay host), how to speak to them. */
-interface Route {
-  hosts: string[];
-  smtp: SmtpOptions;
-  /** The domain has no MX and is its own host (RFC 5321 5.1). */
-  implicit: boolean;
-}
-
-/**
- * Step: try each MX host (or the relay host) in order, each of its addresses in turn, until one
- * answers; under DANE, a host whose TLSA records could not be looked up is passed over, and one
- * with records is spoken to over TLS they authenticate.
- */
-async function connect(
-  deps: DeliverDeps,
-  route: Route & { domain: string },
-): Promise<{ session: SmtpSession } | { failure: Reply }> {
-  const { relay } = deps;
-  let failure: Reply = reply(451, '4.4.1', 'no MX host could be reached', 'connection_failure');
-  for (const host of route.hosts) {
-    let addresses: string[];
-    try {
-      addresses = await deps.mx.addresses(host);
-    } catch (e) {
-      failure = reply(451, '4.4.3', `${host}: ${(e as Error).message}`, 'dns_failure');
-      continue;
-    }
-    const smtp = relay || !deps.dane ? route.smtp : await daneOptions(deps.dane, route, host);
-    if ('failure' in smtp) {
-      failure = smtp.failure;
-      continue;
-    }
-    for (const address of addresses) {
-      try {
-        return {
-          session: relay
-            ? await SmtpSession.openRelay(address, relay, smtp)
-            : await SmtpSession.open(host, address, smtp),
-        };
-      } catch (e) {
-        failure = replyOf(e as Error);
-        failure = { ...failure, message: `${host} [${address}]: ${failure.message}` };
-        deps.log.debug(
-          { mx: host, address, code: failure.code, err: failure.message },
-          'MX host failed; trying the next',
-        );
-      }
-    }
-  }
-  return { failure };
-}
-
-/** The SMTP options for one MX host under its DANE policy; where there are TLSA records, DANE rather than MTA-STS decides how TLS is checked (RFC 8461 2). */
-async function daneOptions(
-  dane: Dane,
-  route: Route & { domain: string },
-  host: string,
-): Promise<SmtpOptions | { failure: Reply }> {
-  const policy = await dane.policy(route.domain, host, route.implicit);
-  if (policy.kind === 'none') return route.smtp;
-  if (policy.kind === 'temporary') return { failure: reply(451, '4.7.5', `${host}: ${policy.detail}`, 'dns_failure') };
-  return { ...route.smtp, dane: { verify: policy.kind === 'dane' ? dane.verifier(policy.records, host) : null } };
 }
 
 /** Step: compose (a send request's first time only; a submitted message is signed as it is) and DKIM-sign with the sender domain's key. */

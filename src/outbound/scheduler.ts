@@ -1,15 +1,13 @@
-import { CLUSTER_THROTTLE } from '../domain/destinations.js';
-import { sandboxSteps } from '../domain/sandbox.js';
 import type { OutcomePolicy } from '../domain/transitions.js';
 import type { Clock } from '../lib/clock.js';
 import { KeyedPool } from '../lib/keyed-pool.js';
 import type { Logger } from '../lib/logger.js';
-import { isStoreUnavailable } from '../store/errors.js';
 import type { DeliveryStore } from '../store/store.js';
 import type { DeliveryItem, GroupResult } from './deliver.js';
-import { logDeliveries } from './delivery-log.js';
+import { DestinationCache } from './destination-cache.js';
+import { holdBack, OutcomeRecorder } from './recorder.js';
 import { SharedLimits } from './shared-limits.js';
-import type { Throttle, ThrottleChange } from './throttle.js';
+import type { Throttle } from './throttle.js';
 
 export interface SchedulerDeps {
   store: DeliveryStore;
@@ -47,11 +45,6 @@ export interface SchedulerDeps {
   throttleHolder?: string;
 }
 
-/** How long a domain's destination is trusted before it is looked up again (the MX cache's time). */
-const DESTINATION_TTL_MS = 60_000;
-/** Known domains past which old entries are swept. */
-const SWEEP_AT = 10_000;
-
 /**
  * Claims due recipients, groups them by recipient domain, and runs deliveries within the global
  * connection limit and each destination's limits (outbound/throttle.ts). What a destination cannot
@@ -62,11 +55,12 @@ const SWEEP_AT = 10_000;
 export class Scheduler {
   /** Claimed items waiting by recipient domain, and the deliveries (one connection each) running. */
   private readonly pool: KeyedPool<DeliveryItem>;
-  /** Each domain's destination, and until when it is trusted; domains being looked up. */
-  private readonly destinations = new Map<string, { destination: string; until: number }>();
-  private readonly resolving = new Set<string>();
+  /** Each domain's destination, looked up in the background. */
+  private readonly destinations: DestinationCache;
   /** Highest connections seen open at once per destination (read by the tests). */
   readonly peakPerDestination = new Map<string, number>();
+  /** Writes what happened: each group's outcomes, the sandbox's, the destinations' throttling. */
+  private readonly recorder: OutcomeRecorder;
   /** limits_scope = "cluster": this node's part in the limits the nodes share; absent per node. */
   private readonly shared?: SharedLimits;
 
@@ -75,6 +69,18 @@ export class Scheduler {
       concurrency: deps.concurrency,
       onFinish: () => this.kick(),
       onError: (e, domain) => deps.log.error({ err: e, domain }, 'delivery group failed unexpectedly'),
+    });
+    this.recorder = new OutcomeRecorder({
+      ...deps,
+      track: (work) => this.pool.track(work),
+      stopping: () => this.pool.stopping,
+    });
+    this.destinations = new DestinationCache({
+      lookup: deps.destinationOf,
+      clock: deps.clock,
+      track: (work) => this.pool.track(work),
+      onResolved: () => this.kick(),
+      onSweep: (now) => this.forgetIdle(now),
     });
     if (deps.sharedAs !== undefined)
       this.shared = new SharedLimits(deps.sharedAs, deps, (work) => this.pool.track(work));
@@ -141,7 +147,7 @@ export class Scheduler {
     if (this.shared) await this.startShared(this.shared, held);
     else
       this.pool.each((domain, list) => {
-        const destination = this.destinationOf(domain);
+        const destination = this.destinations.get(domain);
         if (destination !== undefined) held.push(...this.startGroups(domain, destination, list)); // else being looked up; the lookup wakes the loop
       });
     if (held.length)
@@ -162,7 +168,7 @@ export class Scheduler {
     await shared.touch();
     const byDestination = new Map<string, Set<string>>();
     this.pool.each((domain) => {
-      const destination = this.destinationOf(domain); // undefined: being looked up; the lookup wakes the loop
+      const destination = this.destinations.get(domain); // undefined: being looked up; the lookup wakes the loop
       if (destination === undefined) return;
       let domains = byDestination.get(destination);
       if (!domains) byDestination.set(destination, (domains = new Set()));
@@ -190,7 +196,7 @@ export class Scheduler {
       if (item.message.sandbox) sandbox.push(item);
       else this.pool.add(item.recipient.domain, item);
     }
-    if (sandbox.length) await this.recordSandbox(sandbox);
+    if (sandbox.length) await this.recorder.recordSandbox(sandbox);
     return rows.length;
   }
 
@@ -203,15 +209,15 @@ export class Scheduler {
     const now = clock.now();
     while (list.length > 0 && this.pool.hasRoom) {
       const admission = throttle.admit(destination, now);
-      if (admission.kind === 'paused') return this.holdBack(destination, list.splice(0), admission.until);
-      if (admission.kind === 'spent') return this.holdBack(destination, list.splice(0), admission.opensAt);
+      if (admission.kind === 'paused') return holdBack(throttle, destination, list.splice(0), admission.until);
+      if (admission.kind === 'spent') return holdBack(throttle, destination, list.splice(0), admission.opensAt);
       if (admission.kind === 'full') {
         // Waiting for a connection. A throttled destination keeps one more round of its (fewer)
         // connections here and the rest in the store, so its backlog does not take the claim room
         // other destinations need; at full speed the backlog moves fast enough to wait here.
         const capacity = throttle.capacity(destination);
         return throttle.isThrottled(destination) && list.length > capacity
-          ? this.holdBack(destination, list.splice(capacity), throttle.nextRound(destination, now))
+          ? holdBack(throttle, destination, list.splice(capacity), throttle.nextRound(destination, now))
           : [];
       }
       this.start(domain, destination, list.splice(0, admission.messages));
@@ -219,39 +225,8 @@ export class Scheduler {
     return [];
   }
 
-  /** Until when each of `items` is held back in the store: none before `from`, spread at the pace the destination takes mail. */
-  private holdBack(destination: string, items: DeliveryItem[], from: number): Array<{ id: number; until: number }> {
-    const at = this.deps.throttle.slots(destination, items.length, from);
-    return items.map((it, i) => ({ id: it.recipient.id, until: at[i]! }));
-  }
-
-  /** A domain's destination if known (refreshed in the background when old); undefined while it is first looked up. */
-  private destinationOf(domain: string): string | undefined {
-    const known = this.destinations.get(domain);
-    if (known && known.until > this.deps.clock.now()) return known.destination;
-    if (!this.resolving.has(domain)) {
-      this.resolving.add(domain);
-      this.pool.track(
-        this.deps
-          .destinationOf(domain)
-          .catch(() => domain)
-          .then((destination) => {
-            const now = this.deps.clock.now();
-            this.destinations.set(domain, { destination, until: now + DESTINATION_TTL_MS });
-            if (this.destinations.size > SWEEP_AT) this.sweep(now);
-          })
-          .finally(() => {
-            this.resolving.delete(domain);
-            this.kick();
-          }),
-      );
-    }
-    return known?.destination;
-  }
-
-  /** Forgets what is old: domains' destinations past their time, destinations with nothing going on (memory stays bounded however many domains are sent to). */
-  private sweep(now: number): void {
-    for (const [domain, known] of this.destinations) if (known.until <= now) this.destinations.delete(domain);
+  /** Forgets destinations with nothing going on, when old domains are swept (memory stays bounded however many domains are sent to). */
+  private forgetIdle(now: number): void {
     this.deps.throttle.forgetIdle(now);
     for (const destination of this.peakPerDestination.keys())
       if (this.deps.throttle.openConnections(destination) === 0) this.peakPerDestination.delete(destination);
@@ -274,7 +249,7 @@ export class Scheduler {
         const change = throttle.close(ticket, { delivered, refusal: group.refusal }, clock.now());
         closed = true;
         this.shared?.publishUse(destination);
-        await this.record(group, destination, change, started);
+        await this.recorder.record(group, destination, change, started);
       } catch (e) {
         // A bug: the claims are released and the recipients tried again later.
         this.deps.log.error({ err: e, domain }, 'delivery group failed; releasing its claims');
@@ -286,95 +261,5 @@ export class Scheduler {
         }
       }
     });
-  }
-
-  /**
-   * One transaction for a whole group: the new states, their events and suppressions, what the
-   * destination's refusal held back, and the destination's throttling as it now stands; then one
-   * log line per recipient (delivery-log.ts), `started` being when the attempt began.
-   */
-  private async record(
-    group: GroupResult,
-    destination: string,
-    change: ThrottleChange,
-    started: number,
-  ): Promise<void> {
-    const { clock, policy, log, throttle } = this.deps;
-    const now = clock.now();
-    let postpone: Array<{ id: number; until: number }> = [];
-    if (group.unattempted.length) {
-      const until = throttle.admit(destination, now);
-      postpone = this.holdBack(destination, group.unattempted, until.kind === 'paused' ? until.until : now);
-    }
-    if (change) this.saveThrottle(change, now);
-    await this.persist(() =>
-      this.deps.store.record({
-        results: group.results.map(({ item, outcome }) => ({
-          message: item.message,
-          recipient: item.recipient,
-          outcome,
-        })),
-        composed: group.composed,
-        postpone,
-        policy,
-        now,
-      }),
-    );
-    if (change?.kind === 'set' && group.refusal)
-      log.warn(
-        {
-          destination,
-          connections: change.record.connections,
-          paused_until: new Date(change.record.pausedUntil).toISOString(),
-          code: group.refusal.code,
-          reply: group.refusal.message,
-        },
-        'destination asked us to slow down; throttling it',
-      );
-    else if (change?.kind === 'cleared') log.info({ destination }, 'destination back to its configured limits');
-    this.deps.onEvents?.();
-    for (const { item, outcome } of group.results) this.deps.onOutcome?.(outcome.kind, item.message.createdAt);
-    logDeliveries(log, group.results, started, now);
-  }
-
-  /** Sandbox recipients never open a connection; the simulator domain picks their outcome. */
-  private async recordSandbox(items: DeliveryItem[]): Promise<void> {
-    const { clock, policy } = this.deps;
-    const now = clock.now();
-    const steps = items.map(({ recipient, message }) => ({
-      recipient,
-      message,
-      steps: sandboxSteps(recipient.address, recipient.attempts),
-    }));
-    await this.persist(() => this.deps.store.recordSandbox(steps, policy, now));
-    this.deps.onEvents?.();
-  }
-
-  /** Throttle rows written one at a time in the order the changes were made, so the last one stands (groups finish and commit in any order). */
-  private throttleWrites: Promise<void> = Promise.resolve();
-
-  private saveThrottle(change: NonNullable<ThrottleChange>, now: number): void {
-    this.throttleWrites = this.throttleWrites
-      .then(() => this.deps.store.setThrottle(change, now, this.deps.throttleHolder ?? CLUSTER_THROTTLE))
-      .catch((e: unknown) => this.deps.log.warn({ err: e }, 'destination throttle not saved'));
-    this.pool.track(this.throttleWrites);
-  }
-
-  /**
-   * Writes what happened, however long the store is away: the remote servers have spoken, and
-   * an outcome not recorded would be sent again once its claim is released. Tried again every
-   * second, then every 2, 4… up to 30 s, until it is written or the scheduler stops (then the
-   * claims are released at the next start, and the recipients sent again: at least once).
-   */
-  private async persist(write: () => Promise<void>): Promise<void> {
-    for (let wait = 1000; ; wait = Math.min(wait * 2, 30_000)) {
-      try {
-        return await write();
-      } catch (e) {
-        if (!isStoreUnavailable(e) || this.pool.stopping) throw e;
-        this.deps.log.warn({ err: e, retry_in_ms: wait }, 'store unavailable: outcomes not recorded yet; trying again');
-        await new Promise((r) => setTimeout(r, wait));
-      }
-    }
   }
 }

@@ -6,7 +6,7 @@
  */
 
 import type { Action } from '../domain/report.js';
-import { type Field, parseFields } from './mime.js';
+import { type Field, parseFields } from '../mime/reader.js';
 
 export type { Action };
 

@@ -7,10 +7,10 @@
 
 import { DEFAULT_SUPPRESSION, type SuppressionPolicy } from '../domain/outcome.js';
 import type { Report, ReportRecipient } from '../domain/report.js';
-import { diagnosticsOf, notificationOf, replyParts } from './bounce-text.js';
+import { MAX_REPORT_BYTES, tooComplex } from '../mime/limits.js';
+import { decodeWords, type Field, field, type Part, parseMessage, partText, walk } from '../mime/reader.js';
+import { diagnosticsOf, type Mention, notificationOf, replyParts } from './bounce-text.js';
 import { looksLikeDsnFields, readDsnFields, typedAddress, undecorated } from './dsn-fields.js';
-import { MAX_REPORT_BYTES, tooComplex } from './limits.js';
-import { decodeWords, type Field, field, type Part, parseMessage, partText, walk } from './mime.js';
 import { chooseRecipients } from './recipients.js';
 import {
   AUTO_REPLY_SUBJECT,
@@ -101,6 +101,11 @@ const APPLE_UNSUBSCRIBE = 'x-apple-unsubscribe';
 const MICROSOFT_RECIPIENT = 'x-hmxmroriginalrecipient';
 
 function complaint(root: Part, parts: Part[], original: Original): Report | null {
+  return arfReport(parts, original) ?? microsoftJmrp(parts, original) ?? appleUnsubscribe(root);
+}
+
+/** An RFC 5965 feedback report (or its fields in a plain-text part, as some senders write it). */
+function arfReport(parts: Part[], original: Original): Report | null {
   const fb = parts.find(
     (p) =>
       p.type === 'message/feedback-report' ||
@@ -111,57 +116,61 @@ function complaint(root: Part, parts: Part[], original: Original): Report | null
   // RFC 5965 requires Feedback-Type: a report without one is malformed, and no complaint comes of it.
   const fields = fb ? readFields(fb.body) : [];
   const feedbackType = field(fields, 'feedback-type')?.toLowerCase().split(/[\s;]/)[0];
-  if (fb && feedbackType) {
-    const rcptTo = fields
-      .filter((f) => f.name === 'original-rcpt-to' || f.name === 'removal-recipient')
-      .map((f) => typedAddress(f.value))
-      .filter((a): a is string => !!a);
-    const recipient = rcptTo[0] ?? typedAddress(field(original.headers, 'to')) ?? null;
-    return {
-      kind: 'arf',
-      originalMessageId: original.messageId,
-      recipients: [],
-      feedback: {
-        feedbackType,
-        userAgent: field(fields, 'user-agent') ?? null,
-        arrivalDate: field(fields, 'arrival-date') ?? field(fields, 'received-date') ?? null,
-        recipient: recipient?.toLowerCase() ?? null,
-      },
-      originalSender:
-        typedAddress(field(fields, 'original-mail-from'))?.toLowerCase() ?? original.sender?.toLowerCase() ?? null,
-    };
-  }
+  if (!fb || !feedbackType) return null;
+  const rcptTo = fields
+    .filter((f) => f.name === 'original-rcpt-to' || f.name === 'removal-recipient')
+    .map((f) => typedAddress(f.value))
+    .filter((a): a is string => !!a);
+  const recipient = rcptTo[0] ?? typedAddress(field(original.headers, 'to')) ?? null;
+  return {
+    kind: 'arf',
+    originalMessageId: original.messageId,
+    recipients: [],
+    feedback: {
+      feedbackType,
+      userAgent: field(fields, 'user-agent') ?? null,
+      arrivalDate: field(fields, 'arrival-date') ?? field(fields, 'received-date') ?? null,
+      recipient: recipient?.toLowerCase() ?? null,
+    },
+    originalSender:
+      typedAddress(field(fields, 'original-mail-from'))?.toLowerCase() ?? original.sender?.toLowerCase() ?? null,
+  };
+}
+
+/** Microsoft's JMRP: the complained-of message attached, its recipient in a header of its own. */
+function microsoftJmrp(parts: Part[], original: Original): Report | null {
   const jmrp = parts.find((p) => p.depth > 0 && field(p.headers, MICROSOFT_RECIPIENT));
-  if (jmrp) {
-    return {
-      kind: 'arf',
-      originalMessageId: original.messageId,
-      recipients: [],
-      feedback: {
-        feedbackType: 'abuse',
-        userAgent: null,
-        arrivalDate: null,
-        recipient: typedAddress(field(jmrp.headers, MICROSOFT_RECIPIENT))?.toLowerCase() ?? null,
-      },
-      originalSender: original.sender?.toLowerCase() ?? null,
-    };
-  }
-  if (/^true$/i.test(field(root.headers, APPLE_UNSUBSCRIBE) ?? '')) {
-    const from = /<?([^<>\s]+@[^<>\s]+)>?\s*$/.exec(field(root.headers, 'from') ?? '')?.[1] ?? null;
-    return {
-      kind: 'arf',
-      originalMessageId: null,
-      recipients: [],
-      feedback: {
-        feedbackType: 'opt-out',
-        userAgent: 'Apple Mail',
-        arrivalDate: null,
-        recipient: from?.toLowerCase() ?? null,
-      },
-      originalSender: null,
-    };
-  }
-  return null;
+  if (!jmrp) return null;
+  return {
+    kind: 'arf',
+    originalMessageId: original.messageId,
+    recipients: [],
+    feedback: {
+      feedbackType: 'abuse',
+      userAgent: null,
+      arrivalDate: null,
+      recipient: typedAddress(field(jmrp.headers, MICROSOFT_RECIPIENT))?.toLowerCase() ?? null,
+    },
+    originalSender: original.sender?.toLowerCase() ?? null,
+  };
+}
+
+/** Apple Mail's one-click unsubscribe, from the recipient itself: an opt-out. */
+function appleUnsubscribe(root: Part): Report | null {
+  if (!/^true$/i.test(field(root.headers, APPLE_UNSUBSCRIBE) ?? '')) return null;
+  const from = /<?([^<>\s]+@[^<>\s]+)>?\s*$/.exec(field(root.headers, 'from') ?? '')?.[1] ?? null;
+  return {
+    kind: 'arf',
+    originalMessageId: null,
+    recipients: [],
+    feedback: {
+      feedbackType: 'opt-out',
+      userAgent: 'Apple Mail',
+      arrivalDate: null,
+      recipient: from?.toLowerCase() ?? null,
+    },
+    originalSender: null,
+  };
 }
 
 function readFields(text: string): Field[] {
@@ -221,31 +230,11 @@ function bounce(root: Part, parts: Part[], original: Original, policy: Suppressi
   const subject = decodeWords(field(headers, 'subject') ?? '');
   const from = field(headers, 'from') ?? '';
   const reportType = root.type === 'multipart/report' && /delivery-status/i.test(root.params['report-type'] ?? '');
-  const statusParts = parts.filter(
-    (p) =>
-      STATUS_TYPES.has(p.type) || (p.type === 'text/plain' && !insideMessage(parts, p) && looksLikeDsnFields(p.body)),
-  );
-  const reports = statusParts.map((p) =>
-    readDsnFields(p.type === 'message/global-delivery-status' ? partText(p) : p.body),
-  );
-  // A block that states neither an action nor a status nor a diagnostic says nothing that happened (RFC 3464 requires the first two).
-  const blocks = reports.flatMap((r) => r.recipients).filter((b) => b.action || b.status || b.diagnosticCode);
+  const { statusParts, reports, blocks } = statusBlocks(parts);
   const { notification } = notificationOf(notificationText(parts));
-  const failedHeader = headers
-    .filter((f) => f.name === 'x-failed-recipients')
-    .flatMap((f) => f.value.split(/[,\s]+/))
-    .map((a) => undecorated(a))
-    .filter((a) => a.includes('@'));
-
+  const failedHeader = failedRecipientsHeader(headers);
   const structural = reportType || statusParts.length > 0 || failedHeader.length > 0;
-  const sender = isNullSender(headers) || BOUNCE_FROM.test(from);
-  const subjectSays = BOUNCE_SUBJECT.test(subject);
-  const textSays = FAILURE_TEXT.some((re) => re.test(notification));
-  // Without a report's own structure, two of the sender, the subject and the text must say so:
-  // an auto-reply from a postmaster, or a message that merely quotes a bounce, is not one; nor is
-  // what calls itself an auto-reply.
-  const twoSay = ((sender || subjectSays) && textSays) || (sender && subjectSays);
-  if (!structural && (!twoSay || AUTO_REPLY_SUBJECT.test(subject))) return null;
+  if (!structural && !saysBounce(headers, from, subject, notification)) return null;
   // A challenge-response system's request is no failure, whatever form it takes.
   const anyReply = [notification, ...blocks.map((b) => b.diagnosticCode ?? '')].some(
     (t) => replyParts(t).replyCode !== null,
@@ -265,14 +254,68 @@ function bounce(root: Part, parts: Part[], original: Original, policy: Suppressi
     envelopeSender: reports.find((r) => r.sender)?.sender,
   });
   if (!chosen.length) return null;
-  const text = diagnosticsOf(notification, mentions);
-  const single = (blocks.length || mentions.length) <= 1;
+  return {
+    kind: 'dsn',
+    originalMessageId: original.messageId,
+    recipients: verdicts(
+      chosen,
+      { mentions, notification, single: (blocks.length || mentions.length) <= 1, delayed, subject },
+      policy,
+    ),
+    feedback: null,
+    originalSender: original.sender?.toLowerCase() ?? null,
+  };
+}
+
+/** The report's status parts (RFC 3464, or its fields in plain text), read, and the recipient blocks that say something happened. */
+function statusBlocks(parts: Part[]) {
+  const statusParts = parts.filter(
+    (p) =>
+      STATUS_TYPES.has(p.type) || (p.type === 'text/plain' && !insideMessage(parts, p) && looksLikeDsnFields(p.body)),
+  );
+  const reports = statusParts.map((p) =>
+    readDsnFields(p.type === 'message/global-delivery-status' ? partText(p) : p.body),
+  );
+  // A block that states neither an action nor a status nor a diagnostic says nothing that happened (RFC 3464 requires the first two).
+  const blocks = reports.flatMap((r) => r.recipients).filter((b) => b.action || b.status || b.diagnosticCode);
+  return { statusParts, reports, blocks };
+}
+
+/** The addresses of X-Failed-Recipients (Exim's), undecorated. */
+function failedRecipientsHeader(headers: Field[]): string[] {
+  return headers
+    .filter((f) => f.name === 'x-failed-recipients')
+    .flatMap((f) => f.value.split(/[,\s]+/))
+    .map((a) => undecorated(a))
+    .filter((a) => a.includes('@'));
+}
+
+/**
+ * Without a report's own structure, two of the sender, the subject and the text must say it is a
+ * bounce: an auto-reply from a postmaster, or a message that merely quotes a bounce, is not one;
+ * nor is what calls itself an auto-reply.
+ */
+function saysBounce(headers: Field[], from: string, subject: string, notification: string): boolean {
+  const sender = isNullSender(headers) || BOUNCE_FROM.test(from);
+  const subjectSays = BOUNCE_SUBJECT.test(subject);
+  const textSays = FAILURE_TEXT.some((re) => re.test(notification));
+  const twoSay = ((sender || subjectSays) && textSays) || (sender && subjectSays);
+  return twoSay && !AUTO_REPLY_SUBJECT.test(subject);
+}
+
+/** Each chosen recipient once, with the text that speaks of it, judged (verdict.ts). */
+function verdicts(
+  chosen: ReturnType<typeof chooseRecipients>['chosen'],
+  ctx: { mentions: Mention[]; notification: string; single: boolean; delayed: boolean; subject: string },
+  policy: SuppressionPolicy,
+): ReportRecipient[] {
+  const text = diagnosticsOf(ctx.notification, ctx.mentions);
   const recipients: ReportRecipient[] = [];
   for (const c of chosen) {
     if (recipients.some((r) => r.address.toLowerCase() === c.address.toLowerCase())) continue;
     const block =
       text.get(c.address.toLowerCase()) ??
-      (mentions.length === 0 && !c.block?.diagnosticCode ? notification : undefined);
+      (ctx.mentions.length === 0 && !c.block?.diagnosticCode ? ctx.notification : undefined);
     recipients.push(
       verdict(
         {
@@ -280,19 +323,13 @@ function bounce(root: Part, parts: Part[], original: Original, policy: Suppressi
           originalRecipient: c.originalRecipient,
           block: c.block,
           text: block,
-          single,
-          delayed,
-          subject,
+          single: ctx.single,
+          delayed: ctx.delayed,
+          subject: ctx.subject,
         },
         policy,
       ),
     );
   }
-  return {
-    kind: 'dsn',
-    originalMessageId: original.messageId,
-    recipients,
-    feedback: null,
-    originalSender: original.sender?.toLowerCase() ?? null,
-  };
+  return recipients;
 }

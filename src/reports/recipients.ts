@@ -12,9 +12,9 @@
  * Ruby's bounce_email. Each line carries the real text it was written for.
  */
 
+import { type Field, field } from '../mime/reader.js';
 import { type Mention, mentionedAddresses } from './bounce-text.js';
 import { type DsnBlock, routable } from './dsn-fields.js';
-import { type Field, field } from './mime.js';
 
 /** An address as header fields write it. */
 const HEADER_ADDRESS = /[^\s<>"',;:()]+@[^\s<>"',;:()]+/g;

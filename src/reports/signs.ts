@@ -8,7 +8,7 @@
  * Mail::DeliveryStatus::BounceParser, PHP-Bounce-Handler and Ruby's bounce_email; each line
  * carries the real text it was written for.
  */
-import { type Field, field } from './mime.js';
+import { type Field, field } from '../mime/reader.js';
 
 /**
  * Signs that a message is a delivery report, from its envelope and headers: the null sender or

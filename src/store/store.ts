@@ -1,38 +1,29 @@
+import type { DeliveryStore } from './delivery-store.js';
 import type {
   ApiKeyInfo,
-  AttemptBatch,
-  AttemptRecord,
-  AttemptView,
-  Claimed,
-  ClaimRoom,
   Customer,
   DomainRow,
-  Endpoint,
-  FanOutPos,
   InboundRow,
   KeyKind,
   LimitCheck,
   MessageSearch,
   MessageSummary,
   MessageView,
-  OutboxEvent,
-  QueuedMessage,
   ReceivingDomain,
   SendingDomain,
   SimulatedSuppression,
   StoredContent,
-  StoredDelivery,
   SuppressionReason,
   SuppressionRow,
 } from './model.js';
-import type { DestinationThrottle } from './sqlite/destinations.js';
+import type { WebhookStore } from './webhook-store.js';
 
+export type { AttemptOutcome, DeliveryStore, GroupRecord, OwnUse, SharedUse } from './delivery-store.js';
 export { comparePos, type FanOutPos } from './model.js';
+export type { WebhookStore } from './webhook-store.js';
 
 import type { EventEnvelope } from '../domain/events.js';
-import type { Outcome, Reply } from '../domain/outcome.js';
-import type { SandboxStep } from '../domain/sandbox.js';
-import type { OutcomePolicy } from '../domain/transitions.js';
+import type { Reply } from '../domain/outcome.js';
 import type {
   BatchInput,
   BatchResult,
@@ -234,79 +225,6 @@ export interface MessageStore {
   content(customerId: number, messageId: string): Promise<StoredContent | undefined>;
 }
 
-/** One recipient's attempt and what came of it. */
-export interface AttemptOutcome {
-  message: QueuedMessage;
-  recipient: Claimed;
-  outcome: Outcome;
-}
-
-/** What one delivery group writes, in one transaction. */
-export interface GroupRecord {
-  results: AttemptOutcome[];
-  /** Composed copies by message row id: kept while a recipient of the message may still be retried. */
-  composed: Map<number, Buffer>;
-  /** Recipients held back without an attempt, until when (claims released). */
-  postpone: Array<{ id: number; until: number }>;
-  policy: OutcomePolicy;
-  now: number;
-}
-
-export interface DeliveryStore {
-  /** Claims up to `limit` due recipients for `worker`, earliest due first, with their messages. */
-  claim(worker: string, now: number, limit: number): Promise<Array<{ recipient: Claimed; message: QueuedMessage }>>;
-  record(group: GroupRecord): Promise<void>;
-  /** Sandbox recipients: the simulator's steps for each, recorded in one transaction. */
-  recordSandbox(
-    items: Array<{ message: QueuedMessage; recipient: Claimed; steps: SandboxStep[] }>,
-    policy: OutcomePolicy,
-    now: number,
-  ): Promise<void>;
-  /** Holds claimed recipients back until the given times (claims released; state untouched). */
-  postpone(items: ReadonlyArray<{ id: number; until: number }>): Promise<void>;
-  releaseClaims(ids: number[]): Promise<void>;
-  /** Releases every claim, whoever holds it (a store no daemon runs on; daemons release dead nodes' claims: NodeStore). */
-  releaseAllClaims(): Promise<number>;
-  /**
-   * A destination's throttling as it now stands for `holder` (kept so a restart does not hammer a
-   * destination that asked us to wait); the caller writes one at a time, in order. The holder is
-   * a node's name (limits per node: each node's backoff is its own, and survives its restart) or
-   * CLUSTER_THROTTLE (limits_scope = "cluster"). The SQLite engine is one node: it keeps one
-   * throttling per destination, whoever the holder.
-   */
-  setThrottle(
-    change: { kind: 'set'; record: DestinationThrottle } | { kind: 'cleared'; destination: string },
-    now: number,
-    holder: string,
-  ): Promise<void>;
-  /** The throttled destinations of `holder`; without one, of every holder. */
-  throttles(holder?: string): Promise<DestinationThrottle[]>;
-
-  // outbound.limits_scope = "cluster" (outbound/throttle.ts): a destination's limits shared by the nodes.
-  /**
-   * Runs `decide` with the destination's use by the other live nodes and its shared throttling
-   * (undefined: nothing is shared, one process), and stores the use it answers as this node's;
-   * no other node's `shareDestination` for the destination runs in between.
-   */
-  shareDestination(destination: string, node: string, decide: (others: SharedUse) => OwnUse): Promise<void>;
-  /** This node is alive: its use keeps counting; the use of nodes silent for a minute is removed. */
-  touchUse(node: string): Promise<void>;
-}
-
-/** What the other live nodes use of a destination: connections open, messages started in `minute` (epoch ms / 60,000). */
-export interface SharedUse {
-  open: number;
-  minute: number;
-  started: number;
-  throttle: DestinationThrottle | null | undefined;
-}
-
-export interface OwnUse {
-  open: number;
-  minute: number;
-  started: number;
-}
-
 export interface InboundStore {
   /** One received message: stored per customer, and the report it is applied; the ids stored. */
   receive(input: ReceiveInput): Promise<string[]>;
@@ -320,76 +238,6 @@ export interface InboundStore {
   get(id: string, customerId?: number): Promise<InboundRow | undefined>;
   size(id: string, customerId: number): Promise<number | undefined>;
   list(opts: { customerId?: number; limit: number; before?: number }): Promise<Array<Omit<InboundRow, 'raw'>>>;
-}
-
-export interface WebhookStore {
-  createEndpoint(input: {
-    customerId: number;
-    url: string;
-    events: string[] | null;
-    description: string;
-    secret: string;
-    now: number;
-  }): Promise<Endpoint>;
-  getEndpoint(id: string, customerId?: number): Promise<Endpoint | undefined>;
-  listEndpoints(customerId?: number): Promise<Endpoint[]>;
-  deleteEndpoint(id: string): Promise<void>;
-  disableEndpoint(id: string, reason: string): Promise<void>;
-  enableEndpoint(id: string): Promise<void>;
-  eventById(
-    id: string,
-    customerId: number,
-  ): Promise<{ seq: number; id: string; type: string; body: string } | undefined>;
-  listAttempts(endpointId: string, limit: number, before?: number): Promise<Array<AttemptView & { cursor: number }>>;
-  /** A test event's attempt (no delivery row). */
-  logAttempt(a: AttemptRecord): Promise<void>;
-  /** A replay: its delivery row, held by the replay itself; then its attempt, logged and settled. */
-  startReplay(endpointId: string, eventSeq: number, now: number): Promise<number>;
-  finishReplay(a: AttemptRecord, deliveryId: number, state: 'succeeded' | 'failed', now: number): Promise<void>;
-
-  // The dispatcher's.
-  enabledEndpointIds(): Promise<string[]>;
-  hasDue(endpointIds: string[], now: number): Promise<boolean>;
-  /** Gives back `release`, then claims due deliveries within each endpoint's room; undefined: the store is busy, try again soon. */
-  claim(
-    worker: string,
-    now: number,
-    room: ClaimRoom,
-    release: number[],
-    wait: boolean,
-  ): Promise<StoredDelivery[] | undefined>;
-  unlock(ids: number[]): Promise<void>;
-  /** A claimed delivery settled without an attempt (its endpoint was disabled or deleted meanwhile). */
-  settleDelivery(
-    id: number,
-    state: 'succeeded' | 'failed' | 'pending',
-    attempts: number,
-    nextAt: number | null,
-    now: number,
-  ): Promise<void>;
-  /**
-   * False: the batch's fan-out writes were refused, since its epoch no longer holds the fan-out's
-   * lease (another node took it over); the attempts were logged and the stored deliveries settled.
-   */
-  recordAttempts(batch: AttemptBatch): Promise<boolean>;
-  /** Unlocks every delivery, whoever holds it (a store no daemon runs on; daemons release dead nodes' claims: NodeStore). */
-  releaseAllClaims(): Promise<number>;
-
-  // The fan-out's (webhooks/fanout.ts): one node at a time, under a lease; events in fan-out order, by position.
-  /**
-   * Takes the fan-out's lease for `holder`, or renews it, for `ttlMs` on the database's clock:
-   * the epoch it holds it with, or null while another holder's lease runs. The epoch changes
-   * whenever the holder does. SQLite: one process, always epoch 1.
-   */
-  leadFanOut(holder: string, ttlMs: number): Promise<number | null>;
-  /** Gives the lease up, so another node takes it at once (at stop). */
-  resignFanOut(holder: string): Promise<void>;
-  fanOutCursor(): Promise<FanOutPos>;
-  /** The last event after `after` that has a delivery row (rows written before a crash, past the cursor); `after` when none. */
-  lastFannedOut(after: FanOutPos): Promise<FanOutPos>;
-  /** Events after `pos` in fan-out order, at most `limit`, only of transactions every reader sees as finished. */
-  eventsAfter(pos: FanOutPos, limit: number): Promise<OutboxEvent[]>;
-  hasDelivery(eventSeq: number, endpointId: string): Promise<boolean>;
 }
 
 export interface UserStore {

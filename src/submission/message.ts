@@ -7,8 +7,8 @@ import {
   METADATA_MAX_VALUE_LENGTH,
   TAG_MAX_LENGTH,
 } from '../domain/send-request.js';
-import { MIME_LIMITS } from '../reports/limits.js';
-import { decodeWords } from '../reports/mime.js';
+import { MIME_LIMITS } from '../mime/limits.js';
+import { decodeWords } from '../mime/reader.js';
 
 /**
  * A message submitted over SMTP, read as far as a send needs (docs/submission.md): the header

@@ -2,7 +2,7 @@
 
 import type { Page } from 'playwright-core';
 import t from 'tap';
-import { domainRecords } from '../../src/domains/service.js';
+import { domainRecords } from '../../src/domain-setup/records.js';
 import { quiet } from '../../support/wait.js';
 import { browserAvailable } from '../helpers/browser.js';
 import { startDashboardEnv, XSS } from '../helpers/dashboard.js';

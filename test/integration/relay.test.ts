@@ -298,7 +298,7 @@ t.test('configuration: the URL is checked, the password is never printed, a user
   t.equal(c.outbound.relay_password, 's3cret-from-env');
   t.equal(describeConfig(c).outbound!.relay_password, '********');
   t.notMatch(JSON.stringify(describeConfig(c)), /s3cret/);
-  const { relayTarget } = await import('../../src/config/schema.js');
+  const { relayTarget } = await import('../../src/config/settings.js');
   t.same(relayTarget(c), { host: 'relay.example', port: 587, implicitTls: false }, 'smtp:// defaults to 587');
   t.same(
     relayTarget(cfg('[outbound]\nrelay = "smtps://Relay.Example"\n')),

@@ -13,9 +13,9 @@ const SRC = fileURLToPath(new URL('../../../src/', import.meta.url));
 export const LEVELS: string[][] = [
   ['domain'],
   ['config'],
-  ['lib'],
+  ['lib', 'mime'],
   ['store'],
-  ['outbound', 'webhooks', 'domains', 'cluster'],
+  ['outbound', 'webhooks', 'domain-setup', 'cluster'],
   ['reports'],
   ['inbound'],
   ['api', 'dashboard', 'submission'],

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { Config } from '../../config/schema.js';
 import { normaliseDomain } from '../../domain/addresses.js';
 import { DKIM_GRACE_MS } from '../../domain/dns-records.js';
-import { dkimStatus, domainRecords, verifyDomain } from '../../domains/service.js';
+import { dkimStatus, domainRecords, verifyDomain } from '../../domain-setup/records.js';
 import { createResolver } from '../../lib/dns.js';
 import type { DomainRow } from '../../store/model.js';
 import { DEFAULT_CUSTOMER } from '../../store/model.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { suppressionPolicy } from '../../config/schema.js';
+import { suppressionPolicy } from '../../config/settings.js';
 import type { Report } from '../../domain/report.js';
 import { CliError, configOf, output } from '../context.js';
 

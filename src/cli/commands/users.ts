@@ -37,6 +37,35 @@ async function newPasswordHash(fromStdin: boolean): Promise<string> {
   return hashPassword(password);
 }
 
+/** `users add`: the address and the role checked, then the password asked for, then the user stored. */
+async function addUser(
+  email: string,
+  o: { admin?: boolean; customer?: string; passwordStdin?: boolean },
+  c: Command,
+): Promise<void> {
+  if (!!o.admin === (o.customer !== undefined)) throw new CliError('give exactly one of --admin or --customer NAME');
+  const parsed = parseAddrSpec(email);
+  if (!parsed.ok) throw new CliError(`"${email}" is not an e-mail address: ${parsed.error}`);
+  configOf(c); // a missing or bad configuration is said before the password is asked for
+  const hash = await newPasswordHash(!!o.passwordStdin);
+  await withStore(c, async ({ store, now }) => {
+    if (await store.users.find(email)) throw new CliError(`user ${email} already exists`);
+    const customerId = o.customer !== undefined ? (await customerNamed(store, o.customer)).id : null;
+    const u = await store.users.add({
+      email,
+      passwordHash: hash,
+      role: o.admin ? 'admin' : 'customer',
+      customerId,
+      now,
+    });
+    output(
+      c,
+      { email: u.email, role: u.role, customer: o.customer ?? null, created_at: iso(u.created_at) },
+      `user ${u.email} added (${o.admin ? 'admin' : `customer ${o.customer}`})`,
+    );
+  });
+}
+
 export function usersCommand(program: Command): void {
   const cmd = program
     .command('users')
@@ -47,30 +76,7 @@ export function usersCommand(program: Command): void {
     .option('--admin', 'an administrator: every customer')
     .option('--customer <name>', "a customer's user: that customer only")
     .option('--password-stdin', 'read the password from the first line of standard input')
-    .action(async (email: string, o: { admin?: boolean; customer?: string; passwordStdin?: boolean }, c: Command) => {
-      if (!!o.admin === (o.customer !== undefined))
-        throw new CliError('give exactly one of --admin or --customer NAME');
-      const parsed = parseAddrSpec(email);
-      if (!parsed.ok) throw new CliError(`"${email}" is not an e-mail address: ${parsed.error}`);
-      configOf(c); // a missing or bad configuration is said before the password is asked for
-      const hash = await newPasswordHash(!!o.passwordStdin);
-      await withStore(c, async ({ store, now }) => {
-        if (await store.users.find(email)) throw new CliError(`user ${email} already exists`);
-        const customerId = o.customer !== undefined ? (await customerNamed(store, o.customer)).id : null;
-        const u = await store.users.add({
-          email,
-          passwordHash: hash,
-          role: o.admin ? 'admin' : 'customer',
-          customerId,
-          now,
-        });
-        output(
-          c,
-          { email: u.email, role: u.role, customer: o.customer ?? null, created_at: iso(u.created_at) },
-          `user ${u.email} added (${o.admin ? 'admin' : `customer ${o.customer}`})`,
-        );
-      });
-    });
+    .action(addUser);
   cmd
     .command('list')
     .description('list dashboard users')

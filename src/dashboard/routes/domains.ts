@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { normaliseDomain } from '../../domain/addresses.js';
-import { domainRecords, verifyDomain } from '../../domains/service.js';
+import { domainRecords, verifyDomain } from '../../domain-setup/records.js';
 import type { DomainRow } from '../../store/model.js';
 import { path } from '../html.js';
 import type { PageContext } from '../layout.js';

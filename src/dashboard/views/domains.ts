@@ -1,4 +1,4 @@
-import type { domainRecords, verifyDomain } from '../../domains/service.js';
+import type { domainRecords, verifyDomain } from '../../domain-setup/records.js';
 import type { RecordCheck } from '../../lib/verify-domain.js';
 import type { DomainRow } from '../../store/model.js';
 import { Html, html, path } from '../html.js';

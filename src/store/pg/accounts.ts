@@ -88,23 +88,7 @@ export function pgKeys(db: PgDb): KeyStore {
 
 export function pgDomains(db: PgDb): DomainStore {
   return {
-    add: async (input) => {
-      const { privateKey, publicKey } = dkimKeyPair();
-      return (await db.row<DomainRow>(
-        `INSERT INTO domains (customer_id, name, receiving, verified_at, verification_token, dkim_selector, dkim_private_key, dkim_public_key, created_at)
-         VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, $8) RETURNING *`,
-        [
-          input.customerId,
-          input.name,
-          input.receiving ? 1 : 0,
-          randomBytes(16).toString('hex'),
-          DKIM_SELECTOR,
-          privateKey,
-          publicKey,
-          input.now,
-        ],
-      ))!;
-    },
+    add: (input) => addDomain(db, input),
     find: (name) => db.row<DomainRow>('SELECT * FROM domains WHERE name = $1', [name]),
     findSending: (name) =>
       db.row<SendingDomain>('SELECT id, customer_id, name, verified_at FROM domains WHERE name = $1', [name]),
@@ -116,17 +100,7 @@ export function pgDomains(db: PgDb): DomainStore {
     setReceiving: async (id, on) =>
       void (await db.run('UPDATE domains SET receiving = $1 WHERE id = $2', [on ? 1 : 0, id])),
     remove: async (id) => void (await db.run('DELETE FROM domains WHERE id = $1', [id])),
-    rotateDkim: async (id, now) => {
-      const d = await db.row<{ dkim_selector: string; previous_dkim_selector: string | null }>(
-        'SELECT dkim_selector, previous_dkim_selector FROM domains WHERE id = $1',
-        [id],
-      );
-      const { privateKey, publicKey } = dkimKeyPair();
-      return (await db.row<DomainRow>(
-        'UPDATE domains SET next_dkim_selector = $1, next_dkim_private_key = $2, next_dkim_public_key = $3 WHERE id = $4 RETURNING *',
-        [nextSelector(d!, now), privateKey, publicKey, id],
-      ))!;
-    },
+    rotateDkim: (id, now) => rotateDkim(db, id, now),
     switchDkim: async (id, now) =>
       void (await db.run(
         `UPDATE domains SET previous_dkim_selector = dkim_selector, previous_dkim_public_key = dkim_public_key,
@@ -135,28 +109,7 @@ export function pgDomains(db: PgDb): DomainStore {
          WHERE id = $2 AND next_dkim_selector IS NOT NULL`,
         [now, id],
       )),
-    receiving: async (name) => {
-      const r = await db.row<{
-        id: number;
-        customer_id: number;
-        name: string;
-        inbound_rate_per_minute: number | null;
-        inbound_monthly_limit: number | null;
-      }>(
-        'SELECT id, customer_id, name, inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE name = $1 AND receiving = 1',
-        [name],
-      );
-      return (
-        r &&
-        ({
-          id: r.id,
-          customerId: r.customer_id,
-          name: r.name,
-          ratePerMinute: r.inbound_rate_per_minute,
-          monthlyLimit: r.inbound_monthly_limit,
-        } satisfies ReceivingDomain)
-      );
-    },
+    receiving: (name) => receivingDomain(db, name),
     inboundLimits: async (id) => {
       const r = await db.row<{ inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null }>(
         'SELECT inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE id = $1',
@@ -171,6 +124,62 @@ export function pgDomains(db: PgDb): DomainStore {
         await db.run('UPDATE domains SET inbound_monthly_limit = $1 WHERE id = $2', [limits.monthlyLimit, id]);
     },
   };
+}
+
+/** A domain of a customer's, unverified, with a fresh DKIM key pair and verification token. */
+async function addDomain(db: PgDb, input: Parameters<DomainStore['add']>[0]): Promise<DomainRow> {
+  const { privateKey, publicKey } = dkimKeyPair();
+  return (await db.row<DomainRow>(
+    `INSERT INTO domains (customer_id, name, receiving, verified_at, verification_token, dkim_selector, dkim_private_key, dkim_public_key, created_at)
+     VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, $8) RETURNING *`,
+    [
+      input.customerId,
+      input.name,
+      input.receiving ? 1 : 0,
+      randomBytes(16).toString('hex'),
+      DKIM_SELECTOR,
+      privateKey,
+      publicKey,
+      input.now,
+    ],
+  ))!;
+}
+
+/** The next DKIM key, kept beside the current one until the switch. */
+async function rotateDkim(db: PgDb, id: number, now: number): Promise<DomainRow> {
+  const d = await db.row<{ dkim_selector: string; previous_dkim_selector: string | null }>(
+    'SELECT dkim_selector, previous_dkim_selector FROM domains WHERE id = $1',
+    [id],
+  );
+  const { privateKey, publicKey } = dkimKeyPair();
+  return (await db.row<DomainRow>(
+    'UPDATE domains SET next_dkim_selector = $1, next_dkim_private_key = $2, next_dkim_public_key = $3 WHERE id = $4 RETURNING *',
+    [nextSelector(d!, now), privateKey, publicKey, id],
+  ))!;
+}
+
+/** A domain that receives mail, with its inbound limits. */
+async function receivingDomain(db: PgDb, name: string): Promise<ReceivingDomain | undefined> {
+  const r = await db.row<{
+    id: number;
+    customer_id: number;
+    name: string;
+    inbound_rate_per_minute: number | null;
+    inbound_monthly_limit: number | null;
+  }>(
+    'SELECT id, customer_id, name, inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE name = $1 AND receiving = 1',
+    [name],
+  );
+  return (
+    r &&
+    ({
+      id: r.id,
+      customerId: r.customer_id,
+      name: r.name,
+      ratePerMinute: r.inbound_rate_per_minute,
+      monthlyLimit: r.inbound_monthly_limit,
+    } satisfies ReceivingDomain)
+  );
 }
 
 export function pgSuppressions(db: PgDb): SuppressionStore {

@@ -1,17 +1,9 @@
 import { publicId } from '../../lib/ids.js';
-import type {
-  AttemptBatch,
-  AttemptRecord,
-  AttemptView,
-  ClaimRoom,
-  Endpoint,
-  FanOutPos,
-  OutboxEvent,
-  StoredDelivery,
-} from '../model.js';
+import type { AttemptView, ClaimRoom, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from '../model.js';
 import type { WebhookStore } from '../store.js';
 import { type EndpointRow, endpointView } from '../views.js';
 import type { PgDb, Q } from './db.js';
+import { FANOUT_LEASE, logAttempts, recordAttempts } from './webhook-attempts.js';
 
 /**
  * Webhook endpoints, deliveries and the outbox on PostgreSQL.
@@ -28,134 +20,6 @@ const parsePos = (v: string): FanOutPos => {
   const [x, seq] = v.split(':');
   return { x: Number(x), seq: Number(seq) };
 };
-
-function logAttempts(q: Q, list: Array<{ a: AttemptRecord; deliveryId: number | null }>): Promise<number> {
-  if (list.length === 0) return Promise.resolve(0);
-  const col = <T>(f: (x: { a: AttemptRecord; deliveryId: number | null }) => T) => list.map(f);
-  return q.run(
-    `INSERT INTO webhook_attempts (endpoint_id, delivery_id, event_id, event_type, attempt, at, status, error, duration_ms, response)
-     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::int[], $8::text[], $9::int[], $10::text[])`,
-    [
-      col((x) => x.a.endpointId),
-      col((x) => x.deliveryId),
-      col((x) => x.a.eventId),
-      col((x) => x.a.eventType),
-      col((x) => x.a.attempt),
-      col((x) => x.a.at),
-      col((x) => x.a.status),
-      col((x) => x.a.error),
-      col((x) => Math.round(x.a.durationMs)),
-      col((x) => x.a.response),
-    ],
-  );
-}
-
-/**
- * Logs and settles a batch of attempts: the rows of deliveries fanned out in memory are created
- * (or, fanned out again after a restart, their rows settled: one upsert), stored ones settled,
- * pending rows written, and the fan-out cursor moved forward, never back. Attempts to an endpoint
- * deleted meanwhile are dropped with their delivery.
- */
-async function recordAttempts(q: Q, input: AttemptBatch): Promise<boolean> {
-  const { now } = input;
-  // Fenced: the fan-out's writes are made only while the batch's epoch holds the lease. The row
-  // is locked FOR SHARE until commit, so a node taking the lease over waits for this batch and
-  // then reads the cursor it leaves; a batch that starts after the takeover finds no row.
-  const fansOut = input.cursor !== null || input.pending.length > 0 || input.batch.some((s) => s.deliveryId === null);
-  const refused =
-    fansOut &&
-    input.epoch !== undefined &&
-    (await q.row('SELECT 1 FROM leader_leases WHERE name = $1 AND epoch = $2 FOR SHARE', [
-      FANOUT_LEASE,
-      input.epoch,
-    ])) === undefined;
-  const ids = [
-    ...new Set([...input.batch.map((s) => s.attempt.endpointId), ...input.pending.map((p) => p.endpointId)]),
-  ];
-  const alive = new Set(
-    (await q.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE id = ANY($1::text[])', [ids])).map(
-      (r) => r.id,
-    ),
-  );
-  const batch = input.batch.filter((s) => alive.has(s.attempt.endpointId));
-  if (refused) {
-    // The requests were made and are logged; their rows, the pending ones and the cursor are the
-    // new leader's to write (it fans these events out again: at-least-once).
-    const stored = batch.filter((s) => s.deliveryId !== null);
-    if (stored.length) await settleStored(q, stored, now);
-    await logAttempts(
-      q,
-      batch.map((s) => ({ a: s.attempt, deliveryId: s.deliveryId })),
-    );
-    return false;
-  }
-  const fresh = batch.filter((s) => s.deliveryId === null);
-  const stored = batch.filter((s) => s.deliveryId !== null);
-  const created = new Map<string, number>();
-  if (fresh.length) {
-    const rows = await q.rows<{ id: number; event_seq: number; endpoint_id: string }>(
-      `INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at)
-       SELECT e, s, 'event', st, n, nx, $6, $6 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $5::bigint[]) AS x(e, s, st, n, nx)
-       ON CONFLICT (event_seq, endpoint_id) WHERE kind = 'event' DO UPDATE SET state = excluded.state, attempts = excluded.attempts,
-         next_attempt_at = excluded.next_attempt_at, locked_by = NULL, locked_at = NULL, updated_at = excluded.updated_at
-       RETURNING id, event_seq, endpoint_id`,
-      [
-        fresh.map((s) => s.attempt.endpointId),
-        fresh.map((s) => s.eventSeq),
-        fresh.map((s) => s.state),
-        fresh.map((s) => s.attempt.attempt),
-        fresh.map((s) => s.nextAt),
-        now,
-      ],
-    );
-    for (const r of rows) created.set(`${r.event_seq} ${r.endpoint_id}`, r.id);
-  }
-  if (stored.length) await settleStored(q, stored, now);
-  await logAttempts(
-    q,
-    batch.map((s) => ({
-      a: s.attempt,
-      deliveryId: s.deliveryId ?? created.get(`${s.eventSeq} ${s.attempt.endpointId}`) ?? null,
-    })),
-  );
-  // Standard Webhooks: 410 Gone means the receiver wants no more; disable the endpoint.
-  const gone = [...new Set(batch.filter((s) => s.disableEndpoint).map((s) => s.attempt.endpointId))];
-  if (gone.length)
-    await q.run("UPDATE webhook_endpoints SET enabled = 0, disabled_reason = '410 Gone' WHERE id = ANY($1::text[])", [
-      gone,
-    ]);
-  const pending = input.pending.filter((p) => alive.has(p.endpointId));
-  if (pending.length)
-    await q.run(
-      `INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at)
-       SELECT e, s, 'event', 'pending', 0, $3, $3, $3 FROM unnest($1::text[], $2::bigint[]) AS x(e, s) ON CONFLICT DO NOTHING`,
-      [pending.map((p) => p.endpointId), pending.map((p) => p.eventSeq), now],
-    );
-  if (input.cursor !== null)
-    await q.run(
-      `UPDATE settings SET value = $1 WHERE name = 'webhook_fanout_pos'
-         AND (split_part(value, ':', 1)::bigint, split_part(value, ':', 2)::bigint) < ($2::bigint, $3::bigint)`,
-      [`${input.cursor.x}:${input.cursor.seq}`, input.cursor.x, input.cursor.seq],
-    );
-  return true;
-}
-
-function settleStored(q: Q, stored: AttemptBatch['batch'], now: number): Promise<number> {
-  return q.run(
-    `UPDATE webhook_deliveries d SET state = x.st, attempts = x.n, next_attempt_at = x.nx, locked_by = NULL, locked_at = NULL, updated_at = $5
-     FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[]) AS x(id, st, n, nx) WHERE d.id = x.id`,
-    [
-      stored.map((s) => s.deliveryId),
-      stored.map((s) => s.state),
-      stored.map((s) => s.attempt.attempt),
-      stored.map((s) => s.nextAt),
-      now,
-    ],
-  );
-}
-
-/** The fan-out's lease (leader_leases): one node at a time fans new events out. */
-const FANOUT_LEASE = 'webhook_fanout';
 
 /**
  * Takes the lease when it is free or expired, renews it when `holder` has it; on the database's
@@ -182,7 +46,15 @@ upd AS (
 SELECT upd.id, upd.endpoint_id, upd.event_seq, upd.attempts, e.id AS event_id, e.type AS event_type, e.body AS event_body
   FROM upd JOIN events e ON e.seq = upd.event_seq ORDER BY upd.next_attempt_at, upd.id`;
 
+/** Webhooks on PostgreSQL: the endpoints (with test events and replays), the dispatcher's claims, the fan-out. */
 export function pgWebhooks(db: PgDb): WebhookStore {
+  return { ...pgEndpoints(db), ...pgDispatch(db), ...pgFanOut(db) };
+}
+
+type Endpoints = Omit<WebhookStore, keyof ReturnType<typeof pgDispatch> | keyof ReturnType<typeof pgFanOut>>;
+
+/** Endpoints, their events and attempts as the API and the dashboard read them; test events and replays. */
+function pgEndpoints(db: PgDb): Endpoints {
   return {
     createEndpoint: (input) => createEndpoint(db, input),
     getEndpoint: async (id, customerId) => {
@@ -219,6 +91,12 @@ export function pgWebhooks(db: PgDb): WebhookStore {
           [state, now, deliveryId],
         );
       }),
+  };
+}
+
+/** The dispatcher's: what is due, claims and their release, attempts recorded. */
+function pgDispatch(db: PgDb) {
+  return {
     enabledEndpointIds: async () =>
       (await db.rows<{ id: string }>('SELECT id FROM webhook_endpoints WHERE enabled = 1')).map((r) => r.id),
     hasDue: async (endpointIds, now) =>
@@ -235,6 +113,14 @@ export function pgWebhooks(db: PgDb): WebhookStore {
         [state, attempts, nextAt, now, id],
       )),
     recordAttempts: (batch) => db.tx((q) => recordAttempts(q, batch)),
+    releaseAllClaims: () =>
+      db.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL'),
+  } satisfies Partial<WebhookStore>;
+}
+
+/** The fan-out's: its lease, its cursor, events in fan-out order. */
+function pgFanOut(db: PgDb) {
+  return {
     leadFanOut: async (holder, ttlMs) =>
       (await db.row<{ epoch: number }>(LEAD, [FANOUT_LEASE, holder, ttlMs]))?.epoch ?? null,
     resignFanOut: async (holder) =>
@@ -242,8 +128,6 @@ export function pgWebhooks(db: PgDb): WebhookStore {
         "UPDATE leader_leases SET expires_at = now() - interval '1 millisecond' WHERE name = $1 AND holder = $2",
         [FANOUT_LEASE, holder],
       )),
-    releaseAllClaims: () =>
-      db.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL'),
     fanOutCursor: async () =>
       parsePos(
         (await db.row<{ value: string }>("SELECT value FROM settings WHERE name = 'webhook_fanout_pos'"))!.value,
@@ -255,7 +139,7 @@ export function pgWebhooks(db: PgDb): WebhookStore {
         eventSeq,
         endpointId,
       ])) !== undefined,
-  };
+  } satisfies Partial<WebhookStore>;
 }
 
 const unlock = (q: Q, ids: number[]) =>

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'smol-toml';
 import t from 'tap';
 import { renderExample } from '../../../src/config/example.js';
+import type { Schema } from '../../../src/config/keys.js';
 import {
   configPath,
   configWarnings,
@@ -13,7 +14,8 @@ import {
   loadConfig,
   parseDuration,
 } from '../../../src/config/load.js';
-import { destinationLimits, type Schema, schema } from '../../../src/config/schema.js';
+import { schema } from '../../../src/config/schema.js';
+import { destinationLimits } from '../../../src/config/settings.js';
 import { tempDir } from '../../helpers/env.js';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));

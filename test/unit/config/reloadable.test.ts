@@ -1,4 +1,4 @@
-// What SIGHUP can change is decided by one table (main.ts RELOADERS) and handed to each part as
+// What SIGHUP can change is decided by one table (daemon/reload.ts RELOADERS) and handed to each part as
 // its settings (config/settings.ts). A part that read a reloadable key from the configuration
 // object itself would keep the value it started with; this test finds such reads in src/.
 
@@ -7,7 +7,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { schema } from '../../../src/config/schema.js';
-import { RELOADABLE_KEYS } from '../../../src/main.js';
+import { RELOADABLE_KEYS } from '../../../src/daemon/reload.js';
 
 const SRC = fileURLToPath(new URL('../../../src/', import.meta.url));
 

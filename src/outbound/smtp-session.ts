@@ -5,8 +5,8 @@ import { type Classification, classifyReply, parseReply } from '../domain/classi
 import type { Reply, SmtpStage } from '../domain/outcome.js';
 import type { Clock } from '../lib/clock.js';
 import { presentedChain } from './dane.js';
-import { SmtpClient } from './smtp-client.js';
 import { SmtpError } from './smtp-errors.js';
+import { SmtpClient } from './smtp-protocol.js';
 
 export interface SmtpOptions {
   /** EHLO name (server.hostname). */
@@ -72,7 +72,7 @@ interface SmtpFailure extends Error {
 
 /**
  * Transport failures without an SMTP reply, stated as the reply RFC 5321 3.8 says to assume. The
- * client (smtp-client.ts) marks every TLS failure ETLS: a refused or missing STARTTLS it needed, a
+ * client (smtp-protocol.ts) marks every TLS failure ETLS: a refused or missing STARTTLS it needed, a
  * failed handshake, a certificate that does not verify.
  */
 export function transportReply(e: SmtpFailure): Reply {

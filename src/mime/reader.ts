@@ -1,9 +1,9 @@
 /**
- * A small MIME reader for bounce and complaint reports: headers, multipart structure, transfer
- * encodings and charsets, as a report reader needs them. Pure and synchronous, bounded in parts
- * and depth, and tolerant: real reports come with missing boundaries, wrong content types and
- * undeclared charsets, and everything that can be read is read (a structural parser that refused
- * them, as a mail client's would, would miss the bounce).
+ * A small MIME reader for received mail: headers, multipart structure, transfer encodings and
+ * charsets, as the bounce and complaint reader (reports/) and the submission listener need them.
+ * Pure and synchronous, bounded in parts and depth, and tolerant: real reports come with missing
+ * boundaries, wrong content types and undeclared charsets, and everything that can be read is
+ * read (a structural parser that refused them, as a mail client's would, would miss the bounce).
  *
  * Text is handled as latin1 strings (one character per byte, lossless) until a part is decoded
  * with its charset.

@@ -1,5 +1,6 @@
 import type { Resolver } from 'node:dns/promises';
-import { type Config, returnPathDomain } from '../config/schema.js';
+import type { Config } from '../config/schema.js';
+import { returnPathDomain } from '../config/settings.js';
 import { DKIM_GRACE_MS, type DnsRecord, dnsRecords } from '../domain/dns-records.js';
 import { checkRecords, isVerified, type RecordCheck, unanswered } from '../lib/verify-domain.js';
 import type { DomainRow } from '../store/model.js';

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { simpleParser } from 'mailparser';
 import t from 'tap';
-import { MAX_MIME_PARTS, MIME_LIMITS, mimeLimitProblem, parserInput, tooComplex } from '../../../src/reports/limits.js';
+import { MAX_MIME_PARTS, MIME_LIMITS, mimeLimitProblem, parserInput, tooComplex } from '../../../src/mime/limits.js';
 
 t.test('the part count on raw bytes counts each Content-Type field once, across 1 MiB windows', async (t) => {
   const field = 'Content-Type: text/plain\r\n\r\nx\r\n';

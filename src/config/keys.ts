@@ -1,0 +1,37 @@
+// What a configuration key is (schema.ts lists them all): its kind of value, its default, its
+// one-line description, and whether `config print` masks it.
+
+export type Kind =
+  | { type: 'string' }
+  | { type: 'int'; min: number; max: number }
+  | { type: 'bool' }
+  | { type: 'listen'; optional?: boolean }
+  | { type: 'strings' }
+  | { type: 'duration' }
+  | { type: 'durations' }
+  | { type: 'bytes' }
+  | { type: 'enum'; values: readonly string[] }
+  /** A database URL: empty, or postgres:// / postgresql://; shown without its password. */
+  | { type: 'store_url' };
+
+export interface KeySpec {
+  kind: Kind;
+  default: unknown;
+  description: string;
+  /** Masked by `config print`. */
+  secret?: boolean;
+}
+
+export type Schema = Record<string, Record<string, KeySpec>>;
+
+export const k = <const K extends Kind>(
+  kind: K,
+  def: unknown,
+  description: string,
+  secret = false,
+): KeySpec & { kind: K } => ({
+  kind,
+  default: def,
+  description,
+  secret,
+});

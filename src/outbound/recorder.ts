@@ -1,0 +1,133 @@
+import { CLUSTER_THROTTLE } from '../domain/destinations.js';
+import { sandboxSteps } from '../domain/sandbox.js';
+import type { OutcomePolicy } from '../domain/transitions.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import { isStoreUnavailable } from '../store/errors.js';
+import type { DeliveryStore } from '../store/store.js';
+import type { DeliveryItem, GroupResult } from './deliver.js';
+import { logDeliveries } from './delivery-log.js';
+import type { Throttle, ThrottleChange } from './throttle.js';
+
+export interface RecorderDeps {
+  store: DeliveryStore;
+  clock: Clock;
+  log: Logger;
+  throttle: Throttle;
+  policy: OutcomePolicy;
+  /** Called after outcomes (and their events) are committed: the webhook dispatcher can go. */
+  onEvents?: () => void;
+  /** Counts outcomes (Prometheus), with when the recipient's message was accepted (epoch ms). */
+  onOutcome?: (kind: string, acceptedAt: number) => void;
+  /** Whose destination throttling is written (scheduler.ts SchedulerDeps.throttleHolder). */
+  throttleHolder?: string;
+  /** Runs a write in the background (the scheduler's pool waits for it at stop). */
+  track: (work: Promise<void>) => void;
+  /** The scheduler is stopping: a write the store refused is not tried again. */
+  stopping: () => boolean;
+}
+
+/** Until when each of `items` is held back in the store: none before `from`, spread at the pace the destination takes mail. */
+export function holdBack(
+  throttle: Throttle,
+  destination: string,
+  items: DeliveryItem[],
+  from: number,
+): Array<{ id: number; until: number }> {
+  const at = throttle.slots(destination, items.length, from);
+  return items.map((it, i) => ({ id: it.recipient.id, until: at[i]! }));
+}
+
+/**
+ * What the scheduler's deliveries came to, written to the store: a group's outcomes in one
+ * transaction with what its destination held back, the sandbox's steps, each destination's
+ * throttling in the order it changed; every write tried again while the store is away.
+ */
+export class OutcomeRecorder {
+  constructor(private readonly deps: RecorderDeps) {}
+
+  /**
+   * One transaction for a whole group: the new states, their events and suppressions, what the
+   * destination's refusal held back, and the destination's throttling as it now stands; then one
+   * log line per recipient (delivery-log.ts), `started` being when the attempt began.
+   */
+  async record(group: GroupResult, destination: string, change: ThrottleChange, started: number): Promise<void> {
+    const { clock, policy, log, throttle } = this.deps;
+    const now = clock.now();
+    let postpone: Array<{ id: number; until: number }> = [];
+    if (group.unattempted.length) {
+      const until = throttle.admit(destination, now);
+      postpone = holdBack(throttle, destination, group.unattempted, until.kind === 'paused' ? until.until : now);
+    }
+    if (change) this.saveThrottle(change, now);
+    await this.persist(() =>
+      this.deps.store.record({
+        results: group.results.map(({ item, outcome }) => ({
+          message: item.message,
+          recipient: item.recipient,
+          outcome,
+        })),
+        composed: group.composed,
+        postpone,
+        policy,
+        now,
+      }),
+    );
+    if (change?.kind === 'set' && group.refusal)
+      log.warn(
+        {
+          destination,
+          connections: change.record.connections,
+          paused_until: new Date(change.record.pausedUntil).toISOString(),
+          code: group.refusal.code,
+          reply: group.refusal.message,
+        },
+        'destination asked us to slow down; throttling it',
+      );
+    else if (change?.kind === 'cleared') log.info({ destination }, 'destination back to its configured limits');
+    this.deps.onEvents?.();
+    for (const { item, outcome } of group.results) this.deps.onOutcome?.(outcome.kind, item.message.createdAt);
+    logDeliveries(log, group.results, started, now);
+  }
+
+  /** Sandbox recipients never open a connection; the simulator domain picks their outcome. */
+  async recordSandbox(items: DeliveryItem[]): Promise<void> {
+    const { clock, policy } = this.deps;
+    const now = clock.now();
+    const steps = items.map(({ recipient, message }) => ({
+      recipient,
+      message,
+      steps: sandboxSteps(recipient.address, recipient.attempts),
+    }));
+    await this.persist(() => this.deps.store.recordSandbox(steps, policy, now));
+    this.deps.onEvents?.();
+  }
+
+  /** Throttle rows written one at a time in the order the changes were made, so the last one stands (groups finish and commit in any order). */
+  private throttleWrites: Promise<void> = Promise.resolve();
+
+  private saveThrottle(change: NonNullable<ThrottleChange>, now: number): void {
+    this.throttleWrites = this.throttleWrites
+      .then(() => this.deps.store.setThrottle(change, now, this.deps.throttleHolder ?? CLUSTER_THROTTLE))
+      .catch((e: unknown) => this.deps.log.warn({ err: e }, 'destination throttle not saved'));
+    this.deps.track(this.throttleWrites);
+  }
+
+  /**
+   * Writes what happened, however long the store is away: the remote servers have spoken, and
+   * an outcome not recorded would be sent again once its claim is released. Tried again every
+   * second, then every 2, 4… up to 30 s, until it is written or the scheduler stops (then the
+   * claims are released at the next start, and the recipients sent again: at least once).
+   */
+  private async persist(write: () => Promise<void>): Promise<void> {
+    for (let wait = 1000; ; wait = Math.min(wait * 2, 30_000)) {
+      try {
+        return await write();
+      } catch (e) {
+        if (!isStoreUnavailable(e) || this.deps.stopping()) throw e;
+        this.deps.log.warn({ err: e, retry_in_ms: wait }, 'store unavailable: outcomes not recorded yet; trying again');
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  }
+}

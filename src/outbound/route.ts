@@ -1,0 +1,133 @@
+import type { Outcome } from '../domain/outcome.js';
+import { type Reply, reply } from '../domain/outcome.js';
+import type { Logger } from '../lib/logger.js';
+import type { Dane } from './dane.js';
+import { type MtaSts, mxMatches } from './mta-sts.js';
+import type { MxResolver } from './mx.js';
+import { type RelayOptions, replyOf, type SmtpOptions, SmtpSession } from './smtp-session.js';
+
+// Where a delivery group goes and the session it goes over (deliver.ts's first steps): the MX
+// hosts narrowed by MTA-STS, or the relay host; each host's DANE policy; the hosts and their
+// addresses tried in order until one answers.
+
+/** What routing needs of the daemon (deliver.ts's DeliverDeps carries it). */
+export interface RouteDeps {
+  /** MTA-STS policies; undefined when outbound.mta_sts is off. */
+  mtaSts?: MtaSts;
+  /** DANE policies (TLSA through a validating resolver); undefined when outbound.dane is off. */
+  dane?: Dane;
+  mx: MxResolver;
+  smtp: SmtpOptions;
+  /** outbound.relay: everything goes through this host instead of the recipients' MX hosts. */
+  relay?: RelayOptions;
+  log: Logger;
+}
+
+/** Where a group goes: its hosts in order (MX hosts, or the relay host), how to speak to them. */
+export interface Route {
+  hosts: string[];
+  smtp: SmtpOptions;
+  /** The domain has no MX and is its own host (RFC 5321 5.1). */
+  implicit: boolean;
+}
+
+/**
+ * Step: try each MX host (or the relay host) in order, each of its addresses in turn, until one
+ * answers; under DANE, a host whose TLSA records could not be looked up is passed over, and one
+ * with records is spoken to over TLS they authenticate.
+ */
+export async function connect(
+  deps: RouteDeps,
+  route: Route & { domain: string },
+): Promise<{ session: SmtpSession } | { failure: Reply }> {
+  const { relay } = deps;
+  let failure: Reply = reply(451, '4.4.1', 'no MX host could be reached', 'connection_failure');
+  for (const host of route.hosts) {
+    let addresses: string[];
+    try {
+      addresses = await deps.mx.addresses(host);
+    } catch (e) {
+      failure = reply(451, '4.4.3', `${host}: ${(e as Error).message}`, 'dns_failure');
+      continue;
+    }
+    const smtp = relay || !deps.dane ? route.smtp : await daneOptions(deps.dane, route, host);
+    if ('failure' in smtp) {
+      failure = smtp.failure;
+      continue;
+    }
+    for (const address of addresses) {
+      try {
+        return {
+          session: relay
+            ? await SmtpSession.openRelay(address, relay, smtp)
+            : await SmtpSession.open(host, address, smtp),
+        };
+      } catch (e) {
+        failure = replyOf(e as Error);
+        failure = { ...failure, message: `${host} [${address}]: ${failure.message}` };
+        deps.log.debug(
+          { mx: host, address, code: failure.code, err: failure.message },
+          'MX host failed; trying the next',
+        );
+      }
+    }
+  }
+  return { failure };
+}
+
+/** The SMTP options for one MX host under its DANE policy; where there are TLSA records, DANE rather than MTA-STS decides how TLS is checked (RFC 8461 2). */
+async function daneOptions(
+  dane: Dane,
+  route: Route & { domain: string },
+  host: string,
+): Promise<SmtpOptions | { failure: Reply }> {
+  const policy = await dane.policy(route.domain, host, route.implicit);
+  if (policy.kind === 'none') return route.smtp;
+  if (policy.kind === 'temporary') return { failure: reply(451, '4.7.5', `${host}: ${policy.detail}`, 'dns_failure') };
+  return { ...route.smtp, dane: { verify: policy.kind === 'dane' ? dane.verifier(policy.records, host) : null } };
+}
+
+/**
+ * Step: where a domain's mail goes when it goes direct: its MX hosts, narrowed by its MTA-STS
+ * policy in enforce mode (only the hosts it names, only over valid TLS); or the outcome for all
+ * of its recipients when there is nowhere to go.
+ */
+export async function directRoute(deps: RouteDeps, domain: string): Promise<Route | { outcome: Outcome }> {
+  const mx = await deps.mx.resolve(domain);
+  if (mx.kind !== 'hosts')
+    return {
+      outcome:
+        mx.kind === 'null_mx'
+          ? {
+              kind: 'bounced',
+              bounceType: 'hard',
+              reply: reply(556, '5.1.10', `${domain} accepts no mail (null MX, RFC 7505)`, 'dns_failure'),
+              suppress: true,
+            }
+          : mx.kind === 'no_domain'
+            ? {
+                kind: 'bounced',
+                bounceType: 'hard',
+                reply: reply(550, '5.1.2', mx.detail, 'dns_failure'),
+                suppress: true,
+              }
+            : { kind: 'deferred', reply: reply(451, '4.4.3', mx.detail, 'dns_failure') },
+    };
+  const hosts = mx.hosts.map((h) => h.host);
+  const policy = deps.mtaSts ? await deps.mtaSts.policy(domain) : null;
+  if (policy?.mode !== 'enforce') return { hosts, smtp: deps.smtp, implicit: mx.implicit };
+  const allowed = hosts.filter((h) => mxMatches(policy.mx, h));
+  if (allowed.length === 0)
+    return {
+      outcome: {
+        kind: 'deferred',
+        reply: reply(
+          451,
+          '4.7.5',
+          `${domain}: no MX host matches its MTA-STS policy (mx: ${policy.mx.join(', ')})`,
+          'tls_failure',
+        ),
+      },
+    };
+  return { hosts: allowed, smtp: { ...deps.smtp, requireValidTls: true }, implicit: mx.implicit };
+}
