@@ -243,18 +243,29 @@ const WRITERS = [
 ];
 
 /**
- * The code a store's contents depend on: the migrations, the store modules the fill writes
- * through, and this file. A store built by the same code is used again; any change to that code
- * builds it afresh. (A reader such as overview.ts does not count: it changes no row.)
+ * The code a store's contents depend on: the SQLite engine's migrations, the store modules the
+ * fill writes through, the rules of domain/ they write by, and this file. A store built by the
+ * same code is used again; any change to that code builds it afresh. (A reader such as
+ * overview.ts does not count: it changes no row.)
  */
 function fingerprint(size: number): string {
   const hash = createHash('sha256').update(String(size));
-  const store = join(ROOT, 'dist', 'src', 'store');
+  const store = join(ROOT, 'dist', 'src', 'store', 'sqlite');
   const migrations = readdirSync(join(store, 'migrations'))
     .filter((f) => f.endsWith('.js'))
     .map((f) => join(store, 'migrations', f));
-  for (const f of [...migrations, ...WRITERS.map((w) => join(store, `${w}.js`)), fileURLToPath(import.meta.url)].sort())
-    hash.update(f).update(readFileSync(f));
+  // The rules the engine writes by (an outcome's transition and events, the VERP token…) are domain/'s.
+  const domain = join(ROOT, 'dist', 'src', 'domain');
+  const rules = readdirSync(domain)
+    .filter((f) => f.endsWith('.js'))
+    .map((f) => join(domain, f));
+  const files = [
+    ...migrations,
+    ...rules,
+    ...WRITERS.map((w) => join(store, `${w}.js`)),
+    fileURLToPath(import.meta.url),
+  ];
+  for (const f of files.sort()) hash.update(f).update(readFileSync(f));
   return hash.digest('hex');
 }
 
