@@ -2,6 +2,7 @@ import type { FastifyReply } from 'fastify';
 import { normaliseDomain } from '../../domain/addresses.js';
 import { domainRecords, verifyDomain } from '../../domain-setup/records.js';
 import type { DomainRow } from '../../store/model.js';
+import type { SignedIn } from '../area.js';
 import { path } from '../html.js';
 import type { PageContext } from '../layout.js';
 import type { Pages } from '../pages.js';
@@ -35,20 +36,7 @@ export function domainsRoutes(p: Pages): void {
     return page(reply, c, 'Domains', domainsBody(c, rows));
   });
 
-  domains.post('/domains', async ({ c, request, reply }) => {
-    const n = normaliseDomain((request.form!.name ?? '').trim().replace(/\.$/, ''));
-    const refuse = async (error: string) =>
-      page(reply.code(422), { ...c, error }, 'Domains', domainsBody(c, await store.domains.list(c.customer.id)));
-    if (!n.ok) return refuse(`That is not a domain name: ${n.error}`);
-    if (await store.domains.find(n.value)) return refuse(`${n.value} is already registered.`);
-    await store.domains.add({
-      customerId: c.customer.id,
-      name: n.value,
-      receiving: request.form!.receiving === '1',
-      now: clock.now(),
-    });
-    return back(reply, path`/domains/${n.value}`, { notice: 'domain-added' });
-  });
+  domains.post('/domains', (r) => addDomain(p, r));
 
   domain.get('/domains/:name', ({ c, reply }, d) => domainPage(reply, c, d, undefined));
 
@@ -64,13 +52,34 @@ export function domainsRoutes(p: Pages): void {
     return back(reply, path`/domains/${d.name}`, { notice: on ? 'receiving-on' : 'receiving-off' });
   });
 
-  domain.post('/domains/:name/limits', async ({ request, reply }, d) => {
-    const num = (v: string | undefined) => (v === undefined || v.trim() === '' ? null : Number(v));
-    const rate = num(request.form!.rate_per_minute);
-    const monthly = num(request.form!.monthly_limit);
-    if ([rate, monthly].some((v) => v !== null && (!Number.isInteger(v) || v < 0 || v > 1_000_000_000)))
-      return back(reply, path`/domains/${d.name}`, { error: 'limits-invalid' });
-    await store.domains.setInboundLimits(d.id, { ratePerMinute: rate, monthlyLimit: monthly });
-    return back(reply, path`/domains/${d.name}`, { notice: 'limits-saved' });
+  domain.post('/domains/:name/limits', (r, d) => saveLimits(p, r, d));
+}
+
+/** POST /domains: the form's name added for this customer, unless it is no domain name or is registered already. */
+async function addDomain(p: Pages, { c, request, reply }: SignedIn): Promise<unknown> {
+  const { store, clock, page, back } = p;
+  const n = normaliseDomain((request.form!.name ?? '').trim().replace(/\.$/, ''));
+  const refuse = async (error: string) =>
+    page(reply.code(422), { ...c, error }, 'Domains', domainsBody(c, await store.domains.list(c.customer.id)));
+  if (!n.ok) return refuse(`That is not a domain name: ${n.error}`);
+  if (await store.domains.find(n.value)) return refuse(`${n.value} is already registered.`);
+  await store.domains.add({
+    customerId: c.customer.id,
+    name: n.value,
+    receiving: request.form!.receiving === '1',
+    now: clock.now(),
   });
+  return back(reply, path`/domains/${n.value}`, { notice: 'domain-added' });
+}
+
+/** POST /domains/:name/limits: the domain's inbound limits (empty: none), each a whole number up to a billion. */
+async function saveLimits(p: Pages, { request, reply }: SignedIn, d: DomainRow): Promise<unknown> {
+  const { store, back } = p;
+  const num = (v: string | undefined) => (v === undefined || v.trim() === '' ? null : Number(v));
+  const rate = num(request.form!.rate_per_minute);
+  const monthly = num(request.form!.monthly_limit);
+  if ([rate, monthly].some((v) => v !== null && (!Number.isInteger(v) || v < 0 || v > 1_000_000_000)))
+    return back(reply, path`/domains/${d.name}`, { error: 'limits-invalid' });
+  await store.domains.setInboundLimits(d.id, { ratePerMinute: rate, monthlyLimit: monthly });
+  return back(reply, path`/domains/${d.name}`, { notice: 'limits-saved' });
 }

@@ -3,6 +3,7 @@ import { Problems } from '../../domain/errors.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
 import type { Endpoint } from '../../store/model.js';
 import type { AttemptOutcome } from '../../webhooks/service.js';
+import type { SignedIn } from '../area.js';
 import { shortUrl } from '../format.js';
 import { html, path } from '../html.js';
 import type { PageContext } from '../layout.js';
@@ -11,7 +12,7 @@ import { endpointBody, webhooksBody } from '../views/webhooks.js';
 
 /** The dashboard's webhooks pages and actions. */
 export function webhooksRoutes(p: Pages): void {
-  const { store, clock, deps, page, back, revealed, reveal, problemsText } = p;
+  const { store, deps, page, revealed } = p;
   const webhooks = p.area('webhooks');
   /** The endpoint of the path, if it is this customer's. */
   const endpoint = webhooks.of(
@@ -37,33 +38,7 @@ export function webhooksRoutes(p: Pages): void {
     ),
   );
 
-  webhooks.post('/webhooks', async ({ c, request, reply }) => {
-    const f = request.form!;
-    const events = (f['events[]'] ?? '').split('\n').filter(Boolean);
-    const input = await deps.webhooks.validate({
-      url: (f.url ?? '').trim(),
-      ...(events.length ? { events } : {}),
-      description: (f.description ?? '').trim(),
-    });
-    if (input instanceof Problems)
-      return page(
-        reply.code(422),
-        { ...c, error: problemsText(input) },
-        'Webhooks',
-        webhooksBody(c, await store.webhooks.listEndpoints(c.customer.id)),
-      );
-    const e = await deps.webhooks.create(c.customer.id, input);
-    reveal.put(
-      c.session.id,
-      {
-        id: 'new-secret',
-        label: `Endpoint ${shortUrl(e.url)} created. Its signing secret is shown only this once:`,
-        secret: e.secret,
-      },
-      clock.now(),
-    );
-    return back(reply, '/webhooks');
-  });
+  webhooks.post('/webhooks', (r) => createEndpoint(p, r));
 
   endpoint.get('/webhooks/:id', ({ c, reply }, e) => endpointPage(reply, c, e, undefined));
 
@@ -78,17 +53,51 @@ export function webhooksRoutes(p: Pages): void {
     endpointPage(reply, c, e, await deps.webhooks.replay(e, ev)),
   );
 
-  endpoint.post('/webhooks/:id/state', async ({ c, request, reply }, e) => {
-    const action = request.form!.action;
-    if (action === 'delete') {
-      await store.webhooks.deleteEndpoint(e.id);
-      return back(reply, '/webhooks', { notice: 'endpoint-deleted' });
-    }
-    if (action === 'enable') await store.webhooks.enableEndpoint(e.id);
-    else if (action === 'disable') await store.webhooks.disableEndpoint(e.id, `disabled by ${c.session.user.email}`);
-    else return back(reply, path`/webhooks/${e.id}`);
-    return back(reply, path`/webhooks/${e.id}`, {
-      notice: action === 'enable' ? 'endpoint-enabled' : 'endpoint-disabled',
-    });
+  endpoint.post('/webhooks/:id/state', (r, e) => changeState(p, r, e));
+}
+
+/** POST /webhooks: the form's endpoint validated and created, its signing secret revealed once; or the form's problems. */
+async function createEndpoint(p: Pages, { c, request, reply }: SignedIn): Promise<unknown> {
+  const { store, clock, deps, page, back, reveal, problemsText } = p;
+  const f = request.form!;
+  const events = (f['events[]'] ?? '').split('\n').filter(Boolean);
+  const input = await deps.webhooks.validate({
+    url: (f.url ?? '').trim(),
+    ...(events.length ? { events } : {}),
+    description: (f.description ?? '').trim(),
+  });
+  if (input instanceof Problems)
+    return page(
+      reply.code(422),
+      { ...c, error: problemsText(input) },
+      'Webhooks',
+      webhooksBody(c, await store.webhooks.listEndpoints(c.customer.id)),
+    );
+  const e = await deps.webhooks.create(c.customer.id, input);
+  reveal.put(
+    c.session.id,
+    {
+      id: 'new-secret',
+      label: `Endpoint ${shortUrl(e.url)} created. Its signing secret is shown only this once:`,
+      secret: e.secret,
+    },
+    clock.now(),
+  );
+  return back(reply, '/webhooks');
+}
+
+/** POST /webhooks/:id/state: the endpoint deleted, enabled or disabled, as the form's action says. */
+async function changeState(p: Pages, { c, request, reply }: SignedIn, e: Endpoint): Promise<unknown> {
+  const { store, back } = p;
+  const action = request.form!.action;
+  if (action === 'delete') {
+    await store.webhooks.deleteEndpoint(e.id);
+    return back(reply, '/webhooks', { notice: 'endpoint-deleted' });
+  }
+  if (action === 'enable') await store.webhooks.enableEndpoint(e.id);
+  else if (action === 'disable') await store.webhooks.disableEndpoint(e.id, `disabled by ${c.session.user.email}`);
+  else return back(reply, path`/webhooks/${e.id}`);
+  return back(reply, path`/webhooks/${e.id}`, {
+    notice: action === 'enable' ? 'endpoint-enabled' : 'endpoint-disabled',
   });
 }
