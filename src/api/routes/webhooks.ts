@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { ApiError, Problems } from '../../domain/errors.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
+import type { Endpoint } from '../../store/model.js';
 import { endpointView } from '../../webhooks/service.js';
 import { requireKey } from '../authorization.js';
 import type { ApiDeps } from '../deps.js';
@@ -8,11 +9,6 @@ import { parsePage } from '../paging.js';
 
 export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { store, webhooks } = deps;
-  const endpointOf = async (customerId: number, id: string) => {
-    const e = await store.webhooks.getEndpoint(id, customerId);
-    if (!e) throw new ApiError('not_found', 'No such webhook endpoint.');
-    return e;
-  };
 
   app.post('/api/v1/webhooks', async (request, reply) => {
     const key = requireKey(request);
@@ -28,17 +24,17 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
   });
 
   app.get<{ Params: { id: string } }>('/api/v1/webhooks/:id', async (request) =>
-    endpointView(await endpointOf(requireKey(request).customer_id, request.params.id)),
+    endpointView(await endpointOf(deps, requireKey(request).customer_id, request.params.id)),
   );
 
   app.delete<{ Params: { id: string } }>('/api/v1/webhooks/:id', async (request) => {
-    const e = await endpointOf(requireKey(request).customer_id, request.params.id);
+    const e = await endpointOf(deps, requireKey(request).customer_id, request.params.id);
     await store.webhooks.deleteEndpoint(e.id);
     return { id: e.id, deleted: true };
   });
 
   app.post<{ Params: { id: string } }>('/api/v1/webhooks/:id/test', async (request) => {
-    const e = await endpointOf(requireKey(request).customer_id, request.params.id);
+    const e = await endpointOf(deps, requireKey(request).customer_id, request.params.id);
     const body = (request.body ?? {}) as { type?: unknown };
     const type = (body.type ?? 'email.delivered') as EventType;
     if (!EVENT_TYPES.includes(type))
@@ -48,10 +44,23 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     return webhooks.test(e, type);
   });
 
+  deliveryRoutes(app, deps);
+}
+
+/** The customer's endpoint of that id, or the API's not_found. */
+async function endpointOf(deps: ApiDeps, customerId: number, id: string): Promise<Endpoint> {
+  const e = await deps.store.webhooks.getEndpoint(id, customerId);
+  if (!e) throw new ApiError('not_found', 'No such webhook endpoint.');
+  return e;
+}
+
+/** An endpoint's deliveries: its attempts listed a page at a time, and one event sent to it again. */
+function deliveryRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const { store, webhooks } = deps;
   app.get<{ Params: { id: string }; Querystring: { limit?: string; after?: string } }>(
     '/api/v1/webhooks/:id/deliveries',
     async (request) => {
-      const e = await endpointOf(requireKey(request).customer_id, request.params.id);
+      const e = await endpointOf(deps, requireKey(request).customer_id, request.params.id);
       const page = parsePage(request.query);
       const rows = await store.webhooks.listAttempts(e.id, page.limit + 1, page.after);
       const more = rows.length > page.limit;
@@ -64,7 +73,7 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     '/api/v1/webhooks/:id/deliveries/:event_id/replay',
     async (request) => {
       const key = requireKey(request);
-      const e = await endpointOf(key.customer_id, request.params.id);
+      const e = await endpointOf(deps, key.customer_id, request.params.id);
       const event = await store.webhooks.eventById(request.params.event_id, key.customer_id);
       if (!event) throw new ApiError('not_found', 'No such event.');
       return webhooks.replay(e, event);
