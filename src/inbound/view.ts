@@ -32,7 +32,19 @@ export function inboundSummary(r: Omit<InboundRow, 'raw'>) {
  * raw message is always at `/raw`.
  */
 export async function inboundView(row: InboundRow): Promise<Record<string, unknown>> {
-  const common = {
+  const common = receiptFields(row);
+  let mail: ParsedMail;
+  try {
+    mail = await parseReceived(row);
+  } catch (e) {
+    return unparsedView(row, common, e);
+  }
+  return parsedView(common, mail);
+}
+
+/** What every view shows, parsed or not: the envelope and what was read at receipt. */
+function receiptFields(row: InboundRow) {
+  return {
     id: row.id,
     received_at: new Date(row.created_at).toISOString(),
     envelope: {
@@ -44,46 +56,50 @@ export async function inboundView(row: InboundRow): Promise<Record<string, unkno
     size: row.size,
     authentication: JSON.parse(row.auth) as Record<string, string>,
   };
-  let mail: ParsedMail;
-  try {
-    // cid: links stay as they are (each attachment carries its content_id), as the hosted
-    // services show inbound mail, rather than every inline image again as a data: URI; and text
-    // is derived from HTML only for a message small enough to convert in a moment.
-    mail = await simpleParser(parserInput(row.raw), {
-      ...MIME_LIMITS,
-      skipTextLinks: true,
-      keepCidLinks: true,
-      skipHtmlToText: row.size > HTML_TO_TEXT_MAX_BYTES,
-    } as Parameters<typeof simpleParser>[1]);
-  } catch (e) {
-    return {
-      ...common,
-      parsed: false,
-      parse_error: `the message has ${mimeLimitProblem(e) ?? 'MIME that cannot be parsed'}; only its top-level headers are shown (the whole message is at /raw)`,
-      headers: topHeaderFields(row.raw).map(([name, value]) => ({ name: name.toLowerCase(), value })),
-      from: row.from_header,
-      to: [],
-      cc: [],
-      subject: row.subject,
-      message_id: row.message_id,
-      text: null,
-      html: null,
-      attachments: [],
-    };
-  }
-  const addrs = (v: typeof mail.to) =>
-    v
-      ? (Array.isArray(v) ? v : [v]).flatMap((a) =>
-          a.value.map((x) => (x.name ? `${x.name} <${x.address}>` : (x.address ?? ''))),
-        )
-      : [];
+}
+
+type ReceiptFields = ReturnType<typeof receiptFields>;
+
+/** The stored message parsed within MIME_LIMITS; throws when it cannot be. */
+async function parseReceived(row: InboundRow): Promise<ParsedMail> {
+  // cid: links stay as they are (each attachment carries its content_id), as the hosted
+  // services show inbound mail, rather than every inline image again as a data: URI; and text
+  // is derived from HTML only for a message small enough to convert in a moment.
+  return simpleParser(parserInput(row.raw), {
+    ...MIME_LIMITS,
+    skipTextLinks: true,
+    keepCidLinks: true,
+    skipHtmlToText: row.size > HTML_TO_TEXT_MAX_BYTES,
+  } as Parameters<typeof simpleParser>[1]);
+}
+
+/** A message the parser could not read: its top-level headers and the fields read at receipt, with the reason. */
+function unparsedView(row: InboundRow, common: ReceiptFields, e: unknown): Record<string, unknown> {
+  return {
+    ...common,
+    parsed: false,
+    parse_error: `the message has ${mimeLimitProblem(e) ?? 'MIME that cannot be parsed'}; only its top-level headers are shown (the whole message is at /raw)`,
+    headers: topHeaderFields(row.raw).map(([name, value]) => ({ name: name.toLowerCase(), value })),
+    from: row.from_header,
+    to: [],
+    cc: [],
+    subject: row.subject,
+    message_id: row.message_id,
+    text: null,
+    html: null,
+    attachments: [],
+  };
+}
+
+/** A parsed message: its headers, addresses, text and HTML, and attachments in Base64. */
+function parsedView(common: ReceiptFields, mail: ParsedMail): Record<string, unknown> {
   return {
     ...common,
     parsed: true,
     headers: mail.headerLines.map((h) => ({ name: h.key, value: h.line.slice(h.line.indexOf(':') + 1).trim() })),
     from: mail.from?.text ?? '',
-    to: addrs(mail.to),
-    cc: addrs(mail.cc),
+    to: addressList(mail.to),
+    cc: addressList(mail.cc),
     subject: mail.subject ?? '',
     message_id: mail.messageId ?? '',
     text: mail.text ?? null,
@@ -96,6 +112,15 @@ export async function inboundView(row: InboundRow): Promise<Record<string, unkno
       content: new Base64(a.content),
     })),
   };
+}
+
+/** An address field as a list of mailboxes, each `Name <address>` or the bare address. */
+function addressList(v: ParsedMail['to']): string[] {
+  return v
+    ? (Array.isArray(v) ? v : [v]).flatMap((a) =>
+        a.value.map((x) => (x.name ? `${x.name} <${x.address}>` : (x.address ?? ''))),
+      )
+    : [];
 }
 
 /** Bytes that appear in JSON as a Base64 string (JSON.stringify calls toJSON; viewJson streams them). */
