@@ -3,6 +3,36 @@ import type { ApiKeyInfo } from '../../store/model.js';
 import { DEFAULT_CUSTOMER } from '../../store/model.js';
 import { CliError, customerNamed, iso, output, table, withStore } from '../context.js';
 
+/** `keys create`: exactly one kind asked for, the key made for the customer and printed this once. */
+async function createKey(
+  o: { customer: string; sandbox?: boolean; production?: boolean; name: string },
+  c: Command,
+): Promise<void> {
+  await withStore(c, async ({ store, now }) => {
+    if (!!o.sandbox === !!o.production) throw new CliError('give exactly one of --sandbox or --production');
+    const customer = await customerNamed(store, o.customer);
+    const k = await store.keys.create({
+      customerId: customer.id,
+      kind: o.sandbox ? 'sandbox' : 'production',
+      name: o.name,
+      now,
+    });
+    const v = {
+      id: k.id,
+      key: k.key,
+      kind: k.kind,
+      customer: customer.name,
+      name: k.name,
+      created_at: iso(k.created_at),
+    };
+    output(
+      c,
+      v,
+      `${v.kind} key ${v.id} for customer ${v.customer}:\n\n  ${v.key}\n\nStore it now: it is not shown again.`,
+    );
+  });
+}
+
 export function keysCommand(program: Command): void {
   const cmd = program.command('keys').description('manage API keys (shown once at creation; only a hash is stored)');
   cmd
@@ -12,31 +42,7 @@ export function keysCommand(program: Command): void {
     .option('--sandbox', 'sandbox key (ph_test_): nothing is delivered, events still fire')
     .option('--production', 'production key (ph_live_): real delivery')
     .option('--name <name>', 'a label for the key', '')
-    .action(async (o: { customer: string; sandbox?: boolean; production?: boolean; name: string }, c: Command) =>
-      withStore(c, async ({ store, now }) => {
-        if (!!o.sandbox === !!o.production) throw new CliError('give exactly one of --sandbox or --production');
-        const customer = await customerNamed(store, o.customer);
-        const k = await store.keys.create({
-          customerId: customer.id,
-          kind: o.sandbox ? 'sandbox' : 'production',
-          name: o.name,
-          now,
-        });
-        const v = {
-          id: k.id,
-          key: k.key,
-          kind: k.kind,
-          customer: customer.name,
-          name: k.name,
-          created_at: iso(k.created_at),
-        };
-        output(
-          c,
-          v,
-          `${v.kind} key ${v.id} for customer ${v.customer}:\n\n  ${v.key}\n\nStore it now: it is not shown again.`,
-        );
-      }),
-    );
+    .action(createKey);
   cmd
     .command('list')
     .description('list keys (never the keys themselves)')
