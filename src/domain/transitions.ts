@@ -74,49 +74,16 @@ export function outcomeTransition(
   const attempt = r.attempts + 1;
   const base = eventBase(m, r.address, now);
   switch (outcome.kind) {
-    case 'delivered': {
-      const { classification: _c, ...response } = outcome.reply;
-      return {
-        row: {
-          state: 'delivered',
-          attempts: attempt,
-          nextAttemptAt: null,
-          lastResponse: JSON.stringify(outcome.reply),
-        },
-        events: [
-          {
-            type: 'email.delivered',
-            data: { ...base, response, mx: outcome.mx, tls: outcome.tls, tls_verified: outcome.tlsVerified, attempt },
-          },
-        ],
-        suppress: null,
-      };
-    }
+    case 'delivered':
+      return deliveredTransition(outcome, base, attempt);
     case 'suppressed':
       return {
         row: { state: 'suppressed', nextAttemptAt: null, lastResponse: JSON.stringify({ suppressed: outcome.reason }) },
         events: [],
         suppress: null,
       };
-    case 'deferred': {
-      const next = now + retryDelay(policy.retrySchedule, attempt);
-      if (next - m.createdAt > policy.maxQueueTime) {
-        // Retrying would pass max_queue_time: give up now rather than after another wait.
-        const reply = expiredReply(outcome.reply);
-        return {
-          row: { state: 'bounced', attempts: attempt, nextAttemptAt: null, lastResponse: JSON.stringify(reply) },
-          events: [{ type: 'email.bounced', data: { ...base, bounce_type: 'expired', response: reply } }],
-          suppress: null,
-        };
-      }
-      return {
-        row: { state: 'deferred', attempts: attempt, nextAttemptAt: next, lastResponse: JSON.stringify(outcome.reply) },
-        events: [
-          { type: 'email.deferred', data: { ...base, response: outcome.reply, attempt, next_attempt_at: iso(next) } },
-        ],
-        suppress: null,
-      };
-    }
+    case 'deferred':
+      return deferredTransition(m, outcome, base, attempt, policy, now);
     case 'bounced':
       return {
         row: { state: 'bounced', attempts: attempt, nextAttemptAt: null, lastResponse: JSON.stringify(outcome.reply) },
@@ -126,6 +93,58 @@ export function outcomeTransition(
         suppress: outcome.suppress && outcome.bounceType !== 'expired' ? 'hard_bounce' : null,
       };
   }
+}
+
+/** Delivered: the reply kept as the last response, and `email.delivered` with the connection's facts. */
+function deliveredTransition(
+  outcome: Extract<Outcome, { kind: 'delivered' }>,
+  base: MessageEventBase,
+  attempt: number,
+): Transition {
+  const { classification: _c, ...response } = outcome.reply;
+  return {
+    row: {
+      state: 'delivered',
+      attempts: attempt,
+      nextAttemptAt: null,
+      lastResponse: JSON.stringify(outcome.reply),
+    },
+    events: [
+      {
+        type: 'email.delivered',
+        data: { ...base, response, mx: outcome.mx, tls: outcome.tls, tls_verified: outcome.tlsVerified, attempt },
+      },
+    ],
+    suppress: null,
+  };
+}
+
+/** Deferred to the schedule's next attempt, or bounced as expired when that attempt would pass max_queue_time. */
+function deferredTransition(
+  m: MessageFacts,
+  outcome: Extract<Outcome, { kind: 'deferred' }>,
+  base: MessageEventBase,
+  attempt: number,
+  policy: OutcomePolicy,
+  now: number,
+): Transition {
+  const next = now + retryDelay(policy.retrySchedule, attempt);
+  if (next - m.createdAt > policy.maxQueueTime) {
+    // Retrying would pass max_queue_time: give up now rather than after another wait.
+    const reply = expiredReply(outcome.reply);
+    return {
+      row: { state: 'bounced', attempts: attempt, nextAttemptAt: null, lastResponse: JSON.stringify(reply) },
+      events: [{ type: 'email.bounced', data: { ...base, bounce_type: 'expired', response: reply } }],
+      suppress: null,
+    };
+  }
+  return {
+    row: { state: 'deferred', attempts: attempt, nextAttemptAt: next, lastResponse: JSON.stringify(outcome.reply) },
+    events: [
+      { type: 'email.deferred', data: { ...base, response: outcome.reply, attempt, next_attempt_at: iso(next) } },
+    ],
+    suppress: null,
+  };
 }
 
 /** The last temporary reply, restated as the give-up (RFC 3463 x.4.7: delivery time expired). */

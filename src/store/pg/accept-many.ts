@@ -44,20 +44,36 @@ FROM checked c LEFT JOIN mi USING (n) ORDER BY c.n`;
 
 export type Checked = { kind: 'key_revoked' | 'domain_unknown' | 'domain_unverified' } | AcceptResult;
 
+/** A row of ACCEPT_MANY's answer. */
+type AcceptRow = {
+  refused: 'key_revoked' | 'domain_unknown' | 'domain_unverified' | null;
+  suppressed: Record<string, SuppressionReason> | null;
+  id: number | null;
+  epoch: string | null;
+};
+
+type Send = Omit<AcceptInput, 'idempotency'>;
+
 /** Stores `inputs` with ACCEPT_MANY: each one's answer, and the auth epoch. */
-export async function acceptMany(
-  q: Q,
-  inputs: Array<Omit<AcceptInput, 'idempotency'>>,
-): Promise<{ results: Checked[]; epoch: string }> {
-  const n = inputs.length;
-  const cols = Array.from({ length: 13 }, () => new Array<unknown>(n));
-  const rin: unknown[][] = [[], [], [], [], []];
-  const tags: unknown[][] = [[], []];
+export async function acceptMany(q: Q, inputs: Send[]): Promise<{ results: Checked[]; epoch: string }> {
   const requests = inputs.map((x) =>
     typeof x.request === 'string'
       ? Buffer.from(x.request, 'utf8')
       : Buffer.from(x.request.buffer, x.request.byteOffset, x.request.byteLength),
   );
+  const rows = await q.rows<AcceptRow>(ACCEPT_MANY, [
+    ...messageColumns(inputs, requests),
+    ...recipientColumns(inputs),
+    ...tagColumns(inputs),
+    Buffer.concat(requests),
+    inputs.map((x) => x.requestFormat ?? 'json'),
+  ]);
+  return { results: rows.map((row, i) => checkedResult(row, inputs[i]!)), epoch: rows[0]?.epoch ?? '' };
+}
+
+/** Parameters $1 to $13: the messages, one array per column, the sends in order. */
+function messageColumns(inputs: Send[], requests: Buffer[]): unknown[][] {
+  const cols = Array.from({ length: 13 }, () => new Array<unknown>(inputs.length));
   inputs.forEach((x, i) => {
     const values = [
       x.customerId,
@@ -75,6 +91,14 @@ export async function acceptMany(
       x.scheduledAt ?? x.now,
     ];
     for (const [c, v] of values.entries()) cols[c]![i] = v;
+  });
+  return cols;
+}
+
+/** Parameters $14 to $18: every send's recipients, each with its send's number (from 1) and its suppression key. */
+function recipientColumns(inputs: Send[]): unknown[][] {
+  const rin: unknown[][] = [[], [], [], [], []];
+  inputs.forEach((x, i) => {
     for (const r of x.recipients) {
       rin[0]!.push(i + 1);
       rin[1]!.push(r.address);
@@ -82,32 +106,35 @@ export async function acceptMany(
       rin[3]!.push(r.field);
       rin[4]!.push(addressKey(r.address));
     }
+  });
+  return rin;
+}
+
+/** Parameters $19 and $20: every send's tags, each with its send's number (from 1). */
+function tagColumns(inputs: Send[]): unknown[][] {
+  const tags: unknown[][] = [[], []];
+  inputs.forEach((x, i) => {
     for (const tag of x.tags ?? []) {
       tags[0]!.push(i + 1);
       tags[1]!.push(tag);
     }
   });
-  const rows = await q.rows<{
-    refused: 'key_revoked' | 'domain_unknown' | 'domain_unverified' | null;
-    suppressed: Record<string, SuppressionReason> | null;
-    id: number | null;
-    epoch: string | null;
-  }>(ACCEPT_MANY, [...cols, ...rin, ...tags, Buffer.concat(requests), inputs.map((x) => x.requestFormat ?? 'json')]);
-  const results = rows.map((row, i): Checked => {
-    if (row.refused) return { kind: row.refused };
-    if (row.suppressed) {
-      const reasons = row.suppressed;
-      const recipients = inputs[i]!.recipients;
-      return {
-        kind: 'suppressed',
-        addresses: recipients
-          .filter((r) => reasons[addressKey(r.address)])
-          .map((r) => ({ address: r.address, field: r.field, reason: reasons[addressKey(r.address)]! })),
-      };
-    }
-    return { kind: 'accepted', emailId: row.id! };
-  });
-  return { results, epoch: rows[0]?.epoch ?? '' };
+  return tags;
+}
+
+/** One send's answer from its row: refused, suppressed (the recipients on the list, with why), or accepted. */
+function checkedResult(row: AcceptRow, input: Send): Checked {
+  if (row.refused) return { kind: row.refused };
+  if (row.suppressed) {
+    const reasons = row.suppressed;
+    return {
+      kind: 'suppressed',
+      addresses: input.recipients
+        .filter((r) => reasons[addressKey(r.address)])
+        .map((r) => ({ address: r.address, field: r.field, reason: reasons[addressKey(r.address)]! })),
+    };
+  }
+  return { kind: 'accepted', emailId: row.id! };
 }
 
 function requestBytes(r: Uint8Array | string): number {

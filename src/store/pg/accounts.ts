@@ -10,7 +10,15 @@ import {
   newSession,
   nextSelector,
 } from '../credentials.js';
-import type { ApiKeyInfo, ReceivingDomain, Session, SuppressionReason, SuppressionRow, User } from '../model.js';
+import type {
+  ApiKeyInfo,
+  ReceivingDomain,
+  Session,
+  SimulatedSuppression,
+  SuppressionReason,
+  SuppressionRow,
+  User,
+} from '../model.js';
 import { type Customer, DEFAULT_CUSTOMER, DKIM_SELECTOR, type DomainRow, type SendingDomain } from '../model.js';
 import type { CustomerStore, DomainStore, KeyStore, SuppressionStore, UserStore } from '../store.js';
 import type { PgDb } from './db.js';
@@ -184,16 +192,7 @@ async function receivingDomain(db: PgDb, name: string): Promise<ReceivingDomain 
 
 export function pgSuppressions(db: PgDb): SuppressionStore {
   return {
-    find: async (customerId, addresses) => {
-      const out = new Map<string, SuppressionReason>();
-      if (addresses.length === 0) return out;
-      const rows = await db.rows<{ address: string; reason: SuppressionReason }>(
-        'SELECT address, reason FROM suppressions WHERE customer_id = $1 AND address = ANY($2::text[])',
-        [customerId, addresses.map(addressKey)],
-      );
-      for (const r of rows) out.set(r.address, r.reason);
-      return out;
-    },
+    find: (customerId, addresses) => findSuppressions(db, customerId, addresses),
     add: async (input) =>
       (await db.run(
         'INSERT INTO suppressions (customer_id, address, reason, message_id, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (customer_id, address) DO NOTHING',
@@ -219,24 +218,48 @@ export function pgSuppressions(db: PgDb): SuppressionStore {
         [customerId, p, `${p}\uffff`, limit],
       );
     },
-    simulated: async (customerId, addresses, limit) => {
-      if (addresses.length === 0) return [];
-      const rows = await db.rows<{ address: string; message_id: string; created_at: number; body: string }>(
-        `SELECT r.address, m.message_id, e.created_at, e.body FROM recipients r
-         JOIN messages m ON m.id = r.message_id
-         JOIN events e ON e.message_id = r.message_id AND e.recipient_id = r.id AND e.type = 'recipient.suppressed'
-         WHERE r.address = ANY($1::text[]) AND r.customer_id = $2 AND m.sandbox = 1
-         ORDER BY e.seq DESC LIMIT $3`,
-        [addresses, customerId, limit],
-      );
-      return rows.map((r) => ({
-        address: r.address,
-        message_id: r.message_id,
-        created_at: r.created_at,
-        reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason,
-      }));
-    },
+    simulated: (customerId, addresses, limit) => simulatedSuppressions(db, customerId, addresses, limit),
   };
+}
+
+/** The reasons the customer's list gives for those of `addresses` on it, by suppression key. */
+async function findSuppressions(
+  db: PgDb,
+  customerId: number,
+  addresses: string[],
+): Promise<Map<string, SuppressionReason>> {
+  const out = new Map<string, SuppressionReason>();
+  if (addresses.length === 0) return out;
+  const rows = await db.rows<{ address: string; reason: SuppressionReason }>(
+    'SELECT address, reason FROM suppressions WHERE customer_id = $1 AND address = ANY($2::text[])',
+    [customerId, addresses.map(addressKey)],
+  );
+  for (const r of rows) out.set(r.address, r.reason);
+  return out;
+}
+
+/** What sandbox messages' simulated bounces and complaints suppressed (their `recipient.suppressed` events), newest first. */
+async function simulatedSuppressions(
+  db: PgDb,
+  customerId: number,
+  addresses: string[],
+  limit: number,
+): Promise<SimulatedSuppression[]> {
+  if (addresses.length === 0) return [];
+  const rows = await db.rows<{ address: string; message_id: string; created_at: number; body: string }>(
+    `SELECT r.address, m.message_id, e.created_at, e.body FROM recipients r
+     JOIN messages m ON m.id = r.message_id
+     JOIN events e ON e.message_id = r.message_id AND e.recipient_id = r.id AND e.type = 'recipient.suppressed'
+     WHERE r.address = ANY($1::text[]) AND r.customer_id = $2 AND m.sandbox = 1
+     ORDER BY e.seq DESC LIMIT $3`,
+    [addresses, customerId, limit],
+  );
+  return rows.map((r) => ({
+    address: r.address,
+    message_id: r.message_id,
+    created_at: r.created_at,
+    reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason,
+  }));
 }
 
 export function pgUsers(db: PgDb): UserStore {

@@ -191,64 +191,81 @@ export function pgAdmin(db: PgDb, delivery: DeliveryStore, nodes: NodeStore): Ad
       (await db.rows<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).map(
         (r) => r.version,
       ),
-    secret: async (name, bytes = 32) => {
-      await db.run('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
-        name,
-        randomBytes(bytes).toString('base64'),
-      ]);
-      return Buffer.from(
-        (await db.row<{ value: string }>('SELECT value FROM settings WHERE name = $1', [name]))!.value,
-        'base64',
-      );
-    },
+    secret: (name, bytes = 32) => secret(db, name, bytes),
     touchHealth: async (now) =>
       void (await db.run('INSERT INTO health (id, at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET at = excluded.at', [
         now,
       ])),
     status: (now) => status(db, delivery, nodes, now),
     countsByState: (table) => countsByState(db, table),
-    oldestQueuedAt: async (now) =>
-      (
-        await db.row<{ at: number | null }>(
-          `SELECT min(greatest(m.created_at, coalesce(m.scheduled_at, 0))) AS at FROM recipients r JOIN messages m ON m.id = r.message_id
-           WHERE r.state IN ('queued', 'deferred') AND (m.scheduled_at IS NULL OR m.scheduled_at <= $1)`,
-          [now],
-        )
-      )?.at ?? null,
+    oldestQueuedAt: (now) => oldestQueuedAt(db, now),
     overview: (customerId, now) => overview(db, delivery, customerId, now),
     purgeOld: (now, days) => purgeOld(db, now, days),
-    // The first node to move last_run runs the job; a node whose schedule fires a little later (its clock) finds it moved.
-    claimJob: async (name, gapMs) =>
-      (await db.row(
-        `INSERT INTO job_runs AS j (name, last_run) VALUES ($1, now())
-         ON CONFLICT (name) DO UPDATE SET last_run = excluded.last_run WHERE j.last_run <= excluded.last_run - $2 * interval '1 millisecond'
-         RETURNING 1`,
-        [name, gapMs],
-      )) !== undefined,
+    claimJob: (name, gapMs) => claimJob(db, name, gapMs),
     backup: () =>
       Promise.reject(
         new Error(
           'the store is PostgreSQL: back it up with the database\'s own tools, pg_dump (or a managed service\'s snapshots); see docs/operations.md, "PostgreSQL"',
         ),
       ),
-    checks: async () => {
-      const r = await db.row<{ synchronous_commit: string; fsync: string }>(
-        "SELECT current_setting('synchronous_commit') AS synchronous_commit, current_setting('fsync') AS fsync",
-      );
-      const out: string[] = [];
-      // A 202 or a 250 is sent once COMMIT returns: with these off, a crash of the database server can lose what was acknowledged.
-      if (r?.synchronous_commit === 'off')
-        out.push(
-          "PostgreSQL has synchronous_commit = off: a 202 or a 250 may be answered for a commit the database server loses if it crashes; set it to on (the default) for posthaste's role or database",
-        );
-      if (r?.fsync === 'off')
-        out.push(
-          'PostgreSQL runs with fsync = off: a crash of its machine can lose or corrupt what was acknowledged; use this for tests only',
-        );
-      return out;
-    },
+    checks: () => checks(db),
     // PostgreSQL's space is the database server's to manage: limits.max_store_bytes applies to SQLite only.
     setMaxBytes: () => undefined,
     close: () => db.close(),
   };
+}
+
+/** The secret `name`, created with `bytes` random bytes by the first node to ask for it. */
+async function secret(db: PgDb, name: string, bytes: number): Promise<Buffer> {
+  await db.run('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
+    name,
+    randomBytes(bytes).toString('base64'),
+  ]);
+  return Buffer.from(
+    (await db.row<{ value: string }>('SELECT value FROM settings WHERE name = $1', [name]))!.value,
+    'base64',
+  );
+}
+
+/** When the oldest recipient still to be sent and due became due (its message's creation, or its schedule). */
+async function oldestQueuedAt(db: PgDb, now: number): Promise<number | null> {
+  return (
+    (
+      await db.row<{ at: number | null }>(
+        `SELECT min(greatest(m.created_at, coalesce(m.scheduled_at, 0))) AS at FROM recipients r JOIN messages m ON m.id = r.message_id
+           WHERE r.state IN ('queued', 'deferred') AND (m.scheduled_at IS NULL OR m.scheduled_at <= $1)`,
+        [now],
+      )
+    )?.at ?? null
+  );
+}
+
+/** The first node to move last_run runs the job; a node whose schedule fires a little later (its clock) finds it moved. */
+async function claimJob(db: PgDb, name: string, gapMs: number): Promise<boolean> {
+  return (
+    (await db.row(
+      `INSERT INTO job_runs AS j (name, last_run) VALUES ($1, now())
+         ON CONFLICT (name) DO UPDATE SET last_run = excluded.last_run WHERE j.last_run <= excluded.last_run - $2 * interval '1 millisecond'
+         RETURNING 1`,
+      [name, gapMs],
+    )) !== undefined
+  );
+}
+
+/** The server's settings that make an acknowledged commit less than durable. */
+async function checks(db: PgDb): Promise<string[]> {
+  const r = await db.row<{ synchronous_commit: string; fsync: string }>(
+    "SELECT current_setting('synchronous_commit') AS synchronous_commit, current_setting('fsync') AS fsync",
+  );
+  const out: string[] = [];
+  // A 202 or a 250 is sent once COMMIT returns: with these off, a crash of the database server can lose what was acknowledged.
+  if (r?.synchronous_commit === 'off')
+    out.push(
+      "PostgreSQL has synchronous_commit = off: a 202 or a 250 may be answered for a commit the database server loses if it crashes; set it to on (the default) for posthaste's role or database",
+    );
+  if (r?.fsync === 'off')
+    out.push(
+      'PostgreSQL runs with fsync = off: a crash of its machine can lose or corrupt what was acknowledged; use this for tests only',
+    );
+  return out;
 }

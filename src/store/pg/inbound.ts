@@ -2,7 +2,7 @@ import type { Report, ReportEnvelope } from '../../domain/report.js';
 import { parseReturnToken, verpToken } from '../../domain/return-path.js';
 import { asyncBounceTransition, complaintTransition, reportAction } from '../../domain/transitions.js';
 import { publicId } from '../../lib/ids.js';
-import type { InboundRow, ReceiveInput, StoredInbound } from '../model.js';
+import type { InboundRow, LimitCheck, ReceiveInput, ReceivingDomain, StoredInbound } from '../model.js';
 import type { InboundStore } from '../store.js';
 import type { PgDb, Q } from './db.js';
 import { complained, loadMessages } from './delivery.js';
@@ -128,49 +128,8 @@ async function receive(db: PgDb, input: ReceiveInput): Promise<string[]> {
 export function pgInbound(db: PgDb): InboundStore {
   return {
     receive: (input) => receive(db, input),
-    checkLimits: async (d, defaults, now) => {
-      const rate = d.ratePerMinute ?? defaults.ratePerMinute;
-      const monthly = d.monthlyLimit ?? defaults.monthlyLimit;
-      const used = new Map(
-        (
-          await db.rows<{ period: string; count: number }>(
-            'SELECT period, sum(count)::int AS count FROM inbound_usage WHERE domain_id = $1 AND period = ANY($2::text[]) GROUP BY period',
-            [d.id, [minuteKey(now), monthKey(now)]],
-          )
-        ).map((r) => [r.period, r.count]),
-      );
-      if (monthly > 0 && (used.get(monthKey(now)) ?? 0) >= monthly) {
-        const n = new Date(now);
-        return { ok: false, limit: 'monthly', windowEndsAt: Date.UTC(n.getUTCFullYear(), n.getUTCMonth() + 1, 1) };
-      }
-      if (rate > 0 && (used.get(minuteKey(now)) ?? 0) >= rate)
-        return { ok: false, limit: 'rate', windowEndsAt: (Math.floor(now / 60_000) + 1) * 60_000 };
-      return { ok: true };
-    },
-    // Once per domain and hour for every node: the upsert returns a row only for the one that moved last_at.
-    recordLimited: (d, limit, windowEndsAt, now) =>
-      db.tx(async (q) => {
-        const fired = await q.row(
-          `INSERT INTO inbound_limited (domain_id, last_at) VALUES ($1, $2)
-           ON CONFLICT (domain_id) DO UPDATE SET last_at = excluded.last_at WHERE inbound_limited.last_at <= excluded.last_at - 3600000 RETURNING 1`,
-          [d.id, now],
-        );
-        if (!fired) return false;
-        await insertEvents(
-          q,
-          [
-            {
-              customerId: d.customerId,
-              type: 'inbound.limited',
-              data: { domain: d.name, limit, window_ends_at: new Date(windowEndsAt).toISOString() },
-              messageRowId: null,
-              recipientId: null,
-            },
-          ],
-          now,
-        );
-        return true;
-      }),
+    checkLimits: (d, defaults, now) => checkLimits(db, d, defaults, now),
+    recordLimited: (d, limit, windowEndsAt, now) => recordLimited(db, d, limit, windowEndsAt, now),
     get: async (id, customerId) => {
       const r = await db.row<InboundRow>('SELECT * FROM inbound_messages WHERE id = $1', [id]);
       return r && (customerId === undefined || r.customer_id === customerId) ? r : undefined;
@@ -189,4 +148,62 @@ export function pgInbound(db: PgDb): InboundStore {
         [opts.before ?? Number.MAX_SAFE_INTEGER, opts.customerId ?? null, opts.limit],
       ),
   };
+}
+
+/** Whether one more message fits the domain's per-minute and monthly limits (0: unlimited), summed over the shards. */
+async function checkLimits(
+  db: PgDb,
+  d: ReceivingDomain,
+  defaults: { ratePerMinute: number; monthlyLimit: number },
+  now: number,
+): Promise<LimitCheck> {
+  const rate = d.ratePerMinute ?? defaults.ratePerMinute;
+  const monthly = d.monthlyLimit ?? defaults.monthlyLimit;
+  const used = new Map(
+    (
+      await db.rows<{ period: string; count: number }>(
+        'SELECT period, sum(count)::int AS count FROM inbound_usage WHERE domain_id = $1 AND period = ANY($2::text[]) GROUP BY period',
+        [d.id, [minuteKey(now), monthKey(now)]],
+      )
+    ).map((r) => [r.period, r.count]),
+  );
+  if (monthly > 0 && (used.get(monthKey(now)) ?? 0) >= monthly) {
+    const n = new Date(now);
+    return { ok: false, limit: 'monthly', windowEndsAt: Date.UTC(n.getUTCFullYear(), n.getUTCMonth() + 1, 1) };
+  }
+  if (rate > 0 && (used.get(minuteKey(now)) ?? 0) >= rate)
+    return { ok: false, limit: 'rate', windowEndsAt: (Math.floor(now / 60_000) + 1) * 60_000 };
+  return { ok: true };
+}
+
+/** Once per domain and hour for every node: the upsert returns a row only for the one that moved last_at. */
+function recordLimited(
+  db: PgDb,
+  d: ReceivingDomain,
+  limit: 'rate' | 'monthly',
+  windowEndsAt: number,
+  now: number,
+): Promise<boolean> {
+  return db.tx(async (q) => {
+    const fired = await q.row(
+      `INSERT INTO inbound_limited (domain_id, last_at) VALUES ($1, $2)
+           ON CONFLICT (domain_id) DO UPDATE SET last_at = excluded.last_at WHERE inbound_limited.last_at <= excluded.last_at - 3600000 RETURNING 1`,
+      [d.id, now],
+    );
+    if (!fired) return false;
+    await insertEvents(
+      q,
+      [
+        {
+          customerId: d.customerId,
+          type: 'inbound.limited',
+          data: { domain: d.name, limit, window_ends_at: new Date(windowEndsAt).toISOString() },
+          messageRowId: null,
+          recipientId: null,
+        },
+      ],
+      now,
+    );
+    return true;
+  });
 }

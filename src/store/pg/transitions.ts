@@ -29,10 +29,25 @@ interface EventRow {
  */
 export async function applyTransitions(q: Q, steps: Step[], now: number): Promise<void> {
   if (steps.length === 0) return;
-  const rows = new Map<
-    number,
-    { state: string; attempts: number | null; setNext: boolean; next: number | null; response: string | null }
-  >();
+  const rows = lastRows(steps);
+  await updateRecipients(q, rows, now);
+  await q.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [[...rows.keys()]]);
+  const added = await addSuppressions(q, steps, now);
+  await insertEvents(q, stepEvents(steps, added, now), now);
+}
+
+/** A recipient row's new values, as its last transition leaves them. */
+interface RowUpdate {
+  state: string;
+  attempts: number | null;
+  setNext: boolean;
+  next: number | null;
+  response: string | null;
+}
+
+/** Each recipient's row as its last step leaves it: a field a step leaves out keeps the earlier step's value. */
+function lastRows(steps: Step[]): Map<number, RowUpdate> {
+  const rows = new Map<number, RowUpdate>();
   for (const { r, t } of steps) {
     const prev = rows.get(r.id);
     rows.set(r.id, {
@@ -43,7 +58,11 @@ export async function applyTransitions(q: Q, steps: Step[], now: number): Promis
       response: t.row.lastResponse ?? prev?.response ?? null,
     });
   }
-  const ids = [...rows.keys()];
+  return rows;
+}
+
+/** The recipient rows written in one statement; a value left null keeps the row's own. */
+async function updateRecipients(q: Q, rows: Map<number, RowUpdate>, now: number): Promise<void> {
   const v = [...rows.values()];
   await q.run(
     `UPDATE recipients r SET state = x.state, attempts = coalesce(x.attempts, r.attempts),
@@ -52,7 +71,7 @@ export async function applyTransitions(q: Q, steps: Step[], now: number): Promis
      FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bool[], $5::bigint[], $6::text[]) AS x(id, state, attempts, set_next, next, response)
      WHERE r.id = x.id`,
     [
-      ids,
+      [...rows.keys()],
       v.map((x) => x.state),
       v.map((x) => x.attempts),
       v.map((x) => x.setNext),
@@ -61,8 +80,10 @@ export async function applyTransitions(q: Q, steps: Step[], now: number): Promis
       now,
     ],
   );
-  await q.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [ids]);
-  const added = await addSuppressions(q, steps, now);
+}
+
+/** Every step's events in order, each new suppression's `recipient.suppressed` right after the event that caused it. */
+function stepEvents(steps: Step[], added: Set<string>, now: number): EventRow[] {
   const events: EventRow[] = [];
   const announced = new Set<string>();
   for (const { m, r, t } of steps) {
@@ -82,7 +103,7 @@ export async function applyTransitions(q: Q, steps: Step[], now: number): Promis
       });
     }
   }
-  await insertEvents(q, events, now);
+  return events;
 }
 
 /** The suppressions the steps ask for (not the sandbox's); the customer-and-address keys that are new. */
