@@ -12,6 +12,33 @@ export interface ReceivingDomain {
 
 export type LimitCheck = { ok: true } | { ok: false; limit: 'rate' | 'monthly'; windowEndsAt: number };
 
+/** The inbound_usage periods a message counts in: its minute and its month (UTC). */
+export function usagePeriods(now: number): { minute: string; month: string } {
+  return { minute: `m:${Math.floor(now / 60_000)}`, month: `M:${new Date(now).toISOString().slice(0, 7)}` };
+}
+
+/**
+ * Whether one more message fits a receiving domain's per-minute and monthly limits (its own, else
+ * the defaults; 0: unlimited), given the messages counted in its minute and month; one rule for
+ * both engines, which only count.
+ */
+export function inboundLimitCheck(
+  d: ReceivingDomain,
+  defaults: { ratePerMinute: number; monthlyLimit: number },
+  used: { minute: number; month: number },
+  now: number,
+): LimitCheck {
+  const rate = d.ratePerMinute ?? defaults.ratePerMinute;
+  const monthly = d.monthlyLimit ?? defaults.monthlyLimit;
+  if (monthly > 0 && used.month >= monthly) {
+    const n = new Date(now);
+    return { ok: false, limit: 'monthly', windowEndsAt: Date.UTC(n.getUTCFullYear(), n.getUTCMonth() + 1, 1) };
+  }
+  if (rate > 0 && used.minute >= rate)
+    return { ok: false, limit: 'rate', windowEndsAt: (Math.floor(now / 60_000) + 1) * 60_000 };
+  return { ok: true };
+}
+
 export interface StoredInbound {
   customerId: number;
   domainId: number;

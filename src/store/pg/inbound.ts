@@ -2,16 +2,21 @@ import type { Report, ReportEnvelope } from '../../domain/report.js';
 import { parseReturnToken, verpToken } from '../../domain/return-path.js';
 import { asyncBounceTransition, complaintTransition, reportAction } from '../../domain/transitions.js';
 import { publicId } from '../../lib/ids.js';
-import type { InboundRow, LimitCheck, ReceiveInput, ReceivingDomain, StoredInbound } from '../model.js';
+import {
+  type InboundRow,
+  inboundLimitCheck,
+  type LimitCheck,
+  type ReceiveInput,
+  type ReceivingDomain,
+  type StoredInbound,
+  usagePeriods,
+} from '../model.js';
 import type { InboundStore } from '../store.js';
 import type { PgDb, Q } from './db.js';
 import { complained, loadMessages } from './delivery.js';
 import { applyTransitions, insertEvents } from './transitions.js';
 
 /** Received mail and reports on PostgreSQL: one transaction per message received, as the SQLite writer's. */
-
-const minuteKey = (now: number) => `m:${Math.floor(now / 60_000)}`;
-const monthKey = (now: number) => `M:${new Date(now).toISOString().slice(0, 7)}`;
 
 async function storeInbound(q: Q, m: Omit<StoredInbound, 'raw'>, raw: Buffer, now: number): Promise<string> {
   const id = publicId('in', 22);
@@ -37,10 +42,11 @@ async function storeInbound(q: Q, m: Omit<StoredInbound, 'raw'>, raw: Buffer, no
     ],
   );
   // A shard per connection (store/pg/schema.ts): one row per domain and month would make every node's receipts for the domain commit one after another.
+  const periods = usagePeriods(now);
   await q.run(
     `INSERT INTO inbound_usage (domain_id, period, shard, count) SELECT $1, p, pg_backend_pid() % 16, 1 FROM unnest($2::text[]) AS p
      ON CONFLICT (domain_id, period, shard) DO UPDATE SET count = inbound_usage.count + 1`,
-    [m.domainId, [minuteKey(now), monthKey(now)]],
+    [m.domainId, [periods.minute, periods.month]],
   );
   await insertEvents(
     q,
@@ -157,23 +163,21 @@ async function checkLimits(
   defaults: { ratePerMinute: number; monthlyLimit: number },
   now: number,
 ): Promise<LimitCheck> {
-  const rate = d.ratePerMinute ?? defaults.ratePerMinute;
-  const monthly = d.monthlyLimit ?? defaults.monthlyLimit;
+  const periods = usagePeriods(now);
   const used = new Map(
     (
       await db.rows<{ period: string; count: number }>(
         'SELECT period, sum(count)::int AS count FROM inbound_usage WHERE domain_id = $1 AND period = ANY($2::text[]) GROUP BY period',
-        [d.id, [minuteKey(now), monthKey(now)]],
+        [d.id, [periods.minute, periods.month]],
       )
     ).map((r) => [r.period, r.count]),
   );
-  if (monthly > 0 && (used.get(monthKey(now)) ?? 0) >= monthly) {
-    const n = new Date(now);
-    return { ok: false, limit: 'monthly', windowEndsAt: Date.UTC(n.getUTCFullYear(), n.getUTCMonth() + 1, 1) };
-  }
-  if (rate > 0 && (used.get(minuteKey(now)) ?? 0) >= rate)
-    return { ok: false, limit: 'rate', windowEndsAt: (Math.floor(now / 60_000) + 1) * 60_000 };
-  return { ok: true };
+  return inboundLimitCheck(
+    d,
+    defaults,
+    { minute: used.get(periods.minute) ?? 0, month: used.get(periods.month) ?? 0 },
+    now,
+  );
 }
 
 /** Once per domain and hour for every node: the upsert returns a row only for the one that moved last_at. */

@@ -1,6 +1,13 @@
 import { isoTime } from '../../lib/clock.js';
 import { publicId } from '../../lib/ids.js';
-import type { InboundRow, LimitCheck, ReceivingDomain, StoredInbound } from '../model.js';
+import {
+  type InboundRow,
+  inboundLimitCheck,
+  type LimitCheck,
+  type ReceivingDomain,
+  type StoredInbound,
+  usagePeriods,
+} from '../model.js';
 import { BOUND_LIMIT, type Db } from './db.js';
 import { recordEvent } from './events.js';
 
@@ -51,9 +58,6 @@ export function setInboundLimits(
     db.statement('UPDATE domains SET inbound_monthly_limit = ? WHERE id = ?').run(limits.monthlyLimit, domainId);
 }
 
-const minuteKey = (now: number) => `m:${Math.floor(now / 60_000)}`;
-const monthKey = (now: number) => `M:${new Date(now).toISOString().slice(0, 7)}`;
-
 function usage(db: Db, domainId: number, period: string): number {
   return (
     (
@@ -71,15 +75,13 @@ export function checkInboundLimits(
   defaults: { ratePerMinute: number; monthlyLimit: number },
   now: number,
 ): LimitCheck {
-  const rate = d.ratePerMinute ?? defaults.ratePerMinute;
-  const monthly = d.monthlyLimit ?? defaults.monthlyLimit;
-  if (monthly > 0 && usage(db, d.id, monthKey(now)) >= monthly) {
-    const n = new Date(now);
-    return { ok: false, limit: 'monthly', windowEndsAt: Date.UTC(n.getUTCFullYear(), n.getUTCMonth() + 1, 1) };
-  }
-  if (rate > 0 && usage(db, d.id, minuteKey(now)) >= rate)
-    return { ok: false, limit: 'rate', windowEndsAt: (Math.floor(now / 60_000) + 1) * 60_000 };
-  return { ok: true };
+  const periods = usagePeriods(now);
+  return inboundLimitCheck(
+    d,
+    defaults,
+    { minute: usage(db, d.id, periods.minute), month: usage(db, d.id, periods.month) },
+    now,
+  );
 }
 
 /** `inbound.limited`, at most once per domain per hour (docs/inbound.md). */
@@ -136,8 +138,9 @@ export function storeInbound(db: Db, m: StoredInbound, now: number): string {
   const bump = db.statement(
     'INSERT INTO inbound_usage (domain_id, period, count) VALUES (?, ?, 1) ON CONFLICT(domain_id, period) DO UPDATE SET count = count + 1',
   );
-  bump.run(m.domainId, minuteKey(now));
-  bump.run(m.domainId, monthKey(now));
+  const periods = usagePeriods(now);
+  bump.run(m.domainId, periods.minute);
+  bump.run(m.domainId, periods.month);
   recordEvent(db, {
     customerId: m.customerId,
     type: 'email.received',
