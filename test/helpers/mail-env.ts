@@ -54,9 +54,10 @@ export interface MailEnvOptions {
 }
 
 /**
- * What most integration tests start with: a loopback DNS server, a TestMx on 127.0.0.1 that it
- * names the MX of `mxDomains`, a daemon (startTestServer) that delivers to it and resolves through
- * it, a production key and verified sending domains. All of it stops when the test file ends.
+ * What most integration tests start with: a loopback DNS server, a TestMx (on 127.0.0.1 unless
+ * `mx` says otherwise) that it names the MX of `mxDomains`, a daemon (startTestServer) that
+ * delivers to it and resolves through it, a production key and verified sending domains. All of it
+ * stops when the test file (or `scope`) ends, or earlier at `stop()`.
  */
 export async function startMailEnv(opts: MailEnvOptions = {}): Promise<MailEnv> {
   const dns = await new TestDnsServer().start();
