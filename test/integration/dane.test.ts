@@ -3,12 +3,10 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { ManualClock } from '../../src/lib/clock.js';
-import { TestDnsServer } from '../../support/dns-server.js';
-import { TestMx } from '../../support/mx-server.js';
 import { eventsOf, sendAndDeliver } from '../helpers/api.js';
-import { makeDomain, makeKey, startTestServer } from '../helpers/env.js';
 import { fixture, fixturePath } from '../helpers/fixtures.js';
 import type { Json } from '../helpers/http.js';
+import { startMailEnv } from '../helpers/mail-env.js';
 import { ScriptedPeer } from '../helpers/scripted-peer.js';
 
 // The test CA's server certificate (for mx.sts.test, not for the names below) presented with the
@@ -24,16 +22,25 @@ const daneTa = { usage: 2, selector: 0, matchingType: 1, certificate: sha256(ca.
 const wrongEe = { usage: 3, selector: 1, matchingType: 1, certificate: sha256(Buffer.from('another key')) };
 const pkixEe = { usage: 1, selector: 1, matchingType: 1, certificate: sha256(spki(server)) };
 
-const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.8', {
-  key: fixture('tls/server-key.pem'),
-  cert: Buffer.concat([serverPem, caPem]),
-}).start();
+// sts.test also enforces MTA-STS, its policy served over https with the test CA's certificate.
+const web = https.createServer({ key: fixture('tls/server-key.pem'), cert: serverPem }, (_req, res) => {
+  res
+    .writeHead(200, { 'content-type': 'text/plain' })
+    .end('version: STSv1\nmode: enforce\nmx: *.sts.test\nmax_age: 86400\n');
+});
+await new Promise<void>((resolve) => web.listen(0, '127.0.0.10', () => resolve()));
+t.teardown(() => new Promise((resolve) => web.close(resolve)));
+
+const clock = new ManualClock(Date.now());
+const s = await startMailEnv({
+  mx: { host: '127.0.0.8', tls: { key: fixture('tls/server-key.pem'), cert: Buffer.concat([serverPem, caPem]) } },
+  outbound: `dane = true\nconnect_timeout = "2s"\nmta_sts_port = ${(web.address() as AddressInfo).port}\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n`,
+  daemon: { clock },
+});
+const { dns, mx, key } = s;
 // A server that does not offer STARTTLS at all.
 const plain = await new ScriptedPeer({ ehlo: ['PIPELINING'] }).start(mx.port, '127.0.0.9');
-t.teardown(async () => {
-  await Promise.all([dns.stop(), mx.stop(), plain.stop()]);
-});
+t.teardown(() => plain.stop());
 const tlsa = (host: string) => `_${mx.port}._tcp.${host}`;
 
 // Signed zones, as a validating resolver on loopback reports them (the AD bit).
@@ -55,26 +62,9 @@ zone('servfail.dane.test', 'mx.servfail.dane.test', '127.0.0.8');
 dns.failures.set(tlsa('mx.servfail.dane.test'), 'SERVFAIL');
 // Records that do not match, in a zone that is not signed: nothing to go by.
 zone('unsigned.test', 'mx.unsigned.test', '127.0.0.8', [wrongEe]);
-
-// sts.test also enforces MTA-STS, its policy served over https with the test CA's certificate.
-const web = https.createServer({ key: fixture('tls/server-key.pem'), cert: serverPem }, (_req, res) => {
-  res
-    .writeHead(200, { 'content-type': 'text/plain' })
-    .end('version: STSv1\nmode: enforce\nmx: *.sts.test\nmax_age: 86400\n');
-});
-await new Promise<void>((resolve) => web.listen(0, '127.0.0.10', () => resolve()));
-t.teardown(() => new Promise((resolve) => web.close(resolve)));
+// sts.test's MTA-STS policy, at the https server above.
 dns.set('_mta-sts.sts.test', { TXT: ['v=STSv1; id=1'] });
 dns.set('mta-sts.sts.test', { A: ['127.0.0.10'] });
-
-const clock = new ManualClock(Date.now());
-const s = await startTestServer(
-  `[outbound]\nport = ${mx.port}\ndane = true\nconnect_timeout = "2s"\nmta_sts_port = ${(web.address() as AddressInfo).port}\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n`,
-  { manualDelivery: true, dns: dns.server, clock },
-);
-t.teardown(() => s.close());
-const key = await makeKey(s.store);
-await makeDomain(s.store, 'example.com');
 
 const deliver = (to: string) => sendAndDeliver(s, key, to);
 const deferral = (m: Json) => eventsOf(m, 'email.deferred')[0]?.data.response;

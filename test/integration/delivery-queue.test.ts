@@ -3,33 +3,22 @@ import t from 'tap';
 import { loadConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { startDaemon } from '../../src/main.js';
-import { TestDnsServer } from '../../support/dns-server.js';
-import { TestMx } from '../../support/mx-server.js';
 import { quiet, WAIT_MS, waitFor } from '../../support/wait.js';
 import { getEmail } from '../helpers/api.js';
 import { json, runCli } from '../helpers/cli.js';
-import { makeDomain, makeKey, openTestStore, startTestServer, tempDir, writeTestConfig } from '../helpers/env.js';
+import { makeDomain, makeKey, openTestStore, tempDir, writeTestConfig } from '../helpers/env.js';
 import { request } from '../helpers/http.js';
-
-const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.1').start();
-t.teardown(async () => {
-  await dns.stop();
-  await mx.stop();
-});
-dns.set('many.test', { MX: [{ preference: 10, exchange: 'mx.many.test' }] });
-dns.set('mx.many.test', { A: ['127.0.0.1'] });
+import { mxOfDomain, startMailEnv } from '../helpers/mail-env.js';
 
 const body = (to: string) => ({ from: 'a@example.com', to, subject: 'hi', text_body: 'hello' });
 
 t.test('connections per destination never exceed outbound.concurrency_per_domain', async (t) => {
-  const s = await startTestServer(
-    `[outbound]\nport = ${mx.port}\nconcurrency_per_domain = 2\nmessages_per_connection = 1\n`,
-    { manualDelivery: true, dns: dns.server },
-  );
-  t.teardown(() => s.close());
-  const key = await makeKey(s.store);
-  await makeDomain(s.store, 'example.com');
+  const s = await startMailEnv({
+    mxDomains: ['many.test'],
+    outbound: 'concurrency_per_domain = 2\nmessages_per_connection = 1\n',
+    scope: t,
+  });
+  const { key, mx } = s;
   mx.peakOpen = 0;
   // A slow MX (200 ms per message) keeps connections open long enough to overlap.
   mx.dataDelayMs = 200;
@@ -50,6 +39,8 @@ t.test('connections per destination never exceed outbound.concurrency_per_domain
 t.test(
   'a restart mid-queue resumes: claims of the dead process are released, nothing is lost or sent twice',
   async (t) => {
+    // Two daemons in turn on one configuration: the daemons are started by hand.
+    const { dns, mx } = await mxOfDomain('many.test');
     const dir = tempDir();
     t.teardown(dir.remove);
     const configPath = writeTestConfig(dir.path, `[outbound]\nport = ${mx.port}\n`, dns.server);
@@ -111,10 +102,8 @@ t.test(
 );
 
 t.test('the running daemon delivers on its own soon after the 202', async (t) => {
-  const s = await startTestServer(`[outbound]\nport = ${mx.port}\n`, { dns: dns.server });
-  t.teardown(() => s.close());
-  const key = await makeKey(s.store);
-  await makeDomain(s.store, 'example.com');
+  const s = await startMailEnv({ mxDomains: ['many.test'], daemon: { manualDelivery: false }, scope: t });
+  const { key } = s;
   const r = await request(`${s.url}/api/v1/emails`, { key, body: body('live@many.test') });
   t.equal(r.status, 202);
   const m = await waitFor(
@@ -130,12 +119,13 @@ t.test('the running daemon delivers on its own soon after the 202', async (t) =>
 });
 
 t.test('outbound.hold queues without sending; a reload to false releases the queue', async (t) => {
-  const s = await startTestServer(`[outbound]\nport = ${mx.port}\nhold = true\npoll_interval = "50ms"\n`, {
-    dns: dns.server,
+  const s = await startMailEnv({
+    mxDomains: ['many.test'],
+    outbound: 'hold = true\npoll_interval = "50ms"\n',
+    daemon: { manualDelivery: false },
+    scope: t,
   });
-  t.teardown(() => s.close());
-  const key = await makeKey(s.store);
-  await makeDomain(s.store, 'example.com');
+  const { key, mx } = s;
   const before = mx.received.length;
   for (let i = 0; i < 3; i++)
     t.equal((await request(`${s.url}/api/v1/emails`, { key, body: body(`held${i}@many.test`) })).status, 202);

@@ -5,15 +5,22 @@ import t from 'tap';
 import { parseReturnToken } from '../../src/domain/return-path.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { RETURN_PATH_SECRET } from '../../src/main.js';
-import { TestDnsServer } from '../../support/dns-server.js';
-import { TestMx } from '../../support/mx-server.js';
 import { eventsOf, getEmail, recipientOf, sendEmail } from '../helpers/api.js';
-import { makeDomain, makeKey, publishDomainTxt, startTestServer, type TestServer } from '../helpers/env.js';
+import { makeKey, publishDomainTxt } from '../helpers/env.js';
 import { type Json, request } from '../helpers/http.js';
+import { startMailEnv } from '../helpers/mail-env.js';
 import { ScriptedPeer } from '../helpers/scripted-peer.js';
 
-const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.1').start();
+const clock = new ManualClock(Date.now());
+const s = await startMailEnv({
+  mxDomains: ['good.test'],
+  outbound: 'connect_timeout = "1s"\ngreeting_timeout = "1s"\ncommand_timeout = "2s"\nconcurrency_per_domain = 3\n',
+  daemon: { clock },
+});
+const { dns, mx, key: live } = s;
+const sandbox = await makeKey(s.store, 'sandbox');
+// Publish the sender domain's records where the remote side (mailauth) will look.
+await publishDomainTxt(s.store, dns, 'example.com');
 const port = mx.port;
 const banner = await new ScriptedPeer({ banner: '421 4.3.2 mx busy, try again later' }).start(port, '127.0.0.3');
 const silent = await new ScriptedPeer({ banner: null }).start(port, '127.0.0.4');
@@ -24,12 +31,10 @@ const chunkless = await new ScriptedPeer({
   answer: (l) => (l.startsWith('BDAT') ? '502 5.5.2 Error: command not recognized' : undefined),
 }).start(port, '127.0.0.6');
 t.teardown(async () => {
-  await Promise.all([dns.stop(), mx.stop(), banner.stop(), silent.stop(), drop.stop(), chunkless.stop()]);
+  await Promise.all([banner.stop(), silent.stop(), drop.stop(), chunkless.stop()]);
 });
 
-// The remote world, on loopback.
-dns.set('good.test', { MX: [{ preference: 10, exchange: 'mx.good.test' }] });
-dns.set('mx.good.test', { A: ['127.0.0.1'] });
+// The remote world, on loopback (good.test's MX is the environment's).
 dns.set('twomx.test', {
   MX: [
     { preference: 10, exchange: 'dead.twomx.test' },
@@ -77,28 +82,6 @@ mx.script = (rcpt, attempt) => {
   if (local === 'filtered') return { data: [550, `Unknown user ${rcpt}`] };
   return undefined;
 };
-
-const clock = new ManualClock(Date.now());
-let s: TestServer;
-let live: string;
-let sandbox: string;
-
-t.before(async () => {
-  s = await startTestServer(
-    `[outbound]\nport = ${port}\nconnect_timeout = "1s"\ngreeting_timeout = "1s"\ncommand_timeout = "2s"\nconcurrency_per_domain = 3\n`,
-    {
-      manualDelivery: true,
-      clock,
-      dns: dns.server,
-    },
-  );
-  live = await makeKey(s.store, 'production');
-  sandbox = await makeKey(s.store, 'sandbox');
-  await makeDomain(s.store, 'example.com');
-  // Publish the sender domain's records where the remote side (mailauth) will look.
-  await publishDomainTxt(s.store, dns, 'example.com');
-});
-t.teardown(() => s.close());
 
 const send = (to: string | string[], key = live) =>
   sendEmail(s.url, key, {

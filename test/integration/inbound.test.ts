@@ -2,37 +2,25 @@ import { generateKeyPairSync } from 'node:crypto';
 import { dkimSign } from 'mailauth/lib/dkim/sign.js';
 import t from 'tap';
 import { ManualClock } from '../../src/lib/clock.js';
-import { TestDnsServer } from '../../support/dns-server.js';
 import { json, runCli } from '../helpers/cli.js';
-import { customerId, makeDomain, makeKey, startTestServer, type TestServer } from '../helpers/env.js';
+import { customerId, makeKey } from '../helpers/env.js';
 import { type Json, request } from '../helpers/http.js';
+import { startMailEnv } from '../helpers/mail-env.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 
-const dns = await new TestDnsServer().start();
-t.teardown(() => dns.stop());
 const clock = new ManualClock(Date.now());
-let s: TestServer;
-let key: string;
-let port: number;
-
-t.before(async () => {
-  s = await startTestServer('[inbound]\nrate_per_minute = 1000\n', {
-    manualDelivery: true,
-    clock,
-    dns: dns.server,
-    smtp: 'max_message_bytes = 60000\nfeedback_address = "fbl@mx.test.posthaste"\n',
-  });
-  key = await makeKey(s.store);
-  await makeDomain(s.store, 'example.com');
-  await s.store.domains.add({
-    customerId: await customerId(s.store),
-    name: 'in.example.com',
-    receiving: true,
-    now: Date.now(),
-  });
-  port = s.daemon.smtp.port;
+const s = await startMailEnv({
+  toml: '[inbound]\nrate_per_minute = 1000\n',
+  daemon: { clock, smtp: 'max_message_bytes = 60000\nfeedback_address = "fbl@mx.test.posthaste"\n' },
 });
-t.teardown(() => s.close());
+const { dns, key } = s;
+await s.store.domains.add({
+  customerId: await customerId(s.store),
+  name: 'in.example.com',
+  receiving: true,
+  now: Date.now(),
+});
+const port = s.daemon.smtp.port;
 
 const message = (subject: string, extra = '') =>
   `From: Bob <bob@sender.test>\r\nTo: support@in.example.com\r\nSubject: ${subject}\r\nMessage-ID: <${subject.replace(/\W/g, '')}@sender.test>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain\r\n\r\nHello.\r\n${extra}`;

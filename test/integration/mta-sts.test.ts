@@ -2,18 +2,12 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { mxMatches } from '../../src/outbound/mta-sts.js';
-import { TestDnsServer } from '../../support/dns-server.js';
 import { TestMx } from '../../support/mx-server.js';
 import { sendAndDeliver } from '../helpers/api.js';
-import { makeDomain, makeKey, startTestServer } from '../helpers/env.js';
 import { fixture, fixturePath } from '../helpers/fixtures.js';
+import { startMailEnv } from '../helpers/mail-env.js';
 
 const tls = { key: fixture('tls/server-key.pem'), cert: fixture('tls/server.pem') };
-const dns = await new TestDnsServer().start();
-// Two MXes on one port: 127.0.0.1 with smtp-server's self-signed certificate, 127.0.0.7 with a
-// certificate for mx.sts.test from the test CA.
-const selfSigned = await new TestMx('127.0.0.1').start();
-const valid = await new TestMx('127.0.0.7', tls).start(selfSigned.port);
 let policyText = 'version: STSv1\nmode: enforce\nmx: mx.sts.test\nmax_age: 86400\n';
 let fetches = 0;
 const web = https.createServer(tls, (req, res) => {
@@ -23,9 +17,17 @@ const web = https.createServer(tls, (req, res) => {
 });
 await new Promise<void>((resolve) => web.listen(0, '127.0.0.6', () => resolve()));
 const webPort = (web.address() as AddressInfo).port;
-t.teardown(async () => {
-  await Promise.all([dns.stop(), selfSigned.stop(), valid.stop(), new Promise((r) => web.close(r))]);
+t.teardown(() => new Promise((r) => web.close(r)));
+
+const s = await startMailEnv({
+  outbound: `mta_sts_port = ${webPort}\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\nconnect_timeout = "2s"\n`,
 });
+const { dns, key } = s;
+// Two MXes on one port: the environment's, 127.0.0.1 with smtp-server's self-signed certificate,
+// and 127.0.0.7 with a certificate for mx.sts.test from the test CA.
+const selfSigned = s.mx;
+const valid = await new TestMx('127.0.0.7', tls).start(selfSigned.port);
+t.teardown(() => valid.stop());
 
 dns.set('sts.test', { MX: [{ preference: 10, exchange: 'mx.sts.test' }] });
 dns.set('mx.sts.test', { A: ['127.0.0.7'] });
@@ -39,17 +41,6 @@ dns.set('mta-sts.stsbad.test', { A: ['127.0.0.6'] });
 // No policy: opportunistic TLS, a self-signed certificate is fine.
 dns.set('plain.test', { MX: [{ preference: 10, exchange: 'mx.plain.test' }] });
 dns.set('mx.plain.test', { A: ['127.0.0.1'] });
-
-const s = await startTestServer(
-  `[outbound]\nport = ${selfSigned.port}\nmta_sts_port = ${webPort}\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\nconnect_timeout = "2s"\n`,
-  {
-    manualDelivery: true,
-    dns: dns.server,
-  },
-);
-t.teardown(() => s.close());
-const key = await makeKey(s.store);
-await makeDomain(s.store, 'example.com');
 
 const deliver = (to: string) => sendAndDeliver(s, key, to);
 

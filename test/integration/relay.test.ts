@@ -11,11 +11,11 @@ import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { SMTPServer } from 'smtp-server';
 import t from 'tap';
 import { describeConfig, loadConfig } from '../../src/config/load.js';
-import { TestDnsServer } from '../../support/dns-server.js';
 import { getEmail, sendEmail } from '../helpers/api.js';
-import { makeDomain, makeKey, publishDomainTxt, startTestServer, type TestServer, tempDir } from '../helpers/env.js';
+import { publishDomainTxt, startTestServer, type TestServer, tempDir } from '../helpers/env.js';
 import { fixture, fixturePath } from '../helpers/fixtures.js';
 import type { Json } from '../helpers/http.js';
+import { type MailEnv, startMailEnv } from '../helpers/mail-env.js';
 
 const USER = 'posthaste@relay';
 const PASSWORD = 'correct horse battery staple';
@@ -81,36 +81,30 @@ class TestRelay {
   }
 }
 
-const dns = await new TestDnsServer().start();
-dns.set('localhost', { A: ['127.0.0.1'] });
 const dir = tempDir();
 const passwordFile = join(dir.path, 'relay-password');
 writeFileSync(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
 const wrongFile = join(dir.path, 'wrong-password');
 writeFileSync(wrongFile, 'not the password\n', { mode: 0o600 });
-t.teardown(async () => {
-  await dns.stop();
-  dir.remove();
-});
+t.teardown(() => dir.remove());
 
 async function withRelay(
   relayOpts: ConstructorParameters<typeof TestRelay>[0],
   url: (port: number) => string,
   extra: string,
-  fn: (s: TestServer, relay: TestRelay, key: string) => Promise<void>,
+  fn: (s: MailEnv, relay: TestRelay, key: string) => Promise<void>,
 ): Promise<void> {
   const relay = await new TestRelay(relayOpts).start();
-  const s = await startTestServer(
-    `[outbound]\nrelay = "${url(relay.port)}"\n${extra}tls_ca_file = "${fixturePath('tls/ca.pem')}"\nconnect_timeout = "2s"\ngreeting_timeout = "2s"\ncommand_timeout = "3s"\n`,
-    { manualDelivery: true, dns: dns.server },
-  );
+  // The environment's MX is never named in DNS: mail can reach nothing but the relay.
+  const s = await startMailEnv({
+    outbound: `relay = "${url(relay.port)}"\n${extra}tls_ca_file = "${fixturePath('tls/ca.pem')}"\nconnect_timeout = "2s"\ngreeting_timeout = "2s"\ncommand_timeout = "3s"\n`,
+  });
   try {
-    const key = await makeKey(s.store);
-    await makeDomain(s.store, 'example.com');
-    await publishDomainTxt(s.store, dns, 'example.com');
-    await fn(s, relay, key);
+    s.dns.set('localhost', { A: ['127.0.0.1'] });
+    await publishDomainTxt(s.store, s.dns, 'example.com');
+    await fn(s, relay, s.key);
   } finally {
-    await s.close();
+    await s.stop();
     await relay.stop();
   }
 }
@@ -165,7 +159,7 @@ t.test('smtp:// with STARTTLS and AUTH: every domain goes through the relay, sig
         'the per-recipient return path is kept',
       );
       const resolver = new Resolver();
-      resolver.setServers([dns.server]);
+      resolver.setServers([s.dns.server]);
       const verified = await dkimVerify(relay.received[0]!.data, {
         resolver: async (name: string, type: string) => (type === 'TXT' ? resolver.resolveTxt(name) : []),
       } as never);

@@ -3,26 +3,16 @@
 // and filter the message list; delivery is to a real SMTP server on loopback.
 import t from 'tap';
 import { ManualClock } from '../../src/lib/clock.js';
-import { TestDnsServer } from '../../support/dns-server.js';
-import { TestMx } from '../../support/mx-server.js';
 import { getEmail } from '../helpers/api.js';
 import { json, runCli } from '../helpers/cli.js';
-import { makeDomain, makeKey, startTestServer } from '../helpers/env.js';
+import { makeKey } from '../helpers/env.js';
 import { expectError, type Json, request } from '../helpers/http.js';
+import { startMailEnv } from '../helpers/mail-env.js';
 
-const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.1').start();
-dns.set('later.test', { MX: [{ preference: 10, exchange: 'mx.later.test' }] });
-dns.set('mx.later.test', { A: ['127.0.0.1'] });
 const clock = new ManualClock(Date.now());
-const s = await startTestServer(`[outbound]\nport = ${mx.port}\n`, { manualDelivery: true, clock, dns: dns.server });
-t.teardown(async () => {
-  await s.close();
-  await Promise.all([dns.stop(), mx.stop()]);
-});
-const key = await makeKey(s.store);
+const s = await startMailEnv({ mxDomains: ['later.test'], daemon: { clock } });
+const { key, mx } = s;
 const other = await makeKey(s.store, 'production', 'other');
-await makeDomain(s.store, 'example.com');
 const HOUR = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 const delivered = (to: string) => mx.received.filter((m) => m.to[0] === to).length;

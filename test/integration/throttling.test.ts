@@ -5,14 +5,19 @@
 // A destination with per_minute set never gets more than that in any 60 seconds.
 import t from 'tap';
 import { ManualClock } from '../../src/lib/clock.js';
-import { TestDnsServer } from '../../support/dns-server.js';
-import { TestMx } from '../../support/mx-server.js';
 import { json, runCli } from '../helpers/cli.js';
-import { makeDomain, makeKey, startTestServer, TEST_ENGINE } from '../helpers/env.js';
+import { TEST_ENGINE } from '../helpers/env.js';
 import { type Json, request } from '../helpers/http.js';
+import { startMailEnv } from '../helpers/mail-env.js';
 
-const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.1').start();
+const clock = new ManualClock(Date.now());
+const s = await startMailEnv({
+  mxDomains: ['fast.test', 'metered.test'],
+  outbound:
+    'concurrency_per_domain = 4\nmessages_per_connection = 5\ndestination_limits = ["metered.test per_minute=20"]\n',
+  daemon: { clock },
+});
+const { dns, mx, key } = s;
 // slow.test and alias.test share their MX hosts (as gmail.com and googlemail.com do): one destination, "slow.test".
 dns.set('slow.test', {
   MX: [
@@ -23,10 +28,6 @@ dns.set('slow.test', {
 dns.set('alias.test', { MX: [{ preference: 10, exchange: 'mx1.slow.test' }] });
 dns.set('mx1.slow.test', { A: ['127.0.0.1'] });
 dns.set('mx2.slow.test', { A: ['127.0.0.1'] });
-dns.set('fast.test', { MX: [{ preference: 10, exchange: 'mx.fast.test' }] });
-dns.set('mx.fast.test', { A: ['127.0.0.1'] });
-dns.set('metered.test', { MX: [{ preference: 10, exchange: 'mx.metered.test' }] });
-dns.set('mx.metered.test', { A: ['127.0.0.1'] });
 
 // The slow destination's rule: `limit` recipients per window (the test opens a new window when
 // it moves the clock past a minute), then 421 4.7.28 as Gmail words it.
@@ -54,21 +55,6 @@ const newWindow = () => {
   slow.refused = 0;
 };
 
-const clock = new ManualClock(Date.now());
-const s = await startTestServer(
-  `[outbound]\nport = ${mx.port}\nconcurrency_per_domain = 4\nmessages_per_connection = 5\ndestination_limits = ["metered.test per_minute=20"]\n`,
-  {
-    manualDelivery: true,
-    clock,
-    dns: dns.server,
-  },
-);
-t.teardown(async () => {
-  await s.close();
-  await Promise.all([dns.stop(), mx.stop()]);
-});
-const key = await makeKey(s.store);
-await makeDomain(s.store, 'example.com');
 const delivered = (re: RegExp) => mx.received.filter((m) => re.test(m.to[0]!)).length;
 
 /** Queues one message per address through the batch API. */

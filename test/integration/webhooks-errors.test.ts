@@ -1,10 +1,9 @@
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
-import { TestDnsServer } from '../../support/dns-server.js';
-import { makeKey, startTestServer } from '../helpers/env.js';
 import { fixture } from '../helpers/fixtures.js';
 import { type Json, request } from '../helpers/http.js';
+import { startMailEnv } from '../helpers/mail-env.js';
 
 // A webhook that cannot be sent says which setting would change that, in the API's answer and in
 // the attempt log.
@@ -17,19 +16,12 @@ async function receiver(t: Test, cert: string, key: string): Promise<string> {
   return `https://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
 }
 
-const dns = await new TestDnsServer().start();
-t.teardown(() => dns.stop());
-
 t.test(
   'a receiver whose certificate is not trusted: the answer and the attempt log name webhooks.tls_ca_file',
   async (t) => {
     // Private targets allowed (the receivers are on loopback); no tls_ca_file.
-    const s = await startTestServer('[webhooks]\nallow_private_targets = true\n', {
-      manualDelivery: true,
-      dns: dns.server,
-    });
-    t.teardown(() => s.close());
-    const key = await makeKey(s.store);
+    const s = await startMailEnv({ toml: '[webhooks]\nallow_private_targets = true\n', scope: t });
+    const { key } = s;
     for (const [what, cert, certKey, code] of [
       ['self-signed', 'tls/self-signed.pem', 'tls/self-signed-key.pem', 'DEPTH_ZERO_SELF_SIGNED_CERT'],
       ['signed by a CA not trusted', 'tls/server.pem', 'tls/server-key.pem', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'],
@@ -52,9 +44,8 @@ t.test(
 t.test(
   'creating an endpoint: a host that does not exist and a DNS server that did not answer are told apart',
   async (t) => {
-    const s = await startTestServer('', { manualDelivery: true, dns: dns.server });
-    t.teardown(() => s.close());
-    const key = await makeKey(s.store);
+    const s = await startMailEnv({ scope: t });
+    const { key, dns } = s;
     dns.set('noaddr.test', { TXT: ['x'] });
     dns.failures.set('servfail.test', 'SERVFAIL');
     const problem = async (url: string) => {

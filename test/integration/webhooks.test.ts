@@ -3,45 +3,23 @@ import { loadConfig } from '../../src/config/load.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { startDaemon } from '../../src/main.js';
-import { TestDnsServer } from '../../support/dns-server.js';
-import { TestMx } from '../../support/mx-server.js';
 import { waitFor } from '../../support/wait.js';
 import { sendEmail } from '../helpers/api.js';
 import { json, runCli } from '../helpers/cli.js';
-import {
-  makeDomain,
-  makeKey,
-  openTestStore,
-  startTestServer,
-  type TestServer,
-  tempDir,
-  writeTestConfig,
-} from '../helpers/env.js';
+import { makeDomain, makeKey, openTestStore, tempDir, writeTestConfig } from '../helpers/env.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { type Json, request } from '../helpers/http.js';
+import { startMailEnv } from '../helpers/mail-env.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 
-const dns = await new TestDnsServer().start();
-const mx = await new TestMx('127.0.0.1').start();
 const rx = await new WebhookReceiver().start();
-t.teardown(async () => {
-  await Promise.all([dns.stop(), mx.stop(), rx.stop()]);
-});
-dns.set('good.test', { MX: [{ preference: 10, exchange: 'mx.good.test' }] });
-dns.set('mx.good.test', { A: ['127.0.0.1'] });
-mx.script = (rcpt) => (rcpt.startsWith('nobody') ? { rcpt: [550, '5.1.1 User unknown'] } : undefined);
+t.teardown(() => rx.stop());
 
 const clock = new ManualClock(Date.now());
-const extra = `[outbound]\nport = ${mx.port}\n[webhooks]\nallow_private_targets = true\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n`;
-let s: TestServer;
-let key: string;
-
-t.before(async () => {
-  s = await startTestServer(extra, { manualDelivery: true, clock, dns: dns.server });
-  key = await makeKey(s.store);
-  await makeDomain(s.store, 'example.com');
-});
-t.teardown(() => s.close());
+const webhooksToml = `[webhooks]\nallow_private_targets = true\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n`;
+const s = await startMailEnv({ mxDomains: ['good.test'], toml: webhooksToml, daemon: { clock } });
+const { dns, mx, key } = s;
+mx.script = (rcpt) => (rcpt.startsWith('nobody') ? { rcpt: [550, '5.1.1 User unknown'] } : undefined);
 
 async function endpoint(path: string, extraBody: Record<string, unknown> = {}): Promise<Json> {
   const r = await request(`${s.url}/api/v1/webhooks`, { key, body: { url: rx.url(path), ...extraBody } });
@@ -255,7 +233,7 @@ t.test('a receiver that hangs past 10 s is a failure, and does not hold up other
 t.test('a restart between attempts loses nothing', async (t) => {
   const dir = tempDir();
   t.teardown(dir.remove);
-  const path = writeTestConfig(dir.path, extra, dns.server);
+  const path = writeTestConfig(dir.path, `[outbound]\nport = ${mx.port}\n${webhooksToml}`, dns.server);
   const config = loadConfig({ path, env: {} });
   const c2 = new ManualClock(clock.now());
   const a = await startDaemon(config, silentLogger(), { manualDelivery: true, clock: c2 });
