@@ -1,6 +1,8 @@
 /// <reference lib="dom" />
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { hashPassword } from '../../src/lib/password.js';
@@ -15,7 +17,14 @@ import { WebhookReceiver } from './webhook-receiver.js';
 // MX and webhook receiver, an admin and a customer's user, Debian's Chromium, and a tracker that
 // counts every connection made to it.
 
-export const SHOTS = fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url));
+/**
+ * Where the browser tests put their screenshots: a temporary directory each, so a test run leaves
+ * the tree as it was; `npm run screenshots` sets POSTHASTE_SCREENSHOTS=docs and they replace the
+ * README's.
+ */
+const DOC_SHOTS = fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url));
+const docShots = () => process.env.POSTHASTE_SCREENSHOTS === 'docs';
+
 export const XSS = `<script>console.log('XSS-RAN')</script><img src=x onerror="console.log('XSS-RAN')"><a href="javascript:console.log('XSS-RAN')">x</a><style>body{display:none}</style>`;
 export const PASSWORD = 'a long enough password';
 
@@ -87,7 +96,8 @@ export async function startDashboardEnv(extraToml = ''): Promise<DashboardEnv> {
   });
   await new Promise<void>((r) => trackerServer.listen(0, '127.0.0.1', r));
   const browser = await launchBrowser();
-  mkdirSync(SHOTS, { recursive: true });
+  const shots = docShots() ? DOC_SHOTS : join(mkdtempSync(join(tmpdir(), 'posthaste-screenshots-')), sep);
+  mkdirSync(shots, { recursive: true });
   const ran: string[] = [];
   return {
     s,
@@ -114,7 +124,7 @@ export async function startDashboardEnv(extraToml = ''): Promise<DashboardEnv> {
       await page.getByRole('button', { name: 'Log in' }).click();
       await page.waitForURL(`${base}/`);
     },
-    shot: (page, name) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true }),
+    shot: (page, name) => page.screenshot({ path: `${shots}${name}.png`, fullPage: true }),
     unlabelled: (page) =>
       page.evaluate(() =>
         Array.from(document.querySelectorAll('input:not([type=hidden]), select, textarea, button'))
@@ -138,6 +148,7 @@ export async function startDashboardEnv(extraToml = ''): Promise<DashboardEnv> {
       await browser.close();
       await s.close();
       await Promise.all([dns.stop(), mx.stop(), rx.stop()]);
+      if (!docShots()) rmSync(shots, { recursive: true, force: true });
     },
   };
 }
