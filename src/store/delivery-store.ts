@@ -1,8 +1,7 @@
 import type { Outcome } from '../domain/outcome.js';
 import type { SandboxStep } from '../domain/sandbox.js';
 import type { OutcomePolicy } from '../domain/transitions.js';
-import type { Claimed, QueuedMessage } from './model.js';
-import type { DestinationThrottle } from './sqlite/destinations.js';
+import type { Claimed, DestinationThrottle, QueuedMessage } from './model.js';
 
 // The delivery path's part of the store (store.ts): claims, a group's outcomes, sandbox steps,
 // postponements and the destinations' throttling, alone and shared by the nodes.

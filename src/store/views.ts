@@ -1,4 +1,6 @@
+import { CLUSTER_THROTTLE, type DestinationThrottle } from '../domain/destinations.js';
 import type { EventEnvelope } from '../domain/events.js';
+import type { Reply } from '../domain/outcome.js';
 import type {
   Claimed,
   Endpoint,
@@ -7,6 +9,7 @@ import type {
   QueuedMessage,
   RecipientState,
   RequestFormat,
+  Status,
 } from './model.js';
 
 /**
@@ -178,5 +181,44 @@ export function queuedMessage(m: QueuedMessageRow): QueuedMessage {
     raw: m.raw,
     createdAt: m.created_at,
     tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],
+  };
+}
+
+/** A destination's throttling row (destination_throttles); `holder` where the engine keeps one per node. */
+export interface ThrottleRow {
+  destination: string;
+  holder?: string;
+  connections: number;
+  strikes: number;
+  paused_until: number;
+  reason: string;
+  since: number;
+}
+
+/** The columns of ThrottleRow but the holder, for a SELECT. */
+export const THROTTLE_COLUMNS = 'destination, connections, strikes, paused_until, reason, since';
+
+export function throttleView(r: ThrottleRow): DestinationThrottle {
+  return {
+    destination: r.destination,
+    connections: r.connections,
+    strikes: r.strikes,
+    pausedUntil: r.paused_until,
+    reason: JSON.parse(r.reason) as Reply,
+    since: r.since,
+    ...(r.holder !== undefined && r.holder !== CLUSTER_THROTTLE ? { node: r.holder } : {}),
+  };
+}
+
+/** A throttled destination as `posthaste status` shows it. */
+export function throttleStatus(d: DestinationThrottle): Status['throttled'][number] {
+  return {
+    destination: d.destination,
+    ...(d.node !== undefined ? { node: d.node } : {}),
+    connections: d.connections,
+    refusals: d.strikes,
+    paused_until: new Date(d.pausedUntil).toISOString(),
+    since: new Date(d.since).toISOString(),
+    reason: { code: d.reason.code, enhanced_code: d.reason.enhanced_code, message: d.reason.message },
   };
 }

@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { Status } from '../model.js';
 import { ACTIVITY_KINDS, type ActivityKind, type Overview } from '../model.js';
 import type { AdminStore, DeliveryStore, NodeStore } from '../store.js';
+import { throttleStatus } from '../views.js';
 import type { PgDb } from './db.js';
 import { pgMigrations } from './schema.js';
 
@@ -138,15 +139,7 @@ async function status(db: PgDb, delivery: DeliveryStore, nodes: NodeStore, now: 
     webhooks,
     inbound: { last_24h: r!.last_24h, total: r!.total, reports_unmatched: r!.unmatched },
     messages: r!.messages,
-    throttled: throttles.map((d) => ({
-      destination: d.destination,
-      ...(d.node !== undefined ? { node: d.node } : {}),
-      connections: d.connections,
-      refusals: d.strikes,
-      paused_until: new Date(d.pausedUntil).toISOString(),
-      since: new Date(d.since).toISOString(),
-      reason: { code: d.reason.code, enhanced_code: d.reason.enhanced_code, message: d.reason.message },
-    })),
+    throttled: throttles.map(throttleStatus),
   };
 }
 

@@ -1,5 +1,4 @@
 import { CLUSTER_THROTTLE } from '../../domain/destinations.js';
-import type { Reply } from '../../domain/outcome.js';
 import type { SandboxStep } from '../../domain/sandbox.js';
 import {
   asyncBounceTransition,
@@ -15,6 +14,9 @@ import {
   QUEUED_MESSAGE_COLUMNS,
   type QueuedMessageRow,
   queuedMessage,
+  THROTTLE_COLUMNS,
+  type ThrottleRow,
+  throttleView,
 } from '../views.js';
 import type { PgDb, Q } from './db.js';
 import { applyTransitions, type Step } from './transitions.js';
@@ -230,54 +232,18 @@ async function shareDestination(
          FROM destination_use WHERE destination = $1 AND node <> $2 AND seen_at > now() - interval '1 minute'`,
     [destination, node],
   ))!;
-  const t = await q.row<{
-    destination: string;
-    connections: number;
-    strikes: number;
-    paused_until: number;
-    reason: string;
-    since: number;
-  }>(
-    'SELECT destination, connections, strikes, paused_until, reason, since FROM destination_throttles WHERE destination = $1 AND holder = $2',
+  const t = await q.row<ThrottleRow>(
+    `SELECT ${THROTTLE_COLUMNS} FROM destination_throttles WHERE destination = $1 AND holder = $2`,
     [destination, CLUSTER_THROTTLE],
   );
-  const mine = decide({
-    ...others,
-    throttle: t
-      ? {
-          destination,
-          connections: t.connections,
-          strikes: t.strikes,
-          pausedUntil: t.paused_until,
-          reason: JSON.parse(t.reason) as Reply,
-          since: t.since,
-        }
-      : null,
-  });
+  const mine = decide({ ...others, throttle: t ? throttleView(t) : null });
   await publishUse(q, destination, node, mine);
 }
 
 async function throttles(db: PgDb, holder: string | undefined): Promise<DestinationThrottle[]> {
-  return (
-    await db.rows<{
-      destination: string;
-      holder: string;
-      connections: number;
-      strikes: number;
-      paused_until: number;
-      reason: string;
-      since: number;
-    }>(
-      'SELECT destination, holder, connections, strikes, paused_until, reason, since FROM destination_throttles WHERE $1::text IS NULL OR holder = $1 ORDER BY updated_at DESC, destination, holder',
-      [holder ?? null],
-    )
-  ).map((r) => ({
-    destination: r.destination,
-    connections: r.connections,
-    strikes: r.strikes,
-    pausedUntil: r.paused_until,
-    reason: JSON.parse(r.reason) as Reply,
-    since: r.since,
-    ...(r.holder !== CLUSTER_THROTTLE ? { node: r.holder } : {}),
-  }));
+  const rows = await db.rows<ThrottleRow>(
+    `SELECT ${THROTTLE_COLUMNS}, holder FROM destination_throttles WHERE $1::text IS NULL OR holder = $1 ORDER BY updated_at DESC, destination, holder`,
+    [holder ?? null],
+  );
+  return rows.map(throttleView);
 }

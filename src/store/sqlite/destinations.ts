@@ -1,17 +1,8 @@
 import type { DestinationThrottle } from '../../domain/destinations.js';
-import type { Reply } from '../../domain/outcome.js';
+import { THROTTLE_COLUMNS, type ThrottleRow, throttleView } from '../views.js';
 import type { Db } from './db.js';
 
 export type { DestinationThrottle };
-
-interface Row {
-  destination: string;
-  connections: number;
-  strikes: number;
-  paused_until: number;
-  reason: string;
-  since: number;
-}
 
 export function saveThrottle(db: Db, t: DestinationThrottle, now: number): void {
   db.statement(
@@ -28,16 +19,7 @@ export function clearThrottle(db: Db, destination: string): void {
 /** Every throttled destination, the most recently refused first. */
 export function listThrottles(db: Db): DestinationThrottle[] {
   const rows = db
-    .statement(
-      'SELECT destination, connections, strikes, paused_until, reason, since FROM destination_throttles ORDER BY updated_at DESC, destination',
-    )
-    .all() as Row[];
-  return rows.map((r) => ({
-    destination: r.destination,
-    connections: r.connections,
-    strikes: r.strikes,
-    pausedUntil: r.paused_until,
-    reason: JSON.parse(r.reason) as Reply,
-    since: r.since,
-  }));
+    .statement(`SELECT ${THROTTLE_COLUMNS} FROM destination_throttles ORDER BY updated_at DESC, destination`)
+    .all() as ThrottleRow[];
+  return rows.map(throttleView);
 }

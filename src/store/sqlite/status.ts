@@ -1,4 +1,5 @@
 import type { Status } from '../model.js';
+import { throttleStatus } from '../views.js';
 import type { Db } from './db.js';
 import { listThrottles } from './destinations.js';
 import { listNodes } from './nodes.js';
@@ -65,13 +66,6 @@ export function status(db: Db, now: number): Status {
         .get() as number,
     },
     messages: db.sqlite.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number,
-    throttled: listThrottles(db).map((d) => ({
-      destination: d.destination,
-      connections: d.connections,
-      refusals: d.strikes,
-      paused_until: new Date(d.pausedUntil).toISOString(),
-      since: new Date(d.since).toISOString(),
-      reason: { code: d.reason.code, enhanced_code: d.reason.enhanced_code, message: d.reason.message },
-    })),
+    throttled: listThrottles(db).map(throttleStatus),
   };
 }
