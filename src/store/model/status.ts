@@ -20,6 +20,45 @@ export interface Overview {
   throttled: DestinationThrottle[];
 }
 
+const HOUR = 3_600_000;
+
+/** The first hour (epoch hours) the overview's 7 days of hourly counters start at. */
+export function overviewFirstHour(now: number): number {
+  return Math.floor(now / HOUR) - 7 * 24 + 1;
+}
+
+/**
+ * The overview's activity from the hourly counters read from `overviewFirstHour(now)` on
+ * (hour, kind, count; several rows of one hour and kind add up): the 168 hours, oldest first,
+ * and the totals of the last 24 hours and 7 days. One function for both engines, which only read.
+ */
+export function activityOf(
+  rows: Iterable<readonly [hour: number, kind: string, count: number]>,
+  now: number,
+): Pick<Overview, 'last24h' | 'last7d' | 'hourly'> {
+  const nowHour = Math.floor(now / HOUR);
+  const first = overviewFirstHour(now);
+  const zero = (): Record<ActivityKind, number> => ({
+    accepted: 0,
+    delivered: 0,
+    deferred: 0,
+    bounced: 0,
+    complained: 0,
+  });
+  const hourly = Array.from({ length: 7 * 24 }, (_, i) => ({ hour: first + i, ...zero() }));
+  const last24h = zero();
+  const last7d = zero();
+  for (const [hour, kind, count] of rows) {
+    if (!(kind in last7d)) continue;
+    const k = kind as ActivityKind;
+    const slot = hourly[hour - first];
+    if (slot) slot[k] += count;
+    last7d[k] += count;
+    if (hour > nowHour - 24) last24h[k] += count;
+  }
+  return { last24h, last7d, hourly };
+}
+
 /** A daemon on the store, as it registers itself (docs/cluster.md). */
 export interface NodeInfo {
   /** Fresh at every start; the worker its claims carry. */

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import type { Status } from '../model.js';
-import { ACTIVITY_KINDS, type ActivityKind, type Overview } from '../model.js';
+import { type ActivityKind, activityOf, type Overview, overviewFirstHour, type Status } from '../model.js';
 import type { AdminStore, DeliveryStore, NodeStore } from '../store.js';
 import { throttleStatus } from '../views.js';
 import type { PgDb } from './db.js';
@@ -10,7 +9,6 @@ import { pgMigrations } from './schema.js';
 /** A lock key of posthaste's own (any fixed number): one node migrates, the others wait for it. */
 const MIGRATION_LOCK = 7_370_646_580_000_001;
 const DAY = 86_400_000;
-const HOUR = 3_600_000;
 
 /**
  * Applies the pending migrations, each in its own transaction, all under one advisory lock held by
@@ -56,19 +54,10 @@ async function migrateLocked(c: pg.PoolClient, now: number): Promise<number[]> {
 }
 
 async function overview(db: PgDb, delivery: DeliveryStore, customerId: number, now: number): Promise<Overview> {
-  const nowHour = Math.floor(now / HOUR);
-  const first = nowHour - 7 * 24 + 1;
-  const zero = (): Record<ActivityKind, number> => ({
-    accepted: 0,
-    delivered: 0,
-    deferred: 0,
-    bounced: 0,
-    complained: 0,
-  });
   const [rows, counts, throttled] = await Promise.all([
     db.rows<{ hour: number; kind: ActivityKind; count: number }>(
       'SELECT hour, kind, sum(count)::bigint AS count FROM activity_hourly WHERE customer_id = $1 AND hour >= $2 GROUP BY hour, kind',
-      [customerId, first],
+      [customerId, overviewFirstHour(now)],
     ),
     db.row<{ queued: number; deferred: number; oldest: number | null; backlog: number }>(
       `SELECT (SELECT count(*) FROM recipients WHERE state IN ('queued', 'deferred') AND state = 'queued' AND customer_id = $1)::int AS queued,
@@ -79,20 +68,11 @@ async function overview(db: PgDb, delivery: DeliveryStore, customerId: number, n
     ),
     delivery.throttles(),
   ]);
-  const hourly = Array.from({ length: 7 * 24 }, (_, i) => ({ hour: first + i, ...zero() }));
-  const last24h = zero();
-  const last7d = zero();
-  for (const { hour, kind, count } of rows) {
-    if (!(ACTIVITY_KINDS as readonly string[]).includes(kind)) continue;
-    const slot = hourly[hour - first];
-    if (slot) slot[kind] += count;
-    last7d[kind] += count;
-    if (hour > nowHour - 24) last24h[kind] += count;
-  }
   return {
-    last24h,
-    last7d,
-    hourly,
+    ...activityOf(
+      rows.map((r) => [r.hour, r.kind, r.count] as const),
+      now,
+    ),
     queue: { queued: counts!.queued, deferred: counts!.deferred },
     oldestDeferredAt: counts!.oldest,
     webhookBacklog: counts!.backlog,

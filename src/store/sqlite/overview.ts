@@ -1,16 +1,6 @@
-import type { ActivityKind, Overview } from '../model.js';
+import { type ActivityKind, activityOf, type Overview, overviewFirstHour } from '../model.js';
 import type { Db } from './db.js';
 import { listThrottles } from './destinations.js';
-
-const HOUR = 3_600_000;
-
-const zero = (): Record<ActivityKind, number> => ({
-  accepted: 0,
-  delivered: 0,
-  deferred: 0,
-  bounced: 0,
-  complained: 0,
-});
 
 /**
  * A customer's overview. Reads the hourly counters the triggers keep (at most 7 × 24 × 5 rows), the
@@ -18,24 +8,12 @@ const zero = (): Record<ActivityKind, number> => ({
  * index: nothing here grows with the number of messages stored.
  */
 export function overview(db: Db, customerId: number, now: number): Overview {
-  const nowHour = Math.floor(now / HOUR);
-  const first = nowHour - 7 * 24 + 1;
   // Up to 840 rows: as arrays, which better-sqlite3 builds at once (an object row is built
   // property by property, about twice the time).
   const rows = db
     .statement('SELECT hour, kind, count FROM activity_hourly WHERE customer_id = ? AND hour >= ?')
     .raw(true)
-    .all(customerId, first) as Array<[number, ActivityKind, number]>;
-  const hourly = Array.from({ length: 7 * 24 }, (_, i) => ({ hour: first + i, ...zero() }));
-  const last24h = zero();
-  const last7d = zero();
-  for (const [hour, kind, count] of rows) {
-    if (!(kind in last7d)) continue;
-    const slot = hourly[hour - first];
-    if (slot) slot[kind] += count;
-    last7d[kind] += count;
-    if (hour > nowHour - 24) last24h[kind] += count;
-  }
+    .all(customerId, overviewFirstHour(now)) as Array<[number, ActivityKind, number]>;
   // Each through a partial index: the queued through recipients_due (the condition repeats the
   // index's, the only way SQLite sees it applies; this reads the queue), the deferred through
   // recipients_undelivered (customer and state are its leading columns: a count of its entries).
@@ -65,5 +43,5 @@ export function overview(db: Db, customerId: number, now: number): Overview {
     )
     .pluck()
     .get(customerId) as number;
-  return { last24h, last7d, hourly, queue, oldestDeferredAt, webhookBacklog, throttled: listThrottles(db) };
+  return { ...activityOf(rows, now), queue, oldestDeferredAt, webhookBacklog, throttled: listThrottles(db) };
 }
