@@ -51,3 +51,22 @@ t.test('the files that src/ and docs/ name exist', async (t) => {
   t.ok(seen > 50, `${seen} references read`);
   t.same(missing, [], 'every named file exists');
 });
+
+t.test("the README's test recipes run files that exist, on the Node.js it names", async (t) => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const runs = [...readme.matchAll(/\bdist\/(test\/[\w./-]+)\.js\b/g)].map((m) => `${m[1]}.ts`);
+  t.ok(runs.length >= 2, `${runs.length} test files named`);
+  t.same(
+    runs.filter((f) => !existsSync(join(ROOT, f))),
+    [],
+    'every test file a recipe runs has its source',
+  );
+  const engines = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } })
+    .engines.node;
+  const floor = engines.replace(/^>=\s*/, '');
+  t.match(
+    readme,
+    new RegExp(`Node\\.js ${floor.replace(/\./g, '\\.')} or later \\(\`engines\``),
+    'the README says the floor package.json sets',
+  );
+});
