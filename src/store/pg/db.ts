@@ -17,23 +17,43 @@ export interface Q {
 /**
  * PostgreSQL codes and driver errors that mean the database cannot be reached or cannot write
  * now: connection exceptions (08), insufficient resources (53: disk full, too many connections),
- * operator intervention (57P: shutting down, starting up), and the sockets' own errors.
+ * operator intervention (57: shutting down, starting up, a connection terminated), system errors
+ * (58: I/O), the sockets' own errors (also inside an AggregateError, as Node reports a connect
+ * tried on several addresses), and the driver's messages for a connection lost or never made.
+ * A server-side condition: never to be taken for the client's fault (api/errors.ts).
  */
 export function unavailable(e: unknown): StoreUnavailable | undefined {
-  const err = e as { code?: unknown; message?: string };
+  if (e instanceof StoreUnavailable) return e;
+  const err = e as { code?: unknown; message?: string; errors?: unknown };
   const code = typeof err?.code === 'string' ? err.code : '';
   const message = err?.message ?? String(e);
-  if (/^(08|53|57P)/.test(code)) return new StoreUnavailable(`PostgreSQL: ${message}`, code, code === '53100');
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code))
-    return new StoreUnavailable(`PostgreSQL unreachable: ${message}`, code);
-  if (
-    /Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection ended unexpectedly|Client was closed/i.test(
-      message,
-    )
-  )
-    return new StoreUnavailable(`PostgreSQL unreachable: ${message}`, 'connection');
+  if (/^(08|53|57|58)[0-9A-Z]{3}$/.test(code))
+    return new StoreUnavailable(`PostgreSQL: ${message}`, code, code === '53100');
+  if (SOCKET_ERRORS.has(code)) return new StoreUnavailable(`PostgreSQL unreachable: ${message}`, code);
+  if (LOST.test(message)) return new StoreUnavailable(`PostgreSQL unreachable: ${message}`, 'connection');
+  if (Array.isArray(err?.errors)) {
+    const inner = err.errors.map(unavailable).find((u) => u !== undefined);
+    if (inner) return new StoreUnavailable(inner.message, inner.code);
+  }
   return undefined;
 }
+
+const SOCKET_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENOENT', // a Unix socket not there (the server stopped)
+]);
+
+/** The driver's own words (pg, pg-pool) for a connection that was lost, never made, or is unusable. */
+const LOST =
+  /Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection ended unexpectedly|Client was closed|Query read timeout|terminating connection|the database system is (starting up|shutting down|in recovery mode|not yet accepting connections)|server closed the connection unexpectedly/i;
 
 /** Serialization failures and deadlocks: the transaction may simply be run again. */
 const RETRY = new Set(['40001', '40P01']);
