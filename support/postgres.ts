@@ -161,6 +161,27 @@ export async function startPgCluster(opts: { durable?: boolean } = {}): Promise<
   };
 }
 
+/**
+ * A role that logs in with `password`, checked by scram-sha-256 over TCP on 127.0.0.1 (pg_hba),
+ * owning a database of its name, in `cluster` (every other role stays trusted). Its URL, without
+ * the password.
+ */
+export async function addPasswordRole(cluster: PgCluster, role: string, password: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: cluster.url });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password.replace(/'/g, "''")}'`);
+    await admin.query(`CREATE DATABASE ${role} OWNER ${role}`);
+    const hba = join(cluster.dir, 'data', 'pg_hba.conf');
+    // Overwritten in place: the file keeps its owner (the server's user) when we are root.
+    writeFileSync(hba, `host all ${role} 127.0.0.1/32 scram-sha-256\n${readFileSync(hba, 'utf8')}`);
+    await admin.query('SELECT pg_reload_conf()');
+  } finally {
+    await admin.end();
+  }
+  return `postgres://${role}@127.0.0.1:${cluster.port}/${role}`;
+}
+
 /** Where the run's shared cluster is described (written by test/suite.ts). */
 export const SHARED_CLUSTER_FILE = fileURLToPath(new URL('../../.tap/pg-cluster.json', import.meta.url));
 

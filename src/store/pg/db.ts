@@ -112,6 +112,19 @@ export function withPassword(url: string, password: string): string {
 }
 
 /**
+ * How every connection of a node connects (the pool's, the LISTEN one, migrations and the
+ * admin commands on the pool): one connection string, the password of store.password_file in it
+ * (withPassword), never a `password` option beside it, which pg lets the string's own (empty)
+ * password hide.
+ */
+export function connectionConfig(url: string, opts: { password?: string; applicationName?: string } = {}) {
+  return {
+    connectionString: opts.password !== undefined ? withPassword(url, opts.password) : url,
+    application_name: opts.applicationName ?? 'posthaste',
+  } satisfies pg.ClientConfig;
+}
+
+/**
  * The pool every part of a node shares: statements on cached plans, transactions with a
  * retry on serialization failures and deadlocks, and every error that means "the database is
  * not there" turned into StoreUnavailable.
@@ -120,7 +133,7 @@ export class PgDb implements Q {
   readonly pool: pg.Pool;
   /** The pool's size: connections this node opens at most. */
   readonly max: number;
-  /** How to open a connection of one's own, outside the pool (LISTEN: store/pg/wakeups.ts). */
+  /** How to open a connection of one's own, outside the pool (LISTEN: store/pg/listener.ts): as the pool's. */
   readonly client: pg.ClientConfig;
   private readonly on: On;
 
@@ -129,18 +142,13 @@ export class PgDb implements Q {
     opts: { password?: string; max?: number; applicationName?: string } = {},
   ) {
     this.max = opts.max ?? 10;
-    this.client = {
-      connectionString: url,
-      ...(opts.password !== undefined ? { password: opts.password } : {}),
-      application_name: opts.applicationName ?? 'posthaste',
-    };
+    this.client = connectionConfig(url, opts);
     this.pool = new pg.Pool({
-      connectionString: opts.password !== undefined ? withPassword(url, opts.password) : url,
+      ...this.client,
       max: this.max,
       // Never wait forever for a connection (the default): a database gone away is an error now.
       connectionTimeoutMillis: 5_000,
       idleTimeoutMillis: 30_000,
-      application_name: opts.applicationName ?? 'posthaste',
     });
     // A client whose server went away emits 'error': the pool listens on idle ones, and this on
     // every client from its start, so one checked out (in a transaction) cannot crash the process;
