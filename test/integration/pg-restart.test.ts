@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { loadConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/lib/logger.js';
 import { startDaemon } from '../../src/main.js';
@@ -24,69 +24,89 @@ interface Answer {
   retryAfter: string | null;
 }
 
+/** One valid send, and what came back (status 0: no answer at all). */
+async function sendOnce(apiUrl: string, key: string, to: string, subject: string): Promise<Answer> {
+  try {
+    const r = await fetch(`${apiUrl}/api/v1/emails`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ from: 'shop@example.com', to, subject, text_body: 'Hello' }),
+    });
+    const body = (await r.json()) as { error?: { code: string } };
+    return { to, status: r.status, code: body.error?.code, retryAfter: r.headers.get('retry-after') };
+  } catch (e) {
+    return { to, status: 0, code: (e as Error).message, retryAfter: null };
+  }
+}
+
+/** Two nodes (queues held: nothing is delivered) on `url`, a key and a sending domain. */
+async function twoNodes(t: Test, url: string) {
+  const node = async (name: string) => {
+    const dir = tempDir();
+    t.teardown(dir.remove);
+    const path = writeTestConfig(dir.path, '[outbound]\nhold = true\n', undefined, '', undefined, url);
+    return loadConfig({ path, env: { POSTHASTE_SERVER_NODE_NAME: name } });
+  };
+  const configs = [await node('a'), await node('b')];
+  const setup = await openTestStore(configs[0]!);
+  const key = await makeKey(setup);
+  await makeDomain(setup, 'example.com');
+  await setup.admin.close();
+  const daemons: Awaited<ReturnType<typeof startDaemon>>[] = [];
+  for (const config of configs) {
+    const d = await startDaemon(config, silentLogger());
+    t.teardown(() => d.stop());
+    daemons.push(d);
+  }
+  return { config: configs[0]!, key, daemons };
+}
+
+/**
+ * CLIENTS clients sending round-robin to the daemons, RESTARTS restarts while they do, 100 answers
+ * apart; they stop after 150 answers past the last, or at MAX_REQUESTS or MAX_MS.
+ */
+async function loadWithRestarts(daemons: { apiUrl: string }[], key: string, restart: () => Promise<void>) {
+  const answers: Answer[] = [];
+  let sent = 0;
+  let restarted = false;
+  let afterRestart = 0;
+  const started = Date.now();
+  const more = () => sent < MAX_REQUESTS && Date.now() - started < MAX_MS && !(restarted && afterRestart >= 150);
+  const client = async (c: number) => {
+    while (more()) {
+      const n = sent++;
+      const daemon = daemons[n % daemons.length]!;
+      const to = `r${n}@example.net`;
+      const answer = await sendOnce(daemon.apiUrl, key, to, `client ${c}`);
+      answers.push(answer);
+      if (restarted) afterRestart++;
+    }
+  };
+  const clients = Array.from({ length: CLIENTS }, (_, c) => client(c));
+  // Under way first, then the restarts in the middle of it (three: a request that meets a
+  // connection as it is cut is a matter of timing).
+  const restartsAt: number[] = [];
+  for (let i = 0; i < RESTARTS; i++) {
+    const at = answers.length + 100;
+    await waitFor('the load under way', () => answers.length >= at || !more(), 20_000, 10);
+    restartsAt.push(answers.length);
+    await restart();
+  }
+  restarted = true;
+  await Promise.all(clients);
+  return { answers, restartsAt, afterRestart };
+}
+
 t.test(
   'PostgreSQL restarts under concurrent valid sends: every answer is 202, or 503 with Retry-After',
   { skip: !pgBinDir() && 'PostgreSQL server binaries not installed' },
   async (t) => {
     const pg = await startPgCluster();
     t.teardown(() => pg.remove());
-    const node = async (name: string) => {
-      const dir = tempDir();
-      t.teardown(dir.remove);
-      const path = writeTestConfig(dir.path, '[outbound]\nhold = true\n', undefined, '', undefined, pg.url);
-      return loadConfig({ path, env: { POSTHASTE_SERVER_NODE_NAME: name } });
-    };
-    const configs = [await node('a'), await node('b')];
-    const setup = await openTestStore(configs[0]!);
-    const key = await makeKey(setup);
-    await makeDomain(setup, 'example.com');
-    await setup.admin.close();
-    const daemons: Awaited<ReturnType<typeof startDaemon>>[] = [];
-    for (const config of configs) {
-      const d = await startDaemon(config, silentLogger());
-      t.teardown(() => d.stop());
-      daemons.push(d);
-    }
+    const { config, key, daemons } = await twoNodes(t, pg.url);
 
-    const answers: Answer[] = [];
-    let sent = 0;
-    let restarted = false;
-    let afterRestart = 0;
     const started = Date.now();
-    const more = () => sent < MAX_REQUESTS && Date.now() - started < MAX_MS && !(restarted && afterRestart >= 150);
-    const client = async (c: number) => {
-      while (more()) {
-        const n = sent++;
-        const daemon = daemons[n % daemons.length]!;
-        const to = `r${n}@example.net`;
-        let answer: Answer;
-        try {
-          const r = await fetch(`${daemon.apiUrl}/api/v1/emails`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ from: 'shop@example.com', to, subject: `client ${c}`, text_body: 'Hello' }),
-          });
-          const body = (await r.json()) as { error?: { code: string } };
-          answer = { to, status: r.status, code: body.error?.code, retryAfter: r.headers.get('retry-after') };
-        } catch (e) {
-          answer = { to, status: 0, code: (e as Error).message, retryAfter: null };
-        }
-        answers.push(answer);
-        if (restarted) afterRestart++;
-      }
-    };
-    const clients = Array.from({ length: CLIENTS }, (_, c) => client(c));
-    // Under way first, then the restarts in the middle of it (three: a request that meets a
-    // connection as it is cut is a matter of timing).
-    const restartsAt: number[] = [];
-    for (let i = 0; i < RESTARTS; i++) {
-      const at = answers.length + 100;
-      await waitFor('the load under way', () => answers.length >= at || !more(), 20_000, 10);
-      restartsAt.push(answers.length);
-      await pg.restart();
-    }
-    restarted = true;
-    await Promise.all(clients);
+    const { answers, restartsAt, afterRestart } = await loadWithRestarts(daemons, key, () => pg.restart());
 
     const tally = answers.reduce(
       (m, a) => m.set(`${a.status} ${a.code ?? ''}`.trim(), (m.get(`${a.status} ${a.code ?? ''}`.trim()) ?? 0) + 1),
@@ -111,21 +131,13 @@ t.test(
     await waitFor(
       'sends accepted again on both nodes',
       async () => {
-        const rs = await Promise.all(
-          daemons.map((d) =>
-            fetch(`${d.apiUrl}/api/v1/emails`, {
-              method: 'POST',
-              headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-              body: JSON.stringify({ from: 'shop@example.com', to: 'after@example.net', subject: 'a', text_body: 'b' }),
-            }),
-          ),
-        );
+        const rs = await Promise.all(daemons.map((d) => sendOnce(d.apiUrl, key, 'after@example.net', 'after')));
         return rs.every((r) => r.status === 202) ? true : undefined;
       },
       30_000,
       200,
     );
-    const sql = testSql(configs[0]!);
+    const sql = testSql(config);
     t.teardown(() => sql.close());
     const accepted = answers.filter((a) => a.status === 202).map((a) => a.to);
     t.equal(
