@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
@@ -31,6 +31,11 @@ export interface PgCluster {
   /** Stops the server (fast shutdown); `start` brings it back on the same port and data. */
   stop(): void;
   start(): void;
+  /**
+   * `pg_ctl restart -m fast`, without blocking the event loop (daemons in this process go on
+   * serving meanwhile); resolves once the server accepts connections again.
+   */
+  restart(): Promise<void>;
   /** Stops it and removes its directory. */
   remove(): void;
 }
@@ -63,6 +68,16 @@ function runPg(bin: string, args: string[]): void {
   const [cmd, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
   const r = spawnSync(cmd, argv, { encoding: 'utf8', timeout: 60_000 });
   if (r.status !== 0) throw new Error(`${bin} ${args.join(' ')} failed (${r.status}): ${r.stderr || r.stdout}`);
+}
+
+/** runPg, in the background. */
+function runPgAsync(bin: string, args: string[]): Promise<void> {
+  const [cmd, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
+  return new Promise((resolve, reject) =>
+    execFile(cmd, argv, { encoding: 'utf8', timeout: 60_000 }, (e, stdout, stderr) =>
+      e ? reject(new Error(`${bin} ${args.join(' ')} failed: ${stderr || stdout || e.message}`)) : resolve(),
+    ),
+  );
 }
 
 /**
@@ -107,6 +122,21 @@ export async function startPgCluster(opts: { durable?: boolean } = {}): Promise<
   const stop = () => ctl(['-m', 'fast', '-w', 'stop']);
   start();
   let running = true;
+  const restart = () =>
+    runPgAsync(join(bin, 'pg_ctl'), [
+      '-D',
+      data,
+      '-l',
+      join(dir, 'server.log'),
+      '-o',
+      options,
+      '-m',
+      'fast',
+      '-w',
+      '-t',
+      '60',
+      'restart',
+    ]);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
@@ -119,6 +149,7 @@ export async function startPgCluster(opts: { durable?: boolean } = {}): Promise<
       if (!running) start();
       running = true;
     },
+    restart,
     remove: () => {
       try {
         if (running) stop();
@@ -128,6 +159,27 @@ export async function startPgCluster(opts: { durable?: boolean } = {}): Promise<
       }
     },
   };
+}
+
+/**
+ * A role that logs in with `password`, checked by scram-sha-256 over TCP on 127.0.0.1 (pg_hba),
+ * owning a database of its name, in `cluster` (every other role stays trusted). Its URL, without
+ * the password.
+ */
+export async function addPasswordRole(cluster: PgCluster, role: string, password: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: cluster.url });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password.replace(/'/g, "''")}'`);
+    await admin.query(`CREATE DATABASE ${role} OWNER ${role}`);
+    const hba = join(cluster.dir, 'data', 'pg_hba.conf');
+    // Overwritten in place: the file keeps its owner (the server's user) when we are root.
+    writeFileSync(hba, `host all ${role} 127.0.0.1/32 scram-sha-256\n${readFileSync(hba, 'utf8')}`);
+    await admin.query('SELECT pg_reload_conf()');
+  } finally {
+    await admin.end();
+  }
+  return `postgres://${role}@127.0.0.1:${cluster.port}/${role}`;
 }
 
 /** Where the run's shared cluster is described (written by test/suite.ts). */

@@ -1,8 +1,9 @@
-import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance } from 'fastify';
 import { ApiError } from '../domain/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { Metrics } from '../lib/metrics.js';
 import { isStoreUnavailable } from '../store/errors.js';
+import { RequestAborted } from './json-body.js';
 import type { SendGate } from './send-gate.js';
 
 /** Fastify's own errors, mapped once to the error table (docs/api.md, Errors). */
@@ -25,36 +26,41 @@ function fromFastify(e: FastifyError): ApiError | undefined {
 }
 
 /**
- * The client went away while its request body was being read (Node's IncomingMessage fails the
- * read with ECONNRESET "aborted"). Nobody is left to answer, and it is the client's doing: any
- * client can do it, so it is counted and logged at debug, never at error.
+ * The answer an error thrown anywhere in a request (hook, parser, route) maps to, or undefined
+ * (an internal error). Decided by what the error is, in this order: our own ApiError; the store
+ * unavailable (503, whatever the engine's error looks like, so a server-side failure never reads
+ * as the client's); fastify's own errors, by their FST_ code only.
  */
-function clientAborted(error: FastifyError, request: FastifyRequest): boolean {
-  return (
-    (error as { code?: string }).code === 'ECONNRESET' &&
-    (request.raw.destroyed || request.raw.socket?.destroyed === true)
-  );
+export function apiErrorOf(error: unknown): ApiError | undefined {
+  if (error instanceof ApiError) return error;
+  if (isStoreUnavailable(error)) return storeUnavailable();
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code === 'string' && code.startsWith('FST_')) return fromFastify(error as FastifyError);
+  return undefined;
 }
+
+const storeUnavailable = () =>
+  new ApiError(
+    'store_unavailable',
+    'The store cannot be reached or cannot write right now; the request was not accepted. Retry later.',
+  );
 
 export function installErrorHandlers(app: FastifyInstance, log: Logger, gate: SendGate, metrics?: Metrics): void {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    if (clientAborted(error, request)) {
+    // The client went away while its body was read (json-body.ts): nobody is left to answer, and
+    // any client can do it, so it is counted and logged at debug, never at error.
+    if (error instanceof RequestAborted) {
       metrics?.apiAborted.inc();
       log.debug({ url: request.url, method: request.method }, 'client aborted its request');
       return reply.code(400).send(new ApiError('invalid_json', 'The request body was cut short.').toBody());
     }
     // A key taken from the cache unchecked may have been revoked since: that answer comes first.
-    let api = await gate.refusalFirst(request, error instanceof ApiError ? error : fromFastify(error));
-    if (!api && isStoreUnavailable(error)) {
+    let api = await gate.refusalFirst(request, apiErrorOf(error));
+    if (api?.code === 'store_unavailable')
       log.error(
         { err: { code: (error as { code?: string }).code, message: error.message } },
         'store unavailable: request refused with 503',
       );
-      api = new ApiError(
-        'store_unavailable',
-        'The store cannot be reached or cannot write right now; the request was not accepted. Retry later.',
-      );
-    }
     if (!api) {
       log.error({ err: error, url: request.url, method: request.method }, 'unhandled API error');
       api = new ApiError('internal_error', 'Internal error.');

@@ -45,12 +45,25 @@ export function readBody(
     if (!Number.isNaN(announced) && received !== announced) return finish(wrongLength());
     finish(null, whole ?? Buffer.concat(chunks, received));
   };
-  // An aborted request fails the read with ECONNRESET ("aborted"): the error handler counts it.
-  const onError = (e: Error) => finish(e);
+  // An aborted request fails the read with ECONNRESET ("aborted"): marked as the client's, so the
+  // error handler counts it, and an error of the same code from elsewhere (the store) is not taken for it.
+  const onError = (e: Error) => finish(new RequestAborted(e));
   payload.on('data', onData);
   payload.on('end', onEnd);
   payload.on('error', onError);
   payload.resume();
+}
+
+/**
+ * The request body's stream failed while it was read: the client went away (Node's IncomingMessage
+ * fails the read with ECONNRESET "aborted"). Told apart from other errors by its class, never by
+ * its code: a store that cannot be reached fails with the same code (api/errors.ts).
+ */
+export class RequestAborted extends Error {
+  constructor(readonly reason: Error) {
+    super(`request body read failed: ${reason.message}`);
+    this.name = 'RequestAborted';
+  }
 }
 
 const tooLarge = () => new ApiError('payload_too_large', 'The request body is larger than the limit.');

@@ -28,12 +28,20 @@ export async function startLoops(
     node.id,
     (kind) => (kind === 'outbound' ? scheduler.kick() : dispatcher.kick()),
     {
-      lost: (e) =>
-        log.warn(
-          { err: e.message },
-          'wakeups from other nodes lost (LISTEN connection); polling meanwhile, reconnecting',
-        ),
-      back: () => log.info('wakeups from other nodes heard again'),
+      // Every loss and every failed attempt, each on a line of its own (as often as the attempts:
+      // a wait that doubles up to 30 s), and the return: polling alone is slow, and says nothing.
+      lost: (e, { attempt, inMs }) =>
+        attempt === 0
+          ? log.warn(
+              { err: e.message, retry_in_ms: inMs },
+              'wakeups from other nodes lost (LISTEN connection); polling meanwhile, reconnecting',
+            )
+          : log.error(
+              { err: e.message, attempt, retry_in_ms: inMs },
+              'wakeups from other nodes still lost: the LISTEN connection could not be opened again; polling meanwhile',
+            ),
+      back: (attempts) =>
+        log.info({ failed_attempts: attempts }, 'wakeups from other nodes heard again (LISTEN connection back)'),
     },
   );
   return { abort, delivery, dispatching, wakeups };

@@ -83,13 +83,21 @@ export interface WakeupStore {
   /**
    * Hears the other nodes until closed: `on` for each kind another node told of, and for each
    * kind when a lost connection is back (what was said meanwhile was not heard). A connection
-   * lost is opened again, by itself.
+   * lost, or never made, is opened again, by itself, and `events` hears of each loss, each failed
+   * attempt and the return.
    */
-  listen(
-    self: string,
-    on: (kind: WakeupKind) => void,
-    events?: { lost?: (e: Error) => void; back?: () => void },
-  ): Promise<{ close(): Promise<void> }>;
+  listen(self: string, on: (kind: WakeupKind) => void, events?: WakeupEvents): Promise<{ close(): Promise<void> }>;
+}
+
+/** What a node's listening connection reports, for the log (daemon/loops.ts). */
+export interface WakeupEvents {
+  /**
+   * The connection is down: lost (`attempt` 0), never made at the start (0), or attempt
+   * `attempt` to open it again failed; the next attempt is `inMs` away (a wait that doubles).
+   */
+  lost?: (e: Error, retry: { attempt: number; inMs: number }) => void;
+  /** Open and listening again, after `attempts` failed attempts. */
+  back?: (attempts: number) => void;
 }
 
 /**

@@ -245,6 +245,11 @@ if (TEST_ENGINE !== 'postgres') {
         accepted.size > 100,
         `${accepted.size} sends answered 202 (${sent} posted; not accepted: ${JSON.stringify(Object.fromEntries(refused))})`,
       );
+      t.same(
+        [...refused.keys()].filter((status) => status.startsWith('4')),
+        [],
+        "no send refused as the client's fault (4xx): a node or the database away is 503, or no answer",
+      );
       t.same(missingMx, [], 'every 202 reached the MX');
       t.same(missingHooks, [], 'every 202 reached its webhook');
       // What the store holds for each one missing: where it stopped (its recipient, its events,

@@ -17,23 +17,43 @@ export interface Q {
 /**
  * PostgreSQL codes and driver errors that mean the database cannot be reached or cannot write
  * now: connection exceptions (08), insufficient resources (53: disk full, too many connections),
- * operator intervention (57P: shutting down, starting up), and the sockets' own errors.
+ * operator intervention (57: shutting down, starting up, a connection terminated), system errors
+ * (58: I/O), the sockets' own errors (also inside an AggregateError, as Node reports a connect
+ * tried on several addresses), and the driver's messages for a connection lost or never made.
+ * A server-side condition: never to be taken for the client's fault (api/errors.ts).
  */
 export function unavailable(e: unknown): StoreUnavailable | undefined {
-  const err = e as { code?: unknown; message?: string };
+  if (e instanceof StoreUnavailable) return e;
+  const err = e as { code?: unknown; message?: string; errors?: unknown };
   const code = typeof err?.code === 'string' ? err.code : '';
   const message = err?.message ?? String(e);
-  if (/^(08|53|57P)/.test(code)) return new StoreUnavailable(`PostgreSQL: ${message}`, code, code === '53100');
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code))
-    return new StoreUnavailable(`PostgreSQL unreachable: ${message}`, code);
-  if (
-    /Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection ended unexpectedly|Client was closed/i.test(
-      message,
-    )
-  )
-    return new StoreUnavailable(`PostgreSQL unreachable: ${message}`, 'connection');
+  if (/^(08|53|57|58)[0-9A-Z]{3}$/.test(code))
+    return new StoreUnavailable(`PostgreSQL: ${message}`, code, code === '53100');
+  if (SOCKET_ERRORS.has(code)) return new StoreUnavailable(`PostgreSQL unreachable: ${message}`, code);
+  if (LOST.test(message)) return new StoreUnavailable(`PostgreSQL unreachable: ${message}`, 'connection');
+  if (Array.isArray(err?.errors)) {
+    const inner = err.errors.map(unavailable).find((u) => u !== undefined);
+    if (inner) return new StoreUnavailable(inner.message, inner.code);
+  }
   return undefined;
 }
+
+const SOCKET_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENOENT', // a Unix socket not there (the server stopped)
+]);
+
+/** The driver's own words (pg, pg-pool) for a connection that was lost, never made, or is unusable. */
+const LOST =
+  /Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection ended unexpectedly|Client was closed|Query read timeout|terminating connection|the database system is (starting up|shutting down|in recovery mode|not yet accepting connections)|server closed the connection unexpectedly/i;
 
 /** Serialization failures and deadlocks: the transaction may simply be run again. */
 const RETRY = new Set(['40001', '40P01']);
@@ -92,6 +112,19 @@ export function withPassword(url: string, password: string): string {
 }
 
 /**
+ * How every connection of a node connects (the pool's, the LISTEN one, migrations and the
+ * admin commands on the pool): one connection string, the password of store.password_file in it
+ * (withPassword), never a `password` option beside it, which pg lets the string's own (empty)
+ * password hide.
+ */
+export function connectionConfig(url: string, opts: { password?: string; applicationName?: string } = {}) {
+  return {
+    connectionString: opts.password !== undefined ? withPassword(url, opts.password) : url,
+    application_name: opts.applicationName ?? 'posthaste',
+  } satisfies pg.ClientConfig;
+}
+
+/**
  * The pool every part of a node shares: statements on cached plans, transactions with a
  * retry on serialization failures and deadlocks, and every error that means "the database is
  * not there" turned into StoreUnavailable.
@@ -100,7 +133,7 @@ export class PgDb implements Q {
   readonly pool: pg.Pool;
   /** The pool's size: connections this node opens at most. */
   readonly max: number;
-  /** How to open a connection of one's own, outside the pool (LISTEN: store/pg/wakeups.ts). */
+  /** How to open a connection of one's own, outside the pool (LISTEN: store/pg/listener.ts): as the pool's. */
   readonly client: pg.ClientConfig;
   private readonly on: On;
 
@@ -109,18 +142,13 @@ export class PgDb implements Q {
     opts: { password?: string; max?: number; applicationName?: string } = {},
   ) {
     this.max = opts.max ?? 10;
-    this.client = {
-      connectionString: url,
-      ...(opts.password !== undefined ? { password: opts.password } : {}),
-      application_name: opts.applicationName ?? 'posthaste',
-    };
+    this.client = connectionConfig(url, opts);
     this.pool = new pg.Pool({
-      connectionString: opts.password !== undefined ? withPassword(url, opts.password) : url,
+      ...this.client,
       max: this.max,
       // Never wait forever for a connection (the default): a database gone away is an error now.
       connectionTimeoutMillis: 5_000,
       idleTimeoutMillis: 30_000,
-      application_name: opts.applicationName ?? 'posthaste',
     });
     // A client whose server went away emits 'error': the pool listens on idle ones, and this on
     // every client from its start, so one checked out (in a transaction) cannot crash the process;

@@ -1,11 +1,10 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import t from 'tap';
 import { loadConfig } from '../../../src/config/load.js';
 import { openStore } from '../../../src/store/open.js';
 import { withPassword } from '../../../src/store/pg/db.js';
-import { pgBinDir, startPgCluster } from '../../../support/postgres.js';
+import { addPasswordRole, pgBinDir, startPgCluster } from '../../../support/postgres.js';
 import { tempDir, writeTestConfig } from '../../helpers/env.js';
 
 // store.password_file against a server that checks passwords (scram-sha-256): the file's password
@@ -31,19 +30,11 @@ t.test(
   async (t) => {
     const cluster = await startPgCluster();
     t.teardown(() => cluster.remove());
-    const admin = new pg.Client({ connectionString: cluster.url });
-    await admin.connect();
-    await admin.query(`CREATE ROLE ph_pw LOGIN PASSWORD '${PASSWORD.replace(/'/g, "''")}'`);
-    await admin.query('CREATE DATABASE ph_pw OWNER ph_pw');
     // Passwords checked for this role over TCP; everything else stays trusted.
-    const hba = join(cluster.dir, 'data', 'pg_hba.conf');
-    writeFileSync(hba, `host all ph_pw 127.0.0.1/32 scram-sha-256\n${readFileSync(hba, 'utf8')}`);
-    await admin.query('SELECT pg_reload_conf()');
-    await admin.end();
+    const url = await addPasswordRole(cluster, 'ph_pw', PASSWORD);
 
     const dir = tempDir();
     t.teardown(dir.remove);
-    const url = `postgres://ph_pw@127.0.0.1:${cluster.port}/ph_pw`;
     const open = (file: string) => {
       const path = writeTestConfig(dir.path, `[store]\nurl = "${url}"\npassword_file = "${file}"\n`);
       return openStore(loadConfig({ path, env: {} }));
