@@ -146,10 +146,11 @@ const rules: Rule[] = [
   // or access denied"; "554 5.7.1 <bob@example.net>: Administrative prohibition: user unknown".
   // (The sender's and the relay's causes above still come first: "Sender verify failed ... no such user".)
   { label: 'unknown_recipient', text: MAILBOX_UNKNOWN },
-  // "550 5.7.1 <bob@example.net>... Access denied" (the MTA's access table refusing this sender or host)
+  // "550 5.7.1 <bob@example.net>... Access denied" (the MTA's access table refusing this sender or host);
+  // a filter's one-line refusal: "Your message was rejected by the recipient's filter."
   {
     label: 'policy',
-    text: /access denied|not authorized|not allowed to send|administrative prohibition|policy (violation|reasons)|refused by (local )?policy|rejected by (the )?(domain|content) filter/i,
+    text: /access denied|not authorized|not allowed to send|administrative prohibition|policy (violation|reasons)|refused by (local )?policy|(rejected|refused|blocked) by (the )?(recipient'?s? |domain |content |mail |spam )*filter/i,
   },
 
   // ---- The message.
