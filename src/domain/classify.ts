@@ -216,14 +216,13 @@ const rules: Rule[] = [
   { label: 'unknown_recipient', text: /(has|have) moved|user (not local|has moved)|moved permanently/i },
   // Exim: "Unrouteable address"; Postfix: "Host or domain name not found. Name service error for name=example.invalid type=A: Host not found"
   // Sendmail: "couldn't find any host named example.invalid"; "Host name is unknown"
-  // Exim: "all relevant MX records point to non-existent hosts", "all host address lookups failed permanently";
-  // "Domain example.invalid has no valid mail exchangers". A malformed reply from the resolver
-  // (Postfix: "Name service error for name=example.net type=MX: Malformed or unexpected name server
-  // reply") is a DNS failure too, whatever the status around it; temporary, so it suppresses
-  // nothing (domain/outcome.ts, TRANSIENT).
+  // Exim: "all relevant MX records point to non-existent hosts", "all host address lookups failed permanently".
+  // A malformed reply from the resolver (Postfix: "Name service error for name=example.net type=MX:
+  // Malformed or unexpected name server reply", older "Malformed name server reply") is a DNS
+  // failure too, whatever the status around it; temporary, so it suppresses nothing (domain/outcome.ts, TRANSIENT).
   {
     label: 'dns_failure',
-    text: /couldn.t find any host (named|by that name)|point to non-?existent hosts?|host address lookups? failed|no valid mail exchangers?|malformed (or unexpected )?(name ?server|dns|resolver) (reply|response|answer)|host ?name is unknown|no such host|unroutable|unrouteable|dns lookup failure|host \S+ not found|domain (is )?not reachable|not accepting (network )?(messages|mail)|host or domain name not found|name service error|domain (name )?(not found|does not exist|unknown|invalid)|(host|domain) unknown|unknown (host|domain)|no such domain|non-?existent domain|nxdomain|no (mx|mail exchanger|valid mx)|dns error|no mail ?servers?|does not accept (e-?)?mail|null mx|host (not found|unknown)/i,
+    text: /couldn.t find any host (named|by that name)|point to non-?existent hosts?|host address lookups? failed permanently|malformed (or unexpected )?(name ?server|dns|resolver) (reply|response|answer)|host ?name is unknown|no such host|unroutable|unrouteable|dns lookup failure|host \S+ not found|domain (is )?not reachable|not accepting (network )?(messages|mail)|host or domain name not found|name service error|domain (name )?(not found|does not exist|unknown|invalid)|(host|domain) unknown|unknown (host|domain)|no such domain|non-?existent domain|nxdomain|no (mx|mail exchanger|valid mx)|dns error|no mail ?servers?|does not accept (e-?)?mail|null mx|host (not found|unknown)/i,
   },
 
   // InterScan: "Unable to deliver message to <a@b> (and other recipients in the same domain). Please check if address is correct."

@@ -214,6 +214,8 @@ const LOCAL_PART_ONLY: RegExp[] = [
   /^\s*receiver not found:\s*([A-Za-z0-9._+-]+)\s*$/i,
   // phquery: " userx    No matches to nameserver query"
   /^\s+([A-Za-z0-9._+-]+)\s{2,}[A-Za-z].*$/,
+  // Sendmail, a local user under its heading, alone on its line or in its transcript: "alice", "<alice>", "alice... User unknown"
+  /^<([A-Za-z0-9._+-]+)>\s*$|^([A-Za-z0-9._+-]+)\.\.\.\s+\S/,
 ];
 const LOCAL_PART_HEADING =
   /undeliverable to the following|receiver not found|(could not be delivered|not delivered) to the following|following recipients could not be delivered|following addresses had permanent fatal errors/i;
@@ -224,7 +226,9 @@ export function localPartRecipients(notification: string, original: Field[], rep
   if (start < 0) return [];
   const out: string[] = [];
   for (const line of lines.slice(start)) {
-    const local = LOCAL_PART_ONLY.map((re) => re.exec(line)?.[1]).find((l) => l);
+    const local = LOCAL_PART_ONLY.map((re) => re.exec(line))
+      .map((m) => m?.[1] ?? m?.[2])
+      .find((l) => l);
     const address = local ? completeLocalPart(local, original, reportFrom) : null;
     if (address && !out.includes(address)) out.push(address);
   }
