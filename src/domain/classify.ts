@@ -42,6 +42,19 @@ interface Rule {
   text?: RegExp;
 }
 
+/**
+ * The plain sentences that say a recipient's mailbox does not exist ("User unknown", "No such
+ * mailbox", "Recipient not found"): narrower than the unknown_recipient rules below, which also
+ * hold wordings that boilerplate can carry ("check that the address is correct").
+ */
+const MAILBOX_UNKNOWN =
+  /\buser(name)? (is )?unknown|\bunknown (user|recipient|mailbox|local[- ]part)\b|\bno such (user|mailbox|recipient|account|local user)\b|\b(user|recipient|mailbox|addressee) (does not exist|doesn'?t exist|not found|unknown)\b|\brecipient ?not ?found\b/i;
+/** Words that put a refusal on the sender's side, whatever else it names (the second rule below). */
+const SENDER_SIDE =
+  /sender (address|domain|verify|verification)|domain of sender|(unknown|invalid|bad|unverified) sender|after MAIL FROM|MAIL FROM:?\s*<[^>]*>\.\.\.|sender .*(rejected|refused|denied|not (allowed|permitted))/i;
+const RELAY_DENIED =
+  /relay(ing)? (access )?(denied|not (permitted|allowed))|not permitted to relay|unable to relay|we do not relay|relay access|no relaying/i;
+
 const rules: Rule[] = [
   // ---- Rate and volume.
   // Gmail: "421-4.7.28 Our system has detected an unusual rate of unsolicited mail ... rate limited"
@@ -66,15 +79,9 @@ const rules: Rule[] = [
   // Sendmail: "501 5.1.8 <x@y>... Domain of sender address x@y does not exist"
   // Exim: "SMTP error from remote mail server after MAIL FROM:<shop@example.com> SIZE=1543: 550 5.7.0 ... Please use the smtp server of your ISP."
   { label: 'policy', enhanced: /^[45]\.1\.[78]$/ },
-  {
-    label: 'policy',
-    text: /sender (address|domain|verify|verification)|domain of sender|(unknown|invalid|bad|unverified) sender|after MAIL FROM|MAIL FROM:?\s*<[^>]*>\.\.\.|sender .*(rejected|refused|denied|not (allowed|permitted))/i,
-  },
+  { label: 'policy', text: SENDER_SIDE },
   // "550 5.7.1 <bob@example.net>... Relaying denied" / Exim "550 relay not permitted"
-  {
-    label: 'policy',
-    text: /relay(ing)? (access )?(denied|not (permitted|allowed))|not permitted to relay|unable to relay|we do not relay|relay access|no relaying/i,
-  },
+  { label: 'policy', text: RELAY_DENIED },
   // Postfix: "450 4.7.1 Client host rejected: cannot find your reverse hostname, [192.0.2.1]"
   // "550 5.7.25 [192.0.2.1] The IP address sending this message does not have a PTR record setup"
   {
@@ -133,10 +140,17 @@ const rules: Rule[] = [
   // (the recipient's address, refused by the directory or the access table: an address verdict)
   // KDDI (au one net): "550 <a@b>: Recipient address rejected." (no reason: the address itself)
   { label: 'unknown_recipient', text: /recipient address rejected: access denied|recipient address rejected\.(\s|$)/i },
-  // "550 5.7.1 <bob@example.net>... Access denied" (the MTA's access table refusing this sender or host)
+  // A sentence saying the mailbox does not exist, beside a policy's words or under a policy status
+  // (x.7.x): the sentence about the mailbox is the more specific, and decides. Yandex: "550 5.7.1
+  // No such user!"; Gmail (2006): "550 5.7.1 No such user c18si2365148hub"; "550 5.7.1 User unknown
+  // or access denied"; "554 5.7.1 <bob@example.net>: Administrative prohibition: user unknown".
+  // (The sender's and the relay's causes above still come first: "Sender verify failed ... no such user".)
+  { label: 'unknown_recipient', text: MAILBOX_UNKNOWN },
+  // "550 5.7.1 <bob@example.net>... Access denied" (the MTA's access table refusing this sender or host);
+  // a filter's one-line refusal: "Your message was rejected by the recipient's filter."
   {
     label: 'policy',
-    text: /access denied|not authorized|not allowed to send|administrative prohibition|policy (violation|reasons)|refused by (local )?policy|rejected by (the )?(domain|content) filter/i,
+    text: /access denied|not authorized|not allowed to send|administrative prohibition|policy (violation|reasons)|refused by (local )?policy|(rejected|refused|blocked) by (the )?(recipient'?s? |domain |content |mail |spam )*filter/i,
   },
 
   // ---- The message.
@@ -202,9 +216,13 @@ const rules: Rule[] = [
   { label: 'unknown_recipient', text: /(has|have) moved|user (not local|has moved)|moved permanently/i },
   // Exim: "Unrouteable address"; Postfix: "Host or domain name not found. Name service error for name=example.invalid type=A: Host not found"
   // Sendmail: "couldn't find any host named example.invalid"; "Host name is unknown"
+  // Exim: "all relevant MX records point to non-existent hosts", "all host address lookups failed permanently".
+  // A malformed reply from the resolver (Postfix: "Name service error for name=example.net type=MX:
+  // Malformed or unexpected name server reply", older "Malformed name server reply") is a DNS
+  // failure too, whatever the status around it; temporary, so it suppresses nothing (domain/outcome.ts, TRANSIENT).
   {
     label: 'dns_failure',
-    text: /couldn.t find any host (named|by that name)|host ?name is unknown|no such host|unroutable|unrouteable|dns lookup failure|host \S+ not found|domain (is )?not reachable|not accepting (network )?(messages|mail)|host or domain name not found|name service error|domain (name )?(not found|does not exist|unknown|invalid)|(host|domain) unknown|unknown (host|domain)|no such domain|non-?existent domain|nxdomain|no (mx|mail exchanger|valid mx)|dns error|no mail ?servers?|does not accept (e-?)?mail|null mx|host (not found|unknown)/i,
+    text: /couldn.t find any host (named|by that name)|point to non-?existent hosts?|host address lookups? failed permanently|malformed (or unexpected )?(name ?server|dns|resolver) (reply|response|answer)|host ?name is unknown|no such host|unroutable|unrouteable|dns lookup failure|host \S+ not found|domain (is )?not reachable|not accepting (network )?(messages|mail)|host or domain name not found|name service error|domain (name )?(not found|does not exist|unknown|invalid)|(host|domain) unknown|unknown (host|domain)|no such domain|non-?existent domain|nxdomain|no (mx|mail exchanger|valid mx)|dns error|no mail ?servers?|does not accept (e-?)?mail|null mx|host (not found|unknown)/i,
   },
 
   // InterScan: "Unable to deliver message to <a@b> (and other recipients in the same domain). Please check if address is correct."
@@ -250,6 +268,15 @@ export function classifyReply(reply: ReplyText): Classification {
     return r.label;
   }
   return 'other';
+}
+
+/**
+ * Whether a text says the recipient's mailbox does not exist, and nothing in it puts the refusal
+ * on the sender or the relay: the sentence that outweighs a policy status (x.7.x) given with it
+ * (reports/verdict.ts).
+ */
+export function saysNoSuchMailbox(text: string): boolean {
+  return MAILBOX_UNKNOWN.test(text) && !SENDER_SIDE.test(text) && !RELAY_DENIED.test(text);
 }
 
 /** Splits "550-5.1.1 text\n550 5.1.1 more" into code, enhanced code and text (multi-line joined). */

@@ -72,9 +72,13 @@ export interface FailureFacts {
  * a resolver that did not answer, which says nothing of whether the domain exists (Postfix: "Name
  * service error for name=example.net type=MX: Host not found, try again"; Exim: "host lookup did
  * not complete"; Sendmail: "Name server timeout"; "DNS query timed out"; "Temporary lookup failure").
+ * A malformed reply from the resolver is one of them (Postfix: "Name service error for
+ * name=example.net type=MX: Malformed or unexpected name server reply"; "Malformed name server
+ * reply"): a broken or tampered answer on the way, which says nothing of whether the domain
+ * exists, so the same words suppress nothing under 5.0.0, 5.4.4 or any other status.
  */
 const TRANSIENT =
-  /try again later|, try again\b|temporar(il)?y|malformed or unexpected name server reply|SERVFAIL|lookup did not complete|(name ?server|dns|resolver|lookup|name service|query)[^.;]{0,30}(time ?out|timed out)|(time ?out|timed out)[^.;]{0,30}(dns|name ?server|resolver|lookup|resolving)/i;
+  /try again later|, try again\b|temporar(il)?y|malformed (or unexpected )?(name ?server|dns|resolver) (reply|response|answer)|(name ?server|dns|resolver) (reply|response) (was )?malformed|\bFORMERR\b|SERVFAIL|lookup did not complete|(name ?server|dns|resolver|lookup|name service|query)[^.;]{0,30}(time ?out|timed out)|(time ?out|timed out)[^.;]{0,30}(dns|name ?server|resolver|lookup|resolving)/i;
 
 /** The bare "user unknown" of a reply, and nothing more specific ("550 Unknown user a@b", "550 : User unknown"). */
 const BARE_USER_UNKNOWN =

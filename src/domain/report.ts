@@ -11,7 +11,11 @@ import type { Reply } from './outcome.js';
 export type Action = 'failed' | 'delayed' | 'delivered' | 'relayed' | 'expanded';
 
 export interface ReportRecipient {
-  /** The failed recipient: the report's Final-Recipient (or the address its text names). The one suppressed. */
+  /**
+   * The failed recipient: the report's Final-Recipient (or the address its text names). The one
+   * suppressed. Empty where the report names no one (a one-line refusal): the token of the return
+   * path it came to says whom it is about.
+   */
   address: string;
   /**
    * The address the sender gave (RFC 3464 2.3.1, Original-Recipient, without its "rfc822;"), or

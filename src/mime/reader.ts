@@ -83,6 +83,9 @@ function unquote(s: string): string {
 
 /** Splits a message (latin1 text) into its header block and body. */
 export function splitMessage(text: string): { head: string; body: string } {
+  // A part that opens with a blank line has no header fields (RFC 2046 5.1.1): all of it is body.
+  const bare = /^\r?\n/.exec(text);
+  if (bare) return { head: '', body: text.slice(bare[0].length) };
   const m = /\r?\n\r?\n/.exec(text);
   if (!m) return /^[\x21-\x39\x3b-\x7e]+:/.test(text) ? { head: text, body: '' } : { head: '', body: text };
   return { head: text.slice(0, m.index), body: text.slice(m.index + m[0].length) };
@@ -99,7 +102,8 @@ export function parseMessage(
 }
 
 function parsePart(headers: Field[], rawBody: string, depth: number, budget: { parts: number }): Part {
-  const { type, params } = contentType(field(headers, 'content-type'));
+  const declared = field(headers, 'content-type');
+  const { type, params } = declared === undefined ? undeclaredType(rawBody) : contentType(declared);
   const part: Part = { headers, type, params, body: '', children: [], depth };
   budget.parts--;
   const boundary = params.boundary;
@@ -121,6 +125,31 @@ function parsePart(headers: Field[], rawBody: string, depth: number, budget: { p
   if ((type === 'message/rfc822' || type === 'message/global') && depth < 20 && budget.parts > 0)
     part.children.push(parseMessage(part.body, depth + 1, budget));
   return part;
+}
+
+/**
+ * The type of a body whose headers declare none: text/plain (RFC 2045 5.2), unless the body is
+ * plainly a multipart whose Content-Type was lost (Sendmail's reports as some mail stores keep
+ * them: "This is a MIME-encapsulated message", then "--w58I6rE4086062.1528481217/mx.example.org",
+ * a part, and a part with its own Content-Type). Read as text, its preamble and boundaries would
+ * pass for the message's words.
+ */
+function undeclaredType(body: string): { type: string; params: Record<string, string> } {
+  const boundary = sniffedBoundary(body);
+  return boundary ? { type: 'multipart/mixed', params: { boundary } } : { type: 'text/plain', params: {} };
+}
+
+/** A delimiter line near the top that recurs, closes the body or opens a part with a Content-Type; not a row of dashes. */
+function sniffedBoundary(body: string): string | null {
+  const lines = body.split(/\r?\n/, 400);
+  const first = lines.slice(0, 12).findIndex((l) => /^--[0-9A-Za-z'()+_,./:=?-]{1,70}\s*$/.test(l));
+  if (first < 0) return null;
+  const boundary = lines[first]!.trim().slice(2);
+  if (/^-*$/.test(boundary) || boundary.endsWith('--')) return null;
+  const delimiter = `--${boundary}`;
+  const opensTyped = (i: number) => lines[i]?.trim() === delimiter && /^content-type:/i.test(lines[i + 1] ?? '');
+  const closes = lines.some((l) => l.trim() === `${delimiter}--`);
+  return closes || lines.some((_, i) => i > first && opensTyped(i)) ? boundary : null;
 }
 
 /** The parts between `--boundary` lines; null when the boundary never appears. */

@@ -30,9 +30,18 @@ const ORIGINAL_STARTS: RegExp[] = [
 const EMBEDDED_HEADER =
   /^(Return-Path|Received|Message-Id|Delivered-To|DKIM-Signature|X-Received|ARC-Seal|Authentication-Results|MIME-Version):\s/i;
 
-/** The notification part of a bounce's text: up to the copy of the original message. */
+/**
+ * A MIME preamble, left in the text where a notice's structure was not read (its Content-Type
+ * lost): the words a mail program writes for readers without MIME, never a diagnostic.
+ * "This is a multi-part message in MIME format."; Sendmail: "This is a MIME-encapsulated message";
+ * Postfix: "This is a MIME-encapsulated message."; "This is a MIME formatted message."
+ */
+const MIME_PREAMBLE =
+  /^\s*(this is a (multi-?part )?(message in mime format|mime[- ](encapsulated|formatted) message)|this message is in mime format)\b.{0,40}$/i;
+
+/** The notification part of a bounce's text: up to the copy of the original message; a MIME preamble left out. */
 export function notificationOf(text: string): { notification: string; original: string | null } {
-  const lines = text.split(/\r?\n/);
+  const lines = text.split(/\r?\n/).map((l) => (MIME_PREAMBLE.test(l) ? '' : l));
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
     if (ORIGINAL_STARTS.some((re) => re.test(line)))

@@ -76,6 +76,20 @@ export function typedAddress(v: string | undefined): string | undefined {
 }
 
 /**
+ * A recipient field that names a local part alone ("rfc822; alice", "rfc822; <alice>"), as an MTA
+ * writes it for a local user: kept, for the reader to complete with the original recipient's
+ * domain (reports/recipients.ts). A pipe or a path is no local part.
+ */
+export function bareLocalPart(v: string | undefined): string | undefined {
+  const a = (v ?? '')
+    .replace(/^[A-Za-z0-9-]+\s*;/, '')
+    .trim()
+    .replace(/^<|>$/g, '')
+    .trim();
+  return /^[A-Za-z0-9._+-]+$/.test(a) && /[A-Za-z0-9]/.test(a) ? a : undefined;
+}
+
+/**
  * An address without what mail systems write around it, which no recipient's address holds:
  * Exchange's type prefixes ("SMTP:bob@example.net", "smtp=bob@example.net"), "mailto:", its
  * IMCEA encapsulation ("IMCEASMTP-bob+40example+2Enet@exchange.example.org" is
@@ -137,12 +151,12 @@ function apply(b: DsnBlock, f: Field): void {
   switch (f.name) {
     case 'final-recipient':
     case 'x-actual-recipient': {
-      const a = typedAddress(f.value);
+      const a = typedAddress(f.value) ?? bareLocalPart(f.value);
       if (a && !b.finalRecipient) b.finalRecipient = a;
       break;
     }
     case 'original-recipient': {
-      const a = typedAddress(f.value);
+      const a = typedAddress(f.value) ?? bareLocalPart(f.value);
       if (a) b.originalRecipient = a;
       break;
     }

@@ -20,6 +20,7 @@ import {
   FAILURE_TEXT,
   GIVEN_UP,
   isChallenge,
+  isOneLineRefusal,
 } from './signs.js';
 import { verdict } from './verdict.js';
 
@@ -234,7 +235,8 @@ function bounce(root: Part, parts: Part[], original: Original, policy: Suppressi
   const { notification } = notificationOf(notificationText(parts));
   const failedHeader = failedRecipientsHeader(headers);
   const structural = reportType || statusParts.length > 0 || failedHeader.length > 0;
-  if (!structural && !saysBounce(headers, from, subject, notification)) return null;
+  const refusal = !structural && isOneLineRefusal(headers, isNullSender(headers), notification);
+  if (!structural && !refusal && !saysBounce(headers, from, subject, notification)) return null;
   // A challenge-response system's request is no failure, whatever form it takes.
   const anyReply = [notification, ...blocks.map((b) => b.diagnosticCode ?? '')].some(
     (t) => replyParts(t).replyCode !== null,
@@ -244,7 +246,7 @@ function bounce(root: Part, parts: Part[], original: Original, policy: Suppressi
 
   const delayed =
     DELAY_TEXT.test(subject) || (!blocks.length && DELAY_TEXT.test(notification) && !GIVEN_UP.test(notification));
-  const { chosen, mentions } = chooseRecipients({
+  const { chosen: named, mentions } = chooseRecipients({
     notification,
     blocks,
     failedHeader,
@@ -253,6 +255,8 @@ function bounce(root: Part, parts: Part[], original: Original, policy: Suppressi
     from,
     envelopeSender: reports.find((r) => r.sender)?.sender,
   });
+  // A one-line refusal names no one: the return path's token says whom it refused.
+  const chosen = named.length || !refusal ? named : [{ address: '', originalRecipient: null, block: null }];
   if (!chosen.length) return null;
   return {
     kind: 'dsn',

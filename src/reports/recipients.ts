@@ -205,35 +205,50 @@ function failedOnes(candidates: Candidate[]): Candidate[] {
  * GroupWise, CompuServe and AOL name the failed recipient by its local part alone ("The message
  * that you sent was undeliverable to the following:\n\trecipient (User account is expired)";
  * "Receiver not found: lallison"; "Your mail to the following recipients could not be delivered
- * because they are not accepting mail with attachments or embedded images:\n\tmykewlaolacct"):
- * the address is the original's recipient with that local part, else the local part at the
- * reporting domain.
+ * because they are not accepting mail with attachments or embedded images:\n\tmykewlaolacct"), as
+ * Sendmail does a local user ("----- The following addresses had permanent fatal errors -----\n
+ * alice"): the address is completed as completeLocalPart says.
  */
 const LOCAL_PART_ONLY: RegExp[] = [
   /^\s+([A-Za-z0-9._+-]+)(\s+\([^)]*\))?\s*$/,
   /^\s*receiver not found:\s*([A-Za-z0-9._+-]+)\s*$/i,
   // phquery: " userx    No matches to nameserver query"
   /^\s+([A-Za-z0-9._+-]+)\s{2,}[A-Za-z].*$/,
+  // Sendmail, a local user under its heading, alone on its line or in its transcript: "alice", "<alice>", "alice... User unknown"
+  /^<([A-Za-z0-9._+-]+)>\s*$|^([A-Za-z0-9._+-]+)\.\.\.\s+\S/,
 ];
 const LOCAL_PART_HEADING =
-  /undeliverable to the following|receiver not found|(could not be delivered|not delivered) to the following|following recipients could not be delivered/i;
+  /undeliverable to the following|receiver not found|(could not be delivered|not delivered) to the following|following recipients could not be delivered|following addresses had permanent fatal errors/i;
 
 export function localPartRecipients(notification: string, original: Field[], reportFrom: string): string[] {
   const lines = notification.split('\n');
   const start = lines.findIndex((l) => LOCAL_PART_HEADING.test(l));
   if (start < 0) return [];
-  const domain = /@([^\s>]+)/.exec(reportFrom)?.[1]?.toLowerCase();
-  const known = [...(field(original, 'to') ?? '').matchAll(HEADER_ADDRESS)].map((m) => m[0]);
   const out: string[] = [];
   for (const line of lines.slice(start)) {
-    const local = LOCAL_PART_ONLY.map((re) => re.exec(line)?.[1]).find((l) => l);
-    if (!local) continue;
-    const address =
-      known.find((a) => a.toLowerCase().startsWith(`${local.toLowerCase()}@`)) ??
-      (domain ? `${local}@${domain}` : null);
-    if (address) out.push(address);
+    const local = LOCAL_PART_ONLY.map((re) => re.exec(line))
+      .map((m) => m?.[1] ?? m?.[2])
+      .find((l) => l);
+    const address = local ? completeLocalPart(local, original, reportFrom) : null;
+    if (address && !out.includes(address)) out.push(address);
   }
   return out;
+}
+
+/**
+ * A failed recipient named by its local part alone, completed: the original's recipient (To, Cc)
+ * with that local part; else that local part at the original recipient's domain (the first To or
+ * Cc: the mailbox an alias or a forward led to lives where the mail was sent); only where the
+ * original names nobody, at the reporting system's domain (the From of the report).
+ */
+export function completeLocalPart(local: string, original: Field[], reportFrom: string): string | null {
+  const known = ['to', 'cc'].flatMap((n) => [...(field(original, n) ?? '').matchAll(HEADER_ADDRESS)].map((m) => m[0]));
+  const same = known.find((a) => a.toLowerCase().startsWith(`${local.toLowerCase()}@`));
+  if (same) return same;
+  const domain =
+    known.map((a) => a.slice(a.lastIndexOf('@') + 1)).find((d) => routable(`x@${d}`)) ??
+    /@([^\s>]+)/.exec(reportFrom)?.[1];
+  return domain ? `${local}@${domain.toLowerCase()}` : null;
 }
 
 export interface Chosen {
@@ -282,15 +297,17 @@ export function chooseRecipients(p: BounceParts): { chosen: Chosen[]; mentions: 
   const mentions = candidates.map((c) => c.mention);
   const named = (a: string) => candidates.find((c) => c.address.toLowerCase() === a.toLowerCase());
   if (p.blocks.length) {
-    // The final recipient, unless it is not an address on the Internet and the original one is.
-    const chosen = p.blocks.map((b) => ({
-      address:
+    // The final recipient, unless it is not an address on the Internet and the original one is;
+    // a local part alone ("Final-Recipient: rfc822; alice"), completed.
+    const chosen = p.blocks.map((b) => {
+      const named =
         !routable(b.finalRecipient) && routable(b.originalRecipient)
           ? b.originalRecipient!
-          : (b.finalRecipient ?? b.originalRecipient!),
-      originalRecipient: b.originalRecipient ?? null,
-      block: b,
-    }));
+          : (b.finalRecipient ?? b.originalRecipient!);
+      const address = named.includes('@') ? named : (completeLocalPart(named, p.original, p.from) ?? named);
+      const original = b.originalRecipient?.includes('@') ? b.originalRecipient : null;
+      return { address, originalRecipient: original ?? null, block: b };
+    });
     return { chosen, mentions };
   }
   // The addresses the text names as failed, and those of Exim's X-Failed-Recipients it does not;

@@ -96,3 +96,24 @@ export function isChallenge(headers: Field[], text: string, diagnosticTypes: str
   if (diagnosticTypes.some((t) => t === 'x-boxbe-notice')) return true;
   return !anyReply && CHALLENGE_TEXT.test(text);
 }
+
+/**
+ * A refusal in one sentence, and nothing else: a filter's or a server's notice, sent as an
+ * automatic message (Auto-Submitted) from the null sender or a mailer-daemon, that says the
+ * message was refused and names no one ("Your message was rejected by the recipient's filter.",
+ * "Message rejected: spam detected", "Your email was blocked by the recipient's spam filter.").
+ * An auto-reply's subject or any second line makes it something else.
+ */
+const REFUSAL_SENTENCE =
+  /^[^\n]{0,80}\b(message|mail|e-?mail)\b[^\n]{0,60}\b(rejected|refused|blocked|declined|denied|not accepted)\b[^\n]{0,120}$/i;
+
+export function isOneLineRefusal(headers: Field[], nullSender: boolean, notification: string): boolean {
+  const from = field(headers, 'from') ?? '';
+  const daemon = nullSender || /^\s*<?\s*>?\s*$/.test(from) || /mailer-daemon|postmaster/i.test(from);
+  const auto = !/^\s*no\b/i.test(field(headers, 'auto-submitted') ?? 'no');
+  const lines = notification.split('\n').filter((l) => l.trim());
+  const subject = field(headers, 'subject') ?? '';
+  return (
+    daemon && auto && lines.length === 1 && REFUSAL_SENTENCE.test(lines[0]!.trim()) && !AUTO_REPLY_SUBJECT.test(subject)
+  );
+}

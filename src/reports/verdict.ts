@@ -2,7 +2,7 @@
  * What happened to one failed recipient of a bounce: its action, status, reply, classification
  * and whether it suppresses the address, from the report's fields for it and the text about it.
  */
-import { type Classification, classifyReply } from '../domain/classify.js';
+import { type Classification, classifyReply, saysNoSuchMailbox } from '../domain/classify.js';
 import { type SuppressionPolicy, suppressFor } from '../domain/outcome.js';
 import type { Action, ReportRecipient } from '../domain/report.js';
 import { coreOf, replyParts, smtpStage, tidy } from './bounce-text.js';
@@ -53,10 +53,7 @@ export function verdict(f: RecipientFacts, policy: SuppressionPolicy): ReportRec
       enhanced_code: status ?? '',
       message: tidy(about),
     });
-  if (classification === 'other' || classification === 'timeout' || classification === 'connection_failure') {
-    // Sendmail: "Returned mail: Cannot send message for 5 days"; the cause behind was temporary.
-    if (classifyReply({ code: 0, enhanced_code: '', message: f.subject }) === 'expired') classification = 'expired';
-  }
+  classification = refined(classification, f.subject, status, `${diagnostic ?? ''} ${about ?? ''}`);
   // "Diagnostic-Code: x-unix; ...": a local delivery program's output (procmail, a script), which
   // says nothing certain about the address whatever its words.
   if (b?.diagnosticType === 'x-unix' && classification === 'unknown_recipient') classification = 'other';
@@ -83,6 +80,19 @@ export function verdict(f: RecipientFacts, policy: SuppressionPolicy): ReportRec
     permanent,
     suppress,
   };
+}
+
+/**
+ * What the words around a classification change in it. Sendmail's "Returned mail: Cannot send
+ * message for 5 days": the cause behind was temporary, the retries ran out. A policy status
+ * (x.7.x) beside a sentence saying the mailbox does not exist ("Status: 5.7.1" and
+ * "bob@example.net: no such mailbox"): the sentence about the mailbox is the more specific.
+ */
+function refined(c: Classification, subject: string, status: string | null, text: string): Classification {
+  if (c === 'other' || c === 'timeout' || c === 'connection_failure')
+    return classifyReply({ code: 0, enhanced_code: '', message: subject }) === 'expired' ? 'expired' : c;
+  if (c === 'policy' && /^[45]\.7\./.test(status ?? '') && saysNoSuchMailbox(tidy(text))) return 'unknown_recipient';
+  return c;
 }
 
 /**

@@ -176,3 +176,27 @@ t.test(
     t.equal(again.status, 202, 'not suppressed');
   },
 );
+
+t.test(
+  "a one-line refusal that names no one bounces the return path's recipient, as a policy refusal, and suppresses nothing",
+  async (t) => {
+    const { id, returnPath } = await deliverTo('ivan@example.net');
+    const refusal = Buffer.from(fixture('dsn/one-line-refusal.eml').toString().replaceAll(FIXTURE_VERP, returnPath));
+    t.match(await inject(returnPath, refusal), /^250 .*\/ 250/);
+    const ev = await events(id);
+    t.same(
+      ev.map((e) => e.type),
+      ['email.delivered', 'email.bounced'],
+    );
+    t.match(ev[1].data, {
+      bounce_type: 'async',
+      recipient: 'ivan@example.net',
+      response: { classification: 'policy', message: "Your message was rejected by the recipient's filter." },
+    });
+    const again = await request(`${s.url}/api/v1/emails`, {
+      key,
+      body: { from: 'shop@example.com', to: 'ivan@example.net', subject: 's', text_body: 'b' },
+    });
+    t.equal(again.status, 202, 'not suppressed');
+  },
+);

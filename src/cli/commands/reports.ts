@@ -42,7 +42,7 @@ function human(r: Report): string {
     );
   for (const x of r.recipients)
     lines.push(
-      `  ${x.address}: ${x.action} ${x.status ?? '-'} ${x.classification}${x.suppress ? ', suppresses' : ''}${x.diagnostic ? `\n    ${x.diagnostic}` : ''}`,
+      `  ${x.address || '(recipient not named)'}: ${x.action} ${x.status ?? '-'} ${x.classification}${x.suppress ? ', suppresses' : ''}${x.diagnostic ? `\n    ${x.diagnostic}` : ''}`,
     );
   return lines.join('\n');
 }
