@@ -39,13 +39,23 @@ t.test('status, metrics, online backup, SIGHUP reload and SIGTERM on the running
     'five sandbox deliveries recorded',
     async () => {
       const now = json<Json>(await runCli(['--config', configPath, 'status', '--json']));
-      return now.queue.delivered === 5 && now;
+      return now.recipients.delivered === 5 && now;
     },
     15_000,
     200,
   );
-  t.match(st, { queue: { delivered: 5 }, messages: 5, webhooks: Object, inbound: { total: 0 } });
-  t.match((await runCli(['--config', configPath, 'status'])).stdout, /queue:\s+delivered=5/);
+  t.match(st, {
+    queue: { queued: 0, deferred: 0, in_flight: 0 },
+    recipients: { delivered: 5 },
+    messages: 5,
+    webhooks: Object,
+    inbound: { total: 0 },
+  });
+  t.match(
+    (await runCli(['--config', configPath, 'status'])).stdout,
+    /queue: +queued=0 deferred=0 in_flight=0\ndone: +delivered=5\n/,
+    'the delivered are done, not queue',
+  );
   t.equal(st.nodes.length, 1, 'one node on SQLite');
   t.match(st.nodes[0], {
     name: 'ops <node>',
