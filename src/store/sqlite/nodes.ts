@@ -47,7 +47,13 @@ export function heartbeat(db: Db, node: NodeInfo): boolean {
   });
 }
 
-export function listNodes(db: Db): NodeView[] {
+/**
+ * The live nodes: heartbeat within the lease, and a daemon holding the data directory (`held`).
+ * A row while no daemon holds it is a previous run's: a store restored from a backup holds the
+ * row of the daemon running when the backup was taken, with that moment's heartbeat.
+ */
+export function listNodes(db: Db, held: boolean): NodeView[] {
+  if (!held) return [];
   const rows = db.statement(`${LIVE} ORDER BY n.name, n.started_at, n.id`).all(Date.now()) as NodeRow[];
   return rows.map(nodeView);
 }

@@ -46,10 +46,10 @@ export function touchHealth(db: Db, now: number): void {
 }
 
 /** What `posthaste status` shows: queue depth by state, oldest deferred, webhook backlog, inbound counts. */
-export function status(db: Db, now: number): Status {
+export function status(db: Db, now: number, held: boolean): Status {
   const iso = (v: unknown) => (typeof v === 'number' ? new Date(v).toISOString() : null);
   return {
-    nodes: listNodes(db),
+    nodes: listNodes(db, held),
     queue: queueCounts(db),
     recipients: countsByState(db, 'recipients'),
     oldest_deferred: iso(
