@@ -60,6 +60,7 @@ export interface DaemonOptions {
 /** How long SIGTERM may take before the process gives up waiting (docs/operations.md: exit within 30 s). */
 export const SHUTDOWN_GRACE_MS = 28_000;
 
+export { NodeNameTaken } from './cluster/node.js';
 export { RETURN_PATH_SECRET, StoreUnreachable } from './daemon/store.js';
 
 /**

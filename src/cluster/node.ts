@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../lib/logger.js';
-import type { NodeInfo } from '../store/model.js';
+import type { NodeInfo, NodeView } from '../store/model.js';
 import type { NodeStore } from '../store/store.js';
 
 export interface NodeDeps {
@@ -48,10 +48,14 @@ export class ClusterNode {
     return this.deps.info.leaseMs;
   }
 
-  /** Registers, releases dead nodes' claims (before this node claims anything), and starts the loops. */
+  /**
+   * Registers, releases dead nodes' claims (before this node claims anything), and starts the
+   * loops. Throws NodeNameTaken when a live node goes by this node's name.
+   */
   async start(): Promise<void> {
     const t0 = performance.now();
-    await this.deps.store.register(this.deps.info, this.deps.exclusive);
+    const holder = await this.deps.store.register(this.deps.info, this.deps.exclusive);
+    if (holder) throw new NodeNameTaken(this.deps.info.name, holder);
     this.lastOk = t0;
     this.aliveSince = this.deps.exclusive ? Number.NEGATIVE_INFINITY : t0;
     this.deps.log.info({ node_id: this.id, lease_ms: this.leaseMs }, 'node registered');
@@ -136,6 +140,24 @@ export class ClusterNode {
         'released the claims of dead nodes',
       );
     if (r.recipients || r.webhook_deliveries) this.deps.onAlive?.();
+  }
+}
+
+/**
+ * A node did not start: a live node (its heartbeat within its lease) already goes by its name.
+ * The message names that node and when it was last heard of; a node whose process died gives its
+ * name up once its lease has run out, so a restart after a crash goes ahead then.
+ */
+export class NodeNameTaken extends Error {
+  constructor(
+    name: string,
+    readonly holder: NodeView,
+  ) {
+    super(
+      `server.node_name "${name}" is in use by a live node: ${holder.name} (id ${holder.id}, pid ${holder.pid}), started ${holder.started_at}, last heartbeat ${holder.heartbeat_at}; ` +
+        `two nodes cannot share a name: give this one a server.node_name of its own, or stop that one (docs/cluster.md). ` +
+        `A node whose process died gives its name up ${Math.round(holder.lease_ms / 1000)} s (its lease) after its last heartbeat.`,
+    );
   }
 }
 

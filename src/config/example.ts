@@ -4,7 +4,19 @@ import { describeConfig, loadConfig } from './load.js';
 import { schema } from './schema.js';
 
 /** Placeholders for defaults that depend on the machine. */
-const EXAMPLE_VALUES: Record<string, unknown> = { 'server.hostname': 'mx.example.net', 'server.node_name': 'node1' };
+const EXAMPLE_VALUES: Record<string, unknown> = { 'server.hostname': 'mx.example.net' };
+
+/**
+ * Keys the example leaves commented out, with what is said of their default: a value written
+ * here would be the same on every machine made from the file (two nodes of one name are refused:
+ * docs/cluster.md), and the default is right as it is.
+ */
+export const EXAMPLE_UNSET: Record<string, { note: string; sample: unknown }> = {
+  'server.node_name': {
+    note: "Default: this machine's host name (os.hostname()). Set it only to give this node another name; every node on one PostgreSQL needs its own, and a node does not start while a live node has its name.",
+    sample: 'mail-1',
+  },
+};
 
 /** The documented example file: every key, its default and its description (`posthaste config example`). */
 export function renderExample(sch: Schema = schema): string {
@@ -21,8 +33,12 @@ export function renderExample(sch: Schema = schema): string {
       const path = key.split('.');
       let value: unknown = shown[section];
       for (const p of path) value = (value as Record<string, unknown>)[p];
-      value = EXAMPLE_VALUES[`${section}.${key}`] ?? value;
-      const line = `# ${spec.description}\n${stringify({ [path[path.length - 1]!]: value }).trim()}\n`;
+      const unset = EXAMPLE_UNSET[`${section}.${key}`];
+      value = unset?.sample ?? EXAMPLE_VALUES[`${section}.${key}`] ?? value;
+      const setting = stringify({ [path[path.length - 1]!]: value }).trim();
+      const line = unset
+        ? `# ${spec.description}\n# ${unset.note}\n# ${setting}\n`
+        : `# ${spec.description}\n${setting}\n`;
       if (path.length === 1) out += line;
       else subTables.set(path[0]!, (subTables.get(path[0]!) ?? '') + line);
     }

@@ -3,6 +3,7 @@ import type { Config } from '../config/schema.js';
 import { pgStore } from './pg/index.js';
 import { openDb } from './sqlite/db.js';
 import { sqliteStore } from './sqlite/index.js';
+import { dataDirHeld } from './sqlite/lock.js';
 import { GroupCommit } from './sqlite/writer/group-commit.js';
 import type { Store } from './store.js';
 
@@ -16,7 +17,10 @@ export function openStore(config: Config, opts: { daemon?: boolean; applicationN
   const url = config.store.url;
   if (url === '') {
     const db = openDb(config.server.data_dir, config.limits.max_store_bytes);
-    return sqliteStore(db, opts.daemon ? new GroupCommit(db.path, config.limits.max_store_bytes) : undefined);
+    // The daemon holds the data directory (main.ts); the CLI asks whether a daemon does.
+    return opts.daemon
+      ? sqliteStore(db, new GroupCommit(db.path, config.limits.max_store_bytes))
+      : sqliteStore(db, undefined, () => dataDirHeld(config.server.data_dir));
   }
   return pgStore(url, {
     max: config.store.pool_size,

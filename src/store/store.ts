@@ -108,8 +108,13 @@ export interface WakeupEvents {
  * webhook deliveries), never a live node's.
  */
 export interface NodeStore {
-  /** A node starts. `exclusive`: the caller holds the store alone (SQLite's lock), so rows a previous run left are removed. */
-  register(node: NodeInfo, exclusive: boolean): Promise<void>;
+  /**
+   * A node starts: registered unless a live node (its heartbeat within its lease) already goes by
+   * its name, decided in one transaction that two nodes of one name starting at once cannot both
+   * pass; null when registered, else that live node. `exclusive`: the caller holds the store alone
+   * (SQLite's lock), so rows a previous run left are removed first.
+   */
+  register(node: NodeInfo, exclusive: boolean): Promise<NodeView | null>;
   /** The heartbeat; false when the node's row was gone (it had been found dead and its claims released) and has been written again. */
   heartbeat(node: NodeInfo): Promise<boolean>;
   /** The live nodes, by name, with the claims each holds. */

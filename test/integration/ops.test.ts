@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import t from 'tap';
@@ -39,13 +39,23 @@ t.test('status, metrics, online backup, SIGHUP reload and SIGTERM on the running
     'five sandbox deliveries recorded',
     async () => {
       const now = json<Json>(await runCli(['--config', configPath, 'status', '--json']));
-      return now.queue.delivered === 5 && now;
+      return now.recipients.delivered === 5 && now;
     },
     15_000,
     200,
   );
-  t.match(st, { queue: { delivered: 5 }, messages: 5, webhooks: Object, inbound: { total: 0 } });
-  t.match((await runCli(['--config', configPath, 'status'])).stdout, /queue:\s+delivered=5/);
+  t.match(st, {
+    queue: { queued: 0, deferred: 0, in_flight: 0 },
+    recipients: { delivered: 5 },
+    messages: 5,
+    webhooks: Object,
+    inbound: { total: 0 },
+  });
+  t.match(
+    (await runCli(['--config', configPath, 'status'])).stdout,
+    /queue: +queued=0 deferred=0 in_flight=0\ndone: +delivered=5\n/,
+    'the delivered are done, not queue',
+  );
   t.equal(st.nodes.length, 1, 'one node on SQLite');
   t.match(st.nodes[0], {
     name: 'ops <node>',
@@ -104,4 +114,52 @@ t.test('status, metrics, online backup, SIGHUP reload and SIGTERM on the running
   const exit = await d.exited;
   t.equal(exit.code, 0, 'SIGTERM exits 0');
   t.ok(Date.now() - started < 30_000, 'within 30 s');
+});
+
+t.test('restored from a backup (docs/operations.md), the stopped daemon’s node is not listed as alive', async (t) => {
+  writeFileSync(configPath, readFileSync(configPath, 'utf8').replace('[bogus]\nx = 1\n', '')); // the test before's
+  // A lease of ten minutes: the backup's heartbeat is well within it when status reads it.
+  const env = { POSTHASTE_SERVER_NODE_NAME: 'before-restore', POSTHASTE_CLUSTER_LEASE: '10m' };
+  const d = await spawnDaemon(configPath, env);
+  t.teardown(() => {
+    if (d.child.exitCode === null) d.child.kill('SIGKILL');
+  });
+  type Nodes = { nodes: Array<{ name: string; pid: number }> };
+  const running = json<Nodes>(await runCli(['--config', configPath, 'status', '--json']));
+  t.match(running.nodes, [{ name: 'before-restore', pid: d.child.pid }], 'alive while it runs');
+  const backup = join(dir.path, 'before-restore.db');
+  t.equal((await runCli(['--config', configPath, 'db', 'backup', backup])).code, 0);
+  d.child.kill('SIGTERM');
+  t.equal((await d.exited).code, 0);
+
+  // The documented restore: the store and its -wal and -shm moved aside, the backup copied in, 0640.
+  const data = config.server.data_dir;
+  for (const f of ['posthaste.db', 'posthaste.db-wal', 'posthaste.db-shm'])
+    if (existsSync(join(data, f))) renameSync(join(data, f), join(data, `${f}.before-restore`));
+  copyFileSync(backup, join(data, 'posthaste.db'));
+  chmodSync(join(data, 'posthaste.db'), 0o640);
+  const copy = new BetterSqlite3(join(data, 'posthaste.db'), { readonly: true });
+  t.match(
+    copy.prepare('SELECT name, lease_ms, heartbeat_at FROM cluster_nodes').all(),
+    [{ name: 'before-restore', lease_ms: 600_000, heartbeat_at: Number }],
+    "the backup holds the running daemon's row, its heartbeat within its lease",
+  );
+  copy.close();
+
+  const st = await runCli(['--config', configPath, 'status']);
+  t.equal(st.code, 0, st.stderr);
+  t.match(st.stdout, /^nodes: +none running$/m, 'no node listed: none runs');
+  t.notMatch(st.stdout, /before-restore/);
+  t.same(json<Nodes>(await runCli(['--config', configPath, 'status', '--json'])).nodes, []);
+
+  // Started on the restored store, the daemon is the one node.
+  const again = await spawnDaemon(configPath, env);
+  t.teardown(() => {
+    if (again.child.exitCode === null) again.child.kill('SIGKILL');
+  });
+  const after = json<Nodes>(await runCli(['--config', configPath, 'status', '--json']));
+  t.match(after.nodes, [{ name: 'before-restore', pid: again.child.pid }]);
+  t.equal(after.nodes.length, 1);
+  again.child.kill('SIGTERM');
+  t.equal((await again.exited).code, 0);
 });

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { copyToPostgres } from '../../store/copy.js';
+import { WAITING_STATES } from '../../store/model.js';
 import { readPassword } from '../../store/open.js';
 import { CliError, configOf, output, withStore } from '../context.js';
 
@@ -102,7 +103,7 @@ export function statusCommand(program: Command): void {
   program
     .command('status')
     .description(
-      'the live nodes and the claims each holds, queue depth by state, oldest deferred, throttled destinations, webhook backlog, inbound counts',
+      'the live nodes and the claims each holds, the queue (recipients still to be sent: queued, deferred, in flight), those done by final state, oldest deferred, throttled destinations, webhook backlog, inbound counts',
     )
     .action(async (_o, c: Command) =>
       withStore(c, async ({ store, config, now }) => {
@@ -121,7 +122,8 @@ export function statusCommand(program: Command): void {
                   (n) =>
                     `node:      ${n.name} (${n.id}, pid ${n.pid}) started ${n.started_at}, heartbeat ${n.heartbeat_at}; holds ${n.claims.recipients} recipient${n.claims.recipients === 1 ? '' : 's'}, ${n.claims.webhook_deliveries} webhook deliver${n.claims.webhook_deliveries === 1 ? 'y' : 'ies'}`,
                 )),
-            `queue:     ${kv(st.queue)}${st.outbound_held ? '  (HELD: outbound.hold = true, nothing is sent)' : ''}`,
+            `queue:     ${kv({ ...st.queue })}${st.outbound_held ? '  (HELD: outbound.hold = true, nothing is sent)' : ''}`,
+            `done:      ${kv(Object.fromEntries(Object.entries(st.recipients).filter(([state]) => !(WAITING_STATES as readonly string[]).includes(state))))}`,
             `deferred:  oldest accepted ${st.oldest_deferred ?? '-'}; next attempt ${st.next_attempt ?? '-'}`,
             ...(st.throttled.length === 0
               ? ['throttled: none']

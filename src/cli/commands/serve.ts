@@ -32,9 +32,10 @@ export function serveCommand(program: Command): void {
       const config = configOf(c); // validated before anything binds a port
       const log = createLogger(config.log.level, undefined, config.server.node_name);
       // The daemon's modules load only for this command: the others start in a fraction of the time.
-      const { startDaemon, SHUTDOWN_GRACE_MS, StoreUnreachable } = await import('../../main.js');
+      const { startDaemon, SHUTDOWN_GRACE_MS, StoreUnreachable, NodeNameTaken } = await import('../../main.js');
       const daemon = await startDaemon(config, log).catch((e: unknown) => {
-        throw e instanceof DataDirLockedError || e instanceof StoreUnreachable ? new CliError(e.message) : e;
+        const refused = e instanceof DataDirLockedError || e instanceof StoreUnreachable || e instanceof NodeNameTaken;
+        throw refused ? new CliError(e.message) : e;
       });
       const cli = invokedAs(configFile);
       process.stderr.write(

@@ -89,10 +89,42 @@ export interface Released {
   nodes: string[];
 }
 
+/**
+ * The queue as `status` counts it: the recipients still to be sent, each in one of three parts.
+ * `queued` waits for its first attempt (or its scheduled time), `deferred` for its next one, and
+ * `in_flight` is claimed by a node and being delivered now. Recipients in a final state
+ * (delivered, bounced, complained, suppressed, canceled) are not queue.
+ */
+export interface QueueCounts {
+  queued: number;
+  deferred: number;
+  in_flight: number;
+}
+
+/** The recipient states that are still to be sent (docs/operations.md, "Watching it"). */
+export const WAITING_STATES = ['queued', 'deferred'] as const;
+
+/**
+ * The queue from the waiting recipients counted by state and whether a node holds them (rows of
+ * state, claimed, count); one function for both engines, which only count.
+ */
+export function queueOf(rows: Iterable<readonly [state: string, claimed: boolean, count: number]>): QueueCounts {
+  const q: QueueCounts = { queued: 0, deferred: 0, in_flight: 0 };
+  for (const [state, claimed, count] of rows) {
+    if (!(WAITING_STATES as readonly string[]).includes(state)) continue;
+    if (claimed) q.in_flight += count;
+    else q[state as (typeof WAITING_STATES)[number]] += count;
+  }
+  return q;
+}
+
 export interface Status {
   /** The live nodes (one on SQLite). */
   nodes: NodeView[];
-  queue: Record<string, number>;
+  /** The recipients still to be sent (QueueCounts). */
+  queue: QueueCounts;
+  /** Every recipient the store keeps, by state, final ones included. */
+  recipients: Record<string, number>;
   oldest_deferred: string | null;
   next_attempt: string | null;
   webhooks: Record<string, number>;

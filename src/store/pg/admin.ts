@@ -1,6 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { type ActivityKind, activityOf, type Overview, overviewFirstHour, type Status } from '../model.js';
+import {
+  type ActivityKind,
+  activityOf,
+  type Overview,
+  overviewFirstHour,
+  type QueueCounts,
+  queueOf,
+  type Status,
+} from '../model.js';
 import type { AdminStore, DeliveryStore, NodeStore } from '../store.js';
 import { throttleStatus } from '../views.js';
 import type { PgDb } from './db.js';
@@ -87,10 +95,21 @@ async function countsByState(db: PgDb, table: 'recipients' | 'webhook_deliveries
   return Object.fromEntries(rows.map((r) => [r.state, r.n]));
 }
 
+/** The recipients still to be sent, waiting or held by a node (QueueCounts). */
+async function queueCounts(db: PgDb): Promise<QueueCounts> {
+  const rows = await db.rows<{ state: string; claimed: boolean; n: number }>(
+    `SELECT r.state, c.recipient_id IS NOT NULL AS claimed, count(*)::int AS n
+       FROM recipients r LEFT JOIN recipient_claims c ON c.recipient_id = r.id
+      WHERE r.state IN ('queued', 'deferred') GROUP BY 1, 2`,
+  );
+  return queueOf(rows.map((r) => [r.state, r.claimed, r.n] as const));
+}
+
 async function status(db: PgDb, delivery: DeliveryStore, nodes: NodeStore, now: number): Promise<Status> {
   const iso = (v: number | null) => (typeof v === 'number' ? new Date(v).toISOString() : null);
-  const [live, queue, webhooks, r, throttles] = await Promise.all([
+  const [live, queue, recipients, webhooks, r, throttles] = await Promise.all([
     nodes.list(),
+    queueCounts(db),
     countsByState(db, 'recipients'),
     countsByState(db, 'webhook_deliveries'),
     db.row<{
@@ -114,6 +133,7 @@ async function status(db: PgDb, delivery: DeliveryStore, nodes: NodeStore, now: 
   return {
     nodes: live,
     queue,
+    recipients,
     oldest_deferred: iso(r!.oldest),
     next_attempt: iso(r!.next),
     webhooks,

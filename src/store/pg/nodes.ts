@@ -1,4 +1,4 @@
-import type { NodeInfo } from '../model.js';
+import type { NodeInfo, NodeView } from '../model.js';
 import type { NodeStore } from '../store.js';
 import { type NodeRow, nodeView } from '../views.js';
 import type { PgDb, Q } from './db.js';
@@ -32,16 +32,30 @@ async function insert(q: Q, n: NodeInfo): Promise<void> {
   );
 }
 
+/** The live nodes (heartbeat within their lease) with the claims each holds; `AND …` narrows them. */
+const LIVE = `SELECT n.id, n.name, n.pid, n.lease_ms, n.started_at, n.heartbeat_at,
+                (SELECT count(*) FROM recipient_claims c WHERE c.worker = n.id)::int AS recipients,
+                (SELECT count(*) FROM webhook_deliveries d WHERE d.locked_by = n.id)::int AS webhooks
+           FROM cluster_nodes n WHERE n.heartbeat_at > ${NOW} - n.lease_ms`;
+
+/**
+ * Registers the node unless a live node has its name. Nodes of one name take a lock of that
+ * name's for the transaction before they look, so the second of two starting at once waits for
+ * the first's commit and then sees its row (read committed: each statement sees what committed
+ * before it began).
+ */
+async function register(q: Q, node: NodeInfo, exclusive: boolean): Promise<NodeView | null> {
+  if (exclusive) await q.run('DELETE FROM cluster_nodes');
+  await q.run("SELECT pg_advisory_xact_lock(hashtextextended('posthaste node name ' || $1, 0))", [node.name]);
+  const holder = await q.rows<NodeRow>(`${LIVE} AND n.name = $1 ORDER BY n.heartbeat_at DESC LIMIT 1`, [node.name]);
+  if (holder[0]) return nodeView(holder[0]);
+  await insert(q, node);
+  return null;
+}
+
 export function pgNodes(db: PgDb): NodeStore {
   return {
-    register: async (node, exclusive) => {
-      if (exclusive)
-        await db.tx(async (q) => {
-          await q.run('DELETE FROM cluster_nodes');
-          await insert(q, node);
-        });
-      else await insert(db, node);
-    },
+    register: (node, exclusive) => db.tx((q) => register(q, node, exclusive)),
     heartbeat: async (node) => {
       if ((await db.run(`UPDATE cluster_nodes SET heartbeat_at = ${NOW} WHERE id = $1`, [node.id])) === 1) return true;
       await db.run(
@@ -51,12 +65,7 @@ export function pgNodes(db: PgDb): NodeStore {
       return false;
     },
     list: async () => {
-      const rows = await db.rows<NodeRow>(
-        `SELECT n.id, n.name, n.pid, n.lease_ms, n.started_at, n.heartbeat_at,
-                (SELECT count(*) FROM recipient_claims c WHERE c.worker = n.id)::int AS recipients,
-                (SELECT count(*) FROM webhook_deliveries d WHERE d.locked_by = n.id)::int AS webhooks
-           FROM cluster_nodes n WHERE n.heartbeat_at > ${NOW} - n.lease_ms ORDER BY n.name, n.started_at, n.id`,
-      );
+      const rows = await db.rows<NodeRow>(`${LIVE} ORDER BY n.name, n.started_at, n.id`);
       return rows.map(nodeView);
     },
     releaseDead: () =>

@@ -15,12 +15,16 @@ import type { GroupCommit } from './writer/group-commit.js';
  * to the writer thread's group commit when the daemon has one (the CLI has none: it runs them
  * here). An async method over synchronous code costs one resolved promise. Each aggregate's
  * object is built in store/sqlite/aggregates/.
+ *
+ * `held` says whether a daemon holds the data directory now (store/sqlite/lock.ts), for the nodes
+ * listed as live: true in the daemon, which holds it (and in tests of the store itself); the CLI
+ * asks the lock (store/open.ts).
  */
-export function sqliteStore(db: Db, writer?: GroupCommit): Store {
+export function sqliteStore(db: Db, writer?: GroupCommit, held: () => boolean = () => true): Store {
   return {
     engine: 'sqlite',
     location: db.path,
-    admin: sqliteAdmin(db, writer),
+    admin: sqliteAdmin(db, writer, held),
     customers: sqliteCustomers(db),
     keys: sqliteKeys(db),
     domains: sqliteDomains(db),
@@ -33,7 +37,7 @@ export function sqliteStore(db: Db, writer?: GroupCommit): Store {
     nodes: {
       register: async (node, exclusive) => nodes.registerNode(db, node, exclusive),
       heartbeat: async (node) => nodes.heartbeat(db, node),
-      list: async () => nodes.listNodes(db),
+      list: async () => nodes.listNodes(db, held()),
       releaseDead: async () => nodes.releaseDead(db),
       leave: async (id) => nodes.leave(db, id),
     },

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 
@@ -24,9 +24,15 @@ export interface DataDirLock {
   release(): void;
 }
 
+/**
+ * How long a daemon starting waits for the lock: long enough for a `dataDirHeld` probe (one read)
+ * to end, short enough that a second daemon is refused at once.
+ */
+const LOCK_WAIT_MS = 500;
+
 export function lockDataDir(dataDir: string): DataDirLock {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const file = new BetterSqlite3(join(dataDir, LOCK_FILE), { timeout: 0 });
+  const file = new BetterSqlite3(join(dataDir, LOCK_FILE), { timeout: LOCK_WAIT_MS });
   try {
     file.pragma('locking_mode = EXCLUSIVE');
     // A write takes the exclusive lock; in this mode it is kept after the write.
@@ -48,6 +54,31 @@ export function lockDataDir(dataDir: string): DataDirLock {
       file.close();
     },
   };
+}
+
+/**
+ * Whether a daemon holds the data directory now, seen from another process (the CLI): one read
+ * of the lock file, which the holder's exclusive lock refuses. No lock file: no daemon has run
+ * here. A file this process cannot open or read for another reason: it cannot tell, and says
+ * held (the nodes are then judged by their heartbeat alone).
+ */
+export function dataDirHeld(dataDir: string): boolean {
+  const path = join(dataDir, LOCK_FILE);
+  if (!existsSync(path)) return false;
+  let probe: BetterSqlite3.Database;
+  try {
+    probe = new BetterSqlite3(path, { readonly: true, fileMustExist: true, timeout: 0 });
+  } catch {
+    return true;
+  }
+  try {
+    probe.pragma('user_version', { simple: true });
+    return false;
+  } catch {
+    return true;
+  } finally {
+    probe.close();
+  }
 }
 
 /** The process id in posthaste.pid, if it holds one. */

@@ -17,10 +17,23 @@ function insert(db: Db, n: NodeInfo, now: number): void {
   ).run(n.id, n.name, n.pid, n.leaseMs, now, now);
 }
 
-export function registerNode(db: Db, node: NodeInfo, exclusive: boolean): void {
-  db.tx(() => {
+/** The live nodes (heartbeat within their lease at `?`) with the claims each holds; `AND …` narrows them. */
+const LIVE = `SELECT n.id, n.name, n.pid, n.lease_ms, n.started_at, n.heartbeat_at,
+              (SELECT COUNT(*) FROM recipient_claims c WHERE c.worker = n.id) AS recipients,
+              (SELECT COUNT(*) FROM webhook_deliveries d WHERE d.locked_by = n.id) AS webhooks
+         FROM cluster_nodes n WHERE n.heartbeat_at > ? - n.lease_ms`;
+
+/** Registers the node unless a live node has its name (that node returned); one transaction, as every write here. */
+export function registerNode(db: Db, node: NodeInfo, exclusive: boolean): NodeView | null {
+  return db.tx(() => {
     if (exclusive) db.statement('DELETE FROM cluster_nodes').run();
-    insert(db, node, Date.now());
+    const now = Date.now();
+    const holder = db.statement(`${LIVE} AND n.name = ? ORDER BY n.heartbeat_at DESC LIMIT 1`).get(now, node.name) as
+      | NodeRow
+      | undefined;
+    if (holder) return nodeView(holder);
+    insert(db, node, now);
+    return null;
   });
 }
 
@@ -34,15 +47,14 @@ export function heartbeat(db: Db, node: NodeInfo): boolean {
   });
 }
 
-export function listNodes(db: Db): NodeView[] {
-  const rows = db
-    .statement(
-      `SELECT n.id, n.name, n.pid, n.lease_ms, n.started_at, n.heartbeat_at,
-              (SELECT COUNT(*) FROM recipient_claims c WHERE c.worker = n.id) AS recipients,
-              (SELECT COUNT(*) FROM webhook_deliveries d WHERE d.locked_by = n.id) AS webhooks
-         FROM cluster_nodes n WHERE n.heartbeat_at > ? - n.lease_ms ORDER BY n.name, n.started_at, n.id`,
-    )
-    .all(Date.now()) as NodeRow[];
+/**
+ * The live nodes: heartbeat within the lease, and a daemon holding the data directory (`held`).
+ * A row while no daemon holds it is a previous run's: a store restored from a backup holds the
+ * row of the daemon running when the backup was taken, with that moment's heartbeat.
+ */
+export function listNodes(db: Db, held: boolean): NodeView[] {
+  if (!held) return [];
+  const rows = db.statement(`${LIVE} ORDER BY n.name, n.started_at, n.id`).all(Date.now()) as NodeRow[];
   return rows.map(nodeView);
 }
 

@@ -1,4 +1,4 @@
-import type { Status } from '../model.js';
+import { type QueueCounts, queueOf, type Status } from '../model.js';
 import { throttleStatus } from '../views.js';
 import type { Db } from './db.js';
 import { listThrottles } from './destinations.js';
@@ -28,17 +28,30 @@ export function oldestQueuedAt(db: Db, now: number): number | null {
   return row?.at ?? null;
 }
 
+/** The recipients still to be sent, waiting or held by a node (QueueCounts), read through the partial index of queued and deferred recipients. */
+export function queueCounts(db: Db): QueueCounts {
+  const rows = db
+    .statement(
+      `SELECT r.state, c.recipient_id IS NOT NULL AS claimed, COUNT(*) AS n
+         FROM recipients r LEFT JOIN recipient_claims c ON c.recipient_id = r.id
+        WHERE r.state IN ('queued', 'deferred') GROUP BY 1, 2`,
+    )
+    .all() as Array<{ state: string; claimed: number; n: number }>;
+  return queueOf(rows.map((r) => [r.state, r.claimed === 1, r.n] as const));
+}
+
 /** The health check's write: proves the store takes a write now (throws when it cannot). */
 export function touchHealth(db: Db, now: number): void {
   db.statement('INSERT INTO health (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at').run(now);
 }
 
 /** What `posthaste status` shows: queue depth by state, oldest deferred, webhook backlog, inbound counts. */
-export function status(db: Db, now: number): Status {
+export function status(db: Db, now: number, held: boolean): Status {
   const iso = (v: unknown) => (typeof v === 'number' ? new Date(v).toISOString() : null);
   return {
-    nodes: listNodes(db),
-    queue: countsByState(db, 'recipients'),
+    nodes: listNodes(db, held),
+    queue: queueCounts(db),
+    recipients: countsByState(db, 'recipients'),
     oldest_deferred: iso(
       db.sqlite
         .prepare(

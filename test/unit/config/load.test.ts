@@ -1,9 +1,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'smol-toml';
 import t from 'tap';
-import { renderExample } from '../../../src/config/example.js';
+import { EXAMPLE_UNSET, renderExample } from '../../../src/config/example.js';
 import type { Schema } from '../../../src/config/keys.js';
 import {
   configPath,
@@ -134,7 +135,11 @@ t.test('config/posthaste.example.toml documents every key, parses, and matches t
   const expected = new Set(
     Object.entries(schema as Schema).flatMap(([s, keys]) => Object.keys(keys).map((k) => `${s}.${k}`)),
   );
-  t.same([...flat].sort(), [...expected].sort(), 'exactly the schema keys');
+  for (const key of Object.keys(EXAMPLE_UNSET)) expected.delete(key);
+  t.same([...flat].sort(), [...expected].sort(), 'exactly the schema keys, but those left unset');
+  t.same(Object.keys(EXAMPLE_UNSET), ['server.node_name'], 'the node name is left to its default');
+  t.match(text, /\n# Default: this machine's host name \(os\.hostname\(\)\)\.[^\n]*\n# node_name = "mail-1"\n/);
+  t.equal(loadConfig({ path, env: {} }).server.node_name, hostname(), 'a node made from it goes by its host name');
   t.ok(loadConfig({ path, env: {} }), 'loads without error');
   for (const [section, keys] of Object.entries(schema as Schema))
     for (const [key, spec] of Object.entries(keys))

@@ -72,20 +72,76 @@ contract(
     t.equal(o.oldestDeferredAt, now - 30 * HOUR, 'the oldest deferred message');
     t.equal(o.webhookBacklog, 0);
     const st = await s.admin.status(now);
-    t.same(st.queue, { queued: 1, deferred: 1, delivered: 1, bounced: 1 });
+    t.same(st.queue, { queued: 0, deferred: 1, in_flight: 1 }, 'd is still claimed: in flight');
+    t.same(st.recipients, { queued: 1, deferred: 1, delivered: 1, bounced: 1 });
     t.match(st, {
       messages: 3,
       oldest_deferred: new Date(now - 30 * HOUR).toISOString(),
       inbound: { last_24h: 0, total: 0, reports_unmatched: 0 },
       throttled: [],
     });
-    t.same(await s.admin.countsByState('recipients'), st.queue);
+    t.same(await s.admin.countsByState('recipients'), st.recipients);
     t.same(await s.admin.countsByState('webhook_deliveries'), {});
     t.equal((await s.keys.list(who.customerId))[0]!.last_used_at, now, "a key's last use");
     await send(s, who, { now: now + 30_000 });
     t.equal((await s.keys.list(who.customerId))[0]!.last_used_at, now, 'written at most once a minute');
     await send(s, who, { now: now + 60_001 });
     t.equal((await s.keys.list(who.customerId))[0]!.last_used_at, now + 60_001);
+  },
+);
+
+contract(
+  "status's queue counts the recipients still to be sent (queued, deferred, in flight), never those done",
+  async (t, s) => {
+    const who = await sender(s);
+    const now = 100 * HOUR;
+    for (const to of ['a', 'b', 'c', 'd', 'e', 'f']) await send(s, who, { to: [`${to}@example.net`], now });
+    await send(s, who, { to: ['later@example.net'], now, scheduledAt: now + 10 * HOUR });
+    const claimed = (await s.delivery.claim('w', now, 5)).sort((x, y) =>
+      x.recipient.address.localeCompare(y.recipient.address),
+    );
+    t.equal(claimed.length, 5);
+    const [delivered, bounced, deferred] = claimed;
+    await s.delivery.record({
+      results: [
+        {
+          ...delivered!,
+          outcome: {
+            kind: 'delivered',
+            reply: reply(250, '2.0.0', 'ok', 'delivered'),
+            mx: 'mx',
+            tls: false,
+            tlsVerified: false,
+          },
+        },
+        {
+          ...bounced!,
+          outcome: {
+            kind: 'bounced',
+            bounceType: 'hard',
+            reply: reply(550, '5.1.1', 'no', 'unknown_recipient'),
+            suppress: false,
+          },
+        },
+        { ...deferred!, outcome: { kind: 'deferred', reply: reply(451, '4.3.0', 'later', 'other') } },
+      ],
+      composed: new Map(),
+      postpone: [],
+      policy,
+      now,
+    });
+    let st = await s.admin.status(now);
+    t.same(
+      st.queue,
+      { queued: 2, deferred: 1, in_flight: 2 },
+      'one due and one scheduled waiting, one deferred, two held by a node; the delivered and the bounced are not queue',
+    );
+    t.same(st.recipients, { queued: 4, deferred: 1, delivered: 1, bounced: 1 }, 'every recipient by state');
+
+    // The deferred one and the due queued one claimed as well: in flight, whatever their state.
+    t.equal((await s.delivery.claim('w', now + 60_001, 10)).length, 2);
+    st = await s.admin.status(now + 60_001);
+    t.same(st.queue, { queued: 1, deferred: 0, in_flight: 4 }, 'only the scheduled one waits');
   },
 );
 

@@ -1,5 +1,7 @@
+import tap from 'tap';
 import type { ClaimRoom, NodeInfo } from '../../../src/store/model.js';
 import type { Store } from '../../../src/store/store.js';
+import { released, twoNodes } from '../../helpers/race.js';
 import { contract, rawRun, readEvents, send, sender } from '../../helpers/stores.js';
 
 // The store's contract on both engines: nodes register, heartbeat and leave; a node whose
@@ -146,5 +148,56 @@ contract(
       [c.id],
     );
     t.same(await s.nodes.releaseDead(), { recipients: 2, webhook_deliveries: 2, nodes: [] });
+  },
+);
+
+contract('a node does not register while a live node has its name; once that one is dead, it does', async (t, s) => {
+  const first: NodeInfo = { id: 'first', name: 'mail-1', pid: 1001, leaseMs: 30_000 };
+  const second: NodeInfo = { id: 'second', name: 'mail-1', pid: 1002, leaseMs: 30_000 };
+  t.equal(await s.nodes.register(first, false), null, 'registered');
+  t.match(
+    await s.nodes.register(second, false),
+    { id: 'first', name: 'mail-1', pid: 1001, lease_ms: 30_000, heartbeat_at: String },
+    'refused, naming the live node of that name',
+  );
+  t.equal(await s.nodes.register(node('other'), false), null, 'another name goes ahead');
+  t.same(
+    (await s.nodes.list()).map((n) => n.id),
+    ['first', 'other'],
+    'the refused node left no row',
+  );
+  // The first one's process died: its last heartbeat is older than its lease.
+  await rawRun(s, 'UPDATE cluster_nodes SET heartbeat_at = heartbeat_at - 31000 WHERE id = ?', ['first']);
+  t.equal(await s.nodes.register(second, false), null, 'the name of a dead node is taken again (a restart)');
+  t.same(
+    (await s.nodes.list()).filter((n) => n.name === 'mail-1').map((n) => n.id),
+    ['second'],
+  );
+});
+
+tap.test(
+  'postgres: two nodes of one name starting at the same moment: one registers, the other is refused',
+  async (t) => {
+    const n = await twoNodes(t);
+    const a: NodeInfo = { id: 'from-a', name: 'mail-1', pid: 1, leaseMs: 30_000 };
+    const b: NodeInfo = { id: 'from-b', name: 'mail-1', pid: 2, leaseMs: 30_000 };
+    // Both have looked for a live node of the name, or wait to; the inserts wait on the table's lock.
+    const [x, y] = await released(n, 'LOCK TABLE cluster_nodes IN SHARE ROW EXCLUSIVE MODE', 2, () => [
+      n.a.nodes.register(a, false),
+      n.b.nodes.register(b, false),
+    ]);
+    const outcomes = [x, y];
+    t.equal(outcomes.filter((o) => o === null).length, 1, 'one registers');
+    const winner = x === null ? a : b;
+    t.match(
+      outcomes.find((o) => o !== null),
+      { id: winner.id, name: 'mail-1' },
+      'the other is told which node has the name',
+    );
+    t.same(
+      (await n.sql.query('SELECT id FROM cluster_nodes')).rows.map((r) => r.id as string),
+      [winner.id],
+      'one row of that name',
+    );
   },
 );

@@ -7,14 +7,17 @@ import { secret } from '../settings.js';
 import { countsByState, oldestQueuedAt, status, touchHealth } from '../status.js';
 import type { GroupCommit } from '../writer/group-commit.js';
 
-/** The store's administration on SQLite: schema, settings, health, status and retention. */
-export function sqliteAdmin(db: Db, writer?: GroupCommit): AdminStore {
+/**
+ * The store's administration on SQLite: schema, settings, health, status and retention. `held`:
+ * whether a daemon holds the data directory now (store/sqlite/index.ts).
+ */
+export function sqliteAdmin(db: Db, writer: GroupCommit | undefined, held: () => boolean): AdminStore {
   return {
     migrate: async (now) => migrate(db, now),
     schemaVersions: async () => schemaVersions(db),
     secret: async (name, bytes) => secret(db, name, bytes),
     touchHealth: async (now) => touchHealth(db, now),
-    status: async (now) => status(db, now),
+    status: async (now) => status(db, now, held()),
     countsByState: async (table) => countsByState(db, table),
     oldestQueuedAt: async (now) => oldestQueuedAt(db, now),
     overview: async (customerId, now) => overview(db, customerId, now),
