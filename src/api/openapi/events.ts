@@ -1,7 +1,7 @@
 import { CLASSIFICATIONS } from '../../domain/classify.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
 import { dateTime, nullable, type Obj, ref } from './common.js';
-import { messageId } from './send.js';
+import { HEADER_MESSAGE_ID, messageId } from './send.js';
 
 /**
  * The webhook events (domain/events.ts; their data is made in domain/transitions.ts and
@@ -41,6 +41,7 @@ const replyWithout = (description: string): Obj => {
 const MESSAGE_BASE: Obj = {
   email_id: { type: 'integer', description: 'The message row (`email_id` of the API).' },
   message_id: messageId(),
+  header_message_id: HEADER_MESSAGE_ID,
   from: { type: 'string', description: 'The From header as sent.' },
   subject: { type: 'string' },
   recipient: { type: 'string', description: 'The recipient this event is about.' },
@@ -111,12 +112,13 @@ const EVENT_DATA: Record<EventType, Obj> = {
     type: 'object',
     description:
       'An address was put on the suppression list by a bounce or a complaint (once per address; always in the sandbox, where the list is not touched).',
-    required: ['recipient', 'reason', 'email_id', 'message_id', 'sandbox', 'timestamp'],
+    required: ['recipient', 'reason', 'email_id', 'message_id', 'header_message_id', 'sandbox', 'timestamp'],
     properties: {
       recipient: { type: 'string' },
       reason: { type: 'string', enum: ['hard_bounce', 'spam_complaint'] },
       email_id: MESSAGE_BASE.email_id,
       message_id: messageId(),
+      header_message_id: HEADER_MESSAGE_ID,
       sandbox: { type: 'boolean' },
       timestamp: dateTime('When it happened.'),
     },

@@ -1,5 +1,6 @@
 import { schema as configSchema } from '../../config/schema.js';
 import { DISPLAY_NAME_MAX_LENGTH, MAILBOX_MAX_LENGTH } from '../../domain/addresses.js';
+import { MESSAGE_ID_MAX_LENGTH } from '../../domain/message-search.js';
 import { OWNED_HEADER_NAMES } from '../../domain/send-fields.js';
 import {
   FILENAME_MAX_LENGTH,
@@ -163,6 +164,14 @@ const MESSAGE_ID: Obj = {
     'The Message-ID, without angle brackets (posthaste draws 26 characters of base32 @ the sender domain): it names the message in every other call.',
 };
 export const messageId = (description?: string): Obj => (description ? { ...MESSAGE_ID, description } : MESSAGE_ID);
+
+/** The id in a message's Message-ID field (domain/message-search.ts); also in every event's data. */
+export const HEADER_MESSAGE_ID: Obj = {
+  type: 'string',
+  maxLength: MESSAGE_ID_MAX_LENGTH,
+  description:
+    "The id in the message's Message-ID field, without angle brackets: the sender's own when it wrote one (an application's mailer over SMTP submission), else `message_id`. `GET /api/v1/emails?message_id=` finds the message by either.",
+};
 
 export const ACCEPTED: Obj = {
   type: 'object',
