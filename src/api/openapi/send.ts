@@ -1,7 +1,7 @@
 import { schema as configSchema } from '../../config/schema.js';
 import { DISPLAY_NAME_MAX_LENGTH, MAILBOX_MAX_LENGTH } from '../../domain/addresses.js';
 import { MESSAGE_ID_MAX_LENGTH } from '../../domain/message-search.js';
-import { OWNED_HEADER_NAMES } from '../../domain/send-fields.js';
+import { MESSAGE_ID_VALUE, OWNED_HEADER_NAMES } from '../../domain/send-fields.js';
 import {
   FILENAME_MAX_LENGTH,
   HEADER_NAME_MAX_LENGTH,
@@ -120,8 +120,16 @@ export const SEND_REQUEST: Obj = {
     },
     headers: {
       type: nullable('object'),
-      description: `Extra header fields, name to value. The ones posthaste writes (${OWNED_HEADERS.join(', ')}, and every Content-*) are refused, in any case.`,
+      description: `Extra header fields, name to value. The ones posthaste writes (${OWNED_HEADERS.join(', ')}, and every Content-*) are refused, in any case. A \`Message-ID\` (one \`<id@domain>\`) replaces posthaste's in the message: \`message_id\` still names the message, and \`header_message_id\` is that id (\`GET /api/v1/emails?message_id=\` finds it by either).`,
       propertyNames: { maxLength: HEADER_NAME_MAX_LENGTH, pattern: HEADER_NAME_PATTERN },
+      patternProperties: {
+        [`^${anyCase('message-id')}$`]: {
+          type: 'string',
+          pattern: MESSAGE_ID_VALUE,
+          maxLength: 998 - 'Message-ID: '.length,
+          description: "One msg-id, `<id@domain>` (RFC 5322 3.6.4): the message's Message-ID in place of posthaste's.",
+        },
+      },
       additionalProperties: {
         type: 'string',
         maxLength: HEADER_VALUE_MAX_LENGTH,
