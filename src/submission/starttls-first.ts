@@ -14,8 +14,8 @@ import type { Session } from './session.js';
  * connection's own `send` (public, the single place smtp-server writes a reply from): a 500 to
  * the command AUTH while AUTH waits for TLS becomes the 530. Every check smtp-server makes before
  * that reply (a command during the TLS handshake, before the greeting, while closing) is still
- * its own, and nothing else it sends is touched. test/integration/submission.test.ts fails if a
- * new smtp-server answers otherwise.
+ * its own, and nothing else it sends is touched. test/integration/submission-starttls.test.ts
+ * (a raw client, smtplib) fails if a new smtp-server answers otherwise.
  */
 export const STARTTLS_FIRST =
   '5.7.0 Must issue a STARTTLS command first: AUTH is offered once the session is under TLS';
