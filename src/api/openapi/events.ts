@@ -37,11 +37,17 @@ const replyWithout = (description: string): Obj => {
   return { type: 'object', description, required: ['code', 'enhanced_code', 'message'], properties };
 };
 
+/** In every event written since posthaste kept it; an event stored before (the outbox keeps its envelope as written) has none. */
+const EVENT_HEADER_MESSAGE_ID: Obj = {
+  ...HEADER_MESSAGE_ID,
+  description: `${HEADER_MESSAGE_ID.description as string} Absent only in events written by a release before it was kept.`,
+};
+
 /** The fields every message event's data carries (domain/events.ts, MessageEventBase). */
 const MESSAGE_BASE: Obj = {
   email_id: { type: 'integer', description: 'The message row (`email_id` of the API).' },
   message_id: messageId(),
-  header_message_id: HEADER_MESSAGE_ID,
+  header_message_id: EVENT_HEADER_MESSAGE_ID,
   from: { type: 'string', description: 'The From header as sent.' },
   subject: { type: 'string' },
   recipient: { type: 'string', description: 'The recipient this event is about.' },
@@ -50,7 +56,7 @@ const MESSAGE_BASE: Obj = {
   metadata: { type: 'object', additionalProperties: { type: 'string' }, description: 'As sent.' },
   tags: { type: 'array', items: { type: 'string' }, description: 'As sent; empty when none.' },
 };
-const BASE_REQUIRED = Object.keys(MESSAGE_BASE);
+const BASE_REQUIRED = Object.keys(MESSAGE_BASE).filter((k) => k !== 'header_message_id');
 
 function messageEvent(description: string, own: Obj, required: string[]): Obj {
   return {
@@ -112,13 +118,13 @@ const EVENT_DATA: Record<EventType, Obj> = {
     type: 'object',
     description:
       'An address was put on the suppression list by a bounce or a complaint (once per address; always in the sandbox, where the list is not touched).',
-    required: ['recipient', 'reason', 'email_id', 'message_id', 'header_message_id', 'sandbox', 'timestamp'],
+    required: ['recipient', 'reason', 'email_id', 'message_id', 'sandbox', 'timestamp'],
     properties: {
       recipient: { type: 'string' },
       reason: { type: 'string', enum: ['hard_bounce', 'spam_complaint'] },
       email_id: MESSAGE_BASE.email_id,
       message_id: messageId(),
-      header_message_id: HEADER_MESSAGE_ID,
+      header_message_id: EVENT_HEADER_MESSAGE_ID,
       sandbox: { type: 'boolean' },
       timestamp: dateTime('When it happened.'),
     },
