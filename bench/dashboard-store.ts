@@ -132,6 +132,7 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
           id: r.emailId,
           customerId,
           messageId,
+          headerMessageId: null,
           sandbox: false,
           fromHeader: 'Shop <orders@shop.example>',
           senderDomain: 'shop.example',

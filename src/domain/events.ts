@@ -22,6 +22,8 @@ export interface EventEnvelope<D = Record<string, unknown>> {
 export interface MessageEventBase {
   email_id: number;
   message_id: string;
+  /** The id in the message's Message-ID field, bare: the sender's own when it wrote one, else message_id. */
+  header_message_id: string;
   from: string;
   subject: string;
   recipient: string;

@@ -13,11 +13,35 @@ export type SearchState = (typeof SEARCH_STATES)[number];
 
 export interface MessageFilters {
   recipient?: string;
+  /** Bare (bareMessageId): posthaste's id or the message's Message-ID field's. */
   messageId?: string;
   state?: SearchState;
   tag?: string;
   since?: number;
   until?: number;
+}
+
+/** The longest Message-ID searched or kept (RFC 5322 2.1.1: one line). */
+export const MESSAGE_ID_MAX_LENGTH = 998;
+
+/**
+ * A Message-ID as messages are found by it: without the angle brackets and the space around it
+ * (`<a@b>`, ` <a@b> ` and `a@b` are one id). posthaste's own id and the one in a message's
+ * Message-ID field are both kept this way.
+ */
+export function bareMessageId(v: string): string {
+  const t = v.trim();
+  return t.startsWith('<') && t.endsWith('>') ? t.slice(1, -1).trim() : t;
+}
+
+/**
+ * The id a Message-ID field's value carries (RFC 5322 3.6.4), bare: the first `<…>` in it (a
+ * comment or a folded space around it does not count), else the value itself when it is one
+ * word; undefined when neither, or when it is longer than MESSAGE_ID_MAX_LENGTH.
+ */
+export function messageIdOfField(value: string): string | undefined {
+  const id = /<([^<>\s]+)>/.exec(value)?.[1] ?? (/^[^<>\s]+$/.test(value.trim()) ? value.trim() : undefined);
+  return id !== undefined && id.length <= MESSAGE_ID_MAX_LENGTH ? id : undefined;
 }
 
 /** A time as ISO 8601 ("2026-11-23", "2026-11-23T10:00:00Z", "2026-11-23T10:00" in UTC). */
@@ -30,6 +54,8 @@ function parseTime(v: string): number | undefined {
 /**
  * The message search filters of the API (`GET /api/v1/emails`) and the dashboard, from query
  * parameters: recipient, message_id, state, tag, since, until. Empty values are no filter.
+ * `message_id` finds a message by posthaste's id or by the Message-ID field it carries (an
+ * application's own, written by its mailer), bare (bareMessageId) either way.
  */
 export function parseMessageFilters(q: Record<string, unknown>): MessageFilters | Problems {
   const p = new Problems();
@@ -50,8 +76,9 @@ export function parseMessageFilters(q: Record<string, unknown>): MessageFilters 
   }
   const messageId = str('message_id');
   if (messageId !== undefined) {
-    if (messageId.length > 998) p.add('message_id', 'is too long');
-    else out.messageId = messageId;
+    // posthaste's id or the one in the message's Message-ID field, with or without angle brackets.
+    if (messageId.length > MESSAGE_ID_MAX_LENGTH + 2) p.add('message_id', 'is too long');
+    else if (bareMessageId(messageId) !== '') out.messageId = bareMessageId(messageId);
   }
   const state = str('state');
   if (state !== undefined) {

@@ -44,7 +44,6 @@ export const OWNED_HEADER_NAMES: readonly string[] = [
   'bcc',
   'subject',
   'date',
-  'message-id',
   'return-path',
   'dkim-signature',
   'mime-version',
@@ -52,6 +51,13 @@ export const OWNED_HEADER_NAMES: readonly string[] = [
   'reply-to',
 ];
 const OWNED_HEADERS = new Set(OWNED_HEADER_NAMES);
+/**
+ * A Message-ID the request gives in `headers` (docs/api.md): one msg-id, `<id-left@id-right>`
+ * (RFC 5322 3.6.4), printable ASCII without space, `<`, `>` or a second `@`. The message then
+ * carries it in place of posthaste's id, which still names it in the API; it is found by either.
+ */
+export const MESSAGE_ID_VALUE = '^<[\\x21-\\x3B\\x3D\\x3F\\x41-\\x7E]+@[\\x21-\\x3B\\x3D\\x3F\\x41-\\x7E]+>$';
+const MESSAGE_ID = new RegExp(MESSAGE_ID_VALUE);
 const HEADER_NAME = /^[\x21-\x39\x3b-\x7e]+$/; // RFC 5322 ftext: printable ASCII except ':'
 const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
 export const METADATA_MAX_KEYS = 50;
@@ -253,19 +259,25 @@ export function headersField(v: unknown, p: Problems): Array<[string, string]> {
     p.add('headers', 'must be an object of string to string');
     return headers;
   }
+  let messageId = false;
   for (const [name, value] of Object.entries(v)) {
     const f = `headers.${printable(name)}`;
+    const isMessageId = name.toLowerCase() === 'message-id';
     if (!HEADER_NAME.test(name)) p.add(f, 'is not a valid header name');
     else if (name.length > HEADER_NAME_MAX_LENGTH) p.add(f, `must be at most ${HEADER_NAME_MAX_LENGTH} characters`);
     else if (OWNED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('content-'))
       p.add(f, 'is set by posthaste and cannot be given');
     else if (typeof value !== 'string') p.add(f, 'must be a string');
     else if (hasControl(value)) p.add(f, CONTROL_PROBLEM);
+    else if (isMessageId && !MESSAGE_ID.test(value))
+      p.add(f, 'must be one Message-ID, <id@domain> (RFC 5322 3.6.4), without spaces or comments');
+    else if (isMessageId && messageId) p.add(f, 'is given twice (a message has one Message-ID)');
     else if (value.length > HEADER_VALUE_MAX_LENGTH) p.add(f, `must be at most ${HEADER_VALUE_MAX_LENGTH} characters`);
     else {
       const fold = foldProblem(name.length + 2, value);
       if (fold) p.add(f, fold);
       else headers.push([name, value]);
+      messageId ||= isMessageId;
     }
   }
   return headers;

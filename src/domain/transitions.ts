@@ -14,6 +14,8 @@ export interface MessageFacts {
   id: number;
   customerId: number;
   messageId: string;
+  /** The Message-ID field's id when the sender wrote its own (bare); null or absent: messageId. */
+  headerMessageId?: string | null;
   sandbox: boolean;
   fromHeader: string;
   subject: string;
@@ -50,6 +52,7 @@ export function eventBase(m: MessageFacts, recipient: string, now: number): Mess
   return {
     email_id: m.id,
     message_id: m.messageId,
+    header_message_id: m.headerMessageId ?? m.messageId,
     from: m.fromHeader,
     subject: m.subject,
     recipient,
@@ -204,6 +207,7 @@ export function suppressedEventData(
     reason,
     email_id: m.id,
     message_id: m.messageId,
+    header_message_id: m.headerMessageId ?? m.messageId,
     sandbox: m.sandbox,
     timestamp: iso(now),
   };

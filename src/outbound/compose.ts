@@ -57,13 +57,15 @@ function checkLines(lines: LineMeter): void {
 
 /** nodemailer's MIME tree for the request: every header, part, encoding and boundary decided. */
 export function mimeTree(req: SendRequest, messageId: string, date: number): MimeNode {
+  // A Message-ID the request gave (docs/api.md, headers) is the message's, in place of posthaste's.
+  const own = req.headers.find(([key]) => key.toLowerCase() === 'message-id');
   const mail: Mail.Options = {
     disableFileAccess: true,
     disableUrlAccess: true,
     from: asAddress(req.from),
     to: req.to.map(asAddress),
     subject: req.subject,
-    messageId: `<${messageId}>`,
+    messageId: own ? own[1] : `<${messageId}>`,
     date: new Date(date),
     attachments: req.attachments.map((a) => ({
       filename: a.filename,
@@ -71,7 +73,7 @@ export function mimeTree(req: SendRequest, messageId: string, date: number): Mim
       encoding: 'base64',
       contentType: a.contentType,
     })),
-    headers: req.headers.map(([key, value]) => ({ key, value })),
+    headers: req.headers.filter(([key]) => key.toLowerCase() !== 'message-id').map(([key, value]) => ({ key, value })),
   };
   // Bcc recipients are in the envelope only; the composer leaves Bcc out of the headers.
   if (req.cc.length > 0) mail.cc = req.cc.map(asAddress);

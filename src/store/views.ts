@@ -21,6 +21,7 @@ import type {
 export interface MessageRow {
   id: number;
   message_id: string;
+  header_message_id: string | null;
   from_header: string;
   subject: string;
   sandbox: number;
@@ -35,7 +36,7 @@ export interface MessageRow {
 
 /** The columns of MessageRow, for a SELECT. */
 export const MESSAGE_VIEW_COLUMNS =
-  'id, message_id, from_header, subject, sandbox, metadata, size, created_at, scheduled_at, tags';
+  'id, message_id, header_message_id, from_header, subject, sandbox, metadata, size, created_at, scheduled_at, tags';
 
 /** A recipient's row, as a message's view shows it. */
 export interface RecipientRow {
@@ -55,6 +56,7 @@ export function messageView(m: MessageRow, recipients: RecipientRow[], events: E
   return {
     email_id: m.id,
     message_id: m.message_id,
+    header_message_id: m.header_message_id ?? m.message_id,
     from: m.from_header,
     subject: m.subject,
     sandbox: m.sandbox === 1,
@@ -148,6 +150,7 @@ export interface QueuedMessageRow {
   id: number;
   customer_id: number;
   message_id: string;
+  header_message_id: string | null;
   sandbox: number;
   from_header: string;
   sender_domain: string;
@@ -164,13 +167,14 @@ export interface QueuedMessageRow {
 
 /** The columns of QueuedMessageRow, for a SELECT. */
 export const QUEUED_MESSAGE_COLUMNS =
-  'id, customer_id, message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags';
+  'id, customer_id, message_id, header_message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags';
 
 export function queuedMessage(m: QueuedMessageRow): QueuedMessage {
   return {
     id: m.id,
     customerId: m.customer_id,
     messageId: m.message_id,
+    headerMessageId: m.header_message_id,
     sandbox: m.sandbox === 1,
     fromHeader: m.from_header,
     senderDomain: m.sender_domain,

@@ -31,6 +31,8 @@ export async function acceptSubmitted(
     apiKeyId: key.id,
     sandbox: key.kind === 'sandbox',
     messageId,
+    // The client's own Message-ID, kept in the message: it finds the message too (docs/submission.md).
+    ...(read.headerMessageId !== undefined ? { headerMessageId: read.headerMessageId } : {}),
     fromHeader: read.fromHeader,
     senderDomain: domain.name,
     subject: read.subject,

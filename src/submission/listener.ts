@@ -8,6 +8,7 @@ import { acceptSubmitted } from './accept.js';
 import { AuthFailures, onAuth } from './auth.js';
 import { receiveData } from './data.js';
 import { type Session, type SubmissionDeps, smtpError } from './session.js';
+import { answerAuthBeforeTls } from './starttls-first.js';
 
 /**
  * SMTP submission for applications (docs/submission.md): `submission.listen` with STARTTLS (RFC
@@ -29,8 +30,8 @@ export function createSubmission(deps: SubmissionDeps): SubmissionListener[] {
   const s = deps.config.submission;
   const tls =
     s['tls.cert'] && s['tls.key'] ? { key: readFileSync(s['tls.key']), cert: readFileSync(s['tls.cert']) } : null;
-  const hooks = sessionHooks(deps, new AuthFailures());
-  const options = (secure: boolean): SMTPServerOptions => ({
+  const failures = new AuthFailures();
+  const options = (secure: boolean, server: () => SMTPServer): SMTPServerOptions => ({
     name: deps.config.server.hostname,
     banner: 'posthaste ESMTP submission',
     secure,
@@ -39,8 +40,9 @@ export function createSubmission(deps: SubmissionDeps): SubmissionListener[] {
     rejectOversized: true,
     authMethods: ['PLAIN', 'LOGIN'],
     // Whether AUTH may be used before TLS is decided per connection (commandsOf: AUTH is not
-    // offered, and refused as a command, until TLS, except on loopback when allowed); without this
-    // smtp-server would refuse it with 538 wherever STARTTLS is offered, loopback included.
+    // offered, and answered 530 5.7.0 by starttls-first.ts, until TLS, except on loopback when
+    // allowed); without this smtp-server would refuse it with 538 wherever STARTTLS is offered,
+    // loopback included.
     allowInsecureAuth: true,
     authRequiredMessage: AUTH_REQUIRED,
     // Extensions the path behind does not keep: DSN requests, REQUIRETLS and SMTPUTF8 addresses
@@ -53,13 +55,15 @@ export function createSubmission(deps: SubmissionDeps): SubmissionListener[] {
     closeTimeout: 5_000,
     maxClients: s.max_clients,
     logger: false,
-    ...hooks,
+    ...sessionHooks(deps, failures, server),
   });
+  const listener = (key: string, address: string, secure: boolean): SubmissionListener => {
+    const server: SMTPServer = new SMTPServer(options(secure, () => server));
+    return { spec: { key, address }, server };
+  };
   const out: SubmissionListener[] = [];
-  if (s.listen)
-    out.push({ spec: { key: 'submission.listen', address: s.listen }, server: new SMTPServer(options(false)) });
-  if (s.listen_tls)
-    out.push({ spec: { key: 'submission.listen_tls', address: s.listen_tls }, server: new SMTPServer(options(true)) });
+  if (s.listen) out.push(listener('submission.listen', s.listen, false));
+  if (s.listen_tls) out.push(listener('submission.listen_tls', s.listen_tls, true));
   return out;
 }
 
@@ -76,11 +80,13 @@ type Hooks = Pick<
   'onConnect' | 'onSecure' | 'onAuth' | 'onMailFrom' | 'onRcptTo' | 'onData' | 'onClose'
 >;
 
-function sessionHooks(deps: SubmissionDeps, failures: AuthFailures): Hooks {
+function sessionHooks(deps: SubmissionDeps, failures: AuthFailures, server: () => SMTPServer): Hooks {
   return {
     onConnect(session: Session, cb) {
       if (deps.isShuttingDown()) return cb(smtpError(421, '4.3.2 Service shutting down, try again later'));
       session.disabledCommands = commandsOf(deps, session);
+      // AUTH before STARTTLS: 530 5.7.0, not smtp-server's 500 for a disabled command.
+      if (!session.secure) answerAuthBeforeTls(server(), session);
       cb();
     },
     onSecure(_socket, session: Session, cb) {

@@ -1,5 +1,6 @@
 import { addressKey, formatMailbox, type Mailbox, parseAddrSpec, splitAddressList } from '../domain/addresses.js';
 import { hasControl } from '../domain/header-text.js';
+import { messageIdOfField } from '../domain/message-search.js';
 import {
   MAX_TAGS,
   METADATA_MAX_KEY_LENGTH,
@@ -39,6 +40,8 @@ export interface Submitted {
   to: Set<string>;
   cc: Set<string>;
   hasMessageId: boolean;
+  /** The id the client's Message-ID field carries, bare (the first field's; absent when it carries none that can be read). */
+  headerMessageId?: string;
   hasDate: boolean;
   /** The stored message: `first` before the client's kept fields, `last` after them, then the body as written. */
   build(first: string, last: string): Buffer;
@@ -208,6 +211,8 @@ export function readSubmitted(chunks: Buffer[], size: number): Submitted | Refus
   const labels = labelsOf(fields, text);
   if ('code' in labels) return labels;
   const subject = fields.find((f) => f.lower === 'subject');
+  const messageIdField = fields.find((f) => f.lower === 'message-id');
+  const headerMessageId = messageIdField ? messageIdOfField(fieldValue(text, messageIdField)) : undefined;
   const has = (name: string) => fields.some((f) => f.lower === name);
   const kept = fields.filter((f) => !DROPPED.has(f.lower) && !f.lower.startsWith(OURS));
   return {
@@ -216,7 +221,8 @@ export function readSubmitted(chunks: Buffer[], size: number): Submitted | Refus
     subject: subject ? decodeWords(fieldValue(text, subject)) : '',
     to: namedIn(fields, text, 'to'),
     cc: namedIn(fields, text, 'cc'),
-    hasMessageId: has('message-id'),
+    hasMessageId: messageIdField !== undefined,
+    ...(headerMessageId !== undefined ? { headerMessageId } : {}),
     hasDate: has('date'),
     build(first: string, last: string): Buffer {
       const parts = [

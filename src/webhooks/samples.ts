@@ -6,6 +6,8 @@ function baseOf(now: number) {
   return {
     email_id: 0,
     message_id: '01jtestmessage0000000000000@example.com',
+    // The id in the Message-ID field: here an application's own, as its mailer wrote it.
+    header_message_id: '173219000012.4242.7001@app.example.com',
     from: 'Example Shop <orders@example.com>',
     subject: 'Your order #1234 has shipped',
     recipient: 'alice@example.org',
@@ -60,6 +62,7 @@ const SAMPLES: Record<EventType, (base: Base, now: number) => Record<string, unk
     reason: 'hard_bounce',
     email_id: 0,
     message_id: base.message_id,
+    header_message_id: base.header_message_id,
     sandbox: false,
     timestamp: base.timestamp,
   }),

@@ -106,6 +106,8 @@ export async function send(
     scheduledAt?: number;
     idempotency?: { key: string; hash: Buffer; ttlMs: number };
     messageId?: string;
+    /** The id in the message's Message-ID field when it is the sender's own. */
+    headerMessageId?: string;
   } = {},
 ) {
   const now = opts.now ?? 1_000_000;
@@ -123,6 +125,7 @@ export async function send(
     request: JSON.stringify({ from: 'shop@example.com', to, subject: 'Your order', text_body: 'Thanks' }),
     recipients: to.map((address) => ({ address, domain: address.split('@')[1]!, field: 'to' as const })),
     ...(opts.tags ? { tags: opts.tags } : {}),
+    ...(opts.headerMessageId !== undefined ? { headerMessageId: opts.headerMessageId } : {}),
     ...(opts.scheduledAt !== undefined ? { scheduledAt: opts.scheduledAt } : {}),
     ...(opts.idempotency ? { idempotency: opts.idempotency } : {}),
     now,

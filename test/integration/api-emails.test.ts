@@ -74,6 +74,26 @@ t.test(
   },
 );
 
+t.test("a Message-ID in headers is the message's; it finds the message as posthaste's id does", async (t) => {
+  const own = `order-${Date.now()}.77@shop.example`;
+  const r = await post({ ...valid, headers: { 'Message-ID': `<${own}>`, 'X-Order': '77' } });
+  t.equal(r.status, 202);
+  t.not(r.body.message_id, own, "message_id is posthaste's");
+  const raw = await storedMime(r.body.message_id);
+  t.equal(raw.match(/^Message-ID:/gim)?.length, 1, 'one Message-ID field');
+  t.match(raw, `\r\nMessage-ID: <${own}>\r\n`, "the request's");
+  t.match(raw, /^X-Order: 77\r$/m, "the request's other headers as before");
+  for (const q of [own, `<${own}>`, r.body.message_id]) {
+    const found = await request(`${s.url}/api/v1/emails?message_id=${encodeURIComponent(q)}`, { key: live });
+    t.same(
+      found.body.data.map((m: Json) => [m.message_id, m.header_message_id]),
+      [[r.body.message_id, own]],
+      `found by ${q}`,
+    );
+  }
+  t.equal((await request(`${s.url}/api/v1/emails/${r.body.message_id}`, { key: live })).body.header_message_id, own);
+});
+
 t.test('several recipients as a comma list and as an array, cc and bcc; bcc stays out of the headers', async (t) => {
   const a = await post({ ...valid, to: 'a@example.org, "Doe, Jane" <b@example.org>' });
   t.equal(a.status, 202);
@@ -288,7 +308,10 @@ const invalid: Array<[string, Record<string, unknown>, string]> = [
     { attachments: [{ filename: 'a.txt', io: 'aGk=', content_type: 'text/plain', path: '/etc/passwd' }] },
     'attachments[0].path',
   ],
-  ['owned header', { headers: { 'Message-ID': '<x@y>' } }, 'headers.Message-ID'],
+  ['owned header', { headers: { Date: 'Mon, 23 Nov 2026 10:00:00 +0000' } }, 'headers.Date'],
+  ['Message-ID without angle brackets', { headers: { 'Message-ID': 'x@y' } }, 'headers.Message-ID'],
+  ['Message-ID of two ids', { headers: { 'message-id': '<x@y> <z@y>' } }, 'headers.message-id'],
+  ['Message-ID twice', { headers: { 'Message-ID': '<x@y>', 'message-id': '<z@y>' } }, 'headers.message-id'],
   ['content-* header', { headers: { 'Content-Type': 'text/html' } }, 'headers.Content-Type'],
   ['header value with CRLF', { headers: { 'X-Tag': 'a\r\nBcc: x@evil.example' } }, 'headers.X-Tag'],
   ['header name invalid', { headers: { 'X Bad:': 'v' } }, 'headers.X Bad:'],

@@ -427,6 +427,25 @@ async function run(): Promise<void> {
     t.equal(await page.locator('tbody tr a[href^="/messages/"]').count(), 1);
   });
 
+  await t.test('the search finds a message by the Message-ID its sender wrote; its page shows that id', async (t) => {
+    const own = `app"&'${Date.now()}@shop.test`;
+    const r = await request(`${s.url}/api/v1/emails`, {
+      key: apiKey,
+      body: {
+        from: 'shop@shop.test',
+        to: 'dora@good.test',
+        subject: 'Own id',
+        text_body: 'hi',
+        headers: { 'Message-ID': `<${own}>` },
+      },
+    });
+    t.equal(r.status, 202);
+    await page.goto(`${base}/messages?${new URLSearchParams({ message_id: `<${own}>` })}`);
+    t.equal(await page.locator(`tbody tr a[href="/messages/${encodeURIComponent(r.body.message_id)}"]`).count(), 1);
+    await page.goto(`${base}/messages/${encodeURIComponent(r.body.message_id)}`);
+    t.ok(await page.getByText(own, { exact: true }).isVisible(), "the sender's Message-ID, as text");
+  });
+
   await t.test('nothing anyone else wrote ran: no dialog, no script', async (t) => {
     t.same(ran, []);
   });

@@ -1,7 +1,7 @@
 import { CLASSIFICATIONS } from '../../domain/classify.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
 import { dateTime, nullable, type Obj, ref } from './common.js';
-import { messageId } from './send.js';
+import { HEADER_MESSAGE_ID, messageId } from './send.js';
 
 /**
  * The webhook events (domain/events.ts; their data is made in domain/transitions.ts and
@@ -37,10 +37,17 @@ const replyWithout = (description: string): Obj => {
   return { type: 'object', description, required: ['code', 'enhanced_code', 'message'], properties };
 };
 
+/** In every event written since posthaste kept it; an event stored before (the outbox keeps its envelope as written) has none. */
+const EVENT_HEADER_MESSAGE_ID: Obj = {
+  ...HEADER_MESSAGE_ID,
+  description: `${HEADER_MESSAGE_ID.description as string} Absent only in events written by a release before it was kept.`,
+};
+
 /** The fields every message event's data carries (domain/events.ts, MessageEventBase). */
 const MESSAGE_BASE: Obj = {
   email_id: { type: 'integer', description: 'The message row (`email_id` of the API).' },
   message_id: messageId(),
+  header_message_id: EVENT_HEADER_MESSAGE_ID,
   from: { type: 'string', description: 'The From header as sent.' },
   subject: { type: 'string' },
   recipient: { type: 'string', description: 'The recipient this event is about.' },
@@ -49,7 +56,7 @@ const MESSAGE_BASE: Obj = {
   metadata: { type: 'object', additionalProperties: { type: 'string' }, description: 'As sent.' },
   tags: { type: 'array', items: { type: 'string' }, description: 'As sent; empty when none.' },
 };
-const BASE_REQUIRED = Object.keys(MESSAGE_BASE);
+const BASE_REQUIRED = Object.keys(MESSAGE_BASE).filter((k) => k !== 'header_message_id');
 
 function messageEvent(description: string, own: Obj, required: string[]): Obj {
   return {
@@ -117,6 +124,7 @@ const EVENT_DATA: Record<EventType, Obj> = {
       reason: { type: 'string', enum: ['hard_bounce', 'spam_complaint'] },
       email_id: MESSAGE_BASE.email_id,
       message_id: messageId(),
+      header_message_id: EVENT_HEADER_MESSAGE_ID,
       sandbox: { type: 'boolean' },
       timestamp: dateTime('When it happened.'),
     },

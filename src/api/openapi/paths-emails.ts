@@ -1,5 +1,5 @@
 import { schema as configSchema } from '../../config/schema.js';
-import { SEARCH_STATES } from '../../domain/message-search.js';
+import { MESSAGE_ID_MAX_LENGTH, SEARCH_STATES } from '../../domain/message-search.js';
 import { MAX_BATCH } from '../routes/emails.js';
 import {
   errorSchema,
@@ -87,8 +87,9 @@ export const EMAIL_PATHS: Obj = {
         {
           name: 'message_id',
           in: 'query',
-          description: 'The message with this Message-ID (angle brackets optional).',
-          schema: { type: 'string', maxLength: 998 },
+          description:
+            "Messages with this Message-ID, angle brackets optional: posthaste's (`message_id`, one message) or the one in the message's Message-ID field (`header_message_id`: an application's own, as its mailer wrote it; several messages may carry it).",
+          schema: { type: 'string', maxLength: MESSAGE_ID_MAX_LENGTH + 2 },
         },
         {
           name: 'state',

@@ -1,6 +1,7 @@
 import { schema as configSchema } from '../../config/schema.js';
 import { DISPLAY_NAME_MAX_LENGTH, MAILBOX_MAX_LENGTH } from '../../domain/addresses.js';
-import { OWNED_HEADER_NAMES } from '../../domain/send-fields.js';
+import { MESSAGE_ID_MAX_LENGTH } from '../../domain/message-search.js';
+import { MESSAGE_ID_VALUE, OWNED_HEADER_NAMES } from '../../domain/send-fields.js';
 import {
   FILENAME_MAX_LENGTH,
   HEADER_NAME_MAX_LENGTH,
@@ -119,8 +120,16 @@ export const SEND_REQUEST: Obj = {
     },
     headers: {
       type: nullable('object'),
-      description: `Extra header fields, name to value. The ones posthaste writes (${OWNED_HEADERS.join(', ')}, and every Content-*) are refused, in any case.`,
+      description: `Extra header fields, name to value. The ones posthaste writes (${OWNED_HEADERS.join(', ')}, and every Content-*) are refused, in any case. A \`Message-ID\` (one \`<id@domain>\`) replaces posthaste's in the message: \`message_id\` still names the message, and \`header_message_id\` is that id (\`GET /api/v1/emails?message_id=\` finds it by either).`,
       propertyNames: { maxLength: HEADER_NAME_MAX_LENGTH, pattern: HEADER_NAME_PATTERN },
+      patternProperties: {
+        [`^${anyCase('message-id')}$`]: {
+          type: 'string',
+          pattern: MESSAGE_ID_VALUE,
+          maxLength: 998 - 'Message-ID: '.length,
+          description: "One msg-id, `<id@domain>` (RFC 5322 3.6.4): the message's Message-ID in place of posthaste's.",
+        },
+      },
       additionalProperties: {
         type: 'string',
         maxLength: HEADER_VALUE_MAX_LENGTH,
@@ -163,6 +172,14 @@ const MESSAGE_ID: Obj = {
     'The Message-ID, without angle brackets (posthaste draws 26 characters of base32 @ the sender domain): it names the message in every other call.',
 };
 export const messageId = (description?: string): Obj => (description ? { ...MESSAGE_ID, description } : MESSAGE_ID);
+
+/** The id in a message's Message-ID field (domain/message-search.ts); also in every event's data. */
+export const HEADER_MESSAGE_ID: Obj = {
+  type: 'string',
+  maxLength: MESSAGE_ID_MAX_LENGTH,
+  description:
+    "The id in the message's Message-ID field, without angle brackets: the sender's own when it wrote one (an application's mailer over SMTP submission), else `message_id`. `GET /api/v1/emails?message_id=` finds the message by either.",
+};
 
 export const ACCEPTED: Obj = {
   type: 'object',

@@ -2,7 +2,7 @@ import { EVENT_TYPES } from '../../domain/events.js';
 import { SEARCH_STATES } from '../../domain/message-search.js';
 import { dateTime, nullable, type Obj, ref } from './common.js';
 import { eventSchemaName, LAST_RESPONSE, MESSAGE_EVENT_TYPES, nullableDateTime } from './events.js';
-import { messageId } from './send.js';
+import { HEADER_MESSAGE_ID, messageId } from './send.js';
 
 /**
  * What the API answers besides a send's 202: messages (store/model.ts), webhook endpoints and
@@ -16,10 +16,11 @@ const METADATA: Obj = { type: 'object', additionalProperties: { type: 'string' }
 
 const MESSAGE_SUMMARY: Obj = {
   type: 'object',
-  required: ['email_id', 'message_id', 'from', 'subject', 'sandbox', 'created_at', 'states'],
+  required: ['email_id', 'message_id', 'header_message_id', 'from', 'subject', 'sandbox', 'created_at', 'states'],
   properties: {
     email_id: { type: 'integer', minimum: 1, description: 'The row id: grows with acceptance time.' },
     message_id: messageId(),
+    header_message_id: HEADER_MESSAGE_ID,
     from: { type: 'string', description: 'The From header as sent.' },
     subject: { type: 'string' },
     sandbox: { type: 'boolean' },
@@ -53,6 +54,7 @@ const MESSAGE: Obj = {
   required: [
     'email_id',
     'message_id',
+    'header_message_id',
     'from',
     'subject',
     'sandbox',

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { formatDuration } from '../../config/load.js';
 import { formatMailbox } from '../../domain/addresses.js';
 import { ApiError, Problems, UnsendableMessage, validationError } from '../../domain/errors.js';
-import { parseMessageFilters } from '../../domain/message-search.js';
+import { messageIdOfField, parseMessageFilters } from '../../domain/message-search.js';
 import { recipientsOf, type SendRequest, validateSendRequest } from '../../domain/send-request.js';
 import { BASE32, timeSortableId } from '../../lib/ids.js';
 import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../outbound/compose.js';
@@ -86,6 +86,13 @@ async function checkEncodedSize(limit: number, req: SendRequest, messageId: stri
     throw new ApiError('payload_too_large', `The encoded message is ${size} bytes; the limit is ${limit}.`);
 }
 
+/** The id of a Message-ID the request gave in `headers`, bare (domain/message-search.ts). */
+function headerMessageIdOf(req: SendRequest): { headerMessageId?: string } {
+  const own = req.headers.find(([key]) => key.toLowerCase() === 'message-id');
+  const id = own ? messageIdOfField(own[1]) : undefined;
+  return id !== undefined ? { headerMessageId: id } : {};
+}
+
 function acceptInput(
   key: ApiKeyInfo,
   req: SendRequest,
@@ -99,6 +106,8 @@ function acceptInput(
     apiKeyId: key.id,
     sandbox: key.kind === 'sandbox',
     messageId,
+    // A Message-ID the request gave is the message's: it finds the message too.
+    ...headerMessageIdOf(req),
     fromHeader: formatMailbox(req.from),
     senderDomain: domain.name,
     subject: req.subject,

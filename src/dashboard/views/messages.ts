@@ -14,7 +14,7 @@ export function messagesBody(
   const opt = (v: string) => html`<option ${q.state === v ? new Html('selected') : ''}>${v}</option>`;
   return html`<div class="card"><form method="get" action="/messages" class="row" role="search">
       <label>Recipient <input name="recipient" type="email" value="${q.recipient ?? ''}"></label>
-      <label>Message-ID <input name="message_id" value="${q.message_id ?? ''}"></label>
+      <label>Message-ID <input name="message_id" value="${q.message_id ?? ''}" title="posthaste's, or the one the sender wrote"></label>
       <label>State <select name="state"><option value="">any</option>${SEARCH_STATES.map(opt)}</select></label>
       <label>Tag <input name="tag" value="${q.tag ?? ''}"></label>
       <label>Since <input name="since" type="date" value="${q.since ?? ''}"></label>

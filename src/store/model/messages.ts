@@ -19,6 +19,11 @@ export interface AcceptInput {
   apiKeyId: string;
   sandbox: boolean;
   messageId: string;
+  /**
+   * The id in the message's Message-ID field, bare, when the sender wrote its own (a submitted
+   * message's field, or the API's `headers`); absent: the field carries messageId.
+   */
+  headerMessageId?: string;
   fromHeader: string;
   senderDomain: string;
   subject: string;
@@ -40,6 +45,13 @@ export interface AcceptInput {
   tags?: string[];
   idempotency?: { key: string; hash: Buffer; ttlMs: number };
   now: number;
+}
+
+/** What a message row keeps of headerMessageId: NULL when it is posthaste's own id (or absent). */
+export function storedHeaderMessageId(input: Pick<AcceptInput, 'messageId' | 'headerMessageId'>): string | null {
+  return input.headerMessageId !== undefined && input.headerMessageId !== input.messageId
+    ? input.headerMessageId
+    : null;
 }
 
 export interface AcceptedResponse {
@@ -86,6 +98,8 @@ export interface RecipientView {
 export interface MessageView {
   email_id: number;
   message_id: string;
+  /** The id in the message's Message-ID field, bare: the sender's own, else message_id. */
+  header_message_id: string;
   from: string;
   subject: string;
   sandbox: boolean;
@@ -116,6 +130,8 @@ export interface StoredContent {
 export interface MessageSummary {
   email_id: number;
   message_id: string;
+  /** As in MessageView. */
+  header_message_id: string;
   customer: string;
   from: string;
   subject: string;

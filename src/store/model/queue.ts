@@ -15,6 +15,8 @@ export interface QueuedMessage {
   id: number;
   customerId: number;
   messageId: string;
+  /** The id in the Message-ID field when it is not messageId (the sender's own), bare; else null. */
+  headerMessageId: string | null;
   sandbox: boolean;
   fromHeader: string;
   senderDomain: string;

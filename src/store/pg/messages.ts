@@ -1,5 +1,6 @@
 import { type Refusal, refusal } from '../../domain/errors.js';
 import type { EventEnvelope } from '../../domain/events.js';
+import { bareMessageId } from '../../domain/message-search.js';
 import type {
   BatchInput,
   BatchItem,
@@ -152,6 +153,7 @@ async function summaries(
   const rows = await db.rows<{
     id: number;
     message_id: string;
+    header_message_id: string | null;
     customer: string;
     from_header: string;
     subject: string;
@@ -159,7 +161,7 @@ async function summaries(
     created_at: number;
     states: Record<string, number> | null;
   }>(
-    `SELECT m.id, m.message_id, c.name AS customer, m.from_header, m.subject, m.sandbox, m.created_at,
+    `SELECT m.id, m.message_id, m.header_message_id, c.name AS customer, m.from_header, m.subject, m.sandbox, m.created_at,
             (SELECT json_object_agg(state, n) FROM (SELECT state, count(*)::int AS n FROM recipients WHERE message_id = m.id GROUP BY state) s) AS states
      FROM ${from} JOIN customers c ON c.id = m.customer_id
      ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY m.id DESC LIMIT ${limit}`,
@@ -168,6 +170,7 @@ async function summaries(
   return rows.map((r) => ({
     email_id: r.id,
     message_id: r.message_id,
+    header_message_id: r.header_message_id ?? r.message_id,
     customer: r.customer,
     from: r.from_header,
     subject: r.subject,
@@ -220,7 +223,13 @@ async function searchMessages(db: PgDb, s: MessageSearch): Promise<MessageSummar
   const customer = p(s.customerId);
   const where = [`m.customer_id = ${customer}`, `m.id < ${p(upper)}`, `m.id >= ${p(lower)}`];
   let from = 'messages m';
-  if (s.messageId !== undefined) where.push(`m.message_id = ${p(s.messageId.replace(/^<|>$/g, ''))}`);
+  if (s.messageId !== undefined) {
+    // posthaste's id (unique) or the Message-ID field's (messages_header_message_id), each from its index.
+    const id = p(bareMessageId(s.messageId));
+    where.push(
+      `m.id IN (SELECT id FROM messages WHERE message_id = ${id} UNION ALL SELECT id FROM messages WHERE customer_id = ${customer} AND header_message_id = ${id})`,
+    );
+  }
   if (s.recipient !== undefined) {
     from = `(SELECT DISTINCT message_id AS id FROM recipients WHERE address IN (${p(s.recipient)}, ${p(s.recipient.toLowerCase())}) AND customer_id = ${customer}) AS hit JOIN messages m ON m.id = hit.id`;
   }

@@ -1,4 +1,5 @@
 import { addressKey } from '../../domain/addresses.js';
+import { bareMessageId } from '../../domain/message-search.js';
 import {
   type AcceptInput,
   type AcceptResult,
@@ -8,6 +9,7 @@ import {
   type MessageView,
   type RequestFormat,
   type StoredContent,
+  storedHeaderMessageId,
 } from '../model.js';
 import {
   MESSAGE_VIEW_COLUMNS,
@@ -28,8 +30,8 @@ const SQL = {
   idemDelete: 'DELETE FROM idempotency_keys WHERE customer_id = ? AND key = ?',
   idemInsert:
     'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-  message: `INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BLOB), ?, NULL, ?, ?, ?, ?)`,
+  message: `INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags, header_message_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BLOB), ?, NULL, ?, ?, ?, ?, ?)`,
   tag: 'INSERT INTO message_tags (customer_id, tag, message_id) VALUES (?, ?, ?)',
   recipient: `INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at)
               VALUES (?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)`,
@@ -78,6 +80,7 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
       input.now,
       input.scheduledAt ?? null,
       input.tags?.length ? JSON.stringify(input.tags) : null,
+      storedHeaderMessageId(input),
     ).lastInsertRowid,
   );
   const insertRecipient = db.statement(SQL.recipient);
@@ -166,7 +169,7 @@ export function messageContent(db: Db, customerId: number, messageId: string): S
 function summaries(db: Db, from: string, where: string[], args: unknown[], limit: number): MessageSummary[] {
   const rows = db.sqlite
     .prepare(
-      `SELECT m.id, m.message_id, c.name AS customer, m.from_header, m.subject, m.sandbox, m.created_at,
+      `SELECT m.id, m.message_id, m.header_message_id, c.name AS customer, m.from_header, m.subject, m.sandbox, m.created_at,
               (SELECT json_group_object(state, n) FROM (SELECT state, COUNT(*) AS n FROM recipients WHERE message_id = m.id GROUP BY state)) AS states
        FROM ${from} JOIN customers c ON c.id = m.customer_id
        ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY m.id DESC ${BOUND_LIMIT}`,
@@ -174,6 +177,7 @@ function summaries(db: Db, from: string, where: string[], args: unknown[], limit
     .all(...args, limit) as Array<{
     id: number;
     message_id: string;
+    header_message_id: string | null;
     customer: string;
     from_header: string;
     subject: string;
@@ -184,6 +188,7 @@ function summaries(db: Db, from: string, where: string[], args: unknown[], limit
   return rows.map((r) => ({
     email_id: r.id,
     message_id: r.message_id,
+    header_message_id: r.header_message_id ?? r.message_id,
     customer: r.customer,
     from: r.from_header,
     subject: r.subject,
@@ -250,8 +255,12 @@ export function searchMessages(db: Db, s: MessageSearch): MessageSummary[] {
   const args: unknown[] = [s.customerId, upper, lower];
   let from = 'messages m';
   if (s.messageId !== undefined) {
-    where.push('m.message_id = ?');
-    args.push(s.messageId.replace(/^<|>$/g, ''));
+    // posthaste's id (unique) or the Message-ID field's (messages_header_message_id), each from its index.
+    where.push(
+      'm.id IN (SELECT id FROM messages WHERE message_id = ? UNION ALL SELECT id FROM messages WHERE customer_id = ? AND header_message_id = ?)',
+    );
+    const id = bareMessageId(s.messageId);
+    args.push(id, s.customerId, id);
   }
   const tagged = () => {
     where.push(

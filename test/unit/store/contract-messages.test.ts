@@ -277,3 +277,75 @@ contract(
     );
   },
 );
+
+contract(
+  "a message is found by the Message-ID its sender wrote too, within its customer's messages, and every event carries that id",
+  async (t, s) => {
+    const who = await sender(s);
+    const own = await send(s, who, { headerMessageId: '1732.42.django@app.example.com', now: 100_000 });
+    const twice = await send(s, who, { headerMessageId: '1732.42.django@app.example.com', now: 200_000 });
+    const plain = await send(s, who, { now: 300_000 });
+    await send(s, who, {
+      now: 400_000,
+      messageId: 'same@example.com',
+      headerMessageId: 'same@example.com',
+    });
+    const ids = async (messageId: string, customerId = who.customerId) =>
+      (await s.messages.search({ customerId, limit: 10, messageId })).map((m) => m.message_id);
+    t.same(await ids('1732.42.django@app.example.com'), [twice.messageId, own.messageId], 'by the header id: both');
+    t.same(await ids('<1732.42.django@app.example.com>'), [twice.messageId, own.messageId], 'with angle brackets');
+    t.same(await ids(own.messageId), [own.messageId], "posthaste's id still finds it");
+    t.same(await ids(' <same@example.com> '), ['same@example.com'], 'one message when both ids are the same');
+    t.same(await ids('1732.42.django@app.example.com', who.customerId + 1), [], "another customer's search finds none");
+    t.same(await ids('django@app.example.com'), [], 'the whole id, not a part');
+    const listed = await s.messages.search({ customerId: who.customerId, limit: 10 });
+    t.same(
+      listed.map((m) => [m.message_id, m.header_message_id]),
+      [
+        ['same@example.com', 'same@example.com'],
+        [plain.messageId, plain.messageId],
+        [twice.messageId, '1732.42.django@app.example.com'],
+        [own.messageId, '1732.42.django@app.example.com'],
+      ],
+      'summaries name the header id: the sender’s, else posthaste’s',
+    );
+    t.equal((await s.messages.get(who.customerId, own.messageId))!.header_message_id, '1732.42.django@app.example.com');
+    t.equal((await s.messages.get(who.customerId, plain.messageId))!.header_message_id, plain.messageId);
+    // Events: a delivery of `own` and a hard bounce of `plain` (email.bounced and recipient.suppressed).
+    const claimed = await s.delivery.claim('w', 500_000, 10);
+    const reply = (code: number, classification: string) => ({
+      code,
+      enhanced_code: code === 250 ? '2.0.0' : '5.1.1',
+      message: 'm',
+      classification,
+    });
+    await s.delivery.record({
+      results: claimed
+        .filter((x) => x.message.messageId === own.messageId || x.message.messageId === plain.messageId)
+        .map((x) => ({
+          ...x,
+          outcome:
+            x.message.messageId === own.messageId
+              ? { kind: 'delivered' as const, reply: reply(250, 'delivered'), mx: 'mx', tls: false, tlsVerified: false }
+              : {
+                  kind: 'bounced' as const,
+                  bounceType: 'hard' as const,
+                  reply: reply(550, 'unknown_recipient'),
+                  suppress: true,
+                },
+        })),
+      composed: new Map(),
+      postpone: [],
+      policy: { retrySchedule: [60_000], maxQueueTime: 86_400_000 },
+      now: 510_000,
+    });
+    const eventsOf = async (id: string) => (await s.messages.get(who.customerId, id))!.events;
+    t.same(
+      (await eventsOf(own.messageId)).map((e) => [e.type, e.data.header_message_id]),
+      [['email.delivered', '1732.42.django@app.example.com']],
+    );
+    const bounced = await eventsOf(plain.messageId);
+    t.ok(bounced.length >= 1);
+    for (const e of bounced) t.equal(e.data.header_message_id, plain.messageId, `${e.type}: posthaste's id`);
+  },
+);
