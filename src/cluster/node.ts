@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../lib/logger.js';
 import type { NodeInfo, NodeView } from '../store/model.js';
 import type { NodeStore } from '../store/store.js';
@@ -50,12 +51,11 @@ export class ClusterNode {
 
   /**
    * Registers, releases dead nodes' claims (before this node claims anything), and starts the
-   * loops. Throws NodeNameTaken when a live node goes by this node's name.
+   * loops. Throws NodeNameTaken when a live node goes by this node's name (registerOrWait).
    */
   async start(): Promise<void> {
+    await this.registerOrWait();
     const t0 = performance.now();
-    const holder = await this.deps.store.register(this.deps.info, this.deps.exclusive);
-    if (holder) throw new NodeNameTaken(this.deps.info.name, holder);
     this.lastOk = t0;
     this.aliveSince = this.deps.exclusive ? Number.NEGATIVE_INFINITY : t0;
     this.deps.log.info({ node_id: this.id, lease_ms: this.leaseMs }, 'node registered');
@@ -66,6 +66,32 @@ export class ClusterNode {
         this.deps.log.warn({ err: e }, 'releasing dead nodes’ claims failed; trying again'),
       ),
     );
+  }
+
+  /**
+   * Registers under this node's name. While a node whose heartbeat is within its lease holds the
+   * name, watches that heartbeat rather than refusing at once: a process killed a moment ago (a
+   * restart under systemd after a crash) still looks alive until its lease runs out, and refusing
+   * it then would exhaust systemd's start limit. A heartbeat that moves, or another node taking
+   * the name meanwhile, is a live node: refused (NodeNameTaken). One that stays still gives the
+   * name up when its lease runs out, and this node registers then.
+   */
+  private async registerOrWait(): Promise<void> {
+    const first = await this.deps.store.register(this.deps.info, this.deps.exclusive);
+    if (!first) return;
+    this.deps.log.warn(
+      { holder_id: first.id, holder_pid: first.pid, last_heartbeat: first.heartbeat_at },
+      'a node of this name was alive a moment ago: waiting to see whether it still heartbeats (a crashed one gives its name up when its lease runs out)',
+    );
+    const giveUpAt = performance.now() + first.lease_ms + 2_000;
+    const step = Math.max(100, Math.min(1_000, Math.floor(first.lease_ms / 12)));
+    for (;;) {
+      await sleep(step);
+      const holder = await this.deps.store.register(this.deps.info, this.deps.exclusive);
+      if (!holder) return;
+      const moved = holder.id !== first.id || holder.heartbeat_at !== first.heartbeat_at;
+      if (moved || performance.now() > giveUpAt) throw new NodeNameTaken(this.deps.info.name, holder);
+    }
   }
 
   /** Whether this node may claim work now (its heartbeat is recent). */
@@ -156,7 +182,7 @@ export class NodeNameTaken extends Error {
     super(
       `server.node_name "${name}" is in use by a live node: ${holder.name} (id ${holder.id}, pid ${holder.pid}), started ${holder.started_at}, last heartbeat ${holder.heartbeat_at}; ` +
         `two nodes cannot share a name: give this one a server.node_name of its own, or stop that one (docs/cluster.md). ` +
-        `A node whose process died gives its name up ${Math.round(holder.lease_ms / 1000)} s (its lease) after its last heartbeat.`,
+        `A node whose process died gives its name up ${Math.round(holder.lease_ms / 1000)} s (its lease) after its last heartbeat, and a node starting meanwhile waits for that.`,
     );
   }
 }
