@@ -110,11 +110,10 @@ export function keptByOutcome(t: string, state: string, setNext: string, next: s
 
 /** The waiting recipients a selection takes, the longest waiting first (QueueStore.list). */
 export function listSql(sel: QueueSelection, limit: number, d: Dialect): string {
-  return `SELECT r.id AS recipient_id, m.message_id, cu.name AS customer, r.address, dd.destination,
+  return `SELECT r.id AS recipient_id, m.message_id, cu.name AS customer, r.address, ${DESTINATION} AS destination,
       CASE WHEN r.held_at IS NOT NULL THEN 'held' ELSE r.state END AS state, r.attempts, r.last_response,
       r.next_attempt_at, r.held_at, r.created_at AS accepted_at, CASE WHEN ${CLAIMED} THEN 1 ELSE 0 END AS in_flight
     FROM recipients r JOIN messages m ON m.id = r.message_id JOIN customers cu ON cu.id = r.customer_id
-    LEFT JOIN domain_destinations dd ON dd.domain = r.domain
     WHERE ${selectionWhere(sel, d).join(' AND ')} ORDER BY r.created_at, r.id LIMIT ${d.p(limit)} + 0`;
 }
 

@@ -58,8 +58,8 @@ export interface QueueEntry {
   message_id: string;
   customer: string;
   address: string;
-  /** The destination last looked up for its domain; null when none has been yet. */
-  destination: string | null;
+  /** The destination last looked up for its domain; the domain itself before any (or when it is its own). */
+  destination: string;
   state: QueueState;
   attempts: number;
   /** The last reply (JSON as stored), null before any. */

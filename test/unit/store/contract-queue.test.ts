@@ -73,7 +73,7 @@ contract('list: waiting recipients by state, message, recipient, destination, cu
     all.map((e) => [e.address, e.state, e.attempts, e.destination, e.in_flight]),
     [
       ['a@example.net', 'deferred', 1, 'mx-host.net', false],
-      ['B@example.org', 'deferred', 1, null, false],
+      ['B@example.org', 'deferred', 1, 'example.org', false],
       ['c@example.net', 'queued', 0, 'mx-host.net', false],
     ],
   );
