@@ -7,6 +7,8 @@ import { getEmail } from '../helpers/api.js';
 import { json } from '../helpers/cli.js';
 import { type QueueJson as Entry, startQueueEnv } from '../helpers/queue-env.js';
 
+// Each CLI command is a process of its own (1-3 s on a loaded machine): more than the default 120 s in all.
+t.setTimeout(300_000);
 const q = await startQueueEnv();
 const { s, cli, send, stateOf, deferred } = q;
 
