@@ -15,6 +15,7 @@ import { emailRoutes } from './routes/emails.js';
 import { healthRoutes } from './routes/health.js';
 import { inboundRoutes } from './routes/inbound.js';
 import { OPENAPI_ROUTE, openApiRoutes } from './routes/openapi.js';
+import { queueRoutes } from './routes/queue.js';
 import { suppressionRoutes } from './routes/suppressions.js';
 import { webhookRoutes } from './routes/webhooks.js';
 
@@ -55,6 +56,7 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   installErrorHandlers(app, deps.log, gate, deps.metrics);
   healthRoutes(app, deps);
   emailRoutes(app, deps, gate);
+  queueRoutes(app, deps);
   webhookRoutes(app, deps);
   suppressionRoutes(app, deps);
   inboundRoutes(app, deps);

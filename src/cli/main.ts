@@ -8,6 +8,7 @@ import { domainsCommand } from './commands/domains.js';
 import { inboundCommand } from './commands/inbound.js';
 import { keysCommand } from './commands/keys.js';
 import { messagesCommand } from './commands/messages.js';
+import { queueCommand } from './commands/queue.js';
 import { reportsCommand } from './commands/reports.js';
 import { serveCommand } from './commands/serve.js';
 import { suppressionsCommand } from './commands/suppressions.js';
@@ -49,6 +50,7 @@ export function buildProgram(argv: string[] = process.argv): Command {
   keysCommand(program);
   domainsCommand(program);
   messagesCommand(program);
+  queueCommand(program);
   webhooksCommand(program);
   suppressionsCommand(program);
   inboundCommand(program);

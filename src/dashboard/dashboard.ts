@@ -21,6 +21,8 @@ export interface DashboardDeps {
   webhooks: WebhookService;
   resolver: Resolver;
   budget: MemoryBudget;
+  /** Called after recipients were made due (a retry, a release), so delivery looks without waiting for a poll. */
+  onQueued?: () => void;
 }
 
 declare module 'fastify' {

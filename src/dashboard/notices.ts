@@ -17,6 +17,11 @@ export const NOTICES = {
   'endpoint-disabled': 'Endpoint disabled.',
   'endpoint-deleted': 'Endpoint deleted.',
   'message-canceled': 'Canceled: nothing will be sent.',
+  'queue-retried': 'Retried: the deferred recipients are due now.',
+  'queue-held': 'Held: the waiting recipients are not tried until released.',
+  'queue-released': 'Released: the held recipients are due now.',
+  'queue-deleted': 'Deleted: the waiting recipients are canceled and will not be sent.',
+  'queue-unchanged': 'Nothing changed: no recipient was in a state this applies to.',
   'suppression-added': 'The address is suppressed.',
   'suppression-removed': 'The address is no longer suppressed.',
 } as const;
@@ -29,6 +34,14 @@ export const ERRORS = {
 } as const;
 
 export type NoticeCode = keyof typeof NOTICES;
+
+/** What each queue operation's form says when it changed something. */
+export const QUEUE_NOTICES = {
+  retry: 'queue-retried',
+  hold: 'queue-held',
+  release: 'queue-released',
+  delete: 'queue-deleted',
+} as const satisfies Record<string, NoticeCode>;
 export type ErrorCode = keyof typeof ERRORS;
 
 const GENERIC_NOTICE = 'Done.';

@@ -13,6 +13,8 @@ export interface DestinationCacheDeps {
   track: (work: Promise<void>) => void;
   /** A lookup finished: the domain's items can now be started. */
   onResolved: () => void;
+  /** A domain's destination found (not the domain itself) and not the one known before: kept in the store for selections by destination. */
+  onLearned?: (domain: string, destination: string) => void;
   /** Old entries were swept (more than SWEEP_AT domains known): the caller forgets what is idle too. */
   onSweep: (now: number) => void;
 }
@@ -41,6 +43,8 @@ export class DestinationCache {
           .catch(() => domain)
           .then((destination) => {
             const now = this.deps.clock.now();
+            if (destination !== domain && destination !== known?.destination)
+              this.deps.onLearned?.(domain, destination);
             this.known.set(domain, { destination, until: now + DESTINATION_TTL_MS });
             if (this.known.size > SWEEP_AT) this.sweep(now);
           })

@@ -81,6 +81,12 @@ export class Scheduler {
       track: (work) => this.pool.track(work),
       onResolved: () => this.kick(),
       onSweep: (now) => this.forgetIdle(now),
+      onLearned: (domain, destination) =>
+        this.pool.track(
+          deps.store
+            .noteDestination(domain, destination, deps.clock.now())
+            .catch((e: unknown) => deps.log.warn({ err: e, domain }, 'destination not kept in the store')),
+        ),
     });
     if (deps.sharedAs !== undefined)
       this.shared = new SharedLimits(deps.sharedAs, deps, (work) => this.pool.track(work));
@@ -143,6 +149,9 @@ export class Scheduler {
     if (this.pool.stopping || this.deps.held?.() || this.deps.canClaim?.() === false) return 0;
     await this.releaseLeftOver();
     const claimed = await this.claim();
+    // Read after every claim that took something: what was claimed after a destination was held is held.
+    if (claimed > 0) this.heldDestinations = new Set(await this.deps.store.heldDestinations());
+    await this.holdHeld();
     const held: Array<{ id: number; until: number }> = [];
     if (this.shared) await this.startShared(this.shared, held);
     else
@@ -157,6 +166,26 @@ export class Scheduler {
         throw e;
       });
     return claimed;
+  }
+
+  /** The destinations an operator holds (docs/operations.md, "The queue"), as last read. */
+  private heldDestinations = new Set<string>();
+
+  /** What waits for a held destination is held in the store, without an attempt, until released. */
+  private async holdHeld(): Promise<void> {
+    if (this.heldDestinations.size === 0) return;
+    const ids: number[] = [];
+    this.pool.each((domain, list) => {
+      const destination = this.destinations.get(domain);
+      if (destination !== undefined && this.heldDestinations.has(destination))
+        ids.push(...list.splice(0).map((i) => i.recipient.id));
+    });
+    if (ids.length === 0) return;
+    await this.deps.store.holdClaimed(ids, this.deps.clock.now()).catch((e: unknown) => {
+      this.unreleased.push(...ids);
+      throw e;
+    });
+    this.deps.log.info({ recipients: ids.length }, 'recipients held: their destination is held');
   }
 
   /**

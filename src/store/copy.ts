@@ -71,6 +71,8 @@ const TABLES = [
   'activity_hourly',
   'message_tags',
   'destination_throttles',
+  'held_destinations',
+  'domain_destinations',
 ] as const;
 
 /** Tables with triggers of their own (store/pg/schema.ts). */

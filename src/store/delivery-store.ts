@@ -54,6 +54,14 @@ export interface DeliveryStore {
   /** The throttled destinations of `holder`; without one, of every holder. */
   throttles(holder?: string): Promise<DestinationThrottle[]>;
 
+  // Held destinations (docs/operations.md, "The queue"): what is claimed for one is held, not sent.
+  /** The held destinations' names (QueueStore holds and releases them). */
+  heldDestinations(): Promise<string[]>;
+  /** Claimed recipients of a held destination: held without an attempt (no due time), their claims released. */
+  holdClaimed(ids: readonly number[], now: number): Promise<void>;
+  /** A recipient domain's destination as this node looked it up, so a selection by destination finds its recipients. */
+  noteDestination(domain: string, destination: string, now: number): Promise<void>;
+
   // outbound.limits_scope = "cluster" (outbound/throttle.ts): a destination's limits shared by the nodes.
   /**
    * Runs `decide` with the destination's use by the other live nodes and its shared throttling

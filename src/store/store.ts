@@ -16,10 +16,12 @@ import type {
   SuppressionReason,
   SuppressionRow,
 } from './model.js';
+import type { QueueStore } from './queue-store.js';
 import type { WebhookStore } from './webhook-store.js';
 
 export type { AttemptOutcome, DeliveryStore, GroupRecord, OwnUse, SharedUse } from './delivery-store.js';
 export { comparePos, type FanOutPos } from './model.js';
+export type { QueueStore } from './queue-store.js';
 export type { WebhookStore } from './webhook-store.js';
 
 import type { EventEnvelope } from '../domain/events.js';
@@ -68,6 +70,7 @@ export interface Store {
   users: UserStore;
   nodes: NodeStore;
   wakeups: WakeupStore;
+  queue: QueueStore;
 }
 
 /** Work a node tells the others of: recipients queued (outbound), events written (webhooks). */

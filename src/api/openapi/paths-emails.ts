@@ -164,16 +164,48 @@ export const EMAIL_PATHS: Obj = {
     delete: {
       operationId: 'cancelEmail',
       tags: ['emails'],
-      summary: 'Cancel a message nothing of which has been sent',
+      summary: 'Cancel what of a message has not been sent',
       description:
-        'Possible while every recipient is still `queued`, never attempted and not being delivered (a scheduled message, typically). Its recipients become `canceled`, for good; no event is sent. No request body.',
+        'Its recipients still waiting (queued, scheduled, deferred after an attempt, or held) become `canceled`, for good; no event is sent. Recipients delivered, bounced or complained about are never changed. A recipient being delivered at this moment finishes that attempt first: delivered, it stays delivered; deferred, it is canceled then. No request body.',
       responses: responses('delete', {
-        '200': json(ref('Message'), 'Canceled: the message as `GET` shows it now.'),
+        '200': json(
+          ref('Message'),
+          'Canceled: the message as `GET` shows it now (the recipients canceled are `canceled`).',
+        ),
         '404': responseRef('NotFound'),
         '409': json(
           errorSchema(['conflict']),
-          '`conflict`: delivery has begun or ended for some recipient; `details.recipients` counts them per state (`sending` for those in flight). Nothing changed.',
+          '`conflict`: no recipient was left to cancel; `details.recipients` counts them per state. Nothing changed.',
         ),
+      }),
+    },
+  },
+  '/api/v1/emails/{message_id}/retry': {
+    parameters: [MESSAGE_ID],
+    post: {
+      operationId: 'retryEmail',
+      tags: ['emails'],
+      summary: 'Retry the deferred recipients of a message now',
+      description:
+        'Its recipients deferred after an attempt (not held, not being delivered) become due now, without waiting for the retry schedule: delivery takes them within a second or so. This is not counted as an attempt and does not move `max_queue_time`. No request body.',
+      responses: responses('post', {
+        '200': json(
+          {
+            type: 'object',
+            additionalProperties: false,
+            required: ['message_id', 'retried'],
+            properties: {
+              message_id: { type: 'string', description: 'The Message-ID.' },
+              retried: {
+                type: 'integer',
+                minimum: 0,
+                description: 'Recipients made due now; 0 when none was deferred (or each is being delivered already).',
+              },
+            },
+          },
+          'What changed.',
+        ),
+        '404': responseRef('NotFound'),
       }),
     },
   },

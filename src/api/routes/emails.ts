@@ -23,7 +23,6 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps, gate: SendGate)
   sendRoute(app, deps, gate);
   batchRoute(app, deps, gate);
   listRoute(app, deps);
-  cancelRoute(app, deps);
   getRoute(app, deps);
 }
 
@@ -213,24 +212,6 @@ function listRoute(app: FastifyInstance, deps: ApiDeps): void {
       data: data.map(({ customer: _c, ...m }) => m),
       next: rows.length > page.limit ? String(data[data.length - 1]!.email_id) : null,
     };
-  });
-}
-
-/** Cancels a message nothing of which has been sent (a scheduled one, typically). */
-function cancelRoute(app: FastifyInstance, deps: ApiDeps): void {
-  app.delete<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', async (request) => {
-    const key = requireKey(request);
-    const r = await deps.store.messages.cancel(key.customer_id, request.params.message_id, deps.clock.now());
-    if (r.kind === 'not_found') throw new ApiError('not_found', 'No such message.');
-    if (r.kind === 'too_late')
-      throw new ApiError(
-        'conflict',
-        'The message cannot be canceled: delivery has begun or ended for its recipients.',
-        {
-          recipients: Object.entries(r.states).map(([state, n]) => `${n} ${state}`),
-        },
-      );
-    return deps.store.messages.get(key.customer_id, request.params.message_id);
   });
 }
 

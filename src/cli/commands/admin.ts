@@ -4,6 +4,7 @@ import { copyToPostgres } from '../../store/copy.js';
 import { WAITING_STATES } from '../../store/model.js';
 import { readPassword } from '../../store/open.js';
 import { CliError, configOf, output, withStore } from '../context.js';
+import { heldStatus } from './queue.js';
 
 export function dbCommand(program: Command): void {
   const cmd = program.command('db').description('the store: migrations, retention, backups, the move to PostgreSQL');
@@ -108,13 +109,14 @@ export function statusCommand(program: Command): void {
     .action(async (_o, c: Command) =>
       withStore(c, async ({ store, config, now }) => {
         const st = { ...(await store.admin.status(now)), outbound_held: config.outbound.hold };
+        const held = heldStatus(await store.queue.heldDestinations());
         const kv = (o: Record<string, number>) =>
           Object.entries(o)
             .map(([k, v]) => `${k}=${v}`)
             .join(' ') || '(empty)';
         output(
           c,
-          st,
+          { ...st, ...held.json },
           [
             ...(st.nodes.length === 0
               ? ['nodes:     none running']
@@ -132,6 +134,7 @@ export function statusCommand(program: Command): void {
                     `throttled: ${d.destination}${d.node !== undefined ? ` (node ${d.node})` : ''}: ${Date.parse(d.paused_until) > now ? `paused until ${d.paused_until}, then ` : ''}${d.connections} connection${d.connections === 1 ? '' : 's'}; ` +
                     `${d.refusals} refusal${d.refusals === 1 ? '' : 's'} not yet worked off, since ${d.since}; last: ${d.reason.code}${d.reason.enhanced_code ? ' ' + d.reason.enhanced_code : ''} ${d.reason.message}`,
                 )),
+            ...held.lines,
             `webhooks:  ${kv(st.webhooks)}`,
             `inbound:   ${st.inbound.last_24h} in the last 24 h, ${st.inbound.total} in all, ${st.inbound.reports_unmatched} unmatched reports`,
             `messages:  ${st.messages}`,

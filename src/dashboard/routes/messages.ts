@@ -1,7 +1,9 @@
 import { Problems } from '../../domain/errors.js';
 import { parseMessageFilters } from '../../domain/message-search.js';
+import { QUEUE_OPS, type QueueOp } from '../../store/model.js';
 import { readContent } from '../content.js';
 import { path } from '../html.js';
+import { QUEUE_NOTICES } from '../notices.js';
 import type { Pages } from '../pages.js';
 import { messageBody } from '../views/message.js';
 import { messagesBody } from '../views/messages.js';
@@ -44,12 +46,33 @@ export function messagesRoutes(p: Pages): void {
   message.get('/messages/:id', async ({ c, reply }, m) => {
     const endpoints = new Map((await store.webhooks.listEndpoints(c.customer.id)).map((e) => [e.id, e.url]));
     const content = await readContent((await store.messages.content(c.customer.id, m.message_id))!);
+    const waiting = await store.queue.list({ messageRowId: m.email_id, customerId: c.customer.id }, 10_000);
     return page(
       reply,
       c,
       'Message',
-      messageBody(c, m, await store.messages.deliveriesOf(m.email_id), endpoints, content, config.retention.days),
+      messageBody(
+        c,
+        m,
+        await store.messages.deliveriesOf(m.email_id),
+        endpoints,
+        content,
+        config.retention.days,
+        waiting,
+      ),
     );
+  });
+
+  // The queue's operations on this message's waiting recipients (docs/operations.md, "The queue").
+  message.post('/messages/:id/queue/:op', async ({ c, request, reply }, m) => {
+    const op = request.params.op as QueueOp;
+    if (!QUEUE_OPS.includes(op)) return notFound(reply);
+    const sel = { messageRowId: m.email_id, customerId: c.customer.id };
+    const change = await store.queue.apply(op, sel, clock.now(), false);
+    if (change.changed > 0 && op !== 'hold' && op !== 'delete') p.deps.onQueued?.();
+    return back(reply, path`/messages/${m.message_id}`, {
+      notice: change.changed > 0 ? QUEUE_NOTICES[op] : 'queue-unchanged',
+    });
   });
 
   // The store answers whether the message is this customer's and can still be canceled, in one step.

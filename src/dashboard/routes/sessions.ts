@@ -40,7 +40,13 @@ export function sessionRoutes(p: Pages): void {
 
   p.area('overview').get('/', async ({ c, reply }) => {
     const nodes = c.session.user.role === 'admin' ? await store.nodes.list() : undefined;
-    return page(reply, c, 'Overview', overviewBody(await store.admin.overview(c.customer.id, c.now), c.now, nodes));
+    const held = c.session.user.role === 'admin' ? await store.queue.heldDestinations() : undefined;
+    return page(
+      reply,
+      c,
+      'Overview',
+      overviewBody(await store.admin.overview(c.customer.id, c.now), c.now, nodes, held),
+    );
   });
 }
 

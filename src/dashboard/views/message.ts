@@ -1,4 +1,4 @@
-import type { MessageView } from '../../store/model.js';
+import type { MessageView, QueueEntry, QueueOp } from '../../store/model.js';
 import type { Store } from '../../store/store.js';
 import type { MessageContent } from '../content.js';
 import { plural } from '../format.js';
@@ -15,10 +15,13 @@ export function messageBody(
   endpoints: Map<string, string>,
   content: MessageContent,
   retentionDays: number,
+  waiting: QueueEntry[] = [],
 ): Html {
   // Nothing sent yet (a scheduled message, or one still waiting its turn): it can be canceled.
   const cancelable = m.recipients.every((r) => r.state === 'queued' && r.attempts === 0);
+  const heldAddresses = new Set(waiting.filter((w) => w.state === 'held').map((w) => w.address));
   return html`${cancelable ? html`<form method="post" action="${path`/messages/${m.message_id}/cancel`}" class="card">${csrf(c)}<button class="secondary">Cancel this message</button> <span class="muted">Nothing of it has been sent${m.scheduled_at ? html` (scheduled ${when(m.scheduled_at, c.now)})` : ''}.</span></form>` : ''}
+    ${queueCard(c, m, waiting, !cancelable)}
     <div class="card"><dl><dt>Subject</dt><dd>${m.subject}</dd><dt>From</dt><dd class="wrap">${m.from}</dd><dt>Message-ID</dt><dd class="wrap"><code>${m.message_id}</code></dd>${m.header_message_id !== m.message_id ? html`<dt>Sender's Message-ID</dt><dd class="wrap"><code>${m.header_message_id}</code> <span class="muted">in the message's Message-ID field, as the sender wrote it</span></dd>` : ''}
       <dt>Accepted</dt><dd>${when(m.created_at, c.now)}</dd>${m.scheduled_at ? html`<dt>Scheduled for</dt><dd>${when(m.scheduled_at, c.now)}</dd>` : ''}${m.sandbox ? html`<dt>Sandbox</dt><dd>yes: simulated, nothing sent</dd>` : ''}
       ${m.tags.length ? html`<dt>Tags</dt><dd>${m.tags.map((t) => html`<a class="badge" href="${`/messages?${new URLSearchParams({ tag: t })}`}">${t}</a> `)}</dd>` : ''}
@@ -26,7 +29,7 @@ export function messageBody(
     ${contentBody(m, content, retentionDays)}
     ${m.recipients.map((r) => {
       const events = m.events.filter((e) => e.data.recipient === r.address);
-      return html`<h2>${r.address} <span class="${`badge ${r.state}`}">${r.state}</span></h2>
+      return html`<h2>${r.address} <span class="${`badge ${r.state}`}">${r.state}</span>${heldAddresses.has(r.address) && (r.state === 'queued' || r.state === 'deferred') ? html` <span class="badge held">held</span>` : ''}</h2>
         <div class="card"><p class="muted">${r.field} · ${plural(r.attempts, 'attempt')}${r.next_attempt_at ? html` · next attempt ${when(r.next_attempt_at, c.now)}` : ''}</p>
         ${r.last_response ? html`<p class="wrap">Last reply: ${replyBlock(r.last_response)}</p>` : ''}
         <ol>${events.map((e) => {
@@ -54,4 +57,15 @@ export function messageBody(
         })}</ol></div>`;
     })}
     ${sourceBody(m, content)}`;
+}
+
+/** The queue's operations on the message's waiting recipients, each button shown when it would change one (docs/operations.md, "The queue"). */
+function queueCard(c: PageContext, m: MessageView, waiting: QueueEntry[], deletable: boolean): Html {
+  if (waiting.length === 0) return html``;
+  const held = waiting.filter((w) => w.state === 'held').length;
+  const deferred = waiting.filter((w) => w.state === 'deferred' && !w.in_flight).length;
+  const button = (op: QueueOp, label: string, cls = 'secondary') =>
+    html`<form method="post" action="${path`/messages/${m.message_id}/queue/${op}`}" class="inline">${csrf(c)}<button class="${cls}">${label}</button></form> `;
+  return html`<div class="card"><p class="muted">${plural(waiting.length, 'recipient')} waiting to be sent${held ? `, ${held} held` : ''}${waiting.some((w) => w.in_flight) ? '; one being delivered now finishes that attempt first' : ''}.</p>
+    ${deferred ? button('retry', 'Retry now') : ''}${waiting.length > held ? button('hold', 'Hold') : ''}${held ? button('release', 'Release') : ''}${deletable ? button('delete', 'Delete what has not been sent', 'danger') : ''}</div>`;
 }

@@ -1,4 +1,4 @@
-import type { NodeView, Overview } from '../../store/model.js';
+import type { HeldDestination, NodeView, Overview } from '../../store/model.js';
 import { chart } from '../chart.js';
 import { noun } from '../format.js';
 import { type Html, html } from '../html.js';
@@ -16,7 +16,7 @@ const COUNTED: Record<keyof Overview['last24h'], [string, string]> = {
 };
 
 /** The overview: activity over 24 hours and 7 days, counted per recipient, and the queue now; for an administrator, the nodes running. */
-export function overviewBody(o: Overview, now: number, nodes?: NodeView[]): Html {
+export function overviewBody(o: Overview, now: number, nodes?: NodeView[], held?: HeldDestination[]): Html {
   const stat = (label: string, v: number | string | Html) =>
     html`<div class="stat"><b>${v}</b><span>${label}</span></div>`;
   const count = (n: number, [one, many]: [string, string]) => stat(noun(n, one, many), n);
@@ -34,6 +34,7 @@ export function overviewBody(o: Overview, now: number, nodes?: NodeView[]): Html
           when(o.oldestDeferredAt, now),
         )}${count(o.webhookBacklog, ['webhook delivery waiting', 'webhook deliveries waiting'])}</div>
         ${o.throttled.length ? throttledBody(o.throttled, now) : ''}
+        ${held?.length ? heldBody(held, now) : ''}
         ${nodes ? nodesBody(nodes, now) : ''}`;
 }
 
@@ -55,5 +56,14 @@ function throttledBody(rows: Overview['throttled'], now: number): Html {
         <div class="card"><p class="muted">These receivers answered "try later" or "too fast" (a 421 or a rate limit). Mail to them goes with fewer connections, after a pause that grows while they keep refusing; full speed comes back by itself as they accept again.</p>
         <table><thead><tr><th>Destination</th><th>Paused until</th><th>Connections</th><th class="opt">Since</th><th>Last refusal</th></tr></thead><tbody>
         ${rows.map((d) => html`<tr><td>${d.destination}</td><td>${d.pausedUntil > now ? when(d.pausedUntil, now) : 'not paused'}</td><td>${d.connections}</td><td class="opt">${when(d.since, now)}</td><td class="wrap">${replyBlock(d.reason)}</td></tr>`)}
+        </tbody></table></div>`;
+}
+
+/** Destinations an administrator holds (`posthaste queue hold --destination`): nothing is sent to them until released. */
+function heldBody(rows: HeldDestination[], now: number): Html {
+  return html`<h2>Destinations held</h2>
+        <div class="card"><p class="muted">Nothing is sent to these destinations, mail accepted for them meanwhile included, until <code>posthaste queue release --destination NAME</code>.</p>
+        <table><thead><tr><th>Destination</th><th>Held since</th></tr></thead><tbody>
+        ${rows.map((d) => html`<tr><td>${d.destination}</td><td>${when(d.held_at, now)}</td></tr>`)}
         </tbody></table></div>`;
 }

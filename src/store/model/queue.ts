@@ -29,3 +29,64 @@ export interface QueuedMessage {
   createdAt: number;
   tags: string[];
 }
+
+// The operator's queue (docs/operations.md, "The queue"): which waiting recipients a command
+// selects, what each operation does to them, and what it answers.
+
+/** Where a waiting recipient stands: due or scheduled (`queued`), waiting for a retry (`deferred`), or held by an operator. */
+export type QueueState = 'queued' | 'deferred' | 'held';
+export const QUEUE_STATES: readonly QueueState[] = ['queued', 'deferred', 'held'];
+
+/** The waiting recipients (queued or deferred, held or not) an operation or a listing takes; every field given narrows it. */
+export interface QueueSelection {
+  /** A message's row id (its Message-ID resolved first: an unknown one is the caller's error). */
+  messageRowId?: number;
+  recipient?: string;
+  /** A destination as throttling names it (domain/destinations.ts): a domain's is the one last looked up for it, else the domain itself. */
+  destination?: string;
+  customerId?: number;
+  state?: QueueState;
+  /** Accepted before this time (ms). */
+  acceptedBefore?: number;
+}
+
+/** An operator's operation on waiting recipients (what each changes: store/queue-ops.ts). */
+export type QueueOp = 'retry' | 'hold' | 'release' | 'delete';
+export const QUEUE_OPS: readonly QueueOp[] = ['retry', 'hold', 'release', 'delete'];
+
+/** One waiting recipient, as `queue list` shows it. */
+export interface QueueEntry {
+  recipient_id: number;
+  message_id: string;
+  customer: string;
+  address: string;
+  /** The destination last looked up for its domain; the domain itself before any (or when it is its own). */
+  destination: string;
+  state: QueueState;
+  attempts: number;
+  /** The last reply (JSON as stored), null before any. */
+  last_response: string | null;
+  /** Null while held. */
+  next_attempt_at: number | null;
+  held_at: number | null;
+  accepted_at: number;
+  /** A node is delivering it now: a change applies from its next claim. */
+  in_flight: boolean;
+}
+
+/** What an operation changed (or, dry, would change). */
+export interface QueueChange {
+  op: QueueOp;
+  /** Recipients changed. */
+  changed: number;
+  /** Of those, being delivered now: their attempt finishes first (docs/operations.md, "The queue"). */
+  in_flight: number;
+  /** Holding or releasing by destination: the held destination, and whether this added (or removed) it. */
+  rule?: { destination: string; held: boolean; changed: boolean };
+}
+
+/** A destination held by an operator: what is accepted for it is held too until released. */
+export interface HeldDestination {
+  destination: string;
+  held_at: number;
+}

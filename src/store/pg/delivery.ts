@@ -19,6 +19,7 @@ import {
   throttleView,
 } from '../views.js';
 import type { PgDb, Q } from './db.js';
+import { heldDestinations, holdClaimed, noteDestination } from './queue-ops.js';
 import { applyTransitions, type Step } from './transitions.js';
 
 /**
@@ -194,6 +195,9 @@ export function pgDelivery(db: PgDb): DeliveryStore {
       await db.run("DELETE FROM destination_use WHERE seen_at < now() - interval '1 minute'");
     },
     throttles: (holder) => throttles(db, holder),
+    heldDestinations: async () => (await heldDestinations(db)).map((h) => h.destination),
+    holdClaimed: (ids, now) => db.tx((q) => holdClaimed(q, ids, now)),
+    noteDestination: async (domain, destination, now) => void (await noteDestination(db, domain, destination, now)),
   };
 }
 

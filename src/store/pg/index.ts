@@ -6,6 +6,7 @@ import { pgDelivery } from './delivery.js';
 import { pgInbound } from './inbound.js';
 import { pgMessages } from './messages.js';
 import { pgNodes } from './nodes.js';
+import { pgQueue } from './queue-ops.js';
 import { pgWakeups } from './wakeups.js';
 import { pgWebhooks } from './webhooks.js';
 
@@ -35,5 +36,6 @@ export function pgStore(url: string, opts: { password?: string; max?: number; ap
     users: pgUsers(db),
     nodes,
     wakeups: pgWakeups(db),
+    queue: pgQueue(db),
   };
 }

@@ -276,7 +276,7 @@ function cancelMessage(db: PgDb, customerId: number | undefined, messageId: stri
       return { kind: 'too_late' as const, states };
     }
     await q.run(
-      "UPDATE recipients SET state = 'canceled', next_attempt_at = NULL, updated_at = $1 WHERE message_id = $2",
+      "UPDATE recipients SET state = 'canceled', next_attempt_at = NULL, held_at = NULL, updated_at = $1 WHERE message_id = $2",
       [now, m.id],
     );
     return { kind: 'canceled' as const };

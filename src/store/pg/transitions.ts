@@ -2,6 +2,7 @@ import type { EventType } from '../../domain/events.js';
 import type { MessageFacts, Transition } from '../../domain/transitions.js';
 import { suppressedEventData } from '../../domain/transitions.js';
 import { eventId } from '../../lib/ids.js';
+import { keptByOutcome } from '../queue-ops.js';
 import type { Q } from './db.js';
 
 /** One transition of one recipient, in the order they happened. */
@@ -61,12 +62,15 @@ function lastRows(steps: Step[]): Map<number, RowUpdate> {
   return rows;
 }
 
+/** An operator's hold or delete made while the attempt was in flight outlives it (store/queue-ops.ts). */
+const KEPT = keptByOutcome('r', 'x.state', 'x.set_next', 'x.next');
+
 /** The recipient rows written in one statement; a value left null keeps the row's own. */
 async function updateRecipients(q: Q, rows: Map<number, RowUpdate>, now: number): Promise<void> {
   const v = [...rows.values()];
   await q.run(
-    `UPDATE recipients r SET state = x.state, attempts = coalesce(x.attempts, r.attempts),
-       next_attempt_at = CASE WHEN x.set_next THEN x.next ELSE r.next_attempt_at END,
+    `UPDATE recipients r SET state = ${KEPT.state}, attempts = coalesce(x.attempts, r.attempts),
+       next_attempt_at = ${KEPT.next}, held_at = ${KEPT.held},
        last_response = coalesce(x.response, r.last_response), updated_at = $7
      FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bool[], $5::bigint[], $6::text[]) AS x(id, state, attempts, set_next, next, response)
      WHERE r.id = x.id`,

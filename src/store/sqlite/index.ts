@@ -6,6 +6,7 @@ import { sqliteInbound, sqliteMessages } from './aggregates/messages.js';
 import { sqliteWebhooks } from './aggregates/webhooks.js';
 import type { Db } from './db.js';
 import * as nodes from './nodes.js';
+import { sqliteQueue } from './queue-ops.js';
 import type { GroupCommit } from './writer/group-commit.js';
 
 /**
@@ -46,5 +47,6 @@ export function sqliteStore(db: Db, writer?: GroupCommit, held: () => boolean = 
       notify: () => undefined,
       listen: async () => ({ close: async () => undefined }),
     },
+    queue: sqliteQueue(db),
   };
 }

@@ -331,7 +331,7 @@ export function cancelMessage(
       return { kind: 'too_late' as const, states };
     }
     db.statement(
-      "UPDATE recipients SET state = 'canceled', next_attempt_at = NULL, updated_at = ? WHERE message_id = ?",
+      "UPDATE recipients SET state = 'canceled', next_attempt_at = NULL, held_at = NULL, updated_at = ? WHERE message_id = ?",
     ).run(now, id);
     return { kind: 'canceled' as const };
   });

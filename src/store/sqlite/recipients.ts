@@ -12,6 +12,7 @@ import {
   type Transition,
 } from '../../domain/transitions.js';
 import type { Claimed, QueuedMessage } from '../model.js';
+import { keptByOutcome } from '../queue-ops.js';
 import type { Db } from './db.js';
 import { recordEvent } from './events.js';
 import { recipientById, storeReport } from './inbound.js';
@@ -25,6 +26,9 @@ import { addSuppression } from './suppressions.js';
  */
 
 export type { OutcomePolicy };
+
+/** An operator's hold or delete made while the attempt was in flight outlives it (store/queue-ops.ts). */
+const KEPT = keptByOutcome('recipients', '@state', '@setNext', '@next');
 
 /**
  * Writes a transition: the recipient row (fields the transition leaves out keep their values),
@@ -41,17 +45,17 @@ export function applyTransition(
   db.tx(() => {
     const { row } = t;
     db.statement(
-      `UPDATE recipients SET state = ?, attempts = coalesce(?, attempts), next_attempt_at = CASE WHEN ? THEN ? ELSE next_attempt_at END,
-         last_response = coalesce(?, last_response), updated_at = ? WHERE id = ?`,
-    ).run(
-      row.state,
-      row.attempts ?? null,
-      row.nextAttemptAt !== undefined ? 1 : 0,
-      row.nextAttemptAt ?? null,
-      row.lastResponse ?? null,
+      `UPDATE recipients SET state = ${KEPT.state}, attempts = coalesce(@attempts, attempts), next_attempt_at = ${KEPT.next},
+         held_at = ${KEPT.held}, last_response = coalesce(@response, last_response), updated_at = @now WHERE id = @id`,
+    ).run({
+      state: row.state,
+      attempts: row.attempts ?? null,
+      setNext: row.nextAttemptAt !== undefined ? 1 : 0,
+      next: row.nextAttemptAt ?? null,
+      response: row.lastResponse ?? null,
       now,
-      r.id,
-    );
+      id: r.id,
+    });
     releaseClaim(db, r.id);
     for (const e of t.events)
       recordEvent(db, {

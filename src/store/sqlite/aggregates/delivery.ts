@@ -2,6 +2,7 @@ import type { DeliveryStore } from '../../store.js';
 import type { Db } from '../db.js';
 import * as destinations from '../destinations.js';
 import * as queue from '../queue.js';
+import * as queueOps from '../queue-ops.js';
 import * as recipients from '../recipients.js';
 
 /** Outbound delivery on SQLite: claims, outcomes and destination throttling, for the one node on the file. */
@@ -33,6 +34,9 @@ export function sqliteDelivery(db: Db): DeliveryStore {
     shareDestination: async (_destination, _node, decide) =>
       void decide({ open: 0, minute: 0, started: 0, throttle: undefined }),
     touchUse: async () => undefined,
+    heldDestinations: async () => queueOps.heldDestinations(db).map((h) => h.destination),
+    holdClaimed: async (ids, now) => queueOps.holdClaimed(db, ids, now),
+    noteDestination: async (domain, destination, now) => queueOps.noteDestination(db, domain, destination, now),
   };
 }
 

@@ -11,6 +11,7 @@ import * as m010 from './010_key_last_used.js';
 import * as m011 from './011_submission.js';
 import * as m012 from './012_nodes.js';
 import * as m013 from './013_header_message_id.js';
+import * as m014 from './014_queue_ops.js';
 
 /**
  * Every migration, in order, listed statically so the build carries them. Append only. `rebuild`:
@@ -31,4 +32,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 11, name: 'submission', sql: m011.up },
   { version: 12, name: 'nodes', sql: m012.up },
   { version: 13, name: 'header_message_id', sql: m013.up },
+  { version: 14, name: 'queue_ops', sql: m014.up },
 ];

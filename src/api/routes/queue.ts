@@ -1,0 +1,40 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ApiError } from '../../domain/errors.js';
+import type { QueueOp } from '../../store/model.js';
+import { requireKey } from '../authorization.js';
+import type { ApiDeps } from '../deps.js';
+
+/**
+ * A key's own messages in the queue (docs/api.md; the rules: store/queue-ops.ts, as the CLI's
+ * `posthaste queue`): retry its deferred recipients now, or delete what of it has not been sent.
+ */
+export function queueRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  app.post<{ Params: { message_id: string } }>('/api/v1/emails/:message_id/retry', async (request) => {
+    const { view, change } = await apply(deps, request, 'retry');
+    // This node looks now; the others are woken by the store (PostgreSQL).
+    if (change.changed > 0) deps.onAccepted?.();
+    return { message_id: view.message_id, retried: change.changed };
+  });
+
+  app.delete<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', async (request) => {
+    const { key, view, change } = await apply(deps, request, 'delete');
+    if (change.changed === 0) {
+      const states: Record<string, number> = {};
+      for (const r of view.recipients) states[r.state] = (states[r.state] ?? 0) + 1;
+      throw new ApiError('conflict', 'Nothing of the message is left to cancel: every recipient is done.', {
+        recipients: Object.entries(states).map(([state, n]) => `${n} ${state}`),
+      });
+    }
+    return deps.store.messages.get(key.customer_id, view.message_id);
+  });
+}
+
+/** The key's own message (404 otherwise), and the operation applied to its waiting recipients. */
+async function apply(deps: ApiDeps, request: FastifyRequest<{ Params: { message_id: string } }>, op: QueueOp) {
+  const key = requireKey(request);
+  const view = await deps.store.messages.get(key.customer_id, request.params.message_id);
+  if (!view) throw new ApiError('not_found', 'No such message.');
+  const sel = { messageRowId: view.email_id, customerId: key.customer_id };
+  const change = await deps.store.queue.apply(op, sel, deps.clock.now(), false);
+  return { key, view, change };
+}
