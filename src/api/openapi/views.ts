@@ -100,10 +100,10 @@ const ENDPOINT_PROPERTIES: Obj = {
 };
 const ENDPOINT_REQUIRED = ['id', 'url', 'events', 'description', 'enabled', 'created_at'];
 
-/** `{success, status, error, durationMs, response, event_id, type}`: one POST to an endpoint, as a test or a replay made it. */
+/** `{success, status, error, duration_ms, response, event_id, type}`: one POST to an endpoint, as a test or a replay made it. */
 const ATTEMPT_OUTCOME: Obj = {
   type: 'object',
-  required: ['success', 'status', 'error', 'durationMs', 'response', 'event_id', 'type'],
+  required: ['success', 'status', 'error', 'duration_ms', 'response', 'event_id', 'type'],
   properties: {
     success: { type: 'boolean', description: 'A 2xx came back in time.' },
     status: {
@@ -111,7 +111,7 @@ const ATTEMPT_OUTCOME: Obj = {
       description: "The endpoint's HTTP status; null when none came (refused, timed out, unreachable).",
     },
     error: { type: nullable('string'), description: 'Why there was no status.' },
-    durationMs: { type: 'integer', minimum: 0 },
+    duration_ms: { type: 'integer', minimum: 0 },
     response: { type: nullable('string'), description: 'The first 1 KiB of the response body.' },
     event_id: { type: 'string', pattern: '^msg_[0-9A-Za-z]+$' },
     type: EVENT_TYPE,

@@ -33,7 +33,7 @@ export function endpointBody(
   result: Awaited<ReturnType<DashboardDeps['webhooks']['test']>> | undefined,
 ): Html {
   const v = endpointView(e);
-  return html`${result ? html`<div class="${result.success ? 'flash' : 'flash error'}" role="status"><p>${result.type} ${result.event_id}: ${result.status !== null ? `HTTP ${result.status}` : (result.error ?? 'no answer')} in ${result.durationMs} ms</p>${result.response ? html`<pre>${result.response}</pre>` : ''}</div>` : ''}
+  return html`${result ? html`<div class="${result.success ? 'flash' : 'flash error'}" role="status"><p>${result.type} ${result.event_id}: ${result.status !== null ? `HTTP ${result.status}` : (result.error ?? 'no answer')} in ${result.duration_ms} ms</p>${result.response ? html`<pre>${result.response}</pre>` : ''}</div>` : ''}
     <div class="card"><p class="wrap"><b>${e.url}</b></p><p>${e.description}</p><p>Events: ${(v.events as string[]).join(', ')}</p>
       <p>${e.enabled ? html`<span class="badge ok">enabled</span>` : html`<span class="badge failed">disabled</span> ${e.disabledReason ?? ''}`}</p>
       <form method="post" action="${path`/webhooks/${e.id}/test`}" class="row">${csrf(c)}<label>Event type <select name="type">${EVENT_TYPES.map((t) => html`<option>${t}</option>`)}</select></label><button>Send test event</button></form>
