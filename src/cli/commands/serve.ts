@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { DEFAULT_CONFIG_PATH, withoutPassword } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
 import { createLogger } from '../../lib/logger.js';
+import type { Daemon } from '../../main.js';
 import { DataDirLockedError } from '../../store/open.js';
 import { CliError, configFileOf, configOf } from '../context.js';
 
@@ -36,23 +37,9 @@ export function serveCommand(program: Command): void {
       const daemon = await startDaemon(config, log).catch((e: unknown) => {
         throw e instanceof DataDirLockedError || e instanceof StoreUnreachable ? new CliError(e.message) : e;
       });
-      const cli = invokedAs(configFile);
-      process.stderr.write(
-        `posthaste: API on ${daemon.apiUrl}\n` +
-          `posthaste: SMTP on ${daemon.smtp.host}:${daemon.smtp.port}\n` +
-          Object.entries(daemon.submission)
-            .map(
-              ([key, a]) =>
-                `posthaste: submission on ${a.host}:${a.port} (${submissionTls(config, key)}; AUTH with an API key as the password)\n`,
-            )
-            .join('') +
-          (daemon.dashboardUrl
-            ? `posthaste: dashboard on ${daemon.dashboardUrl} (create a user with: ${cli} users add EMAIL --admin)\n`
-            : '') +
-          (config.metrics.enabled ? `posthaste: metrics on ${daemon.metricsUrl ?? `${daemon.apiUrl}/metrics`}\n` : '') +
-          `posthaste: store ${config.store.url ? `PostgreSQL at ${withoutPassword(config.store.url)}` : `SQLite in ${config.server.data_dir}`}\n` +
-          `posthaste: create a first key with: ${cli} keys create --sandbox\n`,
-      );
+      // The hints are a courtesy: a store that cannot answer now shows them rather than stop a running daemon.
+      const steps = await daemon.firstSteps().catch(() => ({ needsKey: true, needsUser: true }));
+      process.stderr.write(startMessage(config, daemon, invokedAs(configFile), steps));
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) return;
@@ -82,6 +69,33 @@ export function serveCommand(program: Command): void {
       });
       process.on('SIGINT', () => stop('SIGINT'));
     });
+}
+
+/**
+ * What the daemon says on stderr once it is up: where each listener is, the store, and the first
+ * steps' commands only while they are still to be done (no usable key; no dashboard user).
+ */
+function startMessage(
+  config: Config,
+  daemon: Daemon,
+  cli: string,
+  steps: { needsKey: boolean; needsUser: boolean },
+): string {
+  const userHint = steps.needsUser ? ` (create a user with: ${cli} users add EMAIL --admin)` : '';
+  return (
+    `posthaste: API on ${daemon.apiUrl}\n` +
+    `posthaste: SMTP on ${daemon.smtp.host}:${daemon.smtp.port}\n` +
+    Object.entries(daemon.submission)
+      .map(
+        ([key, a]) =>
+          `posthaste: submission on ${a.host}:${a.port} (${submissionTls(config, key)}; AUTH with an API key as the password)\n`,
+      )
+      .join('') +
+    (daemon.dashboardUrl ? `posthaste: dashboard on ${daemon.dashboardUrl}${userHint}\n` : '') +
+    (config.metrics.enabled ? `posthaste: metrics on ${daemon.metricsUrl ?? `${daemon.apiUrl}/metrics`}\n` : '') +
+    `posthaste: store ${config.store.url ? `PostgreSQL at ${withoutPassword(config.store.url)}` : `SQLite in ${config.server.data_dir}`}\n` +
+    (steps.needsKey ? `posthaste: create a first key with: ${cli} keys create --sandbox\n` : '')
+  );
 }
 
 /** How a submission listener takes TLS, as the start message says it. */
