@@ -1,35 +1,16 @@
-import { join, relative } from 'node:path';
 import type { Command } from 'commander';
-import { DEFAULT_CONFIG_PATH, withoutPassword } from '../../config/load.js';
+import { withoutPassword } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
 import { createLogger } from '../../lib/logger.js';
 import type { Daemon } from '../../main.js';
 import { DataDirLockedError } from '../../store/open.js';
-import { CliError, configFileOf, configOf } from '../context.js';
-
-/**
- * The command line that reaches this daemon's store, for the hints it prints: `posthaste` when
- * installed on PATH, else the path this checkout was started with (npm start); with `--config`
- * unless the file is the default one, so that each hint runs as printed from another shell.
- */
-function invokedAs(configFile: string): string {
-  const script = process.argv[1] ?? '';
-  const rel = relative(process.cwd(), script);
-  const command = !rel.startsWith('..') && rel.endsWith(join('bin', 'posthaste.js')) ? `node ${rel}` : 'posthaste';
-  return configFile === DEFAULT_CONFIG_PATH ? command : `${command} --config ${shellWord(configFile)}`;
-}
-
-/** A path as one shell word. */
-function shellWord(s: string): string {
-  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
-}
+import { CliError, commandLine, configOf } from '../context.js';
 
 export function serveCommand(program: Command): void {
   program
     .command('serve')
     .description('run the daemon (HTTP API; delivery, inbound SMTP and webhooks as they land)')
     .action(async (_o, c: Command) => {
-      const configFile = configFileOf(c);
       const config = configOf(c); // validated before anything binds a port
       const log = createLogger(config.log.level, undefined, config.server.node_name);
       // The daemon's modules load only for this command: the others start in a fraction of the time.
@@ -39,7 +20,7 @@ export function serveCommand(program: Command): void {
       });
       // The hints are a courtesy: a store that cannot answer now shows them rather than stop a running daemon.
       const steps = await daemon.firstSteps().catch(() => ({ needsKey: true, needsUser: true }));
-      process.stderr.write(startMessage(config, daemon, invokedAs(configFile), steps));
+      process.stderr.write(startMessage(config, daemon, commandLine(c), steps));
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) return;
