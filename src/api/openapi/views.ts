@@ -120,7 +120,18 @@ const ATTEMPT_OUTCOME: Obj = {
 
 const ATTEMPT: Obj = {
   type: 'object',
-  required: ['event_id', 'event_type', 'attempt', 'at', 'status', 'error', 'duration_ms', 'response', 'delivery_state'],
+  required: [
+    'event_id',
+    'event_type',
+    'attempt',
+    'at',
+    'status',
+    'error',
+    'duration_ms',
+    'response',
+    'delivery_state',
+    'kind',
+  ],
   properties: {
     event_id: { type: 'string', pattern: '^msg_[0-9A-Za-z]+$' },
     event_type: EVENT_TYPE,
@@ -135,6 +146,11 @@ const ATTEMPT: Obj = {
       enum: ['pending', 'succeeded', 'failed', null],
       description:
         "The delivery's state now (`pending`: more attempts to come); null for a test event, which has no delivery.",
+    },
+    kind: {
+      type: 'string',
+      enum: ['event', 'replay', 'test'],
+      description: 'What sent it: the delivery of an event, a replay, or a test event.',
     },
   },
 };

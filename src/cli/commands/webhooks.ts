@@ -157,7 +157,7 @@ function deliveriesCommand(webhooks: Command): void {
           rows,
           table(
             rows.map((r) => ({ ...r, result: r.status ?? r.error, response: (r.response ?? '').slice(0, 40) })),
-            ['at', 'event_id', 'event_type', 'attempt', 'result', 'duration_ms', 'response'],
+            ['at', 'event_id', 'event_type', 'kind', 'attempt', 'result', 'duration_ms', 'response'],
           ),
         );
       }),
