@@ -11,7 +11,7 @@ import { buildMetrics } from './daemon/metrics.js';
 import { buildOutbound } from './daemon/outbound.js';
 import { type ReloadParts, reloader } from './daemon/reload.js';
 import { scheduleRetention } from './daemon/retention.js';
-import { prepareStore, RETURN_PATH_SECRET } from './daemon/store.js';
+import { firstSteps, prepareStore, RETURN_PATH_SECRET } from './daemon/store.js';
 import { buildWebhooks } from './daemon/webhooks.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { createResolver } from './lib/dns.js';
@@ -43,6 +43,8 @@ export interface Daemon {
   dispatcher: Dispatcher;
   /** This node: its id (the worker its claims carry) and server.node_name. */
   node: { id: string; name: string };
+  /** What a first run still lacks, asked of the store now: no usable API key, no dashboard user. */
+  firstSteps(): Promise<{ needsKey: boolean; needsUser: boolean }>;
   stop(): Promise<void>;
   /** SIGHUP: applies what can change safely; says which changed keys need a restart. */
   reload(next: Config): { applied: string[]; restart_needed: string[] };
@@ -129,6 +131,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     scheduler,
     dispatcher,
     node: { id: node.id, name: config.server.node_name },
+    firstSteps: () => firstSteps(store),
     reload: reloader(config, log, reloadParts),
     stop: () =>
       stopDaemon({

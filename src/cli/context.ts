@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import type { Command } from 'commander';
 import { configPath, DEFAULT_CONFIG_PATH, loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
@@ -21,6 +22,25 @@ export function globals(cmd: Command): GlobalOptions {
 /** The configuration file this command reads (--config, POSTHASTE_CONFIG or the default path, which must exist). */
 export function configFileOf(cmd: Command): string {
   return configPath(globals(cmd).config);
+}
+
+/**
+ * The command line that reaches the same store as this command, for the hints printed to be
+ * pasted: `posthaste` when installed on PATH, else the path this checkout was started with (npm
+ * start); with `--config` unless the file is the default one, so each hint runs as printed from
+ * another shell.
+ */
+export function commandLine(cmd: Command): string {
+  const configFile = configFileOf(cmd);
+  const script = process.argv[1] ?? '';
+  const rel = relative(process.cwd(), script);
+  const command = !rel.startsWith('..') && rel.endsWith(join('bin', 'posthaste.js')) ? `node ${rel}` : 'posthaste';
+  return configFile === DEFAULT_CONFIG_PATH ? command : `${command} --config ${shellWord(configFile)}`;
+}
+
+/** A path as one shell word. */
+function shellWord(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
 }
 
 /**

@@ -26,3 +26,9 @@ export async function prepareStore({ log, clock }: Ctx, store: Store): Promise<v
   if (applied.length > 0) log.info({ applied }, 'database migrated');
   await store.customers.ensureDefault(clock.now());
 }
+
+/** What a first run still lacks: an API key that is not revoked, a dashboard user (the start message's hints). */
+export async function firstSteps(store: Store): Promise<{ needsKey: boolean; needsUser: boolean }> {
+  const [keys, users] = await Promise.all([store.keys.list(), store.users.list()]);
+  return { needsKey: !keys.some((k) => k.revoked_at === null), needsUser: users.length === 0 };
+}

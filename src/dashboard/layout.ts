@@ -32,7 +32,7 @@ export function layout(c: PageContext, title: string, body: Html): Html {
     ? [...SECTIONS, ['customers', '/customers', 'Customers'] as [string, string, string]]
     : SECTIONS;
   return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · ${c.customer.name} · posthaste</title><link rel="stylesheet" href="/static/app.css"><script src="/static/app.js" defer></script></head>
+<title>${title} · ${c.customer.name} · posthaste</title><link rel="icon" href="/static/favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="/static/app.css"><script src="/static/app.js" defer></script></head>
 <body><a class="skip" href="#main">Skip to content</a>
 <header class="top"><a class="brand" href="/">posthaste</a>
 ${

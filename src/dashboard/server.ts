@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import { ConfigError } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { type Dashboard, type DashboardDeps, sendPage } from './dashboard.js';
@@ -67,24 +67,28 @@ export function buildDashboard(deps: DashboardDeps): FastifyInstance {
   return app;
 }
 
-/** The stylesheet and script of the pages, read once from src/dashboard/static/. */
+/** The stylesheet, script and icon of the pages, read once from src/dashboard/static/. */
 function staticRoutes(app: FastifyInstance): void {
   const staticDir = new URL('../../../src/dashboard/static/', import.meta.url);
   const assets = new Map(
     [
       ['app.css', 'text/css; charset=utf-8'],
       ['app.js', 'text/javascript; charset=utf-8'],
+      ['favicon.svg', 'image/svg+xml'],
     ].map(([name, type]) => [name!, { type: type!, body: readFileSync(new URL(name!, staticDir)) }]),
   );
-  app.get<{ Params: { name: string } }>('/static/:name', async (request, reply) => {
-    const a = assets.get(request.params.name);
+  const send = (reply: FastifyReply, name: string) => {
+    const a = assets.get(name);
     if (!a) return reply.code(404).type('text/plain').send('Not found');
     return reply.header('cache-control', 'public, max-age=300').type(a.type).send(a.body);
-  });
+  };
+  app.get<{ Params: { name: string } }>('/static/:name', async (request, reply) => send(reply, request.params.name));
+  // Where a browser looks for the icon of a page that names none (the not-found and error pages).
+  app.get('/favicon.ico', async (_request, reply) => send(reply, 'favicon.svg'));
 }
 
 const NOT_FOUND_PAGE = new Html(
-  '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not found · posthaste</title><link rel="stylesheet" href="/static/app.css"></head><body><main><h1>Not found</h1><p>There is nothing here, or it is not yours to see. <a href="/">Back to the overview</a></p></main></body></html>',
+  '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not found · posthaste</title><link rel="icon" href="/static/favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="/static/app.css"></head><body><main><h1>Not found</h1><p>There is nothing here, or it is not yours to see. <a href="/">Back to the overview</a></p></main></body></html>',
 );
 
 /** The not-found page, and the pages of a request that could not be read or failed. */

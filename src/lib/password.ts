@@ -12,6 +12,20 @@ function derive(password: string, salt: Buffer, o: { N: number; r: number; p: nu
   );
 }
 
+/** The shortest password a user may be given, in characters (code points). */
+export const MIN_PASSWORD_LENGTH = 10;
+
+/**
+ * The password policy, decided here for every door that sets a password (the CLI's `users add`
+ * and `users passwd`; a dashboard form would ask the same): what is wrong with a new password, or
+ * null when it may be used. Asked of the first entry, before any confirmation is.
+ */
+export function passwordProblem(password: string): string | null {
+  if ([...password.normalize('NFC')].length < MIN_PASSWORD_LENGTH)
+    return `a password has at least ${MIN_PASSWORD_LENGTH} characters`;
+  return null;
+}
+
 /** "scrypt$N$r$p$salt$hash" with Base64 salt and hash: the parameters travel with the hash. */
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);

@@ -29,6 +29,7 @@ import type { Reply } from '../domain/outcome.js';
 import type {
   BatchInput,
   BatchResult,
+  MessageHookDelivery,
   NodeInfo,
   NodeView,
   Overview,
@@ -231,11 +232,7 @@ export interface MessageStore {
   list(opts: { customerId?: number; state?: string; limit: number; before?: number }): Promise<MessageSummary[]>;
   search(s: MessageSearch): Promise<MessageSummary[]>;
   cancel(customerId: number | undefined, messageId: string, now: number): Promise<CancelResult>;
-  deliveriesOf(
-    messageRowId: number,
-  ): Promise<
-    Array<{ event_id: string; type: string; endpoint_id: string; state: string; attempts: number; updated_at: number }>
-  >;
+  deliveriesOf(messageRowId: number): Promise<MessageHookDelivery[]>;
   events(messageRowId: number): Promise<EventEnvelope[]>;
   /** A message's request as accepted and its composed copy while kept, for the dashboard's content view. */
   content(customerId: number, messageId: string): Promise<StoredContent | undefined>;

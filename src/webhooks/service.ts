@@ -15,8 +15,13 @@ import { newSecret, signWebhook } from './sign.js';
 export const WEBHOOK_RETRY_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 export const WEBHOOK_MAX_ATTEMPTS = WEBHOOK_RETRY_MS.length + 1;
 
-export interface AttemptOutcome extends PostResult {
+/** One POST of a test or a replay as the API and the CLI show it (snake_case, as everywhere in the API). */
+export interface AttemptOutcome {
   success: boolean;
+  status: number | null;
+  error: string | null;
+  duration_ms: number;
+  response: string | null;
   event_id: string;
   type: string;
 }
@@ -24,6 +29,18 @@ export interface AttemptOutcome extends PostResult {
 const USER_AGENT = `posthaste/${VERSION}`;
 
 export const ok2xx = (r: PostResult) => r.status !== null && r.status >= 200 && r.status < 300;
+
+function outcomeOf(r: PostResult, event: { id: string; type: string }): AttemptOutcome {
+  return {
+    success: ok2xx(r),
+    status: r.status,
+    error: r.error,
+    duration_ms: r.durationMs,
+    response: r.response,
+    event_id: event.id,
+    type: event.type,
+  };
+}
 
 /** The attempt log's record of one POST of `event` (a test, a replay, or the dispatcher's). */
 export function attemptRecord(
@@ -132,7 +149,7 @@ export class WebhookService {
     const body = JSON.stringify({ id, type, timestamp: isoTime(now), data: sampleData(type, now) });
     const r = await this.send(endpoint, id, body);
     await this.store.logAttempt(attemptRecord(endpoint.id, null, { id, type }, 1, now, r));
-    return { ...r, success: ok2xx(r), event_id: id, type };
+    return outcomeOf(r, { id, type });
   }
 
   /** Sends a past event again with the same webhook-id; logged as a replay delivery, not retried. */
@@ -149,7 +166,7 @@ export class WebhookService {
       ok2xx(r) ? 'succeeded' : 'failed',
       this.clock.now(),
     );
-    return { ...r, success: ok2xx(r), event_id: event.id, type: event.type };
+    return outcomeOf(r, event);
   }
 }
 

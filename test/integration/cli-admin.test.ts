@@ -1,7 +1,9 @@
 // The CLI beside gh and postconf: every command says what it does, subcommand help shows the
 // global options, --json errors are JSON, options with a fixed set of values refuse others and
 // list them, messages page as the API does, and config prints what changed or one key.
+import { spawn } from 'node:child_process';
 import t from 'tap';
+import { BIN } from '../../support/daemon-process.js';
 import { sendEmail } from '../helpers/api.js';
 import { json, runCli } from '../helpers/cli.js';
 import { makeDomain, makeKey, startTestServer, TEST_ENGINE } from '../helpers/env.js';
@@ -146,4 +148,52 @@ t.test('config print --changed prints only what differs from the defaults; confi
   t.match(typo.stderr, /unknown key "server\.hostnme"; close: server\.hostname/);
   const section = await cli('config', 'get', 'outbound.retry');
   t.match(section.stderr, /close: .*outbound\.retry_schedule/);
+});
+
+/**
+ * The CLI on a terminal (script(1) gives it one), each prompt answered as it appears: what the
+ * terminal showed and the exit code. A prompt not in `answers` is left unanswered until the timeout.
+ */
+function onTerminal(args: string[], answers: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  const line = [process.execPath, BIN, '--config', s.configPath, ...args].map((a) => `'${a}'`).join(' ');
+  return new Promise((resolve) => {
+    const child = spawn('script', ['-q', '-e', '-c', line, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    const asked = new Set<string>();
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    const seen = (d: Buffer) => {
+      out += d.toString();
+      for (const [prompt, answer] of Object.entries(answers))
+        if (!asked.has(prompt) && out.includes(prompt)) {
+          asked.add(prompt);
+          child.stdin.write(`${answer}\r`);
+        }
+    };
+    child.stdout.on('data', seen);
+    child.stderr.on('data', seen);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
+t.test('users add checks the password against the policy before asking for it again', async (t) => {
+  const short = await onTerminal(['users', 'add', 'short@example.com', '--admin'], {
+    'Password: ': 'short',
+    'Again: ': 'short',
+  });
+  t.equal(short.code, 1, short.out);
+  t.match(short.out, /a password has at least 10 characters/);
+  t.notMatch(short.out, /Again:/, 'not asked to confirm a password that would be refused');
+  const piped = await cli('users', 'add', 'short@example.com', '--admin', '--password-stdin');
+  t.equal(piped.code, 1, 'read from standard input: the same rule');
+
+  // The terminal path works: a good password, twice, adds the user.
+  const good = await onTerminal(['users', 'add', 'long@example.com', '--admin'], {
+    'Password: ': 'long enough password',
+    'Again: ': 'long enough password',
+  });
+  t.equal(good.code, 0, good.out);
+  t.match(good.out, /user long@example\.com added/);
 });

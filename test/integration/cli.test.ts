@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
@@ -178,6 +179,25 @@ t.test(
     t.not((await cli('domains', 'add', 'not a domain')).code, 0);
   },
 );
+
+t.test('domains add ends with the verify command as it can be pasted: with the --config it was run with', async (t) => {
+  const added = await cli('domains', 'add', 'paste.example.com');
+  t.equal(added.code, 0, added.stderr);
+  const line = /^Then run: (.+)$/m.exec(added.stdout)?.[1];
+  t.match(
+    line,
+    new RegExp(` --config ${config.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} domains verify paste\\.example\\.com$`),
+  );
+  // Pasted into a shell, it reaches the same store: the domain is found (not verified yet: exit 1, not 2).
+  const pasted = await new Promise<{ code: number | null; out: string }>((resolve) => {
+    execFile('/bin/sh', ['-c', `${line} --json`], (err, stdout) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, out: stdout }),
+    );
+  });
+  t.equal(pasted.code, 1, 'ran, and said the records are not there yet');
+  t.match(JSON.parse(pasted.out), { name: 'paste.example.com', verified: false });
+  t.match(json(await cli('domains', 'remove', 'paste.example.com', '--json')), { removed: true });
+});
 
 t.test('db migrate and config print', async (t) => {
   const m = json<{ versions: number[] }>(await cli('db', 'migrate', '--json'));

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { DEFAULT_CONFIG_PATH } from '../../src/config/load.js';
 import { PID_FILE } from '../../src/store/sqlite/lock.js';
 import { BIN, nodeFlags, spawnDaemon } from '../../support/daemon-process.js';
@@ -75,14 +75,38 @@ t.test('the hints the daemon prints run as printed and reach its store', async (
     'a password long enough\n',
   );
   t.equal(added.code, 0, added.out);
-  const key = await shell(`${keyHint} --json`, '');
-  t.equal(key.code, 0, key.out);
   const users = json<Array<{ email: string }>>(await runCli(['--config', configPath, 'users', 'list', '--json']));
   t.ok(
     users.some((u) => u.email === 'first@example.com'),
     "the user is in the daemon's store",
   );
+
+  // Each hint shows only while its step is still to be done: a restart after each says so.
+  d.child.kill('SIGTERM');
+  await d.exited;
+  const withUser = await startMessage(t, configPath);
+  t.notMatch(withUser.out, /create a user/, 'a user exists: no users add hint');
+  t.match(withUser.out, /create a first key with: .+ keys create --sandbox$/m, 'still no key: the key hint');
+  const key = await shell(`${keyHint} --json`, '');
+  t.equal(key.code, 0, key.out);
+  withUser.stop();
+  await withUser.exited;
+  const ready = await startMessage(t, configPath);
+  t.notMatch(ready.out, /create a (user|first key)/, 'a user and a key: no hint at all');
+  t.match(ready.out, /^posthaste: dashboard on http:\/\/\S+$/m, 'the dashboard line without the hint');
+  ready.stop();
 });
+
+/** A daemon started again on `configPath`: its start message (one write, so whole once its store line is there). */
+async function startMessage(
+  t: Test,
+  configPath: string,
+): Promise<{ out: string; stop: () => void; exited: Promise<unknown> }> {
+  const d = await spawnDaemon(configPath);
+  t.teardown(() => void d.child.kill('SIGKILL'));
+  await waitFor('the start message', () => /^posthaste: store .+$/m.test(d.output()) || undefined);
+  return { out: d.output(), stop: () => void d.child.kill('SIGTERM'), exited: d.exited };
+}
 
 t.test(
   'no --config and no default file: the command says where it looked and creates nothing',

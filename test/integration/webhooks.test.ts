@@ -167,7 +167,8 @@ t.test('replay sends the event again with the same webhook-id', async (t) => {
   const [orig] = rx.on('/replay');
   const r = await request(`${s.url}/api/v1/webhooks/${ep.id}/deliveries/${orig!.id}/replay`, { key, method: 'POST' });
   t.equal(r.status, 200);
-  t.match(r.body, { success: true, status: 200, event_id: orig!.id });
+  t.match(r.body, { success: true, status: 200, event_id: orig!.id, duration_ms: Number });
+  t.notOk('durationMs' in r.body, 'snake_case like the rest of the API');
   const all = rx.on('/replay');
   t.equal(all.length, 2);
   t.equal(all[1]!.id, orig!.id);
@@ -183,7 +184,8 @@ t.test('test event: a sample of the chosen type, answered with the outcome', asy
   const ep = await endpoint('/test');
   const r = await request(`${s.url}/api/v1/webhooks/${ep.id}/test`, { key, body: { type: 'email.bounced' } });
   t.equal(r.status, 200);
-  t.match(r.body, { success: true, status: 200, type: 'email.bounced', event_id: /^msg_/ });
+  t.match(r.body, { success: true, status: 200, type: 'email.bounced', event_id: /^msg_/, duration_ms: Number });
+  t.notOk('durationMs' in r.body, 'snake_case like the rest of the API');
   const [got] = rx.on('/test');
   t.ok(got!.verified);
   t.match(JSON.parse(got!.body).data, { bounce_type: 'hard', response: { code: 550, classification: String } });
@@ -271,11 +273,12 @@ t.test('a restart between attempts loses nothing', async (t) => {
   );
   const replay = await runCli(['--config', path, 'webhooks', 'replay', ep.id, got[0]!.id, '--json']);
   t.equal(replay.code, 0, replay.stderr);
-  t.match(json(replay), { success: true, event_id: got[0]!.id });
+  t.match(json(replay), { success: true, event_id: got[0]!.id, duration_ms: Number });
   const test = json<Json>(
     await runCli(['--config', path, 'webhooks', 'test', ep.id, '--type', 'email.complained', '--json']),
   );
-  t.match(test, { success: true, type: 'email.complained' });
+  t.match(test, { success: true, type: 'email.complained', duration_ms: Number });
+  t.notOk('durationMs' in test, 'the --json output is the API view');
   const created = json<Json>(
     await runCli([
       '--config',

@@ -1,3 +1,4 @@
+import { schema as configSchema } from '../../config/schema.js';
 import { VERSION } from '../../lib/version.js';
 import { ERROR_DETAILS, ERROR_RESPONSES, errorSchema, type Obj, UNAVAILABLE } from './common.js';
 import { eventSchemas, REPLY, webhookSection } from './events.js';
@@ -28,6 +29,29 @@ const DESCRIPTION = `posthaste's HTTP API: send mail, follow it, manage webhook 
 
 **Webhooks.** The \`webhooks\` section describes what posthaste POSTs to your endpoints, one entry per event type, signed per Standard Webhooks.`;
 
+/**
+ * Where the API is: the operator's own address, so a template whose defaults are what a fresh
+ * install listens on (api.listen, plain HTTP); a client sets its server's scheme and host.
+ */
+const SERVERS = [
+  {
+    url: '{scheme}://{host}',
+    description:
+      'Your posthaste server: the address of its `api.listen`, or the URL of the reverse proxy in front of it. The defaults are those of a fresh install.',
+    variables: {
+      scheme: {
+        default: 'http',
+        enum: ['http', 'https'],
+        description: 'https when `api.tls.cert` is set or a proxy terminates TLS.',
+      },
+      host: {
+        default: configSchema.api.listen.default,
+        description: "Host name or address, and the port unless it is the scheme's own.",
+      },
+    },
+  },
+];
+
 export function openApiDocument(): Obj {
   return {
     openapi: '3.1.1',
@@ -37,6 +61,7 @@ export function openApiDocument(): Obj {
       description: DESCRIPTION,
       license: { name: 'MIT', identifier: 'MIT' },
     },
+    servers: SERVERS,
     tags: [
       { name: 'emails', description: 'Sending, searching and canceling messages.' },
       { name: 'webhooks', description: 'Webhook endpoints, their attempt log, test events and replays.' },

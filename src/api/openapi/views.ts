@@ -102,10 +102,10 @@ const ENDPOINT_PROPERTIES: Obj = {
 };
 const ENDPOINT_REQUIRED = ['id', 'url', 'events', 'description', 'enabled', 'created_at'];
 
-/** `{success, status, error, durationMs, response, event_id, type}`: one POST to an endpoint, as a test or a replay made it. */
+/** `{success, status, error, duration_ms, response, event_id, type}`: one POST to an endpoint, as a test or a replay made it. */
 const ATTEMPT_OUTCOME: Obj = {
   type: 'object',
-  required: ['success', 'status', 'error', 'durationMs', 'response', 'event_id', 'type'],
+  required: ['success', 'status', 'error', 'duration_ms', 'response', 'event_id', 'type'],
   properties: {
     success: { type: 'boolean', description: 'A 2xx came back in time.' },
     status: {
@@ -113,7 +113,7 @@ const ATTEMPT_OUTCOME: Obj = {
       description: "The endpoint's HTTP status; null when none came (refused, timed out, unreachable).",
     },
     error: { type: nullable('string'), description: 'Why there was no status.' },
-    durationMs: { type: 'integer', minimum: 0 },
+    duration_ms: { type: 'integer', minimum: 0 },
     response: { type: nullable('string'), description: 'The first 1 KiB of the response body.' },
     event_id: { type: 'string', pattern: '^msg_[0-9A-Za-z]+$' },
     type: EVENT_TYPE,
@@ -122,7 +122,18 @@ const ATTEMPT_OUTCOME: Obj = {
 
 const ATTEMPT: Obj = {
   type: 'object',
-  required: ['event_id', 'event_type', 'attempt', 'at', 'status', 'error', 'duration_ms', 'response', 'delivery_state'],
+  required: [
+    'event_id',
+    'event_type',
+    'attempt',
+    'at',
+    'status',
+    'error',
+    'duration_ms',
+    'response',
+    'delivery_state',
+    'kind',
+  ],
   properties: {
     event_id: { type: 'string', pattern: '^msg_[0-9A-Za-z]+$' },
     event_type: EVENT_TYPE,
@@ -137,6 +148,11 @@ const ATTEMPT: Obj = {
       enum: ['pending', 'succeeded', 'failed', null],
       description:
         "The delivery's state now (`pending`: more attempts to come); null for a test event, which has no delivery.",
+    },
+    kind: {
+      type: 'string',
+      enum: ['event', 'replay', 'test'],
+      description: 'What sent it: the delivery of an event, a replay, or a test event.',
     },
   },
 };

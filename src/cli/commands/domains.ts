@@ -7,7 +7,7 @@ import { createResolver } from '../../lib/dns.js';
 import type { DomainRow } from '../../store/model.js';
 import { DEFAULT_CUSTOMER } from '../../store/model.js';
 import type { Store } from '../../store/store.js';
-import { CliError, customerNamed, iso, output, table, withStore } from '../context.js';
+import { CliError, commandLine, customerNamed, iso, output, table, withStore } from '../context.js';
 
 async function view(store: Store, d: DomainRow, config: Config, now: number) {
   return {
@@ -20,12 +20,12 @@ async function view(store: Store, d: DomainRow, config: Config, now: number) {
   };
 }
 
-function humanDkim(k: ReturnType<typeof dkimStatus>): string[] {
+function humanDkim(k: ReturnType<typeof dkimStatus>, cli: string): string[] {
   return [
     `DKIM: signing with selector ${k.signing}`,
     ...(k.next
       ? [
-          `      next selector ${k.next}: publish its record, then run "posthaste domains verify"; signing switches once it is found`,
+          `      next selector ${k.next}: publish its record, then run "${cli} domains verify"; signing switches once it is found`,
         ]
       : []),
     ...(k.previous
@@ -36,10 +36,10 @@ function humanDkim(k: ReturnType<typeof dkimStatus>): string[] {
   ];
 }
 
-function humanRecords(v: Awaited<ReturnType<typeof view>>): string {
+function humanRecords(v: Awaited<ReturnType<typeof view>>, cli: string): string {
   return [
     `domain ${v.name} (customer ${v.customer}) verified: ${v.verified} receiving: ${v.receiving}`,
-    ...humanDkim(v.dkim),
+    ...humanDkim(v.dkim, cli),
     '',
     'Publish these DNS records:',
     ...v.dns_records.map((r) => `  [${r.purpose}] ${r.name} ${r.type} ${r.value}`),
@@ -87,7 +87,7 @@ function addCommand(domains: Command): void {
           config,
           now,
         );
-        output(c, v, humanRecords(v) + `\n\nThen run: posthaste domains verify ${domain}`);
+        output(c, v, `${humanRecords(v, commandLine(c))}\n\nThen run: ${commandLine(c)} domains verify ${domain}`);
       }),
     );
 }
@@ -150,7 +150,7 @@ function showCommand(domains: Command): void {
     .action(async (name: string, _o, c: Command) =>
       withStore(c, async ({ store, config, now }) => {
         const v = await view(store, await existing(store, name), config, now);
-        output(c, v, humanRecords(v));
+        output(c, v, humanRecords(v, commandLine(c)));
       }),
     );
 }
@@ -178,7 +178,7 @@ function rotateDkimCommand(domains: Command): void {
           [
             `New DKIM key for ${d.name} under selector ${d.next_dkim_selector}. Publish:`,
             `  ${record.name} TXT ${record.value}`,
-            `Signing goes on with ${d.dkim_selector} until "posthaste domains verify ${d.name}" finds that record; then it switches.`,
+            `Signing goes on with ${d.dkim_selector} until "${commandLine(c)} domains verify ${d.name}" finds that record; then it switches.`,
             `After the switch, keep the record of ${d.dkim_selector} for ${DKIM_GRACE_MS / 86_400_000} days (messages signed with it are still being checked), then remove it.`,
           ].join('\n'),
         );

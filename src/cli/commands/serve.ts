@@ -1,34 +1,16 @@
-import { join, relative } from 'node:path';
 import type { Command } from 'commander';
-import { DEFAULT_CONFIG_PATH, withoutPassword } from '../../config/load.js';
+import { withoutPassword } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
 import { createLogger } from '../../lib/logger.js';
+import type { Daemon } from '../../main.js';
 import { DataDirLockedError } from '../../store/open.js';
-import { CliError, configFileOf, configOf } from '../context.js';
-
-/**
- * The command line that reaches this daemon's store, for the hints it prints: `posthaste` when
- * installed on PATH, else the path this checkout was started with (npm start); with `--config`
- * unless the file is the default one, so that each hint runs as printed from another shell.
- */
-function invokedAs(configFile: string): string {
-  const script = process.argv[1] ?? '';
-  const rel = relative(process.cwd(), script);
-  const command = !rel.startsWith('..') && rel.endsWith(join('bin', 'posthaste.js')) ? `node ${rel}` : 'posthaste';
-  return configFile === DEFAULT_CONFIG_PATH ? command : `${command} --config ${shellWord(configFile)}`;
-}
-
-/** A path as one shell word. */
-function shellWord(s: string): string {
-  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
-}
+import { CliError, commandLine, configOf } from '../context.js';
 
 export function serveCommand(program: Command): void {
   program
     .command('serve')
     .description('run the daemon (HTTP API; delivery, inbound SMTP and webhooks as they land)')
     .action(async (_o, c: Command) => {
-      const configFile = configFileOf(c);
       const config = configOf(c); // validated before anything binds a port
       const log = createLogger(config.log.level, undefined, config.server.node_name);
       // The daemon's modules load only for this command: the others start in a fraction of the time.
@@ -37,23 +19,9 @@ export function serveCommand(program: Command): void {
         const refused = e instanceof DataDirLockedError || e instanceof StoreUnreachable || e instanceof NodeNameTaken;
         throw refused ? new CliError(e.message) : e;
       });
-      const cli = invokedAs(configFile);
-      process.stderr.write(
-        `posthaste: API on ${daemon.apiUrl}\n` +
-          `posthaste: SMTP on ${daemon.smtp.host}:${daemon.smtp.port}\n` +
-          Object.entries(daemon.submission)
-            .map(
-              ([key, a]) =>
-                `posthaste: submission on ${a.host}:${a.port} (${submissionTls(config, key)}; AUTH with an API key as the password)\n`,
-            )
-            .join('') +
-          (daemon.dashboardUrl
-            ? `posthaste: dashboard on ${daemon.dashboardUrl} (create a user with: ${cli} users add EMAIL --admin)\n`
-            : '') +
-          (config.metrics.enabled ? `posthaste: metrics on ${daemon.metricsUrl ?? `${daemon.apiUrl}/metrics`}\n` : '') +
-          `posthaste: store ${config.store.url ? `PostgreSQL at ${withoutPassword(config.store.url)}` : `SQLite in ${config.server.data_dir}`}\n` +
-          `posthaste: create a first key with: ${cli} keys create --sandbox\n`,
-      );
+      // The hints are a courtesy: a store that cannot answer now shows them rather than stop a running daemon.
+      const steps = await daemon.firstSteps().catch(() => ({ needsKey: true, needsUser: true }));
+      process.stderr.write(startMessage(config, daemon, commandLine(c), steps));
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) return;
@@ -83,6 +51,33 @@ export function serveCommand(program: Command): void {
       });
       process.on('SIGINT', () => stop('SIGINT'));
     });
+}
+
+/**
+ * What the daemon says on stderr once it is up: where each listener is, the store, and the first
+ * steps' commands only while they are still to be done (no usable key; no dashboard user).
+ */
+function startMessage(
+  config: Config,
+  daemon: Daemon,
+  cli: string,
+  steps: { needsKey: boolean; needsUser: boolean },
+): string {
+  const userHint = steps.needsUser ? ` (create a user with: ${cli} users add EMAIL --admin)` : '';
+  return (
+    `posthaste: API on ${daemon.apiUrl}\n` +
+    `posthaste: SMTP on ${daemon.smtp.host}:${daemon.smtp.port}\n` +
+    Object.entries(daemon.submission)
+      .map(
+        ([key, a]) =>
+          `posthaste: submission on ${a.host}:${a.port} (${submissionTls(config, key)}; AUTH with an API key as the password)\n`,
+      )
+      .join('') +
+    (daemon.dashboardUrl ? `posthaste: dashboard on ${daemon.dashboardUrl}${userHint}\n` : '') +
+    (config.metrics.enabled ? `posthaste: metrics on ${daemon.metricsUrl ?? `${daemon.apiUrl}/metrics`}\n` : '') +
+    `posthaste: store ${config.store.url ? `PostgreSQL at ${withoutPassword(config.store.url)}` : `SQLite in ${config.server.data_dir}`}\n` +
+    (steps.needsKey ? `posthaste: create a first key with: ${cli} keys create --sandbox\n` : '')
+  );
 }
 
 /** How a submission listener takes TLS, as the start message says it. */

@@ -1,17 +1,26 @@
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import { parseAddrSpec } from '../../domain/addresses.js';
-import { hashPassword } from '../../lib/password.js';
+import { hashPassword, passwordProblem } from '../../lib/password.js';
 import { CliError, configOf, customerNamed, iso, output, table, withStore } from '../context.js';
 
-const MIN_PASSWORD = 10;
+/** The password refused at once, with the policy's reason (lib/password.ts), when it may not be used. */
+function checked(password: string): string {
+  const problem = passwordProblem(password);
+  if (problem) throw new CliError(problem);
+  return password;
+}
 
-/** The password from standard input (--password-stdin: its first line) or a prompt that does not echo; never an argument. */
+/**
+ * A new password, from standard input (--password-stdin: its first line) or a prompt that does
+ * not echo, never an argument; checked against the policy as soon as it is entered, so a prompt
+ * asks to confirm only a password that would be accepted.
+ */
 async function readPassword(fromStdin: boolean): Promise<string> {
   if (fromStdin) {
     const chunks: Buffer[] = [];
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks).toString('utf8').split(/\r?\n/)[0]!;
+    return checked(Buffer.concat(chunks).toString('utf8').split(/\r?\n/)[0]!);
   }
   if (!process.stdin.isTTY) throw new CliError('no terminal to ask for the password on; pipe it with --password-stdin');
   const ask = (q: string) =>
@@ -26,15 +35,13 @@ async function readPassword(fromStdin: boolean): Promise<string> {
         resolve(a);
       });
     });
-  const first = await ask('Password: ');
+  const first = checked(await ask('Password: '));
   if ((await ask('Again: ')) !== first) throw new CliError('the passwords differ');
   return first;
 }
 
 async function newPasswordHash(fromStdin: boolean): Promise<string> {
-  const password = await readPassword(fromStdin);
-  if ([...password].length < MIN_PASSWORD) throw new CliError(`a password has at least ${MIN_PASSWORD} characters`);
-  return hashPassword(password);
+  return hashPassword(await readPassword(fromStdin));
 }
 
 /** `users add`: the address and the role checked, then the password asked for, then the user stored. */

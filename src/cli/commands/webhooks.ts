@@ -15,7 +15,7 @@ async function endpointOf(store: Store, id: string) {
 }
 
 function outcomeText(o: AttemptOutcome): string {
-  return `${o.success ? 'ok' : 'FAILED'}: ${o.type} ${o.event_id} -> ${o.status ?? o.error} in ${o.durationMs} ms`;
+  return `${o.success ? 'ok' : 'FAILED'}: ${o.type} ${o.event_id} -> ${o.status ?? o.error} in ${o.duration_ms} ms`;
 }
 
 /** The webhook service (and the daemon's modules it is built from), loaded only by the commands that send. */
@@ -157,7 +157,7 @@ function deliveriesCommand(webhooks: Command): void {
           rows,
           table(
             rows.map((r) => ({ ...r, result: r.status ?? r.error, response: (r.response ?? '').slice(0, 40) })),
-            ['at', 'event_id', 'event_type', 'attempt', 'result', 'duration_ms', 'response'],
+            ['at', 'event_id', 'event_type', 'kind', 'attempt', 'result', 'duration_ms', 'response'],
           ),
         );
       }),

@@ -8,7 +8,7 @@ import { shortUrl } from '../format.js';
 import { html, path } from '../html.js';
 import type { PageContext } from '../layout.js';
 import type { Pages } from '../pages.js';
-import { endpointBody, webhooksBody } from '../views/webhooks.js';
+import { deleteEndpointBody, endpointBody, webhooksBody } from '../views/webhooks.js';
 
 /** The dashboard's webhooks pages and actions. */
 export function webhooksRoutes(p: Pages): void {
@@ -54,6 +54,16 @@ export function webhooksRoutes(p: Pages): void {
   );
 
   endpoint.post('/webhooks/:id/state', (r, e) => changeState(p, r, e));
+
+  // Deleting takes the endpoint's log with it: asked on a page of its own first, as revoking a key is.
+  endpoint.get('/webhooks/:id/delete', ({ c, reply }, e) =>
+    page(reply, c, 'Delete webhook endpoint', deleteEndpointBody(c, e)),
+  );
+  endpoint.post('/webhooks/:id/delete', async ({ c, reply }, e) => {
+    await store.webhooks.deleteEndpoint(e.id);
+    deps.log.info({ endpoint: e.id, user: c.session.user.email }, 'webhook endpoint deleted in the dashboard');
+    return p.back(reply, '/webhooks', { notice: 'endpoint-deleted' });
+  });
 }
 
 /** POST /webhooks: the form's endpoint validated and created, its signing secret revealed once; or the form's problems. */
@@ -86,14 +96,10 @@ async function createEndpoint(p: Pages, { c, request, reply }: SignedIn): Promis
   return back(reply, '/webhooks');
 }
 
-/** POST /webhooks/:id/state: the endpoint deleted, enabled or disabled, as the form's action says. */
+/** POST /webhooks/:id/state: the endpoint enabled or disabled, as the form's action says. */
 async function changeState(p: Pages, { c, request, reply }: SignedIn, e: Endpoint): Promise<unknown> {
   const { store, back } = p;
   const action = request.form!.action;
-  if (action === 'delete') {
-    await store.webhooks.deleteEndpoint(e.id);
-    return back(reply, '/webhooks', { notice: 'endpoint-deleted' });
-  }
   if (action === 'enable') await store.webhooks.enableEndpoint(e.id);
   else if (action === 'disable') await store.webhooks.disableEndpoint(e.id, `disabled by ${c.session.user.email}`);
   else return back(reply, path`/webhooks/${e.id}`);

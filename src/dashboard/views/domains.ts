@@ -49,10 +49,10 @@ export function domainBody(
     <div class="card"><p>${d.verified_at ? html`<span class="badge ok">verified</span> since ${when(d.verified_at, c.now)}` : html`<span class="badge pending">not verified</span> sending from it is refused until it is`}</p>
       <form method="post" action="${path`/domains/${d.name}/verify`}" class="inline">${csrf(c)}<button>Verify now</button></form></div>
     <h2>DNS records to publish</h2>
-    <div class="card"><table><thead><tr><th>Purpose</th><th>Type</th><th>Name</th><th>Value</th>${result ? html`<th>Found</th>` : ''}</tr></thead><tbody>
+    <div class="card"><table class="dns"><thead><tr><th>Purpose</th><th>Type</th><th>Name</th><th>Value</th>${result ? html`<th>Found</th>` : ''}</tr></thead><tbody>
     ${records.map((r, i) => {
       const k = check(r.name, r.purpose);
-      return html`<tr><td>${r.purpose}</td><td>${r.type}</td><td class="wrap"><code>${r.name}</code></td>
+      return html`<tr><td>${r.purpose}</td><td>${r.type}</td><td class="dns-name"><code>${breakAfterDots(r.name)}</code></td>
         <td class="wrap"><code id="${`rec-${i}`}">${r.value}</code> <button type="button" class="secondary" data-copy="${`rec-${i}`}" aria-label="${`Copy the ${r.purpose} record`}">Copy</button></td>
         ${result ? html`<td>${foundBadge(k)}</td>` : ''}</tr>`;
     })}
@@ -63,4 +63,9 @@ export function domainBody(
       <form method="post" action="${path`/domains/${d.name}/limits`}" class="row">${csrf(c)}
       <label>Messages per minute <input name="rate_per_minute" inputmode="numeric" value="${limits.ratePerMinute ?? ''}" placeholder="server default"></label>
       <label>Messages per month <input name="monthly_limit" inputmode="numeric" value="${limits.monthlyLimit ?? ''}" placeholder="server default"></label><button>Save limits</button></form></div>`;
+}
+
+/** A DNS name that may wrap only after its dots, so no label is cut in two. */
+function breakAfterDots(name: string): Html[] {
+  return name.split('.').map((label, i, all) => (i < all.length - 1 ? html`${label}.<wbr>` : html`${label}`));
 }

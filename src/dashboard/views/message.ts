@@ -1,5 +1,4 @@
-import type { MessageView, QueueEntry, QueueOp } from '../../store/model.js';
-import type { Store } from '../../store/store.js';
+import type { MessageHookDelivery, MessageView, QueueEntry, QueueOp } from '../../store/model.js';
 import type { MessageContent } from '../content.js';
 import { plural } from '../format.js';
 import { type Html, html, path } from '../html.js';
@@ -11,7 +10,7 @@ import { contentBody, sourceBody } from './message-content.js';
 export function messageBody(
   c: PageContext,
   m: MessageView,
-  hooks: Awaited<ReturnType<Store['messages']['deliveriesOf']>>,
+  hooks: MessageHookDelivery[],
   endpoints: Map<string, string>,
   content: MessageContent,
   retentionDays: number,
@@ -53,7 +52,7 @@ export function messageBody(
           return html`<li><b>${e.type}</b> ${when(e.timestamp, c.now)}${d.attempt ? ` · attempt ${d.attempt}` : ''}${d.mx ? ` · ${d.mx}` : ''}${tls}
             ${d.response ? html`<br>${replyBlock(d.response)}` : ''}
             ${e.type === 'recipient.suppressed' && d.sandbox === true ? html`<br><small class="muted">Simulated by a sandbox key: the address was not added to the suppression list (see Suppressions, "Simulated by sandbox keys").</small>` : ''}
-            ${hooksOf.map((h) => html`<br><small>webhook → ${endpointLink(h.endpoint_id, endpoints.get(h.endpoint_id))}: <span class="${`badge ${h.state}`}">${h.state}</span> after ${plural(h.attempts, 'attempt')}</small>`)}</li>`;
+            ${hooksOf.map((h) => html`<br><small>webhook → ${endpointLink(h.endpoint_id, endpoints.get(h.endpoint_id))}: <span class="${`badge ${h.state}`}">${h.state}</span> after ${plural(h.attempts, 'attempt')}${hookDetail(h, c.now)}</small>`)}</li>`;
         })}</ol></div>`;
     })}
     ${sourceBody(m, content)}`;
@@ -68,4 +67,11 @@ function queueCard(c: PageContext, m: MessageView, waiting: QueueEntry[], deleta
     html`<form method="post" action="${path`/messages/${m.message_id}/queue/${op}`}" class="inline">${csrf(c)}<button class="${cls}">${label}</button></form> `;
   return html`<div class="card"><p class="muted">${plural(waiting.length, 'recipient')} waiting to be sent${held ? `, ${held} held` : ''}${waiting.some((w) => w.in_flight) ? '; one being delivered now finishes that attempt first' : ''}.</p>
     ${deferred ? button('retry', 'Retry now') : ''}${waiting.length > held ? button('hold', 'Hold') : ''}${held ? button('release', 'Release') : ''}${deletable ? button('delete', 'Delete what has not been sent', 'danger') : ''}</div>`;
+}
+
+/** A webhook delivery's last answer and, while pending, when the next attempt is due. */
+function hookDetail(h: MessageHookDelivery, now: number): Html | string {
+  if (h.attempts === 0) return '';
+  const last = h.last_status !== null ? `HTTP ${h.last_status}` : (h.last_error ?? 'no answer');
+  return html` · last: ${last}${h.next_attempt_at !== null ? html` · next attempt ${when(h.next_attempt_at, now)}` : ''}`;
 }

@@ -33,13 +33,13 @@ export function endpointBody(
   result: Awaited<ReturnType<DashboardDeps['webhooks']['test']>> | undefined,
 ): Html {
   const v = endpointView(e);
-  return html`${result ? html`<div class="${result.success ? 'flash' : 'flash error'}" role="status"><p>${result.type} ${result.event_id}: ${result.status !== null ? `HTTP ${result.status}` : (result.error ?? 'no answer')} in ${result.durationMs} ms</p>${result.response ? html`<pre>${result.response}</pre>` : ''}</div>` : ''}
+  return html`${result ? html`<div class="${result.success ? 'flash' : 'flash error'}" role="status"><p>${result.type} ${result.event_id}: ${result.status !== null ? `HTTP ${result.status}` : (result.error ?? 'no answer')} in ${result.duration_ms} ms</p>${result.response ? html`<pre>${result.response}</pre>` : ''}</div>` : ''}
     <div class="card"><p class="wrap"><b>${e.url}</b></p><p>${e.description}</p><p>Events: ${(v.events as string[]).join(', ')}</p>
       <p>${e.enabled ? html`<span class="badge ok">enabled</span>` : html`<span class="badge failed">disabled</span> ${e.disabledReason ?? ''}`}</p>
       <form method="post" action="${path`/webhooks/${e.id}/test`}" class="row">${csrf(c)}<label>Event type <select name="type">${EVENT_TYPES.map((t) => html`<option>${t}</option>`)}</select></label><button>Send test event</button></form>
       <form method="post" action="${path`/webhooks/${e.id}/state`}" class="row">${csrf(c)}
         ${e.enabled ? html`<button name="action" value="disable" class="secondary">Disable</button>` : html`<button name="action" value="enable" class="secondary">Enable</button>`}
-        <button name="action" value="delete" class="danger">Delete endpoint</button></form></div>
+        <a href="${path`/webhooks/${e.id}/delete`}" class="danger">Delete endpoint…</a></form></div>
     <h2>Recent deliveries</h2>
     <div class="card"><table><thead><tr><th>Time</th><th>Event</th><th>Status</th><th class="opt">Duration</th><th>Response</th><th><span class="skip">Actions</span></th></tr></thead><tbody>
     ${
@@ -47,7 +47,7 @@ export function endpointBody(
         ? attempts.map(
             (
               a,
-            ) => html`<tr><td>${when(a.at, c.now)}</td><td>${a.event_type}<br><small class="muted wrap">${a.event_id}</small></td>
+            ) => html`<tr><td>${when(a.at, c.now)}</td><td>${a.event_type}${a.kind !== 'event' ? html` <span class="badge">${a.kind}</span>` : ''}<br><small class="muted wrap">${a.event_id}</small></td>
       <td><span class="${`badge ${a.status !== null && a.status >= 200 && a.status < 300 ? 'ok' : 'failed'}`}">${a.status ?? a.error ?? '—'}</span></td><td class="opt">${a.duration_ms} ms</td>
       <td class="wrap"><pre>${a.response ?? ''}</pre></td>
       <td>${a.delivery_state !== null ? html`<form method="post" action="${path`/webhooks/${e.id}/replay/${a.event_id}`}" class="inline">${csrf(c)}<button class="secondary">Replay</button></form>` : ''}</td></tr>`,
@@ -55,4 +55,10 @@ export function endpointBody(
         : html`<tr><td colspan="6" class="muted">No deliveries yet.</td></tr>`
     }
     </tbody></table></div>`;
+}
+
+/** The question before an endpoint and its delivery log are deleted, as a key's revocation asks it. */
+export function deleteEndpointBody(c: PageContext, e: Endpoint): Html {
+  return html`<div class="card"><p class="wrap">Delete the endpoint <b>${e.url}</b>? Nothing more is sent to it, and its delivery log goes with it. This cannot be undone.</p>
+        <form method="post" action="${path`/webhooks/${e.id}/delete`}">${csrf(c)}<button class="danger">Delete endpoint</button> <a href="${path`/webhooks/${e.id}`}">Cancel</a></form></div>`;
 }

@@ -119,4 +119,40 @@ export interface AttemptView {
   duration_ms: number;
   response: string | null;
   delivery_state: string | null;
+  /** What sent it: the dispatcher delivering an event, a replay, or a test event. */
+  kind: AttemptKind;
 }
+
+export type AttemptKind = 'event' | 'replay' | 'test';
+
+/** An attempt's kind from its delivery row's `kind` (null: no delivery row, which only a test event lacks). */
+export function attemptKind(deliveryKind: string | null): AttemptKind {
+  if (deliveryKind === null) return 'test';
+  return deliveryKind === 'replay' ? 'replay' : 'event';
+}
+
+/** One webhook delivery of a message's event: how far it got, its last attempt's answer, and when the next is due. */
+export interface MessageHookDelivery {
+  event_id: string;
+  type: string;
+  endpoint_id: string;
+  state: string;
+  attempts: number;
+  updated_at: number;
+  /** When the next attempt is due; null once settled. */
+  next_attempt_at: number | null;
+  /** The last attempt's HTTP status, or why there was none (`last_error`); both null before the first. */
+  last_status: number | null;
+  last_error: string | null;
+}
+
+/**
+ * The query of a message's webhook deliveries, the same on both engines ($1: the message's row
+ * id): each event delivery with its last attempt, found through the endpoint's log newest first.
+ */
+export const DELIVERIES_OF_MESSAGE = `SELECT e.id AS event_id, e.type, d.endpoint_id, d.state, d.attempts, d.updated_at,
+    CASE WHEN d.state = 'pending' THEN d.next_attempt_at END AS next_attempt_at, la.status AS last_status, la.error AS last_error
+  FROM events e JOIN webhook_deliveries d ON d.event_seq = e.seq AND d.kind = 'event'
+  LEFT JOIN webhook_attempts la ON la.id = (
+    SELECT a.id FROM webhook_attempts a WHERE a.endpoint_id = d.endpoint_id AND a.delivery_id = d.id ORDER BY a.id DESC LIMIT 1)
+  WHERE e.message_id = $1 ORDER BY e.seq, d.endpoint_id`;

@@ -10,7 +10,14 @@ import type {
   SendCommit,
   SendInput,
 } from '../model.js';
-import { acceptedResponse, type MessageSearch, type MessageSummary, type MessageView } from '../model.js';
+import {
+  acceptedResponse,
+  DELIVERIES_OF_MESSAGE,
+  type MessageHookDelivery,
+  type MessageSearch,
+  type MessageSummary,
+  type MessageView,
+} from '../model.js';
 import type { MessageStore } from '../store.js';
 import {
   MESSAGE_VIEW_COLUMNS,
@@ -293,13 +300,7 @@ export function pgMessages(db: PgDb): MessageStore {
     list: (opts) => listMessages(db, opts),
     search: (s) => searchMessages(db, s),
     cancel: (customerId, messageId, now) => cancelMessage(db, customerId, messageId, now),
-    deliveriesOf: (messageRowId) =>
-      db.rows(
-        `SELECT e.id AS event_id, e.type, d.endpoint_id, d.state, d.attempts, d.updated_at
-         FROM events e JOIN webhook_deliveries d ON d.event_seq = e.seq AND d.kind = 'event'
-         WHERE e.message_id = $1 ORDER BY e.seq, d.endpoint_id`,
-        [messageRowId],
-      ),
+    deliveriesOf: (messageRowId) => db.rows<MessageHookDelivery>(DELIVERIES_OF_MESSAGE, [messageRowId]),
     events: (messageRowId) => eventsOf(db, messageRowId),
     content: async (customerId, messageId) => {
       const row = await db.row<{ request: Buffer; request_format: RequestFormat; raw: Buffer | null }>(

@@ -1,13 +1,16 @@
 import { publicId } from '../../lib/ids.js';
-import type {
-  AttemptBatch,
-  AttemptRecord,
-  AttemptView,
-  ClaimRoom,
-  Endpoint,
-  FanOutPos,
-  OutboxEvent,
-  StoredDelivery,
+import {
+  type AttemptBatch,
+  type AttemptRecord,
+  type AttemptView,
+  attemptKind,
+  type ClaimRoom,
+  DELIVERIES_OF_MESSAGE,
+  type Endpoint,
+  type FanOutPos,
+  type MessageHookDelivery,
+  type OutboxEvent,
+  type StoredDelivery,
 } from '../model.js';
 import { type EndpointRow, endpointView } from '../views.js';
 import { BOUND_LIMIT, type Db } from './db.js';
@@ -60,25 +63,9 @@ export function enableEndpoint(db: Db, id: string): void {
   db.statement('UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL WHERE id = ?').run(id);
 }
 
-/** The webhook deliveries of one message's events: which endpoint, how far each got. */
-export function deliveriesOfMessage(
-  db: Db,
-  messageRowId: number,
-): Array<{ event_id: string; type: string; endpoint_id: string; state: string; attempts: number; updated_at: number }> {
-  return db
-    .statement(
-      `SELECT e.id AS event_id, e.type, d.endpoint_id, d.state, d.attempts, d.updated_at
-       FROM events e JOIN webhook_deliveries d ON d.event_seq = e.seq AND d.kind = 'event'
-       WHERE e.message_id = ? ORDER BY e.seq, d.endpoint_id`,
-    )
-    .all(messageRowId) as Array<{
-    event_id: string;
-    type: string;
-    endpoint_id: string;
-    state: string;
-    attempts: number;
-    updated_at: number;
-  }>;
+/** The webhook deliveries of one message's events: which endpoint, how far each got, its last answer. */
+export function deliveriesOfMessage(db: Db, messageRowId: number): MessageHookDelivery[] {
+  return db.statement(DELIVERIES_OF_MESSAGE.replaceAll(/\$\d/g, '?')).all(messageRowId) as MessageHookDelivery[];
 }
 
 const atSeq = (seq: number): FanOutPos => ({ x: 0, seq });
@@ -318,32 +305,17 @@ export function listAttempts(
 ): Array<AttemptView & { cursor: number }> {
   const rows = db
     .statement(
-      `SELECT a.id, a.event_id, a.event_type, a.attempt, a.at, a.status, a.error, a.duration_ms, a.response, d.state AS delivery_state
+      `SELECT a.id, a.event_id, a.event_type, a.attempt, a.at, a.status, a.error, a.duration_ms, a.response, d.state AS delivery_state, d.kind AS delivery_kind
        FROM webhook_attempts a LEFT JOIN webhook_deliveries d ON d.id = a.delivery_id
        WHERE a.endpoint_id = ? AND a.id < ? ORDER BY a.id DESC ${BOUND_LIMIT}`,
     )
-    .all(endpointId, before ?? Number.MAX_SAFE_INTEGER, limit) as Array<{
-    id: number;
-    event_id: string;
-    event_type: string;
-    attempt: number;
-    at: number;
-    status: number | null;
-    error: string | null;
-    duration_ms: number;
-    response: string | null;
-    delivery_state: string | null;
-  }>;
-  return rows.map((r) => ({
-    cursor: r.id,
-    event_id: r.event_id,
-    event_type: r.event_type,
-    attempt: r.attempt,
-    at: new Date(r.at).toISOString(),
-    status: r.status,
-    error: r.error,
-    duration_ms: r.duration_ms,
-    response: r.response,
-    delivery_state: r.delivery_state,
+    .all(endpointId, before ?? Number.MAX_SAFE_INTEGER, limit) as Array<
+    Omit<AttemptView, 'at' | 'kind'> & { id: number; at: number; delivery_kind: string | null }
+  >;
+  return rows.map(({ id, at, delivery_kind, ...r }) => ({
+    cursor: id,
+    ...r,
+    at: new Date(at).toISOString(),
+    kind: attemptKind(delivery_kind),
   }));
 }

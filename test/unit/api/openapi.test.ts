@@ -10,6 +10,7 @@ import type { ApiDeps } from '../../../src/api/deps.js';
 import { openApiDocument, openApiText } from '../../../src/api/openapi/document.js';
 import { buildApi } from '../../../src/api/server.js';
 import { loadConfig } from '../../../src/config/load.js';
+import { schema as configSchema } from '../../../src/config/schema.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { Contract, DOCUMENT_FILE } from '../../helpers/contract.js';
 import { tempDir, writeTestConfig } from '../../helpers/env.js';
@@ -109,6 +110,23 @@ function serverRoutes(tree: string): string[] {
   }
   return out.sort();
 }
+
+t.test("servers: one entry a linter accepts, whose default is the API's default address", async (t) => {
+  type Server = { url: string; description?: string; variables?: Record<string, { default: string; enum?: string[] }> };
+  const servers = (doc as { servers?: Server[] }).servers ?? [];
+  t.ok(servers.length > 0, 'not empty (Spectral oas3-api-servers, Redocly no-empty-servers)');
+  for (const s of servers) {
+    const used = [...s.url.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
+    t.same(used.sort(), Object.keys(s.variables ?? {}).sort(), 'every variable used is defined and the reverse');
+    for (const [name, v] of Object.entries(s.variables ?? {}))
+      if (v.enum) t.ok(v.enum.includes(v.default), `${name}'s default is one of its enum`);
+    const url = s.url.replace(/\{([^}]+)\}/g, (_m, name: string) => s.variables![name]!.default);
+    t.notOk(url.endsWith('/'), 'no trailing slash (the paths start with one)');
+    t.notMatch(url, /example\.com/, 'not example.com');
+    t.equal(url, `http://${configSchema.api.listen.default}`, 'by default, the API listener of a fresh install');
+    t.ok(s.description, "says the address is the operator's");
+  }
+});
 
 t.test('the document names exactly the routes the server has', async (t) => {
   const { app, dir } = api();

@@ -163,10 +163,10 @@ contract(
     t.notOk(await s.webhooks.hasDelivery(list[0]!.seq, gone.id), 'nothing for the deleted endpoint');
     const log = await s.webhooks.listAttempts(a.id, 10);
     t.same(
-      log.map((x) => [x.event_id, x.status, x.delivery_state]),
+      log.map((x) => [x.event_id, x.status, x.delivery_state, x.kind]),
       [
-        [list[1]!.id, 500, 'pending'],
-        [list[0]!.id, 200, 'succeeded'],
+        [list[1]!.id, 500, 'pending', 'event'],
+        [list[0]!.id, 200, 'succeeded', 'event'],
       ],
     );
     t.same(
@@ -286,10 +286,10 @@ contract(
     await s.webhooks.finishReplay({ ...attempt(a.id, list[0]!.id, 1, 500, 200), deliveryId: id }, id, 'succeeded', 510);
     await s.webhooks.logAttempt(attempt(a.id, 'msg_test', 1, 600, 204));
     t.same(
-      (await s.webhooks.listAttempts(a.id, 10)).map((x) => [x.event_id, x.status, x.delivery_state]),
+      (await s.webhooks.listAttempts(a.id, 10)).map((x) => [x.event_id, x.status, x.delivery_state, x.kind]),
       [
-        ['msg_test', 204, null],
-        [list[0]!.id, 200, 'succeeded'],
+        ['msg_test', 204, null, 'test'],
+        [list[0]!.id, 200, 'succeeded', 'replay'],
       ],
     );
     t.notOk(await s.webhooks.hasDelivery(list[0]!.seq, a.id), 'a replay is not the event delivery');
@@ -325,11 +325,32 @@ contract("a message's webhook deliveries, by event and endpoint", async (t, s) =
     now: 0,
   });
   const [e] = await readEvents(s, 1);
-  await s.webhooks.recordAttempts({ batch: [settled(a.id, e!, 'succeeded')], pending: [], cursor: e!.pos, now: 2100 });
+  const b = await s.webhooks.createEndpoint({
+    customerId: who.customerId,
+    url: 'https://b.example/',
+    events: null,
+    description: '',
+    secret: 's',
+    now: 0,
+  });
+  await s.webhooks.recordAttempts({
+    batch: [settled(a.id, e!, 'succeeded'), settled(b.id, e!, 'pending')],
+    pending: [],
+    cursor: e!.pos,
+    now: 2100,
+  });
   const view = (await s.messages.get(who.customerId, m.messageId))!;
-  t.same(await s.messages.deliveriesOf(view.email_id), [
-    { event_id: e!.id, type: 'email.delivered', endpoint_id: a.id, state: 'succeeded', attempts: 1, updated_at: 2100 },
-  ]);
+  const common = { event_id: e!.id, type: 'email.delivered', attempts: 1, updated_at: 2100, last_error: null };
+  t.same(
+    (await s.messages.deliveriesOf(view.email_id)).sort((x, y) =>
+      x.endpoint_id === a.id ? -1 : y.endpoint_id === a.id ? 1 : 0,
+    ),
+    [
+      { ...common, endpoint_id: a.id, state: 'succeeded', next_attempt_at: null, last_status: 200 },
+      { ...common, endpoint_id: b.id, state: 'pending', next_attempt_at: 5000, last_status: 500 },
+    ],
+    "each with its last attempt's answer and, while pending, when the next is due",
+  );
   t.same(
     (await s.messages.events(view.email_id)).map((x) => x.id),
     [e!.id],
