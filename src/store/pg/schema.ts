@@ -4,6 +4,7 @@ import * as m003 from './migrations/003_nodes.js';
 import * as m004 from './migrations/004_cluster.js';
 import * as m005 from './migrations/005_hot_parents.js';
 import * as m006 from './migrations/006_throttle_holders.js';
+import * as m011 from './migrations/011_return_path.js';
 
 /**
  * The PostgreSQL engine's migrations: numbered and append-only, as the SQLite engine's are
@@ -35,4 +36,5 @@ export const pgMigrations: PgMigration[] = [
   { version: 4, name: 'cluster', sql: m004.up },
   { version: 5, name: 'hot_parents', sql: m005.up },
   { version: 6, name: 'throttle_holders', sql: m006.up },
+  { version: 11, name: 'return_path', sql: m011.up },
 ];

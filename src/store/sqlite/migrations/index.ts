@@ -10,6 +10,7 @@ import * as m009 from './009_destinations.js';
 import * as m010 from './010_key_last_used.js';
 import * as m011 from './011_submission.js';
 import * as m012 from './012_nodes.js';
+import * as m017 from './017_return_path.js';
 
 /**
  * Every migration, in order, listed statically so the build carries them. Append only. `rebuild`:
@@ -29,4 +30,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 10, name: 'key_last_used', sql: m010.up },
   { version: 11, name: 'submission', sql: m011.up },
   { version: 12, name: 'nodes', sql: m012.up },
+  { version: 17, name: 'return_path', sql: m017.up },
 ];
