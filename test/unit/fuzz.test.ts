@@ -97,6 +97,8 @@ t.test(
   async (t) => {
     const ctx = {
       returnPathDomain: 'bounces.example.net',
+      returnPathLabel: 'rp',
+      isReturnToken: () => false,
       feedbackAddress: 'fbl@example.net',
       isReceiving: (d: string) => d === 'in.example.com',
     };
