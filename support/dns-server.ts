@@ -8,6 +8,8 @@ export interface ZoneRecords {
   A?: string[];
   AAAA?: string[];
   TLSA?: dnsPacket.TlsaData[];
+  /** An alias: answered to a CNAME query, and to any other type with the target's records after it, as a recursive resolver answers. */
+  CNAME?: string;
 }
 
 /**
@@ -64,18 +66,11 @@ export class TestDnsServer {
     const dyn = this.dynamic.get(name);
     const records = dyn ? dyn(q.type, count) : this.zone.get(name);
     const answers: dnsPacket.Answer[] = [];
-    if (records) {
-      const ttl = 60;
-      if (q.type === 'TXT')
-        for (const t of records.TXT ?? [])
-          answers.push({ type: 'TXT', name: q.name, ttl, data: Array.isArray(t) ? t : chunk(t) });
-      if (q.type === 'MX') for (const m of records.MX ?? []) answers.push({ type: 'MX', name: q.name, ttl, data: m });
-      if (q.type === 'A') for (const a of records.A ?? []) answers.push({ type: 'A', name: q.name, ttl, data: a });
-      if (q.type === 'AAAA')
-        for (const a of records.AAAA ?? []) answers.push({ type: 'AAAA', name: q.name, ttl, data: a });
-      if (q.type === 'TLSA')
-        for (const r of records.TLSA ?? []) answers.push({ type: 'TLSA', name: q.name, ttl, data: r });
-    }
+    if (records?.CNAME) {
+      answers.push({ type: 'CNAME', name: q.name, ttl: 60, data: records.CNAME });
+      const target = this.zone.get(records.CNAME.toLowerCase().replace(/\.$/, ''));
+      if (q.type !== 'CNAME' && target) answers.push(...recordsOf(target, q.type, records.CNAME.replace(/\.$/, '')));
+    } else if (records) answers.push(...recordsOf(records, q.type, q.name));
     const rcode = failure === 'SERVFAIL' ? 'SERVFAIL' : records ? 'NOERROR' : 'NXDOMAIN';
     const asked = query.flag_ad || (query.additionals ?? []).some((a) => a.type === 'OPT' && a.flag_do);
     const validated =
@@ -97,6 +92,19 @@ export class TestDnsServer {
   async stop(): Promise<void> {
     await new Promise<void>((resolve) => this.socket.close(() => resolve()));
   }
+}
+
+/** The records of one type at a name, as answers. */
+function recordsOf(records: ZoneRecords, type: string, name: string): dnsPacket.Answer[] {
+  const ttl = 60;
+  const answers: dnsPacket.Answer[] = [];
+  if (type === 'TXT')
+    for (const t of records.TXT ?? []) answers.push({ type: 'TXT', name, ttl, data: Array.isArray(t) ? t : chunk(t) });
+  if (type === 'MX') for (const m of records.MX ?? []) answers.push({ type: 'MX', name, ttl, data: m });
+  if (type === 'A') for (const a of records.A ?? []) answers.push({ type: 'A', name, ttl, data: a });
+  if (type === 'AAAA') for (const a of records.AAAA ?? []) answers.push({ type: 'AAAA', name, ttl, data: a });
+  if (type === 'TLSA') for (const r of records.TLSA ?? []) answers.push({ type: 'TLSA', name, ttl, data: r });
+  return answers;
 }
 
 function rcodeFlag(rcode: 'NOERROR' | 'NXDOMAIN' | 'SERVFAIL'): number {

@@ -6,6 +6,9 @@ export interface ReceivedMessage {
   to: string[];
   data: Buffer;
   secure: boolean;
+  /** The client's address and the name it gave in EHLO/HELO, as a receiver checking SPF takes them. */
+  remoteAddress: string;
+  helo: string;
 }
 
 /** What the remote MX answers for one recipient on one attempt: 250 unless a code is given. */
@@ -73,6 +76,8 @@ export class TestMx {
             to,
             data: Buffer.concat(chunks),
             secure: session.secure,
+            remoteAddress: session.remoteAddress,
+            helo: session.hostNameAppearsAs,
           });
           const hold = this.holdData(to[0]!) ?? Promise.resolve();
           void hold.then(() => setTimeout(() => cb(null, 'Ok: queued as TEST'), this.dataDelayMs));

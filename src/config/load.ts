@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
 import type { KeySpec, Schema } from './keys.js';
 import { type Config, schema as defaultSchema } from './schema.js';
-import { destinationLimits, relayTarget } from './settings.js';
+import { destinationLimits, relayTarget, returnPathLabel, spfSources } from './settings.js';
 
 export class ConfigError extends Error {
   constructor(
@@ -210,6 +210,15 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     } catch (e) {
       throw new ConfigError('outbound.destination_limits', (e as Error).message);
     }
+    for (const [key, check] of [
+      ['smtp.return_path_label', returnPathLabel],
+      ['outbound.source_addresses', spfSources],
+    ] as const)
+      try {
+        check(out as Config);
+      } catch (e) {
+        throw new ConfigError(key, (e as Error).message.replace(`${key}: `, ''));
+      }
     checkSubmission(out as Config);
   }
   return out as Config;

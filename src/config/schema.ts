@@ -70,6 +70,11 @@ export const schema = {
       '',
       'Domain of the per-recipient return path bounces+<token>@<domain>; empty uses server.hostname',
     ),
+    return_path_label: k(
+      { type: 'string' },
+      'bounces',
+      'Label of each sending domain\'s own return path, <label>.<domain>, a CNAME to the return path domain: once verification finds it, that domain\'s envelope sender is bounces+<token>@<label>.<domain> (docs/delivery.md, "Sending identities")',
+    ),
     feedback_address: k({ type: 'string' }, '', 'Address ARF spam-complaint reports are sent to; empty accepts none'),
     max_message_bytes: k(
       { type: 'bytes' },
@@ -171,6 +176,11 @@ export const schema = {
       { type: 'int', min: 0, max: 1_000_000 },
       0,
       'Most messages started to one destination in any 60 seconds (0: no limit; a destination that refuses with 421 or a rate limit is slowed down whatever this says); reloadable',
+    ),
+    source_addresses: k(
+      { type: 'strings' },
+      [],
+      "The public addresses (IPv4, IPv6) mail leaves the servers from, every node's: `posthaste dns server` lists them as ip4:/ip6: in the return path domain's SPF record; empty: the record says a:<server.hostname>",
     ),
     destination_limits: k(
       { type: 'strings' },

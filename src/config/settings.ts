@@ -1,4 +1,6 @@
+import { isIP } from 'node:net';
 import { type DestinationLimits, limitsFor, parseDestinationRules } from '../domain/destinations.js';
+import type { ServerIdentity } from '../domain/dns-records.js';
 import type { SuppressionPolicy } from '../domain/outcome.js';
 import type { Config } from './schema.js';
 
@@ -91,6 +93,37 @@ export function relayTarget(c: Pick<Config, 'outbound'>): { host: string; port: 
 /** The return path's domain (bounces+<token>@<domain>): smtp.return_path_domain, else the server's hostname. */
 export function returnPathDomain(c: Pick<Config, 'smtp' | 'server'>): string {
   return c.smtp.return_path_domain || c.server.hostname;
+}
+
+/** The label of a sending domain's own return path host, <label>.<domain> (smtp.return_path_label), lower case. Throws when it is not one DNS label. */
+export function returnPathLabel(c: Pick<Config, 'smtp'>): string {
+  const label = c.smtp.return_path_label.trim().toLowerCase();
+  if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(label))
+    throw new Error(`smtp.return_path_label: expected one DNS label such as "bounces", got ${JSON.stringify(label)}`);
+  return label;
+}
+
+/**
+ * The addresses the return path domain's SPF record lists (outbound.source_addresses), as SPF
+ * mechanisms: ip4:… and ip6:…. Throws naming an entry that is not an IP address.
+ */
+export function spfSources(c: Pick<Config, 'outbound'>): string[] {
+  return c.outbound.source_addresses.map((raw) => {
+    const a = raw.trim();
+    const v = isIP(a);
+    if (v === 0) throw new Error(`outbound.source_addresses: "${raw}" is not an IPv4 or IPv6 address`);
+    return `ip${v}:${a.toLowerCase()}`;
+  });
+}
+
+/** What the DNS records of the server and of each domain are made from (domain/dns-records.ts). */
+export function serverIdentity(c: Pick<Config, 'smtp' | 'server' | 'outbound'>): ServerIdentity {
+  return {
+    hostname: c.server.hostname,
+    returnPathDomain: returnPathDomain(c),
+    returnPathLabel: returnPathLabel(c),
+    spfSources: spfSources(c),
+  };
 }
 
 /** outbound's destination limits as a lookup, as configured now (a reload builds a new one). Throws naming the bad entry. */

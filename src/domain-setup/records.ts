@@ -1,6 +1,6 @@
 import type { Resolver } from 'node:dns/promises';
 import type { Config } from '../config/schema.js';
-import { returnPathDomain } from '../config/settings.js';
+import { returnPathDomain, serverIdentity } from '../config/settings.js';
 import { DKIM_GRACE_MS, type DnsRecord, dnsRecords } from '../domain/dns-records.js';
 import { checkRecords, isVerified, type RecordCheck, unanswered } from '../lib/verify-domain.js';
 import type { DomainRow } from '../store/model.js';
@@ -33,7 +33,7 @@ export function domainRecords(d: DomainRow, config: Config, now: number): DnsRec
       previousDkim: previous,
       receiving: d.receiving === 1,
     },
-    { hostname: config.server.hostname, returnPathDomain: returnPathDomain(config) },
+    serverIdentity(config),
   );
 }
 
@@ -58,6 +58,39 @@ export function dkimStatus(d: DomainRow): {
 }
 
 /**
+ * Where a domain's return path stands: the envelope sender's domain its mail now goes out with,
+ * the host to publish, and whether verification last found it holding (`lost` says what is lost
+ * until it does).
+ */
+export function returnPathStatus(
+  d: DomainRow,
+  config: Config,
+): { host: string; holds: boolean; envelope_domain: string; lost: string | null } {
+  const host = d.return_path_host ?? `${serverIdentity(config).returnPathLabel}.${d.name}`;
+  const holds = d.return_path_host !== null;
+  return {
+    host,
+    holds,
+    envelope_domain: holds ? host : returnPathDomain(config),
+    lost: holds
+      ? null
+      : `until ${host} is found (publish its record, then run "posthaste domains verify ${d.name}"), the envelope sender is on ${returnPathDomain(config)}: SPF is checked there, not on ${d.name}, so it does not align with the From domain and DMARC rests on DKIM alone`,
+  };
+}
+
+/**
+ * The return-path record's state as the lookup found it: its host when it holds, null when the
+ * DNS answered that it does not; a lookup the DNS did not answer changes nothing.
+ */
+async function recordReturnPath(domains: DomainStore, d: DomainRow, checks: RecordCheck[]): Promise<string | null> {
+  const c = checks.find((x) => x.purpose === 'return_path');
+  if (!c || c.lookup === 'no_answer') return d.return_path_host;
+  const host = c.found ? c.name : null;
+  if (host !== d.return_path_host) await domains.setReturnPath(d.id, host);
+  return host;
+}
+
+/**
  * Looks the domain's records up (through dns.servers) and marks it verified or not; a domain
  * verified before keeps its first verification time. When the DNS server did not answer for a
  * required record, nothing is known: the domain's state is left as it was (a verified domain goes
@@ -69,15 +102,23 @@ export async function verifyDomain(
   config: Config,
   d: DomainRow,
   now: number,
-): Promise<{ verified: boolean; checks: RecordCheck[]; switchedTo: string | null; dnsError: string | null }> {
+): Promise<{
+  verified: boolean;
+  checks: RecordCheck[];
+  switchedTo: string | null;
+  dnsError: string | null;
+  returnPath: ReturnType<typeof returnPathStatus>;
+}> {
   const checks = await checkRecords(resolver, domainRecords(d, config, now));
   const dnsError = unanswered(checks);
-  if (dnsError) return { verified: false, checks, switchedTo: null, dnsError };
+  if (dnsError) return { verified: false, checks, switchedTo: null, dnsError, returnPath: returnPathStatus(d, config) };
   const verified = isVerified(checks);
   await domains.setVerified(d.id, verified ? (d.verified_at ?? now) : null);
+  const host = await recordReturnPath(domains, d, checks);
+  const returnPath = returnPathStatus({ ...d, return_path_host: host }, config);
   // A rotation: once the next key's record is found, signing switches to it.
   const next = checks.find((c) => c.purpose === 'dkim_next');
   const switchedTo = next?.found && d.next_dkim_selector ? d.next_dkim_selector : null;
   if (switchedTo) await domains.switchDkim(d.id, now);
-  return { verified, checks, switchedTo, dnsError: null };
+  return { verified, checks, switchedTo, dnsError: null, returnPath };
 }

@@ -1,6 +1,6 @@
 /** The DNS records an administrator publishes for a domain (`domains add`, docs/operations.md). */
 export interface DnsRecord {
-  type: 'TXT' | 'MX';
+  type: 'TXT' | 'MX' | 'CNAME';
   /** Fully qualified owner name. */
   name: string;
   /**
@@ -10,8 +10,24 @@ export interface DnsRecord {
   value: string;
   /** TXT only: the text receivers read (the strings joined), which verification compares. */
   text?: string;
-  /** `inbound`: the MX a receiving domain needs so its mail reaches posthaste. */
-  purpose: 'verification' | 'dkim' | 'dkim_next' | 'dkim_previous' | 'spf' | 'return_path' | 'inbound' | 'dmarc';
+  /**
+   * `inbound`: the MX a receiving domain needs so its mail reaches posthaste. `return_path`: the
+   * domain's own return path host, a CNAME to the server's return path domain (or the records in
+   * `instead`). `server_mx`, `server_spf`: the server's return path domain's own (serverRecords).
+   */
+  purpose:
+    | 'verification'
+    | 'dkim'
+    | 'dkim_next'
+    | 'dkim_previous'
+    | 'spf'
+    | 'return_path'
+    | 'inbound'
+    | 'dmarc'
+    | 'server_mx'
+    | 'server_spf';
+  /** What may be published in this record's place, all of it (the return path's MX and SPF in place of its CNAME). */
+  instead?: DnsRecord[];
 }
 
 /** The longest string of a TXT record (RFC 1035 3.3: a <character-string> is a length octet and that many octets). */
@@ -63,7 +79,55 @@ export function dkimValue(publicKey: string): string {
   return `v=DKIM1; k=rsa; p=${publicKey}`;
 }
 
-export function dnsRecords(d: DomainKeys, server: { hostname: string; returnPathDomain: string }): DnsRecord[] {
+/** What the server's records are made from: its EHLO name, the return path domain and label, the SPF sources (config/settings.ts). */
+export interface ServerIdentity {
+  hostname: string;
+  returnPathDomain: string;
+  /** A sending domain's return path host is <label>.<domain>. */
+  returnPathLabel: string;
+  /** The SPF mechanisms of the addresses mail leaves from (ip4:…, ip6:…); empty: a:<hostname>. */
+  spfSources: string[];
+}
+
+/** The SPF record of the return path domain: every address mail leaves from, or the server's own name when none is configured. */
+export function serverSpf(server: Pick<ServerIdentity, 'hostname' | 'spfSources'>): string {
+  const sources = server.spfSources.length ? server.spfSources : [`a:${server.hostname}`];
+  return `v=spf1 ${sources.join(' ')} ~all`;
+}
+
+/**
+ * The server's own records, published once for all its domains (`posthaste dns server`): the
+ * return path domain's MX, so bounces arrive, and its SPF record, which every sending domain's
+ * return path host reaches through its CNAME.
+ */
+export function serverRecords(server: ServerIdentity): DnsRecord[] {
+  return [
+    { type: 'MX', name: server.returnPathDomain, value: `10 ${server.hostname}`, purpose: 'server_mx' },
+    txt(server.returnPathDomain, serverSpf(server), 'server_spf'),
+  ];
+}
+
+/** A sending domain's own return path host: <label>.<domain>. */
+export function returnPathHost(domain: string, label: string): string {
+  return `${label}.${domain}`;
+}
+
+/** The domain's return path record: a CNAME to the return path domain, or the same MX and SPF published on the host itself. */
+function returnPathRecord(domain: string, server: ServerIdentity): DnsRecord {
+  const host = returnPathHost(domain, server.returnPathLabel);
+  return {
+    type: 'CNAME',
+    name: host,
+    value: `${server.returnPathDomain}.`,
+    purpose: 'return_path',
+    instead: [
+      { type: 'MX', name: host, value: `10 ${server.hostname}`, purpose: 'return_path' },
+      txt(host, serverSpf(server), 'return_path'),
+    ],
+  };
+}
+
+export function dnsRecords(d: DomainKeys, server: ServerIdentity): DnsRecord[] {
   return [
     txt(`${VERIFICATION_LABEL}.${d.name}`, verificationValue(d.verificationToken), 'verification'),
     txt(`${d.dkimSelector}._domainkey.${d.name}`, dkimValue(d.dkimPublicKey), 'dkim'),
@@ -74,8 +138,8 @@ export function dnsRecords(d: DomainKeys, server: { hostname: string; returnPath
       ? [txt(`${d.previousDkim.selector}._domainkey.${d.name}`, dkimValue(d.previousDkim.publicKey), 'dkim_previous')]
       : []),
     txt(d.name, `v=spf1 a:${server.hostname} ~all`, 'spf'),
-    // Asynchronous bounces come back to bounces+<token>@<return path domain>: it must route to us.
-    { type: 'MX', name: server.returnPathDomain, value: `10 ${server.hostname}`, purpose: 'return_path' },
+    // The envelope sender moves onto the domain (SPF passes and aligns) once this is found.
+    returnPathRecord(d.name, server),
     // A receiving domain's own mail must reach the inbound listener, which answers as server.hostname.
     ...(d.receiving
       ? [{ type: 'MX' as const, name: d.name, value: `10 ${server.hostname}`, purpose: 'inbound' as const }]

@@ -1,5 +1,6 @@
 import type { SMTPServerAddress } from 'smtp-server';
-import { returnPathDomain } from '../config/settings.js';
+import { returnPathDomain, returnPathLabel } from '../config/settings.js';
+import { parseReturnToken } from '../domain/return-path.js';
 import { isStoreUnavailable } from '../store/errors.js';
 import type { ReceivingDomain } from '../store/model.js';
 import { type Route, routeRecipient } from './route.js';
@@ -30,7 +31,12 @@ export async function acceptRecipient(deps: ListenerDeps, address: SMTPServerAdd
  */
 async function recipientRoute(deps: ListenerDeps, raw: string): Promise<AcceptedRoute | { refusal: Error }> {
   let asked: string | undefined;
-  const ctx = { returnPathDomain: returnPathDomain(deps.config), feedbackAddress: deps.config.smtp.feedback_address };
+  const ctx = {
+    returnPathDomain: returnPathDomain(deps.config),
+    returnPathLabel: returnPathLabel(deps.config),
+    isReturnToken: (token: string) => parseReturnToken(deps.returnPathSecret, token) !== undefined,
+    feedbackAddress: deps.config.smtp.feedback_address,
+  };
   let route: Route = routeRecipient(raw, {
     ...ctx,
     isReceiving: (domain) => {

@@ -14,7 +14,15 @@ export type Route =
  */
 export function routeRecipient(
   raw: string,
-  ctx: { returnPathDomain: string; feedbackAddress: string; isReceiving: (domain: string) => boolean },
+  ctx: {
+    returnPathDomain: string;
+    /** A sending domain's own return path host is <label>.<domain> (docs/delivery.md, "Sending identities"). */
+    returnPathLabel: string;
+    /** Whether a return-path token is one posthaste made (domain/return-path.ts): it, not the domain, decides. */
+    isReturnToken: (token: string) => boolean;
+    feedbackAddress: string;
+    isReceiving: (domain: string) => boolean;
+  },
 ): Route {
   const address = raw.trim();
   if (address.startsWith('@') || address.includes(':'))
@@ -28,7 +36,10 @@ export function routeRecipient(
   const { domain } = parsed.value;
   const normal = `${parsed.value.local.toLowerCase()}@${domain}`;
   if (ctx.feedbackAddress && normal === ctx.feedbackAddress.toLowerCase()) return { kind: 'feedback', address: normal };
-  if (domain === ctx.returnPathDomain.toLowerCase() && /^bounces\+[0-9a-z]{20}$/i.test(parsed.value.local))
+  const verp = /^bounces\+([0-9a-z]{20})$/i.exec(parsed.value.local);
+  if (verp && domain === ctx.returnPathDomain.toLowerCase()) return { kind: 'bounce', address: normal };
+  // Any domain's return path host: taken only for a token posthaste made, whichever domain it is on.
+  if (verp && domain.startsWith(`${ctx.returnPathLabel}.`) && ctx.isReturnToken(verp[1]!.toLowerCase()))
     return { kind: 'bounce', address: normal };
   if (ctx.isReceiving(domain)) return { kind: 'receiving', address: normal, domain };
   return { kind: 'refused', reason: 'relaying denied' };

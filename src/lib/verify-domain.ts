@@ -17,19 +17,56 @@ function normaliseTxt(s: string): string {
   return s.replace(/\s+/g, ' ').replace(/;\s*$/, '').trim();
 }
 
-/** Looks one record up: TXT records are joined from their strings and compared with the text published, loosely on whitespace. */
+/** A name without its final dot, lower case, as DNS compares names. */
+const bareName = (n: string) => n.toLowerCase().replace(/\.$/, '');
+
+/**
+ * A TXT record's text is found when it is there as published, loosely on whitespace; an SPF or
+ * DMARC record is the administrator's to word, so any record of its kind counts.
+ */
+function txtFound(r: DnsRecord, txt: string[]): boolean {
+  const want = normaliseTxt(r.text ?? r.value);
+  const kind = want.startsWith('v=spf1') ? 'v=spf1' : r.purpose === 'dmarc' ? 'v=DMARC1' : null;
+  return kind ? txt.some((t) => t.startsWith(kind)) : txt.some((t) => normaliseTxt(t) === want);
+}
+
+/**
+ * A CNAME is found when the name is an alias of the record's target; a name that is no alias
+ * (no CNAME there) may hold the records of `instead`, all of them, in its place.
+ */
+async function checkCname(resolver: Resolver, r: DnsRecord, base: Omit<RecordCheck, 'found' | 'lookup' | 'seen'>) {
+  let targets: string[];
+  try {
+    targets = await resolver.resolveCname(r.name);
+  } catch (e) {
+    const code = (e as { code?: string }).code ?? String(e);
+    if (lookupFailure(code) === 'no_answer' || !r.instead?.length) throw e;
+    const others = await checkRecords(resolver, r.instead);
+    const failed = others.find((c) => c.lookup === 'no_answer');
+    return {
+      ...base,
+      found: !failed && others.every((c) => c.found),
+      lookup: failed ? failed.lookup : others.some((c) => c.lookup === 'answered') ? 'answered' : lookupFailure(code),
+      seen: others.flatMap((c) => c.seen),
+    } satisfies RecordCheck;
+  }
+  return {
+    ...base,
+    found: targets.some((t) => bareName(t) === bareName(r.value)),
+    lookup: 'answered',
+    seen: targets,
+  } satisfies RecordCheck;
+}
+
+/** Looks one record up: TXT records are joined from their strings and compared with the text published (txtFound). */
 async function checkRecord(resolver: Resolver, r: DnsRecord): Promise<RecordCheck> {
   const base = { purpose: r.purpose, name: r.name, expected: r.value };
   try {
+    if (r.type === 'CNAME') return await checkCname(resolver, r, base);
     if (r.type === 'TXT') {
-      const txt = (await resolver.resolveTxt(r.name)).map((parts) => parts.join(''));
       // The text receivers read: the record's strings joined, however the zone split them.
-      const want = normaliseTxt(r.text ?? r.value);
-      const found =
-        r.purpose === 'spf' || r.purpose === 'dmarc'
-          ? txt.some((t) => t.startsWith(r.purpose === 'spf' ? 'v=spf1' : 'v=DMARC1'))
-          : txt.some((t) => normaliseTxt(t) === want);
-      return { ...base, found, lookup: 'answered', seen: txt };
+      const txt = (await resolver.resolveTxt(r.name)).map((parts) => parts.join(''));
+      return { ...base, found: txtFound(r, txt), lookup: 'answered', seen: txt };
     }
     const host = r.value.split(' ')[1]!.toLowerCase();
     const mx = await resolver.resolveMx(r.name);

@@ -65,7 +65,7 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   // Connect only once the first message is ready (a cold signing thread takes seconds to start),
   // so no remote server waits on us mid-conversation.
   await window.signedFor(0);
-  await new GroupSender(deps, { ...route, domain }, group, window, new SendQueue(pending)).run();
+  await new GroupSender(deps, { ...route, domain }, group, window, new SendQueue(pending), senders).run();
   return group;
 }
 
@@ -80,6 +80,7 @@ class GroupSender {
     private readonly group: GroupResult,
     private readonly window: SigningWindow,
     private readonly queue: SendQueue,
+    private readonly senders: SenderDomains,
   ) {
     this.lastFailure = reply(451, '4.4.1', `${route.domain}: no MX host could be reached`, 'connection_failure');
   }
@@ -135,10 +136,20 @@ class GroupSender {
     }
   }
 
+  /**
+   * The envelope sender's domain: the sender domain's own return path host once verification found
+   * it (SPF then aligns with the From domain), else the server's return path domain
+   * (docs/delivery.md, "Sending identities").
+   */
+  private async envelopeDomain(item: DeliveryItem): Promise<string> {
+    const sender = await this.senders.get(item.message.senderDomain);
+    return sender?.return_path_host ?? this.deps.returnPathDomain;
+  }
+
   /** One transaction, its outcome recorded. */
   private async sendOne(session: SmtpSession, item: DeliveryItem, message: Buffer): Promise<TransactionResult> {
     const { deps } = this;
-    const from = returnPath(deps.returnPathSecret, item.recipient.id, deps.returnPathDomain);
+    const from = returnPath(deps.returnPathSecret, item.recipient.id, await this.envelopeDomain(item));
     const via = session.via;
     const r = await session.send(from, item.recipient.address, message);
     reclaimAfter(message.length);

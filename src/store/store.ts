@@ -193,6 +193,8 @@ export interface DomainStore {
   findSending(name: string): Promise<SendingDomain | undefined>;
   list(customerId?: number): Promise<DomainRow[]>;
   setVerified(id: number, at: number | null): Promise<void>;
+  /** Records the return-path host found holding (null: it does not); the envelope sender follows it. */
+  setReturnPath(id: number, host: string | null): Promise<void>;
   setReceiving(id: number, on: boolean): Promise<void>;
   remove(id: number): Promise<void>;
   rotateDkim(id: number, now: number): Promise<DomainRow>;

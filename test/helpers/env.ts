@@ -190,7 +190,12 @@ export async function publishDomainTxt(
       dkimSelector: d.dkim_selector,
       dkimPublicKey: d.dkim_public_key,
     },
-    { hostname: 'mx.test.posthaste', returnPathDomain: 'bounces.test.posthaste' },
+    {
+      hostname: 'mx.test.posthaste',
+      returnPathDomain: 'bounces.test.posthaste',
+      returnPathLabel: 'bounces',
+      spfSources: [],
+    },
   ))
     if (r.type === 'TXT') {
       dns.set(r.name, { TXT: [r.text!] });

@@ -97,6 +97,8 @@ t.test(
   async (t) => {
     const ctx = {
       returnPathDomain: 'bounces.example.net',
+      returnPathLabel: 'rp',
+      isReturnToken: (token: string) => token === 'a'.repeat(20),
       feedbackAddress: 'fbl@example.net',
       isReceiving: (d: string) => d === 'in.example.com',
     };
@@ -108,7 +110,7 @@ t.test(
           fc
             .tuple(
               fc.string({ maxLength: 30 }),
-              fc.constantFrom('in.example.com', 'bounces.example.net', 'example.net', 'evil.test'),
+              fc.constantFrom('in.example.com', 'bounces.example.net', 'example.net', 'evil.test', 'rp.shop.example'),
             )
             .map(([l, d]) => `${l}@${d}`),
         ),
@@ -117,7 +119,8 @@ t.test(
           if (r.kind === 'refused') return true;
           const domain = r.address.slice(r.address.lastIndexOf('@') + 1);
           if (r.kind === 'receiving') return domain === 'in.example.com';
-          if (r.kind === 'bounce') return domain === 'bounces.example.net';
+          if (r.kind === 'bounce')
+            return domain === 'bounces.example.net' || r.address === `bounces+${'a'.repeat(20)}@rp.shop.example`;
           return r.address === 'fbl@example.net';
         },
       ),

@@ -2,12 +2,13 @@ import type { Command } from 'commander';
 import type { Config } from '../../config/schema.js';
 import { normaliseDomain } from '../../domain/addresses.js';
 import { DKIM_GRACE_MS } from '../../domain/dns-records.js';
-import { dkimStatus, domainRecords, verifyDomain } from '../../domain-setup/records.js';
+import { dkimStatus, domainRecords, returnPathStatus, verifyDomain } from '../../domain-setup/records.js';
 import { createResolver } from '../../lib/dns.js';
 import type { DomainRow } from '../../store/model.js';
 import { DEFAULT_CUSTOMER } from '../../store/model.js';
 import type { Store } from '../../store/store.js';
 import { CliError, commandLine, customerNamed, iso, output, table, withStore } from '../context.js';
+import { recordLines } from './dns.js';
 
 async function view(store: Store, d: DomainRow, config: Config, now: number) {
   return {
@@ -16,6 +17,7 @@ async function view(store: Store, d: DomainRow, config: Config, now: number) {
     verified: d.verified_at !== null,
     receiving: d.receiving === 1,
     dkim: dkimStatus(d),
+    return_path: returnPathStatus(d, config),
     dns_records: domainRecords(d, config, now),
   };
 }
@@ -40,10 +42,17 @@ function humanRecords(v: Awaited<ReturnType<typeof view>>, cli: string): string 
   return [
     `domain ${v.name} (customer ${v.customer}) verified: ${v.verified} receiving: ${v.receiving}`,
     ...humanDkim(v.dkim, cli),
+    humanReturnPath(v.return_path),
     '',
     'Publish these DNS records:',
-    ...v.dns_records.map((r) => `  [${r.purpose}] ${r.name} ${r.type} ${r.value}`),
+    ...v.dns_records.flatMap(recordLines),
   ].join('\n');
+}
+
+function humanReturnPath(r: ReturnType<typeof returnPathStatus>): string {
+  return r.holds
+    ? `Return path: ${r.host} holds; the envelope sender is bounces+<token>@${r.envelope_domain} (SPF aligns with the From domain)`
+    : `Return path: ${r.host} NOT found; ${r.lost}`;
 }
 
 function domainArg(name: string): string {
@@ -110,10 +119,18 @@ function verifyCommand(domains: Command): void {
           );
         }
         const outcome = await verifyDomain(store.domains, createResolver(config.dns.servers), config, d, now);
-        const { verified, checks, switchedTo, dnsError } = outcome;
+        const { verified, checks, switchedTo, dnsError, returnPath } = outcome;
         output(
           c,
-          { name: d.name, verified, forced: false, checks, dkim_switched_to: switchedTo, dns_error: dnsError },
+          {
+            name: d.name,
+            verified,
+            forced: false,
+            checks,
+            dkim_switched_to: switchedTo,
+            dns_error: dnsError,
+            return_path: returnPath,
+          },
           verifyText(d, outcome, now),
         );
         if (!verified) process.exitCode = 1;
@@ -203,7 +220,7 @@ function removeCommand(domains: Command): void {
 /** What `domains verify` found, record by record, and a DKIM switch it made. */
 function verifyText(
   d: DomainRow,
-  { verified, checks, switchedTo, dnsError }: Awaited<ReturnType<typeof verifyDomain>>,
+  { verified, checks, switchedTo, dnsError, returnPath }: Awaited<ReturnType<typeof verifyDomain>>,
   now: number,
 ): string {
   return [
@@ -219,6 +236,7 @@ function verifyText(
           `DKIM: signing now with selector ${switchedTo}; keep the record of ${d.dkim_selector} until ${new Date(now + DKIM_GRACE_MS).toISOString()} (${DKIM_GRACE_MS / 86_400_000} days), then remove it`,
         ]
       : []),
+    humanReturnPath(returnPath),
   ].join('\n');
 }
 

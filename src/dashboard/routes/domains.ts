@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { normaliseDomain } from '../../domain/addresses.js';
-import { domainRecords, verifyDomain } from '../../domain-setup/records.js';
+import { domainRecords, returnPathStatus, verifyDomain } from '../../domain-setup/records.js';
 import type { DomainRow } from '../../store/model.js';
 import type { SignedIn } from '../area.js';
 import { path } from '../html.js';
@@ -28,7 +28,14 @@ export function domainsRoutes(p: Pages): void {
       reply,
       c,
       d.name,
-      domainBody(c, d, domainRecords(d, config, clock.now()), await store.domains.inboundLimits(d.id), verified),
+      domainBody(
+        c,
+        d,
+        domainRecords(d, config, clock.now()),
+        await store.domains.inboundLimits(d.id),
+        verified,
+        returnPathStatus(d, config),
+      ),
     );
 
   domains.get('/domains', async ({ c, reply }) => {

@@ -1,4 +1,4 @@
-import type { domainRecords, verifyDomain } from '../../domain-setup/records.js';
+import type { domainRecords, returnPathStatus, verifyDomain } from '../../domain-setup/records.js';
 import type { RecordCheck } from '../../lib/verify-domain.js';
 import type { DomainRow } from '../../store/model.js';
 import { Html, html, path } from '../html.js';
@@ -30,12 +30,18 @@ function foundBadge(k: RecordCheck | undefined): Html {
     : html`<span class="badge missing">missing</span>${seen}`;
 }
 
+/** Whether the domain's return path holds, and the envelope sender its mail goes out with. */
+function returnPathCard(r: ReturnType<typeof returnPathStatus>): Html {
+  return html`<div class="card"><p>Return path: ${r.holds ? html`<span class="badge ok">holds</span> <code>${r.host}</code>; the envelope sender is <code>bounces+…@${r.envelope_domain}</code>, so SPF aligns with the From domain` : html`<span class="badge pending">not found</span> ${r.lost}`}</p></div>`;
+}
+
 export function domainBody(
   c: PageContext,
   d: DomainRow,
   records: ReturnType<typeof domainRecords>,
   limits: { ratePerMinute: number | null; monthlyLimit: number | null },
   result: Awaited<ReturnType<typeof verifyDomain>> | undefined,
+  returnPath: ReturnType<typeof returnPathStatus>,
 ): Html {
   const check = (name: string, purpose: string) => result?.checks.find((k) => k.name === name && k.purpose === purpose);
   const verdict = !result
@@ -48,12 +54,13 @@ export function domainBody(
   return html`${result ? html`<div class="${result.verified ? 'flash' : 'flash error'}" role="status">${verdict}</div>` : ''}
     <div class="card"><p>${d.verified_at ? html`<span class="badge ok">verified</span> since ${when(d.verified_at, c.now)}` : html`<span class="badge pending">not verified</span> sending from it is refused until it is`}</p>
       <form method="post" action="${path`/domains/${d.name}/verify`}" class="inline">${csrf(c)}<button>Verify now</button></form></div>
+    ${returnPathCard(result?.returnPath ?? returnPath)}
     <h2>DNS records to publish</h2>
     <div class="card"><table class="dns"><thead><tr><th>Purpose</th><th>Type</th><th>Name</th><th>Value</th>${result ? html`<th>Found</th>` : ''}</tr></thead><tbody>
     ${records.map((r, i) => {
       const k = check(r.name, r.purpose);
       return html`<tr><td>${r.purpose}</td><td>${r.type}</td><td class="dns-name"><code>${breakAfterDots(r.name)}</code></td>
-        <td class="wrap"><code id="${`rec-${i}`}">${r.value}</code> <button type="button" class="secondary" data-copy="${`rec-${i}`}" aria-label="${`Copy the ${r.purpose} record`}">Copy</button></td>
+        <td class="wrap"><code id="${`rec-${i}`}">${r.value}</code> <button type="button" class="secondary" data-copy="${`rec-${i}`}" aria-label="${`Copy the ${r.purpose} record`}">Copy</button>${r.instead?.length ? html`<br><small class="wrap">or, in its place: ${r.instead.map((x) => `${x.name} ${x.type} ${x.value}`).join(' and ')}</small>` : ''}</td>
         ${result ? html`<td>${foundBadge(k)}</td>` : ''}</tr>`;
     })}
     </tbody></table></div>

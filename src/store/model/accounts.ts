@@ -49,6 +49,11 @@ export interface DomainRow {
   /** The domain's own inbound limits; null: the server's. */
   inbound_rate_per_minute: number | null;
   inbound_monthly_limit: number | null;
+  /**
+   * The return-path host (`bounces.<domain>`) verification last found pointing at the server's
+   * return path domain: the envelope sender of this domain's mail is on it; null: it does not hold.
+   */
+  return_path_host: string | null;
   created_at: number;
 }
 

@@ -105,6 +105,8 @@ export function pgDomains(db: PgDb): DomainStore {
         ? db.rows<DomainRow>('SELECT * FROM domains ORDER BY name')
         : db.rows<DomainRow>('SELECT * FROM domains WHERE customer_id = $1 ORDER BY name', [customerId]),
     setVerified: async (id, at) => void (await db.run('UPDATE domains SET verified_at = $1 WHERE id = $2', [at, id])),
+    setReturnPath: async (id, host) =>
+      void (await db.run('UPDATE domains SET return_path_host = $1 WHERE id = $2', [host, id])),
     setReceiving: async (id, on) =>
       void (await db.run('UPDATE domains SET receiving = $1 WHERE id = $2', [on ? 1 : 0, id])),
     remove: async (id) => void (await db.run('DELETE FROM domains WHERE id = $1', [id])),

@@ -6,6 +6,7 @@ import * as m005 from './migrations/005_hot_parents.js';
 import * as m006 from './migrations/006_throttle_holders.js';
 import * as m007 from './migrations/007_header_message_id.js';
 import * as m008 from './migrations/008_queue_ops.js';
+import * as m009 from './migrations/009_return_path.js';
 
 /**
  * The PostgreSQL engine's migrations: numbered and append-only, as the SQLite engine's are
@@ -39,4 +40,5 @@ export const pgMigrations: PgMigration[] = [
   { version: 6, name: 'throttle_holders', sql: m006.up },
   { version: 7, name: 'header_message_id', sql: m007.up },
   { version: 8, name: 'queue_ops', sql: m008.up },
+  { version: 9, name: 'return_path', sql: m009.up },
 ];

@@ -44,6 +44,10 @@ export function setVerified(db: Db, id: number, at: number | null): void {
   db.run('UPDATE domains SET verified_at = ? WHERE id = ?', at, id);
 }
 
+export function setReturnPath(db: Db, id: number, host: string | null): void {
+  db.run('UPDATE domains SET return_path_host = ? WHERE id = ?', host, id);
+}
+
 /** Turns receiving on or off for a domain (the inbound listener accepts mail for it while on). */
 export function setReceiving(db: Db, id: number, on: boolean): void {
   db.statement('UPDATE domains SET receiving = ? WHERE id = ?').run(on ? 1 : 0, id);

@@ -21,6 +21,12 @@ const records = [
   { purpose: 'dkim', type: 'TXT', name: 'posthaste._domainkey.new.example', value: 'v=DKIM1; k=rsa; p=AAAA' },
 ] as const;
 const limits = { ratePerMinute: null, monthlyLimit: null };
+const returnPath = {
+  host: 'bounces.new.example',
+  holds: false,
+  envelope_domain: 'bounces.example.net',
+  lost: 'until bounces.new.example is found, the envelope sender is on bounces.example.net',
+};
 const check = (
   purpose: RecordCheck['purpose'],
   name: string,
@@ -39,15 +45,23 @@ t.test(
     const why =
       'the DNS server did not answer the TXT query for _posthaste.new.example (SERVFAIL): check that 127.0.0.1:53 answers, or set dns.servers to a DNS server that does';
     const page = text(
-      domainBody(c, d, [...records], limits, {
-        verified: false,
-        switchedTo: null,
-        dnsError: why,
-        checks: [
-          check('verification', '_posthaste.new.example', 'no_answer', [why]),
-          check('dkim', 'posthaste._domainkey.new.example', 'no_answer', [why]),
-        ],
-      }),
+      domainBody(
+        c,
+        d,
+        [...records],
+        limits,
+        {
+          verified: false,
+          switchedTo: null,
+          dnsError: why,
+          returnPath,
+          checks: [
+            check('verification', '_posthaste.new.example', 'no_answer', [why]),
+            check('dkim', 'posthaste._domainkey.new.example', 'no_answer', [why]),
+          ],
+        },
+        returnPath,
+      ),
     );
     t.match(page, `Not checked: ${why}.`);
     t.match(page, /no answer the DNS server did not answer/);
@@ -58,17 +72,30 @@ t.test(
 
 t.test('records the DNS answered without: "missing", with what was seen', async (t) => {
   const page = text(
-    domainBody(c, d, [...records], limits, {
-      verified: false,
-      switchedTo: null,
-      dnsError: null,
-      checks: [
-        check('verification', '_posthaste.new.example', 'no_record', ['_posthaste.new.example has no TXT record']),
-        check('dkim', 'posthaste._domainkey.new.example', 'no_domain', [
-          'posthaste._domainkey.new.example does not exist (NXDOMAIN)',
-        ]),
-      ],
-    }),
+    domainBody(
+      c,
+      d,
+      [...records],
+      limits,
+      {
+        verified: false,
+        switchedTo: null,
+        dnsError: null,
+        returnPath,
+        checks: [
+          check('verification', '_posthaste.new.example', 'no_record', ['_posthaste.new.example has no TXT record']),
+          check('dkim', 'posthaste._domainkey.new.example', 'no_domain', [
+            'posthaste._domainkey.new.example does not exist (NXDOMAIN)',
+          ]),
+        ],
+      },
+      returnPath,
+    ),
+  );
+  t.match(
+    page,
+    /Return path: not found until bounces\.new\.example is found/,
+    'what is lost until the return path holds',
   );
   t.match(page, 'Not verified yet: see the records marked missing.');
   t.match(page, /missing seen: _posthaste\.new\.example has no TXT record/);

@@ -1,9 +1,14 @@
 import { generateKeyPairSync } from 'node:crypto';
 import t from 'tap';
-import { dkimValue, dnsRecords, TXT_STRING_MAX, zoneTxt } from '../../../src/domain/dns-records.js';
+import { dkimValue, dnsRecords, serverRecords, TXT_STRING_MAX, zoneTxt } from '../../../src/domain/dns-records.js';
 import { zoneStrings } from '../../../support/dns-server.js';
 
-const server = { hostname: 'mx.example.net', returnPathDomain: 'bounces.example.net' };
+const server = {
+  hostname: 'mx.example.net',
+  returnPathDomain: 'bounces.example.net',
+  returnPathLabel: 'bounces',
+  spfSources: [],
+};
 const publicKey = generateKeyPairSync('rsa', { modulusLength: 2048 })
   .publicKey.export({ type: 'spki', format: 'der' })
   .toString('base64');
@@ -41,12 +46,48 @@ t.test('the DKIM record of a 2048-bit key is given as two strings, BIND-ready', 
 
 t.test("a receiving domain's own MX points at server.hostname; a sending-only domain has none", async (t) => {
   const mx = (receiving: boolean) => dnsRecords({ ...keys, receiving }, server).filter((r) => r.type === 'MX');
-  t.same(mx(true), [
-    { type: 'MX', name: 'bounces.example.net', value: '10 mx.example.net', purpose: 'return_path' },
-    { type: 'MX', name: 'shop.example', value: '10 mx.example.net', purpose: 'inbound' },
+  t.same(mx(true), [{ type: 'MX', name: 'shop.example', value: '10 mx.example.net', purpose: 'inbound' }]);
+  t.same(mx(false), []);
+});
+
+t.test(
+  "a domain's return path: a CNAME bounces.<domain> to the return path domain, or its MX and SPF instead",
+  async (t) => {
+    const rp = dnsRecords(keys, { ...server, returnPathLabel: 'rp' }).find((r) => r.purpose === 'return_path');
+    t.same(rp, {
+      type: 'CNAME',
+      name: 'rp.shop.example',
+      value: 'bounces.example.net.',
+      purpose: 'return_path',
+      instead: [
+        { type: 'MX', name: 'rp.shop.example', value: '10 mx.example.net', purpose: 'return_path' },
+        {
+          type: 'TXT',
+          name: 'rp.shop.example',
+          value: '"v=spf1 a:mx.example.net ~all"',
+          text: 'v=spf1 a:mx.example.net ~all',
+          purpose: 'return_path',
+        },
+      ],
+    });
+  },
+);
+
+t.test("the server's records: the return path domain's MX, and one SPF record with every source address", async (t) => {
+  const spfSources = ['ip4:192.0.2.1', 'ip4:192.0.2.2', 'ip6:2001:db8::1'];
+  t.same(serverRecords({ ...server, spfSources }), [
+    { type: 'MX', name: 'bounces.example.net', value: '10 mx.example.net', purpose: 'server_mx' },
+    {
+      type: 'TXT',
+      name: 'bounces.example.net',
+      value: '"v=spf1 ip4:192.0.2.1 ip4:192.0.2.2 ip6:2001:db8::1 ~all"',
+      text: 'v=spf1 ip4:192.0.2.1 ip4:192.0.2.2 ip6:2001:db8::1 ~all',
+      purpose: 'server_spf',
+    },
   ]);
-  t.same(
-    mx(false).map((r) => r.purpose),
-    ['return_path'],
+  t.equal(
+    serverRecords(server)[1]!.text,
+    'v=spf1 a:mx.example.net ~all',
+    'no addresses configured: the server by name',
   );
 });

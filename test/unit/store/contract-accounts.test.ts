@@ -83,6 +83,12 @@ contract(
     await s.domains.setVerified(d.id, 200);
     t.not(await s.keys.authEpoch(), e);
     t.match(await s.domains.find('example.com'), { verified_at: 200 });
+    t.equal(d.return_path_host, null, 'a new domain has no return path of its own');
+    await s.domains.setReturnPath(d.id, 'bounces.example.com');
+    t.match(await s.domains.find('example.com'), { return_path_host: 'bounces.example.com' });
+    t.match((await s.domains.list(c.id))[0], { return_path_host: 'bounces.example.com' });
+    await s.domains.setReturnPath(d.id, null);
+    t.equal((await s.domains.find('example.com'))?.return_path_host, null, 'cleared when it no longer holds');
     t.same(await s.domains.receiving('example.com'), {
       id: d.id,
       customerId: c.id,
