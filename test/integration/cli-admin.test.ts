@@ -5,11 +5,13 @@ import { spawn } from 'node:child_process';
 import t from 'tap';
 import { BIN } from '../../support/daemon-process.js';
 import { sendEmail } from '../helpers/api.js';
-import { json, runCli } from '../helpers/cli.js';
+import { cliEnv, json, runCli } from '../helpers/cli.js';
 import { makeDomain, makeKey, startTestServer, TEST_ENGINE } from '../helpers/env.js';
 import { type Json, request } from '../helpers/http.js';
 
 const s = await startTestServer('[outbound]\nhold = true\n', { manualDelivery: true });
+// Each CLI command is a process of its own (1-3 s on a loaded machine): more than the default 120 s in all.
+t.setTimeout(300_000);
 t.teardown(() => s.close());
 const cli = (...args: string[]) => runCli(['--config', s.configPath, ...args]);
 
@@ -157,7 +159,10 @@ t.test('config print --changed prints only what differs from the defaults; confi
 function onTerminal(args: string[], answers: Record<string, string>): Promise<{ code: number | null; out: string }> {
   const line = [process.execPath, BIN, '--config', s.configPath, ...args].map((a) => `'${a}'`).join(' ');
   return new Promise((resolve) => {
-    const child = spawn('script', ['-q', '-e', '-c', line, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('script', ['-q', '-e', '-c', line, '/dev/null'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: cliEnv(),
+    });
     let out = '';
     const asked = new Set<string>();
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
