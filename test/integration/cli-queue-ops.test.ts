@@ -23,6 +23,11 @@ t.test('hold and release by message; delete ends waiting recipients canceled, ne
     json<Entry[]>(await cli('queue', 'list', '--message', m, '--json')).map((e) => e.state),
     ['held', 'held'],
   );
+  t.equal(
+    json<Entry[]>(await cli('queue', 'list', '--message', `<${m}>`, '--json')).length,
+    2,
+    'the Message-ID in angle brackets, as a mail header writes it, selects the same',
+  );
   t.match((await cli('queue', 'release', '--recipient', 'q@a.example')).stdout, /^released 1 recipient\n/);
   await waitFor('q tried again', async () => {
     const r = (await getEmail(s.url, s.key, m)).recipients as Array<{ address: string; attempts: number }>;

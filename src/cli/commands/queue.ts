@@ -1,5 +1,6 @@
 import { type Command, Option } from 'commander';
 import { parseDuration } from '../../config/load.js';
+import { bareMessageId } from '../../domain/message-search.js';
 import {
   type HeldDestination,
   QUEUE_STATES,
@@ -70,7 +71,7 @@ async function selectionOf(store: Store, o: FilterOptions, now: number): Promise
   }
   if (o.state !== undefined) sel.state = o.state;
   if (o.message !== undefined) {
-    const m = await store.messages.get(undefined, o.message);
+    const m = await store.messages.get(undefined, bareMessageId(o.message));
     if (!m) throw new CliError(`no message with the Message-ID ${o.message}`);
     sel.messageRowId = m.email_id;
   }
