@@ -33,17 +33,26 @@ export interface DaemonProcess {
  * each, 45 MB in all for the daemon's four isolates), so memory is measured without it. `env -u`
  * removes it after tap has rewritten the environment.
  */
+/**
+ * The environment posthaste runs in when a test or a benchmark starts it: this process's without
+ * its POSTHASTE_* variables (the runner's own, such as POSTHASTE_REQUIRE_PEERS, would be read as
+ * configuration overrides and refused), plus `env`.
+ */
+export function cleanEnv(env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSTHASTE_')));
+  return { ...clean, ...env };
+}
+
 export function spawnDaemon(
   configPath: string,
   env: NodeJS.ProcessEnv = {},
   opts: { bare?: boolean } = {},
 ): Promise<DaemonProcess> {
-  const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSTHASTE_')));
   const args = [...nodeFlags(), BIN, '--config', configPath, 'serve'];
   const [command, argv] = opts.bare
     ? ['/usr/bin/env', ['-u', 'NODE_OPTIONS', process.execPath, ...args]]
     : [process.execPath, args];
-  const child = spawn(command, argv, { env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, argv, { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d.toString()));
   child.stderr!.on('data', (d) => (out += d.toString()));

@@ -1,7 +1,5 @@
 import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
-const BIN = fileURLToPath(new URL('../../../bin/posthaste.js', import.meta.url));
+import { BIN, cleanEnv } from '../../support/daemon-process.js';
 
 export interface CliResult {
   code: number;
@@ -9,19 +7,10 @@ export interface CliResult {
   stderr: string;
 }
 
-/**
- * The environment the CLI runs in: this process's without its POSTHASTE_* variables (the tests'
- * own, such as POSTHASTE_REQUIRE_PEERS, would be read as configuration overrides), plus `env`.
- */
-export function cliEnv(env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSTHASTE_')));
-  return { ...clean, ...env };
-}
-
 /** Runs the built `posthaste` binary, as an administrator would. */
 export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: cliEnv(env), timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [BIN, ...args], { env: cleanEnv(env), timeout: 60_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
       resolve({ code, stdout, stderr });
     });

@@ -3,9 +3,9 @@
 // list them, messages page as the API does, and config prints what changed or one key.
 import { spawn } from 'node:child_process';
 import t from 'tap';
-import { BIN } from '../../support/daemon-process.js';
+import { BIN, cleanEnv } from '../../support/daemon-process.js';
 import { sendEmail } from '../helpers/api.js';
-import { cliEnv, json, runCli } from '../helpers/cli.js';
+import { json, runCli } from '../helpers/cli.js';
 import { makeDomain, makeKey, startTestServer, TEST_ENGINE } from '../helpers/env.js';
 import { type Json, request } from '../helpers/http.js';
 
@@ -161,7 +161,7 @@ function onTerminal(args: string[], answers: Record<string, string>): Promise<{ 
   return new Promise((resolve) => {
     const child = spawn('script', ['-q', '-e', '-c', line, '/dev/null'], {
       stdio: ['pipe', 'pipe', 'pipe'],
-      env: cliEnv(),
+      env: cleanEnv(),
     });
     let out = '';
     const asked = new Set<string>();

@@ -1,20 +1,17 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { BIN, cleanEnv } from '../../support/daemon-process.js';
 import { json, runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/env.js';
 import { fixturePath } from '../helpers/fixtures.js';
 
-const BIN = fileURLToPath(new URL('../../../bin/posthaste.js', import.meta.url));
-
 /** `posthaste reports parse -` with `input` on standard input. */
 function parseStdin(input: Buffer, args: string[] = []): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve) => {
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSTHASTE_')));
     const child = spawn(process.execPath, [BIN, 'reports', 'parse', '-', '--json', ...args], {
-      env,
+      env: cleanEnv(),
       stdio: ['pipe', 'pipe', 'inherit'],
     });
     let stdout = '';

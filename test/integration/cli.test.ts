@@ -2,8 +2,9 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
+import { cleanEnv } from '../../support/daemon-process.js';
 import { TestDnsServer, zoneStrings } from '../../support/dns-server.js';
-import { cliEnv, json, runCli } from '../helpers/cli.js';
+import { json, runCli } from '../helpers/cli.js';
 import { tempDir, versionsAfter, writeTestConfig } from '../helpers/env.js';
 
 const dir = tempDir();
@@ -194,7 +195,7 @@ t.test('domains add ends with the verify command as it can be pasted: with the -
   );
   // Pasted into a shell, it reaches the same store: the domain is found (not verified yet: exit 1, not 2).
   const pasted = await new Promise<{ code: number | null; out: string }>((resolve) => {
-    execFile('/bin/sh', ['-c', `${line} --json`], { env: cliEnv() }, (err, stdout) =>
+    execFile('/bin/sh', ['-c', `${line} --json`], { env: cleanEnv() }, (err, stdout) =>
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, out: stdout }),
     );
   });

@@ -8,12 +8,10 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { DEFAULT_CONFIG_PATH } from '../../src/config/load.js';
 import { PID_FILE } from '../../src/store/sqlite/lock.js';
-import { BIN, nodeFlags, spawnDaemon } from '../../support/daemon-process.js';
+import { BIN, cleanEnv, nodeFlags, spawnDaemon } from '../../support/daemon-process.js';
 import { waitFor } from '../../support/wait.js';
 import { json, runCli } from '../helpers/cli.js';
 import { tempDir, writeTestConfig } from '../helpers/env.js';
-
-const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSTHASTE_')));
 
 /** Runs a command line through the shell, as an administrator pastes it; stdin is written first. */
 function shell(line: string, stdin: string): Promise<{ code: number | null; out: string }> {
