@@ -89,9 +89,6 @@ export function destinationRule(op: QueueOp, sel: QueueSelection): 'hold' | 'rel
   return op === 'hold' ? 'hold' : op === 'release' ? 'release' : null;
 }
 
-/** Operations after which recipients are due now: the nodes are woken. */
-export const WAKES: ReadonlySet<QueueOp> = new Set(['retry', 'release']);
-
 /**
  * An attempt in flight when an operator held or deleted its recipient ends as usual (delivered,
  * bounced), but when it leaves the recipient waiting (deferred, or held back) the operator's

@@ -1,15 +1,17 @@
 import { CLUSTER_THROTTLE, type DestinationThrottle } from '../domain/destinations.js';
 import type { EventEnvelope } from '../domain/events.js';
 import type { Reply } from '../domain/outcome.js';
-import type {
-  Claimed,
-  Endpoint,
-  MessageView,
-  NodeView,
-  QueuedMessage,
-  RecipientState,
-  RequestFormat,
-  Status,
+import {
+  type AttemptView,
+  attemptKind,
+  type Claimed,
+  type Endpoint,
+  type MessageView,
+  type NodeView,
+  type QueuedMessage,
+  type RecipientState,
+  type RequestFormat,
+  type Status,
 } from './model.js';
 
 /**
@@ -130,6 +132,14 @@ export function endpointView(r: EndpointRow): Endpoint {
     disabledReason: r.disabled_reason,
     createdAt: r.created_at,
   };
+}
+
+/** An attempt's row (webhook_attempts with its delivery's state and kind), as the delivery log reads it. */
+export type AttemptRow = Omit<AttemptView, 'at' | 'kind'> & { id: number; at: number; delivery_kind: string | null };
+
+/** An attempt in the delivery log, with its row id as the page's cursor. */
+export function attemptView({ id, at, delivery_kind, ...r }: AttemptRow): AttemptView & { cursor: number } {
+  return { cursor: id, ...r, at: new Date(at).toISOString(), kind: attemptKind(delivery_kind) };
 }
 
 /** A claimed recipient's row, as a claim reads it. */

@@ -3,6 +3,7 @@ import { parseDuration } from '../../config/load.js';
 import { bareMessageId } from '../../domain/message-search.js';
 import {
   type HeldDestination,
+  QUEUE_OPS,
   QUEUE_STATES,
   type QueueChange,
   type QueueEntry,
@@ -44,7 +45,7 @@ export function queueCommand(program: Command): void {
     .command('queue')
     .description('the recipients waiting to be sent: list, retry, hold, release, delete (docs/operations.md)');
   listCommand(cmd);
-  for (const op of ['retry', 'hold', 'release', 'delete'] as const) opCommand(cmd, op);
+  for (const op of QUEUE_OPS) opCommand(cmd, op);
 }
 
 function selectionOptions(cmd: Command): Command {

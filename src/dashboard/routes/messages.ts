@@ -1,6 +1,6 @@
 import { Problems } from '../../domain/errors.js';
 import { parseMessageFilters } from '../../domain/message-search.js';
-import { QUEUE_OPS, type QueueOp } from '../../store/model.js';
+import { QUEUE_OPS, type QueueOp, WAKING_OPS } from '../../store/model.js';
 import { readContent } from '../content.js';
 import { path } from '../html.js';
 import { QUEUE_NOTICES } from '../notices.js';
@@ -69,7 +69,7 @@ export function messagesRoutes(p: Pages): void {
     if (!QUEUE_OPS.includes(op)) return notFound(reply);
     const sel = { messageRowId: m.email_id, customerId: c.customer.id };
     const change = await store.queue.apply(op, sel, clock.now(), false);
-    if (change.changed > 0 && op !== 'hold' && op !== 'delete') p.deps.onQueued?.();
+    if (change.changed > 0 && WAKING_OPS.has(op)) p.deps.onQueued?.();
     return back(reply, path`/messages/${m.message_id}`, {
       notice: change.changed > 0 ? QUEUE_NOTICES[op] : 'queue-unchanged',
     });

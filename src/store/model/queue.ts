@@ -53,6 +53,8 @@ export interface QueueSelection {
 /** An operator's operation on waiting recipients (what each changes: store/queue-ops.ts). */
 export type QueueOp = 'retry' | 'hold' | 'release' | 'delete';
 export const QUEUE_OPS: readonly QueueOp[] = ['retry', 'hold', 'release', 'delete'];
+/** Operations after which recipients are due now: the nodes are woken. */
+export const WAKING_OPS: ReadonlySet<QueueOp> = new Set(['retry', 'release']);
 
 /** One waiting recipient, as `queue list` shows it. */
 export interface QueueEntry {

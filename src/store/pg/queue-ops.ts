@@ -1,4 +1,4 @@
-import type { HeldDestination, QueueChange, QueueOp, QueueSelection } from '../model.js';
+import { type HeldDestination, type QueueChange, type QueueOp, type QueueSelection, WAKING_OPS } from '../model.js';
 import {
   countSql,
   type Dialect,
@@ -8,7 +8,6 @@ import {
   opWhere,
   queueEntry,
   selectionWhere,
-  WAKES,
 } from '../queue-ops.js';
 import type { QueueStore } from '../queue-store.js';
 import type { PgDb, Q } from './db.js';
@@ -107,7 +106,7 @@ export function pgQueue(db: PgDb): QueueStore {
     apply: async (op, sel, now, dryRun) => {
       const change = await db.tx((q) => apply(q, op, sel, now, dryRun));
       // After the commit, awaited: the CLI closes the store right after (its wakeups would be lost).
-      if (!dryRun && change.changed > 0 && WAKES.has(op))
+      if (!dryRun && change.changed > 0 && WAKING_OPS.has(op))
         await db.run('SELECT pg_notify($1, $2)', [CHANNEL, 'outbound queue']).catch(() => undefined);
       return change;
     },

@@ -1,15 +1,7 @@
 import { publicId } from '../../lib/ids.js';
-import {
-  type AttemptView,
-  attemptKind,
-  type ClaimRoom,
-  type Endpoint,
-  type FanOutPos,
-  type OutboxEvent,
-  type StoredDelivery,
-} from '../model.js';
+import type { AttemptView, ClaimRoom, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from '../model.js';
 import type { WebhookStore } from '../store.js';
-import { type EndpointRow, endpointView } from '../views.js';
+import { type AttemptRow, attemptView, type EndpointRow, endpointView } from '../views.js';
 import type { PgDb, Q } from './db.js';
 import { FANOUT_LEASE, logAttempts, recordAttempts } from './webhook-attempts.js';
 
@@ -178,20 +170,13 @@ async function listAttempts(
   limit: number,
   before: number | undefined,
 ): Promise<Array<AttemptView & { cursor: number }>> {
-  const rows = await db.rows<
-    Omit<AttemptView, 'at' | 'kind'> & { id: number; at: number; delivery_kind: string | null }
-  >(
+  const rows = await db.rows<AttemptRow>(
     `SELECT a.id, a.event_id, a.event_type, a.attempt, a.at, a.status, a.error, a.duration_ms, a.response, d.state AS delivery_state, d.kind AS delivery_kind
      FROM webhook_attempts a LEFT JOIN webhook_deliveries d ON d.id = a.delivery_id
      WHERE a.endpoint_id = $1 AND a.id < $2 ORDER BY a.id DESC LIMIT $3`,
     [endpointId, before ?? Number.MAX_SAFE_INTEGER, limit],
   );
-  return rows.map(({ id, at, delivery_kind, ...r }) => ({
-    cursor: id,
-    ...r,
-    at: new Date(at).toISOString(),
-    kind: attemptKind(delivery_kind),
-  }));
+  return rows.map(attemptView);
 }
 
 /** Claims due deliveries of the enabled endpoints with room, each endpoint's earliest first, after releasing `release`. */

@@ -3,7 +3,6 @@ import {
   type AttemptBatch,
   type AttemptRecord,
   type AttemptView,
-  attemptKind,
   type ClaimRoom,
   DELIVERIES_OF_MESSAGE,
   type Endpoint,
@@ -12,7 +11,7 @@ import {
   type OutboxEvent,
   type StoredDelivery,
 } from '../model.js';
-import { type EndpointRow, endpointView } from '../views.js';
+import { type AttemptRow, attemptView, type EndpointRow, endpointView } from '../views.js';
 import { BOUND_LIMIT, type Db } from './db.js';
 
 export function createEndpoint(
@@ -309,13 +308,6 @@ export function listAttempts(
        FROM webhook_attempts a LEFT JOIN webhook_deliveries d ON d.id = a.delivery_id
        WHERE a.endpoint_id = ? AND a.id < ? ORDER BY a.id DESC ${BOUND_LIMIT}`,
     )
-    .all(endpointId, before ?? Number.MAX_SAFE_INTEGER, limit) as Array<
-    Omit<AttemptView, 'at' | 'kind'> & { id: number; at: number; delivery_kind: string | null }
-  >;
-  return rows.map(({ id, at, delivery_kind, ...r }) => ({
-    cursor: id,
-    ...r,
-    at: new Date(at).toISOString(),
-    kind: attemptKind(delivery_kind),
-  }));
+    .all(endpointId, before ?? Number.MAX_SAFE_INTEGER, limit) as AttemptRow[];
+  return rows.map(attemptView);
 }
