@@ -95,14 +95,13 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     daemon: true,
     applicationName: `posthaste ${config.server.node_name} ${process.pid}`,
   });
-  // The loops, once they exist: a node whose heartbeat comes back claims at once, and work freed from dead nodes is claimed at once, here or on another node.
-  const wake: { fn: () => void } = { fn: () => undefined };
-  const node = await openNode(ctx, store, () => wake.fn());
+  const node = await openNode(ctx, store);
   const services = await startServices(ctx, store, node, relay);
-  wake.fn = () => {
+  // A node whose heartbeat comes back claims at once, and work freed from dead nodes is claimed at once, here or on another node.
+  node.onAlive(() => {
     services.queued.outbound();
     services.queued.events();
-  };
+  });
 
   const up = { listeners: false };
   const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => up.listeners };
@@ -170,10 +169,10 @@ function announce(ctx: Ctx, bound: Awaited<ReturnType<typeof bindOrUnwind>>, nod
 }
 
 /** Step: the store, migrated, and this process joined as a node; a failure closes the store. */
-async function openNode(ctx: Ctx, store: Store, onAlive: () => void): Promise<ClusterNode> {
+async function openNode(ctx: Ctx, store: Store): Promise<ClusterNode> {
   try {
     await prepareStore(ctx, store);
-    return await joinCluster(ctx, store, onAlive);
+    return await joinCluster(ctx, store);
   } catch (e) {
     await store.admin.close().catch(() => undefined);
     throw e;
@@ -206,20 +205,21 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
 
   const { webhooks, dispatcher } = buildWebhooks(ctx, store, resolver, node, metrics);
   // Work committed here: this node's loops look now, and the other nodes are told (after the commit).
+  const events = () => {
+    dispatcher.kick();
+    store.wakeups.notify(node.id, 'webhooks');
+  };
+  const { scheduler, signer } = await buildOutbound(ctx, store, resolver, relay, returnPathSecret, node, {
+    onEvents: events,
+    onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
+  });
   const queued = {
     outbound: () => {
       scheduler.kick();
       store.wakeups.notify(node.id, 'outbound');
     },
-    events: () => {
-      dispatcher.kick();
-      store.wakeups.notify(node.id, 'webhooks');
-    },
+    events,
   };
-  const { scheduler, signer } = await buildOutbound(ctx, store, resolver, relay, returnPathSecret, node, {
-    onEvents: queued.events,
-    onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
-  });
   const retention = scheduleRetention(ctx, store);
   return { resolver, returnPathSecret, metrics, budget, webhooks, dispatcher, scheduler, signer, retention, queued };
 }

@@ -242,9 +242,10 @@ async function checkSuppression(
   return keep;
 }
 
-/** Step: compose (a send request's first time only; a submitted message is signed as it is) and DKIM-sign with the sender domain's key. */
+/** Each sender domain's row, looked up once a group. */
 type SenderDomains = Map<string, ReturnType<DeliverDeps['store']['domains']['find']>>;
 
+/** Step: compose (a send request's first time only; a submitted message is signed as it is) and DKIM-sign with the sender domain's key. */
 async function prepare(
   deps: DeliverDeps,
   m: QueuedMessage,

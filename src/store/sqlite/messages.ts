@@ -129,7 +129,6 @@ export function recordIdempotent(
   db.statement(SQL.idemInsert).run(customerId, idem.key, idem.hash, 202, JSON.stringify(response), now);
 }
 
-/** The columns of messages a message's view shows (its row id, the rest as stored: migrations 001 and 008). */
 /** A message with its recipients and events, or undefined (unknown, or another customer's). */
 export function getMessage(db: Db, customerId: number | undefined, messageId: string): MessageView | undefined {
   const m =
