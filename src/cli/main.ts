@@ -4,6 +4,7 @@ import { VERSION } from '../lib/version.js';
 import { dbCommand, statusCommand } from './commands/admin.js';
 import { configCommand } from './commands/config.js';
 import { customersCommand } from './commands/customers.js';
+import { dmarcCommand } from './commands/dmarc.js';
 import { dnsCommand } from './commands/dns.js';
 import { domainsCommand } from './commands/domains.js';
 import { inboundCommand } from './commands/inbound.js';
@@ -51,6 +52,7 @@ export function buildProgram(argv: string[] = process.argv): Command {
   keysCommand(program);
   domainsCommand(program);
   dnsCommand(program);
+  dmarcCommand(program);
   messagesCommand(program);
   queueCommand(program);
   webhooksCommand(program);

@@ -76,6 +76,11 @@ export const schema = {
       'Label of each sending domain\'s own return path, <label>.<domain>, a CNAME to the return path domain: once verification finds it, that domain\'s envelope sender is bounces+<token>@<label>.<domain> (docs/delivery.md, "Sending identities")',
     ),
     feedback_address: k({ type: 'string' }, '', 'Address ARF spam-complaint reports are sent to; empty accepts none'),
+    dmarc_address: k(
+      { type: 'string' },
+      '',
+      'Address DMARC aggregate reports are sent to (the rua= of the sending domains\' DMARC records): read and kept per domain and day (docs/operations.md, "DMARC reports"); empty accepts none',
+    ),
     max_message_bytes: k(
       { type: 'bytes' },
       25 * 1024 * 1024,

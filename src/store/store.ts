@@ -2,6 +2,11 @@ import type { DeliveryStore } from './delivery-store.js';
 import type {
   ApiKeyInfo,
   Customer,
+  DmarcCounts,
+  DmarcDaySource,
+  DmarcKept,
+  DmarcMailInput,
+  DmarcSummaryQuery,
   DomainRow,
   InboundRow,
   KeyKind,
@@ -72,6 +77,7 @@ export interface Store {
   nodes: NodeStore;
   wakeups: WakeupStore;
   queue: QueueStore;
+  dmarc: DmarcStore;
 }
 
 /** Work a node tells the others of: recipients queued (outbound), events written (webhooks). */
@@ -253,6 +259,15 @@ export interface InboundStore {
   get(id: string, customerId?: number): Promise<InboundRow | undefined>;
   size(id: string, customerId: number): Promise<number | undefined>;
   list(opts: { customerId?: number; limit: number; before?: number }): Promise<Array<Omit<InboundRow, 'raw'>>>;
+}
+
+/** DMARC aggregate reports received (store/model/dmarc.ts). */
+export interface DmarcStore {
+  /** One mail's reports kept in one transaction; a report received before (its org and report id) is not kept twice. */
+  keep(input: DmarcMailInput): Promise<DmarcKept>;
+  /** What receivers reported for a domain, per day and source address. */
+  summary(q: DmarcSummaryQuery): Promise<DmarcDaySource[]>;
+  counts(): Promise<DmarcCounts>;
 }
 
 export interface UserStore {
