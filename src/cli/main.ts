@@ -5,6 +5,7 @@ import { dbCommand, statusCommand } from './commands/admin.js';
 import { configCommand } from './commands/config.js';
 import { customersCommand } from './commands/customers.js';
 import { dnsCommand } from './commands/dns.js';
+import { doctorCommand } from './commands/doctor.js';
 import { domainsCommand } from './commands/domains.js';
 import { inboundCommand } from './commands/inbound.js';
 import { keysCommand } from './commands/keys.js';
@@ -51,6 +52,7 @@ export function buildProgram(argv: string[] = process.argv): Command {
   keysCommand(program);
   domainsCommand(program);
   dnsCommand(program);
+  doctorCommand(program);
   messagesCommand(program);
   queueCommand(program);
   webhooksCommand(program);
