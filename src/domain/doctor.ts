@@ -130,7 +130,8 @@ export function judgeListing(address: string, zone: string, answer: Lookup<strin
       c,
       `${bare(zone)} refused the query (${answer.records.join(', ')}): blocklists refuse queries from public resolvers; set dns.servers to a resolver of your own (docs/operations.md, "Deliverability")`,
     );
-  const why = reason.length ? ` (${reason.join(' ')})` : '';
+  // The list's words, someone else's: no control characters reach a terminal.
+  const why = reason.length ? ` (${reason.join(' ').replace(/[\u0000-\u001f\u007f]/g, '?')})` : '';
   return {
     ...c,
     state: 'fail',
