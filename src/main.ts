@@ -5,6 +5,7 @@ import { configWarnings } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { joinCluster } from './daemon/cluster.js';
 import { type Ctx, startSettings } from './daemon/context.js';
+import { type DoctorRuns, scheduleDoctor } from './daemon/doctor.js';
 import { buildListeners } from './daemon/listeners.js';
 import { type Loops, startLoops } from './daemon/loops.js';
 import { buildMetrics } from './daemon/metrics.js';
@@ -41,6 +42,8 @@ export interface Daemon {
   submission: Record<string, { host: string; port: number }>;
   scheduler: Scheduler;
   dispatcher: Dispatcher;
+  /** The deliverability doctor's hourly run on this node: its last report, and a run now. */
+  doctor: Pick<DoctorRuns, 'last' | 'run'>;
   /** This node: its id (the worker its claims carry) and server.node_name. */
   node: { id: string; name: string };
   /** What a first run still lacks, asked of the store now: no usable API key, no dashboard user. */
@@ -129,6 +132,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     submission: bound.submission,
     scheduler,
     dispatcher,
+    doctor: services.doctor,
     node: { id: node.id, name: config.server.node_name },
     firstSteps: () => firstSteps(store),
     reload: reloader(config, log, reloadParts),
@@ -190,6 +194,7 @@ interface Services {
   scheduler: Scheduler;
   signer: SignerPool;
   retention: { stop(): void | Promise<void> };
+  doctor: DoctorRuns;
   /** Work committed here: this node's loops look now, and the other nodes are told (after the commit). */
   queued: { outbound: () => void; events: () => void };
 }
@@ -200,7 +205,8 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
   // metrics; one budget for the large messages the API and the listener hold in memory at once.
   const resolver = createResolver(ctx.config.dns.servers);
   const returnPathSecret = await store.admin.secret(RETURN_PATH_SECRET);
-  const metrics = buildMetrics(ctx, store, node);
+  const doctor = scheduleDoctor(ctx, store);
+  const metrics = buildMetrics(ctx, store, node, doctor.last);
   const budget = new MemoryBudget(ctx.config.limits.message_memory);
 
   const { webhooks, dispatcher } = buildWebhooks(ctx, store, resolver, node, metrics);
@@ -221,7 +227,19 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     events,
   };
   const retention = scheduleRetention(ctx, store);
-  return { resolver, returnPathSecret, metrics, budget, webhooks, dispatcher, scheduler, signer, retention, queued };
+  return {
+    resolver,
+    returnPathSecret,
+    metrics,
+    budget,
+    webhooks,
+    dispatcher,
+    scheduler,
+    signer,
+    retention,
+    doctor,
+    queued,
+  };
 }
 
 /** Step: every listener bound; when one cannot be, what started is stopped again and the start fails. */
@@ -236,6 +254,7 @@ async function bindOrUnwind(
     return await bindListeners(config, log, listeners);
   } catch (e) {
     await services.retention.stop();
+    services.doctor.stop();
     await Promise.all([services.signer.close(), services.webhooks.fetch.close()]);
     await node.stop();
     await store.admin.close();
@@ -274,6 +293,7 @@ async function stopDaemon({
   await closeListeners(listeners);
   up.listeners = false;
   await services.retention.stop();
+  services.doctor.stop();
   await loops.wakeups.close();
   loops.abort.abort();
   const abandoned = await Promise.race([

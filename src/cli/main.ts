@@ -6,6 +6,7 @@ import { configCommand } from './commands/config.js';
 import { customersCommand } from './commands/customers.js';
 import { dmarcCommand } from './commands/dmarc.js';
 import { dnsCommand } from './commands/dns.js';
+import { doctorCommand } from './commands/doctor.js';
 import { domainsCommand } from './commands/domains.js';
 import { inboundCommand } from './commands/inbound.js';
 import { keysCommand } from './commands/keys.js';
@@ -53,6 +54,7 @@ export function buildProgram(argv: string[] = process.argv): Command {
   domainsCommand(program);
   dnsCommand(program);
   dmarcCommand(program);
+  doctorCommand(program);
   messagesCommand(program);
   queueCommand(program);
   webhooksCommand(program);

@@ -241,6 +241,13 @@ export const schema = {
   dns: {
     servers: k({ type: 'strings' }, [], 'DNS servers as "ip" or "ip:port"; empty uses the system resolver'),
   },
+  doctor: {
+    dnsbl: k(
+      { type: 'strings' },
+      [],
+      'DNS blocklist zones `posthaste doctor` (and its hourly run) looks each source address up in, e.g. ["zen.spamhaus.org"]; queried through dns.servers, which must be a resolver of your own, as the lists refuse public ones (docs/operations.md, "Deliverability")',
+    ),
+  },
   webhooks: {
     allow_private_targets: k(
       { type: 'bool' },
