@@ -247,6 +247,11 @@ export const schema = {
       [],
       'DNS blocklist zones `posthaste doctor` (and its hourly run) looks each source address up in, e.g. ["zen.spamhaus.org"]; queried through dns.servers, which must be a resolver of your own, as the lists refuse public ones (docs/operations.md, "Deliverability")',
     ),
+    interval: k(
+      { type: 'duration' },
+      '1h',
+      'How often the daemon runs the doctor (the first run 10 s after start, or sooner when this is shorter); "0s": never by itself, only `posthaste doctor`',
+    ),
   },
   webhooks: {
     allow_private_targets: k(

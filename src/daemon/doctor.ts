@@ -4,11 +4,10 @@ import { createResolver } from '../lib/dns.js';
 import type { Store } from '../store/store.js';
 import type { Ctx } from './context.js';
 
-/** How often the doctor runs, and how long after start the first run waits (the start is not made slower by it). */
-export const DOCTOR_INTERVAL_MS = 3_600_000;
+/** How long after start the first run waits at most (the start is not made slower by it); then every doctor.interval. */
 export const DOCTOR_FIRST_RUN_MS = 10_000;
 
-/** The doctor's hourly run on this node, and its last report (kept in memory: each node its own, gone at restart). */
+/** The doctor's periodic run on this node, and its last report (kept in memory: each node its own, gone at restart). */
 export interface DoctorRuns {
   /** The last report; null before the first run ends. */
   last(): DoctorReport | null;
@@ -18,7 +17,8 @@ export interface DoctorRuns {
 }
 
 /**
- * Step: the deliverability doctor (domain-setup/doctor.ts) every hour, its last report kept for the
+ * Step: the deliverability doctor (domain-setup/doctor.ts) every doctor.interval (an hour unless
+ * configured; never by itself at 0), its last report kept for the
  * dashboard and /metrics. It never stops the daemon nor slows delivery: a resolver of its own (its
  * queries do not wait behind delivery's, nor delivery's behind its), one run at a time, a few
  * domains at once, timers that do not hold the process, and any failure logged and forgotten.
@@ -52,10 +52,11 @@ export function scheduleDoctor({ config, log, clock }: Ctx, store: Store): Docto
     });
     return running;
   };
-  const first = setTimeout(run, DOCTOR_FIRST_RUN_MS);
-  const every = setInterval(run, DOCTOR_INTERVAL_MS);
-  first.unref();
-  every.unref();
+  const interval = config.doctor.interval;
+  const first = interval > 0 ? setTimeout(run, Math.min(DOCTOR_FIRST_RUN_MS, interval)) : undefined;
+  const every = interval > 0 ? setInterval(run, interval) : undefined;
+  first?.unref();
+  every?.unref();
   return {
     last: () => last,
     run,
