@@ -181,7 +181,7 @@ export const schema = {
     source_addresses: k(
       { type: 'strings' },
       [],
-      "The public addresses (IPv4, IPv6) mail leaves the servers from, every node's: `posthaste dns server` lists them as ip4:/ip6: in the return path domain's SPF record; empty: the record says a:<server.hostname>",
+      "The public addresses (IPv4, IPv6) mail leaves the servers from, every node's: `posthaste dns server` lists them as ip4:/ip6: in the return path domain's SPF record; empty: the addresses of outbound.pools, else a:<server.hostname>",
     ),
     destination_limits: k(
       { type: 'strings' },
