@@ -143,6 +143,7 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
           raw: null,
           createdAt: at,
           tags,
+          pool: null,
         };
         const rows = db
           .statement('SELECT id, address, domain FROM recipients WHERE message_id = ? ORDER BY id')
@@ -154,6 +155,7 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
             address: row.address,
             domain: row.domain,
             attempts: 0,
+            sourceIp: null,
           };
           const roll = random();
           const outcomeAt = at + 1500;

@@ -12,6 +12,7 @@ import { buildMetrics } from './daemon/metrics.js';
 import { buildOutbound } from './daemon/outbound.js';
 import { type ReloadParts, reloader } from './daemon/reload.js';
 import { scheduleRetention } from './daemon/retention.js';
+import { checkSourcesLocal } from './daemon/sources.js';
 import { firstSteps, prepareStore, RETURN_PATH_SECRET } from './daemon/store.js';
 import { buildWebhooks } from './daemon/webhooks.js';
 import { type Clock, systemClock } from './lib/clock.js';
@@ -92,6 +93,7 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
 async function startLocked(config: Config, log: Logger, opts: DaemonOptions, lock: DataDirLock): Promise<Daemon> {
   // First: an address that cannot be had stops the start before anything opens or answers.
   await checkListen(listenSpecs(config));
+  await checkSourcesLocal(config.outbound.pools); // a pool address that is not this machine's stops the start
   const ctx: Ctx = { config, log, clock: opts.clock ?? systemClock, settings: startSettings(config) };
   const relay = relayOptions(config); // before anything opens: a relay user without a password stops the start
   const store = openStore(config, {

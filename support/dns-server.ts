@@ -8,7 +8,7 @@ export interface ZoneRecords {
   A?: string[];
   AAAA?: string[];
   TLSA?: dnsPacket.TlsaData[];
-  /** Names a reverse name (`4.3.2.1.in-addr.arpa`) points to. */
+  /** Reverse records, under d.c.b.a.in-addr.arpa or the ip6.arpa nibbles: the names an address has. */
   PTR?: string[];
   /** An alias: answered to a CNAME query, and to any other type with the target's records after it, as a recursive resolver answers. */
   CNAME?: string;

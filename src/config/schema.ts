@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 
-import { k, type Schema } from './keys.js';
+import { k, type Schema, type ValueOf } from './keys.js';
+import { readPools } from './pools.js';
 
 /**
  * The configuration schema: every key's type, default and one-line description in one place
@@ -185,7 +186,7 @@ export const schema = {
     source_addresses: k(
       { type: 'strings' },
       [],
-      "The public addresses (IPv4, IPv6) mail leaves the servers from, every node's: `posthaste dns server` lists them as ip4:/ip6: in the return path domain's SPF record; empty: the record says a:<server.hostname>",
+      "The public addresses (IPv4, IPv6) mail leaves the servers from, every node's: `posthaste dns server` lists them as ip4:/ip6: in the return path domain's SPF record; empty: the addresses of outbound.pools, else a:<server.hostname>",
     ),
     destination_limits: k(
       { type: 'strings' },
@@ -236,6 +237,16 @@ export const schema = {
       '',
       'The relay password; set it through the environment (POSTHASTE_OUTBOUND_RELAY_PASSWORD) or relay_password_file rather than here; never printed',
       true,
+    ),
+    default_pool: k(
+      { type: 'string' },
+      '',
+      'The pool of mail whose message and customer name none; empty: the first of outbound.pools',
+    ),
+    pools: k(
+      { type: 'tables', read: readPools },
+      [],
+      'Pools of source addresses, written as [[outbound.pools]] tables: name, and addresses = [ { ip, ehlo } ]; each connection binds an address of its pool (by the MX host\'s address family) and says its ehlo name; the addresses must be this node\'s (docs/delivery.md, "Sending identities"); none: the kernel picks, EHLO says server.hostname',
     ),
   },
   dns: {
@@ -341,18 +352,6 @@ export const schema = {
     ),
   },
 } satisfies Schema;
-
-type ValueOf<K> = K extends { type: 'string' | 'listen' | 'enum' }
-  ? string
-  : K extends { type: 'int' | 'duration' | 'bytes' }
-    ? number
-    : K extends { type: 'bool' }
-      ? boolean
-      : K extends { type: 'strings' }
-        ? string[]
-        : K extends { type: 'durations' }
-          ? number[]
-          : never;
 
 /** The merged, validated configuration; durations are milliseconds, sizes bytes. */
 export type Config = {

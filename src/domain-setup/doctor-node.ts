@@ -37,8 +37,8 @@ async function addressesOf(resolver: Resolver, name: string): Promise<Lookup<str
 }
 
 /**
- * This node's source addresses and the EHLO name each says: outbound.source_addresses with
- * server.hostname; when none are configured, the addresses server.hostname resolves to. `problem`
+ * This node's source addresses and the EHLO name each says: its pools' (outbound.pools), else
+ * outbound.source_addresses with server.hostname; when neither is configured, the addresses server.hostname resolves to. `problem`
  * is the check that failed when there are none to check (the name resolves to nothing, or the DNS
  * did not answer). The one place that says which addresses this node sends from.
  */
@@ -47,6 +47,9 @@ export async function nodeAddresses(
   resolver: Resolver,
 ): Promise<{ addresses: SourceAddress[]; problem: DoctorCheck | null }> {
   const ehlo = config.server.hostname;
+  // This node's pools name its own addresses, each with its EHLO name (docs/delivery.md, "Pools of source addresses").
+  const pooled = [...new Map(config.outbound.pools.flatMap((p) => p.addresses).map((a) => [a.ip, a.ehlo])).entries()];
+  if (pooled.length) return { addresses: pooled.map(([address, name]) => ({ address, ehlo: name })), problem: null };
   const configured = config.outbound.source_addresses.map((a) => a.trim()).filter((a) => isIP(a) !== 0);
   if (configured.length) return { addresses: configured.map((address) => ({ address, ehlo })), problem: null };
   const found = await addressesOf(resolver, ehlo);

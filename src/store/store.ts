@@ -2,6 +2,8 @@ import type { DeliveryStore } from './delivery-store.js';
 import type {
   ApiKeyInfo,
   Customer,
+  CustomerPools,
+  CustomerPoolsChange,
   DmarcCounts,
   DmarcDaySource,
   DmarcKept,
@@ -173,6 +175,10 @@ export interface CustomerStore {
   byId(id: number): Promise<Customer | undefined>;
   list(): Promise<Customer[]>;
   counts(id: number): Promise<{ keys: number; domains: number; messages: number }>;
+  /** Every customer's pools, by customer id (a customer with neither a default nor allowed pools is left out). */
+  pools(): Promise<Map<number, CustomerPools>>;
+  /** Changes a customer's pools (the caller checked the names against the configuration); answers them as they now stand. */
+  setPools(id: number, change: CustomerPoolsChange): Promise<CustomerPools>;
 }
 
 export interface KeyStore {

@@ -108,6 +108,8 @@ export async function send(
     messageId?: string;
     /** The id in the message's Message-ID field when it is the sender's own. */
     headerMessageId?: string;
+    /** The pool the sender chose (outbound.pools). */
+    pool?: string;
   } = {},
 ) {
   const now = opts.now ?? 1_000_000;
@@ -127,6 +129,7 @@ export async function send(
     ...(opts.tags ? { tags: opts.tags } : {}),
     ...(opts.headerMessageId !== undefined ? { headerMessageId: opts.headerMessageId } : {}),
     ...(opts.scheduledAt !== undefined ? { scheduledAt: opts.scheduledAt } : {}),
+    ...(opts.pool !== undefined ? { pool: opts.pool } : {}),
     ...(opts.idempotency ? { idempotency: opts.idempotency } : {}),
     now,
     authEpoch: await s.keys.authEpoch(),

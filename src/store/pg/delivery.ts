@@ -41,7 +41,7 @@ WITH picked AS MATERIALIZED (
 claimed AS (
   INSERT INTO recipient_claims (recipient_id, worker, claimed_at)
   SELECT id, $1, $2 FROM picked ON CONFLICT (recipient_id) DO NOTHING RETURNING recipient_id)
-SELECT r.id, r.message_id, r.address, r.domain, r.attempts FROM recipients r JOIN claimed c ON c.recipient_id = r.id ORDER BY r.next_attempt_at, r.id`;
+SELECT r.id, r.message_id, r.address, r.domain, r.attempts, r.source_ip FROM recipients r JOIN claimed c ON c.recipient_id = r.id ORDER BY r.next_attempt_at, r.id`;
 
 export async function loadMessages(q: Q, ids: number[]): Promise<Map<number, QueuedMessage>> {
   const rows = await q.rows<QueuedMessageRow>(

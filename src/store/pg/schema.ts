@@ -8,6 +8,7 @@ import * as m007 from './migrations/007_header_message_id.js';
 import * as m008 from './migrations/008_queue_ops.js';
 import * as m009 from './migrations/009_return_path.js';
 import * as m010 from './migrations/010_dmarc_reports.js';
+import * as m011 from './migrations/011_pools.js';
 
 /**
  * The PostgreSQL engine's migrations: numbered and append-only, as the SQLite engine's are
@@ -43,4 +44,5 @@ export const pgMigrations: PgMigration[] = [
   { version: 8, name: 'queue_ops', sql: m008.up },
   { version: 9, name: 'return_path', sql: m009.up },
   { version: 10, name: 'dmarc_reports', sql: m010.up },
+  { version: 11, name: 'pools', sql: m011.up },
 ];

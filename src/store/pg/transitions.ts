@@ -44,6 +44,7 @@ interface RowUpdate {
   setNext: boolean;
   next: number | null;
   response: string | null;
+  source: string | null;
 }
 
 /** Each recipient's row as its last step leaves it: a field a step leaves out keeps the earlier step's value. */
@@ -57,6 +58,7 @@ function lastRows(steps: Step[]): Map<number, RowUpdate> {
       setNext: t.row.nextAttemptAt !== undefined || (prev?.setNext ?? false),
       next: t.row.nextAttemptAt !== undefined ? t.row.nextAttemptAt : (prev?.next ?? null),
       response: t.row.lastResponse ?? prev?.response ?? null,
+      source: t.row.sourceIp ?? prev?.source ?? null,
     });
   }
   return rows;
@@ -71,8 +73,8 @@ async function updateRecipients(q: Q, rows: Map<number, RowUpdate>, now: number)
   await q.run(
     `UPDATE recipients r SET state = ${KEPT.state}, attempts = coalesce(x.attempts, r.attempts),
        next_attempt_at = ${KEPT.next}, held_at = ${KEPT.held},
-       last_response = coalesce(x.response, r.last_response), updated_at = $7
-     FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bool[], $5::bigint[], $6::text[]) AS x(id, state, attempts, set_next, next, response)
+       last_response = coalesce(x.response, r.last_response), source_ip = coalesce(x.source, r.source_ip), updated_at = $7
+     FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bool[], $5::bigint[], $6::text[], $8::text[]) AS x(id, state, attempts, set_next, next, response, source)
      WHERE r.id = x.id`,
     [
       [...rows.keys()],
@@ -82,6 +84,7 @@ async function updateRecipients(q: Q, rows: Map<number, RowUpdate>, now: number)
       v.map((x) => x.next),
       v.map((x) => x.response),
       now,
+      v.map((x) => x.source),
     ],
   );
 }

@@ -46,13 +46,15 @@ export function applyTransition(
     const { row } = t;
     db.statement(
       `UPDATE recipients SET state = ${KEPT.state}, attempts = coalesce(@attempts, attempts), next_attempt_at = ${KEPT.next},
-         held_at = ${KEPT.held}, last_response = coalesce(@response, last_response), updated_at = @now WHERE id = @id`,
+         held_at = ${KEPT.held}, last_response = coalesce(@response, last_response),
+         source_ip = coalesce(@source, source_ip), updated_at = @now WHERE id = @id`,
     ).run({
       state: row.state,
       attempts: row.attempts ?? null,
       setNext: row.nextAttemptAt !== undefined ? 1 : 0,
       next: row.nextAttemptAt ?? null,
       response: row.lastResponse ?? null,
+      source: row.sourceIp ?? null,
       now,
       id: r.id,
     });

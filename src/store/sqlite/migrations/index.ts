@@ -15,6 +15,7 @@ import * as m014 from './014_queue_ops.js';
 import * as m015 from './015_attempts_by_delivery.js';
 import * as m016 from './016_return_path.js';
 import * as m017 from './017_dmarc_reports.js';
+import * as m018 from './018_pools.js';
 
 /**
  * Every migration, in order, listed statically so the build carries them. Append only. `rebuild`:
@@ -39,4 +40,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 15, name: 'attempts_by_delivery', sql: m015.up },
   { version: 16, name: 'return_path', sql: m016.up },
   { version: 17, name: 'dmarc_reports', sql: m017.up },
+  { version: 18, name: 'pools', sql: m018.up },
 ];
