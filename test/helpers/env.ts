@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { dnsRecords } from '../../src/domain/dns-records.js';
 import type { EventType } from '../../src/domain/events.js';
+import { fullGrant } from '../../src/domain/key-scopes.js';
 import { eventId } from '../../src/lib/ids.js';
 import { type Logger, silentLogger } from '../../src/lib/logger.js';
 import { type Daemon, type DaemonOptions, startDaemon } from '../../src/main.js';
@@ -67,7 +68,13 @@ export async function customerId(store: Store, name = 'default'): Promise<number
 
 export async function makeKey(store: Store, kind: KeyKind = 'production', customer = 'default'): Promise<string> {
   return (
-    await store.keys.create({ customerId: await customerId(store, customer), kind, name: 'test', now: Date.now() })
+    await store.keys.create({
+      grant: fullGrant(),
+      customerId: await customerId(store, customer),
+      kind,
+      name: 'test',
+      now: Date.now(),
+    })
   ).key;
 }
 
