@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Config } from '../config/schema.js';
 import { ApiError } from '../domain/errors.js';
+import { parseCidrs } from '../domain/key-scopes.js';
 import type { Logger } from '../lib/logger.js';
 import type { Metrics } from '../lib/metrics.js';
 import { checkScope, isPublic, requireDeclaredAccess } from './authorization.js';
@@ -81,7 +82,8 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
  * `request.ip` is the peer (a key's allowed_cidrs: authorization.ts).
  */
 function createServer(config: Config, log: Logger): FastifyInstance {
-  const proxies = config.api.trusted_proxies;
+  const proxies = parseCidrs(config.api.trusted_proxies);
+  if (typeof proxies === 'string') throw new Error(`api.trusted_proxies: ${proxies}`);
   const https =
     config.api['tls.cert'] && config.api['tls.key']
       ? { https: { cert: readFileSync(config.api['tls.cert']), key: readFileSync(config.api['tls.key']) } }
