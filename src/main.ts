@@ -1,4 +1,5 @@
 import type { Resolver } from 'node:dns/promises';
+import { type DeclaredRoute, declaredRoutes } from './api/authorization.js';
 import type { Lifecycle } from './api/deps.js';
 import type { ClusterNode } from './cluster/node.js';
 import { configWarnings } from './config/load.js';
@@ -33,6 +34,8 @@ import type { WebhookService } from './webhooks/service.js';
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
   apiUrl: string;
+  /** The API's routes under /api/ and the scope each needs, as its app has them (api/authorization.ts). */
+  apiRoutes: readonly DeclaredRoute[];
   /** Where the dashboard listens; null when dashboard.listen is empty. */
   dashboardUrl: string | null;
   /** Where /metrics is served on its own listener; null when metrics are off or on the API listener. */
@@ -128,6 +131,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   };
   return {
     apiUrl,
+    apiRoutes: declaredRoutes(listeners.api),
     dashboardUrl,
     metricsUrl,
     smtp: bound.smtp,

@@ -50,6 +50,11 @@ export const schema = {
     listen: k({ type: 'listen' }, '127.0.0.1:8025', 'HTTP API address, "host:port"'),
     'tls.cert': k({ type: 'string' }, '', 'PEM certificate file for HTTPS on the API; empty serves plain HTTP'),
     'tls.key': k({ type: 'string' }, '', 'PEM private key file for HTTPS on the API'),
+    trusted_proxies: k(
+      { type: 'strings' },
+      [],
+      "Reverse proxies (addresses or CIDR blocks) whose X-Forwarded-For gives the client address the API sees (a key's allowed_cidrs); from any other peer the header is ignored. Empty: the peer is the client",
+    ),
   },
   dashboard: {
     listen: k(

@@ -1,3 +1,4 @@
+import type { KeyGrant } from '../domain/key-scopes.js';
 import type { DeliveryStore } from './delivery-store.js';
 import type {
   ApiKeyInfo,
@@ -186,6 +187,8 @@ export interface KeyStore {
     customerId: number;
     kind: KeyKind;
     name: string;
+    /** Its scopes and restrictions (domain/key-scopes.ts): always chosen, never a default. */
+    grant: KeyGrant;
     now: number;
   }): Promise<ApiKeyInfo & { key: string }>;
   /** The key's row if the presented key is well-formed, known and not revoked (constant-time compare). */

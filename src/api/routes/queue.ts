@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../domain/errors.js';
 import type { QueueOp } from '../../store/model.js';
-import { requireKey } from '../authorization.js';
+import { needs, requireKey } from '../authorization.js';
 import type { ApiDeps } from '../deps.js';
 
 /**
@@ -9,14 +9,14 @@ import type { ApiDeps } from '../deps.js';
  * `posthaste queue`): retry its deferred recipients now, or delete what of it has not been sent.
  */
 export function queueRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.post<{ Params: { message_id: string } }>('/api/v1/emails/:message_id/retry', async (request) => {
+  app.post<{ Params: { message_id: string } }>('/api/v1/emails/:message_id/retry', needs('send'), async (request) => {
     const { view, change } = await apply(deps, request, 'retry');
     // This node looks now; the others are woken by the store (PostgreSQL).
     if (change.changed > 0) deps.onAccepted?.();
     return { message_id: view.message_id, retried: change.changed };
   });
 
-  app.delete<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', async (request) => {
+  app.delete<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', needs('send'), async (request) => {
     const { key, view, change } = await apply(deps, request, 'delete');
     if (change.changed === 0) {
       const states: Record<string, number> = {};

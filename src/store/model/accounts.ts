@@ -1,5 +1,7 @@
 /** The store's model for accounts: customers, API keys, domains, suppressions and dashboard users. */
 
+import type { KeyGrant } from '../../domain/key-scopes.js';
+
 /** A row of customers. */
 export interface Customer {
   id: number;
@@ -28,8 +30,8 @@ export const CUSTOMER_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/i;
 
 export type KeyKind = 'production' | 'sandbox';
 
-/** A row of api_keys without its hash (the hash never leaves the store). */
-export interface ApiKeyInfo {
+/** A row of api_keys without its hash (the hash never leaves the store), its scopes and restrictions read (domain/key-scopes.ts). */
+export interface ApiKeyInfo extends KeyGrant {
   id: string;
   customer_id: number;
   name: string;

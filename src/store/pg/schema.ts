@@ -9,6 +9,7 @@ import * as m008 from './migrations/008_queue_ops.js';
 import * as m009 from './migrations/009_return_path.js';
 import * as m010 from './migrations/010_dmarc_reports.js';
 import * as m011 from './migrations/011_pools.js';
+import * as m012 from './migrations/012_key_scopes.js';
 
 /**
  * The PostgreSQL engine's migrations: numbered and append-only, as the SQLite engine's are
@@ -45,4 +46,5 @@ export const pgMigrations: PgMigration[] = [
   { version: 9, name: 'return_path', sql: m009.up },
   { version: 10, name: 'dmarc_reports', sql: m010.up },
   { version: 11, name: 'pools', sql: m011.up },
+  { version: 12, name: 'key_scopes', sql: m012.up },
 ];
