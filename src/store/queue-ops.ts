@@ -3,7 +3,8 @@ import type { QueueEntry, QueueOp, QueueSelection } from './model.js';
 /*
  * The operator's queue operations (docs/operations.md, "The queue"), written once for both
  * engines: which waiting recipients a selection takes, which of them each operation changes and
- * what it writes, and how an attempt in flight meets a change made meanwhile. Each engine runs
+ * what it writes (how an attempt in flight meets a change made meanwhile is the outcome's rule:
+ * domain/transitions.ts, keptByOperator). Each engine runs
  * this SQL with its own placeholders; the engines differ only in `greatest` (SQLite: max).
  *
  * A held recipient keeps its state (queued or deferred) and has `held_at` set and no due time
@@ -45,7 +46,7 @@ export function selectionWhere(sel: QueueSelection, d: Dialect): string[] {
  * - retry: a deferred recipient not held and not being delivered becomes due now; its attempts
  *   and its acceptance time (max_queue_time counts from it) are untouched;
  * - hold: a recipient not held gets no due time (an attempt in flight finishes first, and its
- *   outcome keeps the hold: keptByOutcome);
+ *   outcome keeps the hold: domain/transitions.ts, keptByOperator);
  * - release: a held recipient becomes due now (a scheduled message: at its time, if later);
  * - delete: every selected recipient ends `canceled`, as a canceled message's do (no event).
  * These are the conditions; opSet what is written.
@@ -87,22 +88,6 @@ export function countSql(where: string[]): string {
 export function destinationRule(op: QueueOp, sel: QueueSelection): 'hold' | 'release' | null {
   if (sel.destination === undefined) return null;
   return op === 'hold' ? 'hold' : op === 'release' ? 'release' : null;
-}
-
-/**
- * An attempt in flight when an operator held or deleted its recipient ends as usual (delivered,
- * bounced), but when it leaves the recipient waiting (deferred, or held back) the operator's
- * change outlives it: a deleted recipient stays `canceled`, a held one gets no due time. These
- * are the recipient row's new state, due time and hold as an outcome writes them, over the
- * table (or alias) `t` and the transition's `state`, `setNext` and `next` expressions.
- */
-export function keptByOutcome(t: string, state: string, setNext: string, next: string) {
-  const waiting = `${state} IN ('queued', 'deferred')`;
-  return {
-    state: `CASE WHEN ${t}.state = 'canceled' AND ${waiting} THEN 'canceled' ELSE ${state} END`,
-    next: `CASE WHEN (${t}.held_at IS NOT NULL OR ${t}.state = 'canceled') AND ${waiting} THEN NULL WHEN ${setNext} THEN ${next} ELSE ${t}.next_attempt_at END`,
-    held: `CASE WHEN ${waiting} AND ${t}.state <> 'canceled' THEN ${t}.held_at END`,
-  };
 }
 
 /** The waiting recipients a selection takes, the longest waiting first (QueueStore.list). */

@@ -67,6 +67,12 @@ function messageEvent(description: string, own: Obj, required: string[]): Obj {
   };
 }
 
+export const nullableDateTime = (description: string): Obj => ({
+  type: nullable('string'),
+  format: 'date-time',
+  description,
+});
+
 const EVENT_DATA: Record<EventType, Obj> = {
   'email.delivered': messageEvent(
     'The receiving server accepted the message for this recipient.',
@@ -88,7 +94,9 @@ const EVENT_DATA: Record<EventType, Obj> = {
     {
       response: ref('Reply'),
       attempt: { type: 'integer', minimum: 1 },
-      next_attempt_at: dateTime('The next attempt.'),
+      next_attempt_at: nullableDateTime(
+        'The next attempt; null when an operator held the recipient during this attempt (it is tried when released).',
+      ),
     },
     ['response', 'attempt', 'next_attempt_at'],
   ),
@@ -276,9 +284,3 @@ export const LAST_RESPONSE: Obj = {
     { type: 'null' },
   ],
 };
-
-export const nullableDateTime = (description: string): Obj => ({
-  type: nullable('string'),
-  format: 'date-time',
-  description,
-});

@@ -186,6 +186,41 @@ contract('in flight: the attempt finishes; a hold or delete made meanwhile outli
   );
 });
 
+contract(
+  'in flight: a deferral after a delete or hold announces no next attempt; a delete none at all',
+  async (t, s) => {
+    const who = await sender(s);
+    const m = await send(s, who, { to: ['a@example.net', 'b@example.net', 'c@example.net'], now: 1000 });
+    const [a, b, c] = (await s.delivery.claim('w', 1000, 10)).sort((x, y) =>
+      x.recipient.address.localeCompare(y.recipient.address),
+    );
+    await s.queue.apply('delete', { recipient: 'a@example.net' }, 2000, false);
+    await s.queue.apply('hold', { recipient: 'b@example.net' }, 2000, false);
+    await record(s, [a!, b!, c!], deferred, 3000);
+    const view = (await s.messages.get(who.customerId, m.messageId))!;
+    t.same(
+      view.recipients.map((r) => [r.address, r.state, r.attempts, r.next_attempt_at === null]),
+      [
+        ['a@example.net', 'canceled', 1, true],
+        ['b@example.net', 'deferred', 1, true],
+        ['c@example.net', 'deferred', 1, false],
+      ],
+      "the attempt counted; the operator's change kept",
+    );
+    const deferrals = view.events
+      .filter((e) => e.type === 'email.deferred')
+      .map((e) => [e.data.recipient, e.data.next_attempt_at]);
+    t.same(
+      deferrals,
+      [
+        ['b@example.net', null],
+        ['c@example.net', new Date(3000 + 3_600_000).toISOString()],
+      ],
+      'the deleted one: no email.deferred; the held one: no next attempt announced',
+    );
+  },
+);
+
 contract('held destinations: a rule, and what waits for it held; claimed ones held back; release', async (t, s) => {
   const who = await sender(s);
   await s.delivery.noteDestination('hosted.example', 'outlook.com', 500);
