@@ -1,4 +1,4 @@
-import type { QueueEntry, QueueOp, QueueSelection } from './model.js';
+import type { CancelResult, QueueChange, QueueEntry, QueueOp, QueueSelection } from './model.js';
 
 /*
  * The operator's queue operations (docs/operations.md, "The queue"), written once for both
@@ -110,4 +110,26 @@ export function queueEntry(row: Omit<QueueEntry, 'in_flight'> & { in_flight: num
     accepted_at: Number(row.accepted_at),
     in_flight: Number(row.in_flight) === 1,
   };
+}
+
+/**
+ * A message canceled (QueueStore.cancel) is its waiting recipients deleted, this selection; the
+ * owner's check is the selection's customer (none: any customer's, the CLI).
+ */
+export function cancelSelection(messageRowId: number, customerId: number | undefined): QueueSelection {
+  return customerId === undefined ? { messageRowId } : { messageRowId, customerId };
+}
+
+/** A message's recipients by state, for the answer when nothing was left to cancel. */
+export function statesSql(d: Dialect, messageRowId: number): string {
+  return `SELECT state, count(*) AS n FROM recipients WHERE message_id = ${d.p(messageRowId)} GROUP BY state ORDER BY state`;
+}
+
+/** What a cancel answers: the delete's change, or the states when it changed nothing. */
+export function cancelResult(
+  change: QueueChange,
+  states: ReadonlyArray<{ state: string; n: number | string }>,
+): CancelResult {
+  if (change.changed > 0) return { kind: 'canceled', changed: change.changed, in_flight: change.in_flight };
+  return { kind: 'too_late', states: Object.fromEntries(states.map((r) => [r.state, Number(r.n)])) };
 }

@@ -1,5 +1,14 @@
-import { type HeldDestination, type QueueChange, type QueueOp, type QueueSelection, WAKING_OPS } from '../model.js';
 import {
+  type CancelResult,
+  type HeldDestination,
+  type QueueChange,
+  type QueueOp,
+  type QueueSelection,
+  WAKING_OPS,
+} from '../model.js';
+import {
+  cancelResult,
+  cancelSelection,
   countSql,
   type Dialect,
   destinationRule,
@@ -8,6 +17,7 @@ import {
   opWhere,
   queueEntry,
   selectionWhere,
+  statesSql,
 } from '../queue-ops.js';
 import type { QueueStore } from '../queue-store.js';
 import type { PgDb, Q } from './db.js';
@@ -47,6 +57,18 @@ async function apply(q: Q, op: QueueOp, sel: QueueSelection, now: number, dryRun
   const update = build((d) => `UPDATE recipients AS r SET ${opSet(op, now, d)} WHERE ${where(d)}`);
   out.changed = await q.run(update.sql, update.args);
   return out;
+}
+
+/** A message canceled: its waiting recipients deleted, in one transaction with the answer (QueueStore.cancel). */
+async function cancel(q: Q, messageRowId: number, customerId: number | undefined, now: number): Promise<CancelResult> {
+  const owner = await q.row<{ customer_id: number | string }>('SELECT customer_id FROM messages WHERE id = $1', [
+    messageRowId,
+  ]);
+  if (!owner || (customerId !== undefined && Number(owner.customer_id) !== customerId)) return { kind: 'not_found' };
+  const change = await apply(q, 'delete', cancelSelection(messageRowId, customerId), now, false);
+  if (change.changed > 0) return cancelResult(change, []);
+  const states = build((d) => statesSql(d, messageRowId));
+  return cancelResult(change, await q.rows<{ state: string; n: string }>(states.sql, states.args));
 }
 
 async function setRule(
@@ -110,6 +132,7 @@ export function pgQueue(db: PgDb): QueueStore {
         await db.run('SELECT pg_notify($1, $2)', [CHANNEL, 'outbound queue']).catch(() => undefined);
       return change;
     },
+    cancel: (messageRowId, customerId, now) => db.tx((q) => cancel(q, messageRowId, customerId, now)),
     heldDestinations: () => heldDestinations(db),
   };
 }

@@ -1,5 +1,7 @@
-import type { HeldDestination, QueueChange, QueueOp, QueueSelection } from '../model.js';
+import type { CancelResult, HeldDestination, QueueChange, QueueOp, QueueSelection } from '../model.js';
 import {
+  cancelResult,
+  cancelSelection,
   countSql,
   type Dialect,
   destinationRule,
@@ -8,6 +10,7 @@ import {
   opWhere,
   queueEntry,
   selectionWhere,
+  statesSql,
 } from '../queue-ops.js';
 import type { QueueStore } from '../queue-store.js';
 import type { Db } from './db.js';
@@ -46,6 +49,19 @@ function apply(db: Db, op: QueueOp, sel: QueueSelection, now: number, dryRun: bo
     const update = build((d) => `UPDATE recipients AS r SET ${opSet(op, now, d)} WHERE ${where(d)}`);
     out.changed = db.statement(update.sql).run(update.args).changes;
     return out;
+  });
+}
+
+/** A message canceled: its waiting recipients deleted, in one transaction with the answer (QueueStore.cancel). */
+function cancel(db: Db, messageRowId: number, customerId: number | undefined, now: number): CancelResult {
+  return db.tx(() => {
+    const owner = db.statement('SELECT customer_id FROM messages WHERE id = ?').get(messageRowId) as
+      | { customer_id: number }
+      | undefined;
+    if (!owner || (customerId !== undefined && owner.customer_id !== customerId)) return { kind: 'not_found' };
+    const change = apply(db, 'delete', cancelSelection(messageRowId, customerId), now, false);
+    const states = build((d) => statesSql(d, messageRowId));
+    return cancelResult(change, change.changed > 0 ? [] : (db.statement(states.sql).all(states.args) as never[]));
   });
 }
 
@@ -101,6 +117,7 @@ export function sqliteQueue(db: Db): QueueStore {
       return (db.statement(q.sql).all(q.args) as Parameters<typeof queueEntry>[0][]).map(queueEntry);
     },
     apply: async (op, sel, now, dryRun) => apply(db, op, sel, now, dryRun),
+    cancel: async (messageRowId, customerId, now) => cancel(db, messageRowId, customerId, now),
     heldDestinations: async () => heldDestinations(db),
   };
 }
