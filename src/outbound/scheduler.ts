@@ -15,7 +15,7 @@ export interface SchedulerDeps {
   log: Logger;
   /** Delivers a group of items at one domain over one connection. */
   deliver: (domain: string, items: DeliveryItem[]) => Promise<GroupResult>;
-  /** The destination a domain's mail goes to (domain/destinations.ts); the domain itself when it cannot be told. */
+  /** The destination a domain's mail goes to (domain/destinations.ts), the domain itself when it is its own; rejects when it cannot be told now. */
   destinationOf: (domain: string) => Promise<string>;
   /** Per-destination limits and adaptive backoff. */
   throttle: Throttle;

@@ -59,7 +59,10 @@ export interface DeliveryStore {
   heldDestinations(): Promise<string[]>;
   /** Claimed recipients of a held destination: held without an attempt (no due time), their claims released. */
   holdClaimed(ids: readonly number[], now: number): Promise<void>;
-  /** A recipient domain's destination as this node looked it up, so a selection by destination finds its recipients. */
+  /**
+   * A recipient domain's destination as this node looked it up, so a selection by destination
+   * finds its recipients; the domain itself (it is its own) forgets what was kept for it.
+   */
   noteDestination(domain: string, destination: string, now: number): Promise<void>;
 
   // outbound.limits_scope = "cluster" (outbound/throttle.ts): a destination's limits shared by the nodes.

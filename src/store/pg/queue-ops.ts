@@ -109,8 +109,9 @@ export async function holdClaimed(q: Q, ids: readonly number[], now: number): Pr
   await q.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [ids]);
 }
 
-/** A domain's destination as a node looked it up (written only when it changed). */
+/** A domain's destination as a node looked it up (written only when it changed; its own: forgotten). */
 export function noteDestination(q: Q, domain: string, destination: string, now: number): Promise<number> {
+  if (destination === domain) return q.run('DELETE FROM domain_destinations WHERE domain = $1', [domain]);
   return q.run(
     `INSERT INTO domain_destinations (domain, destination, updated_at) VALUES ($1, $2, $3)
      ON CONFLICT (domain) DO UPDATE SET destination = excluded.destination, updated_at = excluded.updated_at

@@ -101,8 +101,12 @@ export function holdClaimed(db: Db, ids: readonly number[], now: number): void {
   });
 }
 
-/** A domain's destination as delivery looked it up (written only when it changed). */
+/** A domain's destination as delivery looked it up (written only when it changed; its own: forgotten). */
 export function noteDestination(db: Db, domain: string, destination: string, now: number): void {
+  if (destination === domain) {
+    db.statement('DELETE FROM domain_destinations WHERE domain = ?').run(domain);
+    return;
+  }
   db.statement(
     `INSERT INTO domain_destinations (domain, destination, updated_at) VALUES (?, ?, ?)
      ON CONFLICT (domain) DO UPDATE SET destination = excluded.destination, updated_at = excluded.updated_at

@@ -86,6 +86,11 @@ contract('list: waiting recipients by state, message, recipient, destination, cu
   t.same(await addrs({ destination: 'mx-host.net' }), ['a@example.net', 'c@example.net']);
   t.same(await addrs({ destination: 'example.org' }), ['B@example.org'], 'a domain never looked up: its own');
   t.same(await addrs({ destination: 'example.net' }), [], 'looked up: its destination, not its name');
+  await s.delivery.noteDestination('example.org', 'mx-host.net', 3000);
+  t.same(await addrs({ destination: 'mx-host.net' }), ['a@example.net', 'B@example.org', 'c@example.net']);
+  await s.delivery.noteDestination('example.org', 'example.org', 3500);
+  t.same(await addrs({ destination: 'example.org' }), ['B@example.org'], 'its own again: what was kept is forgotten');
+  t.same(await addrs({ destination: 'mx-host.net' }), ['a@example.net', 'c@example.net']);
   t.same(await addrs({ recipient: 'b@example.org' }), [], 'as sent');
   t.same(await addrs({ recipient: 'B@example.org' }), ['B@example.org']);
   t.same(await addrs({ messageRowId: await rowId(s, who.customerId, m.messageId) }), [
