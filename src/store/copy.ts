@@ -73,6 +73,7 @@ const TABLES = [
   'destination_throttles',
   'held_destinations',
   'domain_destinations',
+  'queue_retries',
 ] as const;
 
 /** Tables with triggers of their own (store/pg/schema.ts). */

@@ -27,6 +27,9 @@ const CLAIMED = 'EXISTS (SELECT 1 FROM recipient_claims c WHERE c.recipient_id =
 const DESTINATION =
   'coalesce((SELECT dd.destination FROM domain_destinations dd WHERE dd.domain = r.domain), r.domain)';
 
+/** A recipient's message's scheduled time (0: none). */
+const SCHEDULED_AT = 'coalesce((SELECT m.scheduled_at FROM messages m WHERE m.id = r.message_id), 0)';
+
 /** The conditions on recipients `r` that a selection makes. */
 export function selectionWhere(sel: QueueSelection, d: Dialect): string[] {
   const w = [WAITING];
@@ -43,8 +46,10 @@ export function selectionWhere(sel: QueueSelection, d: Dialect): string[] {
 
 /**
  * Of the selected recipients, those an operation changes, and what it writes (`now` bound):
- * - retry: a deferred recipient not held and not being delivered becomes due now; its attempts
- *   and its acceptance time (max_queue_time counts from it) are untouched;
+ * - retry: a recipient not held and not being delivered that waits for a later time (deferred,
+ *   or queued and held back by its destination's limits or pause; never a scheduled message
+ *   before its time) becomes due now; its attempts and its acceptance time (max_queue_time counts
+ *   from it) are untouched; its destination's adaptive pause is lifted (retryNotes);
  * - hold: a recipient not held gets no due time (an attempt in flight finishes first, and its
  *   outcome keeps the hold: domain/transitions.ts, keptByOperator);
  * - release: a held recipient becomes due now (a scheduled message: at its time, if later);
@@ -54,7 +59,12 @@ export function selectionWhere(sel: QueueSelection, d: Dialect): string[] {
 export function opWhere(op: QueueOp, now: number, d: Dialect): string[] {
   switch (op) {
     case 'retry':
-      return ["r.state = 'deferred'", 'r.held_at IS NULL', `r.next_attempt_at > ${d.p(now)}`, `NOT ${CLAIMED}`];
+      return [
+        `r.next_attempt_at > ${d.p(now)}`,
+        'r.held_at IS NULL',
+        `NOT ${CLAIMED}`,
+        `(r.state = 'deferred' OR ${SCHEDULED_AT} <= ${d.p(now)})`,
+      ];
     case 'hold':
       return ['r.held_at IS NULL'];
     case 'release':
@@ -77,6 +87,36 @@ export function opSet(op: QueueOp, now: number, d: Dialect): string {
     case 'delete':
       return `state = 'canceled', held_at = NULL, next_attempt_at = NULL, updated_at = ${at}`;
   }
+}
+
+/**
+ * A retry lifts the adaptive pause of the destinations it retried (docs/operations.md, "The
+ * queue"): each one noted in queue_retries with the time (every node lifts a pause it set before
+ * that, at its next claim of the destination's recipients: DeliveryStore.retriedAt), and the
+ * throttling kept in the store no longer paused. Run before the update, `where` being its
+ * conditions; the selection's destination is noted even when none of its recipients changed.
+ */
+export function retryNotes(
+  sel: QueueSelection,
+  now: number,
+  where: (d: Dialect) => string,
+): Array<(d: Dialect) => string> {
+  const upsert = 'ON CONFLICT (destination) DO UPDATE SET retried_at = excluded.retried_at';
+  const notes = [
+    (d: Dialect) =>
+      `INSERT INTO queue_retries (destination, retried_at) SELECT DISTINCT ${DESTINATION}, ${d.p(now)} FROM recipients r WHERE ${where(d)} ${upsert}`,
+  ];
+  const named = sel.destination;
+  if (named !== undefined)
+    notes.push(
+      (d) =>
+        `INSERT INTO queue_retries (destination, retried_at) VALUES (${d.p(named.toLowerCase())}, ${d.p(now)}) ${upsert}`,
+    );
+  notes.push(
+    (d) =>
+      `UPDATE destination_throttles SET paused_until = ${d.p(now)} WHERE paused_until > ${d.p(now)} AND destination IN (SELECT q.destination FROM queue_retries q WHERE q.retried_at = ${d.p(now)})`,
+  );
+  return notes;
 }
 
 /** How many of the recipients the conditions take are being delivered now, and how many in all. */

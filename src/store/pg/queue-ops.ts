@@ -16,6 +16,7 @@ import {
   opSet,
   opWhere,
   queueEntry,
+  retryNotes,
   selectionWhere,
   statesSql,
 } from '../queue-ops.js';
@@ -54,6 +55,11 @@ async function apply(q: Q, op: QueueOp, sel: QueueSelection, now: number, dryRun
   const rule = destinationRule(op, sel);
   if (rule) out.rule = await setRule(q, sel.destination!.toLowerCase(), rule === 'hold', now, dryRun);
   if (dryRun) return out;
+  if (op === 'retry')
+    for (const note of retryNotes(sel, now, where)) {
+      const st = build(note);
+      await q.run(st.sql, st.args);
+    }
   const update = build((d) => `UPDATE recipients AS r SET ${opSet(op, now, d)} WHERE ${where(d)}`);
   out.changed = await q.run(update.sql, update.args);
   return out;
@@ -107,6 +113,15 @@ export async function holdClaimed(q: Q, ids: readonly number[], now: number): Pr
     [ids, now],
   );
   await q.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [ids]);
+}
+
+/** When each of these destinations was last retried by an operator (those never retried left out). */
+export async function retriedAt(q: Q, destinations: readonly string[]): Promise<Map<string, number>> {
+  const rows = await q.rows<{ destination: string; retried_at: string | number }>(
+    'SELECT destination, retried_at FROM queue_retries WHERE destination = ANY($1::text[])',
+    [destinations],
+  );
+  return new Map(rows.map((r) => [r.destination, Number(r.retried_at)]));
 }
 
 /** A domain's destination as a node looked it up (written only when it changed; its own: forgotten). */

@@ -9,6 +9,7 @@ import {
   opSet,
   opWhere,
   queueEntry,
+  retryNotes,
   selectionWhere,
   statesSql,
 } from '../queue-ops.js';
@@ -46,6 +47,11 @@ function apply(db: Db, op: QueueOp, sel: QueueSelection, now: number, dryRun: bo
     const rule = destinationRule(op, sel);
     if (rule) out.rule = setRule(db, sel.destination!.toLowerCase(), rule === 'hold', now, dryRun);
     if (dryRun) return out;
+    if (op === 'retry')
+      for (const note of retryNotes(sel, now, where)) {
+        const st = build(note);
+        db.statement(st.sql).run(st.args);
+      }
     const update = build((d) => `UPDATE recipients AS r SET ${opSet(op, now, d)} WHERE ${where(d)}`);
     out.changed = db.statement(update.sql).run(update.args).changes;
     return out;
@@ -99,6 +105,16 @@ export function holdClaimed(db: Db, ids: readonly number[], now: number): void {
       release.run(id);
     }
   });
+}
+
+/** When each of these destinations was last retried by an operator (those never retried left out). */
+export function retriedAt(db: Db, destinations: readonly string[]): Map<string, number> {
+  const rows = db
+    .statement(
+      'SELECT destination, retried_at FROM queue_retries WHERE destination IN (SELECT value FROM json_each(?))',
+    )
+    .all(JSON.stringify(destinations)) as Array<{ destination: string; retried_at: number }>;
+  return new Map(rows.map((r) => [r.destination, r.retried_at]));
 }
 
 /** A domain's destination as delivery looked it up (written only when it changed; its own: forgotten). */
