@@ -82,6 +82,8 @@ export async function buildOutbound(
     destinationOf: async (domain) => {
       if (relay) return relay.host;
       const found = await lookups.mx.resolve(domain);
+      // No answer now: the destination cannot be told (the cache keeps the one it learnt).
+      if (found.kind === 'temporary') throw new Error(found.detail);
       return (found.kind === 'hosts' && destinationOf(found.hosts)) || domain;
     },
     claimBatch: o.claim_batch,

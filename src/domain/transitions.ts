@@ -175,6 +175,36 @@ function deferredTransition(
   };
 }
 
+/** Where an operator's queue command left a recipient while an attempt of it was in flight. */
+export interface OperatorMark {
+  /** Deleted (`canceled`) meanwhile. */
+  canceled: boolean;
+  /** Held meanwhile. */
+  held: boolean;
+}
+
+/**
+ * An attempt's transition for a recipient an operator deleted or held while the attempt was in
+ * flight (docs/operations.md, "The queue"). What the attempt did is what happened (delivered or
+ * bounced, its attempt and reply recorded), but a deferral does not undo the operator's change:
+ * a deleted recipient stays `canceled` with nothing announced (a delete announces nothing), a held
+ * one stays held with no next attempt (`email.deferred` with `next_attempt_at` null). The engines
+ * read the mark in the transaction that writes the outcome, and keep the row's hold only while it
+ * is still waiting.
+ */
+export function keptByOperator(t: Transition, mark: OperatorMark): Transition {
+  const waiting = t.row.state === 'queued' || t.row.state === 'deferred';
+  if (!waiting || !(mark.canceled || mark.held)) return t;
+  if (mark.canceled) return { row: { ...t.row, state: 'canceled', nextAttemptAt: null }, events: [], suppress: null };
+  return {
+    row: { ...t.row, nextAttemptAt: null },
+    events: t.events.map((e) =>
+      e.type === 'email.deferred' ? { type: e.type, data: { ...e.data, next_attempt_at: null } } : e,
+    ),
+    suppress: t.suppress,
+  };
+}
+
 /** The last temporary reply, restated as the give-up (RFC 3463 x.4.7: delivery time expired). */
 function expiredReply(last: Reply): Reply {
   return {

@@ -76,6 +76,7 @@ const TABLES = [
   'dmarc_reports',
   'dmarc_rows',
   'dmarc_unreadable',
+  'queue_retries',
 ] as const;
 
 /** Tables with triggers of their own (store/pg/schema.ts). */

@@ -236,11 +236,6 @@ export interface SuppressionStore {
   simulated(customerId: number, addresses: string[], limit: number): Promise<SimulatedSuppression[]>;
 }
 
-export type CancelResult =
-  | { kind: 'canceled' }
-  | { kind: 'not_found' }
-  | { kind: 'too_late'; states: Record<string, number> };
-
 export interface MessageStore {
   /** The send path's commit: a 202 only once this resolves (the message and its recipients are durable). */
   accept(input: SendInput): Promise<SendCommit>;
@@ -248,7 +243,6 @@ export interface MessageStore {
   get(customerId: number | undefined, messageId: string): Promise<MessageView | undefined>;
   list(opts: { customerId?: number; state?: string; limit: number; before?: number }): Promise<MessageSummary[]>;
   search(s: MessageSearch): Promise<MessageSummary[]>;
-  cancel(customerId: number | undefined, messageId: string, now: number): Promise<CancelResult>;
   deliveriesOf(messageRowId: number): Promise<MessageHookDelivery[]>;
   events(messageRowId: number): Promise<EventEnvelope[]>;
   /** A message's request as accepted and its composed copy while kept, for the dashboard's content view. */

@@ -314,7 +314,7 @@ async function run(): Promise<void> {
     await page.goto(`${base}/messages?error=too-late`);
     t.equal(
       await page.getByRole('alert').textContent(),
-      'Too late to cancel: delivery has begun or ended.',
+      'Too late to cancel: delivery has ended.',
       'a known code: its sentence',
     );
     const other = await browser.newContext();

@@ -79,6 +79,12 @@ const SOURCE: Obj = {
   },
 };
 
+export const nullableDateTime = (description: string): Obj => ({
+  type: nullable('string'),
+  format: 'date-time',
+  description,
+});
+
 const EVENT_DATA: Record<EventType, Obj> = {
   'email.delivered': messageEvent(
     'The receiving server accepted the message for this recipient.',
@@ -101,7 +107,9 @@ const EVENT_DATA: Record<EventType, Obj> = {
     {
       response: ref('Reply'),
       attempt: { type: 'integer', minimum: 1 },
-      next_attempt_at: dateTime('The next attempt.'),
+      next_attempt_at: nullableDateTime(
+        'The next attempt; null when an operator held the recipient during this attempt (it is tried when released).',
+      ),
       ...SOURCE,
     },
     ['response', 'attempt', 'next_attempt_at'],
@@ -291,9 +299,3 @@ export const LAST_RESPONSE: Obj = {
     { type: 'null' },
   ],
 };
-
-export const nullableDateTime = (description: string): Obj => ({
-  type: nullable('string'),
-  format: 'date-time',
-  description,
-});

@@ -193,7 +193,7 @@ export const EMAIL_PATHS: Obj = {
       tags: ['emails'],
       summary: 'Retry the deferred recipients of a message now',
       description:
-        'Its recipients deferred after an attempt (not held, not being delivered) become due now, without waiting for the retry schedule: delivery takes them within a second or so. This is not counted as an attempt and does not move `max_queue_time`. No request body.',
+        "Its recipients deferred after an attempt, or held back by their destination's pause or limits (not held, not being delivered; never a scheduled message before its time), become due now, without waiting for the retry schedule, and their destination's adaptive pause ends: delivery takes them within a second or so. This is not counted as an attempt and does not move `max_queue_time`. No request body.",
       responses: responses('post', {
         '200': json(
           {

@@ -96,3 +96,9 @@ export interface HeldDestination {
   destination: string;
   held_at: number;
 }
+
+/** A message canceled (QueueStore.cancel): what of it waited is `canceled`; or nothing was left to cancel. */
+export type CancelResult =
+  | { kind: 'canceled'; changed: number; in_flight: number }
+  | { kind: 'not_found' }
+  | { kind: 'too_late'; states: Record<string, number> };

@@ -19,7 +19,7 @@ import {
   throttleView,
 } from '../views.js';
 import type { PgDb, Q } from './db.js';
-import { heldDestinations, holdClaimed, noteDestination } from './queue-ops.js';
+import { heldDestinations, holdClaimed, noteDestination, retriedAt } from './queue-ops.js';
 import { applyTransitions, type Step } from './transitions.js';
 
 /**
@@ -196,6 +196,7 @@ export function pgDelivery(db: PgDb): DeliveryStore {
     },
     throttles: (holder) => throttles(db, holder),
     heldDestinations: async () => (await heldDestinations(db)).map((h) => h.destination),
+    retriedAt: (destinations) => retriedAt(db, destinations),
     holdClaimed: (ids, now) => db.tx((q) => holdClaimed(q, ids, now)),
     noteDestination: async (domain, destination, now) => void (await noteDestination(db, domain, destination, now)),
   };

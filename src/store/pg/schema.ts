@@ -10,6 +10,7 @@ import * as m009 from './migrations/009_return_path.js';
 import * as m010 from './migrations/010_dmarc_reports.js';
 import * as m011 from './migrations/011_pools.js';
 import * as m012 from './migrations/012_key_scopes.js';
+import * as m013 from './migrations/013_queue_retries.js';
 
 /**
  * The PostgreSQL engine's migrations: numbered and append-only, as the SQLite engine's are
@@ -47,4 +48,5 @@ export const pgMigrations: PgMigration[] = [
   { version: 10, name: 'dmarc_reports', sql: m010.up },
   { version: 11, name: 'pools', sql: m011.up },
   { version: 12, name: 'key_scopes', sql: m012.up },
+  { version: 13, name: 'queue_retries', sql: m013.up },
 ];
