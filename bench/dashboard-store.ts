@@ -143,6 +143,7 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
           raw: null,
           createdAt: at,
           tags,
+          unsubscribe: false,
         };
         const rows = db
           .statement('SELECT id, address, domain FROM recipients WHERE message_id = ? ORDER BY id')

@@ -28,6 +28,7 @@ interface Delivery {
   lookups: Lookups;
   relay: RelayOptions | null;
   returnPathSecret: Buffer;
+  unsubscribeSecret: Buffer;
   signer: SignerPool;
   smtp: SmtpOptions;
 }
@@ -39,6 +40,7 @@ export async function buildOutbound(
   resolver: Resolver,
   relay: RelayOptions | null,
   returnPathSecret: Buffer,
+  unsubscribeSecret: Buffer,
   node: ClusterNode,
   hooks: { onEvents: () => void; onOutcome: (kind: string, acceptedAt: number) => void },
 ): Promise<{ scheduler: Scheduler; signer: SignerPool }> {
@@ -54,7 +56,8 @@ export async function buildOutbound(
       'all mail goes through the relay host',
     );
   const signer = new SignerPool(o.signing_threads || cpus().length);
-  const delivery: Delivery = { lookups, relay, returnPathSecret, signer, smtp: smtpOptions(ctx, lookups.extraCa) };
+  const smtp = smtpOptions(ctx, lookups.extraCa);
+  const delivery: Delivery = { lookups, relay, returnPathSecret, unsubscribeSecret, signer, smtp };
   // Destination throttling: each node's own by its name, or one for all (limits_scope = "cluster").
   const throttleHolder = o.limits_scope === 'cluster' ? CLUSTER_THROTTLE : config.server.node_name;
   const scheduler = new Scheduler({
@@ -141,6 +144,7 @@ function deliver(
       ...(d.relay ? { relay: d.relay } : {}),
       returnPathSecret: d.returnPathSecret,
       returnPathDomain: returnPathDomain(config),
+      unsubscribe: { publicUrl: config.unsubscribe.public_url, secret: d.unsubscribeSecret },
       suppression: settings.outbound.current.suppression,
       smtp: d.smtp,
     },

@@ -94,6 +94,9 @@ async function storeMessage(deps: ListenerDeps, raw: Buffer, session: Session): 
     (r): r is Extract<Route, { kind: 'bounce' | 'feedback' }> => r.kind === 'bounce' || r.kind === 'feedback',
   );
   const report = reportRoutes.length ? readReport(raw, deps.settings.current.suppression) : null;
+  // A mail to a List-Unsubscribe mailto address is the request itself: what it says is not kept.
+  const unsubscribed = await unsubscribeAll(deps, routes);
+  if (receiving.length === 0 && reportRoutes.length === 0) return { kind: 'stored', id: unsubscribed };
   // A large message's bytes move to the writer thread rather than being copied; raw is empty afterwards.
   const ids = await deps.store.inbound.receive({
     stores: inspected ? perCustomer(receiving, env, inspected.parsed) : [],
@@ -130,4 +133,16 @@ function perCustomer(
     helo: env.helo,
     ...parsed,
   }));
+}
+
+/** Each unsubscribe route's recipient suppressed (store: suppressions.unsubscribe, once); the id the 250 names. */
+async function unsubscribeAll(deps: ListenerDeps, routes: AcceptedRoute[]): Promise<string> {
+  let fired = false;
+  for (const r of routes)
+    if (r.kind === 'unsubscribe')
+      fired =
+        (await deps.store.suppressions.unsubscribe(r.recipientId, 'mailto', deps.clock.now())) === 'unsubscribed' ||
+        fired;
+  if (fired) deps.onEvents?.();
+  return 'unsubscribe';
 }

@@ -26,6 +26,7 @@ export type { WebhookStore } from './webhook-store.js';
 
 import type { EventEnvelope } from '../domain/events.js';
 import type { Reply } from '../domain/outcome.js';
+import type { UnsubscribeMethod, UnsubscribeResult } from '../domain/unsubscribe.js';
 import type {
   BatchInput,
   BatchResult,
@@ -167,6 +168,9 @@ export interface CustomerStore {
   byId(id: number): Promise<Customer | undefined>;
   list(): Promise<Customer[]>;
   counts(id: number): Promise<{ keys: number; domains: number; messages: number }>;
+  /** Whether the customer's mail carries the List-Unsubscribe fields by default (`customers set --unsubscribe`). */
+  unsubscribeDefault(id: number): Promise<boolean>;
+  setUnsubscribeDefault(id: number, on: boolean): Promise<void>;
 }
 
 export interface KeyStore {
@@ -217,6 +221,12 @@ export interface SuppressionStore {
   list(customerId: number, opts: { limit: number; before?: number; reason?: string }): Promise<SuppressionRow[]>;
   remove(customerId: number, address: string): Promise<boolean>;
   search(customerId: number, prefix: string, limit: number): Promise<SuppressionRow[]>;
+  /**
+   * A recipient's unsubscribe (the recipient row a token named): its address suppressed for its
+   * customer (reason `unsubscribe`) and `recipient.unsubscribed` fired, in one transaction; an
+   * address already suppressed changes nothing and fires nothing.
+   */
+  unsubscribe(recipientId: number, method: UnsubscribeMethod, now: number): Promise<UnsubscribeResult>;
   /** What sandbox keys' simulated bounces and complaints suppressed (never on the list), newest first, for these simulator addresses. */
   simulated(customerId: number, addresses: string[], limit: number): Promise<SimulatedSuppression[]>;
 }

@@ -34,6 +34,8 @@ export interface MessageRow {
   scheduled_at: number | null;
   /** JSON array of strings; null: none. */
   tags: string | null;
+  /** 1: the send asked for the List-Unsubscribe fields. */
+  unsubscribe: number;
 }
 
 /** The columns of MessageRow, for a SELECT. */
@@ -173,11 +175,13 @@ export interface QueuedMessageRow {
   created_at: number;
   /** JSON array of strings; null: none. */
   tags: string | null;
+  /** 1: the send asked for the List-Unsubscribe fields. */
+  unsubscribe: number;
 }
 
 /** The columns of QueuedMessageRow, for a SELECT. */
 export const QUEUED_MESSAGE_COLUMNS =
-  'id, customer_id, message_id, header_message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags';
+  'id, customer_id, message_id, header_message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags, unsubscribe';
 
 export function queuedMessage(m: QueuedMessageRow): QueuedMessage {
   return {
@@ -195,6 +199,7 @@ export function queuedMessage(m: QueuedMessageRow): QueuedMessage {
     raw: m.raw,
     createdAt: m.created_at,
     tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],
+    unsubscribe: m.unsubscribe === 1,
   };
 }
 

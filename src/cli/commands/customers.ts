@@ -34,7 +34,8 @@ export function customersCommand(program: Command): void {
     .action(async (name: string, _o, c: Command) =>
       withStore(c, async ({ store }) => {
         const cust = await customerNamed(store, name);
-        const v = { ...view(cust), ...(await store.customers.counts(cust.id)) };
+        const unsubscribe = (await store.customers.unsubscribeDefault(cust.id)) ? 'on' : 'off';
+        const v = { ...view(cust), ...(await store.customers.counts(cust.id)), unsubscribe };
         output(
           c,
           v,
@@ -42,6 +43,30 @@ export function customersCommand(program: Command): void {
             .map(([k, val]) => `${k}: ${val}`)
             .join('\n'),
         );
+      }),
+    );
+  setCommand(cmd);
+}
+
+/** `customers set NAME --unsubscribe on|off`: the customer's default for the List-Unsubscribe fields (docs/delivery.md). */
+function setCommand(cmd: Command): void {
+  cmd
+    .command('set <name>')
+    .description("change a customer's settings")
+    .option('--unsubscribe <on|off>', "add the one-click List-Unsubscribe fields to all the customer's mail by default")
+    .action(async (name: string, o: { unsubscribe?: string }, c: Command) =>
+      withStore(c, async ({ store, config }) => {
+        const cust = await customerNamed(store, name);
+        if (o.unsubscribe === undefined) throw new CliError('nothing to set: give --unsubscribe on|off');
+        if (o.unsubscribe !== 'on' && o.unsubscribe !== 'off')
+          throw new CliError(`--unsubscribe takes on or off, not "${o.unsubscribe}"`);
+        const on = o.unsubscribe === 'on';
+        if (on && !config.unsubscribe.public_url)
+          throw new CliError(
+            'unsubscribe.public_url is not configured: set it (and unsubscribe.listen) first, or the mail would wait for it',
+          );
+        await store.customers.setUnsubscribeDefault(cust.id, on);
+        output(c, { ...view(cust), unsubscribe: o.unsubscribe }, `customer ${cust.name}: unsubscribe ${o.unsubscribe}`);
       }),
     );
 }

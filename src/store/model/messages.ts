@@ -43,6 +43,8 @@ export interface AcceptInput {
   /** Held until then: the recipients' first attempt is due at this time (ms). */
   scheduledAt?: number;
   tags?: string[];
+  /** The send asked for the List-Unsubscribe fields (docs/delivery.md, "One-click unsubscribe"). */
+  unsubscribe?: boolean;
   idempotency?: { key: string; hash: Buffer; ttlMs: number };
   now: number;
 }

@@ -28,6 +28,8 @@ export interface QueuedMessage {
   raw: Buffer | null;
   createdAt: number;
   tags: string[];
+  /** Its send asked for the List-Unsubscribe fields (the customer's default may ask too). */
+  unsubscribe: boolean;
 }
 
 // The operator's queue (docs/operations.md, "The queue"): which waiting recipients a command

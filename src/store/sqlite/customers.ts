@@ -30,3 +30,11 @@ export function customerCounts(db: Db, id: number): { keys: number; domains: num
     db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE customer_id = ?`, id)!.n;
   return { keys: count('api_keys'), domains: count('domains'), messages: count('messages') };
 }
+
+export function unsubscribeDefault(db: Db, id: number): boolean {
+  return db.get<{ unsubscribe: number }>('SELECT unsubscribe FROM customers WHERE id = ?', id)?.unsubscribe === 1;
+}
+
+export function setUnsubscribeDefault(db: Db, id: number, on: boolean): void {
+  db.run('UPDATE customers SET unsubscribe = ? WHERE id = ?', on ? 1 : 0, id);
+}

@@ -17,6 +17,8 @@ export function sqliteCustomers(db: Db): CustomerStore {
     byId: async (id) => customers.customerById(db, id),
     list: async () => customers.listCustomers(db),
     counts: async (id) => customers.customerCounts(db, id),
+    unsubscribeDefault: async (id) => customers.unsubscribeDefault(db, id),
+    setUnsubscribeDefault: async (id, on) => customers.setUnsubscribeDefault(db, id, on),
   };
 }
 
@@ -58,6 +60,7 @@ export function sqliteSuppressions(db: Db): SuppressionStore {
     search: async (customerId, prefix, limit) => suppressions.searchSuppressions(db, customerId, prefix, limit),
     simulated: async (customerId, addresses, limit) =>
       suppressions.simulatedSuppressions(db, customerId, addresses, limit),
+    unsubscribe: async (recipientId, method, now) => suppressions.unsubscribe(db, recipientId, method, now),
   };
 }
 
