@@ -220,6 +220,7 @@ export const MESSAGE_EVENT_TYPES: EventType[] = [
   'email.bounced',
   'email.complained',
   'recipient.suppressed',
+  'recipient.unsubscribed',
 ];
 
 const header = (name: string, description: string, schema: Obj): Obj => ({
