@@ -7,19 +7,24 @@
 
 import { execFileSync } from 'node:child_process';
 import { Resolver } from 'node:dns/promises';
+import { readFileSync } from 'node:fs';
 import { authenticate } from 'mailauth';
+import nodemailer from 'nodemailer';
 import t from 'tap';
 import type { ReceivedMessage } from '../../support/mx-server.js';
 import { getEmail, sendEmail } from '../helpers/api.js';
+import { json, runCli } from '../helpers/cli.js';
 import { customerId, publishDomainTxt } from '../helpers/env.js';
+import { fixturePath } from '../helpers/fixtures.js';
 import { type Json, request } from '../helpers/http.js';
 import { startMailEnv } from '../helpers/mail-env.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
+import { submissionToml } from '../helpers/submission.js';
 
 const PUBLIC = 'https://unsub.example.org/';
 const s = await startMailEnv({
   mxDomains: ['rcpt.test'],
-  toml: `[unsubscribe]\nlisten = "127.0.0.1:0"\npublic_url = "${PUBLIC}"\n`,
+  toml: `[unsubscribe]\nlisten = "127.0.0.1:0"\npublic_url = "${PUBLIC}"\n${submissionToml()}`,
 });
 const { dns, mx, key } = s;
 const published = await publishDomainTxt(s.store, dns, 'example.com');
@@ -236,7 +241,7 @@ t.test(
     t.equal(own.status, 422);
     t.match(own.body.error.details, { headers: [/List-Unsubscribe cannot be given/] });
 
-    const bare = await startMailEnv({ mxDomains: ['rcpt.test'], scope: t });
+    const bare = await startMailEnv({ mxDomains: ['rcpt.test'], scope: t, toml: submissionToml() });
     const r = await request(`${bare.url}/api/v1/emails`, {
       key: bare.key,
       body: { from: 'news@example.com', to: 'dan@rcpt.test', subject: 'x', text_body: 'y', unsubscribe: true },
@@ -244,5 +249,68 @@ t.test(
     t.equal(r.status, 422);
     t.match(r.body.error, { code: 'validation_failed', details: { unsubscribe: [/unsubscribe\.public_url/] } });
     t.equal(bare.daemon.unsubscribeUrl, null, 'no listener without unsubscribe.listen');
+
+    const refused = await submit(
+      bare.daemon.submission['submission.listen_tls']!.port,
+      bare.key,
+      'dan@rcpt.test',
+    ).catch((e: { responseCode?: number; response?: string }) => e);
+    t.match(refused, {
+      responseCode: 550,
+      response: /^550 5\.6\.0 X-Posthaste-Unsubscribe: .*unsubscribe\.public_url/,
+    });
+    const cli = await runCli(['--config', bare.configPath, 'customers', 'set', 'default', '--unsubscribe', 'on']);
+    t.not(cli.code, 0);
+    t.match(cli.stderr, /unsubscribe\.public_url is not configured/);
   },
 );
+
+/** One message over submission (implicit TLS) with X-Posthaste-Unsubscribe: yes; the 250's text. */
+async function submit(port: number, apiKey: string, to: string): Promise<string> {
+  const transport = nodemailer.createTransport({
+    host: '127.0.0.1',
+    port,
+    secure: true,
+    auth: { user: 'posthaste', pass: apiKey },
+    tls: { ca: readFileSync(fixturePath('tls/ca.pem')) },
+  });
+  try {
+    const info = await transport.sendMail({
+      from: 'news@example.com',
+      to,
+      subject: 'submitted',
+      text: 'b',
+      headers: { 'X-Posthaste-Unsubscribe': 'yes' },
+    });
+    return info.response;
+  } finally {
+    transport.close();
+  }
+}
+
+t.test('submission: X-Posthaste-Unsubscribe: yes adds the fields and is not sent', async (t) => {
+  await submit(s.daemon.submission['submission.listen_tls']!.port, key, 'erin@rcpt.test');
+  await s.daemon.scheduler.drain();
+  const got = delivered('erin@rcpt.test');
+  const h = headers(got);
+  t.match(h.get('list-unsubscribe')?.[0], /^<https:\/\/unsub\.example\.org\/u\/[0-9a-z]{20}>, <mailto:/);
+  t.same(h.get('list-unsubscribe-post'), ['List-Unsubscribe=One-Click']);
+  t.notOk(
+    [...h.keys()].some((k) => k.startsWith('x-posthaste')),
+    'the X-Posthaste field is not sent',
+  );
+  t.equal(dkimpy(got.data), 'pass');
+});
+
+t.test('customers set --unsubscribe on|off, and show', async (t) => {
+  const cli = (...args: string[]) => runCli(['--config', s.configPath, ...args]);
+  t.equal((await cli('customers', 'set', 'default', '--unsubscribe', 'on')).code, 0);
+  t.match(json(await cli('customers', 'show', 'default', '--json')), { unsubscribe: 'on' });
+  t.equal(await s.store.customers.unsubscribeDefault(await customerId(s.store)), true);
+  t.equal((await cli('customers', 'set', 'default', '--unsubscribe', 'off')).code, 0);
+  t.match(json(await cli('customers', 'show', 'default', '--json')), { unsubscribe: 'off' });
+  const bad = await cli('customers', 'set', 'default', '--unsubscribe', 'maybe');
+  t.not(bad.code, 0);
+  t.match(bad.stderr, /on or off/);
+  t.not((await cli('customers', 'set', 'nobody', '--unsubscribe', 'on')).code, 0, 'an unknown customer');
+});
