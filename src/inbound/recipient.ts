@@ -38,6 +38,7 @@ async function recipientRoute(deps: ListenerDeps, raw: string): Promise<Accepted
     isReturnToken: (token: string) => parseReturnToken(deps.returnPathSecret, token) !== undefined,
     feedbackAddress: deps.config.smtp.feedback_address,
     unsubscribeRecipient: (token: string) => parseUnsubscribeToken(deps.unsubscribeSecret, token),
+    dmarcAddress: deps.config.smtp.dmarc_address,
   };
   let route: Route = routeRecipient(raw, {
     ...ctx,

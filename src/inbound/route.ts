@@ -5,14 +5,16 @@ export type Route =
   | { kind: 'receiving'; address: string; domain: string }
   | { kind: 'bounce'; address: string }
   | { kind: 'feedback'; address: string }
+  | { kind: 'dmarc'; address: string }
   /** A List-Unsubscribe mailto address (domain/unsubscribe.ts): the recipient row its token names. */
   | { kind: 'unsubscribe'; address: string; recipientId: number }
   | { kind: 'refused'; reason: string };
 
 /**
  * Where a recipient goes, decided at RCPT time. posthaste never relays: a recipient is accepted
- * only for a receiving domain, a return-path address, the feedback address, or an unsubscribe
- * address (unsubscribe+<token> at the return path domain, for a token posthaste made). Address tricks are
+ * only for a receiving domain, a return-path address, the feedback address, the DMARC report
+ * address, or an unsubscribe address (unsubscribe+<token> at the return path domain, for a token
+ * posthaste made). Address tricks are
  * refused outright: source routes, the percent hack, bang paths, quoted local parts and address
  * literals, whatever domain they end in.
  */
@@ -25,6 +27,7 @@ export function routeRecipient(
     /** Whether a return-path token is one posthaste made (domain/return-path.ts): it, not the domain, decides. */
     isReturnToken: (token: string) => boolean;
     feedbackAddress: string;
+    dmarcAddress: string;
     /** The recipient row an unsubscribe token names, or undefined when posthaste did not make it. */
     unsubscribeRecipient?: (token: string) => number | undefined;
     isReceiving: (domain: string) => boolean;
@@ -42,6 +45,7 @@ export function routeRecipient(
   const { domain } = parsed.value;
   const normal = `${parsed.value.local.toLowerCase()}@${domain}`;
   if (ctx.feedbackAddress && normal === ctx.feedbackAddress.toLowerCase()) return { kind: 'feedback', address: normal };
+  if (ctx.dmarcAddress && normal === ctx.dmarcAddress.toLowerCase()) return { kind: 'dmarc', address: normal };
   const unsubscribe = mailtoToken(parsed.value.local);
   const recipientId =
     unsubscribe && domain === ctx.returnPathDomain.toLowerCase() ? ctx.unsubscribeRecipient?.(unsubscribe) : undefined;

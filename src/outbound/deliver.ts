@@ -8,6 +8,7 @@ import { type PrepareDeps, prepare, type SenderDomains, unsubscribeDefaults } fr
 import { connect, directRoute, type Route, type RouteDeps } from './route.js';
 import { SigningWindow } from './signing-window.js';
 import type { SmtpSession, TransactionResult, Via } from './smtp-session.js';
+import type { SourceNeed } from './source.js';
 import { isRateLimit } from './throttle.js';
 
 export interface DeliveryItem {
@@ -60,11 +61,20 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   const defaults = await unsubscribeDefaults(deps, pending);
   const unsubscribe = (m: QueuedMessage) => m.unsubscribe || defaults.has(m.customerId);
   const signing = { composed: group.composed, senders, composing: new Map(), unsubscribe };
-  const window = new SigningWindow(pending, (item) => prepare(deps, item, signing), unsubscribe);
-  // Connect only once the first message is ready (a cold signing thread takes seconds to start),
-  // so no remote server waits on us mid-conversation.
-  await window.signedFor(0);
-  await new GroupSender(deps, { ...route, domain }, group, window, new SendQueue(pending), senders).run();
+  // With pools, one connection after the other for each source the recipients need.
+  const parts = deps.sources ? await deps.sources.split(pending) : [{ need: undefined, items: pending }];
+  for (const { need, items: part } of parts) {
+    if (group.refusal) {
+      // The destination asked us to slow down: the rest waits for it.
+      group.unattempted.push(...part);
+      continue;
+    }
+    const window = new SigningWindow(part, (item) => prepare(deps, item, signing), unsubscribe);
+    // Connect only once the first message is ready (a cold signing thread takes seconds to start),
+    // so no remote server waits on us mid-conversation.
+    await window.signedFor(0);
+    await new GroupSender(deps, { ...route, domain }, group, window, new SendQueue(part), senders, need).run();
+  }
   return group;
 }
 
@@ -80,6 +90,8 @@ class GroupSender {
     private readonly window: SigningWindow,
     private readonly queue: SendQueue,
     private readonly senders: SenderDomains,
+    /** The source its connections need (outbound.pools); undefined without pools. */
+    private readonly need?: SourceNeed,
   ) {
     this.lastFailure = reply(451, '4.4.1', `${route.domain}: no MX host could be reached`, 'connection_failure');
   }
@@ -87,7 +99,7 @@ class GroupSender {
   async run(): Promise<void> {
     // A connection lost mid-way is re-opened once for the rest of the group.
     for (let round = 0; round < 2 && !this.queue.empty; round++) {
-      const opened = await connect(this.deps, this.route);
+      const opened = await connect(this.deps, this.route, this.need);
       if ('failure' in opened) {
         this.connectionFailed(opened.failure);
         break;
@@ -150,6 +162,7 @@ class GroupSender {
     const { deps } = this;
     const from = returnPath(deps.returnPathSecret, item.recipient.id, await this.envelopeDomain(item));
     const via = session.via;
+    const source = via.source ? { source: via.source } : {};
     const r = await session.send(from, item.recipient.address, message);
     reclaimAfter(message.length);
     if (r.kind === 'accepted')
@@ -162,6 +175,7 @@ class GroupSender {
           mx: session.mx,
           tls: session.secure,
           tlsVerified: session.verified,
+          ...source,
         },
       });
     else if (r.kind === 'refused' && r.permanent) {
@@ -177,13 +191,13 @@ class GroupSender {
       this.group.results.push({
         item,
         via,
-        outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply, suppress },
+        outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply, suppress, ...source },
       });
     } else if (r.kind === 'refused')
-      this.group.results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
+      this.group.results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx, ...source } });
     else {
       // Broken mid-transaction: this recipient is deferred (the server may or may not have it).
-      this.group.results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
+      this.group.results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx, ...source } });
       this.lastFailure = r.reply;
     }
     return r;

@@ -1,4 +1,5 @@
 import type { Refusal } from '../domain/errors.js';
+import { fromDomainAllowed } from '../domain/key-scopes.js';
 import { BASE32, timeSortableId } from '../lib/ids.js';
 import type { AuthCache } from '../store/auth-cache.js';
 import type { AcceptInput, ApiKeyInfo, SendingDomain } from '../store/model.js';
@@ -19,13 +20,15 @@ export interface Admitted {
 /** Refusals this step decides (the commit decides the others, against what it reads in its transaction). */
 export type AdmitRefusal = Extract<
   Refusal,
-  { kind: 'domain_unknown' | 'domain_unverified' | 'unsubscribe_unavailable' }
+  { kind: 'from_not_allowed' | 'domain_unknown' | 'domain_unverified' | 'unsubscribe_unavailable' }
 >;
 
 /**
- * The sender domain checked (a refusal never from a stale cache, and never saying whose another
- * customer's domain is), the Message-ID drawn. A send asking for the List-Unsubscribe fields is
- * refused when no unsubscribe.public_url is configured, rather than sent without them.
+ * The sender domain checked: first against the key's own from_domains (domain/key-scopes.ts; on
+ * the key the send already looked up, no read of its own), then that it is the key's customer's
+ * and verified (a refusal never from a stale cache, and never saying whose another customer's
+ * domain is); the Message-ID drawn. A send asking for the List-Unsubscribe fields is refused when
+ * no unsubscribe.public_url is configured, rather than sent without them.
  */
 export async function admitSend(
   auth: Pick<AuthCache, 'sendingDomain'>,
@@ -34,6 +37,7 @@ export async function admitSend(
   now: number,
   unsubscribe: { asked: boolean; offered: boolean } = { asked: false, offered: false },
 ): Promise<Admitted | AdmitRefusal> {
+  if (!fromDomainAllowed(key, fromDomain)) return { kind: 'from_not_allowed', allowed: key.from_domains ?? [] };
   if (unsubscribe.asked && !unsubscribe.offered) return { kind: 'unsubscribe_unavailable' };
   const domain = await auth.sendingDomain(key.customer_id, fromDomain);
   if (!domain || domain.customer_id !== key.customer_id) return { kind: 'domain_unknown' };

@@ -1,8 +1,67 @@
 import type { Command } from 'commander';
-import { CUSTOMER_NAME, type Customer } from '../../store/model.js';
+import type { Config } from '../../config/schema.js';
+import { CUSTOMER_NAME, type Customer, type CustomerPools, type CustomerPoolsChange } from '../../store/model.js';
 import { CliError, customerNamed, iso, output, table, withStore } from '../context.js';
 
-const view = (c: Customer) => ({ id: c.id, name: c.name, created_at: iso(c.created_at) });
+const NO_POOLS: CustomerPools = { default_pool: null, allowed_pools: [] };
+
+const view = (c: Customer, pools: CustomerPools = NO_POOLS) => ({
+  id: c.id,
+  name: c.name,
+  created_at: iso(c.created_at),
+  pool: pools.default_pool,
+  allowed_pools: pools.allowed_pools,
+});
+
+/**
+ * `customers set`'s pool options as a change, every name checked against outbound.pools (an
+ * unknown one is an error and nothing changes); "" clears.
+ */
+function poolsChange(config: Config, opts: { pool?: string; allowPools?: string }): CustomerPoolsChange {
+  const configured = config.outbound.pools.map((p) => p.name);
+  const known = (name: string, option: string) => {
+    if (!configured.includes(name))
+      throw new CliError(
+        `${option}: "${name}" is not a configured pool (${configured.length ? `outbound.pools: ${configured.join(', ')}` : 'no [[outbound.pools]] is configured'})`,
+      );
+    return name;
+  };
+  const change: CustomerPoolsChange = {};
+  if (opts.pool !== undefined) change.defaultPool = opts.pool.trim() === '' ? null : known(opts.pool.trim(), '--pool');
+  if (opts.allowPools !== undefined)
+    change.allowedPools = [
+      ...new Set(
+        opts.allowPools
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+          .map((n) => known(n, '--allow-pools')),
+      ),
+    ];
+  if (change.defaultPool === undefined && change.allowedPools === undefined)
+    throw new CliError('nothing to set: give --pool and/or --allow-pools');
+  return change;
+}
+
+interface SetOptions {
+  pool?: string;
+  allowPools?: string;
+  unsubscribe?: string;
+}
+
+/**
+ * `customers set --unsubscribe on|off`: the customer's default for the List-Unsubscribe fields
+ * (docs/delivery.md); on needs unsubscribe.public_url, or the mail would wait for it.
+ */
+function unsubscribeChange(config: Config, value: string | undefined): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value !== 'on' && value !== 'off') throw new CliError(`--unsubscribe takes on or off, not "${value}"`);
+  if (value === 'on' && !config.unsubscribe.public_url)
+    throw new CliError(
+      'unsubscribe.public_url is not configured: set it (and unsubscribe.listen) first, or the mail would wait for it',
+    );
+  return value === 'on';
+}
 
 export function customersCommand(program: Command): void {
   const cmd = program
@@ -24,8 +83,16 @@ export function customersCommand(program: Command): void {
     .description('list customers')
     .action(async (_o, c: Command) =>
       withStore(c, async ({ store }) => {
-        const rows = (await store.customers.list()).map(view);
-        output(c, rows, table(rows, ['id', 'name', 'created_at']));
+        const pools = await store.customers.pools();
+        const rows = (await store.customers.list()).map((x) => view(x, pools.get(x.id)));
+        output(
+          c,
+          rows,
+          table(
+            rows.map((r) => ({ ...r, pool: r.pool ?? '', allowed_pools: r.allowed_pools.join(',') })),
+            ['id', 'name', 'created_at', 'pool', 'allowed_pools'],
+          ),
+        );
       }),
     );
   cmd
@@ -34,39 +101,44 @@ export function customersCommand(program: Command): void {
     .action(async (name: string, _o, c: Command) =>
       withStore(c, async ({ store }) => {
         const cust = await customerNamed(store, name);
+        const pools = (await store.customers.pools()).get(cust.id);
         const unsubscribe = (await store.customers.unsubscribeDefault(cust.id)) ? 'on' : 'off';
-        const v = { ...view(cust), ...(await store.customers.counts(cust.id)), unsubscribe };
+        const v = { ...view(cust, pools), ...(await store.customers.counts(cust.id)), unsubscribe };
         output(
           c,
           v,
           Object.entries(v)
-            .map(([k, val]) => `${k}: ${val}`)
+            .map(([k, val]) => `${k}: ${Array.isArray(val) ? val.join(',') : (val ?? '')}`)
             .join('\n'),
         );
       }),
     );
-  setCommand(cmd);
-}
-
-/** `customers set NAME --unsubscribe on|off`: the customer's default for the List-Unsubscribe fields (docs/delivery.md). */
-function setCommand(cmd: Command): void {
   cmd
     .command('set <name>')
     .description("change a customer's settings")
+    .option('--pool <pool>', 'its default pool of source addresses (outbound.pools); "" for the configured default')
+    .option('--allow-pools <pools>', 'the pools it may choose per send, comma-separated; "" for none')
     .option('--unsubscribe <on|off>', "add the one-click List-Unsubscribe fields to all the customer's mail by default")
-    .action(async (name: string, o: { unsubscribe?: string }, c: Command) =>
+    .action(async (name: string, opts: SetOptions, c: Command) =>
       withStore(c, async ({ store, config }) => {
         const cust = await customerNamed(store, name);
-        if (o.unsubscribe === undefined) throw new CliError('nothing to set: give --unsubscribe on|off');
-        if (o.unsubscribe !== 'on' && o.unsubscribe !== 'off')
-          throw new CliError(`--unsubscribe takes on or off, not "${o.unsubscribe}"`);
-        const on = o.unsubscribe === 'on';
-        if (on && !config.unsubscribe.public_url)
-          throw new CliError(
-            'unsubscribe.public_url is not configured: set it (and unsubscribe.listen) first, or the mail would wait for it',
-          );
-        await store.customers.setUnsubscribeDefault(cust.id, on);
-        output(c, { ...view(cust), unsubscribe: o.unsubscribe }, `customer ${cust.name}: unsubscribe ${o.unsubscribe}`);
+        // Every option checked before anything changes.
+        const unsubscribe = unsubscribeChange(config, opts.unsubscribe);
+        const poolOptions = opts.pool !== undefined || opts.allowPools !== undefined;
+        if (!poolOptions && unsubscribe === undefined)
+          throw new CliError('nothing to set: give --pool, --allow-pools and/or --unsubscribe on|off');
+        const change = poolOptions ? poolsChange(config, opts) : undefined;
+        const pools = change
+          ? await store.customers.setPools(cust.id, change)
+          : (await store.customers.pools()).get(cust.id);
+        if (unsubscribe !== undefined) await store.customers.setUnsubscribeDefault(cust.id, unsubscribe);
+        const on = (await store.customers.unsubscribeDefault(cust.id)) ? 'on' : 'off';
+        const v = { ...view(cust, pools), unsubscribe: on };
+        output(
+          c,
+          v,
+          `customer ${v.name}: pool ${v.pool ?? '(the configured default)'}, allowed pools ${v.allowed_pools.join(',') || '(none)'}, unsubscribe ${on}`,
+        );
       }),
     );
 }

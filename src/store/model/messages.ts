@@ -45,6 +45,12 @@ export interface AcceptInput {
   tags?: string[];
   /** The send asked for the List-Unsubscribe fields (docs/delivery.md, "One-click unsubscribe"). */
   unsubscribe?: boolean;
+  /**
+   * The pool of source addresses the sender chose for this message (its name, checked by the
+   * caller against the customer's allowed pools); absent: the customer's default pool, else the
+   * configured default (docs/delivery.md, "Sending identities").
+   */
+  pool?: string;
   idempotency?: { key: string; hash: Buffer; ttlMs: number };
   now: number;
 }

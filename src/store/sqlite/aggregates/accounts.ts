@@ -19,6 +19,8 @@ export function sqliteCustomers(db: Db): CustomerStore {
     counts: async (id) => customers.customerCounts(db, id),
     unsubscribeDefault: async (id) => customers.unsubscribeDefault(db, id),
     setUnsubscribeDefault: async (id, on) => customers.setUnsubscribeDefault(db, id, on),
+    pools: async () => customers.customerPools(db),
+    setPools: async (id, change) => customers.setCustomerPools(db, id, change),
   };
 }
 

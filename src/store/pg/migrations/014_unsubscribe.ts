@@ -1,5 +1,5 @@
 /**
- * 010: one-click unsubscribe, as SQLite's 017 (store/sqlite/migrations/): a message's
+ * 014: one-click unsubscribe, as SQLite's 021 (store/sqlite/migrations/): a message's
  * `unsubscribe`, a customer's default, and `unsubscribe` among the suppression reasons.
  */
 export const up = `

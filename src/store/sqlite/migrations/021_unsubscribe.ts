@@ -1,9 +1,9 @@
 /**
- * 017: one-click unsubscribe (docs/delivery.md, "One-click unsubscribe"): a message asks for the
+ * 021: one-click unsubscribe (docs/delivery.md, "One-click unsubscribe"): a message asks for the
  * List-Unsubscribe fields (`unsubscribe`, 1 when its send did), a customer adds them to all its
  * mail by default, and a suppression may be for `unsubscribe`. SQLite cannot change a CHECK in
  * place, so the suppressions table is copied into a new one (nothing refers to it). As on
- * PostgreSQL (store/pg/schema.ts version 10).
+ * PostgreSQL (store/pg/schema.ts version 14).
  */
 export const up = `
 ALTER TABLE messages ADD COLUMN unsubscribe INTEGER NOT NULL DEFAULT 0;
