@@ -14,7 +14,7 @@ import { buildOutbound } from './daemon/outbound.js';
 import { type ReloadParts, reloader } from './daemon/reload.js';
 import { scheduleRetention } from './daemon/retention.js';
 import { checkSourcesLocal } from './daemon/sources.js';
-import { firstSteps, prepareStore, RETURN_PATH_SECRET } from './daemon/store.js';
+import { firstSteps, prepareStore, RETURN_PATH_SECRET, UNSUBSCRIBE_SECRET } from './daemon/store.js';
 import { buildWebhooks } from './daemon/webhooks.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { createResolver } from './lib/dns.js';
@@ -40,6 +40,8 @@ export interface Daemon {
   dashboardUrl: string | null;
   /** Where /metrics is served on its own listener; null when metrics are off or on the API listener. */
   metricsUrl: string | null;
+  /** The one-click unsubscribe listener's own address (unsubscribe.listen), not its public URL; null when off. */
+  unsubscribeUrl: string | null;
   /** Where inbound SMTP listens. */
   smtp: { host: string; port: number };
   /** Where submission listens, by key (submission.listen, submission.listen_tls); empty when off. */
@@ -115,7 +117,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => up.listeners };
   const listeners = buildListeners(ctx, { store, lifecycle, ...services });
   const bound = await bindOrUnwind(ctx, store, node, services, listeners);
-  const { apiUrl, dashboardUrl, metricsUrl } = bound;
+  const { apiUrl, dashboardUrl, metricsUrl, unsubscribeUrl } = bound;
   up.listeners = true;
   const loops = await startLoops(ctx, store, node, services, !!opts.manualDelivery);
   announce(ctx, bound, node.id);
@@ -134,6 +136,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     apiRoutes: declaredRoutes(listeners.api),
     dashboardUrl,
     metricsUrl,
+    unsubscribeUrl,
     smtp: bound.smtp,
     submission: bound.submission,
     scheduler,
@@ -160,7 +163,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
 
 /** The line that says the daemon is up, with where each listener is and the data directory. */
 function announce(ctx: Ctx, bound: Awaited<ReturnType<typeof bindOrUnwind>>, nodeId: string): void {
-  const { smtp, apiUrl, dashboardUrl, metricsUrl } = bound;
+  const { smtp, apiUrl, dashboardUrl, metricsUrl, unsubscribeUrl } = bound;
   const submission = Object.fromEntries(
     Object.entries(bound.submission).map(([key, a]) => [key, `${a.host}:${a.port}`]),
   );
@@ -171,6 +174,7 @@ function announce(ctx: Ctx, bound: Awaited<ReturnType<typeof bindOrUnwind>>, nod
       submission,
       dashboard: dashboardUrl,
       metrics: metricsUrl,
+      unsubscribe: unsubscribeUrl,
       data_dir: ctx.config.server.data_dir,
       node_id: nodeId,
     },
@@ -193,6 +197,7 @@ async function openNode(ctx: Ctx, store: Store): Promise<ClusterNode> {
 interface Services {
   resolver: Resolver;
   returnPathSecret: Buffer;
+  unsubscribeSecret: Buffer;
   metrics: Metrics;
   budget: MemoryBudget;
   webhooks: WebhookService;
@@ -211,6 +216,7 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
   // metrics; one budget for the large messages the API and the listener hold in memory at once.
   const resolver = createResolver(ctx.config.dns.servers);
   const returnPathSecret = await store.admin.secret(RETURN_PATH_SECRET);
+  const unsubscribeSecret = await store.admin.secret(UNSUBSCRIBE_SECRET);
   const doctor = scheduleDoctor(ctx, store);
   const metrics = buildMetrics(ctx, store, node, doctor.last);
   const budget = new MemoryBudget(ctx.config.limits.message_memory);
@@ -221,10 +227,19 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     dispatcher.kick();
     store.wakeups.notify(node.id, 'webhooks');
   };
-  const { scheduler, signer } = await buildOutbound(ctx, store, resolver, relay, returnPathSecret, node, {
-    onEvents: events,
-    onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
-  });
+  const { scheduler, signer } = await buildOutbound(
+    ctx,
+    store,
+    resolver,
+    relay,
+    returnPathSecret,
+    unsubscribeSecret,
+    node,
+    {
+      onEvents: events,
+      onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
+    },
+  );
   const queued = {
     outbound: () => {
       scheduler.kick();
@@ -236,6 +251,7 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
   return {
     resolver,
     returnPathSecret,
+    unsubscribeSecret,
     metrics,
     budget,
     webhooks,

@@ -349,6 +349,18 @@ export const schema = {
       'Address of the metrics listener, "host:port", apart from the API that applications reach; empty serves /metrics on the API listener instead',
     ),
   },
+  unsubscribe: {
+    listen: k(
+      { type: 'listen', optional: true },
+      '',
+      'Address of the one-click unsubscribe listener (RFC 8058), "host:port", on its own so the API may stay private; empty turns it off',
+    ),
+    public_url: k(
+      { type: 'string' },
+      '',
+      'The https base URL mailbox providers reach the unsubscribe listener at (e.g. "https://unsubscribe.example.com"); links are <public_url>/u/<token>; empty: sends asking for unsubscribe headers are refused',
+    ),
+  },
   log: {
     level: k(
       { type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },

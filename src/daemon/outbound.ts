@@ -30,6 +30,7 @@ interface Delivery {
   lookups: Lookups;
   relay: RelayOptions | null;
   returnPathSecret: Buffer;
+  unsubscribeSecret: Buffer;
   signer: SignerPool;
   smtp: SmtpOptions;
   /** outbound.pools: the source of each connection; undefined without pools. */
@@ -43,6 +44,7 @@ export async function buildOutbound(
   resolver: Resolver,
   relay: RelayOptions | null,
   returnPathSecret: Buffer,
+  unsubscribeSecret: Buffer,
   node: ClusterNode,
   hooks: { onEvents: () => void; onOutcome: (kind: string, acceptedAt: number) => void },
 ): Promise<{ scheduler: Scheduler; signer: SignerPool }> {
@@ -63,6 +65,7 @@ export async function buildOutbound(
     lookups,
     relay,
     returnPathSecret,
+    unsubscribeSecret,
     signer,
     smtp: smtpOptions(ctx, lookups.extraCa),
     sources,
@@ -171,6 +174,7 @@ function deliver(
       ...(d.sources ? { sources: d.sources } : {}),
       returnPathSecret: d.returnPathSecret,
       returnPathDomain: returnPathDomain(config),
+      unsubscribe: { publicUrl: config.unsubscribe.public_url, secret: d.unsubscribeSecret },
       suppression: settings.outbound.current.suppression,
       smtp: d.smtp,
     },

@@ -102,6 +102,7 @@ export type Refusal =
   | { kind: 'from_not_allowed'; allowed: string[] }
   | { kind: 'domain_unknown' }
   | { kind: 'domain_unverified' }
+  | { kind: 'unsubscribe_unavailable' }
   | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> };
 
 export function refusal(r: Refusal, domain: string): ApiError {
@@ -116,6 +117,12 @@ export function refusal(r: Refusal, domain: string): ApiError {
       return unknownDomain(domain);
     case 'domain_unverified':
       return unverifiedDomain(domain);
+    case 'unsubscribe_unavailable':
+      return new ApiError(
+        'validation_failed',
+        'This server offers no one-click unsubscribe: unsubscribe.public_url is not configured; nothing was queued.',
+        { unsubscribe: ['needs unsubscribe.public_url in the server configuration (docs/delivery.md)'] },
+      );
     case 'suppressed': {
       const p = new Problems();
       for (const s of r.addresses) p.add(s.field, `${s.address} is on the suppression list (${s.reason})`);

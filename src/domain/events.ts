@@ -5,6 +5,7 @@ export const EVENT_TYPES = [
   'email.bounced',
   'email.complained',
   'recipient.suppressed',
+  'recipient.unsubscribed',
   'email.received',
   'inbound.limited',
 ] as const;

@@ -34,6 +34,7 @@ export type { WebhookStore } from './webhook-store.js';
 
 import type { EventEnvelope } from '../domain/events.js';
 import type { Reply } from '../domain/outcome.js';
+import type { UnsubscribeMethod, UnsubscribeResult } from '../domain/unsubscribe.js';
 import type {
   BatchInput,
   BatchResult,
@@ -176,6 +177,9 @@ export interface CustomerStore {
   byId(id: number): Promise<Customer | undefined>;
   list(): Promise<Customer[]>;
   counts(id: number): Promise<{ keys: number; domains: number; messages: number }>;
+  /** Whether the customer's mail carries the List-Unsubscribe fields by default (`customers set --unsubscribe`). */
+  unsubscribeDefault(id: number): Promise<boolean>;
+  setUnsubscribeDefault(id: number, on: boolean): Promise<void>;
   /** Every customer's pools, by customer id (a customer with neither a default nor allowed pools is left out). */
   pools(): Promise<Map<number, CustomerPools>>;
   /** Changes a customer's pools (the caller checked the names against the configuration); answers them as they now stand. */
@@ -232,6 +236,12 @@ export interface SuppressionStore {
   list(customerId: number, opts: { limit: number; before?: number; reason?: string }): Promise<SuppressionRow[]>;
   remove(customerId: number, address: string): Promise<boolean>;
   search(customerId: number, prefix: string, limit: number): Promise<SuppressionRow[]>;
+  /**
+   * A recipient's unsubscribe (the recipient row a token named): its address suppressed for its
+   * customer (reason `unsubscribe`) and `recipient.unsubscribed` fired, in one transaction; an
+   * address already suppressed changes nothing and fires nothing.
+   */
+  unsubscribe(recipientId: number, method: UnsubscribeMethod, now: number): Promise<UnsubscribeResult>;
   /** What sandbox keys' simulated bounces and complaints suppressed (never on the list), newest first, for these simulator addresses. */
   simulated(customerId: number, addresses: string[], limit: number): Promise<SimulatedSuppression[]>;
 }

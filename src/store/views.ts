@@ -35,6 +35,8 @@ export interface MessageRow {
   scheduled_at: number | null;
   /** JSON array of strings; null: none. */
   tags: string | null;
+  /** 1: the send asked for the List-Unsubscribe fields. */
+  unsubscribe: number;
 }
 
 /** The columns of MessageRow, for a SELECT. */
@@ -199,12 +201,14 @@ export interface QueuedMessageRow {
   created_at: number;
   /** JSON array of strings; null: none. */
   tags: string | null;
+  /** 1: the send asked for the List-Unsubscribe fields. */
+  unsubscribe: number;
   pool: string | null;
 }
 
 /** The columns of QueuedMessageRow, for a SELECT. */
 export const QUEUED_MESSAGE_COLUMNS =
-  'id, customer_id, message_id, header_message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags, pool';
+  'id, customer_id, message_id, header_message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags, unsubscribe, pool';
 
 export function queuedMessage(m: QueuedMessageRow): QueuedMessage {
   return {
@@ -222,6 +226,7 @@ export function queuedMessage(m: QueuedMessageRow): QueuedMessage {
     raw: m.raw,
     createdAt: m.created_at,
     tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],
+    unsubscribe: m.unsubscribe === 1,
     pool: m.pool,
   };
 }

@@ -26,7 +26,10 @@ export async function acceptSubmitted(
   const now = deps.clock.now();
   const read = readSubmitted(chunks, size);
   if ('code' in read) throw read;
-  const admitted = await admitSend(deps.auth, key, read.from.domain, now);
+  const admitted = await admitSend(deps.auth, key, read.from.domain, now, {
+    asked: read.unsubscribe,
+    offered: deps.config.unsubscribe.public_url !== '',
+  });
   if (isRefused(admitted)) throw smtpRefusal(admitted, read.from.domain);
   const { messageId } = admitted;
   const input: AcceptInput = acceptInputOf(
@@ -42,6 +45,7 @@ export async function acceptSubmitted(
       requestFormat: 'mime',
       recipients: (session.rcpts ?? []).map((r) => ({ ...r, field: fieldOf(read, r) })),
       ...(read.tags.length ? { tags: read.tags } : {}),
+      ...(read.unsubscribe ? { unsubscribe: true } : {}),
     },
     now,
   );
@@ -106,6 +110,11 @@ function smtpRefusal(r: SendRefusal, domain: string): Refusal {
       return refusal(
         550,
         `5.7.1 ${domain} is not verified yet: publish its DNS records, then posthaste domains verify ${domain}`,
+      );
+    case 'unsubscribe_unavailable':
+      return refusal(
+        550,
+        '5.6.0 X-Posthaste-Unsubscribe: this server offers no one-click unsubscribe (unsubscribe.public_url is not configured): nothing was queued',
       );
     case 'suppressed': {
       // Added to the list after its RCPT TO was taken: the client tries again, and RCPT TO then

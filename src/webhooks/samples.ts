@@ -66,6 +66,15 @@ const SAMPLES: Record<EventType, (base: Base, now: number) => Record<string, unk
     sandbox: false,
     timestamp: base.timestamp,
   }),
+  'recipient.unsubscribed': (base) => ({
+    recipient: base.recipient,
+    reason: 'unsubscribe',
+    method: 'one_click',
+    email_id: 0,
+    message_id: base.message_id,
+    header_message_id: base.header_message_id,
+    timestamp: base.timestamp,
+  }),
   'email.received': () => ({
     id: 'in_test0000000000000000',
     from: 'Bob <bob@example.net>',

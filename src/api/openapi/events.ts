@@ -152,6 +152,21 @@ const EVENT_DATA: Record<EventType, Obj> = {
       timestamp: dateTime('When it happened.'),
     },
   },
+  'recipient.unsubscribed': {
+    type: 'object',
+    description:
+      "The recipient unsubscribed, by the one-click POST (RFC 8058) or a mail to the List-Unsubscribe mailto address: the address is now on the customer's suppression list (reason `unsubscribe`). Once per address; an address already on the list fires nothing.",
+    required: ['recipient', 'reason', 'method', 'email_id', 'message_id', 'timestamp'],
+    properties: {
+      recipient: { type: 'string' },
+      reason: { type: 'string', enum: ['unsubscribe'] },
+      method: { type: 'string', enum: ['one_click', 'mailto'], description: 'How the recipient asked.' },
+      email_id: MESSAGE_BASE.email_id,
+      message_id: messageId(),
+      header_message_id: EVENT_HEADER_MESSAGE_ID,
+      timestamp: dateTime('When it happened.'),
+    },
+  },
   'email.received': {
     type: 'object',
     description:
@@ -228,6 +243,7 @@ export const MESSAGE_EVENT_TYPES: EventType[] = [
   'email.bounced',
   'email.complained',
   'recipient.suppressed',
+  'recipient.unsubscribed',
 ];
 
 const header = (name: string, description: string, schema: Obj): Obj => ({

@@ -224,7 +224,7 @@ const SUPPRESSION_PATHS: Obj = {
           name: 'reason',
           in: 'query',
           description: 'Only this reason.',
-          schema: { type: 'string', enum: ['hard_bounce', 'spam_complaint', 'manual'] },
+          schema: { type: 'string', enum: ['hard_bounce', 'spam_complaint', 'manual', 'unsubscribe'] },
         },
       ],
       responses: responses('get', {

@@ -258,7 +258,7 @@ const INBOUND_MESSAGE: Obj = {
   else: { not: { required: ['parse_error'] } },
 };
 
-const SUPPRESSION_REASON = { type: 'string', enum: ['hard_bounce', 'spam_complaint', 'manual'] };
+const SUPPRESSION_REASON = { type: 'string', enum: ['hard_bounce', 'spam_complaint', 'manual', 'unsubscribe'] };
 
 /** components.schemas besides the send request, the error and the events. */
 export function viewSchemas(): Obj {

@@ -43,6 +43,26 @@ function poolsChange(config: Config, opts: { pool?: string; allowPools?: string 
   return change;
 }
 
+interface SetOptions {
+  pool?: string;
+  allowPools?: string;
+  unsubscribe?: string;
+}
+
+/**
+ * `customers set --unsubscribe on|off`: the customer's default for the List-Unsubscribe fields
+ * (docs/delivery.md); on needs unsubscribe.public_url, or the mail would wait for it.
+ */
+function unsubscribeChange(config: Config, value: string | undefined): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value !== 'on' && value !== 'off') throw new CliError(`--unsubscribe takes on or off, not "${value}"`);
+  if (value === 'on' && !config.unsubscribe.public_url)
+    throw new CliError(
+      'unsubscribe.public_url is not configured: set it (and unsubscribe.listen) first, or the mail would wait for it',
+    );
+  return value === 'on';
+}
+
 export function customersCommand(program: Command): void {
   const cmd = program
     .command('customers')
@@ -82,7 +102,8 @@ export function customersCommand(program: Command): void {
       withStore(c, async ({ store }) => {
         const cust = await customerNamed(store, name);
         const pools = (await store.customers.pools()).get(cust.id);
-        const v = { ...view(cust, pools), ...(await store.customers.counts(cust.id)) };
+        const unsubscribe = (await store.customers.unsubscribeDefault(cust.id)) ? 'on' : 'off';
+        const v = { ...view(cust, pools), ...(await store.customers.counts(cust.id)), unsubscribe };
         output(
           c,
           v,
@@ -97,15 +118,26 @@ export function customersCommand(program: Command): void {
     .description("change a customer's settings")
     .option('--pool <pool>', 'its default pool of source addresses (outbound.pools); "" for the configured default')
     .option('--allow-pools <pools>', 'the pools it may choose per send, comma-separated; "" for none')
-    .action(async (name: string, opts: { pool?: string; allowPools?: string }, c: Command) =>
+    .option('--unsubscribe <on|off>', "add the one-click List-Unsubscribe fields to all the customer's mail by default")
+    .action(async (name: string, opts: SetOptions, c: Command) =>
       withStore(c, async ({ store, config }) => {
         const cust = await customerNamed(store, name);
-        const pools = await store.customers.setPools(cust.id, poolsChange(config, opts));
-        const v = view(cust, pools);
+        // Every option checked before anything changes.
+        const unsubscribe = unsubscribeChange(config, opts.unsubscribe);
+        const poolOptions = opts.pool !== undefined || opts.allowPools !== undefined;
+        if (!poolOptions && unsubscribe === undefined)
+          throw new CliError('nothing to set: give --pool, --allow-pools and/or --unsubscribe on|off');
+        const change = poolOptions ? poolsChange(config, opts) : undefined;
+        const pools = change
+          ? await store.customers.setPools(cust.id, change)
+          : (await store.customers.pools()).get(cust.id);
+        if (unsubscribe !== undefined) await store.customers.setUnsubscribeDefault(cust.id, unsubscribe);
+        const on = (await store.customers.unsubscribeDefault(cust.id)) ? 'on' : 'off';
+        const v = { ...view(cust, pools), unsubscribe: on };
         output(
           c,
           v,
-          `customer ${v.name}: pool ${v.pool ?? '(the configured default)'}, allowed pools ${v.allowed_pools.join(',') || '(none)'}`,
+          `customer ${v.name}: pool ${v.pool ?? '(the configured default)'}, allowed pools ${v.allowed_pools.join(',') || '(none)'}, unsubscribe ${on}`,
         );
       }),
     );

@@ -77,7 +77,7 @@ export const DKIM_SELECTOR = 'posthaste';
 
 export type SendingDomain = Pick<DomainRow, 'id' | 'customer_id' | 'name' | 'verified_at'>;
 
-export type SuppressionReason = 'hard_bounce' | 'spam_complaint' | 'manual';
+export type SuppressionReason = 'hard_bounce' | 'spam_complaint' | 'manual' | 'unsubscribe';
 
 export interface SuppressionRow {
   address: string;

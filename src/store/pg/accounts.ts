@@ -25,6 +25,7 @@ import { type Customer, DEFAULT_CUSTOMER, DKIM_SELECTOR, type DomainRow, type Se
 import type { CustomerStore, DomainStore, KeyStore, SuppressionStore, UserStore } from '../store.js';
 import type { PgDb } from './db.js';
 import { pgCustomerPools } from './pools.js';
+import { unsubscribe, unsubscribeDefaults } from './unsubscribe.js';
 
 /** Customers, API keys, domains, dashboard users and suppressions on PostgreSQL: one statement each, as on SQLite. */
 
@@ -50,6 +51,7 @@ export function pgCustomers(db: PgDb): CustomerStore {
         [id],
       ))!,
     ...pgCustomerPools(db),
+    ...unsubscribeDefaults(db),
   };
 }
 
@@ -234,6 +236,7 @@ export function pgSuppressions(db: PgDb): SuppressionStore {
       );
     },
     simulated: (customerId, addresses, limit) => simulatedSuppressions(db, customerId, addresses, limit),
+    unsubscribe: (recipientId, method, now) => unsubscribe(db, recipientId, method, now),
   };
 }
 

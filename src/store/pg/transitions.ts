@@ -11,7 +11,7 @@ export interface Step {
   t: Transition;
 }
 
-interface EventRow {
+export interface EventRow {
   customerId: number;
   type: EventType;
   data: Record<string, unknown>;

@@ -17,6 +17,8 @@ export function sqliteCustomers(db: Db): CustomerStore {
     byId: async (id) => customers.customerById(db, id),
     list: async () => customers.listCustomers(db),
     counts: async (id) => customers.customerCounts(db, id),
+    unsubscribeDefault: async (id) => customers.unsubscribeDefault(db, id),
+    setUnsubscribeDefault: async (id, on) => customers.setUnsubscribeDefault(db, id, on),
     pools: async () => customers.customerPools(db),
     setPools: async (id, change) => customers.setCustomerPools(db, id, change),
   };
@@ -60,6 +62,7 @@ export function sqliteSuppressions(db: Db): SuppressionStore {
     search: async (customerId, prefix, limit) => suppressions.searchSuppressions(db, customerId, prefix, limit),
     simulated: async (customerId, addresses, limit) =>
       suppressions.simulatedSuppressions(db, customerId, addresses, limit),
+    unsubscribe: async (recipientId, method, now) => suppressions.unsubscribe(db, recipientId, method, now),
   };
 }
 
