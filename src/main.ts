@@ -10,6 +10,7 @@ import { type Loops, startLoops } from './daemon/loops.js';
 import { buildMetrics } from './daemon/metrics.js';
 import { buildOutbound } from './daemon/outbound.js';
 import { type ReloadParts, reloader } from './daemon/reload.js';
+import { startReputationCheck, startReputationSettings } from './daemon/reputation.js';
 import { scheduleRetention } from './daemon/retention.js';
 import { firstSteps, prepareStore, RETURN_PATH_SECRET } from './daemon/store.js';
 import { buildWebhooks } from './daemon/webhooks.js';
@@ -190,12 +191,13 @@ interface Services {
   dispatcher: Dispatcher;
   scheduler: Scheduler;
   signer: SignerPool;
-  retention: { stop(): void | Promise<void> };
+  /** The scheduled jobs: retention, and the reputation check. */
+  schedules: { stop(): void | Promise<void> };
   /** Work committed here: this node's loops look now, and the other nodes are told (after the commit). */
   queued: { outbound: () => void; events: () => void };
 }
 
-/** Steps: the shared services, webhooks, outbound and the retention schedule, in this order. */
+/** Steps: the shared services, webhooks, outbound, the reputation check and the retention schedule, in this order. */
 async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: RelayOptions | null): Promise<Services> {
   // Shared: one resolver on dns.servers (MX, MTA-STS, inbound SPF/DKIM/DMARC, webhook targets);
   // metrics; one budget for the large messages the API and the listener hold in memory at once.
@@ -220,8 +222,15 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     onEvents: queued.events,
     onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
   });
+  const reputation = startReputationCheck(ctx, store, startReputationSettings(ctx), queued.events);
   const retention = scheduleRetention(ctx, store);
-  return { resolver, returnPathSecret, metrics, budget, webhooks, dispatcher, scheduler, signer, retention, queued };
+  const schedules = {
+    stop: async () => {
+      reputation.stop();
+      await retention.stop();
+    },
+  };
+  return { resolver, returnPathSecret, metrics, budget, webhooks, dispatcher, scheduler, signer, schedules, queued };
 }
 
 /** Step: every listener bound; when one cannot be, what started is stopped again and the start fails. */
@@ -235,7 +244,7 @@ async function bindOrUnwind(
   try {
     return await bindListeners(config, log, listeners);
   } catch (e) {
-    await services.retention.stop();
+    await services.schedules.stop();
     await Promise.all([services.signer.close(), services.webhooks.fetch.close()]);
     await node.stop();
     await store.admin.close();
@@ -273,7 +282,7 @@ async function stopDaemon({
   lifecycle.shuttingDown = true;
   await closeListeners(listeners);
   up.listeners = false;
-  await services.retention.stop();
+  await services.schedules.stop();
   await loops.wakeups.close();
   loops.abort.abort();
   const abandoned = await Promise.race([

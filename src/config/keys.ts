@@ -10,6 +10,8 @@ export type Kind =
   | { type: 'duration' }
   | { type: 'durations' }
   | { type: 'bytes' }
+  /** A percentage, 0 to 100: "4%" (or a bare number of percent). */
+  | { type: 'percent' }
   | { type: 'enum'; values: readonly string[] }
   /** A database URL: empty, or postgres:// / postgresql://; shown without its password. */
   | { type: 'store_url' };

@@ -3,6 +3,7 @@ export const ERROR_STATUS = {
   invalid_json: 400,
   unauthorized: 401,
   domain_not_verified: 403,
+  customer_paused: 403,
   not_found: 404,
   conflict: 409,
   payload_too_large: 413,
@@ -96,7 +97,13 @@ export function unverifiedDomain(name: string): ApiError {
 export type Refusal =
   | { kind: 'domain_unknown' }
   | { kind: 'domain_unverified' }
-  | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> };
+  | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> }
+  | { kind: 'customer_paused'; reason?: string | null };
+
+/** Why a paused customer's send is refused, and who can resume it (the API's message; SMTP says the same). */
+export function pausedText(reason: string | null | undefined): string {
+  return `Sending is paused for this account${reason ? ` (${reason})` : ''}: nothing was queued. An administrator of this posthaste server resumes it ("posthaste customers resume", or the dashboard's Customers page).`;
+}
 
 export function refusal(r: Refusal, domain: string): ApiError {
   switch (r.kind) {
@@ -104,6 +111,8 @@ export function refusal(r: Refusal, domain: string): ApiError {
       return unknownDomain(domain);
     case 'domain_unverified':
       return unverifiedDomain(domain);
+    case 'customer_paused':
+      return new ApiError('customer_paused', pausedText(r.reason));
     case 'suppressed': {
       const p = new Problems();
       for (const s of r.addresses) p.add(s.field, `${s.address} is on the suppression list (${s.reason})`);

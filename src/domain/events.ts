@@ -7,6 +7,9 @@ export const EVENT_TYPES = [
   'recipient.suppressed',
   'email.received',
   'inbound.limited',
+  'customer.warning',
+  'customer.paused',
+  'customer.resumed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -17,15 +17,24 @@ export interface Admitted {
 }
 
 /** Refusals this step decides (the commit decides the others, against what it reads in its transaction). */
-export type AdmitRefusal = Extract<Refusal, { kind: 'domain_unknown' | 'domain_unverified' }>;
+export type AdmitRefusal = Extract<Refusal, { kind: 'domain_unknown' | 'domain_unverified' | 'customer_paused' }>;
 
-/** The sender domain checked (a refusal never from a stale cache, and never saying whose another customer's domain is), the Message-ID drawn. */
+/**
+ * The customer not paused (a sandbox key's sends go on: they leave nothing), the sender domain
+ * checked (a refusal never from a stale cache, and never saying whose another customer's domain
+ * is), the Message-ID drawn. A pause that comes after this step is the commit's to refuse: pausing
+ * moves the auth epoch (store/auth-cache.ts).
+ */
 export async function admitSend(
-  auth: Pick<AuthCache, 'sendingDomain'>,
+  auth: Pick<AuthCache, 'sendingDomain' | 'pause'>,
   key: ApiKeyInfo,
   fromDomain: string,
   now: number,
 ): Promise<Admitted | AdmitRefusal> {
+  if (key.kind !== 'sandbox') {
+    const paused = await auth.pause(key.customer_id);
+    if (paused) return { kind: 'customer_paused', reason: paused.reason };
+  }
   const domain = await auth.sendingDomain(key.customer_id, fromDomain);
   if (!domain || domain.customer_id !== key.customer_id) return { kind: 'domain_unknown' };
   if (domain.verified_at === null) return { kind: 'domain_unverified' };

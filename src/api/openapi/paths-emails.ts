@@ -37,7 +37,7 @@ const MESSAGE_ID = pathParameter('message_id', 'The Message-ID the send answered
 
 /** A batch item's own error: what that item would have got alone. */
 const ITEM_ERROR = errorSchema(
-  ['validation_failed', 'domain_not_verified', 'payload_too_large', 'recipient_suppressed'],
+  ['validation_failed', 'domain_not_verified', 'customer_paused', 'payload_too_large', 'recipient_suppressed'],
   'This item was refused; nothing of it was stored.',
 );
 
@@ -63,7 +63,10 @@ export const EMAIL_PATHS: Obj = {
       requestBody: { required: true, content: { 'application/json': { schema: ref('SendRequest') } } },
       responses: responses('post', {
         '202': json(ref('Accepted'), 'Accepted: stored, and queued or scheduled.', REPLAYED),
-        '403': responseRef('DomainNotVerified'),
+        '403': json(
+          errorSchema(['domain_not_verified', 'customer_paused']),
+          "`domain_not_verified`: the sender domain is the customer's but not verified yet (a domain that is not the customer's at all is a 422 on `from`). `customer_paused`: the customer's sending is paused (its bounce or complaint rate, or an administrator: the message says why); an administrator resumes it. A sandbox key's sends are not refused.",
+        ),
         ...IDEMPOTENCY_CONFLICT,
         '422': json(
           errorSchema(['validation_failed', 'recipient_suppressed']),

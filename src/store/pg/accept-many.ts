@@ -18,7 +18,7 @@ import type { PgDb, Q } from './db.js';
 
 /**
  * Stores any number of messages in one statement: each one's key (not revoked), sending domain
- * (the customer's, verified) and recipients (none suppressed) checked, and those that pass
+ * (the customer's, verified), customer (not paused, unless the send is a sandbox one) and recipients (none suppressed) checked, and those that pass
  * inserted with their recipients and tags (a submitted MIME message with its size, known now). Answers one row per message, in order: why it was
  * refused, or its row id; with the auth epoch the statement saw.
  */
@@ -32,7 +32,9 @@ checked AS (
   SELECT i.n,
          CASE WHEN i.api_key_id IS NOT NULL AND (k.id IS NULL OR k.revoked_at IS NOT NULL) THEN 'key_revoked'
               WHEN d.id IS NULL OR d.customer_id <> i.customer_id THEN 'domain_unknown'
-              WHEN d.verified_at IS NULL THEN 'domain_unverified' END AS refused,
+              WHEN d.verified_at IS NULL THEN 'domain_unverified'
+              WHEN i.sandbox = 0 AND EXISTS (SELECT 1 FROM customer_reputation p WHERE p.customer_id = i.customer_id AND p.paused_at IS NOT NULL)
+                THEN 'customer_paused' END AS refused,
          (SELECT json_object_agg(s.address, s.reason) FROM rin JOIN suppressions s ON s.customer_id = i.customer_id AND s.address = rin.key WHERE rin.n = i.n) AS suppressed
   FROM i LEFT JOIN api_keys k ON k.id = i.api_key_id LEFT JOIN domains d ON d.name = i.sender_domain),
 ok AS (SELECT i.* FROM i JOIN checked c USING (n) WHERE c.refused IS NULL AND c.suppressed IS NULL),
@@ -49,11 +51,13 @@ t AS (INSERT INTO message_tags (customer_id, tag, message_id) SELECT mi.customer
 SELECT c.n, c.refused, c.suppressed, mi.id, (SELECT value FROM settings WHERE name = 'auth_epoch') AS epoch
 FROM checked c LEFT JOIN mi USING (n) ORDER BY c.n`;
 
-export type Checked = { kind: 'key_revoked' | 'domain_unknown' | 'domain_unverified' } | AcceptResult;
+export type Checked =
+  | { kind: 'key_revoked' | 'domain_unknown' | 'domain_unverified' | 'customer_paused' }
+  | AcceptResult;
 
 /** A row of ACCEPT_MANY's answer. */
 type AcceptRow = {
-  refused: 'key_revoked' | 'domain_unknown' | 'domain_unverified' | null;
+  refused: 'key_revoked' | 'domain_unknown' | 'domain_unverified' | 'customer_paused' | null;
   suppressed: Record<string, SuppressionReason> | null;
   id: number | null;
   epoch: string | null;
