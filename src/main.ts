@@ -218,11 +218,14 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
       store.wakeups.notify(node.id, 'webhooks');
     },
   };
+  const reputation = startReputationCheck(ctx, store, startReputationSettings(ctx), queued.events);
   const { scheduler, signer } = await buildOutbound(ctx, store, resolver, relay, returnPathSecret, node, {
     onEvents: queued.events,
-    onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
+    onOutcome: (kind, acceptedAt) => {
+      metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000);
+      reputation.kick();
+    },
   });
-  const reputation = startReputationCheck(ctx, store, startReputationSettings(ctx), queued.events);
   const retention = scheduleRetention(ctx, store);
   const schedules = {
     stop: async () => {

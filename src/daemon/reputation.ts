@@ -16,24 +16,28 @@ export function startReputationSettings(ctx: Pick<Ctx, 'config'>): ReputationSet
 
 /**
  * Step: the reputation check (send/reputation.ts) every `reputation.check_interval`, run by one
- * node of several on one database (the store's job claim, as retention's); a change's event is
- * written in the change's transaction, and the webhook loop is told.
+ * node of several on one database (the store's job claim, as retention's), and soon (50 ms) after
+ * this node records outcomes (`kick`), so a customer whose mail starts bouncing is judged while
+ * its mail is being delivered, not seconds later. Whichever node judges, a change and its event
+ * are written once (the change's transaction checks the state it was judged from); the webhook
+ * loop is told.
  */
 export function startReputationCheck(
   { config, log, clock }: Ctx,
   store: Store,
   settings: ReputationSettings,
   onEvents: () => void,
-): { stop(): void } {
+): { stop(): void; kick(): void } {
   const every = config.reputation.check_interval;
-  if (every === 0) return { stop: () => undefined };
+  if (every === 0) return { stop: () => undefined, kick: () => undefined };
   const guard = new ReputationGuard(store, () => settings);
   let running = false;
-  const timer = setInterval(async () => {
+  let kicked: NodeJS.Timeout | undefined;
+  const run = async (scheduled: boolean) => {
     if (running) return;
     running = true;
     try {
-      if (!(await store.admin.claimJob('reputation', Math.floor(every * 0.8)))) return;
+      if (scheduled && !(await store.admin.claimJob('reputation', Math.floor(every * 0.8)))) return;
       const changes = await guard.check(clock.now());
       for (const c of changes)
         log.warn({ customer_id: c.customerId, state: c.to }, 'reputation: customer state changed');
@@ -43,7 +47,19 @@ export function startReputationCheck(
     } finally {
       running = false;
     }
-  }, every);
+  };
+  const timer = setInterval(() => void run(true), every);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return {
+    stop: () => {
+      clearInterval(timer);
+      clearTimeout(kicked);
+    },
+    kick: () => {
+      kicked ??= setTimeout(() => {
+        kicked = undefined;
+        void run(false);
+      }, 50).unref();
+    },
+  };
 }

@@ -46,6 +46,8 @@ export interface StandingChange {
 export interface ReputationStore {
   /** The customer's standing (ok when it never changed). */
   standing(customerId: number): Promise<Standing>;
+  /** The customers paused now (the delivery loop gives back what waits of theirs). */
+  paused(): Promise<number[]>;
   /** Every customer's standing that ever changed. */
   standings(): Promise<Standing[]>;
   /** Each customer's reputation counters of one hour, summed (a cheap look for what moved: primary-key reads). */

@@ -86,6 +86,10 @@ async function change(db: PgDb, input: StandingChange): Promise<boolean> {
 export function pgReputation(db: PgDb): ReputationStore {
   return {
     standing: (id) => standing(db, id),
+    paused: async () =>
+      (
+        await db.rows<{ id: number }>('SELECT customer_id AS id FROM customer_reputation WHERE paused_at IS NOT NULL')
+      ).map((r) => Number(r.id)),
     standings: () => db.rows<Standing>(`SELECT ${STANDING} FROM customer_reputation ORDER BY customer_id`),
     hourActivity: async (hour) => {
       const rows = await db.rows<{ id: number; n: number }>(

@@ -52,6 +52,7 @@ export function sqliteStore(db: Db, writer?: GroupCommit, held: () => boolean = 
     reputation: {
       standing: async (id) => reputation.standing(db, id),
       standings: async () => reputation.standings(db),
+      paused: async () => reputation.paused(db),
       hourActivity: async (hour) => reputation.hourActivity(db, hour),
       counts: async (id, fromHour) => reputation.counts(db, id, fromHour),
       change: async (input) => reputation.change(db, input),

@@ -36,6 +36,13 @@ export function standing(db: Db, customerId: number): Standing {
   );
 }
 
+export function paused(db: Db): number[] {
+  return db
+    .statement('SELECT customer_id FROM customer_reputation WHERE paused_at IS NOT NULL')
+    .pluck()
+    .all() as number[];
+}
+
 export function standings(db: Db): Standing[] {
   return db.all<Standing>(`SELECT ${STANDING} FROM customer_reputation ORDER BY customer_id`);
 }
