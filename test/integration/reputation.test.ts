@@ -24,7 +24,7 @@ const env = await startMailEnv({
   // What one connection sends once started still goes after a pause: at most
   // concurrency_per_domain (10) × messages_per_connection per destination (docs/operations.md, "Reputation").
   outbound: 'messages_per_connection = 10\n',
-  toml: submissionToml(),
+  toml: `[metrics]\nenabled = true\nlisten = "127.0.0.1:0"\n${submissionToml()}`,
 });
 const { store, sql, mx, url, configPath } = env;
 await makeDomain(store, 'shop.example', { customer: 'shop' });
@@ -112,6 +112,11 @@ t.test('a customer bouncing at 10 % is paused by itself, once; the others still 
   await sendEmail(url, env.key, { from: 'a@example.com', to: 'after@good.example', subject: 's', text_body: 'b' });
   await waitFor('the default customer still delivers', () => goodDelivered() === 21);
   t.equal((await store.reputation.standing(defaultId)).state, 'ok');
+  const metrics = await (await fetch(env.daemon.metricsUrl!)).text();
+  t.match(metrics, /^posthaste_customer_state\{customer="shop",state="paused"\} 1$/m, '/metrics: the state');
+  t.match(metrics, /^posthaste_customer_state\{customer="default",state="ok"\} 1$/m);
+  const rate = Number(/^posthaste_customer_bounce_rate_percent\{customer="shop"\} (\S+)$/m.exec(metrics)?.[1]);
+  t.ok(rate >= 8, `/metrics: the bounce rate (${rate})`);
   const shown = await cli('customers', 'show', 'shop');
   t.match(shown.stdout, /state: paused/);
   t.match(shown.stdout, /paused_by: reputation/);

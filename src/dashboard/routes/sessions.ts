@@ -1,9 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { reputationSettings } from '../../config/settings.js';
 import { DUMMY_HASH, verifyPassword } from '../../lib/password.js';
+import { reputationOf } from '../../send/reputation.js';
 import type { User } from '../../store/model.js';
 import { sendPage } from '../dashboard.js';
 import { plural } from '../format.js';
+import { html } from '../html.js';
 import type { Pages } from '../pages.js';
+import { reputationBody } from '../views/customers.js';
 import { loginPage } from '../views/login.js';
 import { overviewBody } from '../views/overview.js';
 
@@ -39,13 +43,16 @@ export function sessionRoutes(p: Pages): void {
   });
 
   p.area('overview').get('/', async ({ c, reply }) => {
-    const nodes = c.session.user.role === 'admin' ? await store.nodes.list() : undefined;
-    const held = c.session.user.role === 'admin' ? await store.queue.heldDestinations() : undefined;
+    const admin = c.session.user.role === 'admin';
+    const nodes = admin ? await store.nodes.list() : undefined;
+    const held = admin ? await store.queue.heldDestinations() : undefined;
+    const settings = reputationSettings(p.config);
+    const reputation = reputationBody(c, await reputationOf(store, c.customer.id, settings, c.now), settings, admin);
     return page(
       reply,
       c,
       'Overview',
-      overviewBody(await store.admin.overview(c.customer.id, c.now), c.now, nodes, held),
+      html`${reputation}${overviewBody(await store.admin.overview(c.customer.id, c.now), c.now, nodes, held)}`,
     );
   });
 }
