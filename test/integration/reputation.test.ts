@@ -1,5 +1,5 @@
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import nodemailer from 'nodemailer';
 import t from 'tap';
 import { waitFor } from '../../support/wait.js';
@@ -193,7 +193,7 @@ t.test('bad input: an unknown customer, a pause without a reason, a threshold ab
   t.equal(noReason.code, 1);
   t.match(noReason.stderr, /needs a reason/);
   t.equal((await store.reputation.standing(shopId)).state, 'ok', 'nothing changed');
-  const bad = join(env.config.server.data_dir, 'bad.toml');
+  const bad = join(dirname(configPath), 'bad.toml');
   writeFileSync(bad, `${readFileSync(configPath, 'utf8')}\n[reputation]\npause_bounce_rate = "120%"\n`);
   const r = await runCli(['customers', 'list', '--config', bad]);
   t.equal(r.code, 2, 'a configuration error');
