@@ -1,4 +1,5 @@
 import type { ClusterNode } from '../cluster/node.js';
+import type { DoctorReport } from '../domain/doctor.js';
 import { Metrics } from '../lib/metrics.js';
 import { reputationOf } from '../send/reputation.js';
 import type { Store } from '../store/store.js';
@@ -6,7 +7,12 @@ import type { Ctx } from './context.js';
 import { startReputationSettings } from './reputation.js';
 
 /** Step: the metrics (lib/metrics.ts), the store's gauges read at each scrape. */
-export function buildMetrics({ config, clock }: Ctx, store: Store, node: ClusterNode): Metrics {
+export function buildMetrics(
+  { config, clock }: Ctx,
+  store: Store,
+  node: ClusterNode,
+  doctor: () => DoctorReport | null,
+): Metrics {
   return new Metrics(
     {
       recipients: () => store.admin.countsByState('recipients'),
@@ -27,6 +33,7 @@ export function buildMetrics({ config, clock }: Ctx, store: Store, node: Cluster
         }
         return out;
       },
+      doctor,
       // On a shared store the first live node, as status lists them, serves the store's gauges (docs/cluster.md).
       ...(store.engine === 'postgres'
         ? {

@@ -1,4 +1,5 @@
 import type { Refusal } from '../domain/errors.js';
+import { fromDomainAllowed } from '../domain/key-scopes.js';
 import { BASE32, timeSortableId } from '../lib/ids.js';
 import type { AuthCache } from '../store/auth-cache.js';
 import type { AcceptInput, ApiKeyInfo, SendingDomain } from '../store/model.js';
@@ -17,13 +18,18 @@ export interface Admitted {
 }
 
 /** Refusals this step decides (the commit decides the others, against what it reads in its transaction). */
-export type AdmitRefusal = Extract<Refusal, { kind: 'domain_unknown' | 'domain_unverified' | 'customer_paused' }>;
+export type AdmitRefusal = Extract<
+  Refusal,
+  { kind: 'from_not_allowed' | 'domain_unknown' | 'domain_unverified' | 'customer_paused' }
+>;
 
 /**
- * The customer not paused (a sandbox key's sends go on: they leave nothing), the sender domain
- * checked (a refusal never from a stale cache, and never saying whose another customer's domain
- * is), the Message-ID drawn. A pause that comes after this step is the commit's to refuse: pausing
- * moves the auth epoch (store/auth-cache.ts).
+ * The customer not paused (a sandbox key's sends go on: they leave nothing); the sender domain
+ * checked: first against the key's own from_domains (domain/key-scopes.ts; on the key the send
+ * already looked up, no read of its own), then that it is the key's customer's and verified (a
+ * refusal never from a stale cache, and never saying whose another customer's domain is); the
+ * Message-ID drawn. A pause that comes after this step is the commit's to refuse: pausing moves
+ * the auth epoch (store/auth-cache.ts).
  */
 export async function admitSend(
   auth: Pick<AuthCache, 'sendingDomain' | 'pause'>,
@@ -35,6 +41,7 @@ export async function admitSend(
     const paused = await auth.pause(key.customer_id);
     if (paused) return { kind: 'customer_paused', reason: paused.reason };
   }
+  if (!fromDomainAllowed(key, fromDomain)) return { kind: 'from_not_allowed', allowed: key.from_domains ?? [] };
   const domain = await auth.sendingDomain(key.customer_id, fromDomain);
   if (!domain || domain.customer_id !== key.customer_id) return { kind: 'domain_unknown' };
   if (domain.verified_at === null) return { kind: 'domain_unverified' };

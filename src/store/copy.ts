@@ -74,6 +74,10 @@ const TABLES = [
   'held_destinations',
   'domain_destinations',
   'customer_reputation',
+  'dmarc_reports',
+  'dmarc_rows',
+  'dmarc_unreadable',
+  'queue_retries',
 ] as const;
 
 /** Tables with triggers of their own (store/pg/schema.ts). */

@@ -1,5 +1,5 @@
 import { EVENT_TYPES } from '../../domain/events.js';
-import { json, type Obj, PAGE_PARAMETERS, page, pathParameter, ref, responseRef, responses } from './common.js';
+import { json, type Obj, PAGE_PARAMETERS, page, pathParameter, ref, responseRef, responses, scoped } from './common.js';
 
 /** Webhook endpoints, received mail, suppressions, the document itself and /healthz (api/routes/; docs/api.md). */
 
@@ -10,6 +10,7 @@ const WEBHOOK_PATHS: Obj = {
   '/api/v1/webhooks': {
     post: {
       operationId: 'createWebhook',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: 'Add a webhook endpoint',
       description:
@@ -50,6 +51,7 @@ const WEBHOOK_PATHS: Obj = {
     },
     get: {
       operationId: 'listWebhooks',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: 'The webhook endpoints',
       responses: responses('get', {
@@ -68,6 +70,7 @@ const WEBHOOK_PATHS: Obj = {
     parameters: [ENDPOINT_ID],
     get: {
       operationId: 'getWebhook',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: 'A webhook endpoint',
       responses: responses('get', {
@@ -77,6 +80,7 @@ const WEBHOOK_PATHS: Obj = {
     },
     delete: {
       operationId: 'deleteWebhook',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: 'Remove a webhook endpoint and its log',
       responses: responses('delete', {
@@ -96,6 +100,7 @@ const WEBHOOK_PATHS: Obj = {
     parameters: [ENDPOINT_ID],
     post: {
       operationId: 'testWebhook',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: 'Send a sample event now',
       description: 'Sent at once, signed as every event is, logged, and not retried. The body may be left out.',
@@ -130,6 +135,7 @@ const WEBHOOK_PATHS: Obj = {
     parameters: [ENDPOINT_ID],
     get: {
       operationId: 'listWebhookAttempts',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: "The endpoint's attempt log, newest first",
       parameters: PAGE_PARAMETERS,
@@ -144,6 +150,7 @@ const WEBHOOK_PATHS: Obj = {
     parameters: [ENDPOINT_ID, pathParameter('event_id', 'The event (`msg_…`; `event_id` in the attempt log).')],
     post: {
       operationId: 'replayWebhookEvent',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: 'Send an event again now',
       description:
@@ -162,6 +169,7 @@ const INBOUND_PATHS: Obj = {
   '/api/v1/inbound': {
     get: {
       operationId: 'listInbound',
+      ...scoped('inbound:read'),
       tags: ['inbound'],
       summary: 'Received messages, newest first',
       parameters: PAGE_PARAMETERS,
@@ -175,6 +183,7 @@ const INBOUND_PATHS: Obj = {
     parameters: [INBOUND_ID],
     get: {
       operationId: 'getInbound',
+      ...scoped('inbound:read'),
       tags: ['inbound'],
       summary: 'A received message, parsed',
       description: 'A message of 64 KiB or more waits for room in the memory budget first (503 after 60 s).',
@@ -188,6 +197,7 @@ const INBOUND_PATHS: Obj = {
     parameters: [INBOUND_ID],
     get: {
       operationId: 'getInboundRaw',
+      ...scoped('inbound:read'),
       tags: ['inbound'],
       summary: 'A received message as it arrived',
       responses: responses('get', {
@@ -205,6 +215,7 @@ const SUPPRESSION_PATHS: Obj = {
   '/api/v1/suppressions': {
     get: {
       operationId: 'listSuppressions',
+      ...scoped('suppressions:write'),
       tags: ['suppressions'],
       summary: 'The suppression list, newest first',
       parameters: [
@@ -223,6 +234,7 @@ const SUPPRESSION_PATHS: Obj = {
     },
     post: {
       operationId: 'addSuppression',
+      ...scoped('suppressions:write'),
       tags: ['suppressions'],
       summary: 'Add an address',
       description: 'Reason `manual`. Other fields of the body are ignored.',
@@ -249,6 +261,7 @@ const SUPPRESSION_PATHS: Obj = {
     parameters: [pathParameter('address', 'The address, URL-encoded.')],
     delete: {
       operationId: 'removeSuppression',
+      ...scoped('suppressions:write'),
       tags: ['suppressions'],
       summary: 'Remove an address',
       responses: responses('delete', {

@@ -8,6 +8,7 @@ import { plural } from '../format.js';
 import { html } from '../html.js';
 import type { Pages } from '../pages.js';
 import { reputationBody } from '../views/customers.js';
+import { doctorSummary } from '../views/doctor.js';
 import { loginPage } from '../views/login.js';
 import { overviewBody } from '../views/overview.js';
 
@@ -48,12 +49,13 @@ export function sessionRoutes(p: Pages): void {
     const held = admin ? await store.queue.heldDestinations() : undefined;
     const settings = reputationSettings(p.config);
     const reputation = reputationBody(c, await reputationOf(store, c.customer.id, settings, c.now), settings, admin);
-    return page(
-      reply,
-      c,
-      'Overview',
-      html`${reputation}${overviewBody(await store.admin.overview(c.customer.id, c.now), c.now, nodes, held)}`,
-    );
+    const body = html`${reputation}${overviewBody(await store.admin.overview(c.customer.id, c.now), c.now, nodes, held)}`;
+    if (!p.deps.doctor) return page(reply, c, 'Overview', body);
+    // The node's own checks for an administrator; the checks of the customer's domains for all.
+    const report = p.deps.doctor();
+    const names = new Set((await store.domains.list(c.customer.id)).map((d) => d.name));
+    const checks = (report?.checks ?? []).filter((k) => (k.domain === null ? admin : names.has(k.domain)));
+    return page(reply, c, 'Overview', html`${body}${doctorSummary(report, checks, c.now)}`);
   });
 }
 

@@ -5,6 +5,7 @@ import { sqliteDelivery } from './aggregates/delivery.js';
 import { sqliteInbound, sqliteMessages } from './aggregates/messages.js';
 import { sqliteWebhooks } from './aggregates/webhooks.js';
 import type { Db } from './db.js';
+import { sqliteDmarc } from './dmarc.js';
 import * as nodes from './nodes.js';
 import { sqliteQueue } from './queue-ops.js';
 import * as reputation from './reputation.js';
@@ -57,5 +58,6 @@ export function sqliteStore(db: Db, writer?: GroupCommit, held: () => boolean = 
       counts: async (id, fromHour) => reputation.counts(db, id, fromHour),
       change: async (input) => reputation.change(db, input),
     },
+    dmarc: sqliteDmarc(db),
   };
 }

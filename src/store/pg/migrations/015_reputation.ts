@@ -1,5 +1,5 @@
 /**
- * 010: a customer's reputation state, as SQLite's 017 (store/sqlite/migrations/): ok, warning or
+ * 015: a customer's reputation state, as SQLite's 022 (store/sqlite/migrations/): ok, warning or
  * paused, why and by whom, and where its counters start; a change of `paused_at` moves the auth
  * epoch.
  */

@@ -1,10 +1,10 @@
 /**
- * 017: a customer's reputation state (docs/operations.md, "Reputation"): ok, warning or paused,
+ * 022: a customer's reputation state (docs/operations.md, "Reputation"): ok, warning or paused,
  * why and by whom it was paused, and where its counters start (a resume restarts the window: the
  * counters of the resume's hour as they stood are kept to be subtracted). A customer without a
  * row is ok. A change of `paused_at` moves the auth epoch, so the API's cached answer of "not
  * paused" is checked again by the commit (store/auth-cache.ts). As on PostgreSQL (store/pg/schema.ts
- * version 10).
+ * version 15).
  */
 export const up = `
 CREATE TABLE customer_reputation (
