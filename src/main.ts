@@ -12,6 +12,7 @@ import { type Loops, startLoops } from './daemon/loops.js';
 import { buildMetrics } from './daemon/metrics.js';
 import { buildOutbound } from './daemon/outbound.js';
 import { type ReloadParts, reloader } from './daemon/reload.js';
+import { startReputationCheck, startReputationSettings } from './daemon/reputation.js';
 import { scheduleRetention } from './daemon/retention.js';
 import { checkSourcesLocal } from './daemon/sources.js';
 import { firstSteps, prepareStore, RETURN_PATH_SECRET, UNSUBSCRIBE_SECRET } from './daemon/store.js';
@@ -204,13 +205,14 @@ interface Services {
   dispatcher: Dispatcher;
   scheduler: Scheduler;
   signer: SignerPool;
-  retention: { stop(): void | Promise<void> };
+  /** The scheduled jobs: retention, the reputation check and the doctor. */
+  schedules: { stop(): void | Promise<void> };
   doctor: DoctorRuns;
   /** Work committed here: this node's loops look now, and the other nodes are told (after the commit). */
   queued: { outbound: () => void; events: () => void };
 }
 
-/** Steps: the shared services, webhooks, outbound and the retention schedule, in this order. */
+/** Steps: the shared services, webhooks, outbound, the reputation check and the retention schedule, in this order. */
 async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: RelayOptions | null): Promise<Services> {
   // Shared: one resolver on dns.servers (MX, MTA-STS, inbound SPF/DKIM/DMARC, webhook targets);
   // metrics; one budget for the large messages the API and the listener hold in memory at once.
@@ -227,6 +229,7 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     dispatcher.kick();
     store.wakeups.notify(node.id, 'webhooks');
   };
+  const reputation = startReputationCheck(ctx, store, startReputationSettings(ctx), events);
   const { scheduler, signer } = await buildOutbound(
     ctx,
     store,
@@ -237,7 +240,10 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     node,
     {
       onEvents: events,
-      onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
+      onOutcome: (kind, acceptedAt) => {
+        metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000);
+        reputation.kick();
+      },
     },
   );
   const queued = {
@@ -248,6 +254,13 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     events,
   };
   const retention = scheduleRetention(ctx, store);
+  const schedules = {
+    stop: async () => {
+      reputation.stop();
+      doctor.stop();
+      await retention.stop();
+    },
+  };
   return {
     resolver,
     returnPathSecret,
@@ -258,7 +271,7 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     dispatcher,
     scheduler,
     signer,
-    retention,
+    schedules,
     doctor,
     queued,
   };
@@ -275,8 +288,7 @@ async function bindOrUnwind(
   try {
     return await bindListeners(config, log, listeners);
   } catch (e) {
-    await services.retention.stop();
-    services.doctor.stop();
+    await services.schedules.stop();
     await Promise.all([services.signer.close(), services.webhooks.fetch.close()]);
     await node.stop();
     await store.admin.close();
@@ -314,8 +326,7 @@ async function stopDaemon({
   lifecycle.shuttingDown = true;
   await closeListeners(listeners);
   up.listeners = false;
-  await services.retention.stop();
-  services.doctor.stop();
+  await services.schedules.stop();
   await loops.wakeups.close();
   loops.abort.abort();
   const abandoned = await Promise.race([

@@ -341,6 +341,39 @@ export const schema = {
     ),
     schedule: k({ type: 'string' }, '17 * * * *', 'When the retention job runs (cron syntax, node-cron)'),
   },
+  reputation: {
+    window: k(
+      { type: 'duration' },
+      '7d',
+      'The rolling window a customer\'s bounce and complaint rates are counted over (docs/operations.md, "Reputation")',
+    ),
+    min_recipients: k(
+      { type: 'int', min: 1, max: 1_000_000 },
+      200,
+      'Recipients with an outcome in the window before its rates are judged at all',
+    ),
+    warning_bounce_rate: k(
+      { type: 'percent' },
+      '4%',
+      'Hard bounces over recipients with an outcome at which a customer is warned (customer.warning)',
+    ),
+    warning_complaint_rate: k(
+      { type: 'percent' },
+      '0.08%',
+      'Complaints over recipients delivered at which a customer is warned',
+    ),
+    pause_bounce_rate: k(
+      { type: 'percent' },
+      '8%',
+      "Bounce rate at which a customer's sending is paused (customer.paused) until an administrator resumes it",
+    ),
+    pause_complaint_rate: k({ type: 'percent' }, '0.3%', "Complaint rate at which a customer's sending is paused"),
+    check_interval: k(
+      { type: 'duration' },
+      '2s',
+      'How often one node judges the rates of the customers whose counters moved (0: never; pausing by hand still works)',
+    ),
+  },
   metrics: {
     enabled: k({ type: 'bool' }, false, 'Serve Prometheus metrics at GET /metrics (no key needed), on metrics.listen'),
     listen: k(

@@ -96,6 +96,7 @@ export async function buildOutbound(
     ...(o.limits_scope === 'cluster' ? { sharedAs: node.id } : {}),
     throttleHolder,
     held: () => settings.outbound.current.hold,
+    pausedCustomers: () => store.reputation.paused(),
     onEvents: hooks.onEvents,
     onOutcome: hooks.onOutcome,
     deliver: (domain, items) => deliver(ctx, store, delivery, domain, items),

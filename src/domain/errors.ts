@@ -3,6 +3,7 @@ export const ERROR_STATUS = {
   invalid_json: 400,
   unauthorized: 401,
   domain_not_verified: 403,
+  customer_paused: 403,
   insufficient_scope: 403,
   forbidden: 403,
   not_found: 404,
@@ -103,7 +104,13 @@ export type Refusal =
   | { kind: 'domain_unknown' }
   | { kind: 'domain_unverified' }
   | { kind: 'unsubscribe_unavailable' }
-  | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> };
+  | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> }
+  | { kind: 'customer_paused'; reason?: string | null };
+
+/** Why a paused customer's send is refused, and who can resume it (the API's message; SMTP says the same). */
+export function pausedText(reason: string | null | undefined): string {
+  return `Sending is paused for this account${reason ? ` (${reason})` : ''}: nothing was queued. An administrator of this posthaste server resumes it ("posthaste customers resume", or the dashboard's Customers page).`;
+}
 
 export function refusal(r: Refusal, domain: string): ApiError {
   switch (r.kind) {
@@ -123,6 +130,8 @@ export function refusal(r: Refusal, domain: string): ApiError {
         'This server offers no one-click unsubscribe: unsubscribe.public_url is not configured; nothing was queued.',
         { unsubscribe: ['needs unsubscribe.public_url in the server configuration (docs/delivery.md)'] },
       );
+    case 'customer_paused':
+      return new ApiError('customer_paused', pausedText(r.reason));
     case 'suppressed': {
       const p = new Problems();
       for (const s of r.addresses) p.add(s.field, `${s.address} is on the suppression list (${s.reason})`);

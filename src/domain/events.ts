@@ -8,6 +8,9 @@ export const EVENT_TYPES = [
   'recipient.unsubscribed',
   'email.received',
   'inbound.limited',
+  'customer.warning',
+  'customer.paused',
+  'customer.resumed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -25,11 +25,13 @@ import type {
   SuppressionRow,
 } from './model.js';
 import type { QueueStore } from './queue-store.js';
+import type { ReputationStore } from './reputation-store.js';
 import type { WebhookStore } from './webhook-store.js';
 
 export type { AttemptOutcome, DeliveryStore, GroupRecord, OwnUse, SharedUse } from './delivery-store.js';
 export { comparePos, type FanOutPos } from './model.js';
 export type { QueueStore } from './queue-store.js';
+export type { ReputationStore, Standing, StandingChange } from './reputation-store.js';
 export type { WebhookStore } from './webhook-store.js';
 
 import type { EventEnvelope } from '../domain/events.js';
@@ -81,6 +83,7 @@ export interface Store {
   nodes: NodeStore;
   wakeups: WakeupStore;
   queue: QueueStore;
+  reputation: ReputationStore;
   dmarc: DmarcStore;
 }
 

@@ -1,5 +1,5 @@
 import { addressKey } from '../domain/addresses.js';
-import type { Refusal as SendRefusal } from '../domain/errors.js';
+import { pausedText, type Refusal as SendRefusal } from '../domain/errors.js';
 import { acceptInputOf, admitSend, isRefused } from '../send/admit.js';
 import { acceptSend } from '../store/auth-cache.js';
 import { isStoreFull, isStoreUnavailable } from '../store/errors.js';
@@ -87,6 +87,7 @@ function answer(session: Session, result: SendCommit, messageId: string): string
     case 'domain_unverified':
       throw refusal(550, '5.7.1 The sender domain was removed or unverified meanwhile: nothing was queued');
     case 'suppressed':
+    case 'customer_paused':
       throw smtpRefusal(result, '');
     default:
       throw refusal(451, '4.3.0 Local error: the message was not queued, try again later');
@@ -116,6 +117,8 @@ function smtpRefusal(r: SendRefusal, domain: string): Refusal {
         550,
         '5.6.0 X-Posthaste-Unsubscribe: this server offers no one-click unsubscribe (unsubscribe.public_url is not configured): nothing was queued',
       );
+    case 'customer_paused':
+      return refusal(550, `5.7.1 ${pausedText(r.reason)}`);
     case 'suppressed': {
       // Added to the list after its RCPT TO was taken: the client tries again, and RCPT TO then
       // refuses that recipient alone while the others go.

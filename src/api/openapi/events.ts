@@ -203,7 +203,67 @@ const EVENT_DATA: Record<EventType, Obj> = {
       window_ends_at: dateTime('When mail is taken again.'),
     },
   },
+  'customer.warning': customerState(
+    "The customer's bounce or complaint rate over the window reached a warning threshold (`[reputation]`): nothing is refused yet. Once per crossing.",
+  ),
+  'customer.paused': customerState(
+    "The customer's sending was paused: by its rates reaching a pause threshold (`by`: `reputation`), or by an administrator. New sends are refused (`403 customer_paused`), its queued mail is held; the sandbox still works.",
+  ),
+  'customer.resumed': customerState(
+    'An administrator resumed the customer: its held mail goes out, and its rates are counted again from now.',
+  ),
 };
+
+/** The data of the customer.* events (domain/reputation.ts, stateEventData). */
+function customerState(description: string): Obj {
+  const rate = (what: string): Obj => ({
+    type: ['number', 'null'],
+    minimum: 0,
+    maximum: 100,
+    description: `${what}, in percent; null until the window holds enough recipients with an outcome.`,
+  });
+  const count = (description: string): Obj => ({ type: 'integer', minimum: 0, description });
+  const threshold: Obj = { type: 'number', minimum: 0, maximum: 100 };
+  return {
+    type: 'object',
+    description,
+    required: ['customer', 'state', 'reason', 'by', 'rates', 'window', 'threshold', 'timestamp'],
+    properties: {
+      customer: { type: 'string', description: "The customer's name." },
+      state: { type: 'string', enum: ['ok', 'warning', 'paused'], description: 'The state it is in now.' },
+      reason: { type: 'string', description: "Why: the rates past their thresholds, or the administrator's words." },
+      by: { type: 'string', enum: ['reputation', 'administrator'] },
+      rates: {
+        type: 'object',
+        required: ['bounce_rate', 'complaint_rate', 'recipients', 'hard_bounces', 'expired', 'delivered', 'complaints'],
+        properties: {
+          bounce_rate: rate('Hard bounces over recipients with an outcome'),
+          complaint_rate: rate('Complaints over recipients delivered'),
+          recipients: count('Recipients with an outcome (delivered, or bounced during delivery) in the window.'),
+          hard_bounces: count('Hard bounces, during delivery or reported later.'),
+          expired: count('Recipients that expired (shown beside the rate, not counted in it).'),
+          delivered: count('Recipients delivered.'),
+          complaints: count('Complaints.'),
+        },
+      },
+      window: {
+        type: 'object',
+        required: ['days', 'min_recipients'],
+        properties: {
+          days: { type: 'number', minimum: 0 },
+          min_recipients: count('Outcomes needed before a rate is judged.'),
+        },
+      },
+      threshold: {
+        type: 'object',
+        description: 'The thresholds of the state reached (for `customer.resumed`: the pause thresholds).',
+        required: ['bounce_rate', 'complaint_rate'],
+        properties: { bounce_rate: threshold, complaint_rate: threshold },
+      },
+      timestamp: dateTime('When it happened.'),
+    },
+  };
+}
 
 /** The schema names of the events: `EmailDeliveredEvent` for `email.delivered`. */
 export const eventSchemaName = (type: EventType): string =>

@@ -38,7 +38,14 @@ const MESSAGE_ID = pathParameter('message_id', 'The Message-ID the send answered
 
 /** A batch item's own error: what that item would have got alone. */
 const ITEM_ERROR = errorSchema(
-  ['validation_failed', 'domain_not_verified', 'forbidden', 'payload_too_large', 'recipient_suppressed'],
+  [
+    'validation_failed',
+    'domain_not_verified',
+    'forbidden',
+    'customer_paused',
+    'payload_too_large',
+    'recipient_suppressed',
+  ],
   'This item was refused; nothing of it was stored.',
 );
 

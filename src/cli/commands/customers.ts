@@ -1,6 +1,10 @@
 import type { Command } from 'commander';
 import type { Config } from '../../config/schema.js';
+import { reputationSettings } from '../../config/settings.js';
+import type { ReputationSettings } from '../../domain/reputation.js';
+import { pauseCustomer, ReputationError, reputationOf, resumeCustomer } from '../../send/reputation.js';
 import { CUSTOMER_NAME, type Customer, type CustomerPools, type CustomerPoolsChange } from '../../store/model.js';
+import type { Store } from '../../store/store.js';
 import { CliError, customerNamed, iso, output, table, withStore } from '../context.js';
 
 const NO_POOLS: CustomerPools = { default_pool: null, allowed_pools: [] };
@@ -99,11 +103,16 @@ export function customersCommand(program: Command): void {
     .command('show <name>')
     .description('show a customer and its counts')
     .action(async (name: string, _o, c: Command) =>
-      withStore(c, async ({ store }) => {
+      withStore(c, async ({ store, config, now }) => {
         const cust = await customerNamed(store, name);
         const pools = (await store.customers.pools()).get(cust.id);
         const unsubscribe = (await store.customers.unsubscribeDefault(cust.id)) ? 'on' : 'off';
-        const v = { ...view(cust, pools), ...(await store.customers.counts(cust.id)), unsubscribe };
+        const v = {
+          ...view(cust, pools),
+          ...(await store.customers.counts(cust.id)),
+          unsubscribe,
+          ...(await reputationView(store, cust, settingsOf(config), now)),
+        };
         output(
           c,
           v,
@@ -139,6 +148,66 @@ export function customersCommand(program: Command): void {
           v,
           `customer ${v.name}: pool ${v.pool ?? '(the configured default)'}, allowed pools ${v.allowed_pools.join(',') || '(none)'}, unsubscribe ${on}`,
         );
+      }),
+    );
+  reputationCommands(cmd);
+}
+
+function settingsOf(config: Config): ReputationSettings {
+  try {
+    return reputationSettings(config);
+  } catch (e) {
+    throw new CliError(`config: ${(e as Error).message}`);
+  }
+}
+
+/** A customer's standing and rates, flat, for `customers show`. */
+async function reputationView(store: Store, cust: Customer, s: ReputationSettings, now: number) {
+  const { standing, rates } = await reputationOf(store, cust.id, s, now);
+  const pct = (r: number | null) => (r === null ? `not judged (under ${s.minRecipients} recipients)` : `${r}%`);
+  return {
+    state: standing.state,
+    ...(standing.paused_at !== null
+      ? { paused_at: iso(standing.paused_at), paused_by: standing.paused_by, pause_reason: standing.reason }
+      : {}),
+    bounce_rate: pct(rates.bounce_rate),
+    complaint_rate: pct(rates.complaint_rate),
+    recipients_with_outcome: rates.recipients,
+    hard_bounces: rates.hard_bounces,
+    expired: rates.expired,
+    complaints: rates.complaints,
+  };
+}
+
+/** `customers pause` and `customers resume`: an administrator's hand on a customer's sending (docs/operations.md, "Reputation"). */
+function reputationCommands(cmd: Command): void {
+  const guarded = async (f: () => Promise<void>) => {
+    try {
+      await f();
+    } catch (e) {
+      if (e instanceof ReputationError) throw new CliError(e.message);
+      throw e;
+    }
+  };
+  cmd
+    .command('pause <name>')
+    .description("pause a customer's sending: new sends refused, its queued mail held (the sandbox still works)")
+    .requiredOption('--reason <text>', 'why (the customer is told, in refusals and in customer.paused)')
+    .action(async (name: string, o: { reason: string }, c: Command) =>
+      withStore(c, async ({ store, config, now }) => {
+        const cust = await customerNamed(store, name);
+        await guarded(() => pauseCustomer(store, cust, o.reason, settingsOf(config), now));
+        output(c, { name: cust.name, state: 'paused', reason: o.reason.trim() }, `customer ${cust.name} paused`);
+      }),
+    );
+  cmd
+    .command('resume <name>')
+    .description('resume a paused customer: its held mail goes out, and its rates count again from now')
+    .action(async (name: string, _o, c: Command) =>
+      withStore(c, async ({ store, config, now }) => {
+        const cust = await customerNamed(store, name);
+        await guarded(() => resumeCustomer(store, cust, settingsOf(config), now));
+        output(c, { name: cust.name, state: 'ok' }, `customer ${cust.name} resumed`);
       }),
     );
 }

@@ -172,6 +172,7 @@ export type SendCommit = (
   | { kind: 'key_revoked' }
   | { kind: 'domain_unknown' }
   | { kind: 'domain_unverified' }
+  | { kind: 'customer_paused'; reason?: string | null }
 ) & {
   /** auth_epoch as this transaction saw it: the API drops its cache when it moved. */
   authEpoch: string;

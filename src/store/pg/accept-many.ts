@@ -18,7 +18,7 @@ import type { PgDb, Q } from './db.js';
 
 /**
  * Stores any number of messages in one statement: each one's key (not revoked), sending domain
- * (the customer's, verified) and recipients (none suppressed) checked, and those that pass
+ * (the customer's, verified), customer (not paused, unless the send is a sandbox one) and recipients (none suppressed) checked, and those that pass
  * inserted with their recipients and tags (a submitted MIME message with its size, known now). Answers one row per message, in order: why it was
  * refused, or its row id; with the auth epoch the statement saw.
  */
@@ -32,9 +32,11 @@ checked AS (
   SELECT i.n,
          CASE WHEN i.api_key_id IS NOT NULL AND (k.id IS NULL OR k.revoked_at IS NOT NULL) THEN 'key_revoked'
               WHEN d.id IS NULL OR d.customer_id <> i.customer_id THEN 'domain_unknown'
-              WHEN d.verified_at IS NULL THEN 'domain_unverified' END AS refused,
+              WHEN d.verified_at IS NULL THEN 'domain_unverified'
+              WHEN p.customer_id IS NOT NULL THEN 'customer_paused' END AS refused, p.reason AS paused_reason,
          (SELECT json_object_agg(s.address, s.reason) FROM rin JOIN suppressions s ON s.customer_id = i.customer_id AND s.address = rin.key WHERE rin.n = i.n) AS suppressed
-  FROM i LEFT JOIN api_keys k ON k.id = i.api_key_id LEFT JOIN domains d ON d.name = i.sender_domain),
+  FROM i LEFT JOIN api_keys k ON k.id = i.api_key_id LEFT JOIN domains d ON d.name = i.sender_domain
+    LEFT JOIN customer_reputation p ON p.customer_id = i.customer_id AND p.paused_at IS NOT NULL AND i.sandbox = 0),
 ok AS (SELECT i.* FROM i JOIN checked c USING (n) WHERE c.refused IS NULL AND c.suppressed IS NULL),
 m AS (
   INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags, header_message_id, pool, unsubscribe)
@@ -46,14 +48,18 @@ r AS (
   INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at)
   SELECT mi.id, mi.customer_id, rin.address, rin.domain, rin.field, 'queued', 0, mi.next_at, mi.created_at, mi.created_at FROM mi JOIN rin USING (n) ORDER BY rin.o),
 t AS (INSERT INTO message_tags (customer_id, tag, message_id) SELECT mi.customer_id, tg.tag, mi.id FROM mi JOIN unnest($19::int[], $20::text[]) AS tg(n, tag) USING (n))
-SELECT c.n, c.refused, c.suppressed, mi.id, (SELECT value FROM settings WHERE name = 'auth_epoch') AS epoch
+SELECT c.n, c.refused, c.paused_reason, c.suppressed, mi.id, (SELECT value FROM settings WHERE name = 'auth_epoch') AS epoch
 FROM checked c LEFT JOIN mi USING (n) ORDER BY c.n`;
 
-export type Checked = { kind: 'key_revoked' | 'domain_unknown' | 'domain_unverified' } | AcceptResult;
+export type Checked =
+  | { kind: 'key_revoked' | 'domain_unknown' | 'domain_unverified' }
+  | { kind: 'customer_paused'; reason: string | null }
+  | AcceptResult;
 
 /** A row of ACCEPT_MANY's answer. */
 type AcceptRow = {
-  refused: 'key_revoked' | 'domain_unknown' | 'domain_unverified' | null;
+  refused: 'key_revoked' | 'domain_unknown' | 'domain_unverified' | 'customer_paused' | null;
+  paused_reason: string | null;
   suppressed: Record<string, SuppressionReason> | null;
   id: number | null;
   epoch: string | null;
@@ -134,6 +140,7 @@ function tagColumns(inputs: Send[]): unknown[][] {
 
 /** One send's answer from its row: refused, suppressed (the recipients on the list, with why), or accepted. */
 function checkedResult(row: AcceptRow, input: Send): Checked {
+  if (row.refused === 'customer_paused') return { kind: row.refused, reason: row.paused_reason };
   if (row.refused) return { kind: row.refused };
   if (row.suppressed) {
     const reasons = row.suppressed;

@@ -12,6 +12,7 @@ import * as m011 from './migrations/011_pools.js';
 import * as m012 from './migrations/012_key_scopes.js';
 import * as m013 from './migrations/013_queue_retries.js';
 import * as m014 from './migrations/014_unsubscribe.js';
+import * as m015 from './migrations/015_reputation.js';
 
 /**
  * The PostgreSQL engine's migrations: numbered and append-only, as the SQLite engine's are
@@ -51,4 +52,5 @@ export const pgMigrations: PgMigration[] = [
   { version: 12, name: 'key_scopes', sql: m012.up },
   { version: 13, name: 'queue_retries', sql: m013.up },
   { version: 14, name: 'unsubscribe', sql: m014.up },
+  { version: 15, name: 'reputation', sql: m015.up },
 ];
