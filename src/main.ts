@@ -5,6 +5,7 @@ import { configWarnings } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { joinCluster } from './daemon/cluster.js';
 import { type Ctx, startSettings } from './daemon/context.js';
+import { scheduleDomainRecheck } from './daemon/domain-recheck.js';
 import { buildListeners } from './daemon/listeners.js';
 import { type Loops, startLoops } from './daemon/loops.js';
 import { buildMetrics } from './daemon/metrics.js';
@@ -191,6 +192,7 @@ interface Services {
   scheduler: Scheduler;
   signer: SignerPool;
   retention: { stop(): void | Promise<void> };
+  recheck: { stop(): Promise<void> };
   /** Work committed here: this node's loops look now, and the other nodes are told (after the commit). */
   queued: { outbound: () => void; events: () => void };
 }
@@ -221,7 +223,20 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
   });
   const retention = scheduleRetention(ctx, store);
-  return { resolver, returnPathSecret, metrics, budget, webhooks, dispatcher, scheduler, signer, retention, queued };
+  const recheck = scheduleDomainRecheck(ctx, store, resolver, queued.events);
+  return {
+    resolver,
+    returnPathSecret,
+    metrics,
+    budget,
+    webhooks,
+    dispatcher,
+    scheduler,
+    signer,
+    retention,
+    recheck,
+    queued,
+  };
 }
 
 /** Step: every listener bound; when one cannot be, what started is stopped again and the start fails. */
@@ -236,6 +251,7 @@ async function bindOrUnwind(
     return await bindListeners(config, log, listeners);
   } catch (e) {
     await services.retention.stop();
+    await services.recheck.stop();
     await Promise.all([services.signer.close(), services.webhooks.fetch.close()]);
     await node.stop();
     await store.admin.close();
@@ -274,6 +290,7 @@ async function stopDaemon({
   await closeListeners(listeners);
   up.listeners = false;
   await services.retention.stop();
+  await services.recheck.stop();
   await loops.wakeups.close();
   loops.abort.abort();
   const abandoned = await Promise.race([

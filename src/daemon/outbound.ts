@@ -2,7 +2,7 @@ import type { Resolver } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import type { ClusterNode } from '../cluster/node.js';
-import { returnPathDomain } from '../config/settings.js';
+import { returnPathDomain, returnPathLabel } from '../config/settings.js';
 import { CLUSTER_THROTTLE, destinationOf } from '../domain/destinations.js';
 import { Dane } from '../outbound/dane.js';
 import { type DeliveryItem, deliverGroup, type GroupResult } from '../outbound/deliver.js';
@@ -141,6 +141,7 @@ function deliver(
       ...(d.relay ? { relay: d.relay } : {}),
       returnPathSecret: d.returnPathSecret,
       returnPathDomain: returnPathDomain(config),
+      returnPathLabel: returnPathLabel(config),
       suppression: settings.outbound.current.suppression,
       smtp: d.smtp,
     },

@@ -1,4 +1,5 @@
 import { addressKey } from '../domain/addresses.js';
+import { returnPathInUse } from '../domain/dns-records.js';
 import { UnsendableMessage } from '../domain/errors.js';
 import { type Outcome, type Reply, reply, type SuppressionPolicy, suppressFor } from '../domain/outcome.js';
 import { returnPath } from '../domain/return-path.js';
@@ -28,6 +29,8 @@ export interface DeliverDeps extends RouteDeps {
   /** Composes (first time) and DKIM-signs; a SignerPool in the daemon. */
   sign: (input: SignInput) => Promise<Signed>;
   returnPathDomain: string;
+  /** smtp.return_path_label: a sending domain's return-path host is used only while it is <label>.<domain>. */
+  returnPathLabel: string;
   returnPathSecret: Buffer;
   /** Which permanent failures suppress the address ([bounces] in the configuration). */
   suppression: SuppressionPolicy;
@@ -138,12 +141,12 @@ class GroupSender {
 
   /**
    * The envelope sender's domain: the sender domain's own return path host once verification found
-   * it (SPF then aligns with the From domain), else the server's return path domain
-   * (docs/delivery.md, "Sending identities").
+   * it (SPF then aligns with the From domain) and while it is still the configured label's host,
+   * else the server's return path domain (docs/delivery.md, "Sending identities").
    */
   private async envelopeDomain(item: DeliveryItem): Promise<string> {
     const sender = await this.senders.get(item.message.senderDomain);
-    return sender?.return_path_host ?? this.deps.returnPathDomain;
+    return (sender && returnPathInUse(sender, this.deps.returnPathLabel)) ?? this.deps.returnPathDomain;
   }
 
   /** One transaction, its outcome recorded. */

@@ -83,6 +83,22 @@ const SAMPLES: Record<EventType, (base: Base, now: number) => Record<string, unk
     limit: 'rate',
     window_ends_at: isoTime(now + 60_000),
   }),
+  'domain.verified': (_, now) => ({
+    domain: 'example.com',
+    verified_at: isoTime(now),
+    records: [
+      { purpose: 'verification', name: '_posthaste.example.com', found: true },
+      { purpose: 'dkim', name: 'posthaste._domainkey.example.com', found: true },
+    ],
+  }),
+  'domain.verification_failed': () => ({
+    domain: 'example.com',
+    verified_at: null,
+    records: [
+      { purpose: 'verification', name: '_posthaste.example.com', found: true },
+      { purpose: 'dkim', name: 'posthaste._domainkey.example.com', found: false },
+    ],
+  }),
 };
 
 /** Realistic data for a test event of each type (`POST /api/v1/webhooks/:id/test`). */

@@ -1,5 +1,6 @@
 import { EVENT_TYPES } from '../../domain/events.js';
 import { json, type Obj, PAGE_PARAMETERS, page, pathParameter, ref, responseRef, responses } from './common.js';
+import { UPDATE_WEBHOOK } from './paths-manage.js';
 
 /** Webhook endpoints, received mail, suppressions, the document itself and /healthz (api/routes/; docs/api.md). */
 
@@ -75,6 +76,7 @@ const WEBHOOK_PATHS: Obj = {
         '404': responseRef('NotFound'),
       }),
     },
+    patch: UPDATE_WEBHOOK,
     delete: {
       operationId: 'deleteWebhook',
       tags: ['webhooks'],

@@ -22,6 +22,7 @@ import type {
 import { type Customer, DEFAULT_CUSTOMER, DKIM_SELECTOR, type DomainRow, type SendingDomain } from '../model.js';
 import type { CustomerStore, DomainStore, KeyStore, SuppressionStore, UserStore } from '../store.js';
 import type { PgDb } from './db.js';
+import { setVerification } from './verification.js';
 
 /** Customers, API keys, domains, dashboard users and suppressions on PostgreSQL: one statement each, as on SQLite. */
 
@@ -105,6 +106,7 @@ export function pgDomains(db: PgDb): DomainStore {
         ? db.rows<DomainRow>('SELECT * FROM domains ORDER BY name')
         : db.rows<DomainRow>('SELECT * FROM domains WHERE customer_id = $1 ORDER BY name', [customerId]),
     setVerified: async (id, at) => void (await db.run('UPDATE domains SET verified_at = $1 WHERE id = $2', [at, id])),
+    setVerification: (id, input) => setVerification(db, id, input),
     setReturnPath: async (id, host) =>
       void (await db.run('UPDATE domains SET return_path_host = $1 WHERE id = $2', [host, id])),
     setReceiving: async (id, on) =>
