@@ -263,15 +263,7 @@ const ROTATE_PATHS: Obj = {
       description:
         'The new secret is shown only now. Until `previous_secret_expires_at` (webhooks.secret_grace, 24 h by default) every delivery carries both signatures, `v1,<old> v1,<new>`, so a receiver verifying with either secret accepts it while it switches. No body.',
       responses: responses('post', {
-        '200': json(
-          {
-            allOf: [ref('WebhookEndpointCreated')],
-            type: 'object',
-            required: ['previous_secret_expires_at'],
-            properties: { previous_secret_expires_at: dateTime('Until when the old secret signs too.') },
-          },
-          'Rotated.',
-        ),
+        '200': json(ref('WebhookEndpointRotated'), 'Rotated.'),
         '404': responseRef('NotFound'),
       }),
     },
@@ -285,10 +277,11 @@ export const MANAGE_SCHEMAS: Obj = {
   DnsRecord: DNS_RECORD,
   RecordCheck: RECORD_CHECK,
   DomainVerification: {
-    allOf: [ref('Domain')],
     type: 'object',
-    required: ['checks', 'dkim_switched_to', 'dns_error'],
+    description: 'The domain as it now is, and what the lookups found.',
+    required: [...(DOMAIN.required as string[]), 'checks', 'dkim_switched_to', 'dns_error'],
     properties: {
+      ...(DOMAIN.properties as Obj),
       checks: { type: 'array', items: ref('RecordCheck') },
       dkim_switched_to: { type: nullable('string'), description: 'The selector signing switched to now, if it did.' },
       dns_error: {
