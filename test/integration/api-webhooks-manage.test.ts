@@ -7,6 +7,7 @@ import { Webhook } from 'standardwebhooks';
 import t from 'tap';
 import { waitFor } from '../../support/wait.js';
 import { sendEmail } from '../helpers/api.js';
+import { json, runCli } from '../helpers/cli.js';
 import { makeKey } from '../helpers/env.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { expectError, type Json, request } from '../helpers/http.js';
@@ -121,3 +122,35 @@ t.test(
     );
   },
 );
+
+t.test('the CLI: webhooks update and rotate-secret, validated as the API validates', async (t) => {
+  const ep = await endpoint('/cli-a');
+  const cli = (...args: string[]) => runCli(['--config', s.configPath, ...args]);
+  const updated = await cli(
+    'webhooks',
+    'update',
+    ep.id,
+    '--url',
+    rx.url('/cli-b'),
+    '--events',
+    'email.bounced',
+    '--enabled',
+    'false',
+    '--json',
+  );
+  t.equal(updated.code, 0, updated.stderr);
+  t.match(json<Json>(updated), { id: ep.id, url: rx.url('/cli-b'), events: ['email.bounced'], enabled: false });
+  const again = await cli('webhooks', 'update', ep.id, '--events', 'all', '--enabled', 'true', '--json');
+  t.equal(again.code, 0, again.stderr);
+  const all = json<Json>(again);
+  t.match(all, { enabled: true, events: [/./] });
+  t.ok(all.events.length > 2, '"all": every type');
+  const bad = await cli('webhooks', 'update', ep.id, '--url', 'ftp://x');
+  t.equal(bad.code, 1);
+  t.match(bad.stderr, /url/);
+  const rotated = await cli('webhooks', 'rotate-secret', ep.id, '--json');
+  t.equal(rotated.code, 0, rotated.stderr);
+  const r = json<Json>(rotated);
+  t.match(r, { id: ep.id, secret: /^whsec_/, previous_secret_expires_at: /^20/ });
+  t.match(await s.store.webhooks.getEndpoint(ep.id), { secret: r.secret, previousSecret: ep.secret });
+});
