@@ -26,7 +26,14 @@ export async function addDomainFor(
 ): Promise<{ kind: 'added'; domain: DomainRow } | { kind: 'taken'; own: boolean }> {
   const existing = await domains.find(input.name);
   if (existing) return { kind: 'taken', own: existing.customer_id === input.customerId };
-  return { kind: 'added', domain: await domains.add(input) };
+  try {
+    return { kind: 'added', domain: await domains.add(input) };
+  } catch (e) {
+    // Added by another request meanwhile (the name is unique in the store): taken, as above.
+    const now = await domains.find(input.name);
+    if (now) return { kind: 'taken', own: now.customer_id === input.customerId };
+    throw e;
+  }
 }
 
 /** A customer's own domain by name; undefined for a name not theirs (another customer's reads as none). */

@@ -129,6 +129,20 @@ t.test("another customer's domain: a 409 that does not say whose, and invisible 
     expectError(t, await api(path, { key: other, method }), 404, 'not_found', `${method} ${path}`);
   t.same((await api('/domains', { key: other })).body.data, []);
   t.ok(await s.store.domains.find('acme.example'), 'still there');
+
+  const race = await Promise.all(
+    [key, other, key, other, key].map((k) => api('/domains', { key: k, body: { name: 'race.example' } })),
+  );
+  t.same(
+    race.map((r) => r.status).sort(),
+    [201, 409, 409, 409, 409],
+    'added at once by several: one 201, the rest 409 (never a 500)',
+  );
+  const winner = race.find((r) => r.status === 201)!;
+  t.equal(
+    (await api('/domains/race.example', { method: 'DELETE', key: race.indexOf(winner) % 2 ? other : key })).status,
+    200,
+  );
 });
 
 t.test('the re-check: SERVFAIL changes nothing, a removed record unverifies and is told', async (t) => {
