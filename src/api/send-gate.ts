@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, refusal, unknownDomain, unverifiedDomain } from '../domain/errors.js';
+import { ApiError, refusal } from '../domain/errors.js';
 import { type AuthCache, acceptSend } from '../store/auth-cache.js';
-import type { AcceptResult, ApiKeyInfo, BatchInput, BatchResult, SendInput, SendingDomain } from '../store/model.js';
+import type { AcceptResult, BatchInput, BatchResult, SendInput, SendingDomain } from '../store/model.js';
 import type { Store } from '../store/store.js';
 import { authenticateRequest, unauthorized } from './authorization.js';
 
@@ -58,12 +58,9 @@ export class SendGate {
     return this.auth.epoch;
   }
 
-  /** The send's sender domain: this key's customer's and verified (a refusal never from a stale cache). */
-  async sendingDomain(key: ApiKeyInfo, name: string): Promise<SendingDomain> {
-    const domain = await this.auth.sendingDomain(key.customer_id, name);
-    if (!domain || domain.customer_id !== key.customer_id) throw unknownDomain(name);
-    if (domain.verified_at === null) throw unverifiedDomain(domain.name);
-    return domain;
+  /** The send's sender domain (send/admit.ts judges it): never from a stale cache on a refusal. */
+  sendingDomain(customerId: number, name: string): Promise<SendingDomain | undefined> {
+    return this.auth.sendingDomain(customerId, name);
   }
 
   /** One message's commit; throws the ApiError of a refusal (401 for a key revoked meanwhile). */

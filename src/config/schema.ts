@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 
-import { k, type Schema } from './keys.js';
+import { k, type Schema, type ValueOf } from './keys.js';
+import { readPools } from './pools.js';
 
 /**
  * The configuration schema: every key's type, default and one-line description in one place
@@ -49,6 +50,11 @@ export const schema = {
     listen: k({ type: 'listen' }, '127.0.0.1:8025', 'HTTP API address, "host:port"'),
     'tls.cert': k({ type: 'string' }, '', 'PEM certificate file for HTTPS on the API; empty serves plain HTTP'),
     'tls.key': k({ type: 'string' }, '', 'PEM private key file for HTTPS on the API'),
+    trusted_proxies: k(
+      { type: 'strings' },
+      [],
+      "Reverse proxies (addresses or CIDR blocks) whose X-Forwarded-For gives the client address the API sees (a key's allowed_cidrs); from any other peer the header is ignored. Empty: the peer is the client",
+    ),
   },
   dashboard: {
     listen: k(
@@ -76,6 +82,11 @@ export const schema = {
       'Label of each sending domain\'s own return path, <label>.<domain>, a CNAME to the return path domain: once verification finds it, that domain\'s envelope sender is bounces+<token>@<label>.<domain> (docs/delivery.md, "Sending identities")',
     ),
     feedback_address: k({ type: 'string' }, '', 'Address ARF spam-complaint reports are sent to; empty accepts none'),
+    dmarc_address: k(
+      { type: 'string' },
+      '',
+      'Address DMARC aggregate reports are sent to (the rua= of the sending domains\' DMARC records): read and kept per domain and day (docs/operations.md, "DMARC reports"); empty accepts none',
+    ),
     max_message_bytes: k(
       { type: 'bytes' },
       25 * 1024 * 1024,
@@ -180,7 +191,7 @@ export const schema = {
     source_addresses: k(
       { type: 'strings' },
       [],
-      "The public addresses (IPv4, IPv6) mail leaves the servers from, every node's: `posthaste dns server` lists them as ip4:/ip6: in the return path domain's SPF record; empty: the record says a:<server.hostname>",
+      "The public addresses (IPv4, IPv6) mail leaves the servers from, every node's: `posthaste dns server` lists them as ip4:/ip6: in the return path domain's SPF record; empty: the addresses of outbound.pools, else a:<server.hostname>",
     ),
     destination_limits: k(
       { type: 'strings' },
@@ -232,6 +243,16 @@ export const schema = {
       'The relay password; set it through the environment (POSTHASTE_OUTBOUND_RELAY_PASSWORD) or relay_password_file rather than here; never printed',
       true,
     ),
+    default_pool: k(
+      { type: 'string' },
+      '',
+      'The pool of mail whose message and customer name none; empty: the first of outbound.pools',
+    ),
+    pools: k(
+      { type: 'tables', read: readPools },
+      [],
+      'Pools of source addresses, written as [[outbound.pools]] tables: name, and addresses = [ { ip, ehlo } ]; each connection binds an address of its pool (by the MX host\'s address family) and says its ehlo name; the addresses must be this node\'s (docs/delivery.md, "Sending identities"); none: the kernel picks, EHLO says server.hostname',
+    ),
   },
   dns: {
     servers: k({ type: 'strings' }, [], 'DNS servers as "ip" or "ip:port"; empty uses the system resolver'),
@@ -239,6 +260,18 @@ export const schema = {
       { type: 'duration' },
       '6h',
       "How often verified domains' records are checked again (one node of a cluster does it); 0 turns it off",
+    ),
+  },
+  doctor: {
+    dnsbl: k(
+      { type: 'strings' },
+      [],
+      'DNS blocklist zones `posthaste doctor` (and its hourly run) looks each source address up in, e.g. ["zen.spamhaus.org"]; queried through dns.servers, which must be a resolver of your own, as the lists refuse public ones (docs/operations.md, "Deliverability")',
+    ),
+    interval: k(
+      { type: 'duration' },
+      '1h',
+      'How often the daemon runs the doctor (the first run 10 s after start, or sooner when this is shorter); "0s": never by itself, only `posthaste doctor`',
     ),
   },
   webhooks: {
@@ -334,18 +367,6 @@ export const schema = {
     ),
   },
 } satisfies Schema;
-
-type ValueOf<K> = K extends { type: 'string' | 'listen' | 'enum' }
-  ? string
-  : K extends { type: 'int' | 'duration' | 'bytes' }
-    ? number
-    : K extends { type: 'bool' }
-      ? boolean
-      : K extends { type: 'strings' }
-        ? string[]
-        : K extends { type: 'durations' }
-          ? number[]
-          : never;
 
 /** The merged, validated configuration; durations are milliseconds, sizes bytes. */
 export type Config = {

@@ -1,16 +1,18 @@
 import { addressKey } from '../domain/addresses.js';
-import { BASE32, timeSortableId } from '../lib/ids.js';
+import type { Refusal as SendRefusal } from '../domain/errors.js';
+import { acceptInputOf, admitSend, isRefused } from '../send/admit.js';
 import { acceptSend } from '../store/auth-cache.js';
 import { isStoreFull, isStoreUnavailable } from '../store/errors.js';
-import type { AcceptInput, ApiKeyInfo, SendCommit, SendingDomain } from '../store/model.js';
+import type { AcceptInput, SendCommit } from '../store/model.js';
 import { type Refusal, readSubmitted, type Submitted } from './message.js';
 import type { Rcpt, Session, SubmissionDeps } from './session.js';
 
 /**
  * A submitted message, from the bytes DATA brought to the store's commit: the same steps as
- * `POST /api/v1/emails` (the sender domain the key's customer's and verified, a Message-ID drawn,
- * the commit that re-checks the key and the domain when the auth epoch moved and refuses a
- * suppressed recipient), with the message itself as the stored request (format `mime`).
+ * `POST /api/v1/emails` (send/admit.ts: the sender domain the key's customer's and verified, a
+ * Message-ID drawn; then the commit that re-checks the key and the domain when the auth epoch
+ * moved and refuses a suppressed recipient), with the message itself as the stored request
+ * (format `mime`).
  * Resolves with the 250 text; throws the Refusal the client gets otherwise.
  */
 export async function acceptSubmitted(
@@ -24,47 +26,31 @@ export async function acceptSubmitted(
   const now = deps.clock.now();
   const read = readSubmitted(chunks, size);
   if ('code' in read) throw read;
-  const domain = await sendingDomain(deps, key, read.from.domain);
-  const messageId = `${timeSortableId(now, BASE32)}@${domain.name}`;
-  const input: AcceptInput = {
-    customerId: key.customer_id,
-    apiKeyId: key.id,
-    sandbox: key.kind === 'sandbox',
-    messageId,
-    // The client's own Message-ID, kept in the message: it finds the message too (docs/submission.md).
-    ...(read.headerMessageId !== undefined ? { headerMessageId: read.headerMessageId } : {}),
-    fromHeader: read.fromHeader,
-    senderDomain: domain.name,
-    subject: read.subject,
-    metadata: read.metadata,
-    request: read.build(receivedField(deps, session, messageId, now), missingFields(read, messageId, now)),
-    requestFormat: 'mime',
-    recipients: (session.rcpts ?? []).map((r) => ({ ...r, field: fieldOf(read, r) })),
-    ...(read.tags.length ? { tags: read.tags } : {}),
+  const admitted = await admitSend(deps.auth, key, read.from.domain, now);
+  if (isRefused(admitted)) throw smtpRefusal(admitted, read.from.domain);
+  const { messageId } = admitted;
+  const input: AcceptInput = acceptInputOf(
+    key,
+    admitted,
+    {
+      // The client's own Message-ID, kept in the message: it finds the message too (docs/submission.md).
+      ...(read.headerMessageId !== undefined ? { headerMessageId: read.headerMessageId } : {}),
+      fromHeader: read.fromHeader,
+      subject: read.subject,
+      metadata: read.metadata,
+      request: read.build(receivedField(deps, session, messageId, now), missingFields(read, messageId, now)),
+      requestFormat: 'mime',
+      recipients: (session.rcpts ?? []).map((r) => ({ ...r, field: fieldOf(read, r) })),
+      ...(read.tags.length ? { tags: read.tags } : {}),
+    },
     now,
-  };
+  );
   // The commit checks the key and the domain again if the epoch moved, and drops the cache if it did (store/auth-cache.ts).
   const result = await commit(deps, { ...input, authEpoch });
   // Accepted: the key was live at the epoch the commit answers (checked there if the epoch had
   // moved), so the session's next message is checked again only if it moves after this one.
   if (result.kind === 'accepted') session.authEpoch = result.authEpoch;
   return answer(session, result, messageId);
-}
-
-/** The sender's domain, as the API checks it: this key's customer's and verified; a refusal that never says whose another customer's domain is. */
-async function sendingDomain(deps: SubmissionDeps, key: ApiKeyInfo, name: string): Promise<SendingDomain> {
-  const domain = await deps.auth.sendingDomain(key.customer_id, name); // a refusal is never from a stale cache
-  if (!domain || domain.customer_id !== key.customer_id)
-    throw refusal(
-      550,
-      `5.7.1 ${name} is not a sending domain of this API key's customer: the From address must be at one of its verified domains`,
-    );
-  if (domain.verified_at === null)
-    throw refusal(
-      550,
-      `5.7.1 ${name} is not verified yet: publish its DNS records, then posthaste domains verify ${name}`,
-    );
-  return domain;
 }
 
 const refusal = (code: number, text: string): Refusal => ({ code, text });
@@ -96,14 +82,37 @@ function answer(session: Session, result: SendCommit, messageId: string): string
     case 'domain_unknown':
     case 'domain_unverified':
       throw refusal(550, '5.7.1 The sender domain was removed or unverified meanwhile: nothing was queued');
+    case 'suppressed':
+      throw smtpRefusal(result, '');
+    default:
+      throw refusal(451, '4.3.0 Local error: the message was not queued, try again later');
+  }
+}
+
+/** A send's refusal (domain/errors.ts, Refusal) as the SMTP reply submission gives it; `domain` is the From domain. */
+function smtpRefusal(r: SendRefusal, domain: string): Refusal {
+  switch (r.kind) {
+    case 'from_not_allowed':
+      return refusal(
+        550,
+        `5.7.1 This API key may send only from ${r.allowed.join(', ')}: ${domain} is not one of them`,
+      );
+    case 'domain_unknown':
+      return refusal(
+        550,
+        `5.7.1 ${domain} is not a sending domain of this API key's customer: the From address must be at one of its verified domains`,
+      );
+    case 'domain_unverified':
+      return refusal(
+        550,
+        `5.7.1 ${domain} is not verified yet: publish its DNS records, then posthaste domains verify ${domain}`,
+      );
     case 'suppressed': {
       // Added to the list after its RCPT TO was taken: the client tries again, and RCPT TO then
       // refuses that recipient alone while the others go.
-      const names = result.addresses.map((a) => `<${a.address}> (${a.reason})`).join(', ');
-      throw refusal(451, `4.7.1 ${names} joined the suppression list meanwhile: nothing was queued; try again`);
+      const names = r.addresses.map((a) => `<${a.address}> (${a.reason})`).join(', ');
+      return refusal(451, `4.7.1 ${names} joined the suppression list meanwhile: nothing was queued; try again`);
     }
-    default:
-      throw refusal(451, '4.3.0 Local error: the message was not queued, try again later');
   }
 }
 

@@ -15,7 +15,7 @@ export const LEVELS: string[][] = [
   ['config'],
   ['lib', 'mime'],
   ['store'],
-  ['outbound', 'webhooks', 'domain-setup', 'cluster'],
+  ['outbound', 'webhooks', 'domain-setup', 'cluster', 'send'],
   ['reports'],
   ['inbound'],
   ['api', 'dashboard', 'submission'],

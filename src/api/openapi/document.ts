@@ -3,6 +3,7 @@ import { VERSION } from '../../lib/version.js';
 import { ERROR_DETAILS, ERROR_RESPONSES, errorSchema, type Obj, UNAVAILABLE } from './common.js';
 import { eventSchemas, REPLY, webhookSection } from './events.js';
 import { EMAIL_PATHS } from './paths-emails.js';
+import { KEY_PATHS, KEY_SCHEMAS } from './paths-keys.js';
 import { MANAGE_PATHS, MANAGE_SCHEMAS } from './paths-manage.js';
 import { OPENAPI_PATH, OTHER_PATHS, OTHER_SCHEMAS } from './paths-other.js';
 import { ACCEPTED, SEND_REQUEST } from './send.js';
@@ -72,10 +73,11 @@ export function openApiDocument(): Obj {
         name: 'domains',
         description: "The customer's sending and receiving domains: their DNS records and verification.",
       },
+      { name: 'keys', description: 'The API keys: their scopes, restrictions and last use; made and revoked.' },
       { name: 'meta', description: 'This document and the health check: no key needed.' },
     ],
     security: [{ bearer: [] }, { token: [] }],
-    paths: { ...EMAIL_PATHS, ...OTHER_PATHS, ...MANAGE_PATHS },
+    paths: { ...EMAIL_PATHS, ...OTHER_PATHS, ...MANAGE_PATHS, ...KEY_PATHS },
     webhooks: webhookSection(),
     components: {
       securitySchemes: {
@@ -102,6 +104,7 @@ export function openApiDocument(): Obj {
         ...viewSchemas(),
         ...OTHER_SCHEMAS,
         ...MANAGE_SCHEMAS,
+        ...KEY_SCHEMAS,
         ...eventSchemas(),
       },
       responses: ERROR_RESPONSES,

@@ -10,6 +10,7 @@ import {
   ref,
   responseRef,
   responses,
+  scoped,
 } from './common.js';
 
 /** A customer's domains, and what changes a webhook endpoint after its creation (api/routes/; docs/api.md). */
@@ -110,6 +111,7 @@ const DOMAIN_PATHS: Obj = {
   '/api/v1/domains': {
     get: {
       operationId: 'listDomains',
+      ...scoped('domains:write'),
       tags: ['domains'],
       summary: "The customer's domains",
       responses: responses('get', {
@@ -121,6 +123,7 @@ const DOMAIN_PATHS: Obj = {
     },
     post: {
       operationId: 'addDomain',
+      ...scoped('domains:write'),
       tags: ['domains'],
       summary: 'Add a domain',
       description:
@@ -152,12 +155,14 @@ const DOMAIN_PATHS: Obj = {
     parameters: [DOMAIN_NAME],
     get: {
       operationId: 'getDomain',
+      ...scoped('domains:write'),
       tags: ['domains'],
       summary: 'A domain and the DNS records to publish',
       responses: responses('get', { '200': json(ref('Domain'), 'The domain.'), '404': responseRef('NotFound') }),
     },
     delete: {
       operationId: 'deleteDomain',
+      ...scoped('domains:write'),
       tags: ['domains'],
       summary: 'Remove a domain',
       description: 'Sending from it stops at once; its DKIM keys are gone.',
@@ -178,6 +183,7 @@ const DOMAIN_PATHS: Obj = {
     parameters: [DOMAIN_NAME],
     post: {
       operationId: 'verifyDomain',
+      ...scoped('domains:write'),
       tags: ['domains'],
       summary: 'Look the records up and mark the domain verified',
       description:
@@ -192,6 +198,7 @@ const DOMAIN_PATHS: Obj = {
     parameters: [DOMAIN_NAME],
     post: {
       operationId: 'rotateDkim',
+      ...scoped('domains:write'),
       tags: ['domains'],
       summary: 'Make a new DKIM key under a new selector',
       description: `Signing goes on with the current key until \`verify\` finds the new record, then switches; keep the old record ${DKIM_GRACE_MS / 86_400_000} days after. No body.`,
@@ -219,6 +226,7 @@ const DOMAIN_PATHS: Obj = {
 /** PATCH /api/v1/webhooks/{id}: the operation, for paths-other.ts to hold beside get and delete. */
 export const UPDATE_WEBHOOK: Obj = {
   operationId: 'updateWebhook',
+  ...scoped('webhooks:write'),
   tags: ['webhooks'],
   summary: 'Change a webhook endpoint',
   description:
@@ -258,6 +266,7 @@ const ROTATE_PATHS: Obj = {
     parameters: [pathParameter('id', 'The endpoint id (`wh_…`).')],
     post: {
       operationId: 'rotateWebhookSecret',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: "Replace an endpoint's secret",
       description:

@@ -4,7 +4,7 @@ import { addDomainFor, domainView, ownDomain, parseDomainName, rotateDkimFor } f
 import { verifyDomain } from '../../domain-setup/records.js';
 import { createResolver } from '../../lib/dns.js';
 import type { DomainRow } from '../../store/model.js';
-import { requireKey } from '../authorization.js';
+import { needs, requireKey } from '../authorization.js';
 import type { ApiDeps } from '../deps.js';
 
 /**
@@ -16,13 +16,13 @@ export function domainRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { store, config, clock } = deps;
   const resolver = createResolver(config.dns.servers);
 
-  app.get('/api/v1/domains', async (request) => {
+  app.get('/api/v1/domains', needs('domains:write'), async (request) => {
     const key = requireKey(request);
     const now = clock.now();
     return { data: (await store.domains.list(key.customer_id)).map((d) => domainView(d, config, now)) };
   });
 
-  app.post('/api/v1/domains', async (request, reply) => {
+  app.post('/api/v1/domains', needs('domains:write'), async (request, reply) => {
     const key = requireKey(request);
     const input = addInput((request.body ?? {}) as Record<string, unknown>);
     const now = clock.now();
@@ -36,18 +36,18 @@ export function domainRoutes(app: FastifyInstance, deps: ApiDeps): void {
     return reply.code(201).send(domainView(added.domain, config, now));
   });
 
-  app.get<{ Params: { name: string } }>('/api/v1/domains/:name', async (request) => {
+  app.get<{ Params: { name: string } }>('/api/v1/domains/:name', needs('domains:write'), async (request) => {
     const d = await domainOf(deps, requireKey(request).customer_id, request.params.name);
     return domainView(d, config, clock.now());
   });
 
-  app.delete<{ Params: { name: string } }>('/api/v1/domains/:name', async (request) => {
+  app.delete<{ Params: { name: string } }>('/api/v1/domains/:name', needs('domains:write'), async (request) => {
     const d = await domainOf(deps, requireKey(request).customer_id, request.params.name);
     await store.domains.remove(d.id);
     return { name: d.name, deleted: true };
   });
 
-  app.post<{ Params: { name: string } }>('/api/v1/domains/:name/verify', async (request) => {
+  app.post<{ Params: { name: string } }>('/api/v1/domains/:name/verify', needs('domains:write'), async (request) => {
     const d = await domainOf(deps, requireKey(request).customer_id, request.params.name);
     const now = clock.now();
     const r = await verifyDomain(store.domains, resolver, config, d, now);
@@ -60,10 +60,14 @@ export function domainRoutes(app: FastifyInstance, deps: ApiDeps): void {
     };
   });
 
-  app.post<{ Params: { name: string } }>('/api/v1/domains/:name/rotate-dkim', async (request) => {
-    const d = await domainOf(deps, requireKey(request).customer_id, request.params.name);
-    return rotateDkimFor(store.domains, d, config, clock.now());
-  });
+  app.post<{ Params: { name: string } }>(
+    '/api/v1/domains/:name/rotate-dkim',
+    needs('domains:write'),
+    async (request) => {
+      const d = await domainOf(deps, requireKey(request).customer_id, request.params.name);
+      return rotateDkimFor(store.domains, d, config, clock.now());
+    },
+  );
 }
 
 /** `{name, receiving?}`: every problem at once, under its field. */

@@ -1,14 +1,14 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { formatDuration } from '../../config/load.js';
 import { formatMailbox } from '../../domain/addresses.js';
-import { ApiError, Problems, UnsendableMessage, validationError } from '../../domain/errors.js';
+import { ApiError, Problems, refusal, UnsendableMessage, validationError } from '../../domain/errors.js';
 import { messageIdOfField, parseMessageFilters } from '../../domain/message-search.js';
 import { recipientsOf, type SendRequest, validateSendRequest } from '../../domain/send-request.js';
-import { BASE32, timeSortableId } from '../../lib/ids.js';
 import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../outbound/compose.js';
+import { acceptInputOf, admitSend, isRefused, type SendContent } from '../../send/admit.js';
 import type { ApiKeyInfo } from '../../store/model.js';
-import { type AcceptInput, acceptedResponse, type SendingDomain } from '../../store/model.js';
-import { requireKey } from '../authorization.js';
+import { type AcceptInput, acceptedResponse } from '../../store/model.js';
+import { needs, requireKey } from '../authorization.js';
 import type { ApiDeps } from '../deps.js';
 import { parsePage } from '../paging.js';
 import { SEND_ROUTE, type SendGate } from '../send-gate.js';
@@ -29,10 +29,10 @@ export function emailRoutes(app: FastifyInstance, deps: ApiDeps, gate: SendGate)
 type Prepared = Omit<AcceptInput, 'idempotency'>;
 
 /**
- * One send request made ready to store: validated, its sender domain this customer's and
- * verified, its encoded size within the limit, its Message-ID drawn. Throws the ApiError the
- * client gets. The route takes the epoch before this: the commit re-verifies key and domain if
- * anything changed since (send-gate.ts).
+ * One send request made ready to store: validated, admitted (send/admit.ts: its sender domain
+ * this customer's and verified, its Message-ID drawn), its encoded size within the limit. Throws
+ * the ApiError the client gets. The route takes the epoch before this: the commit re-verifies key
+ * and domain if anything changed since (send-gate.ts).
  */
 async function prepare(
   deps: ApiDeps,
@@ -43,11 +43,11 @@ async function prepare(
   now: number,
 ): Promise<Prepared> {
   const req = validBody(deps, body);
-  const domain = await gate.sendingDomain(key, req.from.domain);
+  const admitted = await admitSend(gate, key, req.from.domain, now);
+  if (isRefused(admitted)) throw refusal(admitted, req.from.domain);
   checkSchedule(deps, req, now);
-  const messageId = `${timeSortableId(now, BASE32)}@${domain.name}`;
-  await checkEncodedSize(deps.config.limits.max_message_bytes, req, messageId, now);
-  return acceptInput(key, req, domain, messageId, stored, now);
+  await checkEncodedSize(deps.config.limits.max_message_bytes, req, admitted.messageId, now);
+  return acceptInputOf(key, admitted, contentOf(req, stored, now), now);
 }
 
 /** The body as a SendRequest, or the validation_failed the client gets. */
@@ -92,23 +92,12 @@ function headerMessageIdOf(req: SendRequest): { headerMessageId?: string } {
   return id !== undefined ? { headerMessageId: id } : {};
 }
 
-function acceptInput(
-  key: ApiKeyInfo,
-  req: SendRequest,
-  domain: SendingDomain,
-  messageId: string,
-  stored: string | Uint8Array,
-  now: number,
-): Prepared {
+/** What the request says of the message, for the accept input (send/admit.ts). */
+function contentOf(req: SendRequest, stored: string | Uint8Array, now: number): SendContent {
   return {
-    customerId: key.customer_id,
-    apiKeyId: key.id,
-    sandbox: key.kind === 'sandbox',
-    messageId,
     // A Message-ID the request gave is the message's: it finds the message too.
     ...headerMessageIdOf(req),
     fromHeader: formatMailbox(req.from),
-    senderDomain: domain.name,
     subject: req.subject,
     metadata: req.metadata,
     request: stored,
@@ -120,12 +109,11 @@ function acceptInput(
     // A time already past sends at once.
     ...(req.scheduledAt !== undefined && req.scheduledAt > now ? { scheduledAt: req.scheduledAt } : {}),
     ...(req.tags.length ? { tags: req.tags } : {}),
-    now,
   };
 }
 
 function sendRoute(app: FastifyInstance, deps: ApiDeps, gate: SendGate): void {
-  app.post(SEND_ROUTE, async (request, reply) => {
+  app.post(SEND_ROUTE, needs('send'), async (request, reply) => {
     const key = requireKey(request);
     // No Content-Type and no body: fastify calls no parser at all.
     if (request.body === undefined)
@@ -149,7 +137,7 @@ function sendRoute(app: FastifyInstance, deps: ApiDeps, gate: SendGate): void {
 }
 
 function batchRoute(app: FastifyInstance, deps: ApiDeps, gate: SendGate): void {
-  app.post(BATCH_ROUTE, async (request, reply) => {
+  app.post(BATCH_ROUTE, needs('send'), async (request, reply) => {
     const key = requireKey(request);
     const items = batchItems(request.body);
     const idemHeader = idempotencyKey(request.headers['idempotency-key']);
@@ -196,27 +184,31 @@ function batchItems(body: unknown): unknown[] {
 }
 
 function listRoute(app: FastifyInstance, deps: ApiDeps): void {
-  app.get<{ Querystring: Record<string, string | undefined> }>('/api/v1/emails', async (request) => {
-    const key = requireKey(request);
-    const page = parsePage(request.query);
-    const filters = parseMessageFilters(request.query);
-    if (filters instanceof Problems) throw validationError(filters);
-    const rows = await deps.store.messages.search({
-      ...filters,
-      customerId: key.customer_id,
-      limit: page.limit + 1,
-      ...(page.after !== undefined ? { before: page.after } : {}),
-    });
-    const data = rows.slice(0, page.limit);
-    return {
-      data: data.map(({ customer: _c, ...m }) => m),
-      next: rows.length > page.limit ? String(data[data.length - 1]!.email_id) : null,
-    };
-  });
+  app.get<{ Querystring: Record<string, string | undefined> }>(
+    '/api/v1/emails',
+    needs('emails:read'),
+    async (request) => {
+      const key = requireKey(request);
+      const page = parsePage(request.query);
+      const filters = parseMessageFilters(request.query);
+      if (filters instanceof Problems) throw validationError(filters);
+      const rows = await deps.store.messages.search({
+        ...filters,
+        customerId: key.customer_id,
+        limit: page.limit + 1,
+        ...(page.after !== undefined ? { before: page.after } : {}),
+      });
+      const data = rows.slice(0, page.limit);
+      return {
+        data: data.map(({ customer: _c, ...m }) => m),
+        next: rows.length > page.limit ? String(data[data.length - 1]!.email_id) : null,
+      };
+    },
+  );
 }
 
 function getRoute(app: FastifyInstance, deps: ApiDeps): void {
-  app.get<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', async (request) => {
+  app.get<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', needs('emails:read'), async (request) => {
     const key = requireKey(request);
     const view = await deps.store.messages.get(key.customer_id, request.params.message_id);
     if (!view) throw new ApiError('not_found', 'No such message.');

@@ -7,7 +7,7 @@ export function customersRoutes(p: Pages): void {
   const { store, clock, page, back } = p;
   const customers = p.area('customers', { admins: true });
   customers.get('/customers', async ({ c, reply }) =>
-    page(reply, c, 'Customers', customersBody(c, await store.customers.list())),
+    page(reply, c, 'Customers', customersBody(c, await store.customers.list(), await store.customers.pools())),
   );
 
   customers.post('/customers', async ({ c, request, reply }) => {
@@ -18,7 +18,7 @@ export function customersRoutes(p: Pages): void {
         reply.code(422),
         { ...c, error: `Customer ${name} exists already.` },
         'Customers',
-        customersBody(c, await store.customers.list()),
+        customersBody(c, await store.customers.list(), await store.customers.pools()),
       );
     await store.customers.add(name, clock.now());
     return back(reply, '/customers', { notice: 'customer-created' });

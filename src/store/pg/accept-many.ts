@@ -25,8 +25,8 @@ import type { PgDb, Q } from './db.js';
 export const ACCEPT_MANY = `
 WITH i AS (
   SELECT u.*, substring($21::bytea FROM (sum(u.size) OVER (ORDER BY u.n) - u.size + 1)::int FOR u.size) AS request
-  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[], $22::text[], $23::text[])
-    WITH ORDINALITY AS u(customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, size, created_at, scheduled_at, tags, next_at, format, header_message_id, n)),
+  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[], $22::text[], $23::text[], $24::text[])
+    WITH ORDINALITY AS u(customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, size, created_at, scheduled_at, tags, next_at, format, header_message_id, pool, n)),
 rin AS (SELECT * FROM unnest($14::int[], $15::text[], $16::text[], $17::text[], $18::text[]) WITH ORDINALITY AS r(n, address, domain, field, key, o)),
 checked AS (
   SELECT i.n,
@@ -37,9 +37,9 @@ checked AS (
   FROM i LEFT JOIN api_keys k ON k.id = i.api_key_id LEFT JOIN domains d ON d.name = i.sender_domain),
 ok AS (SELECT i.* FROM i JOIN checked c USING (n) WHERE c.refused IS NULL AND c.suppressed IS NULL),
 m AS (
-  INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags, header_message_id)
+  INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags, header_message_id, pool)
   SELECT customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, format, NULL,
-         CASE WHEN format = 'mime' THEN size END, created_at, scheduled_at, tags, header_message_id FROM ok ORDER BY n
+         CASE WHEN format = 'mime' THEN size END, created_at, scheduled_at, tags, header_message_id, pool FROM ok ORDER BY n
   RETURNING id, message_id),
 mi AS (SELECT m.id, ok.n, ok.customer_id, ok.created_at, ok.next_at FROM m JOIN ok USING (message_id)),
 r AS (
@@ -75,6 +75,7 @@ export async function acceptMany(q: Q, inputs: Send[]): Promise<{ results: Check
     Buffer.concat(requests),
     inputs.map((x) => x.requestFormat ?? 'json'),
     inputs.map(storedHeaderMessageId),
+    inputs.map((x) => x.pool ?? null),
   ]);
   return { results: rows.map((row, i) => checkedResult(row, inputs[i]!)), epoch: rows[0]?.epoch ?? '' };
 }

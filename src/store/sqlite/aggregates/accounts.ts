@@ -17,6 +17,8 @@ export function sqliteCustomers(db: Db): CustomerStore {
     byId: async (id) => customers.customerById(db, id),
     list: async () => customers.listCustomers(db),
     counts: async (id) => customers.customerCounts(db, id),
+    pools: async () => customers.customerPools(db),
+    setPools: async (id, change) => customers.setCustomerPools(db, id, change),
   };
 }
 

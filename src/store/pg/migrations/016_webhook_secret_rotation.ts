@@ -1,5 +1,5 @@
 /**
- * 010: a webhook endpoint's secret rotation, as SQLite's 017 (store/sqlite/migrations/): the
+ * 016: a webhook endpoint's secret rotation, as SQLite's 023 (store/sqlite/migrations/): the
  * secret it replaced and until when deliveries are still signed with it.
  */
 export const up = `
