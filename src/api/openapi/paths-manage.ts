@@ -12,6 +12,7 @@ import {
   responses,
   scoped,
 } from './common.js';
+import { DMARC_PATHS, DMARC_SCHEMAS } from './paths-dmarc.js';
 
 /** A customer's domains, and what changes a webhook endpoint after its creation (api/routes/; docs/api.md). */
 
@@ -279,9 +280,10 @@ const ROTATE_PATHS: Obj = {
   },
 };
 
-export const MANAGE_PATHS: Obj = { ...DOMAIN_PATHS, ...ROTATE_PATHS };
+export const MANAGE_PATHS: Obj = { ...DOMAIN_PATHS, ...DMARC_PATHS, ...ROTATE_PATHS };
 
 export const MANAGE_SCHEMAS: Obj = {
+  ...DMARC_SCHEMAS,
   Domain: DOMAIN,
   DnsRecord: DNS_RECORD,
   RecordCheck: RECORD_CHECK,

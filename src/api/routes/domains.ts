@@ -1,5 +1,8 @@
 import type { FastifyInstance } from 'fastify';
+import { serverIdentity } from '../../config/settings.js';
 import { ApiError, Problems, validationError } from '../../domain/errors.js';
+import { parseTime } from '../../domain/message-search.js';
+import { addressesOfSpf, dmarcSummary } from '../../domain-setup/dmarc.js';
 import { addDomainFor, domainView, ownDomain, parseDomainName, rotateDkimFor } from '../../domain-setup/manage.js';
 import { verifyDomain } from '../../domain-setup/records.js';
 import { createResolver } from '../../lib/dns.js';
@@ -68,6 +71,37 @@ export function domainRoutes(app: FastifyInstance, deps: ApiDeps): void {
       return rotateDkimFor(store.domains, d, config, clock.now());
     },
   );
+
+  app.get<{ Params: { name: string }; Querystring: Record<string, unknown> }>(
+    '/api/v1/domains/:name/dmarc',
+    needs('domains:write'),
+    async (request) => {
+      const d = await domainOf(deps, requireKey(request).customer_id, request.params.name);
+      const period = dmarcPeriod(request.query ?? {}, clock.now());
+      const own = addressesOfSpf(serverIdentity(config).spfSources);
+      const s = await dmarcSummary(store, own, { domain: d.name, customerId: d.customer_id, ...period });
+      return { ...s, since: new Date(s.since).toISOString(), until: new Date(s.until).toISOString() };
+    },
+  );
+}
+
+const DMARC_DEFAULT_DAYS = 7;
+
+/** `since` and `until` (ISO 8601; by default the last 7 days up to now), every problem at once. */
+function dmarcPeriod(q: Record<string, unknown>, now: number): { since: number; until: number } {
+  const p = new Problems();
+  const time = (k: 'since' | 'until'): number | undefined => {
+    const v = q[k];
+    if (v === undefined || v === '') return undefined;
+    const t = typeof v === 'string' ? parseTime(v) : undefined;
+    if (t === undefined) p.add(k, 'must be a date or time in ISO 8601, e.g. 2026-11-23 or 2026-11-23T10:00:00Z');
+    return t;
+  };
+  const until = time('until') ?? now + 1;
+  const since = time('since') ?? until - DMARC_DEFAULT_DAYS * 86_400_000;
+  if (p.empty && since >= until) p.add('since', 'must be before until');
+  if (!p.empty) throw validationError(p);
+  return { since, until };
 }
 
 /** `{name, receiving?}`: every problem at once, under its field. */
