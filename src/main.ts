@@ -7,6 +7,7 @@ import type { Config } from './config/schema.js';
 import { joinCluster } from './daemon/cluster.js';
 import { type Ctx, startSettings } from './daemon/context.js';
 import { type DoctorRuns, scheduleDoctor } from './daemon/doctor.js';
+import { scheduleDomainRecheck } from './daemon/domain-recheck.js';
 import { buildListeners } from './daemon/listeners.js';
 import { type Loops, startLoops } from './daemon/loops.js';
 import { buildMetrics } from './daemon/metrics.js';
@@ -205,7 +206,7 @@ interface Services {
   dispatcher: Dispatcher;
   scheduler: Scheduler;
   signer: SignerPool;
-  /** The scheduled jobs: retention, the reputation check and the doctor. */
+  /** The scheduled jobs: retention, the reputation check, the doctor and the domains' re-check. */
   schedules: { stop(): void | Promise<void> };
   doctor: DoctorRuns;
   /** Work committed here: this node's loops look now, and the other nodes are told (after the commit). */
@@ -254,10 +255,12 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     events,
   };
   const retention = scheduleRetention(ctx, store);
+  const recheck = scheduleDomainRecheck(ctx, store, resolver, queued.events);
   const schedules = {
     stop: async () => {
       reputation.stop();
       doctor.stop();
+      await recheck.stop();
       await retention.stop();
     },
   };

@@ -256,6 +256,11 @@ export const schema = {
   },
   dns: {
     servers: k({ type: 'strings' }, [], 'DNS servers as "ip" or "ip:port"; empty uses the system resolver'),
+    recheck_interval: k(
+      { type: 'duration' },
+      '6h',
+      "How often verified domains' records are checked again (one node of a cluster does it); 0 turns it off",
+    ),
   },
   doctor: {
     dnsbl: k(
@@ -288,6 +293,11 @@ export const schema = {
       'Most requests in flight to one endpoint, so a slow endpoint cannot hold up the others',
     ),
     poll_interval: k({ type: 'duration' }, '1s', 'How often the outbox is checked when idle'),
+    secret_grace: k(
+      { type: 'duration' },
+      '24h',
+      "After an endpoint's secret is rotated, how long deliveries are signed with the old secret too",
+    ),
   },
   bounces: {
     suppress_mailbox_full: k(

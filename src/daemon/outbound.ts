@@ -2,7 +2,7 @@ import type { Resolver } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import type { ClusterNode } from '../cluster/node.js';
-import { configuredDefaultPool, returnPathDomain } from '../config/settings.js';
+import { configuredDefaultPool, returnPathDomain, returnPathLabel } from '../config/settings.js';
 import { CLUSTER_THROTTLE, destinationOf } from '../domain/destinations.js';
 import { Dane } from '../outbound/dane.js';
 import { type DeliveryItem, deliverGroup, type GroupResult } from '../outbound/deliver.js';
@@ -176,6 +176,7 @@ function deliver(
       returnPathSecret: d.returnPathSecret,
       returnPathDomain: returnPathDomain(config),
       unsubscribe: { publicUrl: config.unsubscribe.public_url, secret: d.unsubscribeSecret },
+      returnPathLabel: returnPathLabel(config),
       suppression: settings.outbound.current.suppression,
       smtp: d.smtp,
     },

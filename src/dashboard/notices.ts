@@ -16,6 +16,7 @@ export const NOTICES = {
   'endpoint-enabled': 'Endpoint enabled.',
   'endpoint-disabled': 'Endpoint disabled.',
   'endpoint-deleted': 'Endpoint deleted.',
+  'endpoint-updated': 'Endpoint saved.',
   'message-canceled': 'Canceled: nothing will be sent.',
   'queue-retried': 'Retried: the deferred recipients are due now.',
   'queue-held': 'Held: the waiting recipients are not tried until released.',

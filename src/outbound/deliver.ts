@@ -1,4 +1,5 @@
 import { addressKey } from '../domain/addresses.js';
+import { returnPathInUse } from '../domain/dns-records.js';
 import { type Outcome, type Reply, reply, type SuppressionPolicy, suppressFor } from '../domain/outcome.js';
 import { returnPath } from '../domain/return-path.js';
 import { reclaimAfter } from '../lib/reclaim.js';
@@ -25,6 +26,8 @@ export interface ItemResult {
 
 export interface DeliverDeps extends RouteDeps, PrepareDeps {
   store: Pick<Store, 'suppressions' | 'domains' | 'customers'>;
+  /** smtp.return_path_label: a sending domain's return-path host is used only while it is <label>.<domain>. */
+  returnPathLabel: string;
   returnPathSecret: Buffer;
   /** Which permanent failures suppress the address ([bounces] in the configuration). */
   suppression: SuppressionPolicy;
@@ -149,12 +152,12 @@ class GroupSender {
 
   /**
    * The envelope sender's domain: the sender domain's own return path host once verification found
-   * it (SPF then aligns with the From domain), else the server's return path domain
-   * (docs/delivery.md, "Sending identities").
+   * it (SPF then aligns with the From domain) and while it is still the configured label's host,
+   * else the server's return path domain (docs/delivery.md, "Sending identities").
    */
   private async envelopeDomain(item: DeliveryItem): Promise<string> {
     const sender = await this.senders.get(item.message.senderDomain);
-    return sender?.return_path_host ?? this.deps.returnPathDomain;
+    return (sender && returnPathInUse(sender, this.deps.returnPathLabel)) ?? this.deps.returnPathDomain;
   }
 
   /** One transaction, its outcome recorded. */

@@ -32,7 +32,7 @@ export type { AttemptOutcome, DeliveryStore, GroupRecord, OwnUse, SharedUse } fr
 export { comparePos, type FanOutPos } from './model.js';
 export type { QueueStore } from './queue-store.js';
 export type { ReputationStore, Standing, StandingChange } from './reputation-store.js';
-export type { WebhookStore } from './webhook-store.js';
+export type { EndpointChanges, WebhookStore } from './webhook-store.js';
 
 import type { EventEnvelope } from '../domain/events.js';
 import type { Reply } from '../domain/outcome.js';
@@ -40,6 +40,7 @@ import type { UnsubscribeMethod, UnsubscribeResult } from '../domain/unsubscribe
 import type {
   BatchInput,
   BatchResult,
+  DomainEventType,
   MessageHookDelivery,
   NodeInfo,
   NodeView,
@@ -52,6 +53,7 @@ import type {
   Session,
   Status,
   User,
+  VerificationInput,
 } from './model.js';
 
 /**
@@ -215,6 +217,12 @@ export interface DomainStore {
   findSending(name: string): Promise<SendingDomain | undefined>;
   list(customerId?: number): Promise<DomainRow[]>;
   setVerified(id: number, at: number | null): Promise<void>;
+  /**
+   * What a verification found, written with its event in one transaction: verified keeps the first
+   * verification time; when the domain's state changes, `domain.verified` or
+   * `domain.verification_failed` is written with `records` in its data. The event written, or null.
+   */
+  setVerification(id: number, input: VerificationInput): Promise<DomainEventType | null>;
   /** Records the return-path host found holding (null: it does not); the envelope sender follows it. */
   setReturnPath(id: number, host: string | null): Promise<void>;
   setReceiving(id: number, on: boolean): Promise<void>;

@@ -14,6 +14,7 @@ import {
   type RequestFormat,
   type Status,
 } from './model.js';
+import type { EndpointChanges } from './webhook-store.js';
 
 /**
  * Rows as both engines read them, made into the views the API, CLI and dashboard show: one
@@ -118,6 +119,8 @@ export interface EndpointRow {
   events: string | null;
   description: string;
   secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
   enabled: number;
   disabled_reason: string | null;
   created_at: number;
@@ -131,9 +134,26 @@ export function endpointView(r: EndpointRow): Endpoint {
     events: r.events ? (JSON.parse(r.events) as string[]) : null,
     description: r.description,
     secret: r.secret,
+    previousSecret: r.previous_secret,
+    previousSecretExpiresAt: r.previous_secret_expires_at === null ? null : Number(r.previous_secret_expires_at),
     enabled: r.enabled === 1,
     disabledReason: r.disabled_reason,
     createdAt: r.created_at,
+  };
+}
+
+/** An endpoint with an update's changes applied, as both engines write it back whole. */
+export function mergeEndpoint(e: Endpoint, c: EndpointChanges): Endpoint {
+  const enabled = c.enabled === undefined ? e.enabled : c.enabled.on;
+  const disabledReason =
+    c.enabled === undefined ? e.disabledReason : c.enabled.on ? null : e.enabled ? c.enabled.reason : e.disabledReason;
+  return {
+    ...e,
+    url: c.url ?? e.url,
+    events: c.events === undefined ? e.events : c.events,
+    description: c.description ?? e.description,
+    enabled,
+    disabledReason,
   };
 }
 

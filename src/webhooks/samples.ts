@@ -95,6 +95,22 @@ const SAMPLES: Record<EventType, (base: Base, now: number) => Record<string, unk
   'customer.warning': (base) => customerSample('warning', 'reputation', 'bounce rate 5.1% (threshold 4%)', base),
   'customer.paused': (base) => customerSample('paused', 'reputation', 'bounce rate 9.4% (threshold 8%)', base),
   'customer.resumed': (base) => customerSample('ok', 'administrator', 'resumed by an administrator', base),
+  'domain.verified': (_, now) => ({
+    domain: 'example.com',
+    verified_at: isoTime(now),
+    records: [
+      { purpose: 'verification', name: '_posthaste.example.com', found: true },
+      { purpose: 'dkim', name: 'posthaste._domainkey.example.com', found: true },
+    ],
+  }),
+  'domain.verification_failed': () => ({
+    domain: 'example.com',
+    verified_at: null,
+    records: [
+      { purpose: 'verification', name: '_posthaste.example.com', found: true },
+      { purpose: 'dkim', name: 'posthaste._domainkey.example.com', found: false },
+    ],
+  }),
 };
 
 /** A customer.* event's data (domain/reputation.ts, stateEventData). */

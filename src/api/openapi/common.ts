@@ -135,9 +135,9 @@ const BODY = {
 
 /**
  * An operation's responses: its own, the ones every authenticated request can get, and for a
- * method whose body fastify reads (POST, DELETE) the body's. Sorted by status.
+ * method whose body fastify reads (POST, PATCH, DELETE) the body's. Sorted by status.
  */
-export function responses(method: 'get' | 'post' | 'delete', own: Obj): Obj {
+export function responses(method: 'get' | 'post' | 'delete' | 'patch', own: Obj): Obj {
   const all: Obj = { ...ALWAYS, ...(method === 'get' ? {} : BODY), ...own };
   return Object.fromEntries(Object.entries(all).sort(([a], [b]) => a.localeCompare(b)));
 }

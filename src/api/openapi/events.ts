@@ -212,6 +212,12 @@ const EVENT_DATA: Record<EventType, Obj> = {
   'customer.resumed': customerState(
     'An administrator resumed the customer: its held mail goes out, and its rates are counted again from now.',
   ),
+  'domain.verified': domainEvent(
+    'A domain became verified: its verification and DKIM records were found (`POST /api/v1/domains/{name}/verify`, `posthaste domains verify`). Sent once, when the state changes, not for every check that finds them again.',
+  ),
+  'domain.verification_failed': domainEvent(
+    'A verified domain is verified no longer: a check (the periodic re-check, `dns.recheck_interval`, or a verify) got a definite answer that a required record is absent or wrong. Mail from it is refused (`domain_not_verified`) until a verify finds the records again. A DNS server that does not answer (SERVFAIL, a timeout) never causes it.',
+  ),
 };
 
 /** The data of the customer.* events (domain/reputation.ts, stateEventData). */
@@ -261,6 +267,37 @@ function customerState(description: string): Obj {
         properties: { bounce_rate: threshold, complaint_rate: threshold },
       },
       timestamp: dateTime('When it happened.'),
+    },
+  };
+}
+
+/** The data of a domain's verified state changing (domain/events.ts, DomainEventData). */
+function domainEvent(description: string): Obj {
+  return {
+    type: 'object',
+    description,
+    required: ['domain', 'verified_at', 'records'],
+    properties: {
+      domain: { type: 'string' },
+      verified_at: {
+        type: nullable('string'),
+        format: 'date-time',
+        description: 'When it was first verified; null once it is not.',
+      },
+      records: {
+        type: 'array',
+        description:
+          'The records verification requires, as the check found them (empty when an administrator forced it).',
+        items: {
+          type: 'object',
+          required: ['purpose', 'name', 'found'],
+          properties: {
+            purpose: { type: 'string', enum: ['verification', 'dkim'] },
+            name: { type: 'string' },
+            found: { type: 'boolean' },
+          },
+        },
+      },
     },
   };
 }

@@ -49,7 +49,7 @@ const ITEM_ERROR = errorSchema(
   'This item was refused; nothing of it was stored.',
 );
 
-const timeFilter = (name: string, description: string): Obj => ({
+export const timeFilter = (name: string, description: string): Obj => ({
   name,
   in: 'query',
   description: `${description}, ISO 8601: a date (\`2026-11-23\`) or a date and time, seconds optional (\`2026-11-23T10:00:00Z\`); without a zone it is UTC.`,

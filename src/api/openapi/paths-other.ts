@@ -1,5 +1,6 @@
 import { EVENT_TYPES } from '../../domain/events.js';
 import { json, type Obj, PAGE_PARAMETERS, page, pathParameter, ref, responseRef, responses, scoped } from './common.js';
+import { UPDATE_WEBHOOK } from './paths-manage.js';
 
 /** Webhook endpoints, received mail, suppressions, the document itself and /healthz (api/routes/; docs/api.md). */
 
@@ -78,6 +79,7 @@ const WEBHOOK_PATHS: Obj = {
         '404': responseRef('NotFound'),
       }),
     },
+    patch: UPDATE_WEBHOOK,
     delete: {
       operationId: 'deleteWebhook',
       ...scoped('webhooks:write'),

@@ -280,6 +280,16 @@ export function viewSchemas(): Obj {
         },
       },
     },
+    WebhookEndpointRotated: {
+      type: 'object',
+      description: 'The endpoint with its new secret, shown only here, and until when the old one still signs.',
+      required: [...ENDPOINT_REQUIRED, 'secret', 'previous_secret_expires_at'],
+      properties: {
+        ...ENDPOINT_PROPERTIES,
+        secret: { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]{43}=$' },
+        previous_secret_expires_at: dateTime('Until when deliveries carry the old secret’s signature too.'),
+      },
+    },
     WebhookAttemptOutcome: ATTEMPT_OUTCOME,
     WebhookAttempt: ATTEMPT,
     InboundSummary: INBOUND_SUMMARY,

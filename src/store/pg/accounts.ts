@@ -26,6 +26,7 @@ import type { CustomerStore, DomainStore, KeyStore, SuppressionStore, UserStore 
 import type { PgDb } from './db.js';
 import { pgCustomerPools } from './pools.js';
 import { unsubscribe, unsubscribeDefaults } from './unsubscribe.js';
+import { setVerification } from './verification.js';
 
 /** Customers, API keys, domains, dashboard users and suppressions on PostgreSQL: one statement each, as on SQLite. */
 
@@ -120,6 +121,7 @@ export function pgDomains(db: PgDb): DomainStore {
         ? db.rows<DomainRow>('SELECT * FROM domains ORDER BY name')
         : db.rows<DomainRow>('SELECT * FROM domains WHERE customer_id = $1 ORDER BY name', [customerId]),
     setVerified: async (id, at) => void (await db.run('UPDATE domains SET verified_at = $1 WHERE id = $2', [at, id])),
+    setVerification: (id, input) => setVerification(db, id, input),
     setReturnPath: async (id, host) =>
       void (await db.run('UPDATE domains SET return_path_host = $1 WHERE id = $2', [host, id])),
     setReceiving: async (id, on) =>

@@ -13,6 +13,7 @@ import * as m012 from './migrations/012_key_scopes.js';
 import * as m013 from './migrations/013_queue_retries.js';
 import * as m014 from './migrations/014_unsubscribe.js';
 import * as m015 from './migrations/015_reputation.js';
+import * as m016 from './migrations/016_webhook_secret_rotation.js';
 
 /**
  * The PostgreSQL engine's migrations: numbered and append-only, as the SQLite engine's are
@@ -53,4 +54,5 @@ export const pgMigrations: PgMigration[] = [
   { version: 13, name: 'queue_retries', sql: m013.up },
   { version: 14, name: 'unsubscribe', sql: m014.up },
   { version: 15, name: 'reputation', sql: m015.up },
+  { version: 16, name: 'webhook_secret_rotation', sql: m016.up },
 ];

@@ -42,6 +42,7 @@ export function sqliteDomains(db: Db): DomainStore {
     findSending: async (name) => domains.findSendingDomain(db, name),
     list: async (customerId) => domains.listDomains(db, customerId),
     setVerified: async (id, at) => domains.setVerified(db, id, at),
+    setVerification: async (id, input) => domains.setVerification(db, id, input),
     setReturnPath: async (id, host) => domains.setReturnPath(db, id, host),
     setReceiving: async (id, on) => domains.setReceiving(db, id, on),
     remove: async (id) => domains.removeDomain(db, id),

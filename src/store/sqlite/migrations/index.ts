@@ -20,6 +20,7 @@ import * as m019 from './019_key_scopes.js';
 import * as m020 from './020_queue_retries.js';
 import * as m021 from './021_unsubscribe.js';
 import * as m022 from './022_reputation.js';
+import * as m023 from './023_webhook_secret_rotation.js';
 
 /**
  * Every migration, in order, listed statically so the build carries them. Append only. `rebuild`:
@@ -49,4 +50,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 20, name: 'queue_retries', sql: m020.up },
   { version: 21, name: 'unsubscribe', sql: m021.up },
   { version: 22, name: 'reputation', sql: m022.up },
+  { version: 23, name: 'webhook_secret_rotation', sql: m023.up },
 ];
