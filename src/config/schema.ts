@@ -288,6 +288,36 @@ export const schema = {
     ),
     max_recipients: k({ type: 'int', min: 1, max: 1000 }, 50, 'Most recipients (to + cc + bcc) in one send request'),
     idempotency_ttl: k({ type: 'duration' }, '24h', 'How long an Idempotency-Key replays its first response'),
+    send_per_minute: k(
+      { type: 'int', min: 0, max: 1_000_000_000 },
+      0,
+      'Recipients a customer\'s production keys may have accepted per minute (0: no limit); per customer with "customers set"',
+    ),
+    send_per_day: k(
+      { type: 'int', min: 0, max: 1_000_000_000 },
+      0,
+      'Recipients a customer\'s production keys may have accepted per day, UTC (0: no limit); per customer with "customers set"',
+    ),
+    send_per_month: k(
+      { type: 'int', min: 0, max: 1_000_000_000 },
+      0,
+      'Recipients a customer\'s production keys may have accepted per calendar month, UTC (0: no limit); per customer with "customers set"',
+    ),
+    sandbox_send_per_minute: k(
+      { type: 'int', min: 0, max: 1_000_000_000 },
+      0,
+      "Recipients a customer's sandbox keys may have accepted per minute (0: no limit), counted apart from its production keys",
+    ),
+    sandbox_send_per_day: k(
+      { type: 'int', min: 0, max: 1_000_000_000 },
+      0,
+      "Recipients a customer's sandbox keys may have accepted per day, UTC (0: no limit), counted apart",
+    ),
+    sandbox_send_per_month: k(
+      { type: 'int', min: 0, max: 1_000_000_000 },
+      0,
+      "Recipients a customer's sandbox keys may have accepted per calendar month, UTC (0: no limit), counted apart",
+    ),
     max_schedule_ahead: k({ type: 'duration' }, '30d', 'How far ahead scheduled_at may be'),
     message_memory: k(
       { type: 'bytes' },

@@ -1,3 +1,5 @@
+import { type QuotaExceeded, quotaDetails, quotaMessage } from './quotas.js';
+
 /** API error codes and their HTTP statuses (docs/api.md, Errors). Mapped to HTTP once, at the edge. */
 export const ERROR_STATUS = {
   invalid_json: 400,
@@ -23,6 +25,8 @@ export class ApiError extends Error {
     public readonly code: ErrorCode,
     message: string,
     public readonly details: Details = {},
+    /** Seconds the client should wait before it tries again (the Retry-After header), when the answer says so. */
+    public readonly retryAfter?: number,
   ) {
     super(message);
   }
@@ -96,7 +100,9 @@ export function unverifiedDomain(name: string): ApiError {
 export type Refusal =
   | { kind: 'domain_unknown' }
   | { kind: 'domain_unverified' }
-  | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> };
+  | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> }
+  /** Over a send quota of the customer (domain/quotas.ts): 429 with Retry-After. */
+  | { kind: 'rate_limited'; quota: QuotaExceeded };
 
 export function refusal(r: Refusal, domain: string): ApiError {
   switch (r.kind) {
@@ -113,5 +119,7 @@ export function refusal(r: Refusal, domain: string): ApiError {
         p.details,
       );
     }
+    case 'rate_limited':
+      return new ApiError('rate_limited', quotaMessage(r.quota), quotaDetails(r.quota), r.quota.retryAfter);
   }
 }

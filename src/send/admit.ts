@@ -1,4 +1,5 @@
 import type { Refusal } from '../domain/errors.js';
+import type { QuotaDefaults, QuotaLimits } from '../domain/quotas.js';
 import { BASE32, timeSortableId } from '../lib/ids.js';
 import type { AuthCache } from '../store/auth-cache.js';
 import type { AcceptInput, ApiKeyInfo, SendingDomain } from '../store/model.js';
@@ -14,22 +15,33 @@ import type { AcceptInput, ApiKeyInfo, SendingDomain } from '../store/model.js';
 export interface Admitted {
   domain: SendingDomain;
   messageId: string;
+  /**
+   * The server's default send quotas for this key's kind: the commit judges the send against them
+   * (a production key's customer's own quotas replace them) and counts it, in the transaction that
+   * stores it (domain/quotas.ts), so the quota holds exactly under concurrency and across nodes.
+   */
+  quotas: QuotaLimits;
 }
 
-/** Refusals this step decides (the commit decides the others, against what it reads in its transaction). */
+/** Refusals this step decides (the commit decides the others, a quota among them, against what it reads in its transaction). */
 export type AdmitRefusal = Extract<Refusal, { kind: 'domain_unknown' | 'domain_unverified' }>;
 
-/** The sender domain checked (a refusal never from a stale cache, and never saying whose another customer's domain is), the Message-ID drawn. */
+/** The sender domain checked (a refusal never from a stale cache, and never saying whose another customer's domain is), the Message-ID drawn, the quotas named. */
 export async function admitSend(
   auth: Pick<AuthCache, 'sendingDomain'>,
   key: ApiKeyInfo,
   fromDomain: string,
   now: number,
+  quotas: QuotaDefaults,
 ): Promise<Admitted | AdmitRefusal> {
   const domain = await auth.sendingDomain(key.customer_id, fromDomain);
   if (!domain || domain.customer_id !== key.customer_id) return { kind: 'domain_unknown' };
   if (domain.verified_at === null) return { kind: 'domain_unverified' };
-  return { domain, messageId: `${timeSortableId(now, BASE32)}@${domain.name}` };
+  return {
+    domain,
+    messageId: `${timeSortableId(now, BASE32)}@${domain.name}`,
+    quotas: key.kind === 'sandbox' ? quotas.sandbox : quotas.live,
+  };
 }
 
 export const isRefused = (a: Admitted | AdmitRefusal): a is AdmitRefusal => 'kind' in a;
@@ -53,6 +65,7 @@ export function acceptInputOf(
     sandbox: key.kind === 'sandbox',
     messageId: admitted.messageId,
     senderDomain: admitted.domain.name,
+    quotas: admitted.quotas,
     ...content,
     now,
   };

@@ -73,6 +73,7 @@ const TABLES = [
   'destination_throttles',
   'held_destinations',
   'domain_destinations',
+  'send_usage',
 ] as const;
 
 /** Tables with triggers of their own (store/pg/schema.ts). */
@@ -81,6 +82,7 @@ const WITH_TRIGGERS = ['api_keys', 'domains', 'recipients', 'events', 'messages'
 const ONLY_IN_PG: Record<string, Record<string, unknown>> = {
   activity_hourly: { shard: 0 },
   inbound_usage: { shard: 0 },
+  send_usage: { shard: 0 },
 };
 const BATCH = 500;
 

@@ -2,6 +2,7 @@ import type { DeliveryStore } from './delivery-store.js';
 import type {
   ApiKeyInfo,
   Customer,
+  CustomerQuotas,
   DomainRow,
   InboundRow,
   KeyKind,
@@ -9,6 +10,7 @@ import type {
   MessageSearch,
   MessageSummary,
   MessageView,
+  QuotaUse,
   ReceivingDomain,
   SendingDomain,
   SimulatedSuppression,
@@ -167,6 +169,12 @@ export interface CustomerStore {
   byId(id: number): Promise<Customer | undefined>;
   list(): Promise<Customer[]>;
   counts(id: number): Promise<{ keys: number; domains: number; messages: number }>;
+  /** The customer's own send quotas; undefined: no such customer. */
+  quotas(id: number): Promise<CustomerQuotas | undefined>;
+  /** Sets those given (null: back to the server's default); false: no such customer. */
+  setQuotas(id: number, quotas: Partial<CustomerQuotas>): Promise<boolean>;
+  /** Recipients accepted in each current quota window (domain/quotas.ts). */
+  quotaUse(id: number, now: number): Promise<QuotaUse>;
 }
 
 export interface KeyStore {

@@ -43,7 +43,7 @@ async function prepare(
   now: number,
 ): Promise<Prepared> {
   const req = validBody(deps, body);
-  const admitted = await admitSend(gate, key, req.from.domain, now);
+  const admitted = await admitSend(gate, key, req.from.domain, now, deps.send.current.quotas);
   if (isRefused(admitted)) throw refusal(admitted, req.from.domain);
   checkSchedule(deps, req, now);
   await checkEncodedSize(deps.config.limits.max_message_bytes, req, admitted.messageId, now);

@@ -9,6 +9,19 @@ export interface Customer {
 
 export const DEFAULT_CUSTOMER = 'default';
 
+/** A customer's own send quotas (domain/quotas.ts), recipients per window; null: the server's default, 0: none. */
+export interface CustomerQuotas {
+  perMinute: number | null;
+  perDay: number | null;
+  perMonth: number | null;
+}
+
+/** Recipients accepted in each current quota window (per minute, day, month), production and sandbox keys apart. */
+export interface QuotaUse {
+  live: number[];
+  sandbox: number[];
+}
+
 /** A customer's name: 1-63 letters, digits, "_", "." or "-", starting with a letter or digit. */
 export const CUSTOMER_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/i;
 

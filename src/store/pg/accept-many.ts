@@ -1,4 +1,5 @@
 import { addressKey } from '../../domain/addresses.js';
+import { type QuotaLimits, quotaExceeded, quotaWindows } from '../../domain/quotas.js';
 import { isStoreUnavailable } from '../errors.js';
 import {
   type AcceptInput,
@@ -25,8 +26,10 @@ import type { PgDb, Q } from './db.js';
 export const ACCEPT_MANY = `
 WITH i AS (
   SELECT u.*, substring($21::bytea FROM (sum(u.size) OVER (ORDER BY u.n) - u.size + 1)::int FOR u.size) AS request
-  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[], $22::text[], $23::text[])
-    WITH ORDINALITY AS u(customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, size, created_at, scheduled_at, tags, next_at, format, header_message_id, n)),
+  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[], $22::text[], $23::text[],
+              $24::bigint[], $25::bigint[], $26::bigint[], $27::text[], $28::text[], $29::text[])
+    WITH ORDINALITY AS u(customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, size, created_at, scheduled_at, tags, next_at, format, header_message_id,
+                         qm, qd, qmo, wm, wd, wmo, n)),
 rin AS (SELECT * FROM unnest($14::int[], $15::text[], $16::text[], $17::text[], $18::text[]) WITH ORDINALITY AS r(n, address, domain, field, key, o)),
 checked AS (
   SELECT i.n,
@@ -35,7 +38,13 @@ checked AS (
               WHEN d.verified_at IS NULL THEN 'domain_unverified' END AS refused,
          (SELECT json_object_agg(s.address, s.reason) FROM rin JOIN suppressions s ON s.customer_id = i.customer_id AND s.address = rin.key WHERE rin.n = i.n) AS suppressed
   FROM i LEFT JOIN api_keys k ON k.id = i.api_key_id LEFT JOIN domains d ON d.name = i.sender_domain),
-ok AS (SELECT i.* FROM i JOIN checked c USING (n) WHERE c.refused IS NULL AND c.suppressed IS NULL),
+passed AS (SELECT i.*, (SELECT count(*) FROM rin WHERE rin.n = i.n)::int AS cnt FROM i JOIN checked c USING (n) WHERE c.refused IS NULL AND c.suppressed IS NULL),
+quota AS (
+  SELECT q.* FROM (SELECT array_agg(n::int ORDER BY n) AS ns, array_agg(customer_id ORDER BY n) AS cs, array_agg(sandbox ORDER BY n) AS sbs, array_agg(cnt ORDER BY n) AS cnts,
+                          array_agg(qm ORDER BY n) AS qm, array_agg(qd ORDER BY n) AS qd, array_agg(qmo ORDER BY n) AS qmo,
+                          array_agg(wm ORDER BY n) AS wm, array_agg(wd ORDER BY n) AS wd, array_agg(wmo ORDER BY n) AS wmo FROM passed) a,
+                LATERAL posthaste_send_quota(a.ns, a.cs, a.sbs, a.cnts, a.qm, a.qd, a.qmo, a.wm, a.wd, a.wmo) q),
+ok AS (SELECT * FROM passed p WHERE NOT EXISTS (SELECT 1 FROM quota WHERE quota.n = p.n)),
 m AS (
   INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags, header_message_id)
   SELECT customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, format, NULL,
@@ -46,8 +55,8 @@ r AS (
   INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at)
   SELECT mi.id, mi.customer_id, rin.address, rin.domain, rin.field, 'queued', 0, mi.next_at, mi.created_at, mi.created_at FROM mi JOIN rin USING (n) ORDER BY rin.o),
 t AS (INSERT INTO message_tags (customer_id, tag, message_id) SELECT mi.customer_id, tg.tag, mi.id FROM mi JOIN unnest($19::int[], $20::text[]) AS tg(n, tag) USING (n))
-SELECT c.n, c.refused, c.suppressed, mi.id, (SELECT value FROM settings WHERE name = 'auth_epoch') AS epoch
-FROM checked c LEFT JOIN mi USING (n) ORDER BY c.n`;
+SELECT c.n, c.refused, c.suppressed, mi.id, quota.lim, quota.used, (SELECT value FROM settings WHERE name = 'auth_epoch') AS epoch
+FROM checked c LEFT JOIN mi USING (n) LEFT JOIN quota USING (n) ORDER BY c.n`;
 
 export type Checked = { kind: 'key_revoked' | 'domain_unknown' | 'domain_unverified' } | AcceptResult;
 
@@ -56,6 +65,9 @@ type AcceptRow = {
   refused: 'key_revoked' | 'domain_unknown' | 'domain_unverified' | null;
   suppressed: Record<string, SuppressionReason> | null;
   id: number | null;
+  /** Over a send quota: the limits in effect and each window's use (bigint arrays, as text). */
+  lim: string[] | null;
+  used: string[] | null;
   epoch: string | null;
 };
 
@@ -75,6 +87,7 @@ export async function acceptMany(q: Q, inputs: Send[]): Promise<{ results: Check
     Buffer.concat(requests),
     inputs.map((x) => x.requestFormat ?? 'json'),
     inputs.map(storedHeaderMessageId),
+    ...quotaColumns(inputs),
   ]);
   return { results: rows.map((row, i) => checkedResult(row, inputs[i]!)), epoch: rows[0]?.epoch ?? '' };
 }
@@ -130,6 +143,18 @@ function tagColumns(inputs: Send[]): unknown[][] {
   return tags;
 }
 
+/** Parameters $24 to $29: each send's default quotas (domain/quotas.ts) and its windows' keys. */
+function quotaColumns(inputs: Send[]): unknown[][] {
+  const cols: unknown[][] = Array.from({ length: 6 }, () => new Array<unknown>(inputs.length));
+  inputs.forEach((x, i) => {
+    const q = x.quotas ?? [0, 0, 0];
+    const w = quotaWindows(x.now);
+    const values = [q[0], q[1], q[2], w[0]!.key, w[1]!.key, w[2]!.key];
+    for (const [c, v] of values.entries()) cols[c]![i] = v;
+  });
+  return cols;
+}
+
 /** One send's answer from its row: refused, suppressed (the recipients on the list, with why), or accepted. */
 function checkedResult(row: AcceptRow, input: Send): Checked {
   if (row.refused) return { kind: row.refused };
@@ -141,6 +166,11 @@ function checkedResult(row: AcceptRow, input: Send): Checked {
         .filter((r) => reasons[addressKey(r.address)])
         .map((r) => ({ address: r.address, field: r.field, reason: reasons[addressKey(r.address)]! })),
     };
+  }
+  if (row.lim && row.used) {
+    const limits = row.lim.map(Number) as QuotaLimits;
+    const over = quotaExceeded(limits, row.used.map(Number), input.recipients.length, input.now);
+    if (over) return { kind: 'rate_limited', quota: over };
   }
   return { kind: 'accepted', emailId: row.id! };
 }

@@ -22,6 +22,7 @@ import type {
 import { type Customer, DEFAULT_CUSTOMER, DKIM_SELECTOR, type DomainRow, type SendingDomain } from '../model.js';
 import type { CustomerStore, DomainStore, KeyStore, SuppressionStore, UserStore } from '../store.js';
 import type { PgDb } from './db.js';
+import { pgQuotas } from './quotas.js';
 
 /** Customers, API keys, domains, dashboard users and suppressions on PostgreSQL: one statement each, as on SQLite. */
 
@@ -46,6 +47,7 @@ export function pgCustomers(db: PgDb): CustomerStore {
                 (SELECT count(*) FROM messages WHERE customer_id = $1)::int AS messages`,
         [id],
       ))!,
+    ...pgQuotas(db),
   };
 }
 

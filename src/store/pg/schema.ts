@@ -7,6 +7,7 @@ import * as m006 from './migrations/006_throttle_holders.js';
 import * as m007 from './migrations/007_header_message_id.js';
 import * as m008 from './migrations/008_queue_ops.js';
 import * as m009 from './migrations/009_return_path.js';
+import * as m010 from './migrations/010_send_quotas.js';
 
 /**
  * The PostgreSQL engine's migrations: numbered and append-only, as the SQLite engine's are
@@ -41,4 +42,5 @@ export const pgMigrations: PgMigration[] = [
   { version: 7, name: 'header_message_id', sql: m007.up },
   { version: 8, name: 'queue_ops', sql: m008.up },
   { version: 9, name: 'return_path', sql: m009.up },
+  { version: 10, name: 'send_quotas', sql: m010.up },
 ];

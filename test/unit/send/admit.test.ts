@@ -3,6 +3,7 @@
 // and an admitted send carries a Message-ID at its domain.
 
 import t from 'tap';
+import { NO_QUOTAS } from '../../../src/domain/quotas.js';
 import { acceptInputOf, admitSend, isRefused } from '../../../src/send/admit.js';
 import type { ApiKeyInfo, SendingDomain } from '../../../src/store/model.js';
 
@@ -15,11 +16,11 @@ const domains = new Map<string, SendingDomain>([
 const auth = { sendingDomain: async (_customer: number, name: string) => domains.get(name) };
 
 t.test('the sender domain decides', async (t) => {
-  t.same(await admitSend(auth, key, 'nowhere.example', 0), { kind: 'domain_unknown' });
+  t.same(await admitSend(auth, key, 'nowhere.example', 0, NO_QUOTAS), { kind: 'domain_unknown' });
   // Another customer's domain is refused as if unknown: the refusal never says whose it is.
-  t.same(await admitSend(auth, key, 'theirs.example', 0), { kind: 'domain_unknown' });
-  t.same(await admitSend(auth, key, 'pending.example', 0), { kind: 'domain_unverified' });
-  const ok = await admitSend(auth, key, 'ours.example', Date.UTC(2026, 10, 28));
+  t.same(await admitSend(auth, key, 'theirs.example', 0, NO_QUOTAS), { kind: 'domain_unknown' });
+  t.same(await admitSend(auth, key, 'pending.example', 0, NO_QUOTAS), { kind: 'domain_unverified' });
+  const ok = await admitSend(auth, key, 'ours.example', Date.UTC(2026, 10, 28), NO_QUOTAS);
   t.notOk(isRefused(ok));
   if (isRefused(ok)) return;
   t.match(ok.messageId, /^[0-9a-z]+@ours\.example$/);

@@ -4,6 +4,7 @@ import type { Db } from '../db.js';
 import * as domains from '../domains.js';
 import * as inbound from '../inbound.js';
 import * as keys from '../keys.js';
+import * as quotas from '../quotas.js';
 import * as suppressions from '../suppressions.js';
 import * as users from '../users.js';
 
@@ -17,6 +18,9 @@ export function sqliteCustomers(db: Db): CustomerStore {
     byId: async (id) => customers.customerById(db, id),
     list: async () => customers.listCustomers(db),
     counts: async (id) => customers.customerCounts(db, id),
+    quotas: async (id) => quotas.customerQuotas(db, id),
+    setQuotas: async (id, q) => quotas.setCustomerQuotas(db, id, q),
+    quotaUse: async (id, now) => quotas.quotaUse(db, id, now),
   };
 }
 

@@ -14,6 +14,7 @@ import * as m013 from './013_header_message_id.js';
 import * as m014 from './014_queue_ops.js';
 import * as m015 from './015_attempts_by_delivery.js';
 import * as m016 from './016_return_path.js';
+import * as m017 from './017_send_quotas.js';
 
 /**
  * Every migration, in order, listed statically so the build carries them. Append only. `rebuild`:
@@ -37,4 +38,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 14, name: 'queue_ops', sql: m014.up },
   { version: 15, name: 'attempts_by_delivery', sql: m015.up },
   { version: 16, name: 'return_path', sql: m016.up },
+  { version: 17, name: 'send_quotas', sql: m017.up },
 ];
