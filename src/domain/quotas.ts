@@ -97,3 +97,45 @@ export function quotaMessage(q: QuotaExceeded): string {
   const names = q.quotas.map((x) => x.quota).join(', ');
   return `The customer's send quota (${names}) has no room for this send's ${q.count} recipient(s); nothing was queued. Retry after ${q.retryAfter} s.`;
 }
+
+/** One quota as `customers show` and the dashboard show it: the limits in effect (0: none), where they come from, and the use. */
+export interface QuotaStatus {
+  quota: QuotaName;
+  limit: number;
+  /** Whether the limit is the customer's own or the server's default. */
+  own: boolean;
+  used: number;
+  sandboxLimit: number;
+  sandboxUsed: number;
+}
+
+export function quotaStatus(
+  own: readonly [number | null, number | null, number | null],
+  defaults: QuotaDefaults,
+  use: { live: readonly number[]; sandbox: readonly number[] },
+): QuotaStatus[] {
+  const limits = effectiveLimits(defaults.live, own);
+  return QUOTAS.map((quota, i) => ({
+    quota,
+    limit: limits[i]!,
+    own: own[i] !== null,
+    used: use.live[i] ?? 0,
+    sandboxLimit: defaults.sandbox[i]!,
+    sandboxUsed: use.sandbox[i] ?? 0,
+  }));
+}
+
+/** `12 of 20`, or `12 (no limit)`. */
+export const useText = (used: number, limit: number): string =>
+  limit > 0 ? `${used} of ${limit}` : `${used} (no limit)`;
+
+/**
+ * A quota as given on the command line or in a form: a whole number of recipients, 0 for none;
+ * an error's text otherwise.
+ */
+export function parseQuota(name: string, value: string): number | string {
+  if (!/^\d{1,10}$/.test(value.trim()))
+    return `${name} must be a whole number of recipients, 0 for no limit (got "${value}")`;
+  const n = Number(value.trim());
+  return n > 1_000_000_000 ? `${name} must be at most 1000000000` : n;
+}

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { ManualClock } from '../../src/lib/clock.js';
+import { json, runCli } from '../helpers/cli.js';
 import { customerId, makeKey } from '../helpers/env.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { expectError, type Json, request } from '../helpers/http.js';
@@ -117,4 +118,43 @@ t.test('SMTP submission answers 451 4.7.1 with the same text', async (t) => {
     'From: shop@example.com\r\nTo: smtp2@q.test\r\nSubject: q\r\n\r\nx\r\n',
   );
   t.match(ok.data, /^250 /, 'without the quota it is queued');
+});
+
+t.test('customers set and show: bad input changes nothing; show has the use against each quota', async (t) => {
+  t.setTimeout(120_000);
+  const cli = (...args: string[]) => runCli(['--config', s.configPath, ...args]);
+  await s.store.customers.setQuotas(cid, { perMinute: 7, perDay: null, perMonth: null });
+  for (const bad of [['--per-minute', '-1'], ['--per-day', '2.5'], ['--per-month', 'lots'], []]) {
+    const r = await cli('customers', 'set', 'default', ...bad);
+    t.equal(r.code, 1, `${bad.join(' ') || 'no quota'}: exit 1`);
+    t.match(r.stderr, /whole number|at least one/);
+  }
+  // A good value beside a bad one: nothing of either is written.
+  t.equal((await cli('customers', 'set', 'default', '--per-day', '5', '--per-minute', '-3')).code, 1);
+  t.same(await s.store.customers.quotas(cid), { perMinute: 7, perDay: null, perMonth: null }, 'nothing changed');
+  const unknown = await cli('customers', 'set', 'nobody', '--per-day', '5');
+  t.equal(unknown.code, 1);
+  t.match(unknown.stderr, /no customer named "nobody"/);
+  const ok = await cli(
+    'customers',
+    'set',
+    'default',
+    '--per-minute',
+    '0',
+    '--per-day',
+    '100000',
+    '--per-month',
+    'default',
+  );
+  t.equal(ok.code, 0, ok.stderr);
+  t.same(await s.store.customers.quotas(cid), { perMinute: 0, perDay: 100000, perMonth: null });
+  const used = (await s.store.customers.quotaUse(cid, Date.now())).live;
+  const shown = json<{ quotas: Json[] }>(await cli('customers', 'show', 'default', '--json'));
+  t.match(shown.quotas, [
+    { quota: 'per_minute', limit: 0, source: 'customer', sandbox_limit: 5 },
+    { quota: 'per_day', limit: 100000, source: 'customer', used: used[1] },
+    { quota: 'per_month', limit: 0, source: 'default', used: used[2] },
+  ]);
+  const text = await cli('customers', 'show', 'default');
+  t.match(text.stdout, new RegExp(`per_day: ${used[1]} of 100000 \\(customer\\); sandbox`));
 });

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { CUSTOMER_NAME, type Customer } from '../../store/model.js';
 import { CliError, customerNamed, iso, output, table, withStore } from '../context.js';
+import { customerQuotaCommands, quotaLines, quotaShown } from './customer-quotas.js';
 
 const view = (c: Customer) => ({ id: c.id, name: c.name, created_at: iso(c.created_at) });
 
@@ -30,18 +31,20 @@ export function customersCommand(program: Command): void {
     );
   cmd
     .command('show <name>')
-    .description('show a customer and its counts')
+    .description('show a customer, its counts and its send quotas with their use')
     .action(async (name: string, _o, c: Command) =>
-      withStore(c, async ({ store }) => {
+      withStore(c, async ({ store, config, now }) => {
         const cust = await customerNamed(store, name);
         const v = { ...view(cust), ...(await store.customers.counts(cust.id)) };
+        const quotas = await quotaShown(store, config, cust.id, now);
         output(
           c,
-          v,
-          Object.entries(v)
+          { ...v, quotas },
+          `${Object.entries(v)
             .map(([k, val]) => `${k}: ${val}`)
-            .join('\n'),
+            .join('\n')}\nsend quotas (recipients accepted in the current window):\n${quotaLines(quotas)}`,
         );
       }),
     );
+  customerQuotaCommands(cmd);
 }
