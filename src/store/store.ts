@@ -227,6 +227,17 @@ export interface SuppressionStore {
   search(customerId: number, prefix: string, limit: number): Promise<SuppressionRow[]>;
   /** What sandbox keys' simulated bounces and complaints suppressed (never on the list), newest first, for these simulator addresses. */
   simulated(customerId: number, addresses: string[], limit: number): Promise<SimulatedSuppression[]>;
+  /**
+   * Adds entries already parsed (an address's key, or a domain's, `@example.com`: domain/addresses.ts,
+   * parseSuppressionEntry), all in one transaction; for each, whether it was added (false: already there).
+   */
+  addMany(
+    customerId: number,
+    entries: Array<{ address: string; reason: SuppressionReason }>,
+    now: number,
+  ): Promise<boolean[]>;
+  /** The whole list in address order, a page after `after` (an address), for an export. */
+  page(customerId: number, after: string | undefined, limit: number): Promise<SuppressionRow[]>;
 }
 
 export type CancelResult =

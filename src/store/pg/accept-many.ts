@@ -20,7 +20,7 @@ import type { PgDb, Q } from './db.js';
 /**
  * Stores any number of messages in one statement: each one's key (not revoked), sending domain
  * (the customer's, verified) and recipients (none suppressed) checked, and those that pass
- * inserted with their recipients and tags (a submitted MIME message with its size, known now). Answers one row per message, in order: why it was
+ * inserted with their recipients and tags (a recipient is suppressed by its own entry or its domain's, `@example.com`) (a submitted MIME message with its size, known now). Answers one row per message, in order: why it was
  * refused, or its row id; with the auth epoch the statement saw.
  */
 export const ACCEPT_MANY = `
@@ -30,13 +30,13 @@ WITH i AS (
               $24::bigint[], $25::bigint[], $26::bigint[], $27::text[], $28::text[], $29::text[])
     WITH ORDINALITY AS u(customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, size, created_at, scheduled_at, tags, next_at, format, header_message_id,
                          qm, qd, qmo, wm, wd, wmo, n)),
-rin AS (SELECT * FROM unnest($14::int[], $15::text[], $16::text[], $17::text[], $18::text[]) WITH ORDINALITY AS r(n, address, domain, field, key, o)),
+rin AS (SELECT r.*, substring(r.key FROM '@[^@]*$') AS dkey FROM unnest($14::int[], $15::text[], $16::text[], $17::text[], $18::text[]) WITH ORDINALITY AS r(n, address, domain, field, key, o)),
 checked AS (
   SELECT i.n,
          CASE WHEN i.api_key_id IS NOT NULL AND (k.id IS NULL OR k.revoked_at IS NOT NULL) THEN 'key_revoked'
               WHEN d.id IS NULL OR d.customer_id <> i.customer_id THEN 'domain_unknown'
               WHEN d.verified_at IS NULL THEN 'domain_unverified' END AS refused,
-         (SELECT json_object_agg(s.address, s.reason) FROM rin JOIN suppressions s ON s.customer_id = i.customer_id AND s.address = rin.key WHERE rin.n = i.n) AS suppressed
+         (SELECT json_object_agg(rin.key, s.reason) FROM rin JOIN suppressions s ON s.customer_id = i.customer_id AND s.address IN (rin.key, rin.dkey) WHERE rin.n = i.n) AS suppressed
   FROM i LEFT JOIN api_keys k ON k.id = i.api_key_id LEFT JOIN domains d ON d.name = i.sender_domain),
 passed AS (SELECT i.*, (SELECT count(*) FROM rin WHERE rin.n = i.n)::int AS cnt FROM i JOIN checked c USING (n) WHERE c.refused IS NULL AND c.suppressed IS NULL),
 quota AS (

@@ -56,6 +56,8 @@ export function sqliteDomains(db: Db): DomainStore {
 export function sqliteSuppressions(db: Db): SuppressionStore {
   return {
     find: async (customerId, addresses) => suppressions.findSuppressed(db, customerId, addresses),
+    addMany: async (customerId, entries, now) => suppressions.addSuppressions(db, customerId, entries, now),
+    page: async (customerId, after, limit) => suppressions.suppressionPage(db, customerId, after, limit),
     add: async (input) => suppressions.addSuppression(db, input),
     list: async (customerId, opts) => suppressions.listSuppressions(db, customerId, opts),
     remove: async (customerId, address) => suppressions.removeSuppression(db, customerId, address),
