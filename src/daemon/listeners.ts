@@ -73,7 +73,17 @@ export function buildListeners(ctx: Ctx, deps: ListenerDeps): Listeners {
     onResult: (result) => metrics.submission.inc({ result }),
   });
   const dashboard = config.dashboard.listen
-    ? buildDashboard({ store, config, clock, log, webhooks, resolver, budget, onQueued: queued.outbound })
+    ? buildDashboard({
+        store,
+        config,
+        clock,
+        log,
+        webhooks,
+        resolver,
+        budget,
+        send: settings.send,
+        onQueued: queued.outbound,
+      })
     : undefined;
   // /metrics on its own address when metrics.listen is set; on the API listener otherwise (api/server.ts).
   return {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { ManualClock } from '../../src/lib/clock.js';
+import { hashPassword } from '../../src/lib/password.js';
 import { json, runCli } from '../helpers/cli.js';
 import { customerId, makeKey } from '../helpers/env.js';
 import { fixturePath } from '../helpers/fixtures.js';
@@ -19,7 +20,7 @@ const clock = new ManualClock(Date.UTC(2026, 10, 28, 12, 0, 17, 400));
 const s = await startMailEnv({
   mxDomains: ['q.test'],
   toml: `[limits]\nsandbox_send_per_minute = 5\nmax_recipients = 10\n${submissionToml()}`,
-  daemon: { clock },
+  daemon: { clock, dashboard: '' },
 });
 const cid = await customerId(s.store);
 const url = `${s.url}/api/v1/emails`;
@@ -43,6 +44,28 @@ t.test('50 concurrent sends against 20 a minute: exactly 20 accepted, the rest 4
   }
   t.equal((await accepted()) - before, 20, 'and exactly 20 recipients stored');
   t.same((await s.store.customers.quotaUse(cid, clock.now())).live[0], 20);
+});
+
+t.test("the dashboard's customers page shows the use against each quota", async (t) => {
+  const base = s.daemon.dashboardUrl!;
+  await s.store.users.add({
+    email: 'admin@ops.test',
+    passwordHash: await hashPassword('a long enough password'),
+    role: 'admin',
+    customerId: null,
+    now: clock.now(),
+  });
+  const login = await fetch(`${base}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base, 'sec-fetch-site': 'same-origin' },
+    body: 'email=admin%40ops.test&password=a+long+enough+password',
+  });
+  t.equal(login.status, 303);
+  const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+  const page = await (await fetch(`${base}/customers`, { headers: { cookie } })).text();
+  t.match(page, /<li>a minute: 20 of 20; <span class="muted">sandbox 0 of 5<\/span><\/li>/);
+  t.match(page, /<li>today: 20 \(no limit\);/);
 });
 
 t.test('the next minute has room again; a send is refused whole, by its recipients', async (t) => {

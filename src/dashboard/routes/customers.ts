@@ -1,3 +1,4 @@
+import { quotaStatus } from '../../domain/quotas.js';
 import { CUSTOMER_NAME } from '../../store/model.js';
 import type { Pages } from '../pages.js';
 import { customersBody } from '../views/customers.js';
@@ -6,8 +7,20 @@ import { customersBody } from '../views/customers.js';
 export function customersRoutes(p: Pages): void {
   const { store, clock, page, back } = p;
   const customers = p.area('customers', { admins: true });
+  /** Each customer with its send quotas' use in the current windows (domain/quotas.ts). */
+  const withQuotas = async (now: number) =>
+    Promise.all(
+      (await store.customers.list()).map(async (x) => {
+        const own = (await store.customers.quotas(x.id))!;
+        const use = await store.customers.quotaUse(x.id, now);
+        return {
+          ...x,
+          quotas: quotaStatus([own.perMinute, own.perDay, own.perMonth], p.deps.send.current.quotas, use),
+        };
+      }),
+    );
   customers.get('/customers', async ({ c, reply }) =>
-    page(reply, c, 'Customers', customersBody(c, await store.customers.list())),
+    page(reply, c, 'Customers', customersBody(c, await withQuotas(clock.now()))),
   );
 
   customers.post('/customers', async ({ c, request, reply }) => {
@@ -18,7 +31,7 @@ export function customersRoutes(p: Pages): void {
         reply.code(422),
         { ...c, error: `Customer ${name} exists already.` },
         'Customers',
-        customersBody(c, await store.customers.list()),
+        customersBody(c, await withQuotas(clock.now())),
       );
     await store.customers.add(name, clock.now());
     return back(reply, '/customers', { notice: 'customer-created' });
