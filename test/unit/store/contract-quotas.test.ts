@@ -105,3 +105,12 @@ async function acceptInput(
     authEpoch: await s.keys.authEpoch(),
   };
 }
+
+contract("retention drops the quotas' past minutes and days, never the current ones nor the months", async (t, s) => {
+  const who = await sender(s);
+  await send(s, who, { to: ['a@x.example'], now: MIN });
+  await s.admin.purgeOld(MIN + 30_000, 30);
+  t.same((await s.customers.quotaUse(who.customerId, MIN)).live, [1, 1, 1], 'the current windows kept');
+  await s.admin.purgeOld(MIN + 3 * 86_400_000, 30);
+  t.same((await s.customers.quotaUse(who.customerId, MIN)).live, [0, 0, 1], 'past minute and day gone, the month kept');
+});
