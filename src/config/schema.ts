@@ -7,6 +7,19 @@ import { k, type Schema } from './keys.js';
  * (what a key may be: keys.ts). `config/posthaste.example.toml` is checked against this by a test.
  */
 
+/** A send quota's default (domain/quotas.ts): recipients accepted in a window, 0 for none. */
+const [LIVE, SANDBOX, SET] = [
+  "a customer's production keys",
+  "a customer's sandbox keys",
+  'per customer with "customers set"',
+];
+const sendQuota = (whose: string, per: string, more: string) =>
+  k(
+    { type: 'int', min: 0, max: 1_000_000_000 },
+    0,
+    `Recipients ${whose} may have accepted ${per} (0: no limit); ${more}`,
+  );
+
 export const schema = {
   server: {
     hostname: k(
@@ -288,36 +301,12 @@ export const schema = {
     ),
     max_recipients: k({ type: 'int', min: 1, max: 1000 }, 50, 'Most recipients (to + cc + bcc) in one send request'),
     idempotency_ttl: k({ type: 'duration' }, '24h', 'How long an Idempotency-Key replays its first response'),
-    send_per_minute: k(
-      { type: 'int', min: 0, max: 1_000_000_000 },
-      0,
-      'Recipients a customer\'s production keys may have accepted per minute (0: no limit); per customer with "customers set"',
-    ),
-    send_per_day: k(
-      { type: 'int', min: 0, max: 1_000_000_000 },
-      0,
-      'Recipients a customer\'s production keys may have accepted per day, UTC (0: no limit); per customer with "customers set"',
-    ),
-    send_per_month: k(
-      { type: 'int', min: 0, max: 1_000_000_000 },
-      0,
-      'Recipients a customer\'s production keys may have accepted per calendar month, UTC (0: no limit); per customer with "customers set"',
-    ),
-    sandbox_send_per_minute: k(
-      { type: 'int', min: 0, max: 1_000_000_000 },
-      0,
-      "Recipients a customer's sandbox keys may have accepted per minute (0: no limit), counted apart from its production keys",
-    ),
-    sandbox_send_per_day: k(
-      { type: 'int', min: 0, max: 1_000_000_000 },
-      0,
-      "Recipients a customer's sandbox keys may have accepted per day, UTC (0: no limit), counted apart",
-    ),
-    sandbox_send_per_month: k(
-      { type: 'int', min: 0, max: 1_000_000_000 },
-      0,
-      "Recipients a customer's sandbox keys may have accepted per calendar month, UTC (0: no limit), counted apart",
-    ),
+    send_per_minute: sendQuota(LIVE, 'per minute', SET),
+    send_per_day: sendQuota(LIVE, 'per day, UTC', SET),
+    send_per_month: sendQuota(LIVE, 'per calendar month, UTC', SET),
+    sandbox_send_per_minute: sendQuota(SANDBOX, 'per minute', 'counted apart from its production keys'),
+    sandbox_send_per_day: sendQuota(SANDBOX, 'per day, UTC', 'counted apart'),
+    sandbox_send_per_month: sendQuota(SANDBOX, 'per calendar month, UTC', 'counted apart'),
     max_schedule_ahead: k({ type: 'duration' }, '30d', 'How far ahead scheduled_at may be'),
     message_memory: k(
       { type: 'bytes' },
