@@ -10,6 +10,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
+import { fullGrant } from '../src/domain/key-scopes.js';
 import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
 import { migrate, openDb } from '../src/store/sqlite/db.js';
 import { addDomain, setVerified } from '../src/store/sqlite/domains.js';
@@ -68,7 +69,13 @@ export async function benchAccept(): Promise<AcceptFigures> {
   const db = openDb(dataDir);
   migrate(db, Date.now());
   ensureDefaultCustomer(db, Date.now());
-  const key = createKey(db, { customerId: 1, kind: 'production', name: 'bench', now: Date.now() }).key;
+  const key = createKey(db, {
+    grant: fullGrant(),
+    customerId: 1,
+    kind: 'production',
+    name: 'bench',
+    now: Date.now(),
+  }).key;
   const d = addDomain(db, { customerId: 1, name: 'example.com', receiving: false, now: Date.now() });
   setVerified(db, d.id, Date.now());
   db.close();

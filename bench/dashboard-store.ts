@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fullGrant } from '../src/domain/key-scopes.js';
 import type { Outcome } from '../src/domain/outcome.js';
 import { hashPassword } from '../src/lib/password.js';
 import type { Claimed, QueuedMessage, SettledAttempt } from '../src/store/model.js';
@@ -63,7 +64,8 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
   ensureDefaultCustomer(db, now - WEEK - HOUR);
   const other = addCustomer(db, 'other', now - WEEK - HOUR);
   const keys = [1, other.id].map(
-    (customerId) => createKey(db, { customerId, kind: 'production', name: 'bench', now: now - WEEK - HOUR }).id,
+    (customerId) =>
+      createKey(db, { grant: fullGrant(), customerId, kind: 'production', name: 'bench', now: now - WEEK - HOUR }).id,
   );
   for (const [customerId, name] of [
     [1, 'shop.example'],
@@ -143,6 +145,7 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
           raw: null,
           createdAt: at,
           tags,
+          pool: null,
         };
         const rows = db
           .statement('SELECT id, address, domain FROM recipients WHERE message_id = ? ORDER BY id')
@@ -154,6 +157,7 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
             address: row.address,
             domain: row.domain,
             attempts: 0,
+            sourceIp: null,
           };
           const roll = random();
           const outcomeAt = at + 1500;

@@ -5,6 +5,7 @@
 // written by every send, one counter row per customer, hour and kind). Sends with an
 // Idempotency-Key, each its own transaction, show it plainly; sends without share grouped commits.
 import pg from 'pg';
+import { fullGrant } from '../src/domain/key-scopes.js';
 import { pgStore } from '../src/store/pg/index.js';
 import type { Store } from '../src/store/store.js';
 import { type PgCluster, startPgCluster } from '../support/postgres.js';
@@ -41,7 +42,7 @@ async function sendsPerSecond(cluster: PgCluster, name: string, hot: boolean, id
   const now = Date.now();
   await a.admin.migrate(now);
   await a.customers.ensureDefault(now);
-  const key = await a.keys.create({ customerId: 1, kind: 'production', name: 'bench', now });
+  const key = await a.keys.create({ grant: fullGrant(), customerId: 1, kind: 'production', name: 'bench', now });
   await a.domains.setVerified(
     (await a.domains.add({ customerId: 1, name: 'example.com', receiving: false, now })).id,
     now,

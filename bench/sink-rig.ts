@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Problems } from '../src/domain/errors.js';
+import { fullGrant } from '../src/domain/key-scopes.js';
 import { validateSendRequest } from '../src/domain/send-request.js';
 import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
 import { type Db, migrate, openDb } from '../src/store/sqlite/db.js';
@@ -124,7 +125,7 @@ export async function sinkRig(
   const now = Date.now();
   migrate(db, now);
   ensureDefaultCustomer(db, now);
-  const key = createKey(db, { customerId: 1, kind: 'production', name: 'bench', now });
+  const key = createKey(db, { grant: fullGrant(), customerId: 1, kind: 'production', name: 'bench', now });
   setVerified(db, addDomain(db, { customerId: 1, name: 'example.com', receiving: false, now }).id, now);
   const config = join(dir, 'posthaste.toml');
   writeFileSync(

@@ -8,6 +8,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
+import { fullGrant } from '../src/domain/key-scopes.js';
 import { pgStore } from '../src/store/pg/index.js';
 import { type PgCluster, startPgCluster } from '../support/postgres.js';
 import {
@@ -67,7 +68,7 @@ export async function pgRig(
   const now = Date.now();
   await s.admin.migrate(now);
   await s.customers.ensureDefault(now);
-  const key = await s.keys.create({ customerId: 1, kind: 'production', name: 'bench', now });
+  const key = await s.keys.create({ grant: fullGrant(), customerId: 1, kind: 'production', name: 'bench', now });
   await s.domains.setVerified(
     (await s.domains.add({ customerId: 1, name: 'example.com', receiving: false, now })).id,
     now,

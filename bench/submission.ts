@@ -11,6 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { fullGrant } from '../src/domain/key-scopes.js';
 import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
 import { migrate, openDb } from '../src/store/sqlite/db.js';
 import { addDomain, setVerified } from '../src/store/sqlite/domains.js';
@@ -75,7 +76,13 @@ export async function benchSubmission(): Promise<{ lines: string[] }> {
     const db = openDb(dataDir);
     migrate(db, Date.now());
     ensureDefaultCustomer(db, Date.now());
-    const key = createKey(db, { customerId: 1, kind: 'production', name: 'bench', now: Date.now() }).key;
+    const key = createKey(db, {
+      grant: fullGrant(),
+      customerId: 1,
+      kind: 'production',
+      name: 'bench',
+      now: Date.now(),
+    }).key;
     setVerified(
       db,
       addDomain(db, { customerId: 1, name: 'example.com', receiving: false, now: Date.now() }).id,

@@ -1,16 +1,19 @@
 import type { Resolver } from 'node:dns/promises';
+import { type DeclaredRoute, declaredRoutes } from './api/authorization.js';
 import type { Lifecycle } from './api/deps.js';
 import type { ClusterNode } from './cluster/node.js';
 import { configWarnings } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { joinCluster } from './daemon/cluster.js';
 import { type Ctx, startSettings } from './daemon/context.js';
+import { type DoctorRuns, scheduleDoctor } from './daemon/doctor.js';
 import { buildListeners } from './daemon/listeners.js';
 import { type Loops, startLoops } from './daemon/loops.js';
 import { buildMetrics } from './daemon/metrics.js';
 import { buildOutbound } from './daemon/outbound.js';
 import { type ReloadParts, reloader } from './daemon/reload.js';
 import { scheduleRetention } from './daemon/retention.js';
+import { checkSourcesLocal } from './daemon/sources.js';
 import { firstSteps, prepareStore, RETURN_PATH_SECRET } from './daemon/store.js';
 import { buildWebhooks } from './daemon/webhooks.js';
 import { type Clock, systemClock } from './lib/clock.js';
@@ -31,6 +34,8 @@ import type { WebhookService } from './webhooks/service.js';
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
   apiUrl: string;
+  /** The API's routes under /api/ and the scope each needs, as its app has them (api/authorization.ts). */
+  apiRoutes: readonly DeclaredRoute[];
   /** Where the dashboard listens; null when dashboard.listen is empty. */
   dashboardUrl: string | null;
   /** Where /metrics is served on its own listener; null when metrics are off or on the API listener. */
@@ -41,6 +46,8 @@ export interface Daemon {
   submission: Record<string, { host: string; port: number }>;
   scheduler: Scheduler;
   dispatcher: Dispatcher;
+  /** The deliverability doctor's hourly run on this node: its last report, and a run now. */
+  doctor: Pick<DoctorRuns, 'last' | 'run'>;
   /** This node: its id (the worker its claims carry) and server.node_name. */
   node: { id: string; name: string };
   /** What a first run still lacks, asked of the store now: no usable API key, no dashboard user. */
@@ -89,20 +96,20 @@ export async function startDaemon(config: Config, log: Logger, opts: DaemonOptio
 async function startLocked(config: Config, log: Logger, opts: DaemonOptions, lock: DataDirLock): Promise<Daemon> {
   // First: an address that cannot be had stops the start before anything opens or answers.
   await checkListen(listenSpecs(config));
+  await checkSourcesLocal(config.outbound.pools); // a pool address that is not this machine's stops the start
   const ctx: Ctx = { config, log, clock: opts.clock ?? systemClock, settings: startSettings(config) };
   const relay = relayOptions(config); // before anything opens: a relay user without a password stops the start
   const store = openStore(config, {
     daemon: true,
     applicationName: `posthaste ${config.server.node_name} ${process.pid}`,
   });
-  // The loops, once they exist: a node whose heartbeat comes back claims at once, and work freed from dead nodes is claimed at once, here or on another node.
-  const wake: { fn: () => void } = { fn: () => undefined };
-  const node = await openNode(ctx, store, () => wake.fn());
+  const node = await openNode(ctx, store);
   const services = await startServices(ctx, store, node, relay);
-  wake.fn = () => {
+  // A node whose heartbeat comes back claims at once, and work freed from dead nodes is claimed at once, here or on another node.
+  node.onAlive(() => {
     services.queued.outbound();
     services.queued.events();
-  };
+  });
 
   const up = { listeners: false };
   const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => up.listeners };
@@ -124,12 +131,14 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   };
   return {
     apiUrl,
+    apiRoutes: declaredRoutes(listeners.api),
     dashboardUrl,
     metricsUrl,
     smtp: bound.smtp,
     submission: bound.submission,
     scheduler,
     dispatcher,
+    doctor: services.doctor,
     node: { id: node.id, name: config.server.node_name },
     firstSteps: () => firstSteps(store),
     reload: reloader(config, log, reloadParts),
@@ -170,10 +179,10 @@ function announce(ctx: Ctx, bound: Awaited<ReturnType<typeof bindOrUnwind>>, nod
 }
 
 /** Step: the store, migrated, and this process joined as a node; a failure closes the store. */
-async function openNode(ctx: Ctx, store: Store, onAlive: () => void): Promise<ClusterNode> {
+async function openNode(ctx: Ctx, store: Store): Promise<ClusterNode> {
   try {
     await prepareStore(ctx, store);
-    return await joinCluster(ctx, store, onAlive);
+    return await joinCluster(ctx, store);
   } catch (e) {
     await store.admin.close().catch(() => undefined);
     throw e;
@@ -191,6 +200,7 @@ interface Services {
   scheduler: Scheduler;
   signer: SignerPool;
   retention: { stop(): void | Promise<void> };
+  doctor: DoctorRuns;
   /** Work committed here: this node's loops look now, and the other nodes are told (after the commit). */
   queued: { outbound: () => void; events: () => void };
 }
@@ -201,27 +211,41 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
   // metrics; one budget for the large messages the API and the listener hold in memory at once.
   const resolver = createResolver(ctx.config.dns.servers);
   const returnPathSecret = await store.admin.secret(RETURN_PATH_SECRET);
-  const metrics = buildMetrics(ctx, store, node);
+  const doctor = scheduleDoctor(ctx, store);
+  const metrics = buildMetrics(ctx, store, node, doctor.last);
   const budget = new MemoryBudget(ctx.config.limits.message_memory);
 
   const { webhooks, dispatcher } = buildWebhooks(ctx, store, resolver, node, metrics);
   // Work committed here: this node's loops look now, and the other nodes are told (after the commit).
+  const events = () => {
+    dispatcher.kick();
+    store.wakeups.notify(node.id, 'webhooks');
+  };
+  const { scheduler, signer } = await buildOutbound(ctx, store, resolver, relay, returnPathSecret, node, {
+    onEvents: events,
+    onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
+  });
   const queued = {
     outbound: () => {
       scheduler.kick();
       store.wakeups.notify(node.id, 'outbound');
     },
-    events: () => {
-      dispatcher.kick();
-      store.wakeups.notify(node.id, 'webhooks');
-    },
+    events,
   };
-  const { scheduler, signer } = await buildOutbound(ctx, store, resolver, relay, returnPathSecret, node, {
-    onEvents: queued.events,
-    onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
-  });
   const retention = scheduleRetention(ctx, store);
-  return { resolver, returnPathSecret, metrics, budget, webhooks, dispatcher, scheduler, signer, retention, queued };
+  return {
+    resolver,
+    returnPathSecret,
+    metrics,
+    budget,
+    webhooks,
+    dispatcher,
+    scheduler,
+    signer,
+    retention,
+    doctor,
+    queued,
+  };
 }
 
 /** Step: every listener bound; when one cannot be, what started is stopped again and the start fails. */
@@ -236,6 +260,7 @@ async function bindOrUnwind(
     return await bindListeners(config, log, listeners);
   } catch (e) {
     await services.retention.stop();
+    services.doctor.stop();
     await Promise.all([services.signer.close(), services.webhooks.fetch.close()]);
     await node.stop();
     await store.admin.close();
@@ -274,6 +299,7 @@ async function stopDaemon({
   await closeListeners(listeners);
   up.listeners = false;
   await services.retention.stop();
+  services.doctor.stop();
   await loops.wakeups.close();
   loops.abort.abort();
   const abandoned = await Promise.race([

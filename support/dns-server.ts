@@ -8,6 +8,8 @@ export interface ZoneRecords {
   A?: string[];
   AAAA?: string[];
   TLSA?: dnsPacket.TlsaData[];
+  /** Reverse records, under d.c.b.a.in-addr.arpa or the ip6.arpa nibbles: the names an address has. */
+  PTR?: string[];
   /** An alias: answered to a CNAME query, and to any other type with the target's records after it, as a recursive resolver answers. */
   CNAME?: string;
 }
@@ -104,6 +106,7 @@ function recordsOf(records: ZoneRecords, type: string, name: string): dnsPacket.
   if (type === 'A') for (const a of records.A ?? []) answers.push({ type: 'A', name, ttl, data: a });
   if (type === 'AAAA') for (const a of records.AAAA ?? []) answers.push({ type: 'AAAA', name, ttl, data: a });
   if (type === 'TLSA') for (const r of records.TLSA ?? []) answers.push({ type: 'TLSA', name, ttl, data: r });
+  if (type === 'PTR') for (const p of records.PTR ?? []) answers.push({ type: 'PTR', name, ttl, data: p });
   return answers;
 }
 

@@ -2,8 +2,10 @@ import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Config } from '../config/schema.js';
 import { ApiError } from '../domain/errors.js';
+import { parseCidrs } from '../domain/key-scopes.js';
 import type { Logger } from '../lib/logger.js';
 import type { Metrics } from '../lib/metrics.js';
+import { checkScope, isPublic, requireDeclaredAccess } from './authorization.js';
 import type { ApiDeps } from './deps.js';
 import { SendGate } from './send-gate.js';
 import './request-fields.js';
@@ -14,7 +16,8 @@ import { holdMemory } from './memory.js';
 import { emailRoutes } from './routes/emails.js';
 import { healthRoutes } from './routes/health.js';
 import { inboundRoutes } from './routes/inbound.js';
-import { OPENAPI_ROUTE, openApiRoutes } from './routes/openapi.js';
+import { keyRoutes } from './routes/keys.js';
+import { openApiRoutes } from './routes/openapi.js';
 import { queueRoutes } from './routes/queue.js';
 import { suppressionRoutes } from './routes/suppressions.js';
 import { webhookRoutes } from './routes/webhooks.js';
@@ -51,6 +54,7 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   const app = createServer(deps.config, deps.log);
   installJsonParser(app, requestBodyLimit(deps.config.limits.max_message_bytes));
   const gate = new SendGate(deps.auth, deps.store);
+  requireDeclaredAccess(app);
   installRequestChecks(app, deps, gate);
   if (deps.metrics) installApiMetrics(app, deps.metrics);
   installErrorHandlers(app, deps.log, gate, deps.metrics);
@@ -60,6 +64,7 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   webhookRoutes(app, deps);
   suppressionRoutes(app, deps);
   inboundRoutes(app, deps);
+  keyRoutes(app, deps);
   // /metrics here only when it has no listener of its own (metrics.listen empty).
   const metrics = deps.metrics;
   if (metrics && deps.config.metrics.enabled && !deps.config.metrics.listen)
@@ -70,8 +75,15 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   return app;
 }
 
-/** The fastify server, on TLS when api.tls.cert and api.tls.key are set. */
+/**
+ * The fastify server, on TLS when api.tls.cert and api.tls.key are set. Behind a reverse proxy of
+ * api.trusted_proxies, `request.ip` is the address that proxy forwarded (X-Forwarded-For, read
+ * from the right past the trusted hops); from any other peer the header is ignored and
+ * `request.ip` is the peer (a key's allowed_cidrs: authorization.ts).
+ */
 function createServer(config: Config, log: Logger): FastifyInstance {
+  const proxies = parseCidrs(config.api.trusted_proxies);
+  if (typeof proxies === 'string') throw new Error(`api.trusted_proxies: ${proxies}`);
   const https =
     config.api['tls.cert'] && config.api['tls.key']
       ? { https: { cert: readFileSync(config.api['tls.cert']), key: readFileSync(config.api['tls.key']) } }
@@ -86,6 +98,7 @@ function createServer(config: Config, log: Logger): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: requestBodyLimit(config.limits.max_message_bytes),
     return503OnClosing: true,
+    ...(proxies.length > 0 ? { trustProxy: proxies } : {}),
   }) as unknown as FastifyInstance; // the https variant types differ only in the server type
 }
 
@@ -111,6 +124,9 @@ function installRequestChecks(app: FastifyInstance, deps: ApiDeps, gate: SendGat
   const afterAuth = (request: FastifyRequest, reply: FastifyReply, done: (e?: Error) => void) => {
     // No such route: answered before a body is read, so nobody can make the server read one for nothing.
     if (request.is404) return done(new ApiError('not_found', 'No such resource.'));
+    // The route's scope (authorization.ts, needs): refused before its body is read.
+    const denied = checkScope(request);
+    if (denied) return done(denied);
     holdLargeBody(deps, request, reply, done);
   };
   app.addHook('onRequest', (request, reply, done) => {
@@ -118,8 +134,7 @@ function installRequestChecks(app: FastifyInstance, deps: ApiDeps, gate: SendGat
       return done(new ApiError('unavailable', 'The server is shutting down; the request was not accepted.'));
     // The send path defers the freshness check to its commit; errors before that re-check the
     // key, so a revoked key still gets 401 first (send-gate.ts).
-    if (request.url.startsWith('/api/') && request.routeOptions.url !== OPENAPI_ROUTE)
-      gate.authenticate(request, reply, done, afterAuth);
+    if (request.url.startsWith('/api/') && !isPublic(request)) gate.authenticate(request, reply, done, afterAuth);
     else afterAuth(request, reply, done);
   });
 }

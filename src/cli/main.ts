@@ -4,7 +4,9 @@ import { VERSION } from '../lib/version.js';
 import { dbCommand, statusCommand } from './commands/admin.js';
 import { configCommand } from './commands/config.js';
 import { customersCommand } from './commands/customers.js';
+import { dmarcCommand } from './commands/dmarc.js';
 import { dnsCommand } from './commands/dns.js';
+import { doctorCommand } from './commands/doctor.js';
 import { domainsCommand } from './commands/domains.js';
 import { inboundCommand } from './commands/inbound.js';
 import { keysCommand } from './commands/keys.js';
@@ -51,6 +53,8 @@ export function buildProgram(argv: string[] = process.argv): Command {
   keysCommand(program);
   domainsCommand(program);
   dnsCommand(program);
+  dmarcCommand(program);
+  doctorCommand(program);
   messagesCommand(program);
   queueCommand(program);
   webhooksCommand(program);

@@ -10,8 +10,6 @@ export interface NodeDeps {
   /** The process holds the store alone (SQLite's lock): rows a previous run left are removed at start. */
   exclusive: boolean;
   log: Logger;
-  /** Called when the heartbeat succeeds again after failing (claiming may resume), and when dead nodes' claims were released (there is work to claim). */
-  onAlive?: () => void;
 }
 
 /**
@@ -39,7 +37,22 @@ export class ClusterNode {
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
 
+  private readonly aliveListeners: Array<() => void> = [];
+
   constructor(private readonly deps: NodeDeps) {}
+
+  /**
+   * `fn` is called when the heartbeat succeeds again after failing (claiming may resume), and
+   * when dead nodes' claims were released (there is work to claim). The loops subscribe once
+   * they exist; before that, nothing is lost: they claim when they start.
+   */
+  onAlive(fn: () => void): void {
+    this.aliveListeners.push(fn);
+  }
+
+  private alive(): void {
+    for (const fn of this.aliveListeners) fn();
+  }
 
   get id(): string {
     return this.deps.info.id;
@@ -148,7 +161,7 @@ export class ClusterNode {
         this.failing = false;
         this.aliveSince = t0;
         this.deps.log.info('heartbeat succeeded again; claiming resumes');
-        this.deps.onAlive?.();
+        this.alive();
       }
     } catch (e) {
       if (!this.failing)
@@ -165,7 +178,7 @@ export class ClusterNode {
         { dead_nodes: r.nodes, recipients: r.recipients, webhook_deliveries: r.webhook_deliveries },
         'released the claims of dead nodes',
       );
-    if (r.recipients || r.webhook_deliveries) this.deps.onAlive?.();
+    if (r.recipients || r.webhook_deliveries) this.alive();
   }
 }
 

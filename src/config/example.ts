@@ -16,6 +16,18 @@ export const EXAMPLE_UNSET: Record<string, { note: string; sample: unknown }> = 
     note: "Default: this machine's host name (os.hostname()). Set it only to give this node another name; every node on one PostgreSQL needs its own, and a node does not start while a live node has its name.",
     sample: 'mail-1',
   },
+  'outbound.pools': {
+    note: 'Default: none (the kernel picks the source address, EHLO says server.hostname). One [[outbound.pools]] table a pool, e.g.:',
+    sample: [
+      {
+        name: 'transactional',
+        addresses: [
+          { ip: '192.0.2.10', ehlo: 'mta1.example.net' },
+          { ip: '2001:db8::10', ehlo: 'mta1.example.net' },
+        ],
+      },
+    ],
+  },
 };
 
 /** The documented example file: every key, its default and its description (`posthaste config example`). */
@@ -36,8 +48,9 @@ export function renderExample(sch: Schema = schema): string {
       const unset = EXAMPLE_UNSET[`${section}.${key}`];
       value = unset?.sample ?? EXAMPLE_VALUES[`${section}.${key}`] ?? value;
       const setting = stringify({ [path[path.length - 1]!]: value }).trim();
+      const commented = spec.kind.type === 'tables' ? tablesSample(section, key, value) : `# ${setting}`;
       const line = unset
-        ? `# ${spec.description}\n# ${unset.note}\n# ${setting}\n`
+        ? `# ${spec.description}\n# ${unset.note}\n${commented}\n`
         : `# ${spec.description}\n${setting}\n`;
       if (path.length === 1) out += line;
       else subTables.set(path[0]!, (subTables.get(path[0]!) ?? '') + line);
@@ -45,4 +58,19 @@ export function renderExample(sch: Schema = schema): string {
     for (const [table, lines] of subTables) out += `\n[${section}.${table}]\n${lines}`;
   }
   return out;
+}
+
+/** An array of tables' sample, commented out: `# [[section.key]]` and its keys, a list of tables written inline. */
+function tablesSample(section: string, key: string, value: unknown): string {
+  const inline = (o: object) =>
+    `{ ${Object.entries(o)
+      .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
+      .join(', ')} }`;
+  const line = ([k, v]: [string, unknown]) =>
+    Array.isArray(v) && v.every((x) => typeof x === 'object')
+      ? `${k} = [ ${(v as object[]).map(inline).join(', ')} ]`
+      : stringify({ [k]: v }).trim();
+  return (value as Record<string, unknown>[])
+    .map((table) => [`[[${section}.${key}]]`, ...Object.entries(table).map(line)].map((l) => `# ${l}`).join('\n'))
+    .join('\n');
 }

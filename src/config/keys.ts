@@ -12,7 +12,9 @@ export type Kind =
   | { type: 'bytes' }
   | { type: 'enum'; values: readonly string[] }
   /** A database URL: empty, or postgres:// / postgresql://; shown without its password. */
-  | { type: 'store_url' };
+  | { type: 'store_url' }
+  /** An array of tables (`[[section.key]]`), read and checked by `read`, which throws naming what is wrong. */
+  | { type: 'tables'; read: (v: unknown) => unknown[] };
 
 export interface KeySpec {
   kind: Kind;
@@ -35,3 +37,18 @@ export const k = <const K extends Kind>(
   description,
   secret,
 });
+
+/** A key's value as the loaded configuration holds it; durations are milliseconds, sizes bytes. */
+export type ValueOf<K> = K extends { type: 'string' | 'listen' | 'enum' | 'store_url' }
+  ? string
+  : K extends { type: 'int' | 'duration' | 'bytes' }
+    ? number
+    : K extends { type: 'bool' }
+      ? boolean
+      : K extends { type: 'strings' }
+        ? string[]
+        : K extends { type: 'durations' }
+          ? number[]
+          : K extends { type: 'tables'; read: (v: unknown) => infer T }
+            ? T
+            : never;

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
 import type { KeySpec, Schema } from './keys.js';
 import { type Config, schema as defaultSchema } from './schema.js';
-import { destinationLimits, relayTarget, returnPathLabel, spfSources } from './settings.js';
+import { configuredDefaultPool, destinationLimits, relayTarget, returnPathLabel, spfSources } from './settings.js';
 
 export class ConfigError extends Error {
   constructor(
@@ -51,6 +51,7 @@ function coerce(spec: KeySpec, v: unknown, fromEnv: boolean): unknown {
     // Environment values are strings; lists may be JSON arrays or comma-separated.
     if (kind.type === 'int') v = /^-?\d+$/.test(v) ? Number(v) : v;
     else if (kind.type === 'bool') v = v === 'true' ? true : v === 'false' ? false : v;
+    else if (kind.type === 'tables') v = JSON.parse(v);
     else if (kind.type === 'strings' || kind.type === 'durations')
       v = v.trim().startsWith('[')
         ? JSON.parse(v)
@@ -93,6 +94,8 @@ function coerce(spec: KeySpec, v: unknown, fromEnv: boolean): unknown {
           'expected "" (SQLite in server.data_dir) or a PostgreSQL URL, "postgresql://user@host:5432/dbname"',
         );
       return v;
+    case 'tables':
+      return kind.read(v);
     case 'enum':
       if (typeof v !== 'string' || !kind.values.includes(v))
         throw new Error(`expected one of ${kind.values.join(', ')}`);
@@ -213,6 +216,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     for (const [key, check] of [
       ['smtp.return_path_label', returnPathLabel],
       ['outbound.source_addresses', spfSources],
+      ['outbound.default_pool', configuredDefaultPool],
     ] as const)
       try {
         check(out as Config);

@@ -3,6 +3,7 @@ import { type DestinationLimits, limitsFor, parseDestinationRules } from '../dom
 import type { ServerIdentity } from '../domain/dns-records.js';
 import type { SuppressionPolicy } from '../domain/outcome.js';
 import type { QuotaDefaults } from '../domain/quotas.js';
+import { defaultPool, type Pool } from './pools.js';
 import type { Config } from './schema.js';
 
 /**
@@ -116,16 +117,29 @@ export function returnPathLabel(c: Pick<Config, 'smtp'>): string {
 }
 
 /**
- * The addresses the return path domain's SPF record lists (outbound.source_addresses), as SPF
- * mechanisms: ip4:… and ip6:…. Throws naming an entry that is not an IP address.
+ * The addresses the return path domain's SPF record lists, as SPF mechanisms (ip4:… and ip6:…):
+ * outbound.source_addresses when it lists any (every node's, an explicit override), else every
+ * address of outbound.pools. Throws naming an entry that is not an IP address.
  */
 export function spfSources(c: Pick<Config, 'outbound'>): string[] {
-  return c.outbound.source_addresses.map((raw) => {
+  const listed = c.outbound.source_addresses.map((raw) => {
     const a = raw.trim();
     const v = isIP(a);
     if (v === 0) throw new Error(`outbound.source_addresses: "${raw}" is not an IPv4 or IPv6 address`);
     return `ip${v}:${a.toLowerCase()}`;
   });
+  if (listed.length) return listed;
+  const fromPools = c.outbound.pools.flatMap((p) => p.addresses.map((a) => `ip${isIP(a.ip)}:${a.ip}`));
+  return [...new Set(fromPools)];
+}
+
+/** The pool of mail whose message and customer name none (outbound.default_pool, else the first); null without pools. Throws when default_pool names no pool. */
+export function configuredDefaultPool(c: Pick<Config, 'outbound'>): Pool | null {
+  try {
+    return defaultPool(c.outbound.pools, c.outbound.default_pool.trim());
+  } catch (e) {
+    throw new Error(`outbound.default_pool: ${(e as Error).message}`);
+  }
 }
 
 /** What the DNS records of the server and of each domain are made from (domain/dns-records.ts). */

@@ -9,14 +9,13 @@ import type { Ctx } from './context.js';
  * nodes (and of a previous run on SQLite, which one process holds alone) released before it
  * claims anything, then its heartbeat.
  */
-export async function joinCluster({ config, log }: Ctx, store: Store, onAlive: () => void): Promise<ClusterNode> {
+export async function joinCluster({ config, log }: Ctx, store: Store): Promise<ClusterNode> {
   if (config.cluster.lease < 1000) throw new ConfigError('cluster.lease', 'must be at least 1s');
   const node = new ClusterNode({
     store: store.nodes,
     info: { id: randomUUID(), name: config.server.node_name, pid: process.pid, leaseMs: config.cluster.lease },
     exclusive: store.engine === 'sqlite',
     log,
-    onAlive,
   });
   await node.start();
   return node;

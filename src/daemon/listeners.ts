@@ -3,6 +3,7 @@ import type { Lifecycle } from '../api/deps.js';
 import { buildMetricsListener } from '../api/metrics-listener.js';
 import { buildApi } from '../api/server.js';
 import { buildDashboard } from '../dashboard/server.js';
+import type { DoctorReport } from '../domain/doctor.js';
 import { createListener } from '../inbound/listener.js';
 import type { Listeners } from '../lib/listen.js';
 import type { MemoryBudget } from '../lib/memory-budget.js';
@@ -22,6 +23,8 @@ export interface ListenerDeps {
   budget: MemoryBudget;
   webhooks: WebhookService;
   lifecycle: Lifecycle;
+  /** The deliverability doctor's last report on this node. */
+  doctor: { last(): DoctorReport | null };
   /** Work committed here: this node's loops look now, and the other nodes are told. */
   queued: { outbound: () => void; events: () => void };
 }
@@ -81,6 +84,7 @@ export function buildListeners(ctx: Ctx, deps: ListenerDeps): Listeners {
         webhooks,
         resolver,
         budget,
+        doctor: deps.doctor.last,
         send: settings.send,
         onQueued: queued.outbound,
       })

@@ -1,16 +1,23 @@
 import type { ClusterNode } from '../cluster/node.js';
+import type { DoctorReport } from '../domain/doctor.js';
 import { Metrics } from '../lib/metrics.js';
 import type { Store } from '../store/store.js';
 import type { Ctx } from './context.js';
 
 /** Step: the metrics (lib/metrics.ts), the store's gauges read at each scrape. */
-export function buildMetrics({ config, clock }: Ctx, store: Store, node: ClusterNode): Metrics {
+export function buildMetrics(
+  { config, clock }: Ctx,
+  store: Store,
+  node: ClusterNode,
+  doctor: () => DoctorReport | null,
+): Metrics {
   return new Metrics(
     {
       recipients: () => store.admin.countsByState('recipients'),
       webhookDeliveries: () => store.admin.countsByState('webhook_deliveries'),
       oldestQueued: () => store.admin.oldestQueuedAt(clock.now()),
       now: () => clock.now(),
+      doctor,
       // On a shared store the first live node, as status lists them, serves the store's gauges (docs/cluster.md).
       ...(store.engine === 'postgres'
         ? {

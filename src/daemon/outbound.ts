@@ -2,7 +2,7 @@ import type { Resolver } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import type { ClusterNode } from '../cluster/node.js';
-import { returnPathDomain } from '../config/settings.js';
+import { configuredDefaultPool, returnPathDomain } from '../config/settings.js';
 import { CLUSTER_THROTTLE, destinationOf } from '../domain/destinations.js';
 import { Dane } from '../outbound/dane.js';
 import { type DeliveryItem, deliverGroup, type GroupResult } from '../outbound/deliver.js';
@@ -11,9 +11,11 @@ import { MxResolver } from '../outbound/mx.js';
 import { Scheduler } from '../outbound/scheduler.js';
 import { SignerPool } from '../outbound/signer.js';
 import { BdatMemory, type RelayOptions, type SmtpOptions } from '../outbound/smtp-session.js';
+import { SourcePicker } from '../outbound/source.js';
 import { Throttle } from '../outbound/throttle.js';
 import type { Store } from '../store/store.js';
 import type { Ctx } from './context.js';
+import { checkSourcesDns } from './sources.js';
 
 /** What a delivery looks up and trusts: MX hosts, MTA-STS and DANE policies (each when on), and the extra CA of outbound.tls_ca_file. */
 interface Lookups {
@@ -30,6 +32,8 @@ interface Delivery {
   returnPathSecret: Buffer;
   signer: SignerPool;
   smtp: SmtpOptions;
+  /** outbound.pools: the source of each connection; undefined without pools. */
+  sources: SourcePicker | undefined;
 }
 
 /** Step: the outbound side: MX and MTA-STS lookups, the signing threads, and the scheduler with its destinations' throttle. */
@@ -54,7 +58,15 @@ export async function buildOutbound(
       'all mail goes through the relay host',
     );
   const signer = new SignerPool(o.signing_threads || cpus().length);
-  const delivery: Delivery = { lookups, relay, returnPathSecret, signer, smtp: smtpOptions(ctx, lookups.extraCa) };
+  const sources = sourcePicker(ctx, store, resolver);
+  const delivery: Delivery = {
+    lookups,
+    relay,
+    returnPathSecret,
+    signer,
+    smtp: smtpOptions(ctx, lookups.extraCa),
+    sources,
+  };
   // Destination throttling: each node's own by its name, or one for all (limits_scope = "cluster").
   const throttleHolder = o.limits_scope === 'cluster' ? CLUSTER_THROTTLE : config.server.node_name;
   const scheduler = new Scheduler({
@@ -70,6 +82,8 @@ export async function buildOutbound(
     destinationOf: async (domain) => {
       if (relay) return relay.host;
       const found = await lookups.mx.resolve(domain);
+      // No answer now: the destination cannot be told (the cache keeps the one it learnt).
+      if (found.kind === 'temporary') throw new Error(found.detail);
       return (found.kind === 'hosts' && destinationOf(found.hosts)) || domain;
     },
     claimBatch: o.claim_batch,
@@ -84,6 +98,21 @@ export async function buildOutbound(
     deliver: (domain, items) => deliver(ctx, store, delivery, domain, items),
   });
   return { scheduler, signer };
+}
+
+/** outbound.pools: what chooses each connection's source address, their PTR records checked in the background; undefined without pools. */
+function sourcePicker({ config, log, clock }: Ctx, store: Store, resolver: Resolver): SourcePicker | undefined {
+  const pools = config.outbound.pools;
+  const defaultPool = configuredDefaultPool(config);
+  if (!defaultPool) return undefined;
+  void checkSourcesDns(pools, resolver, log).catch((e: unknown) =>
+    log.warn({ err: e }, "the source addresses' PTR records could not be checked"),
+  );
+  log.info(
+    { pools: pools.map((p) => p.name), default_pool: defaultPool.name },
+    'outbound connections bind the addresses of outbound.pools',
+  );
+  return new SourcePicker({ pools, defaultPool, customerPools: () => store.customers.pools(), clock, log });
 }
 
 /** MX and the policies through the resolver on dns.servers; DANE warns when that resolver is not on loopback. */
@@ -139,6 +168,7 @@ function deliver(
       ...(mtaSts ? { mtaSts } : {}),
       ...(dane ? { dane } : {}),
       ...(d.relay ? { relay: d.relay } : {}),
+      ...(d.sources ? { sources: d.sources } : {}),
       returnPathSecret: d.returnPathSecret,
       returnPathDomain: returnPathDomain(config),
       suppression: settings.outbound.current.suppression,

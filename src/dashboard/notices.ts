@@ -27,7 +27,7 @@ export const NOTICES = {
 } as const;
 
 export const ERRORS = {
-  'too-late': 'Too late to cancel: delivery has begun or ended.',
+  'too-late': 'Too late to cancel: delivery has ended.',
   'not-suppressed': 'That address was not suppressed.',
   'limits-invalid': 'Limits are whole numbers from 0 (no limit) up; leave empty for the server default.',
   'customer-name': 'A customer name is 1-63 letters, digits, "_", "." or "-".',

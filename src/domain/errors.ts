@@ -5,6 +5,8 @@ export const ERROR_STATUS = {
   invalid_json: 400,
   unauthorized: 401,
   domain_not_verified: 403,
+  insufficient_scope: 403,
+  forbidden: 403,
   not_found: 404,
   conflict: 409,
   payload_too_large: 413,
@@ -96,8 +98,12 @@ export function unverifiedDomain(name: string): ApiError {
   );
 }
 
-/** Why the store would not take a message (its transaction's verdict), as the error the client gets. */
+/**
+ * Why a send is not taken (send/admit.ts decides the first, the store's transaction the others),
+ * as a value each door says its own way.
+ */
 export type Refusal =
+  | { kind: 'from_not_allowed'; allowed: string[] }
   | { kind: 'domain_unknown' }
   | { kind: 'domain_unverified' }
   | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> }
@@ -106,6 +112,12 @@ export type Refusal =
 
 export function refusal(r: Refusal, domain: string): ApiError {
   switch (r.kind) {
+    case 'from_not_allowed':
+      return new ApiError(
+        'forbidden',
+        `This API key may send only from ${r.allowed.join(', ')} (its from_domains); ${domain} is not one of them.`,
+        { from: [`${domain} is not among this key's from_domains`] },
+      );
     case 'domain_unknown':
       return unknownDomain(domain);
     case 'domain_unverified':

@@ -11,13 +11,19 @@ export function reply(code: number, enhanced: string, message: string, classific
   return { code, enhanced_code: enhanced, message, classification };
 }
 
+/** The pool and source address an attempt went from (outbound.pools); absent without pools. */
+export interface Source {
+  pool: string;
+  ip: string;
+}
+
 export type Outcome =
   /** `tlsVerified`: the server's certificate was checked (DANE, MTA-STS enforce, the relay host), not only encrypted to. */
-  | { kind: 'delivered'; reply: Reply; mx: string; tls: boolean; tlsVerified: boolean }
+  | { kind: 'delivered'; reply: Reply; mx: string; tls: boolean; tlsVerified: boolean; source?: Source }
   /** Temporary: the recorder turns it into a retry, or into an `expired` bounce past max_queue_time. */
-  | { kind: 'deferred'; reply: Reply; mx?: string }
+  | { kind: 'deferred'; reply: Reply; mx?: string; source?: Source }
   /** `suppress`: the failure puts the address on the suppression list (suppressFor, decided where the failure was read). */
-  | { kind: 'bounced'; bounceType: 'hard' | 'async' | 'expired'; reply: Reply; suppress: boolean }
+  | { kind: 'bounced'; bounceType: 'hard' | 'async' | 'expired'; reply: Reply; suppress: boolean; source?: Source }
   /** On the suppression list when its turn came: nothing is sent. */
   | { kind: 'suppressed'; reason: string };
 

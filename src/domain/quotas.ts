@@ -4,7 +4,7 @@
  * fits when every quota in effect (0: none) has room for all of its recipients; otherwise it is
  * refused whole, and Retry-After is the time until every exceeded window has started again. Both
  * store engines count and judge in the transaction that accepts (store/sqlite/quotas.ts,
- * store/pg/migrations/010_send_quotas.ts); this module is what both read their answer with.
+ * store/pg/migrations/017_send_quotas.ts); this module is what both read their answer with.
  */
 
 export const QUOTAS = ['per_minute', 'per_day', 'per_month'] as const;

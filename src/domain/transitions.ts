@@ -1,5 +1,5 @@
 import type { EventType, MessageEventBase } from './events.js';
-import { type Outcome, type Reply, retryDelay } from './outcome.js';
+import { type Outcome, type Reply, retryDelay, type Source } from './outcome.js';
 import { type Report, reportReply } from './report.js';
 
 /**
@@ -35,7 +35,14 @@ export type RecipientState = 'queued' | 'deferred' | 'delivered' | 'bounced' | '
 
 export interface Transition {
   /** The recipient row's new values; a field left out keeps its value (its claim is released with them). */
-  row: { state: RecipientState; attempts?: number; nextAttemptAt?: number | null; lastResponse?: string };
+  row: {
+    state: RecipientState;
+    attempts?: number;
+    nextAttemptAt?: number | null;
+    lastResponse?: string;
+    /** The source address the attempt went from (outbound.pools): a retry keeps it while it is in its pool. */
+    sourceIp?: string;
+  };
   events: Array<{ type: EventType; data: Record<string, unknown> }>;
   /** Put the address on the customer's list (a sandbox message never touches it, but fires the event). */
   suppress: 'hard_bounce' | 'spam_complaint' | null;
@@ -75,7 +82,25 @@ export function outcomeTransition(
   now: number,
 ): Transition {
   const attempt = r.attempts + 1;
-  const base = eventBase(m, r.address, now);
+  const t = attemptTransition(m, outcome, eventBase(m, r.address, now), attempt, policy, now);
+  const source: Source | undefined = 'source' in outcome ? outcome.source : undefined;
+  if (!source) return t;
+  // Where the attempt went from: on the row (a retry keeps it) and in its events.
+  return {
+    ...t,
+    row: { ...t.row, sourceIp: source.ip },
+    events: t.events.map((e) => ({ ...e, data: { ...e.data, pool: source.pool, source_ip: source.ip } })),
+  };
+}
+
+function attemptTransition(
+  m: MessageFacts,
+  outcome: Outcome,
+  base: MessageEventBase,
+  attempt: number,
+  policy: OutcomePolicy,
+  now: number,
+): Transition {
   switch (outcome.kind) {
     case 'delivered':
       return deliveredTransition(outcome, base, attempt);
@@ -147,6 +172,36 @@ function deferredTransition(
       { type: 'email.deferred', data: { ...base, response: outcome.reply, attempt, next_attempt_at: iso(next) } },
     ],
     suppress: null,
+  };
+}
+
+/** Where an operator's queue command left a recipient while an attempt of it was in flight. */
+export interface OperatorMark {
+  /** Deleted (`canceled`) meanwhile. */
+  canceled: boolean;
+  /** Held meanwhile. */
+  held: boolean;
+}
+
+/**
+ * An attempt's transition for a recipient an operator deleted or held while the attempt was in
+ * flight (docs/operations.md, "The queue"). What the attempt did is what happened (delivered or
+ * bounced, its attempt and reply recorded), but a deferral does not undo the operator's change:
+ * a deleted recipient stays `canceled` with nothing announced (a delete announces nothing), a held
+ * one stays held with no next attempt (`email.deferred` with `next_attempt_at` null). The engines
+ * read the mark in the transaction that writes the outcome, and keep the row's hold only while it
+ * is still waiting.
+ */
+export function keptByOperator(t: Transition, mark: OperatorMark): Transition {
+  const waiting = t.row.state === 'queued' || t.row.state === 'deferred';
+  if (!waiting || !(mark.canceled || mark.held)) return t;
+  if (mark.canceled) return { row: { ...t.row, state: 'canceled', nextAttemptAt: null }, events: [], suppress: null };
+  return {
+    row: { ...t.row, nextAttemptAt: null },
+    events: t.events.map((e) =>
+      e.type === 'email.deferred' ? { type: e.type, data: { ...e.data, next_attempt_at: null } } : e,
+    ),
+    suppress: t.suppress,
   };
 }
 

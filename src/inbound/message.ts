@@ -5,6 +5,7 @@ import { readReport } from '../reports/read.js';
 import { isStoreFull, isStoreUnavailable } from '../store/errors.js';
 import type { StoredInbound } from '../store/model.js';
 import { readData } from './data.js';
+import { keepDmarcReports } from './dmarc.js';
 import { inspectInbound, type ParsedInbound } from './receive.js';
 import type { Route } from './route.js';
 import { type AcceptedRoute, type ListenerDeps, type Session, smtpError } from './session.js';
@@ -94,6 +95,9 @@ async function storeMessage(deps: ListenerDeps, raw: Buffer, session: Session): 
     (r): r is Extract<Route, { kind: 'bounce' | 'feedback' }> => r.kind === 'bounce' || r.kind === 'feedback',
   );
   const report = reportRoutes.length ? readReport(raw, deps.settings.current.suppression) : null;
+  // DMARC reports first, while raw is whole: kept once each, so a retry after a failure below adds nothing.
+  if (routes.some((r) => r.kind === 'dmarc')) await keepDmarcReports(deps, raw);
+  if (!inspected && reportRoutes.length === 0) return { kind: 'stored', id: 'dmarc' };
   // A large message's bytes move to the writer thread rather than being copied; raw is empty afterwards.
   const ids = await deps.store.inbound.receive({
     stores: inspected ? perCustomer(receiving, env, inspected.parsed) : [],

@@ -36,6 +36,7 @@ async function recipientRoute(deps: ListenerDeps, raw: string): Promise<Accepted
     returnPathLabel: returnPathLabel(deps.config),
     isReturnToken: (token: string) => parseReturnToken(deps.returnPathSecret, token) !== undefined,
     feedbackAddress: deps.config.smtp.feedback_address,
+    dmarcAddress: deps.config.smtp.dmarc_address,
   };
   let route: Route = routeRecipient(raw, {
     ...ctx,

@@ -4,11 +4,13 @@ export type Route =
   | { kind: 'receiving'; address: string; domain: string }
   | { kind: 'bounce'; address: string }
   | { kind: 'feedback'; address: string }
+  | { kind: 'dmarc'; address: string }
   | { kind: 'refused'; reason: string };
 
 /**
  * Where a recipient goes, decided at RCPT time. posthaste never relays: a recipient is accepted
- * only for a receiving domain, a return-path address, or the feedback address. Address tricks are
+ * only for a receiving domain, a return-path address, the feedback address or the DMARC report
+ * address. Address tricks are
  * refused outright: source routes, the percent hack, bang paths, quoted local parts and address
  * literals, whatever domain they end in.
  */
@@ -21,6 +23,7 @@ export function routeRecipient(
     /** Whether a return-path token is one posthaste made (domain/return-path.ts): it, not the domain, decides. */
     isReturnToken: (token: string) => boolean;
     feedbackAddress: string;
+    dmarcAddress: string;
     isReceiving: (domain: string) => boolean;
   },
 ): Route {
@@ -36,6 +39,7 @@ export function routeRecipient(
   const { domain } = parsed.value;
   const normal = `${parsed.value.local.toLowerCase()}@${domain}`;
   if (ctx.feedbackAddress && normal === ctx.feedbackAddress.toLowerCase()) return { kind: 'feedback', address: normal };
+  if (ctx.dmarcAddress && normal === ctx.dmarcAddress.toLowerCase()) return { kind: 'dmarc', address: normal };
   const verp = /^bounces\+([0-9a-z]{20})$/i.exec(parsed.value.local);
   if (verp && domain === ctx.returnPathDomain.toLowerCase()) return { kind: 'bounce', address: normal };
   // Any domain's return path host: taken only for a token posthaste made, whichever domain it is on.

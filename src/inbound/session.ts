@@ -11,7 +11,7 @@ import type { Route } from './route.js';
 
 /** What the inbound listener is built from (the composition root hands it in). */
 export interface ListenerDeps {
-  store: Pick<Store, 'domains' | 'inbound'>;
+  store: Pick<Store, 'domains' | 'inbound' | 'dmarc'>;
   config: Config;
   /** What a reload can change here: the default inbound limits, the suppression policy, STARTTLS. */
   settings: Live<InboundSettings>;

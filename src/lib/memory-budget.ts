@@ -1,3 +1,6 @@
+/** A message (request body, DATA, inbound message shown) at least this large holds its bytes in the budget; smaller ones, nearly all, pass without a look. */
+export const LARGE_MESSAGE_BYTES = 64 * 1024;
+
 /**
  * A budget of bytes for large messages held in memory at once: API request bodies, inbound
  * DATA, inbound messages being shown. Handling a message takes a few times its size (its bytes,
@@ -11,9 +14,6 @@
  * finishes and frees its bytes, and holds that grow piece by piece cannot block one another.
  * Memory is bounded by the limit plus one message.
  */
-/** A message (request body, DATA, inbound message shown) at least this large holds its bytes in the budget; smaller ones, nearly all, pass without a look. */
-export const LARGE_MESSAGE_BYTES = 64 * 1024;
-
 export class MemoryBudget {
   private used = 0;
   /** Open holds in the order they were opened (a Set keeps insertion order). */

@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { DoctorReport } from '../domain/doctor.js';
 import { RouteHistogram } from './route-histogram.js';
 
 /** Every state a recipient and a webhook delivery can be in: each gauge shows them all, at 0 when none. */
@@ -36,6 +37,8 @@ export interface MetricsSources {
    * once. Always, when not given.
    */
   servesStoreGauges?: () => Promise<boolean>;
+  /** The deliverability doctor's last report on this node (daemon/doctor.ts); null before its first run. */
+  doctor?: () => DoctorReport | null;
 }
 
 /**
@@ -150,6 +153,7 @@ export class Metrics {
         oldest.set(at === null ? 0 : Math.max(0, (sources.now() - at) / 1000));
       },
     });
+    if (sources.doctor) this.doctorGauges(sources.doctor);
     const serves = sources.servesStoreGauges;
     if (serves) for (const gauge of [recipients, webhookDeliveries, oldest]) servedOnlyWhen(gauge, serves);
     for (const outcome of DELIVERY_OUTCOMES) this.deliveries.inc({ outcome }, 0);
@@ -177,6 +181,34 @@ export class Metrics {
   observeWebhook(outcome: (typeof WEBHOOK_OUTCOMES)[number], seconds: number): void {
     this.webhooks.inc({ outcome });
     this.webhookDuration.observe({ outcome }, seconds);
+  }
+
+  /**
+   * The doctor's last report (docs/operations.md, "Deliverability"): a gauge per check, 1 passing
+   * and 0 failing; a check the DNS did not answer has no sample (nothing is known); and when it ran.
+   */
+  private doctorGauges(last: () => DoctorReport | null): void {
+    const check = new Gauge({
+      name: 'posthaste_doctor_check',
+      help: "The deliverability doctor's checks on this node's last run: 1 passing, 0 failing (see `posthaste doctor` for the fix); no sample when the DNS did not answer",
+      labelNames: ['check', 'domain', 'subject'],
+      registers: [this.registry],
+      collect() {
+        check.reset();
+        for (const c of last()?.checks ?? [])
+          if (c.state !== 'no_answer')
+            check.set({ check: c.check, domain: c.domain ?? '', subject: c.subject }, c.state === 'pass' ? 1 : 0);
+      },
+    });
+    const ran = new Gauge({
+      name: 'posthaste_doctor_last_run_timestamp_seconds',
+      help: 'When the deliverability doctor last ran on this node (Unix seconds); 0 before its first run',
+      registers: [this.registry],
+      collect() {
+        const at = last()?.at;
+        ran.set(at ? Date.parse(at) / 1000 : 0);
+      },
+    });
   }
 
   /** A gauge of counts by `state`, read on each scrape; every state of `states` is shown, at 0 when none. */

@@ -9,6 +9,7 @@ import { connect, directRoute, type Route, type RouteDeps } from './route.js';
 import type { Signed, SignInput } from './signer.js';
 import { type Prepared, SigningWindow } from './signing-window.js';
 import type { SmtpSession, TransactionResult, Via } from './smtp-session.js';
+import type { SourceNeed } from './source.js';
 import { isRateLimit } from './throttle.js';
 
 export interface DeliveryItem {
@@ -61,11 +62,20 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   }
   // The sender domains (their keys) this group signs with, each read once for the group.
   const senders: SenderDomains = new Map();
-  const window = new SigningWindow(pending, (m) => prepare(deps, m, group.composed, senders));
-  // Connect only once the first message is ready (a cold signing thread takes seconds to start),
-  // so no remote server waits on us mid-conversation.
-  await window.signedFor(0);
-  await new GroupSender(deps, { ...route, domain }, group, window, new SendQueue(pending), senders).run();
+  // With pools, one connection after the other for each source the recipients need.
+  const parts = deps.sources ? await deps.sources.split(pending) : [{ need: undefined, items: pending }];
+  for (const { need, items: part } of parts) {
+    if (group.refusal) {
+      // The destination asked us to slow down: the rest waits for it.
+      group.unattempted.push(...part);
+      continue;
+    }
+    const window = new SigningWindow(part, (m) => prepare(deps, m, group.composed, senders));
+    // Connect only once the first message is ready (a cold signing thread takes seconds to start),
+    // so no remote server waits on us mid-conversation.
+    await window.signedFor(0);
+    await new GroupSender(deps, { ...route, domain }, group, window, new SendQueue(part), senders, need).run();
+  }
   return group;
 }
 
@@ -81,6 +91,8 @@ class GroupSender {
     private readonly window: SigningWindow,
     private readonly queue: SendQueue,
     private readonly senders: SenderDomains,
+    /** The source its connections need (outbound.pools); undefined without pools. */
+    private readonly need?: SourceNeed,
   ) {
     this.lastFailure = reply(451, '4.4.1', `${route.domain}: no MX host could be reached`, 'connection_failure');
   }
@@ -88,7 +100,7 @@ class GroupSender {
   async run(): Promise<void> {
     // A connection lost mid-way is re-opened once for the rest of the group.
     for (let round = 0; round < 2 && !this.queue.empty; round++) {
-      const opened = await connect(this.deps, this.route);
+      const opened = await connect(this.deps, this.route, this.need);
       if ('failure' in opened) {
         this.connectionFailed(opened.failure);
         break;
@@ -151,6 +163,7 @@ class GroupSender {
     const { deps } = this;
     const from = returnPath(deps.returnPathSecret, item.recipient.id, await this.envelopeDomain(item));
     const via = session.via;
+    const source = via.source ? { source: via.source } : {};
     const r = await session.send(from, item.recipient.address, message);
     reclaimAfter(message.length);
     if (r.kind === 'accepted')
@@ -163,6 +176,7 @@ class GroupSender {
           mx: session.mx,
           tls: session.secure,
           tlsVerified: session.verified,
+          ...source,
         },
       });
     else if (r.kind === 'refused' && r.permanent) {
@@ -178,13 +192,13 @@ class GroupSender {
       this.group.results.push({
         item,
         via,
-        outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply, suppress },
+        outcome: { kind: 'bounced', bounceType: 'hard', reply: r.reply, suppress, ...source },
       });
     } else if (r.kind === 'refused')
-      this.group.results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
+      this.group.results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx, ...source } });
     else {
       // Broken mid-transaction: this recipient is deferred (the server may or may not have it).
-      this.group.results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx } });
+      this.group.results.push({ item, via, outcome: { kind: 'deferred', reply: r.reply, mx: session.mx, ...source } });
       this.lastFailure = r.reply;
     }
     return r;
@@ -242,9 +256,10 @@ async function checkSuppression(
   return keep;
 }
 
-/** Step: compose (a send request's first time only; a submitted message is signed as it is) and DKIM-sign with the sender domain's key. */
+/** Each sender domain's row, looked up once a group. */
 type SenderDomains = Map<string, ReturnType<DeliverDeps['store']['domains']['find']>>;
 
+/** Step: compose (a send request's first time only; a submitted message is signed as it is) and DKIM-sign with the sender domain's key. */
 async function prepare(
   deps: DeliverDeps,
   m: QueuedMessage,

@@ -25,6 +25,7 @@ export function deliveryFields(result: ItemResult, startedAt: number, now: numbe
     attempt: item.recipient.attempts + 1,
     relay: via ? `${via.host}[${via.address}]:${via.port}` : 'none',
     ...(via ? { relay_host: via.host, relay_address: via.address } : {}),
+    ...(via?.source ? { pool: via.source.pool, source_ip: via.source.ip } : {}),
     delay: seconds(now - item.message.createdAt),
     attempt_delay: seconds(now - startedAt),
     ...(reply

@@ -5,6 +5,7 @@ import type { Dane } from './dane.js';
 import { type MtaSts, mxMatches } from './mta-sts.js';
 import type { MxResolver } from './mx.js';
 import { type RelayOptions, replyOf, type SmtpOptions, SmtpSession } from './smtp-session.js';
+import type { SourceNeed, SourcePicker } from './source.js';
 
 // Where a delivery group goes and the session it goes over (deliver.ts's first steps): the MX
 // hosts narrowed by MTA-STS, or the relay host; each host's DANE policy; the hosts and their
@@ -20,6 +21,8 @@ export interface RouteDeps {
   smtp: SmtpOptions;
   /** outbound.relay: everything goes through this host instead of the recipients' MX hosts. */
   relay?: RelayOptions;
+  /** outbound.pools: the source address of each connection; undefined without pools (the kernel picks). */
+  sources?: SourcePicker;
   log: Logger;
 }
 
@@ -34,14 +37,19 @@ export interface Route {
 /**
  * Step: try each MX host (or the relay host) in order, each of its addresses in turn, until one
  * answers; under DANE, a host whose TLSA records could not be looked up is passed over, and one
- * with records is spoken to over TLS they authenticate.
+ * with records is spoken to over TLS they authenticate. With pools (`need`), each connection
+ * binds a source address of the pool in the address's family, and an address of a family the
+ * pool lacks is passed over; a retry's address is kept unless no host has an address of its family.
  */
 export async function connect(
   deps: RouteDeps,
   route: Route & { domain: string },
+  need?: SourceNeed,
 ): Promise<{ session: SmtpSession } | { failure: Reply }> {
   const { relay } = deps;
   let failure: Reply = reply(451, '4.4.1', 'no MX host could be reached', 'connection_failure');
+  let tried = 0;
+  let skipped = 0;
   for (const host of route.hosts) {
     let addresses: string[];
     try {
@@ -56,11 +64,18 @@ export async function connect(
       continue;
     }
     for (const address of addresses) {
+      const source = need && deps.sources ? deps.sources.pick(need, address) : null;
+      if (need && !source) {
+        skipped++;
+        continue;
+      }
+      tried++;
+      const opts = source ? { ...smtp, source } : smtp;
       try {
         return {
           session: relay
-            ? await SmtpSession.openRelay(address, relay, smtp)
-            : await SmtpSession.open(host, address, smtp),
+            ? await SmtpSession.openRelay(address, relay, opts)
+            : await SmtpSession.open(host, address, opts),
         };
       } catch (e) {
         failure = replyOf(e as Error);
@@ -71,6 +86,16 @@ export async function connect(
         );
       }
     }
+  }
+  if (need && tried === 0 && skipped > 0) {
+    if (need.sticky !== null) return connect(deps, route, { ...need, sticky: null });
+    const families = [...new Set(need.pool.addresses.map((a) => (a.ip.includes(':') ? 'IPv6' : 'IPv4')))];
+    failure = reply(
+      451,
+      '4.4.4',
+      `${route.domain}: no MX host has an address of the families pool "${need.pool.name}" sends from (${families.join(', ')})`,
+      'connection_failure',
+    );
   }
   return { failure };
 }

@@ -15,7 +15,7 @@ export interface SchedulerDeps {
   log: Logger;
   /** Delivers a group of items at one domain over one connection. */
   deliver: (domain: string, items: DeliveryItem[]) => Promise<GroupResult>;
-  /** The destination a domain's mail goes to (domain/destinations.ts); the domain itself when it cannot be told. */
+  /** The destination a domain's mail goes to (domain/destinations.ts), the domain itself when it is its own; rejects when it cannot be told now. */
   destinationOf: (domain: string) => Promise<string>;
   /** Per-destination limits and adaptive backoff. */
   throttle: Throttle;
@@ -149,8 +149,7 @@ export class Scheduler {
     if (this.pool.stopping || this.deps.held?.() || this.deps.canClaim?.() === false) return 0;
     await this.releaseLeftOver();
     const claimed = await this.claim();
-    // Read after every claim that took something: what was claimed after a destination was held is held.
-    if (claimed > 0) this.heldDestinations = new Set(await this.deps.store.heldDestinations());
+    await this.readOperator();
     await this.holdHeld();
     const held: Array<{ id: number; until: number }> = [];
     if (this.shared) await this.startShared(this.shared, held);
@@ -170,6 +169,29 @@ export class Scheduler {
 
   /** The destinations an operator holds (docs/operations.md, "The queue"), as last read. */
   private heldDestinations = new Set<string>();
+
+  /**
+   * What an operator did that the recipients waiting here must see before they start (docs/
+   * operations.md, "The queue"), read after every claim while anything waits, whether or not the
+   * claim took something: the held destinations (a hold made meanwhile holds what waits; a release
+   * frees it), and the retries of the destinations paused here (a retry lifts a pause set before
+   * it, on every node, at its next claim of the destination's recipients).
+   */
+  private async readOperator(): Promise<void> {
+    if (this.pool.waitingCount() === 0) return;
+    const { store, throttle, clock } = this.deps;
+    this.heldDestinations = new Set(await store.heldDestinations());
+    const now = clock.now();
+    const paused = new Set<string>();
+    this.pool.each((domain) => {
+      const destination = this.destinations.get(domain);
+      if (destination !== undefined && throttle.isPaused(destination, now)) paused.add(destination);
+    });
+    if (paused.size === 0) return;
+    for (const [destination, at] of await store.retriedAt([...paused]))
+      if (throttle.lift(destination, at, now))
+        this.deps.log.info({ destination }, 'pause lifted: the destination was retried');
+  }
 
   /** What waits for a held destination is held in the store, without an attempt, until released. */
   private async holdHeld(): Promise<void> {

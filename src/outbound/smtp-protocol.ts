@@ -16,6 +16,8 @@ export interface SmtpClientOptions {
   port: number;
   /** EHLO name. */
   name: string;
+  /** The source address to bind (outbound.pools); absent: the kernel's choice. */
+  localAddress?: string;
   connectTimeout: number;
   greetingTimeout: number;
   /** Inactivity on the connection after the greeting (no byte read or written). */
@@ -95,9 +97,10 @@ export class SmtpClient {
   private dial(): Promise<net.Socket> {
     const { opts } = this;
     return new Promise((resolve, reject) => {
+      const local = opts.localAddress ? { localAddress: opts.localAddress } : {};
       const socket = opts.implicitTls
-        ? tls.connect({ ...opts.tls, host: opts.host, port: opts.port })
-        : net.connect({ host: opts.host, port: opts.port });
+        ? tls.connect({ ...opts.tls, host: opts.host, port: opts.port, ...local })
+        : net.connect({ host: opts.host, port: opts.port, ...local });
       const timer = setTimeout(
         () => fail(new SmtpError(`connection to ${opts.host}:${opts.port} timed out`, 'ETIMEDOUT', 'CONN')),
         opts.connectTimeout,

@@ -7,6 +7,7 @@ import type { Clock } from '../lib/clock.js';
 import { presentedChain } from './dane.js';
 import { SmtpError } from './smtp-errors.js';
 import { SmtpClient } from './smtp-protocol.js';
+import type { SourceAddress } from './source.js';
 
 export interface SmtpOptions {
   /** EHLO name (server.hostname). */
@@ -29,6 +30,8 @@ export interface SmtpOptions {
    * decides instead of `requireValidTls`: where there are TLSA records, the WebPKI is not asked.
    */
   dane?: { verify: ((chain: X509Certificate[]) => string | null) | null };
+  /** The source address to bind and the name to say in EHLO from it (outbound.pools), instead of the kernel's choice and `name`. */
+  source?: SourceAddress;
 }
 
 /**
@@ -53,6 +56,8 @@ export interface Via {
   tls: { version: string; cipher: string } | null;
   /** The certificate was checked (DANE, MTA-STS enforce, the relay host), not only encrypted to. */
   verified: boolean;
+  /** The pool and source address it went from (outbound.pools). */
+  source?: { pool: string; ip: string };
 }
 
 /** What one SMTP transaction (MAIL, RCPT, DATA) ended in, for one recipient. */
@@ -159,6 +164,12 @@ export class BdatMemory {
   }
 }
 
+/** The EHLO name, and the source address to bind when a pool's address was chosen. */
+const bindTo = (opts: SmtpOptions): { name: string; localAddress?: string } =>
+  opts.source ? { name: opts.source.ehlo, localAddress: opts.source.ip } : { name: opts.name };
+
+const sourceOf = (opts: SmtpOptions) => (opts.source ? { pool: opts.source.pool, ip: opts.source.ip } : undefined);
+
 const chunkingFor = (host: string, opts: SmtpOptions): boolean =>
   !!opts.chunking && (opts.bdatMemory?.allows(host) ?? true);
 
@@ -174,11 +185,20 @@ export class SmtpSession {
     /** The address and port connected to. */
     private readonly address: string,
     private readonly port: number,
+    /** The pool and address it was opened from (outbound.pools). */
+    readonly source?: { pool: string; ip: string },
   ) {}
 
   /** Where this session's transactions go, for the delivery log. */
   get via(): Via {
-    return { host: this.mx, address: this.address, port: this.port, tls: this.client.tls, verified: this.verified };
+    const via = {
+      host: this.mx,
+      address: this.address,
+      port: this.port,
+      tls: this.client.tls,
+      verified: this.verified,
+    };
+    return this.source ? { ...via, source: this.source } : via;
   }
 
   /** Over TLS whose certificate was checked: DANE, MTA-STS enforce, or the relay host. */
@@ -208,7 +228,7 @@ export class SmtpSession {
       SmtpClient.connect({
         host: address,
         port: opts.port,
-        name: opts.name,
+        ...bindTo(opts),
         connectTimeout: opts.connectTimeout,
         greetingTimeout: opts.greetingTimeout,
         commandTimeout: opts.commandTimeout,
@@ -219,10 +239,11 @@ export class SmtpSession {
         ...(verify ? { checkPeer: (socket: TLSSocket) => verify(presentedChain(socket)) } : {}),
       });
     try {
-      return new SmtpSession(await connect(true), mx, opts.bdatMemory, webPki || !!verify, address, opts.port);
+      const client = await connect(true);
+      return new SmtpSession(client, mx, opts.bdatMemory, webPki || !!verify, address, opts.port, sourceOf(opts));
     } catch (e) {
       if ((e as SmtpFailure).code === 'ETLS' && !requireTls)
-        return new SmtpSession(await connect(false), mx, opts.bdatMemory, false, address, opts.port);
+        return new SmtpSession(await connect(false), mx, opts.bdatMemory, false, address, opts.port, sourceOf(opts));
       throw e;
     }
   }
@@ -236,7 +257,7 @@ export class SmtpSession {
     const client = await SmtpClient.connect({
       host: address,
       port: relay.port,
-      name: opts.name,
+      ...bindTo(opts),
       connectTimeout: opts.connectTimeout,
       greetingTimeout: opts.greetingTimeout,
       commandTimeout: opts.commandTimeout,
@@ -261,7 +282,7 @@ export class SmtpSession {
         );
       }
     }
-    return new SmtpSession(client, relay.host, opts.bdatMemory, true, address, relay.port);
+    return new SmtpSession(client, relay.host, opts.bdatMemory, true, address, relay.port, sourceOf(opts));
   }
 
   /** One transaction: MAIL FROM the return path, RCPT the recipient, DATA the signed message. */

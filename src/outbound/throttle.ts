@@ -243,6 +243,27 @@ export class Throttle {
     return { kind: 'set', record: { ...s.throttled } };
   }
 
+  /** Whether the destination's adaptive pause holds it now. */
+  isPaused(destination: string, now: number): boolean {
+    const t = this.states.get(destination)?.throttled;
+    return t != null && t.pausedUntil > now;
+  }
+
+  /**
+   * An operator retried the destination at `retriedAt` (docs/operations.md, "The queue"): a pause
+   * set before then ends now, and what was held back is no longer queued behind it. Its refusals
+   * and its fewer connections stay (a further refusal pauses it longer); a pause set after the
+   * retry stays. Returns whether it lifted one.
+   */
+  lift(destination: string, retriedAt: number, now: number): boolean {
+    const s = this.states.get(destination);
+    const t = s?.throttled;
+    if (!s || !t || t.pausedUntil <= now || t.pausedUntil - pauseFor(t.strikes) > retriedAt) return false;
+    t.pausedUntil = now;
+    s.cursor = Math.min(s.cursor, now);
+    return true;
+  }
+
   /** When a connection open now is expected to be done (its measured pace). */
   nextRound(destination: string, now: number): number {
     return now + Math.ceil(this.state(destination).groupMs);

@@ -1,4 +1,5 @@
 import type { Refusal } from '../domain/errors.js';
+import { fromDomainAllowed } from '../domain/key-scopes.js';
 import type { QuotaDefaults, QuotaLimits } from '../domain/quotas.js';
 import { BASE32, timeSortableId } from '../lib/ids.js';
 import type { AuthCache } from '../store/auth-cache.js';
@@ -24,9 +25,14 @@ export interface Admitted {
 }
 
 /** Refusals this step decides (the commit decides the others, a quota among them, against what it reads in its transaction). */
-export type AdmitRefusal = Extract<Refusal, { kind: 'domain_unknown' | 'domain_unverified' }>;
+export type AdmitRefusal = Extract<Refusal, { kind: 'from_not_allowed' | 'domain_unknown' | 'domain_unverified' }>;
 
-/** The sender domain checked (a refusal never from a stale cache, and never saying whose another customer's domain is), the Message-ID drawn, the quotas named. */
+/**
+ * The sender domain checked: first against the key's own from_domains (domain/key-scopes.ts; on
+ * the key the send already looked up, no read of its own), then that it is the key's customer's
+ * and verified (a refusal never from a stale cache, and never saying whose another customer's
+ * domain is); the Message-ID drawn, the quotas named.
+ */
 export async function admitSend(
   auth: Pick<AuthCache, 'sendingDomain'>,
   key: ApiKeyInfo,
@@ -34,6 +40,7 @@ export async function admitSend(
   now: number,
   quotas: QuotaDefaults,
 ): Promise<Admitted | AdmitRefusal> {
+  if (!fromDomainAllowed(key, fromDomain)) return { kind: 'from_not_allowed', allowed: key.from_domains ?? [] };
   const domain = await auth.sendingDomain(key.customer_id, fromDomain);
   if (!domain || domain.customer_id !== key.customer_id) return { kind: 'domain_unknown' };
   if (domain.verified_at === null) return { kind: 'domain_unverified' };

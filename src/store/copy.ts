@@ -73,6 +73,10 @@ const TABLES = [
   'destination_throttles',
   'held_destinations',
   'domain_destinations',
+  'dmarc_reports',
+  'dmarc_rows',
+  'dmarc_unreadable',
+  'queue_retries',
   'send_usage',
 ] as const;
 

@@ -1,4 +1,5 @@
 import { createHash, generateKeyPairSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { type KeyGrant, restrictionOf, scopesOf, scopesText } from '../domain/key-scopes.js';
 import { randomBase62 } from '../lib/ids.js';
 import { type ApiKeyInfo, DKIM_SELECTOR, type KeyKind } from './model.js';
 
@@ -14,7 +15,30 @@ const KEY_FORMAT = /^ph_(live|test)_([0-9A-Za-z]{32,128})$/;
 const SECRET_LENGTH = 40;
 const HANDLE_LENGTH = 12;
 
-export const KEY_COLUMNS = 'id, customer_id, name, kind, created_at, revoked_at, last_used_at';
+export const KEY_COLUMNS =
+  'id, customer_id, name, kind, created_at, revoked_at, last_used_at, scopes, from_domains, allowed_cidrs';
+
+/** A row of api_keys as both engines read it: scopes and restrictions as stored text. */
+export type KeyRow = Omit<ApiKeyInfo, keyof KeyGrant> & {
+  scopes: string;
+  from_domains: string | null;
+  allowed_cidrs: string | null;
+};
+
+/** A key's row made its info: scopes and restrictions read from their text (domain/key-scopes.ts). */
+export function keyInfoOf(row: KeyRow): ApiKeyInfo {
+  return {
+    ...row,
+    scopes: scopesOf(row.scopes),
+    from_domains: restrictionOf(row.from_domains),
+    allowed_cidrs: restrictionOf(row.allowed_cidrs),
+  };
+}
+
+/** A grant as its columns store it (the order of the INSERT's last three values). */
+export function grantColumns(g: KeyGrant): [string, string | null, string | null] {
+  return [scopesText(g.scopes), g.from_domains?.join(' ') ?? null, g.allowed_cidrs?.join(' ') ?? null];
+}
 
 export function hashKey(key: string): Buffer {
   // Keys carry ~238 random bits, so a fast hash is enough (no password stretching needed).
@@ -38,14 +62,14 @@ export function keyHandle(presented: string): { id: string; live: boolean } | un
 export function checkKey(
   presented: string,
   live: boolean,
-  row: (ApiKeyInfo & { hash: Uint8Array }) | undefined,
+  row: (KeyRow & { hash: Uint8Array }) | undefined,
 ): ApiKeyInfo | undefined {
   const expected = row?.hash ?? Buffer.alloc(32);
   const ok = timingSafeEqual(hashKey(presented), expected) && row !== undefined;
   if (!ok || row.revoked_at !== null) return undefined;
   if (live !== (row.kind === 'production')) return undefined;
   const { hash: _hash, ...info } = row;
-  return info;
+  return keyInfoOf(info);
 }
 
 /** A fresh 2048-bit RSA key pair: PKCS#8 PEM, and Base64 SPKI DER as published in p=. */

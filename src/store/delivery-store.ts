@@ -57,9 +57,17 @@ export interface DeliveryStore {
   // Held destinations (docs/operations.md, "The queue"): what is claimed for one is held, not sent.
   /** The held destinations' names (QueueStore holds and releases them). */
   heldDestinations(): Promise<string[]>;
+  /**
+   * When each of these destinations was last retried by an operator (QueueStore.apply('retry');
+   * those never retried left out): a node lifts an adaptive pause it set before that.
+   */
+  retriedAt(destinations: readonly string[]): Promise<Map<string, number>>;
   /** Claimed recipients of a held destination: held without an attempt (no due time), their claims released. */
   holdClaimed(ids: readonly number[], now: number): Promise<void>;
-  /** A recipient domain's destination as this node looked it up, so a selection by destination finds its recipients. */
+  /**
+   * A recipient domain's destination as this node looked it up, so a selection by destination
+   * finds its recipients; the domain itself (it is its own) forgets what was kept for it.
+   */
   noteDestination(domain: string, destination: string, now: number): Promise<void>;
 
   // outbound.limits_scope = "cluster" (outbound/throttle.ts): a destination's limits shared by the nodes.

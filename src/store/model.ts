@@ -7,6 +7,7 @@
 import type { DestinationThrottle } from '../domain/destinations.js';
 
 export * from './model/accounts.js';
+export * from './model/dmarc.js';
 export * from './model/inbound.js';
 export * from './model/messages.js';
 export * from './model/queue.js';

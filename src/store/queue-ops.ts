@@ -1,9 +1,10 @@
-import type { QueueEntry, QueueOp, QueueSelection } from './model.js';
+import type { CancelResult, QueueChange, QueueEntry, QueueOp, QueueSelection } from './model.js';
 
 /*
  * The operator's queue operations (docs/operations.md, "The queue"), written once for both
  * engines: which waiting recipients a selection takes, which of them each operation changes and
- * what it writes, and how an attempt in flight meets a change made meanwhile. Each engine runs
+ * what it writes (how an attempt in flight meets a change made meanwhile is the outcome's rule:
+ * domain/transitions.ts, keptByOperator). Each engine runs
  * this SQL with its own placeholders; the engines differ only in `greatest` (SQLite: max).
  *
  * A held recipient keeps its state (queued or deferred) and has `held_at` set and no due time
@@ -26,6 +27,9 @@ const CLAIMED = 'EXISTS (SELECT 1 FROM recipient_claims c WHERE c.recipient_id =
 const DESTINATION =
   'coalesce((SELECT dd.destination FROM domain_destinations dd WHERE dd.domain = r.domain), r.domain)';
 
+/** A recipient's message's scheduled time (0: none). */
+const SCHEDULED_AT = 'coalesce((SELECT m.scheduled_at FROM messages m WHERE m.id = r.message_id), 0)';
+
 /** The conditions on recipients `r` that a selection makes. */
 export function selectionWhere(sel: QueueSelection, d: Dialect): string[] {
   const w = [WAITING];
@@ -42,10 +46,12 @@ export function selectionWhere(sel: QueueSelection, d: Dialect): string[] {
 
 /**
  * Of the selected recipients, those an operation changes, and what it writes (`now` bound):
- * - retry: a deferred recipient not held and not being delivered becomes due now; its attempts
- *   and its acceptance time (max_queue_time counts from it) are untouched;
+ * - retry: a recipient not held and not being delivered that waits for a later time (deferred,
+ *   or queued and held back by its destination's limits or pause; never a scheduled message
+ *   before its time) becomes due now; its attempts and its acceptance time (max_queue_time counts
+ *   from it) are untouched; its destination's adaptive pause is lifted (retryNotes);
  * - hold: a recipient not held gets no due time (an attempt in flight finishes first, and its
- *   outcome keeps the hold: keptByOutcome);
+ *   outcome keeps the hold: domain/transitions.ts, keptByOperator);
  * - release: a held recipient becomes due now (a scheduled message: at its time, if later);
  * - delete: every selected recipient ends `canceled`, as a canceled message's do (no event).
  * These are the conditions; opSet what is written.
@@ -53,7 +59,12 @@ export function selectionWhere(sel: QueueSelection, d: Dialect): string[] {
 export function opWhere(op: QueueOp, now: number, d: Dialect): string[] {
   switch (op) {
     case 'retry':
-      return ["r.state = 'deferred'", 'r.held_at IS NULL', `r.next_attempt_at > ${d.p(now)}`, `NOT ${CLAIMED}`];
+      return [
+        `r.next_attempt_at > ${d.p(now)}`,
+        'r.held_at IS NULL',
+        `NOT ${CLAIMED}`,
+        `(r.state = 'deferred' OR ${SCHEDULED_AT} <= ${d.p(now)})`,
+      ];
     case 'hold':
       return ['r.held_at IS NULL'];
     case 'release':
@@ -78,6 +89,36 @@ export function opSet(op: QueueOp, now: number, d: Dialect): string {
   }
 }
 
+/**
+ * A retry lifts the adaptive pause of the destinations it retried (docs/operations.md, "The
+ * queue"): each one noted in queue_retries with the time (every node lifts a pause it set before
+ * that, at its next claim of the destination's recipients: DeliveryStore.retriedAt), and the
+ * throttling kept in the store no longer paused. Run before the update, `where` being its
+ * conditions; the selection's destination is noted even when none of its recipients changed.
+ */
+export function retryNotes(
+  sel: QueueSelection,
+  now: number,
+  where: (d: Dialect) => string,
+): Array<(d: Dialect) => string> {
+  const upsert = 'ON CONFLICT (destination) DO UPDATE SET retried_at = excluded.retried_at';
+  const notes = [
+    (d: Dialect) =>
+      `INSERT INTO queue_retries (destination, retried_at) SELECT DISTINCT ${DESTINATION}, ${d.p(now)} FROM recipients r WHERE ${where(d)} ${upsert}`,
+  ];
+  const named = sel.destination;
+  if (named !== undefined)
+    notes.push(
+      (d) =>
+        `INSERT INTO queue_retries (destination, retried_at) VALUES (${d.p(named.toLowerCase())}, ${d.p(now)}) ${upsert}`,
+    );
+  notes.push(
+    (d) =>
+      `UPDATE destination_throttles SET paused_until = ${d.p(now)} WHERE paused_until > ${d.p(now)} AND destination IN (SELECT q.destination FROM queue_retries q WHERE q.retried_at = ${d.p(now)})`,
+  );
+  return notes;
+}
+
 /** How many of the recipients the conditions take are being delivered now, and how many in all. */
 export function countSql(where: string[]): string {
   return `SELECT count(*) AS n, coalesce(sum(CASE WHEN ${CLAIMED} THEN 1 ELSE 0 END), 0) AS in_flight FROM recipients r WHERE ${where.join(' AND ')}`;
@@ -87,22 +128,6 @@ export function countSql(where: string[]): string {
 export function destinationRule(op: QueueOp, sel: QueueSelection): 'hold' | 'release' | null {
   if (sel.destination === undefined) return null;
   return op === 'hold' ? 'hold' : op === 'release' ? 'release' : null;
-}
-
-/**
- * An attempt in flight when an operator held or deleted its recipient ends as usual (delivered,
- * bounced), but when it leaves the recipient waiting (deferred, or held back) the operator's
- * change outlives it: a deleted recipient stays `canceled`, a held one gets no due time. These
- * are the recipient row's new state, due time and hold as an outcome writes them, over the
- * table (or alias) `t` and the transition's `state`, `setNext` and `next` expressions.
- */
-export function keptByOutcome(t: string, state: string, setNext: string, next: string) {
-  const waiting = `${state} IN ('queued', 'deferred')`;
-  return {
-    state: `CASE WHEN ${t}.state = 'canceled' AND ${waiting} THEN 'canceled' ELSE ${state} END`,
-    next: `CASE WHEN (${t}.held_at IS NOT NULL OR ${t}.state = 'canceled') AND ${waiting} THEN NULL WHEN ${setNext} THEN ${next} ELSE ${t}.next_attempt_at END`,
-    held: `CASE WHEN ${waiting} AND ${t}.state <> 'canceled' THEN ${t}.held_at END`,
-  };
 }
 
 /** The waiting recipients a selection takes, the longest waiting first (QueueStore.list). */
@@ -125,4 +150,26 @@ export function queueEntry(row: Omit<QueueEntry, 'in_flight'> & { in_flight: num
     accepted_at: Number(row.accepted_at),
     in_flight: Number(row.in_flight) === 1,
   };
+}
+
+/**
+ * A message canceled (QueueStore.cancel) is its waiting recipients deleted, this selection; the
+ * owner's check is the selection's customer (none: any customer's, the CLI).
+ */
+export function cancelSelection(messageRowId: number, customerId: number | undefined): QueueSelection {
+  return customerId === undefined ? { messageRowId } : { messageRowId, customerId };
+}
+
+/** A message's recipients by state, for the answer when nothing was left to cancel. */
+export function statesSql(d: Dialect, messageRowId: number): string {
+  return `SELECT state, count(*) AS n FROM recipients WHERE message_id = ${d.p(messageRowId)} GROUP BY state ORDER BY state`;
+}
+
+/** What a cancel answers: the delete's change, or the states when it changed nothing. */
+export function cancelResult(
+  change: QueueChange,
+  states: ReadonlyArray<{ state: string; n: number | string }>,
+): CancelResult {
+  if (change.changed > 0) return { kind: 'canceled', changed: change.changed, in_flight: change.in_flight };
+  return { kind: 'too_late', states: Object.fromEntries(states.map((r) => [r.state, Number(r.n)])) };
 }

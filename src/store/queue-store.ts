@@ -1,4 +1,4 @@
-import type { HeldDestination, QueueChange, QueueEntry, QueueOp, QueueSelection } from './model.js';
+import type { CancelResult, HeldDestination, QueueChange, QueueEntry, QueueOp, QueueSelection } from './model.js';
 
 /**
  * The operator's queue (docs/operations.md, "The queue"): the waiting recipients listed, and
@@ -16,6 +16,13 @@ export interface QueueStore {
    * the commit; SQLite: the daemon's next poll, or the caller's own kick).
    */
   apply(op: QueueOp, sel: QueueSelection, now: number, dryRun: boolean): Promise<QueueChange>;
+  /**
+   * Cancels a message: what of it has not been sent, as `apply('delete', {messageRowId})`
+   * (every door that cancels a message comes here: the API's DELETE, `messages cancel`, the
+   * dashboard). `customerId`: only that customer's message (another's is `not_found`). Nothing left
+   * to cancel is `too_late`, with the recipients' states.
+   */
+  cancel(messageRowId: number, customerId: number | undefined, now: number): Promise<CancelResult>;
   /** The held destinations, by name. */
   heldDestinations(): Promise<HeldDestination[]>;
 }

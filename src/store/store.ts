@@ -1,8 +1,16 @@
+import type { KeyGrant } from '../domain/key-scopes.js';
 import type { DeliveryStore } from './delivery-store.js';
 import type {
   ApiKeyInfo,
   Customer,
+  CustomerPools,
+  CustomerPoolsChange,
   CustomerQuotas,
+  DmarcCounts,
+  DmarcDaySource,
+  DmarcKept,
+  DmarcMailInput,
+  DmarcSummaryQuery,
   DomainRow,
   InboundRow,
   KeyKind,
@@ -74,6 +82,7 @@ export interface Store {
   nodes: NodeStore;
   wakeups: WakeupStore;
   queue: QueueStore;
+  dmarc: DmarcStore;
 }
 
 /** Work a node tells the others of: recipients queued (outbound), events written (webhooks). */
@@ -175,6 +184,10 @@ export interface CustomerStore {
   setQuotas(id: number, quotas: Partial<CustomerQuotas>): Promise<boolean>;
   /** Recipients accepted in each current quota window (domain/quotas.ts). */
   quotaUse(id: number, now: number): Promise<QuotaUse>;
+  /** Every customer's pools, by customer id (a customer with neither a default nor allowed pools is left out). */
+  pools(): Promise<Map<number, CustomerPools>>;
+  /** Changes a customer's pools (the caller checked the names against the configuration); answers them as they now stand. */
+  setPools(id: number, change: CustomerPoolsChange): Promise<CustomerPools>;
 }
 
 export interface KeyStore {
@@ -182,6 +195,8 @@ export interface KeyStore {
     customerId: number;
     kind: KeyKind;
     name: string;
+    /** Its scopes and restrictions (domain/key-scopes.ts): always chosen, never a default. */
+    grant: KeyGrant;
     now: number;
   }): Promise<ApiKeyInfo & { key: string }>;
   /** The key's row if the presented key is well-formed, known and not revoked (constant-time compare). */
@@ -240,11 +255,6 @@ export interface SuppressionStore {
   page(customerId: number, after: string | undefined, limit: number): Promise<SuppressionRow[]>;
 }
 
-export type CancelResult =
-  | { kind: 'canceled' }
-  | { kind: 'not_found' }
-  | { kind: 'too_late'; states: Record<string, number> };
-
 export interface MessageStore {
   /** The send path's commit: a 202 only once this resolves (the message and its recipients are durable). */
   accept(input: SendInput): Promise<SendCommit>;
@@ -252,7 +262,6 @@ export interface MessageStore {
   get(customerId: number | undefined, messageId: string): Promise<MessageView | undefined>;
   list(opts: { customerId?: number; state?: string; limit: number; before?: number }): Promise<MessageSummary[]>;
   search(s: MessageSearch): Promise<MessageSummary[]>;
-  cancel(customerId: number | undefined, messageId: string, now: number): Promise<CancelResult>;
   deliveriesOf(messageRowId: number): Promise<MessageHookDelivery[]>;
   events(messageRowId: number): Promise<EventEnvelope[]>;
   /** A message's request as accepted and its composed copy while kept, for the dashboard's content view. */
@@ -272,6 +281,15 @@ export interface InboundStore {
   get(id: string, customerId?: number): Promise<InboundRow | undefined>;
   size(id: string, customerId: number): Promise<number | undefined>;
   list(opts: { customerId?: number; limit: number; before?: number }): Promise<Array<Omit<InboundRow, 'raw'>>>;
+}
+
+/** DMARC aggregate reports received (store/model/dmarc.ts). */
+export interface DmarcStore {
+  /** One mail's reports kept in one transaction; a report received before (its org and report id) is not kept twice. */
+  keep(input: DmarcMailInput): Promise<DmarcKept>;
+  /** What receivers reported for a domain, per day and source address. */
+  summary(q: DmarcSummaryQuery): Promise<DmarcDaySource[]>;
+  counts(): Promise<DmarcCounts>;
 }
 
 export interface UserStore {

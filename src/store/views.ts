@@ -5,6 +5,7 @@ import {
   type AttemptView,
   attemptKind,
   type Claimed,
+  type CustomerPools,
   type Endpoint,
   type MessageView,
   type NodeView,
@@ -142,6 +143,22 @@ export function attemptView({ id, at, delivery_kind, ...r }: AttemptRow): Attemp
   return { cursor: id, ...r, at: new Date(at).toISOString(), kind: attemptKind(delivery_kind) };
 }
 
+/** A customer's pools as both engines keep them: allowed_pools a JSON array. */
+export interface CustomerPoolsRow {
+  id: number;
+  default_pool: string | null;
+  allowed_pools: string;
+}
+
+export function customerPoolsView(r: Omit<CustomerPoolsRow, 'id'>): CustomerPools {
+  return { default_pool: r.default_pool, allowed_pools: JSON.parse(r.allowed_pools) as string[] };
+}
+
+/** The customers' pools by id, from their rows. */
+export function customerPoolsMap(rows: CustomerPoolsRow[]): Map<number, CustomerPools> {
+  return new Map(rows.map((r) => [r.id, customerPoolsView(r)]));
+}
+
 /** A claimed recipient's row, as a claim reads it. */
 export interface ClaimedRow {
   id: number;
@@ -149,10 +166,19 @@ export interface ClaimedRow {
   address: string;
   domain: string;
   attempts: number;
+  /** Read on PostgreSQL with the claim; on SQLite for a retried recipient only (the due index does not cover it). */
+  source_ip?: string | null;
 }
 
 export function claimedView(r: ClaimedRow): Claimed {
-  return { id: r.id, messageRowId: r.message_id, address: r.address, domain: r.domain, attempts: r.attempts };
+  return {
+    id: r.id,
+    messageRowId: r.message_id,
+    address: r.address,
+    domain: r.domain,
+    attempts: r.attempts,
+    sourceIp: r.source_ip ?? null,
+  };
 }
 
 /** A message's row as delivery reads it (QUEUED_MESSAGE_COLUMNS). */
@@ -173,11 +199,12 @@ export interface QueuedMessageRow {
   created_at: number;
   /** JSON array of strings; null: none. */
   tags: string | null;
+  pool: string | null;
 }
 
 /** The columns of QueuedMessageRow, for a SELECT. */
 export const QUEUED_MESSAGE_COLUMNS =
-  'id, customer_id, message_id, header_message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags';
+  'id, customer_id, message_id, header_message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags, pool';
 
 export function queuedMessage(m: QueuedMessageRow): QueuedMessage {
   return {
@@ -195,6 +222,7 @@ export function queuedMessage(m: QueuedMessageRow): QueuedMessage {
     raw: m.raw,
     createdAt: m.created_at,
     tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],
+    pool: m.pool,
   };
 }
 

@@ -94,6 +94,11 @@ function answer(session: Session, result: SendCommit, messageId: string): string
 /** A send's refusal (domain/errors.ts, Refusal) as the SMTP reply submission gives it; `domain` is the From domain. */
 function smtpRefusal(r: SendRefusal, domain: string): Refusal {
   switch (r.kind) {
+    case 'from_not_allowed':
+      return refusal(
+        550,
+        `5.7.1 This API key may send only from ${r.allowed.join(', ')}: ${domain} is not one of them`,
+      );
     case 'domain_unknown':
       return refusal(
         550,

@@ -1,5 +1,7 @@
 import type { SMTPServerAuthentication, SMTPServerAuthenticationResponse } from 'smtp-server';
+import { addressAllowed, hasScope } from '../domain/key-scopes.js';
 import { isStoreUnavailable } from '../store/errors.js';
+import type { ApiKeyInfo } from '../store/model.js';
 import { type Session, type SubmissionDeps, smtpError } from './session.js';
 
 /**
@@ -45,6 +47,16 @@ export class AuthFailures {
   }
 }
 
+/**
+ * Why a live key may not submit (domain/key-scopes.ts): it lacks the `send` scope, or the
+ * connecting address is outside its allowed_cidrs; undefined when it may.
+ */
+function keyRefusal(key: ApiKeyInfo, address: string): string | undefined {
+  if (!hasScope(key, 'send')) return 'the key lacks the send scope';
+  if (!addressAllowed(key.allowed_cidrs, address)) return "the client address is outside the key's allowed_cidrs";
+  return undefined;
+}
+
 type AuthCallback = (err: Error | null | undefined, response?: SMTPServerAuthenticationResponse) => void;
 
 /** smtp-server's onAuth for the submission listeners. */
@@ -77,6 +89,13 @@ export function onAuth(
               'submission: AUTH refused (unknown or revoked API key)',
             );
           return cb(smtpError(535, '5.7.8 Authentication credentials invalid: the password must be a current API key'));
+        }
+        const refused = keyRefusal(key, address);
+        if (refused) {
+          // The reason is for the log: the client hears only that the credentials do not serve here.
+          deps.onAuth?.('failure');
+          deps.log.info({ remote: address, key: key.id }, `submission: AUTH refused (${refused})`);
+          return cb(smtpError(535, '5.7.8 Authentication credentials invalid'));
         }
         session.key = key;
         session.authEpoch = deps.auth.epoch;

@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { dnsRecords } from '../../src/domain/dns-records.js';
 import type { EventType } from '../../src/domain/events.js';
+import { fullGrant } from '../../src/domain/key-scopes.js';
 import { eventId } from '../../src/lib/ids.js';
 import { type Logger, silentLogger } from '../../src/lib/logger.js';
 import { type Daemon, type DaemonOptions, startDaemon } from '../../src/main.js';
@@ -36,13 +37,14 @@ export function writeTestConfig(
   smtpExtra = '',
   dashboard?: string,
   storeUrl = '',
+  apiExtra = '',
 ): string {
   const path = join(dir, 'posthaste.toml');
   writeFileSync(
     path,
     `[server]\nhostname = "mx.test.posthaste"\ndata_dir = "${join(dir, 'data')}"\n` +
       (storeUrl ? `[store]\nurl = "${storeUrl}"\npool_size = 4\n` : '') +
-      `[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\nreturn_path_domain = "bounces.test.posthaste"\n${smtpExtra}` +
+      `[api]\nlisten = "127.0.0.1:0"\n${apiExtra}[smtp]\nlisten = "127.0.0.1:0"\nreturn_path_domain = "bounces.test.posthaste"\n${smtpExtra}` +
       `[dns]\nservers = ["${dnsServer}"]\n` +
       (dashboard === undefined ? '[dashboard]\nlisten = ""\n' : `[dashboard]\nlisten = "127.0.0.1:0"\n${dashboard}\n`) +
       extraToml,
@@ -67,7 +69,13 @@ export async function customerId(store: Store, name = 'default'): Promise<number
 
 export async function makeKey(store: Store, kind: KeyKind = 'production', customer = 'default'): Promise<string> {
   return (
-    await store.keys.create({ customerId: await customerId(store, customer), kind, name: 'test', now: Date.now() })
+    await store.keys.create({
+      grant: fullGrant(),
+      customerId: await customerId(store, customer),
+      kind,
+      name: 'test',
+      now: Date.now(),
+    })
   ).key;
 }
 
@@ -100,12 +108,19 @@ export interface TestServer {
 /** A daemon on the test engine's store (a database of its own on PostgreSQL), in a temporary directory. */
 /** `log`: the daemon's logger (silent unless given: a test that reads the log lines hands in its own). */
 /** startTestServer's options: the daemon's, and `dns` (the resolver), `smtp` (more [smtp] lines), `dashboard` (on, with these lines), `log`. */
-export type StartOptions = DaemonOptions & { dns?: string; smtp?: string; dashboard?: string; log?: Logger };
+export type StartOptions = DaemonOptions & {
+  dns?: string;
+  smtp?: string;
+  dashboard?: string;
+  log?: Logger;
+  /** More [api] lines. */
+  api?: string;
+};
 
 export async function startTestServer(extraToml = '', opts: StartOptions = {}): Promise<TestServer> {
   const dir = tempDir();
   const pg = TEST_ENGINE === 'postgres' ? await createTestDatabase() : undefined;
-  const configPath = writeTestConfig(dir.path, extraToml, opts.dns, opts.smtp, opts.dashboard, pg?.url);
+  const configPath = writeTestConfig(dir.path, extraToml, opts.dns, opts.smtp, opts.dashboard, pg?.url, opts.api);
   const config = loadConfig({ path: configPath, env: {} });
   const daemon = await startDaemon(config, opts.log ?? silentLogger(), opts);
   const store = openStore(config);

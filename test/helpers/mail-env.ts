@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { TestDnsServer } from '../../support/dns-server.js';
+import { TestDnsServer, type ZoneRecords } from '../../support/dns-server.js';
 import { TestMx } from '../../support/mx-server.js';
 import { makeDomain, makeKey, type StartOptions, startTestServer, type TestServer } from './env.js';
 
@@ -33,6 +33,8 @@ export interface MailEnv extends TestServer {
 export interface MailEnvOptions {
   /** Domains whose MX is the loopback MX (each as `mx.<domain>`, at the MX's address). */
   mxDomains?: string[];
+  /** More records, in the zone before the daemon starts (what it looks up at start). */
+  zone?: Record<string, ZoneRecords>;
   /**
    * The MX's loopback address (127.0.0.1 unless given) and its certificate (smtp-server's
    * self-signed one unless given): for a test that needs an MX with a certificate from the test CA.
@@ -66,6 +68,7 @@ export async function startMailEnv(opts: MailEnvOptions = {}): Promise<MailEnv> 
     dns.set(domain, { MX: [{ preference: 10, exchange: `mx.${domain}` }] });
     dns.set(`mx.${domain}`, { A: [mx.host] });
   }
+  for (const [name, records] of Object.entries(opts.zone ?? {})) dns.set(name, records);
   let s: TestServer;
   try {
     s = await startTestServer(`[outbound]\nport = ${mx.port}\n${opts.outbound ?? ''}${opts.toml ?? ''}`, {

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import tap, { type Test } from 'tap';
+import { fullGrant } from '../../src/domain/key-scopes.js';
 import type { OutboxEvent } from '../../src/store/model.js';
 import { pgStore } from '../../src/store/pg/index.js';
 import { openDb } from '../../src/store/sqlite/db.js';
@@ -85,7 +86,7 @@ export async function sender(
   now = 1_000_000,
 ): Promise<{ customerId: number; keyId: string; key: string; domainId: number }> {
   const c = (await s.customers.find('default'))!;
-  const k = await s.keys.create({ customerId: c.id, kind: 'production', name: 'test', now });
+  const k = await s.keys.create({ grant: fullGrant(), customerId: c.id, kind: 'production', name: 'test', now });
   const d =
     (await s.domains.find(domain)) ?? (await s.domains.add({ customerId: c.id, name: domain, receiving: false, now }));
   await s.domains.setVerified(d.id, now);
@@ -108,6 +109,8 @@ export async function send(
     messageId?: string;
     /** The id in the message's Message-ID field when it is the sender's own. */
     headerMessageId?: string;
+    /** The pool the sender chose (outbound.pools). */
+    pool?: string;
   } = {},
 ) {
   const now = opts.now ?? 1_000_000;
@@ -127,6 +130,7 @@ export async function send(
     ...(opts.tags ? { tags: opts.tags } : {}),
     ...(opts.headerMessageId !== undefined ? { headerMessageId: opts.headerMessageId } : {}),
     ...(opts.scheduledAt !== undefined ? { scheduledAt: opts.scheduledAt } : {}),
+    ...(opts.pool !== undefined ? { pool: opts.pool } : {}),
     ...(opts.idempotency ? { idempotency: opts.idempotency } : {}),
     now,
     authEpoch: await s.keys.authEpoch(),

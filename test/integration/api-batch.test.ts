@@ -2,6 +2,7 @@
 // transaction, a result per item; Idempotency-Key for the whole batch. Delivered through a real
 // SMTP server on loopback like any other message.
 import t from 'tap';
+import { fullGrant } from '../../src/domain/key-scopes.js';
 import { getEmail } from '../helpers/api.js';
 import { makeDomain } from '../helpers/env.js';
 import { expectError, type Json, request } from '../helpers/http.js';
@@ -127,7 +128,13 @@ t.test('Idempotency-Key covers the batch: a retry gets the first response, anoth
 });
 
 t.test('a revoked key: 401 and nothing stored', async (t) => {
-  const k2 = await s.store.keys.create({ customerId: 1, kind: 'production', name: 'revoked', now: Date.now() });
+  const k2 = await s.store.keys.create({
+    grant: fullGrant(),
+    customerId: 1,
+    kind: 'production',
+    name: 'revoked',
+    now: Date.now(),
+  });
   t.equal((await request(url, { key: k2.key, body: [msg('r0@batch.test')] })).status, 202, 'works before');
   await s.store.keys.revoke(k2.id, Date.now());
   const before = await count();

@@ -62,6 +62,15 @@ t.test('bad input: a clear error, exit code 1, nothing changed', async (t) => {
     [['queue', 'release', '--sender', 'x'], /unknown option '--sender'/],
     [['queue', 'delete', '--all', '--state', 'bounced'], /argument 'bounced' is invalid/],
     [['queue', 'list', '--limit', '0'], /--limit must be 1 to 100000/],
+    [['queue', 'hold'], /say which recipients to hold: one of --message ID/],
+    [['queue', 'release'], /say which recipients to release: one of --message ID/],
+    [['queue', 'delete'], /say which recipients to delete: one of --message ID/],
+    [['queue', 'retry', '--recipient', 'bad@other.test', '--all'], /one selector at a time/],
+    [['queue', 'release', '--message', 'nosuch@example.com'], /no message with the Message-ID nosuch@example\.com/],
+    [['queue', 'hold', '--customer', 'nobody', '--dry-run'], /no customer named "nobody"/],
+    [['queue', 'retry', '--all', '--older-than', '-1h'], /--older-than: "-1h" is not a duration/],
+    [['queue', 'list', '--state', 'bounced'], /argument 'bounced' is invalid/],
+    [['messages', 'cancel', 'nosuch@example.com'], /no message "nosuch@example\.com"/],
   ];
   const results = await Promise.all(cases.map(([args]) => cli(...args)));
   cases.forEach(([args, message], i) => {
@@ -69,6 +78,7 @@ t.test('bad input: a clear error, exit code 1, nothing changed', async (t) => {
     t.match(results[i]!.stderr, message, args.join(' '));
   });
   t.equal((await cli('queue', 'list', '--json')).stdout, before, 'nothing changed');
+  t.same(await s.store.queue.heldDestinations(), [], 'no destination held by a refused command');
   const older = json<Entry[]>(await cli('queue', 'list', '--older-than', '1h', '--json'));
   t.same(older, [], 'nothing accepted an hour ago');
 });

@@ -45,21 +45,73 @@ t.test('customers add|list|show', async (t) => {
 });
 
 t.test('keys create|list|revoke with --json shapes', async (t) => {
-  const created = await cli('keys', 'create', '--customer', 'acme', '--production', '--name', 'ci', '--json');
+  const created = await cli('keys', 'create', '--customer', 'acme', '--production', '--full', '--name', 'ci', '--json');
   t.equal(created.code, 0, created.stderr);
   const k = json<{ id: string; key: string; kind: string; customer: string; name: string; created_at: string }>(
     created,
   );
-  t.same(Object.keys(k).sort(), ['created_at', 'customer', 'id', 'key', 'kind', 'name']);
-  t.match(k, { kind: 'production', customer: 'acme', name: 'ci' });
+  t.same(Object.keys(k).sort(), [
+    'allowed_cidrs',
+    'created_at',
+    'customer',
+    'from_domains',
+    'id',
+    'key',
+    'kind',
+    'name',
+    'scopes',
+  ]);
+  t.match(k, {
+    kind: 'production',
+    customer: 'acme',
+    name: 'ci',
+    scopes: 'send,emails:read,inbound:read,webhooks:write,suppressions:write,domains:write,keys:write',
+  });
   t.match(k.key, /^ph_live_[0-9A-Za-z]{32,}$/);
-  const sb = json<{ key: string; kind: string }>(await cli('keys', 'create', '--sandbox', '--json'));
-  t.match(sb, { kind: 'sandbox', key: /^ph_test_/ });
-  const both = await cli('keys', 'create', '--sandbox', '--production');
+  const sb = json<{ key: string; kind: string }>(await cli('keys', 'create', '--sandbox', '--send-only', '--json'));
+  t.match(sb, { kind: 'sandbox', key: /^ph_test_/, scopes: 'send' });
+  const both = await cli('keys', 'create', '--sandbox', '--production', '--full');
   t.not(both.code, 0);
+  // No silent default: a key is made only with its scopes chosen, and the error names the choices.
+  const unchosen = await cli('keys', 'create', '--production');
+  t.not(unchosen.code, 0, 'no scope chosen: refused');
+  t.match(unchosen.stderr, /--full.*--send-only.*--scopes/);
+  const twice = await cli('keys', 'create', '--production', '--full', '--send-only');
+  t.not(twice.code, 0, 'two choices: refused');
+  const bad = await cli('keys', 'create', '--production', '--scopes', 'send,everything');
+  t.not(bad.code, 0);
+  t.match(bad.stderr, /"everything" is not a scope/);
+  const badCidr = await cli('keys', 'create', '--production', '--send-only', '--allowed-cidrs', '10.0.0.0/33');
+  t.not(badCidr.code, 0);
+  t.match(badCidr.stderr, /allowed-cidrs/);
+  const narrow = json<{ id: string }>(
+    await cli(
+      'keys',
+      'create',
+      '--production',
+      '--scopes',
+      'emails:read,send',
+      '--from-domains',
+      'Example.COM,b.example',
+      '--allowed-cidrs',
+      '192.0.2.0/24,2001:db8::1',
+      '--json',
+    ),
+  );
   const list = await cli('keys', 'list', '--json');
   t.notMatch(list.stdout, k.key, 'list never shows a key');
   t.ok(json<Array<{ id: string }>>(list).some((x) => x.id === k.id));
+  t.match(
+    json<Array<{ id: string }>>(list).find((x) => x.id === narrow.id),
+    {
+      scopes: 'send,emails:read',
+      from_domains: 'example.com,b.example',
+      allowed_cidrs: '192.0.2.0/24,2001:db8::1/128',
+      last_used_at: null,
+    },
+    'list shows scopes, restrictions and last use',
+  );
+  t.match((await cli('keys', 'list')).stdout, /SCOPES.*LAST_USED_AT/i, 'and so does its table');
   // Only a hash is stored: the key text is nowhere in the database file.
   const dbBytes = readFileSync(join(dir.path, 'data', 'posthaste.db'));
   const wal = (() => {

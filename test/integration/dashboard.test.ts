@@ -49,7 +49,8 @@ async function run(): Promise<void> {
     await page.getByRole('button', { name: 'Create key' }).click();
     t.equal(await page.locator('input[name=kind]:invalid').count(), 2, 'the browser asks for a kind');
     await page.evaluate(() => {
-      for (const el of Array.from(document.querySelectorAll('input[name=kind]'))) el.removeAttribute('required');
+      for (const el of Array.from(document.querySelectorAll('input[name=kind], input[name=scopes]')))
+        el.removeAttribute('required');
     });
     await page.getByRole('button', { name: 'Create key' }).click();
     t.ok(
@@ -59,14 +60,34 @@ async function run(): Promise<void> {
       'without a kind the server refuses',
     );
     t.equal(await keys(), before, 'and creates no key');
+    // Nor are the scopes: without a choice the browser asks, and the server refuses.
     await page.getByLabel('Name').fill('web app');
     await page.getByLabel(/Production/).check();
+    t.equal(await page.locator('input[name=scopes]:checked').count(), 0, 'no scopes chosen in advance');
+    await page.evaluate(() => {
+      for (const el of Array.from(document.querySelectorAll('input[name=scopes]'))) el.removeAttribute('required');
+    });
+    await page.getByRole('button', { name: 'Create key' }).click();
+    t.ok(await page.getByText('Choose the scopes of the key').isVisible(), 'without scopes the server refuses');
+    t.equal(await keys(), before, 'and creates no key');
+    await page.getByLabel('Name').fill('web app');
+    await page.getByLabel(/Production/).check();
+    await page.getByLabel(/Full/).check();
     await page.getByRole('button', { name: 'Create key' }).click();
     apiKey = (await page.locator('#new-key').textContent())!;
     t.match(apiKey, /^ph_live_[0-9A-Za-z]{40}$/, 'the key is shown once');
     await shot(page, 'keys');
     await page.reload();
     t.equal(await page.locator('#new-key').count(), 0, 'and not again on reload');
+    t.ok(await page.getByRole('cell', { name: /^send emails:read .*keys:write$/ }).isVisible(), 'its scopes are shown');
+    await page.getByLabel('Name').fill('reader');
+    await page.getByLabel(/Sandbox/).check();
+    await page.getByLabel(/Only the scopes ticked/).check();
+    await page.getByLabel('emails:read').check();
+    await page.getByLabel('From domains').fill('shop.test');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    t.ok(await page.getByRole('cell', { name: 'emails:read', exact: true }).isVisible(), 'a key of chosen scopes');
+    t.ok(await page.getByText('from shop.test').isVisible(), 'and its restriction');
     t.same(await unlabelled(page), [], 'every control has a label');
   });
 
@@ -293,7 +314,7 @@ async function run(): Promise<void> {
     await page.goto(`${base}/messages?error=too-late`);
     t.equal(
       await page.getByRole('alert').textContent(),
-      'Too late to cancel: delivery has begun or ended.',
+      'Too late to cancel: delivery has ended.',
       'a known code: its sentence',
     );
     const other = await browser.newContext();
@@ -490,7 +511,7 @@ async function run(): Promise<void> {
     const form = {
       method: 'POST',
       headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: 'http://evil.test' },
-      body: 'name=x&kind=production',
+      body: 'name=x&kind=production&scopes=full',
     };
     t.equal((await fetch(`${base}/keys`, form)).status, 403, 'cross-site');
     const { origin: _o, ...sameSite } = form.headers;

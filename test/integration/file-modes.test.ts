@@ -19,7 +19,7 @@ t.test('store, -wal, -shm, backup and data directory under umask 022', async (t)
   t.teardown(dir.remove);
   const configPath = writeTestConfig(dir.path);
   const data = join(dir.path, 'data');
-  const created = await runCli(['--config', configPath, 'keys', 'create', '--sandbox']);
+  const created = await runCli(['--config', configPath, 'keys', 'create', '--sandbox', '--full']);
   t.equal(created.code, 0, created.stderr);
   t.equal(mode(data), '0700', 'the data directory the CLI made');
   t.equal(mode(join(data, 'posthaste.db')), '0600', 'the store the CLI made');

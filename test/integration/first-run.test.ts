@@ -56,9 +56,9 @@ t.test('the hints the daemon prints run as printed and reach its store', async (
     'the users add hint',
     () => /create a user with: (.+) users add EMAIL --admin\)/.exec(d.output())?.[1],
   );
-  const keyHint = /create a first key with: (.+ keys create --sandbox)$/m.exec(d.output())?.[1];
+  const keyHint = /create a first key with: (.+ keys create --sandbox --full)$/m.exec(d.output())?.[1];
   t.match(printed, `--config ${configPath}`, 'the config it was started with is in the hint');
-  t.equal(keyHint, `${printed} keys create --sandbox`, 'both hints name the same command');
+  t.equal(keyHint, `${printed} keys create --sandbox --full`, 'both hints name the same command');
   const store = /^posthaste: store (.+)$/m.exec(d.output())?.[1];
   t.match(
     store,
@@ -84,7 +84,7 @@ t.test('the hints the daemon prints run as printed and reach its store', async (
   await d.exited;
   const withUser = await startMessage(t, configPath);
   t.notMatch(withUser.out, /create a user/, 'a user exists: no users add hint');
-  t.match(withUser.out, /create a first key with: .+ keys create --sandbox$/m, 'still no key: the key hint');
+  t.match(withUser.out, /create a first key with: .+ keys create --sandbox --full$/m, 'still no key: the key hint');
   const key = await shell(`${keyHint} --json`, '');
   t.equal(key.code, 0, key.out);
   withUser.stop();

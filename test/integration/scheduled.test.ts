@@ -154,5 +154,34 @@ t.test('the CLI cancels too', async (t) => {
   t.same(json(out), { message_id: r.body.message_id, canceled: true });
   const again = await runCli(['--config', s.configPath, 'messages', 'cancel', r.body.message_id]);
   t.equal(again.code, 1);
-  t.match(again.stderr, /cannot be canceled: delivery has begun or ended \(1 canceled\)/);
+  t.match(again.stderr, /cannot be canceled: delivery has ended \(1 canceled\)/);
+});
+
+t.test('a cancel is the queue delete of what waits: a message tried and deferred is canceled too', async (t) => {
+  mx.script = (rcpt) => (rcpt.startsWith('slow@') ? { rcpt: [451, '4.3.0 Try later'] } : undefined);
+  t.teardown(() => {
+    mx.script = () => undefined;
+  });
+  const r = await send({ to: ['slow@later.test', 'fast@later.test'] });
+  await s.daemon.scheduler.drain();
+  const id = r.body.message_id as string;
+  t.same(
+    (await get(id)).recipients.map((x: Json) => [x.address, x.state]),
+    [
+      ['slow@later.test', 'deferred'],
+      ['fast@later.test', 'delivered'],
+    ],
+  );
+  const out = await runCli(['--config', s.configPath, 'messages', 'cancel', id]);
+  t.equal(out.code, 0, out.stderr);
+  t.match(out.stdout, /canceled \(1 recipient\(s\)\)/);
+  t.same(
+    (await get(id)).recipients.map((x: Json) => [x.address, x.state]),
+    [
+      ['slow@later.test', 'canceled'],
+      ['fast@later.test', 'delivered'],
+    ],
+    'what waited is canceled; the delivered one never changes',
+  );
+  expectError(t, await cancel(id), 409, 'conflict', 'the API: nothing left');
 });

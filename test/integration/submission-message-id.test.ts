@@ -23,7 +23,13 @@ const s: TestServer = await startTestServer(
 );
 t.teardown(() => s.close());
 const key = (
-  await s.store.keys.create({ customerId: await customerId(s.store), kind: 'production', name: 'app', now: Date.now() })
+  await s.store.keys.create({
+    grant: fullGrant(),
+    customerId: await customerId(s.store),
+    kind: 'production',
+    name: 'app',
+    now: Date.now(),
+  })
 ).key;
 await makeDomain(s.store, 'example.com');
 const port = s.daemon.submission['submission.listen']!.port;
@@ -48,6 +54,8 @@ with smtplib.SMTP('127.0.0.1', int(sys.argv[1])) as c:
     print('id', m['Message-ID'])
     print(c.noop())
 `;
+
+import { fullGrant } from '../../src/domain/key-scopes.js';
 
 t.test("smtplib's own Message-ID finds the message through the API, and every event carries it", async (t) => {
   const r = await runProgram('/usr/bin/python3', ['-c', PY, String(port), key, fixturePath('tls/ca.pem')]);

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
+import { fullGrant } from '../../src/domain/key-scopes.js';
 import { customerId, makeDomain, startTestServer, type TestServer } from '../helpers/env.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
@@ -15,6 +16,7 @@ import { queuedAs, runProgram, submissionToml, swaks, swaksAvailable } from '../
 const s: TestServer = await startTestServer(submissionToml(), { manualDelivery: true });
 t.teardown(() => s.close());
 const created = await s.store.keys.create({
+  grant: fullGrant(),
   customerId: await customerId(s.store),
   kind: 'production',
   name: 'app',
@@ -112,7 +114,13 @@ t.test('allow_plaintext_auth_on_loopback = true: AUTH in the clear from loopback
   });
   t.teardown(() => l.close());
   const k = (
-    await l.store.keys.create({ customerId: await customerId(l.store), kind: 'production', name: 'a', now: Date.now() })
+    await l.store.keys.create({
+      grant: fullGrant(),
+      customerId: await customerId(l.store),
+      kind: 'production',
+      name: 'a',
+      now: Date.now(),
+    })
   ).key;
   const c = await RawSmtp.connect(l.daemon.submission['submission.listen']!.port);
   t.match(await c.cmd('EHLO app.test'), /AUTH PLAIN LOGIN/);

@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import nodemailer from 'nodemailer';
 import t from 'tap';
 import { loadConfig } from '../../src/config/load.js';
+import { fullGrant } from '../../src/domain/key-scopes.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { FAILURES_ALLOWED } from '../../src/submission/auth.js';
 import { memoryOf, spawnDaemon } from '../../support/daemon-process.js';
@@ -48,10 +49,17 @@ const s: TestServer = await startTestServer(
 );
 t.teardown(() => s.close());
 const cid = await customerId(s.store);
-const created = await s.store.keys.create({ customerId: cid, kind: 'production', name: 'app', now: Date.now() });
+const created = await s.store.keys.create({
+  grant: fullGrant(),
+  customerId: cid,
+  kind: 'production',
+  name: 'app',
+  now: Date.now(),
+});
 const key = created.key;
-const sandboxKey = (await s.store.keys.create({ customerId: cid, kind: 'sandbox', name: 'sandbox', now: Date.now() }))
-  .key;
+const sandboxKey = (
+  await s.store.keys.create({ grant: fullGrant(), customerId: cid, kind: 'sandbox', name: 'sandbox', now: Date.now() })
+).key;
 await makeDomain(s.store, 'example.com');
 await makeDomain(s.store, 'unverified.example.com', { verified: false });
 await makeDomain(s.store, 'other.example.net', { customer: 'other' });
@@ -419,7 +427,13 @@ t.test('refusals: no AUTH, the From domain, suppressed and too many recipients, 
 });
 
 t.test('a revoked key: an authenticated session cannot send after it, and the next AUTH is refused', async (t) => {
-  const k = await s.store.keys.create({ customerId: cid, kind: 'production', name: 'soon revoked', now: Date.now() });
+  const k = await s.store.keys.create({
+    grant: fullGrant(),
+    customerId: cid,
+    kind: 'production',
+    name: 'soon revoked',
+    now: Date.now(),
+  });
   const c = await session(k.key);
   const msg = CRLF('From: shop@example.com', 'To: x@good.test', 'Subject: revoked', '', 'b');
   t.match((await c.send('a@app', ['x@good.test'], msg)).data, /^250 /, 'sends while current');

@@ -93,13 +93,14 @@ t.test('the reply parser and classifier accept anything and answer a known label
 });
 
 t.test(
-  'routing never accepts a recipient outside the receiving domain, the return path or the feedback address',
+  'routing never accepts a recipient outside the receiving domain, the return path, the feedback or the DMARC address',
   async (t) => {
     const ctx = {
       returnPathDomain: 'bounces.example.net',
       returnPathLabel: 'rp',
       isReturnToken: (token: string) => token === 'a'.repeat(20),
       feedbackAddress: 'fbl@example.net',
+      dmarcAddress: 'dmarc@example.net',
       isReceiving: (d: string) => d === 'in.example.com',
     };
     fc.assert(
@@ -107,6 +108,7 @@ t.test(
         fc.oneof(
           fc.string({ maxLength: 120 }),
           fc.emailAddress(),
+          fc.constantFrom('dmarc@example.net', 'DMARC@Example.Net', 'dmarc+x@example.net', 'dmarc@evil.test'),
           fc
             .tuple(
               fc.string({ maxLength: 30 }),
@@ -121,6 +123,7 @@ t.test(
           if (r.kind === 'receiving') return domain === 'in.example.com';
           if (r.kind === 'bounce')
             return domain === 'bounces.example.net' || r.address === `bounces+${'a'.repeat(20)}@rp.shop.example`;
+          if (r.kind === 'dmarc') return r.address === 'dmarc@example.net';
           return r.address === 'fbl@example.net';
         },
       ),

@@ -1,4 +1,5 @@
 import { ERROR_STATUS, type ErrorCode } from '../../domain/errors.js';
+import type { Scope } from '../../domain/key-scopes.js';
 
 /**
  * What the OpenAPI modules share: a JSON object type, references, the patterns that restate the
@@ -90,9 +91,9 @@ export const ERROR_RESPONSES: Obj = {
     401,
     '`unauthorized`: the API key is missing, malformed, unknown or revoked. Checked before anything else, unknown routes included.',
   ),
-  DomainNotVerified: errorResponse(
+  Forbidden: errorResponse(
     403,
-    "`domain_not_verified`: the sender domain is the customer's but not verified yet (a domain that is not the customer's at all is a 422 on `from`).",
+    "`insufficient_scope`: the key lacks the scope the operation needs (named in the message and in `details.scope`; docs/api.md, Keys and scopes). `forbidden`: the key's restrictions refuse the request: the client address is outside its `allowed_cidrs` (`details.client_address`), or (a send) the From domain is not among its `from_domains` (`details.from`). `domain_not_verified` (a send): the sender domain is the customer's but not verified yet (a domain that is not the customer's at all is a 422 on `from`).",
   ),
   NotFound: errorResponse(404, "`not_found`: no such resource, or another customer's."),
   PayloadTooLarge: errorResponse(
@@ -118,9 +119,10 @@ export const ERROR_RESPONSES: Obj = {
   },
 };
 
-/** What any request under /api/v1 can be answered: the key (checked first), a bug, shutting down. */
+/** What any request under /api/v1 can be answered: the key (checked first) and its scope and restrictions, a bug, shutting down. */
 const ALWAYS = {
   '401': responseRef('Unauthorized'),
+  '403': responseRef('Forbidden'),
   '500': responseRef('InternalError'),
   '503': responseRef('Unavailable'),
 };
@@ -139,6 +141,12 @@ export function responses(method: 'get' | 'post' | 'delete', own: Obj): Obj {
   const all: Obj = { ...ALWAYS, ...(method === 'get' ? {} : BODY), ...own };
   return Object.fromEntries(Object.entries(all).sort(([a], [b]) => a.localeCompare(b)));
 }
+
+/**
+ * The key scope an operation needs (api/authorization.ts, needs), as OpenAPI 3.1 writes it: the
+ * role names of a security requirement, for either way of presenting the key.
+ */
+export const scoped = (scope: Scope): Obj => ({ security: [{ bearer: [scope] }, { token: [scope] }] });
 
 export const json = (schema: Obj, description: string, headers?: Obj): Obj => ({
   description,

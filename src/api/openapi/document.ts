@@ -3,6 +3,7 @@ import { VERSION } from '../../lib/version.js';
 import { ERROR_DETAILS, ERROR_RESPONSES, errorSchema, type Obj, UNAVAILABLE } from './common.js';
 import { eventSchemas, REPLY, webhookSection } from './events.js';
 import { EMAIL_PATHS } from './paths-emails.js';
+import { KEY_PATHS, KEY_SCHEMAS } from './paths-keys.js';
 import { OPENAPI_PATH, OTHER_PATHS, OTHER_SCHEMAS } from './paths-other.js';
 import { ACCEPTED, SEND_REQUEST } from './send.js';
 import { viewSchemas } from './views.js';
@@ -67,10 +68,11 @@ export function openApiDocument(): Obj {
       { name: 'webhooks', description: 'Webhook endpoints, their attempt log, test events and replays.' },
       { name: 'inbound', description: "Mail received for the customer's receiving domains." },
       { name: 'suppressions', description: 'Addresses mail is not sent to.' },
+      { name: 'keys', description: 'The API keys: their scopes, restrictions and last use; made and revoked.' },
       { name: 'meta', description: 'This document and the health check: no key needed.' },
     ],
     security: [{ bearer: [] }, { token: [] }],
-    paths: { ...EMAIL_PATHS, ...OTHER_PATHS },
+    paths: { ...EMAIL_PATHS, ...OTHER_PATHS, ...KEY_PATHS },
     webhooks: webhookSection(),
     components: {
       securitySchemes: {
@@ -96,6 +98,7 @@ export function openApiDocument(): Obj {
         Reply: REPLY,
         ...viewSchemas(),
         ...OTHER_SCHEMAS,
+        ...KEY_SCHEMAS,
         ...eventSchemas(),
       },
       responses: ERROR_RESPONSES,

@@ -67,6 +67,24 @@ function messageEvent(description: string, own: Obj, required: string[]): Obj {
   };
 }
 
+/** Where an attempt went from, when pools of source addresses are configured (docs/delivery.md, "Sending identities"). */
+const SOURCE: Obj = {
+  pool: {
+    type: 'string',
+    description: 'The pool of source addresses the attempt went from (outbound.pools); absent without pools.',
+  },
+  source_ip: {
+    type: 'string',
+    description: "The source address the attempt's connection was bound to (outbound.pools); absent without pools.",
+  },
+};
+
+export const nullableDateTime = (description: string): Obj => ({
+  type: nullable('string'),
+  format: 'date-time',
+  description,
+});
+
 const EVENT_DATA: Record<EventType, Obj> = {
   'email.delivered': messageEvent(
     'The receiving server accepted the message for this recipient.',
@@ -80,6 +98,7 @@ const EVENT_DATA: Record<EventType, Obj> = {
           "The server's certificate was checked (DANE, MTA-STS enforce, the relay host), not only encrypted to.",
       },
       attempt: { type: 'integer', minimum: 1 },
+      ...SOURCE,
     },
     ['response', 'mx', 'tls', 'tls_verified', 'attempt'],
   ),
@@ -88,7 +107,10 @@ const EVENT_DATA: Record<EventType, Obj> = {
     {
       response: ref('Reply'),
       attempt: { type: 'integer', minimum: 1 },
-      next_attempt_at: dateTime('The next attempt.'),
+      next_attempt_at: nullableDateTime(
+        'The next attempt; null when an operator held the recipient during this attempt (it is tried when released).',
+      ),
+      ...SOURCE,
     },
     ['response', 'attempt', 'next_attempt_at'],
   ),
@@ -102,6 +124,7 @@ const EVENT_DATA: Record<EventType, Obj> = {
           '`hard`: refused during delivery; `async`: a bounce report came back after delivery; `expired`: retried until max_queue_time.',
       },
       response: ref('Reply'),
+      ...SOURCE,
     },
     ['bounce_type', 'response'],
   ),
@@ -276,9 +299,3 @@ export const LAST_RESPONSE: Obj = {
     { type: 'null' },
   ],
 };
-
-export const nullableDateTime = (description: string): Obj => ({
-  type: nullable('string'),
-  format: 'date-time',
-  description,
-});

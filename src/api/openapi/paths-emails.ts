@@ -11,6 +11,7 @@ import {
   ref,
   responseRef,
   responses,
+  scoped,
 } from './common.js';
 
 /** The send and message endpoints (api/routes/emails.ts; docs/api.md). */
@@ -37,7 +38,14 @@ const MESSAGE_ID = pathParameter('message_id', 'The Message-ID the send answered
 
 /** A batch item's own error: what that item would have got alone. */
 const ITEM_ERROR = errorSchema(
-  ['validation_failed', 'domain_not_verified', 'payload_too_large', 'recipient_suppressed', 'rate_limited'],
+  [
+    'validation_failed',
+    'domain_not_verified',
+    'forbidden',
+    'payload_too_large',
+    'recipient_suppressed',
+    'rate_limited',
+  ],
   'This item was refused; nothing of it was stored. `rate_limited`: over a send quota of the customer, judged in order after the items before it (its `message` says the seconds until there is room).',
 );
 
@@ -69,6 +77,7 @@ export const EMAIL_PATHS: Obj = {
   '/api/v1/emails': {
     post: {
       operationId: 'sendEmail',
+      ...scoped('send'),
       tags: ['emails'],
       summary: 'Send a message',
       description:
@@ -77,7 +86,6 @@ export const EMAIL_PATHS: Obj = {
       requestBody: { required: true, content: { 'application/json': { schema: ref('SendRequest') } } },
       responses: responses('post', {
         '202': json(ref('Accepted'), 'Accepted: stored, and queued or scheduled.', REPLAYED),
-        '403': responseRef('DomainNotVerified'),
         ...IDEMPOTENCY_CONFLICT,
         '422': json(
           errorSchema(['validation_failed', 'recipient_suppressed']),
@@ -88,6 +96,7 @@ export const EMAIL_PATHS: Obj = {
     },
     get: {
       operationId: 'listEmails',
+      ...scoped('emails:read'),
       tags: ['emails'],
       summary: 'Search messages',
       description: "The customer's messages, newest first. Filters combine; an empty value is no filter.",
@@ -131,6 +140,7 @@ export const EMAIL_PATHS: Obj = {
   '/api/v1/emails/batch': {
     post: {
       operationId: 'sendEmailBatch',
+      ...scoped('send'),
       tags: ['emails'],
       summary: `Send up to ${MAX_BATCH} messages`,
       description:
@@ -172,12 +182,14 @@ export const EMAIL_PATHS: Obj = {
     parameters: [MESSAGE_ID],
     get: {
       operationId: 'getEmail',
+      ...scoped('emails:read'),
       tags: ['emails'],
       summary: 'A message, its recipients and its events',
       responses: responses('get', { '200': json(ref('Message'), 'The message.'), '404': responseRef('NotFound') }),
     },
     delete: {
       operationId: 'cancelEmail',
+      ...scoped('send'),
       tags: ['emails'],
       summary: 'Cancel what of a message has not been sent',
       description:
@@ -199,10 +211,11 @@ export const EMAIL_PATHS: Obj = {
     parameters: [MESSAGE_ID],
     post: {
       operationId: 'retryEmail',
+      ...scoped('send'),
       tags: ['emails'],
       summary: 'Retry the deferred recipients of a message now',
       description:
-        'Its recipients deferred after an attempt (not held, not being delivered) become due now, without waiting for the retry schedule: delivery takes them within a second or so. This is not counted as an attempt and does not move `max_queue_time`. No request body.',
+        "Its recipients deferred after an attempt, or held back by their destination's pause or limits (not held, not being delivered; never a scheduled message before its time), become due now, without waiting for the retry schedule, and their destination's adaptive pause ends: delivery takes them within a second or so. This is not counted as an attempt and does not move `max_queue_time`. No request body.",
       responses: responses('post', {
         '200': json(
           {

@@ -1,6 +1,6 @@
 import { EVENT_TYPES } from '../../domain/events.js';
 import { MAX_SUPPRESSIONS } from '../routes/suppressions.js';
-import { json, type Obj, PAGE_PARAMETERS, page, pathParameter, ref, responseRef, responses } from './common.js';
+import { json, type Obj, PAGE_PARAMETERS, page, pathParameter, ref, responseRef, responses, scoped } from './common.js';
 
 /** Webhook endpoints, received mail, suppressions, the document itself and /healthz (api/routes/; docs/api.md). */
 
@@ -11,6 +11,7 @@ const WEBHOOK_PATHS: Obj = {
   '/api/v1/webhooks': {
     post: {
       operationId: 'createWebhook',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: 'Add a webhook endpoint',
       description:
@@ -51,6 +52,7 @@ const WEBHOOK_PATHS: Obj = {
     },
     get: {
       operationId: 'listWebhooks',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: 'The webhook endpoints',
       responses: responses('get', {
@@ -69,6 +71,7 @@ const WEBHOOK_PATHS: Obj = {
     parameters: [ENDPOINT_ID],
     get: {
       operationId: 'getWebhook',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: 'A webhook endpoint',
       responses: responses('get', {
@@ -78,6 +81,7 @@ const WEBHOOK_PATHS: Obj = {
     },
     delete: {
       operationId: 'deleteWebhook',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: 'Remove a webhook endpoint and its log',
       responses: responses('delete', {
@@ -97,6 +101,7 @@ const WEBHOOK_PATHS: Obj = {
     parameters: [ENDPOINT_ID],
     post: {
       operationId: 'testWebhook',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: 'Send a sample event now',
       description: 'Sent at once, signed as every event is, logged, and not retried. The body may be left out.',
@@ -131,6 +136,7 @@ const WEBHOOK_PATHS: Obj = {
     parameters: [ENDPOINT_ID],
     get: {
       operationId: 'listWebhookAttempts',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: "The endpoint's attempt log, newest first",
       parameters: PAGE_PARAMETERS,
@@ -145,6 +151,7 @@ const WEBHOOK_PATHS: Obj = {
     parameters: [ENDPOINT_ID, pathParameter('event_id', 'The event (`msg_…`; `event_id` in the attempt log).')],
     post: {
       operationId: 'replayWebhookEvent',
+      ...scoped('webhooks:write'),
       tags: ['webhooks'],
       summary: 'Send an event again now',
       description:
@@ -163,6 +170,7 @@ const INBOUND_PATHS: Obj = {
   '/api/v1/inbound': {
     get: {
       operationId: 'listInbound',
+      ...scoped('inbound:read'),
       tags: ['inbound'],
       summary: 'Received messages, newest first',
       parameters: PAGE_PARAMETERS,
@@ -176,6 +184,7 @@ const INBOUND_PATHS: Obj = {
     parameters: [INBOUND_ID],
     get: {
       operationId: 'getInbound',
+      ...scoped('inbound:read'),
       tags: ['inbound'],
       summary: 'A received message, parsed',
       description: 'A message of 64 KiB or more waits for room in the memory budget first (503 after 60 s).',
@@ -189,6 +198,7 @@ const INBOUND_PATHS: Obj = {
     parameters: [INBOUND_ID],
     get: {
       operationId: 'getInboundRaw',
+      ...scoped('inbound:read'),
       tags: ['inbound'],
       summary: 'A received message as it arrived',
       responses: responses('get', {
@@ -206,6 +216,7 @@ const SUPPRESSION_PATHS: Obj = {
   '/api/v1/suppressions': {
     get: {
       operationId: 'listSuppressions',
+      ...scoped('suppressions:write'),
       tags: ['suppressions'],
       summary: 'The suppression list, newest first',
       parameters: [
@@ -224,6 +235,7 @@ const SUPPRESSION_PATHS: Obj = {
     },
     post: {
       operationId: 'addSuppression',
+      ...scoped('suppressions:write'),
       tags: ['suppressions'],
       summary: 'Add an address or a domain, or up to 1,000 at once',
       description: `Reason \`manual\`. \`address\`: one entry, an address or a whole domain written \`@example.com\` (every address at that domain is refused at send, in the API and SMTP submission alike; not its subdomains). \`addresses\`: up to ${MAX_SUPPRESSIONS} entries added together or not at all: one refused entry refuses the request (422, each refused entry under \`addresses[i]\`) and nothing is added. Other fields of the body are ignored.`,
@@ -261,6 +273,7 @@ const SUPPRESSION_PATHS: Obj = {
     parameters: [pathParameter('address', 'The address, URL-encoded.')],
     delete: {
       operationId: 'removeSuppression',
+      ...scoped('suppressions:write'),
       tags: ['suppressions'],
       summary: 'Remove an address',
       responses: responses('delete', {

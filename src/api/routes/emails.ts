@@ -8,7 +8,7 @@ import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../outbound
 import { acceptInputOf, admitSend, isRefused, type SendContent } from '../../send/admit.js';
 import type { ApiKeyInfo } from '../../store/model.js';
 import { type AcceptInput, acceptedResponse } from '../../store/model.js';
-import { requireKey } from '../authorization.js';
+import { needs, requireKey } from '../authorization.js';
 import type { ApiDeps } from '../deps.js';
 import { parsePage } from '../paging.js';
 import { SEND_ROUTE, type SendGate } from '../send-gate.js';
@@ -113,7 +113,7 @@ function contentOf(req: SendRequest, stored: string | Uint8Array, now: number): 
 }
 
 function sendRoute(app: FastifyInstance, deps: ApiDeps, gate: SendGate): void {
-  app.post(SEND_ROUTE, async (request, reply) => {
+  app.post(SEND_ROUTE, needs('send'), async (request, reply) => {
     const key = requireKey(request);
     // No Content-Type and no body: fastify calls no parser at all.
     if (request.body === undefined)
@@ -137,7 +137,7 @@ function sendRoute(app: FastifyInstance, deps: ApiDeps, gate: SendGate): void {
 }
 
 function batchRoute(app: FastifyInstance, deps: ApiDeps, gate: SendGate): void {
-  app.post(BATCH_ROUTE, async (request, reply) => {
+  app.post(BATCH_ROUTE, needs('send'), async (request, reply) => {
     const key = requireKey(request);
     const items = batchItems(request.body);
     const idemHeader = idempotencyKey(request.headers['idempotency-key']);
@@ -184,27 +184,31 @@ function batchItems(body: unknown): unknown[] {
 }
 
 function listRoute(app: FastifyInstance, deps: ApiDeps): void {
-  app.get<{ Querystring: Record<string, string | undefined> }>('/api/v1/emails', async (request) => {
-    const key = requireKey(request);
-    const page = parsePage(request.query);
-    const filters = parseMessageFilters(request.query);
-    if (filters instanceof Problems) throw validationError(filters);
-    const rows = await deps.store.messages.search({
-      ...filters,
-      customerId: key.customer_id,
-      limit: page.limit + 1,
-      ...(page.after !== undefined ? { before: page.after } : {}),
-    });
-    const data = rows.slice(0, page.limit);
-    return {
-      data: data.map(({ customer: _c, ...m }) => m),
-      next: rows.length > page.limit ? String(data[data.length - 1]!.email_id) : null,
-    };
-  });
+  app.get<{ Querystring: Record<string, string | undefined> }>(
+    '/api/v1/emails',
+    needs('emails:read'),
+    async (request) => {
+      const key = requireKey(request);
+      const page = parsePage(request.query);
+      const filters = parseMessageFilters(request.query);
+      if (filters instanceof Problems) throw validationError(filters);
+      const rows = await deps.store.messages.search({
+        ...filters,
+        customerId: key.customer_id,
+        limit: page.limit + 1,
+        ...(page.after !== undefined ? { before: page.after } : {}),
+      });
+      const data = rows.slice(0, page.limit);
+      return {
+        data: data.map(({ customer: _c, ...m }) => m),
+        next: rows.length > page.limit ? String(data[data.length - 1]!.email_id) : null,
+      };
+    },
+  );
 }
 
 function getRoute(app: FastifyInstance, deps: ApiDeps): void {
-  app.get<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', async (request) => {
+  app.get<{ Params: { message_id: string } }>('/api/v1/emails/:message_id', needs('emails:read'), async (request) => {
     const key = requireKey(request);
     const view = await deps.store.messages.get(key.customer_id, request.params.message_id);
     if (!view) throw new ApiError('not_found', 'No such message.');

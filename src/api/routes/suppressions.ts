@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { parseSuppressionEntry } from '../../domain/addresses.js';
 import { ApiError, Problems, validationError } from '../../domain/errors.js';
-import { requireKey } from '../authorization.js';
+import { needs, requireKey } from '../authorization.js';
 import type { ApiDeps } from '../deps.js';
 import { parsePage } from '../paging.js';
 
@@ -11,6 +11,7 @@ export function suppressionRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { store, clock } = deps;
   app.get<{ Querystring: { limit?: string; after?: string; reason?: string } }>(
     '/api/v1/suppressions',
+    needs('suppressions:write'),
     async (request) => {
       const key = requireKey(request);
       const page = parsePage(request.query);
@@ -37,7 +38,7 @@ export function suppressionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     },
   );
 
-  app.post('/api/v1/suppressions', async (request, reply) => {
+  app.post('/api/v1/suppressions', needs('suppressions:write'), async (request, reply) => {
     const key = requireKey(request);
     const body = (request.body ?? {}) as { address?: unknown; addresses?: unknown };
     if (body.addresses !== undefined) return reply.code(200).send(await addMany(deps, key.customer_id, body.addresses));
@@ -54,12 +55,16 @@ export function suppressionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     return reply.code(created ? 201 : 200).send({ address: parsed.value, reason: 'manual', created });
   });
 
-  app.delete<{ Params: { address: string } }>('/api/v1/suppressions/:address', async (request) => {
-    const key = requireKey(request);
-    if (!(await store.suppressions.remove(key.customer_id, request.params.address)))
-      throw new ApiError('not_found', 'That address is not on the suppression list.');
-    return { address: request.params.address.toLowerCase(), deleted: true };
-  });
+  app.delete<{ Params: { address: string } }>(
+    '/api/v1/suppressions/:address',
+    needs('suppressions:write'),
+    async (request) => {
+      const key = requireKey(request);
+      if (!(await store.suppressions.remove(key.customer_id, request.params.address)))
+        throw new ApiError('not_found', 'That address is not on the suppression list.');
+      return { address: request.params.address.toLowerCase(), deleted: true };
+    },
+  );
 }
 
 /** Most entries one `POST /api/v1/suppressions` takes in `addresses`. */

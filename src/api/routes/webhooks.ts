@@ -3,14 +3,14 @@ import { ApiError, Problems } from '../../domain/errors.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
 import type { Endpoint } from '../../store/model.js';
 import { endpointView } from '../../webhooks/service.js';
-import { requireKey } from '../authorization.js';
+import { needs, requireKey } from '../authorization.js';
 import type { ApiDeps } from '../deps.js';
 import { parsePage } from '../paging.js';
 
 export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { store, webhooks } = deps;
 
-  app.post('/api/v1/webhooks', async (request, reply) => {
+  app.post('/api/v1/webhooks', needs('webhooks:write'), async (request, reply) => {
     const key = requireKey(request);
     const input = await webhooks.validate((request.body ?? {}) as Record<string, unknown>);
     if (input instanceof Problems)
@@ -18,22 +18,22 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     return reply.code(201).send(endpointView(await webhooks.create(key.customer_id, input), true));
   });
 
-  app.get('/api/v1/webhooks', async (request) => {
+  app.get('/api/v1/webhooks', needs('webhooks:write'), async (request) => {
     const key = requireKey(request);
     return { data: (await store.webhooks.listEndpoints(key.customer_id)).map((e) => endpointView(e)) };
   });
 
-  app.get<{ Params: { id: string } }>('/api/v1/webhooks/:id', async (request) =>
+  app.get<{ Params: { id: string } }>('/api/v1/webhooks/:id', needs('webhooks:write'), async (request) =>
     endpointView(await endpointOf(deps, requireKey(request).customer_id, request.params.id)),
   );
 
-  app.delete<{ Params: { id: string } }>('/api/v1/webhooks/:id', async (request) => {
+  app.delete<{ Params: { id: string } }>('/api/v1/webhooks/:id', needs('webhooks:write'), async (request) => {
     const e = await endpointOf(deps, requireKey(request).customer_id, request.params.id);
     await store.webhooks.deleteEndpoint(e.id);
     return { id: e.id, deleted: true };
   });
 
-  app.post<{ Params: { id: string } }>('/api/v1/webhooks/:id/test', async (request) => {
+  app.post<{ Params: { id: string } }>('/api/v1/webhooks/:id/test', needs('webhooks:write'), async (request) => {
     const e = await endpointOf(deps, requireKey(request).customer_id, request.params.id);
     const body = (request.body ?? {}) as { type?: unknown };
     const type = (body.type ?? 'email.delivered') as EventType;
@@ -59,6 +59,7 @@ function deliveryRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { store, webhooks } = deps;
   app.get<{ Params: { id: string }; Querystring: { limit?: string; after?: string } }>(
     '/api/v1/webhooks/:id/deliveries',
+    needs('webhooks:write'),
     async (request) => {
       const e = await endpointOf(deps, requireKey(request).customer_id, request.params.id);
       const page = parsePage(request.query);
@@ -71,6 +72,7 @@ function deliveryRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   app.post<{ Params: { id: string; event_id: string } }>(
     '/api/v1/webhooks/:id/deliveries/:event_id/replay',
+    needs('webhooks:write'),
     async (request) => {
       const key = requireKey(request);
       const e = await endpointOf(deps, key.customer_id, request.params.id);

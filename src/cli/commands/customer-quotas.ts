@@ -4,29 +4,24 @@ import { quotaDefaults } from '../../config/settings.js';
 import { parseQuota, quotaStatus, useText } from '../../domain/quotas.js';
 import type { CustomerQuotas } from '../../store/model.js';
 import type { Store } from '../../store/store.js';
-import { CliError, customerNamed, output, withStore } from '../context.js';
+import { CliError } from '../context.js';
 
-/** `customers set`: a customer's own send quotas (docs/operations.md, "Send quotas"). */
-export function customerQuotaCommands(cmd: Command): void {
-  cmd
-    .command('set <name>')
-    .description('set a customer\'s send quotas, in recipients accepted (0: none; "default": the [limits] default)')
-    .option('--per-minute <n>', 'recipients per minute')
-    .option('--per-day <n>', 'recipients per day (UTC)')
-    .option('--per-month <n>', 'recipients per calendar month (UTC)')
-    .action(async (name: string, o: { perMinute?: string; perDay?: string; perMonth?: string }, c: Command) => {
-      // Every value checked before anything is read or changed.
-      const q = quotasOf(o);
-      await withStore(c, async ({ store, config, now }) => {
-        const cust = await customerNamed(store, name);
-        await store.customers.setQuotas(cust.id, q);
-        const v = { name: cust.name, quotas: await quotaShown(store, config, cust.id, now) };
-        output(c, v, `customer ${cust.name}: send quotas set\n${quotaLines(v.quotas)}`);
-      });
-    });
+/** `customers set`'s send quota options (docs/operations.md, "Send quotas"). */
+export function quotaOptions(cmd: Command): Command {
+  return cmd
+    .option('--per-minute <n>', 'send quota: recipients per minute (0: none; "default": the [limits] default)')
+    .option('--per-day <n>', 'send quota: recipients per day (UTC)')
+    .option('--per-month <n>', 'send quota: recipients per calendar month (UTC)');
 }
 
-function quotasOf(o: { perMinute?: string; perDay?: string; perMonth?: string }): Partial<CustomerQuotas> {
+export interface QuotaOptions {
+  perMinute?: string;
+  perDay?: string;
+  perMonth?: string;
+}
+
+/** The quota options as a change, every value checked (a bad one is an error); empty: none given. */
+export function quotasOf(o: QuotaOptions): Partial<CustomerQuotas> {
   const q: Partial<CustomerQuotas> = {};
   const one = (flag: string, v: string | undefined, set: (n: number | null) => void) => {
     if (v === undefined) return;
@@ -38,7 +33,6 @@ function quotasOf(o: { perMinute?: string; perDay?: string; perMonth?: string })
   one('--per-minute', o.perMinute, (n) => (q.perMinute = n));
   one('--per-day', o.perDay, (n) => (q.perDay = n));
   one('--per-month', o.perMonth, (n) => (q.perMonth = n));
-  if (Object.keys(q).length === 0) throw new CliError('give at least one of --per-minute, --per-day, --per-month');
   return q;
 }
 

@@ -16,7 +16,7 @@ export function recordLines(r: DnsRecord): string[] {
 /**
  * `dns server`: the server's own records, published once for every domain (docs/delivery.md,
  * "Sending identities"): the return path domain's MX and one SPF record listing every address
- * mail leaves from (outbound.source_addresses).
+ * mail leaves from (outbound.source_addresses, else every address of outbound.pools).
  */
 export function dnsCommand(program: Command): void {
   const cmd = program.command('dns').description("the server's own DNS records");
@@ -29,6 +29,7 @@ export function dnsCommand(program: Command): void {
       const config = configOf(c);
       const records = serverRecords(serverIdentity(config));
       const addresses = config.outbound.source_addresses;
+      const pooled = config.outbound.pools.flatMap((p) => p.addresses.map((a) => a.ip));
       output(
         c,
         { records, source_addresses: addresses },
@@ -37,7 +38,9 @@ export function dnsCommand(program: Command): void {
           ...records.flatMap(recordLines),
           addresses.length
             ? `The SPF record lists outbound.source_addresses (${addresses.length}): every address mail leaves from, of every node.`
-            : 'outbound.source_addresses is empty: the SPF record names server.hostname (a:), which covers only the addresses that name resolves to; list every sending address of every node there to cover them all.',
+            : pooled.length
+              ? `The SPF record lists the addresses of outbound.pools (${new Set(pooled).size}), this node's; where other nodes send from addresses of their own, list every node's in outbound.source_addresses.`
+              : 'outbound.source_addresses is empty: the SPF record names server.hostname (a:), which covers only the addresses that name resolves to; list every sending address of every node there to cover them all.',
         ].join('\n'),
       );
     });

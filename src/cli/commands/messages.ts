@@ -50,26 +50,30 @@ function listCommand(messages: Command): void {
     );
 }
 
-/** `messages cancel`: a message nothing of which has been sent. */
+/** `messages cancel`: what of a message has not been sent (the queue's delete of its waiting recipients). */
 function cancelCommand(messages: Command): void {
   messages
     .command('cancel <message_id>')
-    .description('cancel a message nothing of which has been sent yet (a scheduled one, typically)')
+    .description(
+      'cancel what of a message has not been sent: its waiting recipients end canceled (as `queue delete --message`)',
+    )
     .action(async (id: string, _o, c: Command) =>
       withStore(c, async ({ store, now }) => {
         const m = await store.messages.get(undefined, id);
         if (!m) throw new CliError(`no message "${id}"`);
-        const r = await store.messages.cancel(undefined, id, now);
+        const r = await store.queue.cancel(m.email_id, undefined, now);
+        if (r.kind === 'not_found') throw new CliError(`no message "${id}"`);
         if (r.kind === 'too_late')
           throw new CliError(
-            `${m.message_id} cannot be canceled: delivery has begun or ended (${Object.entries(r.states)
+            `${m.message_id} cannot be canceled: delivery has ended (${Object.entries(r.states)
               .map(([s, n]) => `${n} ${s}`)
               .join(', ')})`,
           );
+        const flight = r.in_flight ? `; ${r.in_flight} being delivered now finish that attempt first` : '';
         output(
           c,
           { message_id: m.message_id, canceled: true },
-          `${m.message_id} canceled (${m.recipients.length} recipient(s))`,
+          `${m.message_id} canceled (${r.changed} recipient(s)${flight})`,
         );
       }),
     );

@@ -24,7 +24,8 @@ import { CliError, customerNamed, iso, output, table, withStore } from '../conte
 const SELECTORS = ['message', 'recipient', 'destination', 'customer', 'all'] as const;
 const PAST: Record<QueueOp, string> = { retry: 'retried', hold: 'held', release: 'released', delete: 'deleted' };
 const DESCRIPTIONS: Record<QueueOp, string> = {
-  retry: 'make the selected deferred recipients due now (no attempt counted, max_queue_time unchanged)',
+  retry:
+    "make the selected deferred (or held back) recipients due now and end their destination's pause (no attempt counted, max_queue_time unchanged)",
   hold: 'hold the selected recipients: never tried until released (--destination: also what is accepted for it later)',
   release: 'release held recipients: due now (--destination: the destination is no longer held)',
   delete:

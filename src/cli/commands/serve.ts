@@ -76,7 +76,7 @@ function startMessage(
     (daemon.dashboardUrl ? `posthaste: dashboard on ${daemon.dashboardUrl}${userHint}\n` : '') +
     (config.metrics.enabled ? `posthaste: metrics on ${daemon.metricsUrl ?? `${daemon.apiUrl}/metrics`}\n` : '') +
     `posthaste: store ${config.store.url ? `PostgreSQL at ${withoutPassword(config.store.url)}` : `SQLite in ${config.server.data_dir}`}\n` +
-    (steps.needsKey ? `posthaste: create a first key with: ${cli} keys create --sandbox\n` : '')
+    (steps.needsKey ? `posthaste: create a first key with: ${cli} keys create --sandbox --full\n` : '')
   );
 }
 

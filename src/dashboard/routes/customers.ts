@@ -20,7 +20,7 @@ export function customersRoutes(p: Pages): void {
       }),
     );
   customers.get('/customers', async ({ c, reply }) =>
-    page(reply, c, 'Customers', customersBody(c, await withQuotas(clock.now()))),
+    page(reply, c, 'Customers', customersBody(c, await withQuotas(clock.now()), await store.customers.pools())),
   );
 
   customers.post('/customers', async ({ c, request, reply }) => {
@@ -31,7 +31,7 @@ export function customersRoutes(p: Pages): void {
         reply.code(422),
         { ...c, error: `Customer ${name} exists already.` },
         'Customers',
-        customersBody(c, await withQuotas(clock.now())),
+        customersBody(c, await withQuotas(clock.now()), await store.customers.pools()),
       );
     await store.customers.add(name, clock.now());
     return back(reply, '/customers', { notice: 'customer-created' });

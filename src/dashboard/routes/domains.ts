@@ -1,11 +1,16 @@
 import type { FastifyReply } from 'fastify';
+import { serverIdentity } from '../../config/settings.js';
 import { normaliseDomain } from '../../domain/addresses.js';
+import type { DoctorReport } from '../../domain/doctor.js';
+import { addressesOfSpf, dmarcSummary } from '../../domain-setup/dmarc.js';
 import { domainRecords, returnPathStatus, verifyDomain } from '../../domain-setup/records.js';
 import type { DomainRow } from '../../store/model.js';
 import type { SignedIn } from '../area.js';
-import { path } from '../html.js';
+import { html, path } from '../html.js';
 import type { PageContext } from '../layout.js';
 import type { Pages } from '../pages.js';
+import { dmarcSection } from '../views/dmarc.js';
+import { doctorDomain } from '../views/doctor.js';
 import { domainBody, domainsBody } from '../views/domains.js';
 
 /** The dashboard's domains pages and actions. */
@@ -28,14 +33,14 @@ export function domainsRoutes(p: Pages): void {
       reply,
       c,
       d.name,
-      domainBody(
+      html`${domainBody(
         c,
         d,
         domainRecords(d, config, clock.now()),
         await store.domains.inboundLimits(d.id),
         verified,
         returnPathStatus(d, config),
-      ),
+      )}${deps.doctor ? doctorOf(deps.doctor(), d.name, c.now) : ''}${await dmarcOf(p, d, c.now)}`,
     );
 
   domains.get('/domains', async ({ c, reply }) => {
@@ -60,6 +65,28 @@ export function domainsRoutes(p: Pages): void {
   });
 
   domain.post('/domains/:name/limits', (r, d) => saveLimits(p, r, d));
+}
+
+const DMARC_DAYS = 7;
+
+/** The domain page's DMARC section: the aggregate reports of the last week about it. */
+async function dmarcOf({ store, config }: Pages, d: DomainRow, now: number) {
+  const summary = await dmarcSummary(store, addressesOfSpf(serverIdentity(config).spfSources), {
+    domain: d.name,
+    customerId: d.customer_id,
+    since: now - DMARC_DAYS * 86_400_000,
+    until: now + 1,
+  });
+  return dmarcSection(summary, DMARC_DAYS, config.smtp.dmarc_address !== '');
+}
+
+/** The domain page's deliverability section: the domain's checks in the doctor's last report. */
+function doctorOf(report: DoctorReport | null, name: string, now: number) {
+  return doctorDomain(
+    report,
+    (report?.checks ?? []).filter((k) => k.domain === name),
+    now,
+  );
 }
 
 /** POST /domains: the form's name added for this customer, unless it is no domain name or is registered already. */

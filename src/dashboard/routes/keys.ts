@@ -1,7 +1,27 @@
+import { type KeyGrant, parseGrant, SCOPES } from '../../domain/key-scopes.js';
 import type { KeyKind } from '../../store/model.js';
 import { html } from '../html.js';
 import type { Pages } from '../pages.js';
 import { keysBody, revokeKeyBody } from '../views/keys.js';
+
+const words = (text: string | undefined): string[] | null => {
+  const list = (text ?? '').split(/[\s,]+/).filter((w) => w !== '');
+  return list.length ? list : null;
+};
+
+/** The form's scopes (a preset, or the scopes ticked; none chosen is refused) and restrictions, by domain/key-scopes.ts; or what is wrong. */
+function grantOf(f: Record<string, string>): KeyGrant | string {
+  const choice = f.scopes;
+  if (choice !== 'full' && choice !== 'send' && choice !== 'custom')
+    return 'Choose the scopes of the key: full, send only, or the scopes you tick.';
+  const scopes = choice === 'custom' ? SCOPES.filter((s) => f[`scope:${s}`] === 'on') : [choice];
+  const parsed = parseGrant({ scopes, from_domains: words(f.from_domains), allowed_cidrs: words(f.allowed_cidrs) });
+  if ('problems' in parsed)
+    return Object.entries(parsed.problems)
+      .map(([field, p]) => `${field}: ${p}`)
+      .join('; ');
+  return parsed.grant;
+}
 
 /** The dashboard's api keys pages and actions. */
 export function keysRoutes(p: Pages): void {
@@ -24,8 +44,16 @@ export function keysRoutes(p: Pages): void {
         keysBody(c, await store.keys.list(c.customer.id)),
       );
     const kind: KeyKind = f.kind;
+    const grant = grantOf(f);
+    if (typeof grant === 'string')
+      return page(
+        reply.code(422),
+        { ...c, error: grant },
+        'API keys',
+        keysBody(c, await store.keys.list(c.customer.id)),
+      );
     const name = (f.name ?? '').trim().slice(0, 100);
-    const k = await store.keys.create({ customerId: c.customer.id, kind, name, now: clock.now() });
+    const k = await store.keys.create({ customerId: c.customer.id, kind, name, grant, now: clock.now() });
     deps.log.info(
       { key: k.id, customer: c.customer.name, user: c.session.user.email },
       'API key created in the dashboard',

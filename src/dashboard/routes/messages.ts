@@ -67,20 +67,23 @@ export function messagesRoutes(p: Pages): void {
   message.post('/messages/:id/queue/:op', async ({ c, request, reply }, m) => {
     const op = request.params.op as QueueOp;
     if (!QUEUE_OPS.includes(op)) return notFound(reply);
-    const sel = { messageRowId: m.email_id, customerId: c.customer.id };
-    const change = await store.queue.apply(op, sel, clock.now(), false);
-    if (change.changed > 0 && WAKING_OPS.has(op)) p.deps.onQueued?.();
+    // Deleting a message's waiting recipients is canceling it: the one store function for it.
+    const changed =
+      op === 'delete'
+        ? await store.queue.cancel(m.email_id, c.customer.id, clock.now()).then((r) => (r.kind === 'canceled' ? 1 : 0))
+        : (await store.queue.apply(op, { messageRowId: m.email_id, customerId: c.customer.id }, clock.now(), false))
+            .changed;
+    if (changed > 0 && WAKING_OPS.has(op)) p.deps.onQueued?.();
     return back(reply, path`/messages/${m.message_id}`, {
-      notice: change.changed > 0 ? QUEUE_NOTICES[op] : 'queue-unchanged',
+      notice: changed > 0 ? QUEUE_NOTICES[op] : 'queue-unchanged',
     });
   });
 
-  // The store answers whether the message is this customer's and can still be canceled, in one step.
-  messages.post('/messages/:id/cancel', async ({ c, request, reply }) => {
-    const id = request.params.id!;
-    const r = await store.messages.cancel(c.customer.id, id, clock.now());
+  // Canceling is the queue's delete of what of the message waits (QueueStore.cancel), as the API's DELETE.
+  message.post('/messages/:id/cancel', async ({ c, reply }, m) => {
+    const r = await store.queue.cancel(m.email_id, c.customer.id, clock.now());
     if (r.kind === 'not_found') return notFound(reply);
-    if (r.kind === 'too_late') return back(reply, path`/messages/${id}`, { error: 'too-late' });
-    return back(reply, path`/messages/${id}`, { notice: 'message-canceled' });
+    if (r.kind === 'too_late') return back(reply, path`/messages/${m.message_id}`, { error: 'too-late' });
+    return back(reply, path`/messages/${m.message_id}`, { notice: 'message-canceled' });
   });
 }

@@ -3,7 +3,9 @@ import { DUMMY_HASH, verifyPassword } from '../../lib/password.js';
 import type { User } from '../../store/model.js';
 import { sendPage } from '../dashboard.js';
 import { plural } from '../format.js';
+import { html } from '../html.js';
 import type { Pages } from '../pages.js';
+import { doctorSummary } from '../views/doctor.js';
 import { loginPage } from '../views/login.js';
 import { overviewBody } from '../views/overview.js';
 
@@ -39,14 +41,16 @@ export function sessionRoutes(p: Pages): void {
   });
 
   p.area('overview').get('/', async ({ c, reply }) => {
-    const nodes = c.session.user.role === 'admin' ? await store.nodes.list() : undefined;
-    const held = c.session.user.role === 'admin' ? await store.queue.heldDestinations() : undefined;
-    return page(
-      reply,
-      c,
-      'Overview',
-      overviewBody(await store.admin.overview(c.customer.id, c.now), c.now, nodes, held),
-    );
+    const admin = c.session.user.role === 'admin';
+    const nodes = admin ? await store.nodes.list() : undefined;
+    const held = admin ? await store.queue.heldDestinations() : undefined;
+    const body = overviewBody(await store.admin.overview(c.customer.id, c.now), c.now, nodes, held);
+    if (!p.deps.doctor) return page(reply, c, 'Overview', body);
+    // The node's own checks for an administrator; the checks of the customer's domains for all.
+    const report = p.deps.doctor();
+    const names = new Set((await store.domains.list(c.customer.id)).map((d) => d.name));
+    const checks = (report?.checks ?? []).filter((k) => (k.domain === null ? admin : names.has(k.domain)));
+    return page(reply, c, 'Overview', html`${body}${doctorSummary(report, checks, c.now)}`);
   });
 }
 

@@ -49,7 +49,7 @@ export function messageBody(
                   : ' · TLS, certificate not checked'
                 : ' · without TLS';
           const hooksOf = hooks.filter((h) => h.event_id === e.id);
-          return html`<li><b>${e.type}</b> ${when(e.timestamp, c.now)}${d.attempt ? ` · attempt ${d.attempt}` : ''}${d.mx ? ` · ${d.mx}` : ''}${tls}
+          return html`<li><b>${e.type}</b> ${when(e.timestamp, c.now)}${d.attempt ? ` · attempt ${d.attempt}` : ''}${d.mx ? ` · ${d.mx}` : ''}${sourceOf(d)}${tls}
             ${d.response ? html`<br>${replyBlock(d.response)}` : ''}
             ${e.type === 'recipient.suppressed' && d.sandbox === true ? html`<br><small class="muted">Simulated by a sandbox key: the address was not added to the suppression list (see Suppressions, "Simulated by sandbox keys").</small>` : ''}
             ${hooksOf.map((h) => html`<br><small>webhook → ${endpointLink(h.endpoint_id, endpoints.get(h.endpoint_id))}: <span class="${`badge ${h.state}`}">${h.state}</span> after ${plural(h.attempts, 'attempt')}${hookDetail(h, c.now)}</small>`)}</li>`;
@@ -67,6 +67,12 @@ function queueCard(c: PageContext, m: MessageView, waiting: QueueEntry[], deleta
     html`<form method="post" action="${path`/messages/${m.message_id}/queue/${op}`}" class="inline">${csrf(c)}<button class="${cls}">${label}</button></form> `;
   return html`<div class="card"><p class="muted">${plural(waiting.length, 'recipient')} waiting to be sent${held ? `, ${held} held` : ''}${waiting.some((w) => w.in_flight) ? '; one being delivered now finishes that attempt first' : ''}.</p>
     ${deferred ? button('retry', 'Retry now') : ''}${waiting.length > held ? button('hold', 'Hold') : ''}${held ? button('release', 'Release') : ''}${deletable ? button('delete', 'Delete what has not been sent', 'danger') : ''}</div>`;
+}
+
+/** Where an attempt went from (outbound.pools): its source address and pool, as plain text (escaped where it is put). */
+function sourceOf(d: Record<string, unknown>): string {
+  if (typeof d.source_ip !== 'string') return '';
+  return ` · from ${d.source_ip}${typeof d.pool === 'string' ? ` (pool ${d.pool})` : ''}`;
 }
 
 /** A webhook delivery's last answer and, while pending, when the next attempt is due. */

@@ -1,5 +1,7 @@
 /** The store's model for accounts: customers, API keys, domains, suppressions and dashboard users. */
 
+import type { KeyGrant } from '../../domain/key-scopes.js';
+
 /** A row of customers. */
 export interface Customer {
   id: number;
@@ -22,13 +24,27 @@ export interface QuotaUse {
   sandbox: number[];
 }
 
+/** Which pools of source addresses a customer's mail leaves from (docs/delivery.md, "Sending identities"). */
+export interface CustomerPools {
+  /** Its mail's pool when a message names none; null: the configured default. */
+  default_pool: string | null;
+  /** The pools it may choose per send. */
+  allowed_pools: string[];
+}
+
+/** A change to a customer's pools: a field left out keeps its value. */
+export interface CustomerPoolsChange {
+  defaultPool?: string | null;
+  allowedPools?: string[];
+}
+
 /** A customer's name: 1-63 letters, digits, "_", "." or "-", starting with a letter or digit. */
 export const CUSTOMER_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/i;
 
 export type KeyKind = 'production' | 'sandbox';
 
-/** A row of api_keys without its hash (the hash never leaves the store). */
-export interface ApiKeyInfo {
+/** A row of api_keys without its hash (the hash never leaves the store), its scopes and restrictions read (domain/key-scopes.ts). */
+export interface ApiKeyInfo extends KeyGrant {
   id: string;
   customer_id: number;
   name: string;

@@ -44,6 +44,12 @@ export interface AcceptInput {
   /** Held until then: the recipients' first attempt is due at this time (ms). */
   scheduledAt?: number;
   tags?: string[];
+  /**
+   * The pool of source addresses the sender chose for this message (its name, checked by the
+   * caller against the customer's allowed pools); absent: the customer's default pool, else the
+   * configured default (docs/delivery.md, "Sending identities").
+   */
+  pool?: string;
   idempotency?: { key: string; hash: Buffer; ttlMs: number };
   /**
    * The server's default send quotas for this key's kind (domain/quotas.ts): a production key's

@@ -9,6 +9,8 @@ export interface Claimed {
   address: string;
   domain: string;
   attempts: number;
+  /** The source address it was last tried from (outbound.pools), kept on a retry while it is in its pool; null before any, or without pools. */
+  sourceIp: string | null;
 }
 
 export interface QueuedMessage {
@@ -28,6 +30,8 @@ export interface QueuedMessage {
   raw: Buffer | null;
   createdAt: number;
   tags: string[];
+  /** The pool the sender chose for it (AcceptInput.pool); null: its customer's default, else the configured one. */
+  pool: string | null;
 }
 
 // The operator's queue (docs/operations.md, "The queue"): which waiting recipients a command
@@ -92,3 +96,9 @@ export interface HeldDestination {
   destination: string;
   held_at: number;
 }
+
+/** A message canceled (QueueStore.cancel): what of it waited is `canceled`; or nothing was left to cancel. */
+export type CancelResult =
+  | { kind: 'canceled'; changed: number; in_flight: number }
+  | { kind: 'not_found' }
+  | { kind: 'too_late'; states: Record<string, number> };

@@ -130,8 +130,10 @@ export interface Status {
   webhooks: Record<string, number>;
   inbound: { last_24h: number; total: number; reports_unmatched: number };
   messages: number;
-  /** Destinations slowed down because they refused us (adaptive backoff), with the refusal. */
-  /** `node`: the node whose own throttling it is (limits per node, on PostgreSQL); absent: one for all. */
+  /**
+   * Destinations slowed down because they refused us (adaptive backoff), with the refusal; `node`:
+   * the node whose own throttling it is (limits per node, on PostgreSQL), absent: one for all.
+   */
   throttled: Array<{
     destination: string;
     node?: string;

@@ -27,9 +27,9 @@ export const ACCEPT_MANY = `
 WITH i AS (
   SELECT u.*, substring($21::bytea FROM (sum(u.size) OVER (ORDER BY u.n) - u.size + 1)::int FOR u.size) AS request
   FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[], $22::text[], $23::text[],
-              $24::bigint[], $25::bigint[], $26::bigint[], $27::text[], $28::text[], $29::text[])
+              $24::bigint[], $25::bigint[], $26::bigint[], $27::text[], $28::text[], $29::text[], $30::text[])
     WITH ORDINALITY AS u(customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, size, created_at, scheduled_at, tags, next_at, format, header_message_id,
-                         qm, qd, qmo, wm, wd, wmo, n)),
+                         qm, qd, qmo, wm, wd, wmo, pool, n)),
 rin AS (SELECT r.*, substring(r.key FROM '@[^@]*$') AS dkey FROM unnest($14::int[], $15::text[], $16::text[], $17::text[], $18::text[]) WITH ORDINALITY AS r(n, address, domain, field, key, o)),
 checked AS (
   SELECT i.n,
@@ -46,9 +46,9 @@ quota AS (
                 LATERAL posthaste_send_quota(a.ns, a.cs, a.sbs, a.cnts, a.qm, a.qd, a.qmo, a.wm, a.wd, a.wmo) q),
 ok AS (SELECT * FROM passed p WHERE NOT EXISTS (SELECT 1 FROM quota WHERE quota.n = p.n)),
 m AS (
-  INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags, header_message_id)
+  INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags, header_message_id, pool)
   SELECT customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, format, NULL,
-         CASE WHEN format = 'mime' THEN size END, created_at, scheduled_at, tags, header_message_id FROM ok ORDER BY n
+         CASE WHEN format = 'mime' THEN size END, created_at, scheduled_at, tags, header_message_id, pool FROM ok ORDER BY n
   RETURNING id, message_id),
 mi AS (SELECT m.id, ok.n, ok.customer_id, ok.created_at, ok.next_at FROM m JOIN ok USING (message_id)),
 r AS (
@@ -88,6 +88,7 @@ export async function acceptMany(q: Q, inputs: Send[]): Promise<{ results: Check
     inputs.map((x) => x.requestFormat ?? 'json'),
     inputs.map(storedHeaderMessageId),
     ...quotaColumns(inputs),
+    inputs.map((x) => x.pool ?? null),
   ]);
   return { results: rows.map((row, i) => checkedResult(row, inputs[i]!)), epoch: rows[0]?.epoch ?? '' };
 }

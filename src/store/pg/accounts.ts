@@ -3,15 +3,17 @@ import { addressKey, suppressedBy, suppressionKeys } from '../../domain/addresse
 import {
   checkKey,
   dkimKeyPair,
+  grantColumns,
   hashId,
   KEY_COLUMNS,
+  type KeyRow,
   keyHandle,
+  keyInfoOf,
   newKey,
   newSession,
   nextSelector,
 } from '../credentials.js';
 import type {
-  ApiKeyInfo,
   ReceivingDomain,
   Session,
   SimulatedSuppression,
@@ -22,6 +24,7 @@ import type {
 import { type Customer, DEFAULT_CUSTOMER, DKIM_SELECTOR, type DomainRow, type SendingDomain } from '../model.js';
 import type { CustomerStore, DomainStore, KeyStore, SuppressionStore, UserStore } from '../store.js';
 import type { PgDb } from './db.js';
+import { pgCustomerPools } from './pools.js';
 import { pgQuotas } from './quotas.js';
 import { pgSuppressionBulk } from './suppressions.js';
 
@@ -49,6 +52,7 @@ export function pgCustomers(db: PgDb): CustomerStore {
         [id],
       ))!,
     ...pgQuotas(db),
+    ...pgCustomerPools(db),
   };
 }
 
@@ -57,8 +61,9 @@ export function pgKeys(db: PgDb): KeyStore {
     create: async (input) => {
       const { key, id, hash } = newKey(input.kind);
       await db.run(
-        'INSERT INTO api_keys (id, customer_id, name, kind, hash, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, NULL)',
-        [id, input.customerId, input.name, input.kind, hash, input.now],
+        `INSERT INTO api_keys (id, customer_id, name, kind, hash, created_at, revoked_at, scopes, from_domains, allowed_cidrs)
+         VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8, $9)`,
+        [id, input.customerId, input.name, input.kind, hash, input.now, ...grantColumns(input.grant)],
       );
       return {
         id,
@@ -67,6 +72,8 @@ export function pgKeys(db: PgDb): KeyStore {
         kind: input.kind,
         created_at: input.now,
         revoked_at: null,
+        last_used_at: null,
+        ...input.grant,
         key,
       };
     },
@@ -76,17 +83,23 @@ export function pgKeys(db: PgDb): KeyStore {
       return checkKey(
         presented,
         h.live,
-        await db.row<ApiKeyInfo & { hash: Buffer }>(`SELECT ${KEY_COLUMNS}, hash FROM api_keys WHERE id = $1`, [h.id]),
+        await db.row<KeyRow & { hash: Buffer }>(`SELECT ${KEY_COLUMNS}, hash FROM api_keys WHERE id = $1`, [h.id]),
       );
     },
-    list: (customerId) =>
-      customerId === undefined
-        ? db.rows<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at`)
-        : db.rows<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE customer_id = $1 ORDER BY created_at`, [
+    list: async (customerId) =>
+      (customerId === undefined
+        ? await db.rows<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at`)
+        : await db.rows<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE customer_id = $1 ORDER BY created_at`, [
             customerId,
-          ]),
-    get: (id, customerId) =>
-      db.row<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND customer_id = $2`, [id, customerId]),
+          ])
+      ).map(keyInfoOf),
+    get: async (id, customerId) => {
+      const row = await db.row<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND customer_id = $2`, [
+        id,
+        customerId,
+      ]);
+      return row && keyInfoOf(row);
+    },
     revoke: async (id, now) => {
       if ((await db.run('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [now, id])) > 0)
         return true;

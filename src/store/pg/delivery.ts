@@ -19,7 +19,7 @@ import {
   throttleView,
 } from '../views.js';
 import type { PgDb, Q } from './db.js';
-import { heldDestinations, holdClaimed, noteDestination } from './queue-ops.js';
+import { heldDestinations, holdClaimed, noteDestination, retriedAt } from './queue-ops.js';
 import { applyTransitions, type Step } from './transitions.js';
 
 /**
@@ -41,7 +41,7 @@ WITH picked AS MATERIALIZED (
 claimed AS (
   INSERT INTO recipient_claims (recipient_id, worker, claimed_at)
   SELECT id, $1, $2 FROM picked ON CONFLICT (recipient_id) DO NOTHING RETURNING recipient_id)
-SELECT r.id, r.message_id, r.address, r.domain, r.attempts FROM recipients r JOIN claimed c ON c.recipient_id = r.id ORDER BY r.next_attempt_at, r.id`;
+SELECT r.id, r.message_id, r.address, r.domain, r.attempts, r.source_ip FROM recipients r JOIN claimed c ON c.recipient_id = r.id ORDER BY r.next_attempt_at, r.id`;
 
 export async function loadMessages(q: Q, ids: number[]): Promise<Map<number, QueuedMessage>> {
   const rows = await q.rows<QueuedMessageRow>(
@@ -196,6 +196,7 @@ export function pgDelivery(db: PgDb): DeliveryStore {
     },
     throttles: (holder) => throttles(db, holder),
     heldDestinations: async () => (await heldDestinations(db)).map((h) => h.destination),
+    retriedAt: (destinations) => retriedAt(db, destinations),
     holdClaimed: (ids, now) => db.tx((q) => holdClaimed(q, ids, now)),
     noteDestination: async (domain, destination, now) => void (await noteDestination(db, domain, destination, now)),
   };

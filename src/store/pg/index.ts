@@ -3,6 +3,7 @@ import { pgCustomers, pgDomains, pgKeys, pgSuppressions, pgUsers } from './accou
 import { pgAdmin } from './admin.js';
 import { PgDb, redactUrl } from './db.js';
 import { pgDelivery } from './delivery.js';
+import { pgDmarc } from './dmarc.js';
 import { pgInbound } from './inbound.js';
 import { pgMessages } from './messages.js';
 import { pgNodes } from './nodes.js';
@@ -37,5 +38,6 @@ export function pgStore(url: string, opts: { password?: string; max?: number; ap
     nodes,
     wakeups: pgWakeups(db),
     queue: pgQueue(db),
+    dmarc: pgDmarc(db),
   };
 }

@@ -260,36 +260,6 @@ async function searchMessages(db: PgDb, s: MessageSearch): Promise<MessageSummar
   return summaries(db, from, where, values, p(s.limit));
 }
 
-function cancelMessage(db: PgDb, customerId: number | undefined, messageId: string, now: number) {
-  return db.tx(async (q) => {
-    const m = await q.row<{ id: number; customer_id: number }>(
-      'SELECT id, customer_id FROM messages WHERE message_id = $1',
-      [messageId.replace(/^<|>$/g, '')],
-    );
-    if (!m || (customerId !== undefined && m.customer_id !== customerId)) return { kind: 'not_found' as const };
-    // The recipient rows locked first: a claim (FOR NO KEY UPDATE ... SKIP LOCKED) cannot take one
-    // between this check and the change.
-    const rows = await q.rows<{ state: string; attempts: number; claimed: boolean }>(
-      `SELECT r.state, r.attempts, EXISTS (SELECT 1 FROM recipient_claims c WHERE c.recipient_id = r.id) AS claimed
-       FROM recipients r WHERE r.message_id = $1 FOR UPDATE OF r`,
-      [m.id],
-    );
-    if (rows.some((r) => r.state !== 'queued' || r.attempts > 0 || r.claimed)) {
-      const states: Record<string, number> = {};
-      for (const r of rows) {
-        const k = r.claimed && r.state === 'queued' ? 'sending' : r.state;
-        states[k] = (states[k] ?? 0) + 1;
-      }
-      return { kind: 'too_late' as const, states };
-    }
-    await q.run(
-      "UPDATE recipients SET state = 'canceled', next_attempt_at = NULL, held_at = NULL, updated_at = $1 WHERE message_id = $2",
-      [now, m.id],
-    );
-    return { kind: 'canceled' as const };
-  });
-}
-
 export function pgMessages(db: PgDb): MessageStore {
   const groups = new AcceptGroups(db, Math.max(1, Math.floor(db.max / 3)));
   return {
@@ -299,7 +269,6 @@ export function pgMessages(db: PgDb): MessageStore {
     get: (customerId, messageId) => getMessage(db, customerId, messageId),
     list: (opts) => listMessages(db, opts),
     search: (s) => searchMessages(db, s),
-    cancel: (customerId, messageId, now) => cancelMessage(db, customerId, messageId, now),
     deliveriesOf: (messageRowId) => db.rows<MessageHookDelivery>(DELIVERIES_OF_MESSAGE, [messageRowId]),
     events: (messageRowId) => eventsOf(db, messageRowId),
     content: async (customerId, messageId) => {

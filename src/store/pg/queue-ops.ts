@@ -1,5 +1,14 @@
-import { type HeldDestination, type QueueChange, type QueueOp, type QueueSelection, WAKING_OPS } from '../model.js';
 import {
+  type CancelResult,
+  type HeldDestination,
+  type QueueChange,
+  type QueueOp,
+  type QueueSelection,
+  WAKING_OPS,
+} from '../model.js';
+import {
+  cancelResult,
+  cancelSelection,
   countSql,
   type Dialect,
   destinationRule,
@@ -7,7 +16,9 @@ import {
   opSet,
   opWhere,
   queueEntry,
+  retryNotes,
   selectionWhere,
+  statesSql,
 } from '../queue-ops.js';
 import type { QueueStore } from '../queue-store.js';
 import type { PgDb, Q } from './db.js';
@@ -44,9 +55,26 @@ async function apply(q: Q, op: QueueOp, sel: QueueSelection, now: number, dryRun
   const rule = destinationRule(op, sel);
   if (rule) out.rule = await setRule(q, sel.destination!.toLowerCase(), rule === 'hold', now, dryRun);
   if (dryRun) return out;
+  if (op === 'retry')
+    for (const note of retryNotes(sel, now, where)) {
+      const st = build(note);
+      await q.run(st.sql, st.args);
+    }
   const update = build((d) => `UPDATE recipients AS r SET ${opSet(op, now, d)} WHERE ${where(d)}`);
   out.changed = await q.run(update.sql, update.args);
   return out;
+}
+
+/** A message canceled: its waiting recipients deleted, in one transaction with the answer (QueueStore.cancel). */
+async function cancel(q: Q, messageRowId: number, customerId: number | undefined, now: number): Promise<CancelResult> {
+  const owner = await q.row<{ customer_id: number | string }>('SELECT customer_id FROM messages WHERE id = $1', [
+    messageRowId,
+  ]);
+  if (!owner || (customerId !== undefined && Number(owner.customer_id) !== customerId)) return { kind: 'not_found' };
+  const change = await apply(q, 'delete', cancelSelection(messageRowId, customerId), now, false);
+  if (change.changed > 0) return cancelResult(change, []);
+  const states = build((d) => statesSql(d, messageRowId));
+  return cancelResult(change, await q.rows<{ state: string; n: string }>(states.sql, states.args));
 }
 
 async function setRule(
@@ -87,8 +115,18 @@ export async function holdClaimed(q: Q, ids: readonly number[], now: number): Pr
   await q.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [ids]);
 }
 
-/** A domain's destination as a node looked it up (written only when it changed). */
+/** When each of these destinations was last retried by an operator (those never retried left out). */
+export async function retriedAt(q: Q, destinations: readonly string[]): Promise<Map<string, number>> {
+  const rows = await q.rows<{ destination: string; retried_at: string | number }>(
+    'SELECT destination, retried_at FROM queue_retries WHERE destination = ANY($1::text[])',
+    [destinations],
+  );
+  return new Map(rows.map((r) => [r.destination, Number(r.retried_at)]));
+}
+
+/** A domain's destination as a node looked it up (written only when it changed; its own: forgotten). */
 export function noteDestination(q: Q, domain: string, destination: string, now: number): Promise<number> {
+  if (destination === domain) return q.run('DELETE FROM domain_destinations WHERE domain = $1', [domain]);
   return q.run(
     `INSERT INTO domain_destinations (domain, destination, updated_at) VALUES ($1, $2, $3)
      ON CONFLICT (domain) DO UPDATE SET destination = excluded.destination, updated_at = excluded.updated_at
@@ -110,6 +148,7 @@ export function pgQueue(db: PgDb): QueueStore {
         await db.run('SELECT pg_notify($1, $2)', [CHANNEL, 'outbound queue']).catch(() => undefined);
       return change;
     },
+    cancel: (messageRowId, customerId, now) => db.tx((q) => cancel(q, messageRowId, customerId, now)),
     heldDestinations: () => heldDestinations(db),
   };
 }

@@ -6,7 +6,7 @@ import type { PgDb } from './db.js';
 /**
  * A customer's send quotas on PostgreSQL: its own limits, and its use summed over the shards of
  * send_usage. The accept judges and counts them in its own statement (posthaste_send_quota,
- * store/pg/migrations/010_send_quotas.ts).
+ * store/pg/migrations/017_send_quotas.ts).
  */
 export function pgQuotas(db: PgDb): Pick<CustomerStore, 'quotas' | 'setQuotas' | 'quotaUse'> {
   const quotas = async (id: number): Promise<CustomerQuotas | undefined> => {

@@ -7,7 +7,11 @@ import * as m006 from './migrations/006_throttle_holders.js';
 import * as m007 from './migrations/007_header_message_id.js';
 import * as m008 from './migrations/008_queue_ops.js';
 import * as m009 from './migrations/009_return_path.js';
-import * as m010 from './migrations/010_send_quotas.js';
+import * as m010 from './migrations/010_dmarc_reports.js';
+import * as m011 from './migrations/011_pools.js';
+import * as m012 from './migrations/012_key_scopes.js';
+import * as m013 from './migrations/013_queue_retries.js';
+import * as m017 from './migrations/017_send_quotas.js';
 
 /**
  * The PostgreSQL engine's migrations: numbered and append-only, as the SQLite engine's are
@@ -42,5 +46,9 @@ export const pgMigrations: PgMigration[] = [
   { version: 7, name: 'header_message_id', sql: m007.up },
   { version: 8, name: 'queue_ops', sql: m008.up },
   { version: 9, name: 'return_path', sql: m009.up },
-  { version: 10, name: 'send_quotas', sql: m010.up },
+  { version: 10, name: 'dmarc_reports', sql: m010.up },
+  { version: 11, name: 'pools', sql: m011.up },
+  { version: 12, name: 'key_scopes', sql: m012.up },
+  { version: 13, name: 'queue_retries', sql: m013.up },
+  { version: 17, name: 'send_quotas', sql: m017.up },
 ];

@@ -1,8 +1,7 @@
 import type { EventType } from '../../domain/events.js';
 import type { MessageFacts, Transition } from '../../domain/transitions.js';
-import { suppressedEventData } from '../../domain/transitions.js';
+import { keptByOperator, suppressedEventData } from '../../domain/transitions.js';
 import { eventId } from '../../lib/ids.js';
-import { keptByOutcome } from '../queue-ops.js';
 import type { Q } from './db.js';
 
 /** One transition of one recipient, in the order they happened. */
@@ -26,10 +25,13 @@ interface EventRow {
  * one's), the claims released, the suppressions asked for (a sandbox message's never touch the
  * list), and every event in the order it happened, `recipient.suppressed` right after the event
  * that caused it when the suppression is new: what the SQLite engine writes one statement at a
- * time, in five statements whatever the group's size.
+ * time, in six statements whatever the group's size. The rows are locked and read first: a hold
+ * or delete an operator made while the attempt was in flight outlives a deferral
+ * (domain/transitions.ts: keptByOperator).
  */
-export async function applyTransitions(q: Q, steps: Step[], now: number): Promise<void> {
-  if (steps.length === 0) return;
+export async function applyTransitions(q: Q, given: Step[], now: number): Promise<void> {
+  if (given.length === 0) return;
+  const steps = await keptByOperators(q, given);
   const rows = lastRows(steps);
   await updateRecipients(q, rows, now);
   await q.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [[...rows.keys()]]);
@@ -44,6 +46,7 @@ interface RowUpdate {
   setNext: boolean;
   next: number | null;
   response: string | null;
+  source: string | null;
 }
 
 /** Each recipient's row as its last step leaves it: a field a step leaves out keeps the earlier step's value. */
@@ -57,22 +60,34 @@ function lastRows(steps: Step[]): Map<number, RowUpdate> {
       setNext: t.row.nextAttemptAt !== undefined || (prev?.setNext ?? false),
       next: t.row.nextAttemptAt !== undefined ? t.row.nextAttemptAt : (prev?.next ?? null),
       response: t.row.lastResponse ?? prev?.response ?? null,
+      source: t.row.sourceIp ?? prev?.source ?? null,
     });
   }
   return rows;
 }
 
-/** An operator's hold or delete made while the attempt was in flight outlives it (store/queue-ops.ts). */
-const KEPT = keptByOutcome('r', 'x.state', 'x.set_next', 'x.next');
+/** The steps as the operator's marks on their recipients leave them, the rows locked (in id order, as the queue's commands lock them). */
+async function keptByOperators(q: Q, steps: Step[]): Promise<Step[]> {
+  const marks = await q.rows<{ id: number | string; state: string; held: boolean }>(
+    'SELECT id, state, held_at IS NOT NULL AS held FROM recipients WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE',
+    [[...new Set(steps.map((s) => s.r.id))]],
+  );
+  const byId = new Map(marks.map((m) => [Number(m.id), { canceled: m.state === 'canceled', held: m.held }]));
+  return steps.map((s) => {
+    const mark = byId.get(s.r.id);
+    return mark ? { ...s, t: keptByOperator(s.t, mark) } : s;
+  });
+}
 
 /** The recipient rows written in one statement; a value left null keeps the row's own. */
 async function updateRecipients(q: Q, rows: Map<number, RowUpdate>, now: number): Promise<void> {
   const v = [...rows.values()];
   await q.run(
-    `UPDATE recipients r SET state = ${KEPT.state}, attempts = coalesce(x.attempts, r.attempts),
-       next_attempt_at = ${KEPT.next}, held_at = ${KEPT.held},
-       last_response = coalesce(x.response, r.last_response), updated_at = $7
-     FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bool[], $5::bigint[], $6::text[]) AS x(id, state, attempts, set_next, next, response)
+    `UPDATE recipients r SET state = x.state, attempts = coalesce(x.attempts, r.attempts),
+       next_attempt_at = CASE WHEN x.set_next THEN x.next ELSE r.next_attempt_at END,
+       held_at = CASE WHEN x.state IN ('queued', 'deferred') THEN r.held_at END,
+       last_response = coalesce(x.response, r.last_response), source_ip = coalesce(x.source, r.source_ip), updated_at = $7
+     FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bool[], $5::bigint[], $6::text[], $8::text[]) AS x(id, state, attempts, set_next, next, response, source)
      WHERE r.id = x.id`,
     [
       [...rows.keys()],
@@ -82,6 +97,7 @@ async function updateRecipients(q: Q, rows: Map<number, RowUpdate>, now: number)
       v.map((x) => x.next),
       v.map((x) => x.response),
       now,
+      v.map((x) => x.source),
     ],
   );
 }

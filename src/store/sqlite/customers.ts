@@ -1,4 +1,5 @@
-import { type Customer, DEFAULT_CUSTOMER } from '../model.js';
+import { type Customer, type CustomerPools, type CustomerPoolsChange, DEFAULT_CUSTOMER } from '../model.js';
+import { type CustomerPoolsRow, customerPoolsMap, customerPoolsView } from '../views.js';
 import type { Db } from './db.js';
 
 export function ensureDefaultCustomer(db: Db, now: number): void {
@@ -29,4 +30,26 @@ export function customerCounts(db: Db, id: number): { keys: number; domains: num
   const count = (table: 'api_keys' | 'domains' | 'messages') =>
     db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE customer_id = ?`, id)!.n;
   return { keys: count('api_keys'), domains: count('domains'), messages: count('messages') };
+}
+
+const POOL_ROWS =
+  "SELECT id, default_pool, allowed_pools FROM customers WHERE default_pool IS NOT NULL OR allowed_pools <> '[]'";
+
+export function customerPools(db: Db): Map<number, CustomerPools> {
+  return customerPoolsMap(db.all<CustomerPoolsRow>(POOL_ROWS));
+}
+
+export function setCustomerPools(db: Db, id: number, change: CustomerPoolsChange): CustomerPools {
+  const row = db.get<CustomerPoolsRow>(
+    `UPDATE customers SET default_pool = CASE WHEN @setDefault THEN @default ELSE default_pool END,
+       allowed_pools = coalesce(@allowed, allowed_pools) WHERE id = @id RETURNING id, default_pool, allowed_pools`,
+    {
+      setDefault: change.defaultPool !== undefined ? 1 : 0,
+      default: change.defaultPool ?? null,
+      allowed: change.allowedPools ? JSON.stringify(change.allowedPools) : null,
+      id,
+    },
+  );
+  if (!row) throw new Error(`no customer with id ${id}`);
+  return customerPoolsView(row);
 }

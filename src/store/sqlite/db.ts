@@ -172,12 +172,12 @@ function narrowMode(file: string): void {
   if ((mode & 0o027) !== 0) chmodSync(file, mode & 0o640);
 }
 
-/** Applies the pending migrations, each in its own transaction; returns the versions applied. */
 /** The schema versions applied to the store, in order. */
 export function schemaVersions(db: Db): number[] {
   return db.statement('SELECT version FROM schema_migrations ORDER BY version').pluck().all() as number[];
 }
 
+/** Applies the pending migrations, each in its own transaction; returns the versions applied. */
 export function migrate(db: Db, now: number): number[] {
   db.sqlite.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);

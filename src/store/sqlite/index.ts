@@ -5,6 +5,7 @@ import { sqliteDelivery } from './aggregates/delivery.js';
 import { sqliteInbound, sqliteMessages } from './aggregates/messages.js';
 import { sqliteWebhooks } from './aggregates/webhooks.js';
 import type { Db } from './db.js';
+import { sqliteDmarc } from './dmarc.js';
 import * as nodes from './nodes.js';
 import { sqliteQueue } from './queue-ops.js';
 import type { GroupCommit } from './writer/group-commit.js';
@@ -48,5 +49,6 @@ export function sqliteStore(db: Db, writer?: GroupCommit, held: () => boolean = 
       listen: async () => ({ close: async () => undefined }),
     },
     queue: sqliteQueue(db),
+    dmarc: sqliteDmarc(db),
   };
 }

@@ -1,20 +1,23 @@
-import { checkKey, KEY_COLUMNS, keyHandle, newKey } from '../credentials.js';
+import type { KeyGrant } from '../../domain/key-scopes.js';
+import { checkKey, grantColumns, KEY_COLUMNS, type KeyRow, keyHandle, keyInfoOf, newKey } from '../credentials.js';
 import type { ApiKeyInfo, KeyKind } from '../model.js';
 import type { Db } from './db.js';
 
 export function createKey(
   db: Db,
-  input: { customerId: number; kind: KeyKind; name: string; now: number },
+  input: { customerId: number; kind: KeyKind; name: string; grant: KeyGrant; now: number },
 ): ApiKeyInfo & { key: string } {
   const { key, id, hash } = newKey(input.kind);
   db.run(
-    'INSERT INTO api_keys (id, customer_id, name, kind, hash, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, NULL)',
+    `INSERT INTO api_keys (id, customer_id, name, kind, hash, created_at, revoked_at, scopes, from_domains, allowed_cidrs)
+     VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)`,
     id,
     input.customerId,
     input.name,
     input.kind,
     hash,
     input.now,
+    ...grantColumns(input.grant),
   );
   return {
     id,
@@ -23,6 +26,8 @@ export function createKey(
     kind: input.kind,
     created_at: input.now,
     revoked_at: null,
+    last_used_at: null,
+    ...input.grant,
     key,
   };
 }
@@ -37,7 +42,9 @@ export function authenticate(db: Db, presented: string): ApiKeyInfo | undefined 
   return checkKey(
     presented,
     h.live,
-    db.statement('SELECT * FROM api_keys WHERE id = ?').get(h.id) as (ApiKeyInfo & { hash: Buffer }) | undefined,
+    db.statement(`SELECT ${KEY_COLUMNS}, hash FROM api_keys WHERE id = ?`).get(h.id) as
+      | (KeyRow & { hash: Buffer })
+      | undefined,
   );
 }
 
@@ -50,9 +57,11 @@ export function isKeyLive(db: Db, id: string): boolean {
 }
 
 export function listKeys(db: Db, customerId?: number): ApiKeyInfo[] {
-  return customerId === undefined
-    ? db.all<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at`)
-    : db.all<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE customer_id = ? ORDER BY created_at`, customerId);
+  const rows =
+    customerId === undefined
+      ? db.all<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at`)
+      : db.all<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE customer_id = ? ORDER BY created_at`, customerId);
+  return rows.map(keyInfoOf);
 }
 
 /** Revokes; returns false if there is no such key. Takes effect on the next request: the trigger on api_keys moves auth_epoch, which drops every cached key (store/auth-cache.ts). */
@@ -64,7 +73,8 @@ export function revokeKey(db: Db, id: string, now: number): boolean {
 
 /** One key by its public handle, if it is this customer's. */
 export function getKey(db: Db, id: string, customerId: number): ApiKeyInfo | undefined {
-  return db.get<ApiKeyInfo>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ? AND customer_id = ?`, id, customerId);
+  const row = db.get<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ? AND customer_id = ?`, id, customerId);
+  return row && keyInfoOf(row);
 }
 
 /** `auth_epoch` moves (by trigger) on every change to api_keys or domains, from any connection. */

@@ -31,8 +31,8 @@ const SQL = {
   idemDelete: 'DELETE FROM idempotency_keys WHERE customer_id = ? AND key = ?',
   idemInsert:
     'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-  message: `INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags, header_message_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BLOB), ?, NULL, ?, ?, ?, ?, ?)`,
+  message: `INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags, header_message_id, pool)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BLOB), ?, NULL, ?, ?, ?, ?, ?, ?)`,
   tag: 'INSERT INTO message_tags (customer_id, tag, message_id) VALUES (?, ?, ?)',
   recipient: `INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at)
               VALUES (?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)`,
@@ -84,6 +84,7 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
       input.scheduledAt ?? null,
       input.tags?.length ? JSON.stringify(input.tags) : null,
       storedHeaderMessageId(input),
+      input.pool ?? null,
     ).lastInsertRowid,
   );
   const insertRecipient = db.statement(SQL.recipient);
@@ -132,7 +133,6 @@ export function recordIdempotent(
   db.statement(SQL.idemInsert).run(customerId, idem.key, idem.hash, 202, JSON.stringify(response), now);
 }
 
-/** The columns of messages a message's view shows (its row id, the rest as stored: migrations 001 and 008). */
 /** A message with its recipients and events, or undefined (unknown, or another customer's). */
 export function getMessage(db: Db, customerId: number | undefined, messageId: string): MessageView | undefined {
   const m =
@@ -301,41 +301,4 @@ export function searchMessages(db: Db, s: MessageSearch): MessageSummary[] {
     args.push(s.state);
   }
   return summaries(db, from, where, args, s.limit);
-}
-
-/**
- * Cancels a message while nothing of it has been sent: every recipient still queued, never
- * attempted and not claimed by a delivery in flight; `customerId` undefined: any customer's (the CLI). Its recipients become `canceled` (final;
- * no event: nothing happened to the mail). In one immediate transaction, so a delivery cannot
- * claim a recipient between the check and the change.
- */
-export function cancelMessage(
-  db: Db,
-  customerId: number | undefined,
-  messageId: string,
-  now: number,
-): { kind: 'canceled' } | { kind: 'not_found' } | { kind: 'too_late'; states: Record<string, number> } {
-  return db.tx(() => {
-    const m = db
-      .statement('SELECT id, customer_id FROM messages WHERE message_id = ?')
-      .get(messageId.replace(/^<|>$/g, '')) as { id: number; customer_id: number } | undefined;
-    if (!m || (customerId !== undefined && m.customer_id !== customerId)) return { kind: 'not_found' as const };
-    const id = m.id;
-    const rows = db
-      .statement(
-        'SELECT r.state, r.attempts, EXISTS (SELECT 1 FROM recipient_claims c WHERE c.recipient_id = r.id) AS claimed FROM recipients r WHERE r.message_id = ?',
-      )
-      .all(id) as Array<{ state: string; attempts: number; claimed: number }>;
-    if (rows.some((r) => r.state !== 'queued' || r.attempts > 0 || r.claimed === 1)) {
-      const states: Record<string, number> = {};
-      for (const r of rows)
-        states[r.claimed === 1 && r.state === 'queued' ? 'sending' : r.state] =
-          (states[r.claimed === 1 && r.state === 'queued' ? 'sending' : r.state] ?? 0) + 1;
-      return { kind: 'too_late' as const, states };
-    }
-    db.statement(
-      "UPDATE recipients SET state = 'canceled', next_attempt_at = NULL, held_at = NULL, updated_at = ? WHERE message_id = ?",
-    ).run(now, id);
-    return { kind: 'canceled' as const };
-  });
 }

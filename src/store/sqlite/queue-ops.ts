@@ -1,5 +1,7 @@
-import type { HeldDestination, QueueChange, QueueOp, QueueSelection } from '../model.js';
+import type { CancelResult, HeldDestination, QueueChange, QueueOp, QueueSelection } from '../model.js';
 import {
+  cancelResult,
+  cancelSelection,
   countSql,
   type Dialect,
   destinationRule,
@@ -7,7 +9,9 @@ import {
   opSet,
   opWhere,
   queueEntry,
+  retryNotes,
   selectionWhere,
+  statesSql,
 } from '../queue-ops.js';
 import type { QueueStore } from '../queue-store.js';
 import type { Db } from './db.js';
@@ -43,9 +47,27 @@ function apply(db: Db, op: QueueOp, sel: QueueSelection, now: number, dryRun: bo
     const rule = destinationRule(op, sel);
     if (rule) out.rule = setRule(db, sel.destination!.toLowerCase(), rule === 'hold', now, dryRun);
     if (dryRun) return out;
+    if (op === 'retry')
+      for (const note of retryNotes(sel, now, where)) {
+        const st = build(note);
+        db.statement(st.sql).run(st.args);
+      }
     const update = build((d) => `UPDATE recipients AS r SET ${opSet(op, now, d)} WHERE ${where(d)}`);
     out.changed = db.statement(update.sql).run(update.args).changes;
     return out;
+  });
+}
+
+/** A message canceled: its waiting recipients deleted, in one transaction with the answer (QueueStore.cancel). */
+function cancel(db: Db, messageRowId: number, customerId: number | undefined, now: number): CancelResult {
+  return db.tx(() => {
+    const owner = db.statement('SELECT customer_id FROM messages WHERE id = ?').get(messageRowId) as
+      | { customer_id: number }
+      | undefined;
+    if (!owner || (customerId !== undefined && owner.customer_id !== customerId)) return { kind: 'not_found' };
+    const change = apply(db, 'delete', cancelSelection(messageRowId, customerId), now, false);
+    const states = build((d) => statesSql(d, messageRowId));
+    return cancelResult(change, change.changed > 0 ? [] : (db.statement(states.sql).all(states.args) as never[]));
   });
 }
 
@@ -85,8 +107,22 @@ export function holdClaimed(db: Db, ids: readonly number[], now: number): void {
   });
 }
 
-/** A domain's destination as delivery looked it up (written only when it changed). */
+/** When each of these destinations was last retried by an operator (those never retried left out). */
+export function retriedAt(db: Db, destinations: readonly string[]): Map<string, number> {
+  const rows = db
+    .statement(
+      'SELECT destination, retried_at FROM queue_retries WHERE destination IN (SELECT value FROM json_each(?))',
+    )
+    .all(JSON.stringify(destinations)) as Array<{ destination: string; retried_at: number }>;
+  return new Map(rows.map((r) => [r.destination, r.retried_at]));
+}
+
+/** A domain's destination as delivery looked it up (written only when it changed; its own: forgotten). */
 export function noteDestination(db: Db, domain: string, destination: string, now: number): void {
+  if (destination === domain) {
+    db.statement('DELETE FROM domain_destinations WHERE domain = ?').run(domain);
+    return;
+  }
   db.statement(
     `INSERT INTO domain_destinations (domain, destination, updated_at) VALUES (?, ?, ?)
      ON CONFLICT (domain) DO UPDATE SET destination = excluded.destination, updated_at = excluded.updated_at
@@ -101,6 +137,7 @@ export function sqliteQueue(db: Db): QueueStore {
       return (db.statement(q.sql).all(q.args) as Parameters<typeof queueEntry>[0][]).map(queueEntry);
     },
     apply: async (op, sel, now, dryRun) => apply(db, op, sel, now, dryRun),
+    cancel: async (messageRowId, customerId, now) => cancel(db, messageRowId, customerId, now),
     heldDestinations: async () => heldDestinations(db),
   };
 }

@@ -29,9 +29,14 @@ export function claimDue(db: Db, worker: string, now: number, limit: number): Cl
   // Nothing due (the usual poll): a read, without taking the write lock, which waiting for would
   // block the event loop in SQLite's busy handler while the writer thread commits.
   if (!db.sqlite.inTransaction && due.all(now, 1).length === 0) return [];
+  const source = db.statement('SELECT source_ip FROM recipients WHERE id = ?');
   return db.tx(() => {
     const rows = due.all(now, limit) as ClaimedRow[];
-    for (const r of rows) claim.run(r.id, worker, now);
+    for (const r of rows) {
+      claim.run(r.id, worker, now);
+      // A retry keeps the source address it was first tried from (outbound.pools).
+      if (r.attempts > 0) r.source_ip = (source.get(r.id) as { source_ip: string | null }).source_ip;
+    }
     return rows.map(claimedView);
   });
 }

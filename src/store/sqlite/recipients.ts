@@ -5,6 +5,7 @@ import {
   asyncBounceTransition,
   type ComplaintFacts,
   complaintTransition,
+  keptByOperator,
   type OutcomePolicy,
   outcomeTransition,
   reportAction,
@@ -12,7 +13,6 @@ import {
   type Transition,
 } from '../../domain/transitions.js';
 import type { Claimed, QueuedMessage } from '../model.js';
-import { keptByOutcome } from '../queue-ops.js';
 import type { Db } from './db.js';
 import { recordEvent } from './events.js';
 import { recipientById, storeReport } from './inbound.js';
@@ -27,32 +27,40 @@ import { addSuppression } from './suppressions.js';
 
 export type { OutcomePolicy };
 
-/** An operator's hold or delete made while the attempt was in flight outlives it (store/queue-ops.ts). */
-const KEPT = keptByOutcome('recipients', '@state', '@setNext', '@next');
-
 /**
  * Writes a transition: the recipient row (fields the transition leaves out keep their values),
  * its claim released, its events, and the suppression it asks for, all in the caller's
- * transaction (or one of its own).
+ * transaction (or one of its own). A hold or delete an operator made while the attempt was in
+ * flight is read first and outlives a deferral (domain/transitions.ts: keptByOperator).
  */
 export function applyTransition(
   db: Db,
   m: QueuedMessage,
   r: Pick<Claimed, 'id' | 'address'>,
-  t: Transition,
+  given: Transition,
   now: number,
 ): void {
   db.tx(() => {
+    const mark = db.statement('SELECT state, held_at FROM recipients WHERE id = ?').get(r.id) as
+      | { state: string; held_at: number | null }
+      | undefined;
+    const t = mark
+      ? keptByOperator(given, { canceled: mark.state === 'canceled', held: mark.held_at !== null })
+      : given;
     const { row } = t;
     db.statement(
-      `UPDATE recipients SET state = ${KEPT.state}, attempts = coalesce(@attempts, attempts), next_attempt_at = ${KEPT.next},
-         held_at = ${KEPT.held}, last_response = coalesce(@response, last_response), updated_at = @now WHERE id = @id`,
+      `UPDATE recipients SET state = @state, attempts = coalesce(@attempts, attempts),
+         next_attempt_at = CASE WHEN @setNext = 1 THEN @next ELSE next_attempt_at END,
+         held_at = CASE WHEN @state IN ('queued', 'deferred') THEN held_at END,
+         last_response = coalesce(@response, last_response), source_ip = coalesce(@source, source_ip),
+         updated_at = @now WHERE id = @id`,
     ).run({
       state: row.state,
       attempts: row.attempts ?? null,
       setNext: row.nextAttemptAt !== undefined ? 1 : 0,
       next: row.nextAttemptAt ?? null,
       response: row.lastResponse ?? null,
+      source: row.sourceIp ?? null,
       now,
       id: r.id,
     });

@@ -227,7 +227,6 @@ export function logAttempt(db: Db, a: AttemptRecord, deliveryId = a.deliveryId):
   ).run(a.endpointId, deliveryId, a.eventId, a.eventType, a.attempt, a.at, a.status, a.error, a.durationMs, a.response);
 }
 
-/** After an attempt: succeeded, failed for good, or pending again at `nextAt`. Unlocks the row. */
 /** A replay's delivery row, held by the replay itself (never claimed by the dispatcher); returns its id. */
 export function startReplay(db: Db, endpointId: string, eventSeq: number, now: number): number {
   const r = db
@@ -238,6 +237,7 @@ export function startReplay(db: Db, endpointId: string, eventSeq: number, now: n
   return Number(r.lastInsertRowid);
 }
 
+/** After an attempt: succeeded, failed for good, or pending again at `nextAt`. Unlocks the row. */
 export function settleDelivery(
   db: Db,
   id: string | number,

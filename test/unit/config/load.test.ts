@@ -137,7 +137,16 @@ t.test('config/posthaste.example.toml documents every key, parses, and matches t
   );
   for (const key of Object.keys(EXAMPLE_UNSET)) expected.delete(key);
   t.same([...flat].sort(), [...expected].sort(), 'exactly the schema keys, but those left unset');
-  t.same(Object.keys(EXAMPLE_UNSET), ['server.node_name'], 'the node name is left to its default');
+  t.same(
+    Object.keys(EXAMPLE_UNSET),
+    ['server.node_name', 'outbound.pools'],
+    'the node name and the pools are left to their defaults',
+  );
+  t.match(
+    text,
+    /\n# \[\[outbound\.pools\]\]\n# name = "transactional"\n# addresses = \[ \{ ip = /,
+    'a pool as a sample',
+  );
   t.match(text, /\n# Default: this machine's host name \(os\.hostname\(\)\)\.[^\n]*\n# node_name = "mail-1"\n/);
   t.equal(loadConfig({ path, env: {} }).server.node_name, hostname(), 'a node made from it goes by its host name');
   t.ok(loadConfig({ path, env: {} }), 'loads without error');

@@ -12,6 +12,7 @@ const ctx = {
   returnPathLabel: 'bounces',
   isReturnToken: (x: string) => x === token,
   feedbackAddress: '',
+  dmarcAddress: 'dmarc@reports.example.net',
   isReceiving: () => false,
 };
 
@@ -28,4 +29,14 @@ t.test('the token decides on a domain return path host; the domain never does', 
     ].map((a) => routeRecipient(a, ctx).kind),
     ['bounce', 'bounce', 'refused', 'refused', 'refused', 'bounce'],
   );
+});
+
+t.test('the DMARC report address is taken as it is configured, in any case, and nothing near it', async (t) => {
+  t.same(
+    ['dmarc@reports.example.net', 'DMARC@Reports.Example.Net', 'dmarc+x@reports.example.net', 'dmarc@example.net'].map(
+      (a) => routeRecipient(a, ctx).kind,
+    ),
+    ['dmarc', 'dmarc', 'refused', 'refused'],
+  );
+  t.equal(routeRecipient('dmarc@reports.example.net', { ...ctx, dmarcAddress: '' }).kind, 'refused', 'unset: none');
 });

@@ -11,17 +11,19 @@ function cache(lookup: (domain: string) => Promise<string>) {
   const work: Array<Promise<void>> = [];
   let resolved = 0;
   const swept: number[] = [];
+  const learned: Array<[string, string]> = [];
   const c = new DestinationCache({
     lookup,
     clock,
     track: (p) => void work.push(p),
     onResolved: () => void resolved++,
     onSweep: (now) => void swept.push(now),
+    onLearned: (domain, destination) => void learned.push([domain, destination]),
   });
   const settle = async () => {
     await Promise.all(work.splice(0));
   };
-  return { c, clock, settle, resolved: () => resolved, swept };
+  return { c, clock, settle, resolved: () => resolved, swept, learned };
 }
 
 t.test('unknown: undefined while looked up once in the background; then known, and the loop is woken', async (t) => {
@@ -39,13 +41,71 @@ t.test('unknown: undefined while looked up once in the background; then known, a
   t.same(asked, ['a.example'], 'known: no lookup');
 });
 
-t.test('a failed lookup makes the domain its own destination', async (t) => {
-  const { c, settle } = cache(async () => {
-    throw new Error('SERVFAIL');
+t.test(
+  'a failed lookup, nothing learnt before: the domain stands for itself, kept nowhere, tried again in 10 s',
+  async (t) => {
+    let fail = true;
+    const { c, clock, settle, learned } = cache(async () => {
+      if (fail) throw new Error('SERVFAIL');
+      return 'provider.test';
+    });
+    c.get('b.example');
+    await settle();
+    t.equal(c.get('b.example'), 'b.example');
+    t.same(learned, [], 'a failure is not kept in the store');
+    fail = false;
+    clock.advance(10_000);
+    t.equal(c.get('b.example'), 'b.example', 'looked up again after 10 s');
+    await settle();
+    t.equal(c.get('b.example'), 'provider.test');
+    t.same(learned, [['b.example', 'provider.test']]);
+  },
+);
+
+t.test('a failed lookup keeps the destination learnt before', async (t) => {
+  let fail = false;
+  const { c, clock, settle, learned } = cache(async () => {
+    if (fail) throw new Error('SERVFAIL');
+    return 'provider.test';
   });
-  c.get('b.example');
+  c.get('k.example');
   await settle();
-  t.equal(c.get('b.example'), 'b.example');
+  fail = true;
+  clock.advance(60_000);
+  c.get('k.example');
+  await settle();
+  t.equal(c.get('k.example'), 'provider.test', 'still its destination: held and throttled under its name');
+  t.same(learned, [['k.example', 'provider.test']], 'nothing new kept');
+});
+
+t.test('a domain that becomes its own is told (the store forgets what it kept), once', async (t) => {
+  let answer = 'provider.test';
+  const { c, clock, settle, learned } = cache(async () => answer);
+  c.get('m.example');
+  await settle();
+  answer = 'm.example';
+  clock.advance(60_000);
+  c.get('m.example');
+  await settle();
+  t.equal(c.get('m.example'), 'm.example');
+  clock.advance(60_000);
+  c.get('m.example');
+  await settle();
+  t.same(
+    learned,
+    [
+      ['m.example', 'provider.test'],
+      ['m.example', 'm.example'],
+    ],
+    'learnt, then its own: told once each',
+  );
+});
+
+t.test('the first answer in this process is told, its own included (the store may keep an older one)', async (t) => {
+  const { c, settle, learned } = cache(async (d) => d);
+  c.get('n.example');
+  await settle();
+  t.same(learned, [['n.example', 'n.example']]);
 });
 
 t.test('after a minute the old destination is still answered while a fresh lookup runs', async (t) => {

@@ -230,3 +230,18 @@ t.test(
     );
   },
 );
+
+t.test("an operator's retry lifts a pause set before it; a pause set after it stays", async (t) => {
+  const th = new Throttle(limits());
+  th.close(th.open('d.test', T0, 1), { delivered: 0, refusal: busy }, T0);
+  t.ok(th.isPaused('d.test', T0 + 1000));
+  t.notOk(th.lift('d.test', T0 - 1, T0 + 1000), 'a retry before the pause: kept');
+  t.notOk(th.lift('other.test', T0 + 500, T0 + 1000), 'a destination never paused: nothing to lift');
+  t.ok(th.lift('d.test', T0 + 500, T0 + 1000), 'retried after the pause was set: lifted');
+  t.same(th.admit('d.test', T0 + 1000), { kind: 'open', messages: 10 }, 'tryable now');
+  t.ok(th.isThrottled('d.test'), 'still throttled: its fewer connections and its refusal stay');
+  t.equal(th.connections('d.test'), 4);
+  const again = th.close(th.open('d.test', T0 + 2000, 1), { delivered: 0, refusal: busy }, T0 + 2000);
+  t.match(again, { kind: 'set', record: { strikes: 2, pausedUntil: T0 + 2000 + 60_000 } }, 'a new refusal: longer');
+  t.notOk(th.lift('d.test', T0 + 500, T0 + 3000), 'the old retry does not lift the new pause');
+});

@@ -3,11 +3,20 @@
 // and an admitted send carries a Message-ID at its domain.
 
 import t from 'tap';
+import { fullGrant } from '../../../src/domain/key-scopes.js';
 import { NO_QUOTAS } from '../../../src/domain/quotas.js';
 import { acceptInputOf, admitSend, isRefused } from '../../../src/send/admit.js';
 import type { ApiKeyInfo, SendingDomain } from '../../../src/store/model.js';
 
-const key: ApiKeyInfo = { id: 'k1', customer_id: 7, name: 'app', kind: 'production', created_at: 0, revoked_at: null };
+const key: ApiKeyInfo = {
+  id: 'k1',
+  customer_id: 7,
+  name: 'app',
+  kind: 'production',
+  created_at: 0,
+  revoked_at: null,
+  ...fullGrant(),
+};
 const domains = new Map<string, SendingDomain>([
   ['ours.example', { id: 1, customer_id: 7, name: 'ours.example', verified_at: 1 }],
   ['pending.example', { id: 2, customer_id: 7, name: 'pending.example', verified_at: null }],

@@ -1,5 +1,6 @@
 import { dirname } from 'node:path';
 import t from 'tap';
+import { fullGrant } from '../../../src/domain/key-scopes.js';
 import { AuthCache } from '../../../src/store/auth-cache.js';
 import { pgStore } from '../../../src/store/pg/index.js';
 import { openDb } from '../../../src/store/sqlite/db.js';
@@ -14,7 +15,7 @@ for (const engine of ENGINES)
     t.teardown(() => cli.admin.close());
     const cache = new AuthCache(api);
 
-    const k = await cli.keys.create({ customerId: 1, kind: 'production', name: '', now: 0 });
+    const k = await cli.keys.create({ grant: fullGrant(), customerId: 1, kind: 'production', name: '', now: 0 });
     t.equal((await cache.key(k.key))?.id, k.id);
     t.equal((await cache.key(k.key))?.id, k.id, 'cached');
     await cli.keys.revoke(k.id, 1);
@@ -30,7 +31,7 @@ for (const engine of ENGINES)
 for (const engine of ENGINES)
   t.test(`${engine}: a lookup that went to the store while the epoch moved is not remembered`, async (t) => {
     const api = await freshStore(t, engine, 0);
-    const k = await api.keys.create({ customerId: 1, kind: 'production', name: '', now: 0 });
+    const k = await api.keys.create({ grant: fullGrant(), customerId: 1, kind: 'production', name: '', now: 0 });
     // The store's answer held back until the test lets it go: the key read while still valid.
     let read!: () => void;
     const wasRead = new Promise<void>((r) => (read = r));

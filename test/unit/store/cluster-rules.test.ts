@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import t from 'tap';
 import { LoginThrottle } from '../../../src/dashboard/throttle.js';
+import { fullGrant } from '../../../src/domain/key-scopes.js';
 import type { Report } from '../../../src/domain/report.js';
 import { returnPath } from '../../../src/domain/return-path.js';
 import { AuthCache } from '../../../src/store/auth-cache.js';
@@ -84,6 +85,7 @@ t.test(
 
     // The send path looks up unchecked (its cache may be older) and the accept's statement refuses.
     const other = await n.a.keys.create({
+      grant: fullGrant(),
       customerId: who.customerId,
       kind: 'production',
       name: 'other',

@@ -1,3 +1,4 @@
+import { fullGrant } from '../../../src/domain/key-scopes.js';
 import { contract, sender } from '../../helpers/stores.js';
 
 // The store's contract, run against both engines (test/helpers/stores.ts): customers, API keys
@@ -16,7 +17,7 @@ contract('customers: the default one, added ones by name and id, counts of what 
   t.same(await s.customers.find('acme'), acme);
   t.same(await s.customers.byId(acme.id), acme);
   t.equal(await s.customers.find('nobody'), undefined);
-  await s.keys.create({ customerId: acme.id, kind: 'sandbox', name: 'k', now: 6 });
+  await s.keys.create({ grant: fullGrant(), customerId: acme.id, kind: 'sandbox', name: 'k', now: 6 });
   await s.domains.add({ customerId: acme.id, name: 'acme.example', receiving: false, now: 6 });
   t.same(await s.customers.counts(acme.id), { keys: 1, domains: 1, messages: 0 });
 });
@@ -26,8 +27,14 @@ contract(
   async (t, s) => {
     const c = (await s.customers.find('default'))!;
     const e0 = await s.keys.authEpoch();
-    const live = await s.keys.create({ customerId: c.id, kind: 'production', name: 'live', now: 10 });
-    const test = await s.keys.create({ customerId: c.id, kind: 'sandbox', name: 'test', now: 11 });
+    const live = await s.keys.create({
+      grant: fullGrant(),
+      customerId: c.id,
+      kind: 'production',
+      name: 'live',
+      now: 10,
+    });
+    const test = await s.keys.create({ grant: fullGrant(), customerId: c.id, kind: 'sandbox', name: 'test', now: 11 });
     t.match(live.key, /^ph_live_[0-9A-Za-z]{40}$/);
     t.match(test.key, /^ph_test_[0-9A-Za-z]{40}$/);
     const e1 = await s.keys.authEpoch();
@@ -216,4 +223,25 @@ contract('users and sessions: one per email, sessions expire when idle, a new pa
   t.equal(await s.users.purgeSessions(100_000, 60_000), 1);
   t.ok(await s.users.remove('user@example.com'));
   t.notOk(await s.users.remove('user@example.com'));
+});
+
+contract('keys: scopes and restrictions kept with the key and read with it by every lookup', async (t, s) => {
+  const c = (await s.customers.find('default'))!;
+  const grant = { scopes: ['send' as const, 'emails:read' as const], from_domains: ['a.example'], allowed_cidrs: null };
+  const k = await s.keys.create({ grant, customerId: c.id, kind: 'production', name: 'narrow', now: 10 });
+  t.match(k, { ...grant, last_used_at: null });
+  const full = await s.keys.create({ grant: fullGrant(), customerId: c.id, kind: 'production', name: 'full', now: 11 });
+  const cidrs = { scopes: ['keys:write' as const], from_domains: null, allowed_cidrs: ['10.0.0.0/8', '2001:db8::/32'] };
+  const r = await s.keys.create({ grant: cidrs, customerId: c.id, kind: 'sandbox', name: 'cidrs', now: 12 });
+  t.same((await s.keys.authenticate(k.key))!.scopes, ['send', 'emails:read']);
+  t.match(await s.keys.authenticate(k.key), grant, 'authenticate reads the grant (the send path caches it)');
+  t.match(await s.keys.authenticate(full.key), fullGrant());
+  t.match(await s.keys.authenticate(r.key), cidrs);
+  t.match(await s.keys.get(k.id, c.id), grant, 'get');
+  const listed = await s.keys.list(c.id);
+  t.match(
+    listed.map(({ scopes, from_domains, allowed_cidrs }) => ({ scopes, from_domains, allowed_cidrs })),
+    [grant, fullGrant(), cidrs],
+    'list',
+  );
 });

@@ -242,7 +242,7 @@ contract(
       (await s.messages.list({ limit: 10, customerId: who.customerId })).map((m) => m.message_id),
       [c.messageId, b.messageId, a.messageId],
     );
-    // b is claimed (in flight): too late; a is delivered below: too late; c is untouched.
+    // b is claimed (in flight); a is delivered below; c is untouched.
     const claimed = await s.delivery.claim('w', 250_000, 10);
     t.same(claimed.map((x) => x.message.messageId).sort(), [a.messageId, b.messageId].sort());
     const ofA = claimed.find((x) => x.message.messageId === a.messageId)!;
@@ -264,16 +264,30 @@ contract(
       policy: { retrySchedule: [60_000], maxQueueTime: 86_400_000 },
       now: 260_000,
     });
-    t.same(await s.messages.cancel(who.customerId, a.messageId, 1), { kind: 'too_late', states: { delivered: 1 } });
-    t.same(await s.messages.cancel(who.customerId, b.messageId, 1), { kind: 'too_late', states: { sending: 1 } });
-    t.same(await s.messages.cancel(who.customerId + 9, c.messageId, 1), { kind: 'not_found' });
-    t.same(await s.messages.cancel(who.customerId, `<${c.messageId}>`, 1), { kind: 'canceled' });
-    t.same(await ids({ state: 'canceled' }), [c.messageId]);
+    // Canceling is the queue's delete of what waits (QueueStore.cancel): b, in flight, is canceled
+    // (its attempt finishes first); a, delivered, is too late; another customer's is not found.
+    const row = async (id: string) => (await s.messages.get(who.customerId, id))!.email_id;
+    t.same(await s.queue.cancel(await row(a.messageId), who.customerId, 1), {
+      kind: 'too_late',
+      states: { delivered: 1 },
+    });
+    t.same(await s.queue.cancel(await row(b.messageId), who.customerId, 1), {
+      kind: 'canceled',
+      changed: 1,
+      in_flight: 1,
+    });
+    t.same(await s.queue.cancel(await row(c.messageId), who.customerId + 9, 1), { kind: 'not_found' });
+    t.same(await s.queue.cancel(await row(c.messageId), undefined, 1), { kind: 'canceled', changed: 1, in_flight: 0 });
+    t.same(await s.queue.cancel(await row(c.messageId), who.customerId, 1), {
+      kind: 'too_late',
+      states: { canceled: 1 },
+    });
+    t.same(await ids({ state: 'canceled' }), [c.messageId, b.messageId]);
     t.same(await ids({ state: 'delivered' }), [a.messageId]);
-    t.same(await ids({ state: 'queued' }), [b.messageId]);
+    t.same(await ids({ state: 'queued' }), []);
     t.same(
       (await s.messages.list({ limit: 10, state: 'canceled' })).map((m) => m.message_id),
-      [c.messageId],
+      [c.messageId, b.messageId],
     );
   },
 );

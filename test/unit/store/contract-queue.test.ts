@@ -63,6 +63,45 @@ contract(
   },
 );
 
+contract(
+  'retry: what its destination held back is due too; the destinations noted and their stored pause lifted',
+  async (t, s) => {
+    const who = await sender(s);
+    await s.delivery.noteDestination('example.net', 'provider.test', 500);
+    const m = await deferredMessage(s, who, ['a@example.net']);
+    // Claimed and held back by its destination's pause (queued, never tried), and a scheduled one.
+    const backed = await send(s, who, { to: ['b@example.net'], now: 1000 });
+    const claimed = (await s.delivery.claim('w', 1000, 10)).filter((c) => c.message.messageId === backed.messageId);
+    await s.delivery.postpone([{ id: claimed[0]!.recipient.id, until: 900_000 }]);
+    await send(s, who, { to: ['c@example.net'], now: 1000, scheduledAt: 9_000_000 });
+    const pause = { connections: 1, strikes: 1, reason: reply(421, '4.7.0', 'slow down', 'rate_limited'), since: 1000 };
+    const set = (destination: string) =>
+      s.delivery.setThrottle({ kind: 'set', record: { destination, pausedUntil: 31_000, ...pause } }, 1000, 'node-a');
+    await set('provider.test');
+    await set('other.test');
+    t.same(await s.delivery.retriedAt(['provider.test']), new Map(), 'never retried');
+    t.same((await s.queue.apply('retry', { destination: 'provider.test' }, 5000, true)).changed, 2, 'dry');
+    t.same(await s.delivery.retriedAt(['provider.test']), new Map(), 'dry: nothing noted');
+    t.same((await s.queue.apply('retry', { destination: 'provider.test' }, 5000, false)).changed, 2);
+    const due = await s.delivery.claim('w', 5000, 10);
+    t.same(
+      due.map((c) => c.recipient.address).sort(),
+      ['a@example.net', 'b@example.net'],
+      'both due now; the scheduled one waits for its time',
+    );
+    await record(s, due, deferred, 5000);
+    t.same(await s.delivery.retriedAt(['provider.test', 'other.test']), new Map([['provider.test', 5000]]));
+    const stored = new Map((await s.delivery.throttles('node-a')).map((x) => [x.destination, x.pausedUntil]));
+    t.same(
+      [stored.get('provider.test'), stored.get('other.test')],
+      [5000, 31_000],
+      'its stored pause ends at the retry',
+    );
+    await s.queue.apply('retry', { messageRowId: await rowId(s, who.customerId, m.messageId) }, 6000, false);
+    t.same(await s.delivery.retriedAt(['provider.test']), new Map([['provider.test', 6000]]), 'a retry by message too');
+  },
+);
+
 contract('list: waiting recipients by state, message, recipient, destination, customer and age', async (t, s) => {
   const who = await sender(s);
   const m = await deferredMessage(s, who, ['a@example.net', 'B@example.org']);
@@ -86,6 +125,11 @@ contract('list: waiting recipients by state, message, recipient, destination, cu
   t.same(await addrs({ destination: 'mx-host.net' }), ['a@example.net', 'c@example.net']);
   t.same(await addrs({ destination: 'example.org' }), ['B@example.org'], 'a domain never looked up: its own');
   t.same(await addrs({ destination: 'example.net' }), [], 'looked up: its destination, not its name');
+  await s.delivery.noteDestination('example.org', 'mx-host.net', 3000);
+  t.same(await addrs({ destination: 'mx-host.net' }), ['a@example.net', 'B@example.org', 'c@example.net']);
+  await s.delivery.noteDestination('example.org', 'example.org', 3500);
+  t.same(await addrs({ destination: 'example.org' }), ['B@example.org'], 'its own again: what was kept is forgotten');
+  t.same(await addrs({ destination: 'mx-host.net' }), ['a@example.net', 'c@example.net']);
   t.same(await addrs({ recipient: 'b@example.org' }), [], 'as sent');
   t.same(await addrs({ recipient: 'B@example.org' }), ['B@example.org']);
   t.same(await addrs({ messageRowId: await rowId(s, who.customerId, m.messageId) }), [
@@ -185,6 +229,41 @@ contract('in flight: the attempt finishes; a hold or delete made meanwhile outli
     ['a@example.net'],
   );
 });
+
+contract(
+  'in flight: a deferral after a delete or hold announces no next attempt; a delete none at all',
+  async (t, s) => {
+    const who = await sender(s);
+    const m = await send(s, who, { to: ['a@example.net', 'b@example.net', 'c@example.net'], now: 1000 });
+    const [a, b, c] = (await s.delivery.claim('w', 1000, 10)).sort((x, y) =>
+      x.recipient.address.localeCompare(y.recipient.address),
+    );
+    await s.queue.apply('delete', { recipient: 'a@example.net' }, 2000, false);
+    await s.queue.apply('hold', { recipient: 'b@example.net' }, 2000, false);
+    await record(s, [a!, b!, c!], deferred, 3000);
+    const view = (await s.messages.get(who.customerId, m.messageId))!;
+    t.same(
+      view.recipients.map((r) => [r.address, r.state, r.attempts, r.next_attempt_at === null]),
+      [
+        ['a@example.net', 'canceled', 1, true],
+        ['b@example.net', 'deferred', 1, true],
+        ['c@example.net', 'deferred', 1, false],
+      ],
+      "the attempt counted; the operator's change kept",
+    );
+    const deferrals = view.events
+      .filter((e) => e.type === 'email.deferred')
+      .map((e) => [e.data.recipient, e.data.next_attempt_at]);
+    t.same(
+      deferrals,
+      [
+        ['b@example.net', null],
+        ['c@example.net', new Date(3000 + 3_600_000).toISOString()],
+      ],
+      'the deleted one: no email.deferred; the held one: no next attempt announced',
+    );
+  },
+);
 
 contract('held destinations: a rule, and what waits for it held; claimed ones held back; release', async (t, s) => {
   const who = await sender(s);

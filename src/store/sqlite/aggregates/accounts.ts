@@ -18,6 +18,8 @@ export function sqliteCustomers(db: Db): CustomerStore {
     byId: async (id) => customers.customerById(db, id),
     list: async () => customers.listCustomers(db),
     counts: async (id) => customers.customerCounts(db, id),
+    pools: async () => customers.customerPools(db),
+    setPools: async (id, change) => customers.setCustomerPools(db, id, change),
     quotas: async (id) => quotas.customerQuotas(db, id),
     setQuotas: async (id, q) => quotas.setCustomerQuotas(db, id, q),
     quotaUse: async (id, now) => quotas.quotaUse(db, id, now),

@@ -35,6 +35,7 @@ export function sqliteDelivery(db: Db): DeliveryStore {
       void decide({ open: 0, minute: 0, started: 0, throttle: undefined }),
     touchUse: async () => undefined,
     heldDestinations: async () => queueOps.heldDestinations(db).map((h) => h.destination),
+    retriedAt: async (destinations) => queueOps.retriedAt(db, destinations),
     holdClaimed: async (ids, now) => queueOps.holdClaimed(db, ids, now),
     noteDestination: async (domain, destination, now) => queueOps.noteDestination(db, domain, destination, now),
   };

@@ -23,7 +23,6 @@ export function sqliteMessages(db: Db, writer?: GroupCommit): MessageStore {
     get: async (customerId, messageId) => messages.getMessage(db, customerId, messageId),
     list: async (opts) => messages.listMessages(db, opts),
     search: async (s) => messages.searchMessages(db, s),
-    cancel: async (customerId, messageId, now) => messages.cancelMessage(db, customerId, messageId, now),
     deliveriesOf: async (messageRowId) => deliveriesOfMessage(db, messageRowId),
     events: async (messageRowId) => eventsOfMessage(db, messageRowId),
     content: async (customerId, messageId) => messages.messageContent(db, customerId, messageId),

@@ -14,7 +14,11 @@ import * as m013 from './013_header_message_id.js';
 import * as m014 from './014_queue_ops.js';
 import * as m015 from './015_attempts_by_delivery.js';
 import * as m016 from './016_return_path.js';
-import * as m017 from './017_send_quotas.js';
+import * as m017 from './017_dmarc_reports.js';
+import * as m018 from './018_pools.js';
+import * as m019 from './019_key_scopes.js';
+import * as m020 from './020_queue_retries.js';
+import * as m024 from './024_send_quotas.js';
 
 /**
  * Every migration, in order, listed statically so the build carries them. Append only. `rebuild`:
@@ -38,5 +42,9 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 14, name: 'queue_ops', sql: m014.up },
   { version: 15, name: 'attempts_by_delivery', sql: m015.up },
   { version: 16, name: 'return_path', sql: m016.up },
-  { version: 17, name: 'send_quotas', sql: m017.up },
+  { version: 17, name: 'dmarc_reports', sql: m017.up },
+  { version: 18, name: 'pools', sql: m018.up },
+  { version: 19, name: 'key_scopes', sql: m019.up },
+  { version: 20, name: 'queue_retries', sql: m020.up },
+  { version: 24, name: 'send_quotas', sql: m024.up },
 ];

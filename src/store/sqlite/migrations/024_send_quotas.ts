@@ -1,8 +1,8 @@
 /**
- * 017: send quotas (domain/quotas.ts). A customer's own limits (null: the server's default from
+ * 024: send quotas (domain/quotas.ts). A customer's own limits (null: the server's default from
  * [limits]) and the recipients accepted per window, counted in the accepting transaction
  * (store/sqlite/quotas.ts). A window's key: `m<minute>`, `d<day>`, `M<month>` since the epoch,
- * UTC. As on PostgreSQL (store/pg/schema.ts version 10), which adds a shard.
+ * UTC. As on PostgreSQL (store/pg/schema.ts version 17), which adds a shard.
  */
 export const up = `
 ALTER TABLE customers ADD COLUMN send_per_minute INTEGER;

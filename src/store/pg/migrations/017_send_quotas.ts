@@ -1,5 +1,5 @@
 /**
- * 010: send quotas, as SQLite's 017 (store/sqlite/migrations/): a customer's own limits and the
+ * 017: send quotas, as SQLite's 024 (store/sqlite/migrations/): a customer's own limits and the
  * recipients accepted per window, with a `shard` (the writing connection's backend pid, modulo
  * 16) as activity_hourly has, so counting adds no row every accept of a customer waits for.
  *

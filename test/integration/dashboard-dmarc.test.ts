@@ -1,0 +1,62 @@
+/// <reference lib="dom" />
+
+import t from 'tap';
+import { browserAvailable } from '../helpers/browser.js';
+import { startDashboardEnv, XSS } from '../helpers/dashboard.js';
+import { RECORDS } from '../helpers/dmarc.js';
+import { makeDomain } from '../helpers/env.js';
+import { withPeer } from '../helpers/peers.js';
+
+// A domain's page shows the DMARC aggregate reports kept about it, in a real browser: per day and
+// source, ours marked (outbound.source_addresses), the two numbers to act on; a reporter's name is
+// someone else's words, shown as text and never run; another customer's reports are not shown.
+
+async function run(): Promise<void> {
+  const env = await startDashboardEnv('[outbound]\nsource_addresses = ["192.0.2.10"]\n');
+  t.teardown(() => env.close());
+  const { s, base, browser, watch } = env;
+  await makeDomain(s.store, 'shop.acme.test', { customer: 'acme' });
+  const now = Date.now();
+  const report = (org: string, reportId: string, domain: string) => ({
+    org,
+    email: null,
+    reportId,
+    domain,
+    begin: now - 86_400_000,
+    end: now - 1000,
+    policy: { p: 'none', sp: null, pct: null, adkim: 'r', aspf: 'r' },
+    rows: RECORDS.map((r) => ({
+      sourceIp: r.ip,
+      count: r.count,
+      disposition: 'none',
+      dkimAligned: r.dkim === 'pass',
+      spfAligned: r.spf === 'pass',
+      headerFrom: r.from,
+      envelopeFrom: null,
+      dkim: [],
+      spf: [],
+    })),
+  });
+  await s.store.dmarc.keep({
+    reports: [report(XSS, 'r1', 'shop.acme.test')],
+    unreadable: [],
+    raw: Buffer.alloc(0),
+    receivedAt: now,
+  });
+
+  const user = await (await browser.newContext()).newPage();
+  watch(user);
+  await env.login(user, 'user@acme.test', () => undefined);
+  await user.goto(`${base}/domains/shop.acme.test`);
+  const text = (await user.locator('#dmarc').textContent()) ?? '';
+  t.match(text, /1244 messages reported/);
+  t.match(text, /Our own mail failing DMARC: 0/);
+  t.match(text, /From addresses that are not ours: 44/);
+  t.match(text, "console.log('XSS-RAN')", "the reporter's name is shown as text");
+  const rows = await user.locator('#dmarc tbody tr').allTextContents();
+  t.match(rows.find((r) => r.includes('192.0.2.10')) ?? '', /yes\s*1200/, 'our address marked ours');
+  t.equal(rows.length, 3);
+  t.same(env.ran, [], 'nothing of it ran');
+}
+
+await withPeer(browserAvailable(), run);
