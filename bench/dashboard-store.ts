@@ -145,6 +145,7 @@ function fill(db: Db, size: number, now: number): Omit<Store, 'dataDir'> {
           raw: null,
           createdAt: at,
           tags,
+          unsubscribe: false,
           pool: null,
         };
         const rows = db

@@ -7,14 +7,16 @@ import type { Config } from './config/schema.js';
 import { joinCluster } from './daemon/cluster.js';
 import { type Ctx, startSettings } from './daemon/context.js';
 import { type DoctorRuns, scheduleDoctor } from './daemon/doctor.js';
+import { scheduleDomainRecheck } from './daemon/domain-recheck.js';
 import { buildListeners } from './daemon/listeners.js';
 import { type Loops, startLoops } from './daemon/loops.js';
 import { buildMetrics } from './daemon/metrics.js';
 import { buildOutbound } from './daemon/outbound.js';
 import { type ReloadParts, reloader } from './daemon/reload.js';
+import { startReputationCheck, startReputationSettings } from './daemon/reputation.js';
 import { scheduleRetention } from './daemon/retention.js';
 import { checkSourcesLocal } from './daemon/sources.js';
-import { firstSteps, prepareStore, RETURN_PATH_SECRET } from './daemon/store.js';
+import { firstSteps, prepareStore, RETURN_PATH_SECRET, UNSUBSCRIBE_SECRET } from './daemon/store.js';
 import { buildWebhooks } from './daemon/webhooks.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { createResolver } from './lib/dns.js';
@@ -40,6 +42,8 @@ export interface Daemon {
   dashboardUrl: string | null;
   /** Where /metrics is served on its own listener; null when metrics are off or on the API listener. */
   metricsUrl: string | null;
+  /** The one-click unsubscribe listener's own address (unsubscribe.listen), not its public URL; null when off. */
+  unsubscribeUrl: string | null;
   /** Where inbound SMTP listens. */
   smtp: { host: string; port: number };
   /** Where submission listens, by key (submission.listen, submission.listen_tls); empty when off. */
@@ -115,7 +119,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
   const lifecycle: Lifecycle = { shuttingDown: false, listenersUp: () => up.listeners };
   const listeners = buildListeners(ctx, { store, lifecycle, ...services });
   const bound = await bindOrUnwind(ctx, store, node, services, listeners);
-  const { apiUrl, dashboardUrl, metricsUrl } = bound;
+  const { apiUrl, dashboardUrl, metricsUrl, unsubscribeUrl } = bound;
   up.listeners = true;
   const loops = await startLoops(ctx, store, node, services, !!opts.manualDelivery);
   announce(ctx, bound, node.id);
@@ -134,6 +138,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     apiRoutes: declaredRoutes(listeners.api),
     dashboardUrl,
     metricsUrl,
+    unsubscribeUrl,
     smtp: bound.smtp,
     submission: bound.submission,
     scheduler,
@@ -160,7 +165,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
 
 /** The line that says the daemon is up, with where each listener is and the data directory. */
 function announce(ctx: Ctx, bound: Awaited<ReturnType<typeof bindOrUnwind>>, nodeId: string): void {
-  const { smtp, apiUrl, dashboardUrl, metricsUrl } = bound;
+  const { smtp, apiUrl, dashboardUrl, metricsUrl, unsubscribeUrl } = bound;
   const submission = Object.fromEntries(
     Object.entries(bound.submission).map(([key, a]) => [key, `${a.host}:${a.port}`]),
   );
@@ -171,6 +176,7 @@ function announce(ctx: Ctx, bound: Awaited<ReturnType<typeof bindOrUnwind>>, nod
       submission,
       dashboard: dashboardUrl,
       metrics: metricsUrl,
+      unsubscribe: unsubscribeUrl,
       data_dir: ctx.config.server.data_dir,
       node_id: nodeId,
     },
@@ -193,24 +199,27 @@ async function openNode(ctx: Ctx, store: Store): Promise<ClusterNode> {
 interface Services {
   resolver: Resolver;
   returnPathSecret: Buffer;
+  unsubscribeSecret: Buffer;
   metrics: Metrics;
   budget: MemoryBudget;
   webhooks: WebhookService;
   dispatcher: Dispatcher;
   scheduler: Scheduler;
   signer: SignerPool;
-  retention: { stop(): void | Promise<void> };
+  /** The scheduled jobs: retention, the reputation check, the doctor and the domains' re-check. */
+  schedules: { stop(): void | Promise<void> };
   doctor: DoctorRuns;
   /** Work committed here: this node's loops look now, and the other nodes are told (after the commit). */
   queued: { outbound: () => void; events: () => void };
 }
 
-/** Steps: the shared services, webhooks, outbound and the retention schedule, in this order. */
+/** Steps: the shared services, webhooks, outbound, the reputation check and the retention schedule, in this order. */
 async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: RelayOptions | null): Promise<Services> {
   // Shared: one resolver on dns.servers (MX, MTA-STS, inbound SPF/DKIM/DMARC, webhook targets);
   // metrics; one budget for the large messages the API and the listener hold in memory at once.
   const resolver = createResolver(ctx.config.dns.servers);
   const returnPathSecret = await store.admin.secret(RETURN_PATH_SECRET);
+  const unsubscribeSecret = await store.admin.secret(UNSUBSCRIBE_SECRET);
   const doctor = scheduleDoctor(ctx, store);
   const metrics = buildMetrics(ctx, store, node, doctor.last);
   const budget = new MemoryBudget(ctx.config.limits.message_memory);
@@ -221,10 +230,23 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     dispatcher.kick();
     store.wakeups.notify(node.id, 'webhooks');
   };
-  const { scheduler, signer } = await buildOutbound(ctx, store, resolver, relay, returnPathSecret, node, {
-    onEvents: events,
-    onOutcome: (kind, acceptedAt) => metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000),
-  });
+  const reputation = startReputationCheck(ctx, store, startReputationSettings(ctx), events);
+  const { scheduler, signer } = await buildOutbound(
+    ctx,
+    store,
+    resolver,
+    relay,
+    returnPathSecret,
+    unsubscribeSecret,
+    node,
+    {
+      onEvents: events,
+      onOutcome: (kind, acceptedAt) => {
+        metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000);
+        reputation.kick();
+      },
+    },
+  );
   const queued = {
     outbound: () => {
       scheduler.kick();
@@ -233,16 +255,26 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     events,
   };
   const retention = scheduleRetention(ctx, store);
+  const recheck = scheduleDomainRecheck(ctx, store, resolver, queued.events);
+  const schedules = {
+    stop: async () => {
+      reputation.stop();
+      doctor.stop();
+      await recheck.stop();
+      await retention.stop();
+    },
+  };
   return {
     resolver,
     returnPathSecret,
+    unsubscribeSecret,
     metrics,
     budget,
     webhooks,
     dispatcher,
     scheduler,
     signer,
-    retention,
+    schedules,
     doctor,
     queued,
   };
@@ -259,8 +291,7 @@ async function bindOrUnwind(
   try {
     return await bindListeners(config, log, listeners);
   } catch (e) {
-    await services.retention.stop();
-    services.doctor.stop();
+    await services.schedules.stop();
     await Promise.all([services.signer.close(), services.webhooks.fetch.close()]);
     await node.stop();
     await store.admin.close();
@@ -298,8 +329,7 @@ async function stopDaemon({
   lifecycle.shuttingDown = true;
   await closeListeners(listeners);
   up.listeners = false;
-  await services.retention.stop();
-  services.doctor.stop();
+  await services.schedules.stop();
   await loops.wakeups.close();
   loops.abort.abort();
   const abandoned = await Promise.race([

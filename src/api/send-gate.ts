@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, refusal } from '../domain/errors.js';
 import { type AuthCache, acceptSend } from '../store/auth-cache.js';
 import type { AcceptResult, BatchInput, BatchResult, SendInput, SendingDomain } from '../store/model.js';
-import type { Store } from '../store/store.js';
+import type { Standing, Store } from '../store/store.js';
 import { authenticateRequest, unauthorized } from './authorization.js';
 
 export const SEND_ROUTE = '/api/v1/emails';
@@ -63,6 +63,11 @@ export class SendGate {
     return this.auth.sendingDomain(customerId, name);
   }
 
+  /** The customer's pause, if paused (send/admit.ts refuses its sends): never from a stale cache on a refusal. */
+  pause(customerId: number): Promise<Standing | undefined> {
+    return this.auth.pause(customerId);
+  }
+
   /** One message's commit; throws the ApiError of a refusal (401 for a key revoked meanwhile). */
   async accept(input: SendInput): Promise<SendAnswer> {
     const result = await acceptSend(this.auth, this.store.messages, input);
@@ -73,6 +78,7 @@ export class SendGate {
       case 'domain_unverified':
       case 'suppressed':
       case 'rate_limited':
+      case 'customer_paused':
         throw refusal(result, input.senderDomain);
       default:
         return result;

@@ -13,6 +13,7 @@ import { LARGE_MESSAGE_BYTES } from '../lib/memory-budget.js';
 import { installErrorHandlers } from './errors.js';
 import { parseJsonBody, readBody } from './json-body.js';
 import { holdMemory } from './memory.js';
+import { domainRoutes } from './routes/domains.js';
 import { emailRoutes } from './routes/emails.js';
 import { healthRoutes } from './routes/health.js';
 import { inboundRoutes } from './routes/inbound.js';
@@ -64,6 +65,7 @@ export function buildApi(deps: ApiDeps): FastifyInstance {
   webhookRoutes(app, deps);
   suppressionRoutes(app, deps);
   inboundRoutes(app, deps);
+  domainRoutes(app, deps);
   keyRoutes(app, deps);
   // /metrics here only when it has no listener of its own (metrics.listen empty).
   const metrics = deps.metrics;

@@ -10,6 +10,8 @@ export type Kind =
   | { type: 'duration' }
   | { type: 'durations' }
   | { type: 'bytes' }
+  /** A percentage, 0 to 100: "4%" (or a bare number of percent). */
+  | { type: 'percent' }
   | { type: 'enum'; values: readonly string[] }
   /** A database URL: empty, or postgres:// / postgresql://; shown without its password. */
   | { type: 'store_url' }
@@ -41,7 +43,7 @@ export const k = <const K extends Kind>(
 /** A key's value as the loaded configuration holds it; durations are milliseconds, sizes bytes. */
 export type ValueOf<K> = K extends { type: 'string' | 'listen' | 'enum' | 'store_url' }
   ? string
-  : K extends { type: 'int' | 'duration' | 'bytes' }
+  : K extends { type: 'int' | 'duration' | 'bytes' | 'percent' }
     ? number
     : K extends { type: 'bool' }
       ? boolean

@@ -35,6 +35,14 @@ export function parseDuration(v: unknown): number {
   return Math.round(Number(m[1]) * DURATION_UNITS[m[2]!]!);
 }
 
+function parsePercent(v: unknown): number {
+  const n =
+    typeof v === 'number' ? v : typeof v === 'string' && /^\s*\d+(\.\d+)?\s*%\s*$/.test(v) ? parseFloat(v) : NaN;
+  if (!Number.isFinite(n)) throw new Error('expected a percentage such as "4%" or "0.08%"');
+  if (n < 0 || n > 100) throw new Error(`must be between 0% and 100%, got ${n}%`);
+  return n;
+}
+
 function parseBytes(v: unknown): number {
   if (typeof v === 'number' && Number.isInteger(v) && v > 0) return v;
   if (typeof v !== 'string') throw new Error('expected a size such as 26214400 or "25MiB"');
@@ -87,6 +95,8 @@ function coerce(spec: KeySpec, v: unknown, fromEnv: boolean): unknown {
       return v.map(parseDuration);
     case 'bytes':
       return parseBytes(v);
+    case 'percent':
+      return parsePercent(v);
     case 'store_url':
       if (typeof v !== 'string') throw new Error('expected a string');
       if (v !== '' && !/^postgres(ql)?:\/\/[^\s]+$/.test(v))
@@ -266,6 +276,7 @@ export function describeConfig(config: Config, sch: Schema = defaultSchema): Rec
       let shown = v;
       if (spec.kind.type === 'duration') shown = formatDuration(v as number);
       if (spec.kind.type === 'durations') shown = (v as number[]).map(formatDuration);
+      if (spec.kind.type === 'percent') shown = `${v}%`;
       shown = spec.secret && v !== '' ? '********' : shown;
       if (spec.kind.type === 'store_url' && typeof v === 'string') shown = withoutPassword(v);
       // "tls.cert" is shown as the sub-table it is written as: [api.tls] cert = …

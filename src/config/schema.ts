@@ -155,6 +155,11 @@ export const schema = {
   outbound: outboundKeys,
   dns: {
     servers: k({ type: 'strings' }, [], 'DNS servers as "ip" or "ip:port"; empty uses the system resolver'),
+    recheck_interval: k(
+      { type: 'duration' },
+      '6h',
+      "How often verified domains' records are checked again (one node of a cluster does it); 0 turns it off",
+    ),
   },
   doctor: {
     dnsbl: k(
@@ -187,6 +192,11 @@ export const schema = {
       'Most requests in flight to one endpoint, so a slow endpoint cannot hold up the others',
     ),
     poll_interval: k({ type: 'duration' }, '1s', 'How often the outbox is checked when idle'),
+    secret_grace: k(
+      { type: 'duration' },
+      '24h',
+      "After an endpoint's secret is rotated, how long deliveries are signed with the old secret too",
+    ),
   },
   bounces: {
     suppress_mailbox_full: k(
@@ -246,12 +256,57 @@ export const schema = {
     ),
     schedule: k({ type: 'string' }, '17 * * * *', 'When the retention job runs (cron syntax, node-cron)'),
   },
+  reputation: {
+    window: k(
+      { type: 'duration' },
+      '7d',
+      'The rolling window a customer\'s bounce and complaint rates are counted over (docs/operations.md, "Reputation")',
+    ),
+    min_recipients: k(
+      { type: 'int', min: 1, max: 1_000_000 },
+      200,
+      'Recipients with an outcome in the window before its rates are judged at all',
+    ),
+    warning_bounce_rate: k(
+      { type: 'percent' },
+      '4%',
+      'Hard bounces over recipients with an outcome at which a customer is warned (customer.warning)',
+    ),
+    warning_complaint_rate: k(
+      { type: 'percent' },
+      '0.08%',
+      'Complaints over recipients delivered at which a customer is warned',
+    ),
+    pause_bounce_rate: k(
+      { type: 'percent' },
+      '8%',
+      "Bounce rate at which a customer's sending is paused (customer.paused) until an administrator resumes it",
+    ),
+    pause_complaint_rate: k({ type: 'percent' }, '0.3%', "Complaint rate at which a customer's sending is paused"),
+    check_interval: k(
+      { type: 'duration' },
+      '2s',
+      'How often one node judges the rates of the customers whose counters moved (0: never; pausing by hand still works)',
+    ),
+  },
   metrics: {
     enabled: k({ type: 'bool' }, false, 'Serve Prometheus metrics at GET /metrics (no key needed), on metrics.listen'),
     listen: k(
       { type: 'listen', optional: true },
       '127.0.0.1:9464',
       'Address of the metrics listener, "host:port", apart from the API that applications reach; empty serves /metrics on the API listener instead',
+    ),
+  },
+  unsubscribe: {
+    listen: k(
+      { type: 'listen', optional: true },
+      '',
+      'Address of the one-click unsubscribe listener (RFC 8058), "host:port", on its own so the API may stay private; empty turns it off',
+    ),
+    public_url: k(
+      { type: 'string' },
+      '',
+      'The https base URL mailbox providers reach the unsubscribe listener at (e.g. "https://unsubscribe.example.com"); links are <public_url>/u/<token>; empty: sends asking for unsubscribe headers are refused',
     ),
   },
   log: {

@@ -3,6 +3,7 @@ import { type DestinationLimits, limitsFor, parseDestinationRules } from '../dom
 import type { ServerIdentity } from '../domain/dns-records.js';
 import type { SuppressionPolicy } from '../domain/outcome.js';
 import type { QuotaDefaults } from '../domain/quotas.js';
+import type { ReputationSettings } from '../domain/reputation.js';
 import { defaultPool, type Pool } from './pools.js';
 import type { Config } from './schema.js';
 
@@ -162,4 +163,20 @@ export function destinationLimits(c: Pick<Config, 'outbound'>): (destination: st
     perMinute: o.messages_per_minute,
   };
   return (destination) => limitsFor(destination, rules, base);
+}
+
+/** The [reputation] thresholds and window (domain/reputation.ts); a warning above its pause threshold is refused. */
+export function reputationSettings(c: Pick<Config, 'reputation'>): ReputationSettings {
+  const r = c.reputation;
+  for (const kind of ['bounce', 'complaint'] as const)
+    if (r[`warning_${kind}_rate`] > r[`pause_${kind}_rate`])
+      throw new Error(
+        `reputation.warning_${kind}_rate (${r[`warning_${kind}_rate`]}%) is above reputation.pause_${kind}_rate (${r[`pause_${kind}_rate`]}%)`,
+      );
+  return {
+    windowMs: r.window,
+    minRecipients: r.min_recipients,
+    warning: { bounce: r.warning_bounce_rate, complaint: r.warning_complaint_rate },
+    pause: { bounce: r.pause_bounce_rate, complaint: r.pause_complaint_rate },
+  };
 }

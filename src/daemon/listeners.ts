@@ -2,6 +2,7 @@ import type { Resolver } from 'node:dns/promises';
 import type { Lifecycle } from '../api/deps.js';
 import { buildMetricsListener } from '../api/metrics-listener.js';
 import { buildApi } from '../api/server.js';
+import { buildUnsubscribeListener } from '../api/unsubscribe-listener.js';
 import { buildDashboard } from '../dashboard/server.js';
 import type { DoctorReport } from '../domain/doctor.js';
 import { createListener } from '../inbound/listener.js';
@@ -19,6 +20,7 @@ export interface ListenerDeps {
   store: Store;
   resolver: Resolver;
   returnPathSecret: Buffer;
+  unsubscribeSecret: Buffer;
   metrics: Metrics;
   budget: MemoryBudget;
   webhooks: WebhookService;
@@ -29,7 +31,7 @@ export interface ListenerDeps {
   queued: { outbound: () => void; events: () => void };
 }
 
-/** Step: every listener, built and not yet bound: inbound SMTP, the API, submission, the dashboard and /metrics (each when configured). */
+/** Step: every listener, built and not yet bound: inbound SMTP, the API, submission, the dashboard, /metrics and one-click unsubscribe (each when configured). */
 export function buildListeners(ctx: Ctx, deps: ListenerDeps): Listeners {
   const { config, log, clock, settings } = ctx;
   const { store, resolver, metrics, budget, webhooks, lifecycle, queued } = deps;
@@ -42,6 +44,7 @@ export function buildListeners(ctx: Ctx, deps: ListenerDeps): Listeners {
     log,
     resolver,
     returnPathSecret: deps.returnPathSecret,
+    unsubscribeSecret: deps.unsubscribeSecret,
     isShuttingDown: () => lifecycle.shuttingDown,
     onEvents: queued.events,
     onResult: (result) => metrics.inbound.inc({ result }),
@@ -96,5 +99,8 @@ export function buildListeners(ctx: Ctx, deps: ListenerDeps): Listeners {
     dashboard,
     metrics: config.metrics.enabled && config.metrics.listen ? buildMetricsListener(metrics, log) : undefined,
     submission,
+    unsubscribe: config.unsubscribe.listen
+      ? buildUnsubscribeListener({ store, secret: deps.unsubscribeSecret, clock, log, onEvents: queued.events })
+      : undefined,
   };
 }

@@ -2,7 +2,7 @@ import type { Resolver } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import type { ClusterNode } from '../cluster/node.js';
-import { configuredDefaultPool, returnPathDomain } from '../config/settings.js';
+import { configuredDefaultPool, returnPathDomain, returnPathLabel } from '../config/settings.js';
 import { CLUSTER_THROTTLE, destinationOf } from '../domain/destinations.js';
 import { Dane } from '../outbound/dane.js';
 import { type DeliveryItem, deliverGroup, type GroupResult } from '../outbound/deliver.js';
@@ -30,6 +30,7 @@ interface Delivery {
   lookups: Lookups;
   relay: RelayOptions | null;
   returnPathSecret: Buffer;
+  unsubscribeSecret: Buffer;
   signer: SignerPool;
   smtp: SmtpOptions;
   /** outbound.pools: the source of each connection; undefined without pools. */
@@ -43,6 +44,7 @@ export async function buildOutbound(
   resolver: Resolver,
   relay: RelayOptions | null,
   returnPathSecret: Buffer,
+  unsubscribeSecret: Buffer,
   node: ClusterNode,
   hooks: { onEvents: () => void; onOutcome: (kind: string, acceptedAt: number) => void },
 ): Promise<{ scheduler: Scheduler; signer: SignerPool }> {
@@ -63,6 +65,7 @@ export async function buildOutbound(
     lookups,
     relay,
     returnPathSecret,
+    unsubscribeSecret,
     signer,
     smtp: smtpOptions(ctx, lookups.extraCa),
     sources,
@@ -93,6 +96,7 @@ export async function buildOutbound(
     ...(o.limits_scope === 'cluster' ? { sharedAs: node.id } : {}),
     throttleHolder,
     held: () => settings.outbound.current.hold,
+    pausedCustomers: () => store.reputation.paused(),
     onEvents: hooks.onEvents,
     onOutcome: hooks.onOutcome,
     deliver: (domain, items) => deliver(ctx, store, delivery, domain, items),
@@ -171,6 +175,8 @@ function deliver(
       ...(d.sources ? { sources: d.sources } : {}),
       returnPathSecret: d.returnPathSecret,
       returnPathDomain: returnPathDomain(config),
+      unsubscribe: { publicUrl: config.unsubscribe.public_url, secret: d.unsubscribeSecret },
+      returnPathLabel: returnPathLabel(config),
       suppression: settings.outbound.current.suppression,
       smtp: d.smtp,
     },

@@ -4,6 +4,8 @@ import type { Ctx } from './context.js';
 
 /** The name of the store's secret that return paths are made with and checked by (outbound/deliver.ts, inbound/listener.ts). */
 export const RETURN_PATH_SECRET = 'return_path_secret';
+/** The secret one-click unsubscribe tokens are made with (domain/unsubscribe.ts), kept as the return path's is. */
+export const UNSUBSCRIBE_SECRET = 'unsubscribe_secret';
 
 /** The store named by the configuration cannot be reached at start: the daemon does not start. */
 export class StoreUnreachable extends Error {}

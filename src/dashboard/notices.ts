@@ -16,6 +16,7 @@ export const NOTICES = {
   'endpoint-enabled': 'Endpoint enabled.',
   'endpoint-disabled': 'Endpoint disabled.',
   'endpoint-deleted': 'Endpoint deleted.',
+  'endpoint-updated': 'Endpoint saved.',
   'message-canceled': 'Canceled: nothing will be sent.',
   'queue-retried': 'Retried: the deferred recipients are due now.',
   'queue-held': 'Held: the waiting recipients are not tried until released.',
@@ -24,6 +25,8 @@ export const NOTICES = {
   'queue-unchanged': 'Nothing changed: no recipient was in a state this applies to.',
   'suppression-added': 'The address is suppressed.',
   'suppression-removed': 'The address is no longer suppressed.',
+  'customer-paused': "Paused: this customer's new sends are refused and its queued mail is held.",
+  'customer-resumed': "Resumed: this customer's held mail goes out, and its rates count again from now.",
 } as const;
 
 export const ERRORS = {
@@ -31,6 +34,8 @@ export const ERRORS = {
   'not-suppressed': 'That address was not suppressed.',
   'limits-invalid': 'Limits are whole numbers from 0 (no limit) up; leave empty for the server default.',
   'customer-name': 'A customer name is 1-63 letters, digits, "_", "." or "-".',
+  'pause-reason': 'A pause needs a reason (at most 500 characters): the customer is told it.',
+  'reputation-state': 'Nothing changed: the customer was already paused, or was not paused.',
 } as const;
 
 export type NoticeCode = keyof typeof NOTICES;

@@ -1,8 +1,8 @@
 import type { Resolver } from 'node:dns/promises';
 import type { Config } from '../config/schema.js';
 import { returnPathDomain, serverIdentity } from '../config/settings.js';
-import { DKIM_GRACE_MS, type DnsRecord, dnsRecords } from '../domain/dns-records.js';
-import { checkRecords, isVerified, type RecordCheck, unanswered } from '../lib/verify-domain.js';
+import { DKIM_GRACE_MS, type DnsRecord, dnsRecords, returnPathHost, returnPathInUse } from '../domain/dns-records.js';
+import { checkRecords, isVerified, type RecordCheck, requiredRecords, unanswered } from '../lib/verify-domain.js';
 import type { DomainRow } from '../store/model.js';
 import type { DomainStore } from '../store/store.js';
 
@@ -66,8 +66,10 @@ export function returnPathStatus(
   d: DomainRow,
   config: Config,
 ): { host: string; holds: boolean; envelope_domain: string; lost: string | null } {
-  const host = d.return_path_host ?? `${serverIdentity(config).returnPathLabel}.${d.name}`;
-  const holds = d.return_path_host !== null;
+  const label = serverIdentity(config).returnPathLabel;
+  const inUse = returnPathInUse(d, label);
+  const host = inUse ?? returnPathHost(d.name, label);
+  const holds = inUse !== null;
   return {
     host,
     holds,
@@ -92,9 +94,11 @@ async function recordReturnPath(domains: DomainStore, d: DomainRow, checks: Reco
 
 /**
  * Looks the domain's records up (through dns.servers) and marks it verified or not; a domain
- * verified before keeps its first verification time. When the DNS server did not answer for a
- * required record, nothing is known: the domain's state is left as it was (a verified domain goes
- * on sending through a resolver outage) and `dnsError` says why, naming dns.servers.
+ * verified before keeps its first verification time, and a change of its verified state writes
+ * `domain.verified` or `domain.verification_failed` (DomainStore.setVerification). When the DNS
+ * server did not answer for a required record, nothing is known: the domain's state is left as it
+ * was (a verified domain goes on sending through a resolver outage), `verified` is false and
+ * `dnsError` says why, naming dns.servers.
  */
 export async function verifyDomain(
   domains: DomainStore,
@@ -113,7 +117,7 @@ export async function verifyDomain(
   const dnsError = unanswered(checks);
   if (dnsError) return { verified: false, checks, switchedTo: null, dnsError, returnPath: returnPathStatus(d, config) };
   const verified = isVerified(checks);
-  await domains.setVerified(d.id, verified ? (d.verified_at ?? now) : null);
+  await domains.setVerification(d.id, { verified, now, records: requiredRecords(checks) });
   const host = await recordReturnPath(domains, d, checks);
   const returnPath = returnPathStatus({ ...d, return_path_host: host }, config);
   // A rotation: once the next key's record is found, signing switches to it.

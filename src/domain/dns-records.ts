@@ -112,6 +112,17 @@ export function returnPathHost(domain: string, label: string): string {
   return `${label}.${domain}`;
 }
 
+/**
+ * The return-path host a domain's mail goes out with: the one verification found holding, only
+ * while it is still <label>.<domain> for the label now configured (smtp.return_path_label); null
+ * otherwise, and the server's return path domain is used.
+ */
+export function returnPathInUse(d: { name: string; return_path_host: string | null }, label: string): string | null {
+  return d.return_path_host !== null && d.return_path_host === returnPathHost(d.name, label)
+    ? d.return_path_host
+    : null;
+}
+
 /** The domain's return path record: a CNAME to the return path domain, or the same MX and SPF published on the host itself. */
 function returnPathRecord(domain: string, server: ServerIdentity): DnsRecord {
   const host = returnPathHost(domain, server.returnPathLabel);

@@ -5,6 +5,7 @@ export const ERROR_STATUS = {
   invalid_json: 400,
   unauthorized: 401,
   domain_not_verified: 403,
+  customer_paused: 403,
   insufficient_scope: 403,
   forbidden: 403,
   not_found: 404,
@@ -106,9 +107,16 @@ export type Refusal =
   | { kind: 'from_not_allowed'; allowed: string[] }
   | { kind: 'domain_unknown' }
   | { kind: 'domain_unverified' }
+  | { kind: 'unsubscribe_unavailable' }
   | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> }
+  | { kind: 'customer_paused'; reason?: string | null }
   /** Over a send quota of the customer (domain/quotas.ts): 429 with Retry-After. */
   | { kind: 'rate_limited'; quota: QuotaExceeded };
+
+/** Why a paused customer's send is refused, and who can resume it (the API's message; SMTP says the same). */
+export function pausedText(reason: string | null | undefined): string {
+  return `Sending is paused for this account${reason ? ` (${reason})` : ''}: nothing was queued. An administrator of this posthaste server resumes it ("posthaste customers resume", or the dashboard's Customers page).`;
+}
 
 export function refusal(r: Refusal, domain: string): ApiError {
   switch (r.kind) {
@@ -122,6 +130,14 @@ export function refusal(r: Refusal, domain: string): ApiError {
       return unknownDomain(domain);
     case 'domain_unverified':
       return unverifiedDomain(domain);
+    case 'unsubscribe_unavailable':
+      return new ApiError(
+        'validation_failed',
+        'This server offers no one-click unsubscribe: unsubscribe.public_url is not configured; nothing was queued.',
+        { unsubscribe: ['needs unsubscribe.public_url in the server configuration (docs/delivery.md)'] },
+      );
+    case 'customer_paused':
+      return new ApiError('customer_paused', pausedText(r.reason));
     case 'suppressed': {
       const p = new Problems();
       for (const s of r.addresses) p.add(s.field, `${s.address} is on the suppression list (${s.reason})`);

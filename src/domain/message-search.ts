@@ -44,8 +44,8 @@ export function messageIdOfField(value: string): string | undefined {
   return id !== undefined && id.length <= MESSAGE_ID_MAX_LENGTH ? id : undefined;
 }
 
-/** A time as ISO 8601 ("2026-11-23", "2026-11-23T10:00:00Z", "2026-11-23T10:00" in UTC). */
-function parseTime(v: string): number | undefined {
+/** A time as ISO 8601 ("2026-11-23", "2026-11-23T10:00:00Z", "2026-11-23T10:00" in UTC); the API's time filters. */
+export function parseTime(v: string): number | undefined {
   if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/.test(v)) return undefined;
   const t = Date.parse(/[T ]\d{2}:\d{2}/.test(v) && !/(Z|[+-]\d{2}:\d{2})$/.test(v) ? v.replace(' ', 'T') + 'Z' : v);
   return Number.isFinite(t) ? t : undefined;

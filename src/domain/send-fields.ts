@@ -34,6 +34,7 @@ const KNOWN_FIELDS = new Set([
   'metadata',
   'scheduled_at',
   'tags',
+  'unsubscribe',
 ]);
 
 /** Headers posthaste writes itself (docs/api.md); a request may not set them. Content-* is refused by prefix. */
@@ -326,4 +327,20 @@ export function tagsField(v: unknown, p: Problems): string[] {
       else if (!tags.includes(tag)) tags.push(tag);
     }
   return tags;
+}
+
+/**
+ * `unsubscribe`: true asks for the List-Unsubscribe and List-Unsubscribe-Post fields (RFC 8058),
+ * which posthaste writes per recipient; the request's own `headers` may not set them then.
+ */
+export function unsubscribeField(v: unknown, headers: Array<[string, string]>, p: Problems): boolean {
+  if (v === undefined || v === null || v === false) return false;
+  if (v !== true) {
+    p.add('unsubscribe', 'must be true or false');
+    return false;
+  }
+  for (const [name] of headers)
+    if (/^list-unsubscribe(-post)?$/i.test(name))
+      p.add('headers', `${name} cannot be given with unsubscribe: true (posthaste writes it for each recipient)`);
+  return true;
 }

@@ -14,6 +14,7 @@ import {
   scheduledAtField,
   subjectField,
   tagsField,
+  unsubscribeField,
 } from './send-fields.js';
 
 export type { Attachment } from './send-fields.js';
@@ -50,6 +51,8 @@ export interface SendRequest {
   scheduledAt?: number;
   /** Labels of the customer's choosing: echoed in events, searchable. */
   tags: string[];
+  /** The List-Unsubscribe fields asked for (docs/delivery.md, "One-click unsubscribe"). */
+  unsubscribe: boolean;
 }
 
 /** An attachment's size in bytes, from its Base64 text (strict: padded, no line breaks). */
@@ -95,6 +98,7 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
   const metadata = metadataField(body.metadata, p);
   const scheduledAt = scheduledAtField(body.scheduled_at, p);
   const tags = tagsField(body.tags, p);
+  const unsubscribe = unsubscribeField(body.unsubscribe, headers, p);
 
   if (!p.empty || !from) return p;
   return {
@@ -109,6 +113,7 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
     metadata,
     ...(scheduledAt !== undefined ? { scheduledAt } : {}),
     tags,
+    unsubscribe,
   };
 }
 

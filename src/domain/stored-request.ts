@@ -41,6 +41,8 @@ export function readStoredRequest(stored: Uint8Array): SendRequest {
     metadata: stringMap(body, 'metadata'),
     ...(scheduled !== undefined ? { scheduledAt: Date.parse(scheduled) } : {}),
     tags: [...new Set(list(body, 'tags').map((t) => asString(t, 'tags')))],
+    // Delivery reads the message row's flag (QueuedMessage.unsubscribe), not this.
+    unsubscribe: body.unsubscribe === true,
   };
 }
 

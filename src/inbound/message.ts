@@ -97,7 +97,9 @@ async function storeMessage(deps: ListenerDeps, raw: Buffer, session: Session): 
   const report = reportRoutes.length ? readReport(raw, deps.settings.current.suppression) : null;
   // DMARC reports first, while raw is whole: kept once each, so a retry after a failure below adds nothing.
   if (routes.some((r) => r.kind === 'dmarc')) await keepDmarcReports(deps, raw);
-  if (!inspected && reportRoutes.length === 0) return { kind: 'stored', id: 'dmarc' };
+  // A mail to a List-Unsubscribe mailto address is the request itself: what it says is not kept.
+  const unsubscribed = routes.some((r) => r.kind === 'unsubscribe') ? await unsubscribeAll(deps, routes) : 'dmarc';
+  if (!inspected && reportRoutes.length === 0) return { kind: 'stored', id: unsubscribed };
   // A large message's bytes move to the writer thread rather than being copied; raw is empty afterwards.
   const ids = await deps.store.inbound.receive({
     stores: inspected ? perCustomer(receiving, env, inspected.parsed) : [],
@@ -134,4 +136,16 @@ function perCustomer(
     helo: env.helo,
     ...parsed,
   }));
+}
+
+/** Each unsubscribe route's recipient suppressed (store: suppressions.unsubscribe, once); the id the 250 names. */
+async function unsubscribeAll(deps: ListenerDeps, routes: AcceptedRoute[]): Promise<string> {
+  let fired = false;
+  for (const r of routes)
+    if (r.kind === 'unsubscribe')
+      fired =
+        (await deps.store.suppressions.unsubscribe(r.recipientId, 'mailto', deps.clock.now())) === 'unsubscribed' ||
+        fired;
+  if (fired) deps.onEvents?.();
+  return 'unsubscribe';
 }

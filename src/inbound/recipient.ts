@@ -1,6 +1,7 @@
 import type { SMTPServerAddress } from 'smtp-server';
 import { returnPathDomain, returnPathLabel } from '../config/settings.js';
 import { parseReturnToken } from '../domain/return-path.js';
+import { parseUnsubscribeToken } from '../domain/unsubscribe.js';
 import { isStoreUnavailable } from '../store/errors.js';
 import type { ReceivingDomain } from '../store/model.js';
 import { type Route, routeRecipient } from './route.js';
@@ -36,6 +37,7 @@ async function recipientRoute(deps: ListenerDeps, raw: string): Promise<Accepted
     returnPathLabel: returnPathLabel(deps.config),
     isReturnToken: (token: string) => parseReturnToken(deps.returnPathSecret, token) !== undefined,
     feedbackAddress: deps.config.smtp.feedback_address,
+    unsubscribeRecipient: (token: string) => parseUnsubscribeToken(deps.unsubscribeSecret, token),
     dmarcAddress: deps.config.smtp.dmarc_address,
   };
   let route: Route = routeRecipient(raw, {

@@ -1,16 +1,20 @@
 import { parseAddrSpec } from '../domain/addresses.js';
+import { mailtoToken } from '../domain/unsubscribe.js';
 
 export type Route =
   | { kind: 'receiving'; address: string; domain: string }
   | { kind: 'bounce'; address: string }
   | { kind: 'feedback'; address: string }
   | { kind: 'dmarc'; address: string }
+  /** A List-Unsubscribe mailto address (domain/unsubscribe.ts): the recipient row its token names. */
+  | { kind: 'unsubscribe'; address: string; recipientId: number }
   | { kind: 'refused'; reason: string };
 
 /**
  * Where a recipient goes, decided at RCPT time. posthaste never relays: a recipient is accepted
- * only for a receiving domain, a return-path address, the feedback address or the DMARC report
- * address. Address tricks are
+ * only for a receiving domain, a return-path address, the feedback address, the DMARC report
+ * address, or an unsubscribe address (unsubscribe+<token> at the return path domain, for a token
+ * posthaste made). Address tricks are
  * refused outright: source routes, the percent hack, bang paths, quoted local parts and address
  * literals, whatever domain they end in.
  */
@@ -24,6 +28,8 @@ export function routeRecipient(
     isReturnToken: (token: string) => boolean;
     feedbackAddress: string;
     dmarcAddress: string;
+    /** The recipient row an unsubscribe token names, or undefined when posthaste did not make it. */
+    unsubscribeRecipient?: (token: string) => number | undefined;
     isReceiving: (domain: string) => boolean;
   },
 ): Route {
@@ -40,6 +46,10 @@ export function routeRecipient(
   const normal = `${parsed.value.local.toLowerCase()}@${domain}`;
   if (ctx.feedbackAddress && normal === ctx.feedbackAddress.toLowerCase()) return { kind: 'feedback', address: normal };
   if (ctx.dmarcAddress && normal === ctx.dmarcAddress.toLowerCase()) return { kind: 'dmarc', address: normal };
+  const unsubscribe = mailtoToken(parsed.value.local);
+  const recipientId =
+    unsubscribe && domain === ctx.returnPathDomain.toLowerCase() ? ctx.unsubscribeRecipient?.(unsubscribe) : undefined;
+  if (recipientId !== undefined) return { kind: 'unsubscribe', address: normal, recipientId };
   const verp = /^bounces\+([0-9a-z]{20})$/i.exec(parsed.value.local);
   if (verp && domain === ctx.returnPathDomain.toLowerCase()) return { kind: 'bounce', address: normal };
   // Any domain's return path host: taken only for a token posthaste made, whichever domain it is on.

@@ -11,7 +11,7 @@ import type { Route } from './route.js';
 
 /** What the inbound listener is built from (the composition root hands it in). */
 export interface ListenerDeps {
-  store: Pick<Store, 'domains' | 'inbound' | 'dmarc'>;
+  store: Pick<Store, 'domains' | 'inbound' | 'dmarc' | 'suppressions'>;
   config: Config;
   /** What a reload can change here: the default inbound limits, the suppression policy, STARTTLS. */
   settings: Live<InboundSettings>;
@@ -19,6 +19,8 @@ export interface ListenerDeps {
   log: Logger;
   resolver: Resolver;
   returnPathSecret: Buffer;
+  /** The secret List-Unsubscribe tokens are made with (domain/unsubscribe.ts). */
+  unsubscribeSecret: Buffer;
   isShuttingDown: () => boolean;
   /** Events were written: the webhook dispatcher can go. */
   onEvents?: () => void;

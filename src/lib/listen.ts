@@ -78,6 +78,7 @@ export function listenSpecs(config: Config): ListenSpec[] {
       : []),
     ...(config.submission.listen ? [{ key: 'submission.listen', address: config.submission.listen }] : []),
     ...(config.submission.listen_tls ? [{ key: 'submission.listen_tls', address: config.submission.listen_tls }] : []),
+    ...(config.unsubscribe.listen ? [{ key: 'unsubscribe.listen', address: config.unsubscribe.listen }] : []),
   ];
 }
 
@@ -90,6 +91,8 @@ export interface Listeners {
   metrics: HttpServer | undefined;
   /** Submission for applications (submission.listen, submission.listen_tls), each with its key. */
   submission: Array<{ spec: ListenSpec; server: SMTPServer }>;
+  /** One-click unsubscribe on its own address (unsubscribe.listen). */
+  unsubscribe?: HttpServer | undefined;
 }
 
 /** An SMTP listener (inbound, or submission), bound where `spec` says; resolves with the address it listens on. */
@@ -143,6 +146,7 @@ export async function bindListeners(
   dashboardUrl: string | null;
   metricsUrl: string | null;
   submission: Record<string, { host: string; port: number }>;
+  unsubscribeUrl: string | null;
 }> {
   try {
     const smtp = await listenSmtp({ key: 'smtp.listen', address: config.smtp.listen }, log, l.smtp);
@@ -161,7 +165,12 @@ export async function bindListeners(
       : null;
     const submission: Record<string, { host: string; port: number }> = {};
     for (const { spec, server } of l.submission) submission[spec.key] = await listenSmtp(spec, log, server);
+    const unsubscribeSpec = { key: 'unsubscribe.listen', address: config.unsubscribe.listen };
+    const unsubscribeUrl = l.unsubscribe
+      ? `http://${hostPort(parseListen(unsubscribeSpec.address).host, await listenOn(l.unsubscribe, unsubscribeSpec))}`
+      : null;
     return {
+      unsubscribeUrl,
       smtp,
       apiUrl,
       dashboardUrl: dashboardBound && (config.dashboard.public_url || dashboardBound),
@@ -186,6 +195,7 @@ export function closeListeners(l: Listeners): Promise<unknown> {
     l.api.close(),
     l.dashboard?.close(),
     l.metrics && closeHttp(l.metrics),
+    l.unsubscribe && closeHttp(l.unsubscribe),
     closeSmtp(l.smtp),
     ...l.submission.map((s) => closeSmtp(s.server)),
   ]);

@@ -37,6 +37,10 @@ export interface MetricsSources {
    * once. Always, when not given.
    */
   servesStoreGauges?: () => Promise<boolean>;
+  /** Each customer's reputation (docs/operations.md, "Reputation"): its state and its rates in percent (null: not judged yet). */
+  customers?: () => Promise<
+    Array<{ customer: string; state: string; bounceRate: number | null; complaintRate: number | null }>
+  >;
   /** The deliverability doctor's last report on this node (daemon/doctor.ts); null before its first run. */
   doctor?: () => DoctorReport | null;
 }
@@ -155,7 +159,9 @@ export class Metrics {
     });
     if (sources.doctor) this.doctorGauges(sources.doctor);
     const serves = sources.servesStoreGauges;
-    if (serves) for (const gauge of [recipients, webhookDeliveries, oldest]) servedOnlyWhen(gauge, serves);
+    const customers = sources.customers ? customerGauges(this.registry, sources.customers) : [];
+    if (serves)
+      for (const gauge of [recipients, webhookDeliveries, oldest, ...customers]) servedOnlyWhen(gauge, serves);
     for (const outcome of DELIVERY_OUTCOMES) this.deliveries.inc({ outcome }, 0);
     for (const result of SUBMISSION_AUTH) this.submissionAuth.inc({ result }, 0);
     for (const result of SUBMISSION_RESULTS) this.submission.inc({ result }, 0);
@@ -242,4 +248,55 @@ function servedOnlyWhen(gauge: Gauge, serves: () => Promise<boolean>): void {
     const { help, name, aggregator } = gauge as unknown as { help: string; name: string; aggregator: 'sum' };
     return { help, name, type: 'gauge', aggregator, values: [] } as unknown as Awaited<ReturnType<Gauge['get']>>;
   };
+}
+
+/** The customers' reputation gauges, read together on each scrape (a rate not judged yet is left out). */
+function customerGauges(registry: Registry, read: NonNullable<MetricsSources['customers']>): Gauge[] {
+  let pending: ReturnType<typeof read> | undefined;
+  // The three gauges collect one after another in a scrape: one read serves them all.
+  const once = () => {
+    pending ??= read().finally(() => setTimeout(() => (pending = undefined), 0));
+    return pending;
+  };
+  const state = new Gauge({
+    name: 'posthaste_customer_state',
+    help: "Each customer's sending state (ok, warning, paused): 1 for the state it is in",
+    labelNames: ['customer', 'state'],
+    registers: [registry],
+    async collect() {
+      state.reset();
+      for (const c of await once())
+        for (const s of ['ok', 'warning', 'paused'])
+          state.set({ customer: c.customer, state: s }, c.state === s ? 1 : 0);
+    },
+  });
+  const rate = (name: string, help: string, pick: (c: Awaited<ReturnType<typeof read>>[number]) => number | null) => {
+    const gauge: Gauge = new Gauge({
+      name,
+      help,
+      labelNames: ['customer'],
+      registers: [registry],
+      async collect() {
+        gauge.reset();
+        for (const c of await once()) {
+          const v = pick(c);
+          if (v !== null) gauge.set({ customer: c.customer }, v);
+        }
+      },
+    });
+    return gauge;
+  };
+  return [
+    state,
+    rate(
+      'posthaste_customer_bounce_rate_percent',
+      "Each customer's hard bounces over recipients with an outcome in the reputation window, in percent",
+      (c) => c.bounceRate,
+    ),
+    rate(
+      'posthaste_customer_complaint_rate_percent',
+      "Each customer's complaints over recipients delivered in the reputation window, in percent",
+      (c) => c.complaintRate,
+    ),
+  ];
 }

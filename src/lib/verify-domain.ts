@@ -95,6 +95,11 @@ export function checkRecords(resolver: Resolver, records: DnsRecord[]): Promise<
 /** The records a domain needs to be verified: ownership is proven by the verification TXT; signing needs the DKIM key published. SPF, DMARC and return path are advice. */
 const REQUIRED = (c: RecordCheck) => c.purpose === 'verification' || c.purpose === 'dkim';
 
+/** The required records' checks, as a domain event names them. */
+export function requiredRecords(checks: RecordCheck[]): Array<{ purpose: string; name: string; found: boolean }> {
+  return checks.filter(REQUIRED).map((c) => ({ purpose: c.purpose, name: c.name, found: c.found }));
+}
+
 export function isVerified(checks: RecordCheck[]): boolean {
   return checks.filter(REQUIRED).every((c) => c.found);
 }

@@ -1,13 +1,13 @@
 import { addressKey } from '../domain/addresses.js';
-import { UnsendableMessage } from '../domain/errors.js';
+import { returnPathInUse } from '../domain/dns-records.js';
 import { type Outcome, type Reply, reply, type SuppressionPolicy, suppressFor } from '../domain/outcome.js';
 import { returnPath } from '../domain/return-path.js';
 import { reclaimAfter } from '../lib/reclaim.js';
 import type { Claimed, QueuedMessage } from '../store/model.js';
 import type { Store } from '../store/store.js';
+import { type PrepareDeps, prepare, type SenderDomains, unsubscribeDefaults } from './prepare.js';
 import { connect, directRoute, type Route, type RouteDeps } from './route.js';
-import type { Signed, SignInput } from './signer.js';
-import { type Prepared, SigningWindow } from './signing-window.js';
+import { SigningWindow } from './signing-window.js';
 import type { SmtpSession, TransactionResult, Via } from './smtp-session.js';
 import type { SourceNeed } from './source.js';
 import { isRateLimit } from './throttle.js';
@@ -24,11 +24,10 @@ export interface ItemResult {
   via?: Via;
 }
 
-export interface DeliverDeps extends RouteDeps {
-  store: Pick<Store, 'suppressions' | 'domains'>;
-  /** Composes (first time) and DKIM-signs; a SignerPool in the daemon. */
-  sign: (input: SignInput) => Promise<Signed>;
-  returnPathDomain: string;
+export interface DeliverDeps extends RouteDeps, PrepareDeps {
+  store: Pick<Store, 'suppressions' | 'domains' | 'customers'>;
+  /** smtp.return_path_label: a sending domain's return-path host is used only while it is <label>.<domain>. */
+  returnPathLabel: string;
   returnPathSecret: Buffer;
   /** Which permanent failures suppress the address ([bounces] in the configuration). */
   suppression: SuppressionPolicy;
@@ -62,6 +61,9 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
   }
   // The sender domains (their keys) this group signs with, each read once for the group.
   const senders: SenderDomains = new Map();
+  const defaults = await unsubscribeDefaults(deps, pending);
+  const unsubscribe = (m: QueuedMessage) => m.unsubscribe || defaults.has(m.customerId);
+  const signing = { composed: group.composed, senders, composing: new Map(), unsubscribe };
   // With pools, one connection after the other for each source the recipients need.
   const parts = deps.sources ? await deps.sources.split(pending) : [{ need: undefined, items: pending }];
   for (const { need, items: part } of parts) {
@@ -70,7 +72,7 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
       group.unattempted.push(...part);
       continue;
     }
-    const window = new SigningWindow(part, (m) => prepare(deps, m, group.composed, senders));
+    const window = new SigningWindow(part, (item) => prepare(deps, item, signing), unsubscribe);
     // Connect only once the first message is ready (a cold signing thread takes seconds to start),
     // so no remote server waits on us mid-conversation.
     await window.signedFor(0);
@@ -150,12 +152,12 @@ class GroupSender {
 
   /**
    * The envelope sender's domain: the sender domain's own return path host once verification found
-   * it (SPF then aligns with the From domain), else the server's return path domain
-   * (docs/delivery.md, "Sending identities").
+   * it (SPF then aligns with the From domain) and while it is still the configured label's host,
+   * else the server's return path domain (docs/delivery.md, "Sending identities").
    */
   private async envelopeDomain(item: DeliveryItem): Promise<string> {
     const sender = await this.senders.get(item.message.senderDomain);
-    return sender?.return_path_host ?? this.deps.returnPathDomain;
+    return (sender && returnPathInUse(sender, this.deps.returnPathLabel)) ?? this.deps.returnPathDomain;
   }
 
   /** One transaction, its outcome recorded. */
@@ -254,64 +256,4 @@ async function checkSuppression(
     }
   }
   return keep;
-}
-
-/** Each sender domain's row, looked up once a group. */
-type SenderDomains = Map<string, ReturnType<DeliverDeps['store']['domains']['find']>>;
-
-/** Step: compose (a send request's first time only; a submitted message is signed as it is) and DKIM-sign with the sender domain's key. */
-async function prepare(
-  deps: DeliverDeps,
-  m: QueuedMessage,
-  composed: Map<number, Buffer>,
-  senders: SenderDomains,
-): Promise<Prepared> {
-  let result: Prepared;
-  let found = senders.get(m.senderDomain);
-  if (!found) senders.set(m.senderDomain, (found = deps.store.domains.find(m.senderDomain)));
-  const domain = await found;
-  if (!domain || domain.customer_id !== m.customerId) {
-    result = {
-      kind: 'bounced',
-      bounceType: 'hard',
-      reply: reply(550, '5.7.0', `sender domain ${m.senderDomain} was removed; the message cannot be signed`, 'policy'),
-      suppress: false,
-    };
-  } else {
-    try {
-      const out = await deps.sign({
-        request: m.request,
-        format: m.requestFormat,
-        messageId: m.messageId,
-        createdAt: m.createdAt,
-        raw: m.raw,
-        key: { domain: domain.name, selector: domain.dkim_selector, privateKey: domain.dkim_private_key },
-      });
-      if (out.raw) composed.set(m.id, out.raw);
-      result = out.signed;
-    } catch (e) {
-      if (e instanceof UnsendableMessage) {
-        // It will never compose or validate as it stands: fail it now rather than retry until it
-        // expires. 'policy' blames the message, not the address, so nobody is suppressed.
-        deps.log.warn(
-          { message_id: m.messageId, err: e.message },
-          'message cannot be sent as it stands; failed without retrying',
-        );
-        result = {
-          kind: 'bounced',
-          bounceType: 'hard',
-          reply: reply(554, '5.6.0', `the message was not sent: ${e.message}`, 'policy'),
-          suppress: false,
-        };
-      } else {
-        // Composing or signing failed otherwise: a fault on our side, so retry later rather than bounce.
-        deps.log.error({ message_id: m.messageId, err: (e as Error).message }, 'composing or signing failed');
-        result = {
-          kind: 'deferred',
-          reply: reply(451, '4.3.0', `local error while preparing the message: ${(e as Error).message}`, 'other'),
-        };
-      }
-    }
-  }
-  return result;
 }

@@ -28,6 +28,8 @@ export interface SchedulerDeps {
   canClaim?: () => boolean;
   /** outbound.hold: while true nothing new is claimed (in-flight deliveries finish); read at every step so a reload applies. */
   held?: () => boolean;
+  /** The customers whose sending is paused (docs/operations.md, "Reputation"): what waits of theirs goes back unattempted. */
+  pausedCustomers?: () => Promise<number[]>;
   /** Called after outcomes (and their events) are committed: the webhook dispatcher can go. */
   onEvents?: () => void;
   /** Counts outcomes (Prometheus), with when the recipient's message was accepted (epoch ms). */
@@ -151,6 +153,7 @@ export class Scheduler {
     const claimed = await this.claim();
     await this.readOperator();
     await this.holdHeld();
+    await this.givePausedBack();
     const held: Array<{ id: number; until: number }> = [];
     if (this.shared) await this.startShared(this.shared, held);
     else
@@ -208,6 +211,33 @@ export class Scheduler {
       throw e;
     });
     this.deps.log.info({ recipients: ids.length }, 'recipients held: their destination is held');
+  }
+
+  private pausedReadAt = 0;
+
+  /**
+   * What waits here for a customer paused since it was claimed is given back to the queue without
+   * an attempt (its claim released, its row untouched; the claim skips it while the customer is
+   * paused). The paused customers are read at most every 250 ms, and only while something waits.
+   */
+  private async givePausedBack(): Promise<void> {
+    const read = this.deps.pausedCustomers;
+    const now = this.deps.clock.now();
+    if (!read || now - this.pausedReadAt < 250 || !this.pool.hasWaiting) return;
+    this.pausedReadAt = now;
+    const paused = new Set(await read());
+    if (paused.size === 0) return;
+    const ids: number[] = [];
+    this.pool.each((_domain, list) => {
+      for (let i = list.length - 1; i >= 0; i--)
+        if (paused.has(list[i]!.message.customerId)) ids.push(list.splice(i, 1)[0]!.recipient.id);
+    });
+    if (ids.length === 0) return;
+    await this.deps.store.releaseClaims(ids).catch((e: unknown) => {
+      this.unreleased.push(...ids);
+      throw e;
+    });
+    this.deps.log.info({ recipients: ids.length }, 'recipients given back: their customer is paused');
   }
 
   /**

@@ -5,7 +5,7 @@ import { readStoredRequest } from '../domain/stored-request.js';
 import { reclaimAfter } from '../lib/reclaim.js';
 import type { RequestFormat } from '../store/model.js';
 import { composeMessage } from './compose.js';
-import { type DkimKey, signMessage } from './dkim.js';
+import { type DkimKey, headerFields, signMessage } from './dkim.js';
 
 export interface SignJob {
   id: number;
@@ -15,6 +15,8 @@ export interface SignJob {
   createdAt: number;
   raw: Uint8Array | null;
   key: DkimKey;
+  /** One recipient's own header fields, signed before the message's (SignInput.fields). */
+  fields: string | null;
 }
 /**
  * `signed` is the signature header followed by the message; `rawAt`, when the message was composed
@@ -35,7 +37,12 @@ async function handle(job: SignJob): Promise<void> {
       : await composeMessage(readStoredRequest(job.request), job.messageId, job.createdAt);
     // The signed message has memory of its own (signMessage), so it is moved to the event loop's
     // thread, not cloned: a small Buffer is a view into an 8 KiB pool slab, and cloning copies the slab.
-    const signed = signMessage(raw, job.key);
+    // A message that has its own List-Unsubscribe keeps it: the fields are never there twice.
+    const own = job.fields !== null && headerFields(raw).fields.some((f) => f.name === 'list-unsubscribe');
+    const signed = signMessage(
+      job.fields === null || own ? raw : Buffer.concat([Buffer.from(job.fields, 'latin1'), raw]),
+      job.key,
+    );
     parentPort!.postMessage(
       { id: job.id, ok: true, signed, rawAt: given ? null : signed.byteLength - raw.byteLength } satisfies SignReply,
       [signed.buffer as ArrayBuffer],

@@ -13,6 +13,8 @@ export interface SignInput {
   createdAt: number;
   raw: Buffer | null;
   key: DkimKey;
+  /** Header fields of one recipient's own (the List-Unsubscribe fields), put before the message's and signed with them; `raw` stays without them. */
+  fields?: string;
 }
 
 export interface Signed {
@@ -59,6 +61,7 @@ export class SignerPool {
       createdAt: input.createdAt,
       raw: input.raw,
       key: input.key,
+      fields: input.fields ?? null,
     };
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });

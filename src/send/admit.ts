@@ -25,22 +25,34 @@ export interface Admitted {
 }
 
 /** Refusals this step decides (the commit decides the others, a quota among them, against what it reads in its transaction). */
-export type AdmitRefusal = Extract<Refusal, { kind: 'from_not_allowed' | 'domain_unknown' | 'domain_unverified' }>;
+export type AdmitRefusal = Extract<
+  Refusal,
+  { kind: 'from_not_allowed' | 'domain_unknown' | 'domain_unverified' | 'unsubscribe_unavailable' | 'customer_paused' }
+>;
 
 /**
- * The sender domain checked: first against the key's own from_domains (domain/key-scopes.ts; on
- * the key the send already looked up, no read of its own), then that it is the key's customer's
- * and verified (a refusal never from a stale cache, and never saying whose another customer's
- * domain is); the Message-ID drawn, the quotas named.
+ * The customer not paused (a sandbox key's sends go on: they leave nothing); the sender domain
+ * checked: first against the key's own from_domains (domain/key-scopes.ts; on the key the send
+ * already looked up, no read of its own), then that it is the key's customer's and verified (a
+ * refusal never from a stale cache, and never saying whose another customer's domain is); the
+ * Message-ID drawn, the quotas named. A pause that comes after this step is the commit's to refuse: pausing moves
+ * the auth epoch (store/auth-cache.ts). A send asking for the List-Unsubscribe fields is refused
+ * when no unsubscribe.public_url is configured, rather than sent without them.
  */
 export async function admitSend(
-  auth: Pick<AuthCache, 'sendingDomain'>,
+  auth: Pick<AuthCache, 'sendingDomain' | 'pause'>,
   key: ApiKeyInfo,
   fromDomain: string,
   now: number,
   quotas: QuotaDefaults,
+  unsubscribe: { asked: boolean; offered: boolean } = { asked: false, offered: false },
 ): Promise<Admitted | AdmitRefusal> {
+  if (key.kind !== 'sandbox') {
+    const paused = await auth.pause(key.customer_id);
+    if (paused) return { kind: 'customer_paused', reason: paused.reason };
+  }
   if (!fromDomainAllowed(key, fromDomain)) return { kind: 'from_not_allowed', allowed: key.from_domains ?? [] };
+  if (unsubscribe.asked && !unsubscribe.offered) return { kind: 'unsubscribe_unavailable' };
   const domain = await auth.sendingDomain(key.customer_id, fromDomain);
   if (!domain || domain.customer_id !== key.customer_id) return { kind: 'domain_unknown' };
   if (domain.verified_at === null) return { kind: 'domain_unverified' };

@@ -1,4 +1,5 @@
 import type { ApiKeyInfo, SendCommit, SendInput, SendingDomain } from './model.js';
+import type { ReputationStore, Standing } from './reputation-store.js';
 import type { DomainStore, KeyStore, MessageStore } from './store.js';
 
 /**
@@ -22,9 +23,11 @@ export class AuthCache {
   private generation = 0;
   private keys = new Map<string, ApiKeyInfo | undefined>();
   private domains = new Map<string, SendingDomain | undefined>();
+  /** Each customer's pause (null: not paused), as the send path asks (a pause or resume moves the epoch). */
+  private pauses = new Map<number, Standing | null>();
   private static readonly MAX = 10_000;
 
-  constructor(private readonly store: { keys: KeyStore; domains: DomainStore }) {}
+  constructor(private readonly store: { keys: KeyStore; domains: DomainStore; reputation?: ReputationStore }) {}
 
   /** The epoch the cached entries are at least as new as (read once before the first lookup). */
   get epoch(): string {
@@ -43,6 +46,7 @@ export class AuthCache {
       this.generation++;
       this.keys.clear();
       this.domains.clear();
+      this.pauses.clear();
     }
   }
 
@@ -75,6 +79,25 @@ export class AuthCache {
     const cached = await this.domain(name, false);
     if (cached !== undefined && cached.customer_id === customerId && cached.verified_at !== null) return cached;
     return this.domain(name, true);
+  }
+
+  /**
+   * The customer's pause if it is paused, from the cache; read again (checked) when the cached
+   * entry would refuse the send, so a refusal never comes from a stale cache.
+   */
+  async pause(customerId: number): Promise<Standing | undefined> {
+    if (!this.store.reputation || !(await this.standing(customerId, false))) return undefined;
+    return (await this.standing(customerId, true)) ?? undefined;
+  }
+
+  private async standing(customerId: number, checked: boolean): Promise<Standing | null> {
+    await this.validate(checked);
+    if (this.pauses.has(customerId)) return this.pauses.get(customerId)!;
+    const at = this.generation;
+    const s = await this.store.reputation!.standing(customerId);
+    const paused = s.paused_at !== null ? s : null;
+    if (at === this.generation && this.pauses.size < AuthCache.MAX) this.pauses.set(customerId, paused);
+    return paused;
   }
 
   /** Checked: the epoch read now. Unchecked: read once, so no entry predates the epoch handed on with it. */

@@ -73,6 +73,7 @@ const TABLES = [
   'destination_throttles',
   'held_destinations',
   'domain_destinations',
+  'customer_reputation',
   'dmarc_reports',
   'dmarc_rows',
   'dmarc_unreadable',
@@ -81,7 +82,7 @@ const TABLES = [
 ] as const;
 
 /** Tables with triggers of their own (store/pg/schema.ts). */
-const WITH_TRIGGERS = ['api_keys', 'domains', 'recipients', 'events', 'messages'];
+const WITH_TRIGGERS = ['api_keys', 'domains', 'recipients', 'events', 'messages', 'customer_reputation'];
 /** Columns PostgreSQL has and SQLite does not, with what copied rows get. */
 const ONLY_IN_PG: Record<string, Record<string, unknown>> = {
   activity_hourly: { shard: 0 },

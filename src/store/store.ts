@@ -27,18 +27,22 @@ import type {
   SuppressionRow,
 } from './model.js';
 import type { QueueStore } from './queue-store.js';
+import type { ReputationStore } from './reputation-store.js';
 import type { WebhookStore } from './webhook-store.js';
 
 export type { AttemptOutcome, DeliveryStore, GroupRecord, OwnUse, SharedUse } from './delivery-store.js';
 export { comparePos, type FanOutPos } from './model.js';
 export type { QueueStore } from './queue-store.js';
-export type { WebhookStore } from './webhook-store.js';
+export type { ReputationStore, Standing, StandingChange } from './reputation-store.js';
+export type { EndpointChanges, WebhookStore } from './webhook-store.js';
 
 import type { EventEnvelope } from '../domain/events.js';
 import type { Reply } from '../domain/outcome.js';
+import type { UnsubscribeMethod, UnsubscribeResult } from '../domain/unsubscribe.js';
 import type {
   BatchInput,
   BatchResult,
+  DomainEventType,
   MessageHookDelivery,
   NodeInfo,
   NodeView,
@@ -51,6 +55,7 @@ import type {
   Session,
   Status,
   User,
+  VerificationInput,
 } from './model.js';
 
 /**
@@ -82,6 +87,7 @@ export interface Store {
   nodes: NodeStore;
   wakeups: WakeupStore;
   queue: QueueStore;
+  reputation: ReputationStore;
   dmarc: DmarcStore;
 }
 
@@ -184,6 +190,9 @@ export interface CustomerStore {
   setQuotas(id: number, quotas: Partial<CustomerQuotas>): Promise<boolean>;
   /** Recipients accepted in each current quota window (domain/quotas.ts). */
   quotaUse(id: number, now: number): Promise<QuotaUse>;
+  /** Whether the customer's mail carries the List-Unsubscribe fields by default (`customers set --unsubscribe`). */
+  unsubscribeDefault(id: number): Promise<boolean>;
+  setUnsubscribeDefault(id: number, on: boolean): Promise<void>;
   /** Every customer's pools, by customer id (a customer with neither a default nor allowed pools is left out). */
   pools(): Promise<Map<number, CustomerPools>>;
   /** Changes a customer's pools (the caller checked the names against the configuration); answers them as they now stand. */
@@ -216,6 +225,12 @@ export interface DomainStore {
   findSending(name: string): Promise<SendingDomain | undefined>;
   list(customerId?: number): Promise<DomainRow[]>;
   setVerified(id: number, at: number | null): Promise<void>;
+  /**
+   * What a verification found, written with its event in one transaction: verified keeps the first
+   * verification time; when the domain's state changes, `domain.verified` or
+   * `domain.verification_failed` is written with `records` in its data. The event written, or null.
+   */
+  setVerification(id: number, input: VerificationInput): Promise<DomainEventType | null>;
   /** Records the return-path host found holding (null: it does not); the envelope sender follows it. */
   setReturnPath(id: number, host: string | null): Promise<void>;
   setReceiving(id: number, on: boolean): Promise<void>;
@@ -240,6 +255,12 @@ export interface SuppressionStore {
   list(customerId: number, opts: { limit: number; before?: number; reason?: string }): Promise<SuppressionRow[]>;
   remove(customerId: number, address: string): Promise<boolean>;
   search(customerId: number, prefix: string, limit: number): Promise<SuppressionRow[]>;
+  /**
+   * A recipient's unsubscribe (the recipient row a token named): its address suppressed for its
+   * customer (reason `unsubscribe`) and `recipient.unsubscribed` fired, in one transaction; an
+   * address already suppressed changes nothing and fires nothing.
+   */
+  unsubscribe(recipientId: number, method: UnsubscribeMethod, now: number): Promise<UnsubscribeResult>;
   /** What sandbox keys' simulated bounces and complaints suppressed (never on the list), newest first, for these simulator addresses. */
   simulated(customerId: number, addresses: string[], limit: number): Promise<SimulatedSuppression[]>;
   /**

@@ -14,6 +14,7 @@ import {
   type RequestFormat,
   type Status,
 } from './model.js';
+import type { EndpointChanges } from './webhook-store.js';
 
 /**
  * Rows as both engines read them, made into the views the API, CLI and dashboard show: one
@@ -35,6 +36,8 @@ export interface MessageRow {
   scheduled_at: number | null;
   /** JSON array of strings; null: none. */
   tags: string | null;
+  /** 1: the send asked for the List-Unsubscribe fields. */
+  unsubscribe: number;
 }
 
 /** The columns of MessageRow, for a SELECT. */
@@ -116,6 +119,8 @@ export interface EndpointRow {
   events: string | null;
   description: string;
   secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
   enabled: number;
   disabled_reason: string | null;
   created_at: number;
@@ -129,9 +134,26 @@ export function endpointView(r: EndpointRow): Endpoint {
     events: r.events ? (JSON.parse(r.events) as string[]) : null,
     description: r.description,
     secret: r.secret,
+    previousSecret: r.previous_secret,
+    previousSecretExpiresAt: r.previous_secret_expires_at === null ? null : Number(r.previous_secret_expires_at),
     enabled: r.enabled === 1,
     disabledReason: r.disabled_reason,
     createdAt: r.created_at,
+  };
+}
+
+/** An endpoint with an update's changes applied, as both engines write it back whole. */
+export function mergeEndpoint(e: Endpoint, c: EndpointChanges): Endpoint {
+  const enabled = c.enabled === undefined ? e.enabled : c.enabled.on;
+  const disabledReason =
+    c.enabled === undefined ? e.disabledReason : c.enabled.on ? null : e.enabled ? c.enabled.reason : e.disabledReason;
+  return {
+    ...e,
+    url: c.url ?? e.url,
+    events: c.events === undefined ? e.events : c.events,
+    description: c.description ?? e.description,
+    enabled,
+    disabledReason,
   };
 }
 
@@ -199,12 +221,14 @@ export interface QueuedMessageRow {
   created_at: number;
   /** JSON array of strings; null: none. */
   tags: string | null;
+  /** 1: the send asked for the List-Unsubscribe fields. */
+  unsubscribe: number;
   pool: string | null;
 }
 
 /** The columns of QueuedMessageRow, for a SELECT. */
 export const QUEUED_MESSAGE_COLUMNS =
-  'id, customer_id, message_id, header_message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags, pool';
+  'id, customer_id, message_id, header_message_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, created_at, tags, unsubscribe, pool';
 
 export function queuedMessage(m: QueuedMessageRow): QueuedMessage {
   return {
@@ -222,6 +246,7 @@ export function queuedMessage(m: QueuedMessageRow): QueuedMessage {
     raw: m.raw,
     createdAt: m.created_at,
     tags: m.tags ? (JSON.parse(m.tags) as string[]) : [],
+    unsubscribe: m.unsubscribe === 1,
     pool: m.pool,
   };
 }

@@ -9,6 +9,14 @@ import type {
   StoredDelivery,
 } from './model.js';
 
+/** What an update of an endpoint may change. */
+export interface EndpointChanges {
+  url?: string;
+  events?: string[] | null;
+  description?: string;
+  enabled?: { on: true } | { on: false; reason: string };
+}
+
 // The webhooks' part of the store (store.ts): endpoints, test events and replays, the
 // dispatcher's claims and attempts, and the fan-out under its lease.
 
@@ -24,6 +32,10 @@ export interface WebhookStore {
   getEndpoint(id: string, customerId?: number): Promise<Endpoint | undefined>;
   listEndpoints(customerId?: number): Promise<Endpoint[]>;
   deleteEndpoint(id: string): Promise<void>;
+  /** Changes what is given (events null: every type; enabled false with its reason); the endpoint as it now is. */
+  updateEndpoint(id: string, changes: EndpointChanges): Promise<Endpoint | undefined>;
+  /** A new secret; the one it replaces goes on signing beside it until `previousUntil`. */
+  rotateSecret(id: string, secret: string, previousUntil: number): Promise<Endpoint | undefined>;
   disableEndpoint(id: string, reason: string): Promise<void>;
   enableEndpoint(id: string): Promise<void>;
   eventById(

@@ -1,5 +1,5 @@
 import { addressKey } from '../domain/addresses.js';
-import type { Refusal as SendRefusal } from '../domain/errors.js';
+import { pausedText, type Refusal as SendRefusal } from '../domain/errors.js';
 import { quotaMessage } from '../domain/quotas.js';
 import { acceptInputOf, admitSend, isRefused } from '../send/admit.js';
 import { acceptSend } from '../store/auth-cache.js';
@@ -27,7 +27,10 @@ export async function acceptSubmitted(
   const now = deps.clock.now();
   const read = readSubmitted(chunks, size);
   if ('code' in read) throw read;
-  const admitted = await admitSend(deps.auth, key, read.from.domain, now, deps.send.current.quotas);
+  const admitted = await admitSend(deps.auth, key, read.from.domain, now, deps.send.current.quotas, {
+    asked: read.unsubscribe,
+    offered: deps.config.unsubscribe.public_url !== '',
+  });
   if (isRefused(admitted)) throw smtpRefusal(admitted, read.from.domain);
   const { messageId } = admitted;
   const input: AcceptInput = acceptInputOf(
@@ -43,6 +46,7 @@ export async function acceptSubmitted(
       requestFormat: 'mime',
       recipients: (session.rcpts ?? []).map((r) => ({ ...r, field: fieldOf(read, r) })),
       ...(read.tags.length ? { tags: read.tags } : {}),
+      ...(read.unsubscribe ? { unsubscribe: true } : {}),
     },
     now,
   );
@@ -85,6 +89,7 @@ function answer(session: Session, result: SendCommit, messageId: string): string
       throw refusal(550, '5.7.1 The sender domain was removed or unverified meanwhile: nothing was queued');
     case 'suppressed':
     case 'rate_limited':
+    case 'customer_paused':
       throw smtpRefusal(result, '');
     default:
       throw refusal(451, '4.3.0 Local error: the message was not queued, try again later');
@@ -109,6 +114,13 @@ function smtpRefusal(r: SendRefusal, domain: string): Refusal {
         550,
         `5.7.1 ${domain} is not verified yet: publish its DNS records, then posthaste domains verify ${domain}`,
       );
+    case 'unsubscribe_unavailable':
+      return refusal(
+        550,
+        '5.6.0 X-Posthaste-Unsubscribe: this server offers no one-click unsubscribe (unsubscribe.public_url is not configured): nothing was queued',
+      );
+    case 'customer_paused':
+      return refusal(550, `5.7.1 ${pausedText(r.reason)}`);
     case 'suppressed': {
       // Added to the list after its RCPT TO was taken: the client tries again, and RCPT TO then
       // refuses that recipient alone while the others go.

@@ -36,6 +36,8 @@ export interface Submitted {
   subject: string;
   tags: string[];
   metadata: Record<string, string>;
+  /** X-Posthaste-Unsubscribe: yes asked for the List-Unsubscribe fields (docs/submission.md). */
+  unsubscribe: boolean;
   /** Address keys the To and Cc fields name (a recipient in neither is a Bcc). */
   to: Set<string>;
   cc: Set<string>;
@@ -60,6 +62,7 @@ const DROPPED = new Set(['bcc', 'return-path']);
 const OURS = 'x-posthaste-';
 const TAG = 'x-posthaste-tag';
 const METADATA = 'x-posthaste-metadata-';
+const UNSUBSCRIBE = 'x-posthaste-unsubscribe';
 const FIELD_NAME = /^[\x21-\x39\x3b-\x7e]+$/;
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 
@@ -167,14 +170,23 @@ function namedIn(fields: RawField[], text: string, name: string): Set<string> {
   return out;
 }
 
-/** X-Posthaste-Tag (one tag a field, repeatable) and X-Posthaste-Metadata-<name>, under the API's limits. */
-function labelsOf(fields: RawField[], text: string): { tags: string[]; metadata: Record<string, string> } | Refusal {
+type Labels = { tags: string[]; metadata: Record<string, string>; unsubscribe: boolean };
+
+/**
+ * X-Posthaste-Tag (one tag a field, repeatable), X-Posthaste-Metadata-<name>, under the API's
+ * limits, and X-Posthaste-Unsubscribe (yes or no; yes with the message's own List-Unsubscribe is refused).
+ */
+function labelsOf(fields: RawField[], text: string): Labels | Refusal {
   const tags: string[] = [];
   const metadata = Object.create(null) as Record<string, string>;
+  let unsubscribe = false;
   for (const f of fields) {
     if (!f.lower.startsWith(OURS)) continue;
     const value = decodeWords(fieldValue(text, f));
-    if (f.lower === TAG) {
+    if (f.lower === UNSUBSCRIBE) {
+      if (!/^(yes|no)$/i.test(value)) return refuse(554, `5.6.0 ${f.name}: the value is yes or no`);
+      unsubscribe = value.toLowerCase() === 'yes';
+    } else if (f.lower === TAG) {
       if (value.length === 0 || value.length > TAG_MAX_LENGTH || hasControl(value) || value.includes('\t'))
         return refuse(554, `5.6.0 ${f.name}: a tag is 1 to ${TAG_MAX_LENGTH} characters without control characters`);
       if (!tags.includes(value)) tags.push(value);
@@ -189,14 +201,19 @@ function labelsOf(fields: RawField[], text: string): { tags: string[]; metadata:
     } else
       return refuse(
         554,
-        `5.6.0 ${f.name} is not a field posthaste knows (X-Posthaste-Tag, X-Posthaste-Metadata-<name>)`,
+        `5.6.0 ${f.name} is not a field posthaste knows (X-Posthaste-Tag, X-Posthaste-Metadata-<name>, X-Posthaste-Unsubscribe)`,
       );
   }
   if (tags.length > MAX_TAGS)
     return refuse(554, `5.6.0 The message has ${tags.length} tags; at most ${MAX_TAGS} are allowed`);
   if (Object.keys(metadata).length > METADATA_MAX_KEYS)
     return refuse(554, `5.6.0 The message has more than ${METADATA_MAX_KEYS} metadata fields`);
-  return { tags, metadata };
+  if (unsubscribe && fields.some((f) => f.lower === 'list-unsubscribe' || f.lower === 'list-unsubscribe-post'))
+    return refuse(
+      554,
+      "5.6.0 X-Posthaste-Unsubscribe: yes with the message's own List-Unsubscribe: posthaste writes it for each recipient",
+    );
+  return { tags, metadata, unsubscribe };
 }
 
 /** Reads a submitted message from the chunks DATA arrived in (`size` bytes in all); a refusal says why it cannot be sent. */

@@ -20,5 +20,5 @@ export function createWebhookService(
     timeoutMs: w.timeout,
     extraCa: w.tls_ca_file ? [readFileSync(w.tls_ca_file, 'utf8')] : [],
   });
-  return new WebhookService(store, clock, fetch, resolver, w.allow_private_targets);
+  return new WebhookService(store, clock, fetch, resolver, w.allow_private_targets, w.secret_grace);
 }

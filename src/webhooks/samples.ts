@@ -66,6 +66,15 @@ const SAMPLES: Record<EventType, (base: Base, now: number) => Record<string, unk
     sandbox: false,
     timestamp: base.timestamp,
   }),
+  'recipient.unsubscribed': (base) => ({
+    recipient: base.recipient,
+    reason: 'unsubscribe',
+    method: 'one_click',
+    email_id: 0,
+    message_id: base.message_id,
+    header_message_id: base.header_message_id,
+    timestamp: base.timestamp,
+  }),
   'email.received': () => ({
     id: 'in_test0000000000000000',
     from: 'Bob <bob@example.net>',
@@ -83,7 +92,49 @@ const SAMPLES: Record<EventType, (base: Base, now: number) => Record<string, unk
     limit: 'rate',
     window_ends_at: isoTime(now + 60_000),
   }),
+  'customer.warning': (base) => customerSample('warning', 'reputation', 'bounce rate 5.1% (threshold 4%)', base),
+  'customer.paused': (base) => customerSample('paused', 'reputation', 'bounce rate 9.4% (threshold 8%)', base),
+  'customer.resumed': (base) => customerSample('ok', 'administrator', 'resumed by an administrator', base),
+  'domain.verified': (_, now) => ({
+    domain: 'example.com',
+    verified_at: isoTime(now),
+    records: [
+      { purpose: 'verification', name: '_posthaste.example.com', found: true },
+      { purpose: 'dkim', name: 'posthaste._domainkey.example.com', found: true },
+    ],
+  }),
+  'domain.verification_failed': () => ({
+    domain: 'example.com',
+    verified_at: null,
+    records: [
+      { purpose: 'verification', name: '_posthaste.example.com', found: true },
+      { purpose: 'dkim', name: 'posthaste._domainkey.example.com', found: false },
+    ],
+  }),
 };
+
+/** A customer.* event's data (domain/reputation.ts, stateEventData). */
+function customerSample(state: string, by: string, reason: string, base: Base): Record<string, unknown> {
+  const bounce = state === 'warning' ? 5.1 : 9.4;
+  return {
+    customer: 'shop',
+    state,
+    reason,
+    by,
+    rates: {
+      bounce_rate: bounce,
+      complaint_rate: 0.02,
+      recipients: 1000,
+      hard_bounces: bounce * 10,
+      expired: 3,
+      delivered: 906,
+      complaints: 0,
+    },
+    window: { days: 7, min_recipients: 200 },
+    threshold: state === 'warning' ? { bounce_rate: 4, complaint_rate: 0.08 } : { bounce_rate: 8, complaint_rate: 0.3 },
+    timestamp: base.timestamp,
+  };
+}
 
 /** Realistic data for a test event of each type (`POST /api/v1/webhooks/:id/test`). */
 export function sampleData(type: EventType, now: number): Record<string, unknown> {

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import t from 'tap';
-import { newSecret, signWebhook } from '../../src/webhooks/sign.js';
+import { newSecret, signatureHeader, signWebhook } from '../../src/webhooks/sign.js';
 
 t.test('the official Standard Webhooks vector', async (t) => {
   const sig = signWebhook(
@@ -39,5 +39,45 @@ t.test('the standardwebhooks package signs and verifies the same for fresh secre
     t.doesNotThrow(() =>
       wh.verify(body, { 'webhook-id': `msg_${i}`, 'webhook-timestamp': String(ts), 'webhook-signature': ours }),
     );
+  }
+});
+
+t.test('after a rotation: both signatures while the grace period lasts, then the new alone', async (t) => {
+  const [old, fresh] = [newSecret(), newSecret()];
+  const body = '{"type":"email.delivered"}';
+  const headers = (signature: string) => ({
+    'webhook-id': 'msg_1',
+    'webhook-timestamp': '1700000000',
+    'webhook-signature': signature,
+  });
+  const verifies = (secret: string, signature: string) => {
+    try {
+      new Webhook(secret).verify(body, headers(signature));
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const secrets = { secret: fresh, previousSecret: old, previousSecretExpiresAt: 2_000 };
+  const during = signatureHeader(secrets, 'msg_1', 1700000000, body, 1_999);
+  t.equal(during, `${signWebhook(old, 'msg_1', 1700000000, body)} ${signWebhook(fresh, 'msg_1', 1700000000, body)}`);
+  const after = signatureHeader(secrets, 'msg_1', 1700000000, body, 2_000);
+  t.equal(after, signWebhook(fresh, 'msg_1', 1700000000, body));
+  const never = signatureHeader(
+    { secret: fresh, previousSecret: null, previousSecretExpiresAt: null },
+    'msg_1',
+    1700000000,
+    body,
+    0,
+  );
+  t.equal(never, after);
+  // standardwebhooks checks the timestamp against the clock: verify at the signed time.
+  const real = Date.now;
+  Date.now = () => 1700000000 * 1000;
+  try {
+    t.ok(verifies(old, during) && verifies(fresh, during), 'either secret verifies during the grace period');
+    t.ok(verifies(fresh, after) && !verifies(old, after), 'only the new one after it');
+  } finally {
+    Date.now = real;
   }
 });

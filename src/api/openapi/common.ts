@@ -93,7 +93,7 @@ export const ERROR_RESPONSES: Obj = {
   ),
   Forbidden: errorResponse(
     403,
-    "`insufficient_scope`: the key lacks the scope the operation needs (named in the message and in `details.scope`; docs/api.md, Keys and scopes). `forbidden`: the key's restrictions refuse the request: the client address is outside its `allowed_cidrs` (`details.client_address`), or (a send) the From domain is not among its `from_domains` (`details.from`). `domain_not_verified` (a send): the sender domain is the customer's but not verified yet (a domain that is not the customer's at all is a 422 on `from`).",
+    "`insufficient_scope`: the key lacks the scope the operation needs (named in the message and in `details.scope`; docs/api.md, Keys and scopes). `forbidden`: the key's restrictions refuse the request: the client address is outside its `allowed_cidrs` (`details.client_address`), or (a send) the From domain is not among its `from_domains` (`details.from`). `domain_not_verified` (a send): the sender domain is the customer's but not verified yet (a domain that is not the customer's at all is a 422 on `from`). `customer_paused` (a send): the customer's sending is paused (its bounce or complaint rate, or an administrator: the message says why); an administrator resumes it. A sandbox key's sends are not refused.",
   ),
   NotFound: errorResponse(404, "`not_found`: no such resource, or another customer's."),
   PayloadTooLarge: errorResponse(
@@ -135,9 +135,9 @@ const BODY = {
 
 /**
  * An operation's responses: its own, the ones every authenticated request can get, and for a
- * method whose body fastify reads (POST, DELETE) the body's. Sorted by status.
+ * method whose body fastify reads (POST, PATCH, DELETE) the body's. Sorted by status.
  */
-export function responses(method: 'get' | 'post' | 'delete', own: Obj): Obj {
+export function responses(method: 'get' | 'post' | 'delete' | 'patch', own: Obj): Obj {
   const all: Obj = { ...ALWAYS, ...(method === 'get' ? {} : BODY), ...own };
   return Object.fromEntries(Object.entries(all).sort(([a], [b]) => a.localeCompare(b)));
 }

@@ -4,6 +4,7 @@ import { ERROR_DETAILS, ERROR_RESPONSES, errorSchema, type Obj, UNAVAILABLE } fr
 import { eventSchemas, REPLY, webhookSection } from './events.js';
 import { EMAIL_PATHS } from './paths-emails.js';
 import { KEY_PATHS, KEY_SCHEMAS } from './paths-keys.js';
+import { MANAGE_PATHS, MANAGE_SCHEMAS } from './paths-manage.js';
 import { OPENAPI_PATH, OTHER_PATHS, OTHER_SCHEMAS } from './paths-other.js';
 import { ACCEPTED, SEND_REQUEST } from './send.js';
 import { viewSchemas } from './views.js';
@@ -68,11 +69,15 @@ export function openApiDocument(): Obj {
       { name: 'webhooks', description: 'Webhook endpoints, their attempt log, test events and replays.' },
       { name: 'inbound', description: "Mail received for the customer's receiving domains." },
       { name: 'suppressions', description: 'Addresses mail is not sent to.' },
+      {
+        name: 'domains',
+        description: "The customer's sending and receiving domains: their DNS records and verification.",
+      },
       { name: 'keys', description: 'The API keys: their scopes, restrictions and last use; made and revoked.' },
       { name: 'meta', description: 'This document and the health check: no key needed.' },
     ],
     security: [{ bearer: [] }, { token: [] }],
-    paths: { ...EMAIL_PATHS, ...OTHER_PATHS, ...KEY_PATHS },
+    paths: { ...EMAIL_PATHS, ...OTHER_PATHS, ...MANAGE_PATHS, ...KEY_PATHS },
     webhooks: webhookSection(),
     components: {
       securitySchemes: {
@@ -98,6 +103,7 @@ export function openApiDocument(): Obj {
         Reply: REPLY,
         ...viewSchemas(),
         ...OTHER_SCHEMAS,
+        ...MANAGE_SCHEMAS,
         ...KEY_SCHEMAS,
         ...eventSchemas(),
       },

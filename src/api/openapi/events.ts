@@ -152,6 +152,21 @@ const EVENT_DATA: Record<EventType, Obj> = {
       timestamp: dateTime('When it happened.'),
     },
   },
+  'recipient.unsubscribed': {
+    type: 'object',
+    description:
+      "The recipient unsubscribed, by the one-click POST (RFC 8058) or a mail to the List-Unsubscribe mailto address: the address is now on the customer's suppression list (reason `unsubscribe`). Once per address; an address already on the list fires nothing.",
+    required: ['recipient', 'reason', 'method', 'email_id', 'message_id', 'timestamp'],
+    properties: {
+      recipient: { type: 'string' },
+      reason: { type: 'string', enum: ['unsubscribe'] },
+      method: { type: 'string', enum: ['one_click', 'mailto'], description: 'How the recipient asked.' },
+      email_id: MESSAGE_BASE.email_id,
+      message_id: messageId(),
+      header_message_id: EVENT_HEADER_MESSAGE_ID,
+      timestamp: dateTime('When it happened.'),
+    },
+  },
   'email.received': {
     type: 'object',
     description:
@@ -188,7 +203,104 @@ const EVENT_DATA: Record<EventType, Obj> = {
       window_ends_at: dateTime('When mail is taken again.'),
     },
   },
+  'customer.warning': customerState(
+    "The customer's bounce or complaint rate over the window reached a warning threshold (`[reputation]`): nothing is refused yet. Once per crossing.",
+  ),
+  'customer.paused': customerState(
+    "The customer's sending was paused: by its rates reaching a pause threshold (`by`: `reputation`), or by an administrator. New sends are refused (`403 customer_paused`), its queued mail is held; the sandbox still works.",
+  ),
+  'customer.resumed': customerState(
+    'An administrator resumed the customer: its held mail goes out, and its rates are counted again from now.',
+  ),
+  'domain.verified': domainEvent(
+    'A domain became verified: its verification and DKIM records were found (`POST /api/v1/domains/{name}/verify`, `posthaste domains verify`). Sent once, when the state changes, not for every check that finds them again.',
+  ),
+  'domain.verification_failed': domainEvent(
+    'A verified domain is verified no longer: a check (the periodic re-check, `dns.recheck_interval`, or a verify) got a definite answer that a required record is absent or wrong. Mail from it is refused (`domain_not_verified`) until a verify finds the records again. A DNS server that does not answer (SERVFAIL, a timeout) never causes it.',
+  ),
 };
+
+/** The data of the customer.* events (domain/reputation.ts, stateEventData). */
+function customerState(description: string): Obj {
+  const rate = (what: string): Obj => ({
+    type: ['number', 'null'],
+    minimum: 0,
+    maximum: 100,
+    description: `${what}, in percent; null until the window holds enough recipients with an outcome.`,
+  });
+  const count = (description: string): Obj => ({ type: 'integer', minimum: 0, description });
+  const threshold: Obj = { type: 'number', minimum: 0, maximum: 100 };
+  return {
+    type: 'object',
+    description,
+    required: ['customer', 'state', 'reason', 'by', 'rates', 'window', 'threshold', 'timestamp'],
+    properties: {
+      customer: { type: 'string', description: "The customer's name." },
+      state: { type: 'string', enum: ['ok', 'warning', 'paused'], description: 'The state it is in now.' },
+      reason: { type: 'string', description: "Why: the rates past their thresholds, or the administrator's words." },
+      by: { type: 'string', enum: ['reputation', 'administrator'] },
+      rates: {
+        type: 'object',
+        required: ['bounce_rate', 'complaint_rate', 'recipients', 'hard_bounces', 'expired', 'delivered', 'complaints'],
+        properties: {
+          bounce_rate: rate('Hard bounces over recipients with an outcome'),
+          complaint_rate: rate('Complaints over recipients delivered'),
+          recipients: count('Recipients with an outcome (delivered, or bounced during delivery) in the window.'),
+          hard_bounces: count('Hard bounces, during delivery or reported later.'),
+          expired: count('Recipients that expired (shown beside the rate, not counted in it).'),
+          delivered: count('Recipients delivered.'),
+          complaints: count('Complaints.'),
+        },
+      },
+      window: {
+        type: 'object',
+        required: ['days', 'min_recipients'],
+        properties: {
+          days: { type: 'number', minimum: 0 },
+          min_recipients: count('Outcomes needed before a rate is judged.'),
+        },
+      },
+      threshold: {
+        type: 'object',
+        description: 'The thresholds of the state reached (for `customer.resumed`: the pause thresholds).',
+        required: ['bounce_rate', 'complaint_rate'],
+        properties: { bounce_rate: threshold, complaint_rate: threshold },
+      },
+      timestamp: dateTime('When it happened.'),
+    },
+  };
+}
+
+/** The data of a domain's verified state changing (domain/events.ts, DomainEventData). */
+function domainEvent(description: string): Obj {
+  return {
+    type: 'object',
+    description,
+    required: ['domain', 'verified_at', 'records'],
+    properties: {
+      domain: { type: 'string' },
+      verified_at: {
+        type: nullable('string'),
+        format: 'date-time',
+        description: 'When it was first verified; null once it is not.',
+      },
+      records: {
+        type: 'array',
+        description:
+          'The records verification requires, as the check found them (empty when an administrator forced it).',
+        items: {
+          type: 'object',
+          required: ['purpose', 'name', 'found'],
+          properties: {
+            purpose: { type: 'string', enum: ['verification', 'dkim'] },
+            name: { type: 'string' },
+            found: { type: 'boolean' },
+          },
+        },
+      },
+    },
+  };
+}
 
 /** The schema names of the events: `EmailDeliveredEvent` for `email.delivered`. */
 export const eventSchemaName = (type: EventType): string =>
@@ -228,6 +340,7 @@ export const MESSAGE_EVENT_TYPES: EventType[] = [
   'email.bounced',
   'email.complained',
   'recipient.suppressed',
+  'recipient.unsubscribed',
 ];
 
 const header = (name: string, description: string, schema: Obj): Obj => ({

@@ -42,6 +42,7 @@ const ITEM_ERROR = errorSchema(
     'validation_failed',
     'domain_not_verified',
     'forbidden',
+    'customer_paused',
     'payload_too_large',
     'recipient_suppressed',
     'rate_limited',
@@ -63,7 +64,7 @@ const RATE_LIMITED = {
   ),
 };
 
-const timeFilter = (name: string, description: string): Obj => ({
+export const timeFilter = (name: string, description: string): Obj => ({
   name,
   in: 'query',
   description: `${description}, ISO 8601: a date (\`2026-11-23\`) or a date and time, seconds optional (\`2026-11-23T10:00:00Z\`); without a zone it is UTC.`,

@@ -1,6 +1,7 @@
 import { EVENT_TYPES } from '../../domain/events.js';
 import { MAX_SUPPRESSIONS } from '../routes/suppressions.js';
 import { json, type Obj, PAGE_PARAMETERS, page, pathParameter, ref, responseRef, responses, scoped } from './common.js';
+import { UPDATE_WEBHOOK } from './paths-manage.js';
 
 /** Webhook endpoints, received mail, suppressions, the document itself and /healthz (api/routes/; docs/api.md). */
 
@@ -79,6 +80,7 @@ const WEBHOOK_PATHS: Obj = {
         '404': responseRef('NotFound'),
       }),
     },
+    patch: UPDATE_WEBHOOK,
     delete: {
       operationId: 'deleteWebhook',
       ...scoped('webhooks:write'),
@@ -225,7 +227,7 @@ const SUPPRESSION_PATHS: Obj = {
           name: 'reason',
           in: 'query',
           description: 'Only this reason.',
-          schema: { type: 'string', enum: ['hard_bounce', 'spam_complaint', 'manual'] },
+          schema: { type: 'string', enum: ['hard_bounce', 'spam_complaint', 'manual', 'unsubscribe'] },
         },
       ],
       responses: responses('get', {

@@ -157,6 +157,11 @@ export const SEND_REQUEST: Obj = {
         'Labels of your choosing: echoed in every event as `tags` and searchable with `GET /api/v1/emails?tag=`. Duplicates are dropped.',
       items: { type: 'string', minLength: 1, maxLength: TAG_MAX_LENGTH, pattern: NO_CONTROL_OR_TAB },
     },
+    unsubscribe: {
+      type: nullable('boolean'),
+      description:
+        "`true`: posthaste adds one-click unsubscribe (RFC 8058) to each recipient's copy: `List-Unsubscribe` (an https URL under unsubscribe.public_url and a mailto at the return path domain, a token of the recipient's own) and `List-Unsubscribe-Post: List-Unsubscribe=One-Click`, both DKIM-signed. Unsubscribing suppresses the address (reason `unsubscribe`) and fires `recipient.unsubscribed`. Refused (422) when the server has no unsubscribe.public_url, or with a `List-Unsubscribe` in `headers`. A customer may have it on by default (`posthaste customers set NAME --unsubscribe on`).",
+    },
   },
   anyOf: ['body', 'text_body', 'html_body'].map((field) => ({
     required: [field],

@@ -258,7 +258,7 @@ const INBOUND_MESSAGE: Obj = {
   else: { not: { required: ['parse_error'] } },
 };
 
-const SUPPRESSION_REASON = { type: 'string', enum: ['hard_bounce', 'spam_complaint', 'manual'] };
+const SUPPRESSION_REASON = { type: 'string', enum: ['hard_bounce', 'spam_complaint', 'manual', 'unsubscribe'] };
 
 /** components.schemas besides the send request, the error and the events. */
 export function viewSchemas(): Obj {
@@ -278,6 +278,16 @@ export function viewSchemas(): Obj {
           pattern: '^whsec_[A-Za-z0-9+/]{43}=$',
           description: '`whsec_` and the Base64 of 32 random bytes: the key of `webhook-signature`.',
         },
+      },
+    },
+    WebhookEndpointRotated: {
+      type: 'object',
+      description: 'The endpoint with its new secret, shown only here, and until when the old one still signs.',
+      required: [...ENDPOINT_REQUIRED, 'secret', 'previous_secret_expires_at'],
+      properties: {
+        ...ENDPOINT_PROPERTIES,
+        secret: { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]{43}=$' },
+        previous_secret_expires_at: dateTime('Until when deliveries carry the old secret’s signature too.'),
       },
     },
     WebhookAttemptOutcome: ATTEMPT_OUTCOME,

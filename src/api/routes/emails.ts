@@ -43,7 +43,10 @@ async function prepare(
   now: number,
 ): Promise<Prepared> {
   const req = validBody(deps, body);
-  const admitted = await admitSend(gate, key, req.from.domain, now, deps.send.current.quotas);
+  const admitted = await admitSend(gate, key, req.from.domain, now, deps.send.current.quotas, {
+    asked: req.unsubscribe,
+    offered: deps.config.unsubscribe.public_url !== '',
+  });
   if (isRefused(admitted)) throw refusal(admitted, req.from.domain);
   checkSchedule(deps, req, now);
   await checkEncodedSize(deps.config.limits.max_message_bytes, req, admitted.messageId, now);
@@ -109,6 +112,7 @@ function contentOf(req: SendRequest, stored: string | Uint8Array, now: number): 
     // A time already past sends at once.
     ...(req.scheduledAt !== undefined && req.scheduledAt > now ? { scheduledAt: req.scheduledAt } : {}),
     ...(req.tags.length ? { tags: req.tags } : {}),
+    ...(req.unsubscribe ? { unsubscribe: true } : {}),
   };
 }
 

@@ -5,7 +5,7 @@ import { needs, requireKey } from '../authorization.js';
 import type { ApiDeps } from '../deps.js';
 import { parsePage } from '../paging.js';
 
-const REASONS = ['hard_bounce', 'spam_complaint', 'manual'];
+const REASONS = ['hard_bounce', 'spam_complaint', 'manual', 'unsubscribe'];
 
 export function suppressionRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { store, clock } = deps;

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { ApiError, Problems } from '../../domain/errors.js';
 import { EVENT_TYPES, type EventType } from '../../domain/events.js';
 import type { Endpoint } from '../../store/model.js';
-import { endpointView } from '../../webhooks/service.js';
+import { endpointView, rotationView } from '../../webhooks/service.js';
 import { needs, requireKey } from '../authorization.js';
 import type { ApiDeps } from '../deps.js';
 import { parsePage } from '../paging.js';
@@ -32,6 +32,27 @@ export function webhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     await store.webhooks.deleteEndpoint(e.id);
     return { id: e.id, deleted: true };
   });
+
+  app.patch<{ Params: { id: string } }>('/api/v1/webhooks/:id', needs('webhooks:write'), async (request) => {
+    const e = await endpointOf(deps, requireKey(request).customer_id, request.params.id);
+    const changes = await webhooks.validateChanges((request.body ?? {}) as Record<string, unknown>);
+    if (changes instanceof Problems)
+      throw new ApiError('validation_failed', 'The changes are invalid; see details.', changes.details);
+    const updated = await store.webhooks.updateEndpoint(e.id, changes);
+    if (!updated) throw new ApiError('not_found', 'No such webhook endpoint.');
+    return endpointView(updated);
+  });
+
+  app.post<{ Params: { id: string } }>(
+    '/api/v1/webhooks/:id/rotate-secret',
+    needs('webhooks:write'),
+    async (request) => {
+      const e = await endpointOf(deps, requireKey(request).customer_id, request.params.id);
+      const rotated = await webhooks.rotateSecret(e);
+      if (!rotated) throw new ApiError('not_found', 'No such webhook endpoint.');
+      return rotationView(rotated);
+    },
+  );
 
   app.post<{ Params: { id: string } }>('/api/v1/webhooks/:id/test', needs('webhooks:write'), async (request) => {
     const e = await endpointOf(deps, requireKey(request).customer_id, request.params.id);

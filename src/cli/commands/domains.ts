@@ -2,7 +2,9 @@ import type { Command } from 'commander';
 import type { Config } from '../../config/schema.js';
 import { normaliseDomain } from '../../domain/addresses.js';
 import { DKIM_GRACE_MS } from '../../domain/dns-records.js';
-import { dkimStatus, domainRecords, returnPathStatus, verifyDomain } from '../../domain-setup/records.js';
+import { addDomainFor, domainView, forceVerified, parseDomainName, rotateDkimFor } from '../../domain-setup/manage.js';
+import type { dkimStatus, returnPathStatus } from '../../domain-setup/records.js';
+import { verifyDomain } from '../../domain-setup/records.js';
 import { createResolver } from '../../lib/dns.js';
 import type { DomainRow } from '../../store/model.js';
 import { DEFAULT_CUSTOMER } from '../../store/model.js';
@@ -11,14 +13,11 @@ import { CliError, commandLine, customerNamed, iso, output, table, withStore } f
 import { recordLines } from './dns.js';
 
 async function view(store: Store, d: DomainRow, config: Config, now: number) {
+  const { name, created_at: _c, verified_at: _v, ...v } = domainView(d, config, now);
   return {
-    name: d.name,
+    name,
     customer: (await store.customers.byId(d.customer_id))?.name ?? String(d.customer_id),
-    verified: d.verified_at !== null,
-    receiving: d.receiving === 1,
-    dkim: dkimStatus(d),
-    return_path: returnPathStatus(d, config),
-    dns_records: domainRecords(d, config, now),
+    ...v,
   };
 }
 
@@ -56,7 +55,7 @@ function humanReturnPath(r: ReturnType<typeof returnPathStatus>): string {
 }
 
 function domainArg(name: string): string {
-  const d = normaliseDomain(name.replace(/\.$/, ''));
+  const d = parseDomainName(name);
   if (!d.ok) throw new CliError(`"${name}": ${d.error}`);
   return d.value;
 }
@@ -89,13 +88,14 @@ function addCommand(domains: Command): void {
       withStore(c, async ({ store, config, now }) => {
         const domain = domainArg(name);
         const customer = await customerNamed(store, o.customer);
-        if (await store.domains.find(domain)) throw new CliError(`domain ${domain} already exists`);
-        const v = await view(
-          store,
-          await store.domains.add({ customerId: customer.id, name: domain, receiving: !!o.receiving, now }),
-          config,
+        const added = await addDomainFor(store.domains, {
+          customerId: customer.id,
+          name: domain,
+          receiving: !!o.receiving,
           now,
-        );
+        });
+        if (added.kind === 'taken') throw new CliError(`domain ${domain} already exists`);
+        const v = await view(store, added.domain, config, now);
         output(c, v, `${humanRecords(v, commandLine(c))}\n\nThen run: ${commandLine(c)} domains verify ${domain}`);
       }),
     );
@@ -111,7 +111,7 @@ function verifyCommand(domains: Command): void {
       withStore(c, async ({ store, config, now }) => {
         const d = await existing(store, name);
         if (o.force) {
-          await store.domains.setVerified(d.id, d.verified_at ?? now);
+          await forceVerified(store.domains, d, now);
           return output(
             c,
             { name: d.name, verified: true, forced: true, checks: [], dkim_switched_to: null },
@@ -181,22 +181,15 @@ function rotateDkimCommand(domains: Command): void {
     )
     .action(async (name: string, _o, c: Command) =>
       withStore(c, async ({ store, config, now }) => {
-        const d = await store.domains.rotateDkim((await existing(store, name)).id, now);
-        const record = domainRecords(d, config, now).find((r) => r.purpose === 'dkim_next')!;
+        const r = await rotateDkimFor(store.domains, await existing(store, name), config, now);
         output(
           c,
-          {
-            name: d.name,
-            selector: d.next_dkim_selector,
-            record,
-            signing: d.dkim_selector,
-            grace_days: DKIM_GRACE_MS / 86_400_000,
-          },
+          r,
           [
-            `New DKIM key for ${d.name} under selector ${d.next_dkim_selector}. Publish:`,
-            `  ${record.name} TXT ${record.value}`,
-            `Signing goes on with ${d.dkim_selector} until "${commandLine(c)} domains verify ${d.name}" finds that record; then it switches.`,
-            `After the switch, keep the record of ${d.dkim_selector} for ${DKIM_GRACE_MS / 86_400_000} days (messages signed with it are still being checked), then remove it.`,
+            `New DKIM key for ${r.name} under selector ${r.selector}. Publish:`,
+            `  ${r.record.name} TXT ${r.record.value}`,
+            `Signing goes on with ${r.signing} until "${commandLine(c)} domains verify ${r.name}" finds that record; then it switches.`,
+            `After the switch, keep the record of ${r.signing} for ${r.grace_days} days (messages signed with it are still being checked), then remove it.`,
           ].join('\n'),
         );
       }),

@@ -6,7 +6,7 @@ import type { SuppressionReason } from '../../store/model.js';
 import { DEFAULT_CUSTOMER } from '../../store/model.js';
 import { CliError, customerNamed, iso, output, table, withStore } from '../context.js';
 
-const REASONS: readonly SuppressionReason[] = ['hard_bounce', 'spam_complaint', 'manual'];
+const REASONS: readonly SuppressionReason[] = ['hard_bounce', 'spam_complaint', 'manual', 'unsubscribe'];
 
 export function suppressionsCommand(program: Command): void {
   const cmd = program

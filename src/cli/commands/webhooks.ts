@@ -5,7 +5,7 @@ import { systemClock } from '../../lib/clock.js';
 import { DEFAULT_CUSTOMER } from '../../store/model.js';
 import type { Store } from '../../store/store.js';
 import type { createWebhookService as CreateWebhookService } from '../../webhooks/create.js';
-import { type AttemptOutcome, endpointView } from '../../webhooks/service.js';
+import { type AttemptOutcome, endpointView, rotationView } from '../../webhooks/service.js';
 import { CliError, customerNamed, output, table, withStore } from '../context.js';
 
 async function endpointOf(store: Store, id: string) {
@@ -41,6 +41,8 @@ export function webhooksCommand(program: Command): void {
   const cmd = program.command('webhooks').description('webhook endpoints, their delivery log, test events and replays');
   createCommand(cmd);
   listCommand(cmd);
+  updateCommand(cmd);
+  rotateSecretCommand(cmd);
   deleteCommand(cmd);
   testCommand(cmd);
   deliveriesCommand(cmd);
@@ -65,12 +67,7 @@ function createCommand(webhooks: Command): void {
             ...(o.events ? { events: o.events } : {}),
             description: o.description,
           });
-          if (input instanceof Problems)
-            throw new CliError(
-              Object.entries(input.details)
-                .map(([k, v]) => `${k} ${v.join('; ')}`)
-                .join('; '),
-            );
+          if (input instanceof Problems) throw new CliError(problemText(input));
           const v = endpointView(await service.create(customer.id, input), true);
           output(c, v, `endpoint ${v.id} -> ${v.url}\nsecret (shown once): ${v.secret}`);
         } finally {
@@ -102,6 +99,71 @@ function listCommand(webhooks: Command): void {
       }),
     );
 }
+
+/** `webhooks update`: url, events, description or enabled changed, each validated as at creation. */
+function updateCommand(webhooks: Command): void {
+  webhooks
+    .command('update <id>')
+    .description('change an endpoint: --url, --events (or "all"), --description, --enabled true|false')
+    .option('--url <url>', 'the new URL')
+    .option('--events <types>', `comma-separated event types, or "all": ${EVENT_TYPES.join(', ')}`, (v: string) =>
+      // "all": an empty list here, every type (events null) below.
+      v === 'all' ? [] : eventList(v),
+    )
+    .option('--description <text>', 'a note')
+    .addOption(new Option('--enabled <bool>', 'enable or disable').choices(['true', 'false']))
+    .action(
+      async (id: string, o: { url?: string; events?: string[]; description?: string; enabled?: string }, c: Command) =>
+        withStore(c, async ({ store, config }) => {
+          const e = await endpointOf(store, id);
+          const service = (await webhookService())(store.webhooks, config, systemClock);
+          try {
+            const changes = await service.validateChanges({
+              ...(o.url !== undefined ? { url: o.url } : {}),
+              ...(o.events !== undefined ? { events: o.events.length ? o.events : null } : {}),
+              ...(o.description !== undefined ? { description: o.description } : {}),
+              ...(o.enabled !== undefined ? { enabled: o.enabled === 'true' } : {}),
+            });
+            if (changes instanceof Problems) throw new CliError(problemText(changes));
+            const v = endpointView((await store.webhooks.updateEndpoint(e.id, changes))!);
+            output(c, v, `endpoint ${v.id} -> ${v.url} (${v.enabled ? 'enabled' : 'disabled'})`);
+          } finally {
+            await service.fetch.close();
+          }
+        }),
+    );
+}
+
+/** `webhooks rotate-secret`: a new secret printed once; the old one signs beside it for webhooks.secret_grace. */
+function rotateSecretCommand(webhooks: Command): void {
+  webhooks
+    .command('rotate-secret <id>')
+    .description(
+      'replace the signing secret (prints the new one once; the old one signs too for webhooks.secret_grace)',
+    )
+    .action(async (id: string, _o, c: Command) =>
+      withStore(c, async ({ store, config }) => {
+        const service = (await webhookService())(store.webhooks, config, systemClock);
+        try {
+          const r = await service.rotateSecret(await endpointOf(store, id));
+          const v = rotationView(r!);
+          output(
+            c,
+            v,
+            `endpoint ${v.id}: new secret (shown once): ${v.secret}\nthe old secret signs too until ${v.previous_secret_expires_at}`,
+          );
+        } finally {
+          await service.fetch.close();
+        }
+      }),
+    );
+}
+
+/** A validation's problems on one line. */
+const problemText = (p: Problems): string =>
+  Object.entries(p.details)
+    .map(([k, v]) => `${k} ${v.join('; ')}`)
+    .join('; ');
 
 /** `webhooks delete`: an endpoint and its delivery log. */
 function deleteCommand(webhooks: Command): void {

@@ -1,4 +1,6 @@
+import { reputationSettings } from '../../config/settings.js';
 import { quotaStatus } from '../../domain/quotas.js';
+import { pauseCustomer, ReputationError, resumeCustomer } from '../../send/reputation.js';
 import { CUSTOMER_NAME } from '../../store/model.js';
 import type { Pages } from '../pages.js';
 import { customersBody } from '../views/customers.js';
@@ -36,4 +38,21 @@ export function customersRoutes(p: Pages): void {
     await store.customers.add(name, clock.now());
     return back(reply, '/customers', { notice: 'customer-created' });
   });
+
+  // Pause and resume (send/reputation.ts): the customer named by the form, as the CLI's commands.
+  for (const action of ['pause', 'resume'] as const)
+    customers.post(`/customers/${action}`, async ({ request, reply }) => {
+      const target = await store.customers.find((request.form!.customer ?? '').trim());
+      if (!target) return p.notFound(reply);
+      try {
+        const settings = reputationSettings(p.config);
+        if (action === 'pause') await pauseCustomer(store, target, request.form!.reason ?? '', settings, clock.now());
+        else await resumeCustomer(store, target, settings, clock.now());
+      } catch (e) {
+        if (!(e instanceof ReputationError)) throw e;
+        const why = action === 'pause' && /reason/.test(e.message) ? 'pause-reason' : 'reputation-state';
+        return back(reply, '/', { error: why });
+      }
+      return back(reply, '/', { notice: action === 'pause' ? 'customer-paused' : 'customer-resumed' });
+    });
 }

@@ -1,8 +1,8 @@
 import type { FastifyReply } from 'fastify';
 import { serverIdentity } from '../../config/settings.js';
-import { normaliseDomain } from '../../domain/addresses.js';
 import type { DoctorReport } from '../../domain/doctor.js';
 import { addressesOfSpf, dmarcSummary } from '../../domain-setup/dmarc.js';
+import { addDomainFor, parseDomainName } from '../../domain-setup/manage.js';
 import { domainRecords, returnPathStatus, verifyDomain } from '../../domain-setup/records.js';
 import type { DomainRow } from '../../store/model.js';
 import type { SignedIn } from '../area.js';
@@ -92,17 +92,17 @@ function doctorOf(report: DoctorReport | null, name: string, now: number) {
 /** POST /domains: the form's name added for this customer, unless it is no domain name or is registered already. */
 async function addDomain(p: Pages, { c, request, reply }: SignedIn): Promise<unknown> {
   const { store, clock, page, back } = p;
-  const n = normaliseDomain((request.form!.name ?? '').trim().replace(/\.$/, ''));
+  const n = parseDomainName(request.form!.name ?? '');
   const refuse = async (error: string) =>
     page(reply.code(422), { ...c, error }, 'Domains', domainsBody(c, await store.domains.list(c.customer.id)));
   if (!n.ok) return refuse(`That is not a domain name: ${n.error}`);
-  if (await store.domains.find(n.value)) return refuse(`${n.value} is already registered.`);
-  await store.domains.add({
+  const added = await addDomainFor(store.domains, {
     customerId: c.customer.id,
     name: n.value,
     receiving: request.form!.receiving === '1',
     now: clock.now(),
   });
+  if (added.kind === 'taken') return refuse(`${n.value} is already registered.`);
   return back(reply, path`/domains/${n.value}`, { notice: 'domain-added' });
 }
 

@@ -1,10 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { reputationSettings } from '../../config/settings.js';
 import { DUMMY_HASH, verifyPassword } from '../../lib/password.js';
+import { reputationOf } from '../../send/reputation.js';
 import type { User } from '../../store/model.js';
 import { sendPage } from '../dashboard.js';
 import { plural } from '../format.js';
 import { html } from '../html.js';
 import type { Pages } from '../pages.js';
+import { reputationBody } from '../views/customers.js';
 import { doctorSummary } from '../views/doctor.js';
 import { loginPage } from '../views/login.js';
 import { overviewBody } from '../views/overview.js';
@@ -44,7 +47,9 @@ export function sessionRoutes(p: Pages): void {
     const admin = c.session.user.role === 'admin';
     const nodes = admin ? await store.nodes.list() : undefined;
     const held = admin ? await store.queue.heldDestinations() : undefined;
-    const body = overviewBody(await store.admin.overview(c.customer.id, c.now), c.now, nodes, held);
+    const settings = reputationSettings(p.config);
+    const reputation = reputationBody(c, await reputationOf(store, c.customer.id, settings, c.now), settings, admin);
+    const body = html`${reputation}${overviewBody(await store.admin.overview(c.customer.id, c.now), c.now, nodes, held)}`;
     if (!p.deps.doctor) return page(reply, c, 'Overview', body);
     // The node's own checks for an administrator; the checks of the customer's domains for all.
     const report = p.deps.doctor();

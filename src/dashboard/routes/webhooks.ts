@@ -27,7 +27,12 @@ export function webhooksRoutes(p: Pages): void {
   });
   /** An endpoint's page: its last 50 attempts, and the outcome of a test or replay just sent. */
   const endpointPage = async (reply: FastifyReply, c: PageContext, e: Endpoint, sent: AttemptOutcome | undefined) =>
-    page(reply, c, 'Webhook endpoint', endpointBody(c, e, await store.webhooks.listAttempts(e.id, 50), sent));
+    page(
+      reply,
+      c,
+      'Webhook endpoint',
+      html`${revealed(c)}${endpointBody(c, e, await store.webhooks.listAttempts(e.id, 50), sent)}`,
+    );
 
   webhooks.get('/webhooks', async ({ c, reply }) =>
     page(
@@ -54,6 +59,22 @@ export function webhooksRoutes(p: Pages): void {
   );
 
   endpoint.post('/webhooks/:id/state', (r, e) => changeState(p, r, e));
+  endpoint.post('/webhooks/:id/edit', (r, e) => editEndpoint(p, r, e));
+  endpoint.post('/webhooks/:id/rotate-secret', async ({ c, reply }, e) => {
+    const rotated = await deps.webhooks.rotateSecret(e);
+    if (!rotated) return p.notFound(reply);
+    deps.log.info({ endpoint: e.id, user: c.session.user.email }, 'webhook secret rotated in the dashboard');
+    p.reveal.put(
+      c.session.id,
+      {
+        id: 'new-secret',
+        label: `A new signing secret for ${shortUrl(e.url)}, shown only this once. Until ${new Date(rotated.previousSecretExpiresAt!).toISOString()} every delivery is signed with the old secret too, so the receiver can switch to this one meanwhile:`,
+        secret: rotated.secret,
+      },
+      p.clock.now(),
+    );
+    return p.back(reply, path`/webhooks/${e.id}`);
+  });
 
   // Deleting takes the endpoint's log with it: asked on a page of its own first, as revoking a key is.
   endpoint.get('/webhooks/:id/delete', ({ c, reply }, e) =>
@@ -94,6 +115,28 @@ async function createEndpoint(p: Pages, { c, request, reply }: SignedIn): Promis
     clock.now(),
   );
   return back(reply, '/webhooks');
+}
+
+/** POST /webhooks/:id/edit: url, description, events and enabled, validated as the API's PATCH validates them. */
+async function editEndpoint(p: Pages, { c, request, reply }: SignedIn, e: Endpoint): Promise<unknown> {
+  const { store, deps, page, back, problemsText } = p;
+  const f = request.form!;
+  const events = (f['events[]'] ?? '').split('\n').filter(Boolean);
+  const changes = await deps.webhooks.validateChanges({
+    url: (f.url ?? '').trim(),
+    events: events.length ? events : null,
+    description: (f.description ?? '').trim(),
+    enabled: f.enabled === '1',
+  });
+  if (changes instanceof Problems)
+    return page(
+      reply.code(422),
+      { ...c, error: problemsText(changes) },
+      'Webhook endpoint',
+      endpointBody(c, e, await store.webhooks.listAttempts(e.id, 50), undefined),
+    );
+  await store.webhooks.updateEndpoint(e.id, changes);
+  return back(reply, path`/webhooks/${e.id}`, { notice: 'endpoint-updated' });
 }
 
 /** POST /webhooks/:id/state: the endpoint enabled or disabled, as the form's action says. */

@@ -40,6 +40,7 @@ export function endpointBody(
       <form method="post" action="${path`/webhooks/${e.id}/state`}" class="row">${csrf(c)}
         ${e.enabled ? html`<button name="action" value="disable" class="secondary">Disable</button>` : html`<button name="action" value="enable" class="secondary">Enable</button>`}
         <a href="${path`/webhooks/${e.id}/delete`}" class="danger">Delete endpoint…</a></form></div>
+    ${editForm(c, e)}
     <h2>Recent deliveries</h2>
     <div class="card"><table><thead><tr><th>Time</th><th>Event</th><th>Status</th><th class="opt">Duration</th><th>Response</th><th><span class="skip">Actions</span></th></tr></thead><tbody>
     ${
@@ -55,6 +56,19 @@ export function endpointBody(
         : html`<tr><td colspan="6" class="muted">No deliveries yet.</td></tr>`
     }
     </tbody></table></div>`;
+}
+
+/** An endpoint's settings to change (url, description, events, enabled), and its secret to rotate. */
+function editForm(c: PageContext, e: Endpoint): Html {
+  const ticked = (t: string) => e.events?.includes(t) ?? false;
+  return html`<h2>Settings</h2><div class="card"><form method="post" action="${path`/webhooks/${e.id}/edit`}">${csrf(c)}
+      <div class="row"><label>URL <input name="url" type="url" required size="40" value="${e.url}"></label>
+      <label>Description <input name="description" maxlength="500" value="${e.description}"></label></div>
+      <fieldset><legend>Events (none ticked: all)</legend>${EVENT_TYPES.map((t) => html`<label><span><input type="checkbox" name="events[]" value="${t}"${ticked(t) ? ' checked' : ''}> ${t}</span></label>`)}</fieldset>
+      <label><span><input type="checkbox" name="enabled" value="1"${e.enabled ? ' checked' : ''}> Enabled</span></label>
+      <button>Save</button></form>
+    <form method="post" action="${path`/webhooks/${e.id}/rotate-secret`}" class="row">${csrf(c)}<button class="secondary">Rotate signing secret</button>
+      <small class="muted">A new secret, shown once; the old one goes on signing beside it for a while.</small></form></div>`;
 }
 
 /** The question before an endpoint and its delivery log are deleted, as a key's revocation asks it. */

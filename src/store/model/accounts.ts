@@ -90,7 +90,32 @@ export const DKIM_SELECTOR = 'posthaste';
 
 export type SendingDomain = Pick<DomainRow, 'id' | 'customer_id' | 'name' | 'verified_at'>;
 
-export type SuppressionReason = 'hard_bounce' | 'spam_complaint' | 'manual';
+/** The events a change of a domain's verified state writes (domain/events.ts). */
+export type DomainEventType = 'domain.verified' | 'domain.verification_failed';
+
+/** What a verification found, for DomainStore.setVerification. */
+export interface VerificationInput {
+  verified: boolean;
+  now: number;
+  records: Array<{ purpose: string; name: string; found: boolean }>;
+}
+
+/** A verified state change as its event: the type, if the state changed, and the event's data. */
+export function verificationEvent(
+  d: { name: string; verified_at: number | null },
+  input: VerificationInput,
+): { type: DomainEventType; at: number | null; data: Record<string, unknown> } | null {
+  const was = d.verified_at === null ? null : Number(d.verified_at);
+  const at = input.verified ? (was ?? input.now) : null;
+  if (at === was) return null;
+  return {
+    type: at === null ? 'domain.verification_failed' : 'domain.verified',
+    at,
+    data: { domain: d.name, verified_at: at === null ? null : new Date(at).toISOString(), records: input.records },
+  };
+}
+
+export type SuppressionReason = 'hard_bounce' | 'spam_complaint' | 'manual' | 'unsubscribe';
 
 export interface SuppressionRow {
   address: string;

@@ -44,6 +44,8 @@ export interface AcceptInput {
   /** Held until then: the recipients' first attempt is due at this time (ms). */
   scheduledAt?: number;
   tags?: string[];
+  /** The send asked for the List-Unsubscribe fields (docs/delivery.md, "One-click unsubscribe"). */
+  unsubscribe?: boolean;
   /**
    * The pool of source addresses the sender chose for this message (its name, checked by the
    * caller against the customer's allowed pools); absent: the customer's default pool, else the
@@ -177,6 +179,7 @@ export type SendCommit = (
   | { kind: 'key_revoked' }
   | { kind: 'domain_unknown' }
   | { kind: 'domain_unverified' }
+  | { kind: 'customer_paused'; reason?: string | null }
 ) & {
   /** auth_epoch as this transaction saw it: the API drops its cache when it moved. */
   authEpoch: string;

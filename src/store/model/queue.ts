@@ -30,6 +30,8 @@ export interface QueuedMessage {
   raw: Buffer | null;
   createdAt: number;
   tags: string[];
+  /** Its send asked for the List-Unsubscribe fields (the customer's default may ask too). */
+  unsubscribe: boolean;
   /** The pool the sender chose for it (AcceptInput.pool); null: its customer's default, else the configured one. */
   pool: string | null;
 }

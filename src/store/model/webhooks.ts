@@ -7,6 +7,9 @@ export interface Endpoint {
   events: string[] | null;
   description: string;
   secret: string;
+  /** The secret a rotation replaced, still signing beside `secret` until previousSecretExpiresAt (docs/api.md). */
+  previousSecret: string | null;
+  previousSecretExpiresAt: number | null;
   enabled: boolean;
   disabledReason: string | null;
   createdAt: number;

@@ -27,6 +27,8 @@ import type { PgDb } from './db.js';
 import { pgCustomerPools } from './pools.js';
 import { pgQuotas } from './quotas.js';
 import { pgSuppressionBulk } from './suppressions.js';
+import { unsubscribe, unsubscribeDefaults } from './unsubscribe.js';
+import { setVerification } from './verification.js';
 
 /** Customers, API keys, domains, dashboard users and suppressions on PostgreSQL: one statement each, as on SQLite. */
 
@@ -53,6 +55,7 @@ export function pgCustomers(db: PgDb): CustomerStore {
       ))!,
     ...pgQuotas(db),
     ...pgCustomerPools(db),
+    ...unsubscribeDefaults(db),
   };
 }
 
@@ -121,6 +124,7 @@ export function pgDomains(db: PgDb): DomainStore {
         ? db.rows<DomainRow>('SELECT * FROM domains ORDER BY name')
         : db.rows<DomainRow>('SELECT * FROM domains WHERE customer_id = $1 ORDER BY name', [customerId]),
     setVerified: async (id, at) => void (await db.run('UPDATE domains SET verified_at = $1 WHERE id = $2', [at, id])),
+    setVerification: (id, input) => setVerification(db, id, input),
     setReturnPath: async (id, host) =>
       void (await db.run('UPDATE domains SET return_path_host = $1 WHERE id = $2', [host, id])),
     setReceiving: async (id, on) =>
@@ -238,6 +242,7 @@ export function pgSuppressions(db: PgDb): SuppressionStore {
     },
     simulated: (customerId, addresses, limit) => simulatedSuppressions(db, customerId, addresses, limit),
     ...pgSuppressionBulk(db),
+    unsubscribe: (recipientId, method, now) => unsubscribe(db, recipientId, method, now),
   };
 }
 

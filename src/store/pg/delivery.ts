@@ -28,7 +28,8 @@ import { applyTransitions, type Step } from './transitions.js';
  * for each other, nor take the same row), their claims inserted (ON CONFLICT DO NOTHING: a
  * claimer whose snapshot predates another's committed claim skips it). The recipient rows are not
  * written until the outcome, as on SQLite; a group's outcomes are one transaction of a few
- * set-wise statements.
+ * set-wise statements. A paused customer's recipients are not claimed (its queue is held without
+ * its rows being written; expiry is decided only at an attempt, so none expires while paused).
  */
 
 const CLAIM = `
@@ -36,6 +37,7 @@ WITH picked AS MATERIALIZED (
   SELECT r.id FROM recipients r
    WHERE r.state IN ('queued', 'deferred') AND r.next_attempt_at <= $2
      AND NOT EXISTS (SELECT 1 FROM recipient_claims c WHERE c.recipient_id = r.id)
+     AND NOT EXISTS (SELECT 1 FROM customer_reputation p WHERE p.customer_id = r.customer_id AND p.paused_at IS NOT NULL)
    ORDER BY r.next_attempt_at LIMIT $3
    FOR NO KEY UPDATE OF r SKIP LOCKED),
 claimed AS (

@@ -8,6 +8,7 @@ import { pgInbound } from './inbound.js';
 import { pgMessages } from './messages.js';
 import { pgNodes } from './nodes.js';
 import { pgQueue } from './queue-ops.js';
+import { pgReputation } from './reputation.js';
 import { pgWakeups } from './wakeups.js';
 import { pgWebhooks } from './webhooks.js';
 
@@ -38,6 +39,7 @@ export function pgStore(url: string, opts: { password?: string; max?: number; ap
     nodes,
     wakeups: pgWakeups(db),
     queue: pgQueue(db),
+    reputation: pgReputation(db),
     dmarc: pgDmarc(db),
   };
 }

@@ -11,6 +11,9 @@ import * as m010 from './migrations/010_dmarc_reports.js';
 import * as m011 from './migrations/011_pools.js';
 import * as m012 from './migrations/012_key_scopes.js';
 import * as m013 from './migrations/013_queue_retries.js';
+import * as m014 from './migrations/014_unsubscribe.js';
+import * as m015 from './migrations/015_reputation.js';
+import * as m016 from './migrations/016_webhook_secret_rotation.js';
 import * as m017 from './migrations/017_send_quotas.js';
 
 /**
@@ -50,5 +53,8 @@ export const pgMigrations: PgMigration[] = [
   { version: 11, name: 'pools', sql: m011.up },
   { version: 12, name: 'key_scopes', sql: m012.up },
   { version: 13, name: 'queue_retries', sql: m013.up },
+  { version: 14, name: 'unsubscribe', sql: m014.up },
+  { version: 15, name: 'reputation', sql: m015.up },
+  { version: 16, name: 'webhook_secret_rotation', sql: m016.up },
   { version: 17, name: 'send_quotas', sql: m017.up },
 ];

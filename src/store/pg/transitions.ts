@@ -1,4 +1,5 @@
 import type { EventType } from '../../domain/events.js';
+import { reputationKinds } from '../../domain/reputation.js';
 import type { MessageFacts, Transition } from '../../domain/transitions.js';
 import { keptByOperator, suppressedEventData } from '../../domain/transitions.js';
 import { eventId } from '../../lib/ids.js';
@@ -11,7 +12,7 @@ export interface Step {
   t: Transition;
 }
 
-interface EventRow {
+export interface EventRow {
   customerId: number;
   type: EventType;
   data: Record<string, unknown>;
@@ -25,9 +26,9 @@ interface EventRow {
  * one's), the claims released, the suppressions asked for (a sandbox message's never touch the
  * list), and every event in the order it happened, `recipient.suppressed` right after the event
  * that caused it when the suppression is new: what the SQLite engine writes one statement at a
- * time, in six statements whatever the group's size. The rows are locked and read first: a hold
- * or delete an operator made while the attempt was in flight outlives a deferral
- * (domain/transitions.ts: keptByOperator).
+ * time, in six statements whatever the group's size (and a seventh for the reputation counters).
+ * The rows are locked and read first: a hold or delete an operator made while the attempt was in
+ * flight outlives a deferral (domain/transitions.ts: keptByOperator).
  */
 export async function applyTransitions(q: Q, given: Step[], now: number): Promise<void> {
   if (given.length === 0) return;
@@ -37,6 +38,26 @@ export async function applyTransitions(q: Q, given: Step[], now: number): Promis
   await q.run('DELETE FROM recipient_claims WHERE recipient_id = ANY($1::bigint[])', [[...rows.keys()]]);
   const added = await addSuppressions(q, steps, now);
   await insertEvents(q, stepEvents(steps, added, now), now);
+  await countReputation(q, steps, now);
+}
+
+/** What the steps count for their customers' reputation (domain/reputation.ts), one statement for the group. */
+async function countReputation(q: Q, steps: Step[], now: number): Promise<void> {
+  const counts = new Map<string, { customer: number; kind: string; n: number }>();
+  for (const { m, t } of steps)
+    for (const kind of reputationKinds(m.sandbox, t)) {
+      const key = `${m.customerId}:${kind}`;
+      const c = counts.get(key) ?? counts.set(key, { customer: m.customerId, kind, n: 0 }).get(key)!;
+      c.n++;
+    }
+  if (counts.size === 0) return;
+  const rows = [...counts.values()];
+  await q.run(
+    `INSERT INTO activity_hourly (customer_id, hour, kind, shard, count)
+     SELECT c, $4, k, pg_backend_pid() % 16, n FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS x(c, k, n)
+     ON CONFLICT (customer_id, hour, kind, shard) DO UPDATE SET count = activity_hourly.count + excluded.count`,
+    [rows.map((r) => r.customer), rows.map((r) => r.kind), rows.map((r) => r.n), Math.floor(now / 3_600_000)],
+  );
 }
 
 /** A recipient row's new values, as its last transition leaves them. */

@@ -1,7 +1,8 @@
 import { publicId } from '../../lib/ids.js';
 import type { AttemptView, ClaimRoom, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from '../model.js';
 import type { WebhookStore } from '../store.js';
-import { type AttemptRow, attemptView, type EndpointRow, endpointView } from '../views.js';
+import { type AttemptRow, attemptView, type EndpointRow, endpointView, mergeEndpoint } from '../views.js';
+import type { EndpointChanges } from '../webhook-store.js';
 import type { PgDb, Q } from './db.js';
 import { FANOUT_LEASE, logAttempts, recordAttempts } from './webhook-attempts.js';
 
@@ -73,6 +74,14 @@ function pgEndpoints(db: PgDb): Endpoints {
       void (await db.run('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $1 WHERE id = $2', [reason, id])),
     enableEndpoint: async (id) =>
       void (await db.run('UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL WHERE id = $1', [id])),
+    updateEndpoint: (id, changes) => updateEndpoint(db, id, changes),
+    rotateSecret: async (id, secret, until) => {
+      const r = await db.row<EndpointRow>(
+        'UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = $1, secret = $2 WHERE id = $3 RETURNING *',
+        [until, secret, id],
+      );
+      return r ? endpointView(r) : undefined;
+    },
     eventById: (id, customerId) =>
       db.row('SELECT seq, id, type, body FROM events WHERE id = $1 AND customer_id = $2', [id, customerId]),
     listAttempts: (endpointId, limit, before) => listAttempts(db, endpointId, limit, before),
@@ -162,6 +171,27 @@ async function createEndpoint(db: PgDb, input: Parameters<WebhookStore['createEn
     ],
   );
   return endpointView(r!);
+}
+
+/** The endpoint with `changes` applied, read and written back whole under its row lock. */
+function updateEndpoint(db: PgDb, id: string, changes: EndpointChanges): Promise<Endpoint | undefined> {
+  return db.tx(async (q) => {
+    const r = await q.row<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = $1 FOR UPDATE', [id]);
+    if (!r) return undefined;
+    const next = mergeEndpoint(endpointView(r), changes);
+    const w = await q.row<EndpointRow>(
+      'UPDATE webhook_endpoints SET url = $1, events = $2, description = $3, enabled = $4, disabled_reason = $5 WHERE id = $6 RETURNING *',
+      [
+        next.url,
+        next.events ? JSON.stringify(next.events) : null,
+        next.description,
+        next.enabled ? 1 : 0,
+        next.disabledReason,
+        id,
+      ],
+    );
+    return endpointView(w!);
+  });
 }
 
 async function listAttempts(

@@ -32,6 +32,14 @@ export function customerCounts(db: Db, id: number): { keys: number; domains: num
   return { keys: count('api_keys'), domains: count('domains'), messages: count('messages') };
 }
 
+export function unsubscribeDefault(db: Db, id: number): boolean {
+  return db.get<{ unsubscribe: number }>('SELECT unsubscribe FROM customers WHERE id = ?', id)?.unsubscribe === 1;
+}
+
+export function setUnsubscribeDefault(db: Db, id: number, on: boolean): void {
+  db.run('UPDATE customers SET unsubscribe = ? WHERE id = ?', on ? 1 : 0, id);
+}
+
 const POOL_ROWS =
   "SELECT id, default_pool, allowed_pools FROM customers WHERE default_pool IS NOT NULL OR allowed_pools <> '[]'";
 

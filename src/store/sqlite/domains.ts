@@ -1,7 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { dkimKeyPair, nextSelector } from '../credentials.js';
-import { DKIM_SELECTOR, type DomainRow, type SendingDomain } from '../model.js';
+import {
+  DKIM_SELECTOR,
+  type DomainEventType,
+  type DomainRow,
+  type SendingDomain,
+  type VerificationInput,
+  verificationEvent,
+} from '../model.js';
 import type { Db } from './db.js';
+import { recordEvent } from './events.js';
 
 /** Adds a domain with a fresh 2048-bit RSA DKIM key and a verification token. */
 export function addDomain(
@@ -42,6 +50,21 @@ export function listDomains(db: Db, customerId?: number): DomainRow[] {
 
 export function setVerified(db: Db, id: number, at: number | null): void {
   db.run('UPDATE domains SET verified_at = ? WHERE id = ?', at, id);
+}
+
+/** A verification's outcome and, when the verified state changed, its event, in one transaction. */
+export function setVerification(db: Db, id: number, input: VerificationInput): DomainEventType | null {
+  return db.tx(() => {
+    const d = db.get<{ customer_id: number; name: string; verified_at: number | null }>(
+      'SELECT customer_id, name, verified_at FROM domains WHERE id = ?',
+      id,
+    );
+    const change = d && verificationEvent(d, input);
+    if (!d || !change) return null;
+    db.run('UPDATE domains SET verified_at = ? WHERE id = ?', change.at, id);
+    recordEvent(db, { customerId: d.customer_id, type: change.type, data: change.data, now: input.now });
+    return change.type;
+  });
 }
 
 export function setReturnPath(db: Db, id: number, host: string | null): void {

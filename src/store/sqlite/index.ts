@@ -8,6 +8,7 @@ import type { Db } from './db.js';
 import { sqliteDmarc } from './dmarc.js';
 import * as nodes from './nodes.js';
 import { sqliteQueue } from './queue-ops.js';
+import * as reputation from './reputation.js';
 import type { GroupCommit } from './writer/group-commit.js';
 
 /**
@@ -49,6 +50,14 @@ export function sqliteStore(db: Db, writer?: GroupCommit, held: () => boolean = 
       listen: async () => ({ close: async () => undefined }),
     },
     queue: sqliteQueue(db),
+    reputation: {
+      standing: async (id) => reputation.standing(db, id),
+      standings: async () => reputation.standings(db),
+      paused: async () => reputation.paused(db),
+      hourActivity: async (hour) => reputation.hourActivity(db, hour),
+      counts: async (id, fromHour) => reputation.counts(db, id, fromHour),
+      change: async (input) => reputation.change(db, input),
+    },
     dmarc: sqliteDmarc(db),
   };
 }

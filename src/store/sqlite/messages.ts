@@ -31,8 +31,8 @@ const SQL = {
   idemDelete: 'DELETE FROM idempotency_keys WHERE customer_id = ? AND key = ?',
   idemInsert:
     'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-  message: `INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags, header_message_id, pool)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BLOB), ?, NULL, ?, ?, ?, ?, ?, ?)`,
+  message: `INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags, header_message_id, pool, unsubscribe)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BLOB), ?, NULL, ?, ?, ?, ?, ?, ?, ?)`,
   tag: 'INSERT INTO message_tags (customer_id, tag, message_id) VALUES (?, ?, ?)',
   recipient: `INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at)
               VALUES (?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)`,
@@ -85,6 +85,7 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
       input.tags?.length ? JSON.stringify(input.tags) : null,
       storedHeaderMessageId(input),
       input.pool ?? null,
+      input.unsubscribe ? 1 : 0,
     ).lastInsertRowid,
   );
   const insertRecipient = db.statement(SQL.recipient);

@@ -16,13 +16,16 @@ export function releaseClaims(db: Db): number {
 /**
  * Claims up to `limit` due recipients, earliest due first: reads them through the due index and
  * records the claims in `recipient_claims`, in one immediate transaction (so no two workers get
- * one recipient). The recipient rows themselves are not written until the outcome.
+ * one recipient). The recipient rows themselves are not written until the outcome. A paused
+ * customer's recipients are not claimed (its queue is held without its rows being written, and,
+ * expiry being decided only at an attempt, none expires while it is paused).
  */
 export function claimDue(db: Db, worker: string, now: number, limit: number): Claimed[] {
   const due = db.statement(
     `SELECT r.id, r.message_id, r.address, r.domain, r.attempts FROM recipients r
      WHERE r.state IN ('queued', 'deferred') AND r.next_attempt_at <= ?
        AND NOT EXISTS (SELECT 1 FROM recipient_claims c WHERE c.recipient_id = r.id)
+       AND NOT EXISTS (SELECT 1 FROM customer_reputation p WHERE p.customer_id = r.customer_id AND p.paused_at IS NOT NULL)
      ORDER BY r.next_attempt_at ${BOUND_LIMIT}`,
   );
   const claim = db.statement('INSERT INTO recipient_claims (recipient_id, worker, claimed_at) VALUES (?, ?, ?)');

@@ -17,6 +17,7 @@ import type { Db } from './db.js';
 import { recordEvent } from './events.js';
 import { recipientById, storeReport } from './inbound.js';
 import { loadMessages, releaseClaim } from './queue.js';
+import { countReputation } from './reputation.js';
 import { addSuppression } from './suppressions.js';
 
 /*
@@ -75,6 +76,7 @@ export function applyTransition(
         now,
       });
     if (t.suppress) suppress(db, m, r, t.suppress, now);
+    countReputation(db, m, t, now);
   });
 }
 

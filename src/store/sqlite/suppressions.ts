@@ -1,6 +1,8 @@
 import { addressKey, suppressedBy, suppressionKeys } from '../../domain/addresses.js';
+import { type UnsubscribeMethod, type UnsubscribeResult, unsubscribedEventData } from '../../domain/unsubscribe.js';
 import type { SimulatedSuppression, SuppressionReason, SuppressionRow } from '../model.js';
 import { BOUND_LIMIT, type Db } from './db.js';
+import { recordEvent } from './events.js';
 
 /**
  * The suppressed addresses among these, with their reasons (case-insensitive), keyed by
@@ -141,4 +143,37 @@ export function suppressionPage(
        WHERE s.customer_id = ? AND s.address > ? ORDER BY s.address ${BOUND_LIMIT}`,
     )
     .all(customerId, after ?? '', limit) as SuppressionRow[];
+}
+
+/** A recipient's unsubscribe: suppressed for its customer and `recipient.unsubscribed`, in one transaction; once only (store.ts). */
+export function unsubscribe(db: Db, recipientId: number, method: UnsubscribeMethod, now: number): UnsubscribeResult {
+  return db.tx(() => {
+    const r = db
+      .statement(
+        `SELECT r.customer_id, r.address, m.id, m.message_id, m.header_message_id FROM recipients r
+         JOIN messages m ON m.id = r.message_id WHERE r.id = ?`,
+      )
+      .get(recipientId) as
+      | { customer_id: number; address: string; id: number; message_id: string; header_message_id: string | null }
+      | undefined;
+    if (!r) return 'unknown';
+    const added = addSuppression(db, {
+      customerId: r.customer_id,
+      address: r.address,
+      reason: 'unsubscribe',
+      messageRowId: r.id,
+      now,
+    });
+    if (!added) return 'already';
+    const m = { id: r.id, messageId: r.message_id, headerMessageId: r.header_message_id };
+    recordEvent(db, {
+      customerId: r.customer_id,
+      type: 'recipient.unsubscribed',
+      data: unsubscribedEventData(m, r.address, method, now),
+      messageRowId: r.id,
+      recipientId,
+      now,
+    });
+    return 'unsubscribed';
+  });
 }

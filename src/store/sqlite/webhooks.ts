@@ -11,7 +11,8 @@ import {
   type OutboxEvent,
   type StoredDelivery,
 } from '../model.js';
-import { type AttemptRow, attemptView, type EndpointRow, endpointView } from '../views.js';
+import { type AttemptRow, attemptView, type EndpointRow, endpointView, mergeEndpoint } from '../views.js';
+import type { EndpointChanges } from '../webhook-store.js';
 import { BOUND_LIMIT, type Db } from './db.js';
 
 export function createEndpoint(
@@ -60,6 +61,35 @@ export function disableEndpoint(db: Db, id: string, reason: string): void {
 
 export function enableEndpoint(db: Db, id: string): void {
   db.statement('UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL WHERE id = ?').run(id);
+}
+
+/** The endpoint with `changes` applied, written whole (webhook-store.ts); undefined when there is none. */
+export function updateEndpoint(db: Db, id: string, changes: EndpointChanges): Endpoint | undefined {
+  return db.tx(() => {
+    const e = getEndpoint(db, id);
+    if (!e) return undefined;
+    const next = mergeEndpoint(e, changes);
+    db.run(
+      'UPDATE webhook_endpoints SET url = ?, events = ?, description = ?, enabled = ?, disabled_reason = ? WHERE id = ?',
+      next.url,
+      next.events ? JSON.stringify(next.events) : null,
+      next.description,
+      next.enabled ? 1 : 0,
+      next.disabledReason,
+      id,
+    );
+    return getEndpoint(db, id);
+  });
+}
+
+export function rotateSecret(db: Db, id: string, secret: string, previousUntil: number): Endpoint | undefined {
+  db.run(
+    'UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = ?, secret = ? WHERE id = ?',
+    previousUntil,
+    secret,
+    id,
+  );
+  return getEndpoint(db, id);
 }
 
 /** The webhook deliveries of one message's events: which endpoint, how far each got, its last answer. */

@@ -7,6 +7,7 @@ import { fullGrant } from '../../../src/domain/key-scopes.js';
 import { NO_QUOTAS } from '../../../src/domain/quotas.js';
 import { acceptInputOf, admitSend, isRefused } from '../../../src/send/admit.js';
 import type { ApiKeyInfo, SendingDomain } from '../../../src/store/model.js';
+import { okStanding } from '../../../src/store/reputation-store.js';
 
 const key: ApiKeyInfo = {
   id: 'k1',
@@ -22,7 +23,14 @@ const domains = new Map<string, SendingDomain>([
   ['pending.example', { id: 2, customer_id: 7, name: 'pending.example', verified_at: null }],
   ['theirs.example', { id: 3, customer_id: 8, name: 'theirs.example', verified_at: 1 }],
 ]);
-const auth = { sendingDomain: async (_customer: number, name: string) => domains.get(name) };
+const paused = new Set<number>();
+const auth = {
+  sendingDomain: async (_customer: number, name: string) => domains.get(name),
+  pause: async (customer: number) =>
+    paused.has(customer)
+      ? { ...okStanding(customer), state: 'paused' as const, paused_at: 1, reason: 'by hand' }
+      : undefined,
+};
 
 t.test('the sender domain decides', async (t) => {
   t.same(await admitSend(auth, key, 'nowhere.example', 0, NO_QUOTAS), { kind: 'domain_unknown' });
@@ -41,4 +49,11 @@ t.test('the sender domain decides', async (t) => {
   );
   t.match(input, { customerId: 7, apiKeyId: 'k1', sandbox: true, senderDomain: 'ours.example', now: 5 });
   t.equal(input.messageId, ok.messageId);
+});
+
+t.test('a paused customer: refused with the reason, its sandbox key still admitted', async (t) => {
+  paused.add(7);
+  t.teardown(() => paused.delete(7));
+  t.same(await admitSend(auth, key, 'ours.example', 0, NO_QUOTAS), { kind: 'customer_paused', reason: 'by hand' });
+  t.notOk(isRefused(await admitSend(auth, { ...key, kind: 'sandbox' }, 'ours.example', 0, NO_QUOTAS)));
 });

@@ -155,3 +155,25 @@ t.test('refusals: the From field, our own fields, the limits', async (t) => {
     /^554 5\.6\.0 Message refused: its header section is larger than 1 MiB/,
   );
 });
+
+t.test(
+  'X-Posthaste-Unsubscribe: yes asks for the List-Unsubscribe fields and is removed; a bad value or an own List-Unsubscribe is refused',
+  async (t) => {
+    const asked = ok(read(lines('From: a@b.example', 'X-Posthaste-Unsubscribe: YES', 'Subject: s', '', 'b')));
+    t.equal(asked.unsubscribe, true);
+    t.notMatch(asked.build('', '').toString(), /X-Posthaste/i, 'removed from the stored message');
+    t.equal(ok(read(lines('From: a@b.example', 'X-Posthaste-Unsubscribe: no', '', 'b'))).unsubscribe, false);
+    t.equal(ok(read(lines('From: a@b.example', '', 'b'))).unsubscribe, false);
+    const refusal = (b: Buffer) => {
+      const r = read(b);
+      return 'code' in r ? `${r.code} ${r.text}` : 'accepted';
+    };
+    t.match(refusal(lines('From: a@b.example', 'X-Posthaste-Unsubscribe: maybe', '', 'b')), /^554 5\.6\.0 .*yes or no/);
+    t.match(
+      refusal(
+        lines('From: a@b.example', 'List-Unsubscribe: <mailto:x@b.example>', 'X-Posthaste-Unsubscribe: yes', '', 'b'),
+      ),
+      /^554 5\.6\.0 X-Posthaste-Unsubscribe: yes with the message's own List-Unsubscribe/,
+    );
+  },
+);

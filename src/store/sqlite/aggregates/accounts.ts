@@ -18,6 +18,8 @@ export function sqliteCustomers(db: Db): CustomerStore {
     byId: async (id) => customers.customerById(db, id),
     list: async () => customers.listCustomers(db),
     counts: async (id) => customers.customerCounts(db, id),
+    unsubscribeDefault: async (id) => customers.unsubscribeDefault(db, id),
+    setUnsubscribeDefault: async (id, on) => customers.setUnsubscribeDefault(db, id, on),
     pools: async () => customers.customerPools(db),
     setPools: async (id, change) => customers.setCustomerPools(db, id, change),
     quotas: async (id) => quotas.customerQuotas(db, id),
@@ -44,6 +46,7 @@ export function sqliteDomains(db: Db): DomainStore {
     findSending: async (name) => domains.findSendingDomain(db, name),
     list: async (customerId) => domains.listDomains(db, customerId),
     setVerified: async (id, at) => domains.setVerified(db, id, at),
+    setVerification: async (id, input) => domains.setVerification(db, id, input),
     setReturnPath: async (id, host) => domains.setReturnPath(db, id, host),
     setReceiving: async (id, on) => domains.setReceiving(db, id, on),
     remove: async (id) => domains.removeDomain(db, id),
@@ -66,6 +69,7 @@ export function sqliteSuppressions(db: Db): SuppressionStore {
     search: async (customerId, prefix, limit) => suppressions.searchSuppressions(db, customerId, prefix, limit),
     simulated: async (customerId, addresses, limit) =>
       suppressions.simulatedSuppressions(db, customerId, addresses, limit),
+    unsubscribe: async (recipientId, method, now) => suppressions.unsubscribe(db, recipientId, method, now),
   };
 }
 

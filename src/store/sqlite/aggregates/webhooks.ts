@@ -16,6 +16,8 @@ export function sqliteWebhooks(db: Db, writer?: GroupCommit): WebhookStore {
     deleteEndpoint: async (id) => webhooks.deleteEndpoint(db, id),
     disableEndpoint: async (id, reason) => webhooks.disableEndpoint(db, id, reason),
     enableEndpoint: async (id) => webhooks.enableEndpoint(db, id),
+    updateEndpoint: async (id, changes) => webhooks.updateEndpoint(db, id, changes),
+    rotateSecret: async (id, secret, until) => webhooks.rotateSecret(db, id, secret, until),
     eventById: async (id, customerId) => webhooks.eventById(db, id, customerId),
     listAttempts: async (endpointId, limit, before) => webhooks.listAttempts(db, endpointId, limit, before),
     logAttempt: async (a) => webhooks.logAttempt(db, a),

@@ -18,6 +18,9 @@ import * as m017 from './017_dmarc_reports.js';
 import * as m018 from './018_pools.js';
 import * as m019 from './019_key_scopes.js';
 import * as m020 from './020_queue_retries.js';
+import * as m021 from './021_unsubscribe.js';
+import * as m022 from './022_reputation.js';
+import * as m023 from './023_webhook_secret_rotation.js';
 import * as m024 from './024_send_quotas.js';
 
 /**
@@ -46,5 +49,8 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 18, name: 'pools', sql: m018.up },
   { version: 19, name: 'key_scopes', sql: m019.up },
   { version: 20, name: 'queue_retries', sql: m020.up },
+  { version: 21, name: 'unsubscribe', sql: m021.up },
+  { version: 22, name: 'reputation', sql: m022.up },
+  { version: 23, name: 'webhook_secret_rotation', sql: m023.up },
   { version: 24, name: 'send_quotas', sql: m024.up },
 ];

@@ -7,6 +7,7 @@ import { storeInbound } from '../inbound.js';
 import { isKeyLive, readAuthEpoch } from '../keys.js';
 import { acceptMessage, idempotentAnswer, recordIdempotent } from '../messages.js';
 import { applyReport } from '../recipients.js';
+import { standing } from '../reputation.js';
 import { recordAttempts } from '../webhooks.js';
 
 function receive(db: Db, input: ReceiveInput): string[] {
@@ -17,11 +18,18 @@ function receive(db: Db, input: ReceiveInput): string[] {
   return ids;
 }
 
+/** The customer paused since the API looked (a pause moves the epoch); a sandbox send goes on. */
+function pausedNow(db: Db, input: { customerId: number; sandbox: boolean }) {
+  if (input.sandbox) return undefined;
+  const s = standing(db, input.customerId);
+  return s.paused_at === null ? undefined : { kind: 'customer_paused' as const, reason: s.reason };
+}
+
 /**
  * The send path's commit. The API took the key and the domain from its cache without reading
  * the store; here, inside the transaction that stores the message, the epoch tells whether
  * either may have changed since, and if so both are verified again, so a key revoked or a
- * domain removed or unverified before this commit cannot get a message in.
+ * domain removed or unverified, or a customer paused, before this commit cannot get a message in.
  */
 function accept(db: Db, input: SendInput): SendCommit {
   const authEpoch = readAuthEpoch(db);
@@ -30,6 +38,8 @@ function accept(db: Db, input: SendInput): SendCommit {
     const domain = findSendingDomain(db, input.senderDomain);
     if (!domain || domain.customer_id !== input.customerId) return { kind: 'domain_unknown', authEpoch };
     if (domain.verified_at === null) return { kind: 'domain_unverified', authEpoch };
+    const paused = pausedNow(db, input);
+    if (paused) return { ...paused, authEpoch };
   }
   return { ...acceptMessage(db, input), authEpoch };
 }
@@ -58,6 +68,8 @@ function acceptBatch(db: Db, input: BatchInput): BatchResult {
       if (!domain || domain.customer_id !== item.customerId)
         return refusal({ kind: 'domain_unknown' }, item.senderDomain).toBody();
       if (domain.verified_at === null) return refusal({ kind: 'domain_unverified' }, item.senderDomain).toBody();
+      const paused = pausedNow(db, item);
+      if (paused) return refusal(paused, item.senderDomain).toBody();
     }
     const r = acceptMessage(db, item);
     if (r.kind === 'suppressed' || r.kind === 'rate_limited') return refusal(r, item.senderDomain).toBody();
