@@ -66,6 +66,7 @@ export function installErrorHandlers(app: FastifyInstance, log: Logger, gate: Se
       api = new ApiError('internal_error', 'Internal error.');
     }
     if (api.status === 503) reply.header('retry-after', '30');
+    else if (api.retryAfter !== undefined) reply.header('retry-after', String(api.retryAfter));
     return reply.code(api.status).send(api.toBody());
   });
   app.setNotFoundHandler((_request, reply) => {

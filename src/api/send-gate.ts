@@ -10,7 +10,7 @@ export const SEND_ROUTE = '/api/v1/emails';
 type HookDone = (e?: Error) => void;
 
 /** What a send's commit answers once its refusals are errors: accepted, or an Idempotency-Key's replay or conflict. */
-export type SendAnswer = Exclude<AcceptResult, { kind: 'suppressed' }>;
+export type SendAnswer = Exclude<AcceptResult, { kind: 'suppressed' | 'rate_limited' }>;
 export type BatchAnswer = Exclude<BatchResult, { kind: 'key_revoked' }>;
 
 /**
@@ -77,6 +77,7 @@ export class SendGate {
       case 'domain_unknown':
       case 'domain_unverified':
       case 'suppressed':
+      case 'rate_limited':
       case 'customer_paused':
         throw refusal(result, input.senderDomain);
       default:

@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { type DestinationLimits, limitsFor, parseDestinationRules } from '../domain/destinations.js';
 import type { ServerIdentity } from '../domain/dns-records.js';
 import type { SuppressionPolicy } from '../domain/outcome.js';
+import type { QuotaDefaults } from '../domain/quotas.js';
 import type { ReputationSettings } from '../domain/reputation.js';
 import { defaultPool, type Pool } from './pools.js';
 import type { Config } from './schema.js';
@@ -44,10 +45,21 @@ export interface SendSettings {
   maxRecipients: number;
   /** limits.idempotency_ttl (ms). */
   idempotencyTtl: number;
+  /** The default send quotas (limits.send_per_* and limits.sandbox_send_per_*). */
+  quotas: QuotaDefaults;
 }
 
 export function sendSettings(c: Config): SendSettings {
-  return { maxRecipients: c.limits.max_recipients, idempotencyTtl: c.limits.idempotency_ttl };
+  return { maxRecipients: c.limits.max_recipients, idempotencyTtl: c.limits.idempotency_ttl, quotas: quotaDefaults(c) };
+}
+
+/** The server's default send quotas (domain/quotas.ts) from [limits]. */
+export function quotaDefaults(c: Config): QuotaDefaults {
+  const l = c.limits;
+  return {
+    live: [l.send_per_minute, l.send_per_day, l.send_per_month],
+    sandbox: [l.sandbox_send_per_minute, l.sandbox_send_per_day, l.sandbox_send_per_month],
+  };
 }
 
 /** The outbound side's reloadable settings. */

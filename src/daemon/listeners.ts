@@ -88,6 +88,7 @@ export function buildListeners(ctx: Ctx, deps: ListenerDeps): Listeners {
         resolver,
         budget,
         doctor: deps.doctor.last,
+        send: settings.send,
         onQueued: queued.outbound,
       })
     : undefined;

@@ -75,7 +75,16 @@ export const RELOADERS: readonly Reloader[] = [
   },
   {
     part: 'send API',
-    keys: ['limits.max_recipients', 'limits.idempotency_ttl'],
+    keys: [
+      'limits.max_recipients',
+      'limits.idempotency_ttl',
+      'limits.send_per_minute',
+      'limits.send_per_day',
+      'limits.send_per_month',
+      'limits.sandbox_send_per_minute',
+      'limits.sandbox_send_per_day',
+      'limits.sandbox_send_per_month',
+    ],
     apply: (next, _, { settings }) => void (settings.send.current = sendSettings(next)),
   },
   {

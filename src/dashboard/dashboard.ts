@@ -1,6 +1,7 @@
 import type { Resolver } from 'node:dns/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/schema.js';
+import type { Live, SendSettings } from '../config/settings.js';
 import type { DoctorReport } from '../domain/doctor.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
@@ -24,6 +25,8 @@ export interface DashboardDeps {
   budget: MemoryBudget;
   /** The deliverability doctor's last report on this node (daemon/doctor.ts); none: not shown. */
   doctor?: () => DoctorReport | null;
+  /** The send settings a reload replaces: the default send quotas the customers page shows. */
+  send: Live<SendSettings>;
   /** Called after recipients were made due (a retry, a release), so delivery looks without waiting for a poll. */
   onQueued?: () => void;
 }

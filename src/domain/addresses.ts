@@ -127,6 +127,52 @@ export function addressKey(address: string): string {
   return address.toLowerCase();
 }
 
+/**
+ * The suppression list's entries that refuse an address: the address itself and its whole domain
+ * (an entry `@example.com` refuses every address at example.com, not at its subdomains). Every
+ * check of the list (the accept's commit, submission's RCPT TO, delivery) looks up these.
+ */
+export function suppressionKeys(address: string): string[] {
+  const key = addressKey(address);
+  const at = key.lastIndexOf('@');
+  return at > 0 ? [key, key.slice(at)] : [key];
+}
+
+/**
+ * Each address's reason (keyed by addressKey), from the list's entries found for its
+ * suppressionKeys: its own entry first, else its domain's.
+ */
+export function suppressedBy<R extends string>(
+  keys: string[][],
+  rows: Array<{ address: string; reason: R }>,
+): Map<string, R> {
+  const found = new Map(rows.map((r) => [r.address, r.reason]));
+  const out = new Map<string, R>();
+  for (const k of keys) {
+    const reason = k.map((x) => found.get(x)).find((r) => r !== undefined);
+    if (reason) out.set(k[0]!, reason);
+  }
+  return out;
+}
+
+/**
+ * A suppression entry as given (API, CLI, an imported file, the dashboard): an address, or a
+ * whole domain written `@example.com`; its key on the list (lower-cased), or why it is refused.
+ */
+export function parseSuppressionEntry(input: string): Parsed<string> {
+  const text = input.trim();
+  if (text.startsWith('@')) {
+    // The domain judged as an address's domain would be.
+    const p = parseAddrSpec(`postmaster${text}`);
+    return p.ok ? { ok: true, value: `@${p.value.domain}`.toLowerCase() } : { ok: false, error: p.error };
+  }
+  const p = parseAddrSpec(text);
+  return p.ok ? { ok: true, value: addressKey(p.value.address) } : p;
+}
+
+/** Whether a suppression entry is a whole domain (`@example.com`). */
+export const isDomainSuppression = (entry: string): boolean => entry.startsWith('@');
+
 /** "Name <addr>", as events show senders. */
 export function formatMailbox(m: Mailbox): string {
   return m.name ? `${m.name} <${m.address}>` : m.address;

@@ -1,3 +1,5 @@
+import { type QuotaExceeded, quotaDetails, quotaMessage } from './quotas.js';
+
 /** API error codes and their HTTP statuses (docs/api.md, Errors). Mapped to HTTP once, at the edge. */
 export const ERROR_STATUS = {
   invalid_json: 400,
@@ -26,6 +28,8 @@ export class ApiError extends Error {
     public readonly code: ErrorCode,
     message: string,
     public readonly details: Details = {},
+    /** Seconds the client should wait before it tries again (the Retry-After header), when the answer says so. */
+    public readonly retryAfter?: number,
   ) {
     super(message);
   }
@@ -105,7 +109,9 @@ export type Refusal =
   | { kind: 'domain_unverified' }
   | { kind: 'unsubscribe_unavailable' }
   | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> }
-  | { kind: 'customer_paused'; reason?: string | null };
+  | { kind: 'customer_paused'; reason?: string | null }
+  /** Over a send quota of the customer (domain/quotas.ts): 429 with Retry-After. */
+  | { kind: 'rate_limited'; quota: QuotaExceeded };
 
 /** Why a paused customer's send is refused, and who can resume it (the API's message; SMTP says the same). */
 export function pausedText(reason: string | null | undefined): string {
@@ -141,5 +147,7 @@ export function refusal(r: Refusal, domain: string): ApiError {
         p.details,
       );
     }
+    case 'rate_limited':
+      return new ApiError('rate_limited', quotaMessage(r.quota), quotaDetails(r.quota), r.quota.retryAfter);
   }
 }

@@ -1,5 +1,6 @@
 import type { Refusal } from '../domain/errors.js';
 import { fromDomainAllowed } from '../domain/key-scopes.js';
+import type { QuotaDefaults, QuotaLimits } from '../domain/quotas.js';
 import { BASE32, timeSortableId } from '../lib/ids.js';
 import type { AuthCache } from '../store/auth-cache.js';
 import type { AcceptInput, ApiKeyInfo, SendingDomain } from '../store/model.js';
@@ -15,9 +16,15 @@ import type { AcceptInput, ApiKeyInfo, SendingDomain } from '../store/model.js';
 export interface Admitted {
   domain: SendingDomain;
   messageId: string;
+  /**
+   * The server's default send quotas for this key's kind: the commit judges the send against them
+   * (a production key's customer's own quotas replace them) and counts it, in the transaction that
+   * stores it (domain/quotas.ts), so the quota holds exactly under concurrency and across nodes.
+   */
+  quotas: QuotaLimits;
 }
 
-/** Refusals this step decides (the commit decides the others, against what it reads in its transaction). */
+/** Refusals this step decides (the commit decides the others, a quota among them, against what it reads in its transaction). */
 export type AdmitRefusal = Extract<
   Refusal,
   { kind: 'from_not_allowed' | 'domain_unknown' | 'domain_unverified' | 'unsubscribe_unavailable' | 'customer_paused' }
@@ -28,7 +35,7 @@ export type AdmitRefusal = Extract<
  * checked: first against the key's own from_domains (domain/key-scopes.ts; on the key the send
  * already looked up, no read of its own), then that it is the key's customer's and verified (a
  * refusal never from a stale cache, and never saying whose another customer's domain is); the
- * Message-ID drawn. A pause that comes after this step is the commit's to refuse: pausing moves
+ * Message-ID drawn, the quotas named. A pause that comes after this step is the commit's to refuse: pausing moves
  * the auth epoch (store/auth-cache.ts). A send asking for the List-Unsubscribe fields is refused
  * when no unsubscribe.public_url is configured, rather than sent without them.
  */
@@ -37,6 +44,7 @@ export async function admitSend(
   key: ApiKeyInfo,
   fromDomain: string,
   now: number,
+  quotas: QuotaDefaults,
   unsubscribe: { asked: boolean; offered: boolean } = { asked: false, offered: false },
 ): Promise<Admitted | AdmitRefusal> {
   if (key.kind !== 'sandbox') {
@@ -48,7 +56,11 @@ export async function admitSend(
   const domain = await auth.sendingDomain(key.customer_id, fromDomain);
   if (!domain || domain.customer_id !== key.customer_id) return { kind: 'domain_unknown' };
   if (domain.verified_at === null) return { kind: 'domain_unverified' };
-  return { domain, messageId: `${timeSortableId(now, BASE32)}@${domain.name}` };
+  return {
+    domain,
+    messageId: `${timeSortableId(now, BASE32)}@${domain.name}`,
+    quotas: key.kind === 'sandbox' ? quotas.sandbox : quotas.live,
+  };
 }
 
 export const isRefused = (a: Admitted | AdmitRefusal): a is AdmitRefusal => 'kind' in a;
@@ -72,6 +84,7 @@ export function acceptInputOf(
     sandbox: key.kind === 'sandbox',
     messageId: admitted.messageId,
     senderDomain: admitted.domain.name,
+    quotas: admitted.quotas,
     ...content,
     now,
   };

@@ -78,6 +78,7 @@ const TABLES = [
   'dmarc_rows',
   'dmarc_unreadable',
   'queue_retries',
+  'send_usage',
 ] as const;
 
 /** Tables with triggers of their own (store/pg/schema.ts). */
@@ -86,6 +87,7 @@ const WITH_TRIGGERS = ['api_keys', 'domains', 'recipients', 'events', 'messages'
 const ONLY_IN_PG: Record<string, Record<string, unknown>> = {
   activity_hourly: { shard: 0 },
   inbound_usage: { shard: 0 },
+  send_usage: { shard: 0 },
 };
 const BATCH = 500;
 

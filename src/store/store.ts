@@ -5,6 +5,7 @@ import type {
   Customer,
   CustomerPools,
   CustomerPoolsChange,
+  CustomerQuotas,
   DmarcCounts,
   DmarcDaySource,
   DmarcKept,
@@ -17,6 +18,7 @@ import type {
   MessageSearch,
   MessageSummary,
   MessageView,
+  QuotaUse,
   ReceivingDomain,
   SendingDomain,
   SimulatedSuppression,
@@ -182,6 +184,12 @@ export interface CustomerStore {
   byId(id: number): Promise<Customer | undefined>;
   list(): Promise<Customer[]>;
   counts(id: number): Promise<{ keys: number; domains: number; messages: number }>;
+  /** The customer's own send quotas; undefined: no such customer. */
+  quotas(id: number): Promise<CustomerQuotas | undefined>;
+  /** Sets those given (null: back to the server's default); false: no such customer. */
+  setQuotas(id: number, quotas: Partial<CustomerQuotas>): Promise<boolean>;
+  /** Recipients accepted in each current quota window (domain/quotas.ts). */
+  quotaUse(id: number, now: number): Promise<QuotaUse>;
   /** Whether the customer's mail carries the List-Unsubscribe fields by default (`customers set --unsubscribe`). */
   unsubscribeDefault(id: number): Promise<boolean>;
   setUnsubscribeDefault(id: number, on: boolean): Promise<void>;
@@ -255,6 +263,17 @@ export interface SuppressionStore {
   unsubscribe(recipientId: number, method: UnsubscribeMethod, now: number): Promise<UnsubscribeResult>;
   /** What sandbox keys' simulated bounces and complaints suppressed (never on the list), newest first, for these simulator addresses. */
   simulated(customerId: number, addresses: string[], limit: number): Promise<SimulatedSuppression[]>;
+  /**
+   * Adds entries already parsed (an address's key, or a domain's, `@example.com`: domain/addresses.ts,
+   * parseSuppressionEntry), all in one transaction; for each, whether it was added (false: already there).
+   */
+  addMany(
+    customerId: number,
+    entries: Array<{ address: string; reason: SuppressionReason }>,
+    now: number,
+  ): Promise<boolean[]>;
+  /** The whole list in address order, a page after `after` (an address), for an export. */
+  page(customerId: number, after: string | undefined, limit: number): Promise<SuppressionRow[]>;
 }
 
 export interface MessageStore {

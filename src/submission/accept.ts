@@ -1,5 +1,6 @@
 import { addressKey } from '../domain/addresses.js';
 import { pausedText, type Refusal as SendRefusal } from '../domain/errors.js';
+import { quotaMessage } from '../domain/quotas.js';
 import { acceptInputOf, admitSend, isRefused } from '../send/admit.js';
 import { acceptSend } from '../store/auth-cache.js';
 import { isStoreFull, isStoreUnavailable } from '../store/errors.js';
@@ -26,7 +27,7 @@ export async function acceptSubmitted(
   const now = deps.clock.now();
   const read = readSubmitted(chunks, size);
   if ('code' in read) throw read;
-  const admitted = await admitSend(deps.auth, key, read.from.domain, now, {
+  const admitted = await admitSend(deps.auth, key, read.from.domain, now, deps.send.current.quotas, {
     asked: read.unsubscribe,
     offered: deps.config.unsubscribe.public_url !== '',
   });
@@ -87,6 +88,7 @@ function answer(session: Session, result: SendCommit, messageId: string): string
     case 'domain_unverified':
       throw refusal(550, '5.7.1 The sender domain was removed or unverified meanwhile: nothing was queued');
     case 'suppressed':
+    case 'rate_limited':
     case 'customer_paused':
       throw smtpRefusal(result, '');
     default:
@@ -125,6 +127,9 @@ function smtpRefusal(r: SendRefusal, domain: string): Refusal {
       const names = r.addresses.map((a) => `<${a.address}> (${a.reason})`).join(', ');
       return refusal(451, `4.7.1 ${names} joined the suppression list meanwhile: nothing was queued; try again`);
     }
+    case 'rate_limited':
+      // Temporary: the client's queue tries again, as it would after any 4xx.
+      return refusal(451, `4.7.1 ${quotaMessage(r.quota)}`);
   }
 }
 

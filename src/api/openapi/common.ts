@@ -28,8 +28,8 @@ export const NO_CONTROL_OR_TAB = '^[^\\x00-\\x1F\\x7F-\\x9F]*$';
 export const dateTime = (description: string): Obj => ({ type: 'string', format: 'date-time', description });
 export const nullable = (type: string): string[] => [type, 'null'];
 
-/** The codes the API answers with. `rate_limited` (429) is declared in domain/errors.ts but nothing answers it. */
-export const ERROR_CODES = (Object.keys(ERROR_STATUS) as ErrorCode[]).filter((c) => c !== 'rate_limited');
+/** The codes the API answers with. */
+export const ERROR_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];
 
 /** `{"error": {code, message, details}}` with the given codes (all of them by default). */
 export function errorSchema(codes: readonly ErrorCode[] = ERROR_CODES, description?: string): Obj {

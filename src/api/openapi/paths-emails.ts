@@ -45,9 +45,24 @@ const ITEM_ERROR = errorSchema(
     'customer_paused',
     'payload_too_large',
     'recipient_suppressed',
+    'rate_limited',
   ],
-  'This item was refused; nothing of it was stored.',
+  'This item was refused; nothing of it was stored. `rate_limited`: over a send quota of the customer, judged in order after the items before it (its `message` says the seconds until there is room).',
 );
+
+/** 429: over one of the customer's send quotas (domain/quotas.ts; docs/operations.md, "Send quotas"). */
+const RATE_LIMITED = {
+  '429': json(
+    errorSchema(['rate_limited']),
+    "`rate_limited`: the customer's send quota has no room for this send's recipients; nothing was queued. `details` names each quota exceeded (`per_minute`, `per_day`, `per_month`) with its limit and use; `Retry-After` is the seconds until every one of them has room.",
+    {
+      'retry-after': {
+        description: 'Whole seconds until the exceeded quotas have started a new window.',
+        schema: { type: 'string', pattern: '^[1-9][0-9]*$' },
+      },
+    },
+  ),
+};
 
 export const timeFilter = (name: string, description: string): Obj => ({
   name,
@@ -77,6 +92,7 @@ export const EMAIL_PATHS: Obj = {
           errorSchema(['validation_failed', 'recipient_suppressed']),
           "`validation_failed`: the request breaks a rule (every problem in `details`), or the sender domain is not the customer's; `recipient_suppressed`: a recipient is on the suppression list (`details` names them, under to, cc or bcc).",
         ),
+        ...RATE_LIMITED,
       }),
     },
     get: {

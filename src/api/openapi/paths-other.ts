@@ -1,4 +1,5 @@
 import { EVENT_TYPES } from '../../domain/events.js';
+import { MAX_SUPPRESSIONS } from '../routes/suppressions.js';
 import { json, type Obj, PAGE_PARAMETERS, page, pathParameter, ref, responseRef, responses, scoped } from './common.js';
 import { UPDATE_WEBHOOK } from './paths-manage.js';
 
@@ -238,22 +239,33 @@ const SUPPRESSION_PATHS: Obj = {
       operationId: 'addSuppression',
       ...scoped('suppressions:write'),
       tags: ['suppressions'],
-      summary: 'Add an address',
-      description: 'Reason `manual`. Other fields of the body are ignored.',
+      summary: 'Add an address or a domain, or up to 1,000 at once',
+      description: `Reason \`manual\`. \`address\`: one entry, an address or a whole domain written \`@example.com\` (every address at that domain is refused at send, in the API and SMTP submission alike; not its subdomains). \`addresses\`: up to ${MAX_SUPPRESSIONS} entries added together or not at all: one refused entry refuses the request (422, each refused entry under \`addresses[i]\`) and nothing is added. Other fields of the body are ignored.`,
       requestBody: {
         required: true,
         content: {
           'application/json': {
             schema: {
               type: 'object',
-              required: ['address'],
-              properties: { address: { type: 'string', description: 'An email address (no display name).' } },
+              properties: {
+                address: { type: 'string', description: 'An email address (no display name) or `@domain`.' },
+                addresses: {
+                  type: 'array',
+                  minItems: 1,
+                  maxItems: MAX_SUPPRESSIONS,
+                  items: { type: 'string' },
+                  description: 'Addresses or `@domain`s; when present, `address` is ignored.',
+                },
+              },
             },
           },
         },
       },
       responses: responses('post', {
-        '200': json(ref('SuppressionAdded'), 'It was already on the list (`created: false`).'),
+        '200': json(
+          { oneOf: [ref('SuppressionAdded'), ref('SuppressionsAdded')] },
+          'One entry that was already on the list (`created: false`), or `addresses`: each entry with whether it was added.',
+        ),
         '201': json(ref('SuppressionAdded'), 'Added (`created: true`).'),
         '422': responseRef('ValidationFailed'),
       }),
@@ -325,9 +337,18 @@ export const OTHER_SCHEMAS: Obj = {
     type: 'object',
     required: ['address', 'reason', 'created'],
     properties: {
-      address: { type: 'string', description: 'Lower-cased.' },
+      address: { type: 'string', description: 'Lower-cased; `@domain` for a whole domain.' },
       reason: { const: 'manual' },
       created: { type: 'boolean' },
+    },
+  },
+  SuppressionsAdded: {
+    type: 'object',
+    required: ['data', 'added', 'already'],
+    properties: {
+      data: { type: 'array', items: ref('SuppressionAdded'), description: 'One per entry, in order.' },
+      added: { type: 'integer', description: 'Entries added.' },
+      already: { type: 'integer', description: 'Entries that were on the list already.' },
     },
   },
   Health: {

@@ -43,7 +43,7 @@ async function prepare(
   now: number,
 ): Promise<Prepared> {
   const req = validBody(deps, body);
-  const admitted = await admitSend(gate, key, req.from.domain, now, {
+  const admitted = await admitSend(gate, key, req.from.domain, now, deps.send.current.quotas, {
     asked: req.unsubscribe,
     offered: deps.config.unsubscribe.public_url !== '',
   });

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { parseAddrSpec } from '../../domain/addresses.js';
-import { ApiError } from '../../domain/errors.js';
+import { parseSuppressionEntry } from '../../domain/addresses.js';
+import { ApiError, Problems, validationError } from '../../domain/errors.js';
 import { needs, requireKey } from '../authorization.js';
 import type { ApiDeps } from '../deps.js';
 import { parsePage } from '../paging.js';
@@ -40,21 +40,19 @@ export function suppressionRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   app.post('/api/v1/suppressions', needs('suppressions:write'), async (request, reply) => {
     const key = requireKey(request);
-    const body = (request.body ?? {}) as { address?: unknown };
-    const parsed = typeof body.address === 'string' ? parseAddrSpec(body.address.trim()) : null;
+    const body = (request.body ?? {}) as { address?: unknown; addresses?: unknown };
+    if (body.addresses !== undefined) return reply.code(200).send(await addMany(deps, key.customer_id, body.addresses));
+    const parsed = typeof body.address === 'string' ? parseSuppressionEntry(body.address) : null;
     if (!parsed?.ok)
-      throw new ApiError('validation_failed', 'A valid address is required.', {
+      throw new ApiError('validation_failed', 'A valid address (or @domain) is required.', {
         address: [parsed ? parsed.error : 'is required'],
       });
-    const created = await store.suppressions.add({
-      customerId: key.customer_id,
-      address: parsed.value.address,
-      reason: 'manual',
-      now: clock.now(),
-    });
-    return reply
-      .code(created ? 201 : 200)
-      .send({ address: parsed.value.address.toLowerCase(), reason: 'manual', created });
+    const [created] = await store.suppressions.addMany(
+      key.customer_id,
+      [{ address: parsed.value, reason: 'manual' }],
+      clock.now(),
+    );
+    return reply.code(created ? 201 : 200).send({ address: parsed.value, reason: 'manual', created });
   });
 
   app.delete<{ Params: { address: string } }>(
@@ -67,4 +65,35 @@ export function suppressionRoutes(app: FastifyInstance, deps: ApiDeps): void {
       return { address: request.params.address.toLowerCase(), deleted: true };
     },
   );
+}
+
+/** Most entries one `POST /api/v1/suppressions` takes in `addresses`. */
+export const MAX_SUPPRESSIONS = 1000;
+
+/**
+ * `addresses`: up to MAX_SUPPRESSIONS addresses or `@domain`s, added together or not at all: one
+ * refused entry refuses the request (422, each refused entry under `addresses[i]`), and nothing
+ * is added.
+ */
+async function addMany(deps: ApiDeps, customerId: number, input: unknown) {
+  if (!Array.isArray(input) || input.length === 0 || input.length > MAX_SUPPRESSIONS)
+    throw new ApiError('validation_failed', `addresses must be an array of 1 to ${MAX_SUPPRESSIONS} addresses.`, {
+      addresses: [`must be an array of 1 to ${MAX_SUPPRESSIONS} addresses or @domains`],
+    });
+  const p = new Problems();
+  const entries: string[] = [];
+  input.forEach((x, i) => {
+    const e = typeof x === 'string' ? parseSuppressionEntry(x) : { ok: false as const, error: 'must be a string' };
+    if (e.ok) entries.push(e.value);
+    else p.add(`addresses[${i}]`, e.error);
+  });
+  if (!p.empty) throw validationError(p);
+  const created = await deps.store.suppressions.addMany(
+    customerId,
+    entries.map((address) => ({ address, reason: 'manual' as const })),
+    deps.clock.now(),
+  );
+  const data = entries.map((address, i) => ({ address, reason: 'manual', created: created[i]! }));
+  const added = created.filter(Boolean).length;
+  return { data, added, already: data.length - added };
 }

@@ -6,6 +6,9 @@ import { pauseCustomer, ReputationError, reputationOf, resumeCustomer } from '..
 import { CUSTOMER_NAME, type Customer, type CustomerPools, type CustomerPoolsChange } from '../../store/model.js';
 import type { Store } from '../../store/store.js';
 import { CliError, customerNamed, iso, output, table, withStore } from '../context.js';
+import { type QuotaOptions, quotaLines, quotaOptions, quotaShown, quotasOf } from './customer-quotas.js';
+
+type SetOptions = QuotaOptions & { pool?: string; allowPools?: string; unsubscribe?: string };
 
 const NO_POOLS: CustomerPools = { default_pool: null, allowed_pools: [] };
 
@@ -19,7 +22,7 @@ const view = (c: Customer, pools: CustomerPools = NO_POOLS) => ({
 
 /**
  * `customers set`'s pool options as a change, every name checked against outbound.pools (an
- * unknown one is an error and nothing changes); "" clears.
+ * unknown one is an error and nothing changes); "" clears; empty: neither option given.
  */
 function poolsChange(config: Config, opts: { pool?: string; allowPools?: string }): CustomerPoolsChange {
   const configured = config.outbound.pools.map((p) => p.name);
@@ -42,15 +45,7 @@ function poolsChange(config: Config, opts: { pool?: string; allowPools?: string 
           .map((n) => known(n, '--allow-pools')),
       ),
     ];
-  if (change.defaultPool === undefined && change.allowedPools === undefined)
-    throw new CliError('nothing to set: give --pool and/or --allow-pools');
   return change;
-}
-
-interface SetOptions {
-  pool?: string;
-  allowPools?: string;
-  unsubscribe?: string;
 }
 
 /**
@@ -101,7 +96,7 @@ export function customersCommand(program: Command): void {
     );
   cmd
     .command('show <name>')
-    .description('show a customer and its counts')
+    .description('show a customer, its counts and its send quotas with their use')
     .action(async (name: string, _o, c: Command) =>
       withStore(c, async ({ store, config, now }) => {
         const cust = await customerNamed(store, name);
@@ -113,44 +108,63 @@ export function customersCommand(program: Command): void {
           unsubscribe,
           ...(await reputationView(store, cust, settingsOf(config), now)),
         };
+        const quotas = await quotaShown(store, config, cust.id, now);
         output(
           c,
-          v,
-          Object.entries(v)
+          { ...v, quotas },
+          `${Object.entries(v)
             .map(([k, val]) => `${k}: ${Array.isArray(val) ? val.join(',') : (val ?? '')}`)
-            .join('\n'),
+            .join('\n')}\nsend quotas (recipients accepted in the current window):\n${quotaLines(quotas)}`,
         );
       }),
     );
-  cmd
-    .command('set <name>')
-    .description("change a customer's settings")
-    .option('--pool <pool>', 'its default pool of source addresses (outbound.pools); "" for the configured default')
-    .option('--allow-pools <pools>', 'the pools it may choose per send, comma-separated; "" for none')
-    .option('--unsubscribe <on|off>', "add the one-click List-Unsubscribe fields to all the customer's mail by default")
-    .action(async (name: string, opts: SetOptions, c: Command) =>
-      withStore(c, async ({ store, config }) => {
-        const cust = await customerNamed(store, name);
-        // Every option checked before anything changes.
-        const unsubscribe = unsubscribeChange(config, opts.unsubscribe);
-        const poolOptions = opts.pool !== undefined || opts.allowPools !== undefined;
-        if (!poolOptions && unsubscribe === undefined)
-          throw new CliError('nothing to set: give --pool, --allow-pools and/or --unsubscribe on|off');
-        const change = poolOptions ? poolsChange(config, opts) : undefined;
-        const pools = change
-          ? await store.customers.setPools(cust.id, change)
-          : (await store.customers.pools()).get(cust.id);
-        if (unsubscribe !== undefined) await store.customers.setUnsubscribeDefault(cust.id, unsubscribe);
-        const on = (await store.customers.unsubscribeDefault(cust.id)) ? 'on' : 'off';
-        const v = { ...view(cust, pools), unsubscribe: on };
-        output(
-          c,
-          v,
-          `customer ${v.name}: pool ${v.pool ?? '(the configured default)'}, allowed pools ${v.allowed_pools.join(',') || '(none)'}, unsubscribe ${on}`,
-        );
-      }),
-    );
+  setCommand(cmd);
   reputationCommands(cmd);
+}
+
+/**
+ * `customers set`: a customer's pools of source addresses, its unsubscribe default and its send
+ * quotas, every value checked before anything changes.
+ */
+function setCommand(cmd: Command): void {
+  quotaOptions(
+    cmd
+      .command('set <name>')
+      .description(
+        "change a customer's settings: its pools of source addresses, its unsubscribe default, its send quotas",
+      )
+      .option('--pool <pool>', 'its default pool of source addresses (outbound.pools); "" for the configured default')
+      .option('--allow-pools <pools>', 'the pools it may choose per send, comma-separated; "" for none')
+      .option(
+        '--unsubscribe <on|off>',
+        "add the one-click List-Unsubscribe fields to all the customer's mail by default",
+      ),
+  ).action(async (name: string, opts: SetOptions, c: Command) => {
+    // Every value checked before anything is read or changed (the pools' names against the configuration).
+    const quotas = quotasOf(opts);
+    await withStore(c, async ({ store, config, now }) => {
+      const change = poolsChange(config, opts);
+      const unsubscribe = unsubscribeChange(config, opts.unsubscribe);
+      const poolOptions = change.defaultPool !== undefined || change.allowedPools !== undefined;
+      if (!poolOptions && unsubscribe === undefined && Object.keys(quotas).length === 0)
+        throw new CliError(
+          'nothing to set: give at least one of --pool, --allow-pools, --unsubscribe on|off, --per-minute, --per-day, --per-month',
+        );
+      const cust = await customerNamed(store, name);
+      if (Object.keys(quotas).length > 0) await store.customers.setQuotas(cust.id, quotas);
+      const pools = poolOptions
+        ? await store.customers.setPools(cust.id, change)
+        : (await store.customers.pools()).get(cust.id);
+      if (unsubscribe !== undefined) await store.customers.setUnsubscribeDefault(cust.id, unsubscribe);
+      const on = (await store.customers.unsubscribeDefault(cust.id)) ? 'on' : 'off';
+      const v = { ...view(cust, pools), unsubscribe: on, quotas: await quotaShown(store, config, cust.id, now) };
+      output(
+        c,
+        v,
+        `customer ${v.name}: pool ${v.pool ?? '(the configured default)'}, allowed pools ${v.allowed_pools.join(',') || '(none)'}, unsubscribe ${on}\nsend quotas:\n${quotaLines(v.quotas)}`,
+      );
+    });
+  });
 }
 
 function settingsOf(config: Config): ReputationSettings {

@@ -1,4 +1,5 @@
 import { reputationSettings } from '../../config/settings.js';
+import { quotaStatus } from '../../domain/quotas.js';
 import { pauseCustomer, ReputationError, resumeCustomer } from '../../send/reputation.js';
 import { CUSTOMER_NAME } from '../../store/model.js';
 import type { Pages } from '../pages.js';
@@ -8,8 +9,20 @@ import { customersBody } from '../views/customers.js';
 export function customersRoutes(p: Pages): void {
   const { store, clock, page, back } = p;
   const customers = p.area('customers', { admins: true });
+  /** Each customer with its send quotas' use in the current windows (domain/quotas.ts). */
+  const withQuotas = async (now: number) =>
+    Promise.all(
+      (await store.customers.list()).map(async (x) => {
+        const own = (await store.customers.quotas(x.id))!;
+        const use = await store.customers.quotaUse(x.id, now);
+        return {
+          ...x,
+          quotas: quotaStatus([own.perMinute, own.perDay, own.perMonth], p.deps.send.current.quotas, use),
+        };
+      }),
+    );
   customers.get('/customers', async ({ c, reply }) =>
-    page(reply, c, 'Customers', customersBody(c, await store.customers.list(), await store.customers.pools())),
+    page(reply, c, 'Customers', customersBody(c, await withQuotas(clock.now()), await store.customers.pools())),
   );
 
   customers.post('/customers', async ({ c, request, reply }) => {
@@ -20,7 +33,7 @@ export function customersRoutes(p: Pages): void {
         reply.code(422),
         { ...c, error: `Customer ${name} exists already.` },
         'Customers',
-        customersBody(c, await store.customers.list(), await store.customers.pools()),
+        customersBody(c, await withQuotas(clock.now()), await store.customers.pools()),
       );
     await store.customers.add(name, clock.now());
     return back(reply, '/customers', { notice: 'customer-created' });

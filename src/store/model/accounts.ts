@@ -11,6 +11,19 @@ export interface Customer {
 
 export const DEFAULT_CUSTOMER = 'default';
 
+/** A customer's own send quotas (domain/quotas.ts), recipients per window; null: the server's default, 0: none. */
+export interface CustomerQuotas {
+  perMinute: number | null;
+  perDay: number | null;
+  perMonth: number | null;
+}
+
+/** Recipients accepted in each current quota window (per minute, day, month), production and sandbox keys apart. */
+export interface QuotaUse {
+  live: number[];
+  sandbox: number[];
+}
+
 /** Which pools of source addresses a customer's mail leaves from (docs/delivery.md, "Sending identities"). */
 export interface CustomerPools {
   /** Its mail's pool when a message names none; null: the configured default. */

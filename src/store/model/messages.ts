@@ -1,5 +1,6 @@
 import type { EventEnvelope } from '../../domain/events.js';
 import type { MessageFilters } from '../../domain/message-search.js';
+import type { QuotaExceeded, QuotaLimits } from '../../domain/quotas.js';
 
 /** The store's model for messages: a send as accepted, its 202 body, and the views of messages the API and dashboard show. */
 
@@ -52,6 +53,11 @@ export interface AcceptInput {
    */
   pool?: string;
   idempotency?: { key: string; hash: Buffer; ttlMs: number };
+  /**
+   * The server's default send quotas for this key's kind (domain/quotas.ts): a production key's
+   * customer's own quotas replace them, a sandbox key's are these. Absent: none.
+   */
+  quotas?: QuotaLimits;
   now: number;
 }
 
@@ -92,7 +98,8 @@ export type AcceptResult =
   | { kind: 'accepted'; emailId: number }
   | { kind: 'replay'; status: number; response: unknown }
   | { kind: 'conflict' }
-  | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> };
+  | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> }
+  | { kind: 'rate_limited'; quota: QuotaExceeded };
 
 export interface RecipientView {
   address: string;

@@ -1,4 +1,5 @@
 import { addressKey } from '../../domain/addresses.js';
+import { type QuotaLimits, quotaExceeded, quotaWindows } from '../../domain/quotas.js';
 import { isStoreUnavailable } from '../errors.js';
 import {
   type AcceptInput,
@@ -19,25 +20,33 @@ import type { PgDb, Q } from './db.js';
 /**
  * Stores any number of messages in one statement: each one's key (not revoked), sending domain
  * (the customer's, verified), customer (not paused, unless the send is a sandbox one) and recipients (none suppressed) checked, and those that pass
- * inserted with their recipients and tags (a submitted MIME message with its size, known now). Answers one row per message, in order: why it was
+ * inserted with their recipients and tags (a recipient is suppressed by its own entry or its domain's, `@example.com`) (a submitted MIME message with its size, known now). Answers one row per message, in order: why it was
  * refused, or its row id; with the auth epoch the statement saw.
  */
 export const ACCEPT_MANY = `
 WITH i AS (
   SELECT u.*, substring($21::bytea FROM (sum(u.size) OVER (ORDER BY u.n) - u.size + 1)::int FOR u.size) AS request
-  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[], $22::text[], $23::text[], $24::text[], $25::int[])
-    WITH ORDINALITY AS u(customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, size, created_at, scheduled_at, tags, next_at, format, header_message_id, pool, unsubscribe, n)),
-rin AS (SELECT * FROM unnest($14::int[], $15::text[], $16::text[], $17::text[], $18::text[]) WITH ORDINALITY AS r(n, address, domain, field, key, o)),
+  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[], $22::text[], $23::text[],
+              $24::text[], $25::int[], $26::bigint[], $27::bigint[], $28::bigint[], $29::text[], $30::text[], $31::text[])
+    WITH ORDINALITY AS u(customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, size, created_at, scheduled_at, tags, next_at, format, header_message_id,
+                         pool, unsubscribe, qm, qd, qmo, wm, wd, wmo, n)),
+rin AS (SELECT r.*, substring(r.key FROM '@[^@]*$') AS dkey FROM unnest($14::int[], $15::text[], $16::text[], $17::text[], $18::text[]) WITH ORDINALITY AS r(n, address, domain, field, key, o)),
 checked AS (
   SELECT i.n,
          CASE WHEN i.api_key_id IS NOT NULL AND (k.id IS NULL OR k.revoked_at IS NOT NULL) THEN 'key_revoked'
               WHEN d.id IS NULL OR d.customer_id <> i.customer_id THEN 'domain_unknown'
               WHEN d.verified_at IS NULL THEN 'domain_unverified'
               WHEN p.customer_id IS NOT NULL THEN 'customer_paused' END AS refused, p.reason AS paused_reason,
-         (SELECT json_object_agg(s.address, s.reason) FROM rin JOIN suppressions s ON s.customer_id = i.customer_id AND s.address = rin.key WHERE rin.n = i.n) AS suppressed
+         (SELECT json_object_agg(rin.key, s.reason) FROM rin JOIN suppressions s ON s.customer_id = i.customer_id AND s.address IN (rin.key, rin.dkey) WHERE rin.n = i.n) AS suppressed
   FROM i LEFT JOIN api_keys k ON k.id = i.api_key_id LEFT JOIN domains d ON d.name = i.sender_domain
     LEFT JOIN customer_reputation p ON p.customer_id = i.customer_id AND p.paused_at IS NOT NULL AND i.sandbox = 0),
-ok AS (SELECT i.* FROM i JOIN checked c USING (n) WHERE c.refused IS NULL AND c.suppressed IS NULL),
+passed AS (SELECT i.*, (SELECT count(*) FROM rin WHERE rin.n = i.n)::int AS cnt FROM i JOIN checked c USING (n) WHERE c.refused IS NULL AND c.suppressed IS NULL),
+quota AS (
+  SELECT q.* FROM (SELECT array_agg(n::int ORDER BY n) AS ns, array_agg(customer_id ORDER BY n) AS cs, array_agg(sandbox ORDER BY n) AS sbs, array_agg(cnt ORDER BY n) AS cnts,
+                          array_agg(qm ORDER BY n) AS qm, array_agg(qd ORDER BY n) AS qd, array_agg(qmo ORDER BY n) AS qmo,
+                          array_agg(wm ORDER BY n) AS wm, array_agg(wd ORDER BY n) AS wd, array_agg(wmo ORDER BY n) AS wmo FROM passed) a,
+                LATERAL posthaste_send_quota(a.ns, a.cs, a.sbs, a.cnts, a.qm, a.qd, a.qmo, a.wm, a.wd, a.wmo) q),
+ok AS (SELECT * FROM passed p WHERE NOT EXISTS (SELECT 1 FROM quota WHERE quota.n = p.n)),
 m AS (
   INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, request_format, raw, size, created_at, scheduled_at, tags, header_message_id, pool, unsubscribe)
   SELECT customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, format, NULL,
@@ -48,8 +57,8 @@ r AS (
   INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at)
   SELECT mi.id, mi.customer_id, rin.address, rin.domain, rin.field, 'queued', 0, mi.next_at, mi.created_at, mi.created_at FROM mi JOIN rin USING (n) ORDER BY rin.o),
 t AS (INSERT INTO message_tags (customer_id, tag, message_id) SELECT mi.customer_id, tg.tag, mi.id FROM mi JOIN unnest($19::int[], $20::text[]) AS tg(n, tag) USING (n))
-SELECT c.n, c.refused, c.paused_reason, c.suppressed, mi.id, (SELECT value FROM settings WHERE name = 'auth_epoch') AS epoch
-FROM checked c LEFT JOIN mi USING (n) ORDER BY c.n`;
+SELECT c.n, c.refused, c.paused_reason, c.suppressed, mi.id, quota.lim, quota.used, (SELECT value FROM settings WHERE name = 'auth_epoch') AS epoch
+FROM checked c LEFT JOIN mi USING (n) LEFT JOIN quota USING (n) ORDER BY c.n`;
 
 export type Checked =
   | { kind: 'key_revoked' | 'domain_unknown' | 'domain_unverified' }
@@ -62,6 +71,9 @@ type AcceptRow = {
   paused_reason: string | null;
   suppressed: Record<string, SuppressionReason> | null;
   id: number | null;
+  /** Over a send quota: the limits in effect and each window's use (bigint arrays, as text). */
+  lim: string[] | null;
+  used: string[] | null;
   epoch: string | null;
 };
 
@@ -83,6 +95,7 @@ export async function acceptMany(q: Q, inputs: Send[]): Promise<{ results: Check
     inputs.map(storedHeaderMessageId),
     inputs.map((x) => x.pool ?? null),
     inputs.map((x) => (x.unsubscribe ? 1 : 0)),
+    ...quotaColumns(inputs),
   ]);
   return { results: rows.map((row, i) => checkedResult(row, inputs[i]!)), epoch: rows[0]?.epoch ?? '' };
 }
@@ -138,6 +151,18 @@ function tagColumns(inputs: Send[]): unknown[][] {
   return tags;
 }
 
+/** Parameters $26 to $31: each send's default quotas (domain/quotas.ts) and its windows' keys. */
+function quotaColumns(inputs: Send[]): unknown[][] {
+  const cols: unknown[][] = Array.from({ length: 6 }, () => new Array<unknown>(inputs.length));
+  inputs.forEach((x, i) => {
+    const q = x.quotas ?? [0, 0, 0];
+    const w = quotaWindows(x.now);
+    const values = [q[0], q[1], q[2], w[0]!.key, w[1]!.key, w[2]!.key];
+    for (const [c, v] of values.entries()) cols[c]![i] = v;
+  });
+  return cols;
+}
+
 /** One send's answer from its row: refused, suppressed (the recipients on the list, with why), or accepted. */
 function checkedResult(row: AcceptRow, input: Send): Checked {
   if (row.refused === 'customer_paused') return { kind: row.refused, reason: row.paused_reason };
@@ -150,6 +175,11 @@ function checkedResult(row: AcceptRow, input: Send): Checked {
         .filter((r) => reasons[addressKey(r.address)])
         .map((r) => ({ address: r.address, field: r.field, reason: reasons[addressKey(r.address)]! })),
     };
+  }
+  if (row.lim && row.used) {
+    const limits = row.lim.map(Number) as QuotaLimits;
+    const over = quotaExceeded(limits, row.used.map(Number), input.recipients.length, input.now);
+    if (over) return { kind: 'rate_limited', quota: over };
   }
   return { kind: 'accepted', emailId: row.id! };
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { addressKey } from '../../domain/addresses.js';
+import { addressKey, suppressedBy, suppressionKeys } from '../../domain/addresses.js';
 import {
   checkKey,
   dkimKeyPair,
@@ -25,6 +25,8 @@ import { type Customer, DEFAULT_CUSTOMER, DKIM_SELECTOR, type DomainRow, type Se
 import type { CustomerStore, DomainStore, KeyStore, SuppressionStore, UserStore } from '../store.js';
 import type { PgDb } from './db.js';
 import { pgCustomerPools } from './pools.js';
+import { pgQuotas } from './quotas.js';
+import { pgSuppressionBulk } from './suppressions.js';
 import { unsubscribe, unsubscribeDefaults } from './unsubscribe.js';
 import { setVerification } from './verification.js';
 
@@ -51,6 +53,7 @@ export function pgCustomers(db: PgDb): CustomerStore {
                 (SELECT count(*) FROM messages WHERE customer_id = $1)::int AS messages`,
         [id],
       ))!,
+    ...pgQuotas(db),
     ...pgCustomerPools(db),
     ...unsubscribeDefaults(db),
   };
@@ -238,24 +241,25 @@ export function pgSuppressions(db: PgDb): SuppressionStore {
       );
     },
     simulated: (customerId, addresses, limit) => simulatedSuppressions(db, customerId, addresses, limit),
+    ...pgSuppressionBulk(db),
     unsubscribe: (recipientId, method, now) => unsubscribe(db, recipientId, method, now),
   };
 }
 
-/** The reasons the customer's list gives for those of `addresses` on it, by suppression key. */
+/** The reasons the customer's list gives for those of `addresses` on it or at a domain on it, by addressKey. */
 async function findSuppressions(
   db: PgDb,
   customerId: number,
   addresses: string[],
 ): Promise<Map<string, SuppressionReason>> {
-  const out = new Map<string, SuppressionReason>();
-  if (addresses.length === 0) return out;
+  if (addresses.length === 0) return new Map();
+  // Each address's own entry and its domain's (domain/addresses.ts, suppressionKeys).
+  const keys = addresses.map(suppressionKeys);
   const rows = await db.rows<{ address: string; reason: SuppressionReason }>(
     'SELECT address, reason FROM suppressions WHERE customer_id = $1 AND address = ANY($2::text[])',
-    [customerId, addresses.map(addressKey)],
+    [customerId, [...new Set(keys.flat())]],
   );
-  for (const r of rows) out.set(r.address, r.reason);
-  return out;
+  return suppressedBy(keys, rows);
 }
 
 /** What sandbox messages' simulated bounces and complaints suppressed (their `recipient.suppressed` events), newest first. */

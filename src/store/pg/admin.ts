@@ -152,6 +152,11 @@ async function purgeOld(db: PgDb, now: number, days: number): Promise<{ messages
   await db.run("DELETE FROM inbound_usage WHERE period LIKE 'm:%' AND substr(period, 3)::bigint < $1", [
     Math.floor(now / 60_000) - 60,
   ]);
+  // The send quotas' past windows (domain/quotas.ts): only the current ones are read; months are kept.
+  await db.run(
+    "DELETE FROM send_usage WHERE (left(period, 1) = 'm' AND substr(period, 2)::bigint < $1) OR (left(period, 1) = 'd' AND substr(period, 2)::bigint < $2)",
+    [Math.floor(now / 60_000) - 60, Math.floor(now / DAY) - 2],
+  );
   if (days <= 0) return { messages: 0, attempts: 0 };
   const cutoff = now - days * DAY;
   let messages = 0;

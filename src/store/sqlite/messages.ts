@@ -20,6 +20,7 @@ import {
 } from '../views.js';
 import { BOUND_LIMIT, type Db } from './db.js';
 import { eventsOfMessage } from './events.js';
+import { takeQuota } from './quotas.js';
 import { findSuppressed } from './suppressions.js';
 
 const byteLength = (b: Uint8Array | string) => (typeof b === 'string' ? Buffer.byteLength(b) : b.byteLength);
@@ -62,6 +63,8 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
         .filter((r) => suppressed.has(addressKey(r.address)))
         .map((r) => ({ address: r.address, field: r.field, reason: suppressed.get(addressKey(r.address))! })),
     };
+  const over = takeQuota(db, input);
+  if (over) return { kind: 'rate_limited', quota: over };
 
   const emailId = Number(
     db.statement(SQL.message).run(

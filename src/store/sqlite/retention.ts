@@ -8,6 +8,12 @@ const DAY = 86_400_000;
  * events stay (GET /api/v1/emails/:id keeps working, without the body).
  */
 export function purgeOld(db: Db, now: number, days: number): { messages: number; attempts: number } {
+  // The send quotas' past windows (domain/quotas.ts): only the current ones are read; months are kept.
+  db.sqlite
+    .prepare(
+      "DELETE FROM send_usage WHERE (substr(period, 1, 1) = 'm' AND CAST(substr(period, 2) AS INTEGER) < ?) OR (substr(period, 1, 1) = 'd' AND CAST(substr(period, 2) AS INTEGER) < ?)",
+    )
+    .run(Math.floor(now / 60_000) - 60, Math.floor(now / DAY) - 2);
   if (days <= 0) return { messages: 0, attempts: 0 };
   const cutoff = now - days * DAY;
   return db.tx(() => {

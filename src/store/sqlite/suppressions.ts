@@ -1,31 +1,37 @@
-import { addressKey } from '../../domain/addresses.js';
+import { addressKey, suppressedBy, suppressionKeys } from '../../domain/addresses.js';
 import { type UnsubscribeMethod, type UnsubscribeResult, unsubscribedEventData } from '../../domain/unsubscribe.js';
 import type { SimulatedSuppression, SuppressionReason, SuppressionRow } from '../model.js';
 import { BOUND_LIMIT, type Db } from './db.js';
 import { recordEvent } from './events.js';
 
-/** The suppressed addresses among these, with their reasons (case-insensitive). */
+/**
+ * The suppressed addresses among these, with their reasons (case-insensitive), keyed by
+ * addressKey: those on the list themselves, and those whose whole domain is (`@example.com`;
+ * domain/addresses.ts, suppressionKeys).
+ */
 export function findSuppressed(db: Db, customerId: number, addresses: string[]): Map<string, SuppressionReason> {
   const out = new Map<string, SuppressionReason>();
   if (addresses.length === 0) return out;
   if (addresses.length === 1) {
     // The common case on the accept path: one cached statement, no query building.
-    const key = addressKey(addresses[0]!);
+    const [key, domain] = suppressionKeys(addresses[0]!);
     const row = db
-      .statement('SELECT reason FROM suppressions WHERE customer_id = ? AND address = ?')
-      .get(customerId, key) as { reason: SuppressionReason } | undefined;
-    if (row) out.set(key, row.reason);
+      .statement(
+        'SELECT reason FROM suppressions WHERE customer_id = ? AND address IN (?, ?) ORDER BY length(address) DESC LIMIT 1',
+      )
+      .get(customerId, key!, domain ?? key!) as { reason: SuppressionReason } | undefined;
+    if (row) out.set(key!, row.reason);
     return out;
   }
-  const keys = addresses.map(addressKey);
+  const keys = addresses.map(suppressionKeys);
+  const all = [...new Set(keys.flat())];
   // One statement per list length (cached like any other; a message has at most limits.max_recipients).
   const rows = db.all<{ address: string; reason: SuppressionReason }>(
-    `SELECT address, reason FROM suppressions WHERE customer_id = ? AND address IN (${keys.map(() => '?').join(', ')})`,
+    `SELECT address, reason FROM suppressions WHERE customer_id = ? AND address IN (${all.map(() => '?').join(', ')})`,
     customerId,
-    ...keys,
+    ...all,
   );
-  for (const row of rows) out.set(row.address, row.reason);
-  return out;
+  return suppressedBy(keys, rows);
 }
 
 export function addSuppression(
@@ -109,6 +115,34 @@ export function simulatedSuppressions(
     created_at: r.created_at,
     reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason,
   }));
+}
+
+/** Entries added in one transaction; for each, whether it was new. */
+export function addSuppressions(
+  db: Db,
+  customerId: number,
+  entries: Array<{ address: string; reason: SuppressionReason }>,
+  now: number,
+): boolean[] {
+  const insert = db.statement(
+    'INSERT INTO suppressions (customer_id, address, reason, message_id, created_at) VALUES (?, ?, ?, NULL, ?) ON CONFLICT (customer_id, address) DO NOTHING',
+  );
+  return db.tx(() => entries.map((e) => insert.run(customerId, e.address, e.reason, now).changes > 0));
+}
+
+/** The list in address order after `after`, through the primary key. */
+export function suppressionPage(
+  db: Db,
+  customerId: number,
+  after: string | undefined,
+  limit: number,
+): SuppressionRow[] {
+  return db
+    .statement(
+      `SELECT s.address, s.reason, m.message_id, s.created_at FROM suppressions s LEFT JOIN messages m ON m.id = s.message_id
+       WHERE s.customer_id = ? AND s.address > ? ORDER BY s.address ${BOUND_LIMIT}`,
+    )
+    .all(customerId, after ?? '', limit) as SuppressionRow[];
 }
 
 /** A recipient's unsubscribe: suppressed for its customer and `recipient.unsubscribed`, in one transaction; once only (store.ts). */

@@ -4,6 +4,7 @@
 
 import t from 'tap';
 import { fullGrant } from '../../../src/domain/key-scopes.js';
+import { NO_QUOTAS } from '../../../src/domain/quotas.js';
 import { acceptInputOf, admitSend, isRefused } from '../../../src/send/admit.js';
 import type { ApiKeyInfo, SendingDomain } from '../../../src/store/model.js';
 import { okStanding } from '../../../src/store/reputation-store.js';
@@ -32,11 +33,11 @@ const auth = {
 };
 
 t.test('the sender domain decides', async (t) => {
-  t.same(await admitSend(auth, key, 'nowhere.example', 0), { kind: 'domain_unknown' });
+  t.same(await admitSend(auth, key, 'nowhere.example', 0, NO_QUOTAS), { kind: 'domain_unknown' });
   // Another customer's domain is refused as if unknown: the refusal never says whose it is.
-  t.same(await admitSend(auth, key, 'theirs.example', 0), { kind: 'domain_unknown' });
-  t.same(await admitSend(auth, key, 'pending.example', 0), { kind: 'domain_unverified' });
-  const ok = await admitSend(auth, key, 'ours.example', Date.UTC(2026, 10, 28));
+  t.same(await admitSend(auth, key, 'theirs.example', 0, NO_QUOTAS), { kind: 'domain_unknown' });
+  t.same(await admitSend(auth, key, 'pending.example', 0, NO_QUOTAS), { kind: 'domain_unverified' });
+  const ok = await admitSend(auth, key, 'ours.example', Date.UTC(2026, 10, 28), NO_QUOTAS);
   t.notOk(isRefused(ok));
   if (isRefused(ok)) return;
   t.match(ok.messageId, /^[0-9a-z]+@ours\.example$/);
@@ -53,6 +54,6 @@ t.test('the sender domain decides', async (t) => {
 t.test('a paused customer: refused with the reason, its sandbox key still admitted', async (t) => {
   paused.add(7);
   t.teardown(() => paused.delete(7));
-  t.same(await admitSend(auth, key, 'ours.example', 0), { kind: 'customer_paused', reason: 'by hand' });
-  t.notOk(isRefused(await admitSend(auth, { ...key, kind: 'sandbox' }, 'ours.example', 0)));
+  t.same(await admitSend(auth, key, 'ours.example', 0, NO_QUOTAS), { kind: 'customer_paused', reason: 'by hand' });
+  t.notOk(isRefused(await admitSend(auth, { ...key, kind: 'sandbox' }, 'ours.example', 0, NO_QUOTAS)));
 });

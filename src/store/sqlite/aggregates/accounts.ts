@@ -4,6 +4,7 @@ import type { Db } from '../db.js';
 import * as domains from '../domains.js';
 import * as inbound from '../inbound.js';
 import * as keys from '../keys.js';
+import * as quotas from '../quotas.js';
 import * as suppressions from '../suppressions.js';
 import * as users from '../users.js';
 
@@ -21,6 +22,9 @@ export function sqliteCustomers(db: Db): CustomerStore {
     setUnsubscribeDefault: async (id, on) => customers.setUnsubscribeDefault(db, id, on),
     pools: async () => customers.customerPools(db),
     setPools: async (id, change) => customers.setCustomerPools(db, id, change),
+    quotas: async (id) => quotas.customerQuotas(db, id),
+    setQuotas: async (id, q) => quotas.setCustomerQuotas(db, id, q),
+    quotaUse: async (id, now) => quotas.quotaUse(db, id, now),
   };
 }
 
@@ -57,6 +61,8 @@ export function sqliteDomains(db: Db): DomainStore {
 export function sqliteSuppressions(db: Db): SuppressionStore {
   return {
     find: async (customerId, addresses) => suppressions.findSuppressed(db, customerId, addresses),
+    addMany: async (customerId, entries, now) => suppressions.addSuppressions(db, customerId, entries, now),
+    page: async (customerId, after, limit) => suppressions.suppressionPage(db, customerId, after, limit),
     add: async (input) => suppressions.addSuppression(db, input),
     list: async (customerId, opts) => suppressions.listSuppressions(db, customerId, opts),
     remove: async (customerId, address) => suppressions.removeSuppression(db, customerId, address),

@@ -72,7 +72,7 @@ function acceptBatch(db: Db, input: BatchInput): BatchResult {
       if (paused) return refusal(paused, item.senderDomain).toBody();
     }
     const r = acceptMessage(db, item);
-    if (r.kind === 'suppressed') return refusal(r, item.senderDomain).toBody();
+    if (r.kind === 'suppressed' || r.kind === 'rate_limited') return refusal(r, item.senderDomain).toBody();
     return acceptedResponse(item);
   });
   const response = { data };
