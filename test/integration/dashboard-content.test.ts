@@ -177,6 +177,7 @@ async function run(): Promise<void> {
       await page.getByRole('link', { name: 'API keys' }).click();
       await page.getByLabel('Name').fill('tests');
       await page.getByLabel(/Sandbox/).check();
+      await page.getByLabel(/Full/).check();
       await page.getByRole('button', { name: 'Create key' }).click();
       const sandboxKey = (await page.locator('#new-key').textContent())!;
       t.match(sandboxKey, /^ph_test_/);
