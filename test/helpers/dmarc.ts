@@ -2,6 +2,8 @@
 // schema (with Microsoft's namespaces and elements, or the successor's namespace) and the mail
 // that carries it as an attachment.
 
+import type { DmarcReportInput } from '../../src/store/model.js';
+
 export interface Rec {
   ip: string;
   count: number;
@@ -106,3 +108,33 @@ export const RECORDS: Rec[] = [
     authSpf: [['esp.example', 'pass']],
   },
 ];
+
+/** A report as the reader gives it (store/model's DmarcReportInput) with RECORDS as its rows, to keep in a store directly. */
+export function storedReport(
+  org: string,
+  reportId: string,
+  domain: string,
+  begin: number,
+  end: number,
+): DmarcReportInput {
+  return {
+    org,
+    email: null,
+    reportId,
+    domain,
+    begin,
+    end,
+    policy: { p: 'none', sp: null, pct: null, adkim: 'r', aspf: 'r' },
+    rows: RECORDS.map((r) => ({
+      sourceIp: r.ip,
+      count: r.count,
+      disposition: 'none',
+      dkimAligned: r.dkim === 'pass',
+      spfAligned: r.spf === 'pass',
+      headerFrom: r.from,
+      envelopeFrom: null,
+      dkim: [],
+      spf: [],
+    })),
+  };
+}

@@ -5,7 +5,7 @@
 // Every answer is held to docs/openapi.json by the request helper.
 
 import t from 'tap';
-import { RECORDS } from '../helpers/dmarc.js';
+import { storedReport } from '../helpers/dmarc.js';
 import { makeDomain, makeKey } from '../helpers/env.js';
 import { expectError, type Json, request } from '../helpers/http.js';
 import { startMailEnv } from '../helpers/mail-env.js';
@@ -17,26 +17,8 @@ await makeDomain(s.store, 'rival.example', { customer: 'rival' });
 const api = (path: string, key = s.key) => request(`${s.url}/api/v1${path}`, { key });
 
 const now = Date.now();
-const report = (reportId: string, domain: string, end: number) => ({
-  org: 'google.com',
-  email: null,
-  reportId,
-  domain,
-  begin: end - DAY + 1000,
-  end,
-  policy: { p: 'none', sp: null, pct: null, adkim: 'r', aspf: 'r' },
-  rows: RECORDS.map((r) => ({
-    sourceIp: r.ip,
-    count: r.count,
-    disposition: 'none',
-    dkimAligned: r.dkim === 'pass',
-    spfAligned: r.spf === 'pass',
-    headerFrom: r.from,
-    envelopeFrom: null,
-    dkim: [],
-    spf: [],
-  })),
-});
+const report = (reportId: string, domain: string, end: number) =>
+  storedReport('google.com', reportId, domain, end - DAY + 1000, end);
 await s.store.dmarc.keep({
   reports: [report('recent', 'acme.example', now - 1000), report('old', 'acme.example', now - 20 * DAY)],
   unreadable: [],

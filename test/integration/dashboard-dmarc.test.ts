@@ -3,7 +3,7 @@
 import t from 'tap';
 import { browserAvailable } from '../helpers/browser.js';
 import { startDashboardEnv, XSS } from '../helpers/dashboard.js';
-import { RECORDS } from '../helpers/dmarc.js';
+import { storedReport } from '../helpers/dmarc.js';
 import { makeDomain } from '../helpers/env.js';
 import { withPeer } from '../helpers/peers.js';
 
@@ -18,26 +18,9 @@ async function run(): Promise<void> {
   const { s, base, browser, watch } = env;
   await makeDomain(s.store, 'shop.acme.test', { customer: 'acme' });
   const now = Date.now();
-  const report = (org: string, reportId: string, domain: string) => ({
-    org,
-    email: null,
-    reportId,
-    domain,
-    begin: now - 86_400_000,
-    end: now - 1000,
-    policy: { p: 'none', sp: null, pct: null, adkim: 'r', aspf: 'r' },
-    rows: RECORDS.map((r) => ({
-      sourceIp: r.ip,
-      count: r.count,
-      disposition: 'none',
-      dkimAligned: r.dkim === 'pass',
-      spfAligned: r.spf === 'pass',
-      headerFrom: r.from,
-      envelopeFrom: null,
-      dkim: [],
-      spf: [],
-    })),
-  });
+  const report = (org: string, reportId: string, domain: string) =>
+    storedReport(org, reportId, domain, now - 86_400_000, now - 1000);
+
   await s.store.dmarc.keep({
     reports: [report(XSS, 'r1', 'shop.acme.test')],
     unreadable: [],
