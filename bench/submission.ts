@@ -4,21 +4,17 @@
 // domain checked, the message stored and committed before its 250) against Postfix's smtpd taking
 // the same messages from the same client into its queue (queue file fsynced before 250; no AUTH,
 // Postfix lets loopback relay), the inbound benchmark's anchor. Four rounds each (BENCH_SUBMISSION_ROUNDS), alternating, after
-// an untimed warm-up of each.
+// an untimed warm-up of each. The `guarded` variant (BENCH_VARIANTS; bench/lib-variants.ts): a
+// second daemon in the same rounds, its customer with send quotas and its `[reputation]` section
+// written out.
 
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { fullGrant } from '../src/domain/key-scopes.js';
-import { ensureDefaultCustomer } from '../src/store/sqlite/customers.js';
-import { migrate, openDb } from '../src/store/sqlite/db.js';
-import { addDomain, setVerified } from '../src/store/sqlite/domains.js';
-import { createKey } from '../src/store/sqlite/keys.js';
 import { TestDnsServer } from '../support/dns-server.js';
 import {
-  alternate,
   type DiskState,
   daemonArgs,
   diskLine,
@@ -34,6 +30,7 @@ import {
   stop,
   workDir,
 } from './lib.js';
+import { GUARD_TOML, GUARD_WORDS, rotate, senderDataDir, storedMessages, variantsOn } from './lib-variants.js';
 import { ensurePostfix, heldRelay } from './postfix.js';
 
 const N = Number(process.env.BENCH_SUBMISSION_N ?? 4000);
@@ -44,6 +41,7 @@ const WARMUP = 500;
 const TOTAL = WARMUP + ROUNDS * N;
 const POSTFIX_PORT = fixedPort(24589);
 const SUBMISSION_PORT = fixedPort(24587);
+const GUARDED_PORT = fixedPort(24588);
 // Where Postfix's held queue would go: nothing listens there, nothing is sent.
 const RELAY_PORT = fixedPort(24027);
 
@@ -67,88 +65,98 @@ async function load(port: number, key?: string, count = N): Promise<number> {
   return Number(rate[1]);
 }
 
+/** A daemon taking submission on `port`, on its own data directory (senderDataDir), outbound held as Postfix's is: every message stays queued. */
+async function startDaemon(dir: string, port: number, dns: string, guarded: boolean) {
+  const dataDir = join(dir, 'data');
+  const { db, full } = senderDataDir(dataDir, { quotas: guarded });
+  const config = join(dir, 'posthaste.toml');
+  writeFileSync(
+    config,
+    `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n` +
+      `[submission]\nlisten = "127.0.0.1:${port}"\nallow_plaintext_auth_on_loopback = true\n[outbound]\nhold = true\n[dns]\nservers = ["${dns}"]\n[log]\nlevel = "warn"\n${guarded ? GUARD_TOML : ''}`,
+  );
+  const ph = await spawnReady(
+    process.execPath,
+    daemonArgs(config, join(dir, 'prof')),
+    /submission on 127\.0\.0\.1:(\d+)/,
+  );
+  return { db, key: full, port: Number(ph.match[1]), child: ph.child, disk: undefined as DiskState | undefined };
+}
+type Daemon = Awaited<ReturnType<typeof startDaemon>>;
+
 export async function benchSubmission(): Promise<{ lines: string[] }> {
   ensurePostfix();
+  const guarded = variantsOn(['guarded'] as const).has('guarded');
   const dir = workDir('submission');
   const dns = await new TestDnsServer().start();
+  const daemons: Daemon[] = [];
   try {
-    const dataDir = join(dir, 'data');
-    const db = openDb(dataDir);
-    migrate(db, Date.now());
-    ensureDefaultCustomer(db, Date.now());
-    const key = createKey(db, {
-      grant: fullGrant(),
-      customerId: 1,
-      kind: 'production',
-      name: 'bench',
-      now: Date.now(),
-    }).key;
-    setVerified(
-      db,
-      addDomain(db, { customerId: 1, name: 'example.com', receiving: false, now: Date.now() }).id,
-      Date.now(),
-    );
-    const stored = db.sqlite.prepare('SELECT COUNT(*) FROM messages').pluck();
-    const config = join(dir, 'posthaste.toml');
-    // Outbound held, as Postfix's is: every message stays queued.
-    writeFileSync(
-      config,
-      `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n` +
-        `[submission]\nlisten = "127.0.0.1:${SUBMISSION_PORT}"\nallow_plaintext_auth_on_loopback = true\n[outbound]\nhold = true\n[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
-    );
-    const ph = await spawnReady(
-      process.execPath,
-      daemonArgs(config, join(dir, 'prof')),
-      /submission on 127\.0\.0\.1:(\d+)/,
-    );
+    daemons.push(await startDaemon(join(dir, 'plain'), SUBMISSION_PORT, dns.server, false));
+    if (guarded) daemons.push(await startDaemon(join(dir, 'guarded'), GUARDED_PORT, dns.server, true));
     const pf = heldRelay(join(dir, 'postfix'), POSTFIX_PORT, RELAY_PORT).start();
-    let rates: { anchor: number[]; subject: number[] };
-    const disk: { ph?: DiskState; pf?: DiskState } = {};
+    let rates: number[][];
+    let pfDisk: DiskState | undefined;
     let idle: number;
-    let peak: number;
+    let peaks: number[];
     try {
-      idle = await idleMemory(ph.child.pid!);
+      idle = await idleMemory(daemons[0]!.child.pid!);
       await load(POSTFIX_PORT, undefined, WARMUP);
-      await load(Number(ph.match[1]), key, WARMUP);
-      rates = await alternate(
-        ROUNDS,
+      for (const d of daemons) await load(d.port, d.key, WARMUP);
+      rates = await rotate(ROUNDS, [
         async () => {
-          disk.pf = await settleDisk();
+          pfDisk = await settleDisk();
           return load(POSTFIX_PORT);
         },
-        async () => {
-          disk.ph = await settleDisk();
-          return load(Number(ph.match[1]), key);
-        },
-      );
-      peak = memoryOf(ph.child.pid!).peak;
+        ...daemons.map((d) => async () => {
+          d.disk = await settleDisk();
+          return load(d.port, d.key);
+        }),
+      ]);
+      peaks = daemons.map((d) => memoryOf(d.child.pid!).peak);
       const deadline = Date.now() + 60_000;
       while (pf.queued() < TOTAL && Date.now() < deadline) await sleep(50);
       if (pf.queued() < TOTAL) throw new Error(`Postfix queued ${pf.queued()} of ${TOTAL}`);
     } finally {
       pf.stop();
-      await stop(ph.child);
+      for (const d of daemons) await stop(d.child);
     }
-    const n = stored.get() as number;
-    db.close();
-    if (n !== TOTAL) throw new Error(`posthaste stored ${n} of ${TOTAL}`);
-    const phRate = median(rates.subject);
-    const pfRate = median(rates.anchor);
-    const each = (xs: number[]) => xs.map((x) => fmt(x)).join(', ');
-    return {
-      lines: [
-        `submission: ${N} messages of 2 KB a round, ${SESSIONS} clients on kept connections (MAIL/RCPT/DATA pipelined), ${ROUNDS} rounds alternating after ${WARMUP} untimed`,
-        `  posthaste submission (AUTH once a connection, committed before 250)  ${fmt(phRate)} msg/s  (${each(rates.subject)})`,
-        `  Postfix smtpd, same client and messages (queue file fsynced)        ${fmt(pfRate)} msg/s  (${each(rates.anchor)})`,
-        `  ratio posthaste / Postfix  ${fmt(phRate / pfRate, 2)}  (goal >= 1.0)`,
-        diskLine([
-          { label: 'posthaste', ...disk.ph! },
-          { label: 'Postfix', ...disk.pf! },
-        ]),
-        memoryLine(peak, idle),
-      ],
-    };
+    for (const d of daemons) {
+      const n = storedMessages(d.db);
+      if (n !== TOTAL) throw new Error(`posthaste stored ${n} of ${TOTAL}`);
+    }
+    return { lines: report(rates, daemons, pfDisk!, peaks, idle) };
   } finally {
+    for (const d of daemons) {
+      await stop(d.child);
+      d.db.close();
+    }
     await dns.stop();
   }
+}
+
+/** The benchmark's lines: each side's median and rounds, the ratios, the disk and the memory. */
+function report(rates: number[][], daemons: Daemon[], pfDisk: DiskState, peaks: number[], idle: number): string[] {
+  const [pfRates, phRates, gRates] = rates as [number[], number[], number[] | undefined];
+  const [phRate, pfRate] = [median(phRates), median(pfRates)];
+  const each = (xs: number[]) => xs.map((x) => fmt(x)).join(', ');
+  const lines = [
+    `submission: ${N} messages of 2 KB a round, ${SESSIONS} clients on kept connections (MAIL/RCPT/DATA pipelined), ${ROUNDS} rounds alternating after ${WARMUP} untimed`,
+    `  posthaste submission (AUTH once a connection, committed before 250)  ${fmt(phRate)} msg/s  (${each(phRates)})`,
+    `  Postfix smtpd, same client and messages (queue file fsynced)        ${fmt(pfRate)} msg/s  (${each(pfRates)})`,
+    `  ratio posthaste / Postfix  ${fmt(phRate / pfRate, 2)}  (goal >= 1.0)`,
+  ];
+  if (gRates)
+    lines.push(
+      `  guarded daemon (${GUARD_WORDS})  ${fmt(median(gRates))} msg/s  (${each(gRates)}; peak ${peaks[1]} MiB)`,
+      `    ratio guarded / Postfix ${fmt(median(gRates) / pfRate, 2)}; guarded / posthaste ${fmt(median(gRates) / phRate, 2)} (rounds: ${gRates.map((g, i) => fmt(g / phRates[i]!, 2)).join(', ')})`,
+    );
+  lines.push(
+    diskLine([
+      { label: 'posthaste', ...daemons[0]!.disk! },
+      ...(daemons[1] ? [{ label: 'guarded', ...daemons[1].disk! }] : []),
+      { label: 'Postfix', ...pfDisk },
+    ]),
+    memoryLine(peaks[0]!, idle),
+  );
+  return lines;
 }
