@@ -29,7 +29,16 @@ import {
   stop,
   workDir,
 } from './lib.js';
-import { GUARD_TOML, GUARD_WORDS, rotate, senderDataDir, storedMessages, variantsOn } from './lib-variants.js';
+import {
+  cpuPer,
+  GUARD_TOML,
+  GUARD_WORDS,
+  rotate,
+  senderDataDir,
+  storedMessages,
+  variantsOn,
+  withCpu,
+} from './lib-variants.js';
 
 /** Seconds of each measured round; ROUNDS rounds per server, alternating which goes first. */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -68,6 +77,8 @@ const headersOf = (key: string) => ({ 'content-type': 'application/json', author
 const load = (url: string, key: string, seconds: number, b = body, connections = CONNECTIONS) =>
   httpLoad(url, { connections, seconds, headers: headersOf(key), body: b });
 const rate = (runs: LoadResult[]) => runs.reduce((a, r) => a + r.requests, 0) / (runs.length * SECONDS);
+/** A round, with the CPU seconds its server used meanwhile. */
+type Round = LoadResult & { cpuS: number };
 const accepted = (runs: LoadResult[]) => runs.reduce((a, r) => a + r.requests, 0);
 
 interface Daemon {
@@ -77,8 +88,8 @@ interface Daemon {
   dataDir: string;
   /** 202s it answered, every round and warm-up (the batch's counted by its messages). */
   accepted: number;
-  /** A round of single sends with `key`, its 202s counted. */
-  send(key: string, seconds: number): Promise<LoadResult>;
+  /** A round of single sends with `key`, its 202s counted, with the daemon's CPU seconds meanwhile. */
+  send(key: string, seconds: number): Promise<Round>;
 }
 
 /**
@@ -107,7 +118,7 @@ async function startDaemon(dir: string, dns: string, opts: { guarded?: boolean }
     dataDir,
     accepted: 0,
     async send(key, seconds) {
-      const r = await load(this.url, key, seconds);
+      const r = await withCpu(this.pid, () => load(this.url, key, seconds));
       this.accepted += r.requests;
       return r;
     },
@@ -154,8 +165,8 @@ export async function benchAccept(): Promise<{ lines: string[] }> {
     if (g) started.push(g.daemon);
     const idle = await idleMemory(a.daemon.pid);
     // Each side: the anchor, the full key, then the variants on; each warmed up once, untimed.
-    const sides: Array<(seconds: number) => Promise<LoadResult>> = [
-      (seconds) => load(bareUrl, a.full, seconds),
+    const sides: Array<(seconds: number) => Promise<Round>> = [
+      (seconds) => withCpu(bare.child.pid!, () => load(bareUrl, a.full, seconds)),
       (seconds) => a.daemon.send(a.full, seconds),
     ];
     if (on.has('scoped')) sides.push((seconds) => a.daemon.send(a.scoped, seconds));
@@ -202,7 +213,7 @@ async function batchRounds(d: Daemon, key: string) {
 }
 
 function report(
-  runs: LoadResult[][],
+  runs: Round[][],
   r: {
     on: Set<(typeof VARIANTS)[number]>;
     batch: { anchor: LoadResult[]; subject: LoadResult[] } | undefined;
@@ -213,7 +224,7 @@ function report(
     dir: string;
   },
 ): string[] {
-  const [bareRuns, phRuns, ...rest] = runs as [LoadResult[], LoadResult[], ...LoadResult[][]];
+  const [bareRuns, phRuns, ...rest] = runs as [Round[], Round[], ...Round[][]];
   const phRate = rate(phRuns);
   const bareRate = rate(bareRuns);
   const p99 = (rs: LoadResult[]) => Math.max(...rs.map((x) => x.p99ms));
@@ -229,6 +240,19 @@ function report(
     `  rounds, accepted/s: ${phRuns.map((x) => fmt(x.perSecond)).join(', ')}; bare req/s: ${bareRuns.map((x) => fmt(x.perSecond)).join(', ')}`,
     `  ratio posthaste / single commit ${fmt(phRate / commits, 2)}  (>1 only with group commit)`,
   ];
+  const cpu = (rs: Round[]) =>
+    `${fmt(
+      cpuPer(rs, (x) => x.requests),
+      3,
+    )} ms`;
+  const named = [
+    ['full key', phRuns],
+    ...(r.on.has('scoped') ? [['scoped', rest[0]!]] : []),
+    ...(r.on.has('guarded') ? [['guarded', rest.at(-1)!]] : []),
+  ] as Array<[string, Round[]]>;
+  lines.push(
+    `  CPU a request during each side's rounds (user + system, every thread): ${named.map(([n, rs]) => `${n} ${cpu(rs)}`).join(', ')}; bare fastify ${cpu(bareRuns)}`,
+  );
   if (r.on.has('scoped'))
     lines.push(
       ...variantLine(

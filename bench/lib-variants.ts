@@ -9,6 +9,7 @@ import { type Db, migrate, openDb } from '../src/store/sqlite/db.js';
 import { addDomain, setVerified } from '../src/store/sqlite/domains.js';
 import { createKey } from '../src/store/sqlite/keys.js';
 import { setCustomerQuotas } from '../src/store/sqlite/quotas.js';
+import { processCpu } from './lib.js';
 
 /** The variants a benchmark runs: those named in BENCH_VARIANTS (comma-separated), every one when it is unset. */
 export function variantsOn<V extends string>(all: readonly V[]): Set<V> {
@@ -83,3 +84,18 @@ export async function rotate<T>(rounds: number, sides: ReadonlyArray<() => Promi
   }
   return out;
 }
+
+/**
+ * `fn`'s result with the CPU seconds process `pid` used while it ran (user and system, every
+ * thread; /proc, in hundredths): what a side's requests cost its server during its own rounds,
+ * a steadier figure than a rate while others share the machine.
+ */
+export async function withCpu<T extends object>(pid: number, fn: () => Promise<T>): Promise<T & { cpuS: number }> {
+  const before = processCpu(pid);
+  const result = await fn();
+  return { ...result, cpuS: processCpu(pid) - before };
+}
+
+/** Milliseconds of CPU per request over rounds (with withCpu's cpuS), `count` requests in each. */
+export const cpuPer = <R extends { cpuS: number }>(rounds: R[], count: (r: R) => number): number =>
+  (rounds.reduce((a, r) => a + r.cpuS, 0) * 1000) / rounds.reduce((a, r) => a + count(r), 0);

@@ -30,7 +30,16 @@ import {
   stop,
   workDir,
 } from './lib.js';
-import { GUARD_TOML, GUARD_WORDS, rotate, senderDataDir, storedMessages, variantsOn } from './lib-variants.js';
+import {
+  cpuPer,
+  GUARD_TOML,
+  GUARD_WORDS,
+  rotate,
+  senderDataDir,
+  storedMessages,
+  variantsOn,
+  withCpu,
+} from './lib-variants.js';
 import { ensurePostfix, heldRelay } from './postfix.js';
 
 const N = Number(process.env.BENCH_SUBMISSION_N ?? 4000);
@@ -83,6 +92,8 @@ async function startDaemon(dir: string, port: number, dns: string, guarded: bool
   return { db, key: full, port: Number(ph.match[1]), child: ph.child, disk: undefined as DiskState | undefined };
 }
 type Daemon = Awaited<ReturnType<typeof startDaemon>>;
+/** A round: messages per second, and the CPU seconds its daemon used meanwhile (NaN for Postfix, many processes). */
+type Round = { rate: number; cpuS: number };
 
 export async function benchSubmission(): Promise<{ lines: string[] }> {
   ensurePostfix();
@@ -94,7 +105,7 @@ export async function benchSubmission(): Promise<{ lines: string[] }> {
     daemons.push(await startDaemon(join(dir, 'plain'), SUBMISSION_PORT, dns.server, false));
     if (guarded) daemons.push(await startDaemon(join(dir, 'guarded'), GUARDED_PORT, dns.server, true));
     const pf = heldRelay(join(dir, 'postfix'), POSTFIX_PORT, RELAY_PORT).start();
-    let rates: number[][];
+    let rates: Round[][];
     let pfDisk: DiskState | undefined;
     let idle: number;
     let peaks: number[];
@@ -105,11 +116,11 @@ export async function benchSubmission(): Promise<{ lines: string[] }> {
       rates = await rotate(ROUNDS, [
         async () => {
           pfDisk = await settleDisk();
-          return load(POSTFIX_PORT);
+          return { rate: await load(POSTFIX_PORT), cpuS: Number.NaN };
         },
         ...daemons.map((d) => async () => {
           d.disk = await settleDisk();
-          return load(d.port, d.key);
+          return withCpu(d.child.pid!, async () => ({ rate: await load(d.port, d.key) }));
         }),
       ]);
       peaks = daemons.map((d) => memoryOf(d.child.pid!).peak);
@@ -135,8 +146,17 @@ export async function benchSubmission(): Promise<{ lines: string[] }> {
 }
 
 /** The benchmark's lines: each side's median and rounds, the ratios, the disk and the memory. */
-function report(rates: number[][], daemons: Daemon[], pfDisk: DiskState, peaks: number[], idle: number): string[] {
-  const [pfRates, phRates, gRates] = rates as [number[], number[], number[] | undefined];
+function report(rounds: Round[][], daemons: Daemon[], pfDisk: DiskState, peaks: number[], idle: number): string[] {
+  const [pfRates, phRates, gRates] = rounds.map((side) => side.map((r) => r.rate)) as [
+    number[],
+    number[],
+    number[] | undefined,
+  ];
+  const cpu = (side: Round[]) =>
+    `${fmt(
+      cpuPer(side, () => N),
+      3,
+    )} ms`;
   const [phRate, pfRate] = [median(phRates), median(pfRates)];
   const each = (xs: number[]) => xs.map((x) => fmt(x)).join(', ');
   const lines = [
@@ -144,6 +164,7 @@ function report(rates: number[][], daemons: Daemon[], pfDisk: DiskState, peaks: 
     `  posthaste submission (AUTH once a connection, committed before 250)  ${fmt(phRate)} msg/s  (${each(phRates)})`,
     `  Postfix smtpd, same client and messages (queue file fsynced)        ${fmt(pfRate)} msg/s  (${each(pfRates)})`,
     `  ratio posthaste / Postfix  ${fmt(phRate / pfRate, 2)}  (goal >= 1.0)`,
+    `  posthaste CPU a message during its rounds (user + system, every thread): ${cpu(rounds[1]!)}${rounds[2] ? `; guarded ${cpu(rounds[2])}` : ''}`,
   ];
   if (gRates)
     lines.push(
