@@ -114,7 +114,10 @@ for (const engine of ['sqlite', 'postgres'] as const)
       const who = { ...(await sender(s, 'example.com', NOW)), authEpoch: await s.keys.authEpoch() };
       await sendN(s, who); // connections opened, statements prepared, before anything is counted
       const off = await counter(() => sendN(s, who));
-      t.ok(await s.customers.setQuotas(who.customerId, { perMinute: HIGH[0], perDay: HIGH[1], perMonth: HIGH[2] }));
+      t.ok(
+        await s.customers.setQuotas(who.customerId, { perMinute: HIGH[0], perDay: HIGH[1], perMonth: HIGH[2] }),
+        "the customer's own quotas set",
+      );
       const own = await counter(() => sendN(s, who));
       await s.customers.setQuotas(who.customerId, { perMinute: null, perDay: null, perMonth: null });
       const defaults = await counter(() => sendN(s, who, HIGH));
