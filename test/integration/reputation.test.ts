@@ -21,9 +21,10 @@ const env = await startMailEnv({
   mxDomains: ['list.example', 'good.example'],
   domains: ['example.com'],
   daemon: { manualDelivery: false },
-  // What one connection sends once started still goes after a pause: at most
-  // concurrency_per_domain (10) × messages_per_connection per destination (docs/operations.md, "Reputation").
-  outbound: 'messages_per_connection = 10\n',
+  // The default: connections of 100 messages each, several open to the list's MX at once. The pause
+  // holds within the bound all the same: a connection's outcomes count as they come, and what it has
+  // not sent yet of a paused customer's goes back to the queue (docs/operations.md, "Reputation").
+  outbound: 'messages_per_connection = 100\n',
   toml: `[metrics]\nenabled = true\nlisten = "127.0.0.1:0"\n${submissionToml()}`,
 });
 const { store, sql, mx, url, configPath } = env;
