@@ -92,6 +92,12 @@ t.test('a customer bouncing at 10 % is paused by itself, once; the others still 
   t.ok(attempted >= 200, `judged only once 200 had an outcome (${attempted} attempted)`);
   t.ok(attempted < 200 + 300, `paused before 300 more were attempted (${attempted} attempted)`);
   t.ok(attempted < total, 'the rest is held');
+  // What was not sent (waiting, or not yet sent on an open connection) is back in the queue as it was.
+  const shopRows = (where: string) =>
+    sql.value(`SELECT count(*) FROM recipients WHERE customer_id = ? AND ${where}`, shopId);
+  t.equal(await shopRows('attempts > 0'), attempted, 'an attempt counted only for what reached the MX');
+  t.equal(await shopRows("state = 'queued' AND attempts = 0"), total - attempted, 'the rest queued, unattempted');
+  t.equal(await sql.value('SELECT count(*) FROM recipient_claims'), 0, 'no claim left behind');
   t.equal(await events('customer.paused', shopId), 1, 'customer.paused once');
   const body = JSON.parse(
     (await sql.get<{ body: string }>(
