@@ -101,6 +101,40 @@ export type AcceptResult =
   | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> }
   | { kind: 'rate_limited'; quota: QuotaExceeded };
 
+/** An Idempotency-Key's record as stored (idempotency_keys): the request's hash, and its first answer. */
+export interface IdempotencyRecord {
+  request_hash: Uint8Array;
+  status: number;
+  /** The first answer's body, as JSON. */
+  response: string;
+  created_at: number;
+}
+
+/** What a request with an Idempotency-Key already used is answered: its first answer again, or a conflict. */
+export type IdempotentAnswer = { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' };
+
+/**
+ * What an Idempotency-Key's record says of a request, one rule for both engines, which only read,
+ * remove and write the record: within its time to live, the first answer again (`replay`) when
+ * the body is the same and `conflict` when it differs; past it, `expired` (the engine removes the
+ * record in the request's transaction and the request goes on as a new one); no record, undefined.
+ */
+export function idempotencyVerdict(
+  prior: IdempotencyRecord | undefined,
+  idem: { hash: Uint8Array; ttlMs: number },
+  now: number,
+): IdempotentAnswer | 'expired' | undefined {
+  if (!prior) return undefined;
+  if (prior.created_at <= now - idem.ttlMs) return 'expired';
+  if (Buffer.compare(prior.request_hash, idem.hash) !== 0) return { kind: 'conflict' };
+  return { kind: 'replay', status: prior.status, response: JSON.parse(prior.response) };
+}
+
+/** The record an accepted request leaves under its Idempotency-Key: its 202 and the body it was answered. */
+export function idempotencyRecord(response: unknown): { status: number; response: string } {
+  return { status: 202, response: JSON.stringify(response) };
+}
+
 export interface RecipientView {
   address: string;
   field: string;

@@ -13,6 +13,10 @@ import type {
 import {
   acceptedResponse,
   DELIVERIES_OF_MESSAGE,
+  type IdempotencyRecord,
+  type IdempotentAnswer,
+  idempotencyRecord,
+  idempotencyVerdict,
   type MessageHookDelivery,
   type MessageSearch,
   type MessageSummary,
@@ -47,26 +51,24 @@ async function readEpoch(q: Q): Promise<string> {
   return (await q.row<{ value: string }>("SELECT value FROM settings WHERE name = 'auth_epoch'"))?.value ?? '';
 }
 
-/** A fresh Idempotency-Key's first answer, or conflict; a stale record is removed. */
+/** What an Idempotency-Key already answered, if its record is still fresh (model/messages.ts, idempotencyVerdict); a stale record is removed. */
 async function idempotentAnswer(
   q: Q,
   customerId: number,
   idem: { key: string; hash: Uint8Array; ttlMs: number },
   now: number,
-) {
-  const prior = await q.row<{ request_hash: Buffer; status: number; response: string; created_at: number }>(
+): Promise<IdempotentAnswer | undefined> {
+  const prior = await q.row<IdempotencyRecord>(
     'SELECT request_hash, status, response, created_at FROM idempotency_keys WHERE customer_id = $1 AND key = $2',
     [customerId, idem.key],
   );
-  if (!prior) return undefined;
-  if (prior.created_at > now - idem.ttlMs) {
-    if (!prior.request_hash.equals(Buffer.from(idem.hash))) return { kind: 'conflict' as const };
-    return { kind: 'replay' as const, status: prior.status, response: JSON.parse(prior.response) as unknown };
-  }
+  const verdict = idempotencyVerdict(prior, idem, now);
+  if (verdict !== 'expired') return verdict;
   await q.run('DELETE FROM idempotency_keys WHERE customer_id = $1 AND key = $2', [customerId, idem.key]);
   return undefined;
 }
 
+/** Records an accepted request's answer under its Idempotency-Key, in the transaction that stored what it answers. */
 function recordIdempotent(
   q: Q,
   customerId: number,
@@ -74,9 +76,10 @@ function recordIdempotent(
   response: unknown,
   now: number,
 ): Promise<number> {
+  const r = idempotencyRecord(response);
   return q.run(
-    'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES ($1, $2, $3, 202, $4, $5)',
-    [customerId, idem.key, Buffer.from(idem.hash), JSON.stringify(response), now],
+    'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    [customerId, idem.key, Buffer.from(idem.hash), r.status, r.response, now],
   );
 }
 

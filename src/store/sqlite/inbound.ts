@@ -5,6 +5,7 @@ import {
   inboundLimitCheck,
   type LimitCheck,
   type ReceivingDomain,
+  receivedEventData,
   type StoredInbound,
   usagePeriods,
 } from '../model.js';
@@ -144,18 +145,7 @@ export function storeInbound(db: Db, m: StoredInbound, now: number): string {
   recordEvent(db, {
     customerId: m.customerId,
     type: 'email.received',
-    data: {
-      id,
-      from: m.fromHeader,
-      to: m.to,
-      subject: m.subject,
-      message_id: m.messageId,
-      size: m.raw.length,
-      attachments: m.attachments,
-      spf: m.auth.spf,
-      dkim: m.auth.dkim,
-      dmarc: m.auth.dmarc,
-    },
+    data: receivedEventData(id, m, m.raw.length),
     now,
   });
   return id;

@@ -4,6 +4,10 @@ import {
   type AcceptInput,
   type AcceptResult,
   acceptedResponse,
+  type IdempotencyRecord,
+  type IdempotentAnswer,
+  idempotencyRecord,
+  idempotencyVerdict,
   type MessageSearch,
   type MessageSummary,
   type MessageView,
@@ -102,28 +106,23 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
 }
 
 /**
- * What an Idempotency-Key already answered, if it is still fresh: the first response (`replay`),
- * or `conflict` when the body differs. A stale record is removed. In the caller's transaction.
+ * What an Idempotency-Key already answered, if its record is still fresh (model/messages.ts,
+ * idempotencyVerdict); a stale record is removed. In the caller's transaction.
  */
 export function idempotentAnswer(
   db: Db,
   customerId: number,
   idem: { key: string; hash: Uint8Array; ttlMs: number },
   now: number,
-): { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' } | undefined {
-  const prior = db.statement(SQL.idemGet).get(customerId, idem.key) as
-    | { request_hash: Buffer; status: number; response: string; created_at: number }
-    | undefined;
-  if (!prior) return undefined;
-  if (prior.created_at > now - idem.ttlMs) {
-    if (!prior.request_hash.equals(idem.hash)) return { kind: 'conflict' };
-    return { kind: 'replay', status: prior.status, response: JSON.parse(prior.response) };
-  }
+): IdempotentAnswer | undefined {
+  const prior = db.statement(SQL.idemGet).get(customerId, idem.key) as IdempotencyRecord | undefined;
+  const verdict = idempotencyVerdict(prior, idem, now);
+  if (verdict !== 'expired') return verdict;
   db.statement(SQL.idemDelete).run(customerId, idem.key);
   return undefined;
 }
 
-/** Records a 202 response under an Idempotency-Key, in the transaction that stored what it answers. */
+/** Records an accepted request's answer under its Idempotency-Key, in the transaction that stored what it answers. */
 export function recordIdempotent(
   db: Db,
   customerId: number,
@@ -131,7 +130,8 @@ export function recordIdempotent(
   response: unknown,
   now: number,
 ): void {
-  db.statement(SQL.idemInsert).run(customerId, idem.key, idem.hash, 202, JSON.stringify(response), now);
+  const r = idempotencyRecord(response);
+  db.statement(SQL.idemInsert).run(customerId, idem.key, idem.hash, r.status, r.response, now);
 }
 
 /** A message with its recipients and events, or undefined (unknown, or another customer's). */
