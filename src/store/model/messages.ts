@@ -1,3 +1,4 @@
+import type { Refusal } from '../../domain/errors.js';
 import type { EventEnvelope } from '../../domain/events.js';
 import type { MessageFilters } from '../../domain/message-search.js';
 import type { QuotaExceeded, QuotaLimits } from '../../domain/quotas.js';
@@ -219,13 +220,53 @@ export type SendCommit = (
   authEpoch: string;
 };
 
+/** A batch item the API refused before the commit: its error, as the API said it (kept as given). */
+export interface BatchItemError {
+  error: { code: string; message: string; details: Record<string, string[]> };
+}
 /** A batch item: ready to store, or the error it already got (validation, its domain). */
-export type BatchItem =
-  | Omit<AcceptInput, 'idempotency'>
-  | { error: { code: string; message: string; details: Record<string, string[]> } };
-export type BatchItemResult =
-  | AcceptedResponse
-  | { error: { code: string; message: string; details: Record<string, string[]> } };
+export type BatchItem = Omit<AcceptInput, 'idempotency'> | BatchItemError;
+/**
+ * A batch item the commit refused: why, as a value (domain/errors.ts, Refusal), and the sender
+ * domain its message named; the API says it as its error (api/routes/emails.ts, batchBody).
+ */
+export interface BatchItemRefused {
+  refused: Refusal;
+  domain: string;
+}
+/** What a batch item came to, as the batch's answer keeps it: its 202 body, the API's error, or the commit's refusal. */
+export type BatchItemResult = AcceptedResponse | BatchItemError | BatchItemRefused;
+
+/** What the commit made of one ready batch item: accepted, or refused (what else a send can get never comes to an item). */
+export type BatchItemCommit = AcceptResult | Refusal | { kind: 'key_revoked' };
+
+/**
+ * A batch's answer, one rule for both engines: in the items' order, an item the API refused keeps
+ * its error; one the commit accepted gets its 202 body; one it refused, its refusal as a value.
+ * `commit` is called in order, once per ready item (SQLite stores each as it goes; PostgreSQL
+ * answers from its one statement).
+ */
+export function batchAnswer(
+  items: BatchItem[],
+  commit: (item: Omit<AcceptInput, 'idempotency'>) => BatchItemCommit,
+): { data: BatchItemResult[] } {
+  return {
+    data: items.map((item): BatchItemResult => {
+      if ('error' in item) return item;
+      const r = commit(item);
+      switch (r.kind) {
+        case 'accepted':
+          return acceptedResponse(item);
+        case 'replay':
+        case 'conflict':
+        case 'key_revoked':
+          throw new Error(`a batch item cannot be answered ${r.kind}`);
+        default:
+          return { refused: r, domain: item.senderDomain };
+      }
+    }),
+  };
+}
 
 export interface BatchInput {
   items: BatchItem[];

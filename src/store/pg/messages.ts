@@ -1,17 +1,9 @@
-import { type Refusal, refusal } from '../../domain/errors.js';
 import type { EventEnvelope } from '../../domain/events.js';
 import { bareMessageId } from '../../domain/message-search.js';
-import type {
-  BatchInput,
-  BatchItem,
-  BatchItemResult,
-  BatchResult,
-  RequestFormat,
-  SendCommit,
-  SendInput,
-} from '../model.js';
+import type { BatchInput, BatchItem, BatchResult, RequestFormat, SendCommit, SendInput } from '../model.js';
 import {
   acceptedResponse,
+  batchAnswer,
   DELIVERIES_OF_MESSAGE,
   type IdempotencyRecord,
   type IdempotentAnswer,
@@ -117,13 +109,7 @@ async function acceptBatch(db: PgDb, input: BatchInput): Promise<BatchResult> {
     const { results, epoch } = items.length ? await acceptMany(q, items) : { results: [], epoch: await readEpoch(q) };
     if (results.some((r) => r.kind === 'key_revoked')) return { kind: 'key_revoked', authEpoch: epoch };
     const answers = new Map(items.map((item, i) => [item, results[i]!]));
-    const data = input.items.map((item): BatchItemResult => {
-      if ('error' in item) return item;
-      const r = answers.get(item)!;
-      if (r.kind === 'accepted') return acceptedResponse(item);
-      return refusal(r as Refusal, item.senderDomain).toBody();
-    });
-    const response = { data };
+    const response = batchAnswer(input.items, (item) => answers.get(item)!);
     if (idem) await recordIdempotent(q, input.customerId, idem, response, input.now);
     return { kind: 'accepted', response, authEpoch: epoch };
   }, idempotencyRace);
