@@ -1,18 +1,19 @@
-import { randomBytes } from 'node:crypto';
 import { addressKey, suppressedBy, suppressionKeys } from '../../domain/addresses.js';
 import {
   checkKey,
+  createdKey,
   dkimKeyPair,
   grantColumns,
   KEY_COLUMNS,
   type KeyRow,
   keyHandle,
   keyInfoOf,
+  newDomainSecrets,
   newKey,
   nextSelector,
 } from '../credentials.js';
 import type { ReceivingDomain, SimulatedSuppression, SuppressionReason, SuppressionRow } from '../model.js';
-import { type Customer, DEFAULT_CUSTOMER, DKIM_SELECTOR, type DomainRow, type SendingDomain } from '../model.js';
+import { type Customer, DEFAULT_CUSTOMER, type DomainRow, type SendingDomain } from '../model.js';
 import type { CustomerStore, DomainStore, KeyStore, SuppressionStore } from '../store.js';
 import type { PgDb } from './db.js';
 import { pgCustomerPools } from './pools.js';
@@ -59,17 +60,7 @@ export function pgKeys(db: PgDb): KeyStore {
          VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8, $9)`,
         [id, input.customerId, input.name, input.kind, hash, input.now, ...grantColumns(input.grant)],
       );
-      return {
-        id,
-        customer_id: input.customerId,
-        name: input.name,
-        kind: input.kind,
-        created_at: input.now,
-        revoked_at: null,
-        last_used_at: null,
-        ...input.grant,
-        key,
-      };
+      return createdKey({ id, key }, input);
     },
     authenticate: async (presented) => {
       const h = keyHandle(presented);
@@ -149,7 +140,7 @@ export function pgDomains(db: PgDb): DomainStore {
 
 /** A domain of a customer's, unverified, with a fresh DKIM key pair and verification token. */
 async function addDomain(db: PgDb, input: Parameters<DomainStore['add']>[0]): Promise<DomainRow> {
-  const { privateKey, publicKey } = dkimKeyPair();
+  const d = newDomainSecrets();
   return (await db.row<DomainRow>(
     `INSERT INTO domains (customer_id, name, receiving, verified_at, verification_token, dkim_selector, dkim_private_key, dkim_public_key, created_at)
      VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, $8) RETURNING *`,
@@ -157,10 +148,10 @@ async function addDomain(db: PgDb, input: Parameters<DomainStore['add']>[0]): Pr
       input.customerId,
       input.name,
       input.receiving ? 1 : 0,
-      randomBytes(16).toString('hex'),
-      DKIM_SELECTOR,
-      privateKey,
-      publicKey,
+      d.verificationToken,
+      d.selector,
+      d.privateKey,
+      d.publicKey,
       input.now,
     ],
   ))!;

@@ -1,7 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { dkimKeyPair, nextSelector } from '../credentials.js';
+import { dkimKeyPair, newDomainSecrets, nextSelector } from '../credentials.js';
 import {
-  DKIM_SELECTOR,
   type DomainEventType,
   type DomainRow,
   type SendingDomain,
@@ -16,17 +14,17 @@ export function addDomain(
   db: Db,
   input: { customerId: number; name: string; receiving: boolean; now: number },
 ): DomainRow {
-  const { privateKey, publicKey } = dkimKeyPair();
+  const d = newDomainSecrets();
   return db.get<DomainRow>(
     `INSERT INTO domains (customer_id, name, receiving, verified_at, verification_token, dkim_selector, dkim_private_key, dkim_public_key, created_at)
      VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?) RETURNING *`,
     input.customerId,
     input.name,
     input.receiving ? 1 : 0,
-    randomBytes(16).toString('hex'),
-    DKIM_SELECTOR,
-    privateKey,
-    publicKey,
+    d.verificationToken,
+    d.selector,
+    d.privateKey,
+    d.publicKey,
     input.now,
   )!;
 }

@@ -1,5 +1,14 @@
 import type { KeyGrant } from '../../domain/key-scopes.js';
-import { checkKey, grantColumns, KEY_COLUMNS, type KeyRow, keyHandle, keyInfoOf, newKey } from '../credentials.js';
+import {
+  checkKey,
+  createdKey,
+  grantColumns,
+  KEY_COLUMNS,
+  type KeyRow,
+  keyHandle,
+  keyInfoOf,
+  newKey,
+} from '../credentials.js';
 import type { ApiKeyInfo, KeyKind } from '../model.js';
 import type { Db } from './db.js';
 
@@ -19,17 +28,7 @@ export function createKey(
     input.now,
     ...grantColumns(input.grant),
   );
-  return {
-    id,
-    customer_id: input.customerId,
-    name: input.name,
-    kind: input.kind,
-    created_at: input.now,
-    revoked_at: null,
-    last_used_at: null,
-    ...input.grant,
-    key,
-  };
+  return createdKey({ id, key }, input);
 }
 
 /**

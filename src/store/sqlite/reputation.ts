@@ -6,7 +6,7 @@ import {
   zeroCounts,
 } from '../../domain/reputation.js';
 import type { Transition } from '../../domain/transitions.js';
-import { okStanding, type Standing, type StandingChange } from '../reputation-store.js';
+import { okStanding, type Standing, type StandingChange, standingRow } from '../reputation-store.js';
 import type { Db } from './db.js';
 import { recordEvent } from './events.js';
 
@@ -89,17 +89,17 @@ export function counts(db: Db, customerId: number, fromHour: number): { counts: 
 export function change(db: Db, input: StandingChange): boolean {
   return db.tx(() => {
     if (standing(db, input.customerId).state !== input.from) return false;
-    const paused = input.to === 'paused';
+    const row = standingRow(input);
     db.run(
       `INSERT INTO customer_reputation (customer_id, state, paused_at, reason, paused_by, changed_at) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (customer_id) DO UPDATE SET state = excluded.state, paused_at = excluded.paused_at,
          reason = excluded.reason, paused_by = excluded.paused_by, changed_at = excluded.changed_at`,
       input.customerId,
-      input.to,
-      paused ? input.now : null,
-      paused ? input.reason : null,
-      paused ? input.by : null,
-      input.now,
+      row.state,
+      row.paused_at,
+      row.reason,
+      row.paused_by,
+      row.changed_at,
     );
     if (input.from === 'paused') restart(db, input.customerId, input.now);
     if (input.event) recordEvent(db, { customerId: input.customerId, ...input.event, now: input.now });
