@@ -41,17 +41,13 @@ export function authenticate(db: Db, presented: string): ApiKeyInfo | undefined 
   return checkKey(
     presented,
     h.live,
-    db.statement(`SELECT ${KEY_COLUMNS}, hash FROM api_keys WHERE id = ?`).get(h.id) as
-      | (KeyRow & { hash: Buffer })
-      | undefined,
+    db.get<KeyRow & { hash: Buffer }>(`SELECT ${KEY_COLUMNS}, hash FROM api_keys WHERE id = ?`, h.id),
   );
 }
 
 /** Whether the key exists and is not revoked (the writer's check when the auth epoch moved). */
 export function isKeyLive(db: Db, id: string): boolean {
-  const key = db.statement('SELECT revoked_at FROM api_keys WHERE id = ?').get(id) as
-    | { revoked_at: number | null }
-    | undefined;
+  const key = db.get<{ revoked_at: number | null }>('SELECT revoked_at FROM api_keys WHERE id = ?', id);
   return key !== undefined && key.revoked_at === null;
 }
 
@@ -78,8 +74,5 @@ export function getKey(db: Db, id: string, customerId: number): ApiKeyInfo | und
 
 /** `auth_epoch` moves (by trigger) on every change to api_keys or domains, from any connection. */
 export function readAuthEpoch(db: Db): string {
-  return (
-    (db.statement("SELECT value FROM settings WHERE name = 'auth_epoch'").get() as { value: string } | undefined)
-      ?.value ?? ''
-  );
+  return db.get<{ value: string }>("SELECT value FROM settings WHERE name = 'auth_epoch'")?.value ?? '';
 }

@@ -41,29 +41,31 @@ export function applyTransition(
   now: number,
 ): void {
   db.tx(() => {
-    const mark = db.statement('SELECT state, held_at FROM recipients WHERE id = ?').get(r.id) as
-      | { state: string; held_at: number | null }
-      | undefined;
+    const mark = db.get<{ state: string; held_at: number | null }>(
+      'SELECT state, held_at FROM recipients WHERE id = ?',
+      r.id,
+    );
     const t = mark
       ? keptByOperator(given, { canceled: mark.state === 'canceled', held: mark.held_at !== null })
       : given;
     const { row } = t;
-    db.statement(
+    db.run(
       `UPDATE recipients SET state = @state, attempts = coalesce(@attempts, attempts),
          next_attempt_at = CASE WHEN @setNext = 1 THEN @next ELSE next_attempt_at END,
          held_at = CASE WHEN @state IN ('queued', 'deferred') THEN held_at END,
          last_response = coalesce(@response, last_response), source_ip = coalesce(@source, source_ip),
          updated_at = @now WHERE id = @id`,
-    ).run({
-      state: row.state,
-      attempts: row.attempts ?? null,
-      setNext: row.nextAttemptAt !== undefined ? 1 : 0,
-      next: row.nextAttemptAt ?? null,
-      response: row.lastResponse ?? null,
-      source: row.sourceIp ?? null,
-      now,
-      id: r.id,
-    });
+      {
+        state: row.state,
+        attempts: row.attempts ?? null,
+        setNext: row.nextAttemptAt !== undefined ? 1 : 0,
+        next: row.nextAttemptAt ?? null,
+        response: row.lastResponse ?? null,
+        source: row.sourceIp ?? null,
+        now,
+        id: r.id,
+      },
+    );
     releaseClaim(db, r.id);
     for (const e of t.events)
       recordEvent(db, {
@@ -149,10 +151,7 @@ export function recordComplaint(
 
 /** Whether the recipient's complaint is recorded already (one `email.complained` per recipient). */
 export function complainedAlready(db: Db, recipientId: number): boolean {
-  return (
-    db.statement("SELECT 1 FROM events WHERE recipient_id = ? AND type = 'email.complained'").get(recipientId) !==
-    undefined
-  );
+  return db.get("SELECT 1 FROM events WHERE recipient_id = ? AND type = 'email.complained'", recipientId) !== undefined;
 }
 
 type Recipient = NonNullable<ReturnType<typeof recipientById>>;
