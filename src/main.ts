@@ -28,6 +28,7 @@ import { relayOptions } from './outbound/relay.js';
 import type { Scheduler } from './outbound/scheduler.js';
 import type { SignerPool } from './outbound/signer.js';
 import type { RelayOptions } from './outbound/smtp-session.js';
+import type { TlsSessionLog } from './outbound/tls-sessions.js';
 import { type DataDirLock, lockDataDir, openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 import type { Dispatcher } from './webhooks/dispatcher.js';
@@ -206,6 +207,7 @@ interface Services {
   dispatcher: Dispatcher;
   scheduler: Scheduler;
   signer: SignerPool;
+  tlsLog: TlsSessionLog | undefined;
   /** The scheduled jobs: retention, the reputation check, the doctor and the domains' re-check. */
   schedules: { stop(): void | Promise<void> };
   doctor: DoctorRuns;
@@ -231,7 +233,7 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     store.wakeups.notify(node.id, 'webhooks');
   };
   const reputation = startReputationCheck(ctx, store, startReputationSettings(ctx), events);
-  const { scheduler, signer } = await buildOutbound(
+  const { scheduler, signer, tlsLog } = await buildOutbound(
     ctx,
     store,
     resolver,
@@ -274,6 +276,7 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     dispatcher,
     scheduler,
     signer,
+    tlsLog,
     schedules,
     doctor,
     queued,
@@ -346,6 +349,7 @@ async function stopDaemon({
   }
   // This node's claims released and its row removed, once nothing of it runs.
   await node.stop();
+  await services.tlsLog?.stop(); // the sessions counted since the last flush
   await services.signer.close();
   await services.webhooks.fetch.close();
   // Last: the dispatcher's final attempt log goes through the store's writes still under way.

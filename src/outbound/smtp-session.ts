@@ -187,7 +187,14 @@ export class SmtpSession {
     private readonly port: number,
     /** The pool and address it was opened from (outbound.pools). */
     readonly source?: { pool: string; ip: string },
+    /** The TLS failure it fell back to plain text from, when it did (for TLS reports). */
+    readonly tlsFallback?: SmtpError,
   ) {}
+
+  /** The connection's local address (the source address TLS reports name). */
+  get localAddress(): string {
+    return this.source?.ip ?? this.client.localAddress ?? '';
+  }
 
   /** Where this session's transactions go, for the delivery log. */
   get via(): Via {
@@ -238,12 +245,13 @@ export class SmtpSession {
         chunking: chunkingFor(mx, opts),
         ...(verify ? { checkPeer: (socket: TLSSocket) => verify(presentedChain(socket)) } : {}),
       });
+    const session = (client: SmtpClient, checked: boolean, fallback?: SmtpError) =>
+      new SmtpSession(client, mx, opts.bdatMemory, checked, address, opts.port, sourceOf(opts), fallback);
     try {
-      const client = await connect(true);
-      return new SmtpSession(client, mx, opts.bdatMemory, webPki || !!verify, address, opts.port, sourceOf(opts));
+      return session(await connect(true), webPki || !!verify);
     } catch (e) {
       if ((e as SmtpFailure).code === 'ETLS' && !requireTls)
-        return new SmtpSession(await connect(false), mx, opts.bdatMemory, false, address, opts.port, sourceOf(opts));
+        return session(await connect(false), false, e as SmtpError);
       throw e;
     }
   }

@@ -9,6 +9,7 @@ import { pgMessages } from './messages.js';
 import { pgNodes } from './nodes.js';
 import { pgQueue } from './queue-ops.js';
 import { pgReputation } from './reputation.js';
+import { pgTlsReports } from './tls-reports.js';
 import { pgWakeups } from './wakeups.js';
 import { pgWebhooks } from './webhooks.js';
 
@@ -41,5 +42,6 @@ export function pgStore(url: string, opts: { password?: string; max?: number; ap
     queue: pgQueue(db),
     reputation: pgReputation(db),
     dmarc: pgDmarc(db),
+    tlsReports: pgTlsReports(db),
   };
 }
