@@ -17,6 +17,7 @@ import { startReputationCheck, startReputationSettings } from './daemon/reputati
 import { scheduleRetention } from './daemon/retention.js';
 import { checkSourcesLocal } from './daemon/sources.js';
 import { firstSteps, prepareStore, RETURN_PATH_SECRET, UNSUBSCRIBE_SECRET } from './daemon/store.js';
+import { scheduleTlsReports, type TlsReportRuns } from './daemon/tls-reports.js';
 import { buildWebhooks } from './daemon/webhooks.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { createResolver } from './lib/dns.js';
@@ -53,6 +54,8 @@ export interface Daemon {
   dispatcher: Dispatcher;
   /** The deliverability doctor's hourly run on this node: its last report, and a run now. */
   doctor: Pick<DoctorRuns, 'last' | 'run'>;
+  /** The TLS reports of a day sent now (as the job does after midnight). */
+  tlsReports: Pick<TlsReportRuns, 'run'>;
   /** This node: its id (the worker its claims carry) and server.node_name. */
   node: { id: string; name: string };
   /** What a first run still lacks, asked of the store now: no usable API key, no dashboard user. */
@@ -145,6 +148,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     scheduler,
     dispatcher,
     doctor: services.doctor,
+    tlsReports: services.tlsReports,
     node: { id: node.id, name: config.server.node_name },
     firstSteps: () => firstSteps(store),
     reload: reloader(config, log, reloadParts),
@@ -211,6 +215,7 @@ interface Services {
   /** The scheduled jobs: retention, the reputation check, the doctor and the domains' re-check. */
   schedules: { stop(): void | Promise<void> };
   doctor: DoctorRuns;
+  tlsReports: TlsReportRuns;
   /** Work committed here: this node's loops look now, and the other nodes are told (after the commit). */
   queued: { outbound: () => void; events: () => void };
 }
@@ -258,11 +263,13 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
   };
   const retention = scheduleRetention(ctx, store);
   const recheck = scheduleDomainRecheck(ctx, store, resolver, queued.events);
+  const tlsReports = scheduleTlsReports(ctx, store, resolver, node, tlsLog, queued.outbound);
   const schedules = {
     stop: async () => {
       reputation.stop();
       doctor.stop();
       await recheck.stop();
+      await tlsReports.stop();
       await retention.stop();
     },
   };
@@ -279,6 +286,7 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     tlsLog,
     schedules,
     doctor,
+    tlsReports,
     queued,
   };
 }
