@@ -81,10 +81,10 @@ export function countKey(day: string, s: TlsSession): string {
  */
 export function resultTypeOf(message: string): TlsResultType {
   if (/does not offer STARTTLS|refused STARTTLS/i.test(message)) return 'starttls-not-supported';
-  if (/certificate has expired|CERT_HAS_EXPIRED|outside its dates|not yet valid/i.test(message))
+  if (/certificate has expired|CERT_HAS_EXPIRED|CERT_NOT_YET_VALID|outside its dates|not yet valid/i.test(message))
     return 'certificate-expired';
-  if (/does not match certificate|altnames|not valid for/i.test(message)) return 'certificate-host-mismatch';
-  if (/self[- ]signed|unable to (verify|get)|not trusted|untrusted|unknown ca/i.test(message))
+  if (/does not match certificate|altname|not valid for/i.test(message)) return 'certificate-host-mismatch';
+  if (/self[-_ ]signed|unable[_ ]to[_ ](verify|get)|not trusted|untrusted|unknown ca|CERT_UNTRUSTED/i.test(message))
     return 'certificate-not-trusted';
   return 'validation-failure';
 }

@@ -150,7 +150,11 @@ export async function directRoute(deps: RouteDeps, domain: string): Promise<Rout
   const hosts = mx.hosts.map((h) => h.host);
   const sts = deps.mtaSts ? await deps.mtaSts.policyState(domain) : undefined;
   const policy = sts?.policy;
-  if (policy?.mode !== 'enforce') return { hosts, smtp: deps.smtp, implicit: mx.implicit, ...(sts ? { sts } : {}) };
+  if (policy?.mode !== 'enforce') {
+    // Testing: delivered as without a policy, the certificate checked only for the TLS reports.
+    const smtp = policy?.mode === 'testing' && deps.tlsLog ? { ...deps.smtp, auditTls: true } : deps.smtp;
+    return { hosts, smtp, implicit: mx.implicit, ...(sts ? { sts } : {}) };
+  }
   const allowed = hosts.filter((h) => mxMatches(policy.mx, h));
   if (allowed.length === 0) {
     const words = `${domain}: no MX host matches its MTA-STS policy (mx: ${policy.mx.join(', ')})`;

@@ -42,6 +42,8 @@ export class SmtpClient {
   private readonly reader = new ReplyReader(() => this.socket?.destroy());
   private extensions = new Map<string, string>();
   secure = false;
+  /** Why the server's certificate did not verify (OpenSSL's code) when it was not required to; null otherwise. */
+  authorizationError: string | null = null;
   /** The connection's local address, once connected (the source address TLS reports name). */
   localAddress: string | undefined;
 
@@ -173,6 +175,7 @@ export class SmtpClient {
         clearTimeout(timer);
         secure.off('error', fail);
         this.secure = true;
+        if (!secure.authorized) this.authorizationError = String(secure.authorizationError ?? 'unverified');
         this.attach(secure);
         secure.setTimeout(this.opts.commandTimeout);
         resolve();

@@ -18,6 +18,8 @@ export interface SmtpOptions {
   commandTimeout: number;
   /** MTA-STS enforce: STARTTLS with a certificate valid for the MX name, or no delivery. */
   requireValidTls?: boolean;
+  /** MTA-STS testing: the certificate checked as enforce would, not refused (what it lacks is for the TLS reports). */
+  auditTls?: boolean;
   /** Extra trusted CAs (PEM) for requireValidTls and for the relay host. */
   extraCa?: string[];
   /** outbound.chunking: BDAT (RFC 3030) where the server offers it with PIPELINING. */
@@ -125,11 +127,12 @@ function stageOf(command: string | undefined): SmtpStage {
  * TLS options for an MX or relay host: its name for SNI and for the certificate check. A host given
  * as an address is checked against the certificate's IP addresses and sent no SNI (RFC 6066 3).
  */
-function tlsFor(host: string, valid: boolean, extraCa: string[] | undefined): ConnectionOptions {
+function tlsFor(host: string, valid: boolean, extraCa: string[] | undefined, audit = false): ConnectionOptions {
   const name = isIP(host) ? { host } : { servername: host };
+  const ca = valid || audit ? { ca: [...rootCertificates, ...(extraCa ?? [])] } : {};
   return valid
-    ? { ...name, rejectUnauthorized: true, minVersion: 'TLSv1.2', ca: [...rootCertificates, ...(extraCa ?? [])] }
-    : { ...name, rejectUnauthorized: false, minVersion: 'TLSv1' };
+    ? { ...name, rejectUnauthorized: true, minVersion: 'TLSv1.2', ...ca }
+    : { ...name, rejectUnauthorized: false, minVersion: 'TLSv1', ...ca };
 }
 
 /**
@@ -217,6 +220,11 @@ export class SmtpSession {
     return this.client.secure;
   }
 
+  /** Why the certificate would not have been accepted (auditTls), or null. */
+  get auditError(): string | null {
+    return this.client.authorizationError;
+  }
+
   get usable(): boolean {
     return !this.client.closed;
   }
@@ -241,7 +249,7 @@ export class SmtpSession {
         commandTimeout: opts.commandTimeout,
         startTls,
         requireTls,
-        tls: tlsFor(mx, webPki, opts.extraCa),
+        tls: tlsFor(mx, webPki, opts.extraCa, opts.auditTls),
         chunking: chunkingFor(mx, opts),
         ...(verify ? { checkPeer: (socket: TLSSocket) => verify(presentedChain(socket)) } : {}),
       });

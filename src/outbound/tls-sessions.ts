@@ -61,6 +61,9 @@ export function openedSession(policy: TlsPolicyRef, session: SmtpSession, sts?: 
   const where = { from: session.localAddress, host: session.mx, address: session.via.address };
   if (policy.type === 'sts' && sts?.failure)
     return { policy, failure: failure(sts.failure.kind, where, sts.failure.message) };
+  const audit = policy.type === 'sts' ? session.auditError : null;
+  if (session.secure && audit)
+    return { policy, failure: failure(resultTypeOf(audit), where, `certificate not accepted: ${audit}`) };
   if (session.secure) return { policy, failure: null };
   const fallback = session.tlsFallback;
   return fallback

@@ -33,7 +33,13 @@ const wrongEe = { usage: 3, selector: 1, matchingType: 1, certificate: sha256(Bu
 const posted: Array<{ url: string; type: string | undefined; body: Buffer }> = [];
 const web = https.createServer(tls, (req, res) => {
   if (req.url === '/.well-known/mta-sts.txt')
-    return res.writeHead(200).end('version: STSv1\nmode: enforce\nmx: *.sts.test\nmax_age: 86400\n');
+    return res
+      .writeHead(200)
+      .end(
+        req.headers.host === 'mta-sts.stsbad.test'
+          ? 'version: STSv1\nmode: testing\nmx: mx.stsbad.test\nmax_age: 86400\n'
+          : 'version: STSv1\nmode: enforce\nmx: *.sts.test\nmax_age: 86400\n',
+      );
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
@@ -85,6 +91,17 @@ dns.set('mx.sts.test', { A: ['127.0.0.8'] });
 dns.set('_mta-sts.sts.test', { TXT: ['v=STSv1; id=1'] });
 dns.set('mta-sts.sts.test', { A: ['127.0.0.1'] });
 dns.set('_smtp._tls.sts.test', rua('mailto:tls-reports@reports.test', `https://127.0.0.1:${webPort}/tlsrpt`));
+// stsbad.test: testing; its MX's certificate is signed by no CA, which the report says (delivered all the same).
+dns.set('stsbad.test', { MX: [{ preference: 10, exchange: 'mx.stsbad.test' }] });
+dns.set('mx.stsbad.test', { A: ['127.0.0.9'] });
+dns.set('_mta-sts.stsbad.test', { TXT: ['v=STSv1; id=1'] });
+dns.set('mta-sts.stsbad.test', { A: ['127.0.0.1'] });
+dns.set('_smtp._tls.stsbad.test', rua(`https://127.0.0.1:${webPort}/testing`));
+// nocert.test: a policy announced, at a web server whose certificate is not for mta-sts.nocert.test.
+dns.set('nocert.test', { MX: [{ preference: 10, exchange: 'mx.sts.test' }] });
+dns.set('_mta-sts.nocert.test', { TXT: ['v=STSv1; id=1'] });
+dns.set('mta-sts.nocert.test', { A: ['127.0.0.1'] });
+dns.set('_smtp._tls.nocert.test', rua(`https://127.0.0.1:${webPort}/nocert`));
 // DANE: a matching record, and one that matches nothing.
 dns.signed.add('dane.test');
 for (const [domain, records] of [
@@ -192,7 +209,11 @@ t.test('a day of sessions under MTA-STS and DANE is counted per connection, and 
   await send('e@plain.test');
   await drain();
   await send('f@wrong.dane.test');
+  await send('g@stsbad.test');
+  await send('h@nocert.test');
   await drain();
+  t.equal(untrusted.received.filter((m) => m.to[0] === 'g@stsbad.test').length, 1, 'testing: delivered');
+  t.equal(valid.received.filter((m) => m.to[0] === 'h@nocert.test').length, 1, 'no policy to be had: delivered');
   t.equal(valid.received.filter((m) => /@sts\.test/.test(m.to[0]!)).length, 2, 'sts.test: both delivered');
   t.equal(valid.received.filter((m) => m.to[0] === 'd@ee.dane.test').length, 1);
   t.equal(valid.received.filter((m) => /wrong\.dane\.test/.test(m.to[0]!)).length, 0, 'wrong.dane.test: deferred');
@@ -200,7 +221,7 @@ t.test('a day of sessions under MTA-STS and DANE is counted per connection, and 
   // The next day, past the delay: the day's counters are in the store, and its reports go.
   clock.advance(86_400_000);
   const first = await s.daemon.tlsReports.run(day);
-  t.same(first.sent.map((r) => r.domain).sort(), ['sts.test', 'wrong.dane.test']);
+  t.same(first.sent.map((r) => r.domain).sort(), ['nocert.test', 'sts.test', 'stsbad.test', 'wrong.dane.test']);
   t.match(first.skipped, [
     { domain: 'ee.dane.test', why: 'no TLS-RPT record' },
     { domain: 'plain.test', why: 'no TLS-RPT record' },
@@ -211,7 +232,7 @@ t.test('a day of sessions under MTA-STS and DANE is counted per connection, and 
   const reports = new Map(
     posted.map((p) => [p.url, { type: p.type, report: JSON.parse(gunzipSync(p.body).toString()) as Json }]),
   );
-  t.equal(posted.length, 2, 'one POST per https URI');
+  t.equal(posted.length, 4, 'one POST per https URI');
   const sts = reports.get('/tlsrpt')!;
   t.equal(sts.type, 'application/tlsrpt+gzip');
   t.ok(validReport(sts.report), JSON.stringify(validReport.errors));
@@ -272,6 +293,39 @@ t.test('a day of sessions under MTA-STS and DANE is counted per connection, and 
   ]);
   t.same(dane.report.policies[0].policy['policy-string'], [`3 1 1 ${wrongEe.certificate.toString('hex')}`]);
 
+  const testing = reports.get('/testing')!;
+  t.ok(validReport(testing.report), JSON.stringify(validReport.errors));
+  t.match(testing.report.policies, [
+    {
+      policy: {
+        'policy-type': 'sts',
+        'policy-string': ['version: STSv1', 'mode: testing', 'mx: mx.stsbad.test', 'max_age: 86400'],
+      },
+      summary: { 'total-successful-session-count': 0, 'total-failure-session-count': 1 },
+      'failure-details': [
+        {
+          'result-type': 'certificate-not-trusted',
+          'receiving-mx-hostname': 'mx.stsbad.test',
+          'failed-session-count': 1,
+        },
+      ],
+    },
+  ]);
+  const nocert = reports.get('/nocert')!;
+  t.ok(validReport(nocert.report), JSON.stringify(validReport.errors));
+  t.same(nocert.report.policies[0].policy, { 'policy-type': 'sts', 'policy-domain': 'nocert.test' });
+  t.match(nocert.report.policies[0], {
+    summary: { 'total-successful-session-count': 0, 'total-failure-session-count': 1 },
+    'failure-details': [
+      {
+        'result-type': 'sts-webpki-invalid',
+        'receiving-mx-hostname': 'mx.sts.test',
+        'receiving-ip': '127.0.0.8',
+        'failure-reason-code': /altnames|mta-sts\.nocert\.test/,
+      },
+    ],
+  });
+
   // The mail report: queued as example.com's mail, delivered to reports.test's MX, signed.
   await drain();
   const mails = valid.received.filter((m) => m.to[0] === 'tls-reports@reports.test');
@@ -313,8 +367,10 @@ t.test('tlsrpt show prints what was sent, and what would be', async (t) => {
     all.map((r) => [r.domain, r.sent?.sent_at !== undefined && r.sent !== null]),
     [
       ['ee.dane.test', false],
+      ['nocert.test', true],
       ['plain.test', false],
       ['sts.test', true],
+      ['stsbad.test', true],
       ['wrong.dane.test', true],
     ],
   );
