@@ -75,3 +75,20 @@ contract('TLS reports: a report claimed by one holder, taken over when stale, se
   await s.tlsReports.release('2026-11-27', 'b.example', 'n1');
   t.equal(await s.tlsReports.claim({ ...claim, domain: 'b.example', holder: 'n2', now: 1_001 }), true);
 });
+
+contract('TLS reports: retention drops the days older than retention.days, never the last two', async (t, s) => {
+  const now = Date.UTC(2026, 10, 28, 12);
+  for (const day of ['2026-11-20', '2026-11-25', '2026-11-26', '2026-11-27'])
+    await s.tlsReports.add([count(day, none, null, 1)]);
+  await s.tlsReports.claim({ day: '2026-11-20', domain: 'b.example', reportId: 'r', holder: 'n', now, staleMs: 1 });
+  await s.admin.purgeOld(now, 0);
+  t.same(await s.tlsReports.domains('2026-11-20'), ['b.example'], 'retention.days = 0: kept forever');
+  await s.admin.purgeOld(now, 3);
+  t.same(await s.tlsReports.domains('2026-11-20'), []);
+  t.same(await s.tlsReports.sentOn('2026-11-20'), []);
+  t.same(await s.tlsReports.domains('2026-11-25'), ['b.example'], 'within 3 days');
+  await s.admin.purgeOld(now, 1);
+  t.same(await s.tlsReports.domains('2026-11-25'), []);
+  t.same(await s.tlsReports.domains('2026-11-26'), ['b.example'], 'the last two days are kept');
+  t.same(await s.tlsReports.domains('2026-11-27'), ['b.example']);
+});
