@@ -55,7 +55,7 @@ export interface Daemon {
   /** The deliverability doctor's hourly run on this node: its last report, and a run now. */
   doctor: Pick<DoctorRuns, 'last' | 'run'>;
   /** The TLS reports of a day sent now (as the job does after midnight). */
-  tlsReports: Pick<TlsReportRuns, 'run'>;
+  tlsReports: Pick<TlsReportRuns, 'run' | 'due'>;
   /** This node: its id (the worker its claims carry) and server.node_name. */
   node: { id: string; name: string };
   /** What a first run still lacks, asked of the store now: no usable API key, no dashboard user. */

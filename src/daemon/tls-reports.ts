@@ -18,6 +18,8 @@ const DAY_MS = 86_400_000;
 export interface TlsReportRuns {
   /** Sends the reports of `day` (YYYY-MM-DD) now: those not sent yet, claimed against the other nodes. */
   run(day: string): Promise<DaySummary>;
+  /** What the timer does every 10 minutes: the previous day's reports, once due (tlsrpt.delay) and not done. */
+  due(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -64,7 +66,7 @@ export function scheduleTlsReports(
   let done = '';
   let nextTry = 0;
   let running: Promise<unknown> | undefined;
-  const tick = async () => {
+  const due = async () => {
     const now = clock.now();
     const day = utcDay(now - DAY_MS);
     if (!config.tlsrpt.enabled || done === day || now < nextTry) return;
@@ -79,13 +81,14 @@ export function scheduleTlsReports(
     }
   };
   const timer = setInterval(() => {
-    running ??= tick().finally(() => {
+    running ??= due().finally(() => {
       running = undefined;
     });
   }, TICK_MS);
   timer.unref();
   return {
     run,
+    due,
     async stop() {
       clearInterval(timer);
       await running;

@@ -359,6 +359,29 @@ t.test('a day of sessions under MTA-STS and DANE is counted per connection, and 
   );
 });
 
+t.test("the job sends the previous day's reports once tlsrpt.delay has passed after midnight", async (t) => {
+  // Sessions of the next day (the clock was moved a day on): retries, and the mail report's own.
+  await send('i@wrong.dane.test');
+  await drain();
+  const next = utcDay(clock.now());
+  clock.set(Date.parse(`${next}T00:00:00Z`) + 86_400_000 + 5 * 60_000);
+  const before = posted.length;
+  await s.daemon.tlsReports.due();
+  t.equal(posted.length, before, 'midnight + 5 min: not yet (tlsrpt.delay is 15 min)');
+  clock.advance(11 * 60_000);
+  await s.daemon.tlsReports.due();
+  t.same(
+    posted.slice(before).map((p) => p.url),
+    ['/dane'],
+    'midnight + 16 min: the previous day sent',
+  );
+  const report = JSON.parse(gunzipSync(posted.at(-1)!.body).toString()) as Json;
+  t.equal(report['date-range']['start-datetime'], `${next}T00:00:00Z`);
+  t.ok(report.policies[0].summary['total-failure-session-count'] >= 1);
+  await s.daemon.tlsReports.due();
+  t.equal(posted.length, before + 1, 'and only once');
+});
+
 t.test('tlsrpt show prints what was sent, and what would be', async (t) => {
   const shown = await runCli(['--config', s.configPath, '--json', 'tlsrpt', 'show', '--date', day]);
   t.equal(shown.code, 0, shown.stderr);
