@@ -68,6 +68,11 @@ export class SendGate {
     return this.auth.pause(customerId);
   }
 
+  /** Whether the customer may choose this pool for a send (send/admit.ts judges it): never from a stale cache on a refusal. */
+  mayChoosePool(customerId: number, pool: string): Promise<{ allowed: boolean; choices: string[] }> {
+    return this.auth.mayChoosePool(customerId, pool);
+  }
+
   /** One message's commit; throws the ApiError of a refusal (401 for a key revoked meanwhile). */
   async accept(input: SendInput): Promise<SendAnswer> {
     const result = await acceptSend(this.auth, this.store.messages, input);

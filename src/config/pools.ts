@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { POOL_NAME } from '../domain/send-request.js';
 
 /**
  * outbound.pools: named pools of source addresses (docs/delivery.md, "Sending identities"), each
@@ -19,9 +20,6 @@ export interface Pool {
   name: string;
   addresses: PoolAddress[];
 }
-
-/** A pool's name: as a customer's name, 1-63 letters, digits, "_", "." or "-". */
-export const POOL_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/i;
 
 const HOSTNAME = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i;
 

@@ -110,12 +110,27 @@ export type Refusal =
   | { kind: 'unsubscribe_unavailable' }
   | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> }
   | { kind: 'customer_paused'; reason?: string | null }
+  /**
+   * A pool chosen for the send (the API's `pool`, submission's X-Posthaste-Pool) that this
+   * customer may not choose: not configured (`configured` false), or neither among its allowed
+   * pools nor its default.
+   */
+  | { kind: 'pool_not_allowed'; pool: string; configured: boolean; allowed: string[] }
   /** Over a send quota of the customer (domain/quotas.ts): 429 with Retry-After. */
   | { kind: 'rate_limited'; quota: QuotaExceeded };
 
 /** Why a paused customer's send is refused, and who can resume it (the API's message; SMTP says the same). */
 export function pausedText(reason: string | null | undefined): string {
   return `Sending is paused for this account${reason ? ` (${reason})` : ''}: nothing was queued. An administrator of this posthaste server resumes it ("posthaste customers resume", or the dashboard's Customers page).`;
+}
+
+/** Why a chosen pool is refused, and which this customer may choose (the API's message; SMTP says the same). */
+export function poolText(r: Extract<Refusal, { kind: 'pool_not_allowed' }>): string {
+  const may =
+    r.allowed.length > 0 ? `this customer may choose ${r.allowed.join(', ')}` : 'this customer may choose none';
+  return r.configured
+    ? `pool ${r.pool} is not one this customer may choose (${may}: "posthaste customers set --allow-pools")`
+    : `pool ${r.pool} is not configured on this server (outbound.pools; ${may})`;
 }
 
 export function refusal(r: Refusal, domain: string): ApiError {
@@ -138,6 +153,8 @@ export function refusal(r: Refusal, domain: string): ApiError {
       );
     case 'customer_paused':
       return new ApiError('customer_paused', pausedText(r.reason));
+    case 'pool_not_allowed':
+      return new ApiError('validation_failed', `${poolText(r)}; nothing was queued.`, { pool: [poolText(r)] });
     case 'suppressed': {
       const p = new Problems();
       for (const s of r.addresses) p.add(s.field, `${s.address} is on the suppression list (${s.reason})`);

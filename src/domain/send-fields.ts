@@ -35,6 +35,7 @@ const KNOWN_FIELDS = new Set([
   'scheduled_at',
   'tags',
   'unsubscribe',
+  'pool',
 ]);
 
 /** Headers posthaste writes itself (docs/api.md); a request may not set them. Content-* is refused by prefix. */

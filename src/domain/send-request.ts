@@ -53,6 +53,21 @@ export interface SendRequest {
   tags: string[];
   /** The List-Unsubscribe fields asked for (docs/delivery.md, "One-click unsubscribe"). */
   unsubscribe: boolean;
+  /** The pool of source addresses chosen for this message (docs/delivery.md, "Sending identities"). */
+  pool?: string;
+}
+
+/** A pool's name (outbound.pools): as a customer's name, 1-63 letters, digits, "_", "." or "-". */
+export const POOL_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/i;
+
+/** `pool`: absent, or a pool's name; whether this customer may choose it is the send's to decide (send/admit.ts). */
+function poolField(v: unknown, p: Problems): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || !POOL_NAME.test(v)) {
+    p.add('pool', 'must be the name of a pool (1-63 letters, digits, "_", "." or "-")');
+    return undefined;
+  }
+  return v;
 }
 
 /** An attachment's size in bytes, from its Base64 text (strict: padded, no line breaks). */
@@ -99,6 +114,7 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
   const scheduledAt = scheduledAtField(body.scheduled_at, p);
   const tags = tagsField(body.tags, p);
   const unsubscribe = unsubscribeField(body.unsubscribe, headers, p);
+  const pool = poolField(body.pool, p);
 
   if (!p.empty || !from) return p;
   return {
@@ -114,6 +130,7 @@ export function validateSendRequest(body: Record<string, unknown>, limits: SendL
     ...(scheduledAt !== undefined ? { scheduledAt } : {}),
     tags,
     unsubscribe,
+    ...(pool !== undefined ? { pool } : {}),
   };
 }
 

@@ -1,6 +1,6 @@
-import type { ApiKeyInfo, SendCommit, SendInput, SendingDomain } from './model.js';
+import type { ApiKeyInfo, CustomerPools, SendCommit, SendInput, SendingDomain } from './model.js';
 import type { ReputationStore, Standing } from './reputation-store.js';
-import type { DomainStore, KeyStore, MessageStore } from './store.js';
+import type { CustomerStore, DomainStore, KeyStore, MessageStore } from './store.js';
 
 /**
  * Keys and sending domains cached in memory for the API. A checked lookup first reads
@@ -25,9 +25,18 @@ export class AuthCache {
   private domains = new Map<string, SendingDomain | undefined>();
   /** Each customer's pause (null: not paused), as the send path asks (a pause or resume moves the epoch). */
   private pauses = new Map<number, Standing | null>();
+  /** Every customer's pools that are not the default (a change of pools moves the epoch), read whole: they are few. */
+  private pools: Map<number, CustomerPools> | null = null;
   private static readonly MAX = 10_000;
 
-  constructor(private readonly store: { keys: KeyStore; domains: DomainStore; reputation?: ReputationStore }) {}
+  constructor(
+    private readonly store: {
+      keys: KeyStore;
+      domains: DomainStore;
+      reputation?: ReputationStore;
+      customers?: Pick<CustomerStore, 'pools'>;
+    },
+  ) {}
 
   /** The epoch the cached entries are at least as new as (read once before the first lookup). */
   get epoch(): string {
@@ -47,6 +56,7 @@ export class AuthCache {
       this.keys.clear();
       this.domains.clear();
       this.pauses.clear();
+      this.pools = null;
     }
   }
 
@@ -90,6 +100,26 @@ export class AuthCache {
     return (await this.standing(customerId, true)) ?? undefined;
   }
 
+  /**
+   * Whether this customer may choose `pool` for a send (its default pool or one of its allowed
+   * pools), and the pools it may choose: checked (the epoch read first; a change of pools moves
+   * it), so a send admitted after a change obeys it. Only a send that names a pool pays the read.
+   */
+  async mayChoosePool(customerId: number, pool: string): Promise<{ allowed: boolean; choices: string[] }> {
+    const choices = choicesOf(await this.customerPools(true), customerId);
+    return { allowed: choices.includes(pool), choices };
+  }
+
+  private async customerPools(checked: boolean): Promise<Map<number, CustomerPools>> {
+    await this.validate(checked);
+    if (this.pools) return this.pools;
+    if (!this.store.customers) return new Map();
+    const at = this.generation;
+    const pools = await this.store.customers.pools();
+    if (at === this.generation) this.pools = pools;
+    return pools;
+  }
+
   private async standing(customerId: number, checked: boolean): Promise<Standing | null> {
     await this.validate(checked);
     if (this.pauses.has(customerId)) return this.pauses.get(customerId)!;
@@ -104,6 +134,15 @@ export class AuthCache {
   private async validate(checked: boolean): Promise<void> {
     if (checked || this.current === '') await this.refresh();
   }
+}
+
+/** The pools a customer may choose per send: its allowed pools and its default. */
+function choicesOf(pools: Map<number, CustomerPools>, customerId: number): string[] {
+  const p = pools.get(customerId);
+  if (!p) return [];
+  return p.default_pool !== null && !p.allowed_pools.includes(p.default_pool)
+    ? [...p.allowed_pools, p.default_pool]
+    : p.allowed_pools;
 }
 
 /**

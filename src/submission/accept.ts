@@ -1,7 +1,7 @@
 import { addressKey } from '../domain/addresses.js';
-import { pausedText, type Refusal as SendRefusal } from '../domain/errors.js';
+import { pausedText, poolText, type Refusal as SendRefusal } from '../domain/errors.js';
 import { quotaMessage } from '../domain/quotas.js';
-import { acceptInputOf, admitSend, isRefused } from '../send/admit.js';
+import { acceptInputOf, admitSend, isRefused, sendRules } from '../send/admit.js';
 import { acceptSend } from '../store/auth-cache.js';
 import { isStoreFull, isStoreUnavailable } from '../store/errors.js';
 import type { AcceptInput, SendCommit } from '../store/model.js';
@@ -27,9 +27,12 @@ export async function acceptSubmitted(
   const now = deps.clock.now();
   const read = readSubmitted(chunks, size);
   if ('code' in read) throw read;
-  const admitted = await admitSend(deps.auth, key, read.from.domain, now, deps.send.current.quotas, {
-    asked: read.unsubscribe,
-    offered: deps.config.unsubscribe.public_url !== '',
+  const admitted = await admitSend(deps.auth, sendRules(deps), {
+    key,
+    fromDomain: read.from.domain,
+    unsubscribe: read.unsubscribe,
+    ...(read.pool !== undefined ? { pool: read.pool } : {}),
+    now,
   });
   if (isRefused(admitted)) throw smtpRefusal(admitted, read.from.domain);
   const { messageId } = admitted;
@@ -121,6 +124,8 @@ function smtpRefusal(r: SendRefusal, domain: string): Refusal {
       );
     case 'customer_paused':
       return refusal(550, `5.7.1 ${pausedText(r.reason)}`);
+    case 'pool_not_allowed':
+      return refusal(550, `5.7.1 X-Posthaste-Pool: ${poolText(r)}: nothing was queued`);
     case 'suppressed': {
       // Added to the list after its RCPT TO was taken: the client tries again, and RCPT TO then
       // refuses that recipient alone while the others go.

@@ -6,6 +6,7 @@ import {
   METADATA_MAX_KEY_LENGTH,
   METADATA_MAX_KEYS,
   METADATA_MAX_VALUE_LENGTH,
+  POOL_NAME,
   TAG_MAX_LENGTH,
 } from '../domain/send-request.js';
 import { MIME_LIMITS } from '../mime/limits.js';
@@ -38,6 +39,8 @@ export interface Submitted {
   metadata: Record<string, string>;
   /** X-Posthaste-Unsubscribe: yes asked for the List-Unsubscribe fields (docs/submission.md). */
   unsubscribe: boolean;
+  /** X-Posthaste-Pool: the pool of source addresses chosen (whether the customer may is the send's to decide). */
+  pool?: string;
   /** Address keys the To and Cc fields name (a recipient in neither is a Bcc). */
   to: Set<string>;
   cc: Set<string>;
@@ -63,6 +66,7 @@ const OURS = 'x-posthaste-';
 const TAG = 'x-posthaste-tag';
 const METADATA = 'x-posthaste-metadata-';
 const UNSUBSCRIBE = 'x-posthaste-unsubscribe';
+const POOL = 'x-posthaste-pool';
 const FIELD_NAME = /^[\x21-\x39\x3b-\x7e]+$/;
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 
@@ -170,20 +174,27 @@ function namedIn(fields: RawField[], text: string, name: string): Set<string> {
   return out;
 }
 
-type Labels = { tags: string[]; metadata: Record<string, string>; unsubscribe: boolean };
+type Labels = { tags: string[]; metadata: Record<string, string>; unsubscribe: boolean; pool?: string };
 
 /**
  * X-Posthaste-Tag (one tag a field, repeatable), X-Posthaste-Metadata-<name>, under the API's
- * limits, and X-Posthaste-Unsubscribe (yes or no; yes with the message's own List-Unsubscribe is refused).
+ * limits, X-Posthaste-Unsubscribe (yes or no; yes with the message's own List-Unsubscribe is
+ * refused) and X-Posthaste-Pool (once, a pool's name).
  */
 function labelsOf(fields: RawField[], text: string): Labels | Refusal {
   const tags: string[] = [];
   const metadata = Object.create(null) as Record<string, string>;
   let unsubscribe = false;
+  let pool: string | undefined;
   for (const f of fields) {
     if (!f.lower.startsWith(OURS)) continue;
     const value = decodeWords(fieldValue(text, f));
-    if (f.lower === UNSUBSCRIBE) {
+    if (f.lower === POOL) {
+      if (pool !== undefined) return refuse(554, `5.6.0 ${f.name} is given twice`);
+      if (!POOL_NAME.test(value))
+        return refuse(554, `5.6.0 ${f.name}: a pool's name is 1 to 63 letters, digits, "_", "." or "-"`);
+      pool = value;
+    } else if (f.lower === UNSUBSCRIBE) {
       if (!/^(yes|no)$/i.test(value)) return refuse(554, `5.6.0 ${f.name}: the value is yes or no`);
       unsubscribe = value.toLowerCase() === 'yes';
     } else if (f.lower === TAG) {
@@ -201,9 +212,15 @@ function labelsOf(fields: RawField[], text: string): Labels | Refusal {
     } else
       return refuse(
         554,
-        `5.6.0 ${f.name} is not a field posthaste knows (X-Posthaste-Tag, X-Posthaste-Metadata-<name>, X-Posthaste-Unsubscribe)`,
+        `5.6.0 ${f.name} is not a field posthaste knows (X-Posthaste-Tag, X-Posthaste-Metadata-<name>, X-Posthaste-Unsubscribe, X-Posthaste-Pool)`,
       );
   }
+  return labelsWithin(fields, { tags, metadata, unsubscribe, ...(pool !== undefined ? { pool } : {}) });
+}
+
+/** The labels read, within the API's limits and not at odds with the message's own fields. */
+function labelsWithin(fields: RawField[], labels: Labels): Labels | Refusal {
+  const { tags, metadata, unsubscribe } = labels;
   if (tags.length > MAX_TAGS)
     return refuse(554, `5.6.0 The message has ${tags.length} tags; at most ${MAX_TAGS} are allowed`);
   if (Object.keys(metadata).length > METADATA_MAX_KEYS)
@@ -213,7 +230,7 @@ function labelsOf(fields: RawField[], text: string): Labels | Refusal {
       554,
       "5.6.0 X-Posthaste-Unsubscribe: yes with the message's own List-Unsubscribe: posthaste writes it for each recipient",
     );
-  return { tags, metadata, unsubscribe };
+  return labels;
 }
 
 /** Reads a submitted message from the chunks DATA arrived in (`size` bytes in all); a refusal says why it cannot be sent. */

@@ -2,10 +2,14 @@
 // is this machine's on Linux, so each pool gets addresses of its own, with PTR records in the
 // loopback DNS server. The MX (smtp-server) sees each pool's mail from its own addresses with
 // their EHLO names; a customer's default pool and a message's own are honoured; a retry keeps the
-// address it was first tried from; an address that is not this machine's stops the start.
+// address it was first tried from; a pool chosen per send (the API's `pool`, submission's
+// X-Posthaste-Pool) is honoured when the customer may choose it and refused otherwise, nothing
+// queued; an address that is not this machine's stops the start.
 
+import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import nodemailer from 'nodemailer';
 import t from 'tap';
 import { ConfigError } from '../../src/config/load.js';
 import { createLogger } from '../../src/lib/logger.js';
@@ -14,9 +18,11 @@ import { waitFor } from '../../support/wait.js';
 import { eventsOf, getEmail, sendEmail } from '../helpers/api.js';
 import { json, runCli } from '../helpers/cli.js';
 import { startTestServer } from '../helpers/env.js';
-import type { Json } from '../helpers/http.js';
+import { fixturePath } from '../helpers/fixtures.js';
+import { type Json, request } from '../helpers/http.js';
 import { startMailEnv } from '../helpers/mail-env.js';
 import { send, sender } from '../helpers/stores.js';
+import { submissionToml } from '../helpers/submission.js';
 
 const POOLS = `retry_schedule = ["1s"]
 
@@ -54,6 +60,7 @@ const s = await startMailEnv({
   mxDomains: ['rcpt.test'],
   zone,
   outbound: POOLS,
+  toml: submissionToml(),
   daemon: { log: createLogger('info', sink) },
 });
 const { mx, key } = s;
@@ -147,6 +154,100 @@ t.test("a customer's default pool, and a message's own pool, are honoured", asyn
     'the pool that is gone is logged',
   );
 });
+
+t.test(
+  'a pool chosen per send, through the API and through submission; any other refused, nothing queued',
+  async (t) => {
+    await cli('customers', 'set', 'default', '--pool', 'transactional', '--allow-pools', 'bulk');
+    const count = async () => Number(await s.sql.value('SELECT count(*) FROM messages'));
+    const body = (to: string, pool?: string) => ({
+      from: 'shop@example.com',
+      to,
+      subject: 'Hi',
+      text_body: 'Hello.',
+      ...(pool !== undefined ? { pool } : {}),
+    });
+
+    const viaApi = await request(`${s.url}/api/v1/emails`, { key, body: body('p1@rcpt.test', 'bulk') });
+    t.equal(viaApi.status, 202, JSON.stringify(viaApi.body));
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: s.daemon.submission['submission.listen']!.port,
+      secure: false,
+      requireTLS: true,
+      auth: { user: 'posthaste', pass: key },
+      tls: { ca: readFileSync(fixturePath('tls/ca.pem')) },
+    });
+    t.teardown(() => transport.close());
+    const viaSmtp = await transport.sendMail({
+      from: 'shop@example.com',
+      to: 'p2@rcpt.test',
+      subject: 'Hi',
+      text: 'Hello.',
+      headers: { 'X-Posthaste-Pool': 'bulk' },
+    });
+    t.match(viaSmtp.response, /^250 2\.0\.0 Ok: queued as /);
+    await s.daemon.scheduler.drain();
+    for (const to of ['p1@rcpt.test', 'p2@rcpt.test'])
+      t.same(
+        got(to).map((m) => [m.remoteAddress, m.helo]),
+        [['127.0.0.4', 'bulk.pools.test']],
+        `${to}: from the pool chosen, over the customer's default`,
+      );
+    t.notMatch(
+      got('p2@rcpt.test')[0]?.data.toString() ?? '',
+      /X-Posthaste-Pool/i,
+      'the field is taken out before sending',
+    );
+    t.same(
+      (await request(`${s.url}/api/v1/emails`, { key, body: body('p3@rcpt.test', 'transactional') })).status,
+      202,
+      'its default pool may be named too',
+    );
+
+    const before = await count();
+    const other = await request(`${s.url}/api/v1/emails`, { key, body: body('p4@rcpt.test', 'v6only') });
+    t.equal(other.status, 422);
+    t.match(other.body, {
+      error: {
+        code: 'validation_failed',
+        details: {
+          pool: [/pool v6only is not one this customer may choose \(this customer may choose bulk, transactional/],
+        },
+      },
+    });
+    const unknown = await request(`${s.url}/api/v1/emails`, { key, body: body('p5@rcpt.test', 'nowhere') });
+    t.equal(unknown.status, 422);
+    t.match(unknown.body, { error: { details: { pool: [/pool nowhere is not configured on this server/] } } });
+    const malformed = await request(`${s.url}/api/v1/emails`, { key, body: body('p6@rcpt.test', 'no such pool') });
+    t.equal(malformed.status, 422);
+    t.match(malformed.body, { error: { details: { pool: [/must be the name of a pool/] } } });
+    const refused: unknown = await transport
+      .sendMail({
+        from: 'shop@example.com',
+        to: 'p7@rcpt.test',
+        subject: 'Hi',
+        text: 'Hello.',
+        headers: { 'X-Posthaste-Pool': 'v6only' },
+      })
+      .then(
+        () => 'accepted',
+        (e: unknown) => e,
+      );
+    t.match(refused, {
+      responseCode: 550,
+      response: /^550 5\.7\.1 X-Posthaste-Pool: pool v6only is not one this customer may choose/,
+    });
+    t.equal(await count(), before, 'nothing queued for a refused pool');
+
+    // Refused on the very next send once no longer allowed (a change of pools moves the auth epoch).
+    await cli('customers', 'set', 'default', '--allow-pools', '');
+    const revoked = await request(`${s.url}/api/v1/emails`, { key, body: body('p8@rcpt.test', 'bulk') });
+    t.equal(revoked.status, 422, 'no longer allowed: refused on the very next send');
+    await cli('customers', 'set', 'default', '--pool', '');
+    await s.daemon.scheduler.drain();
+  },
+);
 
 t.test("a pool without an address of the MX host's family sends nothing, and says why", async (t) => {
   const who = await sender(s.store);

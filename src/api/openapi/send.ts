@@ -162,6 +162,12 @@ export const SEND_REQUEST: Obj = {
       description:
         "`true`: posthaste adds one-click unsubscribe (RFC 8058) to each recipient's copy: `List-Unsubscribe` (an https URL under unsubscribe.public_url and a mailto at the return path domain, a token of the recipient's own) and `List-Unsubscribe-Post: List-Unsubscribe=One-Click`, both DKIM-signed. Unsubscribing suppresses the address (reason `unsubscribe`) and fires `recipient.unsubscribed`. Refused (422) when the server has no unsubscribe.public_url, or with a `List-Unsubscribe` in `headers`. A customer may have it on by default (`posthaste customers set NAME --unsubscribe on`).",
     },
+    pool: {
+      type: nullable('string'),
+      pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$',
+      description:
+        "The pool of source addresses this message leaves from (docs/delivery.md, \"Sending identities\"): one of the customer's allowed pools (`posthaste customers set NAME --allow-pools`) or its default pool. Absent: the customer's default pool, else the server's. A pool the server does not have, or the customer may not choose, is refused (422, `details.pool`), nothing queued.",
+    },
   },
   anyOf: ['body', 'text_body', 'html_body'].map((field) => ({
     required: [field],

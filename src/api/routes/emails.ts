@@ -5,7 +5,7 @@ import { ApiError, Problems, refusal, UnsendableMessage, validationError } from 
 import { messageIdOfField, parseMessageFilters } from '../../domain/message-search.js';
 import { recipientsOf, type SendRequest, validateSendRequest } from '../../domain/send-request.js';
 import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../outbound/compose.js';
-import { acceptInputOf, admitSend, isRefused, type SendContent } from '../../send/admit.js';
+import { acceptInputOf, admitSend, isRefused, type SendContent, sendRules } from '../../send/admit.js';
 import type { ApiKeyInfo } from '../../store/model.js';
 import { type AcceptInput, acceptedResponse } from '../../store/model.js';
 import { needs, requireKey } from '../authorization.js';
@@ -43,9 +43,12 @@ async function prepare(
   now: number,
 ): Promise<Prepared> {
   const req = validBody(deps, body);
-  const admitted = await admitSend(gate, key, req.from.domain, now, deps.send.current.quotas, {
-    asked: req.unsubscribe,
-    offered: deps.config.unsubscribe.public_url !== '',
+  const admitted = await admitSend(gate, sendRules(deps), {
+    key,
+    fromDomain: req.from.domain,
+    unsubscribe: req.unsubscribe,
+    ...(req.pool !== undefined ? { pool: req.pool } : {}),
+    now,
   });
   if (isRefused(admitted)) throw refusal(admitted, req.from.domain);
   checkSchedule(deps, req, now);

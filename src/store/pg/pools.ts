@@ -11,10 +11,16 @@ export function pgCustomerPools(db: PgDb): Pick<CustomerStore, 'pools' | 'setPoo
           "SELECT id, default_pool, allowed_pools FROM customers WHERE default_pool IS NOT NULL OR allowed_pools <> '[]'",
         ),
       ),
+    // A change of pools moves the auth epoch, so every node's send path reads them again (store/auth-cache.ts).
     setPools: async (id, change) => {
       const row = await db.row<CustomerPoolsRow>(
-        `UPDATE customers SET default_pool = CASE WHEN $2 THEN $3 ELSE default_pool END,
-           allowed_pools = coalesce($4, allowed_pools) WHERE id = $1 RETURNING id, default_pool, allowed_pools`,
+        `WITH changed AS (
+           UPDATE customers SET default_pool = CASE WHEN $2 THEN $3 ELSE default_pool END,
+             allowed_pools = coalesce($4, allowed_pools) WHERE id = $1 RETURNING id, default_pool, allowed_pools
+         ), epoch AS (
+           UPDATE settings SET value = (value::bigint + 1)::text WHERE name = 'auth_epoch' AND EXISTS (SELECT 1 FROM changed)
+         )
+         SELECT * FROM changed`,
         [
           id,
           change.defaultPool !== undefined,

@@ -47,7 +47,16 @@ export function customerPools(db: Db): Map<number, CustomerPools> {
   return customerPoolsMap(db.all<CustomerPoolsRow>(POOL_ROWS));
 }
 
+/** Sets a customer's pools and moves the auth epoch, so every node's send path reads them again (store/auth-cache.ts). */
 export function setCustomerPools(db: Db, id: number, change: CustomerPoolsChange): CustomerPools {
+  return db.tx(() => {
+    const pools = writeCustomerPools(db, id, change);
+    db.run("UPDATE settings SET value = value + 1 WHERE name = 'auth_epoch'");
+    return pools;
+  });
+}
+
+function writeCustomerPools(db: Db, id: number, change: CustomerPoolsChange): CustomerPools {
   const row = db.get<CustomerPoolsRow>(
     `UPDATE customers SET default_pool = CASE WHEN @setDefault THEN @default ELSE default_pool END,
        allowed_pools = coalesce(@allowed, allowed_pools) WHERE id = @id RETURNING id, default_pool, allowed_pools`,

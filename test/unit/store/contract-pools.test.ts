@@ -39,6 +39,16 @@ contract("a customer's pools: its default and the pools it may choose, changed f
   t.notOk((await s.customers.pools()).has(other.id), 'another customer untouched');
 });
 
+contract("a change of a customer's pools moves the auth epoch, as a pause does", async (t, s) => {
+  const c = (await s.customers.find('default'))!;
+  const before = await s.keys.authEpoch();
+  await s.customers.setPools(c.id, { allowedPools: ['bulk'] });
+  const after = await s.keys.authEpoch();
+  t.not(after, before, 'moved: every node reads the pools again before the next send that names one');
+  await t.rejects(s.customers.setPools(9999, { allowedPools: ['bulk'] }), /no customer with id 9999/);
+  t.equal(await s.keys.authEpoch(), after, 'an unknown customer changes nothing');
+});
+
 contract('a message keeps the pool it chose; delivery reads it with the message', async (t, s) => {
   const who = await sender(s);
   const chose = await send(s, who, { pool: 'bulk', to: ['a@example.net'], now: 1000 });
