@@ -29,7 +29,6 @@ import { relayOptions } from './outbound/relay.js';
 import type { Scheduler } from './outbound/scheduler.js';
 import type { SignerPool } from './outbound/signer.js';
 import type { RelayOptions } from './outbound/smtp-session.js';
-import type { TlsSessionLog } from './outbound/tls-sessions.js';
 import { type DataDirLock, lockDataDir, openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 import type { Dispatcher } from './webhooks/dispatcher.js';
@@ -211,7 +210,6 @@ interface Services {
   dispatcher: Dispatcher;
   scheduler: Scheduler;
   signer: SignerPool;
-  tlsLog: TlsSessionLog | undefined;
   /** The scheduled jobs: retention, the reputation check, the doctor and the domains' re-check. */
   schedules: { stop(): void | Promise<void> };
   doctor: DoctorRuns;
@@ -283,7 +281,6 @@ async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: R
     dispatcher,
     scheduler,
     signer,
-    tlsLog,
     schedules,
     doctor,
     tlsReports,
@@ -357,7 +354,7 @@ async function stopDaemon({
   }
   // This node's claims released and its row removed, once nothing of it runs.
   await node.stop();
-  await services.tlsLog?.stop(); // the sessions counted since the last flush
+  await services.tlsReports.closeSessions();
   await services.signer.close();
   await services.webhooks.fetch.close();
   // Last: the dispatcher's final attempt log goes through the store's writes still under way.

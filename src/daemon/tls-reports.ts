@@ -21,6 +21,8 @@ export interface TlsReportRuns {
   /** What the timer does every 10 minutes: the previous day's reports, once due (tlsrpt.delay) and not done. */
   due(): Promise<void>;
   stop(): Promise<void>;
+  /** At stop, once nothing delivers: the sessions counted since the last flush written, the flush timer stopped. */
+  closeSessions(): Promise<void>;
 }
 
 /**
@@ -94,5 +96,6 @@ export function scheduleTlsReports(
       await running;
       await fetch.close();
     },
+    closeSessions: async () => tlsLog?.stop(),
   };
 }

@@ -28,14 +28,12 @@ import type {
 } from './model.js';
 import type { QueueStore } from './queue-store.js';
 import type { ReputationStore } from './reputation-store.js';
-import type { TlsReportStore } from './tls-report-store.js';
 import type { WebhookStore } from './webhook-store.js';
 
 export type { AttemptOutcome, DeliveryStore, GroupRecord, OwnUse, SharedUse } from './delivery-store.js';
 export { comparePos, type FanOutPos } from './model.js';
 export type { QueueStore } from './queue-store.js';
 export type { ReputationStore, Standing, StandingChange } from './reputation-store.js';
-export type { TlsReportClaim, TlsReportRecord, TlsReportStore } from './tls-report-store.js';
 export type { EndpointChanges, WebhookStore } from './webhook-store.js';
 
 import type { EventEnvelope } from '../domain/events.js';
@@ -91,7 +89,7 @@ export interface Store {
   queue: QueueStore;
   reputation: ReputationStore;
   dmarc: DmarcStore;
-  tlsReports: TlsReportStore;
+  tlsReports: import('./tls-report-store.js').TlsReportStore;
 }
 
 /** Work a node tells the others of: recipients queued (outbound), events written (webhooks). */
