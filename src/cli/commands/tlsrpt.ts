@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { isDay } from '../../domain/tls-report.js';
 import { createResolver } from '../../lib/dns.js';
 import { dayReport, ruaOf, tlsReportSettings } from '../../reports/tls-report-send.js';
-import type { TlsReportRecord } from '../../store/tls-report-store.js';
+import type { TlsReportRecord } from '../../store/model.js';
 import { CliError, output, withStore } from '../context.js';
 
 /**
