@@ -357,6 +357,12 @@ t.test('a day of sessions under MTA-STS and DANE is counted per connection, and 
     [['pass', 'example.com']],
     'DKIM-signed with example.com key',
   );
+  const signed = /^DKIM-Signature:[\s\S]*?\sh=([^;]+);/m
+    .exec(raw.toString())![1]!
+    .replace(/\s+/g, '')
+    .toLowerCase()
+    .split(':');
+  t.ok(signed.includes('tls-report-domain') && signed.includes('tls-report-submitter'), 'the report fields are signed');
 });
 
 t.test("the job sends the previous day's reports once tlsrpt.delay has passed after midnight", async (t) => {
