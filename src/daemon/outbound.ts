@@ -5,7 +5,7 @@ import type { ClusterNode } from '../cluster/node.js';
 import { configuredDefaultPool, returnPathDomain, returnPathLabel } from '../config/settings.js';
 import { CLUSTER_THROTTLE, destinationOf } from '../domain/destinations.js';
 import { Dane } from '../outbound/dane.js';
-import { type DeliveryItem, deliverGroup, type GroupResult } from '../outbound/deliver.js';
+import { type DeliveryItem, deliverGroup, type GroupResult, type GroupWatch } from '../outbound/deliver.js';
 import { MtaSts } from '../outbound/mta-sts.js';
 import { MxResolver } from '../outbound/mx.js';
 import { Scheduler } from '../outbound/scheduler.js';
@@ -108,7 +108,7 @@ export async function buildOutbound(
     pausedCustomers: () => store.reputation.paused(),
     onEvents: hooks.onEvents,
     onOutcome: hooks.onOutcome,
-    deliver: (domain, items) => deliver(ctx, store, delivery, domain, items),
+    deliver: (domain, items, watch) => deliver(ctx, store, delivery, domain, items, watch),
   });
   return { scheduler, signer, tlsLog };
 }
@@ -170,6 +170,7 @@ function deliver(
   d: Delivery,
   domain: string,
   items: DeliveryItem[],
+  watch?: GroupWatch,
 ): Promise<GroupResult> {
   const { mx, mtaSts, dane } = d.lookups;
   return deliverGroup(
@@ -192,5 +193,6 @@ function deliver(
     },
     domain,
     items,
+    watch,
   );
 }

@@ -15,7 +15,7 @@ import {
 } from '../domain/doctor-domain.js';
 import type { DomainRow } from '../store/model.js';
 import { ask, nodeAddresses, nodeChecks } from './doctor-node.js';
-import { returnPathStatus } from './records.js';
+import { returnPathStatus, rotationRecords } from './records.js';
 
 /**
  * The deliverability doctor (docs/operations.md, "Deliverability"): every check of this node's
@@ -42,18 +42,31 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
   const checks: DoctorCheck[] = input.node ? await nodeChecks(config, resolver) : [];
   for (let i = 0; i < input.domains.length; i += DOMAINS_AT_ONCE) {
     const batch = input.domains.slice(i, i + DOMAINS_AT_ONCE);
-    for (const one of await Promise.all(batch.map((d) => domainChecks(config, resolver, d, addresses))))
+    for (const one of await Promise.all(batch.map((d) => domainChecks(config, resolver, d, addresses, input.now))))
       checks.push(...one);
   }
   return { at: new Date(input.now).toISOString(), checks };
 }
 
-/** Every check of one domain: DKIM (and the next key), SPF at its return path, DMARC, alignment, the MX records. */
+/** The keys of a rotation whose records must be published: the next one, and the previous one while its grace lasts (domain-setup/records.ts). */
+function rotationKeys(
+  d: DomainRow,
+  now: number,
+): Array<{ check: 'dkim_next' | 'dkim_previous'; selector: string; publicKey: string }> {
+  const { next, previous } = rotationRecords(d, now);
+  return [
+    ...(next ? [{ check: 'dkim_next' as const, ...next }] : []),
+    ...(previous ? [{ check: 'dkim_previous' as const, ...previous }] : []),
+  ];
+}
+
+/** Every check of one domain: DKIM (the next key and the previous one of a rotation), SPF at its return path, DMARC, alignment, the MX records. */
 async function domainChecks(
   config: Config,
   resolver: Resolver,
   d: DomainRow,
   addresses: SourceAddress[],
+  now: number,
 ): Promise<DoctorCheck[]> {
   const rp = returnPathStatus(d, config);
   const txt = (name: string) =>
@@ -63,13 +76,9 @@ async function domainChecks(
   const dmarc = await dmarcRecord(d.name, txt);
   const checks: Array<Promise<DoctorCheck> | DoctorCheck> = [
     txt(dkimName(d.dkim_selector)).then((a) => judgeDkim('dkim', d.name, d.dkim_selector, d.dkim_public_key, a)),
-    ...(d.next_dkim_selector && d.next_dkim_public_key
-      ? [
-          txt(dkimName(d.next_dkim_selector)).then((a) =>
-            judgeDkim('dkim_next', d.name, d.next_dkim_selector!, d.next_dkim_public_key!, a),
-          ),
-        ]
-      : []),
+    ...rotationKeys(d, now).map((k) =>
+      txt(dkimName(k.selector)).then((a) => judgeDkim(k.check, d.name, k.selector, k.publicKey, a)),
+    ),
     spfChecks(config, resolver, rp.envelope_domain, addresses).then((v) =>
       judgeSpf(d.name, rp.envelope_domain, v, spfRecord(addresses)),
     ),

@@ -12,17 +12,7 @@ import type { DomainStore } from '../store/store.js';
  * the switch, and the domain's own MX while it receives.
  */
 export function domainRecords(d: DomainRow, config: Config, now: number): DnsRecord[] {
-  const next =
-    d.next_dkim_selector && d.next_dkim_public_key
-      ? { selector: d.next_dkim_selector, publicKey: d.next_dkim_public_key }
-      : null;
-  const previous =
-    d.previous_dkim_selector &&
-    d.previous_dkim_public_key &&
-    d.dkim_switched_at !== null &&
-    now < d.dkim_switched_at + DKIM_GRACE_MS
-      ? { selector: d.previous_dkim_selector, publicKey: d.previous_dkim_public_key }
-      : null;
+  const { next, previous } = rotationRecords(d, now);
   return dnsRecords(
     {
       name: d.name,
@@ -35,6 +25,24 @@ export function domainRecords(d: DomainRow, config: Config, now: number): DnsRec
     },
     serverIdentity(config),
   );
+}
+
+type Key = { selector: string; publicKey: string };
+
+/** A rotation's keys to publish beside the signing one: the next while it waits, the previous for DKIM_GRACE_MS after the switch. */
+export function rotationRecords(d: DomainRow, now: number): { next: Key | null; previous: Key | null } {
+  const next =
+    d.next_dkim_selector && d.next_dkim_public_key
+      ? { selector: d.next_dkim_selector, publicKey: d.next_dkim_public_key }
+      : null;
+  const previous =
+    d.previous_dkim_selector &&
+    d.previous_dkim_public_key &&
+    d.dkim_switched_at !== null &&
+    now < d.dkim_switched_at + DKIM_GRACE_MS
+      ? { selector: d.previous_dkim_selector, publicKey: d.previous_dkim_public_key }
+      : null;
+  return { next, previous };
 }
 
 /** Where a domain's DKIM keys stand: the selector signing, one waiting to be published, one retired. */

@@ -20,9 +20,19 @@ export function recordTags(text: string): Map<string, string> {
   return tags;
 }
 
-/** The DKIM record at `selector._domainkey.domain` holds the key signing (or the next key of a rotation). */
+const DKIM_KEY_WORDS = {
+  dkim: 'the key posthaste signs with',
+  dkim_next: 'the next key of the rotation (signing switches to it once it is found)',
+  dkim_previous:
+    'the previous key of the rotation (mail signed before the switch is still checked against it until the grace ends)',
+} as const;
+
+/**
+ * The DKIM record at `selector._domainkey.domain` holds the key signing, the next key of a
+ * rotation, or the key it replaced while the grace after a switch lasts.
+ */
 export function judgeDkim(
-  check: 'dkim' | 'dkim_next',
+  check: keyof typeof DKIM_KEY_WORDS,
   domain: string,
   selector: string,
   publicKey: string,
@@ -31,10 +41,7 @@ export function judgeDkim(
   const name = `${selector}._domainkey.${domain}`;
   const c = { check, domain, subject: name };
   const publish = `publish the TXT record ${name} with the value ${zoneTxt(dkimValue(publicKey))}`;
-  const which =
-    check === 'dkim'
-      ? 'the key posthaste signs with'
-      : 'the next key of the rotation (signing switches to it once it is found)';
+  const which = DKIM_KEY_WORDS[check];
   if (answer.kind === 'no_answer') return noAnswer(c, answer.why);
   const keys = answer.kind === 'answered' ? answer.records.map((t) => recordTags(t).get('p')?.replace(/\s+/g, '')) : [];
   if (keys.includes(publicKey.replace(/\s+/g, '')))

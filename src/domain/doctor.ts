@@ -13,6 +13,7 @@ export const CHECK_NAMES = [
   'dnsbl',
   'dkim',
   'dkim_next',
+  'dkim_previous',
   'spf',
   'dmarc',
   'alignment',

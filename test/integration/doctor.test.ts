@@ -1,8 +1,9 @@
 // The deliverability doctor (docs/operations.md, "Deliverability") against a loopback DNS zone
 // broken on purpose: a missing PTR, a PTR naming another host, an address on a blocklist, SPF
-// whose include chain misses one address, SPF over ten lookups, a DKIM record for an old key, no
-// DMARC. `doctor --json` reports each fault with its fix and nothing else; on the zone fixed, every
-// check passes; a DNS server that answers SERVFAIL is "no answer", never a failed check.
+// whose include chain misses one address, SPF over ten lookups, a DKIM record for an old key, the
+// key a rotation replaced withdrawn before its grace ended, no DMARC. `doctor --json` reports each
+// fault with its fix and nothing else; on the zone fixed, every check passes; a DNS server that
+// answers SERVFAIL is "no answer", never a failed check.
 
 import t from 'tap';
 import type { TestDnsServer } from '../../support/dns-server.js';
@@ -33,6 +34,13 @@ for (const name of ['alpha.example', 'beta.example', 'gamma.example']) {
     ...(row.next_dkim_selector ? [{ selector: row.next_dkim_selector, key: row.next_dkim_public_key! }] : []),
   ]);
 }
+// gamma.example switched keys a day ago: the key it replaced must stay published through the grace.
+const gamma = (await store.domains.find('gamma.example'))!;
+const gammaOld = { selector: gamma.dkim_selector, key: gamma.dkim_public_key };
+await store.domains.rotateDkim(gamma.id, Date.now() - 86_400_000);
+await store.domains.switchDkim(gamma.id, Date.now() - 86_400_000);
+const gammaNow = (await store.domains.find('gamma.example'))!;
+keys.set('gamma.example', [{ selector: gammaNow.dkim_selector, key: gammaNow.dkim_public_key }]);
 
 const rev = (ip: string) => `${ip.split('.').reverse().join('.')}.in-addr.arpa`;
 const mx = [{ preference: 10, exchange: EHLO }];
@@ -51,6 +59,8 @@ function plant(zone: TestDnsServer, broken: boolean): void {
       zone.set(`${k.selector}._domainkey.${name}`, { TXT: [`v=DKIM1; k=rsa; p=${stale ? OLD_KEY : k.key}`] });
     });
     if (broken && name === 'gamma.example') continue;
+    if (name === 'gamma.example')
+      zone.set(`${gammaOld.selector}._domainkey.gamma.example`, { TXT: [`v=DKIM1; k=rsa; p=${gammaOld.key}`] });
     zone.set(`_dmarc.${name}`, { TXT: ['v=DMARC1; p=quarantine'] });
   }
   for (const name of keys.keys()) zone.set(`bounces.${name}`, { MX: mx });
@@ -81,6 +91,7 @@ t.test('the broken zone: each fault reported with its fix, and nothing else', as
     [
       ['dkim', 'beta.example', `${keys.get('beta.example')![0]!.selector}._domainkey.beta.example`, 'fail'],
       ['dmarc', 'gamma.example', '_dmarc.gamma.example', 'fail'],
+      ['dkim_previous', 'gamma.example', `${gammaOld.selector}._domainkey.gamma.example`, 'fail'],
       ['dnsbl', null, '192.0.2.3 on bl.test', 'fail'],
       ['reverse_dns', null, '192.0.2.1', 'fail'],
       ['reverse_dns', null, '192.0.2.2', 'fail'],
@@ -121,7 +132,11 @@ t.test('the broken zone: each fault reported with its fix, and nothing else', as
     (report.checks as Json[]).some((c) => c.check === 'dkim_next' && c.state === 'pass'),
     "the rotation's next key is checked",
   );
-  t.same(report.summary, { pass: report.checks.length - 7, fail: 7, no_answer: 0 });
+  t.match(fix('dkim_previous', 'gamma.example'), {
+    found: /has no DKIM record: receivers cannot check the previous key of the rotation/,
+    fix: `publish the TXT record ${gammaOld.selector}._domainkey.gamma.example`,
+  });
+  t.same(report.summary, { pass: report.checks.length - 8, fail: 8, no_answer: 0 });
 
   const human = await cli('doctor');
   t.match(human.stdout, /FAIL reverse_dns 192\.0\.2\.1: 192\.0\.2\.1 has no PTR record\n\s+fix: /);
@@ -137,6 +152,7 @@ t.test('the zone fixed: every check passes', async (t) => {
     'alignment',
     'dkim',
     'dkim_next',
+    'dkim_previous',
     'dmarc',
     'dnsbl',
     'mx',
