@@ -12,6 +12,7 @@ import { type ReloadParts, reloader } from './daemon/reload.js';
 import { type Services, startServices } from './daemon/services.js';
 import { checkSourcesLocal } from './daemon/sources.js';
 import { firstSteps, prepareStore } from './daemon/store.js';
+import type { TlsReportRuns } from './daemon/tls-reports.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { bindListeners, checkListen, closeListeners, type Listeners, listenSpecs } from './lib/listen.js';
 import type { Logger } from './lib/logger.js';
@@ -40,6 +41,8 @@ export interface Daemon {
   dispatcher: Dispatcher;
   /** The deliverability doctor's hourly run on this node: its last report, and a run now. */
   doctor: Pick<DoctorRuns, 'last' | 'run'>;
+  /** The TLS reports of a day sent now (as the job does after midnight). */
+  tlsReports: Pick<TlsReportRuns, 'run' | 'due'>;
   /** This node: its id (the worker its claims carry) and server.node_name. */
   node: { id: string; name: string };
   /** What a first run still lacks, asked of the store now: no usable API key, no dashboard user. */
@@ -132,6 +135,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     scheduler,
     dispatcher,
     doctor: services.doctor,
+    tlsReports: services.tlsReports,
     node: { id: node.id, name: config.server.node_name },
     firstSteps: () => firstSteps(store),
     reload: reloader(config, log, reloadParts),
@@ -249,6 +253,7 @@ async function stopDaemon({
   }
   // This node's claims released and its row removed, once nothing of it runs.
   await node.stop();
+  await services.tlsReports.closeSessions();
   await services.signer.close();
   await services.webhooks.fetch.close();
   // Last: the dispatcher's final attempt log goes through the store's writes still under way.

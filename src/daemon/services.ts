@@ -17,6 +17,7 @@ import { buildOutbound } from './outbound.js';
 import { startReputationCheck, startReputationSettings } from './reputation.js';
 import { scheduleRetention } from './retention.js';
 import { RETURN_PATH_SECRET, UNSUBSCRIBE_SECRET } from './store.js';
+import { scheduleTlsReports, type TlsReportRuns } from './tls-reports.js';
 import { buildWebhooks } from './webhooks.js';
 
 /** What the listeners and the loops share, built by startServices. */
@@ -33,6 +34,7 @@ export interface Services {
   /** The scheduled jobs: retention, the reputation check, the doctor and the domains' re-check. */
   schedules: { stop(): void | Promise<void> };
   doctor: DoctorRuns;
+  tlsReports: TlsReportRuns;
   /** Work committed here: this node's loops look now, and the other nodes are told (after the commit). */
   queued: { outbound: () => void; events: () => void };
 }
@@ -60,7 +62,7 @@ export async function startServices(
     store.wakeups.notify(node.id, 'webhooks');
   };
   const reputation = startReputationCheck(ctx, store, startReputationSettings(ctx), events);
-  const { scheduler, signer } = await buildOutbound(
+  const { scheduler, signer, tlsLog } = await buildOutbound(
     ctx,
     store,
     resolver,
@@ -85,11 +87,13 @@ export async function startServices(
   };
   const retention = scheduleRetention(ctx, store);
   const recheck = scheduleDomainRecheck(ctx, store, resolver, queued.events);
+  const tlsReports = scheduleTlsReports(ctx, store, resolver, node, tlsLog, queued.outbound);
   const schedules = {
     stop: async () => {
       reputation.stop();
       doctor.stop();
       await recheck.stop();
+      await tlsReports.stop();
       await retention.stop();
     },
   };
@@ -105,6 +109,7 @@ export async function startServices(
     signer,
     schedules,
     doctor,
+    tlsReports,
     queued,
   };
 }

@@ -18,7 +18,8 @@ export type RequestFormat = 'json' | 'mime';
 
 export interface AcceptInput {
   customerId: number;
-  apiKeyId: string;
+  /** The key it was sent with; null for the server's own mail (TLS reports: docs/delivery.md). */
+  apiKeyId: string | null;
   sandbox: boolean;
   messageId: string;
   /**

@@ -33,7 +33,7 @@ function pausedNow(db: Db, input: { customerId: number; sandbox: boolean }) {
 function accept(db: Db, input: SendInput): SendCommit {
   const authEpoch = readAuthEpoch(db);
   if (authEpoch !== input.authEpoch) {
-    if (!isKeyLive(db, input.apiKeyId)) return { kind: 'key_revoked', authEpoch };
+    if (input.apiKeyId !== null && !isKeyLive(db, input.apiKeyId)) return { kind: 'key_revoked', authEpoch };
     const domain = findSendingDomain(db, input.senderDomain);
     if (!domain || domain.customer_id !== input.customerId) return { kind: 'domain_unknown', authEpoch };
     if (domain.verified_at === null) return { kind: 'domain_unverified', authEpoch };
@@ -58,7 +58,7 @@ function acceptBatch(db: Db, input: BatchInput): BatchResult {
   }
   const moved = authEpoch !== input.authEpoch;
   if (moved) {
-    if (!isKeyLive(db, input.apiKeyId)) return { kind: 'key_revoked', authEpoch };
+    if (input.apiKeyId !== null && !isKeyLive(db, input.apiKeyId)) return { kind: 'key_revoked', authEpoch };
   }
   const response = batchAnswer(input.items, (item) => {
     if (moved) {
