@@ -1,4 +1,3 @@
-import type { Resolver } from 'node:dns/promises';
 import { type DeclaredRoute, declaredRoutes } from './api/authorization.js';
 import type { Lifecycle } from './api/deps.js';
 import type { ClusterNode } from './cluster/node.js';
@@ -6,32 +5,22 @@ import { configWarnings } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { joinCluster } from './daemon/cluster.js';
 import { type Ctx, startSettings } from './daemon/context.js';
-import { type DoctorRuns, scheduleDoctor } from './daemon/doctor.js';
-import { scheduleDomainRecheck } from './daemon/domain-recheck.js';
+import type { DoctorRuns } from './daemon/doctor.js';
 import { buildListeners } from './daemon/listeners.js';
 import { type Loops, startLoops } from './daemon/loops.js';
-import { buildMetrics } from './daemon/metrics.js';
-import { buildOutbound } from './daemon/outbound.js';
 import { type ReloadParts, reloader } from './daemon/reload.js';
-import { startReputationCheck, startReputationSettings } from './daemon/reputation.js';
-import { scheduleRetention } from './daemon/retention.js';
+import { type Services, startServices } from './daemon/services.js';
 import { checkSourcesLocal } from './daemon/sources.js';
-import { firstSteps, prepareStore, RETURN_PATH_SECRET, UNSUBSCRIBE_SECRET } from './daemon/store.js';
-import { buildWebhooks } from './daemon/webhooks.js';
+import { firstSteps, prepareStore } from './daemon/store.js';
+import type { TlsReportRuns } from './daemon/tls-reports.js';
 import { type Clock, systemClock } from './lib/clock.js';
-import { createResolver } from './lib/dns.js';
 import { bindListeners, checkListen, closeListeners, type Listeners, listenSpecs } from './lib/listen.js';
 import type { Logger } from './lib/logger.js';
-import { MemoryBudget } from './lib/memory-budget.js';
-import type { Metrics } from './lib/metrics.js';
 import { relayOptions } from './outbound/relay.js';
 import type { Scheduler } from './outbound/scheduler.js';
-import type { SignerPool } from './outbound/signer.js';
-import type { RelayOptions } from './outbound/smtp-session.js';
 import { type DataDirLock, lockDataDir, openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 import type { Dispatcher } from './webhooks/dispatcher.js';
-import type { WebhookService } from './webhooks/service.js';
 
 export interface Daemon {
   /** Where the API listens (resolved port when 0 was asked for). */
@@ -52,6 +41,8 @@ export interface Daemon {
   dispatcher: Dispatcher;
   /** The deliverability doctor's hourly run on this node: its last report, and a run now. */
   doctor: Pick<DoctorRuns, 'last' | 'run'>;
+  /** The TLS reports of a day sent now (as the job does after midnight). */
+  tlsReports: Pick<TlsReportRuns, 'run' | 'due'>;
   /** This node: its id (the worker its claims carry) and server.node_name. */
   node: { id: string; name: string };
   /** What a first run still lacks, asked of the store now: no usable API key, no dashboard user. */
@@ -144,6 +135,7 @@ async function startLocked(config: Config, log: Logger, opts: DaemonOptions, loc
     scheduler,
     dispatcher,
     doctor: services.doctor,
+    tlsReports: services.tlsReports,
     node: { id: node.id, name: config.server.node_name },
     firstSteps: () => firstSteps(store),
     reload: reloader(config, log, reloadParts),
@@ -193,91 +185,6 @@ async function openNode(ctx: Ctx, store: Store): Promise<ClusterNode> {
     await store.admin.close().catch(() => undefined);
     throw e;
   }
-}
-
-/** What the listeners and the loops share, built by startServices. */
-interface Services {
-  resolver: Resolver;
-  returnPathSecret: Buffer;
-  unsubscribeSecret: Buffer;
-  metrics: Metrics;
-  budget: MemoryBudget;
-  webhooks: WebhookService;
-  dispatcher: Dispatcher;
-  scheduler: Scheduler;
-  signer: SignerPool;
-  /** The scheduled jobs: retention, the reputation check, the doctor and the domains' re-check. */
-  schedules: { stop(): void | Promise<void> };
-  doctor: DoctorRuns;
-  /** Work committed here: this node's loops look now, and the other nodes are told (after the commit). */
-  queued: { outbound: () => void; events: () => void };
-}
-
-/** Steps: the shared services, webhooks, outbound, the reputation check and the retention schedule, in this order. */
-async function startServices(ctx: Ctx, store: Store, node: ClusterNode, relay: RelayOptions | null): Promise<Services> {
-  // Shared: one resolver on dns.servers (MX, MTA-STS, inbound SPF/DKIM/DMARC, webhook targets);
-  // metrics; one budget for the large messages the API and the listener hold in memory at once.
-  const resolver = createResolver(ctx.config.dns.servers);
-  const returnPathSecret = await store.admin.secret(RETURN_PATH_SECRET);
-  const unsubscribeSecret = await store.admin.secret(UNSUBSCRIBE_SECRET);
-  const doctor = scheduleDoctor(ctx, store);
-  const metrics = buildMetrics(ctx, store, node, doctor.last);
-  const budget = new MemoryBudget(ctx.config.limits.message_memory);
-
-  const { webhooks, dispatcher } = buildWebhooks(ctx, store, resolver, node, metrics);
-  // Work committed here: this node's loops look now, and the other nodes are told (after the commit).
-  const events = () => {
-    dispatcher.kick();
-    store.wakeups.notify(node.id, 'webhooks');
-  };
-  const reputation = startReputationCheck(ctx, store, startReputationSettings(ctx), events);
-  const { scheduler, signer } = await buildOutbound(
-    ctx,
-    store,
-    resolver,
-    relay,
-    returnPathSecret,
-    unsubscribeSecret,
-    node,
-    {
-      onEvents: events,
-      onOutcome: (kind, acceptedAt) => {
-        metrics.observeOutcome(kind, (ctx.clock.now() - acceptedAt) / 1000);
-        reputation.kick();
-      },
-    },
-  );
-  const queued = {
-    outbound: () => {
-      scheduler.kick();
-      store.wakeups.notify(node.id, 'outbound');
-    },
-    events,
-  };
-  const retention = scheduleRetention(ctx, store);
-  const recheck = scheduleDomainRecheck(ctx, store, resolver, queued.events);
-  const schedules = {
-    stop: async () => {
-      reputation.stop();
-      doctor.stop();
-      await recheck.stop();
-      await retention.stop();
-    },
-  };
-  return {
-    resolver,
-    returnPathSecret,
-    unsubscribeSecret,
-    metrics,
-    budget,
-    webhooks,
-    dispatcher,
-    scheduler,
-    signer,
-    schedules,
-    doctor,
-    queued,
-  };
 }
 
 /** Step: every listener bound; when one cannot be, what started is stopped again and the start fails. */
@@ -346,6 +253,7 @@ async function stopDaemon({
   }
   // This node's claims released and its row removed, once nothing of it runs.
   await node.stop();
+  await services.tlsReports.closeSessions();
   await services.signer.close();
   await services.webhooks.fetch.close();
   // Last: the dispatcher's final attempt log goes through the store's writes still under way.

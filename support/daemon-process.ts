@@ -11,6 +11,13 @@ export function memoryOf(pid: number): { rss: number; peak: number } {
   return { rss: mib('VmRSS'), peak: mib('VmHWM') };
 }
 
+/** The CPU a process has used so far (user and system, threads and all), in ms, from /proc (clock ticks of 10 ms). */
+export function cpuOf(pid: number): number {
+  // The fields after the command's name (which may hold spaces): utime and stime are the 12th and 13th.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 /** The Node flags the installed command runs with: those on bin/posthaste.js's #! line. */
 export function nodeFlags(): string[] {
   return (readFileSync(BIN, 'utf8').split('\n', 1)[0] ?? '').split(/\s+/).filter((a) => a.startsWith('--'));
@@ -27,13 +34,6 @@ export interface DaemonProcess {
 }
 
 /**
- * Starts the built daemon (`posthaste serve`) as a separate process, as systemd would. With
- * `bare`, without the test runner's NODE_OPTIONS: tap adds its module loader to every process it
- * sees spawned, and Node runs a loader on a thread of its own beside every isolate (about 10 MB
- * each, 45 MB in all for the daemon's four isolates), so memory is measured without it. `env -u`
- * removes it after tap has rewritten the environment.
- */
-/**
  * The environment posthaste runs in when a test or a benchmark starts it: this process's without
  * its POSTHASTE_* variables (the runner's own, such as POSTHASTE_REQUIRE_PEERS, would be read as
  * configuration overrides and refused), plus `env`.
@@ -43,6 +43,13 @@ export function cleanEnv(env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return { ...clean, ...env };
 }
 
+/**
+ * Starts the built daemon (`posthaste serve`) as a separate process, as systemd would. With
+ * `bare`, without the test runner's NODE_OPTIONS: tap adds its module loader to every process it
+ * sees spawned, and Node runs a loader on a thread of its own beside every isolate (about 10 MB
+ * each, 45 MB in all for the daemon's four isolates), so memory is measured without it. `env -u`
+ * removes it after tap has rewritten the environment.
+ */
 export function spawnDaemon(
   configPath: string,
   env: NodeJS.ProcessEnv = {},

@@ -15,6 +15,7 @@ import { queueCommand } from './commands/queue.js';
 import { reportsCommand } from './commands/reports.js';
 import { serveCommand } from './commands/serve.js';
 import { suppressionsCommand } from './commands/suppressions.js';
+import { tlsrptCommand } from './commands/tlsrpt.js';
 import { usersCommand } from './commands/users.js';
 import { webhooksCommand } from './commands/webhooks.js';
 import { CliError } from './context.js';
@@ -61,6 +62,7 @@ export function buildProgram(argv: string[] = process.argv): Command {
   suppressionsCommand(program);
   inboundCommand(program);
   reportsCommand(program);
+  tlsrptCommand(program);
   usersCommand(program);
   statusCommand(program);
   dbCommand(program);

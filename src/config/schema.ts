@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 
 import { k, type Schema, type ValueOf } from './keys.js';
 import { outboundKeys } from './schema-outbound.js';
+import { tlsrptKeys } from './schema-tlsrpt.js';
 
 /**
  * The configuration schema: every key's type, default and one-line description in one place
@@ -289,6 +290,7 @@ export const schema = {
       'How often one node judges the rates of the customers whose counters moved (0: never; pausing by hand still works)',
     ),
   },
+  tlsrpt: tlsrptKeys,
   metrics: {
     enabled: k({ type: 'bool' }, false, 'Serve Prometheus metrics at GET /metrics (no key needed), on metrics.listen'),
     listen: k(

@@ -78,29 +78,33 @@ export function buildListeners(ctx: Ctx, deps: ListenerDeps): Listeners {
     onAuth: (result) => metrics.submissionAuth.inc({ result }),
     onResult: (result) => metrics.submission.inc({ result }),
   });
-  const dashboard = config.dashboard.listen
-    ? buildDashboard({
-        store,
-        config,
-        clock,
-        log,
-        webhooks,
-        resolver,
-        budget,
-        doctor: deps.doctor.last,
-        send: settings.send,
-        onQueued: queued.outbound,
-      })
-    : undefined;
   // /metrics on its own address when metrics.listen is set; on the API listener otherwise (api/server.ts).
   return {
     smtp: listener,
     api: app,
-    dashboard,
+    dashboard: config.dashboard.listen ? dashboardListener(ctx, deps) : undefined,
     metrics: config.metrics.enabled && config.metrics.listen ? buildMetricsListener(metrics, log) : undefined,
     submission,
     unsubscribe: config.unsubscribe.listen
       ? buildUnsubscribeListener({ store, secret: deps.unsubscribeSecret, clock, log, onEvents: queued.events })
       : undefined,
   };
+}
+
+/** The dashboard's listener, on the services the API has too. */
+function dashboardListener(ctx: Ctx, deps: ListenerDeps) {
+  const { config, log, clock, settings } = ctx;
+  const { store, resolver, budget, webhooks, queued } = deps;
+  return buildDashboard({
+    store,
+    config,
+    clock,
+    log,
+    webhooks,
+    resolver,
+    budget,
+    doctor: deps.doctor.last,
+    send: settings.send,
+    onQueued: queued.outbound,
+  });
 }

@@ -5,7 +5,7 @@ import type { ClusterNode } from '../cluster/node.js';
 import { configuredDefaultPool, returnPathDomain, returnPathLabel } from '../config/settings.js';
 import { CLUSTER_THROTTLE, destinationOf } from '../domain/destinations.js';
 import { Dane } from '../outbound/dane.js';
-import { type DeliveryItem, deliverGroup, type GroupResult } from '../outbound/deliver.js';
+import { type DeliveryItem, deliverGroup, type GroupResult, type GroupWatch } from '../outbound/deliver.js';
 import { MtaSts } from '../outbound/mta-sts.js';
 import { MxResolver } from '../outbound/mx.js';
 import { Scheduler } from '../outbound/scheduler.js';
@@ -13,6 +13,7 @@ import { SignerPool } from '../outbound/signer.js';
 import { BdatMemory, type RelayOptions, type SmtpOptions } from '../outbound/smtp-session.js';
 import { SourcePicker } from '../outbound/source.js';
 import { Throttle } from '../outbound/throttle.js';
+import { TlsSessionLog } from '../outbound/tls-sessions.js';
 import type { Store } from '../store/store.js';
 import type { Ctx } from './context.js';
 import { checkSourcesDns } from './sources.js';
@@ -35,7 +36,12 @@ interface Delivery {
   smtp: SmtpOptions;
   /** outbound.pools: the source of each connection; undefined without pools. */
   sources: SourcePicker | undefined;
+  /** Each MX connection's TLS counted for the TLS reports; undefined when tlsrpt.enabled is off or mail goes through a relay. */
+  tlsLog: TlsSessionLog | undefined;
 }
+
+/** How often the TLS sessions counted in memory are added to the store's counters. */
+const TLS_FLUSH_MS = 10_000;
 
 /** Step: the outbound side: MX and MTA-STS lookups, the signing threads, and the scheduler with its destinations' throttle. */
 export async function buildOutbound(
@@ -47,7 +53,7 @@ export async function buildOutbound(
   unsubscribeSecret: Buffer,
   node: ClusterNode,
   hooks: { onEvents: () => void; onOutcome: (kind: string, acceptedAt: number) => void },
-): Promise<{ scheduler: Scheduler; signer: SignerPool }> {
+): Promise<{ scheduler: Scheduler; signer: SignerPool; tlsLog: TlsSessionLog | undefined }> {
   const { config, log, clock, settings } = ctx;
   const o = config.outbound;
   const lookups = outboundLookups(ctx, resolver);
@@ -61,6 +67,8 @@ export async function buildOutbound(
     );
   const signer = new SignerPool(o.signing_threads || cpus().length);
   const sources = sourcePicker(ctx, store, resolver);
+  const tlsLog = config.tlsrpt.enabled && !relay ? new TlsSessionLog(store, clock, log) : undefined;
+  tlsLog?.start(TLS_FLUSH_MS);
   const delivery: Delivery = {
     lookups,
     relay,
@@ -69,6 +77,7 @@ export async function buildOutbound(
     signer,
     smtp: smtpOptions(ctx, lookups.extraCa),
     sources,
+    tlsLog,
   };
   // Destination throttling: each node's own by its name, or one for all (limits_scope = "cluster").
   const throttleHolder = o.limits_scope === 'cluster' ? CLUSTER_THROTTLE : config.server.node_name;
@@ -99,9 +108,9 @@ export async function buildOutbound(
     pausedCustomers: () => store.reputation.paused(),
     onEvents: hooks.onEvents,
     onOutcome: hooks.onOutcome,
-    deliver: (domain, items) => deliver(ctx, store, delivery, domain, items),
+    deliver: (domain, items, watch) => deliver(ctx, store, delivery, domain, items, watch),
   });
-  return { scheduler, signer };
+  return { scheduler, signer, tlsLog };
 }
 
 /** outbound.pools: what chooses each connection's source address, their PTR records checked in the background; undefined without pools. */
@@ -161,6 +170,7 @@ function deliver(
   d: Delivery,
   domain: string,
   items: DeliveryItem[],
+  watch?: GroupWatch,
 ): Promise<GroupResult> {
   const { mx, mtaSts, dane } = d.lookups;
   return deliverGroup(
@@ -173,6 +183,7 @@ function deliver(
       ...(dane ? { dane } : {}),
       ...(d.relay ? { relay: d.relay } : {}),
       ...(d.sources ? { sources: d.sources } : {}),
+      ...(d.tlsLog ? { tlsLog: d.tlsLog } : {}),
       returnPathSecret: d.returnPathSecret,
       returnPathDomain: returnPathDomain(config),
       unsubscribe: { publicUrl: config.unsubscribe.public_url, secret: d.unsubscribeSecret },
@@ -182,5 +193,6 @@ function deliver(
     },
     domain,
     items,
+    watch,
   );
 }

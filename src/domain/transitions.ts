@@ -269,10 +269,10 @@ export function suppressedEventData(
 }
 
 /**
- * What a report tied to a recipient (store/sqlite/recipients.ts finds which, by token) does: a complaint,
- * a bounce of the entry for this recipient (else the report's first failure: forwarding may have
- * changed the address the remote system saw), or nothing (a delay warning, a success report, a
- * recipient already bounced).
+ * What a report tied to a recipient (store/model/inbound.ts, reportRecipientIds, says which, by
+ * token) does: a complaint, a bounce of the entry for this recipient (else the report's first
+ * failure: forwarding may have changed the address the remote system saw), or nothing (a delay
+ * warning, a success report, a recipient already bounced).
  */
 export function reportAction(
   report: Report,

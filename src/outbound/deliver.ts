@@ -41,6 +41,16 @@ export interface GroupResult {
   refusal: Reply | null;
   /** Messages composed for the first time: stored with the outcomes while a recipient may still be retried (store/sqlite/queue.ts keepComposed; store/pg/delivery.ts). */
   composed: Map<number, Buffer>;
+  /** Not tried because their customer was paused meanwhile: no attempt, no event; given back to the queue. */
+  givenBack: DeliveryItem[];
+}
+
+/** What the caller watches over a group while its connection is open (the scheduler). */
+export interface GroupWatch {
+  /** Whether a customer is paused (as last read, without a store read): its items not yet sent are given back. */
+  paused(customerId: number): boolean;
+  /** A transaction's outcome was added to the group's results (the scheduler writes a long connection's as they come). */
+  progress(group: GroupResult): void;
 }
 
 /**
@@ -48,8 +58,13 @@ export interface GroupResult {
  * suppression list again, resolve MX (or take the relay host), connect, then one transaction per
  * recipient (each has its own return path). Never throws for a remote problem: every item ends in an outcome.
  */
-export async function deliverGroup(deps: DeliverDeps, domain: string, items: DeliveryItem[]): Promise<GroupResult> {
-  const group: GroupResult = { results: [], composed: new Map(), unattempted: [], refusal: null };
+export async function deliverGroup(
+  deps: DeliverDeps,
+  domain: string,
+  items: DeliveryItem[],
+  watch?: GroupWatch,
+): Promise<GroupResult> {
+  const group: GroupResult = { results: [], composed: new Map(), unattempted: [], refusal: null, givenBack: [] };
   const pending = await checkSuppression(deps, items, group.results);
   if (pending.length === 0) return group;
   const route = deps.relay
@@ -76,7 +91,8 @@ export async function deliverGroup(deps: DeliverDeps, domain: string, items: Del
     // Connect only once the first message is ready (a cold signing thread takes seconds to start),
     // so no remote server waits on us mid-conversation.
     await window.signedFor(0);
-    await new GroupSender(deps, { ...route, domain }, group, window, new SendQueue(part), senders, need).run();
+    const queue = new SendQueue(part);
+    await new GroupSender(deps, { ...route, domain }, group, window, queue, senders, need, watch).run();
   }
   return group;
 }
@@ -95,6 +111,7 @@ class GroupSender {
     private readonly senders: SenderDomains,
     /** The source its connections need (outbound.pools); undefined without pools. */
     private readonly need?: SourceNeed,
+    private readonly watch?: GroupWatch,
   ) {
     this.lastFailure = reply(451, '4.4.1', `${route.domain}: no MX host could be reached`, 'connection_failure');
   }
@@ -131,6 +148,12 @@ class GroupSender {
   private async sendOver(session: SmtpSession): Promise<void> {
     while (!this.queue.empty) {
       const { item, at } = this.queue.take();
+      if (this.watch?.paused(item.message.customerId)) {
+        // Its customer was paused since the claim (docs/operations.md, "Reputation"): not sent.
+        this.window.sent(item);
+        this.group.givenBack.push(item);
+        continue;
+      }
       const message = await this.window.signedFor(at);
       this.window.sent(item);
       if (!Buffer.isBuffer(message)) {
@@ -138,6 +161,7 @@ class GroupSender {
         continue;
       }
       const r = await this.sendOne(session, item, message);
+      this.watch?.progress(this.group);
       if (r.kind === 'refused' && !r.permanent && isRateLimit(r.reply)) {
         // The destination asks us to slow down: sending the rest now would only collect more refusals.
         this.group.refusal = r.reply;

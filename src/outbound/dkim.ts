@@ -14,8 +14,8 @@ export interface DkimKey {
 
 /**
  * The header fields signed, when present: those a recipient sees or that decide how the message is
- * read (RFC 6376 5.4.1's list, and the List-* and Resent-* fields). Every instance present is
- * signed, the last first, as a verifier takes them.
+ * read (RFC 6376 5.4.1's list, the List-* and Resent-* fields, and a TLS report's own: RFC 8460
+ * 5.3). Every instance present is signed, the last first, as a verifier takes them.
  */
 const SIGNED_FIELDS = new Set([
   'from',
@@ -48,6 +48,8 @@ const SIGNED_FIELDS = new Set([
   'list-owner',
   'list-archive',
   'bimi-selector',
+  'tls-report-domain',
+  'tls-report-submitter',
 ]);
 
 /** Parsed PEM keys, by their text: parsing costs a good part of a signature. */

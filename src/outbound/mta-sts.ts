@@ -14,6 +14,17 @@ export interface StsPolicy {
   expires: number;
 }
 
+/** A domain's MTA-STS policy in force, or null; `failure` when one was announced and could not be had. */
+export interface StsState {
+  policy: StsPolicy | null;
+  failure?: { kind: 'sts-policy-fetch-error' | 'sts-webpki-invalid' | 'sts-policy-invalid'; message: string };
+}
+
+/** A certificate that did not verify is the WebPKI's failure; anything else, the fetch's. */
+function fetchFailureKind(e: Error & { code?: string }): 'sts-policy-fetch-error' | 'sts-webpki-invalid' {
+  return /CERT|SELF_SIGNED|UNABLE_TO|ALTNAME/.test(e.code ?? '') ? 'sts-webpki-invalid' : 'sts-policy-fetch-error';
+}
+
 export interface MtaStsOptions {
   /** HTTPS port of mta-sts.<domain> (443; tests use another). */
   port: number;
@@ -52,6 +63,15 @@ export class MtaSts {
   ) {}
 
   async policy(domain: string): Promise<StsPolicy | null> {
+    return (await this.policyState(domain)).policy;
+  }
+
+  /**
+   * The policy in force, and why a policy the TXT record announces could not be had (none in
+   * force then): for TLS reports (RFC 8460 4.3), the fetch failed, its certificate did not
+   * verify, or what came back is not a policy.
+   */
+  async policyState(domain: string): Promise<StsState> {
     const now = this.clock.now();
     const cached = this.cache.get(domain);
     const valid = cached && cached.expires > now ? cached : null;
@@ -59,17 +79,26 @@ export class MtaSts {
     try {
       id = await this.txtId(domain);
     } catch {
-      return valid;
+      return { policy: valid };
     }
-    if (id === null) return valid;
-    if (valid && valid.id === id) return valid;
+    if (id === null) return { policy: valid };
+    if (valid && valid.id === id) return { policy: valid };
+    let text: string;
     try {
-      const p = parsePolicy(await this.fetch(domain)) as { mode: StsPolicy['mode']; mx?: string[]; maxAge: number };
+      text = await this.fetch(domain);
+    } catch (e) {
+      const message = (e as Error).message;
+      return valid ? { policy: valid } : { policy: null, failure: { kind: fetchFailureKind(e as Error), message } };
+    }
+    try {
+      const p = parsePolicy(text) as { mode: StsPolicy['mode']; mx?: string[]; maxAge: number };
       const policy: StsPolicy = { id, mode: p.mode, mx: p.mx ?? [], maxAge: p.maxAge, expires: now + p.maxAge * 1000 };
       this.cache.set(domain, policy);
-      return policy;
-    } catch {
-      return valid;
+      return { policy };
+    } catch (e) {
+      return valid
+        ? { policy: valid }
+        : { policy: null, failure: { kind: 'sts-policy-invalid', message: (e as Error).message } };
     }
   }
 

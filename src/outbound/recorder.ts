@@ -5,7 +5,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { isStoreUnavailable } from '../store/errors.js';
 import type { DeliveryStore } from '../store/store.js';
-import type { DeliveryItem, GroupResult } from './deliver.js';
+import type { DeliveryItem, GroupResult, ItemResult } from './deliver.js';
 import { logDeliveries } from './delivery-log.js';
 import type { Throttle, ThrottleChange } from './throttle.js';
 
@@ -27,6 +27,9 @@ export interface RecorderDeps {
   stopping: () => boolean;
 }
 
+/** How many outcomes of a connection still sending are written together (`OutcomeRecorder.progress`). */
+const RECORD_EVERY = 10;
+
 /** Until when each of `items` is held back in the store: none before `from`, spread at the pace the destination takes mail. */
 export function holdBack(
   throttle: Throttle,
@@ -44,7 +47,25 @@ export function holdBack(
  * throttling in the order it changed; every write tried again while the store is away.
  */
 export class OutcomeRecorder {
+  /** Groups whose first outcomes are written already (`progress`): how many, and the writes. */
+  private readonly partly = new WeakMap<GroupResult, { written: number; writes: Promise<void> }>();
+
   constructor(private readonly deps: RecorderDeps) {}
+
+  /**
+   * A connection still sending: its outcomes so far written once RECORD_EVERY have come since the
+   * last write, so that a long connection's bounces count toward its customer's reputation (and
+   * a pause) while it sends, not once it is done; `record` writes the rest after these.
+   */
+  progress(group: GroupResult, started: number): void {
+    const part = this.partly.get(group) ?? { written: 0, writes: Promise.resolve() };
+    if (group.results.length - part.written < RECORD_EVERY) return;
+    const results = group.results.slice(part.written);
+    part.written = group.results.length;
+    part.writes = part.writes.then(() => this.write(results, new Map(), [], started));
+    this.partly.set(group, part);
+    this.deps.track(part.writes.catch(() => undefined));
+  }
 
   /**
    * One transaction for a whole group: the new states, their events and suppressions, what the
@@ -52,27 +73,21 @@ export class OutcomeRecorder {
    * log line per recipient (delivery-log.ts), `started` being when the attempt began.
    */
   async record(group: GroupResult, destination: string, change: ThrottleChange, started: number): Promise<void> {
-    const { clock, policy, log, throttle } = this.deps;
+    const { clock, log, throttle } = this.deps;
     const now = clock.now();
     let postpone: Array<{ id: number; until: number }> = [];
     if (group.unattempted.length) {
       const until = throttle.admit(destination, now);
       postpone = holdBack(throttle, destination, group.unattempted, until.kind === 'paused' ? until.until : now);
     }
+    // A paused customer's: due again now, which the claim skips while it is paused.
+    for (const item of group.givenBack) postpone.push({ id: item.recipient.id, until: now });
     if (change) this.saveThrottle(change, now);
-    await this.persist(() =>
-      this.deps.store.record({
-        results: group.results.map(({ item, outcome }) => ({
-          message: item.message,
-          recipient: item.recipient,
-          outcome,
-        })),
-        composed: group.composed,
-        postpone,
-        policy,
-        now,
-      }),
-    );
+    const part = this.partly.get(group);
+    if (part) await part.writes;
+    await this.write(group.results.slice(part?.written ?? 0), group.composed, postpone, started);
+    if (group.givenBack.length)
+      log.info({ recipients: group.givenBack.length }, 'recipients given back: their customer is paused');
     if (change?.kind === 'set' && group.refusal)
       log.warn(
         {
@@ -85,9 +100,23 @@ export class OutcomeRecorder {
         'destination asked us to slow down; throttling it',
       );
     else if (change?.kind === 'cleared') log.info({ destination }, 'destination back to its configured limits');
+  }
+
+  /** One transaction: these outcomes with their events, the copies composed, what is held back; then the counts and log lines. */
+  private async write(
+    results: ItemResult[],
+    composed: Map<number, Buffer>,
+    postpone: Array<{ id: number; until: number }>,
+    started: number,
+  ): Promise<void> {
+    const now = this.deps.clock.now();
+    const rows = results.map(({ item, outcome }) => ({ message: item.message, recipient: item.recipient, outcome }));
+    await this.persist(() =>
+      this.deps.store.record({ results: rows, composed, postpone, policy: this.deps.policy, now }),
+    );
     this.deps.onEvents?.();
-    for (const { item, outcome } of group.results) this.deps.onOutcome?.(outcome.kind, item.message.createdAt);
-    logDeliveries(log, group.results, started, now);
+    for (const { item, outcome } of results) this.deps.onOutcome?.(outcome.kind, item.message.createdAt);
+    logDeliveries(this.deps.log, results, started, now);
   }
 
   /** Sandbox recipients never open a connection; the simulator domain picks their outcome. */

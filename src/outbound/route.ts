@@ -1,11 +1,12 @@
 import type { Outcome } from '../domain/outcome.js';
 import { type Reply, reply } from '../domain/outcome.js';
 import type { Logger } from '../lib/logger.js';
-import type { Dane } from './dane.js';
-import { type MtaSts, mxMatches } from './mta-sts.js';
+import type { Dane, DanePolicy } from './dane.js';
+import { type MtaSts, mxMatches, type StsState } from './mta-sts.js';
 import type { MxResolver } from './mx.js';
 import { type RelayOptions, replyOf, type SmtpOptions, SmtpSession } from './smtp-session.js';
 import type { SourceNeed, SourcePicker } from './source.js';
+import { failedSession, failure, hostPolicy, openedSession, type TlsSessionLog } from './tls-sessions.js';
 
 // Where a delivery group goes and the session it goes over (deliver.ts's first steps): the MX
 // hosts narrowed by MTA-STS, or the relay host; each host's DANE policy; the hosts and their
@@ -23,6 +24,8 @@ export interface RouteDeps {
   relay?: RelayOptions;
   /** outbound.pools: the source address of each connection; undefined without pools (the kernel picks). */
   sources?: SourcePicker;
+  /** Each connection's TLS counted for the TLS reports (RFC 8460); undefined: not counted. */
+  tlsLog?: TlsSessionLog;
   log: Logger;
 }
 
@@ -32,6 +35,8 @@ export interface Route {
   smtp: SmtpOptions;
   /** The domain has no MX and is its own host (RFC 5321 5.1). */
   implicit: boolean;
+  /** The domain's MTA-STS policy as looked up (direct delivery with outbound.mta_sts on). */
+  sts?: StsState;
 }
 
 /**
@@ -58,9 +63,12 @@ export async function connect(
       failure = reply(451, '4.4.3', `${host}: ${(e as Error).message}`, 'dns_failure');
       continue;
     }
-    const smtp = relay || !deps.dane ? route.smtp : await daneOptions(deps.dane, route, host);
+    const dane = relay || !deps.dane ? undefined : await deps.dane.policy(route.domain, host, route.implicit);
+    const smtp = dane ? daneOptions(deps.dane!, route, host, dane) : route.smtp;
+    const policy = relay ? undefined : hostPolicy(route.domain, host, route.sts, dane);
     if ('failure' in smtp) {
       failure = smtp.failure;
+      if (policy) deps.tlsLog?.record({ policy, failure: tlsFailure('dnssec-invalid', host, smtp.failure.message) });
       continue;
     }
     for (const address of addresses) {
@@ -72,12 +80,14 @@ export async function connect(
       tried++;
       const opts = source ? { ...smtp, source } : smtp;
       try {
-        return {
-          session: relay
-            ? await SmtpSession.openRelay(address, relay, opts)
-            : await SmtpSession.open(host, address, opts),
-        };
+        const session = relay
+          ? await SmtpSession.openRelay(address, relay, opts)
+          : await SmtpSession.open(host, address, opts);
+        if (policy) deps.tlsLog?.record(openedSession(policy, session, route.sts));
+        return { session };
       } catch (e) {
+        if (policy && (e as { code?: string }).code === 'ETLS')
+          deps.tlsLog?.record(failedSession(policy, e as Error, host, address));
         failure = replyOf(e as Error);
         failure = { ...failure, message: `${host} [${address}]: ${failure.message}` };
         deps.log.debug(
@@ -101,16 +111,15 @@ export async function connect(
 }
 
 /** The SMTP options for one MX host under its DANE policy; where there are TLSA records, DANE rather than MTA-STS decides how TLS is checked (RFC 8461 2). */
-async function daneOptions(
-  dane: Dane,
-  route: Route & { domain: string },
-  host: string,
-): Promise<SmtpOptions | { failure: Reply }> {
-  const policy = await dane.policy(route.domain, host, route.implicit);
+function daneOptions(dane: Dane, route: Route, host: string, policy: DanePolicy): SmtpOptions | { failure: Reply } {
   if (policy.kind === 'none') return route.smtp;
   if (policy.kind === 'temporary') return { failure: reply(451, '4.7.5', `${host}: ${policy.detail}`, 'dns_failure') };
   return { ...route.smtp, dane: { verify: policy.kind === 'dane' ? dane.verifier(policy.records, host) : null } };
 }
+
+/** A failure found before any connection (no source address, no receiving address). */
+const tlsFailure = (type: Parameters<typeof failure>[0], host: string, reason: string) =>
+  failure(type, { from: '', host, address: '' }, reason);
 
 /**
  * Step: where a domain's mail goes when it goes direct: its MX hosts, narrowed by its MTA-STS
@@ -139,20 +148,22 @@ export async function directRoute(deps: RouteDeps, domain: string): Promise<Rout
             : { kind: 'deferred', reply: reply(451, '4.4.3', mx.detail, 'dns_failure') },
     };
   const hosts = mx.hosts.map((h) => h.host);
-  const policy = deps.mtaSts ? await deps.mtaSts.policy(domain) : null;
-  if (policy?.mode !== 'enforce') return { hosts, smtp: deps.smtp, implicit: mx.implicit };
+  const sts = deps.mtaSts ? await deps.mtaSts.policyState(domain) : undefined;
+  const policy = sts?.policy;
+  if (policy?.mode !== 'enforce') {
+    // Testing: delivered as without a policy, the certificate checked only for the TLS reports.
+    const smtp = policy?.mode === 'testing' && deps.tlsLog ? { ...deps.smtp, auditTls: true } : deps.smtp;
+    return { hosts, smtp, implicit: mx.implicit, ...(sts ? { sts } : {}) };
+  }
   const allowed = hosts.filter((h) => mxMatches(policy.mx, h));
-  if (allowed.length === 0)
-    return {
-      outcome: {
-        kind: 'deferred',
-        reply: reply(
-          451,
-          '4.7.5',
-          `${domain}: no MX host matches its MTA-STS policy (mx: ${policy.mx.join(', ')})`,
-          'tls_failure',
-        ),
-      },
-    };
-  return { hosts: allowed, smtp: { ...deps.smtp, requireValidTls: true }, implicit: mx.implicit };
+  if (allowed.length === 0) {
+    const words = `${domain}: no MX host matches its MTA-STS policy (mx: ${policy.mx.join(', ')})`;
+    for (const host of hosts)
+      deps.tlsLog?.record({
+        policy: hostPolicy(domain, host, sts),
+        failure: tlsFailure('validation-failure', host, words),
+      });
+    return { outcome: { kind: 'deferred', reply: reply(451, '4.7.5', words, 'tls_failure') } };
+  }
+  return { hosts: allowed, smtp: { ...deps.smtp, requireValidTls: true }, implicit: mx.implicit, sts };
 }

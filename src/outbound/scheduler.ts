@@ -3,8 +3,9 @@ import type { Clock } from '../lib/clock.js';
 import { KeyedPool } from '../lib/keyed-pool.js';
 import type { Logger } from '../lib/logger.js';
 import type { DeliveryStore } from '../store/store.js';
-import type { DeliveryItem, GroupResult } from './deliver.js';
+import type { DeliveryItem, GroupResult, GroupWatch } from './deliver.js';
 import { DestinationCache } from './destination-cache.js';
+import { PausedCustomers } from './paused-customers.js';
 import { holdBack, OutcomeRecorder } from './recorder.js';
 import { SharedLimits } from './shared-limits.js';
 import type { Throttle } from './throttle.js';
@@ -14,7 +15,7 @@ export interface SchedulerDeps {
   clock: Clock;
   log: Logger;
   /** Delivers a group of items at one domain over one connection. */
-  deliver: (domain: string, items: DeliveryItem[]) => Promise<GroupResult>;
+  deliver: (domain: string, items: DeliveryItem[], watch?: GroupWatch) => Promise<GroupResult>;
   /** The destination a domain's mail goes to (domain/destinations.ts), the domain itself when it is its own; rejects when it cannot be told now. */
   destinationOf: (domain: string) => Promise<string>;
   /** Per-destination limits and adaptive backoff. */
@@ -65,6 +66,8 @@ export class Scheduler {
   private readonly recorder: OutcomeRecorder;
   /** limits_scope = "cluster": this node's part in the limits the nodes share; absent per node. */
   private readonly shared?: SharedLimits;
+  /** The paused customers as last read (absent when the daemon does not say). */
+  private readonly paused?: PausedCustomers;
 
   constructor(private readonly deps: SchedulerDeps) {
     this.pool = new KeyedPool({
@@ -90,6 +93,8 @@ export class Scheduler {
             .catch((e: unknown) => deps.log.warn({ err: e, domain }, 'destination not kept in the store')),
         ),
     });
+    if (deps.pausedCustomers)
+      this.paused = new PausedCustomers({ ...deps, read: deps.pausedCustomers, track: (w) => this.pool.track(w) });
     if (deps.sharedAs !== undefined)
       this.shared = new SharedLimits(deps.sharedAs, deps, (work) => this.pool.track(work));
   }
@@ -213,25 +218,11 @@ export class Scheduler {
     this.deps.log.info({ recipients: ids.length }, 'recipients held: their destination is held');
   }
 
-  private pausedReadAt = 0;
-
-  /**
-   * What waits here for a customer paused since it was claimed is given back to the queue without
-   * an attempt (its claim released, its row untouched; the claim skips it while the customer is
-   * paused). The paused customers are read at most every 250 ms, and only while something waits.
-   */
+  /** What waits here for a customer paused since it was claimed goes back to the queue unattempted (paused-customers.ts). */
   private async givePausedBack(): Promise<void> {
-    const read = this.deps.pausedCustomers;
-    const now = this.deps.clock.now();
-    if (!read || now - this.pausedReadAt < 250 || !this.pool.hasWaiting) return;
-    this.pausedReadAt = now;
-    const paused = new Set(await read());
-    if (paused.size === 0) return;
-    const ids: number[] = [];
-    this.pool.each((_domain, list) => {
-      for (let i = list.length - 1; i >= 0; i--)
-        if (paused.has(list[i]!.message.customerId)) ids.push(list.splice(i, 1)[0]!.recipient.id);
-    });
+    if (!this.paused || !this.pool.hasWaiting) return;
+    await this.paused.refresh();
+    const ids = this.paused.takeFrom(this.pool);
     if (ids.length === 0) return;
     await this.deps.store.releaseClaims(ids).catch((e: unknown) => {
       this.unreleased.push(...ids);
@@ -313,6 +304,17 @@ export class Scheduler {
       if (this.deps.throttle.openConnections(destination) === 0) this.peakPerDestination.delete(destination);
   }
 
+  /** While a connection sends: its outcomes written as they come (recorder.ts), the paused customers read again. */
+  private watch(started: number): GroupWatch {
+    return {
+      paused: (customerId) => this.paused?.has(customerId) ?? false,
+      progress: (group) => {
+        this.recorder.progress(group, started);
+        this.paused?.poke();
+      },
+    };
+  }
+
   /** One connection's delivery: the throttle is told when it opens and how it went; the outcomes are recorded together. */
   private start(domain: string, destination: string, items: DeliveryItem[]): void {
     const { throttle, clock } = this.deps;
@@ -325,7 +327,7 @@ export class Scheduler {
       let closed = false;
       const started = clock.now();
       try {
-        const group = await this.deps.deliver(domain, items);
+        const group = await this.deps.deliver(domain, items, this.watch(started));
         const delivered = group.results.filter((r) => r.outcome.kind === 'delivered').length;
         const change = throttle.close(ticket, { delivered, refusal: group.refusal }, clock.now());
         closed = true;

@@ -4,6 +4,9 @@
 export type SmtpErrorCode = 'ECONNECTION' | 'ETIMEDOUT' | 'ETLS' | 'EAUTH' | 'EPROTOCOL' | 'EENVELOPE' | 'ECHUNKING';
 
 export class SmtpError extends Error {
+  /** The local address of the connection it failed on, once connected (for TLS reports). */
+  localAddress?: string;
+
   constructor(
     message: string,
     readonly code: SmtpErrorCode,

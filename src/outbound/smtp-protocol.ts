@@ -42,6 +42,10 @@ export class SmtpClient {
   private readonly reader = new ReplyReader(() => this.socket?.destroy());
   private extensions = new Map<string, string>();
   secure = false;
+  /** Why the server's certificate did not verify (OpenSSL's code) when it was not required to; null otherwise. */
+  authorizationError: string | null = null;
+  /** The connection's local address, once connected (the source address TLS reports name). */
+  localAddress: string | undefined;
 
   private constructor(private readonly opts: SmtpClientOptions) {}
 
@@ -53,6 +57,7 @@ export class SmtpClient {
       return client;
     } catch (e) {
       client.destroy();
+      if (e instanceof SmtpError) e.localAddress ??= client.localAddress;
       throw e;
     }
   }
@@ -121,6 +126,7 @@ export class SmtpClient {
         // SMTP is a dialogue of small writes: without TCP_NODELAY, Nagle and delayed ACKs stall
         // each transaction about 40 ms.
         socket.setNoDelay(true);
+        this.localAddress = socket.localAddress;
         this.secure = !!opts.implicitTls;
         resolve(socket);
       });
@@ -169,6 +175,7 @@ export class SmtpClient {
         clearTimeout(timer);
         secure.off('error', fail);
         this.secure = true;
+        if (!secure.authorized) this.authorizationError = String(secure.authorizationError ?? 'unverified');
         this.attach(secure);
         secure.setTimeout(this.opts.commandTimeout);
         resolve();

@@ -18,6 +18,8 @@ export interface SmtpOptions {
   commandTimeout: number;
   /** MTA-STS enforce: STARTTLS with a certificate valid for the MX name, or no delivery. */
   requireValidTls?: boolean;
+  /** MTA-STS testing: the certificate checked as enforce would, not refused (what it lacks is for the TLS reports). */
+  auditTls?: boolean;
   /** Extra trusted CAs (PEM) for requireValidTls and for the relay host. */
   extraCa?: string[];
   /** outbound.chunking: BDAT (RFC 3030) where the server offers it with PIPELINING. */
@@ -125,11 +127,12 @@ function stageOf(command: string | undefined): SmtpStage {
  * TLS options for an MX or relay host: its name for SNI and for the certificate check. A host given
  * as an address is checked against the certificate's IP addresses and sent no SNI (RFC 6066 3).
  */
-function tlsFor(host: string, valid: boolean, extraCa: string[] | undefined): ConnectionOptions {
+function tlsFor(host: string, valid: boolean, extraCa: string[] | undefined, audit = false): ConnectionOptions {
   const name = isIP(host) ? { host } : { servername: host };
+  const ca = valid || audit ? { ca: [...rootCertificates, ...(extraCa ?? [])] } : {};
   return valid
-    ? { ...name, rejectUnauthorized: true, minVersion: 'TLSv1.2', ca: [...rootCertificates, ...(extraCa ?? [])] }
-    : { ...name, rejectUnauthorized: false, minVersion: 'TLSv1' };
+    ? { ...name, rejectUnauthorized: true, minVersion: 'TLSv1.2', ...ca }
+    : { ...name, rejectUnauthorized: false, minVersion: 'TLSv1', ...ca };
 }
 
 /**
@@ -187,7 +190,14 @@ export class SmtpSession {
     private readonly port: number,
     /** The pool and address it was opened from (outbound.pools). */
     readonly source?: { pool: string; ip: string },
+    /** The TLS failure it fell back to plain text from, when it did (for TLS reports). */
+    readonly tlsFallback?: SmtpError,
   ) {}
+
+  /** The connection's local address (the source address TLS reports name). */
+  get localAddress(): string {
+    return this.source?.ip ?? this.client.localAddress ?? '';
+  }
 
   /** Where this session's transactions go, for the delivery log. */
   get via(): Via {
@@ -208,6 +218,11 @@ export class SmtpSession {
 
   get secure(): boolean {
     return this.client.secure;
+  }
+
+  /** Why the certificate would not have been accepted (auditTls), or null. */
+  get auditError(): string | null {
+    return this.client.authorizationError;
   }
 
   get usable(): boolean {
@@ -234,16 +249,17 @@ export class SmtpSession {
         commandTimeout: opts.commandTimeout,
         startTls,
         requireTls,
-        tls: tlsFor(mx, webPki, opts.extraCa),
+        tls: tlsFor(mx, webPki, opts.extraCa, opts.auditTls),
         chunking: chunkingFor(mx, opts),
         ...(verify ? { checkPeer: (socket: TLSSocket) => verify(presentedChain(socket)) } : {}),
       });
+    const session = (client: SmtpClient, checked: boolean, fallback?: SmtpError) =>
+      new SmtpSession(client, mx, opts.bdatMemory, checked, address, opts.port, sourceOf(opts), fallback);
     try {
-      const client = await connect(true);
-      return new SmtpSession(client, mx, opts.bdatMemory, webPki || !!verify, address, opts.port, sourceOf(opts));
+      return session(await connect(true), webPki || !!verify);
     } catch (e) {
       if ((e as SmtpFailure).code === 'ETLS' && !requireTls)
-        return new SmtpSession(await connect(false), mx, opts.bdatMemory, false, address, opts.port, sourceOf(opts));
+        return session(await connect(false), false, e as SmtpError);
       throw e;
     }
   }

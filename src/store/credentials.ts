@@ -5,7 +5,8 @@ import { type ApiKeyInfo, DKIM_SELECTOR, type KeyKind } from './model.js';
 
 /**
  * What both engines make and check the same way, with no SQL: API keys (their format, hash and
- * constant-time check), DKIM key pairs and selectors, dashboard session ids.
+ * constant-time check, and the view of a new one), a new domain's DKIM key pair and verification
+ * token, selectors, dashboard session ids.
  */
 
 const PREFIX: Record<KeyKind, string> = { production: 'ph_live_', sandbox: 'ph_test_' };
@@ -95,4 +96,32 @@ export const hashId = (id: string) => createHash('sha256').update(id).digest();
 /** A new session: its id (for the cookie, never stored) and CSRF token. */
 export function newSession(): { id: string; csrf: string } {
   return { id: randomBytes(32).toString('base64url'), csrf: randomBytes(32).toString('base64url') };
+}
+
+/** A key just made, as its creator sees it once: its row's view and the key itself. */
+export function createdKey(
+  made: { id: string; key: string },
+  input: { customerId: number; kind: KeyKind; name: string; grant: KeyGrant; now: number },
+): ApiKeyInfo & { key: string } {
+  return {
+    id: made.id,
+    customer_id: input.customerId,
+    name: input.name,
+    kind: input.kind,
+    created_at: input.now,
+    revoked_at: null,
+    last_used_at: null,
+    ...input.grant,
+    key: made.key,
+  };
+}
+
+/** What a new domain is made with: its verification token, its DKIM selector and key pair. */
+export function newDomainSecrets(): {
+  verificationToken: string;
+  selector: string;
+  privateKey: string;
+  publicKey: string;
+} {
+  return { verificationToken: randomBytes(16).toString('hex'), selector: DKIM_SELECTOR, ...dkimKeyPair() };
 }

@@ -13,4 +13,5 @@ export * from './model/messages.js';
 export * from './model/queue.js';
 export * from './model/status.js';
 export * from './model/webhooks.js';
+export type { TlsReportClaim, TlsReportRecord } from './tls-report-store.js';
 export type { DestinationThrottle };

@@ -43,6 +43,18 @@ export interface StandingChange {
   now: number;
 }
 
+/** The standing row a change writes: the new state, and while paused when, why and by whom. */
+export function standingRow(c: StandingChange): Omit<Standing, 'customer_id' | 'since'> {
+  const paused = c.to === 'paused';
+  return {
+    state: c.to,
+    paused_at: paused ? c.now : null,
+    reason: paused ? c.reason : null,
+    paused_by: paused ? c.by : null,
+    changed_at: c.now,
+  };
+}
+
 export interface ReputationStore {
   /** The customer's standing (ok when it never changed). */
   standing(customerId: number): Promise<Standing>;

@@ -89,6 +89,7 @@ export interface Store {
   queue: QueueStore;
   reputation: ReputationStore;
   dmarc: DmarcStore;
+  tlsReports: import('./tls-report-store.js').TlsReportStore;
 }
 
 /** Work a node tells the others of: recipients queued (outbound), events written (webhooks). */

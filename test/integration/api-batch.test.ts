@@ -114,15 +114,19 @@ t.test('the batch itself: an array of 1 to 100, JSON, a key', async (t) => {
 });
 
 t.test('Idempotency-Key covers the batch: a retry gets the first response, another body 409', async (t) => {
-  const body = [msg('i1@batch.test'), { nope: true }];
+  await s.store.suppressions.add({ customerId: 1, address: 'i3@batch.test', reason: 'manual', now: Date.now() });
+  const body = [msg('i1@batch.test'), { nope: true }, msg('i3@batch.test')];
   const headers = { 'idempotency-key': 'batch-0001' };
   const before = await count();
   const first = await request(url, { key, body, headers });
   t.equal(first.status, 202);
+  t.match(first.body.data[2], {
+    error: { code: 'recipient_suppressed', details: { to: ['i3@batch.test is on the suppression list (manual)'] } },
+  });
   const again = await request(url, { key, body, headers });
   t.equal(again.status, 202);
   t.equal(again.headers.get('idempotent-replayed'), 'true');
-  t.same(again.body, first.body, 'the same results, item errors included');
+  t.same(again.body, first.body, 'the same results, item errors and refusals included');
   t.equal(await count(), before + 1, 'stored once');
   expectError(t, await request(url, { key, body: [msg('i2@batch.test')], headers }), 409, 'conflict');
 });

@@ -1,22 +1,10 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import pg from 'pg';
 import t from 'tap';
-import { loadConfig } from '../../src/config/load.js';
 import { type DaemonProcess, spawnDaemon } from '../../support/daemon-process.js';
-import { TestDnsServer } from '../../support/dns-server.js';
-import { TestMx } from '../../support/mx-server.js';
 import { startPgCluster } from '../../support/postgres.js';
 import { quiet } from '../../support/wait.js';
-import {
-  customerId,
-  makeDomain,
-  makeKey,
-  openTestStore,
-  TEST_ENGINE,
-  tempDir,
-  writeTestConfig,
-} from '../helpers/env.js';
+import { clusterSkipped, startCluster } from '../helpers/cluster.js';
+import { customerId, makeDomain, makeKey, openTestStore } from '../helpers/env.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 
@@ -33,43 +21,27 @@ const CLIENTS = 3;
 const MAX_SENDS = 900;
 const RUN_MS = 27_000;
 
-if (TEST_ENGINE !== 'postgres') {
-  t.pass(
-    'PostgreSQL only (several nodes on one database): run with POSTHASTE_TEST_STORE=postgres, as the PostgreSQL pass of npm test does',
-  );
-} else {
+if (!clusterSkipped()) {
+  // A database cluster of the test's own: the test restarts it.
   const cluster = await startPgCluster();
   t.teardown(() => cluster.remove());
-  const dns = await new TestDnsServer().start();
-  const mx = await new TestMx('127.0.0.1').start();
-  const rx = await new WebhookReceiver().start();
-  t.teardown(async () => {
-    await Promise.all([dns.stop(), mx.stop(), rx.stop()]);
+  const nodesEnv = await startCluster({
+    url: cluster.url,
+    mxDomains: ['chaos.test'],
+    outbound: 'poll_interval = "1s"\nmessages_per_connection = 20\n',
+    toml:
+      `[cluster]\nlease = "${LEASE_MS / 1000}s"\n` +
+      `[webhooks]\nallow_private_targets = true\npoll_interval = "1s"\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n`,
   });
-  dns.set('chaos.test', { MX: [{ preference: 10, exchange: 'mx.chaos.test' }] });
-  dns.set('mx.chaos.test', { A: ['127.0.0.1'] });
+  const { mx } = nodesEnv;
+  const rx = await new WebhookReceiver().start();
+  t.teardown(() => rx.stop());
   // A little time at the MX per message: kills find deliveries in flight.
   mx.dataDelayMs = 5;
 
-  const dir = tempDir();
-  t.teardown(dir.remove);
-  const configs = ['n1', 'n2', 'n3'].map((name) => {
-    const d = join(dir.path, name);
-    mkdirSync(d);
-    return {
-      name,
-      path: writeTestConfig(
-        d,
-        `[cluster]\nlease = "${LEASE_MS / 1000}s"\n[outbound]\nport = ${mx.port}\npoll_interval = "1s"\nmessages_per_connection = 20\n` +
-          `[webhooks]\nallow_private_targets = true\npoll_interval = "1s"\ntls_ca_file = "${fixturePath('tls/ca.pem')}"\n`,
-        dns.server,
-        '',
-        undefined,
-        cluster.url,
-      ),
-    };
-  });
-  const setup = await openTestStore(loadConfig({ path: configs[0]!.path, env: {} }));
+  const configs = ['n1', 'n2', 'n3'].map((name) => nodesEnv.configure(name));
+  // The test's own handle, closed before the run (the database restarts in it).
+  const setup = await openTestStore(configs[0]!.config);
   const key = await makeKey(setup);
   await makeDomain(setup, 'example.com');
   const secret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;

@@ -1,20 +1,8 @@
 import t from 'tap';
-import { loadConfig } from '../../src/config/load.js';
-import { silentLogger } from '../../src/lib/logger.js';
-import { startDaemon } from '../../src/main.js';
-import { TestDnsServer } from '../../support/dns-server.js';
-import { TestMx } from '../../support/mx-server.js';
 import { quiet, waitFor } from '../../support/wait.js';
 import { runCli } from '../helpers/cli.js';
-import {
-  makeDomain,
-  makeKey,
-  openTestStore,
-  TEST_ENGINE,
-  tempDir,
-  testStoreUrl,
-  writeTestConfig,
-} from '../helpers/env.js';
+import { clusterSkipped, startCluster } from '../helpers/cluster.js';
+import { makeDomain, makeKey } from '../helpers/env.js';
 import { request } from '../helpers/http.js';
 
 // `posthaste queue` on three nodes sharing one PostgreSQL, each polling once a minute: a retry
@@ -22,41 +10,19 @@ import { request } from '../helpers/http.js';
 // woken by the CLI's notification; a held destination gets nothing from any node meanwhile, and
 // nothing is sent twice.
 
-if (TEST_ENGINE !== 'postgres') {
-  t.pass('PostgreSQL only (several nodes on one database): run with POSTHASTE_TEST_STORE=postgres');
-} else {
+if (!clusterSkipped()) {
   // Each CLI command is a process of its own (1-3 s on a loaded machine).
   t.setTimeout(300_000);
-  const dns = await new TestDnsServer().start();
-  const mx = await new TestMx('127.0.0.1').start();
-  t.teardown(async () => {
-    await dns.stop();
-    await mx.stop();
+  const cluster = await startCluster({
+    mxDomains: ['down.test'],
+    outbound: 'poll_interval = "60s"\nretry_schedule = ["1h"]\n',
+    toml: '[webhooks]\npoll_interval = "60s"\n',
   });
-  dns.set('down.test', { MX: [{ preference: 10, exchange: 'mx.down.test' }] });
-  dns.set('mx.down.test', { A: ['127.0.0.1'] });
+  const { mx } = cluster;
   let down = true;
   mx.script = () => (down ? { rcpt: [451, '4.3.0 Service unavailable'] } : undefined);
-  const url = await testStoreUrl(t);
-  const node = async (name: string) => {
-    const dir = tempDir();
-    t.teardown(dir.remove);
-    const path = writeTestConfig(
-      dir.path,
-      `[outbound]\nport = ${mx.port}\npoll_interval = "60s"\nretry_schedule = ["1h"]\n[webhooks]\npoll_interval = "60s"\n`,
-      dns.server,
-      '',
-      undefined,
-      url,
-    );
-    const config = loadConfig({ path, env: { POSTHASTE_SERVER_NODE_NAME: name } });
-    const daemon = await startDaemon(config, silentLogger());
-    t.teardown(() => daemon.stop());
-    return { config, path, daemon };
-  };
-  const nodes = [await node('a'), await node('b'), await node('c')];
-  const store = await openTestStore(nodes[0]!.config);
-  t.teardown(() => store.admin.close());
+  const nodes = [await cluster.node('a'), await cluster.node('b'), await cluster.node('c')];
+  const store = await cluster.store();
   const key = await makeKey(store);
   await makeDomain(store, 'example.com');
   const cli = (...args: string[]) => runCli(['--config', nodes[1]!.path, ...args]);

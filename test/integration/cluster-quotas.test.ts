@@ -1,45 +1,24 @@
 import pg from 'pg';
 import t from 'tap';
-import { loadConfig } from '../../src/config/load.js';
 import { quotaWindows } from '../../src/domain/quotas.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { silentLogger } from '../../src/lib/logger.js';
-import { startDaemon } from '../../src/main.js';
-import {
-  customerId,
-  makeDomain,
-  makeKey,
-  openTestStore,
-  TEST_ENGINE,
-  tempDir,
-  testStoreUrl,
-  writeTestConfig,
-} from '../helpers/env.js';
+import { clusterSkipped, startCluster } from '../helpers/cluster.js';
+import { customerId, makeDomain, makeKey } from '../helpers/env.js';
 import { request } from '../helpers/http.js';
 
 // A send quota shared by the nodes on one PostgreSQL (docs/operations.md, "Send quotas"): sends
 // arriving at three nodes at once, against 20 recipients a minute, get exactly 20 accepted between
 // them; the rest hear 429 with the same Retry-After.
 
-if (TEST_ENGINE !== 'postgres') {
-  t.pass('PostgreSQL only (several nodes on one database): run with POSTHASTE_TEST_STORE=postgres');
-} else {
-  const url = await testStoreUrl(t);
+if (!clusterSkipped()) {
+  const cluster = await startCluster({ outbound: 'hold = true\n' });
+  const { url } = cluster;
   const clock = new ManualClock(Date.UTC(2026, 10, 28, 12, 0, 30, 0));
-  const node = async (name: string) => {
-    const dir = tempDir();
-    t.teardown(dir.remove);
-    const path = writeTestConfig(dir.path, '[outbound]\nhold = true\n', '127.0.0.1:9', '', undefined, url);
-    const config = loadConfig({ path, env: { POSTHASTE_SERVER_NODE_NAME: name } });
-    const daemon = await startDaemon(config, silentLogger(), { clock, manualDelivery: true });
-    t.teardown(() => daemon.stop());
-    return { config, daemon };
-  };
+  const node = (name: string) => cluster.node(name, { daemon: { clock, manualDelivery: true } });
 
   t.test('three nodes, 90 concurrent sends, 20 a minute: exactly 20 accepted in all', async (t) => {
     const nodes = [await node('a'), await node('b'), await node('c')];
-    const store = await openTestStore(nodes[0]!.config);
-    t.teardown(() => store.admin.close());
+    const store = await cluster.store();
     const key = await makeKey(store);
     await makeDomain(store, 'example.com');
     const cid = await customerId(store);
@@ -64,8 +43,7 @@ if (TEST_ENGINE !== 'postgres') {
 
   t.test('a send waits for a transaction that is counting the same customer, then sees its count', async (t) => {
     clock.advance(60_000);
-    const store = await openTestStore((await node('d')).config);
-    t.teardown(() => store.admin.close());
+    const store = await cluster.store();
     const key = await makeKey(store);
     const cid = await customerId(store);
     // Another node's accept, caught mid-transaction: 20 recipients counted, not yet committed.

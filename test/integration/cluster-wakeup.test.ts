@@ -1,62 +1,29 @@
 import pg from 'pg';
 import t from 'tap';
-import { loadConfig } from '../../src/config/load.js';
-import { silentLogger } from '../../src/lib/logger.js';
-import { startDaemon } from '../../src/main.js';
-import { TestDnsServer } from '../../support/dns-server.js';
-import { TestMx } from '../../support/mx-server.js';
 import { waitFor } from '../../support/wait.js';
-import {
-  makeDomain,
-  makeKey,
-  openTestStore,
-  TEST_ENGINE,
-  tempDir,
-  testStoreUrl,
-  writeTestConfig,
-} from '../helpers/env.js';
+import { clusterSkipped, startCluster } from '../helpers/cluster.js';
+import { makeDomain, makeKey } from '../helpers/env.js';
 import { request } from '../helpers/http.js';
 
 // Two nodes on one PostgreSQL: a message accepted by one is claimed by the other at once, woken by
 // a notification after the commit, not at its next poll (a minute away here); the listening
 // connection, cut, comes back by itself.
 
-if (TEST_ENGINE !== 'postgres') {
-  t.pass('PostgreSQL only (several nodes on one database): run with POSTHASTE_TEST_STORE=postgres');
-} else {
-  const dns = await new TestDnsServer().start();
-  const mx = await new TestMx('127.0.0.1').start();
-  t.teardown(async () => {
-    await dns.stop();
-    await mx.stop();
+if (!clusterSkipped()) {
+  const cluster = await startCluster({
+    mxDomains: ['wake.test'],
+    outbound: 'poll_interval = "60s"\n',
+    toml: '[metrics]\nenabled = true\nlisten = ""\n[webhooks]\npoll_interval = "60s"\n',
   });
-  dns.set('wake.test', { MX: [{ preference: 10, exchange: 'mx.wake.test' }] });
-  dns.set('mx.wake.test', { A: ['127.0.0.1'] });
-  const url = await testStoreUrl(t);
+  const { mx, url } = cluster;
 
   /** A node: a daemon of its own (directory, listeners) on the shared database. */
-  const node = async (name: string, outbound: string) => {
-    const dir = tempDir();
-    t.teardown(dir.remove);
-    const path = writeTestConfig(
-      dir.path,
-      `[metrics]\nenabled = true\nlisten = ""\n[outbound]\nport = ${mx.port}\npoll_interval = "60s"\n${outbound}[webhooks]\npoll_interval = "60s"\n`,
-      dns.server,
-      '',
-      undefined,
-      url,
-    );
-    const config = loadConfig({ path, env: { POSTHASTE_SERVER_NODE_NAME: name } });
-    const daemon = await startDaemon(config, silentLogger());
-    t.teardown(() => daemon.stop());
-    return { config, daemon };
-  };
+  const node = (name: string, outbound: string) => cluster.node(name, { outbound });
 
   t.test('accepted on node a (holding its queue), delivered by node b well before b polls', async (t) => {
     const a = await node('a', 'hold = true\n');
     const nodesStarted = [await node('b', '')];
-    const store = await openTestStore(a.config);
-    t.teardown(() => store.admin.close());
+    const store = await cluster.store();
     const key = await makeKey(store);
     await makeDomain(store, 'example.com');
     t.same(

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import t from 'tap';
 import { loadConfig } from '../../src/config/load.js';
-import { spawnDaemon } from '../../support/daemon-process.js';
+import { cpuOf, spawnDaemon } from '../../support/daemon-process.js';
 import { quiet } from '../../support/wait.js';
 import { customerId, makeDomain, makeKey, openTestStore, tempDir, writeTestConfig } from '../helpers/env.js';
 import { expectError, request } from '../helpers/http.js';
@@ -259,12 +259,14 @@ t.test('hostile address lists and bodies get small answers quickly', async (t) =
     ['a display name of 30,000 spaces', { ...valid, to: `a${' '.repeat(30_000)}b <a@b.org>` }],
   ];
   for (const [name, body] of cases) {
-    const started = Date.now();
+    // The CPU the daemon spent on it, not the wall clock: a machine busy with other work stretches
+    // the one and not the other.
+    const started = cpuOf(d.child.pid!);
     const r = await send(body);
-    const ms = Date.now() - started;
+    const ms = cpuOf(d.child.pid!) - started;
     t.equal(r.status, 422, name);
     t.ok(JSON.stringify(r.body).length < 64 * 1024, `${name}: an answer of ${JSON.stringify(r.body).length} bytes`);
-    t.ok(ms < 3000, `${name}: ${ms} ms`);
+    t.ok(ms < 3000, `${name}: ${ms} ms of CPU`);
   }
   t.same(errorLines(), [], 'no error logged in this whole file');
 });

@@ -21,9 +21,10 @@ const env = await startMailEnv({
   mxDomains: ['list.example', 'good.example'],
   domains: ['example.com'],
   daemon: { manualDelivery: false },
-  // What one connection sends once started still goes after a pause: at most
-  // concurrency_per_domain (10) × messages_per_connection per destination (docs/operations.md, "Reputation").
-  outbound: 'messages_per_connection = 10\n',
+  // The default: connections of 100 messages each, several open to the list's MX at once. The pause
+  // holds within the bound all the same: a connection's outcomes count as they come, and what it has
+  // not sent yet of a paused customer's goes back to the queue (docs/operations.md, "Reputation").
+  outbound: 'messages_per_connection = 100\n',
   toml: `[metrics]\nenabled = true\nlisten = "127.0.0.1:0"\n${submissionToml()}`,
 });
 const { store, sql, mx, url, configPath } = env;
@@ -91,6 +92,12 @@ t.test('a customer bouncing at 10 % is paused by itself, once; the others still 
   t.ok(attempted >= 200, `judged only once 200 had an outcome (${attempted} attempted)`);
   t.ok(attempted < 200 + 300, `paused before 300 more were attempted (${attempted} attempted)`);
   t.ok(attempted < total, 'the rest is held');
+  // What was not sent (waiting, or not yet sent on an open connection) is back in the queue as it was.
+  const shopRows = (where: string) =>
+    sql.value(`SELECT count(*) FROM recipients WHERE customer_id = ? AND ${where}`, shopId);
+  t.equal(await shopRows('attempts > 0'), attempted, 'an attempt counted only for what reached the MX');
+  t.equal(await shopRows("state = 'queued' AND attempts = 0"), total - attempted, 'the rest queued, unattempted');
+  t.equal(await sql.value('SELECT count(*) FROM recipient_claims'), 0, 'no claim left behind');
   t.equal(await events('customer.paused', shopId), 1, 'customer.paused once');
   const body = JSON.parse(
     (await sql.get<{ body: string }>(
@@ -116,7 +123,11 @@ t.test('a customer bouncing at 10 % is paused by itself, once; the others still 
   t.match(metrics, /^posthaste_customer_state\{customer="shop",state="paused"\} 1$/m, '/metrics: the state');
   t.match(metrics, /^posthaste_customer_state\{customer="default",state="ok"\} 1$/m);
   const rate = Number(/^posthaste_customer_bounce_rate_percent\{customer="shop"\} (\S+)$/m.exec(metrics)?.[1]);
-  t.ok(rate >= 8, `/metrics: the bounce rate (${rate})`);
+  // The rate now, with what the connections open at the pause recorded after it: it may have come
+  // back under the threshold (a pause holds until an administrator resumes it).
+  const { counts } = await store.reputation.counts(shopId, 0);
+  const now = (100 * counts.rep_hard) / counts.rep_outcome;
+  t.ok(Math.abs(rate - now) < 0.01, `/metrics: the bounce rate (${rate}; ${counts.rep_hard} of ${counts.rep_outcome})`);
   const shown = await cli('customers', 'show', 'shop');
   t.match(shown.stdout, /state: paused/);
   t.match(shown.stdout, /paused_by: reputation/);

@@ -1,13 +1,14 @@
 import { schema as configSchema } from '../../config/schema.js';
 import { VERSION } from '../../lib/version.js';
 import { ERROR_DETAILS, ERROR_RESPONSES, errorSchema, type Obj, UNAVAILABLE } from './common.js';
-import { eventSchemas, REPLY, webhookSection } from './events.js';
+import { eventSchemas, REPLY } from './events.js';
 import { EMAIL_PATHS } from './paths-emails.js';
 import { KEY_PATHS, KEY_SCHEMAS } from './paths-keys.js';
 import { MANAGE_PATHS, MANAGE_SCHEMAS } from './paths-manage.js';
 import { OPENAPI_PATH, OTHER_PATHS, OTHER_SCHEMAS } from './paths-other.js';
 import { ACCEPTED, SEND_REQUEST } from './send.js';
 import { viewSchemas } from './views.js';
+import { webhookSection } from './webhook-section.js';
 
 /**
  * The OpenAPI 3.1 document of the HTTP API, built from the constants the validation and the

@@ -1,5 +1,4 @@
 import { DKIM_GRACE_MS } from '../../domain/dns-records.js';
-import { EVENT_TYPES } from '../../domain/events.js';
 import {
   dateTime,
   errorSchema,
@@ -12,12 +11,12 @@ import {
   responses,
   scoped,
 } from './common.js';
+import { EVENT_TYPE } from './events.js';
 import { DMARC_PATHS, DMARC_SCHEMAS } from './paths-dmarc.js';
 
 /** A customer's domains, and what changes a webhook endpoint after its creation (api/routes/; docs/api.md). */
 
 const DOMAIN_NAME = pathParameter('name', 'The domain name (IDNs in their ASCII form, `xn--…`).');
-const EVENT_TYPE = { type: 'string', enum: [...EVENT_TYPES] };
 const PURPOSES = ['verification', 'dkim', 'dkim_next', 'dkim_previous', 'spf', 'return_path', 'inbound', 'dmarc'];
 
 const DNS_RECORD: Obj = {

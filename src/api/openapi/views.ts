@@ -1,7 +1,6 @@
-import { EVENT_TYPES } from '../../domain/events.js';
 import { SEARCH_STATES } from '../../domain/message-search.js';
 import { dateTime, nullable, type Obj, ref } from './common.js';
-import { eventSchemaName, LAST_RESPONSE, MESSAGE_EVENT_TYPES, nullableDateTime } from './events.js';
+import { EVENT_TYPE, eventSchemaName, MESSAGE_EVENT_TYPES, nullableDateTime } from './events.js';
 import { HEADER_MESSAGE_ID, messageId } from './send.js';
 
 /**
@@ -9,6 +8,17 @@ import { HEADER_MESSAGE_ID, messageId } from './send.js';
  * their attempts (webhooks/service.ts, store/model.ts), received mail (inbound/view.ts) and
  * suppressions (api/routes/suppressions.ts).
  */
+
+/** A recipient's last reply (recipients.last_response): a reply, why it was suppressed before sending, or nothing yet. */
+const LAST_RESPONSE: Obj = {
+  description:
+    'The last reply for this recipient; `{"suppressed": reason}` when it was on the suppression list at its turn; null before any.',
+  oneOf: [
+    ref('Reply'),
+    { type: 'object', required: ['suppressed'], properties: { suppressed: { type: 'string' } } },
+    { type: 'null' },
+  ],
+};
 
 const INBOUND_ID: Obj = { type: 'string', pattern: '^in_[0-9A-Za-z]+$' };
 const STATE = { type: 'string', enum: [...SEARCH_STATES] };
@@ -84,8 +94,6 @@ const MESSAGE: Obj = {
     },
   },
 };
-
-const EVENT_TYPE = { type: 'string', enum: [...EVENT_TYPES] };
 
 const ENDPOINT_PROPERTIES: Obj = {
   id: { type: 'string', pattern: '^wh_[0-9A-Za-z]+$' },

@@ -7,7 +7,7 @@ import { recipientsOf, type SendRequest, validateSendRequest } from '../../domai
 import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../outbound/compose.js';
 import { acceptInputOf, admitSend, isRefused, type SendContent, sendRules } from '../../send/admit.js';
 import type { ApiKeyInfo } from '../../store/model.js';
-import { type AcceptInput, acceptedResponse } from '../../store/model.js';
+import { type AcceptInput, acceptedResponse, type BatchItemResult } from '../../store/model.js';
 import { needs, requireKey } from '../authorization.js';
 import type { ApiDeps } from '../deps.js';
 import { parsePage } from '../paging.js';
@@ -172,10 +172,29 @@ function batchRoute(app: FastifyInstance, deps: ApiDeps, gate: SendGate): void {
       authEpoch,
       now,
     });
+    if (result.kind === 'replay') return answerShared(reply, { ...result, response: batchBody(result.response) });
     if (result.kind !== 'accepted') return answerShared(reply, result);
     if (result.response.data.some((r) => 'message_id' in r)) deps.onAccepted?.();
-    return reply.code(202).send(result.response);
+    return reply.code(202).send(batchBody(result.response));
   });
+}
+
+/**
+ * A batch's answer as the client hears it, fresh or replayed: each item the commit refused said as
+ * its error (domain/errors.ts, refusal), the others as kept. An answer kept before the store kept
+ * refusals as values (each item its body already) is sent as it was kept.
+ */
+export function batchBody(response: unknown): unknown {
+  const data = (response as { data?: unknown } | null)?.data;
+  if (!Array.isArray(data)) return response;
+  return {
+    ...(response as object),
+    data: data.map((item: BatchItemResult) =>
+      item !== null && typeof item === 'object' && 'refused' in item
+        ? refusal(item.refused, item.domain).toBody()
+        : item,
+    ),
+  };
 }
 
 /** A batch body: an array of 1 to MAX_BATCH items. */

@@ -1,4 +1,5 @@
 import type { Report, ReportEnvelope } from '../../domain/report.js';
+import { parseReturnToken, verpToken } from '../../domain/return-path.js';
 
 /** The store's model for received mail: receiving domains, their limits, and stored messages. */
 
@@ -53,6 +54,41 @@ export interface StoredInbound {
   messageId: string;
   attachments: number;
   auth: { spf: string; dkim: string; dmarc: string };
+}
+
+/** The data of `email.received` for a message stored under `id` (docs/api.md, the events), one payload for both engines. */
+export function receivedEventData(id: string, m: Omit<StoredInbound, 'raw'>, size: number) {
+  return {
+    id,
+    from: m.fromHeader,
+    to: m.to,
+    subject: m.subject,
+    message_id: m.messageId,
+    size,
+    attachments: m.attachments,
+    spf: m.auth.spf,
+    dkim: m.auth.dkim,
+    dmarc: m.auth.dmarc,
+  };
+}
+
+/**
+ * The recipients a report may be about, as the ids their tokens name, first that of the return
+ * path the report came to (a bounce), then that of the original's envelope sender the report
+ * quotes (Original-Mail-From, or the original's Return-Path: a complaint); the engine takes the
+ * first that is a recipient. Only a token posthaste issued names a recipient: a Message-ID or an
+ * address is no secret (every recipient of a message sees both), so a report that names them and
+ * carries no valid token is kept and changes nothing (docs/inbound.md, "Which recipient a report
+ * is about").
+ */
+export function reportRecipientIds(secret: Buffer, report: Report, env: ReportEnvelope): number[] {
+  const ids: number[] = [];
+  for (const address of [env.rcptTo, report.originalSender]) {
+    const token = verpToken(address);
+    const id = token ? parseReturnToken(secret, token) : undefined;
+    if (id !== undefined) ids.push(id);
+  }
+  return ids;
 }
 
 export interface InboundRow {

@@ -1,3 +1,4 @@
+import type { Refusal } from '../../domain/errors.js';
 import type { EventEnvelope } from '../../domain/events.js';
 import type { MessageFilters } from '../../domain/message-search.js';
 import type { QuotaExceeded, QuotaLimits } from '../../domain/quotas.js';
@@ -17,7 +18,8 @@ export type RequestFormat = 'json' | 'mime';
 
 export interface AcceptInput {
   customerId: number;
-  apiKeyId: string;
+  /** The key it was sent with; null for the server's own mail (TLS reports: docs/delivery.md). */
+  apiKeyId: string | null;
   sandbox: boolean;
   messageId: string;
   /**
@@ -100,6 +102,40 @@ export type AcceptResult =
   | { kind: 'conflict' }
   | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> }
   | { kind: 'rate_limited'; quota: QuotaExceeded };
+
+/** An Idempotency-Key's record as stored (idempotency_keys): the request's hash, and its first answer. */
+export interface IdempotencyRecord {
+  request_hash: Uint8Array;
+  status: number;
+  /** The first answer's body, as JSON. */
+  response: string;
+  created_at: number;
+}
+
+/** What a request with an Idempotency-Key already used is answered: its first answer again, or a conflict. */
+export type IdempotentAnswer = { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' };
+
+/**
+ * What an Idempotency-Key's record says of a request, one rule for both engines, which only read,
+ * remove and write the record: within its time to live, the first answer again (`replay`) when
+ * the body is the same and `conflict` when it differs; past it, `expired` (the engine removes the
+ * record in the request's transaction and the request goes on as a new one); no record, undefined.
+ */
+export function idempotencyVerdict(
+  prior: IdempotencyRecord | undefined,
+  idem: { hash: Uint8Array; ttlMs: number },
+  now: number,
+): IdempotentAnswer | 'expired' | undefined {
+  if (!prior) return undefined;
+  if (prior.created_at <= now - idem.ttlMs) return 'expired';
+  if (Buffer.compare(prior.request_hash, idem.hash) !== 0) return { kind: 'conflict' };
+  return { kind: 'replay', status: prior.status, response: JSON.parse(prior.response) };
+}
+
+/** The record an accepted request leaves under its Idempotency-Key: its 202 and the body it was answered. */
+export function idempotencyRecord(response: unknown): { status: number; response: string } {
+  return { status: 202, response: JSON.stringify(response) };
+}
 
 export interface RecipientView {
   address: string;
@@ -185,13 +221,53 @@ export type SendCommit = (
   authEpoch: string;
 };
 
+/** A batch item the API refused before the commit: its error, as the API said it (kept as given). */
+export interface BatchItemError {
+  error: { code: string; message: string; details: Record<string, string[]> };
+}
 /** A batch item: ready to store, or the error it already got (validation, its domain). */
-export type BatchItem =
-  | Omit<AcceptInput, 'idempotency'>
-  | { error: { code: string; message: string; details: Record<string, string[]> } };
-export type BatchItemResult =
-  | AcceptedResponse
-  | { error: { code: string; message: string; details: Record<string, string[]> } };
+export type BatchItem = Omit<AcceptInput, 'idempotency'> | BatchItemError;
+/**
+ * A batch item the commit refused: why, as a value (domain/errors.ts, Refusal), and the sender
+ * domain its message named; the API says it as its error (api/routes/emails.ts, batchBody).
+ */
+export interface BatchItemRefused {
+  refused: Refusal;
+  domain: string;
+}
+/** What a batch item came to, as the batch's answer keeps it: its 202 body, the API's error, or the commit's refusal. */
+export type BatchItemResult = AcceptedResponse | BatchItemError | BatchItemRefused;
+
+/** What the commit made of one ready batch item: accepted, or refused (what else a send can get never comes to an item). */
+export type BatchItemCommit = AcceptResult | Refusal | { kind: 'key_revoked' };
+
+/**
+ * A batch's answer, one rule for both engines: in the items' order, an item the API refused keeps
+ * its error; one the commit accepted gets its 202 body; one it refused, its refusal as a value.
+ * `commit` is called in order, once per ready item (SQLite stores each as it goes; PostgreSQL
+ * answers from its one statement).
+ */
+export function batchAnswer(
+  items: BatchItem[],
+  commit: (item: Omit<AcceptInput, 'idempotency'>) => BatchItemCommit,
+): { data: BatchItemResult[] } {
+  return {
+    data: items.map((item): BatchItemResult => {
+      if ('error' in item) return item;
+      const r = commit(item);
+      switch (r.kind) {
+        case 'accepted':
+          return acceptedResponse(item);
+        case 'replay':
+        case 'conflict':
+        case 'key_revoked':
+          throw new Error(`a batch item cannot be answered ${r.kind}`);
+        default:
+          return { refused: r, domain: item.senderDomain };
+      }
+    }),
+  };
+}
 
 export interface BatchInput {
   items: BatchItem[];

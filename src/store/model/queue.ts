@@ -1,3 +1,11 @@
+import type { SandboxStep } from '../../domain/sandbox.js';
+import {
+  asyncBounceTransition,
+  complaintTransition,
+  type OutcomePolicy,
+  outcomeTransition,
+  type Transition,
+} from '../../domain/transitions.js';
 import type { RequestFormat } from './messages.js';
 
 /** The store's model for the delivery queue: a claimed recipient and its message, as delivery reads them. */
@@ -104,3 +112,39 @@ export type CancelResult =
   | { kind: 'canceled'; changed: number; in_flight: number }
   | { kind: 'not_found' }
   | { kind: 'too_late'; states: Record<string, number> };
+
+/**
+ * A sandbox key's simulated step (domain/sandbox.ts) as the transition a real delivery, late
+ * bounce or complaint would make, one rule for both engines, which write it as they write those.
+ * A complaint's step is written only when the recipient has none yet (one `email.complained` per
+ * recipient): the engine looks.
+ */
+export function sandboxTransition(
+  m: QueuedMessage,
+  r: Claimed,
+  step: SandboxStep,
+  policy: OutcomePolicy,
+  now: number,
+): Transition {
+  switch (step.kind) {
+    case 'async_bounce':
+      return asyncBounceTransition(m, r, step.reply, true, now);
+    case 'complaint':
+      return complaintTransition(
+        m,
+        r,
+        { feedback_type: step.feedbackType, user_agent: step.userAgent, arrival_date: new Date(now).toISOString() },
+        now,
+      );
+    case 'delivered':
+      return outcomeTransition(
+        m,
+        r,
+        { kind: 'delivered', reply: step.reply, mx: 'sandbox', tls: false, tlsVerified: false },
+        policy,
+        now,
+      );
+    default:
+      return outcomeTransition(m, r, step, policy, now);
+  }
+}

@@ -1,28 +1,20 @@
-import { randomBytes } from 'node:crypto';
 import { addressKey, suppressedBy, suppressionKeys } from '../../domain/addresses.js';
 import {
   checkKey,
+  createdKey,
   dkimKeyPair,
   grantColumns,
-  hashId,
   KEY_COLUMNS,
   type KeyRow,
   keyHandle,
   keyInfoOf,
+  newDomainSecrets,
   newKey,
-  newSession,
   nextSelector,
 } from '../credentials.js';
-import type {
-  ReceivingDomain,
-  Session,
-  SimulatedSuppression,
-  SuppressionReason,
-  SuppressionRow,
-  User,
-} from '../model.js';
-import { type Customer, DEFAULT_CUSTOMER, DKIM_SELECTOR, type DomainRow, type SendingDomain } from '../model.js';
-import type { CustomerStore, DomainStore, KeyStore, SuppressionStore, UserStore } from '../store.js';
+import type { ReceivingDomain, SimulatedSuppression, SuppressionReason, SuppressionRow } from '../model.js';
+import { type Customer, DEFAULT_CUSTOMER, type DomainRow, type SendingDomain } from '../model.js';
+import type { CustomerStore, DomainStore, KeyStore, SuppressionStore } from '../store.js';
 import type { PgDb } from './db.js';
 import { pgCustomerPools } from './pools.js';
 import { pgQuotas } from './quotas.js';
@@ -30,7 +22,7 @@ import { pgSuppressionBulk } from './suppressions.js';
 import { unsubscribe, unsubscribeDefaults } from './unsubscribe.js';
 import { setVerification } from './verification.js';
 
-/** Customers, API keys, domains, dashboard users and suppressions on PostgreSQL: one statement each, as on SQLite. */
+/** Customers, API keys, domains and suppressions on PostgreSQL: one statement each, as on SQLite (users.ts the dashboard's users). */
 
 export function pgCustomers(db: PgDb): CustomerStore {
   return {
@@ -68,17 +60,7 @@ export function pgKeys(db: PgDb): KeyStore {
          VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8, $9)`,
         [id, input.customerId, input.name, input.kind, hash, input.now, ...grantColumns(input.grant)],
       );
-      return {
-        id,
-        customer_id: input.customerId,
-        name: input.name,
-        kind: input.kind,
-        created_at: input.now,
-        revoked_at: null,
-        last_used_at: null,
-        ...input.grant,
-        key,
-      };
+      return createdKey({ id, key }, input);
     },
     authenticate: async (presented) => {
       const h = keyHandle(presented);
@@ -158,7 +140,7 @@ export function pgDomains(db: PgDb): DomainStore {
 
 /** A domain of a customer's, unverified, with a fresh DKIM key pair and verification token. */
 async function addDomain(db: PgDb, input: Parameters<DomainStore['add']>[0]): Promise<DomainRow> {
-  const { privateKey, publicKey } = dkimKeyPair();
+  const d = newDomainSecrets();
   return (await db.row<DomainRow>(
     `INSERT INTO domains (customer_id, name, receiving, verified_at, verification_token, dkim_selector, dkim_private_key, dkim_public_key, created_at)
      VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, $8) RETURNING *`,
@@ -166,10 +148,10 @@ async function addDomain(db: PgDb, input: Parameters<DomainStore['add']>[0]): Pr
       input.customerId,
       input.name,
       input.receiving ? 1 : 0,
-      randomBytes(16).toString('hex'),
-      DKIM_SELECTOR,
-      privateKey,
-      publicKey,
+      d.verificationToken,
+      d.selector,
+      d.privateKey,
+      d.publicKey,
       input.now,
     ],
   ))!;
@@ -284,85 +266,4 @@ async function simulatedSuppressions(
     created_at: r.created_at,
     reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason,
   }));
-}
-
-export function pgUsers(db: PgDb): UserStore {
-  return {
-    add: (input) => addUser(db, input),
-    find: (email) =>
-      db.row<User & { password_hash: string }>('SELECT * FROM users WHERE email = $1', [email.toLowerCase()]),
-    list: () =>
-      db.rows<User & { customer: string | null }>(
-        'SELECT u.id, u.email, u.role, u.customer_id, u.created_at, c.name AS customer FROM users u LEFT JOIN customers c ON c.id = u.customer_id ORDER BY u.email',
-      ),
-    remove: async (email) => (await db.run('DELETE FROM users WHERE email = $1', [email.toLowerCase()])) > 0,
-    setPassword: (email, passwordHash) =>
-      db.tx(async (q) => {
-        const u = await q.row<{ id: number }>('UPDATE users SET password_hash = $1 WHERE email = $2 RETURNING id', [
-          passwordHash,
-          email.toLowerCase(),
-        ]);
-        if (!u) return false;
-        await q.run('DELETE FROM sessions WHERE user_id = $1', [u.id]);
-        return true;
-      }),
-    createSession: async (user, customerId, now) => {
-      const s = newSession();
-      await db.run(
-        'INSERT INTO sessions (id_hash, user_id, csrf, customer_id, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $5, $6)',
-        [hashId(s.id), user.id, s.csrf, customerId, now, now],
-      );
-      return s;
-    },
-    useSession: (id, now, idleMs) => useSession(db, id, now, idleMs),
-    showCustomer: async (id, customerId) =>
-      void (await db.run('UPDATE sessions SET customer_id = $1 WHERE id_hash = $2', [customerId, hashId(id)])),
-    endSession: async (id) => void (await db.run('DELETE FROM sessions WHERE id_hash = $1', [hashId(id)])),
-    purgeSessions: (now, idleMs) => db.run('DELETE FROM sessions WHERE last_seen_at < $1', [now - idleMs]),
-    loginFailures: {
-      recent: (keys, since) =>
-        db.rows('SELECT key, at FROM login_failures WHERE key = ANY($1::text[]) AND at > $2 ORDER BY at, key', [
-          keys,
-          since,
-        ]),
-      // Rows past the window go with the next failure of the same key: the table holds the window's failures and no more.
-      record: async (keys, now, windowMs) =>
-        void (await db.run(
-          `WITH gone AS (DELETE FROM login_failures WHERE key = ANY($1::text[]) AND at <= $2 - $3::bigint)
-           INSERT INTO login_failures (key, at) SELECT k, $2 FROM unnest($1::text[]) AS k`,
-          [keys, now, windowMs],
-        )),
-      clear: async (key) => void (await db.run('DELETE FROM login_failures WHERE key = $1', [key])),
-    },
-  };
-}
-
-async function addUser(db: PgDb, input: Parameters<UserStore['add']>[0]): Promise<User> {
-  const email = input.email.toLowerCase();
-  const r = await db.row<{ id: number }>(
-    'INSERT INTO users (email, password_hash, role, customer_id, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id',
-    [email, input.passwordHash, input.role, input.customerId, input.now],
-  );
-  return { id: r!.id, email, role: input.role, customer_id: input.customerId, created_at: input.now };
-}
-
-/** A session by its id, with its user: undefined when unknown or idle longer than idleMs (then removed); last seen kept to the minute. */
-async function useSession(db: PgDb, id: string, now: number, idleMs: number): Promise<Session | undefined> {
-  const key = hashId(id);
-  const row = await db.row<User & { csrf: string; shown: number; last_seen_at: number }>(
-    'SELECT s.csrf, s.customer_id AS shown, s.last_seen_at, u.id, u.email, u.role, u.customer_id, u.created_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = $1',
-    [key],
-  );
-  if (!row) return undefined;
-  if (now - row.last_seen_at > idleMs) {
-    await db.run('DELETE FROM sessions WHERE id_hash = $1', [key]);
-    return undefined;
-  }
-  if (now - row.last_seen_at > 60_000)
-    await db.run('UPDATE sessions SET last_seen_at = $1 WHERE id_hash = $2', [now, key]);
-  return {
-    user: { id: row.id, email: row.email, role: row.role, customer_id: row.customer_id, created_at: row.created_at },
-    csrf: row.csrf,
-    customerId: row.shown,
-  };
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
+import { utcDay } from '../../domain/tls-report.js';
 import {
   type ActivityKind,
   activityOf,
@@ -159,6 +160,10 @@ async function purgeOld(db: PgDb, now: number, days: number): Promise<{ messages
   );
   if (days <= 0) return { messages: 0, attempts: 0 };
   const cutoff = now - days * DAY;
+  // TLS reports' counters and sent reports, by day; never the last two, which the report job reads.
+  const tlsDay = utcDay(Math.min(cutoff, now - 2 * DAY));
+  await db.run('DELETE FROM tls_report_counts WHERE day < $1', [tlsDay]);
+  await db.run('DELETE FROM tls_reports_sent WHERE day < $1', [tlsDay]);
   let messages = 0;
   let attempts = 0;
   for (;;) {

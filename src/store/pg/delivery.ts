@@ -1,12 +1,7 @@
 import { CLUSTER_THROTTLE } from '../../domain/destinations.js';
 import type { SandboxStep } from '../../domain/sandbox.js';
-import {
-  asyncBounceTransition,
-  complaintTransition,
-  type OutcomePolicy,
-  outcomeTransition,
-} from '../../domain/transitions.js';
-import type { Claimed, DestinationThrottle, QueuedMessage } from '../model.js';
+import { type OutcomePolicy, outcomeTransition } from '../../domain/transitions.js';
+import { type Claimed, type DestinationThrottle, type QueuedMessage, sandboxTransition } from '../model.js';
 import type { DeliveryStore, GroupRecord, OwnUse } from '../store.js';
 import {
   type ClaimedRow,
@@ -133,6 +128,7 @@ export async function complained(q: Q, ids: number[]): Promise<Set<number>> {
   return new Set(rows.map((r) => r.recipient_id));
 }
 
+/** A sandbox key's simulated steps, written as their transitions (model/queue.ts, sandboxTransition), set-wise. */
 async function recordSandbox(
   q: Q,
   items: Array<{ message: QueuedMessage; recipient: Claimed; steps: SandboxStep[] }>,
@@ -144,33 +140,11 @@ async function recordSandbox(
   const steps: Step[] = [];
   for (const { message: m, recipient: r, steps: simulated } of items)
     for (const step of simulated) {
-      if (step.kind === 'async_bounce') steps.push({ m, r, t: asyncBounceTransition(m, r, step.reply, true, now) });
-      else if (step.kind === 'complaint') {
+      if (step.kind === 'complaint') {
         if (seen.has(r.id)) continue;
         seen.add(r.id);
-        steps.push({
-          m,
-          r,
-          t: complaintTransition(
-            m,
-            r,
-            { feedback_type: step.feedbackType, user_agent: step.userAgent, arrival_date: new Date(now).toISOString() },
-            now,
-          ),
-        });
-      } else if (step.kind === 'delivered')
-        steps.push({
-          m,
-          r,
-          t: outcomeTransition(
-            m,
-            r,
-            { kind: 'delivered', reply: step.reply, mx: 'sandbox', tls: false, tlsVerified: false },
-            policy,
-            now,
-          ),
-        });
-      else steps.push({ m, r, t: outcomeTransition(m, r, step, policy, now) });
+      }
+      steps.push({ m, r, t: sandboxTransition(m, r, step, policy, now) });
     }
   await applyTransitions(q, steps, now);
 }

@@ -1,5 +1,4 @@
 import type { Report, ReportEnvelope } from '../../domain/report.js';
-import { parseReturnToken, verpToken } from '../../domain/return-path.js';
 import { asyncBounceTransition, complaintTransition, reportAction } from '../../domain/transitions.js';
 import { publicId } from '../../lib/ids.js';
 import {
@@ -8,6 +7,8 @@ import {
   type LimitCheck,
   type ReceiveInput,
   type ReceivingDomain,
+  receivedEventData,
+  reportRecipientIds,
   type StoredInbound,
   usagePeriods,
 } from '../model.js';
@@ -54,18 +55,7 @@ async function storeInbound(q: Q, m: Omit<StoredInbound, 'raw'>, raw: Buffer, no
       {
         customerId: m.customerId,
         type: 'email.received',
-        data: {
-          id,
-          from: m.fromHeader,
-          to: m.to,
-          subject: m.subject,
-          message_id: m.messageId,
-          size: raw.length,
-          attachments: m.attachments,
-          spf: m.auth.spf,
-          dkim: m.auth.dkim,
-          dmarc: m.auth.dmarc,
-        },
+        data: receivedEventData(id, m, raw.length),
         messageRowId: null,
         recipientId: null,
       },
@@ -75,12 +65,9 @@ async function storeInbound(q: Q, m: Omit<StoredInbound, 'raw'>, raw: Buffer, no
   return id;
 }
 
-/** The recipient a report is about: only the one a token posthaste issued names (store/sqlite/recipients.ts says why). */
+/** The recipient a report is about: the first its tokens name (model/inbound.ts, reportRecipientIds). */
 async function recipientOf(q: Q, secret: Buffer, report: Report, env: ReportEnvelope) {
-  for (const address of [env.rcptTo, report.originalSender]) {
-    const token = verpToken(address);
-    const id = token ? parseReturnToken(secret, token) : undefined;
-    if (id === undefined) continue;
+  for (const id of reportRecipientIds(secret, report, env)) {
     const r = await q.row<{ id: number; message_id: number; address: string; state: string }>(
       'SELECT id, message_id, address, state FROM recipients WHERE id = $1',
       [id],

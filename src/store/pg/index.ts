@@ -1,5 +1,5 @@
 import type { Store } from '../store.js';
-import { pgCustomers, pgDomains, pgKeys, pgSuppressions, pgUsers } from './accounts.js';
+import { pgCustomers, pgDomains, pgKeys, pgSuppressions } from './accounts.js';
 import { pgAdmin } from './admin.js';
 import { PgDb, redactUrl } from './db.js';
 import { pgDelivery } from './delivery.js';
@@ -9,6 +9,8 @@ import { pgMessages } from './messages.js';
 import { pgNodes } from './nodes.js';
 import { pgQueue } from './queue-ops.js';
 import { pgReputation } from './reputation.js';
+import { pgTlsReports } from './tls-reports.js';
+import { pgUsers } from './users.js';
 import { pgWakeups } from './wakeups.js';
 import { pgWebhooks } from './webhooks.js';
 
@@ -41,5 +43,6 @@ export function pgStore(url: string, opts: { password?: string; max?: number; ap
     queue: pgQueue(db),
     reputation: pgReputation(db),
     dmarc: pgDmarc(db),
+    tlsReports: pgTlsReports(db),
   };
 }

@@ -1,18 +1,14 @@
-import { type Refusal, refusal } from '../../domain/errors.js';
 import type { EventEnvelope } from '../../domain/events.js';
 import { bareMessageId } from '../../domain/message-search.js';
-import type {
-  BatchInput,
-  BatchItem,
-  BatchItemResult,
-  BatchResult,
-  RequestFormat,
-  SendCommit,
-  SendInput,
-} from '../model.js';
+import type { BatchInput, BatchItem, BatchResult, RequestFormat, SendCommit, SendInput } from '../model.js';
 import {
   acceptedResponse,
+  batchAnswer,
   DELIVERIES_OF_MESSAGE,
+  type IdempotencyRecord,
+  type IdempotentAnswer,
+  idempotencyRecord,
+  idempotencyVerdict,
   type MessageHookDelivery,
   type MessageSearch,
   type MessageSummary,
@@ -47,26 +43,24 @@ async function readEpoch(q: Q): Promise<string> {
   return (await q.row<{ value: string }>("SELECT value FROM settings WHERE name = 'auth_epoch'"))?.value ?? '';
 }
 
-/** A fresh Idempotency-Key's first answer, or conflict; a stale record is removed. */
+/** What an Idempotency-Key already answered, if its record is still fresh (model/messages.ts, idempotencyVerdict); a stale record is removed. */
 async function idempotentAnswer(
   q: Q,
   customerId: number,
   idem: { key: string; hash: Uint8Array; ttlMs: number },
   now: number,
-) {
-  const prior = await q.row<{ request_hash: Buffer; status: number; response: string; created_at: number }>(
+): Promise<IdempotentAnswer | undefined> {
+  const prior = await q.row<IdempotencyRecord>(
     'SELECT request_hash, status, response, created_at FROM idempotency_keys WHERE customer_id = $1 AND key = $2',
     [customerId, idem.key],
   );
-  if (!prior) return undefined;
-  if (prior.created_at > now - idem.ttlMs) {
-    if (!prior.request_hash.equals(Buffer.from(idem.hash))) return { kind: 'conflict' as const };
-    return { kind: 'replay' as const, status: prior.status, response: JSON.parse(prior.response) as unknown };
-  }
+  const verdict = idempotencyVerdict(prior, idem, now);
+  if (verdict !== 'expired') return verdict;
   await q.run('DELETE FROM idempotency_keys WHERE customer_id = $1 AND key = $2', [customerId, idem.key]);
   return undefined;
 }
 
+/** Records an accepted request's answer under its Idempotency-Key, in the transaction that stored what it answers. */
 function recordIdempotent(
   q: Q,
   customerId: number,
@@ -74,9 +68,10 @@ function recordIdempotent(
   response: unknown,
   now: number,
 ): Promise<number> {
+  const r = idempotencyRecord(response);
   return q.run(
-    'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES ($1, $2, $3, 202, $4, $5)',
-    [customerId, idem.key, Buffer.from(idem.hash), JSON.stringify(response), now],
+    'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    [customerId, idem.key, Buffer.from(idem.hash), r.status, r.response, now],
   );
 }
 
@@ -114,13 +109,7 @@ async function acceptBatch(db: PgDb, input: BatchInput): Promise<BatchResult> {
     const { results, epoch } = items.length ? await acceptMany(q, items) : { results: [], epoch: await readEpoch(q) };
     if (results.some((r) => r.kind === 'key_revoked')) return { kind: 'key_revoked', authEpoch: epoch };
     const answers = new Map(items.map((item, i) => [item, results[i]!]));
-    const data = input.items.map((item): BatchItemResult => {
-      if ('error' in item) return item;
-      const r = answers.get(item)!;
-      if (r.kind === 'accepted') return acceptedResponse(item);
-      return refusal(r as Refusal, item.senderDomain).toBody();
-    });
-    const response = { data };
+    const response = batchAnswer(input.items, (item) => answers.get(item)!);
     if (idem) await recordIdempotent(q, input.customerId, idem, response, input.now);
     return { kind: 'accepted', response, authEpoch: epoch };
   }, idempotencyRace);

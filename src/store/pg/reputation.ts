@@ -1,5 +1,11 @@
 import { REPUTATION_KINDS, type ReputationCounts, type ReputationKind, zeroCounts } from '../../domain/reputation.js';
-import { okStanding, type ReputationStore, type Standing, type StandingChange } from '../reputation-store.js';
+import {
+  okStanding,
+  type ReputationStore,
+  type Standing,
+  type StandingChange,
+  standingRow,
+} from '../reputation-store.js';
 import type { PgDb, Q } from './db.js';
 import { insertEvents } from './transitions.js';
 
@@ -51,19 +57,12 @@ async function change(db: PgDb, input: StandingChange): Promise<boolean> {
     // The customer's row locked first: two nodes judging at once change it one after the other.
     await q.run('SELECT id FROM customers WHERE id = $1 FOR UPDATE', [input.customerId]);
     if ((await standing(q, input.customerId, true)).state !== input.from) return false;
-    const paused = input.to === 'paused';
+    const row = standingRow(input);
     await q.run(
       `INSERT INTO customer_reputation (customer_id, state, paused_at, reason, paused_by, changed_at) VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (customer_id) DO UPDATE SET state = excluded.state, paused_at = excluded.paused_at,
          reason = excluded.reason, paused_by = excluded.paused_by, changed_at = excluded.changed_at`,
-      [
-        input.customerId,
-        input.to,
-        paused ? input.now : null,
-        paused ? input.reason : null,
-        paused ? input.by : null,
-        input.now,
-      ],
+      [input.customerId, row.state, row.paused_at, row.reason, row.paused_by, row.changed_at],
     );
     if (input.from === 'paused') {
       const c = await sums(q, input.customerId, Math.floor(input.now / HOUR));

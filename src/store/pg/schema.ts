@@ -15,6 +15,7 @@ import * as m014 from './migrations/014_unsubscribe.js';
 import * as m015 from './migrations/015_reputation.js';
 import * as m016 from './migrations/016_webhook_secret_rotation.js';
 import * as m017 from './migrations/017_send_quotas.js';
+import * as m018 from './migrations/018_tls_reports.js';
 
 /**
  * The PostgreSQL engine's migrations: numbered and append-only, as the SQLite engine's are
@@ -57,4 +58,5 @@ export const pgMigrations: PgMigration[] = [
   { version: 15, name: 'reputation', sql: m015.up },
   { version: 16, name: 'webhook_secret_rotation', sql: m016.up },
   { version: 17, name: 'send_quotas', sql: m017.up },
+  { version: 18, name: 'tls_reports', sql: m018.up },
 ];

@@ -1,7 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { dkimKeyPair, nextSelector } from '../credentials.js';
+import { dkimKeyPair, newDomainSecrets, nextSelector } from '../credentials.js';
 import {
-  DKIM_SELECTOR,
   type DomainEventType,
   type DomainRow,
   type SendingDomain,
@@ -16,17 +14,17 @@ export function addDomain(
   db: Db,
   input: { customerId: number; name: string; receiving: boolean; now: number },
 ): DomainRow {
-  const { privateKey, publicKey } = dkimKeyPair();
+  const d = newDomainSecrets();
   return db.get<DomainRow>(
     `INSERT INTO domains (customer_id, name, receiving, verified_at, verification_token, dkim_selector, dkim_private_key, dkim_public_key, created_at)
      VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?) RETURNING *`,
     input.customerId,
     input.name,
     input.receiving ? 1 : 0,
-    randomBytes(16).toString('hex'),
-    DKIM_SELECTOR,
-    privateKey,
-    publicKey,
+    d.verificationToken,
+    d.selector,
+    d.privateKey,
+    d.publicKey,
     input.now,
   )!;
 }
@@ -37,9 +35,7 @@ export function findDomain(db: Db, name: string): DomainRow | undefined {
 
 /** The columns the accept path needs (not the DKIM key), on a cached statement. */
 export function findSendingDomain(db: Db, name: string): SendingDomain | undefined {
-  return db.statement('SELECT id, customer_id, name, verified_at FROM domains WHERE name = ?').get(name) as
-    | SendingDomain
-    | undefined;
+  return db.get<SendingDomain>('SELECT id, customer_id, name, verified_at FROM domains WHERE name = ?', name);
 }
 
 export function listDomains(db: Db, customerId?: number): DomainRow[] {
@@ -73,7 +69,7 @@ export function setReturnPath(db: Db, id: number, host: string | null): void {
 
 /** Turns receiving on or off for a domain (the inbound listener accepts mail for it while on). */
 export function setReceiving(db: Db, id: number, on: boolean): void {
-  db.statement('UPDATE domains SET receiving = ? WHERE id = ?').run(on ? 1 : 0, id);
+  db.run('UPDATE domains SET receiving = ? WHERE id = ?', on ? 1 : 0, id);
 }
 
 export function removeDomain(db: Db, id: number): void {
@@ -86,24 +82,30 @@ export function removeDomain(db: Db, id: number): void {
  * switchDkim, once its record is found in DNS.
  */
 export function rotateDkim(db: Db, id: number, now: number): DomainRow {
-  const d = db.statement('SELECT dkim_selector, previous_dkim_selector FROM domains WHERE id = ?').get(id) as {
-    dkim_selector: string;
-    previous_dkim_selector: string | null;
-  };
+  const d = db.get<{ dkim_selector: string; previous_dkim_selector: string | null }>(
+    'SELECT dkim_selector, previous_dkim_selector FROM domains WHERE id = ?',
+    id,
+  )!;
   const selector = nextSelector(d, now);
   const { privateKey, publicKey } = dkimKeyPair();
-  db.statement(
+  db.run(
     'UPDATE domains SET next_dkim_selector = ?, next_dkim_private_key = ?, next_dkim_public_key = ? WHERE id = ?',
-  ).run(selector, privateKey, publicKey, id);
-  return db.statement('SELECT * FROM domains WHERE id = ?').get(id) as DomainRow;
+    selector,
+    privateKey,
+    publicKey,
+    id,
+  );
+  return db.get<DomainRow>('SELECT * FROM domains WHERE id = ?', id)!;
 }
 
 /** Signing moves to the next key: the current one becomes the previous (its record still needed for a while). */
 export function switchDkim(db: Db, id: number, now: number): void {
-  db.statement(
+  db.run(
     `UPDATE domains SET previous_dkim_selector = dkim_selector, previous_dkim_public_key = dkim_public_key,
        dkim_selector = next_dkim_selector, dkim_private_key = next_dkim_private_key, dkim_public_key = next_dkim_public_key,
        next_dkim_selector = NULL, next_dkim_private_key = NULL, next_dkim_public_key = NULL, dkim_switched_at = ?
      WHERE id = ? AND next_dkim_selector IS NOT NULL`,
-  ).run(now, id);
+    now,
+    id,
+  );
 }

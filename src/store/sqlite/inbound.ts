@@ -5,6 +5,7 @@ import {
   inboundLimitCheck,
   type LimitCheck,
   type ReceivingDomain,
+  receivedEventData,
   type StoredInbound,
   usagePeriods,
 } from '../model.js';
@@ -12,19 +13,16 @@ import { BOUND_LIMIT, type Db } from './db.js';
 import { recordEvent } from './events.js';
 
 export function receivingDomain(db: Db, name: string): ReceivingDomain | undefined {
-  const r = db
-    .statement(
-      'SELECT id, customer_id, name, inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE name = ? AND receiving = 1',
-    )
-    .get(name) as
-    | {
-        id: number;
-        customer_id: number;
-        name: string;
-        inbound_rate_per_minute: number | null;
-        inbound_monthly_limit: number | null;
-      }
-    | undefined;
+  const r = db.get<{
+    id: number;
+    customer_id: number;
+    name: string;
+    inbound_rate_per_minute: number | null;
+    inbound_monthly_limit: number | null;
+  }>(
+    'SELECT id, customer_id, name, inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE name = ? AND receiving = 1',
+    name,
+  );
   return (
     r && {
       id: r.id,
@@ -41,9 +39,10 @@ export function inboundLimitsOf(
   db: Db,
   domainId: number,
 ): { ratePerMinute: number | null; monthlyLimit: number | null } {
-  const r = db
-    .statement('SELECT inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE id = ?')
-    .get(domainId) as { inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null } | undefined;
+  const r = db.get<{ inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null }>(
+    'SELECT inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE id = ?',
+    domainId,
+  );
   return { ratePerMinute: r?.inbound_rate_per_minute ?? null, monthlyLimit: r?.inbound_monthly_limit ?? null };
 }
 
@@ -53,18 +52,15 @@ export function setInboundLimits(
   limits: { ratePerMinute?: number | null; monthlyLimit?: number | null },
 ): void {
   if (limits.ratePerMinute !== undefined)
-    db.statement('UPDATE domains SET inbound_rate_per_minute = ? WHERE id = ?').run(limits.ratePerMinute, domainId);
+    db.run('UPDATE domains SET inbound_rate_per_minute = ? WHERE id = ?', limits.ratePerMinute, domainId);
   if (limits.monthlyLimit !== undefined)
-    db.statement('UPDATE domains SET inbound_monthly_limit = ? WHERE id = ?').run(limits.monthlyLimit, domainId);
+    db.run('UPDATE domains SET inbound_monthly_limit = ? WHERE id = ?', limits.monthlyLimit, domainId);
 }
 
 function usage(db: Db, domainId: number, period: string): number {
   return (
-    (
-      db.statement('SELECT count FROM inbound_usage WHERE domain_id = ? AND period = ?').get(domainId, period) as
-        | { count: number }
-        | undefined
-    )?.count ?? 0
+    db.get<{ count: number }>('SELECT count FROM inbound_usage WHERE domain_id = ? AND period = ?', domainId, period)
+      ?.count ?? 0
   );
 }
 
@@ -93,15 +89,13 @@ export function recordLimited(
   now: number,
 ): boolean {
   return db.tx(() => {
-    const last = (
-      db.statement('SELECT last_at FROM inbound_limited WHERE domain_id = ?').get(d.id) as
-        | { last_at: number }
-        | undefined
-    )?.last_at;
+    const last = db.get<{ last_at: number }>('SELECT last_at FROM inbound_limited WHERE domain_id = ?', d.id)?.last_at;
     if (last !== undefined && now - last < 3_600_000) return false;
-    db.statement(
+    db.run(
       'INSERT INTO inbound_limited (domain_id, last_at) VALUES (?, ?) ON CONFLICT(domain_id) DO UPDATE SET last_at = excluded.last_at',
-    ).run(d.id, now);
+      d.id,
+      now,
+    );
     recordEvent(db, {
       customerId: d.customerId,
       type: 'inbound.limited',
@@ -115,10 +109,9 @@ export function recordLimited(
 /** Stores a received message, counts it against the domain's limits and fires `email.received`, in the caller's transaction. */
 export function storeInbound(db: Db, m: StoredInbound, now: number): string {
   const id = publicId('in', 22);
-  db.statement(
+  db.run(
     `INSERT INTO inbound_messages (id, customer_id, domain_id, mail_from, rcpt_to, remote_ip, helo, raw, size, from_header, subject, message_id, attachments, auth, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(
     id,
     m.customerId,
     m.domainId,
@@ -135,27 +128,17 @@ export function storeInbound(db: Db, m: StoredInbound, now: number): string {
     JSON.stringify(m.auth),
     now,
   );
-  const bump = db.statement(
-    'INSERT INTO inbound_usage (domain_id, period, count) VALUES (?, ?, 1) ON CONFLICT(domain_id, period) DO UPDATE SET count = count + 1',
-  );
   const periods = usagePeriods(now);
-  bump.run(m.domainId, periods.minute);
-  bump.run(m.domainId, periods.month);
+  for (const period of [periods.minute, periods.month])
+    db.run(
+      'INSERT INTO inbound_usage (domain_id, period, count) VALUES (?, ?, 1) ON CONFLICT(domain_id, period) DO UPDATE SET count = count + 1',
+      m.domainId,
+      period,
+    );
   recordEvent(db, {
     customerId: m.customerId,
     type: 'email.received',
-    data: {
-      id,
-      from: m.fromHeader,
-      to: m.to,
-      subject: m.subject,
-      message_id: m.messageId,
-      size: m.raw.length,
-      attachments: m.attachments,
-      spf: m.auth.spf,
-      dkim: m.auth.dkim,
-      dmarc: m.auth.dmarc,
-    },
+    data: receivedEventData(id, m, m.raw.length),
     now,
   });
   return id;
@@ -173,22 +156,26 @@ export function storeReport(
   },
   now: number,
 ): void {
-  db.statement(
+  db.run(
     'INSERT INTO inbound_reports (kind, recipient_id, mail_from, rcpt_to, summary, raw, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-  ).run(r.kind, r.recipientId, r.mailFrom, r.rcptTo, JSON.stringify(r.summary), r.raw, now);
+    r.kind,
+    r.recipientId,
+    r.mailFrom,
+    r.rcptTo,
+    JSON.stringify(r.summary),
+    r.raw,
+    now,
+  );
 }
 
 /** A received message's size, without reading it (to make room for it before it is loaded). */
 export function inboundSize(db: Db, id: string, customerId: number): number | undefined {
-  return (
-    db.statement('SELECT size FROM inbound_messages WHERE id = ? AND customer_id = ?').get(id, customerId) as
-      | { size: number }
-      | undefined
-  )?.size;
+  return db.get<{ size: number }>('SELECT size FROM inbound_messages WHERE id = ? AND customer_id = ?', id, customerId)
+    ?.size;
 }
 
 export function getInbound(db: Db, id: string, customerId?: number): InboundRow | undefined {
-  const r = db.statement('SELECT * FROM inbound_messages WHERE id = ?').get(id) as InboundRow | undefined;
+  const r = db.get<InboundRow>('SELECT * FROM inbound_messages WHERE id = ?', id);
   return r && (customerId === undefined || r.customer_id === customerId) ? r : undefined;
 }
 
@@ -202,11 +189,11 @@ export function listInbound(
     where.push('customer_id = ?');
     args.push(opts.customerId);
   }
-  return db.sqlite
-    .prepare(
-      `SELECT id, customer_id, mail_from, rcpt_to, remote_ip, helo, size, from_header, subject, message_id, attachments, auth, created_at FROM inbound_messages WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC ${BOUND_LIMIT}`,
-    )
-    .all(...args, opts.limit) as Array<Omit<InboundRow, 'raw'>>;
+  return db.all<Omit<InboundRow, 'raw'>>(
+    `SELECT id, customer_id, mail_from, rcpt_to, remote_ip, helo, size, from_header, subject, message_id, attachments, auth, created_at FROM inbound_messages WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC ${BOUND_LIMIT}`,
+    ...args,
+    opts.limit,
+  );
 }
 
 /** The recipient a return-path token names, with its message. */
@@ -214,8 +201,9 @@ export function recipientById(
   db: Db,
   id: number,
 ): { id: number; messageRowId: number; address: string; state: string } | undefined {
-  const r = db.statement('SELECT id, message_id, address, state FROM recipients WHERE id = ?').get(id) as
-    | { id: number; message_id: number; address: string; state: string }
-    | undefined;
+  const r = db.get<{ id: number; message_id: number; address: string; state: string }>(
+    'SELECT id, message_id, address, state FROM recipients WHERE id = ?',
+    id,
+  );
   return r && { id: r.id, messageRowId: r.message_id, address: r.address, state: r.state };
 }

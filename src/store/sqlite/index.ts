@@ -9,6 +9,7 @@ import { sqliteDmarc } from './dmarc.js';
 import * as nodes from './nodes.js';
 import { sqliteQueue } from './queue-ops.js';
 import * as reputation from './reputation.js';
+import { sqliteTlsReports } from './tls-reports.js';
 import type { GroupCommit } from './writer/group-commit.js';
 
 /**
@@ -59,5 +60,6 @@ export function sqliteStore(db: Db, writer?: GroupCommit, held: () => boolean = 
       change: async (input) => reputation.change(db, input),
     },
     dmarc: sqliteDmarc(db),
+    tlsReports: sqliteTlsReports(db),
   };
 }

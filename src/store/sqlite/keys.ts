@@ -1,5 +1,14 @@
 import type { KeyGrant } from '../../domain/key-scopes.js';
-import { checkKey, grantColumns, KEY_COLUMNS, type KeyRow, keyHandle, keyInfoOf, newKey } from '../credentials.js';
+import {
+  checkKey,
+  createdKey,
+  grantColumns,
+  KEY_COLUMNS,
+  type KeyRow,
+  keyHandle,
+  keyInfoOf,
+  newKey,
+} from '../credentials.js';
 import type { ApiKeyInfo, KeyKind } from '../model.js';
 import type { Db } from './db.js';
 
@@ -19,17 +28,7 @@ export function createKey(
     input.now,
     ...grantColumns(input.grant),
   );
-  return {
-    id,
-    customer_id: input.customerId,
-    name: input.name,
-    kind: input.kind,
-    created_at: input.now,
-    revoked_at: null,
-    last_used_at: null,
-    ...input.grant,
-    key,
-  };
+  return createdKey({ id, key }, input);
 }
 
 /**
@@ -42,17 +41,13 @@ export function authenticate(db: Db, presented: string): ApiKeyInfo | undefined 
   return checkKey(
     presented,
     h.live,
-    db.statement(`SELECT ${KEY_COLUMNS}, hash FROM api_keys WHERE id = ?`).get(h.id) as
-      | (KeyRow & { hash: Buffer })
-      | undefined,
+    db.get<KeyRow & { hash: Buffer }>(`SELECT ${KEY_COLUMNS}, hash FROM api_keys WHERE id = ?`, h.id),
   );
 }
 
 /** Whether the key exists and is not revoked (the writer's check when the auth epoch moved). */
 export function isKeyLive(db: Db, id: string): boolean {
-  const key = db.statement('SELECT revoked_at FROM api_keys WHERE id = ?').get(id) as
-    | { revoked_at: number | null }
-    | undefined;
+  const key = db.get<{ revoked_at: number | null }>('SELECT revoked_at FROM api_keys WHERE id = ?', id);
   return key !== undefined && key.revoked_at === null;
 }
 
@@ -79,8 +74,5 @@ export function getKey(db: Db, id: string, customerId: number): ApiKeyInfo | und
 
 /** `auth_epoch` moves (by trigger) on every change to api_keys or domains, from any connection. */
 export function readAuthEpoch(db: Db): string {
-  return (
-    (db.statement("SELECT value FROM settings WHERE name = 'auth_epoch'").get() as { value: string } | undefined)
-      ?.value ?? ''
-  );
+  return db.get<{ value: string }>("SELECT value FROM settings WHERE name = 'auth_epoch'")?.value ?? '';
 }

@@ -4,6 +4,10 @@ import {
   type AcceptInput,
   type AcceptResult,
   acceptedResponse,
+  type IdempotencyRecord,
+  type IdempotentAnswer,
+  idempotencyRecord,
+  idempotencyVerdict,
   type MessageSearch,
   type MessageSummary,
   type MessageView,
@@ -67,7 +71,8 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
   if (over) return { kind: 'rate_limited', quota: over };
 
   const emailId = Number(
-    db.statement(SQL.message).run(
+    db.run(
+      SQL.message,
       input.customerId,
       input.messageId,
       input.apiKeyId,
@@ -88,42 +93,33 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
       input.unsubscribe ? 1 : 0,
     ).lastInsertRowid,
   );
-  const insertRecipient = db.statement(SQL.recipient);
   const due = input.scheduledAt ?? input.now;
   for (const r of input.recipients)
-    insertRecipient.run(emailId, input.customerId, r.address, r.domain, r.field, due, input.now, input.now);
-  if (input.tags?.length) {
-    const insertTag = db.statement(SQL.tag);
-    for (const tag of input.tags) insertTag.run(input.customerId, tag, emailId);
-  }
+    db.run(SQL.recipient, emailId, input.customerId, r.address, r.domain, r.field, due, input.now, input.now);
+  for (const tag of input.tags ?? []) db.run(SQL.tag, input.customerId, tag, emailId);
 
   if (idem) recordIdempotent(db, input.customerId, idem, acceptedResponse(input), input.now);
   return { kind: 'accepted', emailId };
 }
 
 /**
- * What an Idempotency-Key already answered, if it is still fresh: the first response (`replay`),
- * or `conflict` when the body differs. A stale record is removed. In the caller's transaction.
+ * What an Idempotency-Key already answered, if its record is still fresh (model/messages.ts,
+ * idempotencyVerdict); a stale record is removed. In the caller's transaction.
  */
 export function idempotentAnswer(
   db: Db,
   customerId: number,
   idem: { key: string; hash: Uint8Array; ttlMs: number },
   now: number,
-): { kind: 'replay'; status: number; response: unknown } | { kind: 'conflict' } | undefined {
-  const prior = db.statement(SQL.idemGet).get(customerId, idem.key) as
-    | { request_hash: Buffer; status: number; response: string; created_at: number }
-    | undefined;
-  if (!prior) return undefined;
-  if (prior.created_at > now - idem.ttlMs) {
-    if (!prior.request_hash.equals(idem.hash)) return { kind: 'conflict' };
-    return { kind: 'replay', status: prior.status, response: JSON.parse(prior.response) };
-  }
-  db.statement(SQL.idemDelete).run(customerId, idem.key);
+): IdempotentAnswer | undefined {
+  const prior = db.get<IdempotencyRecord>(SQL.idemGet, customerId, idem.key);
+  const verdict = idempotencyVerdict(prior, idem, now);
+  if (verdict !== 'expired') return verdict;
+  db.run(SQL.idemDelete, customerId, idem.key);
   return undefined;
 }
 
-/** Records a 202 response under an Idempotency-Key, in the transaction that stored what it answers. */
+/** Records an accepted request's answer under its Idempotency-Key, in the transaction that stored what it answers. */
 export function recordIdempotent(
   db: Db,
   customerId: number,
@@ -131,7 +127,8 @@ export function recordIdempotent(
   response: unknown,
   now: number,
 ): void {
-  db.statement(SQL.idemInsert).run(customerId, idem.key, idem.hash, 202, JSON.stringify(response), now);
+  const r = idempotencyRecord(response);
+  db.run(SQL.idemInsert, customerId, idem.key, idem.hash, r.status, r.response, now);
 }
 
 /** A message with its recipients and events, or undefined (unknown, or another customer's). */
@@ -233,12 +230,15 @@ function undeliveredState(state: string): string {
  * where a filter on created_at would scan.
  */
 function firstIdAt(db: Db, t: number): number {
-  const at = db.statement('SELECT created_at FROM messages WHERE id >= ? ORDER BY id LIMIT 1').pluck();
-  let lo = (db.statement('SELECT MIN(id) FROM messages').pluck().get() as number | null) ?? 1;
-  let hi = ((db.statement('SELECT MAX(id) FROM messages').pluck().get() as number | null) ?? 0) + 1;
+  const ids = db.get<{ lo: number | null; hi: number | null }>('SELECT MIN(id) AS lo, MAX(id) AS hi FROM messages')!;
+  let lo = ids.lo ?? 1;
+  let hi = (ids.hi ?? 0) + 1;
   while (lo < hi) {
     const mid = Math.floor((lo + hi) / 2);
-    const c = at.get(mid) as number | undefined;
+    const c = db.get<{ created_at: number }>(
+      'SELECT created_at FROM messages WHERE id >= ? ORDER BY id LIMIT 1',
+      mid,
+    )?.created_at;
     if (c === undefined || c >= t) hi = mid;
     else lo = mid + 1;
   }

@@ -1,6 +1,5 @@
 import type { Outcome, Reply } from '../../domain/outcome.js';
 import type { Report, ReportEnvelope } from '../../domain/report.js';
-import { parseReturnToken, verpToken } from '../../domain/return-path.js';
 import {
   asyncBounceTransition,
   type ComplaintFacts,
@@ -12,7 +11,7 @@ import {
   suppressedEventData,
   type Transition,
 } from '../../domain/transitions.js';
-import type { Claimed, QueuedMessage } from '../model.js';
+import { type Claimed, type QueuedMessage, reportRecipientIds } from '../model.js';
 import type { Db } from './db.js';
 import { recordEvent } from './events.js';
 import { recipientById, storeReport } from './inbound.js';
@@ -42,29 +41,31 @@ export function applyTransition(
   now: number,
 ): void {
   db.tx(() => {
-    const mark = db.statement('SELECT state, held_at FROM recipients WHERE id = ?').get(r.id) as
-      | { state: string; held_at: number | null }
-      | undefined;
+    const mark = db.get<{ state: string; held_at: number | null }>(
+      'SELECT state, held_at FROM recipients WHERE id = ?',
+      r.id,
+    );
     const t = mark
       ? keptByOperator(given, { canceled: mark.state === 'canceled', held: mark.held_at !== null })
       : given;
     const { row } = t;
-    db.statement(
+    db.run(
       `UPDATE recipients SET state = @state, attempts = coalesce(@attempts, attempts),
          next_attempt_at = CASE WHEN @setNext = 1 THEN @next ELSE next_attempt_at END,
          held_at = CASE WHEN @state IN ('queued', 'deferred') THEN held_at END,
          last_response = coalesce(@response, last_response), source_ip = coalesce(@source, source_ip),
          updated_at = @now WHERE id = @id`,
-    ).run({
-      state: row.state,
-      attempts: row.attempts ?? null,
-      setNext: row.nextAttemptAt !== undefined ? 1 : 0,
-      next: row.nextAttemptAt ?? null,
-      response: row.lastResponse ?? null,
-      source: row.sourceIp ?? null,
-      now,
-      id: r.id,
-    });
+      {
+        state: row.state,
+        attempts: row.attempts ?? null,
+        setNext: row.nextAttemptAt !== undefined ? 1 : 0,
+        next: row.nextAttemptAt ?? null,
+        response: row.lastResponse ?? null,
+        source: row.sourceIp ?? null,
+        now,
+        id: r.id,
+      },
+    );
     releaseClaim(db, r.id);
     for (const e of t.events)
       recordEvent(db, {
@@ -142,28 +143,23 @@ export function recordComplaint(
   now: number,
 ): boolean {
   return db.tx(() => {
-    const seen = db.statement("SELECT 1 FROM events WHERE recipient_id = ? AND type = 'email.complained'").get(r.id);
-    if (seen) return false;
+    if (complainedAlready(db, r.id)) return false;
     applyTransition(db, m, r, complaintTransition(m, r, report, now), now);
     return true;
   });
 }
 
+/** Whether the recipient's complaint is recorded already (one `email.complained` per recipient). */
+export function complainedAlready(db: Db, recipientId: number): boolean {
+  return db.get("SELECT 1 FROM events WHERE recipient_id = ? AND type = 'email.complained'", recipientId) !== undefined;
+}
+
 type Recipient = NonNullable<ReturnType<typeof recipientById>>;
 
-/**
- * The recipient a report is about: named only by a token posthaste issued, the one of the return
- * path the report came to (a bounce), or of the original's envelope sender that the report quotes
- * (Original-Mail-From, or the original's Return-Path: a complaint). Nothing else ties a report to
- * a recipient: a Message-ID or an address is no secret (every recipient of a message sees both), so
- * a report that names them and carries no valid token is kept and changes nothing
- * (docs/inbound.md, "Which recipient a report is about").
- */
+/** The recipient a report is about: the first its tokens name (model/inbound.ts, reportRecipientIds). */
 function recipientOf(db: Db, secret: Buffer, report: Report, env: ReportEnvelope): Recipient | undefined {
-  for (const address of [env.rcptTo, report.originalSender]) {
-    const token = verpToken(address);
-    const id = token ? parseReturnToken(secret, token) : undefined;
-    const r = id !== undefined ? recipientById(db, id) : undefined;
+  for (const id of reportRecipientIds(secret, report, env)) {
+    const r = recipientById(db, id);
     if (r) return r;
   }
   return undefined;

@@ -6,7 +6,7 @@ import {
   zeroCounts,
 } from '../../domain/reputation.js';
 import type { Transition } from '../../domain/transitions.js';
-import { okStanding, type Standing, type StandingChange } from '../reputation-store.js';
+import { okStanding, type Standing, type StandingChange, standingRow } from '../reputation-store.js';
 import type { Db } from './db.js';
 import { recordEvent } from './events.js';
 
@@ -23,10 +23,13 @@ const STANDING = 'customer_id, state, paused_at, reason, paused_by, changed_at, 
 /** Adds what a transition counts for its customer's reputation (domain/reputation.ts), in the caller's transaction. */
 export function countReputation(db: Db, m: { customerId: number; sandbox: boolean }, t: Transition, now: number): void {
   for (const kind of reputationKinds(m.sandbox, t))
-    db.statement(
+    db.run(
       `INSERT INTO activity_hourly (customer_id, hour, kind, count) VALUES (?, ?, ?, 1)
        ON CONFLICT (customer_id, hour, kind) DO UPDATE SET count = count + 1`,
-    ).run(m.customerId, Math.floor(now / HOUR), kind);
+      m.customerId,
+      Math.floor(now / HOUR),
+      kind,
+    );
 }
 
 export function standing(db: Db, customerId: number): Standing {
@@ -38,9 +41,8 @@ export function standing(db: Db, customerId: number): Standing {
 
 export function paused(db: Db): number[] {
   return db
-    .statement('SELECT customer_id FROM customer_reputation WHERE paused_at IS NOT NULL')
-    .pluck()
-    .all() as number[];
+    .all<{ customer_id: number }>('SELECT customer_id FROM customer_reputation WHERE paused_at IS NOT NULL')
+    .map((r) => r.customer_id);
 }
 
 export function standings(db: Db): Standing[] {
@@ -49,14 +51,12 @@ export function standings(db: Db): Standing[] {
 
 /** Each customer's counters of `hour`, summed: one primary-key read per customer. */
 export function hourActivity(db: Db, hour: number): Map<number, number> {
-  const rows = db
-    .statement(
-      `SELECT c.id, (SELECT coalesce(sum(a.count), 0) FROM activity_hourly a
-        WHERE a.customer_id = c.id AND a.hour = ? AND a.kind IN ${KINDS}) FROM customers c`,
-    )
-    .raw(true)
-    .all(hour) as Array<[number, number]>;
-  return new Map(rows);
+  const rows = db.all<{ id: number; n: number }>(
+    `SELECT c.id, (SELECT coalesce(sum(a.count), 0) FROM activity_hourly a
+      WHERE a.customer_id = c.id AND a.hour = ? AND a.kind IN ${KINDS}) AS n FROM customers c`,
+    hour,
+  );
+  return new Map(rows.map((r) => [r.id, r.n]));
 }
 
 function sums(db: Db, customerId: number, fromHour: number): ReputationCounts {
@@ -89,17 +89,17 @@ export function counts(db: Db, customerId: number, fromHour: number): { counts: 
 export function change(db: Db, input: StandingChange): boolean {
   return db.tx(() => {
     if (standing(db, input.customerId).state !== input.from) return false;
-    const paused = input.to === 'paused';
+    const row = standingRow(input);
     db.run(
       `INSERT INTO customer_reputation (customer_id, state, paused_at, reason, paused_by, changed_at) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (customer_id) DO UPDATE SET state = excluded.state, paused_at = excluded.paused_at,
          reason = excluded.reason, paused_by = excluded.paused_by, changed_at = excluded.changed_at`,
       input.customerId,
-      input.to,
-      paused ? input.now : null,
-      paused ? input.reason : null,
-      paused ? input.by : null,
-      input.now,
+      row.state,
+      row.paused_at,
+      row.reason,
+      row.paused_by,
+      row.changed_at,
     );
     if (input.from === 'paused') restart(db, input.customerId, input.now);
     if (input.event) recordEvent(db, { customerId: input.customerId, ...input.event, now: input.now });

@@ -1,3 +1,4 @@
+import { utcDay } from '../../domain/tls-report.js';
 import type { Db } from './db.js';
 
 const DAY = 86_400_000;
@@ -17,6 +18,10 @@ export function purgeOld(db: Db, now: number, days: number): { messages: number;
   if (days <= 0) return { messages: 0, attempts: 0 };
   const cutoff = now - days * DAY;
   return db.tx(() => {
+    // TLS reports' counters and sent reports, by day; never the last two, which the report job reads.
+    const tlsDay = utcDay(Math.min(cutoff, now - 2 * DAY));
+    db.run('DELETE FROM tls_report_counts WHERE day < ?', tlsDay);
+    db.run('DELETE FROM tls_reports_sent WHERE day < ?', tlsDay);
     const messages = db.sqlite
       .prepare(
         `UPDATE messages SET raw = NULL, request = '{"purged":true}'

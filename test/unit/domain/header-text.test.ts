@@ -17,6 +17,12 @@ const problems = (body: Record<string, unknown>) => {
   return r instanceof Problems ? r.details : {};
 };
 
+/** The CPU this process spent since `started` (ms): unlike the wall clock, not stretched by a machine busy with other work. */
+const cpuMs = (started: NodeJS.CpuUsage): number => {
+  const u = process.cpuUsage(started);
+  return Math.round((u.user + u.system) / 1000);
+};
+
 t.test('every control character but tab is refused in header text; tab and ordinary text are not', async (t) => {
   const controls = [...Array.from({ length: 0x20 }, (_, i) => i).filter((c) => c !== 0x09), 0x7f, 0x80, 0x85, 0x9f];
   for (const c of controls) {
@@ -122,11 +128,12 @@ t.test('strict Base64 is checked in linear time, also for attachments of many me
     { numRuns: 5000 },
   );
   const big = Buffer.alloc(30 * 1024 * 1024, 0xa5).toString('base64');
-  const started = Date.now();
+  const started = process.cpuUsage();
   t.ok(isStrictBase64(big), '40 MB of Base64');
   t.notOk(isStrictBase64(big.slice(0, -4) + 'AA!A'), 'one bad character at the end');
   t.notOk(isStrictBase64(big + 'A'), 'length not a multiple of four');
-  t.ok(Date.now() - started < 2000, `checked in ${Date.now() - started} ms`);
+  const ms = cpuMs(started);
+  t.ok(ms < 2000, `checked in ${ms} ms of CPU`);
   t.throws(() => old.test(big), RangeError, 'the pattern it replaces overflowed the stack on this input');
 });
 
@@ -150,8 +157,9 @@ t.test('mailbox parsing takes linear time on hostile input (no backtracking on w
     '<'.repeat(100_000) + '>',
     'a\t '.repeat(300_000),
   ]) {
-    const started = Date.now();
+    const started = process.cpuUsage();
     t.notOk(parseMailbox(input).ok);
-    t.ok(Date.now() - started < 200, `${Date.now() - started} ms`);
+    const ms = cpuMs(started);
+    t.ok(ms < 200, `${ms} ms of CPU`);
   }
 });

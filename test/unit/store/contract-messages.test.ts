@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { contract, send, sender } from '../../helpers/stores.js';
+import { contract, rawRun, send, sender } from '../../helpers/stores.js';
 
 // The store's contract on both engines: the send path's commit (the message and its recipients,
 // suppressions, idempotency, the auth epoch re-check, batches) and the reads of messages.
@@ -201,11 +201,21 @@ contract(
     const data = r.kind === 'accepted' ? r.response.data : [];
     t.match(data[0], { message_id: items[0] && 'messageId' in items[0] ? items[0].messageId : '', status: 'queued' });
     t.match(data[1], { error: { code: 'validation_failed' } });
-    t.match(data[2], { error: { code: 'recipient_suppressed' } });
+    t.same(
+      data[2],
+      {
+        refused: {
+          kind: 'suppressed',
+          addresses: [{ address: 'no@example.net', field: 'to', reason: 'manual' }],
+        },
+        domain: 'example.com',
+      },
+      'a refusal is kept as a value, for the API to say',
+    );
     t.match(await s.messages.acceptBatch(input), {
       kind: 'replay',
       status: 202,
-      response: { data: [{ status: 'queued' }, { error: {} }, { error: {} }] },
+      response: { data: [{ status: 'queued' }, { error: {} }, { refused: { kind: 'suppressed' } }] },
     });
     await s.keys.revoke(who.keyId, 6);
     t.match(await s.messages.acceptBatch({ ...input, idempotency: undefined, authEpoch: '0' }), {
@@ -213,6 +223,36 @@ contract(
     });
   },
 );
+
+contract("a batch's answer kept in the earlier form, each item its body, is replayed as it was kept", async (t, s) => {
+  const who = await sender(s);
+  const kept = {
+    data: [
+      { message_id: 'old.1@example.com', status: 'queued', sandbox: false, recipients: ['a@example.net'] },
+      {
+        error: {
+          code: 'recipient_suppressed',
+          message: '1 recipient(s) are on the suppression list; nothing was queued.',
+          details: { to: ['no@example.net is on the suppression list (manual)'] },
+        },
+      },
+    ],
+  };
+  await rawRun(
+    s,
+    'INSERT INTO idempotency_keys (customer_id, key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    [who.customerId, 'old', hash('old batch'), 202, JSON.stringify(kept), 1000],
+  );
+  const r = await s.messages.acceptBatch({
+    items: [],
+    customerId: who.customerId,
+    apiKeyId: who.keyId,
+    idempotency: { key: 'old', hash: hash('old batch'), ttlMs: 60_000 },
+    authEpoch: await s.keys.authEpoch(),
+    now: 2000,
+  });
+  t.same(r, { kind: 'replay', status: 202, response: kept, authEpoch: await s.keys.authEpoch() });
+});
 
 contract(
   'messages are listed newest first, searched by recipient, Message-ID, tag, state and time, and canceled while untouched',

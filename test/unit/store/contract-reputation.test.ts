@@ -133,7 +133,10 @@ contract(
       authEpoch: staleEpoch,
       now: T0,
     });
-    t.match(batch, { kind: 'accepted', response: { data: [{ error: { code: 'customer_paused' } }] } });
+    t.match(batch, {
+      kind: 'accepted',
+      response: { data: [{ refused: { kind: 'customer_paused', reason: 'by hand' } }] },
+    });
     t.ok(await s.reputation.change(change(who.customerId, 'paused', 'ok', T0 + HOUR)));
     const claimed = await s.delivery.claim('w', T0 + 10 * HOUR, 10);
     t.same(

@@ -209,6 +209,7 @@ async function peakAcrossTwoNodes(t: Test, shared: boolean): Promise<number> {
         },
       })),
       unattempted: [],
+      givenBack: [],
       refusal: null,
       composed: new Map(),
     };

@@ -1,3 +1,4 @@
+import { sandboxTransition } from '../../model.js';
 import type { DeliveryStore } from '../../store.js';
 import type { Db } from '../db.js';
 import * as destinations from '../destinations.js';
@@ -57,7 +58,7 @@ function claim(db: Db, worker: string, now: number, limit: number) {
   return out;
 }
 
-/** A sandbox key's simulated outcomes, step by step, as a real delivery would record them. */
+/** A sandbox key's simulated steps, written one by one as their transitions (model/queue.ts, sandboxTransition). */
 function recordSandbox(
   db: Db,
   items: Parameters<DeliveryStore['recordSandbox']>[0],
@@ -66,24 +67,7 @@ function recordSandbox(
 ): void {
   for (const { recipient, message, steps } of items)
     for (const step of steps) {
-      if (step.kind === 'async_bounce') recipients.recordAsyncBounce(db, message, recipient, step.reply, true, now);
-      else if (step.kind === 'complaint')
-        recipients.recordComplaint(
-          db,
-          message,
-          recipient,
-          { feedback_type: step.feedbackType, user_agent: step.userAgent, arrival_date: new Date(now).toISOString() },
-          now,
-        );
-      else if (step.kind === 'delivered')
-        recipients.recordOutcome(
-          db,
-          message,
-          recipient,
-          { kind: 'delivered', reply: step.reply, mx: 'sandbox', tls: false, tlsVerified: false },
-          policy,
-          now,
-        );
-      else recipients.recordOutcome(db, message, recipient, step, policy, now);
+      if (step.kind === 'complaint' && recipients.complainedAlready(db, recipient.id)) continue;
+      recipients.applyTransition(db, message, recipient, sandboxTransition(message, recipient, step, policy, now), now);
     }
 }

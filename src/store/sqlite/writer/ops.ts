@@ -1,6 +1,5 @@
-import { refusal } from '../../../domain/errors.js';
-import type { BatchInput, BatchItemResult, BatchResult, ReceiveInput, SendCommit, SendInput } from '../../model.js';
-import { acceptedResponse } from '../../model.js';
+import type { BatchInput, BatchResult, ReceiveInput, SendCommit, SendInput } from '../../model.js';
+import { batchAnswer } from '../../model.js';
 import type { Db } from '../db.js';
 import { findSendingDomain } from '../domains.js';
 import { storeInbound } from '../inbound.js';
@@ -34,7 +33,7 @@ function pausedNow(db: Db, input: { customerId: number; sandbox: boolean }) {
 function accept(db: Db, input: SendInput): SendCommit {
   const authEpoch = readAuthEpoch(db);
   if (authEpoch !== input.authEpoch) {
-    if (!isKeyLive(db, input.apiKeyId)) return { kind: 'key_revoked', authEpoch };
+    if (input.apiKeyId !== null && !isKeyLive(db, input.apiKeyId)) return { kind: 'key_revoked', authEpoch };
     const domain = findSendingDomain(db, input.senderDomain);
     if (!domain || domain.customer_id !== input.customerId) return { kind: 'domain_unknown', authEpoch };
     if (domain.verified_at === null) return { kind: 'domain_unverified', authEpoch };
@@ -46,7 +45,7 @@ function accept(db: Db, input: SendInput): SendCommit {
 
 /**
  * A batch's commit: every item that can be stored is, in this one transaction, and each gets its
- * result (its 202 body, or its error); the batch's response is recorded under its
+ * result (model/messages.ts, batchAnswer); the batch's response is recorded under its
  * Idempotency-Key in the same transaction. Key and domains are verified again as for one message
  * when the epoch moved.
  */
@@ -59,23 +58,18 @@ function acceptBatch(db: Db, input: BatchInput): BatchResult {
   }
   const moved = authEpoch !== input.authEpoch;
   if (moved) {
-    if (!isKeyLive(db, input.apiKeyId)) return { kind: 'key_revoked', authEpoch };
+    if (input.apiKeyId !== null && !isKeyLive(db, input.apiKeyId)) return { kind: 'key_revoked', authEpoch };
   }
-  const data = input.items.map((item): BatchItemResult => {
-    if ('error' in item) return item;
+  const response = batchAnswer(input.items, (item) => {
     if (moved) {
       const domain = findSendingDomain(db, item.senderDomain);
-      if (!domain || domain.customer_id !== item.customerId)
-        return refusal({ kind: 'domain_unknown' }, item.senderDomain).toBody();
-      if (domain.verified_at === null) return refusal({ kind: 'domain_unverified' }, item.senderDomain).toBody();
+      if (!domain || domain.customer_id !== item.customerId) return { kind: 'domain_unknown' };
+      if (domain.verified_at === null) return { kind: 'domain_unverified' };
       const paused = pausedNow(db, item);
-      if (paused) return refusal(paused, item.senderDomain).toBody();
+      if (paused) return paused;
     }
-    const r = acceptMessage(db, item);
-    if (r.kind === 'suppressed' || r.kind === 'rate_limited') return refusal(r, item.senderDomain).toBody();
-    return acceptedResponse(item);
+    return acceptMessage(db, item);
   });
-  const response = { data };
   if (idem) recordIdempotent(db, input.customerId, idem, response, input.now);
   return { kind: 'accepted', response, authEpoch };
 }
