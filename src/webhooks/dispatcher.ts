@@ -44,7 +44,7 @@ export interface DispatcherDeps {
    * unique to this process, renewed every third of `ttlMs`. Without it, this dispatcher fans out
    * as the only one.
    */
-  fanOutLease?: { holder: string; ttlMs: number };
+  fanOutLease?: { holder: string; ttlMs: number; askEveryMs?: number };
 }
 
 /** Events fanned out per fill at most. */

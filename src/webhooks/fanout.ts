@@ -29,12 +29,19 @@ export interface FanOutWrite {
 export interface FanOutLease {
   holder: string;
   ttlMs: number;
+  /**
+   * How often a node not leading asks for the lease (ms; ASK_EVERY_MS unless given): never at
+   * every wakeup, which on a busy cluster would be at every other node's commit.
+   */
+  askEveryMs?: number;
   /** Called when this process stops leading: fresh deliveries it holds are given up. */
   onDeposed: () => void;
 }
 
 /** Renewed when a third of the lease has passed; not trusted past the lease less this margin. */
 const LEASE_MARGIN_MS = 1000;
+/** A node not leading asks for the lease at most this often (docs/cluster.md: one short statement per node every 5 s). */
+export const ASK_EVERY_MS = 5000;
 
 /**
  * Fans new events out to subscribed endpoints in memory, and keeps the fan-out cursor honest.
@@ -71,6 +78,8 @@ export class FanOut {
   private epoch: number | undefined;
   /** When the lease was last taken or renewed (this process's monotonic clock, ms). */
   private renewedAt = -Infinity;
+  /** When this process, not leading, last asked for the lease (monotonic clock, ms). */
+  private askedAt = -Infinity;
 
   /** `wantsWrite`: there is something for a batch to write even without attempts (pending rows, a cursor to move). */
   constructor(
@@ -84,12 +93,15 @@ export class FanOut {
   /**
    * Whether this process may fan out now: takes or renews the lease when a third of it has
    * passed. Without an answer from the store, it stops leading once the lease may have run out.
+   * Not leading, it asks again only once `askEveryMs` has passed since it last asked.
    */
   async lead(): Promise<boolean> {
     const lease = this.lease;
     if (!lease) return true;
     const t = performance.now();
     if (this.epoch !== 0 && t - this.renewedAt < lease.ttlMs / 3) return true;
+    if (this.epoch === 0 && t - this.askedAt < (lease.askEveryMs ?? ASK_EVERY_MS)) return false;
+    if (this.epoch === 0) this.askedAt = t;
     let epoch: number | null;
     try {
       epoch = await this.store.leadFanOut(lease.holder, lease.ttlMs);

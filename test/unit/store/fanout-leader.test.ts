@@ -107,7 +107,13 @@ t.test(
       ttlMs: 60_000,
       onDeposed: () => deposedA++,
     });
-    const fb = new FanOut(b.webhooks, () => undefined, { holder: 'node-b', ttlMs: 60_000, onDeposed: () => undefined });
+    // B asks for the lease every time here (askEveryMs 0), to take it the moment it expires.
+    const fb = new FanOut(b.webhooks, () => undefined, {
+      holder: 'node-b',
+      ttlMs: 60_000,
+      askEveryMs: 0,
+      onDeposed: () => undefined,
+    });
     t.ok(await fa.lead(), 'A takes the lease');
     t.notOk(await fb.lead(), 'B does not, while A holds it');
     const heldA = await fa.next(10, room);
@@ -160,6 +166,17 @@ t.test(
       'the cursor past them',
     );
     t.notOk(await fa.lead(), "A cannot take the lease back while B's runs");
+    // A, not leading, does not ask again for ASK_EVERY_MS however often it is woken.
+    let asked = 0;
+    const counting = {
+      ...a.webhooks,
+      leadFanOut: (h: string, ttl: number) => (asked++, a.webhooks.leadFanOut(h, ttl)),
+    };
+    const fc = new FanOut(counting, () => undefined, { holder: 'node-c', ttlMs: 60_000, onDeposed: () => undefined });
+    const answers: boolean[] = [];
+    for (let i = 0; i < 50; i++) answers.push(await fc.lead());
+    t.same(new Set(answers), new Set([false]), 'B leads throughout');
+    t.equal(asked, 1, 'fifty wakeups, one question to the store');
     t.same(await fb.next(10, room), [], 'and B has nothing left to fan out');
   },
 );
