@@ -170,7 +170,10 @@ t.test(
     let asked = 0;
     const counting = {
       ...a.webhooks,
-      leadFanOut: (h: string, ttl: number) => (asked++, a.webhooks.leadFanOut(h, ttl)),
+      leadFanOut: (h: string, ttl: number) => {
+        asked++;
+        return a.webhooks.leadFanOut(h, ttl);
+      },
     };
     const fc = new FanOut(counting, () => undefined, { holder: 'node-c', ttlMs: 60_000, onDeposed: () => undefined });
     const answers: boolean[] = [];
