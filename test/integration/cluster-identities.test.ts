@@ -1,12 +1,10 @@
-import { Resolver } from 'node:dns/promises';
-import { authenticate } from 'mailauth';
 import t from 'tap';
 import { zoneStrings } from '../../support/dns-server.js';
-import type { ReceivedMessage } from '../../support/mx-server.js';
 import { json, runCli } from '../helpers/cli.js';
 import { type ClusterNode, clusterSkipped, startCluster } from '../helpers/cluster.js';
 import { makeKey } from '../helpers/env.js';
 import { type Json, request } from '../helpers/http.js';
+import { receiverVerdict } from '../helpers/receiver.js';
 
 // Sending identities on three nodes sharing one PostgreSQL (docs/delivery.md, "Sending
 // identities"): each node sends from an address of its own (127.0.0.11-13, each with its PTR
@@ -38,30 +36,6 @@ if (!clusterSkipped()) {
     );
   const cli = (...args: string[]) => runCli(['--config', nodes[0]!.path, ...args]);
   const key = await makeKey(await cluster.store());
-  const resolver = new Resolver();
-  resolver.setServers([dns.server]);
-
-  /** What a receiver checking with mailauth finds, from the session it saw (client address, EHLO name, MAIL FROM). */
-  async function receiverVerdict(got: ReceivedMessage): Promise<Json> {
-    const res = await authenticate(got.data, {
-      ip: got.remoteAddress,
-      helo: got.helo,
-      sender: got.from,
-      mta: 'mx.rcpt.test',
-      resolver: (name: string, type: string) => resolver.resolve(name, type as 'TXT'),
-      disableArc: true,
-      disableBimi: true,
-    } as never);
-    const r = res as unknown as Json;
-    return {
-      spf: r.spf.status.result,
-      spfDomain: r.spf.domain,
-      dkim: r.dkim.results.map((x: Json) => [x.status.result, x.signingDomain, x.status.aligned]),
-      dmarc: r.dmarc.status.result,
-      alignedSpf: r.dmarc.alignment?.spf?.result || false,
-      alignedDkim: r.dmarc.alignment?.dkim?.result || false,
-    };
-  }
 
   t.test(
     "one SPF record covers every node's address; each node's mail passes SPF, DKIM and DMARC, aligned",
@@ -109,7 +83,7 @@ if (!clusterSkipped()) {
         );
         t.match(got.from, /^bounces\+[0-9a-z]{20}@bounces\.acme\.example$/, "the envelope sender on the domain's host");
         t.match(
-          await receiverVerdict(got),
+          await receiverVerdict(got, dns.server),
           {
             spf: 'pass',
             spfDomain: 'bounces.acme.example',

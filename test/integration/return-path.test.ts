@@ -4,8 +4,6 @@
 // return-path CNAME is published and verified; before that, the envelope sender stays on the
 // server's return path domain. A bounce to the domain's return path is read as any other.
 
-import { Resolver } from 'node:dns/promises';
-import { authenticate } from 'mailauth';
 import t from 'tap';
 import { zoneStrings } from '../../support/dns-server.js';
 import type { ReceivedMessage } from '../../support/mx-server.js';
@@ -14,6 +12,7 @@ import { json, runCli } from '../helpers/cli.js';
 import { fixture } from '../helpers/fixtures.js';
 import type { Json } from '../helpers/http.js';
 import { startMailEnv } from '../helpers/mail-env.js';
+import { receiverVerdict } from '../helpers/receiver.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 
 const s = await startMailEnv({
@@ -23,8 +22,6 @@ const s = await startMailEnv({
 });
 const { dns, mx, key } = s;
 const cli = (...args: string[]) => runCli(['--config', s.configPath, ...args]);
-const resolver = new Resolver();
-resolver.setServers([dns.server]);
 
 async function sendAndDeliver(to: string): Promise<{ id: string; got: ReceivedMessage }> {
   const id = await sendEmail(s.url, key, { from: 'Acme <news@acme.example>', to, subject: 'Hi', text_body: 'Signed.' });
@@ -32,28 +29,6 @@ async function sendAndDeliver(to: string): Promise<{ id: string; got: ReceivedMe
   const got = mx.received.find((m) => m.to[0] === to);
   if (!got) throw new Error(`${to} not delivered`);
   return { id, got };
-}
-
-/** What a receiver checking with mailauth finds, from the session it saw (client address, EHLO name, MAIL FROM). */
-async function receiverVerdict(got: ReceivedMessage): Promise<Json> {
-  const res = await authenticate(got.data, {
-    ip: got.remoteAddress,
-    helo: got.helo,
-    sender: got.from,
-    mta: 'mx.rcpt.test',
-    resolver: (name: string, type: string) => resolver.resolve(name, type as 'TXT'),
-    disableArc: true,
-    disableBimi: true,
-  } as never);
-  const r = res as unknown as Json;
-  return {
-    spf: r.spf.status.result,
-    spfDomain: r.spf.domain,
-    dkim: r.dkim.results.map((x: Json) => [x.status.result, x.signingDomain, x.status.aligned]),
-    dmarc: r.dmarc.status.result,
-    alignedSpf: r.dmarc.alignment?.spf?.result || false,
-    alignedDkim: r.dmarc.alignment?.dkim?.result || false,
-  };
 }
 
 t.test('SPF, DKIM and DMARC pass, aligned on both, once the return path CNAME holds', async (t) => {
@@ -84,7 +59,7 @@ t.test('SPF, DKIM and DMARC pass, aligned on both, once the return path CNAME ho
 
   const before = await sendAndDeliver('before@rcpt.test');
   t.match(before.got.from, /^bounces\+[0-9a-z]{20}@bounces\.test\.posthaste$/, 'not published: the server return path');
-  t.match(await receiverVerdict(before.got), {
+  t.match(await receiverVerdict(before.got, dns.server), {
     spf: 'pass',
     spfDomain: 'bounces.test.posthaste',
     dkim: [['pass', 'acme.example', 'acme.example']],
@@ -110,7 +85,7 @@ t.test('SPF, DKIM and DMARC pass, aligned on both, once the return path CNAME ho
     /^bounces\+[0-9a-z]{20}@bounces\.acme\.example$/,
     "the envelope sender on the domain's own host",
   );
-  t.match(await receiverVerdict(after.got), {
+  t.match(await receiverVerdict(after.got, dns.server), {
     spf: 'pass',
     spfDomain: 'bounces.acme.example',
     dkim: [['pass', 'acme.example', 'acme.example']],

@@ -6,9 +6,7 @@
 // replay change nothing; a mail to the mailto address suppresses likewise. Runs on either engine.
 
 import { execFileSync } from 'node:child_process';
-import { Resolver } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
-import { authenticate } from 'mailauth';
 import nodemailer from 'nodemailer';
 import t from 'tap';
 import type { ReceivedMessage } from '../../support/mx-server.js';
@@ -18,6 +16,7 @@ import { customerId, publishDomainTxt } from '../helpers/env.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { type Json, request } from '../helpers/http.js';
 import { startMailEnv } from '../helpers/mail-env.js';
+import { receiverCheck } from '../helpers/receiver.js';
 import { RawSmtp } from '../helpers/smtp-client.js';
 import { submissionToml } from '../helpers/submission.js';
 
@@ -28,8 +27,6 @@ const s = await startMailEnv({
 });
 const { dns, mx, key } = s;
 const published = await publishDomainTxt(s.store, dns, 'example.com');
-const resolver = new Resolver();
-resolver.setServers([dns.server]);
 const listener = s.daemon.unsubscribeUrl!;
 
 const PY_VERIFY = `
@@ -58,16 +55,7 @@ function headers(got: ReceivedMessage): Map<string, string[]> {
 }
 
 async function dkimResults(got: ReceivedMessage): Promise<Json[]> {
-  const res = await authenticate(got.data, {
-    ip: got.remoteAddress,
-    helo: got.helo,
-    sender: got.from,
-    mta: 'mx.rcpt.test',
-    resolver: (name: string, type: string) => resolver.resolve(name, type as 'TXT'),
-    disableArc: true,
-    disableBimi: true,
-  } as never);
-  return (res as unknown as Json).dkim.results as Json[];
+  return (await receiverCheck(got, dns.server)).dkim.results as Json[];
 }
 
 const delivered = (to: string) => {
