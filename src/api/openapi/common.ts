@@ -170,6 +170,11 @@ export const PAGE_PARAMETERS: Obj[] = [
   },
 ];
 
+/** `{data}`: a whole list, in one answer. */
+export function list(item: Obj): Obj {
+  return { type: 'object', required: ['data'], properties: { data: { type: 'array', items: item } } };
+}
+
 /** `{data, next}`: one page of a list, `next` the cursor of the following page or null on the last. */
 export function page(item: Obj): Obj {
   return {

@@ -3,6 +3,7 @@ import {
   dateTime,
   errorSchema,
   json,
+  list,
   nullable,
   type Obj,
   pathParameter,
@@ -59,7 +60,7 @@ export const KEY_PATHS: Obj = {
       summary: 'The API keys',
       responses: responses('get', {
         '200': json(
-          { type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('ApiKey') } } },
+          list(ref('ApiKey')),
           'Every key of the customer, revoked ones included, oldest first (never a secret).',
         ),
       }),

@@ -3,6 +3,7 @@ import {
   dateTime,
   errorSchema,
   json,
+  list,
   nullable,
   type Obj,
   pathParameter,
@@ -115,10 +116,7 @@ const DOMAIN_PATHS: Obj = {
       tags: ['domains'],
       summary: "The customer's domains",
       responses: responses('get', {
-        '200': json(
-          { type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('Domain') } } },
-          'Every domain of the customer, by name.',
-        ),
+        '200': json(list(ref('Domain')), 'Every domain of the customer, by name.'),
       }),
     },
     post: {

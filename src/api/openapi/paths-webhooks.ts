@@ -1,4 +1,15 @@
-import { json, type Obj, PAGE_PARAMETERS, page, pathParameter, ref, responseRef, responses, scoped } from './common.js';
+import {
+  json,
+  list,
+  type Obj,
+  PAGE_PARAMETERS,
+  page,
+  pathParameter,
+  ref,
+  responseRef,
+  responses,
+  scoped,
+} from './common.js';
 import { EVENT_TYPE } from './events.js';
 import { UPDATE_WEBHOOK } from './paths-manage.js';
 
@@ -55,14 +66,7 @@ export const WEBHOOK_PATHS: Obj = {
       tags: ['webhooks'],
       summary: 'The webhook endpoints',
       responses: responses('get', {
-        '200': json(
-          {
-            type: 'object',
-            required: ['data'],
-            properties: { data: { type: 'array', items: ref('WebhookEndpoint') } },
-          },
-          'Every endpoint of the customer (never the secret).',
-        ),
+        '200': json(list(ref('WebhookEndpoint')), 'Every endpoint of the customer (never the secret).'),
       }),
     },
   },
