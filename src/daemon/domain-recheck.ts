@@ -1,5 +1,6 @@
 import type { Resolver } from 'node:dns/promises';
 import { recheckDomains } from '../domain-setup/manage.js';
+import { every } from '../lib/clock.js';
 import type { Store } from '../store/store.js';
 import type { Ctx } from './context.js';
 
@@ -16,8 +17,7 @@ export function scheduleDomainRecheck(
 ): { stop(): Promise<void> } {
   const interval = config.dns.recheck_interval;
   if (interval <= 0) return { stop: async () => undefined };
-  let running: Promise<void> | undefined;
-  const run = async () => {
+  return every(interval, async () => {
     try {
       // A node whose timer fires within the interval of another's run leaves this one to it.
       if (!(await store.admin.claimJob('domain_recheck', Math.floor(interval * 0.9))))
@@ -34,17 +34,5 @@ export function scheduleDomainRecheck(
     } catch (e) {
       log.error({ err: e }, 'domain re-check failed');
     }
-  };
-  const timer = setInterval(() => {
-    running ??= run().finally(() => {
-      running = undefined;
-    });
-  }, interval);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  });
 }

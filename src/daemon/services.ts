@@ -87,7 +87,7 @@ export async function startServices(
   };
   const retention = scheduleRetention(ctx, store);
   const recheck = scheduleDomainRecheck(ctx, store, resolver, queued.events);
-  const tlsReports = scheduleTlsReports(ctx, store, resolver, node, tlsLog, queued.outbound);
+  const tlsReports = scheduleTlsReports(ctx, store, resolver, node, tlsLog, webhooks.fetch, queued.outbound);
   const schedules = {
     stop: async () => {
       reputation.stop();

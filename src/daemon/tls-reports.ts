@@ -1,11 +1,11 @@
 import type { Resolver } from 'node:dns/promises';
-import { readFileSync } from 'node:fs';
 import type { ClusterNode } from '../cluster/node.js';
 import { utcDay } from '../domain/tls-report.js';
+import { every } from '../lib/clock.js';
 import type { TlsSessionLog } from '../outbound/tls-sessions.js';
 import { type DaySummary, sendDayReports, type TlsReportDeps, tlsReportSettings } from '../reports/tls-report-send.js';
 import type { Store } from '../store/store.js';
-import { SafeFetch } from '../webhooks/safe-fetch.js';
+import type { SafeFetch } from '../webhooks/safe-fetch.js';
 import type { Ctx } from './context.js';
 
 /** How often the job looks whether the previous day's reports are due (or some must be tried again). */
@@ -37,16 +37,10 @@ export function scheduleTlsReports(
   resolver: Resolver,
   node: Pick<ClusterNode, 'id'>,
   tlsLog: TlsSessionLog | undefined,
+  /** The webhooks' guarded client (its address guard, timeout and CAs: webhooks.*), closed by its owner after `stop`. */
+  fetch: SafeFetch,
   onQueued: () => void,
 ): TlsReportRuns {
-  const w = config.webhooks;
-  // The webhooks' guarded client: the same address guard, timeout and CAs (webhooks.*).
-  const fetch = new SafeFetch({
-    resolver,
-    allowPrivate: w.allow_private_targets,
-    timeoutMs: w.timeout,
-    extraCa: w.tls_ca_file ? [readFileSync(w.tls_ca_file, 'utf8')] : [],
-  });
   const deps: TlsReportDeps = {
     store,
     resolver,
@@ -67,7 +61,6 @@ export function scheduleTlsReports(
   };
   let done = '';
   let nextTry = 0;
-  let running: Promise<unknown> | undefined;
   const due = async () => {
     const now = clock.now();
     const day = utcDay(now - DAY_MS);
@@ -82,20 +75,11 @@ export function scheduleTlsReports(
       log.error({ err: e, day }, 'TLS reports: the run failed');
     }
   };
-  const timer = setInterval(() => {
-    running ??= due().finally(() => {
-      running = undefined;
-    });
-  }, TICK_MS);
-  timer.unref();
+  const timer = every(TICK_MS, due);
   return {
     run,
     due,
-    async stop() {
-      clearInterval(timer);
-      await running;
-      await fetch.close();
-    },
+    stop: () => timer.stop(),
     closeSessions: async () => tlsLog?.stop(),
   };
 }

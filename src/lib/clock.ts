@@ -23,3 +23,24 @@ export class ManualClock implements Clock {
 export function isoTime(ms: number): string {
   return new Date(ms).toISOString();
 }
+
+/**
+ * Runs `run` every `intervalMs` (an unref'd timer: it keeps no process alive), never two runs at
+ * once (a tick while one is under way is skipped); `stop` clears the timer and waits for the run
+ * under way. `run` handles its own failures.
+ */
+export function every(intervalMs: number, run: () => Promise<void>): { stop(): Promise<void> } {
+  let running: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    running ??= run().finally(() => {
+      running = undefined;
+    });
+  }, intervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
