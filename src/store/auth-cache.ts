@@ -106,12 +106,12 @@ export class AuthCache {
    * it), so a send admitted after a change obeys it. Only a send that names a pool pays the read.
    */
   async mayChoosePool(customerId: number, pool: string): Promise<{ allowed: boolean; choices: string[] }> {
-    const choices = choicesOf(await this.customerPools(true), customerId);
+    const choices = choicesOf(await this.customerPools(), customerId);
     return { allowed: choices.includes(pool), choices };
   }
 
-  private async customerPools(checked: boolean): Promise<Map<number, CustomerPools>> {
-    await this.validate(checked);
+  private async customerPools(): Promise<Map<number, CustomerPools>> {
+    await this.validate(true);
     if (this.pools) return this.pools;
     if (!this.store.customers) return new Map();
     const at = this.generation;
