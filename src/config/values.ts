@@ -47,13 +47,15 @@ export function coerce(spec: KeySpec, v: unknown, fromEnv: boolean): unknown {
     if (kind.type === 'int') v = /^-?\d+$/.test(v) ? Number(v) : v;
     else if (kind.type === 'bool') v = v === 'true' ? true : v === 'false' ? false : v;
     else if (kind.type === 'tables') v = JSON.parse(v);
-    else if (kind.type === 'strings' || kind.type === 'durations')
+    else if (kind.type === 'strings' || kind.type === 'durations' || kind.type === 'ints')
       v = v.trim().startsWith('[')
         ? JSON.parse(v)
         : v
             .split(',')
             .map((s) => s.trim())
             .filter(Boolean);
+    if (kind.type === 'ints' && Array.isArray(v))
+      v = v.map((x) => (typeof x === 'string' && /^-?\d+$/.test(x) ? Number(x) : x));
   }
   switch (kind.type) {
     case 'string':
@@ -80,6 +82,12 @@ export function coerce(spec: KeySpec, v: unknown, fromEnv: boolean): unknown {
     case 'durations':
       if (!Array.isArray(v) || v.length === 0) throw new Error('expected a non-empty array of durations');
       return v.map(parseDuration);
+    case 'ints': {
+      if (!Array.isArray(v)) throw new Error('expected an array of integers');
+      const problem = kind.check(v);
+      if (problem) throw new Error(problem);
+      return v;
+    }
     case 'bytes':
       return parseBytes(v);
     case 'percent':
