@@ -12,6 +12,7 @@ import { pgReputation } from './reputation.js';
 import { pgTlsReports } from './tls-reports.js';
 import { pgUsers } from './users.js';
 import { pgWakeups } from './wakeups.js';
+import { pgWarmup } from './warmup.js';
 import { pgWebhooks } from './webhooks.js';
 
 export { redactUrl };
@@ -44,5 +45,6 @@ export function pgStore(url: string, opts: { password?: string; max?: number; ap
     reputation: pgReputation(db),
     dmarc: pgDmarc(db),
     tlsReports: pgTlsReports(db),
+    warmup: pgWarmup(db),
   };
 }

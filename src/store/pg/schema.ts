@@ -16,6 +16,7 @@ import * as m015 from './migrations/015_reputation.js';
 import * as m016 from './migrations/016_webhook_secret_rotation.js';
 import * as m017 from './migrations/017_send_quotas.js';
 import * as m018 from './migrations/018_tls_reports.js';
+import * as m019 from './migrations/019_warmup.js';
 
 /**
  * The PostgreSQL engine's migrations: numbered and append-only, as the SQLite engine's are
@@ -59,4 +60,5 @@ export const pgMigrations: PgMigration[] = [
   { version: 16, name: 'webhook_secret_rotation', sql: m016.up },
   { version: 17, name: 'send_quotas', sql: m017.up },
   { version: 18, name: 'tls_reports', sql: m018.up },
+  { version: 19, name: 'warmup', sql: m019.up },
 ];

@@ -10,6 +10,7 @@ import * as nodes from './nodes.js';
 import { sqliteQueue } from './queue-ops.js';
 import * as reputation from './reputation.js';
 import { sqliteTlsReports } from './tls-reports.js';
+import { sqliteWarmup } from './warmup.js';
 import type { GroupCommit } from './writer/group-commit.js';
 
 /**
@@ -61,5 +62,6 @@ export function sqliteStore(db: Db, writer?: GroupCommit, held: () => boolean = 
     },
     dmarc: sqliteDmarc(db),
     tlsReports: sqliteTlsReports(db),
+    warmup: sqliteWarmup(db),
   };
 }

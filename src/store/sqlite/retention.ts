@@ -15,6 +15,8 @@ export function purgeOld(db: Db, now: number, days: number): { messages: number;
       "DELETE FROM send_usage WHERE (substr(period, 1, 1) = 'm' AND CAST(substr(period, 2) AS INTEGER) < ?) OR (substr(period, 1, 1) = 'd' AND CAST(substr(period, 2) AS INTEGER) < ?)",
     )
     .run(Math.floor(now / 60_000) - 60, Math.floor(now / DAY) - 2);
+  // The warm-up's use (store/warmup-store.ts): today's is read, yesterday's kept for a give-back after midnight.
+  db.run('DELETE FROM warmup_use WHERE day < ?', utcDay(now - DAY));
   if (days <= 0) return { messages: 0, attempts: 0 };
   const cutoff = now - days * DAY;
   return db.tx(() => {
