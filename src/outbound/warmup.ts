@@ -4,7 +4,7 @@
 // connection did not try; the counts are the store's, so every node on one PostgreSQL shares them.
 
 import type { Pool } from '../config/pools.js';
-import { nextUtcMidnight, warmupCap, warmupDayOf } from '../domain/warmup.js';
+import { nextUtcMidnight, type WarmupAddressStatus, warmupCap, warmupDayOf, warmupStatus } from '../domain/warmup.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { Store } from '../store/store.js';
@@ -90,4 +90,18 @@ export class WarmupLedger {
       'warm-up: the address has reached its cap for this destination today',
     );
   }
+}
+
+/**
+ * Each configured address with its warm-up day, today's cap per destination and today's use
+ * (summed per address by the store), for `posthaste status` and the dashboard's overview.
+ */
+export async function warmupReport(
+  store: Pick<Store, 'warmup'>,
+  pools: readonly Pool[],
+  schedule: readonly number[],
+  now: number,
+): Promise<WarmupAddressStatus[]> {
+  if (pools.length === 0) return [];
+  return warmupStatus(pools, schedule, await store.warmup.usage(warmupDayOf(now)), now);
 }
