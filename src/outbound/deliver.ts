@@ -6,9 +6,9 @@ import { reclaimAfter } from '../lib/reclaim.js';
 import type { Claimed, QueuedMessage } from '../store/model.js';
 import type { Store } from '../store/store.js';
 import { type PrepareDeps, prepare, type SenderDomains, unsubscribeDefaults } from './prepare.js';
-import { connect, directRoute, type Route, type RouteDeps } from './route.js';
-import { SigningWindow } from './signing-window.js';
-import type { SmtpSession, TransactionResult, Via } from './smtp-session.js';
+import { connect, directRoute, type Route, type RouteDeps } from './routing/route.js';
+import { SigningWindow } from './signing/window.js';
+import type { SmtpSession, TransactionResult, Via } from './smtp/session.js';
 import type { SourceNeed } from './source.js';
 import { isRateLimit } from './throttle.js';
 
