@@ -84,7 +84,9 @@ async function run(): Promise<void> {
     await env.login(page, 'admin@ops.test', () => undefined);
     await page.goto(`${base}/`);
     t.ok(await page.getByRole('heading', { name: 'Source addresses' }).isVisible());
-    const row = (ip: string) => page.getByRole('row').filter({ hasText: ip });
+    // The addresses' table (the doctor's checks, below it, name the addresses too).
+    const table = page.locator('table', { hasText: 'Cap per destination today' });
+    const row = (ip: string) => table.getByRole('row').filter({ hasText: ip });
     t.same(await row('127.0.0.3').getByRole('cell').allTextContents(), [
       '127.0.0.3',
       'bulk',
