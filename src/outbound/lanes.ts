@@ -87,7 +87,7 @@ export class Lanes {
     if (wants.size === 0) return;
     const list = [...wants.values()];
     const granted = await warmup.reserve(list, now);
-    list.forEach((w, i) => this.rooms.set(laneOf(w.destination, w.ip), { ...w, left: granted[i]! }));
+    for (const [i, w] of list.entries()) this.rooms.set(laneOf(w.destination, w.ip), { ...w, left: granted[i]! });
   }
 
   /** After a fill: the room it did not use, given back. */
