@@ -5,7 +5,8 @@ import type { Logger } from '../lib/logger.js';
 import type { DeliveryStore } from '../store/store.js';
 import type { DeliveryItem, GroupResult, GroupWatch } from './deliver.js';
 import { DestinationCache } from './destination-cache.js';
-import { type Held, type Lane, Lanes } from './lanes.js';
+import { type Held, type Lane, Lanes, type WarmupRoom } from './lanes.js';
+import { OperatorView } from './operator.js';
 import { PausedCustomers } from './paused-customers.js';
 import { OutcomeRecorder } from './recorder.js';
 import { SharedLimits } from './shared-limits.js';
@@ -20,6 +21,8 @@ export interface SchedulerDeps {
   deliver: (domain: string, items: DeliveryItem[], watch?: GroupWatch, need?: SourceNeed) => Promise<GroupResult>;
   /** outbound.pools: each connection's source address; absent without pools (the kernel picks). */
   sources?: SourcePicker;
+  /** The warm-up of the pools' addresses (outbound/warmup.ts); absent when none warms. */
+  warmup?: WarmupRoom;
   /** The destination a domain's mail goes to (domain/destinations.ts), the domain itself when it is its own; rejects when it cannot be told now. */
   destinationOf: (domain: string) => Promise<string>;
   /** Per-destination limits and adaptive backoff (per source address with pools: outbound/lanes.ts). */
@@ -74,6 +77,8 @@ export class Scheduler {
   private readonly paused?: PausedCustomers;
   /** Which connections each destination's recipients may open, and from which source address. */
   private readonly lanes: Lanes;
+  /** The held destinations and the retries, as an operator left them. */
+  private readonly operator: OperatorView;
 
   constructor(private readonly deps: SchedulerDeps) {
     this.pool = new KeyedPool({
@@ -108,7 +113,9 @@ export class Scheduler {
       throttle: deps.throttle,
       clock: deps.clock,
       ...(deps.sources ? { sources: deps.sources } : {}),
+      ...(deps.warmup ? { warmup: deps.warmup } : {}),
     });
+    this.operator = new OperatorView({ ...deps, keysOf: (d) => this.lanes.keysOf(d) });
   }
 
   /** New work may be due (a message was accepted): look now rather than at the next poll. */
@@ -173,11 +180,7 @@ export class Scheduler {
     await this.givePausedBack();
     const held: Held[] = [];
     if (this.shared) await this.startShared(this.shared, held);
-    else
-      this.pool.each((domain, list) => {
-        const destination = this.destinations.get(domain);
-        if (destination !== undefined) held.push(...this.startGroups(domain, destination, list)); // else being looked up; the lookup wakes the loop
-      });
+    else await this.startAll(held);
     if (held.length)
       await this.deps.store.postpone(held).catch((e: unknown) => {
         // Not held back: the claims are given back instead, and the recipients come due again.
@@ -187,41 +190,41 @@ export class Scheduler {
     return claimed;
   }
 
-  /** The destinations an operator holds (docs/operations.md, "The queue"), as last read. */
-  private heldDestinations = new Set<string>();
+  /** Starts what each domain's lanes allow (a warming address within the room reserved for this fill). */
+  private async startAll(held: Held[]): Promise<void> {
+    if (this.lanes.warms) await this.lanes.reserve(this.known());
+    try {
+      this.pool.each((domain, list) => {
+        const destination = this.destinations.get(domain);
+        if (destination !== undefined) held.push(...this.startGroups(domain, destination, list)); // else being looked up; the lookup wakes the loop
+      });
+    } finally {
+      if (this.lanes.warms) await this.lanes.settle();
+    }
+  }
 
-  /**
-   * What an operator did that the recipients waiting here must see before they start (docs/
-   * operations.md, "The queue"), read after every claim while anything waits, whether or not the
-   * claim took something: the held destinations (a hold made meanwhile holds what waits; a release
-   * frees it), and the retries of the destinations paused here (a retry lifts a pause set before
-   * it, on every node, at its next claim of the destination's recipients).
-   */
+  /** What an operator did (docs/operations.md, "The queue"), read after every claim while anything waits, whether or not it took something. */
   private async readOperator(): Promise<void> {
-    if (this.pool.waitingCount() === 0) return;
-    const { store, throttle, clock } = this.deps;
-    this.heldDestinations = new Set(await store.heldDestinations());
-    const now = clock.now();
-    const paused = new Set<string>();
-    this.pool.each((domain) => {
+    if (this.pool.waitingCount() > 0) await this.operator.read(new Set(this.known().map((k) => k.destination)));
+  }
+
+  /** The domains waiting whose destination is known (the others' is being looked up; the lookup wakes the loop). */
+  private known(): Array<{ domain: string; destination: string; items: readonly DeliveryItem[] }> {
+    const out: Array<{ domain: string; destination: string; items: readonly DeliveryItem[] }> = [];
+    this.pool.each((domain, items) => {
       const destination = this.destinations.get(domain);
-      if (destination !== undefined && this.lanes.keysOf(destination).some((k) => throttle.isPaused(k, now)))
-        paused.add(destination);
+      if (destination !== undefined) out.push({ domain, destination, items });
     });
-    if (paused.size === 0) return;
-    for (const [destination, at] of await store.retriedAt([...paused]))
-      for (const key of this.lanes.keysOf(destination))
-        if (throttle.lift(key, at, now))
-          this.deps.log.info({ destination: key }, 'pause lifted: the destination was retried');
+    return out;
   }
 
   /** What waits for a held destination is held in the store, without an attempt, until released. */
   private async holdHeld(): Promise<void> {
-    if (this.heldDestinations.size === 0) return;
+    if (!this.operator.holdsAny) return;
     const ids: number[] = [];
     this.pool.each((domain, list) => {
       const destination = this.destinations.get(domain);
-      if (destination !== undefined && this.heldDestinations.has(destination))
+      if (destination !== undefined && this.operator.holds(destination))
         ids.push(...list.splice(0).map((i) => i.recipient.id));
     });
     if (ids.length === 0) return;
@@ -253,13 +256,8 @@ export class Scheduler {
   private async startShared(shared: SharedLimits, held: Held[]): Promise<void> {
     await shared.touch();
     const byDestination = new Map<string, Set<string>>();
-    this.pool.each((domain) => {
-      const destination = this.destinations.get(domain); // undefined: being looked up; the lookup wakes the loop
-      if (destination === undefined) return;
-      let domains = byDestination.get(destination);
-      if (!domains) byDestination.set(destination, (domains = new Set()));
-      domains.add(domain);
-    });
+    for (const { domain, destination } of this.known())
+      byDestination.set(destination, (byDestination.get(destination) ?? new Set()).add(domain));
     for (const [destination, domains] of byDestination) {
       if (!this.pool.hasRoom) break;
       await shared.decide(destination, () =>
@@ -329,6 +327,8 @@ export class Scheduler {
       try {
         const group = await this.deps.deliver(domain, items, this.watch(started), lane.need);
         const delivered = group.results.filter((r) => r.outcome.kind === 'delivered').length;
+        if (this.lanes.warms)
+          this.pool.track(this.lanes.done(lane, items.length, group.results.filter((r) => r.via).length, started));
         const change = throttle.close(ticket, { delivered, refusal: group.refusal }, clock.now());
         closed = true;
         this.shared?.publishUse(destination);
