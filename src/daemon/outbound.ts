@@ -14,6 +14,7 @@ import { SignerPool } from '../outbound/signing/signer.js';
 import { BdatMemory, type RelayOptions, type SmtpOptions } from '../outbound/smtp/session.js';
 import { type SourceNeed, SourcePicker } from '../outbound/source.js';
 import { Throttle } from '../outbound/throttle.js';
+import { WarmupLedger } from '../outbound/warmup.js';
 import type { Store } from '../store/store.js';
 import type { Ctx } from './context.js';
 import { checkSourcesDns } from './sources.js';
@@ -109,9 +110,17 @@ export async function buildOutbound(
     onEvents: hooks.onEvents,
     onOutcome: hooks.onOutcome,
     ...(sources ? { sources } : {}),
+    ...warmupOf(ctx, store),
     deliver: (domain, items, watch, need) => deliver(ctx, store, delivery, domain, items, watch, need),
   });
   return { scheduler, signer, tlsLog };
+}
+
+/** The warm-up of the pools' addresses (docs/delivery.md, "Warm-up"), when any has a warmup_start. */
+function warmupOf({ config, log, clock }: Ctx, store: Store): { warmup?: WarmupLedger } {
+  const { pools, warmup_schedule: schedule } = config.outbound;
+  if (!pools.some((p) => p.addresses.some((a) => a.warmup_start !== undefined))) return {};
+  return { warmup: new WarmupLedger({ store, clock, schedule, pools, log }) };
 }
 
 /** outbound.pools: what chooses each connection's source address, their PTR records checked in the background; undefined without pools. */
