@@ -1,4 +1,4 @@
-import type { Store } from '../store.js';
+import type { InboundStore, MessageStore, Store, WebhookStore } from '../store.js';
 import { sqliteCustomers, sqliteDomains, sqliteKeys, sqliteSuppressions, sqliteUsers } from './aggregates/accounts.js';
 import { sqliteAdmin } from './aggregates/admin.js';
 import { sqliteDelivery } from './aggregates/delivery.js';
@@ -10,7 +10,9 @@ import * as nodes from './nodes.js';
 import { sqliteQueue } from './queue-ops.js';
 import * as reputation from './reputation.js';
 import { sqliteTlsReports } from './tls-reports.js';
-import type { GroupCommit } from './writer/group-commit.js';
+import { recordAttempts } from './webhooks.js';
+import { type GroupCommit, movable } from './writer/group-commit.js';
+import { writerOps } from './writer/ops.js';
 
 /**
  * The SQLite engine behind the store interface: the synchronous functions of this folder, each
@@ -25,6 +27,7 @@ import type { GroupCommit } from './writer/group-commit.js';
  * asks the lock (store/open.ts).
  */
 export function sqliteStore(db: Db, writer?: GroupCommit, held: () => boolean = () => true): Store {
+  const write = writes(db, writer);
   return {
     engine: 'sqlite',
     location: db.path,
@@ -33,10 +36,10 @@ export function sqliteStore(db: Db, writer?: GroupCommit, held: () => boolean = 
     keys: sqliteKeys(db),
     domains: sqliteDomains(db),
     suppressions: sqliteSuppressions(db),
-    messages: sqliteMessages(db, writer),
+    messages: sqliteMessages(db, write),
     delivery: sqliteDelivery(db),
-    inbound: sqliteInbound(db, writer),
-    webhooks: sqliteWebhooks(db, writer),
+    inbound: sqliteInbound(db, write),
+    webhooks: sqliteWebhooks(db, write),
     users: sqliteUsers(db),
     nodes: {
       register: async (node, exclusive) => nodes.registerNode(db, node, exclusive),
@@ -61,5 +64,24 @@ export function sqliteStore(db: Db, writer?: GroupCommit, held: () => boolean = 
     },
     dmarc: sqliteDmarc(db),
     tlsReports: sqliteTlsReports(db),
+  };
+}
+
+/**
+ * The writes that arrive many at a time: to the writer thread's group commit when the daemon has
+ * one; else (the CLI) here, each in one immediate transaction on the process's connection.
+ */
+function writes(
+  db: Db,
+  writer: GroupCommit | undefined,
+): Pick<MessageStore, 'accept' | 'acceptBatch'> & Pick<InboundStore, 'receive'> & Pick<WebhookStore, 'recordAttempts'> {
+  const tx = <T>(fn: () => T): Promise<T> => Promise.resolve(db.tx(fn));
+  return {
+    accept: (input) =>
+      writer ? writer.submit('accept', input, movable(input.request)) : tx(() => writerOps.accept(db, input)),
+    acceptBatch: (input) => (writer ? writer.submit('acceptBatch', input) : tx(() => writerOps.acceptBatch(db, input))),
+    receive: (input) =>
+      writer ? writer.submit('receive', input, movable(input.raw)) : tx(() => writerOps.receive(db, input)),
+    recordAttempts: (batch) => (writer ? writer.submit('webhookAttempts', batch) : tx(() => recordAttempts(db, batch))),
   };
 }

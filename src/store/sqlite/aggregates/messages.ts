@@ -4,22 +4,17 @@ import { eventsOfMessage } from '../events.js';
 import * as inbound from '../inbound.js';
 import * as messages from '../messages.js';
 import { deliveriesOfMessage } from '../webhooks.js';
-import type { GroupCommit } from '../writer/group-commit.js';
-import { movable } from '../writer/group-commit.js';
-import { writerOps } from '../writer/ops.js';
 
 /**
- * Messages and received mail on SQLite: accepting a send and receiving mail go to the writer
- * thread's group commit when the daemon has one (the CLI has none: they run here, in one
- * immediate transaction); the reads run on the process's connection.
+ * Messages and received mail on SQLite: accepting a send and receiving mail are the writes given
+ * (store/sqlite/index.ts: the writer thread's group commit when the daemon has one); the reads run
+ * on the process's connection.
  */
 
-export function sqliteMessages(db: Db, writer?: GroupCommit): MessageStore {
-  const tx = <T>(fn: () => T): Promise<T> => Promise.resolve(db.tx(fn));
+export function sqliteMessages(db: Db, writes: Pick<MessageStore, 'accept' | 'acceptBatch'>): MessageStore {
   return {
-    accept: (input) =>
-      writer ? writer.submit('accept', input, movable(input.request)) : tx(() => writerOps.accept(db, input)),
-    acceptBatch: (input) => (writer ? writer.submit('acceptBatch', input) : tx(() => writerOps.acceptBatch(db, input))),
+    accept: writes.accept,
+    acceptBatch: writes.acceptBatch,
     get: async (customerId, messageId) => messages.getMessage(db, customerId, messageId),
     list: async (opts) => messages.listMessages(db, opts),
     search: async (s) => messages.searchMessages(db, s),
@@ -29,12 +24,9 @@ export function sqliteMessages(db: Db, writer?: GroupCommit): MessageStore {
   };
 }
 
-export function sqliteInbound(db: Db, writer?: GroupCommit): InboundStore {
+export function sqliteInbound(db: Db, writes: Pick<InboundStore, 'receive'>): InboundStore {
   return {
-    receive: (input) =>
-      writer
-        ? writer.submit('receive', input, movable(input.raw))
-        : Promise.resolve(db.tx(() => writerOps.receive(db, input))),
+    receive: writes.receive,
     checkLimits: async (d, defaults, now) => inbound.checkInboundLimits(db, d, defaults, now),
     recordLimited: async (d, limit, windowEndsAt, now) => inbound.recordLimited(db, d, limit, windowEndsAt, now),
     get: async (id, customerId) => inbound.getInbound(db, id, customerId),

@@ -1,13 +1,13 @@
 import type { WebhookStore } from '../../store.js';
 import type { Db } from '../db.js';
 import * as webhooks from '../webhooks.js';
-import type { GroupCommit } from '../writer/group-commit.js';
 
 /**
  * Webhook endpoints, their deliveries and the fan-out on SQLite. Attempts arrive many at a time:
- * they go to the writer thread's group commit when the daemon has one.
+ * recording them is the write given (store/sqlite/index.ts: the writer thread's group commit when
+ * the daemon has one).
  */
-export function sqliteWebhooks(db: Db, writer?: GroupCommit): WebhookStore {
+export function sqliteWebhooks(db: Db, writes: Pick<WebhookStore, 'recordAttempts'>): WebhookStore {
   const tx = <T>(fn: () => T): Promise<T> => Promise.resolve(db.tx(fn));
   return {
     createEndpoint: async (input) => webhooks.createEndpoint(db, input),
@@ -41,8 +41,7 @@ export function sqliteWebhooks(db: Db, writer?: GroupCommit): WebhookStore {
     unlock: (ids) => tx(() => webhooks.unlockDeliveries(db, ids)),
     settleDelivery: async (id, state, attempts, nextAt, now) =>
       webhooks.settleDelivery(db, id, state, attempts, nextAt, now),
-    recordAttempts: (batch) =>
-      writer ? writer.submit('webhookAttempts', batch) : tx(() => webhooks.recordAttempts(db, batch)),
+    recordAttempts: writes.recordAttempts,
     // One process holds the file (store/open.ts): it is the only fan-out there can be.
     leadFanOut: async () => 1,
     resignFanOut: async () => undefined,
