@@ -1,4 +1,5 @@
 import type { NodeInfo, NodeView, Released } from '../model.js';
+import type { NodeStore } from '../store.js';
 import { type NodeRow, nodeView } from '../views.js';
 import type { Db } from './db.js';
 
@@ -89,4 +90,14 @@ export function leave(db: Db, id: string): Omit<Released, 'nodes'> {
     db.statement('DELETE FROM cluster_nodes WHERE id = ?').run(id);
     return { recipients, webhook_deliveries };
   });
+}
+
+export function sqliteNodes(db: Db, held: () => boolean): NodeStore {
+  return {
+    register: async (node, exclusive) => registerNode(db, node, exclusive),
+    heartbeat: async (node) => heartbeat(db, node),
+    list: async () => listNodes(db, held()),
+    releaseDead: async () => releaseDead(db),
+    leave: async (id) => leave(db, id),
+  };
 }

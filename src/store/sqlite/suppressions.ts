@@ -1,6 +1,7 @@
 import { addressKey, suppressedBy, suppressionKeys } from '../../domain/addresses.js';
 import { type UnsubscribeMethod, type UnsubscribeResult, unsubscribedEventData } from '../../domain/unsubscribe.js';
 import type { SimulatedSuppression, SuppressionReason, SuppressionRow } from '../model.js';
+import type { SuppressionStore } from '../store.js';
 import { BOUND_LIMIT, type Db } from './db.js';
 import { recordEvent } from './events.js';
 
@@ -176,4 +177,18 @@ export function unsubscribe(db: Db, recipientId: number, method: UnsubscribeMeth
     });
     return 'unsubscribed';
   });
+}
+
+export function sqliteSuppressions(db: Db): SuppressionStore {
+  return {
+    find: async (customerId, addresses) => findSuppressed(db, customerId, addresses),
+    addMany: async (customerId, entries, now) => addSuppressions(db, customerId, entries, now),
+    page: async (customerId, after, limit) => suppressionPage(db, customerId, after, limit),
+    add: async (input) => addSuppression(db, input),
+    list: async (customerId, opts) => listSuppressions(db, customerId, opts),
+    remove: async (customerId, address) => removeSuppression(db, customerId, address),
+    search: async (customerId, prefix, limit) => searchSuppressions(db, customerId, prefix, limit),
+    simulated: async (customerId, addresses, limit) => simulatedSuppressions(db, customerId, addresses, limit),
+    unsubscribe: async (recipientId, method, now) => unsubscribe(db, recipientId, method, now),
+  };
 }

@@ -1,5 +1,6 @@
 import { hashId, newSession } from '../credentials.js';
 import type { Role, Session, User } from '../model.js';
+import type { UserStore } from '../store.js';
 import type { Db } from './db.js';
 
 interface UserRow extends User {
@@ -96,4 +97,19 @@ export function endSession(db: Db, id: string): void {
 /** Deletes sessions idle for longer than `idleMs`. */
 export function purgeSessions(db: Db, now: number, idleMs: number): number {
   return db.statement('DELETE FROM sessions WHERE last_seen_at < ?').run(now - idleMs).changes;
+}
+
+export function sqliteUsers(db: Db): UserStore {
+  return {
+    add: async (input) => addUser(db, input),
+    find: async (email) => findUser(db, email),
+    list: async () => listUsers(db),
+    remove: async (email) => removeUser(db, email),
+    setPassword: async (email, hash) => setPassword(db, email, hash),
+    createSession: async (user, customerId, now) => createSession(db, user, customerId, now),
+    useSession: async (id, now, idleMs) => useSession(db, id, now, idleMs),
+    showCustomer: async (id, customerId) => showCustomer(db, id, customerId),
+    endSession: async (id) => endSession(db, id),
+    purgeSessions: async (now, idleMs) => purgeSessions(db, now, idleMs),
+  };
 }

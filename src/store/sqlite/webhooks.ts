@@ -1,8 +1,5 @@
 import { publicId } from '../../lib/ids.js';
 import {
-  type AttemptBatch,
-  type AttemptRecord,
-  type AttemptView,
   type ClaimRoom,
   DELIVERIES_OF_MESSAGE,
   type Endpoint,
@@ -11,9 +8,11 @@ import {
   type OutboxEvent,
   type StoredDelivery,
 } from '../model.js';
-import { type AttemptRow, attemptView, type EndpointRow, endpointView, mergeEndpoint } from '../views.js';
+import type { WebhookStore } from '../store.js';
+import { type EndpointRow, endpointView, mergeEndpoint } from '../views.js';
 import type { EndpointChanges } from '../webhook-store.js';
 import { BOUND_LIMIT, type Db } from './db.js';
+import { disableEndpoint, hasDelivery, listAttempts, logAttempt, settleDelivery } from './webhook-attempts.js';
 
 export function createEndpoint(
   db: Db,
@@ -53,10 +52,6 @@ export function listEndpoints(db: Db, customerId?: number): Endpoint[] {
 
 export function deleteEndpoint(db: Db, id: string): void {
   db.statement('DELETE FROM webhook_endpoints WHERE id = ?').run(id);
-}
-
-export function disableEndpoint(db: Db, id: string, reason: string): void {
-  db.statement('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?').run(reason, id);
 }
 
 export function enableEndpoint(db: Db, id: string): void {
@@ -142,18 +137,6 @@ export function lastFannedOut(db: Db, after: FanOutPos): FanOutPos {
       | number
       | null) ?? 0;
   return seq > after.seq ? atSeq(seq) : after;
-}
-
-/** The id of the delivery row of an event to an endpoint (fan-out, not replay), if it has one. */
-function eventDeliveryId(db: Db, eventSeq: number, endpointId: string): number | undefined {
-  return db
-    .statement("SELECT id FROM webhook_deliveries WHERE event_seq = ? AND endpoint_id = ? AND kind = 'event'")
-    .pluck()
-    .get(eventSeq, endpointId) as number | undefined;
-}
-
-export function hasDelivery(db: Db, eventSeq: number, endpointId: string): boolean {
-  return eventDeliveryId(db, eventSeq, endpointId) !== undefined;
 }
 
 /** The ids of the enabled endpoints (all customers). */
@@ -250,13 +233,6 @@ export function eventById(
     | undefined;
 }
 
-/** Logs an attempt; `deliveryId` stands in for the record's when given (a row created with the attempt). */
-export function logAttempt(db: Db, a: AttemptRecord, deliveryId = a.deliveryId): void {
-  db.statement(
-    'INSERT INTO webhook_attempts (endpoint_id, delivery_id, event_id, event_type, attempt, at, status, error, duration_ms, response) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-  ).run(a.endpointId, deliveryId, a.eventId, a.eventType, a.attempt, a.at, a.status, a.error, a.durationMs, a.response);
-}
-
 /** A replay's delivery row, held by the replay itself (never claimed by the dispatcher); returns its id. */
 export function startReplay(db: Db, endpointId: string, eventSeq: number, now: number): number {
   const r = db
@@ -267,77 +243,52 @@ export function startReplay(db: Db, endpointId: string, eventSeq: number, now: n
   return Number(r.lastInsertRowid);
 }
 
-/** After an attempt: succeeded, failed for good, or pending again at `nextAt`. Unlocks the row. */
-export function settleDelivery(
-  db: Db,
-  id: string | number,
-  state: 'succeeded' | 'failed' | 'pending',
-  attempts: number,
-  nextAt: number | null,
-  now: number,
-): void {
-  db.statement(
-    'UPDATE webhook_deliveries SET state = ?, attempts = ?, next_attempt_at = ?, locked_by = NULL, locked_at = NULL, updated_at = ? WHERE id = ?',
-  ).run(state, attempts, nextAt, now, id);
-}
-
 /**
- * Logs and settles a batch of attempts, creating the rows of deliveries fanned out in memory,
- * and moves the fan-out cursor (never back). An attempt to an endpoint deleted meanwhile is
- * dropped with its delivery: its rows would have gone with the endpoint.
+ * Webhook endpoints, their deliveries and the fan-out on SQLite. Attempts arrive many at a time:
+ * recording them is the write given (store/sqlite/index.ts: the writer thread's group commit when
+ * the daemon has one).
  */
-export function recordAttempts(db: Db, input: AttemptBatch): boolean {
-  const { now } = input;
-  const exists = new Map<string, boolean>();
-  const alive = (id: string) => {
-    let v = exists.get(id);
-    if (v === undefined)
-      exists.set(id, (v = db.statement('SELECT 1 FROM webhook_endpoints WHERE id = ?').get(id) !== undefined));
-    return v;
+export function sqliteWebhooks(db: Db, writes: Pick<WebhookStore, 'recordAttempts'>): WebhookStore {
+  const tx = <T>(fn: () => T): Promise<T> => Promise.resolve(db.tx(fn));
+  return {
+    createEndpoint: async (input) => createEndpoint(db, input),
+    getEndpoint: async (id, customerId) => getEndpoint(db, id, customerId),
+    listEndpoints: async (customerId) => listEndpoints(db, customerId),
+    deleteEndpoint: async (id) => deleteEndpoint(db, id),
+    disableEndpoint: async (id, reason) => disableEndpoint(db, id, reason),
+    enableEndpoint: async (id) => enableEndpoint(db, id),
+    updateEndpoint: async (id, changes) => updateEndpoint(db, id, changes),
+    rotateSecret: async (id, secret, until) => rotateSecret(db, id, secret, until),
+    eventById: async (id, customerId) => eventById(db, id, customerId),
+    listAttempts: async (endpointId, limit, before) => listAttempts(db, endpointId, limit, before),
+    logAttempt: async (a) => logAttempt(db, a),
+    startReplay: async (endpointId, eventSeq, now) => startReplay(db, endpointId, eventSeq, now),
+    finishReplay: (a, deliveryId, state, now) =>
+      tx(() => {
+        logAttempt(db, a, deliveryId);
+        settleDelivery(db, deliveryId, state, 1, null, now);
+      }),
+    enabledEndpointIds: async () => enabledEndpointIds(db),
+    hasDue: async (endpointIds, now) => hasDue(db, endpointIds, now),
+    claim: async (worker, now, room, release, wait) => {
+      const work = () => {
+        unlockDeliveries(db, release);
+        return claimDeliveries(db, worker, now, room);
+      };
+      // Tried, not waited for, on the event loop's connection unless asked: waiting for the
+      // writer thread's lock would block the loop in SQLite's busy handler.
+      return wait ? db.tx(work) : db.tryTx(work)?.value;
+    },
+    unlock: (ids) => tx(() => unlockDeliveries(db, ids)),
+    settleDelivery: async (id, state, attempts, nextAt, now) => settleDelivery(db, id, state, attempts, nextAt, now),
+    recordAttempts: writes.recordAttempts,
+    // One process holds the file (store/open.ts): it is the only fan-out there can be.
+    leadFanOut: async () => 1,
+    resignFanOut: async () => undefined,
+    releaseAllClaims: async () => releaseDeliveryClaims(db),
+    fanOutCursor: async () => fanOutCursor(db),
+    lastFannedOut: async (after) => lastFannedOut(db, after),
+    eventsAfter: async (pos, limit) => eventsAfter(db, pos, limit),
+    hasDelivery: async (eventSeq, endpointId) => hasDelivery(db, eventSeq, endpointId),
   };
-  const create = db.statement(
-    "INSERT OR IGNORE INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 'event', ?, ?, ?, ?, ?)",
-  );
-  for (const s of input.batch) {
-    const endpointId = s.attempt.endpointId;
-    if (!alive(endpointId)) continue;
-    let id = s.deliveryId;
-    if (id === null) {
-      const r = create.run(endpointId, s.eventSeq, s.state, s.attempt.attempt, s.nextAt, now, now);
-      if (r.changes === 1) id = Number(r.lastInsertRowid);
-      else {
-        // A row from before a restart (fanned out again): settle that one.
-        id = eventDeliveryId(db, s.eventSeq, endpointId)!;
-        settleDelivery(db, id, s.state, s.attempt.attempt, s.nextAt, now);
-      }
-    } else settleDelivery(db, id, s.state, s.attempt.attempt, s.nextAt, now);
-    logAttempt(db, s.attempt, id);
-    // Standard Webhooks: 410 Gone means the receiver wants no more; disable the endpoint.
-    if (s.disableEndpoint) disableEndpoint(db, endpointId, '410 Gone');
-  }
-  for (const p of input.pending)
-    if (alive(p.endpointId)) create.run(p.endpointId, p.eventSeq, 'pending', 0, now, now, now);
-  if (input.cursor !== null)
-    db.statement("UPDATE settings SET value = ? WHERE name = 'webhook_fanout_seq' AND CAST(value AS INTEGER) < ?").run(
-      String(input.cursor.seq),
-      input.cursor.seq,
-    );
-  return true;
-}
-
-/** Recent attempts to an endpoint, newest first, paged by attempt id. */
-export function listAttempts(
-  db: Db,
-  endpointId: string,
-  limit: number,
-  before?: number,
-): Array<AttemptView & { cursor: number }> {
-  const rows = db
-    .statement(
-      `SELECT a.id, a.event_id, a.event_type, a.attempt, a.at, a.status, a.error, a.duration_ms, a.response, d.state AS delivery_state, d.kind AS delivery_kind
-       FROM webhook_attempts a LEFT JOIN webhook_deliveries d ON d.id = a.delivery_id
-       WHERE a.endpoint_id = ? AND a.id < ? ORDER BY a.id DESC ${BOUND_LIMIT}`,
-    )
-    .all(endpointId, before ?? Number.MAX_SAFE_INTEGER, limit) as AttemptRow[];
-  return rows.map(attemptView);
 }
