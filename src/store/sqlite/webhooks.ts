@@ -19,9 +19,8 @@ export function createEndpoint(
   input: { customerId: number; url: string; events: string[] | null; description: string; secret: string; now: number },
 ): Endpoint {
   const id = publicId('wh', 20);
-  db.statement(
+  db.run(
     'INSERT INTO webhook_endpoints (id, customer_id, url, events, description, secret, enabled, created_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?)',
-  ).run(
     id,
     input.customerId,
     input.url,
@@ -34,28 +33,28 @@ export function createEndpoint(
 }
 
 export function getEndpoint(db: Db, id: string, customerId?: number): Endpoint | undefined {
-  const r = db.statement('SELECT * FROM webhook_endpoints WHERE id = ?').get(id) as EndpointRow | undefined;
+  const r = db.get<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ?', id);
   if (!r || (customerId !== undefined && r.customer_id !== customerId)) return undefined;
   return endpointView(r);
 }
 
 export function listEndpoints(db: Db, customerId?: number): Endpoint[] {
-  const rows = (
+  const rows =
     customerId === undefined
-      ? db.statement('SELECT * FROM webhook_endpoints ORDER BY created_at DESC, id').all()
-      : db
-          .statement('SELECT * FROM webhook_endpoints WHERE customer_id = ? ORDER BY created_at DESC, id')
-          .all(customerId)
-  ) as EndpointRow[];
+      ? db.all<EndpointRow>('SELECT * FROM webhook_endpoints ORDER BY created_at DESC, id')
+      : db.all<EndpointRow>(
+          'SELECT * FROM webhook_endpoints WHERE customer_id = ? ORDER BY created_at DESC, id',
+          customerId,
+        );
   return rows.map(endpointView);
 }
 
 export function deleteEndpoint(db: Db, id: string): void {
-  db.statement('DELETE FROM webhook_endpoints WHERE id = ?').run(id);
+  db.run('DELETE FROM webhook_endpoints WHERE id = ?', id);
 }
 
 export function enableEndpoint(db: Db, id: string): void {
-  db.statement('UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL WHERE id = ?').run(id);
+  db.run('UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL WHERE id = ?', id);
 }
 
 /** The endpoint with `changes` applied, written whole (webhook-store.ts); undefined when there is none. */
@@ -89,7 +88,7 @@ export function rotateSecret(db: Db, id: string, secret: string, previousUntil: 
 
 /** The webhook deliveries of one message's events: which endpoint, how far each got, its last answer. */
 export function deliveriesOfMessage(db: Db, messageRowId: number): MessageHookDelivery[] {
-  return db.statement(DELIVERIES_OF_MESSAGE.replaceAll(/\$\d/g, '?')).all(messageRowId) as MessageHookDelivery[];
+  return db.all<MessageHookDelivery>(DELIVERIES_OF_MESSAGE.replaceAll(/\$\d/g, '?'), messageRowId);
 }
 
 const atSeq = (seq: number): FanOutPos => ({ x: 0, seq });
@@ -101,9 +100,7 @@ const atSeq = (seq: number): FanOutPos => ({ x: 0, seq });
  */
 export function fanOutCursor(db: Db): FanOutPos {
   return atSeq(
-    Number(
-      (db.statement("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'").get() as { value: string }).value,
-    ),
+    Number(db.get<{ value: string }>("SELECT value FROM settings WHERE name = 'webhook_fanout_seq'")!.value),
   );
 }
 
@@ -133,15 +130,14 @@ export function eventsAfter(db: Db, after: FanOutPos, limit: number): OutboxEven
 /** The last event after `after` with a delivery row: after a crash, rows past the cursor can exist up to it. */
 export function lastFannedOut(db: Db, after: FanOutPos): FanOutPos {
   const seq =
-    (db.statement("SELECT MAX(event_seq) FROM webhook_deliveries WHERE kind = 'event'").pluck().get() as
-      | number
-      | null) ?? 0;
+    db.get<{ seq: number | null }>("SELECT MAX(event_seq) AS seq FROM webhook_deliveries WHERE kind = 'event'")!.seq ??
+    0;
   return seq > after.seq ? atSeq(seq) : after;
 }
 
 /** The ids of the enabled endpoints (all customers). */
 export function enabledEndpointIds(db: Db): string[] {
-  return db.statement('SELECT id FROM webhook_endpoints WHERE enabled = 1').pluck().all() as string[];
+  return db.all<{ id: string }>('SELECT id FROM webhook_endpoints WHERE enabled = 1').map((r) => r.id);
 }
 
 /**
@@ -152,8 +148,9 @@ const DUE = "d.endpoint_id = ? AND d.state = 'pending' AND d.locked_by IS NULL A
 
 /** Whether any of these endpoints has a pending delivery due (a read, through the due index). */
 export function hasDue(db: Db, endpointIds: string[], now: number): boolean {
-  const st = db.statement(`SELECT 1 FROM webhook_deliveries d WHERE ${DUE} LIMIT 1`);
-  return endpointIds.some((id) => st.get(id, now) !== undefined);
+  return endpointIds.some(
+    (id) => db.get(`SELECT 1 FROM webhook_deliveries d WHERE ${DUE} LIMIT 1`, id, now) !== undefined,
+  );
 }
 
 /**
@@ -164,18 +161,11 @@ export function hasDue(db: Db, endpointIds: string[], now: number): boolean {
 export function claimDeliveries(db: Db, worker: string, now: number, room: ClaimRoom): StoredDelivery[] {
   return db.tx(() => {
     const endpoints = enabledEndpointIds(db);
-    const due = db.statement(
-      `SELECT d.id, d.endpoint_id, d.event_seq, d.attempts, e.id AS event_id, e.type AS event_type, e.body AS event_body
-       FROM webhook_deliveries d JOIN events e ON e.seq = d.event_seq
-       WHERE ${DUE}
-       ORDER BY d.next_attempt_at, d.id ${BOUND_LIMIT}`,
-    );
-    const lock = db.statement('UPDATE webhook_deliveries SET locked_by = ?, locked_at = ? WHERE id = ?');
     const taken: StoredDelivery[] = [];
     for (const endpointId of endpoints) {
       const n = room.room(endpointId);
       if (n <= 0) continue;
-      const rows = due.all(endpointId, now, n) as Array<{
+      const rows = db.all<{
         id: number;
         endpoint_id: string;
         event_seq: number;
@@ -183,9 +173,17 @@ export function claimDeliveries(db: Db, worker: string, now: number, room: Claim
         event_id: string;
         event_type: string;
         event_body: string;
-      }>;
+      }>(
+        `SELECT d.id, d.endpoint_id, d.event_seq, d.attempts, e.id AS event_id, e.type AS event_type, e.body AS event_body
+         FROM webhook_deliveries d JOIN events e ON e.seq = d.event_seq
+         WHERE ${DUE}
+         ORDER BY d.next_attempt_at, d.id ${BOUND_LIMIT}`,
+        endpointId,
+        now,
+        n,
+      );
       for (const d of rows) {
-        lock.run(worker, now, d.id);
+        db.run('UPDATE webhook_deliveries SET locked_by = ?, locked_at = ? WHERE id = ?', worker, now, d.id);
         room.take(endpointId);
         taken.push({
           kind: 'stored',
@@ -203,23 +201,21 @@ export function claimDeliveries(db: Db, worker: string, now: number, room: Claim
 
 /** Gives claimed deliveries back (to be claimed again by the next claim). */
 export function unlockDeliveries(db: Db, ids: number[]): void {
-  const st = db.statement('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE id = ?');
-  for (const id of ids) st.run(id);
+  for (const id of ids) db.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE id = ?', id);
 }
 
 export function releaseDeliveryClaims(db: Db): number {
-  return db
-    .statement('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL')
-    .run().changes;
+  return db.run('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by IS NOT NULL').changes;
 }
 
 export function eventBySeq(
   db: Db,
   seq: number,
 ): { id: string; type: string; body: string; customerId: number } | undefined {
-  const r = db.statement('SELECT id, type, body, customer_id FROM events WHERE seq = ?').get(seq) as
-    | { id: string; type: string; body: string; customer_id: number }
-    | undefined;
+  const r = db.get<{ id: string; type: string; body: string; customer_id: number }>(
+    'SELECT id, type, body, customer_id FROM events WHERE seq = ?',
+    seq,
+  );
   return r && { id: r.id, type: r.type, body: r.body, customerId: r.customer_id };
 }
 
@@ -228,18 +224,23 @@ export function eventById(
   id: string,
   customerId: number,
 ): { seq: number; id: string; type: string; body: string } | undefined {
-  return db.statement('SELECT seq, id, type, body FROM events WHERE id = ? AND customer_id = ?').get(id, customerId) as
-    | { seq: number; id: string; type: string; body: string }
-    | undefined;
+  return db.get<{ seq: number; id: string; type: string; body: string }>(
+    'SELECT seq, id, type, body FROM events WHERE id = ? AND customer_id = ?',
+    id,
+    customerId,
+  );
 }
 
 /** A replay's delivery row, held by the replay itself (never claimed by the dispatcher); returns its id. */
 export function startReplay(db: Db, endpointId: string, eventSeq: number, now: number): number {
-  const r = db
-    .statement(
-      "INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, locked_by, locked_at, created_at, updated_at) VALUES (?, ?, 'replay', 'pending', 0, NULL, 'replay', ?, ?, ?)",
-    )
-    .run(endpointId, eventSeq, now, now, now);
+  const r = db.run(
+    "INSERT INTO webhook_deliveries (endpoint_id, event_seq, kind, state, attempts, next_attempt_at, locked_by, locked_at, created_at, updated_at) VALUES (?, ?, 'replay', 'pending', 0, NULL, 'replay', ?, ?, ?)",
+    endpointId,
+    eventSeq,
+    now,
+    now,
+    now,
+  );
   return Number(r.lastInsertRowid);
 }
 
