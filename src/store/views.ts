@@ -12,7 +12,9 @@ import {
   type QueuedMessage,
   type RecipientState,
   type RequestFormat,
+  type Session,
   type Status,
+  type User,
 } from './model.js';
 import type { EndpointChanges } from './webhook-store.js';
 
@@ -287,5 +289,16 @@ export function throttleStatus(d: DestinationThrottle): Status['throttled'][numb
     paused_until: new Date(d.pausedUntil).toISOString(),
     since: new Date(d.since).toISOString(),
     reason: { code: d.reason.code, enhanced_code: d.reason.enhanced_code, message: d.reason.message },
+  };
+}
+
+/** A session's row joined with its user, as both engines read it (`shown`: the customer shown). */
+export type SessionRow = User & { csrf: string; shown: number; last_seen_at: number };
+
+export function sessionView(r: SessionRow): Session {
+  return {
+    user: { id: r.id, email: r.email, role: r.role, customer_id: r.customer_id, created_at: r.created_at },
+    csrf: r.csrf,
+    customerId: r.shown,
   };
 }

@@ -1,6 +1,7 @@
 import { hashId, newSession } from '../credentials.js';
-import type { Role, Session, User } from '../model.js';
+import { type Role, type Session, sessionUse, type User } from '../model.js';
 import type { UserStore } from '../store.js';
+import { type SessionRow, sessionView } from '../views.js';
 import type { Db } from './db.js';
 
 interface UserRow extends User {
@@ -76,21 +77,18 @@ export function createSession(db: Db, user: User, customerId: number, now: numbe
  */
 export function useSession(db: Db, id: string, now: number, idleMs: number): Session | undefined {
   const key = hashId(id);
-  const row = db.get<User & { csrf: string; shown: number; last_seen_at: number }>(
+  const row = db.get<SessionRow>(
     'SELECT s.csrf, s.customer_id AS shown, s.last_seen_at, u.id, u.email, u.role, u.customer_id, u.created_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = ?',
     key,
   );
   if (!row) return undefined;
-  if (now - row.last_seen_at > idleMs) {
+  const use = sessionUse(row.last_seen_at, now, idleMs);
+  if (use === 'end') {
     db.run('DELETE FROM sessions WHERE id_hash = ?', key);
     return undefined;
   }
-  if (now - row.last_seen_at > 60_000) db.run('UPDATE sessions SET last_seen_at = ? WHERE id_hash = ?', now, key);
-  return {
-    user: { id: row.id, email: row.email, role: row.role, customer_id: row.customer_id, created_at: row.created_at },
-    csrf: row.csrf,
-    customerId: row.shown,
-  };
+  if (use === 'seen') db.run('UPDATE sessions SET last_seen_at = ? WHERE id_hash = ?', now, key);
+  return sessionView(row);
 }
 
 export function showCustomer(db: Db, id: string, customerId: number): void {
