@@ -13,7 +13,9 @@ import {
   type RecipientState,
   type RequestFormat,
   type Session,
+  type SimulatedSuppression,
   type Status,
+  type SuppressionReason,
   type User,
 } from './model.js';
 import type { EndpointChanges } from './webhook-store.js';
@@ -300,5 +302,20 @@ export function sessionView(r: SessionRow): Session {
     user: { id: r.id, email: r.email, role: r.role, customer_id: r.customer_id, created_at: r.created_at },
     csrf: r.csrf,
     customerId: r.shown,
+  };
+}
+
+/** A sandbox message's simulated suppression, from its `recipient.suppressed` event's row: the reason is the event's. */
+export function simulatedSuppressionView(r: {
+  address: string;
+  message_id: string;
+  created_at: number;
+  body: string;
+}): SimulatedSuppression {
+  return {
+    address: r.address,
+    message_id: r.message_id,
+    created_at: r.created_at,
+    reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason,
   };
 }

@@ -1,6 +1,7 @@
 import { addressKey, suppressedBy, suppressionKeys } from '../../domain/addresses.js';
 import type { SimulatedSuppression, SuppressionReason, SuppressionRow } from '../model.js';
 import type { SuppressionStore } from '../store.js';
+import { simulatedSuppressionView } from '../views.js';
 import type { PgDb } from './db.js';
 import { unsubscribe } from './unsubscribe.js';
 
@@ -71,12 +72,7 @@ async function simulatedSuppressions(
      ORDER BY e.seq DESC LIMIT $3`,
     [addresses, customerId, limit],
   );
-  return rows.map((r) => ({
-    address: r.address,
-    message_id: r.message_id,
-    created_at: r.created_at,
-    reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason,
-  }));
+  return rows.map(simulatedSuppressionView);
 }
 
 /** Suppressions in bulk on PostgreSQL: many added in one statement, the list read in address order for an export. */

@@ -2,6 +2,7 @@ import { addressKey, suppressedBy, suppressionKeys } from '../../domain/addresse
 import { type UnsubscribeMethod, type UnsubscribeResult, unsubscribedEventData } from '../../domain/unsubscribe.js';
 import type { SimulatedSuppression, SuppressionReason, SuppressionRow } from '../model.js';
 import type { SuppressionStore } from '../store.js';
+import { simulatedSuppressionView } from '../views.js';
 import { BOUND_LIMIT, type Db } from './db.js';
 import { recordEvent } from './events.js';
 
@@ -113,12 +114,7 @@ export function simulatedSuppressions(
     customerId,
     limit,
   );
-  return rows.map((r) => ({
-    address: r.address,
-    message_id: r.message_id,
-    created_at: r.created_at,
-    reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason,
-  }));
+  return rows.map(simulatedSuppressionView);
 }
 
 /** Entries added in one transaction; for each, whether it was new. */
