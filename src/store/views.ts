@@ -10,6 +10,7 @@ import {
   type MessageView,
   type NodeView,
   type QueuedMessage,
+  type ReceivingDomain,
   type RecipientState,
   type RequestFormat,
   type Session,
@@ -317,5 +318,27 @@ export function simulatedSuppressionView(r: {
     message_id: r.message_id,
     created_at: r.created_at,
     reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason,
+  };
+}
+
+/** A receiving domain's row, with its own inbound limits (null: the server's default). */
+export interface ReceivingDomainRow {
+  id: number;
+  customer_id: number;
+  name: string;
+  inbound_rate_per_minute: number | null;
+  inbound_monthly_limit: number | null;
+}
+
+/** The columns of ReceivingDomainRow, for a SELECT. */
+export const RECEIVING_DOMAIN_COLUMNS = 'id, customer_id, name, inbound_rate_per_minute, inbound_monthly_limit';
+
+export function receivingDomainView(r: ReceivingDomainRow): ReceivingDomain {
+  return {
+    id: r.id,
+    customerId: r.customer_id,
+    name: r.name,
+    ratePerMinute: r.inbound_rate_per_minute,
+    monthlyLimit: r.inbound_monthly_limit,
   };
 }

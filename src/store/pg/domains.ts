@@ -1,6 +1,7 @@
 import { dkimKeyPair, newDomainSecrets, nextSelector } from '../credentials.js';
 import type { DomainRow, ReceivingDomain, SendingDomain } from '../model.js';
 import type { DomainStore } from '../store.js';
+import { RECEIVING_DOMAIN_COLUMNS, type ReceivingDomainRow, receivingDomainView } from '../views.js';
 import type { PgDb } from './db.js';
 import { setVerification } from './verification.js';
 
@@ -82,24 +83,9 @@ async function rotateDkim(db: PgDb, id: number, now: number): Promise<DomainRow>
 
 /** A domain that receives mail, with its inbound limits. */
 async function receivingDomain(db: PgDb, name: string): Promise<ReceivingDomain | undefined> {
-  const r = await db.row<{
-    id: number;
-    customer_id: number;
-    name: string;
-    inbound_rate_per_minute: number | null;
-    inbound_monthly_limit: number | null;
-  }>(
-    'SELECT id, customer_id, name, inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE name = $1 AND receiving = 1',
+  const r = await db.row<ReceivingDomainRow>(
+    `SELECT ${RECEIVING_DOMAIN_COLUMNS} FROM domains WHERE name = $1 AND receiving = 1`,
     [name],
   );
-  return (
-    r &&
-    ({
-      id: r.id,
-      customerId: r.customer_id,
-      name: r.name,
-      ratePerMinute: r.inbound_rate_per_minute,
-      monthlyLimit: r.inbound_monthly_limit,
-    } satisfies ReceivingDomain)
-  );
+  return r && receivingDomainView(r);
 }

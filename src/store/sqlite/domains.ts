@@ -8,6 +8,7 @@ import {
   verificationEvent,
 } from '../model.js';
 import type { DomainStore } from '../store.js';
+import { RECEIVING_DOMAIN_COLUMNS, type ReceivingDomainRow, receivingDomainView } from '../views.js';
 import type { Db } from './db.js';
 import { recordEvent } from './events.js';
 
@@ -113,25 +114,11 @@ export function switchDkim(db: Db, id: number, now: number): void {
 }
 
 export function receivingDomain(db: Db, name: string): ReceivingDomain | undefined {
-  const r = db.get<{
-    id: number;
-    customer_id: number;
-    name: string;
-    inbound_rate_per_minute: number | null;
-    inbound_monthly_limit: number | null;
-  }>(
-    'SELECT id, customer_id, name, inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE name = ? AND receiving = 1',
+  const r = db.get<ReceivingDomainRow>(
+    `SELECT ${RECEIVING_DOMAIN_COLUMNS} FROM domains WHERE name = ? AND receiving = 1`,
     name,
   );
-  return (
-    r && {
-      id: r.id,
-      customerId: r.customer_id,
-      name: r.name,
-      ratePerMinute: r.inbound_rate_per_minute,
-      monthlyLimit: r.inbound_monthly_limit,
-    }
-  );
+  return r && receivingDomainView(r);
 }
 
 /** A domain's own inbound limits (null: the server's default). */
