@@ -1,4 +1,3 @@
-import { addressKey } from '../../domain/addresses.js';
 import { bareMessageId } from '../../domain/message-search.js';
 import {
   type AcceptInput,
@@ -14,6 +13,7 @@ import {
   type RequestFormat,
   type StoredContent,
   storedHeaderMessageId,
+  suppressedRefusal,
 } from '../model.js';
 import type { MessageStore } from '../store.js';
 import {
@@ -62,13 +62,7 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
     input.customerId,
     input.recipients.map((r) => r.address),
   );
-  if (suppressed.size > 0)
-    return {
-      kind: 'suppressed',
-      addresses: input.recipients
-        .filter((r) => suppressed.has(addressKey(r.address)))
-        .map((r) => ({ address: r.address, field: r.field, reason: suppressed.get(addressKey(r.address))! })),
-    };
+  if (suppressed.size > 0) return suppressedRefusal(input.recipients, (key) => suppressed.get(key));
   const over = takeQuota(db, input);
   if (over) return { kind: 'rate_limited', quota: over };
 
