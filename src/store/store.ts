@@ -66,8 +66,8 @@ import type {
  * the store sees a driver, its types or its error codes: a store that cannot be reached or
  * cannot write throws a StoreUnavailable (store/errors.ts).
  *
- * Methods are grouped by aggregate, as the modules of the SQLite engine are. Times are
- * milliseconds since the epoch, passed in (the clock is the caller's).
+ * Methods are grouped by aggregate, each part a module of the same name in both engines. Times
+ * are milliseconds since the epoch, passed in (the clock is the caller's).
  */
 export interface Store {
   readonly engine: 'sqlite' | 'postgres';
