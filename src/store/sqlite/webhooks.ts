@@ -9,7 +9,7 @@ import {
   type StoredDelivery,
 } from '../model.js';
 import type { WebhookStore } from '../store.js';
-import { type EndpointRow, endpointView, mergeEndpoint } from '../views.js';
+import { type EndpointRow, endpointColumns, endpointView, eventsColumn, mergeEndpoint } from '../views.js';
 import type { EndpointChanges } from '../webhook-store.js';
 import { BOUND_LIMIT, type Db } from './db.js';
 import { disableEndpoint, hasDelivery, listAttempts, logAttempt, settleDelivery } from './webhook-attempts.js';
@@ -24,7 +24,7 @@ export function createEndpoint(
     id,
     input.customerId,
     input.url,
-    input.events ? JSON.stringify(input.events) : null,
+    eventsColumn(input.events),
     input.description,
     input.secret,
     input.now,
@@ -65,11 +65,7 @@ export function updateEndpoint(db: Db, id: string, changes: EndpointChanges): En
     const next = mergeEndpoint(e, changes);
     db.run(
       'UPDATE webhook_endpoints SET url = ?, events = ?, description = ?, enabled = ?, disabled_reason = ? WHERE id = ?',
-      next.url,
-      next.events ? JSON.stringify(next.events) : null,
-      next.description,
-      next.enabled ? 1 : 0,
-      next.disabledReason,
+      ...endpointColumns(next),
       id,
     );
     return getEndpoint(db, id);
