@@ -22,6 +22,7 @@ import type {
  * function each, so the engines cannot disagree on how a row reads.
  */
 
+export * from './views/dmarc.js';
 export * from './views/webhooks.js';
 
 /** A message's row (messages), as its view needs it. */
