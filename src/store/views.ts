@@ -23,6 +23,7 @@ import type {
  */
 
 export * from './views/dmarc.js';
+export * from './views/messages.js';
 export * from './views/webhooks.js';
 
 /** A message's row (messages), as its view needs it. */

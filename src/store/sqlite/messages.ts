@@ -12,11 +12,11 @@ import {
   type MessageView,
   type RequestFormat,
   type StoredContent,
-  storedHeaderMessageId,
   suppressedRefusal,
 } from '../model.js';
 import type { MessageStore } from '../store.js';
 import {
+  acceptedColumns,
   MESSAGE_VIEW_COLUMNS,
   type MessageRow,
   messageView,
@@ -66,32 +66,42 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
   const over = takeQuota(db, input);
   if (over) return { kind: 'rate_limited', quota: over };
 
+  const c = acceptedColumns(input);
   const emailId = Number(
     db.run(
       SQL.message,
       input.customerId,
       input.messageId,
       input.apiKeyId,
-      input.sandbox ? 1 : 0,
+      c.sandbox,
       input.fromHeader,
       input.senderDomain,
       input.subject,
-      JSON.stringify(input.metadata),
+      c.metadata,
       input.request,
-      input.requestFormat ?? 'json',
+      c.requestFormat,
       // A submitted message is stored as it is sent: its size is known now.
       input.requestFormat === 'mime' ? byteLength(input.request) : null,
       input.now,
-      input.scheduledAt ?? null,
-      input.tags?.length ? JSON.stringify(input.tags) : null,
-      storedHeaderMessageId(input),
-      input.pool ?? null,
-      input.unsubscribe ? 1 : 0,
+      c.scheduledAt,
+      c.tags,
+      c.headerMessageId,
+      c.pool,
+      c.unsubscribe,
     ).lastInsertRowid,
   );
-  const due = input.scheduledAt ?? input.now;
   for (const r of input.recipients)
-    db.run(SQL.recipient, emailId, input.customerId, r.address, r.domain, r.field, due, input.now, input.now);
+    db.run(
+      SQL.recipient,
+      emailId,
+      input.customerId,
+      r.address,
+      r.domain,
+      r.field,
+      c.firstAttemptAt,
+      input.now,
+      input.now,
+    );
   for (const tag of input.tags ?? []) db.run(SQL.tag, input.customerId, tag, emailId);
 
   if (idem) recordIdempotent(db, input.customerId, idem, acceptedResponse(input), input.now);
