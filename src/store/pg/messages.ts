@@ -266,7 +266,7 @@ export function pgMessages(db: PgDb): MessageStore {
         [messageId, customerId],
       );
       if (!row) return undefined;
-      // Retention leaves a marker where the body was (store/pg/admin.ts, retention).
+      // Retention leaves a marker where the body was (store/pg/retention.ts).
       return {
         request: row.request.toString() === '{"purged":true}' ? null : row.request,
         format: row.request_format,
