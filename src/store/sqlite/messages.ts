@@ -19,6 +19,8 @@ import {
   acceptedColumns,
   MESSAGE_VIEW_COLUMNS,
   type MessageRow,
+  type MessageSummaryRow,
+  messageSummaryView,
   messageView,
   RECIPIENT_VIEW_COLUMNS,
   type RecipientRow,
@@ -181,28 +183,8 @@ function summaries(db: Db, from: string, where: string[], args: unknown[], limit
        FROM ${from} JOIN customers c ON c.id = m.customer_id
        ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY m.id DESC ${BOUND_LIMIT}`,
     )
-    .all(...args, limit) as Array<{
-    id: number;
-    message_id: string;
-    header_message_id: string | null;
-    customer: string;
-    from_header: string;
-    subject: string;
-    sandbox: number;
-    created_at: number;
-    states: string;
-  }>;
-  return rows.map((r) => ({
-    email_id: r.id,
-    message_id: r.message_id,
-    header_message_id: r.header_message_id ?? r.message_id,
-    customer: r.customer,
-    from: r.from_header,
-    subject: r.subject,
-    sandbox: r.sandbox === 1,
-    created_at: new Date(r.created_at).toISOString(),
-    states: JSON.parse(r.states) as Record<string, number>,
-  }));
+    .all(...args, limit) as Array<MessageSummaryRow & { states: string }>;
+  return rows.map((r) => messageSummaryView(r, JSON.parse(r.states) as Record<string, number>));
 }
 
 /** Newest first, paged by email_id (`before`), optionally one customer's or those with a recipient in `state`. */
