@@ -4,11 +4,13 @@ import type { WebhookStore } from '../store.js';
 import {
   type AttemptRow,
   attemptView,
+  type ClaimedDeliveryRow,
   type EndpointRow,
   endpointColumns,
   endpointView,
   eventsColumn,
   mergeEndpoint,
+  storedDeliveryView,
 } from '../views.js';
 import type { EndpointChanges } from '../webhook-store.js';
 import type { PgDb, Q } from './db.js';
@@ -209,25 +211,10 @@ async function claim(q: Q, worker: string, now: number, room: ClaimRoom, release
     .map((r) => r.id)
     .filter((id) => room.room(id) > 0);
   if (endpoints.length === 0) return [];
-  const rows = await q.rows<{
-    id: number;
-    endpoint_id: string;
-    event_seq: number;
-    attempts: number;
-    event_id: string;
-    event_type: string;
-    event_body: string;
-  }>(CLAIM, [endpoints, endpoints.map((id) => room.room(id)), worker, now]);
-  return rows.map((d): StoredDelivery => {
+  const rows = await q.rows<ClaimedDeliveryRow>(CLAIM, [endpoints, endpoints.map((id) => room.room(id)), worker, now]);
+  return rows.map((d) => {
     room.take(d.endpoint_id);
-    return {
-      kind: 'stored',
-      id: d.id,
-      endpointId: d.endpoint_id,
-      eventSeq: d.event_seq,
-      attempts: d.attempts,
-      event: { id: d.event_id, type: d.event_type, body: d.event_body },
-    };
+    return storedDeliveryView(d);
   });
 }
 

@@ -1,10 +1,10 @@
-import { type AttemptView, attemptKind, type Endpoint } from '../model.js';
+import { type AttemptView, attemptKind, type Endpoint, type StoredDelivery } from '../model.js';
 import type { EndpointChanges } from '../webhook-store.js';
 
 /**
  * Webhooks' rows as both engines read and write them (views.ts): an endpoint's columns encoded
  * and decoded (`events` a JSON array or null for every type, `enabled` 1 or 0), an update merged,
- * an attempt in the delivery log.
+ * a claimed delivery, an attempt in the delivery log.
  */
 
 /** A row of webhook_endpoints. */
@@ -70,4 +70,27 @@ export type AttemptRow = Omit<AttemptView, 'at' | 'kind'> & { id: number; at: nu
 /** An attempt in the delivery log, with its row id as the page's cursor. */
 export function attemptView({ id, at, delivery_kind, ...r }: AttemptRow): AttemptView & { cursor: number } {
   return { cursor: id, ...r, at: new Date(at).toISOString(), kind: attemptKind(delivery_kind) };
+}
+
+/** A claimed delivery's row (webhook_deliveries joined with its event). */
+export interface ClaimedDeliveryRow {
+  id: number;
+  endpoint_id: string;
+  event_seq: number;
+  attempts: number;
+  event_id: string;
+  event_type: string;
+  event_body: string;
+}
+
+/** A claimed delivery as the dispatcher holds it. */
+export function storedDeliveryView(d: ClaimedDeliveryRow): StoredDelivery {
+  return {
+    kind: 'stored',
+    id: d.id,
+    endpointId: d.endpoint_id,
+    eventSeq: d.event_seq,
+    attempts: d.attempts,
+    event: { id: d.event_id, type: d.event_type, body: d.event_body },
+  };
 }
