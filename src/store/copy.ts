@@ -126,7 +126,8 @@ function convert(v: unknown, type: string): unknown {
 
 async function copyTable(sqlite: Db, q: Q, table: string): Promise<number> {
   const pgCols = await pgColumns(q, table);
-  const liteCols = (sqlite.sqlite.pragma(`table_info(${table})`) as Array<{ name: string }>)
+  const liteCols = sqlite
+    .all<{ name: string }>('SELECT name FROM pragma_table_info(?)', table)
     .map((c) => c.name)
     .filter((c) => pgCols.has(c));
   const extra = ONLY_IN_PG[table] ?? {};
@@ -145,9 +146,7 @@ async function copyTable(sqlite: Db, q: Q, table: string): Promise<number> {
     batch = [];
   };
   const order = liteCols.includes('id') ? ' ORDER BY id' : liteCols.includes('seq') ? ' ORDER BY seq' : '';
-  for (const row of sqlite.sqlite.prepare(`SELECT ${liteCols.join(', ')} FROM ${table}${order}`).iterate() as Iterable<
-    Record<string, unknown>
-  >) {
+  for (const row of sqlite.iterate<Record<string, unknown>>(`SELECT ${liteCols.join(', ')} FROM ${table}${order}`)) {
     batch.push([...liteCols.map((c, i) => convert(row[c], types[i]!)), ...Object.values(extra)]);
     if (batch.length >= BATCH) await flush();
   }
@@ -158,7 +157,7 @@ async function copyTable(sqlite: Db, q: Q, table: string): Promise<number> {
 /** Copies everything; resolves with the counts compared, or throws (nothing is left in PostgreSQL then). */
 export async function copySqliteToPg(sqlite: Db, pg: PgDb): Promise<CopyReport> {
   // One read transaction on SQLite for the whole copy: one moment of the store.
-  sqlite.sqlite.prepare('BEGIN').run();
+  sqlite.run('BEGIN');
   try {
     return await pg.tx(async (q) => {
       await ensureEmpty(q);
@@ -167,7 +166,7 @@ export async function copySqliteToPg(sqlite: Db, pg: PgDb): Promise<CopyReport> 
       for (const table of TABLES) {
         const n = await copyTable(sqlite, q, table);
         const inPg = (await q.row<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`))!.n;
-        const inLite = (sqlite.sqlite.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+        const inLite = sqlite.get<{ n: number }>(`SELECT count(*) AS n FROM ${table}`)!.n;
         if (inPg !== inLite || n !== inLite)
           throw new Error(`${table}: ${inLite} row(s) in SQLite, ${inPg} in PostgreSQL after the copy`);
         tables.push({ table, sqlite: inLite, postgres: inPg });
@@ -184,16 +183,13 @@ export async function copySqliteToPg(sqlite: Db, pg: PgDb): Promise<CopyReport> 
       return { tables };
     });
   } finally {
-    sqlite.sqlite.prepare('COMMIT').run();
+    sqlite.run('COMMIT');
   }
 }
 
 /** The settings, with the fan-out's cursor as a position: the event it stood at, in the transaction that copied it. */
 async function copySettings(sqlite: Db, q: Q): Promise<void> {
-  const rows = sqlite.sqlite.prepare('SELECT name, value FROM settings').all() as Array<{
-    name: string;
-    value: string;
-  }>;
+  const rows = sqlite.all<{ name: string; value: string }>('SELECT name, value FROM settings');
   for (const { name, value } of rows) {
     if (name === 'webhook_fanout_seq') {
       const seq = Number(value);

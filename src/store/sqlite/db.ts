@@ -99,6 +99,11 @@ export class Db {
     return this.prepare(sql).run(...params);
   }
 
+  /** Rows of a select one at a time, for reads too large to hold (a whole table copied); not cached. */
+  iterate<Row>(sql: string, ...params: unknown[]): IterableIterator<Row> {
+    return this.sqlite.prepare(sql).iterate(...params) as IterableIterator<Row>;
+  }
+
   /**
    * Runs fn in a transaction (a savepoint when nested). BEGIN IMMEDIATE takes the write lock up
    * front: a deferred transaction that reads and then writes fails at once with
