@@ -148,7 +148,11 @@ export function spawnReady(
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
     child.on('exit', (code) => reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${buf.slice(-2000)}`)));
-    setTimeout(() => reject(new Error(`timeout waiting for ${ready}: ${buf.slice(-2000)}`)), 30_000).unref();
+    setTimeout(() => {
+      // Not left running: a process that never said it was ready would outlive the benchmark.
+      child.kill('SIGKILL');
+      reject(new Error(`timeout waiting for ${ready}: ${buf.slice(-2000)}`));
+    }, 30_000).unref();
   });
 }
 
