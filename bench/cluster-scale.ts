@@ -5,7 +5,8 @@
 // on other machines would be. A fresh database for each size, the same work each time.
 //   accept: wrk on every node at once, queue held; the rate, and each node's efficiency against one
 //   idle: while node 1 alone accepts at full speed, the CPU each other node spends (a share of a core)
-//   drain: BENCH_SCALE_DRAIN_N queued 2 KB messages delivered (DKIM on) by all the nodes, released together
+//   drain: BENCH_SCALE_DRAIN_N queued 2 KB messages delivered (DKIM on) by all the nodes, after
+//   BENCH_SCALE_WARM_N a node delivered untimed (each node's warm-up: its JIT, its connections)
 // Beside each rate: CPU a message of the nodes (all of them, /proc) and of PostgreSQL (every
 // process of its cluster, the benchmark's own progress queries included: one every 200 ms),
 // statements a message (pg_stat_statements, this database's, the benchmark's own left out), and
@@ -33,6 +34,8 @@ const SIZES = (process.env.BENCH_SCALE_NODES ?? '1,2,4').split(',').map((s) => {
 const PHASES = new Set((process.env.BENCH_SCALE_PHASES ?? 'accept,drain').split(','));
 const SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? 8);
 const DRAIN_N = Number(process.env.BENCH_SCALE_DRAIN_N ?? 2000);
+/** Messages a node delivers before the drain is timed (its warm-up). */
+const WARM_N = Number(process.env.BENCH_SCALE_WARM_N ?? 200);
 /** wrk's connections to each node. */
 const CONNECTIONS = Number(process.env.BENCH_SCALE_CONNECTIONS ?? 16);
 /** A drain that takes longer than this fails (the benchmark is bounded). */
@@ -108,7 +111,7 @@ export async function benchClusterScale(): Promise<{ lines: string[] }> {
   }
   return {
     lines: [
-      `cluster scale: each node in a cgroup of its own capped at ${CAP} of a core (nodes on machines of their own), PostgreSQL (fsync on), the smtp-sink and wrk outside the caps; a fresh database for each size. accept: wrk, ${CONNECTIONS} connections a node, ${SECONDS} s, queue held; drain: ${DRAIN_N} queued 2 KB messages, DKIM on, released together`,
+      `cluster scale: each node in a cgroup of its own capped at ${CAP} of a core (nodes on machines of their own), PostgreSQL (fsync on), the smtp-sink and wrk outside the caps; a fresh database for each size. accept: wrk, ${CONNECTIONS} connections a node, ${SECONDS} s, queue held; drain: ${DRAIN_N} queued 2 KB messages, DKIM on, after ${WARM_N} a node untimed`,
       ...sides.map((s) => sideLine(s, sides)),
     ],
   };
@@ -132,7 +135,6 @@ async function runSide(phase: 'accept' | 'drain', size: { nodes: number; cap: nu
   const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   const db = `bench_scale_${phase}_${nodes}_${String(cap).replace('.', '_')}`;
   const { url, key } = await pgRig(ctx.cluster, db);
-  if (phase === 'drain') await queuePg(url, key.id, DRAIN_N);
   const tag = `${phase}-${nodes}-${cap}`;
   const configs = nodeConfigs(ctx.rig.config, tag, nodes, {
     outbound: ['concurrency = 4', 'concurrency_per_domain = 4', 'claim_batch = 100', 'signing_threads = 1'],
@@ -159,9 +161,18 @@ async function runSide(phase: 'accept' | 'drain', size: { nodes: number; cap: nu
       db: () => clusterCpu(ctx.cluster),
       statements: async () => statements(ctx.admin, db),
       throttled: () => groups.reduce((s, g) => s + ctx.caps.throttled(g).seconds, 0),
+      waits: async () =>
+        (
+          await ctx.admin.query(
+            "SELECT wait_event_type || ':' || wait_event AS w FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND wait_event IS NOT NULL",
+            [db],
+          )
+        ).rows.map((r: { w: string }) => r.w),
     };
     const side =
-      phase === 'accept' ? await acceptSide(daemons, key.key, m, c) : await drainSide(daemons, configs, m, c);
+      phase === 'accept'
+        ? await acceptSide(daemons, key.key, m, c)
+        : await drainSide(daemons, configs, m, c, (n, first) => queuePg(url, key.id, n, first));
     return { nodes, cap, load, ...side };
   } finally {
     await c.end();
@@ -179,6 +190,8 @@ type Meters = {
   db: () => number;
   statements: () => Promise<Map<string, number>>;
   throttled: () => number;
+  /** What this database's backends are waiting on now, one entry each (pg_stat_activity). */
+  waits: () => Promise<string[]>;
 };
 
 const wrk = (d: Daemon, key: string, seconds: number) =>
@@ -196,7 +209,18 @@ async function measure<T>(m: Meters, messages: () => Promise<number>, run: () =>
   const st0 = await m.statements();
   const th0 = m.throttled();
   const t0 = performance.now();
-  const out = await run();
+  const waits = new Map<string, number>();
+  let sampling = TOP > 0;
+  const sample = (async () => {
+    while (sampling) {
+      for (const w of await m.waits()) waits.set(w, (waits.get(w) ?? 0) + 1);
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  })();
+  const out = await run().finally(() => {
+    sampling = false;
+  });
+  await sample;
   const seconds = (performance.now() - t0) / 1000;
   const cpu = m.cpu().map((x, i) => x - cpu0[i]!);
   const db = m.db() - db0;
@@ -212,7 +236,13 @@ async function measure<T>(m: Meters, messages: () => Promise<number>, run: () =>
     dbMs: (db * 1000) / n,
     statements: calls.reduce((a, [, k]) => a + k, 0) / n,
     throttled: m.throttled() - th0,
-    top: calls.slice(0, TOP).map(([q, k]) => `${fmt(k / n, 3)}  ${q.replace(/\s+/g, ' ').slice(0, 140)}`),
+    top: [
+      ...calls.slice(0, TOP).map(([q, k]) => `${fmt(k / n, 3)}  ${q.replace(/\s+/g, ' ').slice(0, 140)}`),
+      `waits (backends seen waiting, every 100 ms): ${[...waits]
+        .sort((a, b) => b[1] - a[1])
+        .map(([w, k]) => `${w} ${k}`)
+        .join(', ')}`,
+    ],
   };
 }
 
@@ -241,35 +271,56 @@ async function acceptSide(daemons: Daemon[], key: string, m: Meters, c: pg.Clien
   return { ...r, rate: accepted / SECONDS, failed, ...(idle ? { idle } : {}) };
 }
 
-async function drainSide(daemons: Daemon[], configs: Array<{ release: () => void }>, m: Meters, c: pg.Client) {
+async function drainSide(
+  daemons: Daemon[],
+  configs: Array<{ release: () => void }>,
+  m: Meters,
+  c: pg.Client,
+  queue: (n: number, first: number) => Promise<void>,
+) {
   const left = async () =>
     Number(
       (await c.query("SELECT count(*) AS n FROM recipients WHERE state IN ('queued', 'deferred') /* bench-scale */"))
         .rows[0].n,
     );
+  const until = async (t0: number, each?: (n: number) => void) => {
+    for (;;) {
+      const n = await left();
+      each?.(n);
+      if (n === 0) return;
+      if (performance.now() - t0 > LIMIT_S * 1000) throw new Error(`drain not done in ${LIMIT_S} s (${n} left)`);
+      await new Promise((res) => setTimeout(res, 200));
+    }
+  };
+  // Warm-up, not timed: WARM_N a node, so that each has compiled its delivery path and opened its
+  // connections (a node pays that once in its life; N nodes would pay it N times in one short drain).
+  const warm = WARM_N * daemons.length;
+  await queue(warm, 0);
+  for (const [i, cfg] of configs.entries()) {
+    cfg.release();
+    daemons[i]!.child.kill('SIGHUP');
+  }
+  await until(performance.now());
   let tenth: number | undefined;
   const r = await measure(
     m,
     async () => DRAIN_N,
     async () => {
       const t0 = performance.now();
-      for (const [i, cfg] of configs.entries()) {
-        cfg.release();
-        daemons[i]!.child.kill('SIGHUP');
-      }
-      for (;;) {
-        const n = await left();
+      await queue(DRAIN_N, warm);
+      // As a node would after its commit: every node looks now.
+      await c.query("SELECT pg_notify('posthaste_wakeup', 'outbound bench')");
+      await until(t0, (n) => {
         if (tenth === undefined && n <= DRAIN_N * 0.9) tenth = performance.now();
-        if (n === 0) break;
-        if (Math.random() < 0.01) say(`${n} left`);
-        if (performance.now() - t0 > LIMIT_S * 1000) throw new Error(`drain not done in ${LIMIT_S} s (${n} left)`);
-        await new Promise((res) => setTimeout(res, 200));
-      }
+      });
       return performance.now();
     },
   );
-  const delivered = Number((await c.query("SELECT count(*) AS n FROM recipients WHERE state = 'delivered'")).rows[0].n);
-  if (delivered !== DRAIN_N) throw new Error(`${daemons.length} nodes delivered ${delivered} of ${DRAIN_N}`);
+  const delivered = Number(
+    (await c.query("SELECT count(*) AS n FROM recipients WHERE state = 'delivered' /* bench-scale */")).rows[0].n,
+  );
+  if (delivered !== DRAIN_N + warm)
+    throw new Error(`${daemons.length} nodes delivered ${delivered} of ${DRAIN_N + warm}`);
   return { ...r, rate: DRAIN_N / r.seconds, rest: (DRAIN_N * 0.9 * 1000) / (r.out - (tenth ?? r.out)) };
 }
 

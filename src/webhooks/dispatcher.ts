@@ -111,6 +111,15 @@ export class Dispatcher {
     }, 10);
   }
 
+  /**
+   * Another node committed new events: only the fan-out lease's holder (or a node about to ask for
+   * it) has anything to do with them, so the others do not look (no read for nothing on every
+   * other node's commit). Stored deliveries come due by time, and are found by the poll.
+   */
+  kickFromPeer(): void {
+    if (this.fanOut.wantsEvents()) this.kick();
+  }
+
   async run(signal: AbortSignal): Promise<void> {
     await this.pool.run(
       signal,
