@@ -138,6 +138,7 @@ export function spawnReady(
       buf += d.toString();
       const m = ready.exec(buf);
       if (m) {
+        clearTimeout(timer);
         child.stdout!.off('data', onData);
         child.stderr!.off('data', onData);
         child.stdout!.resume();
@@ -148,11 +149,12 @@ export function spawnReady(
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
     child.on('exit', (code) => reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${buf.slice(-2000)}`)));
-    setTimeout(() => {
+    const timer = setTimeout(() => {
       // Not left running: a process that never said it was ready would outlive the benchmark.
       child.kill('SIGKILL');
       reject(new Error(`timeout waiting for ${ready}: ${buf.slice(-2000)}`));
-    }, 30_000).unref();
+    }, 30_000);
+    timer.unref();
   });
 }
 
