@@ -151,7 +151,9 @@ async function runSide(phase: 'accept' | 'drain', size: { nodes: number; cap: nu
       return d;
     }),
   );
-  say(`${phase} ${nodes} at ${cap}: nodes ready`);
+  say(
+    `${phase} ${nodes} at ${cap}: nodes ready, API on ports ${daemons.map((d) => d.match[1]).join(' ')}, key ${key.key}`,
+  );
   const groups = configs.map((_c, i) => `${tag}-${i}`);
   const c = new pg.Client({ connectionString: url });
   await c.connect();
@@ -267,6 +269,18 @@ async function acceptSide(daemons: Daemon[], key: string, m: Meters, c: pg.Clien
     () => Promise.all(daemons.map((d) => wrk(d, key, SECONDS))),
   );
   const accepted = r.out.reduce((a, x) => a + x.requests, 0);
+  for (const [i, x] of r.out.entries())
+    if (x.failed > 0 && process.env.BENCH_SCALE_VERBOSE) {
+      const res = await fetch(`http://127.0.0.1:${daemons[i]!.match[1]}/api/v1/emails`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body,
+      });
+      say(`node ${i + 1} answered ${x.failed} not 2xx; now: ${res.status} ${(await res.text()).slice(0, 300)}`);
+    }
+  say(
+    `wrk by node (2xx/not): ${r.out.map((x) => `${x.requests}/${x.failed} ${x.socketErrors}`).join(', ')}; stored ${r.n}`,
+  );
   const failed = r.out.reduce((a, x) => a + x.failed, 0);
   return { ...r, rate: accepted / SECONDS, failed, ...(idle ? { idle } : {}) };
 }
