@@ -17,7 +17,8 @@ import { createKey } from '../src/store/sqlite/keys.js';
 import { acceptMessage } from '../src/store/sqlite/messages.js';
 import { type OutcomePolicy, recordComplaint, recordOutcome } from '../src/store/sqlite/recipients.js';
 import { addUser } from '../src/store/sqlite/users.js';
-import { createEndpoint, recordAttempts } from '../src/store/sqlite/webhooks.js';
+import { recordAttempts } from '../src/store/sqlite/webhook-attempts.js';
+import { createEndpoint } from '../src/store/sqlite/webhooks.js';
 import { ROOT, workDir } from './lib.js';
 
 const HOUR = 3_600_000;

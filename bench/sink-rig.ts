@@ -104,9 +104,25 @@ export interface SinkRig {
 }
 
 /**
+ * BENCH_POOLS=1: two pools of source addresses (docs/delivery.md, "Sending identities"), the
+ * default one with a single address, so each connection binds an address and says its EHLO name
+ * while the connections per destination stay the same as without pools: what pools cost.
+ */
+const POOLS = process.env.BENCH_POOLS
+  ? [
+      '[[outbound.pools]]',
+      'name = "transactional"',
+      'addresses = [ { ip = "127.0.0.2", ehlo = "mta2.bench.local" } ]',
+      '[[outbound.pools]]',
+      'name = "bulk"',
+      'addresses = [ { ip = "127.0.0.3", ehlo = "mta3.bench.local" } ]',
+    ]
+  : [];
+
+/**
  * The rig for a benchmark called `name`, delivering to `sinkPort`: an smtp-sink there unless
  * `receiver` is false (the benchmark puts its own receiver there); `outbound`: more lines for the
- * daemon's [outbound] section.
+ * daemon's [outbound] section (then the pools of BENCH_POOLS).
  */
 export async function sinkRig(
   name: string,
@@ -130,7 +146,7 @@ export async function sinkRig(
   const config = join(dir, 'posthaste.toml');
   writeFileSync(
     config,
-    `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[outbound]\nport = ${sinkPort}\n${(opts.outbound ?? []).map((l) => `${l}\n`).join('')}[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
+    `[server]\nhostname = "bench.local"\ndata_dir = "${dataDir}"\n[api]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dashboard]\nlisten = ""\n[outbound]\nport = ${sinkPort}\n${[...(opts.outbound ?? []), ...POOLS].map((l) => `${l}\n`).join('')}[dns]\nservers = ["${dns.server}"]\n[log]\nlevel = "warn"\n`,
   );
   return {
     dir,

@@ -16,7 +16,7 @@ import type { TlsReportRuns } from './daemon/tls-reports.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { bindListeners, checkListen, closeListeners, type Listeners, listenSpecs } from './lib/listen.js';
 import type { Logger } from './lib/logger.js';
-import { relayOptions } from './outbound/relay.js';
+import { relayOptions } from './outbound/routing/relay.js';
 import type { Scheduler } from './outbound/scheduler.js';
 import { type DataDirLock, lockDataDir, openStore } from './store/open.js';
 import type { Store } from './store/store.js';

@@ -15,6 +15,8 @@ export interface ReceivedMessage {
 export type RcptScript = (
   rcpt: string,
   attempt: number,
+  /** The client's address (a receiver may answer each sending address its own way). */
+  remoteAddress: string,
 ) => { rcpt?: [number, string]; data?: [number, string] } | undefined;
 
 /**
@@ -27,6 +29,9 @@ export class TestMx {
   attempts = new Map<string, number>();
   open = 0;
   peakOpen = 0;
+  /** Connections open now, and the most ever open at once, per client address. */
+  openFrom = new Map<string, number>();
+  peakFrom = new Map<string, number>();
   connections = 0;
   script: RcptScript = () => undefined;
   /** Milliseconds to wait before answering the end of DATA (a slow MX keeps connections open). */
@@ -47,20 +52,24 @@ export class TestMx {
       banner: 'test MX',
       size: 50 * 1024 * 1024,
       logger: false,
-      onConnect: (_session, cb) => {
+      onConnect: (session, cb) => {
         this.connections++;
         this.open++;
         this.peakOpen = Math.max(this.peakOpen, this.open);
+        const from = (this.openFrom.get(session.remoteAddress) ?? 0) + 1;
+        this.openFrom.set(session.remoteAddress, from);
+        this.peakFrom.set(session.remoteAddress, Math.max(from, this.peakFrom.get(session.remoteAddress) ?? 0));
         cb();
       },
-      onClose: () => {
+      onClose: (session) => {
         this.open--;
+        this.openFrom.set(session.remoteAddress, (this.openFrom.get(session.remoteAddress) ?? 1) - 1);
       },
-      onRcptTo: (address, _session, cb) => {
+      onRcptTo: (address, session, cb) => {
         const rcpt = address.address.toLowerCase();
         const n = (this.attempts.get(rcpt) ?? 0) + 1;
         this.attempts.set(rcpt, n);
-        const answer = this.script(rcpt, n)?.rcpt;
+        const answer = this.script(rcpt, n, session.remoteAddress)?.rcpt;
         if (answer) return cb(Object.assign(new Error(answer[1]), { responseCode: answer[0] }));
         cb();
       },
@@ -69,7 +78,7 @@ export class TestMx {
         stream.on('data', (c: Buffer) => chunks.push(c));
         stream.on('end', () => {
           const to = session.envelope.rcptTo.map((r) => r.address.toLowerCase());
-          const answer = this.script(to[0]!, this.attempts.get(to[0]!) ?? 1)?.data;
+          const answer = this.script(to[0]!, this.attempts.get(to[0]!) ?? 1, session.remoteAddress)?.data;
           if (answer) return cb(Object.assign(new Error(answer[1]), { responseCode: answer[0] }));
           this.received.push({
             from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',

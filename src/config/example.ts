@@ -1,4 +1,5 @@
 import { stringify } from 'smol-toml';
+import { DEFAULT_WARMUP_SCHEDULE } from '../domain/warmup.js';
 import type { Schema } from './keys.js';
 import { describeConfig, loadConfig } from './load.js';
 import { schema } from './schema.js';
@@ -15,6 +16,10 @@ export const EXAMPLE_UNSET: Record<string, { note: string; sample: unknown }> = 
   'server.node_name': {
     note: "Default: this machine's host name (os.hostname()). Set it only to give this node another name; every node on one PostgreSQL needs its own, and a node does not start while a live node has its name.",
     sample: 'mail-1',
+  },
+  'outbound.warmup_schedule': {
+    note: 'Default: the 28 days below, from 50 to 200000 messages a destination a day, then full volume (docs/delivery.md, "Warm-up"); only addresses with warmup_start follow it. Uncomment to change it:',
+    sample: [...DEFAULT_WARMUP_SCHEDULE],
   },
   'outbound.pools': {
     note: 'Default: none (the kernel picks the source address, EHLO says server.hostname). One [[outbound.pools]] table a pool, e.g.:',

@@ -16,7 +16,9 @@ export type Kind =
   /** A database URL: empty, or postgres:// / postgresql://; shown without its password. */
   | { type: 'store_url' }
   /** An array of tables (`[[section.key]]`), read and checked by `read`, which throws naming what is wrong. */
-  | { type: 'tables'; read: (v: unknown) => unknown[] };
+  | { type: 'tables'; read: (v: unknown) => unknown[] }
+  /** An array of integers, checked by `check`, which names what is wrong (null: nothing). */
+  | { type: 'ints'; check: (v: readonly unknown[]) => string | null };
 
 export interface KeySpec {
   kind: Kind;
@@ -49,7 +51,7 @@ export type ValueOf<K> = K extends { type: 'string' | 'listen' | 'enum' | 'store
       ? boolean
       : K extends { type: 'strings' }
         ? string[]
-        : K extends { type: 'durations' }
+        : K extends { type: 'durations' | 'ints' }
           ? number[]
           : K extends { type: 'tables'; read: (v: unknown) => infer T }
             ? T

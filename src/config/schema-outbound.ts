@@ -1,3 +1,4 @@
+import { DEFAULT_WARMUP_SCHEDULE, scheduleProblem } from '../domain/warmup.js';
 import { type KeySpec, k } from './keys.js';
 import { readPools } from './pools.js';
 
@@ -118,5 +119,10 @@ export const outboundKeys = {
     { type: 'tables', read: readPools },
     [],
     'Pools of source addresses, written as [[outbound.pools]] tables: name, and addresses = [ { ip, ehlo } ]; each connection binds an address of its pool (by the MX host\'s address family) and says its ehlo name; the addresses must be this node\'s (docs/delivery.md, "Sending identities"); none: the kernel picks, EHLO says server.hostname',
+  ),
+  warmup_schedule: k(
+    { type: 'ints', check: scheduleProblem },
+    [...DEFAULT_WARMUP_SCHEDULE],
+    'Messages per destination per UTC day an address of outbound.pools with warmup_start may send, by day since that start (element 0: the start day), never going down; past its end the address is at full volume. The default reaches full volume in four weeks (docs/delivery.md, "Warm-up")',
   ),
 } satisfies Record<string, KeySpec>;

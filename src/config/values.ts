@@ -39,22 +39,26 @@ function parseBytes(v: unknown): number {
   return Math.round(Number(m[1]) * unit);
 }
 
+/** An environment value (a string) as the file would give it: lists may be JSON arrays or comma-separated. */
+function fromEnvironment(kind: KeySpec['kind'], v: string): unknown {
+  if (kind.type === 'int') return /^-?\d+$/.test(v) ? Number(v) : v;
+  if (kind.type === 'bool') return v === 'true' ? true : v === 'false' ? false : v;
+  if (kind.type === 'tables') return JSON.parse(v);
+  if (kind.type !== 'strings' && kind.type !== 'durations' && kind.type !== 'ints') return v;
+  const list: unknown = v.trim().startsWith('[')
+    ? JSON.parse(v)
+    : v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+  if (kind.type !== 'ints' || !Array.isArray(list)) return list;
+  return list.map((x) => (typeof x === 'string' && /^-?\d+$/.test(x) ? Number(x) : x));
+}
+
 /** Checks one value against its spec and returns it in its internal form. */
 export function coerce(spec: KeySpec, v: unknown, fromEnv: boolean): unknown {
   const kind = spec.kind;
-  if (fromEnv && typeof v === 'string') {
-    // Environment values are strings; lists may be JSON arrays or comma-separated.
-    if (kind.type === 'int') v = /^-?\d+$/.test(v) ? Number(v) : v;
-    else if (kind.type === 'bool') v = v === 'true' ? true : v === 'false' ? false : v;
-    else if (kind.type === 'tables') v = JSON.parse(v);
-    else if (kind.type === 'strings' || kind.type === 'durations')
-      v = v.trim().startsWith('[')
-        ? JSON.parse(v)
-        : v
-            .split(',')
-            .map((s) => s.trim())
-            .filter(Boolean);
-  }
+  if (fromEnv && typeof v === 'string') v = fromEnvironment(kind, v);
   switch (kind.type) {
     case 'string':
       if (typeof v !== 'string') throw new Error('expected a string');
@@ -80,6 +84,12 @@ export function coerce(spec: KeySpec, v: unknown, fromEnv: boolean): unknown {
     case 'durations':
       if (!Array.isArray(v) || v.length === 0) throw new Error('expected a non-empty array of durations');
       return v.map(parseDuration);
+    case 'ints': {
+      if (!Array.isArray(v)) throw new Error('expected an array of integers');
+      const problem = kind.check(v);
+      if (problem) throw new Error(problem);
+      return v;
+    }
     case 'bytes':
       return parseBytes(v);
     case 'percent':

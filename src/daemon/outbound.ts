@@ -3,17 +3,18 @@ import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import type { ClusterNode } from '../cluster/node.js';
 import { configuredDefaultPool, returnPathDomain, returnPathLabel } from '../config/settings.js';
-import { CLUSTER_THROTTLE, destinationOf } from '../domain/destinations.js';
-import { Dane } from '../outbound/dane.js';
+import { CLUSTER_THROTTLE, destinationOf, destinationOfLane } from '../domain/destinations.js';
 import { type DeliveryItem, deliverGroup, type GroupResult, type GroupWatch } from '../outbound/deliver.js';
-import { MtaSts } from '../outbound/mta-sts.js';
-import { MxResolver } from '../outbound/mx.js';
+import { Dane } from '../outbound/routing/dane.js';
+import { MtaSts } from '../outbound/routing/mta-sts.js';
+import { MxResolver } from '../outbound/routing/mx.js';
+import { TlsSessionLog } from '../outbound/routing/tls-sessions.js';
 import { Scheduler } from '../outbound/scheduler.js';
-import { SignerPool } from '../outbound/signer.js';
-import { BdatMemory, type RelayOptions, type SmtpOptions } from '../outbound/smtp-session.js';
-import { SourcePicker } from '../outbound/source.js';
+import { SignerPool } from '../outbound/signing/signer.js';
+import { BdatMemory, type RelayOptions, type SmtpOptions } from '../outbound/smtp/session.js';
+import { type SourceNeed, SourcePicker } from '../outbound/source.js';
 import { Throttle } from '../outbound/throttle.js';
-import { TlsSessionLog } from '../outbound/tls-sessions.js';
+import { WarmupLedger } from '../outbound/warmup.js';
 import type { Store } from '../store/store.js';
 import type { Ctx } from './context.js';
 import { checkSourcesDns } from './sources.js';
@@ -88,7 +89,7 @@ export async function buildOutbound(
     policy: { retrySchedule: o.retry_schedule, maxQueueTime: o.max_queue_time },
     concurrency: o.concurrency,
     throttle: new Throttle(
-      (destination) => settings.outbound.current.limits(destination),
+      (key) => settings.outbound.current.limits(destinationOfLane(key)),
       await store.delivery.throttles(throttleHolder),
     ),
     destinationOf: async (domain) => {
@@ -108,9 +109,18 @@ export async function buildOutbound(
     pausedCustomers: () => store.reputation.paused(),
     onEvents: hooks.onEvents,
     onOutcome: hooks.onOutcome,
-    deliver: (domain, items, watch) => deliver(ctx, store, delivery, domain, items, watch),
+    ...(sources ? { sources } : {}),
+    ...warmupOf(ctx, store),
+    deliver: (domain, items, watch, need) => deliver(ctx, store, delivery, domain, items, watch, need),
   });
   return { scheduler, signer, tlsLog };
+}
+
+/** The warm-up of the pools' addresses (docs/delivery.md, "Warm-up"), when any has a warmup_start. */
+function warmupOf({ config, log, clock }: Ctx, store: Store): { warmup?: WarmupLedger } {
+  const { pools, warmup_schedule: schedule } = config.outbound;
+  if (!pools.some((p) => p.addresses.some((a) => a.warmup_start !== undefined))) return {};
+  return { warmup: new WarmupLedger({ store, clock, schedule, pools, log }) };
 }
 
 /** outbound.pools: what chooses each connection's source address, their PTR records checked in the background; undefined without pools. */
@@ -171,6 +181,7 @@ function deliver(
   domain: string,
   items: DeliveryItem[],
   watch?: GroupWatch,
+  need?: SourceNeed,
 ): Promise<GroupResult> {
   const { mx, mtaSts, dane } = d.lookups;
   return deliverGroup(
@@ -194,5 +205,6 @@ function deliver(
     domain,
     items,
     watch,
+    need,
   );
 }

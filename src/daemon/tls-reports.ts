@@ -2,7 +2,7 @@ import type { Resolver } from 'node:dns/promises';
 import type { ClusterNode } from '../cluster/node.js';
 import { utcDay } from '../domain/tls-report.js';
 import { every } from '../lib/clock.js';
-import type { TlsSessionLog } from '../outbound/tls-sessions.js';
+import type { TlsSessionLog } from '../outbound/routing/tls-sessions.js';
 import { type DaySummary, sendDayReports, type TlsReportDeps, tlsReportSettings } from '../reports/tls-report-send.js';
 import type { Store } from '../store/store.js';
 import type { SafeFetch } from '../webhooks/safe-fetch.js';

@@ -24,6 +24,21 @@ export function destinationOfHost(host: string): string {
   return getDomain(h) ?? h;
 }
 
+/**
+ * The throttle's key for a destination reached from one source address (outbound.pools): each
+ * (destination, address) has the destination's limits and backoff of its own, as receivers count
+ * per sending address. Without pools the destination's name is the key.
+ */
+export function laneOf(destination: string, ip: string): string {
+  return `${destination} from ${ip}`;
+}
+
+/** The destination a throttle key names (the key itself when it is a destination's). */
+export function destinationOfLane(key: string): string {
+  const at = key.indexOf(' from ');
+  return at < 0 ? key : key.slice(0, at);
+}
+
 /** The holder of a destination's throttling shared by every node (outbound.limits_scope = "cluster"); otherwise a node's name holds its own. */
 export const CLUSTER_THROTTLE = '';
 

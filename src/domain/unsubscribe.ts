@@ -33,7 +33,7 @@ export function mailtoToken(local: string): string | undefined {
 /**
  * The two fields added before the message's own, per recipient: the https URL first (RFC 8058
  * 3.1 takes the https one for the POST), then the mailto at the return path domain, and
- * List-Unsubscribe-Post. Both are in dkim.ts's signed fields.
+ * List-Unsubscribe-Post. Both are in outbound/signing/dkim.ts's signed fields.
  */
 export function unsubscribeFields(publicUrl: string, token: string, mailDomain: string): string {
   const base = publicUrl.replace(/\/+$/, '');

@@ -6,15 +6,17 @@ import { reclaimAfter } from '../lib/reclaim.js';
 import type { Claimed, QueuedMessage } from '../store/model.js';
 import type { Store } from '../store/store.js';
 import { type PrepareDeps, prepare, type SenderDomains, unsubscribeDefaults } from './prepare.js';
-import { connect, directRoute, type Route, type RouteDeps } from './route.js';
-import { SigningWindow } from './signing-window.js';
-import type { SmtpSession, TransactionResult, Via } from './smtp-session.js';
+import { connect, directRoute, type Route, type RouteDeps } from './routing/route.js';
+import { SigningWindow } from './signing/window.js';
+import type { SmtpSession, TransactionResult, Via } from './smtp/session.js';
 import type { SourceNeed } from './source.js';
 import { isRateLimit } from './throttle.js';
 
 export interface DeliveryItem {
   recipient: Claimed;
   message: QueuedMessage;
+  /** With pools: the source its connection needs, told at its claim (outbound/lanes.ts). */
+  source?: SourceNeed;
 }
 
 export interface ItemResult {
@@ -63,6 +65,8 @@ export async function deliverGroup(
   domain: string,
   items: DeliveryItem[],
   watch?: GroupWatch,
+  /** With pools: the source address the connection binds (its lane's, outbound/lanes.ts). */
+  need?: SourceNeed,
 ): Promise<GroupResult> {
   const group: GroupResult = { results: [], composed: new Map(), unattempted: [], refusal: null, givenBack: [] };
   const pending = await checkSuppression(deps, items, group.results);
@@ -79,21 +83,12 @@ export async function deliverGroup(
   const defaults = await unsubscribeDefaults(deps, pending);
   const unsubscribe = (m: QueuedMessage) => m.unsubscribe || defaults.has(m.customerId);
   const signing = { composed: group.composed, senders, composing: new Map(), unsubscribe };
-  // With pools, one connection after the other for each source the recipients need.
-  const parts = deps.sources ? await deps.sources.split(pending) : [{ need: undefined, items: pending }];
-  for (const { need, items: part } of parts) {
-    if (group.refusal) {
-      // The destination asked us to slow down: the rest waits for it.
-      group.unattempted.push(...part);
-      continue;
-    }
-    const window = new SigningWindow(part, (item) => prepare(deps, item, signing), unsubscribe);
-    // Connect only once the first message is ready (a cold signing thread takes seconds to start),
-    // so no remote server waits on us mid-conversation.
-    await window.signedFor(0);
-    const queue = new SendQueue(part);
-    await new GroupSender(deps, { ...route, domain }, group, window, queue, senders, need, watch).run();
-  }
+  const window = new SigningWindow(pending, (item) => prepare(deps, item, signing), unsubscribe);
+  // Connect only once the first message is ready (a cold signing thread takes seconds to start),
+  // so no remote server waits on us mid-conversation.
+  await window.signedFor(0);
+  const queue = new SendQueue(pending);
+  await new GroupSender(deps, { ...route, domain }, group, window, queue, senders, need, watch).run();
   return group;
 }
 

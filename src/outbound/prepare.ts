@@ -4,8 +4,8 @@ import { unsubscribeFields, unsubscribeToken } from '../domain/unsubscribe.js';
 import type { Logger } from '../lib/logger.js';
 import type { QueuedMessage } from '../store/model.js';
 import type { Store } from '../store/store.js';
-import type { Signed, SignInput } from './signer.js';
-import type { Prepared, WindowItem } from './signing-window.js';
+import type { Signed, SignInput } from './signing/signer.js';
+import type { Prepared, WindowItem } from './signing/window.js';
 
 /** What preparing a group's messages takes (a part of deliver.ts's PrepareDeps). */
 export interface PrepareDeps {

@@ -1,4 +1,4 @@
-import { CLUSTER_THROTTLE } from '../domain/destinations.js';
+import { CLUSTER_THROTTLE, destinationOfLane } from '../domain/destinations.js';
 import { sandboxSteps } from '../domain/sandbox.js';
 import type { OutcomePolicy } from '../domain/transitions.js';
 import type { Clock } from '../lib/clock.js';
@@ -76,7 +76,11 @@ export class OutcomeRecorder {
     const { clock, log, throttle } = this.deps;
     const now = clock.now();
     let postpone: Array<{ id: number; until: number }> = [];
-    if (group.unattempted.length) {
+    if (group.unattempted.length && destinationOfLane(destination) !== destination) {
+      // A source address's lane (outbound/lanes.ts): due again now, so the next claim sends them
+      // from an address the destination has not refused, or holds them until the soonest opens.
+      postpone = group.unattempted.map((item) => ({ id: item.recipient.id, until: now }));
+    } else if (group.unattempted.length) {
       const until = throttle.admit(destination, now);
       postpone = holdBack(throttle, destination, group.unattempted, until.kind === 'paused' ? until.until : now);
     }

@@ -5,20 +5,27 @@ import type { Logger } from '../lib/logger.js';
 import type { DeliveryStore } from '../store/store.js';
 import type { DeliveryItem, GroupResult, GroupWatch } from './deliver.js';
 import { DestinationCache } from './destination-cache.js';
+import { type Held, type Lane, Lanes, type WarmupRoom } from './lanes.js';
+import { OperatorView } from './operator.js';
 import { PausedCustomers } from './paused-customers.js';
-import { holdBack, OutcomeRecorder } from './recorder.js';
+import { OutcomeRecorder } from './recorder.js';
 import { SharedLimits } from './shared-limits.js';
+import type { SourceNeed, SourcePicker } from './source.js';
 import type { Throttle } from './throttle.js';
 
 export interface SchedulerDeps {
   store: DeliveryStore;
   clock: Clock;
   log: Logger;
-  /** Delivers a group of items at one domain over one connection. */
-  deliver: (domain: string, items: DeliveryItem[], watch?: GroupWatch) => Promise<GroupResult>;
+  /** Delivers a group of items at one domain over one connection (from the need's source address, with pools). */
+  deliver: (domain: string, items: DeliveryItem[], watch?: GroupWatch, need?: SourceNeed) => Promise<GroupResult>;
+  /** outbound.pools: each connection's source address; absent without pools (the kernel picks). */
+  sources?: SourcePicker;
+  /** The warm-up of the pools' addresses (outbound/warmup.ts); absent when none warms. */
+  warmup?: WarmupRoom;
   /** The destination a domain's mail goes to (domain/destinations.ts), the domain itself when it is its own; rejects when it cannot be told now. */
   destinationOf: (domain: string) => Promise<string>;
-  /** Per-destination limits and adaptive backoff. */
+  /** Per-destination limits and adaptive backoff (per source address with pools: outbound/lanes.ts). */
   throttle: Throttle;
   policy: OutcomePolicy;
   concurrency: number;
@@ -68,6 +75,10 @@ export class Scheduler {
   private readonly shared?: SharedLimits;
   /** The paused customers as last read (absent when the daemon does not say). */
   private readonly paused?: PausedCustomers;
+  /** Which connections each destination's recipients may open, and from which source address. */
+  private readonly lanes: Lanes;
+  /** The held destinations and the retries, as an operator left them. */
+  private readonly operator: OperatorView;
 
   constructor(private readonly deps: SchedulerDeps) {
     this.pool = new KeyedPool({
@@ -95,8 +106,16 @@ export class Scheduler {
     });
     if (deps.pausedCustomers)
       this.paused = new PausedCustomers({ ...deps, read: deps.pausedCustomers, track: (w) => this.pool.track(w) });
-    if (deps.sharedAs !== undefined)
+    // With pools a lane's source address is this node's own, so its limits are this node's to keep.
+    if (deps.sharedAs !== undefined && !deps.sources)
       this.shared = new SharedLimits(deps.sharedAs, deps, (work) => this.pool.track(work));
+    this.lanes = new Lanes({
+      throttle: deps.throttle,
+      clock: deps.clock,
+      ...(deps.sources ? { sources: deps.sources } : {}),
+      ...(deps.warmup ? { warmup: deps.warmup } : {}),
+    });
+    this.operator = new OperatorView({ ...deps, keysOf: (d) => this.lanes.keysOf(d) });
   }
 
   /** New work may be due (a message was accepted): look now rather than at the next poll. */
@@ -159,13 +178,9 @@ export class Scheduler {
     await this.readOperator();
     await this.holdHeld();
     await this.givePausedBack();
-    const held: Array<{ id: number; until: number }> = [];
+    const held: Held[] = [];
     if (this.shared) await this.startShared(this.shared, held);
-    else
-      this.pool.each((domain, list) => {
-        const destination = this.destinations.get(domain);
-        if (destination !== undefined) held.push(...this.startGroups(domain, destination, list)); // else being looked up; the lookup wakes the loop
-      });
+    else await this.startAll(held);
     if (held.length)
       await this.deps.store.postpone(held).catch((e: unknown) => {
         // Not held back: the claims are given back instead, and the recipients come due again.
@@ -175,39 +190,41 @@ export class Scheduler {
     return claimed;
   }
 
-  /** The destinations an operator holds (docs/operations.md, "The queue"), as last read. */
-  private heldDestinations = new Set<string>();
+  /** Starts what each domain's lanes allow (a warming address within the room reserved for this fill). */
+  private async startAll(held: Held[]): Promise<void> {
+    if (this.lanes.warms) await this.lanes.reserve(this.known());
+    try {
+      this.pool.each((domain, list) => {
+        const destination = this.destinations.get(domain);
+        if (destination !== undefined) held.push(...this.startGroups(domain, destination, list)); // else being looked up; the lookup wakes the loop
+      });
+    } finally {
+      if (this.lanes.warms) await this.lanes.settle();
+    }
+  }
 
-  /**
-   * What an operator did that the recipients waiting here must see before they start (docs/
-   * operations.md, "The queue"), read after every claim while anything waits, whether or not the
-   * claim took something: the held destinations (a hold made meanwhile holds what waits; a release
-   * frees it), and the retries of the destinations paused here (a retry lifts a pause set before
-   * it, on every node, at its next claim of the destination's recipients).
-   */
+  /** What an operator did (docs/operations.md, "The queue"), read after every claim while anything waits, whether or not it took something. */
   private async readOperator(): Promise<void> {
-    if (this.pool.waitingCount() === 0) return;
-    const { store, throttle, clock } = this.deps;
-    this.heldDestinations = new Set(await store.heldDestinations());
-    const now = clock.now();
-    const paused = new Set<string>();
-    this.pool.each((domain) => {
+    if (this.pool.waitingCount() > 0) await this.operator.read(new Set(this.known().map((k) => k.destination)));
+  }
+
+  /** The domains waiting whose destination is known (the others' is being looked up; the lookup wakes the loop). */
+  private known(): Array<{ domain: string; destination: string; items: readonly DeliveryItem[] }> {
+    const out: Array<{ domain: string; destination: string; items: readonly DeliveryItem[] }> = [];
+    this.pool.each((domain, items) => {
       const destination = this.destinations.get(domain);
-      if (destination !== undefined && throttle.isPaused(destination, now)) paused.add(destination);
+      if (destination !== undefined) out.push({ domain, destination, items });
     });
-    if (paused.size === 0) return;
-    for (const [destination, at] of await store.retriedAt([...paused]))
-      if (throttle.lift(destination, at, now))
-        this.deps.log.info({ destination }, 'pause lifted: the destination was retried');
+    return out;
   }
 
   /** What waits for a held destination is held in the store, without an attempt, until released. */
   private async holdHeld(): Promise<void> {
-    if (this.heldDestinations.size === 0) return;
+    if (!this.operator.holdsAny) return;
     const ids: number[] = [];
     this.pool.each((domain, list) => {
       const destination = this.destinations.get(domain);
-      if (destination !== undefined && this.heldDestinations.has(destination))
+      if (destination !== undefined && this.operator.holds(destination))
         ids.push(...list.splice(0).map((i) => i.recipient.id));
     });
     if (ids.length === 0) return;
@@ -236,16 +253,11 @@ export class Scheduler {
    * this node's decisions written in one store transaction that no other node's for the destination
    * interleaves with (a round trip per destination and fill).
    */
-  private async startShared(shared: SharedLimits, held: Array<{ id: number; until: number }>): Promise<void> {
+  private async startShared(shared: SharedLimits, held: Held[]): Promise<void> {
     await shared.touch();
     const byDestination = new Map<string, Set<string>>();
-    this.pool.each((domain) => {
-      const destination = this.destinations.get(domain); // undefined: being looked up; the lookup wakes the loop
-      if (destination === undefined) return;
-      let domains = byDestination.get(destination);
-      if (!domains) byDestination.set(destination, (domains = new Set()));
-      domains.add(domain);
-    });
+    for (const { domain, destination } of this.known())
+      byDestination.set(destination, (byDestination.get(destination) ?? new Set()).add(domain));
     for (const [destination, domains] of byDestination) {
       if (!this.pool.hasRoom) break;
       await shared.decide(destination, () =>
@@ -264,37 +276,22 @@ export class Scheduler {
     const rows = await store.claim(this.deps.worker, clock.now(), room);
     if (rows.length === 0) return 0;
     const sandbox: DeliveryItem[] = [];
-    for (const item of rows) {
-      if (item.message.sandbox) sandbox.push(item);
-      else this.pool.add(item.recipient.domain, item);
-    }
+    const sending: DeliveryItem[] = [];
+    for (const item of rows) (item.message.sandbox ? sandbox : sending).push(item);
+    await this.lanes.tag(sending);
+    for (const item of sending) this.pool.add(item.recipient.domain, item);
     if (sandbox.length) await this.recorder.recordSandbox(sandbox);
     return rows.length;
   }
 
-  /**
-   * Starts what the destination's limits allow from one domain's list (taking them out of it);
-   * returns what is to be held back in the store, and until when.
-   */
-  private startGroups(domain: string, destination: string, list: DeliveryItem[]): Array<{ id: number; until: number }> {
-    const { throttle, clock } = this.deps;
-    const now = clock.now();
-    while (list.length > 0 && this.pool.hasRoom) {
-      const admission = throttle.admit(destination, now);
-      if (admission.kind === 'paused') return holdBack(throttle, destination, list.splice(0), admission.until);
-      if (admission.kind === 'spent') return holdBack(throttle, destination, list.splice(0), admission.opensAt);
-      if (admission.kind === 'full') {
-        // Waiting for a connection. A throttled destination keeps one more round of its (fewer)
-        // connections here and the rest in the store, so its backlog does not take the claim room
-        // other destinations need; at full speed the backlog moves fast enough to wait here.
-        const capacity = throttle.capacity(destination);
-        return throttle.isThrottled(destination) && list.length > capacity
-          ? holdBack(throttle, destination, list.splice(capacity), throttle.nextRound(destination, now))
-          : [];
-      }
-      this.start(domain, destination, list.splice(0, admission.messages));
-    }
-    return [];
+  /** Starts what the destination's lanes allow from one domain's list (taking them out of it); returns what is to be held back. */
+  private startGroups(domain: string, destination: string, list: DeliveryItem[]): Held[] {
+    return this.lanes.start(
+      destination,
+      list,
+      () => this.pool.hasRoom,
+      (lane, items) => this.start(domain, lane, items),
+    );
   }
 
   /** Forgets destinations with nothing going on, when old domains are swept (memory stays bounded however many domains are sent to). */
@@ -316,8 +313,9 @@ export class Scheduler {
   }
 
   /** One connection's delivery: the throttle is told when it opens and how it went; the outcomes are recorded together. */
-  private start(domain: string, destination: string, items: DeliveryItem[]): void {
+  private start(domain: string, lane: Lane, items: DeliveryItem[]): void {
     const { throttle, clock } = this.deps;
+    const destination = lane.key;
     const ticket = throttle.open(destination, clock.now(), items.length);
     this.peakPerDestination.set(
       destination,
@@ -327,8 +325,10 @@ export class Scheduler {
       let closed = false;
       const started = clock.now();
       try {
-        const group = await this.deps.deliver(domain, items, this.watch(started));
+        const group = await this.deps.deliver(domain, items, this.watch(started), lane.need);
         const delivered = group.results.filter((r) => r.outcome.kind === 'delivered').length;
+        if (this.lanes.warms)
+          this.pool.track(this.lanes.done(lane, items.length, group.results.filter((r) => r.via).length, started));
         const change = throttle.close(ticket, { delivered, refusal: group.refusal }, clock.now());
         closed = true;
         this.shared?.publishUse(destination);

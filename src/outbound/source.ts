@@ -46,25 +46,16 @@ export class SourcePicker {
     this.byName = new Map(deps.pools.map((p) => [p.name, p]));
   }
 
-  /**
-   * Splits a group's recipients by the connection each needs: the pool of its message (the
-   * message's own, else its customer's default, else the configured default), and the address
-   * a retried recipient was first tried from while that address is still in the pool.
-   */
-  async split<T extends { message: QueuedMessage; recipient: Claimed }>(
-    items: readonly T[],
-  ): Promise<Array<{ need: SourceNeed; items: T[] }>> {
-    const parts = new Map<string, { need: SourceNeed; items: T[] }>();
-    for (const item of items) {
-      const pool = await this.poolOf(item.message);
-      const ip = item.recipient.sourceIp;
-      const sticky = ip !== null && pool.addresses.some((a) => a.ip === ip) ? ip : null;
-      const key = `${pool.name} ${sticky ?? ''}`;
-      let part = parts.get(key);
-      if (!part) parts.set(key, (part = { need: { pool, sticky }, items: [] }));
-      part.items.push(item);
-    }
-    return [...parts.values()];
+  /** What a claimed recipient's connection needs: its message's pool, and the address a retry keeps while it is in the pool. */
+  async needOf(item: { message: QueuedMessage; recipient: Claimed }): Promise<SourceNeed> {
+    const pool = await this.poolOf(item.message);
+    const ip = item.recipient.sourceIp;
+    return { pool, sticky: ip !== null && pool.addresses.some((a) => a.ip === ip) ? ip : null };
+  }
+
+  /** Every configured source address, of every pool. */
+  addresses(): string[] {
+    return this.deps.pools.flatMap((p) => p.addresses.map((a) => a.ip));
   }
 
   /** The pool a message goes from; a name no longer configured gives the default pool, logged. */

@@ -79,6 +79,7 @@ const TABLES = [
   'dmarc_unreadable',
   'queue_retries',
   'send_usage',
+  'warmup_use',
 ] as const;
 
 /** Tables with triggers of their own (store/pg/schema.ts). */

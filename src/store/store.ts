@@ -66,8 +66,8 @@ import type {
  * the store sees a driver, its types or its error codes: a store that cannot be reached or
  * cannot write throws a StoreUnavailable (store/errors.ts).
  *
- * Methods are grouped by aggregate, as the modules of the SQLite engine are. Times are
- * milliseconds since the epoch, passed in (the clock is the caller's).
+ * Methods are grouped by aggregate, each part a module of the same name in both engines. Times
+ * are milliseconds since the epoch, passed in (the clock is the caller's).
  */
 export interface Store {
   readonly engine: 'sqlite' | 'postgres';
@@ -90,6 +90,7 @@ export interface Store {
   reputation: ReputationStore;
   dmarc: DmarcStore;
   tlsReports: import('./tls-report-store.js').TlsReportStore;
+  warmup: import('./warmup-store.js').WarmupStore;
 }
 
 /** Work a node tells the others of: recipients queued (outbound), events written (webhooks). */
@@ -113,10 +114,7 @@ export interface WakeupStore {
 
 /** What a node's listening connection reports, for the log (daemon/loops.ts). */
 export interface WakeupEvents {
-  /**
-   * The connection is down: lost (`attempt` 0), never made at the start (0), or attempt
-   * `attempt` to open it again failed; the next attempt is `inMs` away (a wait that doubles).
-   */
+  /** Down: lost or never made (`attempt` 0), or reopening attempt `attempt` failed; next try in `inMs` (doubling). */
   lost?: (e: Error, retry: { attempt: number; inMs: number }) => void;
   /** Open and listening again, after `attempts` failed attempts. */
   back?: (attempts: number) => void;

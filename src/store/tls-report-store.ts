@@ -46,3 +46,20 @@ export interface TlsReportRecord {
   /** JSON: what each URI said. */
   results: string | null;
 }
+
+/** A row of a day's counters (tls_report_counts) as both engines read it: the policy and failure as JSON. */
+export interface TlsCountRow {
+  day: string;
+  policy: string;
+  failure: string | null;
+  sessions: number;
+}
+
+export function tlsCountOf(r: TlsCountRow): TlsCount {
+  return {
+    day: r.day,
+    policy: JSON.parse(r.policy),
+    failure: r.failure === null ? null : JSON.parse(r.failure),
+    sessions: r.sessions,
+  };
+}

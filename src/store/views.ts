@@ -10,9 +10,14 @@ import {
   type MessageView,
   type NodeView,
   type QueuedMessage,
+  type ReceivingDomain,
   type RecipientState,
   type RequestFormat,
+  type Session,
+  type SimulatedSuppression,
   type Status,
+  type SuppressionReason,
+  type User,
 } from './model.js';
 import type { EndpointChanges } from './webhook-store.js';
 
@@ -287,5 +292,53 @@ export function throttleStatus(d: DestinationThrottle): Status['throttled'][numb
     paused_until: new Date(d.pausedUntil).toISOString(),
     since: new Date(d.since).toISOString(),
     reason: { code: d.reason.code, enhanced_code: d.reason.enhanced_code, message: d.reason.message },
+  };
+}
+
+/** A session's row joined with its user, as both engines read it (`shown`: the customer shown). */
+export type SessionRow = User & { csrf: string; shown: number; last_seen_at: number };
+
+export function sessionView(r: SessionRow): Session {
+  return {
+    user: { id: r.id, email: r.email, role: r.role, customer_id: r.customer_id, created_at: r.created_at },
+    csrf: r.csrf,
+    customerId: r.shown,
+  };
+}
+
+/** A sandbox message's simulated suppression, from its `recipient.suppressed` event's row: the reason is the event's. */
+export function simulatedSuppressionView(r: {
+  address: string;
+  message_id: string;
+  created_at: number;
+  body: string;
+}): SimulatedSuppression {
+  return {
+    address: r.address,
+    message_id: r.message_id,
+    created_at: r.created_at,
+    reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason,
+  };
+}
+
+/** A receiving domain's row, with its own inbound limits (null: the server's default). */
+export interface ReceivingDomainRow {
+  id: number;
+  customer_id: number;
+  name: string;
+  inbound_rate_per_minute: number | null;
+  inbound_monthly_limit: number | null;
+}
+
+/** The columns of ReceivingDomainRow, for a SELECT. */
+export const RECEIVING_DOMAIN_COLUMNS = 'id, customer_id, name, inbound_rate_per_minute, inbound_monthly_limit';
+
+export function receivingDomainView(r: ReceivingDomainRow): ReceivingDomain {
+  return {
+    id: r.id,
+    customerId: r.customer_id,
+    name: r.name,
+    ratePerMinute: r.inbound_rate_per_minute,
+    monthlyLimit: r.inbound_monthly_limit,
   };
 }

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { readStoredRequest } from '../../src/domain/stored-request.js';
-import { composeMessage } from '../../src/outbound/compose.js';
+import { composeMessage } from '../../src/mime/compose.js';
 import { customerId, makeDomain, makeKey, startTestServer, type TestServer } from '../helpers/env.js';
 import { type HttpResult, type Json, request } from '../helpers/http.js';
 

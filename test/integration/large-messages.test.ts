@@ -3,7 +3,7 @@ import { simpleParser } from 'mailparser';
 import t from 'tap';
 import { loadConfig } from '../../src/config/load.js';
 import { type SendRequest, validateSendRequest } from '../../src/domain/send-request.js';
-import { composedSize } from '../../src/outbound/compose.js';
+import { composedSize } from '../../src/mime/compose.js';
 import { type DaemonProcess, memoryOf, spawnDaemon } from '../../support/daemon-process.js';
 import { waitFor } from '../../support/wait.js';
 import { customerId, makeDomain, makeKey, openTestStore, tempDir, writeTestConfig } from '../helpers/env.js';

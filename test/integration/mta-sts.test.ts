@@ -1,7 +1,7 @@
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { mxMatches } from '../../src/outbound/mta-sts.js';
+import { mxMatches } from '../../src/outbound/routing/mta-sts.js';
 import { TestMx } from '../../support/mx-server.js';
 import { sendAndDeliver } from '../helpers/api.js';
 import { fixture, fixturePath } from '../helpers/fixtures.js';

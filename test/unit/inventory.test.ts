@@ -1,8 +1,9 @@
 // docs/architecture.md's inventory of files stays true: every source file under src/ is named in
-// the paragraph of its folder (the block's line that starts with the longest `src/…/` prefix of
-// its path, and the lines after it up to the next folder), so a newcomer who reads the inventory
-// knows every file there is. A file added without its line, or a folder without its paragraph,
-// fails here; a file named there that does not exist fails test/unit/references.test.ts.
+// the paragraph of its folder (in the document's fenced blocks, the line that starts with the
+// longest `src/…/` prefix of its path, and the indented lines after it up to the next folder),
+// so a newcomer who reads the map knows every file there is. The map may give each room its own
+// block; a file added without its line, or a folder without its paragraph, fails here; a file
+// named there that does not exist fails test/unit/references.test.ts.
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
@@ -17,18 +18,21 @@ function files(dir: string): string[] {
   );
 }
 
-/** The inventory: the fenced block of docs/architecture.md that lists src/main.ts, split into its folders' paragraphs. */
+/** The inventory: docs/architecture.md's fenced blocks (one of them lists src/main.ts), split into their folders' paragraphs. */
 function inventory(): Map<string, string> {
   const doc = readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8');
-  const block = doc.split('```').find((b) => /^src\/main\.ts /m.test(b));
-  if (!block) throw new Error('docs/architecture.md: no inventory block (a fenced block listing src/main.ts)');
+  const blocks = doc.split('```').filter((_, i) => i % 2 === 1);
+  if (!blocks.some((b) => /^src\/main\.ts /m.test(b)))
+    throw new Error('docs/architecture.md: no inventory (a fenced block listing src/main.ts)');
   const paragraphs = new Map<string, string>();
-  let folder = '';
-  for (const line of block.split('\n')) {
-    const head = /^(src\/[\w./-]*)/.exec(line);
-    if (head) folder = head[1]!;
-    else if (/^\S/.test(line)) folder = '';
-    if (folder) paragraphs.set(folder, `${paragraphs.get(folder) ?? ''}\n${line}`);
+  for (const block of blocks) {
+    let folder = '';
+    for (const line of block.split('\n')) {
+      const head = /^(src\/[\w./-]*)/.exec(line);
+      if (head) folder = head[1]!;
+      else if (/^\S/.test(line)) folder = '';
+      if (folder) paragraphs.set(folder, `${paragraphs.get(folder) ?? ''}\n${line}`);
+    }
   }
   return paragraphs;
 }

@@ -4,7 +4,7 @@ import { formatMailbox } from '../../domain/addresses.js';
 import { ApiError, Problems, refusal, UnsendableMessage, validationError } from '../../domain/errors.js';
 import { messageIdOfField, parseMessageFilters } from '../../domain/message-search.js';
 import { recipientsOf, type SendRequest, validateSendRequest } from '../../domain/send-request.js';
-import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../outbound/compose.js';
+import { composedSize, encodedSizeBound, encodedSizeFloor } from '../../mime/compose.js';
 import { acceptInputOf, admitSend, isRefused, type SendContent, sendRules } from '../../send/admit.js';
 import type { ApiKeyInfo } from '../../store/model.js';
 import { type AcceptInput, acceptedResponse, type BatchItemResult } from '../../store/model.js';

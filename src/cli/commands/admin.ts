@@ -1,5 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
+import { type WarmupAddressStatus, warmupPhrase } from '../../domain/warmup.js';
+import { warmupReport } from '../../outbound/warmup.js';
 import { copyToPostgres } from '../../store/copy.js';
 import { WAITING_STATES } from '../../store/model.js';
 import { readPassword } from '../../store/open.js';
@@ -104,19 +106,20 @@ export function statusCommand(program: Command): void {
   program
     .command('status')
     .description(
-      'the live nodes and the claims each holds, the queue (recipients still to be sent: queued, deferred, in flight), those done by final state, oldest deferred, throttled destinations, webhook backlog, inbound counts',
+      "the live nodes and the claims each holds, the queue (recipients still to be sent: queued, deferred, in flight), those done by final state, oldest deferred, throttled destinations, each source address's warm-up and today's use, webhook backlog, inbound counts",
     )
     .action(async (_o, c: Command) =>
       withStore(c, async ({ store, config, now }) => {
         const st = { ...(await store.admin.status(now)), outbound_held: config.outbound.hold };
         const held = heldStatus(await store.queue.heldDestinations());
+        const addresses = await warmupReport(store, config.outbound.pools, config.outbound.warmup_schedule, now);
         const kv = (o: Record<string, number>) =>
           Object.entries(o)
             .map(([k, v]) => `${k}=${v}`)
             .join(' ') || '(empty)';
         output(
           c,
-          { ...st, ...held.json },
+          { ...st, ...held.json, addresses },
           [
             ...(st.nodes.length === 0
               ? ['nodes:     none running']
@@ -135,6 +138,7 @@ export function statusCommand(program: Command): void {
                     `${d.refusals} refusal${d.refusals === 1 ? '' : 's'} not yet worked off, since ${d.since}; last: ${d.reason.code}${d.reason.enhanced_code ? ' ' + d.reason.enhanced_code : ''} ${d.reason.message}`,
                 )),
             ...held.lines,
+            ...addresses.map(addressLine),
             `webhooks:  ${kv(st.webhooks)}`,
             `inbound:   ${st.inbound.last_24h} in the last 24 h, ${st.inbound.total} in all, ${st.inbound.reports_unmatched} unmatched reports`,
             `messages:  ${st.messages}`,
@@ -142,4 +146,13 @@ export function statusCommand(program: Command): void {
         );
       }),
     );
+}
+
+/** A source address in `status`: its pool and EHLO name, its warm-up day or full volume, and today's use. */
+function addressLine(a: WarmupAddressStatus): string {
+  const use =
+    a.highest === null
+      ? 'nothing sent today'
+      : `today ${a.sent} sent to ${a.destinations} destination${a.destinations === 1 ? '' : 's'}, most ${a.highest.used}${a.cap === null ? '' : `/${a.cap}`} to ${a.highest.destination}`;
+  return `address:   ${a.ip} (pool ${a.pool}, ehlo ${a.ehlo}): ${warmupPhrase(a)}; ${use}`;
 }

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { reputationSettings } from '../../config/settings.js';
 import { DUMMY_HASH, verifyPassword } from '../../lib/password.js';
+import { warmupReport } from '../../outbound/warmup.js';
 import { reputationOf } from '../../send/reputation.js';
 import type { User } from '../../store/model.js';
 import { sendPage } from '../dashboard.js';
@@ -47,9 +48,11 @@ export function sessionRoutes(p: Pages): void {
     const admin = c.session.user.role === 'admin';
     const nodes = admin ? await store.nodes.list() : undefined;
     const held = admin ? await store.queue.heldDestinations() : undefined;
+    const { pools, warmup_schedule } = p.config.outbound;
+    const addresses = admin ? await warmupReport(store, pools, warmup_schedule, c.now) : undefined;
     const settings = reputationSettings(p.config);
     const reputation = reputationBody(c, await reputationOf(store, c.customer.id, settings, c.now), settings, admin);
-    const body = html`${reputation}${overviewBody(await store.admin.overview(c.customer.id, c.now), c.now, nodes, held)}`;
+    const body = html`${reputation}${overviewBody(await store.admin.overview(c.customer.id, c.now), c.now, nodes, held, addresses)}`;
     if (!p.deps.doctor) return page(reply, c, 'Overview', body);
     // The node's own checks for an administrator; the checks of the customer's domains for all.
     const report = p.deps.doctor();

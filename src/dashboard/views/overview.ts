@@ -1,3 +1,4 @@
+import type { WarmupAddressStatus } from '../../domain/warmup.js';
 import type { HeldDestination, NodeView, Overview } from '../../store/model.js';
 import { chart } from '../chart.js';
 import { noun } from '../format.js';
@@ -15,8 +16,14 @@ const COUNTED: Record<keyof Overview['last24h'], [string, string]> = {
   complained: ['complaint', 'complaints'],
 };
 
-/** The overview: activity over 24 hours and 7 days, counted per recipient, and the queue now; for an administrator, the nodes running. */
-export function overviewBody(o: Overview, now: number, nodes?: NodeView[], held?: HeldDestination[]): Html {
+/** The overview: activity over 24 hours and 7 days, counted per recipient, and the queue now; for an administrator, the nodes running and the source addresses. */
+export function overviewBody(
+  o: Overview,
+  now: number,
+  nodes?: NodeView[],
+  held?: HeldDestination[],
+  addresses?: WarmupAddressStatus[],
+): Html {
   const stat = (label: string, v: number | string | Html) =>
     html`<div class="stat"><b>${v}</b><span>${label}</span></div>`;
   const count = (n: number, [one, many]: [string, string]) => stat(noun(n, one, many), n);
@@ -35,6 +42,7 @@ export function overviewBody(o: Overview, now: number, nodes?: NodeView[], held?
         )}${count(o.webhookBacklog, ['webhook delivery waiting', 'webhook deliveries waiting'])}</div>
         ${o.throttled.length ? throttledBody(o.throttled, now) : ''}
         ${held?.length ? heldBody(held, now) : ''}
+        ${addresses?.length ? addressesBody(addresses) : ''}
         ${nodes ? nodesBody(nodes, now) : ''}`;
 }
 
@@ -65,5 +73,17 @@ function heldBody(rows: HeldDestination[], now: number): Html {
         <div class="card"><p class="muted">Nothing is sent to these destinations, mail accepted for them meanwhile included, until <code>posthaste queue release --destination NAME</code>.</p>
         <table><thead><tr><th>Destination</th><th>Held since</th></tr></thead><tbody>
         ${rows.map((d) => html`<tr><td>${d.destination}</td><td>${when(d.held_at, now)}</td></tr>`)}
+        </tbody></table></div>`;
+}
+
+/** The pools' source addresses (docs/delivery.md, "Warm-up"): each one's warm-up day and cap, and today's use (UTC day). */
+function addressesBody(rows: WarmupAddressStatus[]): Html {
+  return html`<h2>Source addresses</h2>
+        <div class="card"><p class="muted">The addresses of outbound.pools. One warming up may send each destination at most its cap a day (UTC), rising day by day along outbound.warmup_schedule; mail over it goes from another address of its pool with room, or waits for the next day.</p>
+        <table><thead><tr><th>Address</th><th>Pool</th><th class="opt">EHLO name</th><th>Warm-up</th><th>Cap per destination today</th><th>Sent today</th><th>Most to one destination</th></tr></thead><tbody>
+        ${rows.map(
+          (a) =>
+            html`<tr><td><code>${a.ip}</code></td><td>${a.pool}</td><td class="opt">${a.ehlo}</td><td>${a.day === null ? 'full volume' : `day ${a.day} of ${a.days}`}</td><td>${a.cap ?? 'none'}</td><td>${a.sent} ${noun(a.sent, 'message')} to ${a.destinations} ${noun(a.destinations, 'destination')}</td><td>${a.highest ? `${a.highest.destination}: ${a.highest.used}${a.cap === null ? '' : ` of ${a.cap}`}` : '-'}</td></tr>`,
+        )}
         </tbody></table></div>`;
 }

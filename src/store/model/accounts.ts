@@ -149,3 +149,16 @@ export interface Session {
   /** The customer shown. */
   customerId: number;
 }
+
+/** A session's last-seen time is written at most once a minute (a dashboard page makes several requests). */
+export const SESSION_SEEN_STEP_MS = 60_000;
+
+/**
+ * What using a session does, on both engines: `end` when it has been idle longer than `idleMs`
+ * (its row is removed, and it is no session), `seen` when its last-seen time is more than a
+ * minute old (written again), else `keep`.
+ */
+export function sessionUse(lastSeenAt: number, now: number, idleMs: number): 'end' | 'seen' | 'keep' {
+  if (now - lastSeenAt > idleMs) return 'end';
+  return now - lastSeenAt > SESSION_SEEN_STEP_MS ? 'seen' : 'keep';
+}

@@ -91,6 +91,14 @@ export function reportRecipientIds(secret: Buffer, report: Report, env: ReportEn
   return ids;
 }
 
+/**
+ * What a report is kept as (`inbound_reports.kind`): what it was read as; one that could not be
+ * read, as what its address expects (the feedback address an ARF report, a return path a DSN).
+ */
+export function reportKind(report: Report, env: ReportEnvelope): 'dsn' | 'arf' {
+  return report.kind !== 'none' ? report.kind : env.route === 'feedback' ? 'arf' : 'dsn';
+}
+
 export interface InboundRow {
   id: string;
   customer_id: number;

@@ -1,3 +1,4 @@
+import { addressKey } from '../../domain/addresses.js';
 import type { Refusal } from '../../domain/errors.js';
 import type { EventEnvelope } from '../../domain/events.js';
 import type { MessageFilters } from '../../domain/message-search.js';
@@ -102,6 +103,22 @@ export type AcceptResult =
   | { kind: 'conflict' }
   | { kind: 'suppressed'; addresses: Array<{ address: string; field: string; reason: string }> }
   | { kind: 'rate_limited'; quota: QuotaExceeded };
+
+/**
+ * A send refused because some of its recipients are on the customer's suppression list: those
+ * recipients, in the send's order, each with the reason its entry (or its domain's) gives, found
+ * by addressKey. Both engines answer so, before any quota is taken.
+ */
+export function suppressedRefusal(
+  recipients: ReadonlyArray<{ address: string; field: string }>,
+  reasonOf: (key: string) => string | undefined,
+): Extract<AcceptResult, { kind: 'suppressed' }> {
+  const addresses = recipients.flatMap((r) => {
+    const reason = reasonOf(addressKey(r.address));
+    return reason ? [{ address: r.address, field: r.field, reason }] : [];
+  });
+  return { kind: 'suppressed', addresses };
+}
 
 /** An Idempotency-Key's record as stored (idempotency_keys): the request's hash, and its first answer. */
 export interface IdempotencyRecord {

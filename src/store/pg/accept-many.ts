@@ -8,6 +8,7 @@ import {
   type SendInput,
   type SuppressionReason,
   storedHeaderMessageId,
+  suppressedRefusal,
 } from '../model.js';
 import type { PgDb, Q } from './db.js';
 
@@ -169,12 +170,7 @@ function checkedResult(row: AcceptRow, input: Send): Checked {
   if (row.refused) return { kind: row.refused };
   if (row.suppressed) {
     const reasons = row.suppressed;
-    return {
-      kind: 'suppressed',
-      addresses: input.recipients
-        .filter((r) => reasons[addressKey(r.address)])
-        .map((r) => ({ address: r.address, field: r.field, reason: reasons[addressKey(r.address)]! })),
-    };
+    return suppressedRefusal(input.recipients, (key) => reasons[key]);
   }
   if (row.lim && row.used) {
     const limits = row.lim.map(Number) as QuotaLimits;

@@ -158,6 +158,8 @@ async function purgeOld(db: PgDb, now: number, days: number): Promise<{ messages
     "DELETE FROM send_usage WHERE (left(period, 1) = 'm' AND substr(period, 2)::bigint < $1) OR (left(period, 1) = 'd' AND substr(period, 2)::bigint < $2)",
     [Math.floor(now / 60_000) - 60, Math.floor(now / DAY) - 2],
   );
+  // The warm-up's use (store/warmup-store.ts): today's is read, yesterday's kept for a give-back after midnight.
+  await db.run('DELETE FROM warmup_use WHERE day < $1', [utcDay(now - DAY)]);
   if (days <= 0) return { messages: 0, attempts: 0 };
   const cutoff = now - days * DAY;
   // TLS reports' counters and sent reports, by day; never the last two, which the report job reads.

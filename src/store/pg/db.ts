@@ -125,7 +125,7 @@ export function connectionConfig(url: string, opts: { password?: string; applica
 }
 
 /**
- * The counters' shard of a pooled connection (migration 019: posthaste_shard()): a slot of 64
+ * The counters' shard of a pooled connection (migration 020: posthaste_shard()): a slot of 64
  * free across the cluster, held by a session advisory lock for as long as the connection lives
  * (classid 1885893480, "phsh"), so no two live connections of any nodes share one and their
  * counter rows never make them wait for each other's commits. None free: '' (the pid modulo 64).

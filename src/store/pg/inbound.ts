@@ -8,6 +8,7 @@ import {
   type ReceiveInput,
   type ReceivingDomain,
   receivedEventData,
+  reportKind,
   reportRecipientIds,
   type StoredInbound,
   usagePeriods,
@@ -86,7 +87,7 @@ async function applyReport(
   now: number,
 ): Promise<void> {
   const rcpt = report.kind === 'none' ? undefined : await recipientOf(q, secret, report, env);
-  const kind = report.kind !== 'none' ? report.kind : env.route === 'feedback' ? 'arf' : 'dsn';
+  const kind = reportKind(report, env);
   await q.run(
     'INSERT INTO inbound_reports (kind, recipient_id, mail_from, rcpt_to, summary, raw, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
     [kind, rcpt?.id ?? null, env.mailFrom, env.rcptTo, JSON.stringify(report), raw, now],

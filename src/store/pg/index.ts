@@ -1,17 +1,21 @@
 import type { Store } from '../store.js';
-import { pgCustomers, pgDomains, pgKeys, pgSuppressions } from './accounts.js';
 import { pgAdmin } from './admin.js';
+import { pgCustomers } from './customers.js';
 import { PgDb, redactUrl } from './db.js';
 import { pgDelivery } from './delivery.js';
 import { pgDmarc } from './dmarc.js';
+import { pgDomains } from './domains.js';
 import { pgInbound } from './inbound.js';
+import { pgKeys } from './keys.js';
 import { pgMessages } from './messages.js';
 import { pgNodes } from './nodes.js';
 import { pgQueue } from './queue-ops.js';
 import { pgReputation } from './reputation.js';
+import { pgSuppressions } from './suppressions.js';
 import { pgTlsReports } from './tls-reports.js';
 import { pgUsers } from './users.js';
 import { pgWakeups } from './wakeups.js';
+import { pgWarmup } from './warmup.js';
 import { pgWebhooks } from './webhooks.js';
 
 export { redactUrl };
@@ -44,5 +48,6 @@ export function pgStore(url: string, opts: { password?: string; max?: number; ap
     reputation: pgReputation(db),
     dmarc: pgDmarc(db),
     tlsReports: pgTlsReports(db),
+    warmup: pgWarmup(db),
   };
 }

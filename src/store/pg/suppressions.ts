@@ -1,6 +1,79 @@
-import type { SuppressionRow } from '../model.js';
+import { addressKey, suppressedBy, suppressionKeys } from '../../domain/addresses.js';
+import type { SimulatedSuppression, SuppressionReason, SuppressionRow } from '../model.js';
 import type { SuppressionStore } from '../store.js';
+import { simulatedSuppressionView } from '../views.js';
 import type { PgDb } from './db.js';
+import { unsubscribe } from './unsubscribe.js';
+
+/** Suppressions on PostgreSQL: one statement each, as on SQLite. */
+export function pgSuppressions(db: PgDb): SuppressionStore {
+  return {
+    find: (customerId, addresses) => findSuppressions(db, customerId, addresses),
+    add: async (input) =>
+      (await db.run(
+        'INSERT INTO suppressions (customer_id, address, reason, message_id, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (customer_id, address) DO NOTHING',
+        [input.customerId, addressKey(input.address), input.reason, input.messageRowId ?? null, input.now],
+      )) > 0,
+    list: (customerId, opts) =>
+      db.rows<SuppressionRow>(
+        `SELECT s.address, s.reason, m.message_id, s.created_at FROM suppressions s LEFT JOIN messages m ON m.id = s.message_id
+         WHERE s.customer_id = $1 AND s.created_at < $2 AND ($3::text IS NULL OR s.reason = $3) ORDER BY s.created_at DESC, s.address LIMIT $4`,
+        [customerId, opts.before ?? Number.MAX_SAFE_INTEGER, opts.reason ?? null, opts.limit],
+      ),
+    remove: async (customerId, address) =>
+      (await db.run('DELETE FROM suppressions WHERE customer_id = $1 AND address = $2', [
+        customerId,
+        addressKey(address),
+      ])) > 0,
+    search: (customerId, prefix, limit) => {
+      const p = prefix.toLowerCase();
+      // A range over the primary key, byte order (COLLATE "C"), as SQLite compares.
+      return db.rows<SuppressionRow>(
+        `SELECT s.address, s.reason, m.message_id, s.created_at FROM suppressions s LEFT JOIN messages m ON m.id = s.message_id
+         WHERE s.customer_id = $1 AND s.address COLLATE "C" >= $2 AND s.address COLLATE "C" < $3 ORDER BY s.address COLLATE "C" LIMIT $4`,
+        [customerId, p, `${p}\uffff`, limit],
+      );
+    },
+    simulated: (customerId, addresses, limit) => simulatedSuppressions(db, customerId, addresses, limit),
+    ...pgSuppressionBulk(db),
+    unsubscribe: (recipientId, method, now) => unsubscribe(db, recipientId, method, now),
+  };
+}
+
+/** The reasons the customer's list gives for those of `addresses` on it or at a domain on it, by addressKey. */
+async function findSuppressions(
+  db: PgDb,
+  customerId: number,
+  addresses: string[],
+): Promise<Map<string, SuppressionReason>> {
+  if (addresses.length === 0) return new Map();
+  // Each address's own entry and its domain's (domain/addresses.ts, suppressionKeys).
+  const keys = addresses.map(suppressionKeys);
+  const rows = await db.rows<{ address: string; reason: SuppressionReason }>(
+    'SELECT address, reason FROM suppressions WHERE customer_id = $1 AND address = ANY($2::text[])',
+    [customerId, [...new Set(keys.flat())]],
+  );
+  return suppressedBy(keys, rows);
+}
+
+/** What sandbox messages' simulated bounces and complaints suppressed (their `recipient.suppressed` events), newest first. */
+async function simulatedSuppressions(
+  db: PgDb,
+  customerId: number,
+  addresses: string[],
+  limit: number,
+): Promise<SimulatedSuppression[]> {
+  if (addresses.length === 0) return [];
+  const rows = await db.rows<{ address: string; message_id: string; created_at: number; body: string }>(
+    `SELECT r.address, m.message_id, e.created_at, e.body FROM recipients r
+     JOIN messages m ON m.id = r.message_id
+     JOIN events e ON e.message_id = r.message_id AND e.recipient_id = r.id AND e.type = 'recipient.suppressed'
+     WHERE r.address = ANY($1::text[]) AND r.customer_id = $2 AND m.sandbox = 1
+     ORDER BY e.seq DESC LIMIT $3`,
+    [addresses, customerId, limit],
+  );
+  return rows.map(simulatedSuppressionView);
+}
 
 /** Suppressions in bulk on PostgreSQL: many added in one statement, the list read in address order for an export. */
 export function pgSuppressionBulk(db: PgDb): Pick<SuppressionStore, 'addMany' | 'page'> {

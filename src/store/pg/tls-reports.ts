@@ -1,23 +1,15 @@
 import { compareCounts, countKey, type TlsCount } from '../../domain/tls-report.js';
-import type { TlsReportClaim, TlsReportRecord, TlsReportStore } from '../tls-report-store.js';
+import {
+  type TlsCountRow,
+  type TlsReportClaim,
+  type TlsReportRecord,
+  type TlsReportStore,
+  tlsCountOf,
+} from '../tls-report-store.js';
 import type { PgDb } from './db.js';
 
 // SMTP TLS reporting's counters and sent reports (store/tls-report-store.ts), as SQLite's
 // (store/sqlite/tls-reports.ts). Counters from several nodes add up under the row's lock.
-
-interface CountRow {
-  day: string;
-  policy: string;
-  failure: string | null;
-  sessions: number;
-}
-
-const countOf = (r: CountRow): TlsCount => ({
-  day: r.day,
-  policy: JSON.parse(r.policy),
-  failure: r.failure === null ? null : JSON.parse(r.failure),
-  sessions: r.sessions,
-});
 
 async function add(db: PgDb, counts: TlsCount[]): Promise<void> {
   if (counts.length === 0) return;
@@ -62,13 +54,13 @@ export function pgTlsReports(db: PgDb): TlsReportStore {
     add: (counts) => add(db, counts),
     counts: async (day, domain) =>
       (
-        await db.rows<CountRow>(
+        await db.rows<TlsCountRow>(
           `SELECT day, policy, failure, sessions FROM tls_report_counts
            WHERE day = $1 AND ($2::text IS NULL OR policy_domain = $2)`,
           [day, domain ?? null],
         )
       )
-        .map(countOf)
+        .map(tlsCountOf)
         .sort(compareCounts),
     domains: async (day) =>
       (

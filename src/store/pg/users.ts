@@ -1,6 +1,7 @@
 import { hashId, newSession } from '../credentials.js';
-import type { Session, User } from '../model.js';
+import { type Session, sessionUse, type User } from '../model.js';
 import type { UserStore } from '../store.js';
+import { type SessionRow, sessionView } from '../views.js';
 import type { PgDb } from './db.js';
 
 /** The dashboard's users on PostgreSQL: accounts, sessions and failed logins, as on SQLite (store/sqlite/users.ts). */
@@ -68,20 +69,16 @@ async function addUser(db: PgDb, input: Parameters<UserStore['add']>[0]): Promis
 /** A session by its id, with its user: undefined when unknown or idle longer than idleMs (then removed); last seen kept to the minute. */
 async function useSession(db: PgDb, id: string, now: number, idleMs: number): Promise<Session | undefined> {
   const key = hashId(id);
-  const row = await db.row<User & { csrf: string; shown: number; last_seen_at: number }>(
+  const row = await db.row<SessionRow>(
     'SELECT s.csrf, s.customer_id AS shown, s.last_seen_at, u.id, u.email, u.role, u.customer_id, u.created_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = $1',
     [key],
   );
   if (!row) return undefined;
-  if (now - row.last_seen_at > idleMs) {
+  const use = sessionUse(row.last_seen_at, now, idleMs);
+  if (use === 'end') {
     await db.run('DELETE FROM sessions WHERE id_hash = $1', [key]);
     return undefined;
   }
-  if (now - row.last_seen_at > 60_000)
-    await db.run('UPDATE sessions SET last_seen_at = $1 WHERE id_hash = $2', [now, key]);
-  return {
-    user: { id: row.id, email: row.email, role: row.role, customer_id: row.customer_id, created_at: row.created_at },
-    csrf: row.csrf,
-    customerId: row.shown,
-  };
+  if (use === 'seen') await db.run('UPDATE sessions SET last_seen_at = $1 WHERE id_hash = $2', [now, key]);
+  return sessionView(row);
 }

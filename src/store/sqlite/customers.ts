@@ -1,6 +1,8 @@
 import { type Customer, type CustomerPools, type CustomerPoolsChange, DEFAULT_CUSTOMER } from '../model.js';
+import type { CustomerStore } from '../store.js';
 import { type CustomerPoolsRow, customerPoolsMap, customerPoolsView } from '../views.js';
 import type { Db } from './db.js';
+import { customerQuotas, quotaUse, setCustomerQuotas } from './quotas.js';
 
 export function ensureDefaultCustomer(db: Db, now: number): void {
   db.run('INSERT INTO customers (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING', DEFAULT_CUSTOMER, now);
@@ -69,4 +71,22 @@ function writeCustomerPools(db: Db, id: number, change: CustomerPoolsChange): Cu
   );
   if (!row) throw new Error(`no customer with id ${id}`);
   return customerPoolsView(row);
+}
+
+export function sqliteCustomers(db: Db): CustomerStore {
+  return {
+    ensureDefault: async (now) => ensureDefaultCustomer(db, now),
+    add: async (name, now) => addCustomer(db, name, now),
+    find: async (name) => findCustomer(db, name),
+    byId: async (id) => customerById(db, id),
+    list: async () => listCustomers(db),
+    counts: async (id) => customerCounts(db, id),
+    unsubscribeDefault: async (id) => unsubscribeDefault(db, id),
+    setUnsubscribeDefault: async (id, on) => setUnsubscribeDefault(db, id, on),
+    pools: async () => customerPools(db),
+    setPools: async (id, change) => setCustomerPools(db, id, change),
+    quotas: async (id) => customerQuotas(db, id),
+    setQuotas: async (id, q) => setCustomerQuotas(db, id, q),
+    quotaUse: async (id, now) => quotaUse(db, id, now),
+  };
 }

@@ -1,4 +1,5 @@
 import { dkimKeyPair, newDomainSecrets, nextSelector } from '../credentials.js';
+import type { ReceivingDomain } from '../model.js';
 import {
   type DomainEventType,
   type DomainRow,
@@ -6,6 +7,8 @@ import {
   type VerificationInput,
   verificationEvent,
 } from '../model.js';
+import type { DomainStore } from '../store.js';
+import { RECEIVING_DOMAIN_COLUMNS, type ReceivingDomainRow, receivingDomainView } from '../views.js';
 import type { Db } from './db.js';
 import { recordEvent } from './events.js';
 
@@ -108,4 +111,54 @@ export function switchDkim(db: Db, id: number, now: number): void {
     now,
     id,
   );
+}
+
+export function receivingDomain(db: Db, name: string): ReceivingDomain | undefined {
+  const r = db.get<ReceivingDomainRow>(
+    `SELECT ${RECEIVING_DOMAIN_COLUMNS} FROM domains WHERE name = ? AND receiving = 1`,
+    name,
+  );
+  return r && receivingDomainView(r);
+}
+
+/** A domain's own inbound limits (null: the server's default). */
+export function inboundLimitsOf(
+  db: Db,
+  domainId: number,
+): { ratePerMinute: number | null; monthlyLimit: number | null } {
+  const r = db.get<{ inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null }>(
+    'SELECT inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE id = ?',
+    domainId,
+  );
+  return { ratePerMinute: r?.inbound_rate_per_minute ?? null, monthlyLimit: r?.inbound_monthly_limit ?? null };
+}
+
+export function setInboundLimits(
+  db: Db,
+  domainId: number,
+  limits: { ratePerMinute?: number | null; monthlyLimit?: number | null },
+): void {
+  if (limits.ratePerMinute !== undefined)
+    db.run('UPDATE domains SET inbound_rate_per_minute = ? WHERE id = ?', limits.ratePerMinute, domainId);
+  if (limits.monthlyLimit !== undefined)
+    db.run('UPDATE domains SET inbound_monthly_limit = ? WHERE id = ?', limits.monthlyLimit, domainId);
+}
+
+export function sqliteDomains(db: Db): DomainStore {
+  return {
+    add: async (input) => addDomain(db, input),
+    find: async (name) => findDomain(db, name),
+    findSending: async (name) => findSendingDomain(db, name),
+    list: async (customerId) => listDomains(db, customerId),
+    setVerified: async (id, at) => setVerified(db, id, at),
+    setVerification: async (id, input) => setVerification(db, id, input),
+    setReturnPath: async (id, host) => setReturnPath(db, id, host),
+    setReceiving: async (id, on) => setReceiving(db, id, on),
+    remove: async (id) => removeDomain(db, id),
+    rotateDkim: async (id, now) => rotateDkim(db, id, now),
+    switchDkim: async (id, now) => switchDkim(db, id, now),
+    receiving: async (name) => receivingDomain(db, name),
+    inboundLimits: async (id) => inboundLimitsOf(db, id),
+    setInboundLimits: async (id, limits) => setInboundLimits(db, id, limits),
+  };
 }

@@ -9,53 +9,9 @@ import {
   type StoredInbound,
   usagePeriods,
 } from '../model.js';
+import type { InboundStore } from '../store.js';
 import { BOUND_LIMIT, type Db } from './db.js';
 import { recordEvent } from './events.js';
-
-export function receivingDomain(db: Db, name: string): ReceivingDomain | undefined {
-  const r = db.get<{
-    id: number;
-    customer_id: number;
-    name: string;
-    inbound_rate_per_minute: number | null;
-    inbound_monthly_limit: number | null;
-  }>(
-    'SELECT id, customer_id, name, inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE name = ? AND receiving = 1',
-    name,
-  );
-  return (
-    r && {
-      id: r.id,
-      customerId: r.customer_id,
-      name: r.name,
-      ratePerMinute: r.inbound_rate_per_minute,
-      monthlyLimit: r.inbound_monthly_limit,
-    }
-  );
-}
-
-/** A domain's own inbound limits (null: the server's default). */
-export function inboundLimitsOf(
-  db: Db,
-  domainId: number,
-): { ratePerMinute: number | null; monthlyLimit: number | null } {
-  const r = db.get<{ inbound_rate_per_minute: number | null; inbound_monthly_limit: number | null }>(
-    'SELECT inbound_rate_per_minute, inbound_monthly_limit FROM domains WHERE id = ?',
-    domainId,
-  );
-  return { ratePerMinute: r?.inbound_rate_per_minute ?? null, monthlyLimit: r?.inbound_monthly_limit ?? null };
-}
-
-export function setInboundLimits(
-  db: Db,
-  domainId: number,
-  limits: { ratePerMinute?: number | null; monthlyLimit?: number | null },
-): void {
-  if (limits.ratePerMinute !== undefined)
-    db.run('UPDATE domains SET inbound_rate_per_minute = ? WHERE id = ?', limits.ratePerMinute, domainId);
-  if (limits.monthlyLimit !== undefined)
-    db.run('UPDATE domains SET inbound_monthly_limit = ? WHERE id = ?', limits.monthlyLimit, domainId);
-}
 
 function usage(db: Db, domainId: number, period: string): number {
   return (
@@ -206,4 +162,16 @@ export function recipientById(
     id,
   );
   return r && { id: r.id, messageRowId: r.message_id, address: r.address, state: r.state };
+}
+
+/** Received mail on SQLite: receiving is the write given (store/sqlite/index.ts), the reads run on the process's connection. */
+export function sqliteInbound(db: Db, writes: Pick<InboundStore, 'receive'>): InboundStore {
+  return {
+    receive: writes.receive,
+    checkLimits: async (d, defaults, now) => checkInboundLimits(db, d, defaults, now),
+    recordLimited: async (d, limit, windowEndsAt, now) => recordLimited(db, d, limit, windowEndsAt, now),
+    get: async (id, customerId) => getInbound(db, id, customerId),
+    size: async (id, customerId) => inboundSize(db, id, customerId),
+    list: async (opts) => listInbound(db, opts),
+  };
 }

@@ -10,6 +10,7 @@ import {
   newKey,
 } from '../credentials.js';
 import type { ApiKeyInfo, KeyKind } from '../model.js';
+import type { KeyStore } from '../store.js';
 import type { Db } from './db.js';
 
 export function createKey(
@@ -75,4 +76,15 @@ export function getKey(db: Db, id: string, customerId: number): ApiKeyInfo | und
 /** `auth_epoch` moves (by trigger) on every change to api_keys or domains, from any connection. */
 export function readAuthEpoch(db: Db): string {
   return db.get<{ value: string }>("SELECT value FROM settings WHERE name = 'auth_epoch'")?.value ?? '';
+}
+
+export function sqliteKeys(db: Db): KeyStore {
+  return {
+    create: async (input) => createKey(db, input),
+    authenticate: async (presented) => authenticate(db, presented),
+    list: async (customerId) => listKeys(db, customerId),
+    get: async (id, customerId) => getKey(db, id, customerId),
+    revoke: async (id, now) => revokeKey(db, id, now),
+    authEpoch: async () => readAuthEpoch(db),
+  };
 }

@@ -1,4 +1,3 @@
-import { addressKey } from '../../domain/addresses.js';
 import { bareMessageId } from '../../domain/message-search.js';
 import {
   type AcceptInput,
@@ -14,7 +13,9 @@ import {
   type RequestFormat,
   type StoredContent,
   storedHeaderMessageId,
+  suppressedRefusal,
 } from '../model.js';
+import type { MessageStore } from '../store.js';
 import {
   MESSAGE_VIEW_COLUMNS,
   type MessageRow,
@@ -26,6 +27,7 @@ import { BOUND_LIMIT, type Db } from './db.js';
 import { eventsOfMessage } from './events.js';
 import { takeQuota } from './quotas.js';
 import { findSuppressed } from './suppressions.js';
+import { deliveriesOfMessage } from './webhooks.js';
 
 const byteLength = (b: Uint8Array | string) => (typeof b === 'string' ? Buffer.byteLength(b) : b.byteLength);
 
@@ -60,13 +62,7 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
     input.customerId,
     input.recipients.map((r) => r.address),
   );
-  if (suppressed.size > 0)
-    return {
-      kind: 'suppressed',
-      addresses: input.recipients
-        .filter((r) => suppressed.has(addressKey(r.address)))
-        .map((r) => ({ address: r.address, field: r.field, reason: suppressed.get(addressKey(r.address))! })),
-    };
+  if (suppressed.size > 0) return suppressedRefusal(input.recipients, (key) => suppressed.get(key));
   const over = takeQuota(db, input);
   if (over) return { kind: 'rate_limited', quota: over };
 
@@ -302,4 +298,21 @@ export function searchMessages(db: Db, s: MessageSearch): MessageSummary[] {
     args.push(s.state);
   }
   return summaries(db, from, where, args, s.limit);
+}
+
+/**
+ * Messages on SQLite: accepting a send or a batch is the write given (store/sqlite/index.ts: the
+ * writer thread's group commit when the daemon has one); the reads run on the process's connection.
+ */
+export function sqliteMessages(db: Db, writes: Pick<MessageStore, 'accept' | 'acceptBatch'>): MessageStore {
+  return {
+    accept: writes.accept,
+    acceptBatch: writes.acceptBatch,
+    get: async (customerId, messageId) => getMessage(db, customerId, messageId),
+    list: async (opts) => listMessages(db, opts),
+    search: async (s) => searchMessages(db, s),
+    deliveriesOf: async (messageRowId) => deliveriesOfMessage(db, messageRowId),
+    events: async (messageRowId) => eventsOfMessage(db, messageRowId),
+    content: async (customerId, messageId) => messageContent(db, customerId, messageId),
+  };
 }

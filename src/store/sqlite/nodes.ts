@@ -1,4 +1,5 @@
 import type { NodeInfo, NodeView, Released } from '../model.js';
+import type { NodeStore } from '../store.js';
 import { type NodeRow, nodeView } from '../views.js';
 import type { Db } from './db.js';
 
@@ -12,9 +13,15 @@ import type { Db } from './db.js';
 export const REPLAY_STALE_MS = 600_000;
 
 function insert(db: Db, n: NodeInfo, now: number): void {
-  db.statement(
+  db.run(
     'INSERT INTO cluster_nodes (id, name, pid, lease_ms, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)',
-  ).run(n.id, n.name, n.pid, n.leaseMs, now, now);
+    n.id,
+    n.name,
+    n.pid,
+    n.leaseMs,
+    now,
+    now,
+  );
 }
 
 /** The live nodes (heartbeat within their lease at `?`) with the claims each holds; `AND …` narrows them. */
@@ -26,11 +33,9 @@ const LIVE = `SELECT n.id, n.name, n.pid, n.lease_ms, n.started_at, n.heartbeat_
 /** Registers the node unless a live node has its name (that node returned); one transaction, as every write here. */
 export function registerNode(db: Db, node: NodeInfo, exclusive: boolean): NodeView | null {
   return db.tx(() => {
-    if (exclusive) db.statement('DELETE FROM cluster_nodes').run();
+    if (exclusive) db.run('DELETE FROM cluster_nodes');
     const now = Date.now();
-    const holder = db.statement(`${LIVE} AND n.name = ? ORDER BY n.heartbeat_at DESC LIMIT 1`).get(now, node.name) as
-      | NodeRow
-      | undefined;
+    const holder = db.get<NodeRow>(`${LIVE} AND n.name = ? ORDER BY n.heartbeat_at DESC LIMIT 1`, now, node.name);
     if (holder) return nodeView(holder);
     insert(db, node, now);
     return null;
@@ -40,8 +45,7 @@ export function registerNode(db: Db, node: NodeInfo, exclusive: boolean): NodeVi
 export function heartbeat(db: Db, node: NodeInfo): boolean {
   return db.tx(() => {
     const now = Date.now();
-    if (db.statement('UPDATE cluster_nodes SET heartbeat_at = ? WHERE id = ?').run(now, node.id).changes === 1)
-      return true;
+    if (db.run('UPDATE cluster_nodes SET heartbeat_at = ? WHERE id = ?', now, node.id).changes === 1) return true;
     insert(db, node, now);
     return false;
   });
@@ -54,39 +58,48 @@ export function heartbeat(db: Db, node: NodeInfo): boolean {
  */
 export function listNodes(db: Db, held: boolean): NodeView[] {
   if (!held) return [];
-  const rows = db.statement(`${LIVE} ORDER BY n.name, n.started_at, n.id`).all(Date.now()) as NodeRow[];
+  const rows = db.all<NodeRow>(`${LIVE} ORDER BY n.name, n.started_at, n.id`, Date.now());
   return rows.map(nodeView);
 }
 
 export function releaseDead(db: Db): Released {
   return db.tx(() => {
     const now = Date.now();
-    const dead = db
-      .statement('DELETE FROM cluster_nodes WHERE heartbeat_at <= ? - lease_ms RETURNING id')
-      .all(now) as Array<{ id: string }>;
-    const recipients = db
-      .statement(
-        'DELETE FROM recipient_claims WHERE NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.id = recipient_claims.worker)',
-      )
-      .run().changes;
-    const webhook_deliveries = db
-      .statement(
-        `UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL
+    const dead = db.all<{ id: string }>(
+      'DELETE FROM cluster_nodes WHERE heartbeat_at <= ? - lease_ms RETURNING id',
+      now,
+    );
+    const recipients = db.run(
+      'DELETE FROM recipient_claims WHERE NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.id = recipient_claims.worker)',
+    ).changes;
+    const webhook_deliveries = db.run(
+      `UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL
           WHERE locked_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.id = webhook_deliveries.locked_by)
             AND (locked_by <> 'replay' OR locked_at < ?)`,
-      )
-      .run(now - REPLAY_STALE_MS).changes;
+      now - REPLAY_STALE_MS,
+    ).changes;
     return { recipients, webhook_deliveries, nodes: dead.map((r) => r.id) };
   });
 }
 
 export function leave(db: Db, id: string): Omit<Released, 'nodes'> {
   return db.tx(() => {
-    const recipients = db.statement('DELETE FROM recipient_claims WHERE worker = ?').run(id).changes;
-    const webhook_deliveries = db
-      .statement('UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by = ?')
-      .run(id).changes;
-    db.statement('DELETE FROM cluster_nodes WHERE id = ?').run(id);
+    const recipients = db.run('DELETE FROM recipient_claims WHERE worker = ?', id).changes;
+    const webhook_deliveries = db.run(
+      'UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL WHERE locked_by = ?',
+      id,
+    ).changes;
+    db.run('DELETE FROM cluster_nodes WHERE id = ?', id);
     return { recipients, webhook_deliveries };
   });
+}
+
+export function sqliteNodes(db: Db, held: () => boolean): NodeStore {
+  return {
+    register: async (node, exclusive) => registerNode(db, node, exclusive),
+    heartbeat: async (node) => heartbeat(db, node),
+    list: async () => listNodes(db, held()),
+    releaseDead: async () => releaseDead(db),
+    leave: async (id) => leave(db, id),
+  };
 }

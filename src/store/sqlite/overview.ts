@@ -18,30 +18,25 @@ export function overview(db: Db, customerId: number, now: number): Overview {
   // index's, the only way SQLite sees it applies; this reads the queue), the deferred through
   // recipients_undelivered (customer and state are its leading columns: a count of its entries).
   const queue = {
-    queued: db
-      .statement(
-        "SELECT COUNT(*) FROM recipients WHERE state IN ('queued', 'deferred') AND state = 'queued' AND customer_id = ?",
-      )
-      .pluck()
-      .get(customerId) as number,
-    deferred: db
-      .statement("SELECT COUNT(*) FROM recipients WHERE customer_id = ? AND state = 'deferred'")
-      .pluck()
-      .get(customerId) as number,
+    queued: db.get<{ n: number }>(
+      "SELECT COUNT(*) AS n FROM recipients WHERE state IN ('queued', 'deferred') AND state = 'queued' AND customer_id = ?",
+      customerId,
+    )!.n,
+    deferred: db.get<{ n: number }>(
+      "SELECT COUNT(*) AS n FROM recipients WHERE customer_id = ? AND state = 'deferred'",
+      customerId,
+    )!.n,
   };
   // The oldest deferred is the one of the smallest message id (ids grow with acceptance time),
   // the first entry of recipients_undelivered for the state.
-  const oldestDeferredAt = (db
-    .statement(
+  const oldestDeferredAt =
+    db.get<{ created_at: number }>(
       "SELECT created_at FROM recipients WHERE customer_id = ? AND state = 'deferred' ORDER BY message_id LIMIT 1",
-    )
-    .pluck()
-    .get(customerId) ?? null) as number | null;
-  const webhookBacklog = db
-    .statement(
-      "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE customer_id = ?) AND state = 'pending' AND locked_by IS NULL",
-    )
-    .pluck()
-    .get(customerId) as number;
+      customerId,
+    )?.created_at ?? null;
+  const webhookBacklog = db.get<{ n: number }>(
+    "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE customer_id = ?) AND state = 'pending' AND locked_by IS NULL",
+    customerId,
+  )!.n;
   return { ...activityOf(rows, now), queue, oldestDeferredAt, webhookBacklog, throttled: listThrottles(db) };
 }

@@ -10,7 +10,7 @@ import { BOUND_LIMIT, type Db } from './db.js';
 
 /** Releases every claim (at start: claims of a process that died). Returns how many. */
 export function releaseClaims(db: Db): number {
-  return db.statement('DELETE FROM recipient_claims').run().changes;
+  return db.run('DELETE FROM recipient_claims').changes;
 }
 
 /**
@@ -21,24 +21,29 @@ export function releaseClaims(db: Db): number {
  * expiry being decided only at an attempt, none expires while it is paused).
  */
 export function claimDue(db: Db, worker: string, now: number, limit: number): Claimed[] {
-  const due = db.statement(
-    `SELECT r.id, r.message_id, r.address, r.domain, r.attempts FROM recipients r
-     WHERE r.state IN ('queued', 'deferred') AND r.next_attempt_at <= ?
-       AND NOT EXISTS (SELECT 1 FROM recipient_claims c WHERE c.recipient_id = r.id)
-       AND NOT EXISTS (SELECT 1 FROM customer_reputation p WHERE p.customer_id = r.customer_id AND p.paused_at IS NOT NULL)
-     ORDER BY r.next_attempt_at ${BOUND_LIMIT}`,
-  );
-  const claim = db.statement('INSERT INTO recipient_claims (recipient_id, worker, claimed_at) VALUES (?, ?, ?)');
+  const due = (n: number) =>
+    db.all<ClaimedRow>(
+      `SELECT r.id, r.message_id, r.address, r.domain, r.attempts FROM recipients r
+       WHERE r.state IN ('queued', 'deferred') AND r.next_attempt_at <= ?
+         AND NOT EXISTS (SELECT 1 FROM recipient_claims c WHERE c.recipient_id = r.id)
+         AND NOT EXISTS (SELECT 1 FROM customer_reputation p WHERE p.customer_id = r.customer_id AND p.paused_at IS NOT NULL)
+       ORDER BY r.next_attempt_at ${BOUND_LIMIT}`,
+      now,
+      n,
+    );
   // Nothing due (the usual poll): a read, without taking the write lock, which waiting for would
   // block the event loop in SQLite's busy handler while the writer thread commits.
-  if (!db.sqlite.inTransaction && due.all(now, 1).length === 0) return [];
-  const source = db.statement('SELECT source_ip FROM recipients WHERE id = ?');
+  if (!db.sqlite.inTransaction && due(1).length === 0) return [];
   return db.tx(() => {
-    const rows = due.all(now, limit) as ClaimedRow[];
+    const rows = due(limit);
     for (const r of rows) {
-      claim.run(r.id, worker, now);
+      db.run('INSERT INTO recipient_claims (recipient_id, worker, claimed_at) VALUES (?, ?, ?)', r.id, worker, now);
       // A retry keeps the source address it was first tried from (outbound.pools).
-      if (r.attempts > 0) r.source_ip = (source.get(r.id) as { source_ip: string | null }).source_ip;
+      if (r.attempts > 0)
+        r.source_ip = db.get<{ source_ip: string | null }>(
+          'SELECT source_ip FROM recipients WHERE id = ?',
+          r.id,
+        )!.source_ip;
     }
     return rows.map(claimedView);
   });
@@ -46,9 +51,8 @@ export function claimDue(db: Db, worker: string, now: number, limit: number): Cl
 
 export function loadMessages(db: Db, ids: number[]): Map<number, QueuedMessage> {
   const out = new Map<number, QueuedMessage>();
-  const st = db.statement(`SELECT ${QUEUED_MESSAGE_COLUMNS} FROM messages WHERE id = ?`);
   for (const id of new Set(ids)) {
-    const m = st.get(id) as QueuedMessageRow | undefined;
+    const m = db.get<QueuedMessageRow>(`SELECT ${QUEUED_MESSAGE_COLUMNS} FROM messages WHERE id = ?`, id);
     if (m) out.set(id, queuedMessage(m));
   }
   return out;
@@ -67,21 +71,22 @@ const UNFINISHED =
  */
 export function keepComposed(db: Db, messageRowId: number, raw: Buffer): void {
   // A copy already there (another destination's delivery composed it first) stays the one kept.
-  db.statement(
+  db.run(
     `UPDATE messages SET size = CASE WHEN raw IS NULL THEN ? ELSE size END, raw = CASE WHEN ${UNFINISHED} THEN coalesce(raw, ?) END WHERE id = ?`,
-  ).run(raw.length, raw, messageRowId);
-}
-
-/** Drops the composed copy of a message once none of its recipients is left to send to. */
-export function dropComposedIfDone(db: Db, messageRowId: number): void {
-  db.statement(`UPDATE messages SET raw = NULL WHERE id = ? AND raw IS NOT NULL AND NOT ${UNFINISHED}`).run(
+    raw.length,
+    raw,
     messageRowId,
   );
 }
 
+/** Drops the composed copy of a message once none of its recipients is left to send to. */
+export function dropComposedIfDone(db: Db, messageRowId: number): void {
+  db.run(`UPDATE messages SET raw = NULL WHERE id = ? AND raw IS NOT NULL AND NOT ${UNFINISHED}`, messageRowId);
+}
+
 /** Drops a recipient's claim (its outcome is being recorded, or it is handed back). */
 export function releaseClaim(db: Db, recipientId: number): void {
-  db.statement('DELETE FROM recipient_claims WHERE recipient_id = ?').run(recipientId);
+  db.run('DELETE FROM recipient_claims WHERE recipient_id = ?', recipientId);
 }
 
 export function releaseClaimsOf(db: Db, ids: number[]): void {
@@ -95,10 +100,9 @@ export function releaseClaimsOf(db: Db, ids: number[]): void {
  * and the recipient becomes due again then (its state, attempts and events are untouched).
  */
 export function postponeClaimed(db: Db, items: ReadonlyArray<{ id: number; until: number }>): void {
-  const move = db.statement('UPDATE recipients SET next_attempt_at = ? WHERE id = ? AND next_attempt_at < ?');
   db.tx(() => {
     for (const { id, until } of items) {
-      move.run(until, id, until);
+      db.run('UPDATE recipients SET next_attempt_at = ? WHERE id = ? AND next_attempt_at < ?', until, id, until);
       releaseClaim(db, id);
     }
   });

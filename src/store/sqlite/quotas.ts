@@ -29,10 +29,7 @@ const ownOf = (r: OwnRow | undefined) =>
   r ? ([r.send_per_minute, r.send_per_day, r.send_per_month] as const) : undefined;
 
 function usedIn(db: Db, customerId: number, sandbox: boolean, keys: string[]): number[] {
-  const rows = db.statement(SQL.used).all(customerId, sandbox ? 1 : 0, ...keys) as Array<{
-    period: string;
-    count: number;
-  }>;
+  const rows = db.all<{ period: string; count: number }>(SQL.used, customerId, sandbox ? 1 : 0, ...keys);
   return keys.map((k) => rows.find((r) => r.period === k)?.count ?? 0);
 }
 
@@ -42,20 +39,18 @@ export function takeQuota(db: Db, input: AcceptInput): QuotaExceeded | undefined
   const windows = quotaWindows(input.now);
   const keys = windows.map((w) => w.key);
   const defaults: QuotaLimits = input.quotas ?? [0, 0, 0];
-  const limits = input.sandbox
-    ? defaults
-    : effectiveLimits(defaults, ownOf(db.statement(SQL.own).get(input.customerId) as OwnRow | undefined));
+  const limits = input.sandbox ? defaults : effectiveLimits(defaults, ownOf(db.get<OwnRow>(SQL.own, input.customerId)));
   if (hasQuota(limits)) {
     const used = usedIn(db, input.customerId, input.sandbox, keys);
     if (!fits(limits, used, count)) return quotaExceeded(limits, used, count, input.now);
   }
   const sb = input.sandbox ? 1 : 0;
-  db.statement(SQL.count).run(...keys.flatMap((k) => [input.customerId, sb, k, count]));
+  db.run(SQL.count, ...keys.flatMap((k) => [input.customerId, sb, k, count]));
   return undefined;
 }
 
 export function customerQuotas(db: Db, customerId: number): CustomerQuotas | undefined {
-  const own = ownOf(db.statement(SQL.own).get(customerId) as OwnRow | undefined);
+  const own = ownOf(db.get<OwnRow>(SQL.own, customerId));
   return own && { perMinute: own[0], perDay: own[1], perMonth: own[2] };
 }
 

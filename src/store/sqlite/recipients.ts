@@ -11,7 +11,7 @@ import {
   suppressedEventData,
   type Transition,
 } from '../../domain/transitions.js';
-import { type Claimed, type QueuedMessage, reportRecipientIds } from '../model.js';
+import { type Claimed, type QueuedMessage, reportKind, reportRecipientIds } from '../model.js';
 import type { Db } from './db.js';
 import { recordEvent } from './events.js';
 import { recipientById, storeReport } from './inbound.js';
@@ -182,8 +182,7 @@ export function applyReport(
 ): 'bounced' | 'complained' | 'recorded' {
   const rcpt = report.kind === 'none' ? undefined : recipientOf(db, secret, report, env);
   return db.tx(() => {
-    // Kept as what it was read as; what could not be read, as what its address expects.
-    const kind = report.kind !== 'none' ? report.kind : env.route === 'feedback' ? 'arf' : 'dsn';
+    const kind = reportKind(report, env);
     storeReport(
       db,
       { kind, recipientId: rcpt?.id ?? null, mailFrom: env.mailFrom, rcptTo: env.rcptTo, summary: report, raw },

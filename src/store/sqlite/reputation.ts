@@ -6,6 +6,7 @@ import {
   zeroCounts,
 } from '../../domain/reputation.js';
 import type { Transition } from '../../domain/transitions.js';
+import type { ReputationStore } from '../reputation-store.js';
 import { okStanding, type Standing, type StandingChange, standingRow } from '../reputation-store.js';
 import type { Db } from './db.js';
 import { recordEvent } from './events.js';
@@ -121,4 +122,15 @@ function restart(db: Db, customerId: number, now: number): void {
     c.rep_complained,
     customerId,
   );
+}
+
+export function sqliteReputation(db: Db): ReputationStore {
+  return {
+    standing: async (id) => standing(db, id),
+    standings: async () => standings(db),
+    paused: async () => paused(db),
+    hourActivity: async (hour) => hourActivity(db, hour),
+    counts: async (id, fromHour) => counts(db, id, fromHour),
+    change: async (input) => change(db, input),
+  };
 }

@@ -1,6 +1,8 @@
 import { addressKey, suppressedBy, suppressionKeys } from '../../domain/addresses.js';
 import { type UnsubscribeMethod, type UnsubscribeResult, unsubscribedEventData } from '../../domain/unsubscribe.js';
 import type { SimulatedSuppression, SuppressionReason, SuppressionRow } from '../model.js';
+import type { SuppressionStore } from '../store.js';
+import { simulatedSuppressionView } from '../views.js';
 import { BOUND_LIMIT, type Db } from './db.js';
 import { recordEvent } from './events.js';
 
@@ -15,11 +17,12 @@ export function findSuppressed(db: Db, customerId: number, addresses: string[]):
   if (addresses.length === 1) {
     // The common case on the accept path: one cached statement, no query building.
     const [key, domain] = suppressionKeys(addresses[0]!);
-    const row = db
-      .statement(
-        'SELECT reason FROM suppressions WHERE customer_id = ? AND address IN (?, ?) ORDER BY length(address) DESC LIMIT 1',
-      )
-      .get(customerId, key!, domain ?? key!) as { reason: SuppressionReason } | undefined;
+    const row = db.get<{ reason: SuppressionReason }>(
+      'SELECT reason FROM suppressions WHERE customer_id = ? AND address IN (?, ?) ORDER BY length(address) DESC LIMIT 1',
+      customerId,
+      key!,
+      domain ?? key!,
+    );
     if (row) out.set(key!, row.reason);
     return out;
   }
@@ -70,20 +73,22 @@ export function listSuppressions(
 
 export function removeSuppression(db: Db, customerId: number, address: string): boolean {
   return (
-    db.statement('DELETE FROM suppressions WHERE customer_id = ? AND address = ?').run(customerId, addressKey(address))
-      .changes > 0
+    db.run('DELETE FROM suppressions WHERE customer_id = ? AND address = ?', customerId, addressKey(address)).changes >
+    0
   );
 }
 
 /** Addresses starting with `prefix` (lower-cased), in address order, through the primary key. */
 export function searchSuppressions(db: Db, customerId: number, prefix: string, limit: number): SuppressionRow[] {
   const p = prefix.toLowerCase();
-  return db
-    .statement(
-      `SELECT s.address, s.reason, m.message_id, s.created_at FROM suppressions s LEFT JOIN messages m ON m.id = s.message_id
-       WHERE s.customer_id = ? AND s.address >= ? AND s.address < ? ORDER BY s.address LIMIT ?`,
-    )
-    .all(customerId, p, p + '\uffff', limit) as SuppressionRow[];
+  return db.all<SuppressionRow>(
+    `SELECT s.address, s.reason, m.message_id, s.created_at FROM suppressions s LEFT JOIN messages m ON m.id = s.message_id
+       WHERE s.customer_id = ? AND s.address >= ? AND s.address < ? ORDER BY s.address ${BOUND_LIMIT}`,
+    customerId,
+    p,
+    p + '\uffff',
+    limit,
+  );
 }
 
 /**
@@ -109,12 +114,7 @@ export function simulatedSuppressions(
     customerId,
     limit,
   );
-  return rows.map((r) => ({
-    address: r.address,
-    message_id: r.message_id,
-    created_at: r.created_at,
-    reason: (JSON.parse(r.body) as { data: { reason: SuppressionReason } }).data.reason,
-  }));
+  return rows.map(simulatedSuppressionView);
 }
 
 /** Entries added in one transaction; for each, whether it was new. */
@@ -124,10 +124,18 @@ export function addSuppressions(
   entries: Array<{ address: string; reason: SuppressionReason }>,
   now: number,
 ): boolean[] {
-  const insert = db.statement(
-    'INSERT INTO suppressions (customer_id, address, reason, message_id, created_at) VALUES (?, ?, ?, NULL, ?) ON CONFLICT (customer_id, address) DO NOTHING',
+  return db.tx(() =>
+    entries.map(
+      (e) =>
+        db.run(
+          'INSERT INTO suppressions (customer_id, address, reason, message_id, created_at) VALUES (?, ?, ?, NULL, ?) ON CONFLICT (customer_id, address) DO NOTHING',
+          customerId,
+          e.address,
+          e.reason,
+          now,
+        ).changes > 0,
+    ),
   );
-  return db.tx(() => entries.map((e) => insert.run(customerId, e.address, e.reason, now).changes > 0));
 }
 
 /** The list in address order after `after`, through the primary key. */
@@ -137,25 +145,29 @@ export function suppressionPage(
   after: string | undefined,
   limit: number,
 ): SuppressionRow[] {
-  return db
-    .statement(
-      `SELECT s.address, s.reason, m.message_id, s.created_at FROM suppressions s LEFT JOIN messages m ON m.id = s.message_id
+  return db.all<SuppressionRow>(
+    `SELECT s.address, s.reason, m.message_id, s.created_at FROM suppressions s LEFT JOIN messages m ON m.id = s.message_id
        WHERE s.customer_id = ? AND s.address > ? ORDER BY s.address ${BOUND_LIMIT}`,
-    )
-    .all(customerId, after ?? '', limit) as SuppressionRow[];
+    customerId,
+    after ?? '',
+    limit,
+  );
 }
 
 /** A recipient's unsubscribe: suppressed for its customer and `recipient.unsubscribed`, in one transaction; once only (store.ts). */
 export function unsubscribe(db: Db, recipientId: number, method: UnsubscribeMethod, now: number): UnsubscribeResult {
   return db.tx(() => {
-    const r = db
-      .statement(
-        `SELECT r.customer_id, r.address, m.id, m.message_id, m.header_message_id FROM recipients r
+    const r = db.get<{
+      customer_id: number;
+      address: string;
+      id: number;
+      message_id: string;
+      header_message_id: string | null;
+    }>(
+      `SELECT r.customer_id, r.address, m.id, m.message_id, m.header_message_id FROM recipients r
          JOIN messages m ON m.id = r.message_id WHERE r.id = ?`,
-      )
-      .get(recipientId) as
-      | { customer_id: number; address: string; id: number; message_id: string; header_message_id: string | null }
-      | undefined;
+      recipientId,
+    );
     if (!r) return 'unknown';
     const added = addSuppression(db, {
       customerId: r.customer_id,
@@ -176,4 +188,18 @@ export function unsubscribe(db: Db, recipientId: number, method: UnsubscribeMeth
     });
     return 'unsubscribed';
   });
+}
+
+export function sqliteSuppressions(db: Db): SuppressionStore {
+  return {
+    find: async (customerId, addresses) => findSuppressed(db, customerId, addresses),
+    addMany: async (customerId, entries, now) => addSuppressions(db, customerId, entries, now),
+    page: async (customerId, after, limit) => suppressionPage(db, customerId, after, limit),
+    add: async (input) => addSuppression(db, input),
+    list: async (customerId, opts) => listSuppressions(db, customerId, opts),
+    remove: async (customerId, address) => removeSuppression(db, customerId, address),
+    search: async (customerId, prefix, limit) => searchSuppressions(db, customerId, prefix, limit),
+    simulated: async (customerId, addresses, limit) => simulatedSuppressions(db, customerId, addresses, limit),
+    unsubscribe: async (recipientId, method, now) => unsubscribe(db, recipientId, method, now),
+  };
 }

@@ -1,23 +1,15 @@
 import { compareCounts, countKey, type TlsCount } from '../../domain/tls-report.js';
-import type { TlsReportClaim, TlsReportRecord, TlsReportStore } from '../tls-report-store.js';
+import {
+  type TlsCountRow,
+  type TlsReportClaim,
+  type TlsReportRecord,
+  type TlsReportStore,
+  tlsCountOf,
+} from '../tls-report-store.js';
 import type { Db } from './db.js';
 
 // SMTP TLS reporting's counters and sent reports (store/tls-report-store.ts), as PostgreSQL's
 // (store/pg/tls-reports.ts).
-
-interface CountRow {
-  day: string;
-  policy: string;
-  failure: string | null;
-  sessions: number;
-}
-
-export const countOf = (r: CountRow): TlsCount => ({
-  day: r.day,
-  policy: JSON.parse(r.policy),
-  failure: r.failure === null ? null : JSON.parse(r.failure),
-  sessions: r.sessions,
-});
 
 function add(db: Db, counts: TlsCount[]): void {
   db.tx(() => {
@@ -61,14 +53,14 @@ export function sqliteTlsReports(db: Db): TlsReportStore {
     add: async (counts) => add(db, counts),
     counts: async (day, domain) =>
       db
-        .all<CountRow>(
+        .all<TlsCountRow>(
           `SELECT day, policy, failure, sessions FROM tls_report_counts
            WHERE day = ? AND (? IS NULL OR policy_domain = ?)`,
           day,
           domain ?? null,
           domain ?? null,
         )
-        .map(countOf)
+        .map(tlsCountOf)
         .sort(compareCounts),
     domains: async (day) =>
       db

@@ -1,5 +1,7 @@
 import { hashId, newSession } from '../credentials.js';
-import type { Role, Session, User } from '../model.js';
+import { type Role, type Session, sessionUse, type User } from '../model.js';
+import type { UserStore } from '../store.js';
+import { type SessionRow, sessionView } from '../views.js';
 import type { Db } from './db.js';
 
 interface UserRow extends User {
@@ -11,9 +13,14 @@ export function addUser(
   input: { email: string; passwordHash: string; role: Role; customerId: number | null; now: number },
 ): User {
   const id = Number(
-    db
-      .statement('INSERT INTO users (email, password_hash, role, customer_id, created_at) VALUES (?, ?, ?, ?, ?)')
-      .run(input.email.toLowerCase(), input.passwordHash, input.role, input.customerId, input.now).lastInsertRowid,
+    db.run(
+      'INSERT INTO users (email, password_hash, role, customer_id, created_at) VALUES (?, ?, ?, ?, ?)',
+      input.email.toLowerCase(),
+      input.passwordHash,
+      input.role,
+      input.customerId,
+      input.now,
+    ).lastInsertRowid,
   );
   return {
     id,
@@ -25,20 +32,18 @@ export function addUser(
 }
 
 export function findUser(db: Db, email: string): UserRow | undefined {
-  return db.statement('SELECT * FROM users WHERE email = ?').get(email.toLowerCase()) as UserRow | undefined;
+  return db.get<UserRow>('SELECT * FROM users WHERE email = ?', email.toLowerCase());
 }
 
 export function listUsers(db: Db): Array<User & { customer: string | null }> {
-  return db
-    .statement(
-      'SELECT u.id, u.email, u.role, u.customer_id, u.created_at, c.name AS customer FROM users u LEFT JOIN customers c ON c.id = u.customer_id ORDER BY u.email',
-    )
-    .all() as Array<User & { customer: string | null }>;
+  return db.all<User & { customer: string | null }>(
+    'SELECT u.id, u.email, u.role, u.customer_id, u.created_at, c.name AS customer FROM users u LEFT JOIN customers c ON c.id = u.customer_id ORDER BY u.email',
+  );
 }
 
 /** Removes the user and with it every session of theirs. */
 export function removeUser(db: Db, email: string): boolean {
-  return db.statement('DELETE FROM users WHERE email = ?').run(email.toLowerCase()).changes > 0;
+  return db.run('DELETE FROM users WHERE email = ?', email.toLowerCase()).changes > 0;
 }
 
 /** Sets a new password and ends every session of the user. */
@@ -46,17 +51,23 @@ export function setPassword(db: Db, email: string, passwordHash: string): boolea
   return db.tx(() => {
     const u = findUser(db, email);
     if (!u) return false;
-    db.statement('UPDATE users SET password_hash = ? WHERE id = ?').run(passwordHash, u.id);
-    db.statement('DELETE FROM sessions WHERE user_id = ?').run(u.id);
+    db.run('UPDATE users SET password_hash = ? WHERE id = ?', passwordHash, u.id);
+    db.run('DELETE FROM sessions WHERE user_id = ?', u.id);
     return true;
   });
 }
 
 export function createSession(db: Db, user: User, customerId: number, now: number): { id: string; csrf: string } {
   const { id, csrf } = newSession();
-  db.statement(
+  db.run(
     'INSERT INTO sessions (id_hash, user_id, csrf, customer_id, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?)',
-  ).run(hashId(id), user.id, csrf, customerId, now, now);
+    hashId(id),
+    user.id,
+    csrf,
+    customerId,
+    now,
+    now,
+  );
   return { id, csrf };
 }
 
@@ -66,34 +77,44 @@ export function createSession(db: Db, user: User, customerId: number, now: numbe
  */
 export function useSession(db: Db, id: string, now: number, idleMs: number): Session | undefined {
   const key = hashId(id);
-  const row = db
-    .statement(
-      'SELECT s.csrf, s.customer_id AS shown, s.last_seen_at, u.id, u.email, u.role, u.customer_id, u.created_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = ?',
-    )
-    .get(key) as (User & { csrf: string; shown: number; last_seen_at: number }) | undefined;
+  const row = db.get<SessionRow>(
+    'SELECT s.csrf, s.customer_id AS shown, s.last_seen_at, u.id, u.email, u.role, u.customer_id, u.created_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = ?',
+    key,
+  );
   if (!row) return undefined;
-  if (now - row.last_seen_at > idleMs) {
-    db.statement('DELETE FROM sessions WHERE id_hash = ?').run(key);
+  const use = sessionUse(row.last_seen_at, now, idleMs);
+  if (use === 'end') {
+    db.run('DELETE FROM sessions WHERE id_hash = ?', key);
     return undefined;
   }
-  if (now - row.last_seen_at > 60_000)
-    db.statement('UPDATE sessions SET last_seen_at = ? WHERE id_hash = ?').run(now, key);
-  return {
-    user: { id: row.id, email: row.email, role: row.role, customer_id: row.customer_id, created_at: row.created_at },
-    csrf: row.csrf,
-    customerId: row.shown,
-  };
+  if (use === 'seen') db.run('UPDATE sessions SET last_seen_at = ? WHERE id_hash = ?', now, key);
+  return sessionView(row);
 }
 
 export function showCustomer(db: Db, id: string, customerId: number): void {
-  db.statement('UPDATE sessions SET customer_id = ? WHERE id_hash = ?').run(customerId, hashId(id));
+  db.run('UPDATE sessions SET customer_id = ? WHERE id_hash = ?', customerId, hashId(id));
 }
 
 export function endSession(db: Db, id: string): void {
-  db.statement('DELETE FROM sessions WHERE id_hash = ?').run(hashId(id));
+  db.run('DELETE FROM sessions WHERE id_hash = ?', hashId(id));
 }
 
 /** Deletes sessions idle for longer than `idleMs`. */
 export function purgeSessions(db: Db, now: number, idleMs: number): number {
-  return db.statement('DELETE FROM sessions WHERE last_seen_at < ?').run(now - idleMs).changes;
+  return db.run('DELETE FROM sessions WHERE last_seen_at < ?', now - idleMs).changes;
+}
+
+export function sqliteUsers(db: Db): UserStore {
+  return {
+    add: async (input) => addUser(db, input),
+    find: async (email) => findUser(db, email),
+    list: async () => listUsers(db),
+    remove: async (email) => removeUser(db, email),
+    setPassword: async (email, hash) => setPassword(db, email, hash),
+    createSession: async (user, customerId, now) => createSession(db, user, customerId, now),
+    useSession: async (id, now, idleMs) => useSession(db, id, now, idleMs),
+    showCustomer: async (id, customerId) => showCustomer(db, id, customerId),
+    endSession: async (id) => endSession(db, id),
+    purgeSessions: async (now, idleMs) => purgeSessions(db, now, idleMs),
+  };
 }

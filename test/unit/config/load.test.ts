@@ -139,8 +139,8 @@ t.test('config/posthaste.example.toml documents every key, parses, and matches t
   t.same([...flat].sort(), [...expected].sort(), 'exactly the schema keys, but those left unset');
   t.same(
     Object.keys(EXAMPLE_UNSET),
-    ['server.node_name', 'outbound.pools'],
-    'the node name and the pools are left to their defaults',
+    ['server.node_name', 'outbound.warmup_schedule', 'outbound.pools'],
+    'the node name, the warm-up schedule and the pools are left to their defaults',
   );
   t.match(
     text,

@@ -9,7 +9,7 @@ import {
   type SendRequest,
   validateSendRequest,
 } from '../../../src/domain/send-request.js';
-import { composeMessage, LineMeter } from '../../../src/outbound/compose.js';
+import { composeMessage, LineMeter } from '../../../src/mime/compose.js';
 
 const base = { from: 'a@example.com', to: 'b@example.org', subject: 'Hello', text_body: 'Hi' };
 const problems = (body: Record<string, unknown>) => {

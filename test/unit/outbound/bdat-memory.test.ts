@@ -1,6 +1,6 @@
 import t from 'tap';
 import { ManualClock } from '../../../src/lib/clock.js';
-import { BdatMemory } from '../../../src/outbound/smtp-session.js';
+import { BdatMemory } from '../../../src/outbound/smtp/session.js';
 
 t.test('a host that refused BDAT is sent DATA until its time is up, on the injected clock', async (t) => {
   const clock = new ManualClock();

@@ -3,7 +3,7 @@ import type { RecordType } from 'dns-packet';
 import t from 'tap';
 import { ManualClock } from '../../../src/lib/clock.js';
 import { DnsQueryError, type SecureAnswer } from '../../../src/lib/dns-secure.js';
-import { Dane, type Tlsa, verifyChain } from '../../../src/outbound/dane.js';
+import { Dane, type Tlsa, verifyChain } from '../../../src/outbound/routing/dane.js';
 import { fixture } from '../../helpers/fixtures.js';
 
 const server = new X509Certificate(fixture('tls/server.pem'));

@@ -8,8 +8,8 @@ import DataStream from 'nodemailer/lib/smtp-connection/data-stream.js';
 import t from 'tap';
 import { Problems } from '../../../src/domain/errors.js';
 import { type SendRequest, validateSendRequest } from '../../../src/domain/send-request.js';
-import { composeMessage } from '../../../src/outbound/compose.js';
-import { bodyHash, headerFields, signMessage } from '../../../src/outbound/dkim.js';
+import { composeMessage } from '../../../src/mime/compose.js';
+import { bodyHash, headerFields, signMessage } from '../../../src/outbound/signing/dkim.js';
 
 // Every signature made here is checked by two verifiers that are not ours: mailauth's, and dkimpy
 // (Debian's python3-dkim) where it is installed (CI installs it). Each checks the message as it

@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import t from 'tap';
-import { SignerPool } from '../../../src/outbound/signer.js';
+import { SignerPool } from '../../../src/outbound/signing/signer.js';
 
 // The signing threads: a send request (json) is composed at its first attempt and its composed
 // copy comes back to be kept; a message submitted over SMTP (mime) is signed byte for byte as it

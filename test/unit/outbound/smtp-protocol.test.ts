@@ -1,9 +1,9 @@
 import net from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import t, { type Test } from 'tap';
-import { SmtpError } from '../../../src/outbound/smtp-errors.js';
-import { SmtpClient } from '../../../src/outbound/smtp-protocol.js';
-import { transportReply } from '../../../src/outbound/smtp-session.js';
+import { SmtpError } from '../../../src/outbound/smtp/errors.js';
+import { SmtpClient } from '../../../src/outbound/smtp/protocol.js';
+import { transportReply } from '../../../src/outbound/smtp/session.js';
 import { TestMx } from '../../../support/mx-server.js';
 import { freePort } from '../../../support/postfix.js';
 import { type PeerScript, ScriptedPeer } from '../../helpers/scripted-peer.js';

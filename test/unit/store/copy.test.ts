@@ -77,6 +77,7 @@ async function populate(s: Store) {
   });
   await s.users.add({ email: 'admin@example.com', passwordHash: 'scrypt$x', role: 'admin', customerId: null, now: 5 });
   await s.suppressions.add({ customerId: who.customerId, address: 'manual@example.net', reason: 'manual', now: 6 });
+  await s.warmup.reserve('1970-01-01', [{ ip: '192.0.2.20', destination: 'example.net', n: 7, cap: 50 }]);
   return { who, ids: [a.messageId, b.messageId], endpoint: e.id, events };
 }
 
@@ -121,6 +122,11 @@ t.test(
     );
     t.same(await pg.admin.status(5000), await lite.admin.status(5000));
     t.same(await pg.keys.authEpoch(), await lite.keys.authEpoch(), 'the auth epoch kept');
+    t.same(
+      await pg.warmup.usage('1970-01-01'),
+      await lite.warmup.usage('1970-01-01'),
+      "a warming address's use today kept",
+    );
     t.same(await pg.admin.secret('x'), await pg.admin.secret('x'));
     const key = (await lite.keys.list(who.customerId))[0]!;
     t.same(await pg.keys.list(who.customerId), [key]);

@@ -4,15 +4,14 @@ import type { ClaimRoom, SettledAttempt } from '../../../src/store/model.js';
 import type { Db } from '../../../src/store/sqlite/db.js';
 import { migrate } from '../../../src/store/sqlite/db.js';
 import { recordEvent } from '../../../src/store/sqlite/events.js';
+import { hasDelivery, recordAttempts } from '../../../src/store/sqlite/webhook-attempts.js';
 import {
   claimDeliveries,
   createEndpoint,
   deleteEndpoint,
   eventsAfter,
   fanOutCursor,
-  hasDelivery,
   lastFannedOut,
-  recordAttempts,
   releaseDeliveryClaims,
 } from '../../../src/store/sqlite/webhooks.js';
 import { storeAtVersion, storeWithKey, versionsAfter } from '../../helpers/env.js';

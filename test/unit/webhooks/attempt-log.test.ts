@@ -6,7 +6,8 @@ import type { AttemptBatch, ClaimRoom, FreshDelivery, SettledAttempt } from '../
 import type { Db } from '../../../src/store/sqlite/db.js';
 import { recordEvent } from '../../../src/store/sqlite/events.js';
 import { sqliteStore } from '../../../src/store/sqlite/index.js';
-import { createEndpoint, hasDelivery, recordAttempts } from '../../../src/store/sqlite/webhooks.js';
+import { hasDelivery, recordAttempts } from '../../../src/store/sqlite/webhook-attempts.js';
+import { createEndpoint } from '../../../src/store/sqlite/webhooks.js';
 import { AttemptLog } from '../../../src/webhooks/attempt-log.js';
 import { FanOut } from '../../../src/webhooks/fanout.js';
 import { waitFor } from '../../../support/wait.js';

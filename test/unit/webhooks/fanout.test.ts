@@ -3,7 +3,8 @@ import type { ClaimRoom, FreshDelivery, SettledAttempt } from '../../../src/stor
 import type { Db } from '../../../src/store/sqlite/db.js';
 import { recordEvent } from '../../../src/store/sqlite/events.js';
 import { sqliteStore } from '../../../src/store/sqlite/index.js';
-import { createEndpoint, fanOutCursor, hasDelivery, recordAttempts } from '../../../src/store/sqlite/webhooks.js';
+import { hasDelivery, recordAttempts } from '../../../src/store/sqlite/webhook-attempts.js';
+import { createEndpoint, fanOutCursor } from '../../../src/store/sqlite/webhooks.js';
 import { FanOut, type FanOutWrite } from '../../../src/webhooks/fanout.js';
 import { storeWithKey } from '../../helpers/env.js';
 

@@ -23,6 +23,7 @@ import * as m022 from './022_reputation.js';
 import * as m023 from './023_webhook_secret_rotation.js';
 import * as m024 from './024_send_quotas.js';
 import * as m025 from './025_tls_reports.js';
+import * as m026 from './026_warmup.js';
 
 /**
  * Every migration, in order, listed statically so the build carries them. Append only. `rebuild`:
@@ -55,4 +56,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 23, name: 'webhook_secret_rotation', sql: m023.up },
   { version: 24, name: 'send_quotas', sql: m024.up },
   { version: 25, name: 'tls_reports', sql: m025.up },
+  { version: 26, name: 'warmup', sql: m026.up },
 ];

@@ -7,7 +7,7 @@ import { isKeyLive, readAuthEpoch } from '../keys.js';
 import { acceptMessage, idempotentAnswer, recordIdempotent } from '../messages.js';
 import { applyReport } from '../recipients.js';
 import { standing } from '../reputation.js';
-import { recordAttempts } from '../webhooks.js';
+import { recordAttempts } from '../webhook-attempts.js';
 
 function receive(db: Db, input: ReceiveInput): string[] {
   const raw = Buffer.from(input.raw.buffer, input.raw.byteOffset, input.raw.byteLength);

@@ -1,10 +1,40 @@
-import { sandboxTransition } from '../../model.js';
-import type { DeliveryStore } from '../../store.js';
-import type { Db } from '../db.js';
-import * as destinations from '../destinations.js';
-import * as queue from '../queue.js';
-import * as queueOps from '../queue-ops.js';
-import * as recipients from '../recipients.js';
+import { sandboxTransition } from '../model.js';
+import type { DeliveryStore } from '../store.js';
+import type { Db } from './db.js';
+import * as destinations from './destinations.js';
+import * as queue from './queue.js';
+import * as queueOps from './queue-ops.js';
+import * as recipients from './recipients.js';
+
+/** Claims the due recipients and loads their messages (a recipient whose message is gone is left out). */
+function claim(db: Db, worker: string, now: number, limit: number) {
+  const rows = queue.claimDue(db, worker, now, limit);
+  if (rows.length === 0) return [];
+  const loaded = queue.loadMessages(
+    db,
+    rows.map((r) => r.messageRowId),
+  );
+  const out = [];
+  for (const recipient of rows) {
+    const message = loaded.get(recipient.messageRowId);
+    if (message) out.push({ recipient, message });
+  }
+  return out;
+}
+
+/** A sandbox key's simulated steps, written one by one as their transitions (model/queue.ts, sandboxTransition). */
+function recordSandbox(
+  db: Db,
+  items: Parameters<DeliveryStore['recordSandbox']>[0],
+  policy: Parameters<DeliveryStore['recordSandbox']>[1],
+  now: number,
+): void {
+  for (const { recipient, message, steps } of items)
+    for (const step of steps) {
+      if (step.kind === 'complaint' && recipients.complainedAlready(db, recipient.id)) continue;
+      recipients.applyTransition(db, message, recipient, sandboxTransition(message, recipient, step, policy, now), now);
+    }
+}
 
 /** Outbound delivery on SQLite: claims, outcomes and destination throttling, for the one node on the file. */
 export function sqliteDelivery(db: Db): DeliveryStore {
@@ -40,34 +70,4 @@ export function sqliteDelivery(db: Db): DeliveryStore {
     holdClaimed: async (ids, now) => queueOps.holdClaimed(db, ids, now),
     noteDestination: async (domain, destination, now) => queueOps.noteDestination(db, domain, destination, now),
   };
-}
-
-/** Claims the due recipients and loads their messages (a recipient whose message is gone is left out). */
-function claim(db: Db, worker: string, now: number, limit: number) {
-  const rows = queue.claimDue(db, worker, now, limit);
-  if (rows.length === 0) return [];
-  const loaded = queue.loadMessages(
-    db,
-    rows.map((r) => r.messageRowId),
-  );
-  const out = [];
-  for (const recipient of rows) {
-    const message = loaded.get(recipient.messageRowId);
-    if (message) out.push({ recipient, message });
-  }
-  return out;
-}
-
-/** A sandbox key's simulated steps, written one by one as their transitions (model/queue.ts, sandboxTransition). */
-function recordSandbox(
-  db: Db,
-  items: Parameters<DeliveryStore['recordSandbox']>[0],
-  policy: Parameters<DeliveryStore['recordSandbox']>[1],
-  now: number,
-): void {
-  for (const { recipient, message, steps } of items)
-    for (const step of steps) {
-      if (step.kind === 'complaint' && recipients.complainedAlready(db, recipient.id)) continue;
-      recipients.applyTransition(db, message, recipient, sandboxTransition(message, recipient, step, policy, now), now);
-    }
 }

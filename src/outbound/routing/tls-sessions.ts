@@ -8,13 +8,13 @@ import {
   type TlsResultType,
   type TlsSession,
   utcDay,
-} from '../domain/tls-report.js';
-import type { Clock } from '../lib/clock.js';
-import type { Logger } from '../lib/logger.js';
-import type { Store } from '../store/store.js';
+} from '../../domain/tls-report.js';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import type { Store } from '../../store/store.js';
+import type { SmtpSession } from '../smtp/session.js';
 import type { DanePolicy } from './dane.js';
 import type { StsState } from './mta-sts.js';
-import type { SmtpSession } from './smtp-session.js';
 
 // What each connection to an MX host came to under its TLS policy, counted for the day's TLS
 // reports (RFC 8460; docs/delivery.md, "TLS reports (RFC 8460)"). Counted in memory on the

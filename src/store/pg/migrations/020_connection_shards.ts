@@ -1,5 +1,5 @@
 /**
- * 019: the counters' shard is the writing connection's own slot, unique across the cluster, where
+ * 020: the counters' shard is the writing connection's own slot, unique across the cluster, where
  * it was its backend pid modulo 16. Several nodes of ten connections each put two or more
  * connections on most of 16 shards (and pids of different nodes collide whatever the modulus), so
  * their transactions waited for each other's commits on one counter row. Each pooled connection

@@ -1,5 +1,5 @@
-import type { Outcome } from '../domain/outcome.js';
-import type { Claimed, QueuedMessage } from '../store/model.js';
+import type { Outcome } from '../../domain/outcome.js';
+import type { Claimed, QueuedMessage } from '../../store/model.js';
 
 /** Messages composed and signed ahead of the one being sent, per connection. */
 const SIGN_AHEAD = 4;

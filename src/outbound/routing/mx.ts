@@ -1,7 +1,7 @@
 import type { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import type { Clock } from '../lib/clock.js';
-import { describeLookupFailure, lookupAddresses } from '../lib/dns.js';
+import type { Clock } from '../../lib/clock.js';
+import { describeLookupFailure, lookupAddresses } from '../../lib/dns.js';
 
 export interface MxHost {
   host: string;

@@ -7,8 +7,8 @@ import { createHash, X509Certificate } from 'node:crypto';
 import type { Resolver } from 'node:dns/promises';
 import type { TLSSocket } from 'node:tls';
 import type { RecordType } from 'dns-packet';
-import type { Clock } from '../lib/clock.js';
-import { allLoopback, querySecure, type SecureAnswer } from '../lib/dns-secure.js';
+import type { Clock } from '../../lib/clock.js';
+import { allLoopback, querySecure, type SecureAnswer } from '../../lib/dns-secure.js';
 
 export interface Tlsa {
   /** 2 DANE-TA, 3 DANE-EE (0 and 1 do not apply to SMTP, RFC 7672 3.1.3). */

@@ -13,7 +13,7 @@ import {
   serialize,
   streamed,
   textPart,
-} from '../../../src/outbound/compose.js';
+} from '../../../src/mime/compose.js';
 
 /** `s` repeated to exactly `n` characters. */
 const line = (s: string, n: number) => s.repeat(Math.ceil(n / s.length)).slice(0, n);

@@ -7,9 +7,9 @@
 // one, and the command it answered. The replies are read off the connection by smtp-replies.ts.
 import net from 'node:net';
 import tls from 'node:tls';
-import { crlfOnly, dataPieces } from './smtp-data.js';
-import { isTlsError, type Reply, refused, replyError, SmtpError } from './smtp-errors.js';
-import { ReplyReader } from './smtp-replies.js';
+import { crlfOnly, dataPieces } from './data.js';
+import { isTlsError, type Reply, refused, replyError, SmtpError } from './errors.js';
+import { ReplyReader } from './replies.js';
 
 export interface SmtpClientOptions {
   host: string;

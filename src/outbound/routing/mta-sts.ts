@@ -2,8 +2,8 @@ import type { Resolver } from 'node:dns/promises';
 import https from 'node:https';
 import { rootCertificates } from 'node:tls';
 import { parsePolicy } from 'mailauth/lib/mta-sts.js';
-import type { Clock } from '../lib/clock.js';
-import { lookupAddresses } from '../lib/dns.js';
+import type { Clock } from '../../lib/clock.js';
+import { lookupAddresses } from '../../lib/dns.js';
 
 /** An MTA-STS policy (RFC 8461 section 3.2), as cached. */
 export interface StsPolicy {

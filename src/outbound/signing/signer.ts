@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
-import { UnsendableMessage } from '../domain/errors.js';
-import type { RequestFormat } from '../store/model.js';
+import { UnsendableMessage } from '../../domain/errors.js';
+import type { RequestFormat } from '../../store/model.js';
 import type { DkimKey } from './dkim.js';
 import type { SignJob, SignReply } from './signer-worker.js';
 

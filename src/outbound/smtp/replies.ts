@@ -2,7 +2,7 @@
 // (RFC 5321 4.2): lines gathered into replies ("ddd-text" continues one, "ddd text" or "ddd" ends
 // it), each handed to the next reader waiting, in order, or kept until one reads. The first failure
 // of the connection fails every reader waiting and every read after.
-import { type Reply, SmtpError, withCommand } from './smtp-errors.js';
+import { type Reply, SmtpError, withCommand } from './errors.js';
 
 const MAX_REPLY = 64 * 1024;
 

@@ -1,13 +1,13 @@
 import type { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { type ConnectionOptions, rootCertificates, type TLSSocket } from 'node:tls';
-import { type Classification, classifyReply, parseReply } from '../domain/classify.js';
-import type { Reply, SmtpStage } from '../domain/outcome.js';
-import type { Clock } from '../lib/clock.js';
-import { presentedChain } from './dane.js';
-import { SmtpError } from './smtp-errors.js';
-import { SmtpClient } from './smtp-protocol.js';
-import type { SourceAddress } from './source.js';
+import { type Classification, classifyReply, parseReply } from '../../domain/classify.js';
+import type { Reply, SmtpStage } from '../../domain/outcome.js';
+import type { Clock } from '../../lib/clock.js';
+import { presentedChain } from '../routing/dane.js';
+import type { SourceAddress } from '../source.js';
+import { SmtpError } from './errors.js';
+import { SmtpClient } from './protocol.js';
 
 export interface SmtpOptions {
   /** EHLO name (server.hostname). */

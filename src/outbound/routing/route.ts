@@ -1,11 +1,11 @@
-import type { Outcome } from '../domain/outcome.js';
-import { type Reply, reply } from '../domain/outcome.js';
-import type { Logger } from '../lib/logger.js';
+import type { Outcome } from '../../domain/outcome.js';
+import { type Reply, reply } from '../../domain/outcome.js';
+import type { Logger } from '../../lib/logger.js';
+import { type RelayOptions, replyOf, type SmtpOptions, SmtpSession } from '../smtp/session.js';
+import type { SourceNeed, SourcePicker } from '../source.js';
 import type { Dane, DanePolicy } from './dane.js';
 import { type MtaSts, mxMatches, type StsState } from './mta-sts.js';
 import type { MxResolver } from './mx.js';
-import { type RelayOptions, replyOf, type SmtpOptions, SmtpSession } from './smtp-session.js';
-import type { SourceNeed, SourcePicker } from './source.js';
 import { failedSession, failure, hostPolicy, openedSession, type TlsSessionLog } from './tls-sessions.js';
 
 // Where a delivery group goes and the session it goes over (deliver.ts's first steps): the MX

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../config/load.js';
-import type { Config } from '../config/schema.js';
-import { relayTarget } from '../config/settings.js';
-import type { RelayOptions } from './smtp-session.js';
+import { ConfigError } from '../../config/load.js';
+import type { Config } from '../../config/schema.js';
+import { relayTarget } from '../../config/settings.js';
+import type { RelayOptions } from '../smtp/session.js';
 
 /** outbound.relay with its credentials: the password from relay_password_file, else relay_password (the environment). */
 export function relayOptions(config: Config): RelayOptions | null {

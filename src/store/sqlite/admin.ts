@@ -1,11 +1,11 @@
-import type { AdminStore } from '../../store.js';
-import type { Db } from '../db.js';
-import { migrate, schemaVersions } from '../db.js';
-import { overview } from '../overview.js';
-import { purgeOld } from '../retention.js';
-import { secret } from '../settings.js';
-import { countsByState, oldestQueuedAt, status, touchHealth } from '../status.js';
-import type { GroupCommit } from '../writer/group-commit.js';
+import type { AdminStore } from '../store.js';
+import type { Db } from './db.js';
+import { migrate, schemaVersions } from './db.js';
+import { overview } from './overview.js';
+import { purgeOld } from './retention.js';
+import { secret } from './settings.js';
+import { countsByState, oldestQueuedAt, status, touchHealth } from './status.js';
+import type { GroupCommit } from './writer/group-commit.js';
 
 /**
  * The store's administration on SQLite: schema, settings, health, status and retention. `held`:

@@ -1,10 +1,10 @@
 // A signing thread: composes (a send request not yet composed) and DKIM-signs messages off the event loop.
 import { parentPort } from 'node:worker_threads';
-import { UnsendableMessage } from '../domain/errors.js';
-import { readStoredRequest } from '../domain/stored-request.js';
-import { reclaimAfter } from '../lib/reclaim.js';
-import type { RequestFormat } from '../store/model.js';
-import { composeMessage } from './compose.js';
+import { UnsendableMessage } from '../../domain/errors.js';
+import { readStoredRequest } from '../../domain/stored-request.js';
+import { reclaimAfter } from '../../lib/reclaim.js';
+import { composeMessage } from '../../mime/compose.js';
+import type { RequestFormat } from '../../store/model.js';
 import { type DkimKey, headerFields, signMessage } from './dkim.js';
 
 export interface SignJob {
