@@ -112,11 +112,12 @@ export class Dispatcher {
   }
 
   /**
-   * Another node committed new events: only the fan-out lease's holder (or a node about to ask for
-   * it) has anything to do with them, so the others do not look (no read for nothing on every
-   * other node's commit). Stored deliveries come due by time, and are found by the poll.
+   * New events were committed (on this node or, told by a wakeup, on another): only the fan-out
+   * lease's holder (or a node about to ask for it) has anything to do with them, so the others do
+   * not look (no read for nothing at every commit of every node). Stored deliveries come due by
+   * time, and are found by the poll.
    */
-  kickFromPeer(): void {
+  kickForEvents(): void {
     if (this.fanOut.wantsEvents()) this.kick();
   }
 

@@ -93,19 +93,19 @@ t.test('postgres: a node not holding the fan-out lease reads nothing on the othe
   nodeA.calls.length = 0;
   nodeB.calls.length = 0;
   for (let i = 0; i < 20; i++) {
-    nodeB.d.kickFromPeer();
+    nodeB.d.kickForEvents();
     await new Promise((r) => setTimeout(r, 20));
   }
   await new Promise((r) => setTimeout(r, 100));
   t.same(nodeB.calls, [], 'twenty wakeups, no read by the node not holding the lease');
 
-  nodeA.d.kickFromPeer();
+  nodeA.d.kickForEvents();
   await waitFor('the holder fans out', () => nodeA.calls.includes('eventsAfter'));
   t.pass('the holder, woken, looks for new events');
 
   // Its turn to ask comes (askEveryMs): the next wakeup asks for the lease (and is refused).
   await new Promise((r) => setTimeout(r, 1600));
-  nodeB.d.kickFromPeer();
+  nodeB.d.kickForEvents();
   await waitFor('node b asks again', () => nodeB.calls.includes('leadFanOut'));
   t.notOk(nodeB.calls.includes('eventsAfter'), 'refused, it reads no events');
 });
