@@ -189,15 +189,20 @@ wrk.body = os.getenv("BENCH_BODY")
 for name, value in string.gmatch(os.getenv("BENCH_HEADERS"), "([^\\n:]+): ([^\\n]*)") do wrk.headers[name] = value end
 `;
 
+/** Loads started so far by this process (each names its wrk script). */
+let loads = 0;
+
 /** A bounded HTTP load: `connections` keep-alive connections for `seconds`, POSTing `body`. */
 export async function httpLoad(
   url: string,
   opts: { connections: number; seconds: number; headers: Record<string, string>; body: string },
 ): Promise<LoadResult> {
   ensureWrk();
-  const script = join(ROOT, 'bench', '.work', 'post.lua');
+  // A file of its own for each load: loads run at once (bench/cluster-scale.ts) would otherwise
+  // rewrite one file while a wrk reads it, and a wrk that read it empty sends GETs.
+  const script = join(ROOT, 'bench', '.work', `post-${process.pid}-${++loads}.lua`);
   writeFileSync(script, WRK_SCRIPT);
-  const { stdout } = await promisify(execFile)(
+  const run = promisify(execFile)(
     'wrk',
     ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', '-s', script, url],
     {
@@ -210,6 +215,7 @@ export async function httpLoad(
       },
     },
   );
+  const { stdout } = await run.finally(() => rmSync(script, { force: true }));
   const num = (re: RegExp) => Number(re.exec(stdout)?.[1] ?? 0);
   const total = num(/(\d+) requests in/);
   const failed = num(/Non-2xx or 3xx responses: (\d+)/);
