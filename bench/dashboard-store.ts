@@ -15,7 +15,7 @@ import { type Db, migrate, openDb } from '../src/store/sqlite/db.js';
 import { addDomain, setVerified } from '../src/store/sqlite/domains.js';
 import { createKey } from '../src/store/sqlite/keys.js';
 import { acceptMessage } from '../src/store/sqlite/messages.js';
-import { type OutcomePolicy, recordComplaint, recordOutcome } from '../src/store/sqlite/recipients.js';
+import { type OutcomePolicy, recordComplaint, recordOutcome } from '../src/store/sqlite/transitions.js';
 import { addUser } from '../src/store/sqlite/users.js';
 import { recordAttempts } from '../src/store/sqlite/webhook-attempts.js';
 import { createEndpoint } from '../src/store/sqlite/webhooks.js';

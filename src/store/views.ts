@@ -1,30 +1,30 @@
 import { CLUSTER_THROTTLE, type DestinationThrottle } from '../domain/destinations.js';
 import type { EventEnvelope } from '../domain/events.js';
 import type { Reply } from '../domain/outcome.js';
-import {
-  type AttemptView,
-  attemptKind,
-  type Claimed,
-  type CustomerPools,
-  type Endpoint,
-  type MessageView,
-  type NodeView,
-  type QueuedMessage,
-  type ReceivingDomain,
-  type RecipientState,
-  type RequestFormat,
-  type Session,
-  type SimulatedSuppression,
-  type Status,
-  type SuppressionReason,
-  type User,
+import type {
+  Claimed,
+  CustomerPools,
+  MessageView,
+  NodeView,
+  QueuedMessage,
+  ReceivingDomain,
+  RecipientState,
+  RequestFormat,
+  Session,
+  SimulatedSuppression,
+  Status,
+  SuppressionReason,
+  User,
 } from './model.js';
-import type { EndpointChanges } from './webhook-store.js';
 
 /**
  * Rows as both engines read them, made into the views the API, CLI and dashboard show: one
  * function each, so the engines cannot disagree on how a row reads.
  */
+
+export * from './views/dmarc.js';
+export * from './views/messages.js';
+export * from './views/webhooks.js';
 
 /** A message's row (messages), as its view needs it. */
 export interface MessageRow {
@@ -113,61 +113,6 @@ export function nodeView(r: NodeRow): NodeView {
     heartbeat_at: new Date(r.heartbeat_at).toISOString(),
     claims: { recipients: r.recipients, webhook_deliveries: r.webhooks },
   };
-}
-
-/** A row of webhook_endpoints. */
-export interface EndpointRow {
-  id: string;
-  customer_id: number;
-  url: string;
-  /** JSON array of event types; null: every type. */
-  events: string | null;
-  description: string;
-  secret: string;
-  previous_secret: string | null;
-  previous_secret_expires_at: number | null;
-  enabled: number;
-  disabled_reason: string | null;
-  created_at: number;
-}
-
-export function endpointView(r: EndpointRow): Endpoint {
-  return {
-    id: r.id,
-    customerId: r.customer_id,
-    url: r.url,
-    events: r.events ? (JSON.parse(r.events) as string[]) : null,
-    description: r.description,
-    secret: r.secret,
-    previousSecret: r.previous_secret,
-    previousSecretExpiresAt: r.previous_secret_expires_at === null ? null : Number(r.previous_secret_expires_at),
-    enabled: r.enabled === 1,
-    disabledReason: r.disabled_reason,
-    createdAt: r.created_at,
-  };
-}
-
-/** An endpoint with an update's changes applied, as both engines write it back whole. */
-export function mergeEndpoint(e: Endpoint, c: EndpointChanges): Endpoint {
-  const enabled = c.enabled === undefined ? e.enabled : c.enabled.on;
-  const disabledReason =
-    c.enabled === undefined ? e.disabledReason : c.enabled.on ? null : e.enabled ? c.enabled.reason : e.disabledReason;
-  return {
-    ...e,
-    url: c.url ?? e.url,
-    events: c.events === undefined ? e.events : c.events,
-    description: c.description ?? e.description,
-    enabled,
-    disabledReason,
-  };
-}
-
-/** An attempt's row (webhook_attempts with its delivery's state and kind), as the delivery log reads it. */
-export type AttemptRow = Omit<AttemptView, 'at' | 'kind'> & { id: number; at: number; delivery_kind: string | null };
-
-/** An attempt in the delivery log, with its row id as the page's cursor. */
-export function attemptView({ id, at, delivery_kind, ...r }: AttemptRow): AttemptView & { cursor: number } {
-  return { cursor: id, ...r, at: new Date(at).toISOString(), kind: attemptKind(delivery_kind) };
 }
 
 /** A customer's pools as both engines keep them: allowed_pools a JSON array. */

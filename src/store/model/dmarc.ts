@@ -58,6 +58,12 @@ export interface DmarcKept {
   unreadable: number;
 }
 
+/** What a mail's keeping came to: each of its reports stored (true) or received before (false), and its unreadable attachments. */
+export function dmarcKept(stored: boolean[], unreadable: number): DmarcKept {
+  const n = stored.filter(Boolean).length;
+  return { stored: n, duplicate: stored.length - n, unreadable };
+}
+
 /** One source address's mail claiming a domain on one day (UTC, of the report's period start), summed over the reports. */
 export interface DmarcDaySource {
   day: string;

@@ -184,7 +184,7 @@ export interface MessageView {
 
 /** A message's content as stored: the request body as accepted, and the composed MIME message while it is kept. */
 export interface StoredContent {
-  /** The send request's body as received (or the submitted MIME message); null once retention removed it (store/sqlite/retention.ts, store/pg/admin.ts). */
+  /** The send request's body as received (or the submitted MIME message); null once retention removed it (store/sqlite/retention.ts, store/pg/retention.ts). */
   request: Buffer | null;
   format: RequestFormat;
   /**

@@ -7,9 +7,9 @@ import {
   type SendCommit,
   type SendInput,
   type SuppressionReason,
-  storedHeaderMessageId,
   suppressedRefusal,
 } from '../model.js';
+import { type AcceptedColumns, acceptedColumns } from '../views.js';
 import type { PgDb, Q } from './db.js';
 
 /**
@@ -87,38 +87,40 @@ export async function acceptMany(q: Q, inputs: Send[]): Promise<{ results: Check
       ? Buffer.from(x.request, 'utf8')
       : Buffer.from(x.request.buffer, x.request.byteOffset, x.request.byteLength),
   );
+  const encoded = inputs.map(acceptedColumns);
   const rows = await q.rows<AcceptRow>(ACCEPT_MANY, [
-    ...messageColumns(inputs, requests),
+    ...messageColumns(inputs, requests, encoded),
     ...recipientColumns(inputs),
     ...tagColumns(inputs),
     Buffer.concat(requests),
-    inputs.map((x) => x.requestFormat ?? 'json'),
-    inputs.map(storedHeaderMessageId),
-    inputs.map((x) => x.pool ?? null),
-    inputs.map((x) => (x.unsubscribe ? 1 : 0)),
+    encoded.map((c) => c.requestFormat),
+    encoded.map((c) => c.headerMessageId),
+    encoded.map((c) => c.pool),
+    encoded.map((c) => c.unsubscribe),
     ...quotaColumns(inputs),
   ]);
   return { results: rows.map((row, i) => checkedResult(row, inputs[i]!)), epoch: rows[0]?.epoch ?? '' };
 }
 
 /** Parameters $1 to $13: the messages, one array per column, the sends in order. */
-function messageColumns(inputs: Send[], requests: Buffer[]): unknown[][] {
+function messageColumns(inputs: Send[], requests: Buffer[], encoded: AcceptedColumns[]): unknown[][] {
   const cols = Array.from({ length: 13 }, () => new Array<unknown>(inputs.length));
   inputs.forEach((x, i) => {
+    const c = encoded[i]!;
     const values = [
       x.customerId,
       x.messageId,
       x.apiKeyId,
-      x.sandbox ? 1 : 0,
+      c.sandbox,
       x.fromHeader,
       x.senderDomain,
       x.subject,
-      JSON.stringify(x.metadata),
+      c.metadata,
       requests[i]!.length,
       x.now,
-      x.scheduledAt ?? null,
-      x.tags?.length ? JSON.stringify(x.tags) : null,
-      x.scheduledAt ?? x.now,
+      c.scheduledAt,
+      c.tags,
+      c.firstAttemptAt,
     ];
     for (const [c, v] of values.entries()) cols[c]![i] = v;
   });

@@ -4,29 +4,20 @@ import {
   type DmarcKept,
   type DmarcMailInput,
   type DmarcReportInput,
-  MAX_UNREADABLE_BYTES,
+  dmarcKept,
 } from '../model.js';
 import type { DmarcStore } from '../store.js';
+import { dmarcRowColumns, policyColumn, unreadableColumns } from '../views.js';
 import type { PgDb, Q } from './db.js';
 
 /** One mail's reports in one transaction, as SQLite's (store/sqlite/dmarc.ts). */
 async function keepDmarc(db: PgDb, input: DmarcMailInput): Promise<DmarcKept> {
   return db.tx(async (q) => {
-    const kept: DmarcKept = { stored: 0, duplicate: 0, unreadable: 0 };
-    for (const report of input.reports) {
-      if (await keepReport(q, report, input.receivedAt)) kept.stored++;
-      else kept.duplicate++;
-    }
-    for (const u of input.unreadable) {
-      await q.run('INSERT INTO dmarc_unreadable (received_at, name, error, raw) VALUES ($1, $2, $3, $4)', [
-        input.receivedAt,
-        u.name,
-        u.error,
-        input.raw.subarray(0, MAX_UNREADABLE_BYTES),
-      ]);
-      kept.unreadable++;
-    }
-    return kept;
+    const stored: boolean[] = [];
+    for (const report of input.reports) stored.push(await keepReport(q, report, input.receivedAt));
+    for (const u of unreadableColumns(input))
+      await q.run('INSERT INTO dmarc_unreadable (received_at, name, error, raw) VALUES ($1, $2, $3, $4)', u);
+    return dmarcKept(stored, input.unreadable.length);
   });
 }
 
@@ -35,26 +26,16 @@ async function keepReport(q: Q, r: DmarcReportInput, now: number): Promise<boole
     `INSERT INTO dmarc_reports (received_at, org, email, report_id, domain, customer_id, date_begin, date_end, policy)
      VALUES ($1, $2, $3, $4, $5, (SELECT customer_id FROM domains WHERE name = $5), $6, $7, $8)
      ON CONFLICT (org, report_id) DO NOTHING RETURNING id`,
-    [now, r.org, r.email, r.reportId, r.domain, r.begin, r.end, JSON.stringify(r.policy)],
+    [now, r.org, r.email, r.reportId, r.domain, r.begin, r.end, policyColumn(r)],
   );
   if (!row) return false;
   if (r.rows.length === 0) return true;
   // The rows in one statement: each column an array, unnested together.
-  const col = <T>(f: (w: DmarcReportInput['rows'][number]) => T) => r.rows.map(f);
+  const rows = r.rows.map(dmarcRowColumns);
   await q.run(
     `INSERT INTO dmarc_rows (report_id, source_ip, count, disposition, dkim_aligned, spf_aligned, header_from, envelope_from, auth)
      SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[])`,
-    [
-      row.id,
-      col((w) => w.sourceIp),
-      col((w) => w.count),
-      col((w) => w.disposition),
-      col((w) => (w.dkimAligned ? 1 : 0)),
-      col((w) => (w.spfAligned ? 1 : 0)),
-      col((w) => w.headerFrom),
-      col((w) => w.envelopeFrom),
-      col((w) => JSON.stringify({ dkim: w.dkim, spf: w.spf })),
-    ],
+    [row.id, ...rows[0]!.map((_, i) => rows.map((w) => w[i]))],
   );
   return true;
 }

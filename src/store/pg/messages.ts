@@ -18,6 +18,8 @@ import type { MessageStore } from '../store.js';
 import {
   MESSAGE_VIEW_COLUMNS,
   type MessageRow,
+  type MessageSummaryRow,
+  messageSummaryView,
   messageView,
   RECIPIENT_VIEW_COLUMNS,
   type RecipientRow,
@@ -146,34 +148,14 @@ async function summaries(
   values: unknown[],
   limit: string,
 ): Promise<MessageSummary[]> {
-  const rows = await db.rows<{
-    id: number;
-    message_id: string;
-    header_message_id: string | null;
-    customer: string;
-    from_header: string;
-    subject: string;
-    sandbox: number;
-    created_at: number;
-    states: Record<string, number> | null;
-  }>(
+  const rows = await db.rows<MessageSummaryRow & { states: Record<string, number> | null }>(
     `SELECT m.id, m.message_id, m.header_message_id, c.name AS customer, m.from_header, m.subject, m.sandbox, m.created_at,
             (SELECT json_object_agg(state, n) FROM (SELECT state, count(*)::int AS n FROM recipients WHERE message_id = m.id GROUP BY state) s) AS states
      FROM ${from} JOIN customers c ON c.id = m.customer_id
      ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY m.id DESC LIMIT ${limit}`,
     values,
   );
-  return rows.map((r) => ({
-    email_id: r.id,
-    message_id: r.message_id,
-    header_message_id: r.header_message_id ?? r.message_id,
-    customer: r.customer,
-    from: r.from_header,
-    subject: r.subject,
-    sandbox: r.sandbox === 1,
-    created_at: new Date(r.created_at).toISOString(),
-    states: r.states ?? {},
-  }));
+  return rows.map((r) => messageSummaryView(r, r.states ?? {}));
 }
 
 function listMessages(
@@ -266,7 +248,7 @@ export function pgMessages(db: PgDb): MessageStore {
         [messageId, customerId],
       );
       if (!row) return undefined;
-      // Retention leaves a marker where the body was (store/pg/admin.ts, retention).
+      // Retention leaves a marker where the body was (store/pg/retention.ts).
       return {
         request: row.request.toString() === '{"purged":true}' ? null : row.request,
         format: row.request_format,

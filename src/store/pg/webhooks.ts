@@ -1,7 +1,17 @@
 import { publicId } from '../../lib/ids.js';
 import type { AttemptView, ClaimRoom, Endpoint, FanOutPos, OutboxEvent, StoredDelivery } from '../model.js';
 import type { WebhookStore } from '../store.js';
-import { type AttemptRow, attemptView, type EndpointRow, endpointView, mergeEndpoint } from '../views.js';
+import {
+  type AttemptRow,
+  attemptView,
+  type ClaimedDeliveryRow,
+  type EndpointRow,
+  endpointColumns,
+  endpointView,
+  eventsColumn,
+  mergeEndpoint,
+  storedDeliveryView,
+} from '../views.js';
 import type { EndpointChanges } from '../webhook-store.js';
 import type { PgDb, Q } from './db.js';
 import { FANOUT_LEASE, logAttempts, recordAttempts } from './webhook-attempts.js';
@@ -160,15 +170,7 @@ async function createEndpoint(db: PgDb, input: Parameters<WebhookStore['createEn
   const id = publicId('wh', 20);
   const r = await db.row<EndpointRow>(
     'INSERT INTO webhook_endpoints (id, customer_id, url, events, description, secret, enabled, created_at) VALUES ($1, $2, $3, $4, $5, $6, 1, $7) RETURNING *',
-    [
-      id,
-      input.customerId,
-      input.url,
-      input.events ? JSON.stringify(input.events) : null,
-      input.description,
-      input.secret,
-      input.now,
-    ],
+    [id, input.customerId, input.url, eventsColumn(input.events), input.description, input.secret, input.now],
   );
   return endpointView(r!);
 }
@@ -181,14 +183,7 @@ function updateEndpoint(db: PgDb, id: string, changes: EndpointChanges): Promise
     const next = mergeEndpoint(endpointView(r), changes);
     const w = await q.row<EndpointRow>(
       'UPDATE webhook_endpoints SET url = $1, events = $2, description = $3, enabled = $4, disabled_reason = $5 WHERE id = $6 RETURNING *',
-      [
-        next.url,
-        next.events ? JSON.stringify(next.events) : null,
-        next.description,
-        next.enabled ? 1 : 0,
-        next.disabledReason,
-        id,
-      ],
+      [...endpointColumns(next), id],
     );
     return endpointView(w!);
   });
@@ -216,25 +211,10 @@ async function claim(q: Q, worker: string, now: number, room: ClaimRoom, release
     .map((r) => r.id)
     .filter((id) => room.room(id) > 0);
   if (endpoints.length === 0) return [];
-  const rows = await q.rows<{
-    id: number;
-    endpoint_id: string;
-    event_seq: number;
-    attempts: number;
-    event_id: string;
-    event_type: string;
-    event_body: string;
-  }>(CLAIM, [endpoints, endpoints.map((id) => room.room(id)), worker, now]);
-  return rows.map((d): StoredDelivery => {
+  const rows = await q.rows<ClaimedDeliveryRow>(CLAIM, [endpoints, endpoints.map((id) => room.room(id)), worker, now]);
+  return rows.map((d) => {
     room.take(d.endpoint_id);
-    return {
-      kind: 'stored',
-      id: d.id,
-      endpointId: d.endpoint_id,
-      eventSeq: d.event_seq,
-      attempts: d.attempts,
-      event: { id: d.event_id, type: d.event_type, body: d.event_body },
-    };
+    return storedDeliveryView(d);
   });
 }
 

@@ -4,7 +4,7 @@ import type { Db } from './db.js';
 import * as destinations from './destinations.js';
 import * as queue from './queue.js';
 import * as queueOps from './queue-ops.js';
-import * as recipients from './recipients.js';
+import * as transitions from './transitions.js';
 
 /** Claims the due recipients and loads their messages (a recipient whose message is gone is left out). */
 function claim(db: Db, worker: string, now: number, limit: number) {
@@ -31,8 +31,14 @@ function recordSandbox(
 ): void {
   for (const { recipient, message, steps } of items)
     for (const step of steps) {
-      if (step.kind === 'complaint' && recipients.complainedAlready(db, recipient.id)) continue;
-      recipients.applyTransition(db, message, recipient, sandboxTransition(message, recipient, step, policy, now), now);
+      if (step.kind === 'complaint' && transitions.complainedAlready(db, recipient.id)) continue;
+      transitions.applyTransition(
+        db,
+        message,
+        recipient,
+        sandboxTransition(message, recipient, step, policy, now),
+        now,
+      );
     }
 }
 
@@ -44,7 +50,7 @@ export function sqliteDelivery(db: Db): DeliveryStore {
     record: (g) =>
       tx(() => {
         for (const { message, recipient, outcome } of g.results)
-          recipients.recordOutcome(db, message, recipient, outcome, g.policy, g.now);
+          transitions.recordOutcome(db, message, recipient, outcome, g.policy, g.now);
         // After the outcomes: a composed copy is kept only while a recipient may still need it.
         for (const [id, raw] of g.composed) queue.keepComposed(db, id, raw);
         for (const id of new Set(g.results.map((r) => r.message.id)))

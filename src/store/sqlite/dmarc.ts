@@ -5,30 +5,19 @@ import {
   type DmarcMailInput,
   type DmarcReportInput,
   type DmarcSummaryQuery,
-  MAX_UNREADABLE_BYTES,
+  dmarcKept,
 } from '../model.js';
 import type { DmarcStore } from '../store.js';
+import { dmarcRowColumns, policyColumn, unreadableColumns } from '../views.js';
 import type { Db } from './db.js';
 
 /** One mail's reports in one transaction: each new report with its rows, a report received before skipped, the unreadable kept. */
 export function keepDmarc(db: Db, input: DmarcMailInput): DmarcKept {
   return db.tx(() => {
-    const kept: DmarcKept = { stored: 0, duplicate: 0, unreadable: 0 };
-    for (const report of input.reports) {
-      if (keepReport(db, report, input.receivedAt)) kept.stored++;
-      else kept.duplicate++;
-    }
-    for (const u of input.unreadable) {
-      db.run(
-        'INSERT INTO dmarc_unreadable (received_at, name, error, raw) VALUES (?, ?, ?, ?)',
-        input.receivedAt,
-        u.name,
-        u.error,
-        input.raw.subarray(0, MAX_UNREADABLE_BYTES),
-      );
-      kept.unreadable++;
-    }
-    return kept;
+    const stored = input.reports.map((report) => keepReport(db, report, input.receivedAt));
+    for (const u of unreadableColumns(input))
+      db.run('INSERT INTO dmarc_unreadable (received_at, name, error, raw) VALUES (?, ?, ?, ?)', ...u);
+    return dmarcKept(stored, input.unreadable.length);
   });
 }
 
@@ -45,7 +34,7 @@ function keepReport(db: Db, r: DmarcReportInput, now: number): boolean {
     owner?.customer_id ?? null,
     r.begin,
     r.end,
-    JSON.stringify(r.policy),
+    policyColumn(r),
   );
   if (!row) return false;
   for (const w of r.rows)
@@ -53,14 +42,7 @@ function keepReport(db: Db, r: DmarcReportInput, now: number): boolean {
       `INSERT INTO dmarc_rows (report_id, source_ip, count, disposition, dkim_aligned, spf_aligned, header_from, envelope_from, auth)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       row.id,
-      w.sourceIp,
-      w.count,
-      w.disposition,
-      w.dkimAligned ? 1 : 0,
-      w.spfAligned ? 1 : 0,
-      w.headerFrom,
-      w.envelopeFrom,
-      JSON.stringify({ dkim: w.dkim, spf: w.spf }),
+      ...dmarcRowColumns(w),
     );
   return true;
 }

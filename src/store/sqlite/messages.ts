@@ -12,13 +12,15 @@ import {
   type MessageView,
   type RequestFormat,
   type StoredContent,
-  storedHeaderMessageId,
   suppressedRefusal,
 } from '../model.js';
 import type { MessageStore } from '../store.js';
 import {
+  acceptedColumns,
   MESSAGE_VIEW_COLUMNS,
   type MessageRow,
+  type MessageSummaryRow,
+  messageSummaryView,
   messageView,
   RECIPIENT_VIEW_COLUMNS,
   type RecipientRow,
@@ -66,32 +68,42 @@ export function acceptMessage(db: Db, input: AcceptInput): AcceptResult {
   const over = takeQuota(db, input);
   if (over) return { kind: 'rate_limited', quota: over };
 
+  const c = acceptedColumns(input);
   const emailId = Number(
     db.run(
       SQL.message,
       input.customerId,
       input.messageId,
       input.apiKeyId,
-      input.sandbox ? 1 : 0,
+      c.sandbox,
       input.fromHeader,
       input.senderDomain,
       input.subject,
-      JSON.stringify(input.metadata),
+      c.metadata,
       input.request,
-      input.requestFormat ?? 'json',
+      c.requestFormat,
       // A submitted message is stored as it is sent: its size is known now.
       input.requestFormat === 'mime' ? byteLength(input.request) : null,
       input.now,
-      input.scheduledAt ?? null,
-      input.tags?.length ? JSON.stringify(input.tags) : null,
-      storedHeaderMessageId(input),
-      input.pool ?? null,
-      input.unsubscribe ? 1 : 0,
+      c.scheduledAt,
+      c.tags,
+      c.headerMessageId,
+      c.pool,
+      c.unsubscribe,
     ).lastInsertRowid,
   );
-  const due = input.scheduledAt ?? input.now;
   for (const r of input.recipients)
-    db.run(SQL.recipient, emailId, input.customerId, r.address, r.domain, r.field, due, input.now, input.now);
+    db.run(
+      SQL.recipient,
+      emailId,
+      input.customerId,
+      r.address,
+      r.domain,
+      r.field,
+      c.firstAttemptAt,
+      input.now,
+      input.now,
+    );
   for (const tag of input.tags ?? []) db.run(SQL.tag, input.customerId, tag, emailId);
 
   if (idem) recordIdempotent(db, input.customerId, idem, acceptedResponse(input), input.now);
@@ -171,28 +183,8 @@ function summaries(db: Db, from: string, where: string[], args: unknown[], limit
        FROM ${from} JOIN customers c ON c.id = m.customer_id
        ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY m.id DESC ${BOUND_LIMIT}`,
     )
-    .all(...args, limit) as Array<{
-    id: number;
-    message_id: string;
-    header_message_id: string | null;
-    customer: string;
-    from_header: string;
-    subject: string;
-    sandbox: number;
-    created_at: number;
-    states: string;
-  }>;
-  return rows.map((r) => ({
-    email_id: r.id,
-    message_id: r.message_id,
-    header_message_id: r.header_message_id ?? r.message_id,
-    customer: r.customer,
-    from: r.from_header,
-    subject: r.subject,
-    sandbox: r.sandbox === 1,
-    created_at: new Date(r.created_at).toISOString(),
-    states: JSON.parse(r.states) as Record<string, number>,
-  }));
+    .all(...args, limit) as Array<MessageSummaryRow & { states: string }>;
+  return rows.map((r) => messageSummaryView(r, JSON.parse(r.states) as Record<string, number>));
 }
 
 /** Newest first, paged by email_id (`before`), optionally one customer's or those with a recipient in `state`. */

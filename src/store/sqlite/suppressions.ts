@@ -94,7 +94,7 @@ export function searchSuppressions(db: Db, customerId: number, prefix: string, l
 /**
  * What sandbox keys' simulated bounces and complaints suppressed, newest first: the
  * recipient.suppressed events of sandbox messages to `addresses` (the simulator's that suppress,
- * domain/sandbox.ts), which fire as for real mail but never add to the list (store/sqlite/recipients.ts
+ * domain/sandbox.ts), which fire as for real mail but never add to the list (store/sqlite/transitions.ts
  * suppress). Read through recipients_address: the cost is the recipients at those addresses.
  */
 export function simulatedSuppressions(

@@ -9,7 +9,15 @@ import {
   type StoredDelivery,
 } from '../model.js';
 import type { WebhookStore } from '../store.js';
-import { type EndpointRow, endpointView, mergeEndpoint } from '../views.js';
+import {
+  type ClaimedDeliveryRow,
+  type EndpointRow,
+  endpointColumns,
+  endpointView,
+  eventsColumn,
+  mergeEndpoint,
+  storedDeliveryView,
+} from '../views.js';
 import type { EndpointChanges } from '../webhook-store.js';
 import { BOUND_LIMIT, type Db } from './db.js';
 import { disableEndpoint, hasDelivery, listAttempts, logAttempt, settleDelivery } from './webhook-attempts.js';
@@ -24,7 +32,7 @@ export function createEndpoint(
     id,
     input.customerId,
     input.url,
-    input.events ? JSON.stringify(input.events) : null,
+    eventsColumn(input.events),
     input.description,
     input.secret,
     input.now,
@@ -65,11 +73,7 @@ export function updateEndpoint(db: Db, id: string, changes: EndpointChanges): En
     const next = mergeEndpoint(e, changes);
     db.run(
       'UPDATE webhook_endpoints SET url = ?, events = ?, description = ?, enabled = ?, disabled_reason = ? WHERE id = ?',
-      next.url,
-      next.events ? JSON.stringify(next.events) : null,
-      next.description,
-      next.enabled ? 1 : 0,
-      next.disabledReason,
+      ...endpointColumns(next),
       id,
     );
     return getEndpoint(db, id);
@@ -165,15 +169,7 @@ export function claimDeliveries(db: Db, worker: string, now: number, room: Claim
     for (const endpointId of endpoints) {
       const n = room.room(endpointId);
       if (n <= 0) continue;
-      const rows = db.all<{
-        id: number;
-        endpoint_id: string;
-        event_seq: number;
-        attempts: number;
-        event_id: string;
-        event_type: string;
-        event_body: string;
-      }>(
+      const rows = db.all<ClaimedDeliveryRow>(
         `SELECT d.id, d.endpoint_id, d.event_seq, d.attempts, e.id AS event_id, e.type AS event_type, e.body AS event_body
          FROM webhook_deliveries d JOIN events e ON e.seq = d.event_seq
          WHERE ${DUE}
@@ -185,14 +181,7 @@ export function claimDeliveries(db: Db, worker: string, now: number, room: Claim
       for (const d of rows) {
         db.run('UPDATE webhook_deliveries SET locked_by = ?, locked_at = ? WHERE id = ?', worker, now, d.id);
         room.take(endpointId);
-        taken.push({
-          kind: 'stored',
-          id: d.id,
-          endpointId: d.endpoint_id,
-          eventSeq: d.event_seq,
-          attempts: d.attempts,
-          event: { id: d.event_id, type: d.event_type, body: d.event_body },
-        });
+        taken.push(storedDeliveryView(d));
       }
     }
     return taken;

@@ -5,8 +5,8 @@ import { findSendingDomain } from '../domains.js';
 import { storeInbound } from '../inbound.js';
 import { isKeyLive, readAuthEpoch } from '../keys.js';
 import { acceptMessage, idempotentAnswer, recordIdempotent } from '../messages.js';
-import { applyReport } from '../recipients.js';
 import { standing } from '../reputation.js';
+import { applyReport } from '../transitions.js';
 import { recordAttempts } from '../webhook-attempts.js';
 
 function receive(db: Db, input: ReceiveInput): string[] {
