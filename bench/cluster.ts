@@ -30,6 +30,33 @@ const CLAIM_BATCH = Number(process.env.BENCH_CLUSTER_CLAIM ?? 200);
 /** Signing threads per node: the machine's cores shared out (one node has them all; three on one machine share them), at least one each. */
 const signers = (nodes: number) => Math.max(1, Math.round(cpus().length / nodes));
 
+/**
+ * The configuration files of `nodes` nodes made from a rig's (`config`, bench/sink-rig.ts): each
+ * its own data directory and node name, the lines given added to [outbound] and [store], and the
+ * queue held until `release` rewrites the file (the caller then sends SIGHUP).
+ */
+export function nodeConfigs(
+  config: string,
+  tag: string,
+  nodes: number,
+  add: { outbound: string[]; store: string[] },
+): Array<{ path: string; release: () => void }> {
+  const base = readFileSync(config, 'utf8');
+  return Array.from({ length: nodes }, (_, i) => {
+    const path = config.replace(/\.toml$/, `-${tag}-${i}.toml`);
+    const text = (hold: boolean) =>
+      base
+        .replace(
+          /data_dir = "([^"]+)"/,
+          (_m, d: string) => `data_dir = "${d}-${tag}-${i}"\nnode_name = "bench${i + 1}"`,
+        )
+        .replace('[outbound]\n', `[outbound]\nhold = ${hold}\n${add.outbound.map((l) => `${l}\n`).join('')}`) +
+      `[store]\n${add.store.map((l) => `${l}\n`).join('')}`;
+    writeFileSync(path, text(true));
+    return { path, release: () => writeFileSync(path, text(false)) };
+  });
+}
+
 export async function benchCluster(): Promise<{ lines: string[] }> {
   const cluster = await startPgCluster({ durable: true });
   const rig = await sinkRig('cluster', SINK_PORT);
@@ -37,21 +64,14 @@ export async function benchCluster(): Promise<{ lines: string[] }> {
     const run = async (nodes: number, round: number) => {
       const { url, key } = await pgRig(cluster, `bench_cluster_${nodes}_${round}`);
       await queuePg(url, key.id, N);
-      const base = readFileSync(rig.config, 'utf8');
-      const configs = Array.from({ length: nodes }, (_, i) => {
-        const path = rig.config.replace(/\.toml$/, `-${nodes}-${round}-${i}.toml`);
-        const text = (hold: boolean) =>
-          base
-            .replace(
-              /data_dir = "([^"]+)"/,
-              (_m, d: string) => `data_dir = "${d}-${nodes}-${round}-${i}"\nnode_name = "bench${i + 1}"`,
-            )
-            .replace(
-              '[outbound]\n',
-              `[outbound]\nhold = ${hold}\nconcurrency = ${SMTP / nodes}\nconcurrency_per_domain = ${SMTP / nodes}\nclaim_batch = ${CLAIM_BATCH}\nsigning_threads = ${signers(nodes)}\n`,
-            ) + `[store]\nurl = "${url}"\npool_size = ${POOL / nodes}\n`;
-        writeFileSync(path, text(true));
-        return { path, release: () => writeFileSync(path, text(false)) };
+      const configs = nodeConfigs(rig.config, `${nodes}-${round}`, nodes, {
+        outbound: [
+          `concurrency = ${SMTP / nodes}`,
+          `concurrency_per_domain = ${SMTP / nodes}`,
+          `claim_batch = ${CLAIM_BATCH}`,
+          `signing_threads = ${signers(nodes)}`,
+        ],
+        store: [`url = "${url}"`, `pool_size = ${POOL / nodes}`],
       });
       const daemons = await Promise.all(configs.map((c) => spawnReady(process.execPath, daemonArgs(c.path), /API on/)));
       const c = new pg.Client({ connectionString: url });

@@ -138,6 +138,7 @@ export function spawnReady(
       buf += d.toString();
       const m = ready.exec(buf);
       if (m) {
+        clearTimeout(timer);
         child.stdout!.off('data', onData);
         child.stderr!.off('data', onData);
         child.stdout!.resume();
@@ -148,7 +149,12 @@ export function spawnReady(
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
     child.on('exit', (code) => reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${buf.slice(-2000)}`)));
-    setTimeout(() => reject(new Error(`timeout waiting for ${ready}: ${buf.slice(-2000)}`)), 30_000).unref();
+    const timer = setTimeout(() => {
+      // Not left running: a process that never said it was ready would outlive the benchmark.
+      child.kill('SIGKILL');
+      reject(new Error(`timeout waiting for ${ready}: ${buf.slice(-2000)}`));
+    }, 30_000);
+    timer.unref();
   });
 }
 
@@ -183,15 +189,20 @@ wrk.body = os.getenv("BENCH_BODY")
 for name, value in string.gmatch(os.getenv("BENCH_HEADERS"), "([^\\n:]+): ([^\\n]*)") do wrk.headers[name] = value end
 `;
 
+/** Loads started so far by this process (each names its wrk script). */
+let loads = 0;
+
 /** A bounded HTTP load: `connections` keep-alive connections for `seconds`, POSTing `body`. */
 export async function httpLoad(
   url: string,
   opts: { connections: number; seconds: number; headers: Record<string, string>; body: string },
 ): Promise<LoadResult> {
   ensureWrk();
-  const script = join(ROOT, 'bench', '.work', 'post.lua');
+  // A file of its own for each load: loads run at once (bench/cluster-scale.ts) would otherwise
+  // rewrite one file while a wrk reads it, and a wrk that read it empty sends GETs.
+  const script = join(ROOT, 'bench', '.work', `post-${process.pid}-${++loads}.lua`);
   writeFileSync(script, WRK_SCRIPT);
-  const { stdout } = await promisify(execFile)(
+  const run = promisify(execFile)(
     'wrk',
     ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', '-s', script, url],
     {
@@ -204,6 +215,7 @@ export async function httpLoad(
       },
     },
   );
+  const { stdout } = await run.finally(() => rmSync(script, { force: true }));
   const num = (re: RegExp) => Number(re.exec(stdout)?.[1] ?? 0);
   const total = num(/(\d+) requests in/);
   const failed = num(/Non-2xx or 3xx responses: (\d+)/);

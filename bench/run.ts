@@ -6,6 +6,7 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { benchAccept } from './accept.js';
 import { benchCluster } from './cluster.js';
+import { benchClusterScale } from './cluster-scale.js';
 import { benchDashboard } from './dashboard.js';
 import { benchDeliver } from './deliver.js';
 import { benchE2e } from './e2e.js';
@@ -31,6 +32,7 @@ const all: Record<string, () => Promise<{ lines: string[] }>> = {
   submission: benchSubmission,
   'hot-rows': benchHotRows,
   cluster: benchCluster,
+  'cluster-scale': benchClusterScale,
 };
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(all);
 

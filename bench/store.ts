@@ -77,8 +77,8 @@ export async function pgRig(
   return { url, key: { id: key.id, key: key.key } };
 }
 
-/** Queues `n` of the benchmarks' messages straight into PostgreSQL, as the API stores them (one statement). */
-export async function queuePg(url: string, apiKeyId: string, n: number): Promise<void> {
+/** Queues `n` of the benchmarks' messages straight into PostgreSQL, as the API stores them (one statement), numbered from `first` + 1. */
+export async function queuePg(url: string, apiKeyId: string, n: number, first = 0): Promise<void> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   const request = Buffer.from(JSON.stringify(benchMessage('rcpt@sink.test')));
@@ -86,10 +86,10 @@ export async function queuePg(url: string, apiKeyId: string, n: number): Promise
   await c.query(
     `WITH m AS (
        INSERT INTO messages (customer_id, message_id, api_key_id, sandbox, from_header, sender_domain, subject, metadata, request, created_at)
-       SELECT 1, 'bench' || i || '@example.com', $1, 0, 'bench@example.com', 'example.com', 'bench', '{}', $2, $3 FROM generate_series(1, $4) AS i RETURNING id, message_id)
+       SELECT 1, 'bench' || i || '@example.com', $1, 0, 'bench@example.com', 'example.com', 'bench', '{}', $2, $3 FROM generate_series($5 + 1, $5 + $4) AS i RETURNING id, message_id)
      INSERT INTO recipients (message_id, customer_id, address, domain, field, state, attempts, next_attempt_at, created_at, updated_at)
      SELECT id, 1, 'rcpt' || split_part(split_part(message_id, '@', 1), 'bench', 2) || '@sink.test', 'sink.test', 'to', 'queued', 0, $3, $3, $3 FROM m`,
-    [apiKeyId, request, now, n],
+    [apiKeyId, request, now, n, first],
   );
   await c.end();
 }

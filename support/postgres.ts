@@ -82,9 +82,10 @@ function runPgAsync(bin: string, args: string[]): Promise<void> {
 
 /**
  * Starts a private cluster. `durable`: fsync on, as in production (the benchmarks); the tests
- * run with fsync off, which changes nothing they can see but the time.
+ * run with fsync off, which changes nothing they can see but the time. `settings`: more server
+ * settings, each `name=value` (a benchmark loading pg_stat_statements).
  */
-export async function startPgCluster(opts: { durable?: boolean } = {}): Promise<PgCluster> {
+export async function startPgCluster(opts: { durable?: boolean; settings?: string[] } = {}): Promise<PgCluster> {
   const bin = pgBinDir();
   if (!bin)
     throw new Error('PostgreSQL server binaries not found under /usr/lib/postgresql (apt-get install postgresql)');
@@ -116,6 +117,7 @@ export async function startPgCluster(opts: { durable?: boolean } = {}): Promise<
     '-c max_connections=200',
     '-c shared_buffers=64MB',
     ...(opts.durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']),
+    ...(opts.settings ?? []).map((s) => `-c ${s}`),
   ].join(' ');
   const ctl = (args: string[]) => runPg(join(bin, 'pg_ctl'), ['-D', data, '-l', join(dir, 'server.log'), ...args]);
   const start = () => ctl(['-o', options, '-w', '-t', '60', 'start']);

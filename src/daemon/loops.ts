@@ -26,7 +26,7 @@ export async function startLoops(
   // What the other nodes queue: looked at now rather than at the next poll.
   const wakeups = await store.wakeups.listen(
     node.id,
-    (kind) => (kind === 'outbound' ? scheduler.kick() : dispatcher.kick()),
+    (kind) => (kind === 'outbound' ? scheduler.kick() : dispatcher.kickForEvents()),
     {
       // Every loss and every failed attempt, each on a line of its own (as often as the attempts:
       // a wait that doubles up to 30 s), and the return: polling alone is slow, and says nothing.

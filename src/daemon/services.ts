@@ -56,9 +56,10 @@ export async function startServices(
   const budget = new MemoryBudget(ctx.config.limits.message_memory);
 
   const { webhooks, dispatcher } = buildWebhooks(ctx, store, resolver, node, metrics);
-  // Work committed here: this node's loops look now, and the other nodes are told (after the commit).
+  // Events committed here: this node's fan-out looks now if it is this node's to do (the lease's
+  // holder), and the other nodes are told (after the commit).
   const events = () => {
-    dispatcher.kick();
+    dispatcher.kickForEvents();
     store.wakeups.notify(node.id, 'webhooks');
   };
   const reputation = startReputationCheck(ctx, store, startReputationSettings(ctx), events);

@@ -111,6 +111,16 @@ export class Dispatcher {
     }, 10);
   }
 
+  /**
+   * New events were committed (on this node or, told by a wakeup, on another): only the fan-out
+   * lease's holder (or a node about to ask for it) has anything to do with them, so the others do
+   * not look (no read for nothing at every commit of every node). Stored deliveries come due by
+   * time, and are found by the poll.
+   */
+  kickForEvents(): void {
+    if (this.fanOut.wantsEvents()) this.kick();
+  }
+
   async run(signal: AbortSignal): Promise<void> {
     await this.pool.run(
       signal,

@@ -120,6 +120,16 @@ export class FanOut {
     return true;
   }
 
+  /**
+   * Whether new events are this process's to fan out now or at its next fill: no lease (a single
+   * writer), the lease held, or (not holding it) its next ask for the lease due. Another node's
+   * wakeup for new events is acted on only then: the others have nothing to do with new events.
+   */
+  wantsEvents(): boolean {
+    if (!this.lease || this.epoch !== 0) return true;
+    return performance.now() - this.askedAt >= (this.lease.askEveryMs ?? ASK_EVERY_MS);
+  }
+
   /** At stop: the lease goes to another node at once. */
   async resign(): Promise<void> {
     if (this.lease && this.epoch !== 0) await this.store.resignFanOut(this.lease.holder);

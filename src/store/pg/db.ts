@@ -125,6 +125,15 @@ export function connectionConfig(url: string, opts: { password?: string; applica
 }
 
 /**
+ * The counters' shard of a pooled connection (migration 020: posthaste_shard()): a slot of 64
+ * free across the cluster, held by a session advisory lock for as long as the connection lives
+ * (classid 1885893480, "phsh"), so no two live connections of any nodes share one and their
+ * counter rows never make them wait for each other's commits. None free: '' (the pid modulo 64).
+ */
+const SHARD_SLOT = `SELECT set_config('posthaste.shard', coalesce((SELECT s FROM generate_series(0, 63) AS s
+  WHERE pg_try_advisory_lock(1885893480, s) LIMIT 1)::text, ''), false)`;
+
+/**
  * The pool every part of a node shares: statements on cached plans, transactions with a
  * retry on serialization failures and deadlocks, and every error that means "the database is
  * not there" turned into StoreUnavailable.
@@ -154,7 +163,11 @@ export class PgDb implements Q {
     // every client from its start, so one checked out (in a transaction) cannot crash the process;
     // its query fails instead, and the broken client is not given back to the pool.
     this.pool.on('error', () => undefined);
-    this.pool.on('connect', (client) => client.on('error', () => undefined));
+    this.pool.on('connect', (client) => {
+      client.on('error', () => undefined);
+      // Queued before anything the pool hands this client out for; a failure fails that too.
+      client.query(SHARD_SLOT).catch(() => undefined);
+    });
     this.on = new On(this.pool);
   }
 

@@ -46,7 +46,7 @@ async function storeInbound(q: Q, m: Omit<StoredInbound, 'raw'>, raw: Buffer, no
   // A shard per connection (store/pg/schema.ts): one row per domain and month would make every node's receipts for the domain commit one after another.
   const periods = usagePeriods(now);
   await q.run(
-    `INSERT INTO inbound_usage (domain_id, period, shard, count) SELECT $1, p, pg_backend_pid() % 16, 1 FROM unnest($2::text[]) AS p
+    `INSERT INTO inbound_usage (domain_id, period, shard, count) SELECT $1, p, posthaste_shard(), 1 FROM unnest($2::text[]) AS p
      ON CONFLICT (domain_id, period, shard) DO UPDATE SET count = inbound_usage.count + 1`,
     [m.domainId, [periods.minute, periods.month]],
   );

@@ -17,6 +17,7 @@ import * as m016 from './migrations/016_webhook_secret_rotation.js';
 import * as m017 from './migrations/017_send_quotas.js';
 import * as m018 from './migrations/018_tls_reports.js';
 import * as m019 from './migrations/019_warmup.js';
+import * as m020 from './migrations/020_connection_shards.js';
 
 /**
  * The PostgreSQL engine's migrations: numbered and append-only, as the SQLite engine's are
@@ -28,7 +29,7 @@ import * as m019 from './migrations/019_warmup.js';
  * - events carry `txid`, the transaction that wrote them: the fan-out reads only events of
  *   transactions every snapshot sees as finished, in (txid, seq) order, since concurrent
  *   transactions commit in another order than they take sequence numbers (webhooks/fanout.ts).
- * - activity_hourly has a `shard` (the writing connection's backend pid, modulo 16): the
+ * - activity_hourly has a `shard` (the writing connection's own slot, migration 020): the
  *   overview's counters are kept by triggers in every accept and outcome, and one row per
  *   customer, hour and kind would make every connection's commits wait for each other's.
  * - The triggers are PL/pgSQL and the activity ones run once per statement over its rows; they
@@ -61,4 +62,5 @@ export const pgMigrations: PgMigration[] = [
   { version: 17, name: 'send_quotas', sql: m017.up },
   { version: 18, name: 'tls_reports', sql: m018.up },
   { version: 19, name: 'warmup', sql: m019.up },
+  { version: 20, name: 'connection_shards', sql: m020.up },
 ];

@@ -54,7 +54,7 @@ async function countReputation(q: Q, steps: Step[], now: number): Promise<void> 
   const rows = [...counts.values()];
   await q.run(
     `INSERT INTO activity_hourly (customer_id, hour, kind, shard, count)
-     SELECT c, $4, k, pg_backend_pid() % 16, n FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS x(c, k, n)
+     SELECT c, $4, k, posthaste_shard(), n FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS x(c, k, n)
      ON CONFLICT (customer_id, hour, kind, shard) DO UPDATE SET count = activity_hourly.count + excluded.count`,
     [rows.map((r) => r.customer), rows.map((r) => r.kind), rows.map((r) => r.n), Math.floor(now / 3_600_000)],
   );

@@ -293,12 +293,21 @@ t.test(
     t.equal((await send(b, who, { now })).result.kind, 'accepted', "the key's last use: now");
     const pidB = (await n.sql.query("SELECT pid FROM pg_stat_activity WHERE application_name = 'node-b'")).rows[0]
       .pid as number;
+    // B's shard: the slot its connection holds (store/pg/db.ts).
+    const shardB = Number(
+      (
+        await n.sql.query(
+          "SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND classid = 1885893480 AND pid = $1",
+          [pidB],
+        )
+      ).rows[0].objid,
+    );
     // Node A: a connection whose shard differs (counters are kept per connection's shard).
     let a: pg.Client | undefined;
     for (let i = 0; i < 20 && !a; i++) {
       const x = new pg.Client({ connectionString: n.url });
       await x.connect();
-      if ((x as unknown as { processID: number }).processID % 16 !== pidB % 16) a = x;
+      if ((await x.query('SELECT posthaste_shard() AS s')).rows[0].s !== shardB) a = x;
       else await x.end();
     }
     t.ok(a, 'a connection on another shard');
@@ -316,7 +325,7 @@ t.test(
       [m.rows[0].id, c.id, now + 1],
     );
     await nodeA.query(
-      'INSERT INTO inbound_usage (domain_id, period, shard, count) SELECT $1, p, pg_backend_pid() % 16, 1 FROM unnest($2::text[]) AS p ON CONFLICT (domain_id, period, shard) DO UPDATE SET count = inbound_usage.count + 1',
+      'INSERT INTO inbound_usage (domain_id, period, shard, count) SELECT $1, p, posthaste_shard(), 1 FROM unnest($2::text[]) AS p ON CONFLICT (domain_id, period, shard) DO UPDATE SET count = inbound_usage.count + 1',
       [added.id, [`m:${Math.floor((now + 1) / 60_000)}`, `M:${new Date(now + 1).toISOString().slice(0, 7)}`]],
     );
     const within = <T>(p: Promise<T>) =>

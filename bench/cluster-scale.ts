@@ -1,0 +1,369 @@
+// bench/cluster-scale: does a cluster grow with its machines? N nodes (1, 2, 4; 8 at a smaller
+// cap) on one PostgreSQL, each `posthaste serve` in a cgroup of its own capped at a fraction of a
+// core (bench/cgroup.ts), standing for nodes on machines of their own; PostgreSQL, the receiving
+// smtp-sink and the load generators (wrk) outside the caps, as a database server and clients
+// on other machines would be. A fresh database for each size, the same work each time.
+//   accept: wrk on every node at once, queue held; the rate, and each node's efficiency against one
+//   idle: while node 1 alone accepts at full speed, the CPU each other node spends (a share of a core)
+//   drain: BENCH_SCALE_DRAIN_N queued 2 KB messages delivered (DKIM on) by all the nodes, after
+//   BENCH_SCALE_WARM_N a node delivered untimed (each node's warm-up: its JIT, its connections)
+// Beside each rate: CPU a message of the nodes (all of them, /proc) and of PostgreSQL (every
+// process of its cluster, the benchmark's own progress queries included: one every 200 ms),
+// statements a message (pg_stat_statements, this database's, the benchmark's own left out), and
+// how long the nodes' groups were throttled (cpu.stat): a side whose nodes were hardly throttled
+// was held back by something outside the caps (PostgreSQL, the machine), not by the nodes' CPU.
+// What the caps cannot show: the nodes still share this machine's memory bandwidth, caches and
+// kernel, and PostgreSQL shares its cores with the sink, the load and with other users of the
+// machine; a cap is a quota per 100 ms, not a slower core (a node runs at full speed, then
+// waits), which lengthens a node's latency, not only its throughput.
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+import { startPgCluster } from '../support/postgres.js';
+import { type CpuCap, cpuCaps } from './cgroup.js';
+import { nodeConfigs } from './cluster.js';
+import { daemonArgs, fixedPort, fmt, httpLoad, median, processCpu, spawnReady, stop } from './lib.js';
+import { sinkRig } from './sink-rig.js';
+import { clusterCpu, pgRig, queuePg } from './store.js';
+
+const CAP = Number(process.env.BENCH_SCALE_CAP ?? 0.2);
+/** Sizes: "1,2,4,8:0.1" (a size with its own cap after a colon). */
+const SIZES = (process.env.BENCH_SCALE_NODES ?? '1,2,4').split(',').map((s) => {
+  const [n, cap] = s.split(':');
+  return { nodes: Number(n), cap: cap ? Number(cap) : CAP };
+});
+const PHASES = new Set((process.env.BENCH_SCALE_PHASES ?? 'accept,drain').split(','));
+const SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? 8);
+const DRAIN_N = Number(process.env.BENCH_SCALE_DRAIN_N ?? 2000);
+/** Messages a node delivers before the drain is timed (its warm-up). */
+const WARM_N = Number(process.env.BENCH_SCALE_WARM_N ?? 200);
+/** wrk's connections to each node. */
+const CONNECTIONS = Number(process.env.BENCH_SCALE_CONNECTIONS ?? 16);
+/** A drain that takes longer than this fails (the benchmark is bounded). */
+const LIMIT_S = Number(process.env.BENCH_SCALE_LIMIT_S ?? 120);
+/** With BENCH_SCALE_TOP set, the statements run most a message, this many, after each side. */
+const TOP = Number(process.env.BENCH_SCALE_TOP ?? 0);
+const SINK_PORT = fixedPort(24037);
+
+const body = JSON.stringify({
+  from: 'Shop <orders@example.com>',
+  to: 'rcpt@sink.test',
+  subject: 'Your order #1234',
+  text_body: 'Thank you for your order. '.repeat(60),
+});
+
+interface Side {
+  nodes: number;
+  cap: number;
+  load: string;
+  rate: number;
+  nodeMs: number;
+  dbMs: number;
+  statements: number;
+  throttled: number;
+  top: string[];
+  /** accept: what each idle node spent while node 1 alone accepted (shares of a core), and node 1's rate then. */
+  idle?: { shares: number[]; rate: number };
+  /** accept: requests answered other than 2xx (wrk's count), left out of the rate. */
+  failed?: number;
+  /** drain: the rate after the first tenth. */
+  rest?: number;
+}
+
+type Daemon = Awaited<ReturnType<typeof spawnReady>>;
+
+export async function benchClusterScale(): Promise<{ lines: string[] }> {
+  const caps = cpuCaps();
+  const cluster = await startPgCluster({
+    durable: true,
+    settings: ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all'],
+  });
+  const rig = await sinkRig('cluster-scale', SINK_PORT);
+  const live = new Set<Daemon>();
+  const interrupted = () => {
+    for (const d of live) d.child.kill('SIGKILL');
+    caps.remove();
+    cluster.remove();
+    process.exit(130);
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+  const admin = new pg.Client({ connectionString: cluster.url });
+  await admin.connect();
+  await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  const sides: Side[] = [];
+  try {
+    for (const size of SIZES) {
+      for (const phase of ['accept', 'drain'] as const) {
+        if (!PHASES.has(phase)) continue;
+        const side = await runSide(phase, size, { caps, cluster, rig, admin, live });
+        sides.push(side);
+        console.log(sideLine(side, sides));
+      }
+    }
+  } finally {
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
+    for (const d of live) await stop(d.child);
+    caps.remove();
+    await admin.end();
+    await rig.close();
+    cluster.remove();
+  }
+  return {
+    lines: [
+      `cluster scale: each node in a cgroup of its own capped at ${CAP} of a core (nodes on machines of their own), PostgreSQL (fsync on), the smtp-sink and wrk outside the caps; a fresh database for each size. accept: wrk, ${CONNECTIONS} connections a node, ${SECONDS} s, queue held; drain: ${DRAIN_N} queued 2 KB messages, DKIM on, after ${WARM_N} a node untimed`,
+      ...sides.map((s) => sideLine(s, sides)),
+    ],
+  };
+}
+
+type Ctx = {
+  caps: CpuCap;
+  cluster: Awaited<ReturnType<typeof startPgCluster>>;
+  rig: Awaited<ReturnType<typeof sinkRig>>;
+  admin: pg.Client;
+  live: Set<Daemon>;
+};
+
+const say = (what: string) => {
+  if (process.env.BENCH_SCALE_VERBOSE) console.error(`${new Date().toISOString()} ${what}`);
+};
+
+async function runSide(phase: 'accept' | 'drain', size: { nodes: number; cap: number }, ctx: Ctx): Promise<Side> {
+  const { nodes, cap } = size;
+  say(`${phase} ${nodes} at ${cap}: starting`);
+  const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  const db = `bench_scale_${phase}_${nodes}_${String(cap).replace('.', '_')}`;
+  const { url, key } = await pgRig(ctx.cluster, db);
+  const tag = `${phase}-${nodes}-${cap}`;
+  const configs = nodeConfigs(ctx.rig.config, tag, nodes, {
+    outbound: ['concurrency = 4', 'concurrency_per_domain = 4', 'claim_batch = 100', 'signing_threads = 1'],
+    store: [`url = "${url}"`],
+  });
+  const daemons = await Promise.all(
+    configs.map(async (c, i) => {
+      const w = ctx.caps.wrap(`${tag}-${i}`, cap, process.execPath, daemonArgs(c.path, `${ctx.rig.dir}/prof`));
+      const d = await spawnReady(w.cmd, w.args, /API on http:\/\/127\.0\.0\.1:(\d+)/);
+      ctx.live.add(d);
+      if (process.env.BENCH_SCALE_VERBOSE)
+        for (const s of [d.child.stdout!, d.child.stderr!])
+          s.on('data', (b: Buffer) => process.stderr.write(`[node ${i + 1}] ${b}`));
+      return d;
+    }),
+  );
+  say(
+    `${phase} ${nodes} at ${cap}: nodes ready, API on ports ${daemons.map((d) => d.match[1]).join(' ')}, key ${key.key}`,
+  );
+  const groups = configs.map((_c, i) => `${tag}-${i}`);
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const m = {
+      cpu: () => daemons.map((d) => processCpu(d.child.pid!)),
+      db: () => clusterCpu(ctx.cluster),
+      statements: async () => statements(ctx.admin, db),
+      throttled: () => groups.reduce((s, g) => s + ctx.caps.throttled(g).seconds, 0),
+      waits: async () =>
+        (
+          await ctx.admin.query(
+            "SELECT wait_event_type || ':' || wait_event AS w FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND wait_event IS NOT NULL",
+            [db],
+          )
+        ).rows.map((r: { w: string }) => r.w),
+    };
+    const side =
+      phase === 'accept'
+        ? await acceptSide(daemons, key.key, m, c)
+        : await drainSide(daemons, configs, m, c, (n, first) => queuePg(url, key.id, n, first));
+    return { nodes, cap, load, ...side };
+  } finally {
+    await c.end();
+    await Promise.all(
+      daemons.map(async (d) => {
+        await stop(d.child);
+        ctx.live.delete(d);
+      }),
+    );
+  }
+}
+
+type Meters = {
+  cpu: () => number[];
+  db: () => number;
+  statements: () => Promise<Map<string, number>>;
+  throttled: () => number;
+  /** What this database's backends are waiting on now, one entry each (pg_stat_activity). */
+  waits: () => Promise<string[]>;
+};
+
+const wrk = (d: Daemon, key: string, seconds: number) =>
+  httpLoad(`http://127.0.0.1:${d.match[1]}/api/v1/emails`, {
+    connections: CONNECTIONS,
+    seconds,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body,
+  });
+
+/** What was spent between two readings, per message. */
+async function measure<T>(m: Meters, messages: () => Promise<number>, run: () => Promise<T>) {
+  const cpu0 = m.cpu();
+  const db0 = m.db();
+  const st0 = await m.statements();
+  const th0 = m.throttled();
+  const t0 = performance.now();
+  const waits = new Map<string, number>();
+  let sampling = TOP > 0;
+  const sample = (async () => {
+    while (sampling) {
+      for (const w of await m.waits()) waits.set(w, (waits.get(w) ?? 0) + 1);
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  })();
+  const out = await run().finally(() => {
+    sampling = false;
+  });
+  await sample;
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = m.cpu().map((x, i) => x - cpu0[i]!);
+  const db = m.db() - db0;
+  const st = await m.statements();
+  const n = Math.max(1, await messages());
+  const calls = [...st].map(([q, k]) => [q, k - (st0.get(q) ?? 0)] as const).sort((a, b) => b[1] - a[1]);
+  return {
+    out,
+    seconds,
+    cpu,
+    n,
+    nodeMs: (cpu.reduce((a, b) => a + b, 0) * 1000) / n,
+    dbMs: (db * 1000) / n,
+    statements: calls.reduce((a, [, k]) => a + k, 0) / n,
+    throttled: m.throttled() - th0,
+    top: [
+      ...calls.slice(0, TOP).map(([q, k]) => `${fmt(k / n, 3)}  ${q.replace(/\s+/g, ' ').slice(0, 140)}`),
+      `waits (backends seen waiting, every 100 ms): ${[...waits]
+        .sort((a, b) => b[1] - a[1])
+        .map(([w, k]) => `${w} ${k}`)
+        .join(', ')}`,
+    ],
+  };
+}
+
+async function acceptSide(daemons: Daemon[], key: string, m: Meters, c: pg.Client) {
+  const stored = async () => Number((await c.query('SELECT count(*) AS n FROM messages /* bench-scale */')).rows[0].n);
+  // Warm-up: every node's JIT and connections, not timed.
+  await Promise.all(daemons.map((d) => wrk(d, key, 2)));
+  let idle: Side['idle'];
+  if (daemons.length > 1) {
+    const before = await stored();
+    const r = await measure(
+      m,
+      async () => (await stored()) - before,
+      () => wrk(daemons[0]!, key, SECONDS),
+    );
+    idle = { shares: r.cpu.slice(1).map((s) => s / r.seconds), rate: r.out.requests / SECONDS };
+  }
+  const before = await stored();
+  const r = await measure(
+    m,
+    async () => (await stored()) - before,
+    () => Promise.all(daemons.map((d) => wrk(d, key, SECONDS))),
+  );
+  const accepted = r.out.reduce((a, x) => a + x.requests, 0);
+  for (const [i, x] of r.out.entries())
+    if (x.failed > 0 && process.env.BENCH_SCALE_VERBOSE) {
+      const res = await fetch(`http://127.0.0.1:${daemons[i]!.match[1]}/api/v1/emails`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body,
+      });
+      say(`node ${i + 1} answered ${x.failed} not 2xx; now: ${res.status} ${(await res.text()).slice(0, 300)}`);
+    }
+  say(
+    `wrk by node (2xx/not): ${r.out.map((x) => `${x.requests}/${x.failed} ${x.socketErrors}`).join(', ')}; stored ${r.n}`,
+  );
+  const failed = r.out.reduce((a, x) => a + x.failed, 0);
+  return { ...r, rate: accepted / SECONDS, failed, ...(idle ? { idle } : {}) };
+}
+
+async function drainSide(
+  daemons: Daemon[],
+  configs: Array<{ release: () => void }>,
+  m: Meters,
+  c: pg.Client,
+  queue: (n: number, first: number) => Promise<void>,
+) {
+  const left = async () =>
+    Number(
+      (await c.query("SELECT count(*) AS n FROM recipients WHERE state IN ('queued', 'deferred') /* bench-scale */"))
+        .rows[0].n,
+    );
+  const until = async (t0: number, each?: (n: number) => void) => {
+    for (;;) {
+      const n = await left();
+      each?.(n);
+      if (n === 0) return;
+      if (performance.now() - t0 > LIMIT_S * 1000) throw new Error(`drain not done in ${LIMIT_S} s (${n} left)`);
+      await new Promise((res) => setTimeout(res, 200));
+    }
+  };
+  // Warm-up, not timed: WARM_N a node, so that each has compiled its delivery path and opened its
+  // connections (a node pays that once in its life; N nodes would pay it N times in one short drain).
+  const warm = WARM_N * daemons.length;
+  await queue(warm, 0);
+  for (const [i, cfg] of configs.entries()) {
+    cfg.release();
+    daemons[i]!.child.kill('SIGHUP');
+  }
+  await until(performance.now());
+  let tenth: number | undefined;
+  const r = await measure(
+    m,
+    async () => DRAIN_N,
+    async () => {
+      const t0 = performance.now();
+      await queue(DRAIN_N, warm);
+      // As a node would after its commit: every node looks now.
+      await c.query("SELECT pg_notify('posthaste_wakeup', 'outbound bench')");
+      await until(t0, (n) => {
+        if (tenth === undefined && n <= DRAIN_N * 0.9) tenth = performance.now();
+      });
+      return performance.now();
+    },
+  );
+  const delivered = Number(
+    (await c.query("SELECT count(*) AS n FROM recipients WHERE state = 'delivered' /* bench-scale */")).rows[0].n,
+  );
+  if (delivered !== DRAIN_N + warm)
+    throw new Error(`${daemons.length} nodes delivered ${delivered} of ${DRAIN_N + warm}`);
+  return { ...r, rate: DRAIN_N / r.seconds, rest: (DRAIN_N * 0.9 * 1000) / (r.out - (tenth ?? r.out)) };
+}
+
+/** Calls so far of each statement run in database `db` (pg_stat_statements). */
+async function statements(admin: pg.Client, db: string): Promise<Map<string, number>> {
+  const r = await admin.query(
+    `SELECT query, sum(calls)::float8 AS calls FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+     WHERE d.datname = $1 AND query NOT LIKE '%bench-scale%' GROUP BY query`,
+    [db],
+  );
+  return new Map(r.rows.map((x: { query: string; calls: number }) => [x.query, x.calls]));
+}
+
+function sideLine(s: Side, all: Side[]): string {
+  const kind = s.rest === undefined ? 'accept' : 'drain';
+  const one = all.find((x) => x.nodes === 1 && (x.rest === undefined) === (kind === 'accept'));
+  // Against one node at this cap; a size at another cap is compared with one node scaled to it.
+  const eff =
+    one && s.nodes > 1 ? (s.rest ?? s.rate) / (s.nodes * (one.rest ?? one.rate) * (s.cap / one.cap)) : undefined;
+  return [
+    `  ${kind.padEnd(6)} ${String(s.nodes).padStart(2)} node(s) at ${s.cap}: ${fmt(s.rate)} msg/s`,
+    s.rest !== undefined ? ` (${fmt(s.rest)} after the first tenth)` : '',
+    s.failed ? ` (${s.failed} answers not 2xx left out)` : '',
+    eff !== undefined ? `, efficiency ${fmt(eff, 2)}` : '',
+    `; CPU a message: nodes ${fmt(s.nodeMs, 3)} ms, PostgreSQL ${fmt(s.dbMs, 3)} ms; statements a message ${fmt(s.statements, 2)}; nodes throttled ${fmt(s.throttled, 1)} s`,
+    s.idle
+      ? `; while node 1 alone accepted ${fmt(s.idle.rate)}/s the others spent ${s.idle.shares.map((x) => `${fmt(x * 100, 1)} %`).join(', ')} of a core (median ${fmt(median(s.idle.shares) * 100, 1)} %)`
+      : '',
+    `; load average ${s.load}`,
+    ...s.top.map((t) => `\n      ${t}`),
+  ].join('');
+}
