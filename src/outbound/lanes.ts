@@ -62,7 +62,9 @@ export class Lanes {
   /** With pools: each claimed item's source need (its pool, and the address a retry keeps), told once at its claim. */
   async tag(items: readonly DeliveryItem[]): Promise<void> {
     const { sources } = this.deps;
-    if (sources) for (const item of items) item.source = await sources.needOf(item);
+    if (!sources || items.length === 0) return;
+    const needs = await sources.needsOf(items);
+    for (const [i, item] of items.entries()) item.source = needs[i]!;
   }
 
   /**
@@ -129,12 +131,15 @@ export class Lanes {
     open: (lane: Lane, items: DeliveryItem[]) => void,
   ): Held[] {
     if (!this.deps.sources) return this.fill([{ key: destination }], list, room, open);
-    const parts = new Map<string, { lanes: Lane[]; items: DeliveryItem[] }>();
+    // Most often every recipient waiting for a destination needs the same: no parts to make.
+    const first = list[0]?.source;
+    if (list.every((item) => item.source === first))
+      return first ? this.fill(this.lanesFor(destination, first), list, room, open) : [];
+    const parts = new Map<SourceNeed, { lanes: Lane[]; items: DeliveryItem[] }>();
     for (const item of list) {
       const need = item.source!;
-      const id = `${need.pool.name} ${need.sticky ?? ''}`;
-      let part = parts.get(id);
-      if (!part) parts.set(id, (part = { lanes: this.lanesFor(destination, need), items: [] }));
+      let part = parts.get(need);
+      if (!part) parts.set(need, (part = { lanes: this.lanesFor(destination, need), items: [] }));
       part.items.push(item);
     }
     const held: Held[] = [];

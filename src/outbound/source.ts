@@ -46,11 +46,29 @@ export class SourcePicker {
     this.byName = new Map(deps.pools.map((p) => [p.name, p]));
   }
 
-  /** What a claimed recipient's connection needs: its message's pool, and the address a retry keeps while it is in the pool. */
-  async needOf(item: { message: QueuedMessage; recipient: Claimed }): Promise<SourceNeed> {
-    const pool = await this.poolOf(item.message);
-    const ip = item.recipient.sourceIp;
-    return { pool, sticky: ip !== null && pool.addresses.some((a) => a.ip === ip) ? ip : null };
+  /**
+   * What each claimed recipient's connection needs: its message's pool, and the address a retry
+   * keeps while it is in the pool. One need object per (pool, address kept), so the scheduler
+   * groups recipients by identity without building a key for each at every round.
+   */
+  async needsOf(items: ReadonlyArray<{ message: QueuedMessage; recipient: Claimed }>): Promise<SourceNeed[]> {
+    const customers = items.some((i) => i.message.pool === null) ? await this.customerPools() : undefined;
+    return items.map(({ message, recipient }) => {
+      const pool = this.poolOf(message, customers);
+      const ip = recipient.sourceIp;
+      return this.need(pool, ip !== null && pool.addresses.some((a) => a.ip === ip) ? ip : null);
+    });
+  }
+
+  /** The needs made so far, by pool and the address kept. */
+  private readonly needs = new Map<Pool, Map<string | null, SourceNeed>>();
+
+  private need(pool: Pool, sticky: string | null): SourceNeed {
+    let of = this.needs.get(pool);
+    if (!of) this.needs.set(pool, (of = new Map()));
+    let need = of.get(sticky);
+    if (!need) of.set(sticky, (need = { pool, sticky }));
+    return need;
   }
 
   /** Every configured source address, of every pool. */
@@ -58,9 +76,9 @@ export class SourcePicker {
     return this.deps.pools.flatMap((p) => p.addresses.map((a) => a.ip));
   }
 
-  /** The pool a message goes from; a name no longer configured gives the default pool, logged. */
-  async poolOf(message: QueuedMessage): Promise<Pool> {
-    const name = message.pool ?? (await this.customerPools()).get(message.customerId)?.default_pool ?? null;
+  /** The pool a message goes from (`customers`: their pools, read when a message has none of its own); a name no longer configured gives the default pool, logged. */
+  private poolOf(message: QueuedMessage, customers: Map<number, CustomerPools> | undefined): Pool {
+    const name = message.pool ?? customers?.get(message.customerId)?.default_pool ?? null;
     if (name === null) return this.deps.defaultPool;
     const pool = this.byName.get(name);
     if (pool) return pool;
