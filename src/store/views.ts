@@ -23,6 +23,7 @@ import type {
  */
 
 export * from './views/dmarc.js';
+export * from './views/inbound.js';
 export * from './views/messages.js';
 export * from './views/webhooks.js';
 

@@ -14,6 +14,7 @@ import {
   usagePeriods,
 } from '../model.js';
 import type { InboundStore } from '../store.js';
+import { INBOUND_COLUMNS, inboundValues } from '../views.js';
 import type { PgDb, Q } from './db.js';
 import { complained, loadMessages } from './delivery.js';
 import { applyTransitions, insertEvents } from './transitions.js';
@@ -23,25 +24,8 @@ import { applyTransitions, insertEvents } from './transitions.js';
 async function storeInbound(q: Q, m: Omit<StoredInbound, 'raw'>, raw: Buffer, now: number): Promise<string> {
   const id = publicId('in', 22);
   await q.run(
-    `INSERT INTO inbound_messages (id, customer_id, domain_id, mail_from, rcpt_to, remote_ip, helo, raw, size, from_header, subject, message_id, attachments, auth, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-    [
-      id,
-      m.customerId,
-      m.domainId,
-      m.mailFrom,
-      JSON.stringify(m.rcptTo),
-      m.remoteIp,
-      m.helo,
-      raw,
-      raw.length,
-      m.fromHeader,
-      m.subject,
-      m.messageId,
-      m.attachments,
-      JSON.stringify(m.auth),
-      now,
-    ],
+    `INSERT INTO inbound_messages (${INBOUND_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+    inboundValues(id, m, raw, now),
   );
   // A shard per connection (store/pg/schema.ts): one row per domain and month would make every node's receipts for the domain commit one after another.
   const periods = usagePeriods(now);

@@ -10,6 +10,7 @@ import {
   usagePeriods,
 } from '../model.js';
 import type { InboundStore } from '../store.js';
+import { INBOUND_COLUMNS, inboundValues } from '../views.js';
 import { BOUND_LIMIT, type Db } from './db.js';
 import { recordEvent } from './events.js';
 
@@ -66,23 +67,8 @@ export function recordLimited(
 export function storeInbound(db: Db, m: StoredInbound, now: number): string {
   const id = publicId('in', 22);
   db.run(
-    `INSERT INTO inbound_messages (id, customer_id, domain_id, mail_from, rcpt_to, remote_ip, helo, raw, size, from_header, subject, message_id, attachments, auth, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    id,
-    m.customerId,
-    m.domainId,
-    m.mailFrom,
-    JSON.stringify(m.rcptTo),
-    m.remoteIp,
-    m.helo,
-    m.raw,
-    m.raw.length,
-    m.fromHeader,
-    m.subject,
-    m.messageId,
-    m.attachments,
-    JSON.stringify(m.auth),
-    now,
+    `INSERT INTO inbound_messages (${INBOUND_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ...inboundValues(id, m, m.raw, now),
   );
   const periods = usagePeriods(now);
   for (const period of [periods.minute, periods.month])
