@@ -158,16 +158,16 @@ export class PgDb implements Q {
       // Never wait forever for a connection (the default): a database gone away is an error now.
       connectionTimeoutMillis: 5_000,
       idleTimeoutMillis: 30_000,
+      // Before the pool hands a new client out: its counters' shard (a failure leaves it the pid's).
+      onConnect: async (client) => {
+        await client.query(SHARD_SLOT).catch(() => undefined);
+      },
     });
     // A client whose server went away emits 'error': the pool listens on idle ones, and this on
     // every client from its start, so one checked out (in a transaction) cannot crash the process;
     // its query fails instead, and the broken client is not given back to the pool.
     this.pool.on('error', () => undefined);
-    this.pool.on('connect', (client) => {
-      client.on('error', () => undefined);
-      // Queued before anything the pool hands this client out for; a failure fails that too.
-      client.query(SHARD_SLOT).catch(() => undefined);
-    });
+    this.pool.on('connect', (client) => client.on('error', () => undefined));
     this.on = new On(this.pool);
   }
 

@@ -1,9 +1,10 @@
 import { dkimKeyPair, newDomainSecrets, nextSelector } from '../credentials.js';
-import type { DomainRow, ReceivingDomain, SendingDomain } from '../model.js';
+import type { DomainEventType, DomainRow, ReceivingDomain, SendingDomain, VerificationInput } from '../model.js';
+import { verificationEvent } from '../model.js';
 import type { DomainStore } from '../store.js';
 import { RECEIVING_DOMAIN_COLUMNS, type ReceivingDomainRow, receivingDomainView } from '../views.js';
 import type { PgDb } from './db.js';
-import { setVerification } from './verification.js';
+import { insertEvents } from './transitions.js';
 
 /** Sending and receiving domains on PostgreSQL, with their DKIM keys and inbound limits: one statement each, as on SQLite. */
 export function pgDomains(db: PgDb): DomainStore {
@@ -88,4 +89,23 @@ async function receivingDomain(db: PgDb, name: string): Promise<ReceivingDomain 
     [name],
   );
   return r && receivingDomainView(r);
+}
+
+/** A verification's outcome and, when the verified state changed, its event, in one transaction (as on SQLite). */
+export function setVerification(db: PgDb, id: number, input: VerificationInput): Promise<DomainEventType | null> {
+  return db.tx(async (q) => {
+    const d = await q.row<{ customer_id: number; name: string; verified_at: number | null }>(
+      'SELECT customer_id, name, verified_at FROM domains WHERE id = $1 FOR UPDATE',
+      [id],
+    );
+    const change = d && verificationEvent(d, input);
+    if (!d || !change) return null;
+    await q.run('UPDATE domains SET verified_at = $1 WHERE id = $2', [change.at, id]);
+    await insertEvents(
+      q,
+      [{ customerId: d.customer_id, type: change.type, data: change.data, messageRowId: null, recipientId: null }],
+      input.now,
+    );
+    return change.type;
+  });
 }

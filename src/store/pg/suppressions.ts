@@ -1,9 +1,10 @@
 import { addressKey, suppressedBy, suppressionKeys } from '../../domain/addresses.js';
+import { type UnsubscribeMethod, type UnsubscribeResult, unsubscribedEventData } from '../../domain/unsubscribe.js';
 import type { SimulatedSuppression, SuppressionReason, SuppressionRow } from '../model.js';
 import type { SuppressionStore } from '../store.js';
 import { simulatedSuppressionView } from '../views.js';
 import type { PgDb } from './db.js';
-import { unsubscribe } from './unsubscribe.js';
+import { insertEvents } from './transitions.js';
 
 /** Suppressions on PostgreSQL: one statement each, as on SQLite. */
 export function pgSuppressions(db: PgDb): SuppressionStore {
@@ -98,4 +99,48 @@ export function pgSuppressionBulk(db: PgDb): Pick<SuppressionStore, 'addMany' | 
         [customerId, after ?? '', limit],
       ),
   };
+}
+
+/** A recipient's unsubscribe, as store/sqlite/suppressions.ts writes it: suppressed and `recipient.unsubscribed`, in one transaction, once. */
+export function unsubscribe(
+  db: PgDb,
+  recipientId: number,
+  method: UnsubscribeMethod,
+  now: number,
+): Promise<UnsubscribeResult> {
+  return db.tx(async (q) => {
+    const r = await q.row<{
+      customer_id: number;
+      address: string;
+      id: number;
+      message_id: string;
+      header_message_id: string | null;
+    }>(
+      `SELECT r.customer_id, r.address, m.id, m.message_id, m.header_message_id FROM recipients r
+       JOIN messages m ON m.id = r.message_id WHERE r.id = $1`,
+      [recipientId],
+    );
+    if (!r) return 'unknown';
+    const added = await q.run(
+      `INSERT INTO suppressions (customer_id, address, reason, message_id, created_at) VALUES ($1, $2, 'unsubscribe', $3, $4)
+       ON CONFLICT (customer_id, address) DO NOTHING`,
+      [r.customer_id, addressKey(r.address), r.id, now],
+    );
+    if (added === 0) return 'already';
+    const m = { id: Number(r.id), messageId: r.message_id, headerMessageId: r.header_message_id };
+    await insertEvents(
+      q,
+      [
+        {
+          customerId: Number(r.customer_id),
+          type: 'recipient.unsubscribed',
+          data: unsubscribedEventData(m, r.address, method, now),
+          messageRowId: m.id,
+          recipientId,
+        },
+      ],
+      now,
+    );
+    return 'unsubscribed';
+  });
 }
