@@ -1,5 +1,6 @@
 import { destinationOfLane, laneOf } from '../domain/destinations.js';
 import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
 import type { DeliveryItem } from './deliver.js';
 import { holdBack } from './recorder.js';
 import type { SourceNeed, SourcePicker } from './source.js';
@@ -45,6 +46,7 @@ export type Held = { id: number; until: number };
 export interface LanesDeps {
   throttle: Throttle;
   clock: Clock;
+  log: Logger;
   /** outbound.pools: absent when none are configured. */
   sources?: SourcePicker;
   /** The warm-up of the pools' addresses; absent when none warms. */
@@ -106,7 +108,10 @@ export class Lanes {
     const ip = lane.need?.sticky;
     const { warmup } = this.deps;
     if (!warmup || !ip || carried <= sent || warmup.capOf(ip, openedAt) === null) return;
-    await warmup.giveBack(ip, destinationOfLane(lane.key), carried - sent, openedAt);
+    // Never rejects: room not given back is only the day's room used up sooner.
+    await warmup
+      .giveBack(ip, destinationOfLane(lane.key), carried - sent, openedAt)
+      .catch((e: unknown) => this.deps.log.warn({ err: e, source_ip: ip }, 'warm-up room not given back'));
   }
 
   /** Whether any address warms up (else `reserve` and `settle` have nothing to do). */

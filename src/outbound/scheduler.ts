@@ -112,6 +112,7 @@ export class Scheduler {
     this.lanes = new Lanes({
       throttle: deps.throttle,
       clock: deps.clock,
+      log: deps.log,
       ...(deps.sources ? { sources: deps.sources } : {}),
       ...(deps.warmup ? { warmup: deps.warmup } : {}),
     });
@@ -327,8 +328,8 @@ export class Scheduler {
       try {
         const group = await this.deps.deliver(domain, items, this.watch(started), lane.need);
         const delivered = group.results.filter((r) => r.outcome.kind === 'delivered').length;
-        if (this.lanes.warms)
-          this.pool.track(this.lanes.done(lane, items.length, group.results.filter((r) => r.via).length, started));
+        const sent = group.results.filter((r) => r.via).length;
+        if (this.lanes.warms) this.pool.track(this.lanes.done(lane, items.length, sent, started));
         const change = throttle.close(ticket, { delivered, refusal: group.refusal }, clock.now());
         closed = true;
         this.shared?.publishUse(destination);

@@ -47,7 +47,7 @@ function setup(pools: boolean) {
         log: createLogger('silent'),
       })
     : undefined;
-  const lanes = new Lanes({ throttle, clock, ...(sources ? { sources } : {}) });
+  const lanes = new Lanes({ throttle, clock, log: createLogger('silent'), ...(sources ? { sources } : {}) });
   const opened: Array<{ lane: Lane; ids: number[] }> = [];
   const open = (lane: Lane, items: DeliveryItem[]) => {
     throttle.open(lane.key, clock.now(), items.length);
@@ -171,7 +171,7 @@ function warming(caps: Record<string, number>) {
     log: createLogger('silent'),
   });
   const warmup = new MemoryWarmup(caps);
-  const lanes = new Lanes({ throttle, clock, sources, warmup });
+  const lanes = new Lanes({ throttle, clock, log: createLogger('silent'), sources, warmup });
   const opened: Array<{ ip: string | null | undefined; ids: number[] }> = [];
   const open = (lane: Lane, items: DeliveryItem[]) => {
     throttle.open(lane.key, clock.now(), items.length);
