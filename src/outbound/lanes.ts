@@ -1,3 +1,4 @@
+import type { Pool } from '../config/pools.js';
 import { destinationOfLane, laneOf } from '../domain/destinations.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
@@ -79,15 +80,19 @@ export class Lanes {
     if (!warmup) return;
     const now = clock.now();
     const wants = new Map<string, { ip: string; destination: string; n: number }>();
-    for (const { destination, items } of waiting)
-      for (const item of items)
-        for (const { ip } of item.source!.pool.addresses) {
+    for (const { destination, items } of waiting) {
+      // What waits per pool, then each warming address of the pool wants as much.
+      const perPool = new Map<Pool, number>();
+      for (const { source } of items) perPool.set(source!.pool, (perPool.get(source!.pool) ?? 0) + 1);
+      for (const [pool, n] of perPool)
+        for (const { ip } of pool.addresses) {
           if (warmup.capOf(ip, now) === null) continue;
           const key = laneOf(destination, ip);
           const want = wants.get(key) ?? { ip, destination, n: 0 };
-          want.n++;
+          want.n += n;
           wants.set(key, want);
         }
+    }
     if (wants.size === 0) return;
     const list = [...wants.values()];
     const granted = await warmup.reserve(list, now);

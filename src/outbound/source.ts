@@ -38,12 +38,15 @@ const CUSTOMERS_TTL_MS = 1000;
 
 export class SourcePicker {
   private readonly byName: Map<string, Pool>;
+  /** Every address of every pool, listed once. */
+  private readonly all: readonly string[];
   /** The next address to take, per pool and address family (round robin). */
   private readonly turn = new Map<string, number>();
   private customers: { at: number; pools: Promise<Map<number, CustomerPools>> } | null = null;
 
   constructor(private readonly deps: SourcesDeps) {
     this.byName = new Map(deps.pools.map((p) => [p.name, p]));
+    this.all = deps.pools.flatMap((p) => p.addresses.map((a) => a.ip));
   }
 
   /**
@@ -72,8 +75,8 @@ export class SourcePicker {
   }
 
   /** Every configured source address, of every pool. */
-  addresses(): string[] {
-    return this.deps.pools.flatMap((p) => p.addresses.map((a) => a.ip));
+  addresses(): readonly string[] {
+    return this.all;
   }
 
   /** The pool a message goes from (`customers`: their pools, read when a message has none of its own); a name no longer configured gives the default pool, logged. */
