@@ -3,7 +3,6 @@ import { destinationOfLane, laneOf } from '../domain/destinations.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { DeliveryItem } from './deliver.js';
-import { holdBack } from './recorder.js';
 import type { SourceNeed, SourcePicker } from './source.js';
 import type { Throttle } from './throttle.js';
 
@@ -43,6 +42,12 @@ interface Room {
 
 /** A recipient held back in the store until a time. */
 export type Held = { id: number; until: number };
+
+/** Until when each of `items` is held back in the store: none before `from`, spread at the pace the lane takes mail. */
+export function holdBack(throttle: Throttle, key: string, items: DeliveryItem[], from: number): Held[] {
+  const at = throttle.slots(key, items.length, from);
+  return items.map((it, i) => ({ id: it.recipient.id, until: at[i]! }));
+}
 
 export interface LanesDeps {
   throttle: Throttle;

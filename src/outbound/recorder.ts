@@ -1,4 +1,4 @@
-import { CLUSTER_THROTTLE, destinationOfLane } from '../domain/destinations.js';
+import { CLUSTER_THROTTLE } from '../domain/destinations.js';
 import { sandboxSteps } from '../domain/sandbox.js';
 import type { OutcomePolicy } from '../domain/transitions.js';
 import type { Clock } from '../lib/clock.js';
@@ -7,6 +7,7 @@ import { isStoreUnavailable } from '../store/errors.js';
 import type { DeliveryStore } from '../store/store.js';
 import type { DeliveryItem, GroupResult, ItemResult } from './deliver.js';
 import { logDeliveries } from './delivery-log.js';
+import { holdBack, type Lane } from './lanes.js';
 import type { Throttle, ThrottleChange } from './throttle.js';
 
 export interface RecorderDeps {
@@ -29,17 +30,6 @@ export interface RecorderDeps {
 
 /** How many outcomes of a connection still sending are written together (`OutcomeRecorder.progress`). */
 const RECORD_EVERY = 10;
-
-/** Until when each of `items` is held back in the store: none before `from`, spread at the pace the destination takes mail. */
-export function holdBack(
-  throttle: Throttle,
-  destination: string,
-  items: DeliveryItem[],
-  from: number,
-): Array<{ id: number; until: number }> {
-  const at = throttle.slots(destination, items.length, from);
-  return items.map((it, i) => ({ id: it.recipient.id, until: at[i]! }));
-}
 
 /**
  * What the scheduler's deliveries came to, written to the store: a group's outcomes in one
@@ -69,14 +59,15 @@ export class OutcomeRecorder {
 
   /**
    * One transaction for a whole group: the new states, their events and suppressions, what the
-   * destination's refusal held back, and the destination's throttling as it now stands; then one
-   * log line per recipient (delivery-log.ts), `started` being when the attempt began.
+   * destination's refusal held back, and the lane's throttling as it now stands; then one log line
+   * per recipient (delivery-log.ts), `started` being when the attempt began.
    */
-  async record(group: GroupResult, destination: string, change: ThrottleChange, started: number): Promise<void> {
+  async record(group: GroupResult, lane: Lane, change: ThrottleChange, started: number): Promise<void> {
     const { clock, log, throttle } = this.deps;
     const now = clock.now();
+    const destination = lane.key;
     let postpone: Array<{ id: number; until: number }> = [];
-    if (group.unattempted.length && destinationOfLane(destination) !== destination) {
+    if (group.unattempted.length && lane.need) {
       // A source address's lane (outbound/lanes.ts): due again now, so the next claim sends them
       // from an address the destination has not refused, or holds them until the soonest opens.
       postpone = group.unattempted.map((item) => ({ id: item.recipient.id, until: now }));

@@ -333,7 +333,7 @@ export class Scheduler {
         const change = throttle.close(ticket, { delivered, refusal: group.refusal }, clock.now());
         closed = true;
         this.shared?.publishUse(destination);
-        await this.recorder.record(group, destination, change, started);
+        await this.recorder.record(group, lane, change, started);
       } catch (e) {
         // A bug: the claims are released and the recipients tried again later.
         this.deps.log.error({ err: e, domain }, 'delivery group failed; releasing its claims');
