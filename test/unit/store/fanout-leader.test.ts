@@ -1,20 +1,15 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import t, { type Test } from 'tap';
-import { systemClock } from '../../../src/lib/clock.js';
+import t from 'tap';
 import { createResolver } from '../../../src/lib/dns.js';
-import { silentLogger } from '../../../src/lib/logger.js';
 import type { ClaimRoom, FreshDelivery, SettledAttempt } from '../../../src/store/model.js';
-import { pgStore } from '../../../src/store/pg/index.js';
 import type { Store } from '../../../src/store/store.js';
-import { Dispatcher } from '../../../src/webhooks/dispatcher.js';
 import { FanOut } from '../../../src/webhooks/fanout.js';
 import { SafeFetch } from '../../../src/webhooks/safe-fetch.js';
-import { WebhookService } from '../../../src/webhooks/service.js';
 import { newSecret } from '../../../src/webhooks/sign.js';
 import { TestDnsServer } from '../../../support/dns-server.js';
-import { startPgCluster } from '../../../support/postgres.js';
 import { waitFor } from '../../../support/wait.js';
+import { nodeDispatcher, twoNodes } from '../../helpers/fanout-nodes.js';
 import { fixturePath } from '../../helpers/fixtures.js';
 import { WebhookReceiver } from '../../helpers/webhook-receiver.js';
 
@@ -22,25 +17,6 @@ import { WebhookReceiver } from '../../helpers/webhook-receiver.js';
 // lease, and a holder whose lease another node took over (it paused past the lease: a long GC, a
 // frozen VM) can neither move the cursor nor create delivery rows. Two stores on one database
 // play the two nodes. PostgreSQL only: SQLite is one process (store/open.ts), its fan-out the only one.
-
-/** A server of its own: the fan-out's watermark is the server's oldest running transaction, whatever the database. */
-async function twoNodes(t: Test): Promise<{ url: string; a: Store; b: Store; sql: pg.Client }> {
-  const cluster = await startPgCluster();
-  t.teardown(() => cluster.remove());
-  const a = pgStore(cluster.url, { max: 4 });
-  const b = pgStore(cluster.url, { max: 4 });
-  t.teardown(async () => {
-    await a.admin.close();
-    await b.admin.close();
-  });
-  await a.admin.migrate(1);
-  await b.admin.migrate(1);
-  await a.customers.ensureDefault(1);
-  const sql = new pg.Client({ connectionString: cluster.url });
-  await sql.connect();
-  t.teardown(() => sql.end());
-  return { url: cluster.url, a, b, sql };
-}
 
 const insertEvent = (c: pg.Client, id: string) =>
   c.query(
@@ -245,19 +221,7 @@ t.test(
       extraCa: [readFileSync(fixturePath('tls/ca.pem'), 'utf8')],
     });
     t.teardown(() => fetch.close());
-    const node = (store: Store, name: string) =>
-      new Dispatcher({
-        store: store.webhooks,
-        clock: systemClock,
-        log: silentLogger(),
-        service: new WebhookService(store.webhooks, systemClock, fetch, resolver, true),
-        worker: name,
-        fanOutLease: { holder: name, ttlMs: 60_000 },
-        concurrency: 8,
-        perEndpoint: 4,
-        pollInterval: 10,
-        flushInterval: 5,
-      });
+    const node = (store: Store, name: string) => nodeDispatcher(store, name, { fetch, resolver, pollInterval: 10 });
     const nodes = { 'node-a': node(a, 'node-a'), 'node-b': node(b, 'node-b') };
     const stops = { 'node-a': new AbortController(), 'node-b': new AbortController() };
     const running = Object.entries(nodes).map(([name, d]) => d.run(stops[name as keyof typeof stops].signal));

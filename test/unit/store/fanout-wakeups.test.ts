@@ -1,14 +1,9 @@
 import t from 'tap';
-import { systemClock } from '../../../src/lib/clock.js';
 import { createResolver } from '../../../src/lib/dns.js';
-import { silentLogger } from '../../../src/lib/logger.js';
-import { pgStore } from '../../../src/store/pg/index.js';
 import type { Store, WebhookStore } from '../../../src/store/store.js';
-import { Dispatcher } from '../../../src/webhooks/dispatcher.js';
 import { SafeFetch } from '../../../src/webhooks/safe-fetch.js';
-import { WebhookService } from '../../../src/webhooks/service.js';
-import { startPgCluster } from '../../../support/postgres.js';
 import { waitFor } from '../../../support/wait.js';
+import { nodeDispatcher, twoNodes } from '../../helpers/fanout-nodes.js';
 
 // Several nodes on one PostgreSQL: a commit that wrote events wakes every node, but only the
 // holder of the fan-out's lease has anything to do with new events. A node not holding it reads
@@ -33,16 +28,7 @@ function counted(s: WebhookStore): { store: WebhookStore; calls: string[] } {
 }
 
 t.test('postgres: a node not holding the fan-out lease reads nothing on the other nodes’ wakeups', async (t) => {
-  const cluster = await startPgCluster();
-  t.teardown(() => cluster.remove());
-  const a = pgStore(cluster.url, { max: 4 });
-  const b = pgStore(cluster.url, { max: 4 });
-  t.teardown(async () => {
-    await a.admin.close();
-    await b.admin.close();
-  });
-  await a.admin.migrate(1);
-  await a.customers.ensureDefault(1);
+  const { a, b } = await twoNodes(t);
   await a.webhooks.createEndpoint({
     customerId: 1,
     url: 'https://hook.example/',
@@ -51,8 +37,9 @@ t.test('postgres: a node not holding the fan-out lease reads nothing on the othe
     secret: 'whsec_x',
     now: 0,
   });
+  const resolver = createResolver(['127.0.0.1:9']);
   const fetch = new SafeFetch({
-    resolver: createResolver(['127.0.0.1:9']),
+    resolver,
     allowPrivate: true,
     timeoutMs: 1000,
     extraCa: [],
@@ -60,18 +47,13 @@ t.test('postgres: a node not holding the fan-out lease reads nothing on the othe
   t.teardown(() => fetch.close());
   const node = (store: Store, name: string) => {
     const c = counted(store.webhooks);
-    const d = new Dispatcher({
-      store: c.store,
-      clock: systemClock,
-      log: silentLogger(),
-      service: new WebhookService(store.webhooks, systemClock, fetch, createResolver(['127.0.0.1:9']), true),
-      worker: name,
-      fanOutLease: { holder: name, ttlMs: 60_000, askEveryMs: 1500 },
-      concurrency: 8,
-      perEndpoint: 4,
-      // Polls are a minute away: what runs below runs because of the wakeups.
+    // Polls are a minute away: what runs below runs because of the wakeups.
+    const d = nodeDispatcher(store, name, {
+      fetch,
+      resolver,
       pollInterval: 60_000,
-      flushInterval: 5,
+      askEveryMs: 1500,
+      webhooks: c.store,
     });
     const stop = new AbortController();
     const running = d.run(stop.signal);
