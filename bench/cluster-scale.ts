@@ -4,7 +4,8 @@
 // smtp-sink and the load generators (wrk) outside the caps, as a database server and clients
 // on other machines would be. A fresh database for each size, the same work each time.
 //   accept: wrk on every node at once, queue held; the rate, and each node's efficiency against one
-//   idle: while node 1 alone accepts at full speed, the CPU each other node spends (a share of a core)
+//   idle: while node 1 alone accepts at full speed, the CPU each other node spends (a share of a core);
+//   node 1 accepts alone so at every size, one node included, so that it is as warm at every size
 //   drain: BENCH_SCALE_DRAIN_N queued 2 KB messages delivered (DKIM on) by all the nodes, after
 //   BENCH_SCALE_WARM_N a node delivered untimed (each node's warm-up: its JIT, its connections)
 // Beside each rate: CPU a message of the nodes (all of them, /proc) and of PostgreSQL (every
@@ -252,16 +253,19 @@ async function acceptSide(daemons: Daemon[], key: string, m: Meters, c: pg.Clien
   const stored = async () => Number((await c.query('SELECT count(*) AS n FROM messages /* bench-scale */')).rows[0].n);
   // Warm-up: every node's JIT and connections, not timed.
   await Promise.all(daemons.map((d) => wrk(d, key, 2)));
-  let idle: Side['idle'];
-  if (daemons.length > 1) {
-    const before = await stored();
-    const r = await measure(
-      m,
-      async () => (await stored()) - before,
-      () => wrk(daemons[0]!, key, SECONDS),
-    );
-    idle = { shares: r.cpu.slice(1).map((s) => s / r.seconds), rate: r.out.requests / SECONDS };
-  }
+  // Node 1 alone accepts for as long as the timed part, at every size: with peers, what they spend
+  // meanwhile is the idle cost; at every size, node 1 is as warm when the timed part starts (a
+  // one-node side warmed less than the others would flatter their efficiency).
+  const alone0 = await stored();
+  const alone = await measure(
+    m,
+    async () => (await stored()) - alone0,
+    () => wrk(daemons[0]!, key, SECONDS),
+  );
+  const idle: Side['idle'] =
+    daemons.length > 1
+      ? { shares: alone.cpu.slice(1).map((s) => s / alone.seconds), rate: alone.out.requests / SECONDS }
+      : undefined;
   const before = await stored();
   const r = await measure(
     m,
