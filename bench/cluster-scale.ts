@@ -5,7 +5,8 @@
 // on other machines would be. A fresh database for each size, the same work each time.
 //   accept: wrk on every node at once, queue held; the rate, and each node's efficiency against one
 //   idle: while node 1 alone accepts at full speed, the CPU each other node spends (a share of a core);
-//   node 1 accepts alone so at every size, one node included, so that it is as warm at every size
+//   node 1 accepts alone so at every size, one node included; every node is warmed
+//   BENCH_SCALE_WARM_S (8 s) before, at every size
 //   drain: BENCH_SCALE_DRAIN_N queued 2 KB messages delivered (DKIM on) by all the nodes, after
 //   BENCH_SCALE_WARM_N a node delivered untimed (each node's warm-up: its JIT, its connections)
 // Beside each rate: CPU a message of the nodes (all of them, /proc) and of PostgreSQL (every
@@ -37,6 +38,8 @@ const SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? 8);
 const DRAIN_N = Number(process.env.BENCH_SCALE_DRAIN_N ?? 2000);
 /** Messages a node delivers before the drain is timed (its warm-up). */
 const WARM_N = Number(process.env.BENCH_SCALE_WARM_N ?? 200);
+/** Seconds every node accepts before anything is measured (its JIT: at 0.2 of a core, a node takes seconds to compile its accept path). */
+const WARM_S = Number(process.env.BENCH_SCALE_WARM_S ?? 8);
 /** wrk's connections to each node. */
 const CONNECTIONS = Number(process.env.BENCH_SCALE_CONNECTIONS ?? 16);
 /** A drain that takes longer than this fails (the benchmark is bounded). */
@@ -62,7 +65,7 @@ interface Side {
   statements: number;
   throttled: number;
   top: string[];
-  /** accept: what each idle node spent while node 1 alone accepted (shares of a core), and node 1's rate then. */
+  /** accept: what each idle node spent while node 1 alone accepted (shares of a core; none at one node), and node 1's rate then. */
   idle?: { shares: number[]; rate: number };
   /** accept: requests answered other than 2xx (wrk's count), left out of the rate. */
   failed?: number;
@@ -251,21 +254,21 @@ async function measure<T>(m: Meters, messages: () => Promise<number>, run: () =>
 
 async function acceptSide(daemons: Daemon[], key: string, m: Meters, c: pg.Client) {
   const stored = async () => Number((await c.query('SELECT count(*) AS n FROM messages /* bench-scale */')).rows[0].n);
-  // Warm-up: every node's JIT and connections, not timed.
-  await Promise.all(daemons.map((d) => wrk(d, key, 2)));
-  // Node 1 alone accepts for as long as the timed part, at every size: with peers, what they spend
-  // meanwhile is the idle cost; at every size, node 1 is as warm when the timed part starts (a
-  // one-node side warmed less than the others would flatter their efficiency).
+  // Warm-up: every node's JIT and connections, not timed, as long for each node at every size (a
+  // side whose nodes were warmed less than another's would be measured colder).
+  await Promise.all(daemons.map((d) => wrk(d, key, WARM_S)));
+  // Node 1 alone, at every size (its rate says whether the warm-up was enough: about the one-node
+  // side's); with peers, what they spend meanwhile is the cost of being woken by a busy peer.
   const alone0 = await stored();
   const alone = await measure(
     m,
     async () => (await stored()) - alone0,
     () => wrk(daemons[0]!, key, SECONDS),
   );
-  const idle: Side['idle'] =
-    daemons.length > 1
-      ? { shares: alone.cpu.slice(1).map((s) => s / alone.seconds), rate: alone.out.requests / SECONDS }
-      : undefined;
+  const idle: Side['idle'] = {
+    shares: alone.cpu.slice(1).map((s) => s / alone.seconds),
+    rate: alone.out.requests / SECONDS,
+  };
   const before = await stored();
   const r = await measure(
     m,
@@ -286,7 +289,7 @@ async function acceptSide(daemons: Daemon[], key: string, m: Meters, c: pg.Clien
     `wrk by node (2xx/not): ${r.out.map((x) => `${x.requests}/${x.failed} ${x.socketErrors}`).join(', ')}; stored ${r.n}`,
   );
   const failed = r.out.reduce((a, x) => a + x.failed, 0);
-  return { ...r, rate: accepted / SECONDS, failed, ...(idle ? { idle } : {}) };
+  return { ...r, rate: accepted / SECONDS, failed, idle };
 }
 
 async function drainSide(
@@ -364,8 +367,9 @@ function sideLine(s: Side, all: Side[]): string {
     s.failed ? ` (${s.failed} answers not 2xx left out)` : '',
     eff !== undefined ? `, efficiency ${fmt(eff, 2)}` : '',
     `; CPU a message: nodes ${fmt(s.nodeMs, 3)} ms, PostgreSQL ${fmt(s.dbMs, 3)} ms; statements a message ${fmt(s.statements, 2)}; nodes throttled ${fmt(s.throttled, 1)} s`,
-    s.idle
-      ? `; while node 1 alone accepted ${fmt(s.idle.rate)}/s the others spent ${s.idle.shares.map((x) => `${fmt(x * 100, 1)} %`).join(', ')} of a core (median ${fmt(median(s.idle.shares) * 100, 1)} %)`
+    s.idle ? `; node 1 alone before, ${fmt(s.idle.rate)}/s` : '',
+    s.idle?.shares.length
+      ? `, while the others spent ${s.idle.shares.map((x) => `${fmt(x * 100, 1)} %`).join(', ')} of a core (median ${fmt(median(s.idle.shares) * 100, 1)} %)`
       : '',
     `; load average ${s.load}`,
     ...s.top.map((t) => `\n      ${t}`),
