@@ -11,6 +11,8 @@ const PERIOD_US = 100_000;
 export interface CpuCap {
   /** The command and arguments that run `cmd args` inside group `name` (created on the first use). */
   wrap(name: string, cores: number, cmd: string, args: string[]): { cmd: string; args: string[] };
+  /** Sets group `name`'s cap to `cores` of a core, or lifts it (null), its processes running. */
+  limit(name: string, cores: number | null): void;
   /** How often and for how long group `name` was throttled so far (cpu.stat). */
   throttled(name: string): { periods: number; throttled: number; seconds: number };
   /** Removes every group made (their processes must have ended). */
@@ -38,6 +40,8 @@ export function cpuCaps(): CpuCap {
   };
   process.once('exit', remove);
   const group = (name: string) => join(parent, name);
+  const quota = (dir: string, cores: number | null) =>
+    writeFileSync(join(dir, 'cpu.cfs_quota_us'), cores === null ? '-1' : String(Math.round(cores * PERIOD_US)));
   return {
     wrap: (name, cores, cmd, args) => {
       if (!existsSync(parent)) {
@@ -50,13 +54,14 @@ export function cpuCaps(): CpuCap {
         made.push(dir);
       }
       writeFileSync(join(dir, 'cpu.cfs_period_us'), String(PERIOD_US));
-      writeFileSync(join(dir, 'cpu.cfs_quota_us'), String(Math.round(cores * PERIOD_US)));
+      quota(dir, cores);
       // The shell joins the group, then becomes the process: its pid is the process's.
       return {
         cmd: '/bin/sh',
         args: ['-c', `echo $$ > ${join(dir, 'cgroup.procs')} && exec "$0" "$@"`, cmd, ...args],
       };
     },
+    limit: (name, cores) => quota(group(name), cores),
     throttled: (name) => {
       const stat = Object.fromEntries(
         readFileSync(join(group(name), 'cpu.stat'), 'utf8')

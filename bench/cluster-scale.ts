@@ -5,10 +5,11 @@
 // on other machines would be. A fresh database for each size, the same work each time.
 //   accept: wrk on every node at once, queue held; the rate, and each node's efficiency against one
 //   idle: while node 1 alone accepts at full speed, the CPU each other node spends (a share of a core);
-//   node 1 accepts alone so at every size, one node included; every node is warmed
-//   BENCH_SCALE_WARM_S (8 s) before, at every size
+//   node 1 accepts alone so at every size, one node included; before it, every node accepts
+//   for BENCH_SCALE_WARM_S (8 s) with its cap lifted (capped, a node takes many seconds to compile
+//   its accept path, and a cold side would be measured slower)
 //   drain: BENCH_SCALE_DRAIN_N queued 2 KB messages delivered (DKIM on) by all the nodes, after
-//   BENCH_SCALE_WARM_N a node delivered untimed (each node's warm-up: its JIT, its connections)
+//   BENCH_SCALE_WARM_N (500) a node delivered untimed, caps lifted (each node's warm-up: its JIT, its connections)
 // Beside each rate: CPU a message of the nodes (all of them, /proc) and of PostgreSQL (every
 // process of its cluster, the benchmark's own progress queries included: one every 200 ms),
 // statements a message (pg_stat_statements, this database's, the benchmark's own left out), and
@@ -37,8 +38,8 @@ const PHASES = new Set((process.env.BENCH_SCALE_PHASES ?? 'accept,drain').split(
 const SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? 8);
 const DRAIN_N = Number(process.env.BENCH_SCALE_DRAIN_N ?? 2000);
 /** Messages a node delivers before the drain is timed (its warm-up). */
-const WARM_N = Number(process.env.BENCH_SCALE_WARM_N ?? 200);
-/** Seconds every node accepts before anything is measured (its JIT: at 0.2 of a core, a node takes seconds to compile its accept path). */
+const WARM_N = Number(process.env.BENCH_SCALE_WARM_N ?? 500);
+/** Seconds every node accepts, uncapped, before anything is measured (its JIT: capped, a node takes many seconds to compile its accept path). */
 const WARM_S = Number(process.env.BENCH_SCALE_WARM_S ?? 8);
 /** wrk's connections to each node. */
 const CONNECTIONS = Number(process.env.BENCH_SCALE_CONNECTIONS ?? 16);
@@ -174,6 +175,14 @@ async function runSide(phase: 'accept' | 'drain', size: { nodes: number; cap: nu
             [db],
           )
         ).rows.map((r: { w: string }) => r.w),
+      uncapped: async <T>(run: () => Promise<T>): Promise<T> => {
+        for (const g of groups) ctx.caps.limit(g, null);
+        try {
+          return await run();
+        } finally {
+          for (const g of groups) ctx.caps.limit(g, cap);
+        }
+      },
     };
     const side =
       phase === 'accept'
@@ -198,6 +207,8 @@ type Meters = {
   throttled: () => number;
   /** What this database's backends are waiting on now, one entry each (pg_stat_activity). */
   waits: () => Promise<string[]>;
+  /** Runs an untimed warm-up with the nodes' caps lifted, then caps them again. */
+  uncapped: <T>(run: () => Promise<T>) => Promise<T>;
 };
 
 const wrk = (d: Daemon, key: string, seconds: number) =>
@@ -254,9 +265,9 @@ async function measure<T>(m: Meters, messages: () => Promise<number>, run: () =>
 
 async function acceptSide(daemons: Daemon[], key: string, m: Meters, c: pg.Client) {
   const stored = async () => Number((await c.query('SELECT count(*) AS n FROM messages /* bench-scale */')).rows[0].n);
-  // Warm-up: every node's JIT and connections, not timed, as long for each node at every size (a
-  // side whose nodes were warmed less than another's would be measured colder).
-  await Promise.all(daemons.map((d) => wrk(d, key, WARM_S)));
+  // Warm-up: every node's JIT and connections, not timed, uncapped, as long at every size (a side
+  // whose nodes were warmed less than another's would be measured colder).
+  await m.uncapped(() => Promise.all(daemons.map((d) => wrk(d, key, WARM_S))));
   // Node 1 alone, at every size (its rate says whether the warm-up was enough: about the one-node
   // side's); with peers, what they spend meanwhile is the cost of being woken by a busy peer.
   const alone0 = await stored();
@@ -313,15 +324,18 @@ async function drainSide(
       await new Promise((res) => setTimeout(res, 200));
     }
   };
-  // Warm-up, not timed: WARM_N a node, so that each has compiled its delivery path and opened its
-  // connections (a node pays that once in its life; N nodes would pay it N times in one short drain).
+  // Warm-up, not timed, uncapped: WARM_N a node, so that each has compiled its delivery path and
+  // opened its connections (a node pays that once in its life; N nodes would pay it N times in one
+  // short drain, and capped, a node compiles slowly).
   const warm = WARM_N * daemons.length;
   await queue(warm, 0);
-  for (const [i, cfg] of configs.entries()) {
-    cfg.release();
-    daemons[i]!.child.kill('SIGHUP');
-  }
-  await until(performance.now());
+  await m.uncapped(async () => {
+    for (const [i, cfg] of configs.entries()) {
+      cfg.release();
+      daemons[i]!.child.kill('SIGHUP');
+    }
+    await until(performance.now());
+  });
   let tenth: number | undefined;
   const r = await measure(
     m,
