@@ -1,0 +1,50 @@
+import t from 'tap';
+import { pgStore } from '../../../src/store/pg/index.js';
+import { testDatabase } from '../../../support/postgres.js';
+import { waitFor } from '../../../support/wait.js';
+
+// Wakeups between nodes on PostgreSQL (docs/cluster.md, "Wakeups"): every node hears every other
+// node's notifications, so a node that keeps committing work sends one statement every 50 ms at
+// most, not one every 5 ms: at 5 ms each busy peer would cost every node 200 wakeups a second.
+// Two stores on one database play two nodes. PostgreSQL only: SQLite is one process.
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+t.test('postgres: a node that keeps queueing work wakes the others once every 50 ms at most', async (t) => {
+  const url = await testDatabase(t);
+  const a = pgStore(url, { max: 2 });
+  const b = pgStore(url, { max: 2 });
+  t.teardown(async () => {
+    await a.admin.close();
+    await b.admin.close();
+  });
+  await a.admin.migrate(Date.now());
+  const heard: number[] = [];
+  const listening = await b.wakeups.listen('b', () => heard.push(performance.now()));
+  t.teardown(() => listening.close());
+
+  a.wakeups.notify('a', 'outbound');
+  await waitFor('the first wakeup', () => heard.length === 1, 5_000, 5);
+
+  // Half a second of work queued every millisecond or so.
+  await sleep(100);
+  const start = performance.now();
+  let calls = 0;
+  while (performance.now() - start < 500) {
+    a.wakeups.notify('a', 'outbound');
+    calls++;
+    await sleep(1);
+  }
+  await sleep(200);
+  const during = heard.filter((h) => h >= start).length;
+  t.comment(`${calls} notifications asked for in 500 ms, ${during} wakeups heard`);
+  t.ok(calls > 100, 'work was queued more than a hundred times');
+  t.ok(during >= 3 && during <= 14, `about one wakeup every 50 ms (${during}; one every 5 ms would be about 100)`);
+
+  // After a quiet spell, the next goes at once (after 5 ms), not 50 ms after the last.
+  await sleep(200);
+  const quiet = performance.now();
+  a.wakeups.notify('a', 'outbound');
+  await waitFor('the wakeup after a quiet spell', () => heard.some((h) => h > quiet), 5_000, 1);
+  t.comment(`heard ${(heard.at(-1)! - quiet).toFixed(1)} ms after a quiet spell`);
+});
