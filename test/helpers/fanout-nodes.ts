@@ -1,36 +1,23 @@
 import type { Resolver } from 'node:dns/promises';
-import pg from 'pg';
 import type { Test } from 'tap';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/logger.js';
-import { pgStore } from '../../src/store/pg/index.js';
 import type { Store, WebhookStore } from '../../src/store/store.js';
 import { Dispatcher } from '../../src/webhooks/dispatcher.js';
 import type { SafeFetch } from '../../src/webhooks/safe-fetch.js';
 import { WebhookService } from '../../src/webhooks/service.js';
 import { startPgCluster } from '../../support/postgres.js';
+import { type Nodes, twoNodes as twoNodesOn } from './race.js';
 
 // Two nodes' webhook sides on one PostgreSQL, for the fan-out's tests (docs/cluster.md, "Wakeups"):
 // two stores on one database play the two nodes, each with a dispatcher holding the fan-out's
 // lease under its own name when it can.
 
-/** A server of its own (the fan-out's watermark is the server's oldest running transaction, whatever the database), two stores on it, and a client for the test's own SQL. */
-export async function twoNodes(t: Test): Promise<{ url: string; a: Store; b: Store; sql: pg.Client }> {
+/** Two nodes (helpers/race.ts) on a server of their own: the fan-out's watermark is the server's oldest running transaction, whatever the database. */
+export async function twoNodes(t: Test): Promise<Nodes> {
   const cluster = await startPgCluster();
   t.teardown(() => cluster.remove());
-  const a = pgStore(cluster.url, { max: 4 });
-  const b = pgStore(cluster.url, { max: 4 });
-  t.teardown(async () => {
-    await a.admin.close();
-    await b.admin.close();
-  });
-  await a.admin.migrate(1);
-  await b.admin.migrate(1);
-  await a.customers.ensureDefault(1);
-  const sql = new pg.Client({ connectionString: cluster.url });
-  await sql.connect();
-  t.teardown(() => sql.end());
-  return { url: cluster.url, a, b, sql };
+  return twoNodesOn(t, 1, cluster.url);
 }
 
 export interface NodeDispatcherOptions {

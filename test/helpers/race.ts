@@ -17,8 +17,9 @@ export interface Nodes {
   sql: pg.Client;
 }
 
-export async function twoNodes(t: Test, now = 1_000_000): Promise<Nodes> {
-  const url = await testDatabase(t);
+/** Two stores on a database of the run's cluster, or on `url` (a server of the test's own), migrated, with the default customer. */
+export async function twoNodes(t: Test, now = 1_000_000, url?: string): Promise<Nodes> {
+  url ??= await testDatabase(t);
   const a = pgStore(url, { max: 4 });
   const b = pgStore(url, { max: 4 });
   t.teardown(async () => {

@@ -6,10 +6,9 @@ import { silentLogger } from '../../../src/lib/logger.js';
 import type { DeliveryItem, GroupResult } from '../../../src/outbound/deliver.js';
 import { Scheduler } from '../../../src/outbound/scheduler.js';
 import { Throttle, type Ticket } from '../../../src/outbound/throttle.js';
-import { pgStore } from '../../../src/store/pg/index.js';
 import type { Store } from '../../../src/store/store.js';
-import { testDatabase } from '../../../support/postgres.js';
 import { waitFor } from '../../../support/wait.js';
+import { twoNodes } from '../../helpers/race.js';
 import { send, sender } from '../../helpers/stores.js';
 
 // outbound.limits_scope = "cluster": a destination's limits hold for all nodes together. Two
@@ -20,21 +19,6 @@ import { send, sender } from '../../helpers/stores.js';
 const DEST = 'example.net';
 const limits: DestinationLimits = { connections: 2, perConnection: 10, perMinute: 30 };
 const NOW = 1_800_000_000_000; // 10:00:00 in some minute
-
-async function twoNodes(t: Test): Promise<{ url: string; a: Store; b: Store; sql: pg.Client }> {
-  const url = await testDatabase(t);
-  const a = pgStore(url, { max: 2 });
-  const b = pgStore(url, { max: 2 });
-  t.teardown(async () => {
-    await a.admin.close();
-    await b.admin.close();
-  });
-  await a.admin.migrate(0);
-  const sql = new pg.Client({ connectionString: url });
-  await sql.connect();
-  t.teardown(() => sql.end());
-  return { url, a, b, sql };
-}
 
 /** What one node does in one fill: opens as many connections as the shared limits admit (at most `want`); the tickets. */
 async function fill(store: Store, node: string, throttle: Throttle, now: number, want = 10): Promise<Ticket[]> {
@@ -54,7 +38,7 @@ async function fill(store: Store, node: string, throttle: Throttle, now: number,
 t.test(
   'postgres: with limits_scope = "cluster" two nodes share a destination\'s connections, per_minute and backoff',
   async (t) => {
-    const { a, b, sql } = await twoNodes(t);
+    const { a, b, sql } = await twoNodes(t, 0);
     const ta = new Throttle(() => limits);
     const tb = new Throttle(() => limits);
     const opened = await fill(a, 'node-a', ta, NOW);
@@ -114,7 +98,7 @@ t.test(
 t.test(
   'postgres: limited per node, each node keeps its own throttling of a destination and reads back only its own',
   async (t) => {
-    const { a, b } = await twoNodes(t);
+    const { a, b } = await twoNodes(t, 0);
     const reason = { code: 421, enhanced_code: '4.7.0', message: 'slow down', classification: 'rate_limited' as const };
     const mine = { destination: DEST, connections: 1, strikes: 1, pausedUntil: NOW + 30_000, reason, since: NOW };
     const theirs = {
@@ -152,7 +136,7 @@ t.test(
 t.test(
   'postgres: two nodes deciding for one destination at once open no more than its connections together',
   async (t) => {
-    const { url, a, b, sql } = await twoNodes(t);
+    const { url, a, b, sql } = await twoNodes(t, 0);
     const ta = new Throttle(() => limits);
     const tb = new Throttle(() => limits);
     const gate = new pg.Client({ connectionString: url });
@@ -184,8 +168,7 @@ t.test(
  * most connections open at once across both.
  */
 async function peakAcrossTwoNodes(t: Test, shared: boolean): Promise<number> {
-  const { a, b, sql } = await twoNodes(t);
-  await a.customers.ensureDefault(0);
+  const { a, b, sql } = await twoNodes(t, 0);
   const who = await sender(a, 'example.com', Date.now());
   for (let i = 0; i < 16; i++) await send(a, who, { to: [`r${i}@example.net`], now: Date.now() });
   const few: DestinationLimits = { connections: 2, perConnection: 2, perMinute: 0 };

@@ -1,7 +1,6 @@
 import t from 'tap';
-import { pgStore } from '../../../src/store/pg/index.js';
-import { testDatabase } from '../../../support/postgres.js';
 import { waitFor } from '../../../support/wait.js';
+import { twoNodes } from '../../helpers/race.js';
 
 // Wakeups between nodes on PostgreSQL (docs/cluster.md, "Wakeups"): every node hears every other
 // node's notifications, so a node that keeps committing work sends one statement every 50 ms at
@@ -11,14 +10,7 @@ import { waitFor } from '../../../support/wait.js';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 t.test('postgres: a node that keeps queueing work wakes the others once every 50 ms at most', async (t) => {
-  const url = await testDatabase(t);
-  const a = pgStore(url, { max: 2 });
-  const b = pgStore(url, { max: 2 });
-  t.teardown(async () => {
-    await a.admin.close();
-    await b.admin.close();
-  });
-  await a.admin.migrate(Date.now());
+  const { a, b } = await twoNodes(t);
   const heard: number[] = [];
   const listening = await b.wakeups.listen('b', () => heard.push(performance.now()));
   t.teardown(() => listening.close());
