@@ -6,8 +6,8 @@
 //   accept: wrk on every node at once, queue held; the rate, and each node's efficiency against one
 //   idle: while node 1 alone accepts at full speed, the CPU each other node spends (a share of a core);
 //   node 1 accepts alone so at every size, one node included; before it, every node accepts
-//   for BENCH_SCALE_WARM_S (8 s) with its cap lifted (capped, a node takes many seconds to compile
-//   its accept path, and a cold side would be measured slower)
+//   for BENCH_SCALE_WARM_S (8 s) with its cap lifted, one node after the other (capped, a node takes
+//   many seconds to compile its accept path, and a cold side would be measured slower)
 //   drain: BENCH_SCALE_DRAIN_N queued 2 KB messages delivered (DKIM on) by all the nodes, after
 //   BENCH_SCALE_WARM_N (500) a node delivered untimed, caps lifted (each node's warm-up: its JIT, its connections)
 // Beside each rate: CPU a message of the nodes (all of them, /proc) and of PostgreSQL (every
@@ -265,9 +265,12 @@ async function measure<T>(m: Meters, messages: () => Promise<number>, run: () =>
 
 async function acceptSide(daemons: Daemon[], key: string, m: Meters, c: pg.Client) {
   const stored = async () => Number((await c.query('SELECT count(*) AS n FROM messages /* bench-scale */')).rows[0].n);
-  // Warm-up: every node's JIT and connections, not timed, uncapped, as long at every size (a side
-  // whose nodes were warmed less than another's would be measured colder).
-  await m.uncapped(() => Promise.all(daemons.map((d) => wrk(d, key, WARM_S))));
+  // Warm-up: every node's JIT and connections, not timed, uncapped, one node at a time, so that
+  // each gets the same warm-up at every size (warmed together, four nodes would share the
+  // machine's cores and each be measured colder than one node alone).
+  await m.uncapped(async () => {
+    for (const d of daemons) await wrk(d, key, WARM_S);
+  });
   // Node 1 alone, at every size (its rate says whether the warm-up was enough: about the one-node
   // side's); with peers, what they spend meanwhile is the cost of being woken by a busy peer.
   const alone0 = await stored();
