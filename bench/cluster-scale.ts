@@ -147,7 +147,10 @@ async function runSide(phase: 'accept' | 'drain', size: { nodes: number; cap: nu
   });
   const daemons = await Promise.all(
     configs.map(async (c, i) => {
+      // Started with the cap lifted (a node capped at a small share takes long to start; its
+      // start is not measured), capped once every node is up.
       const w = ctx.caps.wrap(`${tag}-${i}`, cap, process.execPath, daemonArgs(c.path, `${ctx.rig.dir}/prof`));
+      ctx.caps.limit(`${tag}-${i}`, null);
       const d = await spawnReady(w.cmd, w.args, /API on http:\/\/127\.0\.0\.1:(\d+)/);
       ctx.live.add(d);
       if (process.env.BENCH_SCALE_VERBOSE)
@@ -160,6 +163,7 @@ async function runSide(phase: 'accept' | 'drain', size: { nodes: number; cap: nu
     `${phase} ${nodes} at ${cap}: nodes ready, API on ports ${daemons.map((d) => d.match[1]).join(' ')}, key ${key.key}`,
   );
   const groups = configs.map((_c, i) => `${tag}-${i}`);
+  for (const g of groups) ctx.caps.limit(g, cap);
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
