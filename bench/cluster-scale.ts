@@ -10,11 +10,12 @@
 //   many seconds to compile its accept path, and a cold side would be measured slower)
 //   drain: BENCH_SCALE_DRAIN_N queued 2 KB messages delivered (DKIM on) by all the nodes, after
 //   BENCH_SCALE_WARM_N (500) a node delivered untimed, caps lifted (each node's warm-up: its JIT, its connections)
-// Beside each rate: CPU a message of the nodes (all of them, /proc) and of PostgreSQL (every
-// process of its cluster, the benchmark's own progress queries included: one every 200 ms),
-// statements a message (pg_stat_statements, this database's, the benchmark's own left out), and
-// how long the nodes' groups were throttled (cpu.stat): a side whose nodes were hardly throttled
-// was held back by something outside the caps (PostgreSQL, the machine), not by the nodes' CPU.
+// Beside each rate: CPU a message of the nodes (all of them, /proc, with the kernel's part) and of
+// PostgreSQL (every process of its cluster, the benchmark's own progress queries included: one
+// every 200 ms), statements a message (pg_stat_statements, this database's, the benchmark's own
+// left out), and how long the nodes' groups were throttled (cpu.stat, summed over the CPUs). A
+// side whose nodes used less than their caps (rate times CPU a message against N caps) was held
+// back by something outside the caps (PostgreSQL, the machine), not by the nodes' CPU.
 // What the caps cannot show: the nodes still share this machine's memory bandwidth, caches and
 // kernel, and PostgreSQL shares its cores with the sink, the load and with other users of the
 // machine; a cap is a quota per 100 ms, not a slower core (a node runs at full speed, then
@@ -24,7 +25,7 @@ import pg from 'pg';
 import { startPgCluster } from '../support/postgres.js';
 import { type CpuCap, cpuCaps } from './cgroup.js';
 import { nodeConfigs } from './cluster.js';
-import { daemonArgs, fixedPort, fmt, httpLoad, median, processCpu, spawnReady, stop } from './lib.js';
+import { daemonArgs, fixedPort, fmt, httpLoad, median, processCpu, processKernelCpu, spawnReady, stop } from './lib.js';
 import { sinkRig } from './sink-rig.js';
 import { clusterCpu, pgRig, queuePg } from './store.js';
 
@@ -36,7 +37,7 @@ const SIZES = (process.env.BENCH_SCALE_NODES ?? '1,2,4').split(',').map((s) => {
 });
 const PHASES = new Set((process.env.BENCH_SCALE_PHASES ?? 'accept,drain').split(','));
 const SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? 8);
-const DRAIN_N = Number(process.env.BENCH_SCALE_DRAIN_N ?? 2000);
+const DRAIN_N = Number(process.env.BENCH_SCALE_DRAIN_N ?? 8000);
 /** Messages a node delivers before the drain is timed (its warm-up). */
 const WARM_N = Number(process.env.BENCH_SCALE_WARM_N ?? 500);
 /** Seconds every node accepts, uncapped, before anything is measured (its JIT: capped, a node takes many seconds to compile its accept path). */
@@ -44,7 +45,7 @@ const WARM_S = Number(process.env.BENCH_SCALE_WARM_S ?? 8);
 /** wrk's connections to each node. */
 const CONNECTIONS = Number(process.env.BENCH_SCALE_CONNECTIONS ?? 16);
 /** A drain that takes longer than this fails (the benchmark is bounded). */
-const LIMIT_S = Number(process.env.BENCH_SCALE_LIMIT_S ?? 120);
+const LIMIT_S = Number(process.env.BENCH_SCALE_LIMIT_S ?? 300);
 /** With BENCH_SCALE_TOP set, the statements run most a message, this many, after each side. */
 const TOP = Number(process.env.BENCH_SCALE_TOP ?? 0);
 const SINK_PORT = fixedPort(24037);
@@ -62,6 +63,8 @@ interface Side {
   load: string;
   rate: number;
   nodeMs: number;
+  /** Of nodeMs, what the kernel spent on the nodes' behalf (their system time: sockets, mostly). */
+  kernelMs: number;
   dbMs: number;
   statements: number;
   throttled: number;
@@ -169,6 +172,7 @@ async function runSide(phase: 'accept' | 'drain', size: { nodes: number; cap: nu
   try {
     const m = {
       cpu: () => daemons.map((d) => processCpu(d.child.pid!)),
+      kernel: () => daemons.reduce((s, d) => s + processKernelCpu(d.child.pid!), 0),
       db: () => clusterCpu(ctx.cluster),
       statements: async () => statements(ctx.admin, db),
       throttled: () => groups.reduce((s, g) => s + ctx.caps.throttled(g).seconds, 0),
@@ -206,6 +210,7 @@ async function runSide(phase: 'accept' | 'drain', size: { nodes: number; cap: nu
 
 type Meters = {
   cpu: () => number[];
+  kernel: () => number;
   db: () => number;
   statements: () => Promise<Map<string, number>>;
   throttled: () => number;
@@ -226,6 +231,7 @@ const wrk = (d: Daemon, key: string, seconds: number) =>
 /** What was spent between two readings, per message. */
 async function measure<T>(m: Meters, messages: () => Promise<number>, run: () => Promise<T>) {
   const cpu0 = m.cpu();
+  const kernel0 = m.kernel();
   const db0 = m.db();
   const st0 = await m.statements();
   const th0 = m.throttled();
@@ -244,6 +250,7 @@ async function measure<T>(m: Meters, messages: () => Promise<number>, run: () =>
   await sample;
   const seconds = (performance.now() - t0) / 1000;
   const cpu = m.cpu().map((x, i) => x - cpu0[i]!);
+  const kernel = m.kernel() - kernel0;
   const db = m.db() - db0;
   const st = await m.statements();
   const n = Math.max(1, await messages());
@@ -254,6 +261,7 @@ async function measure<T>(m: Meters, messages: () => Promise<number>, run: () =>
     cpu,
     n,
     nodeMs: (cpu.reduce((a, b) => a + b, 0) * 1000) / n,
+    kernelMs: (kernel * 1000) / n,
     dbMs: (db * 1000) / n,
     statements: calls.reduce((a, [, k]) => a + k, 0) / n,
     throttled: m.throttled() - th0,
@@ -387,7 +395,7 @@ function sideLine(s: Side, all: Side[]): string {
     s.rest !== undefined ? ` (${fmt(s.rest)} after the first tenth)` : '',
     s.failed ? ` (${s.failed} answers not 2xx left out)` : '',
     eff !== undefined ? `, efficiency ${fmt(eff, 2)}` : '',
-    `; CPU a message: nodes ${fmt(s.nodeMs, 3)} ms, PostgreSQL ${fmt(s.dbMs, 3)} ms; statements a message ${fmt(s.statements, 2)}; nodes throttled ${fmt(s.throttled, 1)} s`,
+    `; CPU a message: nodes ${fmt(s.nodeMs, 3)} ms (${fmt(s.kernelMs, 3)} in the kernel), PostgreSQL ${fmt(s.dbMs, 3)} ms; statements a message ${fmt(s.statements, 2)}; nodes throttled ${fmt(s.throttled, 1)} s`,
     s.idle ? `; node 1 alone before, ${fmt(s.idle.rate)}/s` : '',
     s.idle?.shares.length
       ? `, while the others spent ${s.idle.shares.map((x) => `${fmt(x * 100, 1)} %`).join(', ')} of a core (median ${fmt(median(s.idle.shares) * 100, 1)} %)`

@@ -279,6 +279,12 @@ export function processCpu(pid: number): number {
   return statSeconds(readFileSync(`/proc/${pid}/stat`, 'utf8'));
 }
 
+/** Of processCpu, the seconds spent in the kernel on the process's behalf (its system time). */
+export function processKernelCpu(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[12]) / 100;
+}
+
 /**
  * CPU seconds each of a process's threads has used so far (user + system, from
  * /proc/<pid>/task/<tid>/stat), busiest first, named by their comm ("node" is the event loop).
