@@ -9,8 +9,8 @@ const ROOT = '/sys/fs/cgroup/cpu';
 const PERIOD_US = 100_000;
 
 export interface CpuCap {
-  /** The command and arguments that run `cmd args` inside group `name` (created on the first use). */
-  wrap(name: string, cores: number, cmd: string, args: string[]): { cmd: string; args: string[] };
+  /** The command and arguments that run `cmd args` inside group `name` (created on the first use), capped at `cores` (null: not yet). */
+  wrap(name: string, cores: number | null, cmd: string, args: string[]): { cmd: string; args: string[] };
   /** Sets group `name`'s cap to `cores` of a core, or lifts it (null), its processes running. */
   limit(name: string, cores: number | null): void;
   /** How often and for how long group `name` was throttled so far (cpu.stat). */

@@ -25,7 +25,7 @@ import pg from 'pg';
 import { startPgCluster } from '../support/postgres.js';
 import { type CpuCap, cpuCaps } from './cgroup.js';
 import { nodeConfigs } from './cluster.js';
-import { daemonArgs, fixedPort, fmt, httpLoad, median, processCpu, processKernelCpu, spawnReady, stop } from './lib.js';
+import { daemonArgs, fixedPort, fmt, httpLoad, median, processCpuTimes, spawnReady, stop } from './lib.js';
 import { sinkRig } from './sink-rig.js';
 import { clusterCpu, pgRig, queuePg } from './store.js';
 
@@ -152,8 +152,7 @@ async function runSide(phase: 'accept' | 'drain', size: { nodes: number; cap: nu
     configs.map(async (c, i) => {
       // Started with the cap lifted (a node capped at a small share takes long to start; its
       // start is not measured), capped once every node is up.
-      const w = ctx.caps.wrap(`${tag}-${i}`, cap, process.execPath, daemonArgs(c.path, `${ctx.rig.dir}/prof`));
-      ctx.caps.limit(`${tag}-${i}`, null);
+      const w = ctx.caps.wrap(`${tag}-${i}`, null, process.execPath, daemonArgs(c.path, `${ctx.rig.dir}/prof`));
       const d = await spawnReady(w.cmd, w.args, /API on http:\/\/127\.0\.0\.1:(\d+)/);
       ctx.live.add(d);
       if (process.env.BENCH_SCALE_VERBOSE)
@@ -171,8 +170,7 @@ async function runSide(phase: 'accept' | 'drain', size: { nodes: number; cap: nu
   await c.connect();
   try {
     const m = {
-      cpu: () => daemons.map((d) => processCpu(d.child.pid!)),
-      kernel: () => daemons.reduce((s, d) => s + processKernelCpu(d.child.pid!), 0),
+      cpu: () => daemons.map((d) => processCpuTimes(d.child.pid!)),
       db: () => clusterCpu(ctx.cluster),
       statements: async () => statements(ctx.admin, db),
       throttled: () => groups.reduce((s, g) => s + ctx.caps.throttled(g).seconds, 0),
@@ -209,8 +207,8 @@ async function runSide(phase: 'accept' | 'drain', size: { nodes: number; cap: nu
 }
 
 type Meters = {
-  cpu: () => number[];
-  kernel: () => number;
+  /** Each node's CPU seconds so far, with the kernel's part. */
+  cpu: () => Array<{ seconds: number; kernel: number }>;
   db: () => number;
   statements: () => Promise<Map<string, number>>;
   throttled: () => number;
@@ -231,7 +229,6 @@ const wrk = (d: Daemon, key: string, seconds: number) =>
 /** What was spent between two readings, per message. */
 async function measure<T>(m: Meters, messages: () => Promise<number>, run: () => Promise<T>) {
   const cpu0 = m.cpu();
-  const kernel0 = m.kernel();
   const db0 = m.db();
   const st0 = await m.statements();
   const th0 = m.throttled();
@@ -249,8 +246,9 @@ async function measure<T>(m: Meters, messages: () => Promise<number>, run: () =>
   });
   await sample;
   const seconds = (performance.now() - t0) / 1000;
-  const cpu = m.cpu().map((x, i) => x - cpu0[i]!);
-  const kernel = m.kernel() - kernel0;
+  const cpu1 = m.cpu();
+  const cpu = cpu1.map((x, i) => x.seconds - cpu0[i]!.seconds);
+  const kernel = cpu1.reduce((s, x, i) => s + x.kernel - cpu0[i]!.kernel, 0);
   const db = m.db() - db0;
   const st = await m.statements();
   const n = Math.max(1, await messages());

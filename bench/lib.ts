@@ -268,21 +268,21 @@ export function memoryLine(peakMiB: number, idleMiB?: number): string {
   return `  posthaste memory: ${idleMiB === undefined ? '' : `idle ${idleMiB} MiB, `}peak ${peakMiB} MiB  (goal: peak < 256 MiB)`;
 }
 
-/** User + system CPU seconds in the text of a /proc stat file: utime and stime, in USER_HZ (100 a second on Linux). */
-function statSeconds(stat: string): number {
+/** User + system CPU seconds in the text of a /proc stat file (utime and stime, in USER_HZ: 100 a second on Linux), and the system part. */
+function statTimes(stat: string): { seconds: number; kernel: number } {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  const kernel = Number(fields[12]) / 100;
+  return { seconds: Number(fields[11]) / 100 + kernel, kernel };
 }
 
 /** CPU seconds a whole process has used so far, threads that have ended included (/proc/<pid>/stat). */
 export function processCpu(pid: number): number {
-  return statSeconds(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  return processCpuTimes(pid).seconds;
 }
 
-/** Of processCpu, the seconds spent in the kernel on the process's behalf (its system time). */
-export function processKernelCpu(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[12]) / 100;
+/** processCpu, with the part the kernel spent on the process's behalf (its system time), from one reading. */
+export function processCpuTimes(pid: number): { seconds: number; kernel: number } {
+  return statTimes(readFileSync(`/proc/${pid}/stat`, 'utf8'));
 }
 
 /**
@@ -297,7 +297,7 @@ export function threadCpu(pid: number): Array<{ tid: number; name: string; secon
       out.push({
         tid: Number(tid),
         name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
-        seconds: statSeconds(stat),
+        seconds: statTimes(stat).seconds,
       });
     } catch {
       // the thread ended meanwhile
