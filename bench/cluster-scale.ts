@@ -10,6 +10,10 @@
 //   many seconds to compile its accept path, and a cold side would be measured slower)
 //   drain: BENCH_SCALE_DRAIN_N queued 2 KB messages delivered (DKIM on) by all the nodes, after
 //   BENCH_SCALE_WARM_N (500) a node delivered untimed, caps lifted (each node's warm-up: its JIT, its connections)
+//   separate (a size written "4s"): the control, N one-node installations side by side, each on a
+//   database of its own in the same PostgreSQL, sharing the machine as the cluster's nodes do but
+//   not one row, claim or wakeup: the cluster against it is what coordination costs, apart from
+//   what sharing this machine costs (which nodes on machines of their own would not pay)
 // Beside each rate: CPU a message of the nodes (all of them, /proc, with the kernel's part) and of
 // PostgreSQL (every process of its cluster, the benchmark's own progress queries included: one
 // every 200 ms), statements a message (pg_stat_statements, this database's, the benchmark's own
@@ -30,10 +34,10 @@ import { sinkRig } from './sink-rig.js';
 import { clusterCpu, pgRig, queuePg } from './store.js';
 
 const CAP = Number(process.env.BENCH_SCALE_CAP ?? 0.2);
-/** Sizes: "1,2,4,8:0.1" (a size with its own cap after a colon). */
+/** Sizes: "1,2,4,4s,8:0.1" (a size with its own cap after a colon; "s": that many separate one-node installations, the control). */
 const SIZES = (process.env.BENCH_SCALE_NODES ?? '1,2,4').split(',').map((s) => {
   const [n, cap] = s.split(':');
-  return { nodes: Number(n), cap: cap ? Number(cap) : CAP };
+  return { nodes: Number.parseInt(n!, 10), cap: cap ? Number(cap) : CAP, separate: n!.endsWith('s') };
 });
 const PHASES = new Set((process.env.BENCH_SCALE_PHASES ?? 'accept,drain').split(','));
 const SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? 8);
@@ -60,6 +64,8 @@ const body = JSON.stringify({
 interface Side {
   nodes: number;
   cap: number;
+  /** N one-node installations side by side (each its own database), not one cluster. */
+  separate: boolean;
   load: string;
   rate: number;
   nodeMs: number;
@@ -137,74 +143,99 @@ const say = (what: string) => {
   if (process.env.BENCH_SCALE_VERBOSE) console.error(`${new Date().toISOString()} ${what}`);
 };
 
-async function runSide(phase: 'accept' | 'drain', size: { nodes: number; cap: number }, ctx: Ctx): Promise<Side> {
-  const { nodes, cap } = size;
-  say(`${phase} ${nodes} at ${cap}: starting`);
+async function runSide(
+  phase: 'accept' | 'drain',
+  size: { nodes: number; cap: number; separate: boolean },
+  ctx: Ctx,
+): Promise<Side> {
+  const { nodes, cap, separate } = size;
+  const name = `${phase} ${nodes}${separate ? ' separate' : ''} at ${cap}`;
+  say(`${name}: starting`);
   const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-  const db = `bench_scale_${phase}_${nodes}_${String(cap).replace('.', '_')}`;
-  const { url, key } = await pgRig(ctx.cluster, db);
-  const tag = `${phase}-${nodes}-${cap}`;
-  const configs = nodeConfigs(ctx.rig.config, tag, nodes, {
-    outbound: ['concurrency = 4', 'concurrency_per_domain = 4', 'claim_batch = 100', 'signing_threads = 1'],
-    store: [`url = "${url}"`],
-  });
-  const daemons = await Promise.all(
-    configs.map(async (c, i) => {
-      // Started with the cap lifted (a node capped at a small share takes long to start; its
-      // start is not measured), capped once every node is up.
-      const w = ctx.caps.wrap(`${tag}-${i}`, null, process.execPath, daemonArgs(c.path, `${ctx.rig.dir}/prof`));
-      const d = await spawnReady(w.cmd, w.args, /API on http:\/\/127\.0\.0\.1:(\d+)/);
-      ctx.live.add(d);
-      if (process.env.BENCH_SCALE_VERBOSE)
-        for (const s of [d.child.stdout!, d.child.stderr!])
-          s.on('data', (b: Buffer) => process.stderr.write(`[node ${i + 1}] ${b}`));
-      return d;
-    }),
-  );
-  say(
-    `${phase} ${nodes} at ${cap}: nodes ready, API on ports ${daemons.map((d) => d.match[1]).join(' ')}, key ${key.key}`,
-  );
+  const db = `bench_scale_${phase}_${nodes}${separate ? 's' : ''}_${String(cap).replace('.', '_')}`;
+  const tag = `${phase}-${nodes}${separate ? 's' : ''}-${cap}`;
+  const add = ['concurrency = 4', 'concurrency_per_domain = 4', 'claim_batch = 100', 'signing_threads = 1'];
+  // One database for the cluster's nodes; one each for separate installations (node i uses store i).
+  const stores: Store[] = [];
+  const configs: ReturnType<typeof nodeConfigs> = [];
+  for (let i = 0; i < (separate ? nodes : 1); i++) {
+    const { url, key } = await pgRig(ctx.cluster, separate ? `${db}_${i}` : db);
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    stores.push({ url, key, client });
+    const t = separate ? `${tag}-${i}` : tag;
+    configs.push(...nodeConfigs(ctx.rig.config, t, separate ? 1 : nodes, { outbound: add, store: [`url = "${url}"`] }));
+  }
+  const storeOf = (i: number) => stores[separate ? i : 0]!;
   const groups = configs.map((_c, i) => `${tag}-${i}`);
-  for (const g of groups) ctx.caps.limit(g, cap);
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
   try {
-    const m = {
-      cpu: () => daemons.map((d) => processCpuTimes(d.child.pid!)),
-      db: () => clusterCpu(ctx.cluster),
-      statements: async () => statements(ctx.admin, db),
-      throttled: () => groups.reduce((s, g) => s + ctx.caps.throttled(g).seconds, 0),
-      waits: async () =>
-        (
-          await ctx.admin.query(
-            "SELECT wait_event_type || ':' || wait_event AS w FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND wait_event IS NOT NULL",
-            [db],
-          )
-        ).rows.map((r: { w: string }) => r.w),
-      uncapped: async <T>(run: () => Promise<T>): Promise<T> => {
-        for (const g of groups) ctx.caps.limit(g, null);
-        try {
-          return await run();
-        } finally {
-          for (const g of groups) ctx.caps.limit(g, cap);
-        }
-      },
-    };
-    const side =
-      phase === 'accept'
-        ? await acceptSide(daemons, key.key, m, c)
-        : await drainSide(daemons, configs, m, c, (n, first) => queuePg(url, key.id, n, first));
-    return { nodes, cap, load, ...side };
-  } finally {
-    await c.end();
-    await Promise.all(
-      daemons.map(async (d) => {
-        await stop(d.child);
-        ctx.live.delete(d);
+    const daemons = await Promise.all(
+      configs.map(async (c, i) => {
+        // Started with the cap lifted (a node capped at a small share takes long to start; its
+        // start is not measured), capped once every node is up.
+        const w = ctx.caps.wrap(groups[i]!, null, process.execPath, daemonArgs(c.path, `${ctx.rig.dir}/prof`));
+        const d = await spawnReady(w.cmd, w.args, /API on http:\/\/127\.0\.0\.1:(\d+)/);
+        ctx.live.add(d);
+        if (process.env.BENCH_SCALE_VERBOSE)
+          for (const s of [d.child.stdout!, d.child.stderr!])
+            s.on('data', (b: Buffer) => process.stderr.write(`[node ${i + 1}] ${b}`));
+        return d;
       }),
     );
+    say(`${name}: nodes ready, API on ports ${daemons.map((d) => d.match[1]).join(' ')}`);
+    for (const g of groups) ctx.caps.limit(g, cap);
+    try {
+      const dbs = stores.map((_s, i) => (separate ? `${db}_${i}` : db));
+      const m = {
+        cpu: () => daemons.map((d) => processCpuTimes(d.child.pid!)),
+        db: () => clusterCpu(ctx.cluster),
+        statements: async () => statements(ctx.admin, dbs),
+        throttled: () => groups.reduce((s, g) => s + ctx.caps.throttled(g).seconds, 0),
+        waits: async () =>
+          (
+            await ctx.admin.query(
+              "SELECT wait_event_type || ':' || wait_event AS w FROM pg_stat_activity WHERE datname = ANY($1) AND state = 'active' AND wait_event IS NOT NULL",
+              [dbs],
+            )
+          ).rows.map((r: { w: string }) => r.w),
+        uncapped: async <T>(run: () => Promise<T>): Promise<T> => {
+          for (const g of groups) ctx.caps.limit(g, null);
+          try {
+            return await run();
+          } finally {
+            for (const g of groups) ctx.caps.limit(g, cap);
+          }
+        },
+        count: async (sql: string) => {
+          const ns = await Promise.all(stores.map(async (s) => Number((await s.client.query(sql)).rows[0].n)));
+          return ns.reduce((a, b) => a + b, 0);
+        },
+      };
+      const side =
+        phase === 'accept'
+          ? await acceptSide(
+              daemons.map((d, i) => ({ d, key: storeOf(i).key.key })),
+              m,
+            )
+          : await drainSide(daemons, configs, m, stores, (n, first) =>
+              // Each installation its share (the cluster: all of it in its one database).
+              Promise.all(stores.map((s) => queuePg(s.url, s.key.id, n / stores.length, first / stores.length))),
+            );
+      return { nodes, cap, separate, load, ...side };
+    } finally {
+      await Promise.all(
+        daemons.map(async (d) => {
+          await stop(d.child);
+          ctx.live.delete(d);
+        }),
+      );
+    }
+  } finally {
+    for (const s of stores) await s.client.end();
   }
 }
+
+type Store = { url: string; key: { id: string; key: string }; client: pg.Client };
 
 type Meters = {
   /** Each node's CPU seconds so far, with the kernel's part. */
@@ -216,6 +247,8 @@ type Meters = {
   waits: () => Promise<string[]>;
   /** Runs an untimed warm-up with the nodes' caps lifted, then caps them again. */
   uncapped: <T>(run: () => Promise<T>) => Promise<T>;
+  /** A count (a query answering one row with `n`) summed over the side's databases. */
+  count: (sql: string) => Promise<number>;
 };
 
 const wrk = (d: Daemon, key: string, seconds: number) =>
@@ -273,13 +306,13 @@ async function measure<T>(m: Meters, messages: () => Promise<number>, run: () =>
   };
 }
 
-async function acceptSide(daemons: Daemon[], key: string, m: Meters, c: pg.Client) {
-  const stored = async () => Number((await c.query('SELECT count(*) AS n FROM messages /* bench-scale */')).rows[0].n);
+async function acceptSide(nodes: Array<{ d: Daemon; key: string }>, m: Meters) {
+  const stored = () => m.count('SELECT count(*) AS n FROM messages /* bench-scale */');
   // Warm-up: every node's JIT and connections, not timed, uncapped, one node at a time, so that
   // each gets the same warm-up at every size (warmed together, four nodes would share the
   // machine's cores and each be measured colder than one node alone).
   await m.uncapped(async () => {
-    for (const d of daemons) await wrk(d, key, WARM_S);
+    for (const { d, key } of nodes) await wrk(d, key, WARM_S);
   });
   // Node 1 alone, at every size (its rate says whether the warm-up was enough: about the one-node
   // side's); with peers, what they spend meanwhile is the cost of being woken by a busy peer.
@@ -287,7 +320,7 @@ async function acceptSide(daemons: Daemon[], key: string, m: Meters, c: pg.Clien
   const alone = await measure(
     m,
     async () => (await stored()) - alone0,
-    () => wrk(daemons[0]!, key, SECONDS),
+    () => wrk(nodes[0]!.d, nodes[0]!.key, SECONDS),
   );
   const idle: Side['idle'] = {
     shares: alone.cpu.slice(1).map((s) => s / alone.seconds),
@@ -297,14 +330,14 @@ async function acceptSide(daemons: Daemon[], key: string, m: Meters, c: pg.Clien
   const r = await measure(
     m,
     async () => (await stored()) - before,
-    () => Promise.all(daemons.map((d) => wrk(d, key, SECONDS))),
+    () => Promise.all(nodes.map(({ d, key }) => wrk(d, key, SECONDS))),
   );
   const accepted = r.out.reduce((a, x) => a + x.requests, 0);
   for (const [i, x] of r.out.entries())
     if (x.failed > 0 && process.env.BENCH_SCALE_VERBOSE) {
-      const res = await fetch(`http://127.0.0.1:${daemons[i]!.match[1]}/api/v1/emails`, {
+      const res = await fetch(`http://127.0.0.1:${nodes[i]!.d.match[1]}/api/v1/emails`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${nodes[i]!.key}` },
         body,
       });
       say(`node ${i + 1} answered ${x.failed} not 2xx; now: ${res.status} ${(await res.text()).slice(0, 300)}`);
@@ -320,14 +353,11 @@ async function drainSide(
   daemons: Daemon[],
   configs: Array<{ release: () => void }>,
   m: Meters,
-  c: pg.Client,
-  queue: (n: number, first: number) => Promise<void>,
+  stores: Store[],
+  queue: (n: number, first: number) => Promise<unknown>,
 ) {
-  const left = async () =>
-    Number(
-      (await c.query("SELECT count(*) AS n FROM recipients WHERE state IN ('queued', 'deferred') /* bench-scale */"))
-        .rows[0].n,
-    );
+  const left = () =>
+    m.count("SELECT count(*) AS n FROM recipients WHERE state IN ('queued', 'deferred') /* bench-scale */");
   const until = async (t0: number, each?: (n: number) => void) => {
     for (;;) {
       const n = await left();
@@ -341,6 +371,8 @@ async function drainSide(
   // opened its connections (a node pays that once in its life; N nodes would pay it N times in one
   // short drain, and capped, a node compiles slowly).
   const warm = WARM_N * daemons.length;
+  if (DRAIN_N % stores.length)
+    throw new Error(`BENCH_SCALE_DRAIN_N (${DRAIN_N}) is not shared evenly by ${stores.length} installations`);
   await queue(warm, 0);
   await m.uncapped(async () => {
     for (const [i, cfg] of configs.entries()) {
@@ -357,39 +389,47 @@ async function drainSide(
       const t0 = performance.now();
       await queue(DRAIN_N, warm);
       // As a node would after its commit: every node looks now.
-      await c.query("SELECT pg_notify('posthaste_wakeup', 'outbound bench')");
+      for (const s of stores) await s.client.query("SELECT pg_notify('posthaste_wakeup', 'outbound bench')");
       await until(t0, (n) => {
         if (tenth === undefined && n <= DRAIN_N * 0.9) tenth = performance.now();
       });
       return performance.now();
     },
   );
-  const delivered = Number(
-    (await c.query("SELECT count(*) AS n FROM recipients WHERE state = 'delivered' /* bench-scale */")).rows[0].n,
-  );
+  const delivered = await m.count("SELECT count(*) AS n FROM recipients WHERE state = 'delivered' /* bench-scale */");
   if (delivered !== DRAIN_N + warm)
     throw new Error(`${daemons.length} nodes delivered ${delivered} of ${DRAIN_N + warm}`);
   return { ...r, rate: DRAIN_N / r.seconds, rest: (DRAIN_N * 0.9 * 1000) / (r.out - (tenth ?? r.out)) };
 }
 
-/** Calls so far of each statement run in database `db` (pg_stat_statements). */
-async function statements(admin: pg.Client, db: string): Promise<Map<string, number>> {
+/** Calls so far of each statement run in the databases `dbs` (pg_stat_statements). */
+async function statements(admin: pg.Client, dbs: string[]): Promise<Map<string, number>> {
   const r = await admin.query(
     `SELECT query, sum(calls)::float8 AS calls FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
-     WHERE d.datname = $1 AND query NOT LIKE '%bench-scale%' GROUP BY query`,
-    [db],
+     WHERE d.datname = ANY($1) AND query NOT LIKE '%bench-scale%' GROUP BY query`,
+    [dbs],
   );
   return new Map(r.rows.map((x: { query: string; calls: number }) => [x.query, x.calls]));
 }
 
 function sideLine(s: Side, all: Side[]): string {
   const kind = s.rest === undefined ? 'accept' : 'drain';
-  const one = all.find((x) => x.nodes === 1 && (x.rest === undefined) === (kind === 'accept'));
+  const same = (x: Side) => (x.rest === undefined) === (kind === 'accept');
+  const one = all.find((x) => x.nodes === 1 && same(x));
   // Against one node at this cap; a size at another cap is compared with one node scaled to it.
   const eff =
     one && s.nodes > 1 ? (s.rest ?? s.rate) / (s.nodes * (one.rest ?? one.rate) * (s.cap / one.cap)) : undefined;
+  // The cluster against as many separate installations at its cap: what coordination costs.
+  const pair = all.find(
+    (x) => x !== s && same(x) && x.nodes === s.nodes && x.cap === s.cap && x.separate !== s.separate,
+  );
+  const [cl, sep] = s.separate ? [pair, s] : [s, pair];
+  const control =
+    cl && sep && s.nodes > 1
+      ? `; the cluster against separate installations: rate ${fmt((cl.rest ?? cl.rate) / (sep.rest ?? sep.rate), 2)}, nodes' CPU a message ${fmt(cl.nodeMs / sep.nodeMs, 2)}`
+      : '';
   return [
-    `  ${kind.padEnd(6)} ${String(s.nodes).padStart(2)} node(s) at ${s.cap}: ${fmt(s.rate)} msg/s`,
+    `  ${kind.padEnd(6)} ${String(s.nodes).padStart(2)} ${s.separate ? 'separate' : 'node(s)'} at ${s.cap}: ${fmt(s.rate)} msg/s`,
     s.rest !== undefined ? ` (${fmt(s.rest)} after the first tenth)` : '',
     s.failed ? ` (${s.failed} answers not 2xx left out)` : '',
     eff !== undefined ? `, efficiency ${fmt(eff, 2)}` : '',
@@ -398,6 +438,7 @@ function sideLine(s: Side, all: Side[]): string {
     s.idle?.shares.length
       ? `, while the others spent ${s.idle.shares.map((x) => `${fmt(x * 100, 1)} %`).join(', ')} of a core (median ${fmt(median(s.idle.shares) * 100, 1)} %)`
       : '',
+    control,
     `; load average ${s.load}`,
     ...s.top.map((t) => `\n      ${t}`),
   ].join('');
