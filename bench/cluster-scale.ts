@@ -162,18 +162,20 @@ async function runSide(
   const add = ['concurrency = 4', 'concurrency_per_domain = 4', 'claim_batch = 100', 'signing_threads = 1'];
   // One database for the cluster's nodes; one each for separate installations (node i uses store i).
   const stores: Store[] = [];
-  const configs: ReturnType<typeof nodeConfigs> = [];
-  for (let i = 0; i < (separate ? nodes : 1); i++) {
-    const { url, key } = await pgRig(ctx.cluster, separate ? `${db}_${i}` : db);
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    stores.push({ url, key, client });
-    const t = separate ? `${tag}-${i}` : tag;
-    configs.push(...nodeConfigs(ctx.rig.config, t, separate ? 1 : nodes, { outbound: add, store: [`url = "${url}"`] }));
-  }
-  const storeOf = (i: number) => stores[separate ? i : 0]!;
-  const groups = configs.map((_c, i) => `${tag}-${i}`);
   try {
+    const configs: ReturnType<typeof nodeConfigs> = [];
+    for (let i = 0; i < (separate ? nodes : 1); i++) {
+      const { url, key } = await pgRig(ctx.cluster, separate ? `${db}_${i}` : db);
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      stores.push({ url, key, client });
+      const t = separate ? `${tag}-${i}` : tag;
+      configs.push(
+        ...nodeConfigs(ctx.rig.config, t, separate ? 1 : nodes, { outbound: add, store: [`url = "${url}"`] }),
+      );
+    }
+    const storeOf = (i: number) => stores[separate ? i : 0]!;
+    const groups = configs.map((_c, i) => `${tag}-${i}`);
     const daemons = await Promise.all(
       configs.map(async (c, i) => {
         // Started with the cap lifted (a node capped at a small share takes long to start; its
