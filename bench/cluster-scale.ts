@@ -165,10 +165,11 @@ async function runSide(
   try {
     const configs: ReturnType<typeof nodeConfigs> = [];
     for (let i = 0; i < (separate ? nodes : 1); i++) {
-      const { url, key } = await pgRig(ctx.cluster, separate ? `${db}_${i}` : db);
+      const name = separate ? `${db}_${i}` : db;
+      const { url, key } = await pgRig(ctx.cluster, name);
       const client = new pg.Client({ connectionString: url });
       await client.connect();
-      stores.push({ url, key, client });
+      stores.push({ name, url, key, client });
       const t = separate ? `${tag}-${i}` : tag;
       configs.push(
         ...nodeConfigs(ctx.rig.config, t, separate ? 1 : nodes, { outbound: add, store: [`url = "${url}"`] }),
@@ -192,7 +193,7 @@ async function runSide(
     say(`${name}: nodes ready, API on ports ${daemons.map((d) => d.match[1]).join(' ')}`);
     for (const g of groups) ctx.caps.limit(g, cap);
     try {
-      const dbs = stores.map((_s, i) => (separate ? `${db}_${i}` : db));
+      const dbs = stores.map((s) => s.name);
       const m = {
         cpu: () => daemons.map((d) => processCpuTimes(d.child.pid!)),
         db: () => clusterCpu(ctx.cluster),
@@ -224,10 +225,7 @@ async function runSide(
               daemons.map((d, i) => ({ d, key: storeOf(i).key.key })),
               m,
             )
-          : await drainSide(daemons, configs, m, stores, (n, first) =>
-              // Each installation its share (the cluster: all of it in its one database).
-              Promise.all(stores.map((s) => queuePg(s.url, s.key.id, n / stores.length, first / stores.length))),
-            );
+          : await drainSide(daemons, configs, m, stores);
       return { nodes, cap, separate, load, ...side };
     } finally {
       await Promise.all(
@@ -242,7 +240,8 @@ async function runSide(
   }
 }
 
-type Store = { url: string; key: { id: string; key: string }; client: pg.Client };
+/** A side's database: the cluster's one, or one of each separate installation's. */
+type Store = { name: string; url: string; key: { id: string; key: string }; client: pg.Client };
 
 type Meters = {
   /** Each node's CPU seconds so far, with the kernel's part. */
@@ -360,13 +359,10 @@ async function acceptSide(nodes: Array<{ d: Daemon; key: string }>, m: Meters) {
   return { ...r, rate: accepted / SECONDS, failed, idle };
 }
 
-async function drainSide(
-  daemons: Daemon[],
-  configs: Array<{ release: () => void }>,
-  m: Meters,
-  stores: Store[],
-  queue: (n: number, first: number) => Promise<unknown>,
-) {
+async function drainSide(daemons: Daemon[], configs: Array<{ release: () => void }>, m: Meters, stores: Store[]) {
+  // Each installation its share of the messages (the cluster: all of them in its one database).
+  const queue = (n: number, first: number) =>
+    Promise.all(stores.map((s) => queuePg(s.url, s.key.id, n / stores.length, first / stores.length)));
   const left = () =>
     m.count("SELECT count(*) AS n FROM recipients WHERE state IN ('queued', 'deferred') /* bench-scale */");
   const until = async (t0: number, each?: (n: number) => void) => {
