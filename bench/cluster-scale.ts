@@ -11,7 +11,8 @@
 //   of them at once, capped, for BENCH_SCALE_SETTLE_S (8 s), untimed (the first seconds under a
 //   cap after the warm-up run slower: each node gets them before anything is measured)
 //   drain: BENCH_SCALE_DRAIN_N queued 2 KB messages delivered (DKIM on) by all the nodes, after
-//   BENCH_SCALE_WARM_N (500) a node delivered untimed, caps lifted (each node's warm-up: its JIT, its connections)
+//   BENCH_SCALE_WARM_N (3,000) a node delivered untimed, caps lifted (each node's warm-up: its JIT, its
+//   connections; after 500, a node at 0.2 of a core still ran a third slower for its first 15 s capped)
 //   separate (a size written "4s"): the control, N one-node installations side by side, each on a
 //   database of its own in the same PostgreSQL, sharing the machine as the cluster's nodes do but
 //   not one row, claim or wakeup: the cluster against it is what coordination costs, apart from
@@ -45,8 +46,12 @@ const PHASES = new Set((process.env.BENCH_SCALE_PHASES ?? 'accept,drain').split(
 /** Seconds each accept side is timed (with 8, one node timed twice in a row moved by 20 % between the two). */
 const SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? 20);
 const DRAIN_N = Number(process.env.BENCH_SCALE_DRAIN_N ?? 8000);
-/** Messages a node delivers before the drain is timed (its warm-up). */
-const WARM_N = Number(process.env.BENCH_SCALE_WARM_N ?? 500);
+/**
+ * Messages a node delivers, uncapped, before the drain is timed (its warm-up). After 500, one node
+ * at 0.2 of a core, at its cap throughout, delivered about a third slower for its first 15 s than
+ * after (a 16,000-message drain); after 4,000 it ran at one rate from its second second.
+ */
+const WARM_N = Number(process.env.BENCH_SCALE_WARM_N ?? 3000);
 /** Seconds every node accepts, uncapped, before anything is measured (its JIT: capped, a node takes many seconds to compile its accept path). */
 const WARM_S = Number(process.env.BENCH_SCALE_WARM_S ?? 8);
 /** Seconds every node accepts, capped, all at once, after the warm-up and before anything is timed. */
@@ -86,6 +91,8 @@ interface Side {
   failed?: number;
   /** drain: the rate after the first tenth. */
   rest?: number;
+  /** drain: the rates of its first and second halves (far apart, the nodes were still warming up). */
+  halves?: [number, number];
 }
 
 type Daemon = Awaited<ReturnType<typeof spawnReady>>;
@@ -376,7 +383,8 @@ async function drainSide(daemons: Daemon[], configs: Array<{ release: () => void
   };
   // Warm-up, not timed, uncapped: WARM_N a node, so that each has compiled its delivery path and
   // opened its connections (a node pays that once in its life; N nodes would pay it N times in one
-  // short drain, and capped, a node compiles slowly).
+  // short drain, and capped, a node compiles slowly). Too short a warm-up favours the smaller
+  // sizes: one node's long drain is timed mostly warm, four nodes' short one mostly not.
   const warm = WARM_N * daemons.length;
   if (DRAIN_N % stores.length)
     throw new Error(`BENCH_SCALE_DRAIN_N (${DRAIN_N}) is not shared evenly by ${stores.length} installations`);
@@ -389,16 +397,19 @@ async function drainSide(daemons: Daemon[], configs: Array<{ release: () => void
     await until(performance.now());
   });
   let tenth: number | undefined;
+  let half: number | undefined;
+  let start = 0;
   const r = await measure(
     m,
     async () => DRAIN_N,
     async () => {
-      const t0 = performance.now();
+      start = performance.now();
       await queue(DRAIN_N, warm);
       // As a node would after its commit: every node looks now.
       for (const s of stores) await s.client.query("SELECT pg_notify('posthaste_wakeup', 'outbound bench')");
-      await until(t0, (n) => {
+      await until(start, (n) => {
         if (tenth === undefined && n <= DRAIN_N * 0.9) tenth = performance.now();
+        if (half === undefined && n <= DRAIN_N / 2) half = performance.now();
       });
       return performance.now();
     },
@@ -406,7 +417,13 @@ async function drainSide(daemons: Daemon[], configs: Array<{ release: () => void
   const delivered = await m.count("SELECT count(*) AS n FROM recipients WHERE state = 'delivered' /* bench-scale */");
   if (delivered !== DRAIN_N + warm)
     throw new Error(`${daemons.length} nodes delivered ${delivered} of ${DRAIN_N + warm}`);
-  return { ...r, rate: DRAIN_N / r.seconds, rest: (DRAIN_N * 0.9 * 1000) / (r.out - (tenth ?? r.out)) };
+  const mid = half ?? r.out;
+  return {
+    ...r,
+    rate: DRAIN_N / r.seconds,
+    rest: (DRAIN_N * 0.9 * 1000) / (r.out - (tenth ?? r.out)),
+    halves: [(DRAIN_N * 500) / (mid - start), (DRAIN_N * 500) / (r.out - mid)] as [number, number],
+  };
 }
 
 /** Calls so far of each statement run in the databases `dbs` (pg_stat_statements). */
@@ -437,7 +454,9 @@ function sideLine(s: Side, all: Side[]): string {
       : '';
   return [
     `  ${kind.padEnd(6)} ${String(s.nodes).padStart(2)} ${s.separate ? 'separate' : 'node(s)'} at ${s.cap}: ${fmt(s.rate)} msg/s`,
-    s.rest !== undefined ? ` (${fmt(s.rest)} after the first tenth)` : '',
+    s.rest !== undefined ? ` (${fmt(s.rest)} after the first tenth` : '',
+    s.halves ? `; its halves ${fmt(s.halves[0])} then ${fmt(s.halves[1])}` : '',
+    s.rest !== undefined ? ')' : '',
     s.failed ? ` (${s.failed} answers not 2xx left out)` : '',
     eff !== undefined ? `, efficiency ${fmt(eff, 2)}` : '',
     `; CPU a message: nodes ${fmt(s.nodeMs, 3)} ms (${fmt(s.kernelMs, 3)} in the kernel), PostgreSQL ${fmt(s.dbMs, 3)} ms; statements a message ${fmt(s.statements, 2)}; nodes throttled ${fmt(s.throttled, 1)} s`,
