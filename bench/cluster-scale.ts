@@ -91,7 +91,7 @@ interface Side {
   failed?: number;
   /** drain: the rate after the first tenth. */
   rest?: number;
-  /** drain: the rates of its first and second halves (far apart, the nodes were still warming up). */
+  /** drain: the rates of the two halves of what followed the first tenth (far apart, the nodes were still warming up). */
   halves?: [number, number];
 }
 
@@ -398,18 +398,17 @@ async function drainSide(daemons: Daemon[], configs: Array<{ release: () => void
   });
   let tenth: number | undefined;
   let half: number | undefined;
-  let start = 0;
   const r = await measure(
     m,
     async () => DRAIN_N,
     async () => {
-      start = performance.now();
+      const t0 = performance.now();
       await queue(DRAIN_N, warm);
       // As a node would after its commit: every node looks now.
       for (const s of stores) await s.client.query("SELECT pg_notify('posthaste_wakeup', 'outbound bench')");
-      await until(start, (n) => {
+      await until(t0, (n) => {
         if (tenth === undefined && n <= DRAIN_N * 0.9) tenth = performance.now();
-        if (half === undefined && n <= DRAIN_N / 2) half = performance.now();
+        if (half === undefined && n <= DRAIN_N * 0.45) half = performance.now();
       });
       return performance.now();
     },
@@ -417,12 +416,13 @@ async function drainSide(daemons: Daemon[], configs: Array<{ release: () => void
   const delivered = await m.count("SELECT count(*) AS n FROM recipients WHERE state = 'delivered' /* bench-scale */");
   if (delivered !== DRAIN_N + warm)
     throw new Error(`${daemons.length} nodes delivered ${delivered} of ${DRAIN_N + warm}`);
-  const mid = half ?? r.out;
+  // The rest (after the first tenth) in two halves of 0.45 of the messages each.
+  const [from, mid] = [tenth ?? r.out, half ?? r.out];
   return {
     ...r,
     rate: DRAIN_N / r.seconds,
-    rest: (DRAIN_N * 0.9 * 1000) / (r.out - (tenth ?? r.out)),
-    halves: [(DRAIN_N * 500) / (mid - start), (DRAIN_N * 500) / (r.out - mid)] as [number, number],
+    rest: (DRAIN_N * 0.9 * 1000) / (r.out - from),
+    halves: [(DRAIN_N * 450) / (mid - from), (DRAIN_N * 450) / (r.out - mid)] as [number, number],
   };
 }
 
@@ -455,7 +455,7 @@ function sideLine(s: Side, all: Side[]): string {
   return [
     `  ${kind.padEnd(6)} ${String(s.nodes).padStart(2)} ${s.separate ? 'separate' : 'node(s)'} at ${s.cap}: ${fmt(s.rate)} msg/s`,
     s.rest !== undefined ? ` (${fmt(s.rest)} after the first tenth` : '',
-    s.halves ? `; its halves ${fmt(s.halves[0])} then ${fmt(s.halves[1])}` : '',
+    s.halves ? `: ${fmt(s.halves[0])} in its first half, ${fmt(s.halves[1])} in its second` : '',
     s.rest !== undefined ? ')' : '',
     s.failed ? ` (${s.failed} answers not 2xx left out)` : '',
     eff !== undefined ? `, efficiency ${fmt(eff, 2)}` : '',
