@@ -454,9 +454,9 @@ function sideLine(s: Side, all: Side[]): string {
       : '';
   return [
     `  ${kind.padEnd(6)} ${String(s.nodes).padStart(2)} ${s.separate ? 'separate' : 'node(s)'} at ${s.cap}: ${fmt(s.rate)} msg/s`,
-    s.rest !== undefined ? ` (${fmt(s.rest)} after the first tenth` : '',
-    s.halves ? `: ${fmt(s.halves[0])} in its first half, ${fmt(s.halves[1])} in its second` : '',
-    s.rest !== undefined ? ')' : '',
+    s.rest !== undefined && s.halves
+      ? ` (${fmt(s.rest)} after the first tenth: ${fmt(s.halves[0])} in its first half, ${fmt(s.halves[1])} in its second)`
+      : '',
     s.failed ? ` (${s.failed} answers not 2xx left out)` : '',
     eff !== undefined ? `, efficiency ${fmt(eff, 2)}` : '',
     `; CPU a message: nodes ${fmt(s.nodeMs, 3)} ms (${fmt(s.kernelMs, 3)} in the kernel), PostgreSQL ${fmt(s.dbMs, 3)} ms; statements a message ${fmt(s.statements, 2)}; nodes throttled ${fmt(s.throttled, 1)} s`,
